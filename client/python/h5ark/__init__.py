@@ -1,0 +1,61 @@
+"""h5ark: Python client of the h5ark daemon (in-memory arrays and Arkouda-compatible HDF5
+over ZeroMQ + MessagePack).
+
+    import h5ark
+    h5ark.connect("tcp://127.0.0.1:5555")
+    a = h5ark.arange(10)
+    a.to_hdf("a.h5", dataset="a")          # a_LOCALE0000.h5, a_LOCALE0001.h5, ...
+    h5ark.read_hdf("a_LOCALE*.h5")["a"].to_ndarray()
+
+Module-level functions act on the most recently connected client; `Client` methods of the
+same names act on a given one.
+"""
+import functools
+import inspect
+
+from .client import (DEFAULT_ENDPOINT, DEFAULT_TIMEOUT, Client, ReadResult, Reply, Result,
+                     connect, current_client)
+from .errors import (AlreadyExistsError, BadRequestError, BusyError, ConnectionClosedError,
+                     ForbiddenError, H5arkError, H5arkWarning, InternalError,
+                     NotFoundError, ObjectTypeError, ProtocolError, ReplyTimeoutError,
+                     ResourceLimitError, SchemaError, StorageError, UnauthorizedError,
+                     UnknownCommandError)
+from .objects import H5arkObject, Strings, pdarray
+
+__version__ = "0.1.0"
+
+_FORWARDED = ("ping", "config", "zeros", "ones", "full", "arange", "linspace", "randint",
+              "uniform", "array", "info", "delete", "clear", "to_hdf", "read_hdf", "ls",
+              "shutdown")
+
+
+def _forward(method_name):
+    method = getattr(Client, method_name)
+
+    @functools.wraps(method)
+    def call(*args, **kwargs):
+        return getattr(current_client(), method_name)(*args, **kwargs)
+
+    # Show the method's signature without `self`.
+    signature = inspect.signature(method)
+    call.__signature__ = signature.replace(parameters=list(signature.parameters.values())[1:])
+    del call.__wrapped__
+    return call
+
+
+for _name in _FORWARDED:
+    globals()[_name] = _forward(_name)
+del _name
+
+
+def disconnect():
+    """Close the client the module-level functions use."""
+    current_client().close()
+
+__all__ = ["connect", "current_client", "Client", "Reply", "Result", "ReadResult",
+           "H5arkObject", "pdarray", "Strings", "H5arkError", "H5arkWarning",
+           "BadRequestError", "UnknownCommandError", "UnauthorizedError", "NotFoundError",
+           "AlreadyExistsError", "ObjectTypeError", "SchemaError", "StorageError",
+           "ForbiddenError", "ResourceLimitError", "BusyError", "InternalError",
+           "ReplyTimeoutError", "ProtocolError", "ConnectionClosedError",
+           "DEFAULT_ENDPOINT", "DEFAULT_TIMEOUT", "disconnect", *_FORWARDED]

@@ -1,0 +1,96 @@
+/* Commands about the daemon and its registry: ping getconfig info delete clear shutdown. */
+#include "commands.h"
+
+#include "config.h"
+#include "locales.h"
+#include "registry.h"
+
+#include <hdf5.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <zmq.h>
+
+static int cmd_ping(command_ctx *ctx, h5ark_error *err) {
+    return reply_set(ctx, "pong", h5ark_value_bool(true), err);
+}
+
+static int cmd_getconfig(command_ctx *ctx, h5ark_error *err) {
+    unsigned maj, min, rel;
+    char hdf5[32], zmqv[32];
+    H5get_libversion(&maj, &min, &rel);
+    snprintf(hdf5, sizeof hdf5, "%u.%u.%u", maj, min, rel);
+    int zmaj, zmin, zpatch;
+    zmq_version(&zmaj, &zmin, &zpatch);
+    snprintf(zmqv, sizeof zmqv, "%d.%d.%d", zmaj, zmin, zpatch);
+    if (reply_set(ctx, "version", h5ark_value_str(H5ARK_VERSION_STRING), err) ||
+        reply_set(ctx, "protocol", h5ark_value_uint(H5ARK_PROTOCOL_VERSION), err) ||
+        reply_set(ctx, "locales", h5ark_value_uint((uint64_t)locales_count()), err) ||
+        reply_set(ctx, "max_memory", h5ark_value_uint(registry_memory_limit()), err) ||
+        reply_set(ctx, "memory_used", h5ark_value_uint(registry_memory_used()), err) ||
+        reply_set(ctx, "auth", h5ark_value_bool(config.token != NULL), err) ||
+        reply_set(ctx, "hdf5_version", h5ark_value_str(hdf5), err) ||
+        reply_set(ctx, "zmq_version", h5ark_value_str(zmqv), err) ||
+        reply_set(ctx, "data_dir", h5ark_value_str(config.data_dir), err))
+        return -1;
+    return 0;
+}
+
+static int cmd_info(command_ctx *ctx, h5ark_error *err) {
+    h5ark_value *list = h5ark_value_array();
+    const h5ark_value *names = arg_value(ctx, "names");
+    if (names) {
+        for (size_t i = 0; i < h5ark_value_len(names); i++) {
+            object *obj = registry_get(h5ark_value_at(names, i)->as.s.ptr, err);
+            if (!obj) {
+                h5ark_value_destroy(&list);
+                return -1;
+            }
+            h5ark_value_push(list, object_describe(obj));
+            object_release(obj);
+        }
+    } else {
+        size_t n;
+        object **all = registry_list(&n);
+        for (size_t i = 0; i < n; i++)
+            h5ark_value_push(list, object_describe(all[i]));
+        registry_list_free(all, n);
+    }
+    return reply_set(ctx, "objects", list, err);
+}
+
+static int cmd_delete(command_ctx *ctx, h5ark_error *err) {
+    const h5ark_value *names = arg_value(ctx, "names");
+    /* all or nothing: check every name first */
+    for (size_t i = 0; i < h5ark_value_len(names); i++) {
+        object *obj = registry_get(h5ark_value_at(names, i)->as.s.ptr, err);
+        if (!obj) return -1;
+        object_release(obj);
+    }
+    h5ark_value *deleted = h5ark_value_array();
+    for (size_t i = 0; i < h5ark_value_len(names); i++) {
+        const char *name = h5ark_value_at(names, i)->as.s.ptr;
+        h5ark_error ignore;
+        /* a name listed twice, or deleted meanwhile by another client, is not an error */
+        if (registry_remove(name, &ignore) == 0) h5ark_value_push(deleted, h5ark_value_str(name));
+    }
+    return reply_set(ctx, "deleted", deleted, err);
+}
+
+static int cmd_clear(command_ctx *ctx, h5ark_error *err) {
+    return reply_set(ctx, "deleted", h5ark_value_uint(registry_clear()), err);
+}
+
+static int cmd_shutdown(command_ctx *ctx, h5ark_error *err) {
+    ctx->shutdown = true;
+    return reply_set(ctx, "stopping", h5ark_value_bool(true), err);
+}
+
+const command_def admin_commands[] = {
+    {"ping", cmd_ping, {{0}}},
+    {"getconfig", cmd_getconfig, {{0}}},
+    {"info", cmd_info, {{"names", ARG_STR_ARRAY, false}, {0}}},
+    {"delete", cmd_delete, {{"names", ARG_STR_ARRAY, true}, {0}}},
+    {"clear", cmd_clear, {{0}}},
+    {"shutdown", cmd_shutdown, {{0}}},
+    {0},
+};

@@ -1,0 +1,316 @@
+/* Commands that make and read arrays: create put get. */
+#include "commands.h"
+
+#include "locales.h"
+#include "objects/pdarray.h"
+#include "objects/strings.h"
+#include "registry.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Publish a freshly built object under args.name (or a generated name) and describe it. */
+static int publish_and_describe(command_ctx *ctx, object *obj, h5ark_error *err) {
+    int rc = registry_publish(obj, arg_str(ctx, "name", NULL), err);
+    if (rc == 0) rc = reply_set(ctx, "object", object_describe(obj), err);
+    object_release(obj);
+    return rc;
+}
+
+static int parse_dtype(command_ctx *ctx, const char *cmd, const char *def, h5ark_dtype *out,
+                       h5ark_error *err) {
+    const char *name = arg_str(ctx, "dtype", def);
+    if (!name) return h5ark_fail(err, H5ARK_BAD_REQUEST, "%s: missing argument 'dtype'", cmd);
+    if (!h5ark_dtype_from_name(name, out))
+        return h5ark_fail(err, H5ARK_TYPE_ERROR,
+                          "%s: unknown dtype '%s' (int8 int16 int32 int64 uint8 uint16 uint32 "
+                          "uint64 float32 float64 bool str)",
+                          cmd, name);
+    return 0;
+}
+
+/* The element count from `shape` (one dimension) and/or `size`; *given = false if neither. */
+static int parse_size(command_ctx *ctx, const char *cmd, uint64_t *size, bool *given,
+                      h5ark_error *err) {
+    const h5ark_value *shape = arg_value(ctx, "shape");
+    *given = false;
+    if (shape) {
+        if (h5ark_value_len(shape) != 1)
+            return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                              "%s: 'shape' must have exactly one dimension for a pdarray or "
+                              "strings, got %zu",
+                              cmd, h5ark_value_len(shape));
+        h5ark_value_to_uint64(h5ark_value_at(shape, 0), size);
+        *given = true;
+    }
+    if (arg_has(ctx, "size")) {
+        uint64_t s = arg_uint(ctx, "size", 0);
+        if (*given && s != *size)
+            return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                              "%s: 'size' %llu disagrees with 'shape' [%llu]", cmd,
+                              (unsigned long long)s, (unsigned long long)*size);
+        *size = s;
+        *given = true;
+    }
+    if (*given && *size > OBJECT_MAX_ELEMENTS)
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT,
+                          "%s: %llu elements is more than the limit of %llu", cmd,
+                          (unsigned long long)*size, (unsigned long long)OBJECT_MAX_ELEMENTS);
+    return 0;
+}
+
+static void read_number(const h5ark_value *v, double def,
+                        __typeof__(((fill_spec *)0)->value) *out) {
+    memset(out, 0, sizeof *out);
+    out->f = def;
+    out->is_int = def == floor(def) && fabs(def) < 9.2e18;
+    out->negative = def < 0;
+    out->i = (int64_t)def;
+    out->u = def < 0 ? 0 : (uint64_t)def;
+    if (!v) return;
+    if (v->kind == H5ARK_BOOL) {
+        out->is_int = true;
+        out->u = out->i = v->as.b;
+        out->f = v->as.b;
+        out->negative = false;
+    } else if (v->kind == H5ARK_INT) {
+        out->is_int = true;
+        out->negative = v->as.i < 0;
+        out->i = v->as.i;
+        out->u = (uint64_t)v->as.i;
+        out->f = (double)v->as.i;
+    } else if (v->kind == H5ARK_UINT) {
+        out->is_int = true;
+        out->negative = false;
+        out->u = v->as.u;
+        out->i = (int64_t)v->as.u;
+        out->f = (double)v->as.u;
+    } else {
+        out->is_int = false;
+        out->f = v->as.f;
+        out->negative = v->as.f < 0;
+    }
+}
+
+static int cmd_create(command_ctx *ctx, h5ark_error *err) {
+    h5ark_dtype dtype;
+    fill_spec spec = {0};
+    if (parse_dtype(ctx, "create", "float64", &dtype, err)) return -1;
+    if (dtype == H5ARK_STRING)
+        return h5ark_fail(err, H5ARK_TYPE_ERROR,
+                          "create makes numeric arrays; use put for strings");
+    const char *fill = arg_str(ctx, "fill", "zeros");
+    if (pdarray_fill_from_name(fill, &spec.kind))
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "create: unknown fill '%s' (empty zeros ones full arange linspace "
+                          "uniform randint)",
+                          fill);
+    static const char *const needs[][3] = {[FILL_FULL] = {"value"},
+                                           [FILL_ARANGE] = {"stop"},
+                                           [FILL_LINSPACE] = {"start", "stop"},
+                                           [FILL_RANDINT] = {"low", "high"}};
+    for (int i = 0; i < 3 && spec.kind < sizeof needs / sizeof needs[0] && needs[spec.kind][i]; i++)
+        if (!arg_has(ctx, needs[spec.kind][i]))
+            return h5ark_fail(err, H5ARK_BAD_REQUEST, "create %s: missing argument '%s'", fill,
+                              needs[spec.kind][i]);
+    read_number(arg_value(ctx, "value"), 0, &spec.value);
+    read_number(arg_value(ctx, "start"), 0, &spec.start);
+    read_number(arg_value(ctx, "stop"), 0, &spec.stop);
+    read_number(arg_value(ctx, "step"), 1, &spec.step);
+    read_number(arg_value(ctx, "low"), 0, &spec.low);
+    read_number(arg_value(ctx, "high"), spec.kind == FILL_UNIFORM ? 1.0 : 0, &spec.high);
+    spec.seed = arg_has(ctx, "seed") ? arg_uint(ctx, "seed", 0)
+                                     : (uint64_t)time(NULL) ^ (uint64_t)clock() << 32;
+    if (spec.kind == FILL_UNIFORM && !(spec.high.f > spec.low.f))
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "create uniform: high must be above low");
+    if (pdarray_check_fill(&spec, dtype, err)) return -1;
+
+    uint64_t size = 0;
+    bool given;
+    if (parse_size(ctx, "create", &size, &given, err)) return -1;
+    if (spec.kind == FILL_ARANGE) {
+        uint64_t n;
+        if (pdarray_arange_size(&spec, &n, err)) return -1;
+        if (given && n != size)
+            return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                              "create arange: the range has %llu elements but size is %llu",
+                              (unsigned long long)n, (unsigned long long)size);
+        size = n;
+    } else if (!given) {
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "create: give 'size' or 'shape'");
+    }
+    object *obj = object_new_pdarray(dtype, size, err);
+    if (!obj) return -1;
+    pdarray_fill(obj, &spec);
+    return publish_and_describe(ctx, obj, err);
+}
+
+static int check_buffer_names(command_ctx *ctx, const char *const *allowed, h5ark_error *err) {
+    for (size_t i = 0; i < ctx->buffers->count; i++) {
+        bool ok = false;
+        for (const char *const *a = allowed; *a; a++)
+            ok |= strcmp(*a, ctx->buffers->items[i].name) == 0;
+        if (!ok)
+            return h5ark_fail(err, H5ARK_BAD_REQUEST, "put: unexpected buffer '%s'",
+                              ctx->buffers->items[i].name);
+    }
+    for (const char *const *a = allowed; *a; a++)
+        if (!h5ark_buffer_list_find(ctx->buffers, *a))
+            return h5ark_fail(err, H5ARK_BAD_REQUEST, "put: missing buffer '%s'", *a);
+    return 0;
+}
+
+static int cmd_put(command_ctx *ctx, h5ark_error *err) {
+    h5ark_objtype objtype;
+    const char *type = arg_str(ctx, "objtype", "pdarray");
+    if (!h5ark_objtype_from_name(type, &objtype) ||
+        (objtype != H5ARK_PDARRAY && objtype != H5ARK_STRINGS))
+        return h5ark_fail(err, H5ARK_TYPE_ERROR,
+                          "put: objtype must be pdarray or strings, not '%s'", type);
+    uint64_t size;
+    bool given;
+    if (parse_size(ctx, "put", &size, &given, err)) return -1;
+    if (!given) return h5ark_fail(err, H5ARK_BAD_REQUEST, "put: missing argument 'shape'");
+    object *obj;
+    if (objtype == H5ARK_STRINGS) {
+        h5ark_dtype dtype;
+        if (parse_dtype(ctx, "put", "str", &dtype, err)) return -1;
+        if (dtype != H5ARK_STRING)
+            return h5ark_fail(err, H5ARK_TYPE_ERROR, "put: strings have dtype str, not %s",
+                              h5ark_dtype_name(dtype));
+        static const char *const names[] = {"segments", "values", NULL};
+        if (check_buffer_names(ctx, names, err)) return -1;
+        obj = strings_from_payload(size, ctx->payload,
+                                   h5ark_buffer_list_find(ctx->buffers, "segments"),
+                                   h5ark_buffer_list_find(ctx->buffers, "values"), err);
+        if (!obj) return -1;
+    } else {
+        h5ark_dtype dtype;
+        if (parse_dtype(ctx, "put", NULL, &dtype, err)) return -1;
+        if (dtype == H5ARK_STRING)
+            return h5ark_fail(err, H5ARK_TYPE_ERROR, "put: dtype str needs objtype strings");
+        static const char *const names[] = {"values", NULL};
+        if (check_buffer_names(ctx, names, err)) return -1;
+        const h5ark_buffer *buf = h5ark_buffer_list_find(ctx->buffers, "values");
+        if (buf->nbytes != size * h5ark_dtype_size(dtype))
+            return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                              "put: buffer 'values' has %llu bytes but %llu %s elements need %llu",
+                              (unsigned long long)buf->nbytes, (unsigned long long)size,
+                              h5ark_dtype_name(dtype),
+                              (unsigned long long)(size * h5ark_dtype_size(dtype)));
+        obj = object_new_pdarray(dtype, size, err);
+        if (!obj) return -1;
+        if (pdarray_copy_in(obj, ctx->payload, buf, err)) {
+            object_release(obj);
+            return -1;
+        }
+    }
+    return publish_and_describe(ctx, obj, err);
+}
+
+/* Reply spans for elements [from, to) of a darray, straight from shard memory. */
+static int add_spans(command_ctx *ctx, const darray *a, uint64_t from, uint64_t to,
+                     h5ark_error *err) {
+    for (int b = 0; b < a->nshards && from < to; b++) {
+        const shard *sh = &a->shards[b];
+        uint64_t lo = from > sh->start ? from : sh->start;
+        uint64_t hi = to < sh->start + sh->count ? to : sh->start + sh->count;
+        if (lo >= hi) continue;
+        if (reply_buffer_span(ctx, (const char *)sh->data + (lo - sh->start) * a->itemsize,
+                              (hi - lo) * a->itemsize, err))
+            return -1;
+    }
+    return 0;
+}
+
+typedef struct {
+    const object *src;
+    object *dst;
+    uint64_t from, base;
+} rebase_job;
+
+/* dst[i] = segments[from + i] - base: a slice's offsets relative to its first string. */
+static void rebase_shard(int locale, void *ctx) {
+    rebase_job *job = ctx;
+    shard *sh = &job->dst->values->shards[locale];
+    int64_t *out = sh->data;
+    for (uint64_t i = 0; i < sh->count; i++)
+        out[i] = (int64_t)(strings_offset(job->src, job->from + sh->start + i) - job->base);
+}
+
+static int cmd_get(command_ctx *ctx, h5ark_error *err) {
+    object *obj = registry_get(arg_str(ctx, "name", ""), err);
+    if (!obj) return -1;
+    int rc = -1;
+    uint64_t from = arg_uint(ctx, "start", 0), to = arg_uint(ctx, "stop", obj->size);
+    if (from > to || to > obj->size) {
+        h5ark_fail(err, H5ARK_BAD_REQUEST,
+                   "get: range [%llu, %llu) is not within the %llu elements of '%s'",
+                   (unsigned long long)from, (unsigned long long)to, (unsigned long long)obj->size,
+                   obj->name);
+        goto out;
+    }
+    if (reply_set(ctx, "object", object_describe(obj), err) ||
+        reply_set(ctx, "start", h5ark_value_uint(from), err) ||
+        reply_set(ctx, "stop", h5ark_value_uint(to), err))
+        goto out;
+    if (obj->objtype == H5ARK_PDARRAY) {
+        rc = reply_buffer_begin(ctx, "values", (to - from) * obj->values->itemsize, obj, err) ||
+             add_spans(ctx, obj->values, from, to, err);
+    } else if (obj->objtype == H5ARK_STRINGS) {
+        uint64_t b0 = strings_offset(obj, from), b1 = strings_offset(obj, to);
+        object *seg = obj;
+        if (from != 0) { /* offsets must be relative to the first string sent */
+            seg = object_new_pdarray(H5ARK_INT64, to - from, err);
+            if (!seg) goto out;
+            rebase_job job = {obj, seg, from, b0};
+            locales_run(rebase_shard, &job);
+        }
+        const darray *segments = seg == obj ? obj->segments : seg->values;
+        uint64_t s0 = seg == obj ? from : 0, s1 = seg == obj ? to : to - from;
+        rc = reply_buffer_begin(ctx, "segments", (to - from) * 8, seg, err) ||
+             add_spans(ctx, segments, s0, s1, err) ||
+             reply_buffer_begin(ctx, "values", b1 - b0, obj, err) ||
+             add_spans(ctx, obj->values, b0, b1, err);
+        if (seg != obj) object_release(seg);
+    } else {
+        h5ark_fail(err, H5ARK_TYPE_ERROR, "get: objtype %s is not supported yet",
+                   h5ark_objtype_name(obj->objtype));
+    }
+out:
+    object_release(obj);
+    return rc ? -1 : 0;
+}
+
+const command_def array_commands[] = {
+    {"create",
+     cmd_create,
+     {{"dtype", ARG_STR, false},
+      {"shape", ARG_UINT_ARRAY, false},
+      {"size", ARG_UINT, false},
+      {"fill", ARG_STR, false},
+      {"value", ARG_SCALAR, false},
+      {"start", ARG_NUMBER, false},
+      {"stop", ARG_NUMBER, false},
+      {"step", ARG_NUMBER, false},
+      {"low", ARG_NUMBER, false},
+      {"high", ARG_NUMBER, false},
+      {"seed", ARG_UINT, false},
+      {"name", ARG_STR, false},
+      {0}}},
+    {"put",
+     cmd_put,
+     {{"objtype", ARG_STR, false},
+      {"dtype", ARG_STR, false},
+      {"shape", ARG_UINT_ARRAY, false},
+      {"size", ARG_UINT, false},
+      {"name", ARG_STR, false},
+      {0}}},
+    {"get",
+     cmd_get,
+     {{"name", ARG_STR, true}, {"start", ARG_UINT, false}, {"stop", ARG_UINT, false}, {0}}},
+    {0},
+};

@@ -1,0 +1,12 @@
+/* The command families. Each file in commands/ defines one table, ending with an entry
+ * whose name is NULL; dispatch.c looks commands up across all of them. */
+#ifndef H5ARK_COMMANDS_H
+#define H5ARK_COMMANDS_H
+
+#include "dispatch.h"
+
+extern const command_def admin_commands[]; /* ping getconfig info delete clear shutdown */
+extern const command_def array_commands[]; /* create put get */
+extern const command_def hdf_commands[];   /* tohdf readhdf lshdf */
+
+#endif

@@ -1,0 +1,6 @@
+/* HDF5 commands: tohdf readhdf lshdf (being written). */
+#include "commands.h"
+
+const command_def hdf_commands[] = {
+    {0},
+};

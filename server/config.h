@@ -1,0 +1,22 @@
+/* The daemon's configuration, read once at start by main.c and then only read. */
+#ifndef H5ARK_CONFIG_H
+#define H5ARK_CONFIG_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    char endpoint[1024];
+    int locales;
+    char data_dir[PATH_MAX]; /* absolute, symlinks resolved */
+    uint64_t max_memory;
+    char *token;          /* NULL: no authentication */
+    int handlers;         /* request handler threads */
+    size_t max_queue;     /* requests waiting for a handler before `busy` */
+    uint64_t max_message; /* bytes of one request, payload included */
+} config_t;
+
+extern config_t config;
+
+#endif

@@ -1,0 +1,382 @@
+/* Request checking and the command table (see dispatch.h). */
+#include "dispatch.h"
+
+#include "commands/commands.h"
+#include "config.h"
+#include "log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const command_def *const families[] = {admin_commands, array_commands, hdf_commands};
+
+static const command_def *command_find(const char *name) {
+    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
+        for (const command_def *c = families[f]; c->name; c++)
+            if (strcmp(c->name, name) == 0) return c;
+    return NULL;
+}
+
+static const char *arg_type_name(arg_type t) {
+    switch (t) {
+    case ARG_STR: return "a string";
+    case ARG_BOOL: return "a boolean";
+    case ARG_INT: return "an integer";
+    case ARG_UINT: return "a non-negative integer";
+    case ARG_NUMBER: return "a number";
+    case ARG_SCALAR: return "a number or a boolean";
+    case ARG_STR_ARRAY: return "an array of strings";
+    case ARG_UINT_ARRAY: return "an array of non-negative integers";
+    }
+    return "?";
+}
+
+static bool arg_matches(const h5ark_value *v, arg_type t) {
+    int64_t i;
+    uint64_t u;
+    switch (t) {
+    case ARG_STR: return v->kind == H5ARK_STR && !memchr(v->as.s.ptr, '\0', v->as.s.len);
+    case ARG_BOOL: return v->kind == H5ARK_BOOL;
+    case ARG_INT: return h5ark_value_to_int64(v, &i);
+    case ARG_UINT: return h5ark_value_to_uint64(v, &u);
+    case ARG_NUMBER: return h5ark_value_is_number(v);
+    case ARG_SCALAR: return h5ark_value_is_number(v) || v->kind == H5ARK_BOOL;
+    case ARG_STR_ARRAY:
+    case ARG_UINT_ARRAY:
+        if (v->kind != H5ARK_ARRAY) return false;
+        for (size_t k = 0; k < h5ark_value_len(v); k++)
+            if (!arg_matches(h5ark_value_at(v, k), t == ARG_STR_ARRAY ? ARG_STR : ARG_UINT))
+                return false;
+        return true;
+    }
+    return false;
+}
+
+static int check_args(const command_def *cmd, const h5ark_value *args, h5ark_error *err) {
+    for (size_t i = 0; i < args->as.m.len; i++) {
+        const char *key = args->as.m.keys[i];
+        const arg_spec *spec = NULL;
+        for (const arg_spec *s = cmd->args; s->name; s++)
+            if (strcmp(s->name, key) == 0) spec = s;
+        if (!spec)
+            return h5ark_fail(err, H5ARK_BAD_REQUEST, "%s: unknown argument '%s'", cmd->name, key);
+        const h5ark_value *v = args->as.m.vals[i];
+        if (v->kind == H5ARK_NIL && !spec->required) continue; /* nil = absent */
+        if (!arg_matches(v, spec->type))
+            return h5ark_fail(err, H5ARK_BAD_REQUEST, "%s: argument '%s' must be %s, got %s",
+                              cmd->name, key, arg_type_name(spec->type),
+                              h5ark_value_kind_name(v->kind));
+    }
+    for (const arg_spec *s = cmd->args; s->name; s++) {
+        const h5ark_value *v = h5ark_value_get(args, s->name);
+        if (s->required && (!v || v->kind == H5ARK_NIL))
+            return h5ark_fail(err, H5ARK_BAD_REQUEST, "%s: missing argument '%s'", cmd->name,
+                              s->name);
+    }
+    return 0;
+}
+
+/* Compare without an early exit, so the time taken does not reveal how much matched. */
+static bool token_equal(const char *given, size_t given_len, const char *expected) {
+    size_t n = strlen(expected);
+    unsigned char diff = (unsigned char)(given_len != n);
+    for (size_t i = 0; i < n; i++)
+        diff |= (unsigned char)(given[i < given_len ? i : 0] ^ expected[i]);
+    return diff == 0 && given_len > 0;
+}
+
+static int check_header(const h5ark_value *h, const char *decode_error, h5ark_error *err) {
+    if (!h)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "the header frame %s",
+                          decode_error ? decode_error : "is missing");
+    if (h->kind != H5ARK_MAP)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "the header must be a MessagePack map, got %s",
+                          h5ark_value_kind_name(h->kind));
+    static const char *const known[] = {"v", "id", "cmd", "token", "args", "buffers"};
+    for (size_t i = 0; i < h->as.m.len; i++) {
+        bool ok = false;
+        for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
+            ok |= strcmp(h->as.m.keys[i], known[k]) == 0;
+        if (!ok)
+            return h5ark_fail(err, H5ARK_BAD_REQUEST, "unknown header field '%s'", h->as.m.keys[i]);
+    }
+    const h5ark_value *v = h5ark_value_get(h, "v");
+    uint64_t version;
+    if (!v) return h5ark_fail(err, H5ARK_BAD_REQUEST, "the header has no protocol version 'v'");
+    if (!h5ark_value_to_uint64(v, &version) || version != H5ARK_PROTOCOL_VERSION)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "unsupported protocol version: this daemon speaks v=%d",
+                          H5ARK_PROTOCOL_VERSION);
+    const h5ark_value *id = h5ark_value_get(h, "id");
+    uint64_t u;
+    if (id && !h5ark_value_to_uint64(id, &u))
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "header field 'id' must be a non-negative integer");
+    const h5ark_value *cmd = h5ark_value_get(h, "cmd");
+    if (!cmd) return h5ark_fail(err, H5ARK_BAD_REQUEST, "the header has no 'cmd'");
+    if (cmd->kind != H5ARK_STR)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "header field 'cmd' must be a string, got %s",
+                          h5ark_value_kind_name(cmd->kind));
+    const h5ark_value *args = h5ark_value_get(h, "args");
+    if (args && args->kind != H5ARK_MAP && args->kind != H5ARK_NIL)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "header field 'args' must be a map, got %s",
+                          h5ark_value_kind_name(args->kind));
+    const h5ark_value *token = h5ark_value_get(h, "token");
+    if (token && token->kind != H5ARK_STR && token->kind != H5ARK_NIL)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "header field 'token' must be a string");
+    return 0;
+}
+
+static int check_token(const h5ark_value *h, h5ark_error *err) {
+    if (!config.token) return 0;
+    const h5ark_value *token = h5ark_value_get(h, "token");
+    if (!token || token->kind != H5ARK_STR)
+        return h5ark_fail(err, H5ARK_UNAUTHORIZED, "this daemon requires a token");
+    if (!token_equal(token->as.s.ptr, token->as.s.len, config.token))
+        return h5ark_fail(err, H5ARK_UNAUTHORIZED, "the token is not valid");
+    return 0;
+}
+
+/* ---- reply building ---- */
+
+bool arg_has(const command_ctx *ctx, const char *name) {
+    const h5ark_value *v = h5ark_value_get(ctx->args, name);
+    return v && v->kind != H5ARK_NIL;
+}
+
+const h5ark_value *arg_value(const command_ctx *ctx, const char *name) {
+    const h5ark_value *v = h5ark_value_get(ctx->args, name);
+    return v && v->kind != H5ARK_NIL ? v : NULL;
+}
+
+const char *arg_str(const command_ctx *ctx, const char *name, const char *def) {
+    const h5ark_value *v = arg_value(ctx, name);
+    return v && v->kind == H5ARK_STR ? v->as.s.ptr : def;
+}
+
+bool arg_bool(const command_ctx *ctx, const char *name, bool def) {
+    const h5ark_value *v = arg_value(ctx, name);
+    return v && v->kind == H5ARK_BOOL ? v->as.b : def;
+}
+
+int64_t arg_int(const command_ctx *ctx, const char *name, int64_t def) {
+    int64_t i;
+    return h5ark_value_to_int64(arg_value(ctx, name), &i) ? i : def;
+}
+
+uint64_t arg_uint(const command_ctx *ctx, const char *name, uint64_t def) {
+    uint64_t u;
+    return h5ark_value_to_uint64(arg_value(ctx, name), &u) ? u : def;
+}
+
+double arg_number(const command_ctx *ctx, const char *name, double def) {
+    double d;
+    return h5ark_value_to_double(arg_value(ctx, name), &d) ? d : def;
+}
+
+int reply_set(command_ctx *ctx, const char *key, h5ark_value *val, h5ark_error *err) {
+    if (h5ark_value_set(ctx->result, key, val) != 0)
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory building the reply");
+    return 0;
+}
+
+int reply_warn(command_ctx *ctx, h5ark_error *err, const char *fmt, ...) {
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (h5ark_value_push(ctx->warnings, h5ark_value_str(msg)) != 0)
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory building the reply");
+    return 0;
+}
+
+int reply_buffer_begin(command_ctx *ctx, const char *name, uint64_t nbytes, object *owner,
+                       h5ark_error *err) {
+    h5ark_value *b = h5ark_value_map();
+    h5ark_value_set(b, "name", h5ark_value_str(name));
+    h5ark_value_set(b, "nbytes", h5ark_value_uint(nbytes));
+    if (h5ark_value_len(b) != 2 || h5ark_value_push(ctx->reply_buffers, b) != 0) {
+        if (h5ark_value_len(b) != 2) h5ark_value_destroy(&b);
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory building the reply");
+    }
+    if (!owner) return 0;
+    for (size_t i = 0; i < ctx->nheld; i++)
+        if (ctx->held[i] == owner) return 0;
+    if (ctx->nheld == ctx->held_cap) {
+        size_t cap = ctx->held_cap ? ctx->held_cap * 2 : 4;
+        object **held = realloc(ctx->held, cap * sizeof *held);
+        if (!held) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        ctx->held = held;
+        ctx->held_cap = cap;
+    }
+    ctx->held[ctx->nheld++] = object_ref(owner);
+    return 0;
+}
+
+int reply_buffer_span(command_ctx *ctx, const void *ptr, uint64_t len, h5ark_error *err) {
+    if (len == 0) return 0;
+    if (ctx->nspans == ctx->spans_cap) {
+        size_t cap = ctx->spans_cap ? ctx->spans_cap * 2 : 8;
+        h5ark_span *spans = realloc(ctx->spans, cap * sizeof *spans);
+        if (!spans) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        ctx->spans = spans;
+        ctx->spans_cap = cap;
+    }
+    ctx->spans[ctx->nspans++] = (h5ark_span){ptr, len};
+    return 0;
+}
+
+typedef struct {
+    object **objs;
+    size_t count;
+} held_objects;
+
+static void release_held(void *arg) {
+    held_objects *h = arg;
+    for (size_t i = 0; i < h->count; i++)
+        object_release(h->objs[i]);
+    free(h->objs);
+    free(h);
+}
+
+static h5ark_value *reply_header(const h5ark_value *req_header, bool ok) {
+    h5ark_value *h = h5ark_value_map();
+    h5ark_value_set(h, "v", h5ark_value_uint(H5ARK_PROTOCOL_VERSION));
+    const h5ark_value *id = h5ark_value_get(req_header, "id");
+    uint64_t u;
+    if (id && h5ark_value_to_uint64(id, &u)) h5ark_value_set(h, "id", h5ark_value_uint(u));
+    h5ark_value_set(h, "ok", h5ark_value_bool(ok));
+    return h;
+}
+
+/* The last resort when even an error reply cannot be built: a fixed MessagePack map
+ * {"v":1,"ok":false,"error":{"code":"internal","message":"out of memory"}}. */
+static void encode_or_fallback(h5ark_value *h, reply *out) {
+    if (h && h5ark_value_encode(h, &out->header, &out->header_len) == 0) return;
+    static const char fallback[] = "\x83\xa1v\x01\xa2ok\xc2\xa5"
+                                   "error\x82\xa4"
+                                   "code\xa8internal"
+                                   "\xa7message\xad"
+                                   "out of memory";
+    out->header_len = sizeof fallback - 1;
+    out->header = malloc(out->header_len);
+    if (out->header)
+        memcpy(out->header, fallback, out->header_len);
+    else
+        out->header_len = 0;
+}
+
+void dispatch_error_reply(const h5ark_value *header, h5ark_code code, const char *message,
+                          reply *out) {
+    memset(out, 0, sizeof *out);
+    h5ark_value *h = reply_header(header, false);
+    h5ark_value *e = h5ark_value_map();
+    h5ark_value_set(e, "code", h5ark_value_str(h5ark_code_name(code)));
+    h5ark_value_set(e, "message", h5ark_value_str(message));
+    if (h5ark_value_len(e) != 2 || h5ark_value_set(h, "error", e) != 0) h5ark_value_destroy(&h);
+    encode_or_fallback(h, out);
+    h5ark_value_destroy(&h);
+}
+
+void dispatch_handle(request *req, reply *out) {
+    memset(out, 0, sizeof *out);
+    h5ark_error err = {0};
+    h5ark_buffer_list buffers = {0};
+    command_ctx ctx = {0};
+    const command_def *cmd = NULL;
+    h5ark_value *empty_args = NULL;
+    const h5ark_value *h = req->header;
+
+    if (check_header(h, req->decode_error, &err)) goto fail;
+    const char *name = h5ark_value_get(h, "cmd")->as.s.ptr;
+    if (check_token(h, &err)) goto fail;
+    cmd = command_find(name);
+    if (!cmd) {
+        h5ark_fail(&err, H5ARK_UNKNOWN_COMMAND, "unknown command '%s'", name);
+        goto fail;
+    }
+    ctx.args = h5ark_value_get(h, "args");
+    if (!ctx.args || ctx.args->kind == H5ARK_NIL) ctx.args = empty_args = h5ark_value_map();
+    if (!ctx.args) {
+        h5ark_fail(&err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        goto fail;
+    }
+    if (check_args(cmd, ctx.args, &err)) goto fail;
+    if (h5ark_buffer_list_parse(h5ark_value_get(h, "buffers"), &buffers, &err)) goto fail;
+    if (buffers.total != req->payload.total) {
+        h5ark_fail(&err, H5ARK_BAD_REQUEST,
+                   "the header's buffers add up to %llu bytes but %llu payload bytes arrived",
+                   (unsigned long long)buffers.total, (unsigned long long)req->payload.total);
+        goto fail;
+    }
+    ctx.buffers = &buffers;
+    ctx.payload = &req->payload;
+    ctx.result = h5ark_value_map();
+    ctx.warnings = h5ark_value_array();
+    ctx.reply_buffers = h5ark_value_array();
+    if (!ctx.result || !ctx.warnings || !ctx.reply_buffers) {
+        h5ark_fail(&err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        goto fail;
+    }
+    log_debug("request %s", name);
+    if (cmd->fn(&ctx, &err) != 0) goto fail;
+
+    h5ark_value *rh = reply_header(h, true);
+    if (h5ark_value_set(rh, "result", ctx.result) == 0) ctx.result = NULL;
+    if (h5ark_value_len(ctx.warnings)) {
+        h5ark_value_set(rh, "warnings", ctx.warnings);
+        ctx.warnings = NULL;
+    }
+    if (h5ark_value_len(ctx.reply_buffers)) {
+        h5ark_value_set(rh, "buffers", ctx.reply_buffers);
+        ctx.reply_buffers = NULL;
+    }
+    encode_or_fallback(rh, out);
+    h5ark_value_destroy(&rh);
+    out->spans = ctx.spans;
+    out->nspans = ctx.nspans;
+    ctx.spans = NULL;
+    if (ctx.nheld) {
+        held_objects *held = malloc(sizeof *held);
+        if (held) {
+            *held = (held_objects){ctx.held, ctx.nheld};
+            out->hold = h5ark_hold_new(release_held, held);
+        }
+        if (!out->hold) { /* cannot keep the memory alive: do not send the spans */
+            free(held);
+            free(out->spans);
+            free(out->header);
+            h5ark_fail(&err, H5ARK_RESOURCE_LIMIT, "out of memory");
+            goto fail;
+        }
+        ctx.held = NULL;
+        ctx.nheld = 0;
+    }
+    out->shutdown = ctx.shutdown;
+    goto done;
+
+fail:
+    if (err.code == H5ARK_OK) h5ark_fail(&err, H5ARK_INTERNAL, "command failed without a reason");
+    log_debug("request failed: %s: %s", h5ark_code_name(err.code), err.message);
+    dispatch_error_reply(h && h->kind == H5ARK_MAP ? h : NULL, err.code, err.message, out);
+done:
+    for (size_t i = 0; i < ctx.nheld; i++)
+        object_release(ctx.held[i]);
+    free(ctx.held);
+    free(ctx.spans);
+    h5ark_value_destroy(&ctx.result);
+    h5ark_value_destroy(&ctx.warnings);
+    h5ark_value_destroy(&ctx.reply_buffers);
+    h5ark_value_destroy(&empty_args);
+    h5ark_buffer_list_free(&buffers);
+}
+
+void reply_free(reply *r) {
+    free(r->header);
+    free(r->spans);
+    h5ark_hold_drop(r->hold);
+    memset(r, 0, sizeof *r);
+}

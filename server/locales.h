@@ -1,0 +1,24 @@
+/* The locale worker threads. Each locale owns one shard of every array; work on a shard
+ * runs on its locale's thread. locales_run is the one fan-out primitive: it runs a function
+ * on every locale at once and waits for all of them. Many handler threads may call it
+ * concurrently; each locale runs the jobs it is given in order. */
+#ifndef H5ARK_LOCALES_H
+#define H5ARK_LOCALES_H
+
+#include <stdint.h>
+
+typedef void (*locale_fn)(int locale, void *ctx);
+
+int locales_start(int count);
+void locales_stop(void);
+int locales_count(void);
+/* Run fn(locale, ctx) on every locale's thread, return when all have finished. */
+void locales_run(locale_fn fn, void *ctx);
+/* The locale whose thread calls this, or -1 on any other thread. */
+int locales_self(void);
+
+/* Block distribution of n elements over `parts`: part b holds
+ * [ceil(n*b/parts), ceil(n*(b+1)/parts)), as Arkouda distributes arrays. */
+uint64_t locales_block_start(uint64_t n, int parts, int b);
+
+#endif

@@ -1,0 +1,254 @@
+/* h5arkd: command line, configuration, signals, start and stop. */
+#include "config.h"
+#include "locales.h"
+#include "log.h"
+#include "registry.h"
+#include "router.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <hdf5.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zmq.h>
+
+config_t config;
+
+#define DEFAULT_ENDPOINT "tcp://127.0.0.1:5555"
+#define DEFAULT_DATA_DIR "./data"
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: h5arkd [options]\n"
+            "Serve arrays and Arkouda-format HDF5 files over ZeroMQ + MessagePack.\n\n"
+            "  --endpoint URL       ZeroMQ endpoint to bind (default %s; ipc:// works too)\n"
+            "  --locales N          locale worker threads (default: one per online CPU, %ld)\n"
+            "  --data-dir DIR       directory all file paths are relative to, created if\n"
+            "                       missing (default %s)\n"
+            "  --max-memory BYTES   memory for objects; suffixes K M G T (default: half the\n"
+            "                       machine's memory)\n"
+            "  --token-file FILE    require every request to carry the token in FILE\n"
+            "                       (default: no authentication)\n"
+            "  --handlers N         request handler threads (default 8)\n"
+            "  --max-queue N        requests waiting for a handler before `busy` (default 1024)\n"
+            "  --max-message BYTES  largest request accepted, payload included (default: the\n"
+            "                       memory limit)\n"
+            "  --log-level LEVEL    error, warn, info or debug (default info)\n"
+            "  --help               this text\n",
+            DEFAULT_ENDPOINT, sysconf(_SC_NPROCESSORS_ONLN), DEFAULT_DATA_DIR);
+}
+
+/* "4G", "512M", "1048576" -> bytes; -1 when malformed or overflowing. */
+static int parse_bytes(const char *s, uint64_t *out) {
+    char *end;
+    errno = 0;
+    if (!isdigit((unsigned char)*s)) return -1;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno) return -1;
+    int shift = 0;
+    switch (toupper((unsigned char)*end)) {
+    case '\0': break;
+    case 'K': shift = 10; break;
+    case 'M': shift = 20; break;
+    case 'G': shift = 30; break;
+    case 'T': shift = 40; break;
+    default: return -1;
+    }
+    if (*end && end[1] && !(toupper((unsigned char)end[1]) == 'B' && !end[2])) return -1;
+    if (shift && v > (UINT64_MAX >> shift)) return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
+static int parse_int(const char *s, long lo, long hi, int *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || end == s || v < lo || v > hi) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int read_token(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "h5arkd: cannot read token file %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    char line[4096];
+    while (fgets(line, sizeof line, f)) {
+        char *p = line, *e;
+        while (isspace((unsigned char)*p))
+            p++;
+        e = p + strlen(p);
+        while (e > p && isspace((unsigned char)e[-1]))
+            *--e = '\0';
+        if (*p && *p != '#') {
+            config.token = strdup(p);
+            break;
+        }
+    }
+    fclose(f);
+    if (!config.token) {
+        fprintf(stderr, "h5arkd: token file %s holds no token\n", path);
+        return -1;
+    }
+    return 0;
+}
+
+static int make_dirs(const char *path) {
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) return -1;
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
+    return 0;
+}
+
+static int configure(int argc, char **argv) {
+    enum {
+        O_ENDPOINT = 1,
+        O_LOCALES,
+        O_DATA,
+        O_MEM,
+        O_TOKEN,
+        O_HANDLERS,
+        O_QUEUE,
+        O_MSG,
+        O_LOG,
+        O_HELP
+    };
+    static const struct option opts[] = {{"endpoint", required_argument, 0, O_ENDPOINT},
+                                         {"locales", required_argument, 0, O_LOCALES},
+                                         {"data-dir", required_argument, 0, O_DATA},
+                                         {"max-memory", required_argument, 0, O_MEM},
+                                         {"token-file", required_argument, 0, O_TOKEN},
+                                         {"handlers", required_argument, 0, O_HANDLERS},
+                                         {"max-queue", required_argument, 0, O_QUEUE},
+                                         {"max-message", required_argument, 0, O_MSG},
+                                         {"log-level", required_argument, 0, O_LOG},
+                                         {"help", no_argument, 0, O_HELP},
+                                         {0, 0, 0, 0}};
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    snprintf(config.endpoint, sizeof config.endpoint, "%s", DEFAULT_ENDPOINT);
+    config.locales = cpus > 0 ? (int)cpus : 1;
+    config.max_memory = (uint64_t)pages * (uint64_t)page / 2;
+    config.handlers = 8;
+    config.max_queue = 1024;
+    const char *data_dir = DEFAULT_DATA_DIR, *token_file = NULL;
+    bool max_message_set = false;
+    int c, q;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_ENDPOINT:
+            if (snprintf(config.endpoint, sizeof config.endpoint, "%s", optarg) >=
+                (int)sizeof config.endpoint) {
+                fprintf(stderr, "h5arkd: --endpoint is too long\n");
+                return -1;
+            }
+            break;
+        case O_LOCALES:
+            if (parse_int(optarg, 1, 1024, &config.locales)) {
+                fprintf(stderr, "h5arkd: --locales must be a whole number from 1 to 1024\n");
+                return -1;
+            }
+            break;
+        case O_DATA: data_dir = optarg; break;
+        case O_MEM:
+            if (parse_bytes(optarg, &config.max_memory) || config.max_memory == 0) {
+                fprintf(stderr, "h5arkd: --max-memory takes bytes, e.g. 1073741824 or 4G\n");
+                return -1;
+            }
+            break;
+        case O_TOKEN: token_file = optarg; break;
+        case O_HANDLERS:
+            if (parse_int(optarg, 1, 256, &config.handlers)) {
+                fprintf(stderr, "h5arkd: --handlers must be a whole number from 1 to 256\n");
+                return -1;
+            }
+            break;
+        case O_QUEUE:
+            if (parse_int(optarg, 1, 1 << 20, &q)) {
+                fprintf(stderr, "h5arkd: --max-queue must be a whole number from 1 to 1048576\n");
+                return -1;
+            }
+            config.max_queue = (size_t)q;
+            break;
+        case O_MSG:
+            if (parse_bytes(optarg, &config.max_message) || config.max_message == 0) {
+                fprintf(stderr, "h5arkd: --max-message takes bytes, e.g. 64M\n");
+                return -1;
+            }
+            max_message_set = true;
+            break;
+        case O_LOG:
+            if (log_level_from_name(optarg, &log_threshold)) {
+                fprintf(stderr, "h5arkd: --log-level is one of error, warn, info, debug\n");
+                return -1;
+            }
+            break;
+        case O_HELP:
+        case 'h': usage(stdout); exit(0);
+        default: usage(stderr); return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "h5arkd: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return -1;
+    }
+    if (!max_message_set) config.max_message = config.max_memory;
+    if (make_dirs(data_dir) != 0 || !realpath(data_dir, config.data_dir)) {
+        fprintf(stderr, "h5arkd: cannot create data directory %s: %s\n", data_dir, strerror(errno));
+        return -1;
+    }
+    if (token_file && read_token(token_file)) return -1;
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (configure(argc, argv) != 0) return 2;
+
+    /* Signals are read by the router through a signalfd: block them in every thread. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    if (H5open() < 0) {
+        fprintf(stderr, "h5arkd: the HDF5 library failed to initialise\n");
+        return 1;
+    }
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    registry_init(config.max_memory);
+    if (locales_start(config.locales) != 0) {
+        fprintf(stderr, "h5arkd: cannot start %d locale threads\n", config.locales);
+        return 1;
+    }
+    void *zctx = zmq_ctx_new();
+    h5ark_error err = {0};
+    int rc = router_run(zctx, &err);
+    if (rc != 0)
+        fprintf(stderr, "h5arkd: %s\n", err.message);
+    else
+        log_info("stopped cleanly");
+
+    zmq_ctx_term(zctx);
+    registry_shutdown();
+    locales_stop();
+    free(config.token);
+    H5close();
+    return rc == 0 ? 0 : 1;
+}

@@ -1,0 +1,186 @@
+/* Distributed arrays and objects (see object.h). */
+#include "object.h"
+
+#include "locales.h"
+#include "registry.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    darray *a;
+    atomic_int failed;
+} alloc_job;
+
+static void alloc_shard(int locale, void *ctx) {
+    alloc_job *job = ctx;
+    shard *s = &job->a->shards[locale];
+    if (s->count == 0) return;
+    s->data = malloc(s->count * job->a->itemsize);
+    if (!s->data) atomic_store(&job->failed, 1);
+}
+
+darray *darray_new(h5ark_dtype dtype, uint64_t size, const uint64_t *counts, h5ark_error *err) {
+    int n = locales_count();
+    size_t itemsize = h5ark_dtype_size(dtype);
+    if (size > OBJECT_MAX_ELEMENTS) {
+        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "%llu elements is more than the limit of %llu",
+                   (unsigned long long)size, (unsigned long long)OBJECT_MAX_ELEMENTS);
+        return NULL;
+    }
+    uint64_t bytes = size * itemsize;
+    if (registry_reserve(bytes, err) != 0) return NULL;
+    darray *a = calloc(1, sizeof *a);
+    shard *shards = calloc((size_t)n, sizeof *shards);
+    if (!a || !shards) {
+        free(a);
+        free(shards);
+        registry_unreserve(bytes);
+        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        return NULL;
+    }
+    a->dtype = dtype;
+    a->itemsize = itemsize;
+    a->size = size;
+    a->nshards = n;
+    a->shards = shards;
+    a->reserved = bytes;
+    uint64_t start = 0;
+    for (int b = 0; b < n; b++) {
+        uint64_t count = counts ? counts[b] : locales_block_start(size, n, b + 1) - start;
+        shards[b].start = start;
+        shards[b].count = count;
+        start += count;
+    }
+    if (start != size) {
+        darray_free(a);
+        h5ark_fail(err, H5ARK_INTERNAL, "shard counts add up to %llu, not %llu",
+                   (unsigned long long)start, (unsigned long long)size);
+        return NULL;
+    }
+    alloc_job job = {.a = a};
+    locales_run(alloc_shard, &job);
+    if (atomic_load(&job.failed)) {
+        darray_free(a);
+        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory allocating %llu bytes",
+                   (unsigned long long)bytes);
+        return NULL;
+    }
+    return a;
+}
+
+void darray_free(darray *a) {
+    if (!a) return;
+    for (int b = 0; b < a->nshards; b++)
+        free(a->shards[b].data);
+    free(a->shards);
+    registry_unreserve(a->reserved);
+    free(a);
+}
+
+int darray_shard_of(const darray *a, uint64_t i) {
+    int lo = 0, hi = a->nshards;
+    while (hi - lo > 1) {
+        int mid = lo + (hi - lo) / 2;
+        if (a->shards[mid].start <= i)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    /* skip empty shards that share the start */
+    while (lo + 1 < a->nshards && a->shards[lo].count == 0 && a->shards[lo + 1].start <= i)
+        lo++;
+    return lo;
+}
+
+static object *object_alloc(h5ark_objtype objtype, h5ark_dtype dtype, uint64_t size,
+                            h5ark_error *err) {
+    object *obj = calloc(1, sizeof *obj);
+    if (!obj) {
+        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        return NULL;
+    }
+    atomic_init(&obj->refs, 1);
+    obj->objtype = objtype;
+    obj->dtype = dtype;
+    obj->size = size;
+    obj->ndim = 1;
+    obj->shape[0] = size;
+    return obj;
+}
+
+object *object_new_pdarray(h5ark_dtype dtype, uint64_t size, h5ark_error *err) {
+    if (dtype == H5ARK_STRING) {
+        h5ark_fail(err, H5ARK_TYPE_ERROR, "a pdarray cannot have dtype str");
+        return NULL;
+    }
+    object *obj = object_alloc(H5ARK_PDARRAY, dtype, size, err);
+    if (!obj) return NULL;
+    obj->values = darray_new(dtype, size, NULL, err);
+    if (!obj->values) {
+        object_release(obj);
+        return NULL;
+    }
+    return obj;
+}
+
+object *object_new_strings(uint64_t nstrings, const uint64_t *byte_counts, h5ark_error *err) {
+    object *obj = object_alloc(H5ARK_STRINGS, H5ARK_STRING, nstrings, err);
+    if (!obj) return NULL;
+    uint64_t total = 0;
+    for (int b = 0; b < locales_count(); b++) {
+        if (byte_counts[b] > OBJECT_MAX_ELEMENTS - total) {
+            object_release(obj);
+            h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "strings larger than %llu bytes",
+                       (unsigned long long)OBJECT_MAX_ELEMENTS);
+            return NULL;
+        }
+        total += byte_counts[b];
+    }
+    obj->segments = darray_new(H5ARK_INT64, nstrings, NULL, err);
+    if (obj->segments) obj->values = darray_new(H5ARK_UINT8, total, byte_counts, err);
+    if (!obj->values) {
+        object_release(obj);
+        return NULL;
+    }
+    return obj;
+}
+
+object *object_ref(object *obj) {
+    if (obj) atomic_fetch_add(&obj->refs, 1);
+    return obj;
+}
+
+void object_release(object *obj) {
+    if (!obj || atomic_fetch_sub(&obj->refs, 1) != 1) return;
+    darray_free(obj->values);
+    darray_free(obj->segments);
+    free(obj->name);
+    free(obj);
+}
+
+uint64_t object_nbytes(const object *obj) {
+    uint64_t n = 0;
+    if (obj->values) n += obj->values->size * obj->values->itemsize;
+    if (obj->segments) n += obj->segments->size * obj->segments->itemsize;
+    return n;
+}
+
+h5ark_value *object_describe(const object *obj) {
+    h5ark_value *d = h5ark_value_map();
+    h5ark_value *shape = h5ark_value_array();
+    for (unsigned i = 0; i < obj->ndim; i++)
+        h5ark_value_push(shape, h5ark_value_uint(obj->shape[i]));
+    int rc = h5ark_value_set(d, "name", h5ark_value_str(obj->name ? obj->name : ""));
+    rc |= h5ark_value_set(d, "objtype", h5ark_value_str(h5ark_objtype_name(obj->objtype)));
+    rc |= h5ark_value_set(d, "dtype", h5ark_value_str(h5ark_dtype_name(obj->dtype)));
+    rc |= h5ark_value_set(d, "size", h5ark_value_uint(obj->size));
+    rc |= h5ark_value_set(d, "shape", shape);
+    rc |= h5ark_value_set(d, "ndim", h5ark_value_uint(obj->ndim));
+    rc |= h5ark_value_set(d, "itemsize", h5ark_value_uint(h5ark_dtype_size(obj->dtype)));
+    rc |= h5ark_value_set(d, "nbytes", h5ark_value_uint(object_nbytes(obj)));
+    if (obj->objtype == H5ARK_STRINGS)
+        rc |= h5ark_value_set(d, "bytes", h5ark_value_uint(obj->values ? obj->values->size : 0));
+    if (rc) h5ark_value_destroy(&d);
+    return d;
+}

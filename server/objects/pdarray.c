@@ -1,0 +1,282 @@
+/* pdarray construction (see pdarray.h). Fills run on every locale at once; random fills
+ * use a counter-based generator so a seed gives the same array for any locale count. */
+#include "pdarray.h"
+
+#include "locales.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <string.h>
+
+static const char *const fill_names[] = {"empty",  "zeros",    "ones",    "full",
+                                         "arange", "linspace", "uniform", "randint"};
+
+int pdarray_fill_from_name(const char *name, fill_kind *out) {
+    for (size_t i = 0; i < sizeof fill_names / sizeof fill_names[0]; i++)
+        if (strcmp(fill_names[i], name) == 0) {
+            *out = (fill_kind)i;
+            return 0;
+        }
+    return -1;
+}
+
+/* splitmix64: a good 64-bit mix of a counter, so element i's draw needs no state. */
+static uint64_t mix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+static double unit_double(uint64_t seed, uint64_t i) {
+    return (double)(mix64(seed ^ mix64(i)) >> 11) * 0x1.0p-53; /* [0, 1) */
+}
+
+/* Store one value into element i of a buffer of `dtype`, converting as C does. */
+#define STORE(dtype, p, i, v)                                                                      \
+    do {                                                                                           \
+        switch (dtype) {                                                                           \
+        case H5ARK_INT8: ((int8_t *)(p))[i] = (int8_t)(v); break;                                  \
+        case H5ARK_INT16: ((int16_t *)(p))[i] = (int16_t)(v); break;                               \
+        case H5ARK_INT32: ((int32_t *)(p))[i] = (int32_t)(v); break;                               \
+        case H5ARK_INT64: ((int64_t *)(p))[i] = (int64_t)(v); break;                               \
+        case H5ARK_UINT8: ((uint8_t *)(p))[i] = (uint8_t)(v); break;                               \
+        case H5ARK_UINT16: ((uint16_t *)(p))[i] = (uint16_t)(v); break;                            \
+        case H5ARK_UINT32: ((uint32_t *)(p))[i] = (uint32_t)(v); break;                            \
+        case H5ARK_UINT64: ((uint64_t *)(p))[i] = (uint64_t)(v); break;                            \
+        case H5ARK_FLOAT32: ((float *)(p))[i] = (float)(v); break;                                 \
+        case H5ARK_FLOAT64: ((double *)(p))[i] = (double)(v); break;                               \
+        case H5ARK_BOOLEAN: ((uint8_t *)(p))[i] = (v) != 0; break;                                 \
+        default: break;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+typedef struct {
+    object *obj;
+    const fill_spec *spec;
+} fill_job;
+
+static void fill_shard(int locale, void *ctx) {
+    fill_job *job = ctx;
+    const fill_spec *s = job->spec;
+    shard *sh = &job->obj->values->shards[locale];
+    h5ark_dtype dt = job->obj->dtype;
+    size_t itemsize = job->obj->values->itemsize;
+    uint64_t n = job->obj->size;
+    if (sh->count == 0) return;
+    void *p = sh->data;
+    switch (s->kind) {
+    case FILL_EMPTY:
+    case FILL_ZEROS: memset(p, 0, sh->count * itemsize); return; /* also touches the pages */
+    case FILL_ONES:
+        for (uint64_t i = 0; i < sh->count; i++)
+            STORE(dt, p, i, 1);
+        return;
+    case FILL_FULL:
+        for (uint64_t i = 0; i < sh->count; i++) {
+            if (h5ark_dtype_is_float(dt) || !s->value.is_int)
+                STORE(dt, p, i, s->value.f);
+            else if (s->value.negative)
+                STORE(dt, p, i, s->value.i);
+            else
+                STORE(dt, p, i, s->value.u);
+        }
+        return;
+    case FILL_ARANGE:
+        for (uint64_t i = 0; i < sh->count; i++) {
+            uint64_t k = sh->start + i;
+            if (s->start.is_int && s->step.is_int && !h5ark_dtype_is_float(dt)) {
+                /* exact in two's complement: start + k*step wraps only where the dtype does */
+                uint64_t v = (uint64_t)s->start.i + k * (uint64_t)s->step.i;
+                if (h5ark_dtype_is_unsigned(dt) || dt == H5ARK_BOOLEAN)
+                    STORE(dt, p, i, v);
+                else
+                    STORE(dt, p, i, (int64_t)v);
+            } else {
+                STORE(dt, p, i, s->start.f + (double)k * s->step.f);
+            }
+        }
+        return;
+    case FILL_LINSPACE: {
+        double a = s->start.f, b = s->stop.f;
+        double step = n > 1 ? (b - a) / (double)(n - 1) : 0.0;
+        for (uint64_t i = 0; i < sh->count; i++) {
+            uint64_t k = sh->start + i;
+            double v = (n > 1 && k == n - 1) ? b : a + (double)k * step;
+            STORE(dt, p, i, v);
+        }
+        return;
+    }
+    case FILL_UNIFORM:
+        for (uint64_t i = 0; i < sh->count; i++) {
+            double u = unit_double(s->seed, sh->start + i);
+            STORE(dt, p, i, s->low.f + u * (s->high.f - s->low.f));
+        }
+        return;
+    case FILL_RANDINT:
+        for (uint64_t i = 0; i < sh->count; i++) {
+            uint64_t k = sh->start + i;
+            if (h5ark_dtype_is_float(dt)) {
+                STORE(dt, p, i, s->low.f + unit_double(s->seed, k) * (s->high.f - s->low.f));
+            } else {
+                /* range = high - low in [1, 2^64); a 128-bit multiply maps the draw into it */
+                uint64_t range = (uint64_t)s->high.i - (uint64_t)s->low.i;
+                uint64_t r =
+                    (uint64_t)(((unsigned __int128)mix64(s->seed ^ mix64(k)) * range) >> 64);
+                uint64_t v = (uint64_t)s->low.i + r;
+                if (h5ark_dtype_is_unsigned(dt) || dt == H5ARK_BOOLEAN)
+                    STORE(dt, p, i, v);
+                else
+                    STORE(dt, p, i, (int64_t)v);
+            }
+        }
+        return;
+    }
+}
+
+void pdarray_fill(object *obj, const fill_spec *spec) {
+    fill_job job = {obj, spec};
+    locales_run(fill_shard, &job);
+}
+
+int pdarray_arange_size(const fill_spec *s, uint64_t *size, h5ark_error *err) {
+    if (s->start.is_int && s->stop.is_int && s->step.is_int) {
+        if (s->step.i == 0 && !s->step.negative && s->step.u == 0)
+            return h5ark_fail(err, H5ARK_BAD_REQUEST, "create arange: 'step' must not be 0");
+        /* work in 128 bits: start and stop may be anywhere in int64 or uint64 */
+        __int128 a = s->start.negative ? (__int128)s->start.i : (__int128)s->start.u;
+        __int128 b = s->stop.negative ? (__int128)s->stop.i : (__int128)s->stop.u;
+        __int128 st = s->step.negative ? (__int128)s->step.i : (__int128)s->step.u;
+        __int128 n = 0;
+        if (st > 0 && b > a) n = (b - a + st - 1) / st;
+        if (st < 0 && b < a) n = (a - b + (-st) - 1) / (-st);
+        if (n > (__int128)OBJECT_MAX_ELEMENTS)
+            return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "create arange: the range is too long");
+        *size = (uint64_t)n;
+        return 0;
+    }
+    double a = s->start.f, b = s->stop.f, st = s->step.f;
+    if (!isfinite(a) || !isfinite(b) || !isfinite(st) || st == 0.0)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "create arange: start, stop and step must be finite and step not 0");
+    double n = ceil((b - a) / st);
+    if (n <= 0) n = 0;
+    if (n > (double)OBJECT_MAX_ELEMENTS)
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "create arange: the range is too long");
+    *size = (uint64_t)n;
+    return 0;
+}
+
+/* Does an exact integer fit dtype? */
+static bool int_fits(bool negative, int64_t i, uint64_t u, h5ark_dtype dt) {
+    static const struct {
+        int64_t lo;
+        uint64_t hi;
+    } range[] = {
+        [H5ARK_INT8] = {INT8_MIN, INT8_MAX},
+        [H5ARK_INT16] = {INT16_MIN, INT16_MAX},
+        [H5ARK_INT32] = {INT32_MIN, INT32_MAX},
+        [H5ARK_INT64] = {INT64_MIN, INT64_MAX},
+        [H5ARK_UINT8] = {0, UINT8_MAX},
+        [H5ARK_UINT16] = {0, UINT16_MAX},
+        [H5ARK_UINT32] = {0, UINT32_MAX},
+        [H5ARK_UINT64] = {0, UINT64_MAX},
+        [H5ARK_BOOLEAN] = {0, 1},
+    };
+    if (h5ark_dtype_is_float(dt)) return true;
+    if (negative) return i >= range[dt].lo;
+    return u <= range[dt].hi;
+}
+
+int pdarray_check_fill(const fill_spec *s, h5ark_dtype dt, h5ark_error *err) {
+    const char *kind = fill_names[s->kind];
+    if (h5ark_dtype_is_float(dt)) return 0;
+    switch (s->kind) {
+    case FILL_FULL:
+        if (!s->value.is_int)
+            return h5ark_fail(err, H5ARK_TYPE_ERROR,
+                              "create full: value %g is not an integer, so it does not fit %s",
+                              s->value.f, h5ark_dtype_name(dt));
+        if (!int_fits(s->value.negative, s->value.i, s->value.u, dt))
+            return h5ark_fail(err, H5ARK_TYPE_ERROR, "create full: value %.17g does not fit %s",
+                              s->value.f, h5ark_dtype_name(dt));
+        return 0;
+    case FILL_ARANGE:
+        if (!s->start.is_int || !s->step.is_int || !s->stop.is_int)
+            return h5ark_fail(err, H5ARK_TYPE_ERROR,
+                              "create arange: an integer dtype (%s) needs integer start, stop "
+                              "and step",
+                              h5ark_dtype_name(dt));
+        return 0;
+    case FILL_RANDINT:
+    case FILL_UNIFORM:
+        if (s->kind == FILL_UNIFORM)
+            return h5ark_fail(err, H5ARK_TYPE_ERROR,
+                              "create uniform draws floats; use randint for dtype %s",
+                              h5ark_dtype_name(dt));
+        if (!s->low.is_int || !s->high.is_int)
+            return h5ark_fail(err, H5ARK_TYPE_ERROR, "create %s: low and high must be integers",
+                              kind);
+        {
+            __int128 lo = s->low.negative ? (__int128)s->low.i : (__int128)s->low.u;
+            __int128 hi = s->high.negative ? (__int128)s->high.i : (__int128)s->high.u;
+            if (hi <= lo)
+                return h5ark_fail(err, H5ARK_BAD_REQUEST, "create %s: high must be above low",
+                                  kind);
+            if (!int_fits(s->low.negative, s->low.i, s->low.u, dt) ||
+                !int_fits(hi - 1 < 0, (int64_t)(hi - 1), (uint64_t)(hi - 1), dt))
+                return h5ark_fail(err, H5ARK_TYPE_ERROR,
+                                  "create %s: [low, high) does not fit dtype %s", kind,
+                                  h5ark_dtype_name(dt));
+        }
+        return 0;
+    default: return 0;
+    }
+}
+
+typedef struct {
+    object *obj;
+    const h5ark_payload *payload;
+    uint64_t offset;
+    atomic_int bad_bool; /* 1 + index of a bad byte is hard to merge; a flag is enough */
+    atomic_int failed;
+} copy_job;
+
+static void copy_shard(int locale, void *ctx) {
+    copy_job *job = ctx;
+    darray *a = job->obj->values;
+    shard *sh = &a->shards[locale];
+    if (sh->count == 0) return;
+    if (h5ark_payload_copy(job->payload, job->offset + sh->start * a->itemsize, sh->data,
+                           sh->count * a->itemsize) != 0) {
+        atomic_store(&job->failed, 1);
+        return;
+    }
+    if (a->dtype == H5ARK_BOOLEAN) {
+        const uint8_t *b = sh->data;
+        for (uint64_t i = 0; i < sh->count; i++)
+            if (b[i] > 1) {
+                atomic_store(&job->bad_bool, 1);
+                return;
+            }
+    }
+}
+
+int pdarray_copy_in(object *obj, const h5ark_payload *payload, const h5ark_buffer *buf,
+                    h5ark_error *err) {
+    uint64_t want = obj->values->size * obj->values->itemsize;
+    if (buf->nbytes != want)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "buffer '%s' has %llu bytes but %llu %s elements need %llu", buf->name,
+                          (unsigned long long)buf->nbytes, (unsigned long long)obj->size,
+                          h5ark_dtype_name(obj->dtype), (unsigned long long)want);
+    copy_job job = {.obj = obj, .payload = payload, .offset = buf->offset};
+    locales_run(copy_shard, &job);
+    if (atomic_load(&job.failed))
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "buffer '%s' is shorter than declared",
+                          buf->name);
+    if (atomic_load(&job.bad_bool))
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "buffer '%s' holds a bool byte that is neither 0 nor 1", buf->name);
+    return 0;
+}

@@ -1,0 +1,46 @@
+/* pdarray construction: fills computed on the locales, and copies from request payloads. */
+#ifndef H5ARK_PDARRAY_H
+#define H5ARK_PDARRAY_H
+
+#include "h5ark_frames.h"
+#include "object.h"
+
+typedef enum {
+    FILL_EMPTY,
+    FILL_ZEROS,
+    FILL_ONES,
+    FILL_FULL,
+    FILL_ARANGE,
+    FILL_LINSPACE,
+    FILL_UNIFORM,
+    FILL_RANDINT
+} fill_kind;
+
+typedef struct {
+    fill_kind kind;
+    /* a number given by the client, kept exact when it is an integer */
+    struct {
+        bool is_int; /* i or u holds it exactly */
+        bool negative;
+        int64_t i;
+        uint64_t u;
+        double f;
+    } value, start, stop, step, low, high;
+    uint64_t seed;
+} fill_spec;
+
+int pdarray_fill_from_name(const char *name, fill_kind *out);
+/* Number of elements an arange of `spec` produces; type_error / bad_request when the
+ * range is empty-stepped or too long. */
+int pdarray_arange_size(const fill_spec *spec, uint64_t *size, h5ark_error *err);
+/* Check that the spec's values fit `dtype`; type_error naming the value otherwise. */
+int pdarray_check_fill(const fill_spec *spec, h5ark_dtype dtype, h5ark_error *err);
+/* Fill every shard of obj on its locale. */
+void pdarray_fill(object *obj, const fill_spec *spec);
+
+/* Copy the payload bytes of buffer `buf` into obj's shards, each on its locale.
+ * bad_request when the size does not match or a bool byte is not 0 or 1. */
+int pdarray_copy_in(object *obj, const h5ark_payload *payload, const h5ark_buffer *buf,
+                    h5ark_error *err);
+
+#endif

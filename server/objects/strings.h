@@ -1,0 +1,23 @@
+/* strings construction and access (layout in object.h). */
+#ifndef H5ARK_STRINGS_H
+#define H5ARK_STRINGS_H
+
+#include "h5ark_frames.h"
+#include "object.h"
+
+/* Build a strings object of `nstrings` strings from a request's `segments` (int64 start
+ * offsets) and `values` (bytes, each string followed by one NUL) buffers. Every offset and
+ * terminator is checked (bad_request naming the first bad string). */
+object *strings_from_payload(uint64_t nstrings, const h5ark_payload *payload,
+                             const h5ark_buffer *segments, const h5ark_buffer *values,
+                             h5ark_error *err);
+
+/* Byte offset where string i starts in the concatenated values (i == size: total bytes). */
+uint64_t strings_offset(const object *strings, uint64_t i);
+
+/* Check that a locale's strings are well formed: offsets increasing from values' shard
+ * start, each string ending in its one NUL. Returns the index of the first bad string, or
+ * UINT64_MAX when all are good. Runs on any thread. */
+uint64_t strings_check_shard(const object *strings, int locale);
+
+#endif

@@ -1,0 +1,202 @@
+/* The object registry (see registry.h): a chained hash table of published objects. */
+#include "registry.h"
+
+#include <ctype.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct entry {
+    object *obj;
+    struct entry *next;
+} entry;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static entry **buckets;
+static size_t nbuckets, nobjects;
+static uint64_t next_id;
+static atomic_uint_fast64_t memory_used;
+static uint64_t memory_limit;
+
+static uint64_t hash(const char *s) {
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+void registry_init(uint64_t max_memory) {
+    memory_limit = max_memory;
+    nbuckets = 1024;
+    buckets = calloc(nbuckets, sizeof *buckets);
+}
+
+void registry_shutdown(void) {
+    registry_clear();
+    free(buckets);
+    buckets = NULL;
+}
+
+int registry_reserve(uint64_t bytes, h5ark_error *err) {
+    uint64_t used = atomic_load(&memory_used);
+    do {
+        if (bytes > memory_limit || used > memory_limit - bytes)
+            return h5ark_fail(err, H5ARK_RESOURCE_LIMIT,
+                              "needs %llu bytes but only %llu of the daemon's --max-memory "
+                              "%llu are free",
+                              (unsigned long long)bytes,
+                              (unsigned long long)(used < memory_limit ? memory_limit - used : 0),
+                              (unsigned long long)memory_limit);
+    } while (!atomic_compare_exchange_weak(&memory_used, &used, used + bytes));
+    return 0;
+}
+
+void registry_unreserve(uint64_t bytes) {
+    atomic_fetch_sub(&memory_used, bytes);
+}
+uint64_t registry_memory_used(void) {
+    return atomic_load(&memory_used);
+}
+uint64_t registry_memory_limit(void) {
+    return memory_limit;
+}
+
+int registry_check_name(const char *name, h5ark_error *err) {
+    size_t n = strlen(name);
+    if (n == 0 || n >= REGISTRY_MAX_NAME)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "object names must be 1 to %d bytes long",
+                          REGISTRY_MAX_NAME - 1);
+    for (const char *p = name; *p; p++)
+        if (iscntrl((unsigned char)*p) || *p == '/')
+            return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                              "object name '%s' contains '/' or a control character", name);
+    return 0;
+}
+
+static entry **find(const char *name) {
+    entry **e = &buckets[hash(name) % nbuckets];
+    while (*e && strcmp((*e)->obj->name, name) != 0)
+        e = &(*e)->next;
+    return e;
+}
+
+static void grow(void) {
+    size_t n = nbuckets * 2;
+    entry **nb = calloc(n, sizeof *nb);
+    if (!nb) return; /* keep the old table: longer chains, still correct */
+    for (size_t i = 0; i < nbuckets; i++)
+        for (entry *e = buckets[i], *next; e; e = next) {
+            next = e->next;
+            size_t h = hash(e->obj->name) % n;
+            e->next = nb[h];
+            nb[h] = e;
+        }
+    free(buckets);
+    buckets = nb;
+    nbuckets = n;
+}
+
+int registry_publish(object *obj, const char *name, h5ark_error *err) {
+    char generated[32];
+    if (name && registry_check_name(name, err)) return -1;
+    pthread_mutex_lock(&lock);
+    if (!name) {
+        /* generated names start with "id_", which client names may also use: skip taken ones */
+        do
+            snprintf(generated, sizeof generated, "id_%llu", (unsigned long long)++next_id);
+        while (*find(generated));
+        name = generated;
+    }
+    entry **slot = find(name);
+    if (*slot) {
+        pthread_mutex_unlock(&lock);
+        return h5ark_fail(err, H5ARK_ALREADY_EXISTS, "an object named '%s' already exists", name);
+    }
+    entry *e = malloc(sizeof *e);
+    char *copy = strdup(name);
+    if (!e || !copy) {
+        pthread_mutex_unlock(&lock);
+        free(e);
+        free(copy);
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    free(obj->name);
+    obj->name = copy;
+    e->obj = object_ref(obj);
+    e->next = NULL;
+    *slot = e;
+    if (++nobjects > nbuckets) grow();
+    pthread_mutex_unlock(&lock);
+    return 0;
+}
+
+object *registry_get(const char *name, h5ark_error *err) {
+    pthread_mutex_lock(&lock);
+    entry *e = *find(name);
+    object *obj = e ? object_ref(e->obj) : NULL;
+    pthread_mutex_unlock(&lock);
+    if (!obj) h5ark_fail(err, H5ARK_NOT_FOUND, "no object named '%s'", name);
+    return obj;
+}
+
+int registry_remove(const char *name, h5ark_error *err) {
+    pthread_mutex_lock(&lock);
+    entry **slot = find(name);
+    entry *e = *slot;
+    if (e) {
+        *slot = e->next;
+        nobjects--;
+    }
+    pthread_mutex_unlock(&lock);
+    if (!e) return h5ark_fail(err, H5ARK_NOT_FOUND, "no object named '%s'", name);
+    object_release(e->obj);
+    free(e);
+    return 0;
+}
+
+size_t registry_clear(void) {
+    pthread_mutex_lock(&lock);
+    entry *all = NULL;
+    for (size_t i = 0; i < nbuckets; i++)
+        for (entry *e = buckets[i], *next; e; e = next) {
+            next = e->next;
+            e->next = all;
+            all = e;
+        }
+    if (buckets) memset(buckets, 0, nbuckets * sizeof *buckets);
+    size_t n = nobjects;
+    nobjects = 0;
+    pthread_mutex_unlock(&lock);
+    for (entry *e = all, *next; e; e = next) {
+        next = e->next;
+        object_release(e->obj);
+        free(e);
+    }
+    return n;
+}
+
+static int by_name(const void *a, const void *b) {
+    return strcmp((*(object *const *)a)->name, (*(object *const *)b)->name);
+}
+
+object **registry_list(size_t *count) {
+    pthread_mutex_lock(&lock);
+    object **list = malloc((nobjects ? nobjects : 1) * sizeof *list);
+    size_t n = 0;
+    if (list)
+        for (size_t i = 0; i < nbuckets; i++)
+            for (entry *e = buckets[i]; e; e = e->next)
+                list[n++] = object_ref(e->obj);
+    pthread_mutex_unlock(&lock);
+    if (list) qsort(list, n, sizeof *list, by_name);
+    *count = n;
+    return list;
+}
+
+void registry_list_free(object **list, size_t count) {
+    for (size_t i = 0; i < count; i++)
+        object_release(list[i]);
+    free(list);
+}

@@ -1,0 +1,37 @@
+/* Named objects and the memory they take. Publishing and lookup are guarded by one lock;
+ * a reader holds a reference, never the lock, while it works. */
+#ifndef H5ARK_REGISTRY_H
+#define H5ARK_REGISTRY_H
+
+#include "objects/object.h"
+
+#include <stddef.h>
+
+#define REGISTRY_MAX_NAME 256
+
+void registry_init(uint64_t max_memory);
+void registry_shutdown(void); /* releases every object */
+
+/* Account `bytes` against --max-memory before allocating them (resource_limit if the
+ * total would pass it). Released by registry_unreserve when the memory is freed. */
+int registry_reserve(uint64_t bytes, h5ark_error *err);
+void registry_unreserve(uint64_t bytes);
+uint64_t registry_memory_used(void);
+uint64_t registry_memory_limit(void);
+
+/* Check a client-chosen name: 1..255 printable characters, no '/'. */
+int registry_check_name(const char *name, h5ark_error *err);
+/* Publish obj under `name` (NULL: a fresh unique name). Takes a reference of its own;
+ * already_exists if the name is taken. */
+int registry_publish(object *obj, const char *name, h5ark_error *err);
+/* A new reference to the object named `name`, or NULL with not_found. */
+object *registry_get(const char *name, h5ark_error *err);
+/* Unpublish; the memory goes when the last reference does. not_found if absent. */
+int registry_remove(const char *name, h5ark_error *err);
+size_t registry_clear(void);
+/* New references to every published object, sorted by name; *count set. Free the array
+ * with registry_list_free. */
+object **registry_list(size_t *count);
+void registry_list_free(object **list, size_t count);
+
+#endif

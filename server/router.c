@@ -1,0 +1,295 @@
+/* The router and the handler pool (see router.h). */
+#include "router.h"
+
+#include "config.h"
+#include "dispatch.h"
+#include "log.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#define REPLY_ENDPOINT "inproc://h5ark-replies"
+#define MAX_ENVELOPE   2 /* identity, and the empty delimiter REQ sockets add */
+
+typedef struct work {
+    zmq_msg_t envelope[MAX_ENVELOPE];
+    int nenvelope;
+    request req;
+    struct work *next;
+} work;
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t ready;
+    work *head, *tail;
+    size_t length;
+    bool closed;
+} queue = {.lock = PTHREAD_MUTEX_INITIALIZER, .ready = PTHREAD_COND_INITIALIZER};
+
+static atomic_bool stop_requested;
+static void *zctx;
+
+static void work_free(work *w) {
+    for (int i = 0; i < w->nenvelope; i++)
+        zmq_msg_close(&w->envelope[i]);
+    h5ark_value_destroy(&w->req.header);
+    h5ark_payload_free(&w->req.payload);
+    free(w);
+}
+
+static int send_envelope(void *sock, work *w) {
+    for (int i = 0; i < w->nenvelope; i++) {
+        zmq_msg_t copy;
+        zmq_msg_init(&copy);
+        zmq_msg_copy(&copy, &w->envelope[i]);
+        if (zmq_msg_send(&copy, sock, ZMQ_SNDMORE) < 0) {
+            zmq_msg_close(&copy);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Send [envelope, header, payload frames] on `sock`. */
+static void send_reply(void *sock, work *w, reply *r) {
+    uint64_t payload = 0;
+    for (size_t i = 0; i < r->nspans; i++)
+        payload += r->spans[i].len;
+    if (send_envelope(sock, w) != 0) return;
+    zmq_send(sock, r->header, r->header_len, payload ? ZMQ_SNDMORE : 0);
+    if (payload && h5ark_send_spans(sock, r->spans, r->nspans, r->hold, false) != 0)
+        log_error("sending a reply's payload failed: %s", zmq_strerror(errno));
+}
+
+static void *handler_main(void *arg) {
+    (void)arg;
+    void *push = zmq_socket(zctx, ZMQ_PUSH);
+    zmq_connect(push, REPLY_ENDPOINT);
+    for (;;) {
+        pthread_mutex_lock(&queue.lock);
+        while (!queue.head && !queue.closed)
+            pthread_cond_wait(&queue.ready, &queue.lock);
+        work *w = queue.head;
+        if (w) {
+            queue.head = w->next;
+            if (!queue.head) queue.tail = NULL;
+            queue.length--;
+        }
+        pthread_mutex_unlock(&queue.lock);
+        if (!w) break;
+
+        reply r;
+        dispatch_handle(&w->req, &r);
+        /* the request's payload is no longer needed: free it before the reply goes out */
+        h5ark_payload_free(&w->req.payload);
+        if (r.shutdown) atomic_store(&stop_requested, true);
+        send_reply(push, w, &r);
+        reply_free(&r);
+        work_free(w);
+    }
+    zmq_close(push);
+    return NULL;
+}
+
+static bool enqueue(work *w) {
+    pthread_mutex_lock(&queue.lock);
+    bool ok = queue.length < config.max_queue;
+    if (ok) {
+        if (queue.tail)
+            queue.tail->next = w;
+        else
+            queue.head = w;
+        queue.tail = w;
+        queue.length++;
+        pthread_cond_signal(&queue.ready);
+    }
+    pthread_mutex_unlock(&queue.lock);
+    return ok;
+}
+
+static void reply_now(void *router, work *w, h5ark_code code, const char *message) {
+    reply r;
+    dispatch_error_reply(w->req.header && w->req.header->kind == H5ARK_MAP ? w->req.header : NULL,
+                         code, message, &r);
+    send_reply(router, w, &r);
+    reply_free(&r);
+}
+
+/* Read one whole multipart message from the ROUTER socket into a work item. Returns NULL
+ * (after draining) when the message is unusable: no frames beyond an identity. */
+static work *receive_request(void *router, bool *answered) {
+    *answered = false;
+    work *w = calloc(1, sizeof *w);
+    zmq_msg_t msg;
+    zmq_msg_init(&msg);
+    int more = 1, index = 0;
+    bool have_header = false, too_large = false;
+    uint64_t received = 0;
+    if (w) h5ark_payload_init(&w->req.payload);
+    while (more) {
+        if (zmq_msg_recv(&msg, router, 0) < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        more = zmq_msg_more(&msg);
+        received += zmq_msg_size(&msg);
+        if (!w) continue; /* out of memory: drain and drop */
+        if (index == 0 || (index == 1 && zmq_msg_size(&msg) == 0)) {
+            /* identity, then the empty delimiter of a REQ socket */
+            zmq_msg_init(&w->envelope[w->nenvelope]);
+            zmq_msg_move(&w->envelope[w->nenvelope++], &msg);
+        } else if (!have_header) {
+            have_header = true;
+            w->req.header =
+                h5ark_value_decode(zmq_msg_data(&msg), zmq_msg_size(&msg), &w->req.decode_error);
+        } else if (received > config.max_message) {
+            too_large = true; /* keep draining, drop the bytes */
+        } else if (h5ark_payload_append(&w->req.payload, &msg) != 0) {
+            too_large = true;
+        }
+        index++;
+    }
+    zmq_msg_close(&msg);
+    if (!w) return NULL;
+    if (too_large) {
+        char text[256];
+        snprintf(text, sizeof text,
+                 "the request is larger than the daemon's maximum message size of %llu bytes",
+                 (unsigned long long)config.max_message);
+        reply_now(router, w, H5ARK_RESOURCE_LIMIT, text);
+        work_free(w);
+        *answered = true;
+        return NULL;
+    }
+    if (!have_header) w->req.decode_error = "is missing: the message had no frames";
+    return w;
+}
+
+static void forward_reply(void *pull, void *router) {
+    zmq_msg_t msg;
+    zmq_msg_init(&msg);
+    int more = 1;
+    while (more) {
+        if (zmq_msg_recv(&msg, pull, 0) < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        more = zmq_msg_more(&msg);
+        /* a client that has gone away: ROUTER drops the message, which is what we want */
+        zmq_msg_send(&msg, router, more ? ZMQ_SNDMORE : 0);
+    }
+    zmq_msg_close(&msg);
+}
+
+int router_run(void *zmq_context, h5ark_error *err) {
+    zctx = zmq_context;
+    void *router = zmq_socket(zctx, ZMQ_ROUTER);
+    void *pull = zmq_socket(zctx, ZMQ_PULL);
+    int linger = 2000, hwm = 0;
+    zmq_setsockopt(router, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(router, ZMQ_SNDHWM, &hwm, sizeof hwm); /* replies are never dropped */
+    zmq_setsockopt(pull, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    if (zmq_bind(pull, REPLY_ENDPOINT) != 0) {
+        zmq_close(router);
+        zmq_close(pull);
+        return h5ark_fail(err, H5ARK_INTERNAL, "cannot bind %s: %s", REPLY_ENDPOINT,
+                          zmq_strerror(errno));
+    }
+    if (zmq_bind(router, config.endpoint) != 0) {
+        int e = errno;
+        zmq_close(router);
+        zmq_close(pull);
+        return h5ark_fail(err, H5ARK_IO_ERROR, "cannot listen on %s: %s", config.endpoint,
+                          zmq_strerror(e));
+    }
+
+    char bound[1024];
+    size_t bound_len = sizeof bound;
+    if (zmq_getsockopt(router, ZMQ_LAST_ENDPOINT, bound, &bound_len) != 0)
+        snprintf(bound, sizeof bound, "%s", config.endpoint);
+    printf("h5arkd %s listening on %s with %d locale%s, data directory %s, max memory %llu "
+           "bytes%s\n",
+           H5ARK_VERSION_STRING, bound, config.locales, config.locales == 1 ? "" : "s",
+           config.data_dir, (unsigned long long)config.max_memory,
+           config.token ? ", token required" : "");
+    fflush(stdout);
+
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    int sigfd = signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC);
+
+    pthread_t *handlers = calloc((size_t)config.handlers, sizeof *handlers);
+    int nhandlers = 0;
+    for (int i = 0; handlers && i < config.handlers; i++)
+        if (pthread_create(&handlers[i], NULL, handler_main, NULL) == 0) nhandlers++;
+
+    uint64_t in_flight = 0;
+    bool accepting = true;
+    while (accepting || in_flight > 0) {
+        zmq_pollitem_t items[3] = {
+            {pull, 0, ZMQ_POLLIN, 0},
+            {NULL, sigfd, ZMQ_POLLIN, 0},
+            {router, 0, ZMQ_POLLIN, 0},
+        };
+        int n = zmq_poll(items, accepting ? 3 : 2, -1);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            log_error("poll failed: %s", zmq_strerror(errno));
+            break;
+        }
+        if (items[0].revents & ZMQ_POLLIN) {
+            forward_reply(pull, router);
+            in_flight--;
+        }
+        if (items[1].revents & ZMQ_POLLIN) {
+            struct signalfd_siginfo si;
+            while (read(sigfd, &si, sizeof si) == sizeof si)
+                log_info("signal %u: stopping after %llu request(s) in flight", si.ssi_signo,
+                         (unsigned long long)in_flight);
+            accepting = false;
+        }
+        if (atomic_load(&stop_requested) && accepting) {
+            log_info("shutdown requested: stopping after %llu request(s) in flight",
+                     (unsigned long long)in_flight);
+            accepting = false;
+        }
+        if (accepting && (items[2].revents & ZMQ_POLLIN)) {
+            bool answered;
+            work *w = receive_request(router, &answered);
+            if (!w) continue;
+            if (nhandlers == 0) {
+                reply_now(router, w, H5ARK_INTERNAL, "no handler threads are running");
+                work_free(w);
+            } else if (!enqueue(w)) {
+                reply_now(router, w, H5ARK_BUSY,
+                          "the daemon has too many requests waiting; try again shortly");
+                work_free(w);
+            } else {
+                in_flight++;
+            }
+        }
+    }
+
+    pthread_mutex_lock(&queue.lock);
+    queue.closed = true;
+    pthread_cond_broadcast(&queue.ready);
+    pthread_mutex_unlock(&queue.lock);
+    for (int i = 0; i < nhandlers; i++)
+        pthread_join(handlers[i], NULL);
+    free(handlers);
+    if (sigfd >= 0) close(sigfd);
+    zmq_close(pull);
+    zmq_close(router);
+    return 0;
+}

@@ -1,0 +1,154 @@
+"""Fixtures shared by the integration tests: a real h5arkd on a temporary endpoint and
+data directory, and a raw ZeroMQ + MessagePack client that knows only PROTOCOL.md."""
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import msgpack
+import pytest
+import zmq
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+SHARED_FIXTURES = REPO.parent / "shared" / "fixtures" / "arkouda"
+sys.path.insert(0, str(REPO / "client" / "python"))
+
+
+def daemon_binary():
+    path = os.environ.get("H5ARKD", str(REPO / "build" / "server" / "h5arkd"))
+    if not os.access(path, os.X_OK):
+        pytest.exit(f"h5arkd not found at {path}: build first or set H5ARKD", returncode=2)
+    return path
+
+
+class Daemon:
+    """One h5arkd process. Stop it with stop(); it is also stopped at fixture teardown."""
+
+    def __init__(self, locales=3, token=None, max_memory=None, extra_args=(), endpoint=None):
+        self.tmp = pathlib.Path(tempfile.mkdtemp(prefix="h5ark-test-"))
+        self.data_dir = self.tmp / "data"
+        self.endpoint = endpoint or f"ipc://{self.tmp}/h5arkd.sock"
+        self.token = token
+        args = [daemon_binary(), "--endpoint", self.endpoint, "--locales", str(locales),
+                "--data-dir", str(self.data_dir), "--log-level", "warn"]
+        if token is not None:
+            token_file = self.tmp / "token"
+            token_file.write_text(token + "\n")
+            args += ["--token-file", str(token_file)]
+        if max_memory is not None:
+            args += ["--max-memory", str(max_memory)]
+        args += list(extra_args)
+        self.log = open(self.tmp / "daemon.log", "w+")
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        self._wait_ready()
+
+    def _wait_ready(self):
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"h5arkd exited with {self.proc.returncode}: {self.read_log()}")
+            try:
+                hdr, _ = request(self.endpoint, {"v": 1, "cmd": "ping", "token": self.token},
+                                 timeout_ms=500)
+                if hdr.get("ok"):
+                    return
+            except TimeoutError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("h5arkd did not answer ping within 20 s")
+
+    def read_log(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise
+        self.log.close()
+        return self.proc.returncode
+
+    def cleanup(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        if not self.log.closed:
+            self.log.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+_ctx = zmq.Context.instance()
+
+
+def request(endpoint, header, frames=(), timeout_ms=30000, raw_header=None):
+    """Send one request on a fresh DEALER socket and return (reply_header, payload_frames).
+    `raw_header` (bytes) replaces the packed header, to send malformed ones."""
+    sock = _ctx.socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(endpoint)
+    try:
+        head = raw_header if raw_header is not None else msgpack.packb(
+            {k: v for k, v in header.items() if v is not None}, use_bin_type=True)
+        sock.send_multipart([head, *frames], copy=False)
+        if not sock.poll(timeout_ms):
+            raise TimeoutError(f"no reply within {timeout_ms} ms")
+        parts = sock.recv_multipart()
+        return msgpack.unpackb(parts[0], raw=False), parts[1:]
+    finally:
+        sock.close()
+
+
+@pytest.fixture(scope="module")
+def daemon():
+    """A daemon with 3 locales shared by a test module."""
+    d = Daemon(locales=3)
+    yield d
+    d.cleanup()
+
+
+@pytest.fixture
+def start_daemon():
+    """Factory for daemons with other settings; all are stopped at teardown."""
+    started = []
+
+    def start(**kwargs):
+        d = Daemon(**kwargs)
+        started.append(d)
+        return d
+
+    yield start
+    for d in started:
+        d.cleanup()
+
+
+@pytest.fixture
+def call(daemon):
+    """call(cmd, frames=(), **args) -> reply header, payloads; on the module's daemon."""
+
+    def do(cmd, frames=(), buffers=None, **args):
+        hdr = {"v": 1, "id": 1, "cmd": cmd, "args": args}
+        if buffers is not None:
+            hdr["buffers"] = buffers
+        return request(daemon.endpoint, hdr, frames)
+
+    return do
+
+
+@pytest.fixture
+def arkouda_fixtures():
+    if not SHARED_FIXTURES.is_dir():
+        pytest.skip(f"Arkouda fixtures not found at {SHARED_FIXTURES} (../shared beside the repository)")
+    return SHARED_FIXTURES
