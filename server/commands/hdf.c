@@ -1,6 +1,189 @@
-/* HDF5 commands: tohdf readhdf lshdf (being written). */
+/* HDF5 commands: tohdf readhdf lshdf. Argument checks and publishing live here; the file
+ * work is the storage layer's. */
 #include "commands.h"
 
+#include "registry.h"
+#include "storage/files.h"
+#include "storage/storage.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmd_tohdf(command_ctx *ctx, h5ark_error *err) {
+    const h5ark_value *names = arg_value(ctx, "names");
+    const h5ark_value *datasets = arg_value(ctx, "datasets");
+    size_t n = h5ark_value_len(names);
+    if (n == 0) return h5ark_fail(err, H5ARK_BAD_REQUEST, "tohdf: 'names' is empty");
+    if (datasets && h5ark_value_len(datasets) != n)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "tohdf: 'datasets' has %zu names but 'names' has %zu objects",
+                          h5ark_value_len(datasets), n);
+    const char *mode_name = arg_str(ctx, "mode", "truncate");
+    const char *type_name = arg_str(ctx, "file_type", "distribute");
+    storage_mode mode;
+    storage_file_type file_type;
+    if (strcmp(mode_name, "truncate") == 0)
+        mode = STORAGE_TRUNCATE;
+    else if (strcmp(mode_name, "append") == 0)
+        mode = STORAGE_APPEND;
+    else
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "tohdf: mode must be truncate or append, not '%s'", mode_name);
+    if (strcmp(type_name, "distribute") == 0)
+        file_type = STORAGE_DISTRIBUTE;
+    else if (strcmp(type_name, "single") == 0)
+        file_type = STORAGE_SINGLE;
+    else
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "tohdf: file_type must be distribute or single, not '%s'", type_name);
+
+    storage_item *items = calloc(n, sizeof *items);
+    if (!items) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    int rc = -1;
+    size_t got = 0;
+    for (; got < n; got++) {
+        const char *name = h5ark_value_at(names, got)->as.s.ptr;
+        items[got].obj = registry_get(name, err);
+        if (!items[got].obj) goto out;
+        items[got].dataset = datasets ? h5ark_value_at(datasets, got)->as.s.ptr : name;
+        for (size_t k = 0; k < got; k++)
+            if (strcmp(items[k].dataset, items[got].dataset) == 0) {
+                h5ark_fail(err, H5ARK_ALREADY_EXISTS, "tohdf: dataset '%s' is named twice",
+                           items[got].dataset);
+                got++;
+                goto out;
+            }
+    }
+    h5ark_value *files = h5ark_value_array();
+    if (!files) {
+        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        goto out;
+    }
+    rc = storage_write(items, n, arg_str(ctx, "path", ""), mode, file_type, files, ctx->warnings,
+                       err);
+    if (rc == 0)
+        rc = reply_set(ctx, "files", files, err);
+    else
+        h5ark_value_destroy(&files);
+out:
+    for (size_t i = 0; i < got; i++)
+        object_release(items[i].obj);
+    free(items);
+    return rc;
+}
+
+static int cmd_readhdf(command_ctx *ctx, h5ark_error *err) {
+    const h5ark_value *paths = arg_value(ctx, "paths");
+    const h5ark_value *datasets = arg_value(ctx, "datasets");
+    size_t npaths = h5ark_value_len(paths), ndatasets = h5ark_value_len(datasets);
+    if (npaths == 0) return h5ark_fail(err, H5ARK_BAD_REQUEST, "readhdf: 'paths' is empty");
+    const char **patterns = calloc(npaths, sizeof *patterns);
+    const char **names = calloc(ndatasets ? ndatasets : 1, sizeof *names);
+    char **files = NULL;
+    size_t nfiles = 0, nitems = 0;
+    storage_read_item *items = NULL;
+    int rc = -1;
+    if (!patterns || !names) {
+        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < npaths; i++)
+        patterns[i] = h5ark_value_at(paths, i)->as.s.ptr;
+    for (size_t i = 0; i < ndatasets; i++)
+        names[i] = h5ark_value_at(datasets, i)->as.s.ptr;
+    if (files_expand(patterns, npaths, &files, &nfiles, err)) goto out;
+    storage_read_options opts = {
+        .strict_types = arg_bool(ctx, "strict_types", true),
+        .allow_errors = arg_bool(ctx, "allow_errors", false),
+        .calc_string_offsets = arg_bool(ctx, "calc_string_offsets", false),
+        .tag_data = arg_bool(ctx, "tag_data", false),
+    };
+    h5ark_value *file_errors = h5ark_value_array();
+    h5ark_value *objects = h5ark_value_map();
+    h5ark_value *tags = opts.tag_data ? h5ark_value_map() : NULL;
+    h5ark_value *file_list = h5ark_value_array();
+    if (!file_errors || !objects || !file_list || (opts.tag_data && !tags)) {
+        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        goto out_values;
+    }
+    for (size_t i = 0; i < nfiles; i++)
+        h5ark_value_push(file_list, h5ark_value_str(files_display(files[i])));
+    if (storage_read(files, nfiles, ndatasets ? names : NULL, ndatasets, &opts, &items, &nitems,
+                     file_errors, err))
+        goto out_values;
+    /* publish all or nothing: a failure part-way unpublishes what went before */
+    size_t published = 0;
+    for (; published < nitems; published++) {
+        storage_read_item *it = &items[published];
+        if (registry_publish(it->obj, NULL, err)) break;
+        if (it->file_tag && registry_publish(it->file_tag, NULL, err)) {
+            h5ark_error ignore;
+            registry_remove(it->obj->name, &ignore);
+            break;
+        }
+        h5ark_value_set(objects, it->dataset, object_describe(it->obj));
+        if (it->file_tag) h5ark_value_set(tags, it->dataset, object_describe(it->file_tag));
+    }
+    if (published < nitems) {
+        for (size_t i = 0; i < published; i++) {
+            h5ark_error ignore;
+            registry_remove(items[i].obj->name, &ignore);
+            if (items[i].file_tag) registry_remove(items[i].file_tag->name, &ignore);
+        }
+        goto out_values;
+    }
+    rc = reply_set(ctx, "objects", objects, err);
+    objects = NULL;
+    if (rc == 0) rc = reply_set(ctx, "file_errors", file_errors, err);
+    file_errors = NULL;
+    if (rc == 0) rc = reply_set(ctx, "files", file_list, err);
+    file_list = NULL;
+    if (rc == 0 && tags) rc = reply_set(ctx, "tags", tags, err);
+    tags = NULL;
+out_values:
+    h5ark_value_destroy(&file_errors);
+    h5ark_value_destroy(&objects);
+    h5ark_value_destroy(&tags);
+    h5ark_value_destroy(&file_list);
+out:
+    storage_read_items_free(items, nitems);
+    files_list_free(files, nfiles);
+    free(patterns);
+    free(names);
+    return rc;
+}
+
+static int cmd_lshdf(command_ctx *ctx, h5ark_error *err) {
+    char abs[PATH_MAX];
+    if (files_resolve(arg_str(ctx, "path", ""), false, abs, err)) return -1;
+    h5ark_value *entries = h5ark_value_array();
+    if (!entries) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (storage_list(abs, arg_bool(ctx, "recursive", false), entries, err)) {
+        h5ark_value_destroy(&entries);
+        return -1;
+    }
+    return reply_set(ctx, "entries", entries, err);
+}
+
 const command_def hdf_commands[] = {
+    {"tohdf",
+     cmd_tohdf,
+     {{"names", ARG_STR_ARRAY, true},
+      {"datasets", ARG_STR_ARRAY, false},
+      {"path", ARG_STR, true},
+      {"mode", ARG_STR, false},
+      {"file_type", ARG_STR, false},
+      {0}}},
+    {"readhdf",
+     cmd_readhdf,
+     {{"paths", ARG_STR_ARRAY, true},
+      {"datasets", ARG_STR_ARRAY, false},
+      {"strict_types", ARG_BOOL, false},
+      {"allow_errors", ARG_BOOL, false},
+      {"calc_string_offsets", ARG_BOOL, false},
+      {"tag_data", ARG_BOOL, false},
+      {0}}},
+    {"lshdf", cmd_lshdf, {{"path", ARG_STR, true}, {"recursive", ARG_BOOL, false}, {0}}},
     {0},
 };

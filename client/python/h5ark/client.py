@@ -4,7 +4,7 @@ import math
 import threading
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 import zmq
@@ -34,14 +34,13 @@ class Result(dict):
         self.warnings = list(warnings_)
 
 
-class ReadResult(dict):
+class ReadResult(Result):
     """read_hdf's {dataset: object}, with `file_errors` (files skipped under allow_errors)
     and `warnings`."""
 
     def __init__(self, objects, file_errors=(), warnings_=()):
-        super().__init__(objects)
+        super().__init__(objects, warnings_)
         self.file_errors = list(file_errors)
-        self.warnings = list(warnings_)
 
 
 def _name_of(obj):
@@ -54,16 +53,9 @@ def _name_of(obj):
 
 def _names_of(objs):
     """A name, an object, or any nesting of iterables of them -> flat list of names."""
-    if isinstance(objs, (str, H5arkObject)):
+    if isinstance(objs, (str, H5arkObject)) or not isinstance(objs, Iterable):
         return [_name_of(objs)]
     return [name for obj in objs for name in _names_of(obj)]
-
-
-def _size_args(size):
-    """`size` as an int, or an N-d shape as a tuple or list."""
-    if isinstance(size, (tuple, list)):
-        return {"shape": [int(n) for n in size]}
-    return {"size": int(size)}
 
 
 def _arange_size(start, stop, step):
@@ -180,16 +172,16 @@ class Client:
         return make_object(self, reply.result["object"])
 
     def _create(self, fill, size, dtype, name=None, **params):
-        args = {"fill": fill, "dtype": codec.dtype_name(dtype), "name": name,
-                **_size_args(size), **params}
+        args = {"fill": fill, "dtype": codec.dtype_name(dtype), "size": int(size),
+                "name": name, **params}
         return self._object(self.request("create", args))
 
     def zeros(self, size, dtype="float64", name=None):
-        """A new array of zeros; `size` is a length or an N-d shape tuple."""
+        """A new array of `size` zeros."""
         return self._create("zeros", size, dtype, name)
 
     def ones(self, size, dtype="float64", name=None):
-        """A new array of ones; `size` is a length or an N-d shape tuple."""
+        """A new array of `size` ones."""
         return self._create("ones", size, dtype, name)
 
     def full(self, size, value, dtype=None, name=None):

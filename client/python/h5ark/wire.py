@@ -62,7 +62,7 @@ def encode_buffers(buffers):
 def decode_buffers(specs, frames):
     """Split payload frames into {name: memoryview} by the `nbytes` of each spec, whatever
     the frame boundaries. A buffer inside one frame is a view of it; one that spans
-    frames is gathered into a new bytearray."""
+    frames is gathered into one new buffer."""
     if not isinstance(specs, list):
         raise ProtocolError("bad_reply", "reply `buffers` is not an array")
     views = [as_bytes_view(f) for f in frames]
@@ -86,7 +86,8 @@ def decode_buffers(specs, frames):
             out[name] = views[frame][offset:offset + nbytes]
             offset += nbytes
         else:
-            gathered = bytearray(nbytes)
+            # np.empty, unlike bytearray, does not zero-fill memory about to be overwritten.
+            gathered = memoryview(np.empty(nbytes, dtype=np.uint8))
             filled = 0
             while filled < nbytes:
                 while offset == views[frame].nbytes:
@@ -95,5 +96,5 @@ def decode_buffers(specs, frames):
                 gathered[filled:filled + take] = views[frame][offset:offset + take]
                 filled += take
                 offset += take
-            out[name] = memoryview(gathered)
+            out[name] = gathered
     return out

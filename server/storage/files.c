@@ -1,0 +1,275 @@
+/* File names and path confinement (see files.h). */
+#include "files.h"
+
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static bool inside_data_dir(const char *abs) {
+    size_t n = strlen(config.data_dir);
+    return strncmp(abs, config.data_dir, n) == 0 && (abs[n] == '/' || abs[n] == '\0');
+}
+
+const char *files_display(const char *abs) {
+    size_t n = strlen(config.data_dir);
+    if (strncmp(abs, config.data_dir, n) == 0 && abs[n] == '/') return abs + n + 1;
+    return abs;
+}
+
+/* Lexical checks and normalisation: no control characters, relative, and `.`/`..`
+ * components folded without ever climbing above the data directory. */
+static int normalise(const char *rel, char *out, size_t outlen, h5ark_error *err) {
+    if (!*rel) return h5ark_fail(err, H5ARK_BAD_REQUEST, "the path is empty");
+    for (const unsigned char *p = (const unsigned char *)rel; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return h5ark_fail(err, H5ARK_FORBIDDEN, "path '%s' contains a control character", rel);
+    if (rel[0] == '/')
+        return h5ark_fail(err, H5ARK_FORBIDDEN,
+                          "path '%s' is absolute; paths are relative to the data directory", rel);
+    size_t len = 0;
+    size_t marks[PATH_MAX / 2];
+    int depth = 0;
+    const char *p = rel;
+    while (*p) {
+        const char *end = strchr(p, '/');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n == 0 || (n == 1 && p[0] == '.')) {
+            /* empty or "." component */
+        } else if (n == 2 && p[0] == '.' && p[1] == '.') {
+            if (depth == 0)
+                return h5ark_fail(err, H5ARK_FORBIDDEN, "path '%s' leaves the data directory", rel);
+            len = marks[--depth];
+        } else {
+            if (len + n + 2 > outlen || depth >= (int)(sizeof marks / sizeof marks[0]))
+                return h5ark_fail(err, H5ARK_BAD_REQUEST, "path '%s' is too long", rel);
+            marks[depth++] = len;
+            if (len) out[len++] = '/';
+            memcpy(out + len, p, n);
+            len += n;
+        }
+        p += n;
+        if (*p == '/') p++;
+    }
+    out[len] = '\0';
+    if (len == 0) return h5ark_fail(err, H5ARK_BAD_REQUEST, "path '%s' names no file", rel);
+    return 0;
+}
+
+static int join(const char *rel, char out[PATH_MAX], h5ark_error *err) {
+    if (snprintf(out, PATH_MAX, "%s/%s", config.data_dir, rel) >= PATH_MAX)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "path '%s' is too long", rel);
+    return 0;
+}
+
+/* Create the directories leading to abs (which is inside the data directory), checking
+ * that none of them is a link out of it. */
+static int make_parents(char *abs, const char *rel, h5ark_error *err) {
+    size_t base = strlen(config.data_dir);
+    for (char *p = abs + base + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        int rc = mkdir(abs, 0755);
+        int e = errno;
+        char real[PATH_MAX];
+        bool ok = realpath(abs, real) && inside_data_dir(real);
+        *p = '/';
+        if (rc != 0 && e != EEXIST)
+            return h5ark_fail(err, H5ARK_IO_ERROR, "cannot create the directory for '%s': %s", rel,
+                              strerror(e));
+        if (!ok)
+            return h5ark_fail(err, H5ARK_FORBIDDEN, "path '%s' leaves the data directory", rel);
+    }
+    return 0;
+}
+
+int files_resolve(const char *rel, bool create_dirs, char out[PATH_MAX], h5ark_error *err) {
+    char norm[PATH_MAX], abs[PATH_MAX], real[PATH_MAX];
+    if (normalise(rel, norm, sizeof norm, err) || join(norm, abs, err)) return -1;
+    if (create_dirs && make_parents(abs, rel, err)) return -1;
+    /* the parent must exist and resolve inside; so must the file, if it exists */
+    char parent[PATH_MAX];
+    snprintf(parent, sizeof parent, "%s", abs);
+    *strrchr(parent, '/') = '\0';
+    if (!realpath(parent, real)) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            return h5ark_fail(err, H5ARK_NOT_FOUND, "the directory of '%s' does not exist", rel);
+        return h5ark_fail(err, H5ARK_IO_ERROR, "cannot resolve '%s': %s", rel, strerror(errno));
+    }
+    if (!inside_data_dir(real))
+        return h5ark_fail(err, H5ARK_FORBIDDEN, "path '%s' leads out of the data directory", rel);
+    struct stat st;
+    if (lstat(abs, &st) == 0) {
+        if (!realpath(abs, real)) {
+            /* a dangling link: nothing inside to read, and writing through it is refused */
+            return h5ark_fail(err, H5ARK_FORBIDDEN, "path '%s' is a link that leads nowhere", rel);
+        }
+        if (!inside_data_dir(real))
+            return h5ark_fail(err, H5ARK_FORBIDDEN, "path '%s' leads out of the data directory",
+                              rel);
+        if (S_ISDIR(st.st_mode) ||
+            (S_ISLNK(st.st_mode) && stat(abs, &st) == 0 && S_ISDIR(st.st_mode)))
+            return h5ark_fail(err, H5ARK_BAD_REQUEST, "path '%s' is a directory, not a file", rel);
+        /* use the resolved path: what is checked is what is opened */
+        snprintf(out, PATH_MAX, "%s", real);
+        return 0;
+    }
+    if (snprintf(out, PATH_MAX, "%s/%s", real, strrchr(abs, '/') + 1) >= PATH_MAX)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "path '%s' is too long", rel);
+    return 0;
+}
+
+int files_locale_name(const char *path, int locale, char *out, size_t outlen) {
+    const char *dot = strrchr(path, '.');
+    const char *slash = strrchr(path, '/');
+    int n;
+    if (dot && dot != path && (!slash || dot > slash) && dot[-1] != '/')
+        n = snprintf(out, outlen, "%.*s_LOCALE%04d%s", (int)(dot - path), path, locale, dot);
+    else
+        n = snprintf(out, outlen, "%s_LOCALE%04d", path, locale);
+    return n < 0 || (size_t)n >= outlen ? -1 : 0;
+}
+
+static bool has_glob(const char *s) {
+    return strpbrk(s, "*?[") != NULL;
+}
+
+static int add_path(char ***paths, size_t *count, size_t *cap, const char *p, h5ark_error *err) {
+    for (size_t i = 0; i < *count; i++)
+        if (strcmp((*paths)[i], p) == 0) return 0;
+    if (*count == *cap) {
+        size_t c = *cap ? *cap * 2 : 16;
+        char **np = realloc(*paths, c * sizeof *np);
+        if (!np) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        *paths = np;
+        *cap = c;
+    }
+    if (!((*paths)[*count] = strdup(p)))
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    (*count)++;
+    return 0;
+}
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Glob `abs_pattern` and add every regular file that resolves inside the data directory. */
+static int add_matches(const char *abs_pattern, const char *shown, char ***paths, size_t *count,
+                       size_t *cap, size_t *added, h5ark_error *err) {
+    glob_t g;
+    int rc = glob(abs_pattern, GLOB_NOSORT, NULL, &g);
+    if (rc == GLOB_NOMATCH) return 0;
+    if (rc != 0) return h5ark_fail(err, H5ARK_IO_ERROR, "cannot expand '%s'", shown);
+    /* sorted by name, as Arkouda does; the C locale keeps _LOCALE0010 after _LOCALE0009 */
+    qsort(g.gl_pathv, g.gl_pathc, sizeof *g.gl_pathv, cmp_str);
+    int result = 0;
+    for (size_t i = 0; i < g.gl_pathc && result == 0; i++) {
+        char real[PATH_MAX];
+        struct stat st;
+        if (!realpath(g.gl_pathv[i], real) || stat(real, &st) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (!inside_data_dir(real)) {
+            result = h5ark_fail(err, H5ARK_FORBIDDEN,
+                                "'%s' matches a link out of the data directory", shown);
+            break;
+        }
+        result = add_path(paths, count, cap, real, err);
+        (*added)++;
+    }
+    globfree(&g);
+    return result;
+}
+
+int files_expand(const char *const *patterns, size_t npatterns, char ***paths, size_t *count,
+                 h5ark_error *err) {
+    size_t cap = 0;
+    *paths = NULL;
+    *count = 0;
+    for (size_t i = 0; i < npatterns; i++) {
+        char norm[PATH_MAX], abs[PATH_MAX];
+        if (normalise(patterns[i], norm, sizeof norm, err) || join(norm, abs, err)) goto fail;
+        size_t added = 0;
+        if (!has_glob(norm)) {
+            char resolved[PATH_MAX];
+            struct stat st;
+            if (files_resolve(norm, false, resolved, err) == 0 && stat(resolved, &st) == 0) {
+                if (add_path(paths, count, &cap, resolved, err)) goto fail;
+                continue;
+            }
+            if (err->code == H5ARK_FORBIDDEN || err->code == H5ARK_BAD_REQUEST) goto fail;
+            /* not there: maybe the name of a distributed set */
+            char set[PATH_MAX];
+            if (files_locale_name(abs, 0, set, sizeof set) == 0) {
+                char *mark = strstr(set + strlen(config.data_dir), "_LOCALE0000");
+                if (mark) {
+                    char pattern[PATH_MAX];
+                    int n = snprintf(pattern, sizeof pattern, "%.*s_LOCALE[0-9][0-9][0-9][0-9]%s",
+                                     (int)(mark - set), set, mark + 11);
+                    if (n > 0 && n < (int)sizeof pattern &&
+                        add_matches(pattern, patterns[i], paths, count, &cap, &added, err))
+                        goto fail;
+                }
+            }
+            if (!added) {
+                h5ark_fail(err, H5ARK_NOT_FOUND, "file '%s' does not exist", patterns[i]);
+                goto fail;
+            }
+            continue;
+        }
+        if (add_matches(abs, patterns[i], paths, count, &cap, &added, err)) goto fail;
+        if (!added) {
+            h5ark_fail(err, H5ARK_NOT_FOUND, "no file matches '%s'", patterns[i]);
+            goto fail;
+        }
+    }
+    return 0;
+fail:
+    files_list_free(*paths, *count);
+    *paths = NULL;
+    *count = 0;
+    return -1;
+}
+
+void files_list_free(char **paths, size_t count) {
+    for (size_t i = 0; i < count; i++)
+        free(paths[i]);
+    free(paths);
+}
+
+int files_temp_name(const char *final, char *out, size_t outlen) {
+    static atomic_uint counter;
+    const char *slash = strrchr(final, '/');
+    int n = snprintf(out, outlen, "%.*s.%s.h5ark-tmp.%d.%u", (int)(slash - final + 1), final,
+                     slash + 1, (int)getpid(), atomic_fetch_add(&counter, 1));
+    return n < 0 || (size_t)n >= outlen ? -1 : 0;
+}
+
+static int fsync_path(const char *path, int flags) {
+    int fd = open(path, flags | O_CLOEXEC);
+    if (fd < 0) return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+int files_replace(const char *tmp, const char *final, h5ark_error *err) {
+    if (fsync_path(tmp, O_RDONLY) != 0)
+        return h5ark_fail(err, H5ARK_IO_ERROR, "cannot flush '%s': %s", files_display(tmp),
+                          strerror(errno));
+    if (rename(tmp, final) != 0)
+        return h5ark_fail(err, H5ARK_IO_ERROR, "cannot replace '%s': %s", files_display(final),
+                          strerror(errno));
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", final);
+    *strrchr(dir, '/') = '\0';
+    fsync_path(dir, O_RDONLY | O_DIRECTORY); /* best effort: some filesystems refuse */
+    return 0;
+}

@@ -1,0 +1,44 @@
+/* File names for the storage layer: confinement of client paths to the data directory,
+ * Arkouda's `_LOCALE####` naming, glob expansion, and atomic replacement of files. Every
+ * path a client gives goes through files_resolve or files_expand before anything is read
+ * or written. */
+#ifndef H5ARK_FILES_H
+#define H5ARK_FILES_H
+
+#include "h5ark_wire.h"
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Turn a client path (relative to the data directory) into an absolute path inside it.
+ * Refused with forbidden: absolute paths, `..` leaving the directory, symbolic links
+ * resolving outside it, control characters. With `create_dirs`, missing parent
+ * directories (inside the data directory) are created; otherwise they must exist. The file
+ * itself need not exist; if it does, it must resolve inside the directory too. */
+int files_resolve(const char *rel, bool create_dirs, char out[PATH_MAX], h5ark_error *err);
+
+/* Arkouda's name of locale i's file in distributed mode: "data.h5" -> "data_LOCALE0003.h5",
+ * "out" -> "out_LOCALE0003", "a.b.c" -> "a.b_LOCALE0003.c" (a last field holding '/' is no
+ * extension). -1 if it does not fit in outlen. */
+int files_locale_name(const char *path, int locale, char *out, size_t outlen);
+
+/* Expand file names and glob patterns (relative to the data directory) into absolute,
+ * confined paths: each pattern's matches sorted, patterns in the order given, duplicates
+ * dropped. A plain name that does not exist but whose distributed set
+ * (`prefix_LOCALE####ext`) does stands for that set. not_found names a pattern that matches
+ * nothing. Free with files_list_free. */
+int files_expand(const char *const *patterns, size_t npatterns, char ***paths, size_t *count,
+                 h5ark_error *err);
+void files_list_free(char **paths, size_t count);
+
+/* The path as the client knows it: relative to the data directory. */
+const char *files_display(const char *abs);
+
+/* A fresh temporary name in the same directory as `final` (for write-then-rename). */
+int files_temp_name(const char *final, char *out, size_t outlen);
+/* fsync tmp, rename it over final, fsync the directory: after this returns 0 the new file
+ * is in place and durable; on failure the old file (if any) is untouched. */
+int files_replace(const char *tmp, const char *final, h5ark_error *err);
+
+#endif

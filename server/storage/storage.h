@@ -1,0 +1,54 @@
+/* The HDF5 storage layer: what the hdf commands call. Files follow Arkouda's schema
+ * (ARKOUDA_FORMAT.md); paths given here are already resolved by files.c. */
+#ifndef H5ARK_STORAGE_H
+#define H5ARK_STORAGE_H
+
+#include "h5ark_value.h"
+#include "objects/object.h"
+
+#include <stdbool.h>
+
+typedef enum { STORAGE_TRUNCATE, STORAGE_APPEND } storage_mode;
+typedef enum { STORAGE_DISTRIBUTE, STORAGE_SINGLE } storage_file_type;
+
+typedef struct {
+    object *obj;
+    const char *dataset;
+} storage_item;
+
+/* tohdf: write every item to the file(s) named by `path` (relative to the data directory;
+ * distributed mode adds `_LOCALE####`). Every name, collision and mode rule is checked
+ * before anything is written. Appends the relative names of the files written to
+ * `files`, and to `warnings` one message per existing file overwritten. */
+int storage_write(const storage_item *items, size_t nitems, const char *path, storage_mode mode,
+                  storage_file_type file_type, h5ark_value *files, h5ark_value *warnings,
+                  h5ark_error *err);
+
+typedef struct {
+    bool strict_types;
+    bool allow_errors;
+    bool calc_string_offsets;
+    bool tag_data;
+} storage_read_options;
+
+typedef struct {
+    char *dataset;
+    object *obj;      /* a new reference; not yet published */
+    object *file_tag; /* with tag_data: int64 file index of each element, else NULL */
+} storage_read_item;
+
+/* readhdf: read `datasets` (NULL/0: every top-level object of the first readable file)
+ * from `paths` (absolute, confined, in order), concatenating across files and
+ * redistributing over the locales. With allow_errors, unreadable files are skipped and
+ * described in `file_errors` (strings). Returns items in the order of `datasets`. */
+int storage_read(char *const *paths, size_t npaths, const char *const *datasets, size_t ndatasets,
+                 const storage_read_options *opts, storage_read_item **items, size_t *nitems,
+                 h5ark_value *file_errors, h5ark_error *err);
+void storage_read_items_free(storage_read_item *items, size_t nitems);
+
+/* lshdf: append one entry per group/dataset of the file at `abs_path` (top level, or the
+ * whole tree when recursive) to `entries`: {name, path, kind, objtype, dtype, shape,
+ * attrs}. */
+int storage_list(const char *abs_path, bool recursive, h5ark_value *entries, h5ark_error *err);
+
+#endif
