@@ -236,12 +236,14 @@ h5ark_value *h5ark_value_from_msgpack(const msgpack_object *o) {
         h5ark_value *m = h5ark_value_map();
         for (uint32_t i = 0; m && i < o->via.map.size; i++) {
             const msgpack_object_kv *kv = &o->via.map.ptr[i];
+            /* msgpack-c may give an empty string a NULL pointer: test the size first */
             if (kv->key.type != MSGPACK_OBJECT_STR ||
-                memchr(kv->key.via.str.ptr, '\0', kv->key.via.str.size)) {
+                (kv->key.via.str.size && memchr(kv->key.via.str.ptr, '\0', kv->key.via.str.size))) {
                 h5ark_value_destroy(&m);
                 break;
             }
-            char *key = strndup(kv->key.via.str.ptr, kv->key.via.str.size);
+            char *key = kv->key.via.str.size ? strndup(kv->key.via.str.ptr, kv->key.via.str.size)
+                                             : strdup("");
             h5ark_value *val = h5ark_value_from_msgpack(&kv->val);
             if (!key || !val || h5ark_value_set(m, key, val) != 0) {
                 if (!key) h5ark_value_destroy(&val);

@@ -232,6 +232,8 @@ int main(int argc, char **argv) {
         return 1;
     }
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    /* A file names its filters; never let that make the library load a shared object. */
+    H5PLset_loading_state(0);
     registry_init(config.max_memory);
     if (locales_start(config.locales) != 0) {
         fprintf(stderr, "h5arkd: cannot start %d locale threads\n", config.locales);

@@ -81,14 +81,39 @@ class Daemon:
         self.log.close()
         return self.proc.returncode
 
+    def sanitizer_reports(self):
+        """Reports an ASan/UBSan/LSan build of the daemon wrote to its log."""
+        text = self.read_log() if not self.log.closed else (self.tmp / "daemon.log").read_text()
+        return [line for line in text.splitlines() if any(
+            mark in line for mark in SANITIZER_MARKS)]
+
     def cleanup(self):
+        """Stop the daemon gracefully (so a sanitizer build checks for leaks at exit) and
+        fail the test if it did not exit cleanly or a sanitizer complained."""
+        problems = []
         if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+            try:
+                self.proc.send_signal(signal.SIGTERM)
+                self.proc.wait(60)
+                if self.proc.returncode != 0:
+                    problems.append(f"h5arkd exited with {self.proc.returncode} on SIGTERM")
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                problems.append("h5arkd did not stop within 60 s of SIGTERM")
+        elif self.proc.returncode not in (0, -signal.SIGKILL, -signal.SIGTERM):
+            problems.append(f"h5arkd died with status {self.proc.returncode}")
+        problems += self.sanitizer_reports()
+        log = (self.tmp / "daemon.log").read_text() if problems else ""
         if not self.log.closed:
             self.log.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
+        if problems:
+            raise AssertionError("daemon problems:\n" + "\n".join(problems) + "\n--- log ---\n" + log[-20000:])
 
+
+SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
+                   "ERROR: ThreadSanitizer")
 
 _ctx = zmq.Context.instance()
 

@@ -7,7 +7,6 @@ import threading
 import uuid
 
 import h5py
-import msgpack
 import numpy as np
 import pytest
 
@@ -636,9 +635,9 @@ def test_read_hdf_options(client, daemon):
         == ["a", "bb", "", "ccc"]
     tagged = client.read_hdf(pattern, datasets=["n"], tag_data=True)
     assert tagged["n"].to_list() == list(range(9))
-    extra = [o for k, o in tagged.items() if k != "n"]
-    assert len(extra) == 1
-    tags = extra[0].to_ndarray()
+    assert list(tagged) == ["n"] and list(tagged.tags) == ["n"]
+    tags = tagged.tags["n"].to_ndarray()
+    assert tags.dtype == np.int64
     assert tags.tolist() == [b for b, (lo, hi) in enumerate(block_bounds(9))
                              for _ in range(lo, hi)]
     # A corrupt file among the matches: an error, or skipped and reported.
@@ -762,5 +761,4 @@ def test_msgpack_header_has_no_bulk_bytes(client, monkeypatch):
     monkeypatch.setattr(wire, "pack_header", spy)
     client.array(np.zeros(1 << 18))
     client.array(["z" * 100000])
-    assert sizes and max(sizes) < 1000
-    assert msgpack.unpackb(original({"v": 1}), raw=False) == {"v": 1}
+    assert len(sizes) == 2 and max(sizes) < 1000

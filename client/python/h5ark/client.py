@@ -35,12 +35,14 @@ class Result(dict):
 
 
 class ReadResult(Result):
-    """read_hdf's {dataset: object}, with `file_errors` (files skipped under allow_errors)
-    and `warnings`."""
+    """read_hdf's {dataset: object}, with `file_errors` (files skipped under allow_errors),
+    `tags` ({dataset: int64 pdarray of each element's file index}, under tag_data) and
+    `warnings`."""
 
-    def __init__(self, objects, file_errors=(), warnings_=()):
+    def __init__(self, objects, file_errors=(), tags=None, warnings_=()):
         super().__init__(objects, warnings_)
-        self.file_errors = list(file_errors)
+        self.file_errors = list(file_errors or ())
+        self.tags = dict(tags or {})
 
 
 def _name_of(obj):
@@ -261,14 +263,18 @@ class Client:
                  calc_string_offsets=False, tag_data=False):
         """Read datasets (default: every top-level object) from files or glob patterns.
         Returns {dataset: object} with `.file_errors` listing files skipped under
-        allow_errors."""
+        allow_errors and, under tag_data, `.tags` mapping each dataset to an int64 array
+        of its elements' file indices."""
         args = {"paths": [paths] if isinstance(paths, str) else list(paths),
                 "datasets": [datasets] if isinstance(datasets, str) else datasets,
                 "strict_types": strict_types, "allow_errors": allow_errors,
                 "calc_string_offsets": calc_string_offsets, "tag_data": tag_data}
         reply = self.request("readhdf", args)
-        objects = {ds: make_object(self, d) for ds, d in reply.result["objects"].items()}
-        return ReadResult(objects, reply.result.get("file_errors", ()), reply.warnings)
+        def handles(descriptors):
+            return {ds: make_object(self, d) for ds, d in (descriptors or {}).items()}
+
+        return ReadResult(handles(reply.result["objects"]), reply.result.get("file_errors"),
+                          handles(reply.result.get("tags")), reply.warnings)
 
     def ls(self, path, recursive=False):
         """The groups and datasets of an HDF5 file: a list of entry maps."""

@@ -1,0 +1,359 @@
+/* h5ark-bench: the daemon's speed beside this machine's own limits, measured in the same
+ * run. For each measure it prints the daemon's median, the raw counterpart's median, and
+ * their ratio, with min and max over the runs.
+ *
+ *   ping round trip      vs  a raw ZeroMQ DEALER/ROUTER echo of the same bytes, same transport
+ *   tohdf 1 GiB int64    vs  write()+fsync of the same bytes into as many files, one thread each
+ *   readhdf of the files vs  pread() of the same files into fresh memory, one thread each
+ */
+#include "h5ark_frames.h"
+#include "h5ark_value.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double quantile(double *v, size_t n, double q) {
+    qsort(v, n, sizeof *v, cmp_double);
+    size_t i = (size_t)(q * (double)(n - 1) + 0.5);
+    return v[i < n ? i : n - 1];
+}
+
+static void die(const char *what) {
+    fprintf(stderr, "h5ark-bench: %s\n", what);
+    exit(1);
+}
+
+/* ---- talking to the daemon ---- */
+
+static void *ctx, *sock;
+static uint64_t next_id;
+
+/* Send {v, id, cmd, args} and wait for the reply; exits on an error reply. */
+static h5ark_value *call(const char *cmd, h5ark_value *args) {
+    h5ark_value *h = h5ark_value_map();
+    h5ark_value_set(h, "v", h5ark_value_uint(1));
+    h5ark_value_set(h, "id", h5ark_value_uint(++next_id));
+    h5ark_value_set(h, "cmd", h5ark_value_str(cmd));
+    if (args) h5ark_value_set(h, "args", args);
+    char *data;
+    size_t len;
+    if (h5ark_value_encode(h, &data, &len)) die("cannot encode a request");
+    h5ark_value_destroy(&h);
+    if (zmq_send(sock, data, len, 0) < 0) die("send failed");
+    free(data);
+    h5ark_value *reply = NULL;
+    for (;;) {
+        zmq_msg_t msg;
+        zmq_msg_init(&msg);
+        if (zmq_msg_recv(&msg, sock, 0) < 0) die("receive failed");
+        int more = zmq_msg_more(&msg);
+        if (!reply) {
+            const char *why;
+            reply = h5ark_value_decode(zmq_msg_data(&msg), zmq_msg_size(&msg), &why);
+        }
+        zmq_msg_close(&msg);
+        if (!more) break;
+    }
+    const h5ark_value *ok = h5ark_value_get(reply, "ok");
+    if (!ok || ok->kind != H5ARK_BOOL || !ok->as.b) {
+        const h5ark_value *e = h5ark_value_get(reply, "error");
+        fprintf(stderr, "h5ark-bench: %s failed: %s\n", cmd,
+                e ? h5ark_value_get(e, "message")->as.s.ptr : "?");
+        exit(1);
+    }
+    return reply;
+}
+
+static h5ark_value *strs(const char *a) {
+    h5ark_value *v = h5ark_value_array();
+    h5ark_value_push(v, h5ark_value_str(a));
+    return v;
+}
+
+/* ---- raw counterparts ---- */
+
+static void *echo_main(void *arg) {
+    void *router = arg;
+    for (;;) {
+        zmq_msg_t parts[3];
+        int n = 0, more = 1;
+        while (more && n < 3) {
+            zmq_msg_init(&parts[n]);
+            if (zmq_msg_recv(&parts[n], router, 0) < 0) return NULL;
+            more = zmq_msg_more(&parts[n]);
+            n++;
+        }
+        for (int i = 0; i < n; i++)
+            zmq_msg_send(&parts[i], router, i + 1 < n ? ZMQ_SNDMORE : 0);
+    }
+}
+
+typedef struct {
+    const char *path;
+    char *buf;
+    uint64_t len;
+    int write;
+} file_job;
+
+static void *file_main(void *arg) {
+    file_job *j = arg;
+    if (j->write) {
+        int fd = open(j->path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0) die("cannot create a raw file");
+        for (uint64_t off = 0; off < j->len;) {
+            ssize_t n =
+                write(fd, j->buf + off, j->len - off > (1u << 30) ? (1u << 30) : j->len - off);
+            if (n <= 0) die("raw write failed");
+            off += (uint64_t)n;
+        }
+        fsync(fd);
+        close(fd);
+    } else {
+        int fd = open(j->path, O_RDONLY);
+        if (fd < 0) die("cannot open a raw file");
+        j->buf = malloc(j->len ? j->len : 1);
+        for (uint64_t off = 0; off < j->len;) {
+            ssize_t n = pread(fd, j->buf + off, j->len - off, (off_t)off);
+            if (n <= 0) die("raw read failed");
+            off += (uint64_t)n;
+        }
+        close(fd);
+        free(j->buf);
+    }
+    return NULL;
+}
+
+/* Write (or read) `files` files of the given sizes in parallel; returns seconds. */
+static double raw_files(char **paths, uint64_t *sizes, int files, char *src, int write) {
+    pthread_t t[files];
+    file_job jobs[files];
+    double t0 = now();
+    uint64_t off = 0;
+    for (int i = 0; i < files; i++) {
+        jobs[i] = (file_job){paths[i], write ? src + off : NULL, sizes[i], write};
+        off += sizes[i];
+        pthread_create(&t[i], NULL, file_main, &jobs[i]);
+    }
+    for (int i = 0; i < files; i++)
+        pthread_join(t[i], NULL);
+    return now() - t0;
+}
+
+static void drop_file_cache_hint(void) {
+    sync();
+}
+
+/* ---- reporting ---- */
+
+static void report(const char *measure, const char *unit, double *mine, double *raw, int runs) {
+    double r[runs];
+    for (int i = 0; i < runs; i++)
+        r[i] = mine[i] / raw[i];
+    double m_med = quantile(mine, (size_t)runs, 0.5), raw_med = quantile(raw, (size_t)runs, 0.5);
+    double r_med = quantile(r, (size_t)runs, 0.5);
+    printf("| %-34s | %10.3f %-5s | %10.3f %-5s | %5.2f (min %.2f, max %.2f) |\n", measure, m_med,
+           unit, raw_med, unit, r_med, quantile(r, (size_t)runs, 0), quantile(r, (size_t)runs, 1));
+}
+
+int main(int argc, char **argv) {
+    const char *daemon = "build/server/h5arkd";
+    const char *dir = NULL;
+    uint64_t bytes = 1ULL << 30;
+    int runs = 5, locales = (int)sysconf(_SC_NPROCESSORS_ONLN), pings = 5000;
+    static const struct option opts[] = {
+        {"daemon", required_argument, 0, 'd'},  {"dir", required_argument, 0, 'D'},
+        {"bytes", required_argument, 0, 'b'},   {"runs", required_argument, 0, 'r'},
+        {"locales", required_argument, 0, 'l'}, {"pings", required_argument, 0, 'p'},
+        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd': daemon = optarg; break;
+        case 'D': dir = optarg; break;
+        case 'b': bytes = strtoull(optarg, NULL, 10); break;
+        case 'r': runs = atoi(optarg); break;
+        case 'l': locales = atoi(optarg); break;
+        case 'p': pings = atoi(optarg); break;
+        default:
+            printf("usage: h5ark-bench [--daemon PATH] [--dir DIR] [--bytes N] [--runs N] "
+                   "[--locales N] [--pings N]\n");
+            return c == 'h' ? 0 : 2;
+        }
+    }
+    if (runs < 1 || locales < 1 || pings < 10) die("runs, locales and pings must be positive");
+    char tmpl[] = "/tmp/h5ark-bench-XXXXXX";
+    if (!dir && !(dir = mkdtemp(tmpl))) die("cannot make a temporary directory");
+    char data_dir[4096], endpoint[4200];
+    snprintf(data_dir, sizeof data_dir, "%s/data", dir);
+    mkdir(data_dir, 0755);
+
+    /* the daemon, on tcp loopback with a port of its choosing */
+    int port = 20000 + (int)(getpid() % 20000);
+    snprintf(endpoint, sizeof endpoint, "tcp://127.0.0.1:%d", port);
+    char loc[16];
+    snprintf(loc, sizeof loc, "%d", locales);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl(daemon, daemon, "--endpoint", endpoint, "--data-dir", data_dir, "--locales", loc,
+              "--log-level", "warn", (char *)NULL);
+        perror("exec h5arkd");
+        _exit(127);
+    }
+    ctx = zmq_ctx_new();
+    sock = zmq_socket(ctx, ZMQ_DEALER);
+    int linger = 0;
+    zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_connect(sock, endpoint);
+    h5ark_value_destroy((h5ark_value *[]){call("ping", NULL)}); /* waits until it is up */
+
+    printf("h5ark-bench: %d locales, %d runs, %llu bytes, %s\n\n", locales, runs,
+           (unsigned long long)bytes, dir);
+    printf("| %-34s | %-16s | %-16s | %-27s |\n", "measure", "h5ark (median)", "raw (median)",
+           "ratio");
+    printf("|%s|%s|%s|%s|\n", "------------------------------------", "------------------",
+           "------------------", "-----------------------------");
+
+    /* ping: latency of the daemon vs a raw echo over the same transport */
+    {
+        void *router = zmq_socket(ctx, ZMQ_ROUTER);
+        char raw_ep[64];
+        snprintf(raw_ep, sizeof raw_ep, "tcp://127.0.0.1:%d", port + 1);
+        if (zmq_bind(router, raw_ep) != 0) die("cannot bind the raw echo socket");
+        pthread_t echo;
+        pthread_create(&echo, NULL, echo_main, router);
+        void *raw = zmq_socket(ctx, ZMQ_DEALER);
+        zmq_setsockopt(raw, ZMQ_LINGER, &linger, sizeof linger);
+        zmq_connect(raw, raw_ep);
+        double *lat = malloc(sizeof(double) * (size_t)pings),
+               *rlat = malloc(sizeof(double) * (size_t)pings);
+        char req[64];
+        size_t req_len = 0;
+        {
+            h5ark_value *h = h5ark_value_map();
+            h5ark_value_set(h, "v", h5ark_value_uint(1));
+            h5ark_value_set(h, "id", h5ark_value_uint(1));
+            h5ark_value_set(h, "cmd", h5ark_value_str("ping"));
+            char *d;
+            h5ark_value_encode(h, &d, &req_len);
+            memcpy(req, d, req_len);
+            free(d);
+            h5ark_value_destroy(&h);
+        }
+        char buf[256];
+        for (int i = 0; i < pings; i++) {
+            double t0 = now();
+            zmq_send(sock, req, req_len, 0);
+            zmq_recv(sock, buf, sizeof buf, 0);
+            lat[i] = (now() - t0) * 1e6;
+            t0 = now();
+            zmq_send(raw, req, req_len, 0);
+            zmq_recv(raw, buf, sizeof buf, 0);
+            rlat[i] = (now() - t0) * 1e6;
+        }
+        double med = quantile(lat, (size_t)pings, 0.5), p99 = quantile(lat, (size_t)pings, 0.99);
+        double rmed = quantile(rlat, (size_t)pings, 0.5),
+               rp99 = quantile(rlat, (size_t)pings, 0.99);
+        printf("| %-34s | %10.1f us    | %10.1f us    | %5.2f                       |\n",
+               "ping round trip, median", med, rmed, med / rmed);
+        printf("| %-34s | %10.1f us    | %10.1f us    | %5.2f                       |\n",
+               "ping round trip, p99", p99, rp99, p99 / rp99);
+        free(lat);
+        free(rlat);
+        zmq_close(raw);
+        /* the echo thread stays blocked in recv; the process exits at the end */
+    }
+
+    /* tohdf / readhdf of an int64 array against raw write / pread of the same files */
+    uint64_t n = bytes / 8;
+    {
+        h5ark_value *a = h5ark_value_map();
+        h5ark_value_set(a, "dtype", h5ark_value_str("int64"));
+        h5ark_value_set(a, "fill", h5ark_value_str("arange"));
+        h5ark_value_set(a, "stop", h5ark_value_uint(n));
+        h5ark_value_set(a, "name", h5ark_value_str("bench"));
+        h5ark_value *r = call("create", a);
+        h5ark_value_destroy(&r);
+    }
+    double *w = calloc((size_t)runs, sizeof *w), *rw = calloc((size_t)runs, sizeof *rw);
+    double *rd = calloc((size_t)runs, sizeof *rd), *rrd = calloc((size_t)runs, sizeof *rrd);
+    char **files = calloc((size_t)locales, sizeof *files),
+         **raw_files_names = calloc((size_t)locales, sizeof *files);
+    uint64_t *sizes = calloc((size_t)locales, sizeof *sizes);
+    char *src = malloc(bytes);
+    for (uint64_t i = 0; i < n; i++)
+        ((int64_t *)src)[i] = (int64_t)i;
+    for (int b = 0; b < locales; b++) {
+        files[b] = malloc(4200);
+        raw_files_names[b] = malloc(4200);
+        snprintf(files[b], 4200, "%s/bench_LOCALE%04d.h5", data_dir, b);
+        snprintf(raw_files_names[b], 4200, "%s/raw_%04d.bin", dir, b);
+        uint64_t s = (n * (uint64_t)b + (uint64_t)locales - 1) / (uint64_t)locales;
+        uint64_t e = (n * (uint64_t)(b + 1) + (uint64_t)locales - 1) / (uint64_t)locales;
+        sizes[b] = (e - s) * 8;
+    }
+    double gb = (double)bytes / 1e9;
+    for (int r = 0; r < runs; r++) {
+        drop_file_cache_hint();
+        double t0 = now();
+        h5ark_value *a = h5ark_value_map();
+        h5ark_value_set(a, "names", strs("bench"));
+        h5ark_value_set(a, "path", h5ark_value_str("bench.h5"));
+        h5ark_value *rep = call("tohdf", a);
+        h5ark_value_destroy(&rep);
+        w[r] = gb / (now() - t0);
+        drop_file_cache_hint();
+        rw[r] = gb / raw_files(raw_files_names, sizes, locales, src, 1);
+
+        t0 = now();
+        a = h5ark_value_map();
+        h5ark_value_set(a, "paths", strs("bench_LOCALE*.h5"));
+        rep = call("readhdf", a);
+        rd[r] = gb / (now() - t0);
+        const h5ark_value *objs = h5ark_value_get(h5ark_value_get(rep, "result"), "objects");
+        const h5ark_value *desc = h5ark_value_get(objs, "bench");
+        h5ark_value *del = h5ark_value_map();
+        h5ark_value_set(del, "names", strs(h5ark_value_get(desc, "name")->as.s.ptr));
+        h5ark_value_destroy(&rep);
+        rep = call("delete", del);
+        h5ark_value_destroy(&rep);
+        rrd[r] = gb / raw_files(raw_files_names, sizes, locales, NULL, 0);
+    }
+    char label[64];
+    snprintf(label, sizeof label, "tohdf %.2f GiB int64, distributed", (double)bytes / (1 << 30));
+    report(label, "GB/s", w, rw, runs);
+    snprintf(label, sizeof label, "readhdf of those files, warm cache");
+    report(label, "GB/s", rd, rrd, runs);
+
+    h5ark_value_destroy((h5ark_value *[]){call("shutdown", NULL)});
+    int status;
+    waitpid(pid, &status, 0);
+    for (int b = 0; b < locales; b++) {
+        unlink(files[b]);
+        unlink(raw_files_names[b]);
+    }
+    printf("\nratio = h5ark / raw (higher is better for throughput, lower for latency); GB = 1e9 "
+           "bytes\n");
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}

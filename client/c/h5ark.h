@@ -1,0 +1,207 @@
+/* libh5ark: the C client of the h5ark daemon. One client owns one ZeroMQ DEALER socket and
+ * runs one request at a time; use one client per thread. Every fallible function returns 0 on
+ * success and -1 on failure with `err` (may be NULL) filled with a code and a message.
+ *
+ *     h5ark_error err;
+ *     h5ark_client_t *c = h5ark_client_new("tcp://127.0.0.1:5555", NULL, &err);
+ *     int64_t v[3] = {1, 2, 3};
+ *     h5ark_client_put_array(c, H5ARK_INT64, 3, v, "v", NULL, &err);
+ *     h5ark_client_destroy(&c);
+ */
+#ifndef H5ARK_H
+#define H5ARK_H
+
+#include "h5ark_frames.h"
+#include "h5ark_value.h"
+#include "h5ark_wire.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define H5ARK_DEFAULT_ENDPOINT   "tcp://127.0.0.1:5555"
+#define H5ARK_DEFAULT_TIMEOUT_MS 60000
+/* `stop` of a get: the end of the object. `size` of a create: derived from the fill. */
+#define H5ARK_END       UINT64_MAX
+#define H5ARK_SIZE_AUTO UINT64_MAX
+
+typedef struct _h5ark_client_t h5ark_client_t;
+typedef struct _h5ark_reply_t h5ark_reply_t;
+
+/* One named input buffer of a request: `nbytes` bytes at `data`. */
+typedef struct {
+    const char *name;
+    const void *data;
+    uint64_t nbytes;
+} h5ark_buffer_in;
+
+/* ---- the client ---------------------------------------------------------------------- */
+
+/* Connect to `endpoint` (NULL = H5ARK_DEFAULT_ENDPOINT). `token` (NULL = none) is sent with
+ * every request. Connecting is lazy: an absent daemon shows up as a timeout on a request. */
+h5ark_client_t *h5ark_client_new(const char *endpoint, const char *token, h5ark_error *err);
+void h5ark_client_destroy(h5ark_client_t **self_p);
+/* How long a request waits for its reply; < 0 waits forever. Default 60 s. */
+void h5ark_client_set_timeout(h5ark_client_t *self, int timeout_ms);
+int h5ark_client_timeout(const h5ark_client_t *self);
+const char *h5ark_client_endpoint(const h5ark_client_t *self);
+/* The `warnings` of the last reply (an array of str, or NULL): valid until the next request. */
+const h5ark_value *h5ark_client_warnings(const h5ark_client_t *self);
+
+/* Send one request and wait for its reply. `args` (a map or NULL) is taken, also on failure.
+ * The `nbufs` buffers are sent as payload frames without copying; the call returns only once
+ * ZeroMQ has let go of them, so the caller may free them as soon as it returns.
+ * `*reply` receives every reply that arrives, ok or not (destroy it in both cases); it is
+ * NULL when none arrived. A reply with ok:false returns -1 with err set from its `error`;
+ * no reply within the timeout returns -1 with io_error. `reply` may be NULL. */
+int h5ark_client_request(h5ark_client_t *self, const char *cmd, h5ark_value *args,
+                         const h5ark_buffer_in *bufs, size_t nbufs, h5ark_reply_t **reply,
+                         h5ark_error *err);
+
+/* ---- replies ------------------------------------------------------------------------- */
+
+void h5ark_reply_destroy(h5ark_reply_t **self_p);
+bool h5ark_reply_ok(const h5ark_reply_t *self);
+const h5ark_value *h5ark_reply_header(const h5ark_reply_t *self);
+const h5ark_value *h5ark_reply_result(const h5ark_reply_t *self);   /* map or NULL */
+const h5ark_value *h5ark_reply_warnings(const h5ark_reply_t *self); /* array or NULL */
+/* The reply's error code and message; H5ARK_OK and "" when it has none. */
+h5ark_code h5ark_reply_error_code(const h5ark_reply_t *self);
+const char *h5ark_reply_error_message(const h5ark_reply_t *self);
+/* Payload buffers, in the order of the reply's `buffers`. */
+size_t h5ark_reply_buffer_count(const h5ark_reply_t *self);
+const char *h5ark_reply_buffer_name(const h5ark_reply_t *self, size_t index);
+/* Size of the named buffer; -1 (not_found) when the reply has no such buffer. */
+int h5ark_reply_buffer_size(const h5ark_reply_t *self, const char *name, uint64_t *nbytes,
+                            h5ark_error *err);
+/* Copy the named buffer into dst (capacity `cap` bytes, which must be enough). */
+int h5ark_reply_buffer_copy(const h5ark_reply_t *self, const char *name, void *dst, uint64_t cap,
+                            h5ark_error *err);
+/* The named buffer in place, without copying, when it lies within one frame; NULL when it
+ * spans frames (the daemon sends each shard's part as frames of its own, of at most 1 MiB)
+ * or is absent. The memory lives as long as the reply. An empty buffer gives a non-NULL
+ * pointer. */
+const void *h5ark_reply_buffer_data(const h5ark_reply_t *self, const char *name, uint64_t *nbytes);
+
+/* ---- typed helpers, one per command ---------------------------------------------------
+ * `result` / `object` outputs are optional (NULL = not wanted); what they receive is the
+ * caller's to destroy with h5ark_value_destroy. */
+
+/* `rtt_seconds` (optional): the round-trip time. */
+int h5ark_client_ping(h5ark_client_t *self, double *rtt_seconds, h5ark_error *err);
+int h5ark_client_getconfig(h5ark_client_t *self, h5ark_value **config, h5ark_error *err);
+/* Descriptors (an array) of the named objects, or of all of them when count == 0. */
+int h5ark_client_info(h5ark_client_t *self, const char *const *names, size_t count,
+                      h5ark_value **objects, h5ark_error *err);
+/* Delete the named objects: all of them, or none when one is unknown (not_found). */
+int h5ark_client_delete(h5ark_client_t *self, const char *const *names, size_t count,
+                        h5ark_value **deleted, h5ark_error *err);
+int h5ark_client_clear(h5ark_client_t *self, uint64_t *deleted, h5ark_error *err);
+int h5ark_client_shutdown(h5ark_client_t *self, h5ark_error *err);
+
+/* A number argument: absent, or a bool, integer or float as the daemon should read it. */
+typedef struct {
+    enum {
+        H5ARK_NUM_NONE = 0,
+        H5ARK_NUM_BOOL,
+        H5ARK_NUM_INT,
+        H5ARK_NUM_UINT,
+        H5ARK_NUM_FLOAT
+    } kind;
+    union {
+        bool b;
+        int64_t i;
+        uint64_t u;
+        double f;
+    } as;
+} h5ark_number;
+
+static inline h5ark_number h5ark_num_int(int64_t i) {
+    h5ark_number n = {.kind = H5ARK_NUM_INT, .as.i = i};
+    return n;
+}
+static inline h5ark_number h5ark_num_uint(uint64_t u) {
+    h5ark_number n = {.kind = H5ARK_NUM_UINT, .as.u = u};
+    return n;
+}
+static inline h5ark_number h5ark_num_float(double f) {
+    h5ark_number n = {.kind = H5ARK_NUM_FLOAT, .as.f = f};
+    return n;
+}
+/* Read "12", "-3", "0x1f", "2.5", "nan", "inf", "true", "false"; false if it is none. */
+bool h5ark_number_parse(const char *text, h5ark_number *out);
+
+/* How `create` fills the array; a zeroed struct (or NULL) means zeros. */
+typedef struct {
+    const char *fill;   /* empty zeros ones full arange linspace uniform randint; NULL = zeros */
+    h5ark_number value; /* full */
+    h5ark_number start, stop; /* arange, linspace */
+    h5ark_number step;        /* arange */
+    h5ark_number low, high;   /* uniform, randint */
+    bool has_seed;
+    uint64_t seed; /* uniform, randint */
+} h5ark_fill;
+
+/* A new pdarray of `size` elements (H5ARK_SIZE_AUTO: from an arange's range). `name`: NULL
+ * lets the daemon choose one. */
+int h5ark_client_create(h5ark_client_t *self, h5ark_dtype dtype, uint64_t size,
+                        const h5ark_fill *fill, const char *name, h5ark_value **object,
+                        h5ark_error *err);
+/* A pdarray from `size` elements of `dtype` at `data` (little-endian, bool one byte each). */
+int h5ark_client_put_array(h5ark_client_t *self, h5ark_dtype dtype, uint64_t size, const void *data,
+                           const char *name, h5ark_value **object, h5ark_error *err);
+/* A strings object from `count` NUL-terminated UTF-8 strings. */
+int h5ark_client_put_strings(h5ark_client_t *self, uint64_t count, const char *const *strs,
+                             const char *name, h5ark_value **object, h5ark_error *err);
+/* The same from the wire layout: `segments` (start offsets) into `values`, where every string
+ * is followed by one NUL. Sent without copying. */
+int h5ark_client_put_strings_packed(h5ark_client_t *self, uint64_t count, const int64_t *segments,
+                                    const char *values, uint64_t values_nbytes, const char *name,
+                                    h5ark_value **object, h5ark_error *err);
+
+/* Elements [start, stop) of an object, as the daemon sent them. */
+typedef struct {
+    h5ark_value *object; /* the descriptor */
+    h5ark_objtype objtype;
+    h5ark_dtype dtype;
+    uint64_t start, stop, count; /* count = stop - start */
+    void *values;                /* pdarray: count * itemsize bytes; strings: the bytes */
+    uint64_t values_nbytes;
+    int64_t *segments; /* strings: where each string starts in values, first one at 0 */
+} h5ark_data;
+
+/* Fetch into freshly allocated memory; free it with h5ark_data_free. stop = H5ARK_END for
+ * the end. pdarray and strings objects. */
+int h5ark_client_get(h5ark_client_t *self, const char *name, uint64_t start, uint64_t stop,
+                     h5ark_data *out, h5ark_error *err);
+void h5ark_data_free(h5ark_data *data);
+/* String i of a strings h5ark_data (NUL-terminated; `len` excludes the NUL). */
+const char *h5ark_data_string(const h5ark_data *data, uint64_t i, size_t *len);
+/* Fetch the elements of a pdarray into the caller's memory (`cap` bytes). `nbytes`
+ * (optional) receives the bytes written, `object` (optional) the descriptor. */
+int h5ark_client_get_into(h5ark_client_t *self, const char *name, uint64_t start, uint64_t stop,
+                          void *dst, uint64_t cap, uint64_t *nbytes, h5ark_value **object,
+                          h5ark_error *err);
+
+/* Write objects to HDF5. `datasets`: NULL (the object names) or `count` names. `mode`:
+ * NULL, "truncate" or "append"; `file_type`: NULL, "distribute" or "single". The result
+ * map holds `files`; overwritten files are in h5ark_client_warnings. */
+int h5ark_client_tohdf(h5ark_client_t *self, const char *const *names, size_t count,
+                       const char *const *datasets, const char *path, const char *mode,
+                       const char *file_type, h5ark_value **result, h5ark_error *err);
+
+typedef struct {
+    bool strict_types, allow_errors, calc_string_offsets, tag_data;
+} h5ark_readhdf_opts;
+
+/* Read objects from HDF5 files (names or globs). `datasets`: NULL or `ndatasets` names (0 =
+ * all). `opts`: NULL for the daemon's defaults. The result map holds `objects` and
+ * `file_errors`. */
+int h5ark_client_readhdf(h5ark_client_t *self, const char *const *paths, size_t npaths,
+                         const char *const *datasets, size_t ndatasets,
+                         const h5ark_readhdf_opts *opts, h5ark_value **result, h5ark_error *err);
+/* List an HDF5 file; the result map holds `entries`. */
+int h5ark_client_lshdf(h5ark_client_t *self, const char *path, bool recursive, h5ark_value **result,
+                       h5ark_error *err);
+
+#endif

@@ -1,0 +1,1019 @@
+/* h5ark: the command-line tool. Talks to h5arkd through libh5ark and prints what comes back
+ * for a person to read. Exit status: 0 done, 1 the request failed, 2 bad usage. */
+#include "h5ark.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXIT_USAGE 2
+
+static const char *opt_endpoint;
+static const char *opt_token_file;
+static double opt_timeout = H5ARK_DEFAULT_TIMEOUT_MS / 1000.0;
+
+/* ---- small helpers ------------------------------------------------------------------- */
+
+static const char *current_cmd = NULL;
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("h5ark: usage: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    if (current_cmd)
+        fprintf(stderr, "\nRun 'h5ark %s --help' for its options.\n", current_cmd);
+    else
+        fputs("\nRun 'h5ark --help' for the commands.\n", stderr);
+    return EXIT_USAGE;
+}
+
+static int fail(const h5ark_error *err) {
+    fprintf(stderr, "h5ark: %s: %s\n", h5ark_code_name(err->code), err->message);
+    return EXIT_FAILURE;
+}
+
+static void print_warnings(const h5ark_value *warnings) {
+    for (size_t i = 0; i < h5ark_value_len(warnings); i++) {
+        const h5ark_value *w = h5ark_value_at(warnings, i);
+        if (w && w->kind == H5ARK_STR) fprintf(stderr, "h5ark: warning: %s\n", w->as.s.ptr);
+    }
+}
+
+/* A growable string. */
+typedef struct {
+    char *p;
+    size_t len, cap;
+} strbuf;
+
+static void sb_putn(strbuf *b, const char *s, size_t n) {
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            fputs("h5ark: resource_limit: out of memory\n", stderr);
+            exit(EXIT_FAILURE);
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void sb_puts(strbuf *b, const char *s) {
+    sb_putn(b, s, strlen(s));
+}
+
+static void sb_printf(strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(strbuf *b, const char *fmt, ...) {
+    char tmp[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && (size_t)n < sizeof tmp) {
+        sb_putn(b, tmp, (size_t)n);
+        return;
+    }
+    char *big = malloc((size_t)n + 1);
+    if (!big) return;
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    sb_putn(b, big, (size_t)n);
+    free(big);
+}
+
+static char *sb_take(strbuf *b) {
+    if (!b->p) sb_putn(b, "", 0);
+    char *p = b->p;
+    memset(b, 0, sizeof *b);
+    return p;
+}
+
+/* A string quoted for reading back: valid UTF-8 passes through, quotes, backslashes, control
+ * characters and invalid bytes are escaped. */
+static void sb_quote(strbuf *b, const char *s, size_t n) {
+    sb_putn(b, "\"", 1);
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            char e[2] = {'\\', (char)c};
+            sb_putn(b, e, 2);
+            i++;
+        } else if (c == '\n') {
+            sb_puts(b, "\\n"), i++;
+        } else if (c == '\t') {
+            sb_puts(b, "\\t"), i++;
+        } else if (c == '\r') {
+            sb_puts(b, "\\r"), i++;
+        } else if (c < 0x20 || c == 0x7f) {
+            sb_printf(b, "\\u%04x", c), i++;
+        } else if (c < 0x80) {
+            sb_putn(b, s + i, 1), i++;
+        } else {
+            /* the length of a well-formed UTF-8 sequence starting here, or 0 */
+            size_t len = c >= 0xc2 && c <= 0xdf   ? 2
+                         : c >= 0xe0 && c <= 0xef ? 3
+                         : c >= 0xf0 && c <= 0xf4 ? 4
+                                                  : 0;
+            bool ok = len && i + len <= n;
+            for (size_t k = 1; ok && k < len; k++)
+                ok = ((unsigned char)s[i + k] & 0xc0) == 0x80;
+            if (ok && len == 3) {
+                unsigned char c1 = (unsigned char)s[i + 1];
+                ok = !(c == 0xe0 && c1 < 0xa0) && !(c == 0xed && c1 >= 0xa0);
+            } else if (ok && len == 4) {
+                unsigned char c1 = (unsigned char)s[i + 1];
+                ok = !(c == 0xf0 && c1 < 0x90) && !(c == 0xf4 && c1 >= 0x90);
+            }
+            if (ok) {
+                sb_putn(b, s + i, len);
+                i += len;
+            } else {
+                sb_printf(b, "\\x%02x", c);
+                i++;
+            }
+        }
+    }
+    sb_putn(b, "\"", 1);
+}
+
+/* The shortest decimal that reads back as the same float. */
+static void sb_float(strbuf *b, double v, bool single) {
+    if (isnan(v)) return sb_puts(b, "nan");
+    if (isinf(v)) return sb_puts(b, v < 0 ? "-inf" : "inf");
+    char tmp[64];
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*g", prec, v);
+        double back = strtod(tmp, NULL);
+        if (single ? (float)back == (float)v : back == v) break;
+    }
+    /* keep floats recognisable as floats */
+    if (!strpbrk(tmp, ".eninf")) strcat(tmp, ".0");
+    sb_puts(b, tmp);
+}
+
+/* A value as compact JSON-like text (for configuration values and attributes). */
+static void sb_value(strbuf *b, const h5ark_value *v) {
+    if (!v) return sb_puts(b, "-");
+    switch (v->kind) {
+    case H5ARK_NIL: sb_puts(b, "nil"); break;
+    case H5ARK_BOOL: sb_puts(b, v->as.b ? "true" : "false"); break;
+    case H5ARK_INT: sb_printf(b, "%" PRId64, v->as.i); break;
+    case H5ARK_UINT: sb_printf(b, "%" PRIu64, v->as.u); break;
+    case H5ARK_FLOAT: sb_float(b, v->as.f, false); break;
+    case H5ARK_STR: sb_putn(b, v->as.s.ptr, v->as.s.len); break;
+    case H5ARK_BIN: sb_printf(b, "<%zu bytes>", v->as.s.len); break;
+    case H5ARK_ARRAY:
+        sb_puts(b, "[");
+        for (size_t i = 0; i < v->as.a.len; i++) {
+            if (i) sb_puts(b, ", ");
+            const h5ark_value *item = v->as.a.items[i];
+            if (item && item->kind == H5ARK_STR)
+                sb_quote(b, item->as.s.ptr, item->as.s.len);
+            else
+                sb_value(b, item);
+        }
+        sb_puts(b, "]");
+        break;
+    case H5ARK_MAP:
+        sb_puts(b, "{");
+        for (size_t i = 0; i < v->as.m.len; i++) {
+            if (i) sb_puts(b, ", ");
+            sb_quote(b, v->as.m.keys[i], strlen(v->as.m.keys[i]));
+            sb_puts(b, ": ");
+            const h5ark_value *item = v->as.m.vals[i];
+            if (item && item->kind == H5ARK_STR)
+                sb_quote(b, item->as.s.ptr, item->as.s.len);
+            else
+                sb_value(b, item);
+        }
+        sb_puts(b, "}");
+        break;
+    }
+}
+
+static char *value_text(const h5ark_value *v) {
+    strbuf b = {0};
+    if (!v || v->kind == H5ARK_NIL)
+        sb_puts(&b, "-");
+    else
+        sb_value(&b, v);
+    return sb_take(&b);
+}
+
+static char *bytes_text(uint64_t n) {
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    strbuf b = {0};
+    if (n < 1024) {
+        sb_printf(&b, "%" PRIu64 " B", n);
+    } else {
+        double v = (double)n;
+        int u = 0;
+        while (v >= 1024 && u < 5)
+            v /= 1024, u++;
+        sb_printf(&b, "%.1f %s", v, units[u]);
+    }
+    return sb_take(&b);
+}
+
+/* ---- tables -------------------------------------------------------------------------- */
+
+#define MAX_COLS 8
+
+typedef struct {
+    int ncols;
+    const char *heads[MAX_COLS];
+    char **cells; /* rows * ncols, owned */
+    size_t rows, cap;
+} table;
+
+static void table_add(table *t, char **row) {
+    if (t->rows == t->cap) {
+        t->cap = t->cap ? t->cap * 2 : 16;
+        char **cells = realloc(t->cells, t->cap * (size_t)t->ncols * sizeof *cells);
+        if (!cells) {
+            fputs("h5ark: resource_limit: out of memory\n", stderr);
+            exit(EXIT_FAILURE);
+        }
+        t->cells = cells;
+    }
+    memcpy(t->cells + t->rows * (size_t)t->ncols, row, (size_t)t->ncols * sizeof *row);
+    t->rows++;
+}
+
+/* Display width: code points, which is right for the common scripts. */
+static size_t text_width(const char *s) {
+    size_t w = 0;
+    for (; *s; s++)
+        w += ((unsigned char)*s & 0xc0) != 0x80;
+    return w;
+}
+
+static void table_print(table *t) {
+    size_t width[MAX_COLS];
+    for (int c = 0; c < t->ncols; c++) {
+        width[c] = text_width(t->heads[c]);
+        for (size_t r = 0; r < t->rows; r++) {
+            size_t w = text_width(t->cells[r * (size_t)t->ncols + (size_t)c]);
+            if (w > width[c]) width[c] = w;
+        }
+    }
+    for (size_t r = 0; r <= t->rows; r++) {
+        for (int c = 0; c < t->ncols; c++) {
+            const char *s = r == 0 ? t->heads[c] : t->cells[(r - 1) * (size_t)t->ncols + (size_t)c];
+            bool last = c == t->ncols - 1;
+            fputs(s, stdout);
+            if (!last)
+                for (size_t k = text_width(s); k < width[c] + 2; k++)
+                    putchar(' ');
+        }
+        putchar('\n');
+    }
+}
+
+static void table_free(table *t) {
+    for (size_t i = 0; i < t->rows * (size_t)t->ncols; i++)
+        free(t->cells[i]);
+    free(t->cells);
+}
+
+static char *field_text(const h5ark_value *obj, const char *key) {
+    return value_text(h5ark_value_get(obj, key));
+}
+
+static char *nbytes_text(const h5ark_value *obj) {
+    uint64_t n;
+    if (h5ark_value_to_uint64(h5ark_value_get(obj, "nbytes"), &n)) return bytes_text(n);
+    return value_text(NULL);
+}
+
+/* Rows of object descriptors: [DATASET] NAME OBJTYPE DTYPE SIZE SHAPE NBYTES. */
+static void objects_table_init(table *t, bool with_dataset) {
+    static const char *const heads[] = {"NAME", "OBJTYPE", "DTYPE", "SIZE", "SHAPE", "NBYTES"};
+    memset(t, 0, sizeof *t);
+    if (with_dataset) t->heads[t->ncols++] = "DATASET";
+    for (size_t i = 0; i < sizeof heads / sizeof *heads; i++)
+        t->heads[t->ncols++] = heads[i];
+}
+
+static void objects_table_add(table *t, const char *dataset, const h5ark_value *obj) {
+    char *row[MAX_COLS];
+    int c = 0;
+    if (dataset) row[c++] = strdup(dataset);
+    row[c++] = field_text(obj, "name");
+    row[c++] = field_text(obj, "objtype");
+    row[c++] = field_text(obj, "dtype");
+    row[c++] = field_text(obj, "size");
+    row[c++] = field_text(obj, "shape");
+    row[c++] = nbytes_text(obj);
+    table_add(t, row);
+}
+
+/* ---- connection ---------------------------------------------------------------------- */
+
+/* The token is the file's content without surrounding whitespace, as h5arkd reads it. */
+static int read_token(const char *path, char **token, h5ark_error *err) {
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return h5ark_fail(err, H5ARK_IO_ERROR, "cannot read token file %s: %s", path,
+                          strerror(errno));
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *s = buf, *e = buf + n;
+    while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
+        s++;
+    char *nl = strpbrk(s, "\r\n");
+    if (nl) e = nl;
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+        e--;
+    *e = '\0';
+    if (!*s) return h5ark_fail(err, H5ARK_UNAUTHORIZED, "token file %s holds no token", path);
+    *token = strdup(s);
+    memset(buf, 0, sizeof buf);
+    return *token ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+}
+
+static h5ark_client_t *connect_client(h5ark_error *err) {
+    char *token = NULL;
+    if (opt_token_file && read_token(opt_token_file, &token, err)) return NULL;
+    h5ark_client_t *c = h5ark_client_new(opt_endpoint, token, err);
+    free(token);
+    if (c) h5ark_client_set_timeout(c, opt_timeout < 0 ? -1 : (int)(opt_timeout * 1000));
+    return c;
+}
+
+/* ---- argument parsing ---------------------------------------------------------------- */
+
+typedef struct {
+    const char *name;
+    const char *summary;
+    const char *usage; /* the full help text after the usage line */
+    int (*run)(int argc, char **argv);
+} command;
+
+static const command *find_command(const char *name);
+
+/* getopt_long over a command's own arguments; returns the option or -1, or sets *status to
+ * the exit code for --help (0) and usage errors (2). */
+static int next_opt(int argc, char **argv, const struct option *opts, int *status) {
+    int idx = 0;
+    int c = getopt_long(argc, argv, ":h", opts, &idx);
+    if (c == 'h') {
+        const command *cmd = find_command(current_cmd);
+        printf("usage: h5ark [GLOBAL OPTIONS] %s\n%s", cmd->usage, cmd->summary);
+        *status = 0;
+        return -2;
+    }
+    if (c == '?') {
+        if (optopt)
+            *status = usage_error("unknown option '-%c' for %s", optopt, current_cmd);
+        else
+            *status = usage_error("unknown option '%s' for %s", argv[optind - 1], current_cmd);
+        return -2;
+    }
+    if (c == ':') {
+        *status = usage_error("option '%s' needs a value", argv[optind - 1]);
+        return -2;
+    }
+    return c;
+}
+
+static bool parse_uint(const char *s, uint64_t *out) {
+    if (!s || !*s || *s == '-' || *s == '+') return false;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end || errno) return false;
+    *out = v;
+    return true;
+}
+
+static int need_uint(const char *opt, const char *s, uint64_t *out) {
+    if (!parse_uint(s, out))
+        return usage_error("%s takes a whole number of 0 or more, not '%s'", opt, s);
+    return 0;
+}
+
+static int need_number(const char *opt, const char *s, h5ark_number *out) {
+    if (!h5ark_number_parse(s, out)) return usage_error("%s takes a number, not '%s'", opt, s);
+    return 0;
+}
+
+/* ---- commands ------------------------------------------------------------------------ */
+
+static const struct option no_opts[] = {{"help", no_argument, 0, 'h'}, {0}};
+
+static int no_positional(int argc, char **argv) {
+    int status = -1, c;
+    while ((c = next_opt(argc, argv, no_opts, &status)) != -1)
+        if (c == -2) return status;
+    if (optind < argc)
+        return usage_error("%s takes no arguments, got '%s'", current_cmd, argv[optind]);
+    return -1;
+}
+
+static int cmd_ping(int argc, char **argv) {
+    int status = no_positional(argc, argv);
+    if (status >= 0) return status;
+    h5ark_error err;
+    h5ark_client_t *c = connect_client(&err);
+    if (!c) return fail(&err);
+    double rtt;
+    int rc = h5ark_client_ping(c, &rtt, &err);
+    if (rc == 0) printf("pong from %s in %.3f ms\n", h5ark_client_endpoint(c), rtt * 1000);
+    h5ark_client_destroy(&c);
+    return rc ? fail(&err) : 0;
+}
+
+static int cmd_config(int argc, char **argv) {
+    int status = no_positional(argc, argv);
+    if (status >= 0) return status;
+    h5ark_error err;
+    h5ark_client_t *c = connect_client(&err);
+    if (!c) return fail(&err);
+    h5ark_value *conf = NULL;
+    int rc = h5ark_client_getconfig(c, &conf, &err);
+    if (rc == 0) {
+        size_t w = 0;
+        for (size_t i = 0; i < h5ark_value_len(conf); i++)
+            if (strlen(conf->as.m.keys[i]) > w) w = strlen(conf->as.m.keys[i]);
+        printf("%-*s  %s\n", (int)w, "endpoint", h5ark_client_endpoint(c));
+        for (size_t i = 0; i < h5ark_value_len(conf); i++) {
+            const char *key = conf->as.m.keys[i];
+            const h5ark_value *v = conf->as.m.vals[i];
+            char *text = value_text(v);
+            uint64_t n;
+            if ((strcmp(key, "max_memory") == 0 || strcmp(key, "memory_used") == 0) &&
+                h5ark_value_to_uint64(v, &n)) {
+                char *human = bytes_text(n);
+                printf("%-*s  %s (%s)\n", (int)w, key, text, human);
+                free(human);
+            } else {
+                printf("%-*s  %s\n", (int)w, key, text);
+            }
+            free(text);
+        }
+    }
+    h5ark_value_destroy(&conf);
+    h5ark_client_destroy(&c);
+    return rc ? fail(&err) : 0;
+}
+
+static int cmd_ls(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"recursive", no_argument, 0, 'r'}, {"help", no_argument, 0, 'h'}, {0}};
+    bool recursive = false;
+    int status = -1, c;
+    while ((c = next_opt(argc, argv, opts, &status)) != -1) {
+        if (c == -2) return status;
+        if (c == 'r') recursive = true;
+    }
+    if (argc - optind != 1) return usage_error("ls takes one FILE");
+    const char *path = argv[optind];
+    h5ark_error err;
+    h5ark_client_t *cl = connect_client(&err);
+    if (!cl) return fail(&err);
+    h5ark_value *result = NULL;
+    int rc = h5ark_client_lshdf(cl, path, recursive, &result, &err);
+    if (rc == 0) {
+        const h5ark_value *entries = h5ark_value_get(result, "entries");
+        table t = {.ncols = 5, .heads = {"NAME", "KIND", "OBJTYPE", "DTYPE", "SHAPE"}};
+        for (size_t i = 0; i < h5ark_value_len(entries); i++) {
+            const h5ark_value *e = h5ark_value_at(entries, i);
+            const h5ark_value *p = h5ark_value_get(e, recursive ? "path" : "name");
+            if (!p) p = h5ark_value_get(e, "name");
+            char *row[5] = {value_text(p), field_text(e, "kind"), field_text(e, "objtype"),
+                            field_text(e, "dtype"), field_text(e, "shape")};
+            table_add(&t, row);
+        }
+        if (t.rows)
+            table_print(&t);
+        else
+            printf("%s holds no groups or datasets\n", path);
+        table_free(&t);
+    }
+    h5ark_value_destroy(&result);
+    h5ark_client_destroy(&cl);
+    return rc ? fail(&err) : 0;
+}
+
+static int cmd_info(int argc, char **argv) {
+    int status = -1, c;
+    while ((c = next_opt(argc, argv, no_opts, &status)) != -1)
+        if (c == -2) return status;
+    h5ark_error err;
+    h5ark_client_t *cl = connect_client(&err);
+    if (!cl) return fail(&err);
+    h5ark_value *objects = NULL;
+    int rc = h5ark_client_info(cl, (const char *const *)argv + optind, (size_t)(argc - optind),
+                               &objects, &err);
+    if (rc == 0) {
+        table t;
+        objects_table_init(&t, false);
+        for (size_t i = 0; i < h5ark_value_len(objects); i++)
+            objects_table_add(&t, NULL, h5ark_value_at(objects, i));
+        if (t.rows)
+            table_print(&t);
+        else
+            puts("no objects");
+        table_free(&t);
+    }
+    h5ark_value_destroy(&objects);
+    h5ark_client_destroy(&cl);
+    return rc ? fail(&err) : 0;
+}
+
+static int cmd_create(int argc, char **argv) {
+    enum {
+        O_DTYPE = 1000,
+        O_SIZE,
+        O_FILL,
+        O_VALUE,
+        O_START,
+        O_STOP,
+        O_STEP,
+        O_LOW,
+        O_HIGH,
+        O_SEED
+    };
+    static const struct option opts[] = {{"dtype", required_argument, 0, O_DTYPE},
+                                         {"size", required_argument, 0, O_SIZE},
+                                         {"fill", required_argument, 0, O_FILL},
+                                         {"value", required_argument, 0, O_VALUE},
+                                         {"start", required_argument, 0, O_START},
+                                         {"stop", required_argument, 0, O_STOP},
+                                         {"step", required_argument, 0, O_STEP},
+                                         {"low", required_argument, 0, O_LOW},
+                                         {"high", required_argument, 0, O_HIGH},
+                                         {"seed", required_argument, 0, O_SEED},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0}};
+    h5ark_dtype dtype = H5ARK_FLOAT64;
+    uint64_t size = H5ARK_SIZE_AUTO;
+    h5ark_fill fill = {0};
+    int status = -1, c;
+    while ((c = next_opt(argc, argv, opts, &status)) != -1) {
+        if (c == -2) return status;
+        int bad = 0;
+        switch (c) {
+        case O_DTYPE:
+            if (!h5ark_dtype_from_name(optarg, &dtype) || dtype == H5ARK_STRING)
+                return usage_error("--dtype is one of int8 int16 int32 int64 uint8 uint16 uint32 "
+                                   "uint64 float32 float64 bool, not '%s'",
+                                   optarg);
+            break;
+        case O_SIZE: bad = need_uint("--size", optarg, &size); break;
+        case O_FILL: fill.fill = optarg; break;
+        case O_VALUE: bad = need_number("--value", optarg, &fill.value); break;
+        case O_START: bad = need_number("--start", optarg, &fill.start); break;
+        case O_STOP: bad = need_number("--stop", optarg, &fill.stop); break;
+        case O_STEP: bad = need_number("--step", optarg, &fill.step); break;
+        case O_LOW: bad = need_number("--low", optarg, &fill.low); break;
+        case O_HIGH: bad = need_number("--high", optarg, &fill.high); break;
+        case O_SEED:
+            bad = need_uint("--seed", optarg, &fill.seed);
+            fill.has_seed = true;
+            break;
+        }
+        if (bad) return bad;
+    }
+    if (argc - optind != 1) return usage_error("create takes one NAME");
+    static const char *const fills[] = {"empty",  "zeros",    "ones",    "full",
+                                        "arange", "linspace", "uniform", "randint"};
+    bool known = !fill.fill;
+    for (size_t i = 0; !known && i < sizeof fills / sizeof *fills; i++)
+        known = strcmp(fill.fill, fills[i]) == 0;
+    if (!known)
+        return usage_error("--fill is one of empty zeros ones full arange linspace uniform "
+                           "randint, not '%s'",
+                           fill.fill);
+    if (size == H5ARK_SIZE_AUTO && !(fill.fill && strcmp(fill.fill, "arange") == 0))
+        return usage_error("create needs --size N (only --fill arange can do without)");
+    if (fill.fill && strcmp(fill.fill, "full") == 0 && fill.value.kind == H5ARK_NUM_NONE)
+        return usage_error("--fill full needs --value V");
+    h5ark_error err;
+    h5ark_client_t *cl = connect_client(&err);
+    if (!cl) return fail(&err);
+    h5ark_value *obj = NULL;
+    int rc = h5ark_client_create(cl, dtype, size, &fill, argv[optind], &obj, &err);
+    if (rc == 0) {
+        table t;
+        objects_table_init(&t, false);
+        objects_table_add(&t, NULL, obj);
+        table_print(&t);
+        table_free(&t);
+    }
+    h5ark_value_destroy(&obj);
+    h5ark_client_destroy(&cl);
+    return rc ? fail(&err) : 0;
+}
+
+/* Collects repeated --dataset options. */
+typedef struct {
+    const char **items;
+    size_t count;
+} str_list;
+
+static void str_list_add(str_list *l, const char *s) {
+    const char **items = realloc(l->items, (l->count + 1) * sizeof *items);
+    if (!items) {
+        fputs("h5ark: resource_limit: out of memory\n", stderr);
+        exit(EXIT_FAILURE);
+    }
+    l->items = items;
+    l->items[l->count++] = s;
+}
+
+static int cmd_save(int argc, char **argv) {
+    enum { O_PATH = 1000, O_DATASET, O_MODE, O_FILE_TYPE };
+    static const struct option opts[] = {
+        {"path", required_argument, 0, O_PATH}, {"dataset", required_argument, 0, O_DATASET},
+        {"mode", required_argument, 0, O_MODE}, {"file-type", required_argument, 0, O_FILE_TYPE},
+        {"help", no_argument, 0, 'h'},          {0}};
+    const char *path = NULL, *mode = NULL, *file_type = NULL;
+    str_list datasets = {0};
+    int status = -1, c;
+    while ((c = next_opt(argc, argv, opts, &status)) != -1) {
+        if (c == -2) goto out;
+        if (c == O_PATH) path = optarg;
+        if (c == O_DATASET) str_list_add(&datasets, optarg);
+        if (c == O_MODE) mode = optarg;
+        if (c == O_FILE_TYPE) file_type = optarg;
+    }
+    size_t n = (size_t)(argc - optind);
+    if (n == 0)
+        status = usage_error("save takes one or more object NAMEs");
+    else if (!path)
+        status = usage_error("save needs --path P");
+    else if (datasets.count && datasets.count != n)
+        status =
+            usage_error("give one --dataset per NAME (%zu names, %zu datasets)", n, datasets.count);
+    else if (mode && strcmp(mode, "truncate") != 0 && strcmp(mode, "append") != 0)
+        status = usage_error("--mode is truncate or append, not '%s'", mode);
+    else if (file_type && strcmp(file_type, "distribute") != 0 && strcmp(file_type, "single") != 0)
+        status = usage_error("--file-type is distribute or single, not '%s'", file_type);
+    if (status >= 0) goto out;
+
+    h5ark_error err;
+    h5ark_client_t *cl = connect_client(&err);
+    if (!cl) {
+        status = fail(&err);
+        goto out;
+    }
+    h5ark_value *result = NULL;
+    int rc = h5ark_client_tohdf(cl, (const char *const *)argv + optind, n,
+                                datasets.count ? datasets.items : NULL, path, mode, file_type,
+                                &result, &err);
+    print_warnings(h5ark_client_warnings(cl));
+    if (rc == 0) {
+        const h5ark_value *files = h5ark_value_get(result, "files");
+        for (size_t i = 0; i < h5ark_value_len(files); i++) {
+            char *f = value_text(h5ark_value_at(files, i));
+            printf("wrote %s\n", f);
+            free(f);
+        }
+    }
+    h5ark_value_destroy(&result);
+    h5ark_client_destroy(&cl);
+    status = rc ? fail(&err) : 0;
+out:
+    free(datasets.items);
+    return status;
+}
+
+static int cmd_load(int argc, char **argv) {
+    enum { O_DATASET = 1000 };
+    static const struct option opts[] = {
+        {"dataset", required_argument, 0, O_DATASET}, {"help", no_argument, 0, 'h'}, {0}};
+    str_list datasets = {0};
+    int status = -1, c;
+    while ((c = next_opt(argc, argv, opts, &status)) != -1) {
+        if (c == -2) goto out;
+        if (c == O_DATASET) str_list_add(&datasets, optarg);
+    }
+    size_t n = (size_t)(argc - optind);
+    if (n == 0) {
+        status = usage_error("load takes one or more PATHs (file names or glob patterns)");
+        goto out;
+    }
+    h5ark_error err;
+    h5ark_client_t *cl = connect_client(&err);
+    if (!cl) {
+        status = fail(&err);
+        goto out;
+    }
+    h5ark_value *result = NULL;
+    int rc = h5ark_client_readhdf(cl, (const char *const *)argv + optind, n, datasets.items,
+                                  datasets.count, NULL, &result, &err);
+    print_warnings(h5ark_client_warnings(cl));
+    if (rc == 0) {
+        const h5ark_value *errors = h5ark_value_get(result, "file_errors");
+        for (size_t i = 0; i < h5ark_value_len(errors); i++) {
+            char *e = value_text(h5ark_value_at(errors, i));
+            fprintf(stderr, "h5ark: warning: %s\n", e);
+            free(e);
+        }
+        const h5ark_value *objects = h5ark_value_get(result, "objects");
+        table t;
+        objects_table_init(&t, true);
+        for (size_t i = 0; objects && objects->kind == H5ARK_MAP && i < objects->as.m.len; i++)
+            objects_table_add(&t, objects->as.m.keys[i], objects->as.m.vals[i]);
+        if (t.rows)
+            table_print(&t);
+        else
+            puts("no objects loaded");
+        table_free(&t);
+    }
+    h5ark_value_destroy(&result);
+    h5ark_client_destroy(&cl);
+    status = rc ? fail(&err) : 0;
+out:
+    free(datasets.items);
+    return status;
+}
+
+static void print_element(strbuf *b, const h5ark_data *d, uint64_t i) {
+    const char *p = (const char *)d->values + i * h5ark_dtype_size(d->dtype);
+    b->len = 0;
+    switch (d->dtype) {
+    case H5ARK_INT8: sb_printf(b, "%d", *(const int8_t *)p); break;
+    case H5ARK_UINT8: sb_printf(b, "%u", *(const uint8_t *)p); break;
+    case H5ARK_INT16: {
+        int16_t v;
+        memcpy(&v, p, sizeof v);
+        sb_printf(b, "%d", v);
+        break;
+    }
+    case H5ARK_UINT16: {
+        uint16_t v;
+        memcpy(&v, p, sizeof v);
+        sb_printf(b, "%u", v);
+        break;
+    }
+    case H5ARK_INT32: {
+        int32_t v;
+        memcpy(&v, p, sizeof v);
+        sb_printf(b, "%" PRId32, v);
+        break;
+    }
+    case H5ARK_UINT32: {
+        uint32_t v;
+        memcpy(&v, p, sizeof v);
+        sb_printf(b, "%" PRIu32, v);
+        break;
+    }
+    case H5ARK_INT64: {
+        int64_t v;
+        memcpy(&v, p, sizeof v);
+        sb_printf(b, "%" PRId64, v);
+        break;
+    }
+    case H5ARK_UINT64: {
+        uint64_t v;
+        memcpy(&v, p, sizeof v);
+        sb_printf(b, "%" PRIu64, v);
+        break;
+    }
+    case H5ARK_FLOAT32: {
+        float v;
+        memcpy(&v, p, sizeof v);
+        sb_float(b, v, true);
+        break;
+    }
+    case H5ARK_FLOAT64: {
+        double v;
+        memcpy(&v, p, sizeof v);
+        sb_float(b, v, false);
+        break;
+    }
+    case H5ARK_BOOLEAN: sb_puts(b, *p ? "true" : "false"); break;
+    case H5ARK_STRING: {
+        size_t len;
+        const char *s = h5ark_data_string(d, i, &len);
+        sb_quote(b, s, len);
+        break;
+    }
+    default: sb_puts(b, "?"); break;
+    }
+}
+
+static int cmd_get(int argc, char **argv) {
+    enum { O_START = 1000, O_STOP, O_MAX };
+    static const struct option opts[] = {{"start", required_argument, 0, O_START},
+                                         {"stop", required_argument, 0, O_STOP},
+                                         {"max", required_argument, 0, O_MAX},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0}};
+    uint64_t start = 0, stop = H5ARK_END, max = 100;
+    int status = -1, c;
+    while ((c = next_opt(argc, argv, opts, &status)) != -1) {
+        if (c == -2) return status;
+        int bad = 0;
+        if (c == O_START) bad = need_uint("--start", optarg, &start);
+        if (c == O_STOP) {
+            bad = need_uint("--stop", optarg, &stop);
+            if (!bad && stop == H5ARK_END) bad = usage_error("--stop is too large");
+        }
+        if (c == O_MAX) bad = need_uint("--max", optarg, &max);
+        if (bad) return bad;
+    }
+    if (argc - optind != 1) return usage_error("get takes one NAME");
+    const char *name = argv[optind];
+    h5ark_error err;
+    h5ark_client_t *cl = connect_client(&err);
+    if (!cl) return fail(&err);
+    /* learn the size first so that --max bounds what is fetched, not only what is printed */
+    h5ark_value *objects = NULL;
+    int rc = h5ark_client_info(cl, &name, 1, &objects, &err);
+    uint64_t size = 0, end = stop, more = 0;
+    if (rc == 0) {
+        h5ark_value_to_uint64(h5ark_value_get(h5ark_value_at(objects, 0), "size"), &size);
+        if (end == H5ARK_END) end = size;
+        if (start <= end && end <= size && max && end - start > max) {
+            more = end - start - max;
+            end = start + max;
+        }
+    }
+    h5ark_value_destroy(&objects);
+    h5ark_data d = {0};
+    if (rc == 0) rc = h5ark_client_get(cl, name, start, end, &d, &err);
+    if (rc == 0) {
+        strbuf b = {0};
+        for (uint64_t i = 0; i < d.count; i++) {
+            print_element(&b, &d, i);
+            puts(b.p);
+        }
+        free(b.p);
+        if (more)
+            printf("... %" PRIu64 " more (of %" PRIu64 "; use --max 0 to print all)\n", more, size);
+    }
+    h5ark_data_free(&d);
+    h5ark_client_destroy(&cl);
+    return rc ? fail(&err) : 0;
+}
+
+static int cmd_delete(int argc, char **argv) {
+    int status = -1, c;
+    while ((c = next_opt(argc, argv, no_opts, &status)) != -1)
+        if (c == -2) return status;
+    if (argc - optind < 1) return usage_error("delete takes one or more NAMEs");
+    h5ark_error err;
+    h5ark_client_t *cl = connect_client(&err);
+    if (!cl) return fail(&err);
+    h5ark_value *deleted = NULL;
+    int rc = h5ark_client_delete(cl, (const char *const *)argv + optind, (size_t)(argc - optind),
+                                 &deleted, &err);
+    for (size_t i = 0; rc == 0 && i < h5ark_value_len(deleted); i++) {
+        char *s = value_text(h5ark_value_at(deleted, i));
+        printf("deleted %s\n", s);
+        free(s);
+    }
+    h5ark_value_destroy(&deleted);
+    h5ark_client_destroy(&cl);
+    return rc ? fail(&err) : 0;
+}
+
+static int cmd_shutdown(int argc, char **argv) {
+    int status = no_positional(argc, argv);
+    if (status >= 0) return status;
+    h5ark_error err;
+    h5ark_client_t *cl = connect_client(&err);
+    if (!cl) return fail(&err);
+    int rc = h5ark_client_shutdown(cl, &err);
+    if (rc == 0) printf("h5arkd at %s is stopping\n", h5ark_client_endpoint(cl));
+    h5ark_client_destroy(&cl);
+    return rc ? fail(&err) : 0;
+}
+
+static const command commands[] = {
+    {"ping", "Check that the daemon answers and print the round-trip time.\n", "ping", cmd_ping},
+    {"config", "Print the daemon's configuration.\n", "config", cmd_config},
+    {"ls",
+     "List the groups and datasets of an HDF5 file in the daemon's data directory.\n"
+     "  --recursive      descend into groups\n",
+     "ls FILE [--recursive]", cmd_ls},
+    {"info", "Describe the named objects, or all objects when no NAME is given.\n",
+     "info [NAME...]", cmd_info},
+    {"create",
+     "Create a pdarray NAME in the daemon.\n"
+     "  --dtype T        int8 int16 int32 int64 uint8 uint16 uint32 uint64 float32 float64\n"
+     "                   bool (default float64)\n"
+     "  --size N         number of elements (not needed for --fill arange)\n"
+     "  --fill KIND      empty zeros ones full arange linspace uniform randint (default zeros)\n"
+     "  --value V        the value of --fill full\n"
+     "  --start, --stop  the range of arange (stop excluded) and linspace (stop included)\n"
+     "  --step S         the step of arange (default 1)\n"
+     "  --low, --high    the range of uniform and randint (high excluded)\n"
+     "  --seed N         the random seed of uniform and randint\n",
+     "create NAME [--dtype T] --size N [--fill KIND] [--value V] [--start A] [--stop B]\n"
+     "       [--step S] [--low L] [--high H] [--seed N]",
+     cmd_create},
+    {"save",
+     "Write objects to HDF5 in the daemon's data directory (Arkouda's layout).\n"
+     "  --path P         file name (relative to the data directory)\n"
+     "  --dataset D      dataset name for each NAME, in order (default: the object names)\n"
+     "  --mode M         truncate (default) or append\n"
+     "  --file-type F    distribute (default: one file per locale, P_LOCALE0000...) or single\n",
+     "save NAME... --path P [--dataset D]... [--mode truncate|append]\n"
+     "       [--file-type distribute|single]",
+     cmd_save},
+    {"load",
+     "Read objects from HDF5 files (names or glob patterns relative to the data directory)\n"
+     "and print the objects created.\n"
+     "  --dataset D      read only this dataset; repeat for more (default: all)\n",
+     "load PATH... [--dataset D]...", cmd_load},
+    {"get",
+     "Print the elements of a pdarray or strings object, one per line; strings are quoted.\n"
+     "  --start I        first element (default 0)\n"
+     "  --stop J         end of the range, excluded (default: the end)\n"
+     "  --max N          print at most N elements (default 100; 0 for all)\n",
+     "get NAME [--start I] [--stop J] [--max N]", cmd_get},
+    {"delete", "Delete objects from the daemon (all or none).\n", "delete NAME...", cmd_delete},
+    {"shutdown", "Ask the daemon to finish in-flight requests and exit.\n", "shutdown",
+     cmd_shutdown},
+};
+
+static const command *find_command(const char *name) {
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        if (name && strcmp(commands[i].name, name) == 0) return &commands[i];
+    return NULL;
+}
+
+static void print_help(void) {
+    printf("usage: h5ark [--endpoint URL] [--token-file FILE] [--timeout SECONDS] COMMAND ...\n"
+           "\n"
+           "Talk to an h5arkd daemon.\n"
+           "\n"
+           "Global options:\n"
+           "  --endpoint URL       the daemon's ZeroMQ endpoint (default $H5ARK_ENDPOINT or %s)\n"
+           "  --token-file FILE    file holding the access token (default $H5ARK_TOKEN_FILE)\n"
+           "  --timeout SECONDS    how long to wait for a reply (default %g; 0 forever)\n"
+           "  --version            print the version\n"
+           "  --help               this text\n"
+           "\n"
+           "Commands:\n",
+           H5ARK_DEFAULT_ENDPOINT, H5ARK_DEFAULT_TIMEOUT_MS / 1000.0);
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
+        const char *nl = strchr(commands[i].summary, '\n');
+        printf("  %-10s %.*s\n", commands[i].name, (int)(nl - commands[i].summary),
+               commands[i].summary);
+    }
+    printf("\nRun 'h5ark COMMAND --help' for a command's options.\n");
+}
+
+int main(int argc, char **argv) {
+    enum { O_ENDPOINT = 1000, O_TOKEN_FILE, O_TIMEOUT, O_VERSION };
+    static const struct option opts[] = {{"endpoint", required_argument, 0, O_ENDPOINT},
+                                         {"token-file", required_argument, 0, O_TOKEN_FILE},
+                                         {"timeout", required_argument, 0, O_TIMEOUT},
+                                         {"version", no_argument, 0, O_VERSION},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0}};
+    opt_endpoint = getenv("H5ARK_ENDPOINT");
+    if (opt_endpoint && !*opt_endpoint) opt_endpoint = NULL;
+    opt_token_file = getenv("H5ARK_TOKEN_FILE");
+    if (opt_token_file && !*opt_token_file) opt_token_file = NULL;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_ENDPOINT: opt_endpoint = optarg; break;
+        case O_TOKEN_FILE: opt_token_file = optarg; break;
+        case O_TIMEOUT: {
+            char *end;
+            double t = strtod(optarg, &end);
+            if (*end || end == optarg || !(t >= 0) || t > 2e6)
+                return usage_error("--timeout takes seconds (0 waits forever), not '%s'", optarg);
+            opt_timeout = t == 0 ? -1 : t;
+            break;
+        }
+        case O_VERSION: printf("h5ark %s\n", H5ARK_VERSION_STRING); return 0;
+        case 'h': print_help(); return 0;
+        case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
+        default: return usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc) return usage_error("no COMMAND given");
+    const command *cmd = find_command(argv[optind]);
+    if (!cmd) return usage_error("unknown command '%s'", argv[optind]);
+    current_cmd = cmd->name;
+    int sub_argc = argc - optind;
+    char **sub_argv = argv + optind;
+    optind = 0; /* glibc: start a fresh scan over the command's arguments */
+    return cmd->run(sub_argc, sub_argv);
+}

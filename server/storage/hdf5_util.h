@@ -1,0 +1,74 @@
+/* HDF5 helpers shared by the storage layer's writers and readers: per-thread error
+ * handling, the mapping between h5ark dtypes and HDF5 types, Arkouda's metadata
+ * attributes, and the inspection of a dataset's type and storage. Internal to storage/. */
+#ifndef H5ARK_HDF5_UTIL_H
+#define H5ARK_HDF5_UTIL_H
+
+#include "h5ark_wire.h"
+
+#include <hdf5.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The error stack and its automatic printing are per thread in the thread-safe build:
+ * every thread that calls HDF5 calls this first (cheap after the first time). */
+void h5u_quiet(void);
+
+/* Fill err with `code` and the formatted message followed by what the HDF5 error stack
+ * says, then clear the stack. Returns -1. */
+int h5u_fail(h5ark_error *err, h5ark_code code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Whether path holds an HDF5 file: > 0 yes, 0 no, < 0 it cannot be told. */
+htri_t h5u_is_hdf5(const char *path);
+
+/* The little-endian file type h5ark writes for a dtype (bool: 1-byte unsigned). */
+hid_t h5u_file_type(h5ark_dtype dtype);
+/* The native memory type for a dtype. */
+hid_t h5u_mem_type(h5ark_dtype dtype);
+
+/* Scalar int64 attribute `name` = v on obj. */
+int h5u_write_int_attr(hid_t obj, const char *name, int64_t v, h5ark_error *err);
+/* Arkouda's object attributes in their order: ObjType, [isBool], file_version,
+ * arkouda_version. */
+int h5u_write_object_attrs(hid_t obj, int64_t objtype, bool is_bool, h5ark_error *err);
+
+/* Read a scalar integer attribute. 1 with *out set, 0 when absent, -1 when present but
+ * not a scalar integer (err filled, naming `what`). */
+int h5u_read_int_attr(hid_t obj, const char *name, int64_t *out, const char *what,
+                      h5ark_error *err);
+
+/* Whether `path` (components separated by '/') names a link under loc: 1, 0, or -1. */
+int h5u_link_exists(hid_t loc, const char *path);
+
+/* forbidden when a link on `path` leads to another file (external or user-defined). */
+int h5u_check_local(hid_t loc, const char *path, const char *what, h5ark_error *err);
+
+/* A rank-1 dataset of n elements, contiguous, its space allocated at creation so that
+ * *offset (its bytes' place in the file) is known now; nothing is written into it. */
+hid_t h5u_create_dataset(hid_t loc, const char *name, h5ark_dtype dtype, uint64_t n,
+                         uint64_t *offset, h5ark_error *err);
+
+/* What a reader needs to know about one rank-1 dataset. */
+typedef struct {
+    uint64_t count;
+    h5ark_dtype dtype; /* what its file type holds, before Arkouda's widening */
+    bool is_integer;   /* integer class (or h5py's bool enum) */
+    bool enum_bool;    /* h5py's bool: enum {FALSE=0, TRUE=1} over a 1-byte integer */
+    bool exact;        /* its file type is h5u_file_type(dtype): bytes are usable as is */
+    bool contiguous;   /* contiguous and allocated, no external storage: direct I/O */
+    uint64_t offset;   /* with contiguous */
+} h5u_dset_info;
+
+/* Inspect dataset `path` under loc (named `what` in messages): a 1-D dataset of integers
+ * or floats. type_error for any other type or rank; schema_error when its storage lies
+ * past the end of the file (`file_size`); forbidden when its data is in other files. */
+int h5u_inspect(hid_t loc, const char *path, uint64_t file_size, const char *what,
+                h5u_dset_info *info, h5ark_error *err);
+
+/* Read elements [first, first+count) of dataset `dset` in file `file` into dest as
+ * `dtype` (HDF5 converts). For chunked, filtered, unallocated or foreign-typed data. */
+int h5u_read_slab(const char *file, const char *dset, uint64_t first, uint64_t count,
+                  h5ark_dtype dtype, void *dest, h5ark_error *err);
+
+#endif

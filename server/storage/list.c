@@ -1,0 +1,1426 @@
+/* lshdf: describe the groups, datasets and links of any HDF5 file in Arkouda's terms
+ * (ARKOUDA_FORMAT.md). The file is untrusted: it is opened read-only, links are never
+ * followed (soft and external links are reported, hard-link aliases and cycles are
+ * reported once), and entry count, depth, attribute sizes and text lengths are capped so a
+ * hostile file costs bounded time and memory. */
+#include "storage.h"
+
+#include "files.h"
+#include "schema.h"
+
+#include <hdf5.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define LIST_MAX_ENTRIES 100000
+#define LIST_MAX_DEPTH   64
+/* Attributes larger than this are described, not read. */
+#define ATTR_MAX_ELEMS 64
+#define ATTR_MAX_BYTES 65536
+#define ATTR_MAX_COUNT 256
+/* Longest text put in a reply for one name, path or string value. */
+#define TEXT_MAX       4096
+#define LINK_VALUE_MAX 65536
+/* Counting NULs to size a Strings group without `segments` reads its bytes: bounded. */
+#define NUL_COUNT_MAX_BYTES ((hsize_t)64 << 20)
+#define NUL_COUNT_STEP      ((hsize_t)4 << 20)
+
+/* ---- HDF5 error stack -> message ------------------------------------------------------ */
+
+typedef struct {
+    char outer[256];
+    char inner[256];
+    int count;
+    bool locked;   /* another process holds the file's lock */
+    bool os_error; /* the operating system refused a read */
+} h5_walk;
+
+static herr_t h5_walk_cb(unsigned n, const H5E_error2_t *e, void *data) {
+    h5_walk *w = data;
+    const char *desc = e->desc && *e->desc ? e->desc : e->func_name ? e->func_name : "error";
+    if (n == 0) snprintf(w->outer, sizeof w->outer, "%s", desc);
+    if (e->min_num == H5E_CANTLOCKFILE)
+        w->locked = true;
+    else if (e->desc && strstr(e->desc, "errno = "))
+        w->os_error = true;
+    snprintf(w->inner, sizeof w->inner, "%s", desc);
+    w->count++;
+    return 0;
+}
+
+/* The outermost and innermost descriptions of the calling thread's HDF5 error stack
+ * (the API call that failed and the reason deep down), then the stack is cleared. Returns
+ * the error code the stack points to. */
+static h5ark_code h5_message(char *buf, size_t len) {
+    h5_walk w = {.count = 0};
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, h5_walk_cb, &w);
+    H5Eclear2(H5E_DEFAULT);
+    if (w.count == 0)
+        snprintf(buf, len, "the HDF5 library gave no reason");
+    else if (w.count == 1 || strcmp(w.outer, w.inner) == 0)
+        snprintf(buf, len, "%s", w.outer);
+    else
+        snprintf(buf, len, "%s (%s)", w.outer, w.inner);
+    return w.locked ? H5ARK_BUSY : w.os_error ? H5ARK_IO_ERROR : H5ARK_SCHEMA_ERROR;
+}
+
+/* The reason for a failure, kept when cleanup calls (which clear the stack on success) must
+ * run between the failing call and the report. */
+static _Thread_local struct {
+    bool set;
+    h5ark_code code;
+    char why[600];
+} captured;
+
+static void h5_capture(void) {
+    captured.code = h5_message(captured.why, sizeof captured.why);
+    captured.set = true;
+}
+
+/* ---- text ---------------------------------------------------------------------------- */
+
+/* Length of the well-formed UTF-8 sequence at s (at most n bytes), 0 if ill-formed. */
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+    unsigned c = s[0];
+    if (c < 0x80) return 1;
+    size_t len;
+    unsigned lo = 0x80, hi = 0xbf;
+    if (c >= 0xc2 && c <= 0xdf)
+        len = 2;
+    else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        if (c == 0xe0) lo = 0xa0;
+        if (c == 0xed) hi = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        if (c == 0xf0) lo = 0x90;
+        if (c == 0xf4) hi = 0x8f;
+    } else
+        return 0;
+    if (n < len || s[1] < lo || s[1] > hi) return 0;
+    for (size_t i = 2; i < len; i++)
+        if (s[i] < 0x80 || s[i] > 0xbf) return 0;
+    return len;
+}
+
+/* A reply string from bytes a file supplied: MessagePack str must be UTF-8 or the client
+ * cannot decode the whole reply, so ill-formed bytes become \xNN; long text is cut. */
+static h5ark_value *text_value(const char *s, size_t n) {
+    size_t cap = (n < TEXT_MAX ? n : TEXT_MAX) * 4 + 8;
+    char *out = malloc(cap);
+    if (!out) return NULL;
+    size_t o = 0;
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n && o < TEXT_MAX) {
+        size_t k = utf8_seq(p + i, n - i);
+        if (k == 0 || p[i] == 0) {
+            o += (size_t)snprintf(out + o, cap - o, "\\x%02x", p[i]);
+            i++;
+        } else {
+            memcpy(out + o, p + i, k);
+            o += k;
+            i += k;
+        }
+    }
+    if (i < n) {
+        memcpy(out + o, "...", 3);
+        o += 3;
+    }
+    h5ark_value *v = h5ark_value_strn(out, o);
+    free(out);
+    return v;
+}
+
+static h5ark_value *text_cstr(const char *s) {
+    return text_value(s, strlen(s));
+}
+
+/* ---- the listing state --------------------------------------------------------------- */
+
+typedef struct {
+    haddr_t addr;
+    char *path; /* where the object was first seen */
+} seen_slot;
+
+typedef struct {
+    const char *file; /* as the client named it, for messages */
+    hid_t fid;
+    bool recursive;
+    h5ark_value *entries;
+    size_t nentries;
+    seen_slot *seen; /* open addressing on object address */
+    size_t seen_cap, seen_len;
+    h5ark_error *err;
+} lister;
+
+static int oom(lister *ls) {
+    return h5ark_fail(ls->err, H5ARK_RESOURCE_LIMIT, "out of memory listing '%s'", ls->file);
+}
+
+/* schema_error naming the file and what was being done, with HDF5's reason. */
+static int h5_fail(lister *ls, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int h5_fail(lister *ls, const char *fmt, ...) {
+    char what[512], why[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    h5ark_code code;
+    if (captured.set) {
+        code = captured.code;
+        snprintf(why, sizeof why, "%s", captured.why);
+        captured.set = false;
+    } else {
+        code = h5_message(why, sizeof why);
+    }
+    return h5ark_fail(ls->err, code, "'%s' is corrupt or unreadable: %s: %s", ls->file, what, why);
+}
+
+static size_t seen_hash(haddr_t a, size_t cap) {
+    uint64_t x = (uint64_t)a * 0x9e3779b97f4a7c15ull;
+    return (size_t)(x >> 17) & (cap - 1);
+}
+
+/* The path where the object at addr was first seen, or NULL. */
+static const char *seen_find(const lister *ls, haddr_t addr) {
+    if (!ls->seen_cap) return NULL;
+    for (size_t i = seen_hash(addr, ls->seen_cap);; i = (i + 1) & (ls->seen_cap - 1)) {
+        if (!ls->seen[i].path) return NULL;
+        if (ls->seen[i].addr == addr) return ls->seen[i].path;
+    }
+}
+
+static int seen_add(lister *ls, haddr_t addr, const char *path) {
+    if ((ls->seen_len + 1) * 2 > ls->seen_cap) {
+        size_t cap = ls->seen_cap ? ls->seen_cap * 2 : 256;
+        seen_slot *t = calloc(cap, sizeof *t);
+        if (!t) return oom(ls);
+        for (size_t j = 0; j < ls->seen_cap; j++) {
+            if (!ls->seen[j].path) continue;
+            size_t i = seen_hash(ls->seen[j].addr, cap);
+            while (t[i].path)
+                i = (i + 1) & (cap - 1);
+            t[i] = ls->seen[j];
+        }
+        free(ls->seen);
+        ls->seen = t;
+        ls->seen_cap = cap;
+    }
+    char *copy = strdup(path);
+    if (!copy) return oom(ls);
+    size_t i = seen_hash(addr, ls->seen_cap);
+    while (ls->seen[i].path)
+        i = (i + 1) & (ls->seen_cap - 1);
+    ls->seen[i].addr = addr;
+    ls->seen[i].path = copy;
+    ls->seen_len++;
+    return 0;
+}
+
+static void seen_free(lister *ls) {
+    for (size_t i = 0; i < ls->seen_cap; i++)
+        free(ls->seen[i].path);
+    free(ls->seen);
+}
+
+/* Map helpers that turn an out-of-memory failure into the lister's error. */
+static int put(lister *ls, h5ark_value *map, const char *key, h5ark_value *val) {
+    return h5ark_value_set(map, key, val) ? oom(ls) : 0;
+}
+
+static int push(lister *ls, h5ark_value *array, h5ark_value *item) {
+    return h5ark_value_push(array, item) ? oom(ls) : 0;
+}
+
+/* ---- types ----------------------------------------------------------------------------- */
+
+/* h5py's bool: an enum of a 1-byte integer with exactly FALSE=0 and TRUE=1. */
+static bool is_bool_enum(hid_t type) {
+    if (H5Tget_class(type) != H5T_ENUM || H5Tget_nmembers(type) != 2) return false;
+    hid_t base = H5Tget_super(type);
+    if (base < 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return false;
+    }
+    bool ok = H5Tget_class(base) == H5T_INTEGER && H5Tget_size(base) == 1;
+    H5Tclose(base);
+    for (unsigned i = 0; ok && i < 2; i++) {
+        char *name = H5Tget_member_name(type, i);
+        unsigned char v = 0xff;
+        hid_t native = H5Tget_native_type(type, H5T_DIR_ASCEND);
+        ok = name && native >= 0 && H5Tget_member_value(native, i, &v) >= 0 &&
+             ((strcasecmp(name, "FALSE") == 0 && v == 0) ||
+              (strcasecmp(name, "TRUE") == 0 && v == 1));
+        if (native >= 0) H5Tclose(native);
+        if (name) H5free_memory(name);
+    }
+    H5Eclear2(H5E_DEFAULT);
+    return ok;
+}
+
+/* numpy-style name of an element type; descriptive names for what Arkouda cannot hold. */
+static void type_name(hid_t type, char *buf, size_t len) {
+    size_t size = H5Tget_size(type);
+    switch (H5Tget_class(type)) {
+    case H5T_INTEGER: {
+        bool sign = H5Tget_sign(type) != H5T_SGN_NONE;
+        snprintf(buf, len, "%sint%zu", sign ? "" : "u", size * 8);
+        return;
+    }
+    case H5T_FLOAT: snprintf(buf, len, "float%zu", size * 8); return;
+    case H5T_ENUM: snprintf(buf, len, "%s", is_bool_enum(type) ? "bool" : "enum"); return;
+    case H5T_STRING: snprintf(buf, len, "string"); return;
+    case H5T_COMPOUND: snprintf(buf, len, "compound"); return;
+    case H5T_VLEN: snprintf(buf, len, "vlen"); return;
+    case H5T_REFERENCE: snprintf(buf, len, "reference"); return;
+    case H5T_OPAQUE: snprintf(buf, len, "opaque"); return;
+    case H5T_BITFIELD: snprintf(buf, len, "bitfield"); return;
+    case H5T_ARRAY: snprintf(buf, len, "array"); return;
+    case H5T_TIME: snprintf(buf, len, "time"); return;
+    default:
+        H5Eclear2(H5E_DEFAULT);
+        snprintf(buf, len, "unknown");
+        return;
+    }
+}
+
+/* A sentence on types the dtype name says too little about. */
+static void type_detail(hid_t type, char *buf, size_t len) {
+    size_t size = H5Tget_size(type);
+    buf[0] = '\0';
+    switch (H5Tget_class(type)) {
+    case H5T_STRING: {
+        htri_t var = H5Tis_variable_str(type);
+        bool utf8 = H5Tget_cset(type) == H5T_CSET_UTF8;
+        if (var > 0)
+            snprintf(buf, len, "variable-length %s string", utf8 ? "UTF-8" : "ASCII");
+        else
+            snprintf(buf, len, "fixed-length %s string of %zu bytes", utf8 ? "UTF-8" : "ASCII",
+                     size);
+        break;
+    }
+    case H5T_COMPOUND: {
+        int n = H5Tget_nmembers(type);
+        snprintf(buf, len, "compound of %d members, %zu bytes", n, size);
+        break;
+    }
+    case H5T_VLEN: {
+        hid_t base = H5Tget_super(type);
+        char b[32] = "unknown";
+        if (base >= 0) {
+            type_name(base, b, sizeof b);
+            H5Tclose(base);
+        }
+        snprintf(buf, len, "variable-length sequence of %s", b);
+        break;
+    }
+    case H5T_ARRAY: {
+        hid_t base = H5Tget_super(type);
+        char b[32] = "unknown";
+        if (base >= 0) {
+            type_name(base, b, sizeof b);
+            H5Tclose(base);
+        }
+        snprintf(buf, len, "array of %s, %zu bytes", b, size);
+        break;
+    }
+    case H5T_ENUM:
+        if (!is_bool_enum(type))
+            snprintf(buf, len, "enum of %d members, %zu bytes", H5Tget_nmembers(type), size);
+        break;
+    case H5T_INTEGER:
+    case H5T_FLOAT:
+        if (H5Tget_order(type) == H5T_ORDER_BE) snprintf(buf, len, "big-endian");
+        break;
+    default:
+        if (size) snprintf(buf, len, "%zu bytes per element", size);
+        break;
+    }
+    H5Eclear2(H5E_DEFAULT);
+}
+
+static bool type_is_numeric(hid_t type) {
+    H5T_class_t c = H5Tget_class(type);
+    return c == H5T_INTEGER || c == H5T_FLOAT || is_bool_enum(type);
+}
+
+/* ---- attributes ------------------------------------------------------------------------ */
+
+typedef struct {
+    bool has_objtype, objtype_int;
+    int64_t objtype;
+    bool is_bool;
+    bool is_bigint;
+} attr_facts;
+
+static h5ark_value *describe(const char *what, int rank, const hsize_t *dims) {
+    char buf[256];
+    int o = snprintf(buf, sizeof buf, "<%s", what);
+    if (rank >= 0) {
+        o += snprintf(buf + o, sizeof buf - (size_t)o, ", shape (");
+        for (int i = 0; i < rank && o < 200; i++)
+            o += snprintf(buf + o, sizeof buf - (size_t)o, "%s%llu", i ? ", " : "",
+                          (unsigned long long)dims[i]);
+        o += snprintf(buf + o, sizeof buf - (size_t)o, "%s)", rank == 1 ? "," : "");
+    }
+    snprintf(buf + o, sizeof buf - (size_t)o, ">");
+    return h5ark_value_str(buf);
+}
+
+/* Strings of fixed length: cut at the NUL (or trailing spaces) their padding says. */
+static h5ark_value *fixed_string(const char *p, size_t size, H5T_str_t pad) {
+    size_t n = size;
+    if (pad == H5T_STR_SPACEPAD) {
+        while (n && p[n - 1] == ' ')
+            n--;
+    } else {
+        const char *nul = memchr(p, '\0', size);
+        if (nul) n = (size_t)(nul - p);
+    }
+    return text_value(p, n);
+}
+
+/* Read n elements of attribute aid (type ftype) into values; 1 = read, 0 = type not read
+ * (caller describes it), -1 = read failed (HDF5 stack set). */
+static int read_attr_elems(hid_t aid, hid_t ftype, size_t n, h5ark_value **vals, bool *oomp) {
+    H5T_class_t cls = H5Tget_class(ftype);
+    size_t size = H5Tget_size(ftype);
+    int rc = 0;
+    *oomp = false;
+    if (cls == H5T_INTEGER && size >= 1 && size <= 8) {
+        bool sign = H5Tget_sign(ftype) != H5T_SGN_NONE;
+        int64_t buf[ATTR_MAX_ELEMS];
+        if (H5Aread(aid, sign ? H5T_NATIVE_INT64 : H5T_NATIVE_UINT64, buf) < 0) return -1;
+        for (size_t i = 0; i < n; i++)
+            vals[i] = sign ? h5ark_value_int(buf[i]) : h5ark_value_uint((uint64_t)buf[i]);
+        rc = 1;
+    } else if (cls == H5T_FLOAT) {
+        double buf[ATTR_MAX_ELEMS];
+        if (H5Aread(aid, H5T_NATIVE_DOUBLE, buf) < 0) return -1;
+        for (size_t i = 0; i < n; i++)
+            vals[i] = h5ark_value_float(buf[i]);
+        rc = 1;
+    } else if (cls == H5T_ENUM && is_bool_enum(ftype)) {
+        hid_t mem = H5Tget_native_type(ftype, H5T_DIR_ASCEND);
+        if (mem < 0) return -1;
+        unsigned char buf[ATTR_MAX_ELEMS];
+        herr_t r = H5Aread(aid, mem, buf);
+        if (r < 0) h5_capture();
+        H5Tclose(mem);
+        if (r < 0) return -1;
+        for (size_t i = 0; i < n; i++)
+            vals[i] = h5ark_value_bool(buf[i] != 0);
+        rc = 1;
+    } else if (cls == H5T_STRING) {
+        htri_t var = H5Tis_variable_str(ftype);
+        if (var < 0) return -1;
+        hid_t mem = H5Tcopy(ftype);
+        if (mem < 0) return -1;
+        if (var) {
+            char *ptrs[ATTR_MAX_ELEMS] = {0};
+            if (H5Aread(aid, mem, ptrs) < 0) {
+                h5_capture();
+                H5Tclose(mem);
+                return -1;
+            }
+            for (size_t i = 0; i < n; i++)
+                vals[i] = ptrs[i] ? text_value(ptrs[i], strnlen(ptrs[i], TEXT_MAX + 1))
+                                  : h5ark_value_str("");
+            hid_t space = H5Aget_space(aid);
+            if (space >= 0) {
+                H5Dvlen_reclaim(mem, space, H5P_DEFAULT, ptrs);
+                H5Sclose(space);
+            }
+        } else if (size > 0 && size * n <= ATTR_MAX_BYTES) {
+            char *buf = malloc(size * n);
+            if (!buf) {
+                H5Tclose(mem);
+                *oomp = true;
+                return 0;
+            }
+            if (H5Aread(aid, mem, buf) < 0) {
+                h5_capture();
+                free(buf);
+                H5Tclose(mem);
+                return -1;
+            }
+            H5T_str_t pad = H5Tget_strpad(ftype);
+            for (size_t i = 0; i < n; i++)
+                vals[i] = fixed_string(buf + i * size, size, pad);
+            free(buf);
+        } else {
+            H5Tclose(mem);
+            return 0;
+        }
+        H5Tclose(mem);
+        rc = 1;
+    }
+    if (rc == 1)
+        for (size_t i = 0; i < n; i++)
+            if (!vals[i]) *oomp = true;
+    return rc;
+}
+
+/* The value of one attribute as a reply value; facts about Arkouda's own attributes are
+ * noted on the way. */
+static int attr_value(lister *ls, hid_t obj, const char *objpath, const char *aname,
+                      h5ark_value **out, attr_facts *facts) {
+    *out = NULL;
+    hid_t aid = H5Aopen(obj, aname, H5P_DEFAULT);
+    if (aid < 0) return h5_fail(ls, "cannot open attribute '%s' of '%s'", aname, objpath);
+    hid_t ftype = H5Aget_type(aid);
+    hid_t space = H5Aget_space(aid);
+    int rc = -1;
+    if (ftype < 0 || space < 0) {
+        h5_fail(ls, "cannot read the type of attribute '%s' of '%s'", aname, objpath);
+        goto done;
+    }
+    H5S_class_t sclass = H5Sget_simple_extent_type(space);
+    int rank = H5Sget_simple_extent_ndims(space);
+    hsize_t dims[H5S_MAX_RANK];
+    if (sclass == H5S_NO_CLASS || rank < 0 || rank > H5S_MAX_RANK ||
+        H5Sget_simple_extent_dims(space, dims, NULL) < 0) {
+        h5_fail(ls, "cannot read the shape of attribute '%s' of '%s'", aname, objpath);
+        goto done;
+    }
+    if (sclass == H5S_NULL) {
+        *out = h5ark_value_nil();
+        rc = *out ? 0 : oom(ls);
+        goto done;
+    }
+    hsize_t n = 1;
+    bool big = false;
+    for (int i = 0; i < rank && n; i++) {
+        if (dims[i] && n > (hsize_t)ATTR_MAX_ELEMS / dims[i]) big = true;
+        n = big ? n : n * dims[i];
+    }
+    char tname[32];
+    type_name(ftype, tname, sizeof tname);
+    if (big || n > ATTR_MAX_ELEMS || rank > 1) {
+        *out = describe(tname, rank, dims);
+        rc = *out ? 0 : oom(ls);
+        goto done;
+    }
+    h5ark_value *vals[ATTR_MAX_ELEMS] = {0};
+    bool no_mem;
+    int got = read_attr_elems(aid, ftype, (size_t)n, vals, &no_mem);
+    if (got < 0) {
+        h5_fail(ls, "cannot read attribute '%s' of '%s'", aname, objpath);
+        goto done;
+    }
+    if (no_mem) {
+        for (hsize_t i = 0; i < n; i++)
+            h5ark_value_destroy(&vals[i]);
+        oom(ls);
+        goto done;
+    }
+    if (got == 0) {
+        char detail[128];
+        type_detail(ftype, detail, sizeof detail);
+        *out = describe(detail[0] ? detail : tname, rank == 0 ? -1 : rank, dims);
+    } else if (rank == 0) {
+        *out = vals[0];
+    } else {
+        *out = h5ark_value_array();
+        for (hsize_t i = 0; i < n; i++)
+            if (!*out || h5ark_value_push(*out, vals[i])) {
+                h5ark_value_destroy(out);
+                for (hsize_t j = i + 1; j < n; j++)
+                    h5ark_value_destroy(&vals[j]);
+                break;
+            }
+    }
+    if (!*out) {
+        oom(ls);
+        goto done;
+    }
+    if (got == 1 && rank == 0 && H5Tget_class(ftype) == H5T_INTEGER) {
+        int64_t v = 0;
+        bool isint = h5ark_value_to_int64(*out, &v);
+        if (strcmp(aname, ATTR_OBJTYPE) == 0) {
+            facts->has_objtype = true;
+            facts->objtype_int = isint;
+            facts->objtype = v;
+        } else if (strcmp(aname, ATTR_IS_BOOL) == 0) {
+            facts->is_bool = isint && v == 1;
+        } else if (strcmp(aname, "isBigInt") == 0) {
+            facts->is_bigint = isint && v == 1;
+        }
+    } else if (strcmp(aname, ATTR_OBJTYPE) == 0) {
+        facts->has_objtype = true;
+        facts->objtype_int = false;
+    }
+    rc = 0;
+done:
+    if (ftype >= 0) H5Tclose(ftype);
+    if (space >= 0) H5Sclose(space);
+    H5Aclose(aid);
+    return rc;
+}
+
+typedef struct {
+    char *name;
+    int64_t corder; /* INT64_MAX when not recorded */
+} attr_rec;
+
+typedef struct {
+    attr_rec *items;
+    size_t len, cap;
+    bool oom;
+} name_list;
+
+static void name_list_free(name_list *l) {
+    for (size_t i = 0; i < l->len; i++)
+        free(l->items[i].name);
+    free(l->items);
+    memset(l, 0, sizeof *l);
+}
+
+static int by_corder(const void *a, const void *b) {
+    const attr_rec *x = a, *y = b;
+    if (x->corder != y->corder) return x->corder < y->corder ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static int by_attr_name(const void *a, const void *b) {
+    return strcmp(((const attr_rec *)a)->name, ((const attr_rec *)b)->name);
+}
+
+static herr_t attr_name_cb(hid_t loc, const char *name, const H5A_info_t *info, void *data) {
+    (void)loc;
+    name_list *l = data;
+    if (l->len == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 8;
+        attr_rec *t = realloc(l->items, cap * sizeof *t);
+        if (!t) goto fail;
+        l->items = t;
+        l->cap = cap;
+    }
+    if (!(l->items[l->len].name = strdup(name))) goto fail;
+    l->items[l->len].corder = info->corder_valid ? info->corder : INT64_MAX;
+    l->len++;
+    /* stop early: the rest are only counted */
+    return l->len >= ATTR_MAX_COUNT ? 1 : 0;
+fail:
+    l->oom = true;
+    return -1;
+}
+
+/* Whether the object records its attributes' creation order: without it, iterating by
+ * creation order gives an unspecified order. */
+static bool attr_order_tracked(hid_t obj, H5O_type_t type) {
+    hid_t plist = type == H5O_TYPE_DATASET ? H5Dget_create_plist(obj)
+                  : type == H5O_TYPE_GROUP ? H5Gget_create_plist(obj)
+                                           : H5Tget_create_plist(obj);
+    unsigned flags = 0;
+    bool tracked = plist >= 0 && H5Pget_attr_creation_order(plist, &flags) >= 0 &&
+                   (flags & H5P_CRT_ORDER_TRACKED);
+    if (plist >= 0) H5Pclose(plist);
+    H5Eclear2(H5E_DEFAULT);
+    return tracked;
+}
+
+/* A name no file uses: looking it up makes HDF5 decode every attribute (or link) message
+ * of an object header one by one, failing cleanly on a damaged one. Listing them instead
+ * first builds a table whose error path in HDF5 1.10 frees uninitialised entries (a crash),
+ * so the lookup runs first as a probe. */
+#define PROBE_NAME "\x7fh5ark-probe\x7f"
+
+/* attrs map of an object, in creation order when tracked, else by name. */
+static int read_attrs(lister *ls, hid_t obj, H5O_type_t type, const char *path, hsize_t nattrs,
+                      h5ark_value *entry, attr_facts *facts) {
+    h5ark_value *attrs = h5ark_value_map();
+    if (!attrs) return oom(ls);
+    name_list names = {0};
+    if (nattrs > 0) {
+        /* Native order, sorted here: iterating in any other order makes HDF5 1.10 build a
+         * table whose error path frees uninitialised pointers on a damaged file. */
+        hsize_t idx = 0;
+        bool tracked = attr_order_tracked(obj, type);
+        if (H5Aexists(obj, PROBE_NAME) < 0) {
+            h5ark_value_destroy(&attrs);
+            return h5_fail(ls, "cannot read the attributes of '%s'", path);
+        }
+        if (H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_NATIVE, &idx, attr_name_cb, &names) < 0 &&
+            !names.oom) {
+            name_list_free(&names);
+            h5ark_value_destroy(&attrs);
+            return h5_fail(ls, "cannot list the attributes of '%s'", path);
+        }
+        if (names.oom) {
+            name_list_free(&names);
+            h5ark_value_destroy(&attrs);
+            return oom(ls);
+        }
+        if (names.len)
+            qsort(names.items, names.len, sizeof *names.items, tracked ? by_corder : by_attr_name);
+    }
+    int rc = 0;
+    for (size_t i = 0; i < names.len && rc == 0; i++) {
+        h5ark_value *v;
+        rc = attr_value(ls, obj, path, names.items[i].name, &v, facts);
+        if (rc == 0) {
+            /* keys must be valid UTF-8 as well */
+            h5ark_value *key = text_cstr(names.items[i].name);
+            rc = key ? put(ls, attrs, key->as.s.ptr, v) : (h5ark_value_destroy(&v), oom(ls));
+            h5ark_value_destroy(&key);
+        }
+    }
+    name_list_free(&names);
+    if (rc == 0 && nattrs > ATTR_MAX_COUNT)
+        rc = put(ls, entry, "attrs_omitted", h5ark_value_uint(nattrs - ATTR_MAX_COUNT));
+    if (rc) {
+        h5ark_value_destroy(&attrs);
+        return -1;
+    }
+    return put(ls, entry, "attrs", attrs);
+}
+
+/* ---- children looked at to infer an objtype ------------------------------------------- */
+
+/* Open the child `name` of group gid if it is a hard link to an object of type want
+ * (never through soft or external links); -1 when absent or of another kind. */
+static hid_t open_child(hid_t gid, const char *name, H5O_type_t want) {
+    hid_t oid = -1;
+    H5L_info_t li;
+    if (H5Lexists(gid, name, H5P_DEFAULT) > 0 && H5Lget_info(gid, name, &li, H5P_DEFAULT) >= 0 &&
+        li.type == H5L_TYPE_HARD) {
+        oid = H5Oopen_by_addr(gid, li.u.address);
+        H5O_info_t oi;
+        if (oid >= 0 && (H5Oget_info2(oid, &oi, H5O_INFO_BASIC) < 0 || oi.type != want)) {
+            H5Oclose(oid);
+            oid = -1;
+        }
+    }
+    H5Eclear2(H5E_DEFAULT);
+    return oid;
+}
+
+/* Length of a rank-1 dataset, -1 otherwise. */
+static int64_t dataset_len(hid_t did) {
+    hid_t space = H5Dget_space(did);
+    int64_t n = -1;
+    hsize_t dims[1];
+    if (space >= 0 && H5Sget_simple_extent_type(space) == H5S_SIMPLE &&
+        H5Sget_simple_extent_ndims(space) == 1 && H5Sget_simple_extent_dims(space, dims, NULL) == 1)
+        n = (int64_t)dims[0];
+    if (space >= 0) H5Sclose(space);
+    H5Eclear2(H5E_DEFAULT);
+    return n;
+}
+
+static bool is_byte_dataset(hid_t did) {
+    hid_t t = H5Dget_type(did);
+    bool ok = t >= 0 && H5Tget_class(t) == H5T_INTEGER && H5Tget_size(t) == 1;
+    if (t >= 0) H5Tclose(t);
+    H5Eclear2(H5E_DEFAULT);
+    return ok;
+}
+
+/* Only built-in filters: reading through anything else would load plugins. */
+static bool filters_builtin(hid_t dcpl) {
+    int n = H5Pget_nfilters(dcpl);
+    if (n < 0) return false;
+    for (int i = 0; i < n; i++) {
+        unsigned flags, cd[8];
+        size_t ncd = 8;
+        H5Z_filter_t f = H5Pget_filter2(dcpl, (unsigned)i, &flags, &ncd, cd, 0, NULL, NULL);
+        if (f != H5Z_FILTER_DEFLATE && f != H5Z_FILTER_SHUFFLE && f != H5Z_FILTER_FLETCHER32)
+            return false;
+    }
+    return true;
+}
+
+/* Strings in a `values` byte dataset without `segments`: its NUL count, as Arkouda derives
+ * offsets; -1 when too large or unreadable (the listing then says so rather than fail). */
+static int64_t count_nuls(hid_t did) {
+    int64_t len = dataset_len(did);
+    if (len < 0 || (hsize_t)len > NUL_COUNT_MAX_BYTES) return -1;
+    hid_t dcpl = H5Dget_create_plist(did);
+    bool ok = dcpl >= 0 && filters_builtin(dcpl);
+    if (dcpl >= 0) H5Pclose(dcpl);
+    if (!ok) {
+        H5Eclear2(H5E_DEFAULT);
+        return -1;
+    }
+    hsize_t step = (hsize_t)len < NUL_COUNT_STEP ? (hsize_t)len : NUL_COUNT_STEP;
+    unsigned char *buf = malloc(step ? step : 1);
+    hid_t fspace = H5Dget_space(did);
+    hid_t mspace = H5Screate_simple(1, &step, NULL);
+    int64_t count = buf && fspace >= 0 && mspace >= 0 ? 0 : -1;
+    for (hsize_t at = 0; count >= 0 && at < (hsize_t)len; at += step) {
+        hsize_t n = (hsize_t)len - at < step ? (hsize_t)len - at : step;
+        hsize_t zero = 0;
+        if (H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &at, NULL, &n, NULL) < 0 ||
+            H5Sselect_hyperslab(mspace, H5S_SELECT_SET, &zero, NULL, &n, NULL) < 0 ||
+            H5Dread(did, H5T_NATIVE_UCHAR, mspace, fspace, H5P_DEFAULT, buf) < 0) {
+            count = -1;
+            break;
+        }
+        for (hsize_t i = 0; i < n; i++)
+            count += buf[i] == 0;
+    }
+    if (mspace >= 0) H5Sclose(mspace);
+    if (fspace >= 0) H5Sclose(fspace);
+    free(buf);
+    H5Eclear2(H5E_DEFAULT);
+    return count;
+}
+
+static h5ark_value *shape1(int64_t n) {
+    h5ark_value *a = h5ark_value_array();
+    if (a && h5ark_value_push(a, h5ark_value_uint((uint64_t)n))) h5ark_value_destroy(&a);
+    return a;
+}
+
+/* dtype and shape of a Strings group: "str" and the number of strings. */
+static int strings_shape(lister *ls, hid_t gid, h5ark_value *entry) {
+    if (put(ls, entry, "dtype", h5ark_value_str("str"))) return -1;
+    int64_t n = -1;
+    hid_t seg = open_child(gid, CHILD_SEGMENTS, H5O_TYPE_DATASET);
+    if (seg >= 0) {
+        n = dataset_len(seg);
+        H5Oclose(seg);
+    } else {
+        hid_t vals = open_child(gid, CHILD_VALUES, H5O_TYPE_DATASET);
+        if (vals >= 0) {
+            n = count_nuls(vals);
+            H5Oclose(vals);
+            if (n < 0 &&
+                put(ls, entry, "note",
+                    h5ark_value_str("no 'segments', and 'values' is too large or unreadable to "
+                                    "count its strings")))
+                return -1;
+        }
+    }
+    if (n < 0) return 0;
+    return put(ls, entry, "shape", shape1(n));
+}
+
+/* ---- objtypes ------------------------------------------------------------------------- */
+
+static const char *objtype_names[] = {
+    [OBJTYPE_ARRAYVIEW] = "arrayview",
+    [OBJTYPE_PDARRAY] = "pdarray",
+    [OBJTYPE_STRINGS] = "strings",
+    [OBJTYPE_SEGARRAY] = "segarray",
+    [OBJTYPE_CATEGORICAL] = "categorical",
+    [OBJTYPE_GROUPBY] = "groupby",
+    [OBJTYPE_DATAFRAME] = "dataframe",
+    [OBJTYPE_DATETIME] = "pdarray",
+    [OBJTYPE_TIMEDELTA] = "pdarray",
+    [OBJTYPE_IPV4] = "pdarray",
+    [OBJTYPE_BITVECTOR] = "bitvector",
+    [OBJTYPE_SERIES] = "series",
+    [OBJTYPE_INDEX] = "index",
+    [OBJTYPE_MULTIINDEX] = "multiindex",
+};
+
+/* objtype (and tag) from an ObjType attribute; the ObjType number stays in attrs. */
+static int objtype_from_attr(lister *ls, const attr_facts *f, h5ark_value *entry) {
+    if (!f->objtype_int || f->objtype < 0 || f->objtype > OBJTYPE_MULTIINDEX) {
+        char note[96];
+        if (f->objtype_int)
+            snprintf(note, sizeof note, "unknown ObjType %" PRId64, f->objtype);
+        else
+            snprintf(note, sizeof note, "ObjType is not an integer scalar");
+        return put(ls, entry, "note", h5ark_value_str(note));
+    }
+    if (put(ls, entry, "objtype", h5ark_value_str(objtype_names[f->objtype]))) return -1;
+    const char *tag = f->objtype == OBJTYPE_DATETIME    ? "datetime64[ns]"
+                      : f->objtype == OBJTYPE_TIMEDELTA ? "timedelta64[ns]"
+                      : f->objtype == OBJTYPE_IPV4      ? "ipv4"
+                                                        : NULL;
+    return tag ? put(ls, entry, "tag", h5ark_value_str(tag)) : 0;
+}
+
+static const char *layout_name(H5D_layout_t l) {
+    switch (l) {
+    case H5D_COMPACT: return "compact";
+    case H5D_CONTIGUOUS: return "contiguous";
+    case H5D_CHUNKED: return "chunked";
+    case H5D_VIRTUAL: return "virtual";
+    default: return "unknown";
+    }
+}
+
+static const char *filter_name(H5Z_filter_t f) {
+    switch (f) {
+    case H5Z_FILTER_DEFLATE: return "gzip";
+    case H5Z_FILTER_SHUFFLE: return "shuffle";
+    case H5Z_FILTER_FLETCHER32: return "fletcher32";
+    case H5Z_FILTER_SZIP: return "szip";
+    case H5Z_FILTER_NBIT: return "nbit";
+    case H5Z_FILTER_SCALEOFFSET: return "scaleoffset";
+    default: return NULL;
+    }
+}
+
+static h5ark_value *dims_value(int rank, const hsize_t *dims) {
+    h5ark_value *a = h5ark_value_array();
+    for (int i = 0; a && i < rank; i++)
+        if (h5ark_value_push(a, h5ark_value_uint(dims[i]))) h5ark_value_destroy(&a);
+    return a;
+}
+
+/* storage, filters, chunks: how the data lies in the file (what readhdf's path depends on). */
+static int dataset_storage(lister *ls, hid_t did, const char *path, h5ark_value *entry) {
+    hid_t dcpl = H5Dget_create_plist(did);
+    if (dcpl < 0) return h5_fail(ls, "cannot read the storage properties of '%s'", path);
+    int rc = -1;
+    H5D_layout_t layout = H5Pget_layout(dcpl);
+    if (layout < 0) {
+        h5_fail(ls, "cannot read the storage layout of '%s'", path);
+        goto out;
+    }
+    if (put(ls, entry, "storage", h5ark_value_str(layout_name(layout)))) goto out;
+    if (layout == H5D_CHUNKED) {
+        hsize_t chunk[H5S_MAX_RANK];
+        int r = H5Pget_chunk(dcpl, H5S_MAX_RANK, chunk);
+        if (r > 0 && put(ls, entry, "chunks", dims_value(r, chunk))) goto out;
+        H5Eclear2(H5E_DEFAULT);
+    }
+    int nf = H5Pget_nfilters(dcpl);
+    h5ark_value *filters = h5ark_value_array();
+    if (!filters) {
+        oom(ls);
+        goto out;
+    }
+    for (int i = 0; i < nf; i++) {
+        unsigned flags, cd[8];
+        size_t ncd = 8;
+        char name[64] = "";
+        H5Z_filter_t f =
+            H5Pget_filter2(dcpl, (unsigned)i, &flags, &ncd, cd, sizeof name, name, NULL);
+        const char *known = filter_name(f);
+        char fallback[96];
+        if (!known) {
+            name[sizeof name - 1] = '\0';
+            snprintf(fallback, sizeof fallback, "%s (filter %d)", name[0] ? name : "unknown",
+                     (int)f);
+        }
+        if (push(ls, filters, known ? h5ark_value_str(known) : text_cstr(fallback))) {
+            h5ark_value_destroy(&filters);
+            goto out;
+        }
+    }
+    H5Eclear2(H5E_DEFAULT);
+    if (put(ls, entry, "filters", filters)) goto out;
+    int next = H5Pget_external_count(dcpl);
+    if (next > 0 && put(ls, entry, "external_storage", h5ark_value_uint((uint64_t)next))) goto out;
+    H5Eclear2(H5E_DEFAULT);
+    if (put(ls, entry, "storage_bytes", h5ark_value_uint(H5Dget_storage_size(did)))) goto out;
+    rc = 0;
+out:
+    H5Pclose(dcpl);
+    return rc;
+}
+
+static int describe_dataset(lister *ls, hid_t did, const char *path, const attr_facts *facts,
+                            h5ark_value *entry) {
+    hid_t type = H5Dget_type(did);
+    if (type < 0) return h5_fail(ls, "cannot read the element type of '%s'", path);
+    hid_t space = H5Dget_space(did);
+    if (space < 0) {
+        h5_capture();
+        H5Tclose(type);
+        return h5_fail(ls, "cannot read the shape of '%s'", path);
+    }
+    int rc = -1;
+    char tname[32], detail[128];
+    type_name(type, tname, sizeof tname);
+    bool numeric = type_is_numeric(type);
+    if (facts->is_bool && H5Tget_class(type) == H5T_INTEGER) snprintf(tname, sizeof tname, "bool");
+    if (put(ls, entry, "dtype", h5ark_value_str(tname))) goto out;
+    type_detail(type, detail, sizeof detail);
+    if (detail[0] && put(ls, entry, "dtype_detail", h5ark_value_str(detail))) goto out;
+
+    H5S_class_t sclass = H5Sget_simple_extent_type(space);
+    int rank = H5Sget_simple_extent_ndims(space);
+    hsize_t dims[H5S_MAX_RANK];
+    if (sclass == H5S_NO_CLASS || rank < 0 || rank > H5S_MAX_RANK ||
+        H5Sget_simple_extent_dims(space, dims, NULL) < 0) {
+        h5_fail(ls, "cannot read the shape of '%s'", path);
+        goto out;
+    }
+    if (sclass != H5S_NULL && put(ls, entry, "shape", dims_value(rank, dims))) goto out;
+
+    if (facts->has_objtype) {
+        if (objtype_from_attr(ls, facts, entry)) goto out;
+    } else if (numeric && rank <= 1 && sclass != H5S_NULL) {
+        /* Arkouda reads an unmarked numeric dataset as a pdarray */
+        if (put(ls, entry, "objtype", h5ark_value_str("pdarray")) ||
+            put(ls, entry, "inferred", h5ark_value_bool(true)))
+            goto out;
+    } else {
+        const char *why =
+            !numeric   ? "an element type Arkouda cannot hold"
+            : rank > 1 ? "more than one dimension and no ObjType (ArrayView needs Rank/Shape)"
+                       : "no dataspace";
+        char note[160];
+        snprintf(note, sizeof note, "not an Arkouda object: %s", why);
+        if (put(ls, entry, "note", h5ark_value_str(note))) goto out;
+    }
+    rc = dataset_storage(ls, did, path, entry);
+out:
+    H5Sclose(space);
+    H5Tclose(type);
+    return rc;
+}
+
+/* objtype of a group without ObjType, inferred as Arkouda's reader does from its children,
+ * with dtype and shape where they follow. */
+static int infer_group(lister *ls, hid_t gid, const char *name, int depth, h5ark_value *entry) {
+    if (depth == 0 && strcmp(name, LEGACY_METADATA_GROUP) == 0)
+        return put(ls, entry, "legacy",
+                   h5ark_value_str("Arkouda v1 file metadata (file_version, arkouda_version); "
+                                   "not a data object"));
+    int rc = 0;
+    hid_t vals_ds = open_child(gid, CHILD_VALUES, H5O_TYPE_DATASET);
+    hid_t vals_grp = vals_ds < 0 ? open_child(gid, CHILD_VALUES, H5O_TYPE_GROUP) : -1;
+    hid_t seg = open_child(gid, CHILD_SEGMENTS, H5O_TYPE_DATASET);
+    const char *objtype = NULL;
+    if (vals_ds >= 0 && is_byte_dataset(vals_ds)) {
+        objtype = "strings";
+        rc = strings_shape(ls, gid, entry);
+    } else if ((vals_ds >= 0 || vals_grp >= 0) && seg >= 0) {
+        objtype = "segarray";
+        char tname[32] = "str";
+        if (vals_ds >= 0) {
+            hid_t t = H5Dget_type(vals_ds);
+            if (t >= 0) {
+                type_name(t, tname, sizeof tname);
+                H5Tclose(t);
+            }
+            H5Eclear2(H5E_DEFAULT);
+        }
+        int64_t n = dataset_len(seg);
+        rc = put(ls, entry, "dtype", h5ark_value_str(tname));
+        if (!rc && n >= 0) rc = put(ls, entry, "shape", shape1(n));
+    } else {
+        hid_t b = open_child(gid, LEGACY_BOOLEANS, H5O_TYPE_DATASET);
+        if (b >= 0) {
+            objtype = "pdarray";
+            int64_t n = dataset_len(b);
+            H5Oclose(b);
+            rc = put(ls, entry, "dtype", h5ark_value_str("bool"));
+            if (!rc && n >= 0) rc = put(ls, entry, "shape", shape1(n));
+            if (!rc)
+                rc = put(ls, entry, "legacy",
+                         h5ark_value_str("Arkouda v1 bool array stored as 'booleans'"));
+        }
+    }
+    if (vals_ds >= 0) H5Oclose(vals_ds);
+    if (vals_grp >= 0) H5Oclose(vals_grp);
+    if (seg >= 0) H5Oclose(seg);
+    if (rc) return -1;
+    if (!objtype) return 0;
+    if (put(ls, entry, "objtype", h5ark_value_str(objtype))) return -1;
+    return put(ls, entry, "inferred", h5ark_value_bool(true));
+}
+
+/* dtype/shape of a group that has ObjType, where the type says where they are. */
+static int group_shape(lister *ls, hid_t gid, const attr_facts *f, h5ark_value *entry) {
+    if (!f->objtype_int) return 0;
+    if (f->objtype == OBJTYPE_STRINGS) return strings_shape(ls, gid, entry);
+    const char *lenof = NULL;
+    const char *dtype = NULL;
+    char tname[32];
+    if (f->objtype == OBJTYPE_SEGARRAY) {
+        lenof = CHILD_SEGMENTS;
+        hid_t v = open_child(gid, CHILD_VALUES, H5O_TYPE_DATASET);
+        if (v >= 0) {
+            hid_t t = H5Dget_type(v);
+            if (t >= 0) {
+                type_name(t, tname, sizeof tname);
+                dtype = tname;
+                H5Tclose(t);
+            }
+            H5Oclose(v);
+            H5Eclear2(H5E_DEFAULT);
+        } else {
+            hid_t g = open_child(gid, CHILD_VALUES, H5O_TYPE_GROUP);
+            if (g >= 0) {
+                dtype = "str";
+                H5Oclose(g);
+            }
+        }
+    } else if (f->objtype == OBJTYPE_CATEGORICAL) {
+        lenof = "codes";
+        dtype = "str";
+    } else if (f->is_bigint) {
+        lenof = "Limb_0";
+        dtype = "bigint";
+    }
+    if (dtype && put(ls, entry, "dtype", h5ark_value_str(dtype))) return -1;
+    if (!lenof) return 0;
+    hid_t d = open_child(gid, lenof, H5O_TYPE_DATASET);
+    if (d < 0) return 0;
+    int64_t n = dataset_len(d);
+    H5Oclose(d);
+    return n >= 0 ? put(ls, entry, "shape", shape1(n)) : 0;
+}
+
+/* ---- the walk --------------------------------------------------------------------------- */
+
+typedef struct {
+    char *name;
+    H5L_type_t type;
+    haddr_t addr;
+    size_t val_size;
+    int64_t corder; /* INT64_MAX when not recorded */
+    hsize_t pos;    /* position in the native order of the index iterated */
+} link_rec;
+
+typedef struct {
+    link_rec *items;
+    size_t len, cap;
+    size_t limit;
+    bool oom, over;
+} link_list;
+
+static void link_list_free(link_list *l) {
+    for (size_t i = 0; i < l->len; i++)
+        free(l->items[i].name);
+    free(l->items);
+    l->items = NULL;
+    l->len = l->cap = 0;
+}
+
+static herr_t link_cb(hid_t g, const char *name, const H5L_info_t *info, void *data) {
+    (void)g;
+    link_list *l = data;
+    if (l->len >= l->limit) {
+        l->over = true;
+        return 1;
+    }
+    if (l->len == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        link_rec *t = realloc(l->items, cap * sizeof *t);
+        if (!t) goto fail;
+        l->items = t;
+        l->cap = cap;
+    }
+    link_rec *r = &l->items[l->len];
+    if (!(r->name = strdup(name))) goto fail;
+    r->type = info->type;
+    r->addr = info->type == H5L_TYPE_HARD ? info->u.address : HADDR_UNDEF;
+    r->val_size = info->type == H5L_TYPE_HARD ? 0 : info->u.val_size;
+    r->corder = info->corder_valid ? info->corder : INT64_MAX;
+    r->pos = l->len;
+    l->len++;
+    return 0;
+fail:
+    l->oom = true;
+    return -1;
+}
+
+static int link_by_corder(const void *a, const void *b) {
+    const link_rec *x = a, *y = b;
+    if (x->corder != y->corder) return x->corder < y->corder ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static int link_by_name(const void *a, const void *b) {
+    return strcmp(((const link_rec *)a)->name, ((const link_rec *)b)->name);
+}
+
+/* The group's links, in creation order when the group tracks it, else by name (HDF5's
+ * link order). Iterated in native order and sorted here: any other order makes HDF5 1.10
+ * build a table whose error path frees uninitialised pointers on a damaged file. */
+static int collect_links(lister *ls, hid_t gid, const char *path, link_list *l, H5_index_t *used) {
+    l->limit = LIST_MAX_ENTRIES - ls->nentries + 1;
+    bool tracked = false;
+    hid_t gcpl = H5Gget_create_plist(gid);
+    unsigned flags = 0;
+    if (gcpl >= 0) {
+        tracked = H5Pget_link_creation_order(gcpl, &flags) >= 0 && (flags & H5P_CRT_ORDER_TRACKED);
+        H5Pclose(gcpl);
+    }
+    H5Eclear2(H5E_DEFAULT);
+    if (H5Lexists(gid, PROBE_NAME, H5P_DEFAULT) < 0)
+        return h5_fail(ls, "cannot read the members of '%s'", path[0] ? path : "/");
+    hsize_t idx = 0;
+    *used = H5_INDEX_CRT_ORDER;
+    if (!tracked || H5Literate(gid, H5_INDEX_CRT_ORDER, H5_ITER_NATIVE, &idx, link_cb, l) < 0) {
+        if (l->oom) return oom(ls);
+        H5Eclear2(H5E_DEFAULT);
+        link_list_free(l);
+        l->over = false;
+        idx = 0;
+        *used = H5_INDEX_NAME;
+        if (H5Literate(gid, H5_INDEX_NAME, H5_ITER_NATIVE, &idx, link_cb, l) < 0) {
+            if (l->oom) return oom(ls);
+            return h5_fail(ls, "cannot list the members of '%s'", path[0] ? path : "/");
+        }
+    }
+    if (l->len)
+        qsort(l->items, l->len, sizeof *l->items,
+              *used == H5_INDEX_CRT_ORDER ? link_by_corder : link_by_name);
+    if (l->over)
+        return h5ark_fail(ls->err, H5ARK_RESOURCE_LIMIT,
+                          "'%s' holds more than %d groups, datasets and links; lshdf lists at "
+                          "most %d",
+                          ls->file, LIST_MAX_ENTRIES, LIST_MAX_ENTRIES);
+    return 0;
+}
+
+static h5ark_value *new_entry(lister *ls, const char *name, const char *path, const char *kind) {
+    h5ark_value *e = h5ark_value_map();
+    if (!e || h5ark_value_set(e, "name", text_cstr(name)) ||
+        h5ark_value_set(e, "path", text_cstr(path)) ||
+        h5ark_value_set(e, "kind", h5ark_value_str(kind))) {
+        h5ark_value_destroy(&e);
+        oom(ls);
+    }
+    return e;
+}
+
+/* Entries always carry every key of the contract, nil where nothing applies. */
+static int finish_entry(lister *ls, h5ark_value *e) {
+    static const char *keys[] = {"objtype", "dtype", "shape"};
+    for (size_t i = 0; i < 3; i++)
+        if (!h5ark_value_get(e, keys[i]) && put(ls, e, keys[i], h5ark_value_nil())) return -1;
+    if (!h5ark_value_get(e, "attrs") && put(ls, e, "attrs", h5ark_value_map())) return -1;
+    return 0;
+}
+
+static int add_entry(lister *ls, h5ark_value *e) {
+    if (finish_entry(ls, e)) {
+        h5ark_value_destroy(&e);
+        return -1;
+    }
+    if (ls->nentries >= LIST_MAX_ENTRIES) {
+        h5ark_value_destroy(&e);
+        return h5ark_fail(ls->err, H5ARK_RESOURCE_LIMIT,
+                          "'%s' holds more than %d groups, datasets and links; lshdf lists at "
+                          "most %d",
+                          ls->file, LIST_MAX_ENTRIES, LIST_MAX_ENTRIES);
+    }
+    ls->nentries++;
+    return push(ls, ls->entries, e);
+}
+
+/* A soft, external or user-defined link: described, never followed. */
+static int list_link(lister *ls, hid_t gid, H5_index_t idx_type, const link_rec *r,
+                     const char *path) {
+    h5ark_value *e = new_entry(ls, r->name, path, "link");
+    if (!e) return -1;
+    const char *lt = r->type == H5L_TYPE_SOFT       ? "soft"
+                     : r->type == H5L_TYPE_EXTERNAL ? "external"
+                                                    : "user-defined";
+    int rc = put(ls, e, "link_type", h5ark_value_str(lt));
+    char *val = NULL;
+    if (!rc && (r->type == H5L_TYPE_SOFT || r->type == H5L_TYPE_EXTERNAL) && r->val_size > 0 &&
+        r->val_size <= LINK_VALUE_MAX && (val = malloc(r->val_size + 1))) {
+        if (H5Lget_val_by_idx(gid, ".", idx_type, H5_ITER_NATIVE, r->pos, val, r->val_size,
+                              H5P_DEFAULT) < 0) {
+            H5Eclear2(H5E_DEFAULT);
+            rc = put(ls, e, "note", h5ark_value_str("the link's value is unreadable"));
+        } else if (r->type == H5L_TYPE_SOFT) {
+            rc = put(ls, e, "target", text_value(val, strnlen(val, r->val_size)));
+        } else {
+            const char *file = NULL, *obj = NULL;
+            unsigned flags;
+            if (H5Lunpack_elink_val(val, r->val_size, &flags, &file, &obj) < 0 || !file || !obj) {
+                H5Eclear2(H5E_DEFAULT);
+                rc = put(ls, e, "note", h5ark_value_str("the external link is malformed"));
+            } else {
+                /* the unpacked strings lie inside val, which is r->val_size bytes */
+                size_t fmax = r->val_size - (size_t)(file - val);
+                size_t omax = r->val_size - (size_t)(obj - val);
+                rc = put(ls, e, "file", text_value(file, strnlen(file, fmax)));
+                if (!rc) rc = put(ls, e, "target", text_value(obj, strnlen(obj, omax)));
+            }
+        }
+    }
+    free(val);
+    if (rc) {
+        h5ark_value_destroy(&e);
+        return -1;
+    }
+    return add_entry(ls, e);
+}
+
+static char *child_path(const char *parent, const char *name) {
+    size_t a = strlen(parent), b = strlen(name);
+    char *p = malloc(a + b + 2);
+    if (!p) return NULL;
+    memcpy(p, parent, a);
+    p[a] = '/';
+    memcpy(p + a + 1, name, b + 1);
+    return p;
+}
+
+static int list_group(lister *ls, hid_t gid, const char *path, int depth);
+
+static int list_object(lister *ls, const link_rec *r, const char *path, int depth) {
+    const char *first = seen_find(ls, r->addr);
+    if (first) {
+        /* a second name for an object already listed (an alias, or a cycle) */
+        h5ark_value *e = new_entry(ls, r->name, path, "link");
+        if (!e) return -1;
+        if (put(ls, e, "link_type", h5ark_value_str("hard")) ||
+            put(ls, e, "target", text_cstr(first))) {
+            h5ark_value_destroy(&e);
+            return -1;
+        }
+        return add_entry(ls, e);
+    }
+    hid_t oid = H5Oopen_by_addr(ls->fid, r->addr);
+    if (oid < 0) return h5_fail(ls, "cannot open '%s'", path);
+    int rc = -1;
+    H5O_info_t oi;
+    if (H5Oget_info2(oid, &oi, H5O_INFO_BASIC | H5O_INFO_NUM_ATTRS) < 0) {
+        h5_fail(ls, "cannot read the object header of '%s'", path);
+        goto out;
+    }
+    if (seen_add(ls, r->addr, path)) goto out;
+    const char *kind = oi.type == H5O_TYPE_GROUP            ? "group"
+                       : oi.type == H5O_TYPE_DATASET        ? "dataset"
+                       : oi.type == H5O_TYPE_NAMED_DATATYPE ? "datatype"
+                                                            : "unknown";
+    h5ark_value *e = new_entry(ls, r->name, path, kind);
+    if (!e) goto out;
+    attr_facts facts = {0};
+    if (read_attrs(ls, oid, oi.type, path, oi.num_attrs, e, &facts)) goto fail_entry;
+    if (oi.type == H5O_TYPE_DATASET) {
+        if (describe_dataset(ls, oid, path, &facts, e)) goto fail_entry;
+    } else if (oi.type == H5O_TYPE_GROUP) {
+        if (facts.has_objtype) {
+            if (objtype_from_attr(ls, &facts, e) || group_shape(ls, oid, &facts, e))
+                goto fail_entry;
+        } else if (infer_group(ls, oid, r->name, depth, e)) {
+            goto fail_entry;
+        }
+    } else if (oi.type == H5O_TYPE_NAMED_DATATYPE) {
+        char tname[32];
+        type_name(oid, tname, sizeof tname);
+        if (put(ls, e, "dtype", h5ark_value_str(tname))) goto fail_entry;
+    }
+    if (add_entry(ls, e)) goto out;
+    if (oi.type == H5O_TYPE_GROUP && ls->recursive) {
+        if (depth + 1 >= LIST_MAX_DEPTH) {
+            h5ark_fail(ls->err, H5ARK_RESOURCE_LIMIT,
+                       "'%s' nests groups more than %d deep (at '%s'); lshdf descends at most %d",
+                       ls->file, LIST_MAX_DEPTH, path, LIST_MAX_DEPTH);
+            goto out;
+        }
+        if (list_group(ls, oid, path, depth + 1)) goto out;
+    }
+    rc = 0;
+    goto out;
+fail_entry:
+    h5ark_value_destroy(&e);
+out:
+    H5Oclose(oid);
+    return rc;
+}
+
+static int list_group(lister *ls, hid_t gid, const char *path, int depth) {
+    link_list links = {0};
+    H5_index_t idx_type = H5_INDEX_NAME;
+    if (collect_links(ls, gid, path, &links, &idx_type)) {
+        link_list_free(&links);
+        return -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < links.len && rc == 0; i++) {
+        const link_rec *r = &links.items[i];
+        char *cpath = child_path(path, r->name);
+        if (!cpath) {
+            rc = oom(ls);
+            break;
+        }
+        if (r->type == H5L_TYPE_HARD)
+            rc = list_object(ls, r, cpath, depth);
+        else
+            rc = list_link(ls, gid, idx_type, r, cpath);
+        free(cpath);
+    }
+    link_list_free(&links);
+    return rc;
+}
+
+/* ---- entry point ------------------------------------------------------------------------ */
+
+/* OS-level checks first, so a missing, unreadable or special file gets the right code and
+ * HDF5 never opens a FIFO or a device. */
+static int check_file(const char *abs_path, const char *shown, h5ark_error *err) {
+    struct stat st;
+    if (stat(abs_path, &st) != 0) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            return h5ark_fail(err, H5ARK_NOT_FOUND, "file '%s' does not exist", shown);
+        return h5ark_fail(err, H5ARK_IO_ERROR, "cannot read '%s': %s", shown, strerror(errno));
+    }
+    if (S_ISDIR(st.st_mode))
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "'%s' is a directory, not a file", shown);
+    if (!S_ISREG(st.st_mode))
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "'%s' is not a regular file", shown);
+    int fd = open(abs_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return h5ark_fail(err, H5ARK_IO_ERROR, "cannot open '%s': %s", shown, strerror(errno));
+    close(fd);
+    if (st.st_size == 0)
+        return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "'%s' is empty, not an HDF5 file", shown);
+    return 0;
+}
+
+int storage_list(const char *abs_path, bool recursive, h5ark_value *entries, h5ark_error *err) {
+    /* the error stack and its printing are per thread: silence it in this one */
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    captured.set = false;
+    const char *shown = files_display(abs_path);
+    if (check_file(abs_path, shown, err)) return -1;
+
+    lister ls = {.file = shown, .fid = -1, .recursive = recursive, .entries = entries, .err = err};
+    htri_t is = H5Fis_hdf5(abs_path);
+    if (is <= 0) {
+        char why[600];
+        h5ark_code code = h5_message(why, sizeof why);
+        if (is == 0)
+            return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                              "'%s' is not an HDF5 file (no HDF5 signature found)", shown);
+        return h5ark_fail(err, code, "'%s' cannot be read as HDF5: %s", shown, why);
+    }
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl < 0) return h5_fail(&ls, "cannot set up file access");
+    /* whatever is left open on an error path is closed with the file */
+    H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
+    ls.fid = H5Fopen(abs_path, H5F_ACC_RDONLY, fapl);
+    char why[600];
+    h5ark_code code = ls.fid < 0 ? h5_message(why, sizeof why) : H5ARK_OK;
+    H5Pclose(fapl);
+    if (ls.fid < 0) {
+        if (code == H5ARK_BUSY)
+            return h5ark_fail(err, code,
+                              "'%s' is locked by another program writing it; try again when it "
+                              "is closed: %s",
+                              shown, why);
+        if (code == H5ARK_IO_ERROR)
+            return h5ark_fail(err, code, "cannot read '%s': %s", shown, why);
+        return h5ark_fail(err, code, "'%s' is not a readable HDF5 file (truncated or corrupt?): %s",
+                          shown, why);
+    }
+    int rc = -1;
+    hid_t root = H5Gopen2(ls.fid, "/", H5P_DEFAULT);
+    H5O_info_t oi;
+    if (root < 0 || H5Oget_info2(root, &oi, H5O_INFO_BASIC) < 0) {
+        h5_fail(&ls, "cannot open the root group");
+    } else if (seen_add(&ls, oi.addr, "/") == 0) {
+        rc = list_group(&ls, root, "", 0);
+    }
+    if (root >= 0) H5Gclose(root);
+    if (H5Fclose(ls.fid) < 0) H5Eclear2(H5E_DEFAULT);
+    seen_free(&ls);
+    return rc;
+}

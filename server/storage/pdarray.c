@@ -1,0 +1,170 @@
+/* A pdarray on disk (ARKOUDA_FORMAT.md): dataset `/<name>`, rank 1, contiguous, the
+ * element type at its own width (bool: 1-byte unsigned plus isBool=1), with ObjType=1,
+ * file_version and arkouda_version. Legacy files: no attributes (v0, v1), and v1 bools as
+ * `/<name>/booleans`. */
+#include "storage_internal.h"
+
+#include "locales.h"
+#include "schema.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int pdarray_write(hid_t file, int file_index, const char *name, const object *obj, int part,
+                  write_plan *plan, h5ark_error *err) {
+    const darray *a = obj->values;
+    uint64_t n = part < 0 ? a->size : a->shards[part].count;
+    uint64_t offset = 0;
+    hid_t dset = h5u_create_dataset(file, name, obj->dtype, n, &offset, err);
+    if (dset < 0) return -1;
+    int rc = h5u_write_object_attrs(dset, OBJTYPE_PDARRAY, obj->dtype == H5ARK_BOOLEAN, err);
+    if (H5Dclose(dset) < 0 && rc == 0)
+        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close dataset '%s'", name);
+    if (rc) return h5ark_fail_context(err, "dataset '%s'", name);
+    for (int b = 0; b < a->nshards; b++) {
+        const shard *s = &a->shards[b];
+        if ((part >= 0 && b != part) || s->count == 0) continue;
+        write_region r = {
+            .file = file_index,
+            .locale = b,
+            .data = s->data,
+            .nbytes = s->count * a->itemsize,
+            .offset = offset + (part < 0 ? s->start * a->itemsize : 0),
+        };
+        if (write_plan_add(plan, &r, err)) return -1;
+    }
+    return 0;
+}
+
+int pdarray_probe(hid_t file, int file_index, const char *path, uint64_t file_size,
+                  read_dataset *ds, bool legacy_group, h5ark_error *err) {
+    char dset[1100], what[1200];
+    if (legacy_group)
+        snprintf(dset, sizeof dset, "%s/%s", ds->name, LEGACY_BOOLEANS);
+    else
+        snprintf(dset, sizeof dset, "%s", ds->name);
+    snprintf(what, sizeof what, "dataset '%s'", dset);
+    h5u_dset_info info;
+    if (h5u_inspect(file, dset, file_size, what, &info, err)) return -1;
+    bool is_bool = legacy_group || info.enum_bool;
+    if (!is_bool && info.is_integer) {
+        hid_t obj = H5Dopen2(file, dset, H5P_DEFAULT);
+        if (obj < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "%s cannot be opened", what);
+        int64_t flag = 0;
+        int r = h5u_read_int_attr(obj, ATTR_IS_BOOL, &flag, what, err);
+        H5Dclose(obj);
+        if (r < 0) return -1;
+        is_bool = r == 1 && flag == 1;
+    }
+    if (is_bool && !info.is_integer)
+        return h5ark_fail(err, H5ARK_TYPE_ERROR, "%s is marked as bool but holds floats", what);
+    if (is_bool && info.dtype != H5ARK_BOOLEAN) {
+        /* bytes of a 1-byte integer are bools as they are; wider ones need converting */
+        info.exact = info.exact && h5ark_dtype_size(info.dtype) == 1;
+        info.dtype = H5ARK_BOOLEAN;
+    }
+    if (!ds->have_dtype) {
+        ds->first_dtype = info.dtype;
+        ds->have_dtype = true;
+    }
+    if (info.count == 0) return 0; /* an empty share adds nothing, not even a type */
+    char *copy = strdup(dset);
+    if (!copy) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    return read_part_add(&ds->values, file_index, path, copy, &info, 0, err);
+}
+
+/* Arkouda's widening: 8-byte unsigned stays uint64, other integers become int64, floats
+ * float64; bool stays bool. */
+static h5ark_dtype arkouda_dtype(h5ark_dtype d) {
+    if (d == H5ARK_BOOLEAN || d == H5ARK_UINT64) return d;
+    if (h5ark_dtype_is_float(d)) return H5ARK_FLOAT64;
+    return H5ARK_INT64;
+}
+
+int pdarray_settle_dtype(read_dataset *ds, bool strict, h5ark_error *err) {
+    read_part *p = &ds->values;
+    if (p->n == 0) {
+        p->dtype = ds->have_dtype ? ds->first_dtype : H5ARK_INT64;
+        return 0;
+    }
+    h5ark_dtype first = p->src[0].info.dtype;
+    size_t other = 0;
+    for (size_t i = 1; i < p->n && !other; i++)
+        if (p->src[i].info.dtype != first) other = i;
+    if (!other) {
+        p->dtype = first;
+        return 0;
+    }
+    const read_src *a = &p->src[0], *b = &p->src[other];
+    if (strict)
+        return h5ark_fail(err, H5ARK_TYPE_ERROR,
+                          "dataset '%s' is %s in '%s' but %s in '%s' (strict_types is on; turn "
+                          "it off to widen them to a common type)",
+                          ds->name, h5ark_dtype_name(a->info.dtype), files_display(a->path),
+                          h5ark_dtype_name(b->info.dtype), files_display(b->path));
+    h5ark_dtype common = arkouda_dtype(first);
+    bool all_unsigned = true;
+    for (size_t i = 0; i < p->n; i++)
+        all_unsigned = all_unsigned && h5ark_dtype_is_unsigned(p->src[i].info.dtype);
+    for (size_t i = 1; i < p->n; i++) {
+        h5ark_dtype d = arkouda_dtype(p->src[i].info.dtype);
+        if (d == common) continue;
+        if (all_unsigned) {
+            common = H5ARK_UINT64;
+            continue;
+        }
+        return h5ark_fail(err, H5ARK_TYPE_ERROR,
+                          "dataset '%s' cannot be combined across files: %s in '%s' but %s in "
+                          "'%s'",
+                          ds->name, h5ark_dtype_name(p->src[0].info.dtype),
+                          files_display(p->src[0].path), h5ark_dtype_name(p->src[i].info.dtype),
+                          files_display(p->src[i].path));
+    }
+    p->dtype = common;
+    return 0;
+}
+
+typedef struct {
+    const read_dataset *ds;
+    object *obj, *tag;
+    locale_errors le;
+} read_job;
+
+static void read_shard(int locale, void *ctx) {
+    read_job *job = ctx;
+    const shard *s = &job->obj->values->shards[locale];
+    if (s->count == 0) return;
+    if (read_part_range(&job->ds->values, s->start, s->start + s->count, s->data,
+                        &job->le.errs[locale])) {
+        locale_errors_set(&job->le, locale);
+        return;
+    }
+    if (job->tag)
+        read_part_tags(&job->ds->values, s->start, s->start + s->count,
+                       job->tag->values->shards[locale].data);
+}
+
+int pdarray_read(const read_dataset *ds, bool tags, object **obj, object **tag, h5ark_error *err) {
+    *obj = *tag = NULL;
+    read_job job = {.ds = ds};
+    job.obj = object_new_pdarray(ds->values.dtype, ds->values.total, err);
+    if (!job.obj) return h5ark_fail_context(err, "reading dataset '%s'", ds->name);
+    if (tags && !(job.tag = object_new_pdarray(H5ARK_INT64, ds->values.total, err))) {
+        object_release(job.obj);
+        return h5ark_fail_context(err, "tagging dataset '%s'", ds->name);
+    }
+    if (locale_errors_init(&job.le, err)) goto fail;
+    locales_run(read_shard, &job);
+    int rc = locale_errors_take(&job.le, err);
+    locale_errors_free(&job.le);
+    if (rc) goto fail;
+    *obj = job.obj;
+    *tag = job.tag;
+    return 0;
+fail:
+    object_release(job.obj);
+    object_release(job.tag);
+    return -1;
+}

@@ -1,0 +1,404 @@
+/* Strings on disk (ARKOUDA_FORMAT.md): group `/<name>` (ObjType=2) holding `values`
+ * (uint8: every string's bytes and one NUL) and `segments` (int64 start offsets, starting
+ * at 0 in each file), both with ObjType=1. Readers also take files without `segments`
+ * (offsets come from the NULs) and files without any attributes. */
+#include "storage_internal.h"
+
+#include "locales.h"
+#include "objects/strings.h"
+#include "schema.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int write_child(hid_t group, int file_index, const char *child, const darray *a, int part,
+                       bool rebase, const darray *values, write_plan *plan, h5ark_error *err) {
+    uint64_t n = part < 0 ? a->size : a->shards[part].count;
+    uint64_t offset = 0;
+    hid_t dset = h5u_create_dataset(group, child, a->dtype, n, &offset, err);
+    if (dset < 0) return -1;
+    int rc = h5u_write_object_attrs(dset, OBJTYPE_PDARRAY, false, err);
+    if (H5Dclose(dset) < 0 && rc == 0)
+        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close dataset '%s'", child);
+    if (rc) return -1;
+    for (int b = 0; b < a->nshards; b++) {
+        const shard *s = &a->shards[b];
+        if ((part >= 0 && b != part) || s->count == 0) continue;
+        write_region r = {
+            .file = file_index,
+            .locale = b,
+            .data = s->data,
+            .nbytes = s->count * a->itemsize,
+            .offset = offset + (part < 0 ? s->start * a->itemsize : 0),
+            /* a file of its own restarts the offsets at 0 */
+            .rebase = rebase ? (int64_t)values->shards[b].start : 0,
+        };
+        if (write_plan_add(plan, &r, err)) return -1;
+    }
+    return 0;
+}
+
+int strings_write(hid_t file, int file_index, const char *name, const object *obj, int part,
+                  write_plan *plan, h5ark_error *err) {
+    hid_t group = H5Gcreate2(file, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (group < 0) return h5u_fail(err, H5ARK_IO_ERROR, "cannot create group '%s'", name);
+    int rc = h5u_write_object_attrs(group, OBJTYPE_STRINGS, false, err);
+    if (rc == 0)
+        rc =
+            write_child(group, file_index, CHILD_VALUES, obj->values, part, false, NULL, plan, err);
+    if (rc == 0)
+        rc = write_child(group, file_index, CHILD_SEGMENTS, obj->segments, part, part >= 0,
+                         obj->values, plan, err);
+    if (H5Gclose(group) < 0 && rc == 0)
+        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close group '%s'", name);
+    return rc ? h5ark_fail_context(err, "Strings '%s'", name) : 0;
+}
+
+int strings_probe(hid_t file, int file_index, const char *path, uint64_t file_size,
+                  read_dataset *ds, bool calc_offsets, h5ark_error *err) {
+    char vpath[1100], spath[1100], what[1200];
+    snprintf(vpath, sizeof vpath, "%s/%s", ds->name, CHILD_VALUES);
+    snprintf(spath, sizeof spath, "%s/%s", ds->name, CHILD_SEGMENTS);
+    ds->values.dtype = H5ARK_UINT8;
+    ds->segments.dtype = H5ARK_INT64;
+    h5u_dset_info v, s = {0};
+    snprintf(what, sizeof what, "Strings bytes '%s'", vpath);
+    if (h5u_inspect(file, vpath, file_size, what, &v, err)) return -1;
+    if (!v.is_integer || v.enum_bool || h5ark_dtype_size(v.dtype) != 1)
+        return h5ark_fail(err, H5ARK_TYPE_ERROR, "%s are %s, not 1-byte integers", what,
+                          h5ark_dtype_name(v.dtype));
+    v.dtype = H5ARK_UINT8;
+    v.exact = true; /* bytes are bytes, whatever the sign or order */
+    bool has_segments = !calc_offsets && h5u_link_exists(file, spath) == 1;
+    if (has_segments) {
+        snprintf(what, sizeof what, "Strings offsets '%s'", spath);
+        if (h5u_inspect(file, spath, file_size, what, &s, err)) return -1;
+        if (!s.is_integer || s.enum_bool)
+            return h5ark_fail(err, H5ARK_TYPE_ERROR, "%s are %s, not integers", what,
+                              h5ark_dtype_name(s.dtype));
+    }
+    if (v.count == 0) {
+        if (s.count > 0)
+            return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                              "Strings '%s' has %llu offsets but no bytes in 'values'", ds->name,
+                              (unsigned long long)s.count);
+        return 0;
+    }
+    if (has_segments && s.count == 0)
+        return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                          "Strings '%s' has %llu bytes in 'values' but no offsets in 'segments'",
+                          ds->name, (unsigned long long)v.count);
+    if (!has_segments) ds->no_segments = true;
+    int64_t value_offset = (int64_t)ds->values.total;
+    char *vcopy = strdup(vpath), *scopy = has_segments ? strdup(spath) : NULL;
+    if (!vcopy || (has_segments && !scopy)) {
+        free(vcopy);
+        free(scopy);
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    if (read_part_add(&ds->values, file_index, path, vcopy, &v, 0, err)) {
+        free(scopy);
+        return -1;
+    }
+    if (has_segments &&
+        read_part_add(&ds->segments, file_index, path, scopy, &s, value_offset, err))
+        return -1;
+    return 0;
+}
+
+/* ---- reading with offsets from the files' `segments` ------------------------------- */
+
+typedef struct {
+    const read_dataset *ds;
+    object *obj, *tag;
+    locale_errors le;
+    _Atomic uint64_t first_bad;     /* global index of the first malformed string */
+    _Atomic uint64_t first_bad_end; /* first values source not ending in NUL */
+} seg_job;
+
+static void atomic_min(_Atomic uint64_t *a, uint64_t v) {
+    uint64_t cur = atomic_load(a);
+    while (v < cur && !atomic_compare_exchange_weak(a, &cur, v)) {}
+}
+
+static void seg_read_shard(int b, void *ctx) {
+    seg_job *job = ctx;
+    const read_dataset *ds = job->ds;
+    const shard *vs = &job->obj->values->shards[b];
+    const shard *ss = &job->obj->segments->shards[b];
+    h5ark_error *err = &job->le.errs[b];
+    if ((vs->count &&
+         read_part_range(&ds->values, vs->start, vs->start + vs->count, vs->data, err)) ||
+        (ss->count &&
+         read_part_range(&ds->segments, ss->start, ss->start + ss->count, ss->data, err))) {
+        locale_errors_set(&job->le, b);
+        return;
+    }
+    /* Each file's offsets start at 0 and its bytes end in NUL: otherwise a string would
+     * run from one file into the next. */
+    if (ss->count) {
+        const int64_t *seg = ss->data;
+        for (size_t i = read_part_find(&ds->segments, ss->start); i < ds->segments.n; i++) {
+            const read_src *src = &ds->segments.src[i];
+            if (src->start >= ss->start + ss->count) break;
+            if (src->start >= ss->start && seg[src->start - ss->start] != src->rebase)
+                atomic_min(&job->first_bad, src->start);
+        }
+    }
+    if (vs->count) {
+        const unsigned char *bytes = vs->data;
+        for (size_t i = read_part_find(&ds->values, vs->start); i < ds->values.n; i++) {
+            const read_src *src = &ds->values.src[i];
+            uint64_t last = src->start + src->info.count - 1;
+            if (last >= vs->start + vs->count) break;
+            if (last >= vs->start && bytes[last - vs->start] != 0)
+                atomic_min(&job->first_bad_end, i);
+        }
+    }
+    atomic_min(&job->first_bad, strings_check_shard(job->obj, b));
+    if (job->tag && ss->count)
+        read_part_tags(&ds->segments, ss->start, ss->start + ss->count,
+                       job->tag->values->shards[b].data);
+}
+
+static int fail_at_string(const read_dataset *ds, uint64_t k, h5ark_error *err) {
+    const read_src *src = &ds->segments.src[read_part_find(&ds->segments, k)];
+    return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                      "Strings '%s' in '%s' is malformed at string %llu: 'segments' must start "
+                      "at 0 and increase within 'values', and every string must end in one NUL "
+                      "byte",
+                      ds->name, files_display(src->path), (unsigned long long)(k - src->start));
+}
+
+static int read_with_segments(const read_dataset *ds, bool tags, object **obj, object **tag,
+                              h5ark_error *err) {
+    int L = locales_count();
+    uint64_t n = ds->segments.total, total = ds->values.total;
+    uint64_t *off = calloc((size_t)L + 1, sizeof *off);
+    if (!off) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    /* where each locale's strings start: one offset per locale boundary */
+    off[L] = total;
+    for (int b = 1; b < L; b++) {
+        uint64_t g = locales_block_start(n, L, b);
+        if (g >= n) {
+            off[b] = total;
+            continue;
+        }
+        int64_t v = 0;
+        if (read_part_range(&ds->segments, g, g + 1, &v, err)) {
+            free(off);
+            return h5ark_fail_context(err, "Strings '%s'", ds->name);
+        }
+        if (v < (int64_t)off[b - 1] || (uint64_t)v > total) {
+            free(off);
+            return fail_at_string(ds, g, err);
+        }
+        off[b] = (uint64_t)v;
+    }
+    uint64_t *counts = calloc((size_t)L, sizeof *counts);
+    if (!counts) {
+        free(off);
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    for (int b = 0; b < L; b++)
+        counts[b] = off[b + 1] - off[b];
+    free(off);
+    seg_job job = {.ds = ds};
+    atomic_init(&job.first_bad, UINT64_MAX);
+    atomic_init(&job.first_bad_end, UINT64_MAX);
+    job.obj = object_new_strings(n, counts, err);
+    free(counts);
+    if (!job.obj) return h5ark_fail_context(err, "reading Strings '%s'", ds->name);
+    if (tags && !(job.tag = object_new_pdarray(H5ARK_INT64, n, err))) {
+        h5ark_fail_context(err, "tagging Strings '%s'", ds->name);
+        goto fail;
+    }
+    if (locale_errors_init(&job.le, err)) goto fail;
+    locales_run(seg_read_shard, &job);
+    int rc = locale_errors_take(&job.le, err);
+    locale_errors_free(&job.le);
+    if (rc) goto fail;
+    uint64_t bad_end = atomic_load(&job.first_bad_end);
+    if (bad_end != UINT64_MAX) {
+        h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                   "Strings '%s' in '%s' is malformed: 'values' does not end in a NUL byte",
+                   ds->name, files_display(ds->values.src[bad_end].path));
+        goto fail;
+    }
+    uint64_t bad = atomic_load(&job.first_bad);
+    if (bad != UINT64_MAX) {
+        fail_at_string(ds, bad, err);
+        goto fail;
+    }
+    *obj = job.obj;
+    *tag = job.tag;
+    return 0;
+fail:
+    object_release(job.obj);
+    object_release(job.tag);
+    return -1;
+}
+
+/* ---- reading with offsets found from the NULs ---------------------------------------- */
+
+/* The bytes are first read block-distributed by byte (the string boundaries are not known
+ * yet), then the NULs counted, then each locale's strings copied whole into the result. */
+typedef struct {
+    const read_dataset *ds;
+    darray *bytes;   /* block-distributed by byte */
+    uint64_t *nuls;  /* per locale, then prefix sums */
+    uint64_t *first; /* per locale boundary b: index of its first string */
+    uint64_t *off;   /* per locale boundary b: byte offset of its first string */
+    object *obj, *tag;
+    locale_errors le;
+    _Atomic uint64_t first_bad_end;
+    int L;
+} nul_job;
+
+static void nul_read_count(int b, void *ctx) {
+    nul_job *job = ctx;
+    const read_dataset *ds = job->ds;
+    const shard *s = &job->bytes->shards[b];
+    job->nuls[b] = 0;
+    if (s->count == 0) return;
+    if (read_part_range(&ds->values, s->start, s->start + s->count, s->data, &job->le.errs[b])) {
+        locale_errors_set(&job->le, b);
+        return;
+    }
+    const unsigned char *p = s->data;
+    uint64_t count = 0;
+    for (uint64_t i = 0; i < s->count; i++)
+        count += p[i] == 0;
+    job->nuls[b] = count;
+    for (size_t i = read_part_find(&ds->values, s->start); i < ds->values.n; i++) {
+        const read_src *src = &ds->values.src[i];
+        uint64_t last = src->start + src->info.count - 1;
+        if (last >= s->start + s->count) break;
+        if (last >= s->start && p[last - s->start] != 0) atomic_min(&job->first_bad_end, i);
+    }
+}
+
+/* Locale b finds the byte offsets of the boundary strings whose preceding NUL it holds. */
+static void nul_find_boundaries(int b, void *ctx) {
+    nul_job *job = ctx;
+    const shard *s = &job->bytes->shards[b];
+    uint64_t before = job->nuls[b], here = job->nuls[b + 1] - before;
+    const unsigned char *p = s->data;
+    uint64_t i = 0, seen = 0, found = 0;
+    for (int k = 1; k < job->L; k++) {
+        uint64_t g = job->first[k];
+        if (g == 0 || g - 1 < before || g - 1 >= before + here) continue;
+        uint64_t want = g - 1 - before; /* the want-th NUL of this shard ends string g-1 */
+        /* boundaries repeat when there are fewer strings than locales */
+        while (seen <= want && i < s->count)
+            if (p[i++] == 0 && seen++ == want) found = s->start + i;
+        job->off[k] = found;
+    }
+}
+
+static void nul_fill(int b, void *ctx) {
+    nul_job *job = ctx;
+    const shard *vs = &job->obj->values->shards[b];
+    const shard *ss = &job->obj->segments->shards[b];
+    /* copy bytes [vs->start, vs->start + vs->count) out of the by-byte shards */
+    uint64_t pos = vs->start, end = vs->start + vs->count;
+    unsigned char *out = vs->data;
+    while (pos < end) {
+        const shard *src = &job->bytes->shards[darray_shard_of(job->bytes, pos)];
+        uint64_t n = src->start + src->count - pos;
+        if (n > end - pos) n = end - pos;
+        memcpy(out + (pos - vs->start), (const unsigned char *)src->data + (pos - src->start), n);
+        pos += n;
+    }
+    int64_t *seg = ss->data;
+    uint64_t k = 0;
+    if (ss->count) seg[k++] = (int64_t)vs->start;
+    for (uint64_t i = 0; i + 1 < vs->count && k < ss->count; i++)
+        if (out[i] == 0) seg[k++] = (int64_t)(vs->start + i + 1);
+    if (job->tag && ss->count) {
+        int64_t *tags = job->tag->values->shards[b].data;
+        size_t j = read_part_find(&job->ds->values, (uint64_t)seg[0]);
+        for (uint64_t i = 0; i < ss->count; i++) {
+            while (j + 1 < job->ds->values.n &&
+                   job->ds->values.src[j + 1].start <= (uint64_t)seg[i])
+                j++;
+            tags[i] = job->ds->values.src[j].file;
+        }
+    }
+}
+
+static int read_from_nuls(const read_dataset *ds, bool tags, object **obj, object **tag,
+                          h5ark_error *err) {
+    int L = locales_count();
+    nul_job job = {.ds = ds, .L = L};
+    atomic_init(&job.first_bad_end, UINT64_MAX);
+    int rc = -1;
+    job.nuls = calloc((size_t)L + 1, sizeof *job.nuls);
+    job.first = calloc((size_t)L + 1, sizeof *job.first);
+    job.off = calloc((size_t)L + 1, sizeof *job.off);
+    uint64_t *counts = calloc((size_t)L, sizeof *counts);
+    if (!job.nuls || !job.first || !job.off || !counts) {
+        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        goto out;
+    }
+    if (locale_errors_init(&job.le, err)) goto out;
+    job.bytes = darray_new(H5ARK_UINT8, ds->values.total, NULL, err);
+    if (!job.bytes) {
+        h5ark_fail_context(err, "reading Strings '%s'", ds->name);
+        goto out;
+    }
+    locales_run(nul_read_count, &job);
+    if (locale_errors_take(&job.le, err)) goto out;
+    uint64_t bad_end = atomic_load(&job.first_bad_end);
+    if (bad_end != UINT64_MAX) {
+        h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                   "Strings '%s' in '%s' is malformed: 'values' does not end in a NUL byte",
+                   ds->name, files_display(ds->values.src[bad_end].path));
+        goto out;
+    }
+    /* nuls becomes prefix sums: nuls[b] = NULs before locale b's bytes */
+    uint64_t n = 0;
+    for (int b = 0; b <= L; b++) {
+        uint64_t c = b < L ? job.nuls[b] : 0;
+        job.nuls[b] = n;
+        n += c;
+    }
+    for (int b = 0; b <= L; b++)
+        job.first[b] = locales_block_start(n, L, b);
+    job.off[L] = ds->values.total;
+    locales_run(nul_find_boundaries, &job);
+    for (int b = 0; b < L; b++)
+        counts[b] = job.off[b + 1] - job.off[b];
+    job.obj = object_new_strings(n, counts, err);
+    if (!job.obj) {
+        h5ark_fail_context(err, "reading Strings '%s'", ds->name);
+        goto out;
+    }
+    if (tags && !(job.tag = object_new_pdarray(H5ARK_INT64, n, err))) {
+        h5ark_fail_context(err, "tagging Strings '%s'", ds->name);
+        goto out;
+    }
+    locales_run(nul_fill, &job);
+    *obj = job.obj;
+    *tag = job.tag;
+    job.obj = job.tag = NULL;
+    rc = 0;
+out:
+    object_release(job.obj);
+    object_release(job.tag);
+    darray_free(job.bytes);
+    locale_errors_free(&job.le);
+    free(job.nuls);
+    free(job.first);
+    free(job.off);
+    free(counts);
+    return rc;
+}
+
+int strings_read(const read_dataset *ds, bool tags, object **obj, object **tag, h5ark_error *err) {
+    *obj = *tag = NULL;
+    if (ds->no_segments) return read_from_nuls(ds, tags, obj, tag, err);
+    return read_with_segments(ds, tags, obj, tag, err);
+}

@@ -1,0 +1,669 @@
+/* Tests of libh5ark against a running daemon: test_h5ark_client ENDPOINT [MODE...].
+ * MODE: `basic` (default) round-trips every dtype, strings, large buffers and errors;
+ * `hdf` round-trips through tohdf / lshdf / readhdf; `destructive` ends with clear and
+ * shutdown (use a daemon of its own). Prints each failure and exits 1 if there was one. */
+#include "h5ark.h"
+
+#include <float.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int failures, checks;
+static h5ark_error err;
+static char prefix[64]; /* makes object names unique per run */
+
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        checks++;                                                                                  \
+        if (!(cond)) {                                                                             \
+            failures++;                                                                            \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                        \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+        }                                                                                          \
+    } while (0)
+
+/* expr must succeed */
+#define CHECK_OK(expr)                                                                             \
+    do {                                                                                           \
+        memset(&err, 0, sizeof err);                                                               \
+        int rc_ = (expr);                                                                          \
+        CHECK(rc_ == 0, "%s -> %s: %s", #expr, h5ark_code_name(err.code), err.message);            \
+    } while (0)
+
+/* expr must fail with code `want` */
+#define CHECK_ERR(expr, want)                                                                      \
+    do {                                                                                           \
+        memset(&err, 0, sizeof err);                                                               \
+        int rc_ = (expr);                                                                          \
+        CHECK(rc_ == -1 && err.code == (want), "%s -> rc %d, %s: %s (wanted %s)", #expr, rc_,      \
+              h5ark_code_name(err.code), err.message, h5ark_code_name(want));                      \
+        CHECK(err.message[0] != '\0', "%s failed without a message", #expr);                       \
+    } while (0)
+
+static const char *uname(const char *base) {
+    static char names[16][128];
+    static int next;
+    char *n = names[next++ % 16];
+    snprintf(n, sizeof names[0], "%s_%s", prefix, base);
+    return n;
+}
+
+static const char *desc_str(const h5ark_value *obj, const char *key) {
+    const h5ark_value *v = h5ark_value_get(obj, key);
+    return v && v->kind == H5ARK_STR ? v->as.s.ptr : "";
+}
+
+static uint64_t desc_uint(const h5ark_value *obj, const char *key) {
+    uint64_t u = UINT64_MAX;
+    h5ark_value_to_uint64(h5ark_value_get(obj, key), &u);
+    return u;
+}
+
+/* ---- numeric dtypes ------------------------------------------------------------------ */
+
+/* Edge values of a dtype as little-endian bytes; returns the element count. */
+static size_t edge_values(h5ark_dtype d, unsigned char *out) {
+    size_t item = h5ark_dtype_size(d), n = 0;
+    if (d == H5ARK_BOOLEAN) {
+        static const unsigned char b[] = {1, 0, 1, 1, 0};
+        memcpy(out, b, sizeof b);
+        return sizeof b;
+    }
+    if (d == H5ARK_FLOAT64) {
+        uint64_t nan_payload = 0x7ff8000000000005ull;
+        double nanp;
+        memcpy(&nanp, &nan_payload, 8);
+        double v[] = {NAN, nanp,  INFINITY, -INFINITY, -0.0,    0.0,
+                      1.5, -2.25, DBL_MAX,  -DBL_MAX,  DBL_MIN, 4.9406564584124654e-324};
+        memcpy(out, v, sizeof v);
+        return sizeof v / sizeof *v;
+    }
+    if (d == H5ARK_FLOAT32) {
+        uint32_t nan_payload = 0x7fc00005u;
+        float nanp;
+        memcpy(&nanp, &nan_payload, 4);
+        float v[] = {NAN,  nanp,   INFINITY, -INFINITY, -0.0f,   0.0f,
+                     1.5f, -2.25f, FLT_MAX,  -FLT_MAX,  FLT_MIN, 1.40129846e-45f};
+        memcpy(out, v, sizeof v);
+        return sizeof v / sizeof *v;
+    }
+    int bits = (int)item * 8;
+    if (h5ark_dtype_is_signed(d)) {
+        int64_t max = bits == 64 ? INT64_MAX : (int64_t)((1ull << (bits - 1)) - 1);
+        int64_t min = -max - 1;
+        int64_t v[] = {min, min + 1, -2, -1, 0, 1, 2, max - 1, max};
+        for (size_t i = 0; i < sizeof v / sizeof *v; i++, n++)
+            memcpy(out + n * item, &v[i], item); /* the low bytes on a little-endian host */
+    } else {
+        uint64_t max = bits == 64 ? UINT64_MAX : (1ull << bits) - 1;
+        uint64_t v[] = {0, 1, 2, 0x7f, 0x80, max - 1, max};
+        for (size_t i = 0; i < sizeof v / sizeof *v; i++, n++)
+            memcpy(out + n * item, &v[i], item);
+    }
+    return n;
+}
+
+static void test_dtypes(h5ark_client_t *c) {
+    for (int d = 0; d < H5ARK_STRING; d++) {
+        h5ark_dtype dt = (h5ark_dtype)d;
+        const char *dn = h5ark_dtype_name(dt);
+        unsigned char vals[256];
+        size_t n = edge_values(dt, vals), item = h5ark_dtype_size(dt);
+        const char *name = uname(dn);
+        h5ark_value *obj = NULL;
+        CHECK_OK(h5ark_client_put_array(c, dt, n, vals, name, &obj, &err));
+        CHECK(strcmp(desc_str(obj, "name"), name) == 0, "put %s: name %s", dn,
+              desc_str(obj, "name"));
+        CHECK(strcmp(desc_str(obj, "dtype"), dn) == 0, "put %s: dtype %s", dn,
+              desc_str(obj, "dtype"));
+        CHECK(strcmp(desc_str(obj, "objtype"), "pdarray") == 0, "put %s: objtype", dn);
+        CHECK(desc_uint(obj, "size") == n, "put %s: size %" PRIu64, dn, desc_uint(obj, "size"));
+        CHECK(desc_uint(obj, "itemsize") == item, "put %s: itemsize", dn);
+        h5ark_value_destroy(&obj);
+
+        h5ark_data data;
+        CHECK_OK(h5ark_client_get(c, name, 0, H5ARK_END, &data, &err));
+        CHECK(data.dtype == dt && data.objtype == H5ARK_PDARRAY, "get %s: type", dn);
+        CHECK(data.count == n && data.values_nbytes == n * item, "get %s: %" PRIu64 " elements", dn,
+              data.count);
+        CHECK(data.values && memcmp(data.values, vals, n * item) == 0,
+              "get %s: values differ bitwise", dn);
+        h5ark_data_free(&data);
+
+        unsigned char back[256] = {0};
+        uint64_t nbytes = 0;
+        CHECK_OK(h5ark_client_get_into(c, name, 2, 5, back, sizeof back, &nbytes, NULL, &err));
+        CHECK(nbytes == 3 * item && memcmp(back, vals + 2 * item, 3 * item) == 0,
+              "get_into %s [2,5): %" PRIu64 " bytes or values differ", dn, nbytes);
+
+        /* an empty array, and an empty range */
+        char ebuf[128] = "";
+        const char *ename = ebuf;
+        CHECK_OK(h5ark_client_put_array(c, dt, 0, NULL, NULL, &obj, &err));
+        CHECK(obj && desc_uint(obj, "size") == 0, "put empty %s", dn);
+        if (obj) snprintf(ebuf, sizeof ebuf, "%s", desc_str(obj, "name"));
+        h5ark_value_destroy(&obj);
+        CHECK_OK(h5ark_client_get(c, ename, 0, H5ARK_END, &data, &err));
+        CHECK(data.count == 0 && data.values_nbytes == 0, "get empty %s", dn);
+        h5ark_data_free(&data);
+        CHECK_OK(h5ark_client_get(c, name, 3, 3, &data, &err));
+        CHECK(data.count == 0 && data.start == 3, "get %s [3,3)", dn);
+        h5ark_data_free(&data);
+        CHECK_OK(h5ark_client_delete(c, &ename, 1, NULL, &err));
+    }
+}
+
+/* ---- large buffers (zero-copy send, many frames each way) ---------------------------- */
+
+static void test_large(h5ark_client_t *c) {
+    const uint64_t n = 3 * 1024 * 1024 + 7; /* 24 MiB of int64, not a multiple of a frame */
+    const char *name = uname("large");
+    int64_t *v = malloc(n * 8);
+    for (uint64_t i = 0; i < n; i++)
+        v[i] = (int64_t)(i * 2654435761u) ^ -(int64_t)(i & 1);
+    CHECK_OK(h5ark_client_put_array(c, H5ARK_INT64, n, v, name, NULL, &err));
+
+    h5ark_data data;
+    CHECK_OK(h5ark_client_get(c, name, 0, H5ARK_END, &data, &err));
+    CHECK(data.count == n && memcmp(data.values, v, n * 8) == 0, "large get differs");
+    h5ark_data_free(&data);
+
+    uint64_t lo = 1000003, hi = 2500001;
+    int64_t *part = malloc((hi - lo) * 8);
+    uint64_t nbytes = 0;
+    CHECK_OK(h5ark_client_get_into(c, name, lo, hi, part, (hi - lo) * 8, &nbytes, NULL, &err));
+    CHECK(nbytes == (hi - lo) * 8 && memcmp(part, v + lo, nbytes) == 0,
+          "large get_into slice differs");
+    CHECK_ERR(h5ark_client_get_into(c, name, lo, hi, part, (hi - lo) * 8 - 1, NULL, NULL, &err),
+              H5ARK_BAD_REQUEST);
+    free(part);
+
+    /* the caller may free its buffer as soon as put returns */
+    for (int round = 0; round < 3; round++) {
+        int64_t *tmp = malloc(n * 8);
+        memcpy(tmp, v, n * 8);
+        char nm[128];
+        snprintf(nm, sizeof nm, "%s_%d", name, round);
+        CHECK_OK(h5ark_client_put_array(c, H5ARK_INT64, n, tmp, nm, NULL, &err));
+        memset(tmp, 0xab, n * 8);
+        free(tmp);
+        const char *one = nm;
+        CHECK_OK(h5ark_client_get(c, nm, n - 5, n, &data, &err));
+        CHECK(data.count == 5 && memcmp(data.values, v + n - 5, 40) == 0, "round %d", round);
+        h5ark_data_free(&data);
+        CHECK_OK(h5ark_client_delete(c, &one, 1, NULL, &err));
+    }
+    free(v);
+    CHECK_OK(h5ark_client_delete(c, &name, 1, NULL, &err));
+}
+
+/* ---- strings ------------------------------------------------------------------------- */
+
+static void check_strings(const h5ark_data *d, const char *const *want, uint64_t n,
+                          const char *what) {
+    CHECK(d->objtype == H5ARK_STRINGS && d->dtype == H5ARK_STRING, "%s: type", what);
+    CHECK(d->count == n, "%s: %" PRIu64 " strings, wanted %" PRIu64, what, d->count, n);
+    for (uint64_t i = 0; i < n && i < d->count; i++) {
+        size_t len = 0;
+        const char *s = h5ark_data_string(d, i, &len);
+        CHECK(s && len == strlen(want[i]) && memcmp(s, want[i], len) == 0 && s[len] == '\0',
+              "%s: string %" PRIu64 " differs (%zu bytes, wanted %zu)", what, i, len,
+              strlen(want[i]));
+    }
+}
+
+static void test_strings(h5ark_client_t *c) {
+    size_t big_n = 70000, huge_n = 3 * 1024 * 1024 + 11;
+    char *big = malloc(big_n + 1), *huge = malloc(huge_n + 1);
+    for (size_t i = 0; i < big_n; i++)
+        big[i] = (char)('a' + i % 26);
+    big[big_n] = '\0';
+    /* UTF-8 all through a multi-frame string: "é" is two bytes */
+    for (size_t i = 0; i + 1 < huge_n; i += 2)
+        memcpy(huge + i, "\xc3\xa9", 2);
+    huge[huge_n - 1] = 'z';
+    huge[huge_n] = '\0';
+    const char *strs[] = {"",
+                          "a",
+                          "héllo wörld",
+                          "日本語テキスト",
+                          "🎉 emoji",
+                          "",
+                          "quote\" back\\slash",
+                          "tab\tnew\nline",
+                          big,
+                          "",
+                          huge,
+                          "last"};
+    uint64_t n = sizeof strs / sizeof *strs;
+    const char *name = uname("strings");
+    h5ark_value *obj = NULL;
+    CHECK_OK(h5ark_client_put_strings(c, n, strs, name, &obj, &err));
+    CHECK(strcmp(desc_str(obj, "objtype"), "strings") == 0, "strings objtype %s",
+          desc_str(obj, "objtype"));
+    CHECK(strcmp(desc_str(obj, "dtype"), "str") == 0, "strings dtype %s", desc_str(obj, "dtype"));
+    CHECK(desc_uint(obj, "size") == n, "strings size %" PRIu64, desc_uint(obj, "size"));
+    h5ark_value_destroy(&obj);
+
+    h5ark_data d;
+    CHECK_OK(h5ark_client_get(c, name, 0, H5ARK_END, &d, &err));
+    check_strings(&d, strs, n, "get all");
+    h5ark_data_free(&d);
+    CHECK_OK(h5ark_client_get(c, name, 2, 5, &d, &err));
+    check_strings(&d, strs + 2, 3, "get [2,5)");
+    CHECK(d.count == 0 || d.segments[0] == 0, "slice segments start at %" PRId64, d.segments[0]);
+    h5ark_data_free(&d);
+    CHECK_OK(h5ark_client_get(c, name, 9, 11, &d, &err));
+    check_strings(&d, strs + 9, 2, "get [9,11)");
+    h5ark_data_free(&d);
+    CHECK_OK(h5ark_client_get(c, name, 5, 6, &d, &err));
+    check_strings(&d, strs + 5, 1, "get [5,6) (one empty string)");
+    h5ark_data_free(&d);
+    CHECK_OK(h5ark_client_get(c, name, 4, 4, &d, &err));
+    CHECK(d.count == 0, "get [4,4)");
+    h5ark_data_free(&d);
+
+    /* only empty strings; no strings at all */
+    const char *empties[] = {"", "", ""};
+    const char *ename = uname("empties");
+    CHECK_OK(h5ark_client_put_strings(c, 3, empties, ename, NULL, &err));
+    CHECK_OK(h5ark_client_get(c, ename, 0, H5ARK_END, &d, &err));
+    check_strings(&d, empties, 3, "empty strings");
+    h5ark_data_free(&d);
+    const char *zname = uname("nostrings");
+    CHECK_OK(h5ark_client_put_strings(c, 0, NULL, zname, NULL, &err));
+    CHECK_OK(h5ark_client_get(c, zname, 0, H5ARK_END, &d, &err));
+    CHECK(d.count == 0 && d.values_nbytes == 0, "zero strings");
+    h5ark_data_free(&d);
+
+    /* the packed form, and a malformed one the daemon must refuse */
+    int64_t segs[] = {0, 2, 3};
+    CHECK_OK(
+        h5ark_client_put_strings_packed(c, 3, segs, "x\0\0yz", 6, uname("packed"), &obj, &err));
+    h5ark_value_destroy(&obj);
+    int64_t bad_segs[] = {0, 5, 3};
+    CHECK_ERR(h5ark_client_put_strings_packed(c, 3, bad_segs, "x\0\0yz", 6, NULL, NULL, &err),
+              H5ARK_BAD_REQUEST);
+    int64_t no_nul[] = {0, 2};
+    CHECK_ERR(h5ark_client_put_strings_packed(c, 2, no_nul, "x\0yz", 4, NULL, NULL, &err),
+              H5ARK_BAD_REQUEST);
+    free(big);
+    free(huge);
+}
+
+/* ---- create -------------------------------------------------------------------------- */
+
+static void test_create(h5ark_client_t *c) {
+    h5ark_value *obj = NULL;
+    h5ark_data d;
+    h5ark_fill ar = {.fill = "arange",
+                     .start = h5ark_num_int(-3),
+                     .stop = h5ark_num_int(7),
+                     .step = h5ark_num_int(2)};
+    const char *name = uname("arange");
+    CHECK_OK(h5ark_client_create(c, H5ARK_INT64, H5ARK_SIZE_AUTO, &ar, name, &obj, &err));
+    CHECK(desc_uint(obj, "size") == 5, "arange size %" PRIu64, desc_uint(obj, "size"));
+    h5ark_value_destroy(&obj);
+    CHECK_OK(h5ark_client_get(c, name, 0, H5ARK_END, &d, &err));
+    const int64_t want[] = {-3, -1, 1, 3, 5};
+    CHECK(d.count == 5 && memcmp(d.values, want, sizeof want) == 0, "arange values");
+    h5ark_data_free(&d);
+
+    h5ark_fill full = {.fill = "full", .value = h5ark_num_int(-300)};
+    CHECK_OK(h5ark_client_create(c, H5ARK_INT16, 4, &full, uname("full"), NULL, &err));
+    CHECK_OK(h5ark_client_get(c, uname("full"), 0, H5ARK_END, &d, &err));
+    const int16_t wf[] = {-300, -300, -300, -300};
+    CHECK(d.count == 4 && memcmp(d.values, wf, sizeof wf) == 0, "full values");
+    h5ark_data_free(&d);
+
+    CHECK_OK(h5ark_client_create(c, H5ARK_FLOAT64, 10, NULL, uname("zeros"), &obj, &err));
+    CHECK(strcmp(desc_str(obj, "dtype"), "float64") == 0, "zeros dtype");
+    h5ark_value_destroy(&obj);
+
+    h5ark_fill ri = {.fill = "randint",
+                     .low = h5ark_num_int(-5),
+                     .high = h5ark_num_int(5),
+                     .has_seed = true,
+                     .seed = 42};
+    CHECK_OK(h5ark_client_create(c, H5ARK_INT32, 1000, &ri, uname("ri1"), NULL, &err));
+    CHECK_OK(h5ark_client_create(c, H5ARK_INT32, 1000, &ri, uname("ri2"), NULL, &err));
+    h5ark_data d2;
+    CHECK_OK(h5ark_client_get(c, uname("ri1"), 0, H5ARK_END, &d, &err));
+    CHECK_OK(h5ark_client_get(c, uname("ri2"), 0, H5ARK_END, &d2, &err));
+    CHECK(d.count == 1000 && d2.count == 1000 && memcmp(d.values, d2.values, 4000) == 0,
+          "randint with one seed differs");
+    for (uint64_t i = 0; i < d.count; i++) {
+        int32_t x = ((int32_t *)d.values)[i];
+        if (x < -5 || x >= 5) {
+            CHECK(false, "randint value %d outside [-5, 5)", x);
+            break;
+        }
+    }
+    h5ark_data_free(&d);
+    h5ark_data_free(&d2);
+
+    h5ark_number num;
+    CHECK(h5ark_number_parse("-12", &num) && num.kind == H5ARK_NUM_INT && num.as.i == -12, "-12");
+    CHECK(h5ark_number_parse("18446744073709551615", &num) && num.kind == H5ARK_NUM_UINT &&
+              num.as.u == UINT64_MAX,
+          "uint64 max");
+    CHECK(h5ark_number_parse("2.5e3", &num) && num.kind == H5ARK_NUM_FLOAT && num.as.f == 2500,
+          "2.5e3");
+    CHECK(h5ark_number_parse("0x10", &num) && num.as.u == 16, "0x10");
+    CHECK(h5ark_number_parse("010", &num) && num.as.u == 10, "010 is decimal");
+    CHECK(h5ark_number_parse("true", &num) && num.kind == H5ARK_NUM_BOOL && num.as.b, "true");
+    CHECK(!h5ark_number_parse("12abc", &num) && !h5ark_number_parse("", &num), "junk");
+}
+
+/* ---- the generic request and reply accessors ----------------------------------------- */
+
+static void test_reply(h5ark_client_t *c) {
+    const int32_t v[] = {7, -8, 9};
+    const char *name = uname("reply");
+    CHECK_OK(h5ark_client_put_array(c, H5ARK_INT32, 3, v, name, NULL, &err));
+    h5ark_value *args = h5ark_value_map();
+    h5ark_value_set(args, "name", h5ark_value_str(name));
+    h5ark_reply_t *r = NULL;
+    CHECK_OK(h5ark_client_request(c, "get", args, NULL, 0, &r, &err));
+    if (!r) return;
+    CHECK(h5ark_reply_ok(r), "reply not ok");
+    CHECK(h5ark_reply_error_code(r) == H5ARK_OK, "error code on success");
+    CHECK(h5ark_reply_result(r) && h5ark_value_get(h5ark_reply_result(r), "object"),
+          "no result.object");
+    CHECK(h5ark_reply_buffer_count(r) == 1, "%zu buffers", h5ark_reply_buffer_count(r));
+    CHECK(h5ark_reply_buffer_name(r, 0) && strcmp(h5ark_reply_buffer_name(r, 0), "values") == 0,
+          "buffer name");
+    CHECK(h5ark_reply_buffer_name(r, 1) == NULL, "buffer 1 exists");
+    uint64_t nb = 0;
+    /* the daemon sends a frame per shard, so three elements may span frames */
+    const void *p = h5ark_reply_buffer_data(r, "values", &nb);
+    CHECK(nb == 12 && (!p || memcmp(p, v, 12) == 0), "zero-copy buffer");
+    int32_t back[3];
+    CHECK_OK(h5ark_reply_buffer_copy(r, "values", back, sizeof back, &err));
+    CHECK(memcmp(back, v, 12) == 0, "copied buffer");
+    CHECK_ERR(h5ark_reply_buffer_copy(r, "values", back, 11, &err), H5ARK_BAD_REQUEST);
+    CHECK_ERR(h5ark_reply_buffer_size(r, "nope", &nb, &err), H5ARK_NOT_FOUND);
+    CHECK(h5ark_reply_buffer_data(r, "nope", NULL) == NULL, "absent buffer has data");
+    h5ark_reply_destroy(&r);
+    CHECK(r == NULL, "destroy did not clear the pointer");
+    h5ark_reply_destroy(&r); /* no-op */
+
+    /* one element lies in one frame */
+    args = h5ark_value_map();
+    h5ark_value_set(args, "name", h5ark_value_str(name));
+    h5ark_value_set(args, "start", h5ark_value_uint(1));
+    h5ark_value_set(args, "stop", h5ark_value_uint(2));
+    CHECK_OK(h5ark_client_request(c, "get", args, NULL, 0, &r, &err));
+    p = r ? h5ark_reply_buffer_data(r, "values", &nb) : NULL;
+    CHECK(p && nb == 4 && memcmp(p, v + 1, 4) == 0, "zero-copy buffer of one element");
+    h5ark_reply_destroy(&r);
+
+    /* a failed request still hands back its reply */
+    CHECK_ERR(h5ark_client_request(c, "no_such_command", NULL, NULL, 0, &r, &err),
+              H5ARK_UNKNOWN_COMMAND);
+    CHECK(r && !h5ark_reply_ok(r) && h5ark_reply_error_code(r) == H5ARK_UNKNOWN_COMMAND &&
+              strlen(h5ark_reply_error_message(r)) > 0,
+          "failed reply accessors");
+    h5ark_reply_destroy(&r);
+
+    /* named input buffers through the generic call */
+    args = h5ark_value_map();
+    h5ark_value *shape = h5ark_value_array();
+    h5ark_value_push(shape, h5ark_value_uint(2));
+    h5ark_value_set(args, "dtype", h5ark_value_str("uint16"));
+    h5ark_value_set(args, "shape", shape);
+    const uint16_t u[] = {65535, 1};
+    h5ark_buffer_in in = {"values", u, sizeof u};
+    CHECK_OK(h5ark_client_request(c, "put", args, &in, 1, &r, &err));
+    if (r) CHECK(desc_uint(h5ark_value_get(h5ark_reply_result(r), "object"), "size") == 2, "put");
+    h5ark_reply_destroy(&r);
+}
+
+/* ---- errors -------------------------------------------------------------------------- */
+
+static void test_errors(h5ark_client_t *c) {
+    h5ark_data d;
+    const char *missing = uname("does_not_exist");
+    CHECK_ERR(h5ark_client_get(c, missing, 0, H5ARK_END, &d, &err), H5ARK_NOT_FOUND);
+    CHECK(strstr(err.message, missing) != NULL, "not_found message does not name the object: %s",
+          err.message);
+    CHECK_ERR(h5ark_client_info(c, &missing, 1, NULL, &err), H5ARK_NOT_FOUND);
+
+    const char *name = uname("exists");
+    CHECK_OK(h5ark_client_create(c, H5ARK_UINT8, 3, NULL, name, NULL, &err));
+    CHECK_ERR(h5ark_client_create(c, H5ARK_UINT8, 3, NULL, name, NULL, &err), H5ARK_ALREADY_EXISTS);
+    CHECK_ERR(h5ark_client_get(c, name, 2, 4, &d, &err), H5ARK_BAD_REQUEST);
+    CHECK_ERR(h5ark_client_get(c, name, 3, 2, &d, &err), H5ARK_BAD_REQUEST);
+    const char *both[] = {name, missing};
+    CHECK_ERR(h5ark_client_delete(c, both, 2, NULL, &err), H5ARK_NOT_FOUND);
+    CHECK_OK(h5ark_client_get(c, name, 0, H5ARK_END, &d, &err)); /* all or nothing */
+    h5ark_data_free(&d);
+
+    h5ark_fill bad_fill = {.fill = "sparkles"};
+    CHECK_ERR(h5ark_client_create(c, H5ARK_INT8, 3, &bad_fill, NULL, NULL, &err),
+              H5ARK_BAD_REQUEST);
+    h5ark_fill full_no_value = {.fill = "full"};
+    CHECK_ERR(h5ark_client_create(c, H5ARK_INT8, 3, &full_no_value, NULL, NULL, &err),
+              H5ARK_BAD_REQUEST);
+    CHECK_ERR(h5ark_client_put_array(c, H5ARK_STRING, 1, "x", NULL, NULL, &err), H5ARK_TYPE_ERROR);
+
+    h5ark_value *args = h5ark_value_map();
+    h5ark_value_set(args, "bogus", h5ark_value_int(1));
+    CHECK_ERR(h5ark_client_request(c, "ping", args, NULL, 0, NULL, &err), H5ARK_BAD_REQUEST);
+    CHECK(strstr(err.message, "bogus") != NULL, "bad_request does not name the argument: %s",
+          err.message);
+    CHECK_ERR(h5ark_client_request(c, "get", h5ark_value_array(), NULL, 0, NULL, &err),
+              H5ARK_BAD_REQUEST);
+
+    /* buffer sizes that disagree with the shape */
+    args = h5ark_value_map();
+    h5ark_value *shape = h5ark_value_array();
+    h5ark_value_push(shape, h5ark_value_uint(3));
+    h5ark_value_set(args, "dtype", h5ark_value_str("int64"));
+    h5ark_value_set(args, "shape", shape);
+    int64_t two[2] = {1, 2};
+    h5ark_buffer_in in = {"values", two, sizeof two};
+    CHECK_ERR(h5ark_client_request(c, "put", args, &in, 1, NULL, &err), H5ARK_BAD_REQUEST);
+
+    /* the client keeps working after errors */
+    CHECK_OK(h5ark_client_ping(c, NULL, &err));
+}
+
+static void test_info_delete(h5ark_client_t *c) {
+    const char *names[] = {uname("i1"), uname("i2")};
+    CHECK_OK(h5ark_client_create(c, H5ARK_BOOLEAN, 5, NULL, names[0], NULL, &err));
+    CHECK_OK(h5ark_client_create(c, H5ARK_FLOAT32, 6, NULL, names[1], NULL, &err));
+    h5ark_value *objs = NULL;
+    CHECK_OK(h5ark_client_info(c, names, 2, &objs, &err));
+    CHECK(h5ark_value_len(objs) == 2, "info of 2 names gave %zu", h5ark_value_len(objs));
+    CHECK(strcmp(desc_str(h5ark_value_at(objs, 0), "name"), names[0]) == 0 &&
+              strcmp(desc_str(h5ark_value_at(objs, 1), "name"), names[1]) == 0,
+          "info order");
+    CHECK(desc_uint(h5ark_value_at(objs, 1), "nbytes") == 24, "float32 nbytes");
+    h5ark_value_destroy(&objs);
+    CHECK_OK(h5ark_client_info(c, NULL, 0, &objs, &err));
+    size_t found = 0;
+    for (size_t i = 0; i < h5ark_value_len(objs); i++)
+        for (int k = 0; k < 2; k++)
+            found += strcmp(desc_str(h5ark_value_at(objs, i), "name"), names[k]) == 0;
+    CHECK(found == 2, "info of all lists %zu of the 2", found);
+    h5ark_value_destroy(&objs);
+    h5ark_value *deleted = NULL;
+    CHECK_OK(h5ark_client_delete(c, names, 2, &deleted, &err));
+    CHECK(h5ark_value_len(deleted) == 2, "deleted %zu", h5ark_value_len(deleted));
+    h5ark_value_destroy(&deleted);
+    CHECK_ERR(h5ark_client_info(c, names, 1, NULL, &err), H5ARK_NOT_FOUND);
+}
+
+static void test_ping_config(h5ark_client_t *c) {
+    double rtt = -1;
+    CHECK_OK(h5ark_client_ping(c, &rtt, &err));
+    CHECK(rtt > 0 && rtt < 10, "rtt %g", rtt);
+    h5ark_value *conf = NULL;
+    CHECK_OK(h5ark_client_getconfig(c, &conf, &err));
+    CHECK(desc_uint(conf, "protocol") == 1, "protocol %" PRIu64, desc_uint(conf, "protocol"));
+    CHECK(desc_uint(conf, "locales") >= 1, "locales");
+    CHECK(strlen(desc_str(conf, "version")) > 0, "version");
+    h5ark_value_destroy(&conf);
+}
+
+/* No daemon: requests end with io_error at the timeout, also with zero-copy buffers queued. */
+static void test_unreachable(void) {
+    char ep[128];
+    snprintf(ep, sizeof ep, "ipc:///tmp/h5ark-nobody-%d.sock", (int)getpid());
+    h5ark_client_t *c = h5ark_client_new(ep, "tok", &err);
+    CHECK(c != NULL, "client_new(%s): %s", ep, err.message);
+    if (!c) return;
+    h5ark_client_set_timeout(c, 300);
+    CHECK(h5ark_client_timeout(c) == 300, "timeout");
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    CHECK_ERR(h5ark_client_ping(c, NULL, &err), H5ARK_IO_ERROR);
+    size_t n = 4 * 1024 * 1024;
+    char *big = malloc(n);
+    memset(big, 1, n);
+    CHECK_ERR(h5ark_client_put_array(c, H5ARK_UINT8, n, big, NULL, NULL, &err), H5ARK_IO_ERROR);
+    free(big);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double took = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+    CHECK(took < 5, "two timeouts of 0.3 s took %.2f s", took);
+    h5ark_client_destroy(&c);
+    CHECK(c == NULL, "destroy did not clear the pointer");
+    h5ark_client_destroy(&c);
+
+    CHECK(h5ark_client_new("no-such-transport://x", NULL, &err) == NULL,
+          "a bad endpoint was accepted");
+    CHECK(err.message[0] != '\0', "bad endpoint: no message");
+}
+
+/* ---- HDF5 ---------------------------------------------------------------------------- */
+
+static void test_hdf(h5ark_client_t *c) {
+    const int64_t v[] = {5, -4, 3, 0, 1 << 30, -1, 7};
+    const char *strs[] = {"α", "", "βγ", "plain", "last one"};
+    const char *names[] = {uname("h_ints"), uname("h_strs")};
+    const char *datasets[] = {"ints", "strs"};
+    CHECK_OK(h5ark_client_put_array(c, H5ARK_INT64, 7, v, names[0], NULL, &err));
+    CHECK_OK(h5ark_client_put_strings(c, 5, strs, names[1], NULL, &err));
+    char path[128];
+    snprintf(path, sizeof path, "%s_c.h5", prefix);
+    h5ark_value *result = NULL;
+    CHECK_OK(h5ark_client_tohdf(c, names, 2, datasets, path, "truncate", "single", &result, &err));
+    const h5ark_value *files = h5ark_value_get(result, "files");
+    CHECK(h5ark_value_len(files) == 1, "single file type wrote %zu files", h5ark_value_len(files));
+    h5ark_value_destroy(&result);
+
+    /* truncating again names the overwritten file in the warnings */
+    CHECK_OK(h5ark_client_tohdf(c, names, 2, datasets, path, NULL, "single", NULL, &err));
+    CHECK(h5ark_value_len(h5ark_client_warnings(c)) >= 1, "no warning about the overwrite");
+
+    CHECK_OK(h5ark_client_lshdf(c, path, false, &result, &err));
+    const h5ark_value *entries = h5ark_value_get(result, "entries");
+    int seen = 0;
+    for (size_t i = 0; i < h5ark_value_len(entries); i++) {
+        const char *nm = desc_str(h5ark_value_at(entries, i), "name");
+        seen += strcmp(nm, "ints") == 0 || strcmp(nm, "strs") == 0;
+    }
+    CHECK(seen == 2, "lshdf lists %d of ints, strs", seen);
+    h5ark_value_destroy(&result);
+
+    const char *paths[] = {path};
+    CHECK_OK(h5ark_client_readhdf(c, paths, 1, NULL, 0, NULL, &result, &err));
+    const h5ark_value *objects = h5ark_value_get(result, "objects");
+    const h5ark_value *ints = h5ark_value_get(objects, "ints");
+    const h5ark_value *sobj = h5ark_value_get(objects, "strs");
+    CHECK(ints && sobj, "readhdf objects lack ints or strs");
+    h5ark_data d;
+    if (ints) {
+        CHECK_OK(h5ark_client_get(c, desc_str(ints, "name"), 0, H5ARK_END, &d, &err));
+        CHECK(d.count == 7 && d.dtype == H5ARK_INT64 && memcmp(d.values, v, sizeof v) == 0,
+              "ints after the HDF5 round trip");
+        h5ark_data_free(&d);
+    }
+    if (sobj) {
+        CHECK_OK(h5ark_client_get(c, desc_str(sobj, "name"), 0, H5ARK_END, &d, &err));
+        check_strings(&d, strs, 5, "strings after the HDF5 round trip");
+        h5ark_data_free(&d);
+    }
+    h5ark_value_destroy(&result);
+
+    const char *only[] = {"strs"};
+    CHECK_OK(h5ark_client_readhdf(c, paths, 1, only, 1, NULL, &result, &err));
+    objects = h5ark_value_get(result, "objects");
+    CHECK(h5ark_value_len(objects) == 1 && h5ark_value_get(objects, "strs"),
+          "readhdf of one dataset gave %zu objects", h5ark_value_len(objects));
+    h5ark_value_destroy(&result);
+
+    const char *nofile[] = {"no_such_file.h5"};
+    CHECK_ERR(h5ark_client_readhdf(c, nofile, 1, NULL, 0, NULL, NULL, &err), H5ARK_NOT_FOUND);
+    CHECK_ERR(h5ark_client_lshdf(c, "../outside.h5", false, NULL, &err), H5ARK_FORBIDDEN);
+    CHECK_ERR(h5ark_client_tohdf(c, names, 1, NULL, "/tmp/abs.h5", NULL, NULL, NULL, &err),
+              H5ARK_FORBIDDEN);
+}
+
+/* Delete what this run made, so a shared daemon is left as it was found. */
+static void cleanup(h5ark_client_t *c) {
+    h5ark_value *objs = NULL;
+    CHECK_OK(h5ark_client_info(c, NULL, 0, &objs, &err));
+    size_t plen = strlen(prefix);
+    for (size_t i = 0; i < h5ark_value_len(objs); i++) {
+        const char *nm = desc_str(h5ark_value_at(objs, i), "name");
+        if (strncmp(nm, prefix, plen) == 0) CHECK_OK(h5ark_client_delete(c, &nm, 1, NULL, &err));
+    }
+    h5ark_value_destroy(&objs);
+}
+
+static void test_destructive(h5ark_client_t *c) {
+    CHECK_OK(h5ark_client_create(c, H5ARK_INT8, 1, NULL, uname("doomed"), NULL, &err));
+    uint64_t n = 0;
+    CHECK_OK(h5ark_client_clear(c, &n, &err));
+    CHECK(n >= 1, "clear deleted %" PRIu64, n);
+    h5ark_value *objs = NULL;
+    CHECK_OK(h5ark_client_info(c, NULL, 0, &objs, &err));
+    CHECK(h5ark_value_len(objs) == 0, "%zu objects after clear", h5ark_value_len(objs));
+    h5ark_value_destroy(&objs);
+    CHECK_OK(h5ark_client_shutdown(c, &err));
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s ENDPOINT [basic|hdf|destructive]...\n", argv[0]);
+        return 2;
+    }
+    snprintf(prefix, sizeof prefix, "ct%d_%ld", (int)getpid(), (long)time(NULL) % 100000);
+    h5ark_client_t *c = h5ark_client_new(argv[1], NULL, &err);
+    if (!c) {
+        fprintf(stderr, "FAIL: cannot create a client for %s: %s\n", argv[1], err.message);
+        return 1;
+    }
+    h5ark_client_set_timeout(c, 60000);
+    bool basic = argc == 2, hdf = false, destructive = false;
+    for (int i = 2; i < argc; i++) {
+        basic |= strcmp(argv[i], "basic") == 0;
+        hdf |= strcmp(argv[i], "hdf") == 0;
+        destructive |= strcmp(argv[i], "destructive") == 0;
+    }
+    if (basic) {
+        test_ping_config(c);
+        test_dtypes(c);
+        test_create(c);
+        test_strings(c);
+        test_large(c);
+        test_reply(c);
+        test_errors(c);
+        test_info_delete(c);
+        test_unreachable();
+    }
+    if (hdf) test_hdf(c);
+    cleanup(c);
+    if (destructive) test_destructive(c);
+    h5ark_client_destroy(&c);
+    printf("%d checks, %d failed\n", checks, failures);
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,424 @@
+"""The h5ark command-line tool and the C library (libh5ark) against a real daemon: each
+command's output, error codes on stderr with exit status 1, usage errors with exit status 2,
+UTF-8 strings, and the library's own test program."""
+import os
+import pathlib
+import re
+import subprocess
+import uuid
+
+import h5py
+import numpy as np
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+CLI = os.environ.get("H5ARK_CLI", str(REPO / "build" / "client" / "c" / "h5ark"))
+CLIENT_TEST = os.environ.get("H5ARK_CLIENT_TEST",
+                             str(REPO / "build" / "client" / "c" / "test_h5ark_client"))
+COMMANDS = ["ping", "config", "ls", "info", "create", "save", "load", "get", "delete", "shutdown"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cli_binary():
+    if not os.access(CLI, os.X_OK):
+        pytest.fail(f"h5ark not found at {CLI}: build first or set H5ARK_CLI")
+
+
+def unique(prefix):
+    return f"{prefix}_{uuid.uuid4().hex[:8]}"
+
+
+def run(*args, endpoint=None, env_extra=None, timeout=60):
+    env = dict(os.environ)
+    env.pop("H5ARK_TOKEN_FILE", None)
+    if endpoint is not None:
+        env["H5ARK_ENDPOINT"] = endpoint
+    else:
+        env.pop("H5ARK_ENDPOINT", None)
+    env.update(env_extra or {})
+    return subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, env=env,
+                          timeout=timeout)
+
+
+@pytest.fixture
+def h5(daemon):
+    """h5(*args) runs the tool against the module's daemon (endpoint from the environment)."""
+    return lambda *args, **kw: run(*args, endpoint=daemon.endpoint, **kw)
+
+
+def ok(proc):
+    assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr)
+    return proc.stdout
+
+
+def failed(proc, code):
+    assert proc.returncode == 1, (proc.returncode, proc.stdout, proc.stderr)
+    assert proc.stderr.startswith(f"h5ark: {code}: "), proc.stderr
+    assert len(proc.stderr.strip()) > len(f"h5ark: {code}: ")
+    return proc.stderr
+
+
+def usage(proc):
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert proc.stderr.startswith("h5ark: "), proc.stderr
+    assert proc.stdout == ""
+    return proc.stderr
+
+
+def table(text):
+    """Parse a table printed by the tool into a list of dicts keyed by its header; columns
+    start where their heading starts (cells may hold spaces: "[3, 4]", "80 B")."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    starts = [m.start() for m in re.finditer(r"\S+", lines[0])]
+    heads = lines[0].split()
+    bounds = list(zip(starts, starts[1:] + [None]))
+    return [{h: ln[a:b].strip() for h, (a, b) in zip(heads, bounds)} for ln in lines[1:]]
+
+
+def put_strings(call, strs, name):
+    data = b"".join(s.encode() + b"\0" for s in strs)
+    offsets = np.cumsum([0] + [len(s.encode()) + 1 for s in strs[:-1]]).astype("<i8") \
+        if strs else np.zeros(0, "<i8")
+    hdr, _ = call("put", frames=[offsets.tobytes(), data],
+                  buffers=[{"name": "segments", "nbytes": offsets.nbytes},
+                           {"name": "values", "nbytes": len(data)}],
+                  objtype="strings", dtype="str", shape=[len(strs)], name=name)
+    assert hdr["ok"], hdr
+
+
+def locale_file(path, i):
+    stem, dot, ext = path.rpartition(".")
+    return f"{stem}_LOCALE{i:04d}.{ext}" if dot else f"{path}_LOCALE{i:04d}"
+
+
+# ---- help and usage -------------------------------------------------------------------
+
+def test_help():
+    out = ok(run("--help"))
+    assert out.startswith("usage: h5ark")
+    for cmd in COMMANDS:
+        assert re.search(rf"^\s+{cmd}\s", out, re.M), cmd
+
+
+@pytest.mark.parametrize("cmd", COMMANDS)
+def test_command_help(cmd):
+    out = ok(run(cmd, "--help"))
+    assert out.startswith("usage: h5ark") and f" {cmd}" in out.splitlines()[0]
+
+
+def test_version():
+    assert re.match(r"h5ark \d+\.\d+\.\d+", ok(run("--version")))
+
+
+@pytest.mark.parametrize("args", [
+    [],
+    ["frobnicate"],
+    ["--bogus", "ping"],
+    ["--endpoint"],
+    ["--timeout", "soon", "ping"],
+    ["ping", "extra"],
+    ["ping", "--bogus"],
+    ["get"],
+    ["get", "a", "b"],
+    ["get", "a", "--start", "-1"],
+    ["get", "a", "--max", "many"],
+    ["get", "a", "--stop"],
+    ["create", "x"],
+    ["create", "x", "--size", "3", "--dtype", "complex128"],
+    ["create", "x", "--size", "-3"],
+    ["create", "x", "--size", "3", "--fill", "sparkles"],
+    ["create", "x", "--size", "3", "--fill", "full"],
+    ["create", "x", "--size", "3", "--fill", "full", "--value", "abc"],
+    ["create", "x", "y", "--size", "3"],
+    ["save", "x"],
+    ["save", "--path", "f.h5"],
+    ["save", "x", "y", "--path", "f.h5", "--dataset", "only_one"],
+    ["save", "x", "--path", "f.h5", "--mode", "overwrite"],
+    ["save", "x", "--path", "f.h5", "--file-type", "many"],
+    ["load"],
+    ["ls"],
+    ["ls", "a.h5", "b.h5"],
+    ["delete"],
+])
+def test_usage_errors(args):
+    # no daemon is needed (or contacted) to reject bad usage
+    usage(run(*args, endpoint="ipc:///nonexistent/h5ark.sock"))
+
+
+def test_unreachable_daemon(tmp_path):
+    proc = run("--timeout", "0.3", "ping", endpoint=f"ipc://{tmp_path}/nobody.sock")
+    failed(proc, "io_error")
+    assert "nobody.sock" in proc.stderr
+
+
+def test_bad_endpoint():
+    failed(run("--endpoint", "nonsense", "ping"), "bad_request")
+
+
+# ---- commands ------------------------------------------------------------------------
+
+def test_ping(h5, daemon):
+    out = ok(h5("ping"))
+    assert re.fullmatch(r"pong from \S+ in \d+\.\d+ ms\n", out), out
+    assert daemon.endpoint in out
+
+
+def test_endpoint_option_overrides_env(daemon):
+    out = ok(run("--endpoint", daemon.endpoint, "ping", endpoint="ipc:///nonexistent/x.sock"))
+    assert daemon.endpoint in out
+
+
+def test_config(h5, daemon):
+    out = ok(h5("config"))
+    conf = dict(re.split(r"\s{2,}", ln.strip(), maxsplit=1) for ln in out.splitlines())
+    assert conf["protocol"] == "1"
+    assert conf["locales"] == "3"
+    assert conf["endpoint"] == daemon.endpoint
+    assert conf["auth"] == "false"
+    assert re.fullmatch(r"\d+ \(.*B\)", conf["max_memory"])
+    for key in ("version", "hdf5_version", "zmq_version", "memory_used"):
+        assert key in conf
+
+
+def test_create_info_get(h5):
+    a, f = unique("a"), unique("f")
+    rows = table(ok(h5("create", a, "--dtype", "int64", "--size", "10", "--fill", "arange",
+                       "--start", "0", "--stop", "10")))
+    assert rows == [{"NAME": a, "OBJTYPE": "pdarray", "DTYPE": "int64", "SIZE": "10",
+                     "SHAPE": "[10]", "NBYTES": "80 B"}]
+    ok(h5("create", f, "--dtype", "float64", "--size", "4", "--fill", "full", "--value", "-2.5"))
+
+    info = {r["NAME"]: r for r in table(ok(h5("info", a, f)))}
+    assert set(info) == {a, f}
+    assert info[a]["OBJTYPE"] == "pdarray" and info[a]["SHAPE"] == "[10]"
+    assert info[f]["DTYPE"] == "float64" and info[f]["SIZE"] == "4"
+    assert {a, f} <= {r["NAME"] for r in table(ok(h5("info")))}
+
+    assert ok(h5("get", a)).split() == [str(i) for i in range(10)]
+    assert ok(h5("get", a, "--start", "3", "--stop", "6")).split() == ["3", "4", "5"]
+    assert ok(h5("get", f)).split() == ["-2.5"] * 4
+    out = ok(h5("get", a, "--max", "4"))
+    lines = out.splitlines()
+    assert lines[:4] == ["0", "1", "2", "3"]
+    assert len(lines) == 5 and "6 more" in lines[4]
+    assert ok(h5("get", a, "--max", "0")).split() == [str(i) for i in range(10)]
+    assert ok(h5("get", a, "--start", "5", "--stop", "5")) == ""
+
+
+def test_create_fills(h5):
+    n = unique("arange")  # arange needs no --size
+    ok(h5("create", n, "--dtype", "int32", "--fill", "arange", "--start", "-4", "--stop", "4",
+          "--step", "3"))
+    assert ok(h5("get", n)).split() == ["-4", "-1", "2"]
+    b = unique("b")
+    ok(h5("create", b, "--dtype", "bool", "--size", "3", "--fill", "ones"))
+    assert ok(h5("get", b)).split() == ["true"] * 3
+    u = unique("u")
+    ok(h5("create", u, "--dtype", "uint64", "--size", "2", "--fill", "full", "--value",
+          "18446744073709551615"))
+    assert ok(h5("get", u)).split() == ["18446744073709551615"] * 2
+    r1, r2 = unique("r"), unique("r")
+    for r in (r1, r2):
+        ok(h5("create", r, "--dtype", "int64", "--size", "50", "--fill", "randint", "--low",
+              "-3", "--high", "3", "--seed", "7"))
+    v1 = ok(h5("get", r1, "--max", "0")).split()
+    assert v1 == ok(h5("get", r2, "--max", "0")).split()
+    assert len(v1) == 50 and all(-3 <= int(x) < 3 for x in v1)
+    lin = unique("lin")
+    ok(h5("create", lin, "--size", "5", "--fill", "linspace", "--start", "0", "--stop", "1"))
+    assert [float(x) for x in ok(h5("get", lin)).split()] == [0, 0.25, 0.5, 0.75, 1]
+    uni = unique("uni")
+    ok(h5("create", uni, "--dtype", "float32", "--size", "20", "--fill", "uniform", "--low",
+          "2", "--high", "3", "--seed", "1"))
+    assert all(2 <= float(x) < 3 for x in ok(h5("get", uni)).split())
+
+
+def test_get_float_edges(h5, call):
+    name = unique("fl")
+    vals = np.array([np.nan, np.inf, -np.inf, -0.0, 0.1, 1e300, 5e-324], dtype="<f8")
+    hdr, _ = call("put", frames=[vals.tobytes()], buffers=[{"name": "values",
+                                                              "nbytes": vals.nbytes}],
+                  objtype="pdarray", dtype="float64", shape=[len(vals)], name=name)
+    assert hdr["ok"], hdr
+    out = ok(h5("get", name)).split()
+    assert out == ["nan", "inf", "-inf", "-0.0", "0.1", "1e+300", "5e-324"]
+    assert np.array([float(x) for x in out]).tobytes()[8:] == vals.tobytes()[8:]
+
+
+def test_get_strings_utf8(h5, call):
+    name = unique("s")
+    strs = ["", "héllo wörld", "日本語", "🎉", 'say "hi"\\', "tab\there\nnewline", "x" * 70000,
+            "last"]
+    put_strings(call, strs, name)
+    rows = table(ok(h5("info", name)))
+    assert rows[0]["OBJTYPE"] == "strings" and rows[0]["DTYPE"] == "str"
+    assert rows[0]["SIZE"] == str(len(strs))
+    lines = ok(h5("get", name)).split("\n")
+    assert lines[-1] == ""
+    assert lines[:-1] == ['""', '"héllo wörld"', '"日本語"', '"🎉"', r'"say \"hi\"\\"',
+                          r'"tab\there\nnewline"', '"' + "x" * 70000 + '"', '"last"']
+    assert ok(h5("get", name, "--start", "1", "--stop", "3")) == '"héllo wörld"\n"日本語"\n'
+    assert ok(h5("get", name, "--start", "7")) == '"last"\n'
+
+
+def test_not_found(h5):
+    missing = unique("missing")
+    err = failed(h5("get", missing), "not_found")
+    assert missing in err
+    failed(h5("info", missing), "not_found")
+    failed(h5("delete", missing), "not_found")
+
+
+def test_errors_from_daemon(h5):
+    name = unique("dup")
+    ok(h5("create", name, "--dtype", "int8", "--size", "2"))
+    failed(h5("create", name, "--dtype", "int8", "--size", "2"), "already_exists")
+    failed(h5("get", name, "--start", "1", "--stop", "5"), "bad_request")
+    failed(h5("create", unique("x"), "--dtype", "int8", "--size", "3", "--fill", "arange",
+              "--stop", "10"), "bad_request")
+
+
+def test_delete(h5):
+    a, b = unique("d"), unique("d")
+    ok(h5("create", a, "--size", "1"))
+    ok(h5("create", b, "--size", "1"))
+    # all or nothing: one unknown name deletes none
+    failed(h5("delete", a, unique("nope")), "not_found")
+    ok(h5("info", a))
+    out = ok(h5("delete", a, b))
+    assert out.splitlines() == [f"deleted {a}", f"deleted {b}"]
+    failed(h5("info", a), "not_found")
+    assert a not in ok(h5("info"))
+
+
+# ---- HDF5 commands -------------------------------------------------------------------
+
+def test_save_single_ls_load(h5, daemon, call):
+    ints, strs = unique("ints"), unique("strs")
+    ok(h5("create", ints, "--dtype", "int64", "--fill", "arange", "--stop", "7"))
+    words = ["α", "", "βγ", "plain"]
+    put_strings(call, words, strs)
+    path = unique("cli") + ".h5"
+    out = ok(h5("save", ints, strs, "--path", path, "--dataset", "i", "--dataset", "s",
+                "--file-type", "single"))
+    assert out.splitlines() == [f"wrote {path}"]
+    f = daemon.data_dir / path
+    with h5py.File(f, "r") as h:
+        assert list(h["i"][()]) == list(range(7))
+        assert set(h.keys()) == {"i", "s"}
+
+    rows = {r["NAME"].lstrip("/"): r for r in table(ok(h5("ls", path)))}
+    assert set(rows) == {"i", "s"}
+    assert rows["i"]["KIND"] == "dataset" and rows["i"]["OBJTYPE"] == "pdarray"
+    assert rows["i"]["DTYPE"] == "int64" and rows["i"]["SHAPE"] == "[7]"
+    assert rows["s"]["OBJTYPE"] == "strings"
+    rec = table(ok(h5("ls", path, "--recursive")))
+    assert {r["NAME"].lstrip("/") for r in rec} >= {"i", "s"}
+    assert len(rec) > len(rows)  # the strings group's members
+
+    loaded = {r["DATASET"]: r for r in table(ok(h5("load", path)))}
+    assert set(loaded) == {"i", "s"}
+    assert loaded["i"]["OBJTYPE"] == "pdarray" and loaded["i"]["SIZE"] == "7"
+    assert loaded["s"]["OBJTYPE"] == "strings" and loaded["s"]["SIZE"] == "4"
+    assert ok(h5("get", loaded["i"]["NAME"])).split() == [str(i) for i in range(7)]
+    assert ok(h5("get", loaded["s"]["NAME"])).splitlines() == ['"α"', '""', '"βγ"', '"plain"']
+
+    only = table(ok(h5("load", path, "--dataset", "s")))
+    assert [r["DATASET"] for r in only] == ["s"]
+
+    # truncating an existing file says so on stderr
+    proc = h5("save", ints, "--path", path, "--file-type", "single")
+    ok(proc)
+    assert "h5ark: warning:" in proc.stderr and path in proc.stderr
+    proc = h5("save", strs, "--path", path, "--dataset", "s2", "--mode", "append",
+              "--file-type", "single")
+    ok(proc)
+    with h5py.File(f, "r") as h:
+        assert set(h.keys()) == {ints, "s2"}
+
+
+def test_save_distribute(h5, daemon):
+    name = unique("dist")
+    ok(h5("create", name, "--dtype", "float64", "--size", "30", "--fill", "linspace", "--start",
+          "0", "--stop", "29"))
+    path = unique("dist") + ".h5"
+    out = ok(h5("save", name, "--path", path))
+    files = [ln.removeprefix("wrote ") for ln in out.splitlines()]
+    assert files == [locale_file(path, i) for i in range(3)]
+    for fname in files:
+        assert (daemon.data_dir / fname).is_file()
+    stem = path.rpartition(".")[0]
+    loaded = table(ok(h5("load", f"{stem}_LOCALE*.h5")))
+    assert [r["DATASET"] for r in loaded] == [name]
+    assert loaded[0]["SIZE"] == "30"
+    assert [float(x) for x in ok(h5("get", loaded[0]["NAME"], "--max", "0")).split()] == \
+        list(range(30))
+
+
+def test_hdf_errors(h5):
+    name = unique("e")
+    ok(h5("create", name, "--size", "2"))
+    failed(h5("save", name, "--path", "../outside.h5"), "forbidden")
+    failed(h5("save", name, "--path", "/tmp/absolute.h5"), "forbidden")
+    failed(h5("save", unique("nope"), "--path", unique("x") + ".h5"), "not_found")
+    failed(h5("load", unique("no_such_file") + ".h5"), "not_found")
+    failed(h5("ls", unique("no_such_file") + ".h5"), "not_found")
+    failed(h5("ls", "../etc/passwd"), "forbidden")
+
+
+# ---- auth and shutdown (daemons of their own) -----------------------------------------
+
+def test_token(start_daemon, tmp_path):
+    d = start_daemon(token="s3cret-token", locales=1)
+    failed(run("ping", endpoint=d.endpoint), "unauthorized")
+    tok = tmp_path / "tok"
+    tok.write_text("  s3cret-token \n")
+    assert "pong" in ok(run("--token-file", tok, "ping", endpoint=d.endpoint))
+    assert "pong" in ok(run("ping", endpoint=d.endpoint,
+                            env_extra={"H5ARK_TOKEN_FILE": str(tok)}))
+    bad = tmp_path / "bad"
+    bad.write_text("wrong\n")
+    failed(run("--token-file", bad, "ping", endpoint=d.endpoint), "unauthorized")
+    failed(run("--token-file", tmp_path / "missing", "ping", endpoint=d.endpoint), "io_error")
+
+
+def test_shutdown(start_daemon):
+    d = start_daemon(locales=1)
+    out = ok(run("shutdown", endpoint=d.endpoint))
+    assert "stopping" in out
+    assert d.proc.wait(30) == 0
+
+
+# ---- the C library ---------------------------------------------------------------------
+
+def run_client_test(*args):
+    if not os.access(CLIENT_TEST, os.X_OK):
+        pytest.fail(f"test_h5ark_client not found at {CLIENT_TEST}: build or set H5ARK_CLIENT_TEST")
+    proc = subprocess.run([CLIENT_TEST, *args], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"\d+ checks, 0 failed", proc.stdout), proc.stdout
+
+
+def test_c_library(daemon):
+    run_client_test(daemon.endpoint, "basic")
+
+
+def test_c_library_hdf(daemon):
+    run_client_test(daemon.endpoint, "hdf")
+
+
+def test_c_library_clear_and_shutdown(start_daemon):
+    d = start_daemon(locales=2)
+    run_client_test(d.endpoint, "destructive")
+    assert d.proc.wait(30) == 0
+
+
+def test_c_library_over_tcp(start_daemon):
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    d = start_daemon(locales=2, endpoint=f"tcp://127.0.0.1:{port}")
+    run_client_test(d.endpoint, "basic")
+    out = ok(run("ping", endpoint=None, env_extra={"H5ARK_ENDPOINT": d.endpoint}))
+    assert f"tcp://127.0.0.1:{port}" in out
