@@ -281,6 +281,15 @@ void dispatch_error_reply(const h5ark_value *header, h5ark_code code, const char
     h5ark_value_destroy(&h);
 }
 
+bool dispatch_is_immediate(const request *req) {
+    const h5ark_value *h = req->header;
+    if (!h || h->kind != H5ARK_MAP) return true;
+    const h5ark_value *cmd = h5ark_value_get(h, "cmd");
+    if (!cmd || cmd->kind != H5ARK_STR) return true;
+    const command_def *def = command_find(cmd->as.s.ptr);
+    return !def || (def->immediate && req->payload.total == 0);
+}
+
 void dispatch_handle(request *req, reply *out) {
     memset(out, 0, sizeof *out);
     h5ark_error err = {0};

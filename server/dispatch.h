@@ -38,6 +38,10 @@ typedef struct {
     const char *name;
     command_fn fn;
     arg_spec args[COMMAND_MAX_ARGS]; /* ends at the first entry with a NULL name */
+    /* Answered on the router thread itself: only for commands that take constant time and
+     * never wait on locales or files, where the hand-off to a handler thread would cost
+     * more than the command. */
+    bool immediate;
 } command_def;
 
 /* One request being handled, and the reply it builds. */
@@ -93,6 +97,9 @@ typedef struct {
     bool shutdown;
 } reply;
 
+/* True when the request can be answered on the router thread: an immediate command, or
+ * a header so malformed that the answer is an error found without running anything. */
+bool dispatch_is_immediate(const request *req);
 /* Handle one request completely; never fails (errors become error replies). */
 void dispatch_handle(request *req, reply *out);
 /* An error reply for a request that could not be handed to a handler (busy, too large). */

@@ -1,4 +1,6 @@
-/* The router and the handler pool (see router.h). */
+/* The router and the handler pool (see router.h). Constant-time commands (ping,
+ * getconfig) and malformed headers are answered on the router thread: two thread hand-offs
+ * would cost more than the command, and they cannot hold up anything else. */
 #include "router.h"
 
 #include "config.h"
@@ -268,7 +270,14 @@ int router_run(void *zmq_context, h5ark_error *err) {
             bool answered;
             work *w = receive_request(router, &answered);
             if (!w) continue;
-            if (nhandlers == 0) {
+            if (dispatch_is_immediate(&w->req)) {
+                reply r;
+                dispatch_handle(&w->req, &r);
+                if (r.shutdown) atomic_store(&stop_requested, true);
+                send_reply(router, w, &r);
+                reply_free(&r);
+                work_free(w);
+            } else if (nhandlers == 0) {
                 reply_now(router, w, H5ARK_INTERNAL, "no handler threads are running");
                 work_free(w);
             } else if (!enqueue(w)) {

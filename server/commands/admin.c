@@ -86,8 +86,8 @@ static int cmd_shutdown(command_ctx *ctx, h5ark_error *err) {
 }
 
 const command_def admin_commands[] = {
-    {"ping", cmd_ping, {{0}}},
-    {"getconfig", cmd_getconfig, {{0}}},
+    {"ping", cmd_ping, {{0}}, .immediate = true},
+    {"getconfig", cmd_getconfig, {{0}}, .immediate = true},
     {"info", cmd_info, {{"names", ARG_STR_ARRAY, false}, {0}}},
     {"delete", cmd_delete, {{"names", ARG_STR_ARRAY, true}, {0}}},
     {"clear", cmd_clear, {{0}}},

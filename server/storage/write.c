@@ -322,7 +322,12 @@ static void pwrite_shards(int locale, void *ctx) {
         if (r->locale != locale) continue;
         const out_file *f = &job->files[r->file];
         if (fd_file != r->file) {
-            if (fd >= 0) close(fd);
+            if (fd >= 0 && (fsync(fd) != 0) + (close(fd) != 0)) {
+                h5ark_fail(err, H5ARK_IO_ERROR, "cannot write '%s': %s", job->files[fd_file].rel,
+                           strerror(errno));
+                locale_errors_set(&job->le, locale);
+                return;
+            }
             fd = open(f->tmp, O_WRONLY | O_CLOEXEC);
             fd_file = r->file;
             if (fd < 0) {
@@ -337,6 +342,13 @@ static void pwrite_shards(int locale, void *ctx) {
             locale_errors_set(&job->le, locale);
             break;
         }
+    }
+    /* Flush here, where the locales run in parallel; the fsync files_replace does later
+     * then finds little left to write. */
+    if (fd >= 0 && err->code == H5ARK_OK && fsync(fd) != 0) {
+        h5ark_fail(err, H5ARK_IO_ERROR, "cannot flush '%s': %s", job->files[fd_file].rel,
+                   strerror(errno));
+        locale_errors_set(&job->le, locale);
     }
     if (fd >= 0 && close(fd) != 0 && err->code == H5ARK_OK) {
         h5ark_fail(err, H5ARK_IO_ERROR, "cannot write '%s': %s", job->files[fd_file].rel,
