@@ -14,27 +14,9 @@
 
 int pdarray_write(hid_t file, int file_index, const char *name, const object *obj, int part,
                   write_plan *plan, h5ark_error *err) {
-    const darray *a = obj->values;
-    uint64_t n = part < 0 ? a->size : a->shards[part].count;
-    uint64_t offset = 0;
-    hid_t dset = h5u_create_dataset(file, name, obj->dtype, n, &offset, err);
-    if (dset < 0) return -1;
-    int rc = h5u_write_object_attrs(dset, OBJTYPE_PDARRAY, obj->dtype == H5ARK_BOOLEAN, err);
-    if (H5Dclose(dset) < 0 && rc == 0)
-        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close dataset '%s'", name);
-    if (rc) return h5ark_fail_context(err, "dataset '%s'", name);
-    for (int b = 0; b < a->nshards; b++) {
-        const shard *s = &a->shards[b];
-        if ((part >= 0 && b != part) || s->count == 0) continue;
-        write_region r = {
-            .file = file_index,
-            .locale = b,
-            .data = s->data,
-            .nbytes = s->count * a->itemsize,
-            .offset = offset + (part < 0 ? s->start * a->itemsize : 0),
-        };
-        if (write_plan_add(plan, &r, err)) return -1;
-    }
+    if (write_darray_dataset(file, file_index, name, obj->values, obj->dtype == H5ARK_BOOLEAN, part,
+                             NULL, plan, err))
+        return h5ark_fail_context(err, "dataset '%s'", name);
     return 0;
 }
 

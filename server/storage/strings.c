@@ -13,44 +13,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int write_child(hid_t group, int file_index, const char *child, const darray *a, int part,
-                       bool rebase, const darray *values, write_plan *plan, h5ark_error *err) {
-    uint64_t n = part < 0 ? a->size : a->shards[part].count;
-    uint64_t offset = 0;
-    hid_t dset = h5u_create_dataset(group, child, a->dtype, n, &offset, err);
-    if (dset < 0) return -1;
-    int rc = h5u_write_object_attrs(dset, OBJTYPE_PDARRAY, false, err);
-    if (H5Dclose(dset) < 0 && rc == 0)
-        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close dataset '%s'", child);
-    if (rc) return -1;
-    for (int b = 0; b < a->nshards; b++) {
-        const shard *s = &a->shards[b];
-        if ((part >= 0 && b != part) || s->count == 0) continue;
-        write_region r = {
-            .file = file_index,
-            .locale = b,
-            .data = s->data,
-            .nbytes = s->count * a->itemsize,
-            .offset = offset + (part < 0 ? s->start * a->itemsize : 0),
-            /* a file of its own restarts the offsets at 0 */
-            .rebase = rebase ? (int64_t)values->shards[b].start : 0,
-        };
-        if (write_plan_add(plan, &r, err)) return -1;
-    }
-    return 0;
-}
-
 int strings_write(hid_t file, int file_index, const char *name, const object *obj, int part,
                   write_plan *plan, h5ark_error *err) {
     hid_t group = H5Gcreate2(file, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (group < 0) return h5u_fail(err, H5ARK_IO_ERROR, "cannot create group '%s'", name);
     int rc = h5u_write_object_attrs(group, OBJTYPE_STRINGS, false, err);
     if (rc == 0)
-        rc =
-            write_child(group, file_index, CHILD_VALUES, obj->values, part, false, NULL, plan, err);
-    if (rc == 0)
-        rc = write_child(group, file_index, CHILD_SEGMENTS, obj->segments, part, part >= 0,
-                         obj->values, plan, err);
+        rc = write_darray_dataset(group, file_index, CHILD_VALUES, obj->values, false, part, NULL,
+                                  plan, err);
+    if (rc == 0) /* a file of its own restarts the offsets at 0 */
+        rc = write_darray_dataset(group, file_index, CHILD_SEGMENTS, obj->segments, false, part,
+                                  part >= 0 ? obj->values : NULL, plan, err);
     if (H5Gclose(group) < 0 && rc == 0)
         rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close group '%s'", name);
     return rc ? h5ark_fail_context(err, "Strings '%s'", name) : 0;

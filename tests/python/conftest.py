@@ -10,6 +10,7 @@ import tempfile
 import time
 
 import msgpack
+import numpy as np
 import pytest
 import zmq
 
@@ -114,6 +115,25 @@ class Daemon:
 
 SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
                    "ERROR: ThreadSanitizer")
+
+def edge_values(dtype):
+    """Values at the edges of a dtype's range, plus the awkward floats (NaN with a payload,
+    infinities, -0.0, the smallest normal and subnormal)."""
+    dt = np.dtype(dtype)
+    if dt.kind == "b":
+        return np.array([True, False, True, True, False], dtype=dt)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        vals = [info.min, info.min + 1, 0, 1, 2, info.max - 1, info.max]
+        if dt.kind == "i":
+            vals += [-1, -2]
+        return np.array(vals, dtype=dt)
+    info = np.finfo(dt)
+    uint = np.dtype(f"u{dt.itemsize}")
+    payload_nan = np.array([int(np.array(np.nan, dt).view(uint)) | 0x5], uint).view(dt)[0]
+    return np.array([np.nan, payload_nan, np.inf, -np.inf, -0.0, 0.0, 1.5, -2.25, info.max,
+                     -info.max, info.tiny, np.nextafter(dt.type(0), dt.type(1))], dtype=dt)
+
 
 _ctx = zmq.Context.instance()
 

@@ -14,7 +14,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import request
+from conftest import edge_values, request
 
 LOCALES = 3  # the `daemon` fixture's locale count
 DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -39,23 +39,6 @@ def locale_file(path, i):
 
 def block_bounds(n, parts):
     return [(math.ceil(n * b / parts), math.ceil(n * (b + 1) / parts)) for b in range(parts)]
-
-
-def edge_values(dtype):
-    dt = np.dtype(dtype)
-    if dt.kind == "b":
-        return np.array([True, False, True, True, False, False, True], dtype=dt)
-    if dt.kind in "iu":
-        info = np.iinfo(dt)
-        vals = [info.min, info.min + 1, 0, 1, 2, info.max - 1, info.max]
-        if dt.kind == "i":
-            vals += [-1, -2]
-        return np.array(vals, dtype=dt)
-    info = np.finfo(dt)
-    uint = np.dtype(f"u{dt.itemsize}")
-    payload_nan = np.array([int(np.array(np.nan, dt).view(uint)) | 0x5], uint).view(dt)[0]
-    return np.array([np.nan, payload_nan, np.inf, -np.inf, -0.0, 0.0, 1.5, -2.25, info.max,
-                     -info.max, info.tiny, np.nextafter(dt.type(0), dt.type(1))], dtype=dt)
 
 
 def sha(path):
