@@ -58,12 +58,14 @@ typedef enum {
     H5ARK_FLOAT64,
     H5ARK_BOOLEAN,
     H5ARK_STRING, /* "str": the dtype of strings objects */
+    H5ARK_BIGINT, /* "bigint": arbitrary-width integers stored as uint64 limbs */
     H5ARK_DTYPE_COUNT
 } h5ark_dtype;
 
 const char *h5ark_dtype_name(h5ark_dtype dtype);
 bool h5ark_dtype_from_name(const char *name, h5ark_dtype *out);
-size_t h5ark_dtype_size(h5ark_dtype dtype); /* bytes per element; 1 for str (bytes) */
+size_t h5ark_dtype_size(h5ark_dtype dtype); /* bytes per element; 1 for str (bytes), 8 per
+                                               bigint limb */
 bool h5ark_dtype_is_signed(h5ark_dtype dtype);
 bool h5ark_dtype_is_unsigned(h5ark_dtype dtype); /* unsigned integers, not bool */
 bool h5ark_dtype_is_float(h5ark_dtype dtype);

@@ -133,11 +133,33 @@ int registry_publish(object *obj, const char *name, h5ark_error *err) {
 }
 
 object *registry_get(const char *name, h5ark_error *err) {
+    /* "parent/component/..." reaches inside composites (published names have no '/') */
+    char top[REGISTRY_MAX_NAME];
+    const char *slash = strchr(name, '/');
+    size_t n = slash ? (size_t)(slash - name) : strlen(name);
+    if (n >= sizeof top) {
+        h5ark_fail(err, H5ARK_NOT_FOUND, "no object named '%.300s'", name);
+        return NULL;
+    }
+    memcpy(top, name, n);
+    top[n] = '\0';
     pthread_mutex_lock(&lock);
-    entry *e = *find(name);
+    entry *e = *find(top);
     object *obj = e ? object_ref(e->obj) : NULL;
     pthread_mutex_unlock(&lock);
-    if (!obj) h5ark_fail(err, H5ARK_NOT_FOUND, "no object named '%s'", name);
+    while (obj && slash) {
+        const char *part = slash + 1;
+        slash = strchr(part, '/');
+        size_t len = slash ? (size_t)(slash - part) : strlen(part);
+        object *child = NULL;
+        for (size_t i = 0; i < obj->ncomponents; i++)
+            if (strlen(obj->components[i].name) == len &&
+                memcmp(obj->components[i].name, part, len) == 0)
+                child = object_ref(obj->components[i].obj);
+        object_release(obj);
+        obj = child;
+    }
+    if (!obj) h5ark_fail(err, H5ARK_NOT_FOUND, "no object named '%.300s'", name);
     return obj;
 }
 

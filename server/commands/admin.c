@@ -45,7 +45,7 @@ static int cmd_info(command_ctx *ctx, h5ark_error *err) {
                 h5ark_value_destroy(&list);
                 return -1;
             }
-            h5ark_value_push(list, object_describe(obj));
+            h5ark_value_push(list, object_describe_as(obj, h5ark_value_at(names, i)->as.s.ptr));
             object_release(obj);
         }
     } else {

@@ -241,8 +241,66 @@ static void rebase_shard(int locale, void *ctx) {
         out[i] = (int64_t)(strings_offset(job->src, job->from + sh->start + i) - job->base);
 }
 
+/* Reply buffers of elements [from, to) of obj, named "<prefix><buffer>": `values` for
+ * arrays, `segments` + `values` for strings, `Limb_i` for bigint, and each component's
+ * buffers under "<prefix><component>/" for composites (whole objects only). */
+static int add_object_buffers(command_ctx *ctx, object *obj, const char *prefix, uint64_t from,
+                              uint64_t to, h5ark_error *err) {
+    char name[1024];
+    if (obj->values && obj->objtype != H5ARK_STRINGS) { /* pdarray, arrayview */
+        snprintf(name, sizeof name, "%svalues", prefix);
+        return reply_buffer_begin(ctx, name, (to - from) * obj->values->itemsize, obj, err) ||
+                       add_spans(ctx, obj->values, from, to, err)
+                   ? -1
+                   : 0;
+    }
+    if (obj->objtype == H5ARK_STRINGS) {
+        uint64_t b0 = strings_offset(obj, from), b1 = strings_offset(obj, to);
+        object *seg = obj;
+        if (from != 0) { /* offsets must be relative to the first string sent */
+            seg = object_new_pdarray(H5ARK_INT64, to - from, err);
+            if (!seg) return -1;
+            rebase_job job = {obj, seg, from, b0};
+            locales_run(rebase_shard, &job);
+        }
+        const darray *segments = seg == obj ? obj->segments : seg->values;
+        uint64_t s0 = seg == obj ? from : 0, s1 = seg == obj ? to : to - from;
+        char vname[1024];
+        snprintf(name, sizeof name, "%ssegments", prefix);
+        snprintf(vname, sizeof vname, "%svalues", prefix);
+        int rc = reply_buffer_begin(ctx, name, (to - from) * 8, seg, err) ||
+                 add_spans(ctx, segments, s0, s1, err) ||
+                 reply_buffer_begin(ctx, vname, b1 - b0, obj, err) ||
+                 add_spans(ctx, obj->values, b0, b1, err);
+        if (seg != obj) object_release(seg);
+        return rc ? -1 : 0;
+    }
+    if (obj->dtype == H5ARK_BIGINT) { /* limbs are the array's own buffers */
+        for (size_t i = 0; i < obj->ncomponents; i++) {
+            object *limb = obj->components[i].obj;
+            snprintf(name, sizeof name, "%s%s", prefix, obj->components[i].name);
+            if (reply_buffer_begin(ctx, name, (to - from) * 8, limb, err) ||
+                add_spans(ctx, limb->values, from, to, err))
+                return -1;
+        }
+        return 0;
+    }
+    if (from != 0 || to != obj->size)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "get: element ranges apply to pdarray, strings and arrayview, not "
+                          "to a %s",
+                          h5ark_objtype_name(obj->objtype));
+    for (size_t i = 0; i < obj->ncomponents; i++) {
+        object *c = obj->components[i].obj;
+        snprintf(name, sizeof name, "%s%s/", prefix, obj->components[i].name);
+        if (add_object_buffers(ctx, c, name, 0, c->size, err)) return -1;
+    }
+    return 0;
+}
+
 static int cmd_get(command_ctx *ctx, h5ark_error *err) {
-    object *obj = registry_get(arg_str(ctx, "name", ""), err);
+    const char *name = arg_str(ctx, "name", "");
+    object *obj = registry_get(name, err);
     if (!obj) return -1;
     int rc = -1;
     uint64_t from = arg_uint(ctx, "start", 0), to = arg_uint(ctx, "stop", obj->size);
@@ -250,36 +308,14 @@ static int cmd_get(command_ctx *ctx, h5ark_error *err) {
         h5ark_fail(err, H5ARK_BAD_REQUEST,
                    "get: range [%llu, %llu) is not within the %llu elements of '%s'",
                    (unsigned long long)from, (unsigned long long)to, (unsigned long long)obj->size,
-                   obj->name);
+                   name);
         goto out;
     }
-    if (reply_set(ctx, "object", object_describe(obj), err) ||
+    if (reply_set(ctx, "object", object_describe_as(obj, name), err) ||
         reply_set(ctx, "start", h5ark_value_uint(from), err) ||
         reply_set(ctx, "stop", h5ark_value_uint(to), err))
         goto out;
-    if (obj->objtype == H5ARK_PDARRAY) {
-        rc = reply_buffer_begin(ctx, "values", (to - from) * obj->values->itemsize, obj, err) ||
-             add_spans(ctx, obj->values, from, to, err);
-    } else if (obj->objtype == H5ARK_STRINGS) {
-        uint64_t b0 = strings_offset(obj, from), b1 = strings_offset(obj, to);
-        object *seg = obj;
-        if (from != 0) { /* offsets must be relative to the first string sent */
-            seg = object_new_pdarray(H5ARK_INT64, to - from, err);
-            if (!seg) goto out;
-            rebase_job job = {obj, seg, from, b0};
-            locales_run(rebase_shard, &job);
-        }
-        const darray *segments = seg == obj ? obj->segments : seg->values;
-        uint64_t s0 = seg == obj ? from : 0, s1 = seg == obj ? to : to - from;
-        rc = reply_buffer_begin(ctx, "segments", (to - from) * 8, seg, err) ||
-             add_spans(ctx, segments, s0, s1, err) ||
-             reply_buffer_begin(ctx, "values", b1 - b0, obj, err) ||
-             add_spans(ctx, obj->values, b0, b1, err);
-        if (seg != obj) object_release(seg);
-    } else {
-        h5ark_fail(err, H5ARK_TYPE_ERROR, "get: objtype %s is not supported yet",
-                   h5ark_objtype_name(obj->objtype));
-    }
+    rc = add_object_buffers(ctx, obj, "", from, to, err);
 out:
     object_release(obj);
     return rc ? -1 : 0;

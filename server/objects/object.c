@@ -4,6 +4,7 @@
 #include "locales.h"
 #include "registry.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +40,7 @@ darray *darray_new(h5ark_dtype dtype, uint64_t size, const uint64_t *counts, h5a
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         return NULL;
     }
+    atomic_init(&a->refs, 1);
     a->dtype = dtype;
     a->itemsize = itemsize;
     a->size = size;
@@ -69,8 +71,13 @@ darray *darray_new(h5ark_dtype dtype, uint64_t size, const uint64_t *counts, h5a
     return a;
 }
 
+darray *darray_ref(darray *a) {
+    if (a) atomic_fetch_add(&a->refs, 1);
+    return a;
+}
+
 void darray_free(darray *a) {
-    if (!a) return;
+    if (!a || atomic_fetch_sub(&a->refs, 1) != 1) return;
     for (int b = 0; b < a->nshards; b++)
         free(a->shards[b].data);
     free(a->shards);
@@ -146,6 +153,38 @@ object *object_new_strings(uint64_t nstrings, const uint64_t *byte_counts, h5ark
     return obj;
 }
 
+object *object_new_composite(h5ark_objtype objtype, h5ark_dtype dtype, uint64_t size,
+                             h5ark_error *err) {
+    return object_alloc(objtype, dtype, size, err);
+}
+
+int object_add_component(object *obj, const char *name, object *child, h5ark_error *err) {
+    object_component *c =
+        realloc(obj->components, (obj->ncomponents + 1) * sizeof *obj->components);
+    if (!c) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    obj->components = c;
+    char *copy = strdup(name);
+    if (!copy) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    c[obj->ncomponents++] = (object_component){copy, object_ref(child)};
+    return 0;
+}
+
+object *object_component_get(const object *obj, const char *name) {
+    for (size_t i = 0; i < obj->ncomponents; i++)
+        if (strcmp(obj->components[i].name, name) == 0) return obj->components[i].obj;
+    return NULL;
+}
+
+int object_set_extra(object *obj, const char *key, h5ark_value *val, h5ark_error *err) {
+    if (!obj->extra && !(obj->extra = h5ark_value_map())) {
+        h5ark_value_destroy(&val);
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    if (h5ark_value_set(obj->extra, key, val))
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    return 0;
+}
+
 object *object_ref(object *obj) {
     if (obj) atomic_fetch_add(&obj->refs, 1);
     return obj;
@@ -155,6 +194,13 @@ void object_release(object *obj) {
     if (!obj || atomic_fetch_sub(&obj->refs, 1) != 1) return;
     darray_free(obj->values);
     darray_free(obj->segments);
+    for (size_t i = 0; i < obj->ncomponents; i++) {
+        free(obj->components[i].name);
+        object_release(obj->components[i].obj);
+    }
+    free(obj->components);
+    free(obj->na_value);
+    h5ark_value_destroy(&obj->extra);
     free(obj->name);
     free(obj);
 }
@@ -163,24 +209,53 @@ uint64_t object_nbytes(const object *obj) {
     uint64_t n = 0;
     if (obj->values) n += obj->values->size * obj->values->itemsize;
     if (obj->segments) n += obj->segments->size * obj->segments->itemsize;
+    for (size_t i = 0; i < obj->ncomponents; i++)
+        n += object_nbytes(obj->components[i].obj);
     return n;
 }
 
-h5ark_value *object_describe(const object *obj) {
+/* Bytes per element as the descriptor reports them: a bigint's limbs together. */
+static uint64_t itemsize_of(const object *obj) {
+    if (obj->dtype == H5ARK_BIGINT) return 8 * (uint64_t)obj->ncomponents;
+    return h5ark_dtype_size(obj->dtype);
+}
+
+h5ark_value *object_describe_as(const object *obj, const char *name) {
     h5ark_value *d = h5ark_value_map();
     h5ark_value *shape = h5ark_value_array();
     for (unsigned i = 0; i < obj->ndim; i++)
         h5ark_value_push(shape, h5ark_value_uint(obj->shape[i]));
-    int rc = h5ark_value_set(d, "name", h5ark_value_str(obj->name ? obj->name : ""));
+    int rc = h5ark_value_set(d, "name", h5ark_value_str(name ? name : ""));
     rc |= h5ark_value_set(d, "objtype", h5ark_value_str(h5ark_objtype_name(obj->objtype)));
     rc |= h5ark_value_set(d, "dtype", h5ark_value_str(h5ark_dtype_name(obj->dtype)));
     rc |= h5ark_value_set(d, "size", h5ark_value_uint(obj->size));
     rc |= h5ark_value_set(d, "shape", shape);
     rc |= h5ark_value_set(d, "ndim", h5ark_value_uint(obj->ndim));
-    rc |= h5ark_value_set(d, "itemsize", h5ark_value_uint(h5ark_dtype_size(obj->dtype)));
+    rc |= h5ark_value_set(d, "itemsize", h5ark_value_uint(itemsize_of(obj)));
     rc |= h5ark_value_set(d, "nbytes", h5ark_value_uint(object_nbytes(obj)));
     if (obj->objtype == H5ARK_STRINGS)
         rc |= h5ark_value_set(d, "bytes", h5ark_value_uint(obj->values ? obj->values->size : 0));
+    if (obj->tag) rc |= h5ark_value_set(d, "tag", h5ark_value_str(obj->tag));
+    if (obj->na_value) rc |= h5ark_value_set(d, "na_value", h5ark_value_str(obj->na_value));
+    if (obj->dtype == H5ARK_BIGINT)
+        rc |= h5ark_value_set(d, "max_bits", h5ark_value_int(obj->max_bits));
+    for (size_t i = 0; obj->extra && i < obj->extra->as.m.len; i++)
+        rc |= h5ark_value_set(d, obj->extra->as.m.keys[i],
+                              h5ark_value_copy(obj->extra->as.m.vals[i]));
+    if (obj->ncomponents) {
+        h5ark_value *comps = h5ark_value_map();
+        for (size_t i = 0; i < obj->ncomponents; i++) {
+            char path[1024];
+            snprintf(path, sizeof path, "%s/%s", name ? name : "", obj->components[i].name);
+            rc |= h5ark_value_set(comps, obj->components[i].name,
+                                  object_describe_as(obj->components[i].obj, path));
+        }
+        rc |= h5ark_value_set(d, "components", comps);
+    }
     if (rc) h5ark_value_destroy(&d);
     return d;
+}
+
+h5ark_value *object_describe(const object *obj) {
+    return object_describe_as(obj, obj->name);
 }

@@ -3,7 +3,11 @@
  * elements, block-distributed. strings: `segments` (int64) holds each string's start
  * offset in the whole concatenated byte stream, block-distributed by string; `values`
  * (uint8) holds the bytes, each string followed by one NUL, sharded so that every string
- * lies whole on the locale that holds its segment. Objects are immutable once published. */
+ * lies whole on the locale that holds its segment. arrayview: a pdarray's `values` with an
+ * N-d `shape`. Composites (segarray, categorical, groupby, dataframe, index, multiindex,
+ * and bigint pdarrays, whose limbs are uint64 pdarrays) hold no arrays of their own: they
+ * are an ordered list of named components, each an object. Objects are immutable once
+ * published, so components are shared by reference, never copied. */
 #ifndef H5ARK_OBJECT_H
 #define H5ARK_OBJECT_H
 
@@ -22,6 +26,7 @@ typedef struct {
 } shard;
 
 typedef struct {
+    atomic_int refs; /* an arrayview and its pdarray share one darray */
     h5ark_dtype dtype;
     size_t itemsize;
     uint64_t size;
@@ -34,21 +39,40 @@ typedef struct {
  * distribution of `size`). Memory is reserved against --max-memory first
  * (resource_limit), then each locale allocates its own shard. Contents are undefined. */
 darray *darray_new(h5ark_dtype dtype, uint64_t size, const uint64_t *counts, h5ark_error *err);
-void darray_free(darray *a);
+darray *darray_ref(darray *a);
+void darray_free(darray *a); /* drops one reference; frees at the last */
 /* The shard holding global element i (a binary search over shard starts). */
 int darray_shard_of(const darray *a, uint64_t i);
 
-typedef struct object {
+typedef struct object object;
+
+typedef struct {
+    char *name;
+    object *obj;
+} object_component;
+
+/* Tags of int64/uint64 pdarrays that Arkouda stores with their own ObjType. */
+#define OBJECT_TAG_DATETIME  "datetime64[ns]"
+#define OBJECT_TAG_TIMEDELTA "timedelta64[ns]"
+#define OBJECT_TAG_IPV4      "ipv4"
+
+struct object {
     atomic_int refs;
-    char *name; /* set when published */
+    char *name; /* set when published; components are named "<parent>/<component>" */
     h5ark_objtype objtype;
     h5ark_dtype dtype; /* element dtype; H5ARK_STRING for strings */
-    uint64_t size;     /* elements, or strings */
+    uint64_t size;     /* elements, strings, sub-arrays or rows */
     unsigned ndim;
     uint64_t shape[OBJECT_MAX_DIMS];
     darray *values;
-    darray *segments; /* strings only */
-} object;
+    darray *segments;             /* strings only */
+    object_component *components; /* composites, in order */
+    size_t ncomponents;
+    const char *tag;    /* pdarray: NULL or one of OBJECT_TAG_* (static strings) */
+    char *na_value;     /* categorical: the text of the NA category */
+    int64_t max_bits;   /* bigint: -1 when unbounded */
+    h5ark_value *extra; /* further descriptor keys of the type (a map), or NULL */
+};
 
 /* A pdarray of `size` elements, block-distributed, contents undefined. */
 object *object_new_pdarray(h5ark_dtype dtype, uint64_t size, h5ark_error *err);
@@ -56,14 +80,28 @@ object *object_new_pdarray(h5ark_dtype dtype, uint64_t size, h5ark_error *err);
  * of bytes (NULs included) the strings on locale b take. Contents undefined. */
 object *object_new_strings(uint64_t nstrings, const uint64_t *byte_counts, h5ark_error *err);
 
+/* A composite with no components yet; add them with object_add_component. */
+object *object_new_composite(h5ark_objtype objtype, h5ark_dtype dtype, uint64_t size,
+                             h5ark_error *err);
+/* Append component `name` (takes a new reference to child). */
+int object_add_component(object *obj, const char *name, object *child, h5ark_error *err);
+/* The component called `name`, or NULL (no new reference). */
+object *object_component_get(const object *obj, const char *name);
+/* Set a further descriptor key (takes val). */
+int object_set_extra(object *obj, const char *key, h5ark_value *val, h5ark_error *err);
+
 object *object_ref(object *obj);
 void object_release(object *obj); /* frees at the last reference; NULL is fine */
 
 /* Total bytes of an object's data (what `nbytes` reports). */
 uint64_t object_nbytes(const object *obj);
 /* The protocol's object descriptor: name, objtype, dtype, size, shape, ndim, itemsize,
- * nbytes. NULL only when out of memory. */
+ * nbytes, and for composites `components` (name -> descriptor, in order, each named
+ * "<parent>/<component>"), plus `tag`, `na_value`, `max_bits` and the extra keys where
+ * set. NULL only when out of memory. */
 h5ark_value *object_describe(const object *obj);
+/* The same, under another name (a component reached by its path). */
+h5ark_value *object_describe_as(const object *obj, const char *name);
 
 /* Maximum number of elements of any object; larger sizes are refused before allocating
  * (a request for 2^62 elements is an absurd size, not an allocation to try). */

@@ -1026,6 +1026,7 @@ static void test_name_tables(void) {
         {"int64", 8, 1, 0, 0},   {"uint8", 1, 0, 1, 0},  {"uint16", 2, 0, 1, 0},
         {"uint32", 4, 0, 1, 0},  {"uint64", 8, 0, 1, 0}, {"float32", 4, 0, 0, 1},
         {"float64", 8, 0, 0, 1}, {"bool", 1, 0, 0, 0},   {"str", 1, 0, 0, 0},
+        {"bigint", 8, 0, 0, 0},
     };
     CHECK(sizeof dtypes / sizeof dtypes[0] == H5ARK_DTYPE_COUNT);
     for (int t = 0; t < H5ARK_DTYPE_COUNT; t++) {
