@@ -55,8 +55,9 @@ static const struct {
     const char *name;
     size_t size;
 } dtypes[H5ARK_DTYPE_COUNT] = {
-    {"int8", 1},   {"int16", 2},  {"int32", 4},   {"int64", 8},   {"uint8", 1}, {"uint16", 2},
-    {"uint32", 4}, {"uint64", 8}, {"float32", 4}, {"float64", 8}, {"bool", 1},  {"str", 1},
+    {"int8", 1},   {"int16", 2},  {"int32", 4},  {"int64", 8},   {"uint8", 1},
+    {"uint16", 2}, {"uint32", 4}, {"uint64", 8}, {"float32", 4}, {"float64", 8},
+    {"bool", 1},   {"str", 1},    {"bigint", 8},
 };
 
 const char *h5ark_dtype_name(h5ark_dtype dtype) {
