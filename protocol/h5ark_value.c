@@ -303,6 +303,33 @@ static int be_read(const unsigned char *p, int n, uint64_t *out) {
     return 0;
 }
 
+/* Well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF): MessagePack
+ * strings must be, and replies quote request strings back to clients that decode them. */
+static bool utf8_valid(const unsigned char *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        unsigned char c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t k;
+        uint32_t cp, min;
+        if ((c & 0xe0) == 0xc0) k = 1, cp = c & 0x1f, min = 0x80;
+        else if ((c & 0xf0) == 0xe0) k = 2, cp = c & 0x0f, min = 0x800;
+        else if ((c & 0xf8) == 0xf0) k = 3, cp = c & 0x07, min = 0x10000;
+        else return false;
+        if (n - i <= k) return false;
+        for (size_t j = 1; j <= k; j++) {
+            if ((s[i + j] & 0xc0) != 0x80) return false;
+            cp = (cp << 6) | (s[i + j] & 0x3f);
+        }
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+        i += k + 1;
+    }
+    return true;
+}
+
 static int scan_value(const unsigned char *p, size_t len, size_t *pos, int depth,
                       const char **why) {
     if (depth > SCAN_MAX_DEPTH) {
@@ -366,6 +393,11 @@ static int scan_value(const unsigned char *p, size_t len, size_t *pos, int depth
     if (!container) {
         if (len - *pos < skip) {
             *why = "truncated";
+            return -1;
+        }
+        bool is_str = (t & 0xe0) == 0xa0 || t == 0xd9 || t == 0xda || t == 0xdb;
+        if (is_str && !utf8_valid(p + *pos, (size_t)skip)) {
+            *why = "holds a string that is not valid UTF-8";
             return -1;
         }
         *pos += (size_t)skip;

@@ -3,6 +3,7 @@
 #define H5ARK_CONFIG_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -11,10 +12,17 @@ typedef struct {
     int locales;
     char data_dir[PATH_MAX]; /* absolute, symlinks resolved */
     uint64_t max_memory;
-    char *token;          /* NULL: no authentication */
-    int handlers;         /* request handler threads */
-    size_t max_queue;     /* requests waiting for a handler before `busy` */
-    uint64_t max_message; /* bytes of one request, payload included */
+    /* Tokens from --token-file; none: no authentication. A read token may only run
+     * commands that create and change nothing (see command_def.read_only). */
+    struct token {
+        char *secret;
+        bool may_write;
+    } * tokens;
+    size_t ntokens;
+    char curve_secret[41]; /* Z85 server secret key; empty: no encryption */
+    int handlers;          /* request handler threads */
+    size_t max_queue;      /* requests waiting for a handler before `busy` */
+    uint64_t max_message;  /* bytes of one request, payload included */
 } config_t;
 
 extern config_t config;

@@ -130,13 +130,21 @@ static int check_header(const h5ark_value *h, const char *decode_error, h5ark_er
     return 0;
 }
 
-static int check_token(const h5ark_value *h, h5ark_error *err) {
-    if (!config.token) return 0;
+/* Every token is compared, whatever matches, so the time taken says nothing about which
+ * (or whether one) did. */
+static int check_token(const h5ark_value *h, const command_def *cmd, h5ark_error *err) {
+    if (config.ntokens == 0) return 0;
     const h5ark_value *token = h5ark_value_get(h, "token");
     if (!token || token->kind != H5ARK_STR)
         return h5ark_fail(err, H5ARK_UNAUTHORIZED, "this daemon requires a token");
-    if (!token_equal(token->as.s.ptr, token->as.s.len, config.token))
-        return h5ark_fail(err, H5ARK_UNAUTHORIZED, "the token is not valid");
+    int match = -1;
+    for (size_t i = 0; i < config.ntokens; i++)
+        if (token_equal(token->as.s.ptr, token->as.s.len, config.tokens[i].secret)) match = (int)i;
+    if (match < 0) return h5ark_fail(err, H5ARK_UNAUTHORIZED, "the token is not valid");
+    if (cmd && !cmd->read_only && !config.tokens[match].may_write)
+        return h5ark_fail(err, H5ARK_UNAUTHORIZED,
+                          "'%s' creates or changes objects or files, and this token may only read",
+                          cmd->name);
     return 0;
 }
 
@@ -302,8 +310,8 @@ void dispatch_handle(request *req, reply *out) {
 
     if (check_header(h, req->decode_error, &err)) goto fail;
     const char *name = h5ark_value_get(h, "cmd")->as.s.ptr;
-    if (check_token(h, &err)) goto fail;
     cmd = command_find(name);
+    if (check_token(h, cmd, &err)) goto fail; /* before revealing which commands exist */
     if (!cmd) {
         h5ark_fail(&err, H5ARK_UNKNOWN_COMMAND, "unknown command '%s'", name);
         goto fail;

@@ -42,6 +42,8 @@ typedef struct {
      * never wait on locales or files, where the hand-off to a handler thread would cost
      * more than the command. */
     bool immediate;
+    /* Creates and changes nothing (no object, no file): allowed with a read token. */
+    bool read_only;
 } command_def;
 
 /* One request being handled, and the reply it builds. */

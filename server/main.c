@@ -4,9 +4,11 @@
 #include "log.h"
 #include "registry.h"
 #include "router.h"
+#include "storage/files.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <hdf5.h>
 #include <signal.h>
@@ -32,8 +34,12 @@ static void usage(FILE *out) {
             "                       missing (default %s)\n"
             "  --max-memory BYTES   memory for objects; suffixes K M G T (default: half the\n"
             "                       machine's memory)\n"
-            "  --token-file FILE    require every request to carry the token in FILE\n"
-            "                       (default: no authentication)\n"
+            "  --token-file FILE    require every request to carry one of the tokens in FILE,\n"
+            "                       one per line, each optionally followed by its role,\n"
+            "                       read or write (default write; default: no authentication)\n"
+            "  --curve-secret-file FILE  encrypt with ZeroMQ CURVE using the server secret key\n"
+            "                       in FILE (clients need the matching public key)\n"
+            "  --curve-keygen PREFIX  write a new key pair to PREFIX.key and PREFIX.pub, exit\n"
             "  --handlers N         request handler threads (default 8)\n"
             "  --max-queue N        requests waiting for a handler before `busy` (default 1024)\n"
             "  --max-message BYTES  largest request accepted, payload included (default: the\n"
@@ -74,30 +80,91 @@ static int parse_int(const char *s, long lo, long hi, int *out) {
     return 0;
 }
 
-static int read_token(const char *path) {
+/* Token file: one token per line, optionally followed by its role, `read` or `write`
+ * (default write); blank lines and lines starting with '#' are skipped. */
+static int read_tokens(const char *path) {
     FILE *f = fopen(path, "r");
     if (!f) {
         fprintf(stderr, "h5arkd: cannot read token file %s: %s\n", path, strerror(errno));
         return -1;
     }
     char line[4096];
-    while (fgets(line, sizeof line, f)) {
-        char *p = line, *e;
-        while (isspace((unsigned char)*p))
-            p++;
-        e = p + strlen(p);
-        while (e > p && isspace((unsigned char)e[-1]))
-            *--e = '\0';
-        if (*p && *p != '#') {
-            config.token = strdup(p);
+    int lineno = 0, rc = 0;
+    while (rc == 0 && fgets(line, sizeof line, f)) {
+        lineno++;
+        char *secret = strtok(line, " \t\r\n");
+        if (!secret || *secret == '#') continue;
+        char *role = strtok(NULL, " \t\r\n");
+        char *extra = role ? strtok(NULL, " \t\r\n") : NULL;
+        bool may_write = true;
+        if (role && strcmp(role, "read") == 0)
+            may_write = false;
+        else if (role && strcmp(role, "write") != 0)
+            role = NULL, extra = "";
+        if (extra) {
+            fprintf(stderr, "h5arkd: %s line %d: expected 'TOKEN [read|write]'\n", path, lineno);
+            rc = -1;
             break;
         }
+        struct token *t = realloc(config.tokens, (config.ntokens + 1) * sizeof *t);
+        if (!t || !(secret = strdup(secret))) {
+            fprintf(stderr, "h5arkd: out of memory reading %s\n", path);
+            if (t) config.tokens = t;
+            rc = -1;
+            break;
+        }
+        config.tokens = t;
+        config.tokens[config.ntokens++] = (struct token){secret, may_write};
     }
     fclose(f);
-    if (!config.token) {
+    if (rc == 0 && config.ntokens == 0) {
         fprintf(stderr, "h5arkd: token file %s holds no token\n", path);
+        rc = -1;
+    }
+    return rc;
+}
+
+/* The first line of a key file, which must be a 40-character Z85 key. */
+static int read_key(const char *path, char key[41]) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "h5arkd: cannot read key file %s: %s\n", path, strerror(errno));
         return -1;
     }
+    char line[128] = "";
+    char *got = fgets(line, sizeof line, f);
+    fclose(f);
+    size_t n = got ? strcspn(line, "\r\n") : 0;
+    uint8_t raw[32];
+    line[n] = '\0';
+    if (n != 40 || !zmq_z85_decode(raw, line)) {
+        fprintf(stderr, "h5arkd: %s does not hold a 40-character Z85 CURVE key\n", path);
+        return -1;
+    }
+    memcpy(key, line, 41);
+    return 0;
+}
+
+/* --curve-keygen PREFIX: PREFIX.key (secret, mode 0600) and PREFIX.pub. */
+static int curve_keygen(const char *prefix) {
+    char pub[41], sec[41], path[PATH_MAX];
+    if (zmq_curve_keypair(pub, sec) != 0) {
+        fprintf(stderr, "h5arkd: this libzmq cannot make CURVE keys: %s\n", zmq_strerror(errno));
+        return 1;
+    }
+    const char *what[2][2] = {{".key", sec}, {".pub", pub}};
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s%s", prefix, what[i][0]);
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, i == 0 ? 0600 : 0644);
+        FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+        if (!f || fprintf(f, "%s\n", what[i][1]) < 0 || fclose(f) != 0) {
+            fprintf(stderr, "h5arkd: cannot write %s: %s\n", path, strerror(errno));
+            return 1;
+        }
+    }
+    printf("wrote %s.key (secret: give it to --curve-secret-file) and %s.pub (public: give it "
+           "to clients): %s\n",
+           prefix, prefix, pub);
     return 0;
 }
 
@@ -125,7 +192,9 @@ static int configure(int argc, char **argv) {
         O_QUEUE,
         O_MSG,
         O_LOG,
-        O_HELP
+        O_HELP,
+        O_CURVE,
+        O_KEYGEN
     };
     static const struct option opts[] = {{"endpoint", required_argument, 0, O_ENDPOINT},
                                          {"locales", required_argument, 0, O_LOCALES},
@@ -136,6 +205,8 @@ static int configure(int argc, char **argv) {
                                          {"max-queue", required_argument, 0, O_QUEUE},
                                          {"max-message", required_argument, 0, O_MSG},
                                          {"log-level", required_argument, 0, O_LOG},
+                                         {"curve-secret-file", required_argument, 0, O_CURVE},
+                                         {"curve-keygen", required_argument, 0, O_KEYGEN},
                                          {"help", no_argument, 0, O_HELP},
                                          {0, 0, 0, 0}};
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -145,7 +216,7 @@ static int configure(int argc, char **argv) {
     config.max_memory = (uint64_t)pages * (uint64_t)page / 2;
     config.handlers = 8;
     config.max_queue = 1024;
-    const char *data_dir = DEFAULT_DATA_DIR, *token_file = NULL;
+    const char *data_dir = DEFAULT_DATA_DIR, *token_file = NULL, *curve_file = NULL;
     bool max_message_set = false;
     int c, q;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -171,6 +242,8 @@ static int configure(int argc, char **argv) {
             }
             break;
         case O_TOKEN: token_file = optarg; break;
+        case O_CURVE: curve_file = optarg; break;
+        case O_KEYGEN: exit(curve_keygen(optarg));
         case O_HANDLERS:
             if (parse_int(optarg, 1, 256, &config.handlers)) {
                 fprintf(stderr, "h5arkd: --handlers must be a whole number from 1 to 256\n");
@@ -212,7 +285,8 @@ static int configure(int argc, char **argv) {
         fprintf(stderr, "h5arkd: cannot create data directory %s: %s\n", data_dir, strerror(errno));
         return -1;
     }
-    if (token_file && read_token(token_file)) return -1;
+    if (token_file && read_tokens(token_file)) return -1;
+    if (curve_file && read_key(curve_file, config.curve_secret)) return -1;
     return 0;
 }
 
@@ -235,6 +309,9 @@ int main(int argc, char **argv) {
     /* A file names its filters; never let that make the library load a shared object. */
     H5PLset_loading_state(0);
     registry_init(config.max_memory);
+    size_t stale = files_remove_stale_temps();
+    if (stale)
+        log_warn("removed %zu temporary file(s) left by a daemon that stopped mid-write", stale);
     if (locales_start(config.locales) != 0) {
         fprintf(stderr, "h5arkd: cannot start %d locale threads\n", config.locales);
         return 1;
@@ -250,7 +327,9 @@ int main(int argc, char **argv) {
     zmq_ctx_term(zctx);
     registry_shutdown();
     locales_stop();
-    free(config.token);
+    for (size_t i = 0; i < config.ntokens; i++)
+        free(config.tokens[i].secret);
+    free(config.tokens);
     H5close();
     return rc == 0 ? 0 : 1;
 }

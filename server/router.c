@@ -206,6 +206,15 @@ int router_run(void *zmq_context, h5ark_error *err) {
         return h5ark_fail(err, H5ARK_INTERNAL, "cannot bind %s: %s", REPLY_ENDPOINT,
                           zmq_strerror(errno));
     }
+    if (config.curve_secret[0]) {
+        int on = 1;
+        if (zmq_setsockopt(router, ZMQ_CURVE_SERVER, &on, sizeof on) != 0 ||
+            zmq_setsockopt(router, ZMQ_CURVE_SECRETKEY, config.curve_secret, 40) != 0) {
+            zmq_close(router);
+            zmq_close(pull);
+            return h5ark_fail(err, H5ARK_INTERNAL, "cannot enable CURVE: %s", zmq_strerror(errno));
+        }
+    }
     if (zmq_bind(router, config.endpoint) != 0) {
         int e = errno;
         zmq_close(router);
@@ -219,10 +228,11 @@ int router_run(void *zmq_context, h5ark_error *err) {
     if (zmq_getsockopt(router, ZMQ_LAST_ENDPOINT, bound, &bound_len) != 0)
         snprintf(bound, sizeof bound, "%s", config.endpoint);
     printf("h5arkd %s listening on %s with %d locale%s, data directory %s, max memory %llu "
-           "bytes%s\n",
+           "bytes%s%s\n",
            H5ARK_VERSION_STRING, bound, config.locales, config.locales == 1 ? "" : "s",
            config.data_dir, (unsigned long long)config.max_memory,
-           config.token ? ", token required" : "");
+           config.ntokens ? ", token required" : "",
+           config.curve_secret[0] ? ", CURVE encryption" : "");
     fflush(stdout);
 
     sigset_t sigs;

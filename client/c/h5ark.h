@@ -40,6 +40,10 @@ typedef struct {
 /* Connect to `endpoint` (NULL = H5ARK_DEFAULT_ENDPOINT). `token` (NULL = none) is sent with
  * every request. Connecting is lazy: an absent daemon shows up as a timeout on a request. */
 h5ark_client_t *h5ark_client_new(const char *endpoint, const char *token, h5ark_error *err);
+/* Encrypt with ZeroMQ CURVE from now on: `server_public_key` is the daemon's public key
+ * (the 40-character Z85 text of the .pub file `h5arkd --curve-keygen` writes). The client
+ * makes a key pair of its own. */
+int h5ark_client_set_curve(h5ark_client_t *self, const char *server_public_key, h5ark_error *err);
 void h5ark_client_destroy(h5ark_client_t **self_p);
 /* How long a request waits for its reply; < 0 waits forever. Default 60 s. */
 void h5ark_client_set_timeout(h5ark_client_t *self, int timeout_ms);

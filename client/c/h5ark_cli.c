@@ -15,6 +15,7 @@
 
 static const char *opt_endpoint;
 static const char *opt_token_file;
+static const char *opt_server_key_file; /* the daemon's CURVE public key: encrypt */
 static double opt_timeout = H5ARK_DEFAULT_TIMEOUT_MS / 1000.0;
 
 /* ---- small helpers ------------------------------------------------------------------- */
@@ -337,7 +338,7 @@ static int read_token(const char *path, char **token, h5ark_error *err) {
     char *s = buf, *e = buf + n;
     while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
         s++;
-    char *nl = strpbrk(s, "\r\n");
+    char *nl = strpbrk(s, " \t\r\n"); /* the first word: a daemon's token file may add a role */
     if (nl) e = nl;
     while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
         e--;
@@ -349,10 +350,16 @@ static int read_token(const char *path, char **token, h5ark_error *err) {
 }
 
 static h5ark_client_t *connect_client(h5ark_error *err) {
-    char *token = NULL;
+    char *token = NULL, *server_key = NULL;
     if (opt_token_file && read_token(opt_token_file, &token, err)) return NULL;
+    if (opt_server_key_file && read_token(opt_server_key_file, &server_key, err)) {
+        free(token);
+        return NULL;
+    }
     h5ark_client_t *c = h5ark_client_new(opt_endpoint, token, err);
     free(token);
+    if (c && server_key && h5ark_client_set_curve(c, server_key, err)) h5ark_client_destroy(&c);
+    free(server_key);
     if (c) h5ark_client_set_timeout(c, opt_timeout < 0 ? -1 : (int)(opt_timeout * 1000));
     return c;
 }
@@ -955,13 +962,16 @@ static const command *find_command(const char *name) {
 }
 
 static void print_help(void) {
-    printf("usage: h5ark [--endpoint URL] [--token-file FILE] [--timeout SECONDS] COMMAND ...\n"
+    printf("usage: h5ark [--endpoint URL] [--token-file FILE] [--server-key FILE]\n"
+           "             [--timeout SECONDS] COMMAND ...\n"
            "\n"
            "Talk to an h5arkd daemon.\n"
            "\n"
            "Global options:\n"
            "  --endpoint URL       the daemon's ZeroMQ endpoint (default $H5ARK_ENDPOINT or %s)\n"
            "  --token-file FILE    file holding the access token (default $H5ARK_TOKEN_FILE)\n"
+           "  --server-key FILE    the daemon's CURVE public key (its .pub file): encrypt\n"
+           "                       (default $H5ARK_SERVER_KEY)\n"
            "  --timeout SECONDS    how long to wait for a reply (default %g; 0 forever)\n"
            "  --version            print the version\n"
            "  --help               this text\n"
@@ -977,9 +987,10 @@ static void print_help(void) {
 }
 
 int main(int argc, char **argv) {
-    enum { O_ENDPOINT = 1000, O_TOKEN_FILE, O_TIMEOUT, O_VERSION };
+    enum { O_ENDPOINT = 1000, O_TOKEN_FILE, O_TIMEOUT, O_VERSION, O_SERVER_KEY };
     static const struct option opts[] = {{"endpoint", required_argument, 0, O_ENDPOINT},
                                          {"token-file", required_argument, 0, O_TOKEN_FILE},
+                                         {"server-key", required_argument, 0, O_SERVER_KEY},
                                          {"timeout", required_argument, 0, O_TIMEOUT},
                                          {"version", no_argument, 0, O_VERSION},
                                          {"help", no_argument, 0, 'h'},
@@ -988,12 +999,15 @@ int main(int argc, char **argv) {
     if (opt_endpoint && !*opt_endpoint) opt_endpoint = NULL;
     opt_token_file = getenv("H5ARK_TOKEN_FILE");
     if (opt_token_file && !*opt_token_file) opt_token_file = NULL;
+    opt_server_key_file = getenv("H5ARK_SERVER_KEY");
+    if (opt_server_key_file && !*opt_server_key_file) opt_server_key_file = NULL;
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
         switch (c) {
         case O_ENDPOINT: opt_endpoint = optarg; break;
         case O_TOKEN_FILE: opt_token_file = optarg; break;
+        case O_SERVER_KEY: opt_server_key_file = optarg; break;
         case O_TIMEOUT: {
             char *end;
             double t = strtod(optarg, &end);

@@ -23,6 +23,8 @@ struct _h5ark_client_t {
     int timeout_ms;
     uint64_t next_id;
     h5ark_value *warnings;
+    /* CURVE: the server's public key and this client's own key pair (Z85); empty: plain */
+    char server_key[41], public_key[41], secret_key[41];
 };
 
 struct _h5ark_reply_t {
@@ -32,6 +34,9 @@ struct _h5ark_reply_t {
 };
 
 /* ---- the client ---------------------------------------------------------------------- */
+
+static int open_socket(h5ark_client_t *self, h5ark_error *err);
+static void reset_socket(h5ark_client_t *self);
 
 h5ark_client_t *h5ark_client_new(const char *endpoint, const char *token, h5ark_error *err) {
     if (!endpoint) endpoint = H5ARK_DEFAULT_ENDPOINT;
@@ -52,18 +57,27 @@ h5ark_client_t *h5ark_client_new(const char *endpoint, const char *token, h5ark_
         return NULL;
     }
     /* connect now so a malformed endpoint is reported here rather than on the first request */
-    void *probe = zmq_socket(self->ctx, ZMQ_DEALER);
-    int linger = 0;
-    if (!probe || zmq_setsockopt(probe, ZMQ_LINGER, &linger, sizeof linger) ||
-        zmq_connect(probe, endpoint) != 0) {
+    if (open_socket(self, err)) {
         h5ark_fail(err, H5ARK_BAD_REQUEST, "cannot connect to '%s': %s", endpoint,
                    zmq_strerror(errno));
-        if (probe) zmq_close(probe);
         h5ark_client_destroy(&self);
         return NULL;
     }
-    self->sock = probe;
     return self;
+}
+
+int h5ark_client_set_curve(h5ark_client_t *self, const char *server_public_key, h5ark_error *err) {
+    uint8_t raw[32];
+    if (!server_public_key || strlen(server_public_key) != 40 ||
+        !zmq_z85_decode(raw, server_public_key))
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "the server's public key must be a 40-character Z85 CURVE key");
+    if (zmq_curve_keypair(self->public_key, self->secret_key) != 0)
+        return h5ark_fail(err, H5ARK_INTERNAL, "this libzmq cannot make CURVE keys: %s",
+                          zmq_strerror(errno));
+    memcpy(self->server_key, server_public_key, 41);
+    reset_socket(self); /* the next request connects encrypted */
+    return open_socket(self, err);
 }
 
 void h5ark_client_destroy(h5ark_client_t **self_p) {
@@ -101,7 +115,11 @@ static int open_socket(h5ark_client_t *self, h5ark_error *err) {
     if (self->sock) return 0;
     void *s = zmq_socket(self->ctx, ZMQ_DEALER);
     int linger = 0;
-    if (!s || zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger) ||
+    bool curve_failed = s && self->server_key[0] &&
+                        (zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, self->server_key, 40) ||
+                         zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, self->public_key, 40) ||
+                         zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, self->secret_key, 40));
+    if (!s || curve_failed || zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger) ||
         zmq_connect(s, self->endpoint) != 0) {
         int e = errno;
         if (s) zmq_close(s);

@@ -27,7 +27,8 @@ static int cmd_getconfig(command_ctx *ctx, h5ark_error *err) {
         reply_set(ctx, "locales", h5ark_value_uint((uint64_t)locales_count()), err) ||
         reply_set(ctx, "max_memory", h5ark_value_uint(registry_memory_limit()), err) ||
         reply_set(ctx, "memory_used", h5ark_value_uint(registry_memory_used()), err) ||
-        reply_set(ctx, "auth", h5ark_value_bool(config.token != NULL), err) ||
+        reply_set(ctx, "auth", h5ark_value_bool(config.ntokens > 0), err) ||
+        reply_set(ctx, "encrypted", h5ark_value_bool(config.curve_secret[0] != '\0'), err) ||
         reply_set(ctx, "hdf5_version", h5ark_value_str(hdf5), err) ||
         reply_set(ctx, "zmq_version", h5ark_value_str(zmqv), err) ||
         reply_set(ctx, "data_dir", h5ark_value_str(config.data_dir), err))
@@ -86,9 +87,9 @@ static int cmd_shutdown(command_ctx *ctx, h5ark_error *err) {
 }
 
 const command_def admin_commands[] = {
-    {"ping", cmd_ping, {{0}}, .immediate = true},
-    {"getconfig", cmd_getconfig, {{0}}, .immediate = true},
-    {"info", cmd_info, {{"names", ARG_STR_ARRAY, false}, {0}}},
+    {"ping", cmd_ping, {{0}}, .immediate = true, .read_only = true},
+    {"getconfig", cmd_getconfig, {{0}}, .immediate = true, .read_only = true},
+    {"info", cmd_info, {{"names", ARG_STR_ARRAY, false}, {0}}, .read_only = true},
     {"delete", cmd_delete, {{"names", ARG_STR_ARRAY, true}, {0}}},
     {"clear", cmd_clear, {{0}}},
     {"shutdown", cmd_shutdown, {{0}}},

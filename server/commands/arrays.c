@@ -347,6 +347,7 @@ const command_def array_commands[] = {
       {0}}},
     {"get",
      cmd_get,
-     {{"name", ARG_STR, true}, {"start", ARG_UINT, false}, {"stop", ARG_UINT, false}, {0}}},
+     {{"name", ARG_STR, true}, {"start", ARG_UINT, false}, {"stop", ARG_UINT, false}, {0}},
+     .read_only = true},
     {0},
 };

@@ -3,6 +3,7 @@
 
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -272,4 +273,41 @@ int files_replace(const char *tmp, const char *final, h5ark_error *err) {
     *strrchr(dir, '/') = '\0';
     fsync_path(dir, O_RDONLY | O_DIRECTORY); /* best effort: some filesystems refuse */
     return 0;
+}
+
+/* Temporaries are named ".<name>.h5ark-tmp.<pid>.<n>": anything of that form left in the
+ * data directory was being written when an earlier daemon died. */
+static bool is_stale_temp(const char *name) {
+    const char *mark = strstr(name, ".h5ark-tmp.");
+    if (name[0] != '.' || !mark) return false;
+    const char *p = mark + strlen(".h5ark-tmp.");
+    char *end;
+    long pid = strtol(p, &end, 10);
+    if (end == p || *end != '.' || pid <= 0) return false;
+    strtoul(end + 1, &end, 10);
+    return *end == '\0';
+}
+
+static size_t remove_temps_in(const char *dir, int depth) {
+    size_t removed = 0;
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        char path[PATH_MAX];
+        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path) continue;
+        struct stat st;
+        if (lstat(path, &st) != 0) continue;
+        if (S_ISDIR(st.st_mode) && depth < 32)
+            removed += remove_temps_in(path, depth + 1);
+        else if (S_ISREG(st.st_mode) && is_stale_temp(e->d_name) && unlink(path) == 0)
+            removed++;
+    }
+    closedir(d);
+    return removed;
+}
+
+size_t files_remove_stale_temps(void) {
+    return remove_temps_in(config.data_dir, 0);
 }

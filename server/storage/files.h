@@ -41,4 +41,8 @@ int files_temp_name(const char *final, char *out, size_t outlen);
  * is in place and durable; on failure the old file (if any) is untouched. */
 int files_replace(const char *tmp, const char *final, h5ark_error *err);
 
+/* Remove the temporaries a daemon that died left in the data directory (run at start,
+ * before any request); returns how many. */
+size_t files_remove_stale_temps(void);
+
 #endif

@@ -29,16 +29,20 @@ def daemon_binary():
 class Daemon:
     """One h5arkd process. Stop it with stop(); it is also stopped at fixture teardown."""
 
-    def __init__(self, locales=3, token=None, max_memory=None, extra_args=(), endpoint=None):
+    def __init__(self, locales=3, token=None, max_memory=None, extra_args=(), endpoint=None,
+                 token_file=None, data_dir=None):
+        """`token` is sent with the readiness ping; it is written to a token file of its
+        own unless `token_file` (a file of several tokens) is given."""
         self.tmp = pathlib.Path(tempfile.mkdtemp(prefix="h5ark-test-"))
-        self.data_dir = self.tmp / "data"
+        self.data_dir = pathlib.Path(data_dir) if data_dir else self.tmp / "data"
         self.endpoint = endpoint or f"ipc://{self.tmp}/h5arkd.sock"
         self.token = token
         args = [daemon_binary(), "--endpoint", self.endpoint, "--locales", str(locales),
                 "--data-dir", str(self.data_dir), "--log-level", "warn"]
-        if token is not None:
+        if token is not None and token_file is None:
             token_file = self.tmp / "token"
             token_file.write_text(token + "\n")
+        if token_file is not None:
             args += ["--token-file", str(token_file)]
         if max_memory is not None:
             args += ["--max-memory", str(max_memory)]

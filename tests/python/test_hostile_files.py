@@ -335,7 +335,8 @@ def cases():
     again = make_cases()
     assert [hashlib.sha256(b).hexdigest() for _, _, b in made] == \
         [hashlib.sha256(b).hexdigest() for _, _, b in again]
-    assert len(made) >= 300, len(made)
+    # the Arkouda fixtures add their mutations when ../shared is there
+    assert len(made) >= (300 if SHARED_FIXTURES.is_dir() else 100), len(made)
     return made
 
 

@@ -1,0 +1,106 @@
+"""Crash safety: SIGKILL the daemon at random moments during tohdf and check every file with
+h5py: each must be exactly as before or exactly as after, never unreadable or half
+written; and a restarted daemon removes the temporaries the dead one left."""
+import os
+import random
+import signal
+import time
+
+import h5py
+import msgpack
+import pytest
+import zmq
+
+from conftest import Daemon, request
+
+TRIALS = int(os.environ.get("H5ARK_CRASH_TRIALS", "210"))
+N = 1 << 21  # 16 MiB of int64 per write: long enough to be caught mid-way
+
+
+def call(d, cmd, frames=(), buffers=None, **args):
+    hdr = {"v": 1, "id": 1, "cmd": cmd, "args": args}
+    if buffers:
+        hdr["buffers"] = buffers
+    rep = request(d.endpoint, hdr, frames, timeout_ms=60000)[0]
+    assert rep["ok"], rep
+    return rep["result"]
+
+
+def state(pattern, data_dir):
+    """{file: {dataset: (length, first, last)}} for every file matching pattern; raises if
+    any of them cannot be read."""
+    out = {}
+    for f in sorted(data_dir.glob(pattern)):
+        with h5py.File(f, "r") as h:
+            out[f.name] = {k: (len(h[k]), int(h[k][0]) if len(h[k]) else None,
+                               int(h[k][-1]) if len(h[k]) else None) for k in h.keys()}
+    return out
+
+
+def written_share(file_name, file_type, locales=2, base=1 << 40):
+    """(length, first, last) of array b in this file: all of it, or its block."""
+    if file_type == "single":
+        return (N, base, base + N - 1)
+    i = int(file_name.split("_LOCALE")[1][:4])
+    lo, hi = -(-N * i // locales), -(-N * (i + 1) // locales)
+    return (hi - lo, base + lo, base + hi - 1)
+
+
+def create(d, name, start):
+    call(d, "create", dtype="int64", fill="arange", start=start, stop=start + N, name=name)
+
+
+@pytest.mark.parametrize("mode,file_type", [("truncate", "single"), ("truncate", "distribute"),
+                                            ("append", "single"), ("append", "distribute")])
+def test_kill_during_tohdf(tmp_path, mode, file_type):
+    rng = random.Random(f"{mode}-{file_type}")
+    trials = max(1, TRIALS // 4)
+    outcomes = {"before": 0, "after": 0}
+    data_dir = tmp_path / "data"
+    pattern = (f"crash_{mode}_{file_type}.h5" if file_type == "single"
+               else f"crash_{mode}_{file_type}_LOCALE*.h5")
+    for i in range(trials):
+        d = Daemon(locales=2, data_dir=data_dir)
+        try:
+            create(d, "a", 0)
+            create(d, "b", 1 << 40)
+            if i == 0 or not list(data_dir.glob(pattern)):
+                call(d, "tohdf", names=["a"], datasets=["x"], path=pattern.replace("_LOCALE*", ""),
+                     file_type=file_type)
+            before = state(pattern, data_dir)
+            path = pattern.replace("_LOCALE*", "")
+            args = {"names": ["b"], "path": path, "file_type": file_type, "mode": mode,
+                    "datasets": [f"y{i}" if mode == "append" else "x"]}
+            s = zmq.Context.instance().socket(zmq.DEALER)
+            s.setsockopt(zmq.LINGER, 0)
+            s.connect(d.endpoint)
+            s.send(msgpack.packb({"v": 1, "id": 9, "cmd": "tohdf", "args": args}))
+            time.sleep(rng.uniform(0, 0.15))
+            d.proc.send_signal(signal.SIGKILL)
+            d.proc.wait()
+            s.close()
+            after = state(pattern, data_dir)  # raises if any file is unreadable
+            new = {f: written_share(f, file_type) for f in before}
+            if mode == "truncate":
+                expect_after = {f: {"x": new[f]} for f in before}
+            else:
+                expect_after = {f: {**before[f], f"y{i}": new[f]} for f in before}
+            for f in before:
+                if after[f] == before[f]:
+                    outcomes["before"] += 1
+                else:
+                    assert after[f] == expect_after[f], (i, f, before[f], after[f])
+                    outcomes["after"] += 1
+            assert set(after) == set(before)
+        finally:
+            d.cleanup()
+    # the harness must have caught writes both before and after they completed
+    print(f"{mode}/{file_type}: {trials} kills, files before: {outcomes['before']}, "
+          f"after: {outcomes['after']}")
+    assert outcomes["before"] > 0 and outcomes["after"] > 0, outcomes
+    # a fresh daemon removes the temporaries the killed ones left behind
+    d = Daemon(locales=2, data_dir=data_dir)
+    try:
+        assert not [p for p in data_dir.rglob("*") if ".h5ark-tmp." in p.name]
+    finally:
+        d.cleanup()

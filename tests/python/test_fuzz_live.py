@@ -1,0 +1,140 @@
+"""A running daemon takes a stream of random and mutated messages: it stays up, answers
+every well-framed request (exactly once, with its id when one could be read), and still
+serves correct results afterwards."""
+import os
+import random
+
+import msgpack
+import numpy as np
+import pytest
+import zmq
+
+from conftest import request
+
+MESSAGES = int(os.environ.get("H5ARK_FUZZ_MESSAGES", "100000"))
+IN_FLIGHT = 64
+
+# Well-formed requests the mutations start from (no shutdown: stopping is not a failure).
+SEEDS = [
+    {"v": 1, "cmd": "ping"},
+    {"v": 1, "cmd": "getconfig"},
+    {"v": 1, "cmd": "info"},
+    {"v": 1, "cmd": "create", "args": {"dtype": "int32", "size": 17, "fill": "arange", "stop": 17}},
+    {"v": 1, "cmd": "create", "args": {"dtype": "float64", "size": 9, "fill": "uniform", "seed": 3}},
+    {"v": 1, "cmd": "create", "args": {"dtype": "uint8", "size": 5, "fill": "full", "value": 7}},
+    {"v": 1, "cmd": "get", "args": {"name": "keep", "start": 1, "stop": 3}},
+    {"v": 1, "cmd": "info", "args": {"names": ["keep"]}},
+    {"v": 1, "cmd": "delete", "args": {"names": ["nothing-here"]}},
+    {"v": 1, "cmd": "lshdf", "args": {"path": "fuzz.h5"}},
+    {"v": 1, "cmd": "readhdf", "args": {"paths": ["fuzz.h5"]}},
+    {"v": 1, "cmd": "tohdf", "args": {"names": ["keep"], "path": "fuzz.h5", "file_type": "single"}},
+    {"v": 1, "cmd": "put", "args": {"dtype": "int16", "shape": [3]},
+     "buffers": [{"name": "values", "nbytes": 6}], "_frames": [b"\x01\x00\x02\x00\x03\x00"]},
+    {"v": 1, "cmd": "put", "args": {"objtype": "strings", "shape": [2]},
+     "buffers": [{"name": "segments", "nbytes": 16}, {"name": "values", "nbytes": 5}],
+     "_frames": [np.array([0, 2], np.int64).tobytes() + b"a\x00bc\x00"]},
+]
+
+VALUES = [None, True, False, 0, 1, -1, 2**63 - 1, -2**63, 2**64 - 1, 1.5, float("nan"), "", "x",
+          "../../etc/passwd", "/abs", "\x00", "é" * 50, b"\xff\x00", [], {}, [1, "a"], {"k": 1},
+          "int64", "str", "strings", "pdarray", "keep", 2**40, -7]
+
+
+def mutate_value(rng, v, depth=0):
+    r = rng.random()
+    if r < 0.15 or depth > 3:
+        return rng.choice(VALUES)
+    if isinstance(v, dict) and v:
+        v = dict(v)
+        k = rng.choice(list(v))
+        op = rng.random()
+        if op < 0.2:
+            del v[k]
+        elif op < 0.35:
+            v[rng.choice(["v", "id", "cmd", "args", "buffers", "token", "extra", k + "x"])] = \
+                rng.choice(VALUES)
+        else:
+            v[k] = mutate_value(rng, v[k], depth + 1)
+        return v
+    if isinstance(v, list) and v:
+        v = list(v)
+        i = rng.randrange(len(v))
+        v[i] = mutate_value(rng, v[i], depth + 1)
+        if rng.random() < 0.2:
+            v.append(rng.choice(VALUES))
+        return v
+    if isinstance(v, int) and not isinstance(v, bool):
+        return rng.choice([v + 1, v - 1, -v, v * 1000003, 2**62, 0])
+    if isinstance(v, str):
+        return rng.choice([v[:-1], v + "x", v.upper(), "", v * 3])
+    return rng.choice(VALUES)
+
+
+def make_message(rng, i):
+    """(frames, expects_reply_with_id): a multipart message with at least one frame."""
+    kind = rng.random()
+    if kind < 0.1:  # random bytes
+        return [rng.randbytes(rng.randrange(0, 64))], None
+    seed = dict(rng.choice(SEEDS))
+    frames = list(seed.pop("_frames", []))
+    header = mutate_value(rng, seed) if kind < 0.8 else seed
+    if isinstance(header, dict):
+        header = dict(header)
+        header["id"] = i
+    packed = msgpack.packb(header, use_bin_type=True)
+    if kind > 0.9:  # bit flips in the packed header
+        b = bytearray(packed)
+        for _ in range(rng.randrange(1, 4)):
+            j = rng.randrange(len(b))
+            b[j] ^= 1 << rng.randrange(8)
+        packed = bytes(b)
+        return [packed, *frames], None
+    if rng.random() < 0.1:
+        frames = [f[: rng.randrange(len(f) + 1)] for f in frames] + [rng.randbytes(3)]
+    return [packed, *frames], (i if isinstance(header, dict) else None)
+
+
+def test_live_fuzz(start_daemon):
+    d = start_daemon(locales=3, max_memory="256M")
+    for name in ("keep", "untouched"):  # the fuzz may name "keep", never "untouched"
+        rep = request(d.endpoint, {"v": 1, "cmd": "create", "args": {
+            "dtype": "int64", "size": 10, "fill": "arange", "stop": 10, "name": name}})[0]
+        assert rep["ok"]
+    rng = random.Random(20261121)
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(d.endpoint)
+    sent = answered = 0
+    expected_ids = {}
+    codes = {}
+    try:
+        while sent < MESSAGES or answered < sent:
+            while sent < MESSAGES and sent - answered < IN_FLIGHT:
+                frames, want_id = make_message(rng, sent)
+                sock.send_multipart(frames)
+                if want_id is not None:
+                    expected_ids[want_id] = frames
+                sent += 1
+            if not sock.poll(30000):
+                pytest.fail(f"no reply for 30 s after {sent} sent, {answered} answered")
+            parts = sock.recv_multipart()
+            if parts[0] == b"" and len(parts) > 1:
+                parts = parts[1:]  # the request began with an empty frame: a REQ delimiter, echoed
+            answered += 1
+            rep = msgpack.unpackb(parts[0], raw=False)
+            assert rep.get("v") == 1 and isinstance(rep.get("ok"), bool), rep
+            if not rep["ok"]:
+                assert rep["error"]["code"] != "internal", rep
+                assert rep["error"]["message"]
+                codes[rep["error"]["code"]] = codes.get(rep["error"]["code"], 0) + 1
+            if "id" in rep and rep["id"] in expected_ids:
+                del expected_ids[rep["id"]]
+    finally:
+        sock.close()
+    assert answered == sent == MESSAGES
+    # every request whose id could be read was answered with that id
+    assert not expected_ids, f"{len(expected_ids)} requests with an id got no reply with it"
+    assert d.alive()
+    hdr, frames = request(d.endpoint, {"v": 1, "cmd": "get", "args": {"name": "untouched"}})
+    assert hdr["ok"] and np.array_equal(np.frombuffer(b"".join(frames), np.int64), np.arange(10))
+    print(f"{MESSAGES} messages, all answered; error codes: {codes}")
