@@ -1,0 +1,63 @@
+"""Seed corpora for the fuzz targets: request headers the tests send, and small HDF5
+files in Arkouda's layouts (plus Arkouda's own fixtures when ../shared is there)."""
+import pathlib
+import shutil
+import struct
+import sys
+
+import h5py
+import msgpack
+import numpy as np
+
+out = pathlib.Path(sys.argv[1])
+(out / "request").mkdir(parents=True, exist_ok=True)
+(out / "storage").mkdir(parents=True, exist_ok=True)
+
+headers = [
+    ({"v": 1, "id": 1, "cmd": "ping"}, []),
+    ({"v": 1, "cmd": "getconfig"}, []),
+    ({"v": 1, "cmd": "create", "args": {"dtype": "int16", "size": 9, "fill": "arange", "stop": 9}}, []),
+    ({"v": 1, "cmd": "create", "args": {"dtype": "float32", "size": 5, "fill": "linspace",
+                                        "start": 0, "stop": 1, "name": "x"}}, []),
+    ({"v": 1, "cmd": "put", "args": {"dtype": "int32", "shape": [2]},
+      "buffers": [{"name": "values", "nbytes": 8}]}, [b"\x01\x00\x00\x00\x02\x00\x00\x00"]),
+    ({"v": 1, "cmd": "put", "args": {"objtype": "strings", "shape": [2]},
+      "buffers": [{"name": "segments", "nbytes": 16}, {"name": "values", "nbytes": 5}]},
+     [struct.pack("<qq", 0, 2), b"a\x00bc\x00"]),
+    ({"v": 1, "cmd": "get", "args": {"name": "x", "start": 1}}, []),
+    ({"v": 1, "cmd": "info", "args": {"names": ["x"]}}, []),
+    ({"v": 1, "cmd": "delete", "args": {"names": ["x"]}}, []),
+    ({"v": 1, "cmd": "tohdf", "args": {"names": ["x"], "path": "f.h5", "file_type": "single"}}, []),
+    ({"v": 1, "cmd": "readhdf", "args": {"paths": ["f*.h5"], "tag_data": True}}, []),
+    ({"v": 1, "cmd": "lshdf", "args": {"path": "f.h5", "recursive": True}}, []),
+]
+for i, (h, frames) in enumerate(headers):
+    packed = msgpack.packb(h)
+    payload = b"".join(frames)
+    data = bytes([1 if payload else 0]) + struct.pack("<H", len(packed)) + packed + payload
+    (out / "request" / f"seed{i:02d}").write_bytes(data)
+
+def meta(obj, objtype):
+    obj.attrs.create("ObjType", objtype, dtype="<i8")
+    obj.attrs.create("file_version", 2.0, dtype="<f4")
+    obj.attrs.create("arkouda_version", np.bytes_("v2026.07"))
+
+with h5py.File(out / "storage" / "arkouda.h5", "w", libver="earliest") as f:
+    f.attrs.create("File_Format", 0, dtype="<i8")
+    meta(f.create_dataset("ints", data=np.arange(20, dtype="<i8")), 1)
+    b = f.create_dataset("flags", data=np.array([1, 0, 1], dtype="u1"))
+    meta(b, 1)
+    b.attrs.create("isBool", 1, dtype="<i8")
+    g = f.create_group("words")
+    meta(g, 2)
+    meta(g.create_dataset("values", data=np.frombuffer(b"ab\x00\x00cde\x00", "u1")), 1)
+    meta(g.create_dataset("segments", data=np.array([0, 3, 4], "<i8")), 1)
+with h5py.File(out / "storage" / "plain.h5", "w") as f:
+    f.create_dataset("f32", data=np.linspace(0, 1, 10, dtype="<f4"))
+    f.create_dataset("chunked", data=np.arange(100, dtype="<u2"), chunks=(10,), compression="gzip")
+shared = pathlib.Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "arkouda"
+if shared.is_dir():
+    for p in shared.iterdir():
+        if p.name != "README.md":
+            shutil.copy(p, out / "storage" / p.name)
+print(f"corpus in {out}")
