@@ -5,6 +5,7 @@
 #include "registry.h"
 #include "router.h"
 #include "storage/files.h"
+#include "storage/sandbox.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -291,6 +292,7 @@ static int configure(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], SANDBOX_PROBE_ARG) == 0) return sandbox_probe_main(argv[2]);
     if (configure(argc, argv) != 0) return 2;
 
     /* Signals are read by the router through a signalfd: block them in every thread. */
@@ -309,6 +311,7 @@ int main(int argc, char **argv) {
     /* A file names its filters; never let that make the library load a shared object. */
     H5PLset_loading_state(0);
     registry_init(config.max_memory);
+    sandbox_start();
     size_t stale = files_remove_stale_temps();
     if (stale)
         log_warn("removed %zu temporary file(s) left by a daemon that stopped mid-write", stale);
@@ -326,6 +329,7 @@ int main(int argc, char **argv) {
 
     zmq_ctx_term(zctx);
     registry_shutdown();
+    sandbox_stop();
     locales_stop();
     for (size_t i = 0; i < config.ntokens; i++)
         free(config.tokens[i].secret);

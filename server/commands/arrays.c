@@ -2,6 +2,7 @@
 #include "commands.h"
 
 #include "locales.h"
+#include "objects/bigint.h"
 #include "objects/pdarray.h"
 #include "objects/strings.h"
 #include "registry.h"
@@ -27,8 +28,30 @@ static int parse_dtype(command_ctx *ctx, const char *cmd, const char *def, h5ark
     if (!h5ark_dtype_from_name(name, out))
         return h5ark_fail(err, H5ARK_TYPE_ERROR,
                           "%s: unknown dtype '%s' (int8 int16 int32 int64 uint8 uint16 uint32 "
-                          "uint64 float32 float64 bool str)",
+                          "uint64 float32 float64 bool str bigint)",
                           cmd, name);
+    return 0;
+}
+
+/* The optional `tag` for a pdarray of `dtype`: one of the OBJECT_TAG_* strings or NULL. */
+static int parse_tag(command_ctx *ctx, const char *cmd, h5ark_objtype objtype, h5ark_dtype dtype,
+                     const char **out, h5ark_error *err) {
+    static const char *const tags[] = {OBJECT_TAG_DATETIME, OBJECT_TAG_TIMEDELTA, OBJECT_TAG_IPV4};
+    const char *name = arg_str(ctx, "tag", NULL);
+    *out = NULL;
+    if (!name) return 0;
+    for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++)
+        if (strcmp(name, tags[i]) == 0) *out = tags[i];
+    if (!*out)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "%s: unknown 'tag' '%s' (datetime64[ns] timedelta64[ns] ipv4)", cmd,
+                          name);
+    bool ok = objtype == H5ARK_PDARRAY &&
+              (dtype == H5ARK_INT64 || (*out == tags[2] && dtype == H5ARK_UINT64));
+    if (!ok)
+        return h5ark_fail(err, H5ARK_TYPE_ERROR, "%s: 'tag' %s needs a pdarray of dtype %s, not %s",
+                          cmd, name, *out == tags[2] ? "uint64 or int64" : "int64",
+                          objtype == H5ARK_PDARRAY ? h5ark_dtype_name(dtype) : "strings");
     return 0;
 }
 
@@ -99,9 +122,11 @@ static int cmd_create(command_ctx *ctx, h5ark_error *err) {
     h5ark_dtype dtype;
     fill_spec spec = {0};
     if (parse_dtype(ctx, "create", "float64", &dtype, err)) return -1;
-    if (dtype == H5ARK_STRING)
-        return h5ark_fail(err, H5ARK_TYPE_ERROR,
-                          "create makes numeric arrays; use put for strings");
+    if (dtype == H5ARK_STRING || dtype == H5ARK_BIGINT)
+        return h5ark_fail(err, H5ARK_TYPE_ERROR, "create makes numeric arrays; use put for %s",
+                          dtype == H5ARK_STRING ? "strings" : "bigint");
+    const char *tag;
+    if (parse_tag(ctx, "create", H5ARK_PDARRAY, dtype, &tag, err)) return -1;
     const char *fill = arg_str(ctx, "fill", "zeros");
     if (pdarray_fill_from_name(fill, &spec.kind))
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
@@ -144,6 +169,7 @@ static int cmd_create(command_ctx *ctx, h5ark_error *err) {
     }
     object *obj = object_new_pdarray(dtype, size, err);
     if (!obj) return -1;
+    obj->tag = tag;
     pdarray_fill(obj, &spec);
     return publish_and_describe(ctx, obj, err);
 }
@@ -175,9 +201,14 @@ static int cmd_put(command_ctx *ctx, h5ark_error *err) {
     if (parse_size(ctx, "put", &size, &given, err)) return -1;
     if (!given) return h5ark_fail(err, H5ARK_BAD_REQUEST, "put: missing argument 'shape'");
     object *obj;
+    h5ark_dtype dtype;
+    const char *tag;
+    if (parse_dtype(ctx, "put", objtype == H5ARK_STRINGS ? "str" : NULL, &dtype, err) ||
+        parse_tag(ctx, "put", objtype, dtype, &tag, err))
+        return -1;
+    if (arg_has(ctx, "max_bits") && dtype != H5ARK_BIGINT)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "put: 'max_bits' applies to dtype bigint only");
     if (objtype == H5ARK_STRINGS) {
-        h5ark_dtype dtype;
-        if (parse_dtype(ctx, "put", "str", &dtype, err)) return -1;
         if (dtype != H5ARK_STRING)
             return h5ark_fail(err, H5ARK_TYPE_ERROR, "put: strings have dtype str, not %s",
                               h5ark_dtype_name(dtype));
@@ -187,9 +218,11 @@ static int cmd_put(command_ctx *ctx, h5ark_error *err) {
                                    h5ark_buffer_list_find(ctx->buffers, "segments"),
                                    h5ark_buffer_list_find(ctx->buffers, "values"), err);
         if (!obj) return -1;
+    } else if (dtype == H5ARK_BIGINT) {
+        obj = bigint_from_payload(size, arg_int(ctx, "max_bits", -1), ctx->payload, ctx->buffers,
+                                  err);
+        if (!obj) return -1;
     } else {
-        h5ark_dtype dtype;
-        if (parse_dtype(ctx, "put", NULL, &dtype, err)) return -1;
         if (dtype == H5ARK_STRING)
             return h5ark_fail(err, H5ARK_TYPE_ERROR, "put: dtype str needs objtype strings");
         static const char *const names[] = {"values", NULL};
@@ -207,6 +240,7 @@ static int cmd_put(command_ctx *ctx, h5ark_error *err) {
             object_release(obj);
             return -1;
         }
+        obj->tag = tag;
     }
     return publish_and_describe(ctx, obj, err);
 }
@@ -335,6 +369,7 @@ const command_def array_commands[] = {
       {"low", ARG_NUMBER, false},
       {"high", ARG_NUMBER, false},
       {"seed", ARG_UINT, false},
+      {"tag", ARG_STR, false},
       {"name", ARG_STR, false},
       {0}}},
     {"put",
@@ -343,6 +378,8 @@ const command_def array_commands[] = {
       {"dtype", ARG_STR, false},
       {"shape", ARG_UINT_ARRAY, false},
       {"size", ARG_UINT, false},
+      {"max_bits", ARG_INT, false},
+      {"tag", ARG_STR, false},
       {"name", ARG_STR, false},
       {0}}},
     {"get",

@@ -1,9 +1,10 @@
-/* HDF5 commands: tohdf readhdf lshdf. Argument checks and publishing live here; the file
+/* HDF5 commands: tohdf readhdf lshdf repack. Argument checks and publishing live here; the file
  * work is the storage layer's. */
 #include "commands.h"
 
 #include "registry.h"
 #include "storage/files.h"
+#include "storage/sandbox.h"
 #include "storage/storage.h"
 
 #include <limits.h>
@@ -27,9 +28,18 @@ static int cmd_tohdf(command_ctx *ctx, h5ark_error *err) {
         mode = STORAGE_TRUNCATE;
     else if (strcmp(mode_name, "append") == 0)
         mode = STORAGE_APPEND;
+    else if (strcmp(mode_name, "update") == 0)
+        mode = STORAGE_UPDATE;
     else
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
-                          "tohdf: mode must be truncate or append, not '%s'", mode_name);
+                          "tohdf: mode must be truncate, append or update, not '%s'", mode_name);
+    const char *layout = arg_str(ctx, "dataframe_layout", "group");
+    storage_write_options wopts = {0};
+    if (strcmp(layout, "columns") == 0)
+        wopts.dataframe_columns = true;
+    else if (strcmp(layout, "group") != 0)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "tohdf: dataframe_layout must be group or columns, not '%s'", layout);
     if (strcmp(type_name, "distribute") == 0)
         file_type = STORAGE_DISTRIBUTE;
     else if (strcmp(type_name, "single") == 0)
@@ -60,8 +70,8 @@ static int cmd_tohdf(command_ctx *ctx, h5ark_error *err) {
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         goto out;
     }
-    rc = storage_write(items, n, arg_str(ctx, "path", ""), mode, file_type, files, ctx->warnings,
-                       err);
+    rc = storage_write_ex(items, n, arg_str(ctx, "path", ""), mode, file_type, &wopts, files,
+                          ctx->warnings, err);
     if (rc == 0)
         rc = reply_set(ctx, "files", files, err);
     else
@@ -159,11 +169,31 @@ static int cmd_lshdf(command_ctx *ctx, h5ark_error *err) {
     if (files_resolve(arg_str(ctx, "path", ""), false, abs, err)) return -1;
     h5ark_value *entries = h5ark_value_array();
     if (!entries) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    if (storage_list(abs, arg_bool(ctx, "recursive", false), entries, err)) {
+    if (sandbox_list(abs, arg_bool(ctx, "recursive", false), entries, err)) {
         h5ark_value_destroy(&entries);
         return -1;
     }
     return reply_set(ctx, "entries", entries, err);
+}
+
+static int cmd_repack(command_ctx *ctx, h5ark_error *err) {
+    const char *pattern = arg_str(ctx, "path", "");
+    char **files = NULL;
+    size_t nfiles = 0;
+    if (files_expand(&pattern, 1, &files, &nfiles, err)) return -1;
+    h5ark_value *list = h5ark_value_array();
+    uint64_t before = 0, after = 0;
+    int rc = list ? storage_repack(files, nfiles, list, &before, &after, err)
+                  : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    files_list_free(files, nfiles);
+    if (rc) {
+        h5ark_value_destroy(&list);
+        return -1;
+    }
+    rc = reply_set(ctx, "files", list, err);
+    if (rc == 0) rc = reply_set(ctx, "bytes_before", h5ark_value_uint(before), err);
+    if (rc == 0) rc = reply_set(ctx, "bytes_after", h5ark_value_uint(after), err);
+    return rc;
 }
 
 const command_def hdf_commands[] = {
@@ -174,6 +204,7 @@ const command_def hdf_commands[] = {
       {"path", ARG_STR, true},
       {"mode", ARG_STR, false},
       {"file_type", ARG_STR, false},
+      {"dataframe_layout", ARG_STR, false},
       {0}}},
     {"readhdf",
      cmd_readhdf,
@@ -185,5 +216,6 @@ const command_def hdf_commands[] = {
       {"tag_data", ARG_BOOL, false},
       {0}}},
     {"lshdf", cmd_lshdf, {{"path", ARG_STR, true}, {"recursive", ARG_BOOL, false}, {0}}},
+    {"repack", cmd_repack, {{"path", ARG_STR, true}, {0}}},
     {0},
 };

@@ -4,7 +4,9 @@
 #include "schema.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static _Thread_local bool quiet;
@@ -426,4 +428,142 @@ out:
     if (dset >= 0) H5Dclose(dset);
     if (file_id >= 0) H5Fclose(file_id);
     return rc;
+}
+
+/* ---- 1-D attributes ------------------------------------------------------------------- */
+
+static int write_array_attr(hid_t obj, const char *name, hid_t file_type, hid_t mem_type, size_t n,
+                            const void *value, h5ark_error *err) {
+    hsize_t dims[1] = {n};
+    hid_t space = H5Screate_simple(1, dims, NULL);
+    hid_t attr = space < 0 ? H5I_INVALID_HID
+                           : H5Acreate2(obj, name, file_type, space, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = attr >= 0 && (n == 0 || H5Awrite(attr, mem_type, value) >= 0) ? 0 : -1;
+    if (rc) h5u_fail(err, H5ARK_IO_ERROR, "cannot write attribute '%s'", name);
+    if (attr >= 0) H5Aclose(attr);
+    if (space >= 0) H5Sclose(space);
+    return rc;
+}
+
+int h5u_write_int_array_attr(hid_t obj, const char *name, const int64_t *v, size_t n,
+                             h5ark_error *err) {
+    return write_array_attr(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, n, v, err);
+}
+
+int h5u_write_str_array_attr(hid_t obj, const char *name, const char *const *v, size_t n,
+                             h5ark_error *err) {
+    size_t width = 1;
+    for (size_t i = 0; i < n; i++)
+        if (strlen(v[i]) + 1 > width) width = strlen(v[i]) + 1;
+    if (n > 0 && width > SIZE_MAX / n)
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "attribute '%s' is too large", name);
+    char *buf = calloc(n ? n : 1, width);
+    if (!buf) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        memcpy(buf + i * width, v[i], strlen(v[i]));
+    hid_t str = H5Tcopy(H5T_C_S1);
+    int rc = str >= 0 && H5Tset_size(str, width) >= 0 &&
+                     H5Tset_strpad(str, H5T_STR_NULLTERM) >= 0 &&
+                     H5Tset_cset(str, H5T_CSET_ASCII) >= 0
+                 ? 0
+                 : h5u_fail(err, H5ARK_INTERNAL, "cannot make the type of '%s'", name);
+    if (rc == 0) rc = write_array_attr(obj, name, str, str, n, buf, err);
+    if (str >= 0) H5Tclose(str);
+    free(buf);
+    return rc;
+}
+
+/* Open a 1-D (or scalar) attribute: its type, and its element count (at most max). */
+static int open_array_attr(hid_t obj, const char *name, size_t max, const char *what, hid_t *attr,
+                           hid_t *type, size_t *n, h5ark_error *err) {
+    htri_t exists = H5Aexists(obj, name);
+    if (exists < 0)
+        return h5u_fail(err, H5ARK_SCHEMA_ERROR, "%s: cannot look up attribute '%s'", what, name);
+    if (exists == 0) return 0;
+    *attr = H5Aopen(obj, name, H5P_DEFAULT);
+    hid_t space = *attr >= 0 ? H5Aget_space(*attr) : H5I_INVALID_HID;
+    *type = *attr >= 0 ? H5Aget_type(*attr) : H5I_INVALID_HID;
+    hssize_t np = space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
+    int rank = space >= 0 ? H5Sget_simple_extent_ndims(space) : -1;
+    if (space >= 0) H5Sclose(space);
+    if (*type < 0 || np < 0 || rank > 1 || (size_t)np > max) {
+        int rc =
+            *type < 0 || np < 0
+                ? h5u_fail(err, H5ARK_SCHEMA_ERROR, "%s: cannot open attribute '%s'", what, name)
+                : h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                             "%s: attribute '%s' is not a 1-D array of at most %zu elements", what,
+                             name, max);
+        if (*type >= 0) H5Tclose(*type);
+        if (*attr >= 0) H5Aclose(*attr);
+        return rc;
+    }
+    *n = (size_t)np;
+    return 1;
+}
+
+int h5u_read_int_array_attr(hid_t obj, const char *name, int64_t *out, size_t max, size_t *n,
+                            const char *what, h5ark_error *err) {
+    hid_t attr = H5I_INVALID_HID, type = H5I_INVALID_HID;
+    int r = open_array_attr(obj, name, max, what, &attr, &type, n, err);
+    if (r <= 0) return r;
+    if (H5Tget_class(type) != H5T_INTEGER)
+        r = h5ark_fail(err, H5ARK_SCHEMA_ERROR, "%s: attribute '%s' does not hold integers", what,
+                       name);
+    else if (*n > 0 && H5Aread(attr, H5T_NATIVE_INT64, out) < 0)
+        r = h5u_fail(err, H5ARK_SCHEMA_ERROR, "%s: cannot read attribute '%s'", what, name);
+    H5Tclose(type);
+    H5Aclose(attr);
+    return r;
+}
+
+void h5u_free_strs(char **v, size_t n) {
+    for (size_t i = 0; v && i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+int h5u_read_str_array_attr(hid_t obj, const char *name, char ***out, size_t *n, const char *what,
+                            h5ark_error *err) {
+    *out = NULL;
+    hid_t attr = H5I_INVALID_HID, type = H5I_INVALID_HID;
+    int r = open_array_attr(obj, name, 1u << 20, what, &attr, &type, n, err);
+    if (r <= 0) return r;
+    size_t width = H5Tget_size(type);
+    char *buf = NULL;
+    hid_t mem = H5I_INVALID_HID;
+    if (H5Tget_class(type) != H5T_STRING || H5Tis_variable_str(type) != 0 || width == 0 ||
+        width > 65536) {
+        r = h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                       "%s: attribute '%s' is not an array of fixed-length strings", what, name);
+        goto out;
+    }
+    buf = calloc(*n ? *n : 1, width);
+    *out = calloc(*n ? *n : 1, sizeof **out);
+    mem = H5Tcopy(type);
+    if (!buf || !*out || mem < 0) {
+        r = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        goto out;
+    }
+    if (*n > 0 && H5Aread(attr, mem, buf) < 0) {
+        r = h5u_fail(err, H5ARK_SCHEMA_ERROR, "%s: cannot read attribute '%s'", what, name);
+        goto out;
+    }
+    for (size_t i = 0; i < *n; i++) {
+        const char *p = buf + i * width;
+        size_t len = strnlen(p, width);
+        if (!((*out)[i] = strndup(p, len))) {
+            r = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+            goto out;
+        }
+    }
+out:
+    if (r < 0) {
+        h5u_free_strs(*out, *n);
+        *out = NULL;
+    }
+    free(buf);
+    if (mem >= 0) H5Tclose(mem);
+    H5Tclose(type);
+    H5Aclose(attr);
+    return r;
 }

@@ -38,6 +38,19 @@ int h5u_write_object_attrs(hid_t obj, int64_t objtype, bool is_bool, h5ark_error
 int h5u_read_int_attr(hid_t obj, const char *name, int64_t *out, const char *what,
                       h5ark_error *err);
 
+/* 1-D attributes: int64 (Shape) and fixed-length ASCII strings (ColumnOrder). */
+int h5u_write_int_array_attr(hid_t obj, const char *name, const int64_t *v, size_t n,
+                             h5ark_error *err);
+int h5u_write_str_array_attr(hid_t obj, const char *name, const char *const *v, size_t n,
+                             h5ark_error *err);
+/* Read them back: 1 with the values, 0 when absent, -1 when malformed (err names `what`).
+ * At most `max` integers; strings are malloc'd (free with h5u_free_strs). */
+int h5u_read_int_array_attr(hid_t obj, const char *name, int64_t *out, size_t max, size_t *n,
+                            const char *what, h5ark_error *err);
+int h5u_read_str_array_attr(hid_t obj, const char *name, char ***out, size_t *n, const char *what,
+                            h5ark_error *err);
+void h5u_free_strs(char **v, size_t n);
+
 /* Whether `path` (components separated by '/') names a link under loc: 1, 0, or -1. */
 int h5u_link_exists(hid_t loc, const char *path);
 

@@ -6,6 +6,7 @@
 #include "storage.h"
 
 #include "files.h"
+#include "sandbox.h"
 #include "schema.h"
 
 #include <hdf5.h>
@@ -1381,6 +1382,7 @@ int storage_list(const char *abs_path, bool recursive, h5ark_value *entries, h5a
     captured.set = false;
     const char *shown = files_display(abs_path);
     if (check_file(abs_path, shown, err)) return -1;
+    if (sandbox_check_file(abs_path, err)) return h5ark_fail_context(err, "'%s'", shown);
 
     lister ls = {.file = shown, .fid = -1, .recursive = recursive, .entries = entries, .err = err};
     htri_t is = H5Fis_hdf5(abs_path);

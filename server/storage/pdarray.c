@@ -12,10 +12,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+int64_t pdarray_objtype(const object *obj) {
+    if (obj->tag && strcmp(obj->tag, OBJECT_TAG_DATETIME) == 0) return OBJTYPE_DATETIME;
+    if (obj->tag && strcmp(obj->tag, OBJECT_TAG_TIMEDELTA) == 0) return OBJTYPE_TIMEDELTA;
+    if (obj->tag && strcmp(obj->tag, OBJECT_TAG_IPV4) == 0) return OBJTYPE_IPV4;
+    return OBJTYPE_PDARRAY;
+}
+
 int pdarray_write(hid_t file, int file_index, const char *name, const object *obj, int part,
                   write_plan *plan, h5ark_error *err) {
-    if (write_darray_dataset(file, file_index, name, obj->values, obj->dtype == H5ARK_BOOLEAN, part,
-                             NULL, plan, err))
+    uint64_t lo, hi;
+    object_part_rows(obj, part, &lo, &hi);
+    if (write_darray_range(file, file_index, name, obj->values, lo, hi, pdarray_objtype(obj),
+                           obj->dtype == H5ARK_BOOLEAN, 0, plan, err))
         return h5ark_fail_context(err, "dataset '%s'", name);
     return 0;
 }

@@ -7,11 +7,13 @@
 #include "files.h"
 #include "io.h"
 #include "locales.h"
+#include "sandbox.h"
 #include "schema.h"
 #include "storage_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,46 +179,191 @@ static herr_t list_cb(hid_t group, const char *name, const H5L_info_t *info, voi
     return 0;
 }
 
-/* What the object at ds->name is, and its share of this file. */
-static int probe_object(hid_t file, int index, const char *path, uint64_t size, read_dataset *ds,
-                        bool calc_offsets, h5ark_error *err) {
-    if (h5u_link_exists(file, ds->name) != 1)
-        return h5ark_fail(err, H5ARK_NOT_FOUND, "dataset '%s' is not in the file", ds->name);
-    if (h5u_check_local(file, ds->name, "the dataset", err)) return -1;
-    hid_t obj = H5Oopen(file, ds->name, H5P_DEFAULT);
-    if (obj < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "'%s' cannot be opened", ds->name);
-    H5I_type_t type = H5Iget_type(obj);
-    char what[600];
-    snprintf(what, sizeof what, "'%s'", ds->name);
-    int64_t objtype = -1;
-    int has_type = h5u_read_int_attr(obj, ATTR_OBJTYPE, &objtype, what, err);
-    int has_values = type == H5I_GROUP ? h5u_link_exists(obj, CHILD_VALUES) : 0;
-    int has_booleans = type == H5I_GROUP ? h5u_link_exists(obj, LEGACY_BOOLEANS) : 0;
-    H5Oclose(obj);
-    if (has_type < 0) return -1;
-    read_kind kind = KIND_NONE;
-    bool legacy_bool = false;
-    if (type == H5I_DATASET) {
-        if (has_type == 0 || objtype == OBJTYPE_PDARRAY || objtype == OBJTYPE_DATETIME ||
-            objtype == OBJTYPE_TIMEDELTA || objtype == OBJTYPE_IPV4)
-            kind = KIND_PDARRAY;
-    } else if (type == H5I_GROUP) {
-        /* files without ObjType: a group holding `values` is Strings */
-        if ((has_type == 0 || objtype == OBJTYPE_STRINGS) && has_values == 1) {
-            kind = KIND_STRINGS;
-        } else if ((has_type == 0 || objtype == OBJTYPE_PDARRAY) && has_booleans == 1) {
-            kind = KIND_PDARRAY;
-            legacy_bool = true;
-        } else if (has_type == 0 || objtype == OBJTYPE_STRINGS) {
-            return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
-                              "group '%s' is not an object h5ark reads: Strings need a 'values' "
-                              "dataset",
-                              ds->name);
+/* ---- the tree of objects and components ------------------------------------------- */
+
+read_node *node_add_kid(read_node *n, const char *name, const char *path, h5ark_error *err) {
+    if (n->nkids == n->cap) {
+        size_t cap = n->cap ? 2 * n->cap : 4;
+        read_node *v = realloc(n->kids, cap * sizeof *v);
+        if (!v) {
+            h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+            return NULL;
         }
-    } else {
-        return h5ark_fail(err, H5ARK_TYPE_ERROR, "'%s' is neither a dataset nor a group", ds->name);
+        n->kids = v;
+        n->cap = cap;
+        for (size_t i = 0; i < n->nkids; i++)
+            n->kids[i].ds.name = n->kids[i].path;
     }
-    if (kind == KIND_NONE) {
+    read_node *k = &n->kids[n->nkids];
+    *k = (read_node){.max_bits = -1};
+    k->name = strdup(name);
+    k->path = strdup(path);
+    if (!k->name || !k->path) {
+        free(k->name);
+        free(k->path);
+        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        return NULL;
+    }
+    k->ds.name = k->path;
+    k->component = true;
+    n->nkids++;
+    return k;
+}
+
+read_node *node_kid(read_node *n, const char *name) {
+    for (size_t i = 0; i < n->nkids; i++)
+        if (strcmp(n->kids[i].name, name) == 0) return &n->kids[i];
+    return NULL;
+}
+
+static void node_clear_data(read_node *n) {
+    h5u_free_strs(n->names, n->nnames);
+    n->names = NULL;
+    n->nnames = 0;
+    read_part_clear(&n->ds.values);
+    read_part_clear(&n->ds.segments);
+    for (size_t i = 0; i < n->nkids; i++)
+        node_clear(&n->kids[i]);
+    free(n->kids);
+    n->kids = NULL;
+    n->nkids = n->cap = 0;
+}
+
+void node_clear(read_node *n) {
+    node_clear_data(n);
+    free(n->name);
+    free(n->path);
+    n->name = n->path = NULL;
+}
+
+int node_child_path(const read_node *n, const char *child, const char *legacy_sep, char *out,
+                    size_t outlen) {
+    int len = snprintf(out, outlen, "%s%s%s", n->path, n->legacy ? legacy_sep : "/", child);
+    return len < 0 || (size_t)len >= outlen ? -1 : 0;
+}
+
+static void node_mark(read_node *n) {
+    n->mark.kind = n->kind;
+    n->mark.values_n = n->ds.values.n;
+    n->mark.segments_n = n->ds.segments.n;
+    n->mark.nkids = n->nkids;
+    n->mark.no_segments = n->ds.no_segments;
+    n->mark.have_dtype = n->ds.have_dtype;
+    n->mark.ndim = n->ndim;
+    for (size_t i = 0; i < n->nkids; i++)
+        node_mark(&n->kids[i]);
+}
+
+static void node_undo(read_node *n) {
+    while (n->nkids > n->mark.nkids)
+        node_clear(&n->kids[--n->nkids]);
+    for (size_t i = 0; i < n->nkids; i++)
+        node_undo(&n->kids[i]);
+    n->kind = n->mark.kind;
+    n->ds.no_segments = n->mark.no_segments;
+    n->ds.have_dtype = n->mark.have_dtype;
+    n->ndim = n->mark.ndim;
+    if (n->kind == KIND_NONE) n->legacy = false;
+    read_part_truncate(&n->ds.values, n->mark.values_n);
+    read_part_truncate(&n->ds.segments, n->mark.segments_n);
+}
+
+static const char *kind_name(read_kind k) {
+    static const char *const names[] = {
+        [KIND_NONE] = "nothing",
+        [KIND_PDARRAY] = "a pdarray",
+        [KIND_STRINGS] = "Strings",
+        [KIND_ARRAYVIEW] = "an ArrayView",
+        [KIND_BIGINT] = "a bigint",
+        [KIND_SEGARRAY] = "a SegArray",
+        [KIND_CATEGORICAL] = "a Categorical",
+        [KIND_GROUPBY] = "a GroupBy",
+        [KIND_DATAFRAME] = "a DataFrame",
+        [KIND_INDEX] = "an Index",
+        [KIND_MULTIINDEX] = "a MultiIndex",
+    };
+    return names[k];
+}
+
+static int exists_with(hid_t file, const char *path, const char *sep, const char *child) {
+    char p[1200];
+    if (snprintf(p, sizeof p, "%s%s%s", path, sep, child) >= (int)sizeof p) return 0;
+    return h5u_link_exists(file, p) == 1;
+}
+
+/* What kind of object is at path (a link that exists). */
+static int detect_kind(const probe_ctx *pc, read_node *n, read_kind *kind, bool *legacy_bool,
+                       h5ark_error *err) {
+    *legacy_bool = false;
+    if (h5u_check_local(pc->file, n->path, "the dataset", err)) return -1;
+    hid_t obj = H5Oopen(pc->file, n->path, H5P_DEFAULT);
+    if (obj < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "'%s' cannot be opened", n->path);
+    H5I_type_t type = H5Iget_type(obj);
+    char what[1200];
+    snprintf(what, sizeof what, "'%s'", n->path);
+    int64_t objtype = -1, bigint = 0;
+    int has_type = h5u_read_int_attr(obj, ATTR_OBJTYPE, &objtype, what, err);
+    int has_big = has_type < 0 ? -1 : h5u_read_int_attr(obj, ATTR_IS_BIGINT, &bigint, what, err);
+    H5Oclose(obj);
+    if (has_type < 0 || has_big < 0) return -1;
+    *kind = KIND_NONE;
+    if (type == H5I_DATASET) {
+        if (has_type == 0 || objtype == OBJTYPE_PDARRAY)
+            *kind = KIND_PDARRAY;
+        else if (objtype == OBJTYPE_DATETIME || objtype == OBJTYPE_TIMEDELTA ||
+                 objtype == OBJTYPE_IPV4) {
+            *kind = KIND_PDARRAY;
+            n->tag = objtype == OBJTYPE_DATETIME    ? OBJECT_TAG_DATETIME
+                     : objtype == OBJTYPE_TIMEDELTA ? OBJECT_TAG_TIMEDELTA
+                                                    : OBJECT_TAG_IPV4;
+        } else if (objtype == OBJTYPE_ARRAYVIEW)
+            *kind = KIND_ARRAYVIEW;
+    } else if (type == H5I_GROUP) {
+        hid_t f = pc->file;
+        const char *p = n->path;
+        if (has_big == 1 && bigint == 1)
+            *kind = KIND_BIGINT;
+        else if (has_type == 1)
+            switch (objtype) {
+            case OBJTYPE_STRINGS: *kind = KIND_STRINGS; break;
+            case OBJTYPE_SEGARRAY: *kind = KIND_SEGARRAY; break;
+            case OBJTYPE_CATEGORICAL: *kind = KIND_CATEGORICAL; break;
+            case OBJTYPE_GROUPBY: *kind = KIND_GROUPBY; break;
+            case OBJTYPE_DATAFRAME: *kind = KIND_DATAFRAME; break;
+            case OBJTYPE_INDEX: *kind = KIND_INDEX; break;
+            case OBJTYPE_MULTIINDEX: *kind = KIND_MULTIINDEX; break;
+            case OBJTYPE_PDARRAY:
+                if (exists_with(f, p, "/", LEGACY_BOOLEANS)) {
+                    *kind = KIND_PDARRAY;
+                    *legacy_bool = true;
+                } else if (exists_with(f, p, "/", PREFIX_LIMB "0"))
+                    *kind = KIND_BIGINT;
+                break;
+            default: break;
+            }
+        else if (exists_with(f, p, "/", CHILD_VALUES)) /* Arkouda's omissions: Strings */
+            *kind = KIND_STRINGS;
+        else if (exists_with(f, p, "/", LEGACY_BOOLEANS)) {
+            *kind = KIND_PDARRAY;
+            *legacy_bool = true;
+        } else if (exists_with(f, p, "/", CHILD_CODES) && exists_with(f, p, "/", CHILD_CATEGORIES))
+            *kind = KIND_CATEGORICAL;
+        else if (exists_with(f, p, "/", PREFIX_KEY "0") &&
+                 exists_with(f, p, "/", CHILD_PERMUTATION))
+            *kind = KIND_GROUPBY;
+        else if (exists_with(f, p, "/", PREFIX_IDX "0"))
+            *kind = exists_with(f, p, "/", PREFIX_IDX "1") ? KIND_MULTIINDEX : KIND_INDEX;
+        else if (exists_with(f, p, "/", PREFIX_LIMB "0"))
+            *kind = KIND_BIGINT;
+        else if (has_type == 0)
+            return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                              "group '%s' is not an object h5ark reads: it has no ObjType and "
+                              "none of the children that would tell its type",
+                              n->path);
+    } else {
+        return h5ark_fail(err, H5ARK_TYPE_ERROR, "'%s' is neither a dataset nor a group", n->path);
+    }
+    if (*kind == KIND_NONE) {
         static const char *const names[] = {
             "an ArrayView", "a pdarray",   "Strings",    "a SegArray",  "a Categorical",
             "a GroupBy",    "a DataFrame", "a Datetime", "a Timedelta", "an IPv4",
@@ -224,54 +371,355 @@ static int probe_object(hid_t file, int index, const char *path, uint64_t size, 
         const char *name = objtype >= 0 && objtype < (int64_t)(sizeof names / sizeof names[0])
                                ? names[objtype]
                                : "an unknown object";
-        return h5ark_fail(err, H5ARK_TYPE_ERROR,
-                          "'%s' is %s (ObjType %lld%s); readhdf reads pdarrays and Strings",
-                          ds->name, name, (long long)objtype,
-                          type == H5I_GROUP ? " on a group" : " on a dataset");
+        return h5ark_fail(
+            err, H5ARK_TYPE_ERROR, "'%s' is %s (ObjType %lld%s), which readhdf cannot read as such",
+            n->path, name, (long long)objtype, type == H5I_GROUP ? " on a group" : " on a dataset");
     }
-    if (ds->kind != KIND_NONE && ds->kind != kind) {
-        const read_part *before = &ds->values;
-        return h5ark_fail(err, H5ARK_TYPE_ERROR, "'%s' is %s here but %s in '%s'", ds->name,
-                          kind == KIND_STRINGS ? "Strings" : "a pdarray",
-                          ds->kind == KIND_STRINGS ? "Strings" : "a pdarray",
+    return 0;
+}
+
+int probe_node(const probe_ctx *pc, read_node *n, h5ark_error *err) {
+    read_kind kind;
+    bool legacy_bool = false;
+    if (h5u_link_exists(pc->file, n->path) == 1) {
+        if (n->legacy)
+            return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                              "'%s' is an object here but an older split layout before", n->path);
+        if (detect_kind(pc, n, &kind, &legacy_bool, err)) return -1;
+    } else if (exists_with(pc->file, n->path, "_", CHILD_SEGMENTS) &&
+               exists_with(pc->file, n->path, "_", CHILD_VALUES)) {
+        kind = KIND_SEGARRAY; /* the older client-side SegArray */
+        n->legacy = true;
+    } else if (exists_with(pc->file, n->path, ".", CHILD_CODES) &&
+               exists_with(pc->file, n->path, ".", CHILD_CATEGORIES)) {
+        kind = KIND_CATEGORICAL; /* the older client-side Categorical */
+        n->legacy = true;
+    } else if (n->optional) {
+        return 0;
+    } else if (n->component) {
+        return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "'%s' is missing from the file", n->path);
+    } else {
+        return h5ark_fail(err, H5ARK_NOT_FOUND, "dataset '%s' is not in the file", n->path);
+    }
+    if (n->kind != KIND_NONE && n->kind != kind) {
+        const read_part *before = &n->ds.values;
+        return h5ark_fail(err, H5ARK_TYPE_ERROR, "'%s' is %s here but %s in '%s'", n->path,
+                          kind_name(kind), kind_name(n->kind),
                           before->n ? files_display(before->src[before->n - 1].path)
                                     : "the files before");
     }
-    ds->kind = kind;
-    if (kind == KIND_STRINGS) return strings_probe(file, index, path, size, ds, calc_offsets, err);
-    return pdarray_probe(file, index, path, size, ds, legacy_bool, err);
+    n->kind = kind;
+    switch (kind) {
+    case KIND_PDARRAY:
+        return pdarray_probe(pc->file, pc->index, pc->path, pc->size, &n->ds, legacy_bool, err);
+    case KIND_STRINGS:
+        return strings_probe(pc->file, pc->index, pc->path, pc->size, &n->ds, pc->calc_offsets,
+                             err);
+    case KIND_ARRAYVIEW: return arrayview_probe(pc, n, err);
+    case KIND_BIGINT: return bigint_probe(pc, n, err);
+    case KIND_SEGARRAY: return segarray_probe(pc, n, err);
+    case KIND_CATEGORICAL: return categorical_probe(pc, n, err);
+    case KIND_GROUPBY: return groupby_probe(pc, n, err);
+    case KIND_DATAFRAME: return dataframe_probe(pc, n, err);
+    case KIND_INDEX:
+    case KIND_MULTIINDEX: return index_probe(pc, n, err);
+    default: return h5ark_fail(err, H5ARK_INTERNAL, "'%s': unknown kind", n->path);
+    }
 }
 
-/* What probing a file changed in a dataset, to undo it when the file is skipped. */
 typedef struct {
-    read_kind kind;
-    size_t values_n, segments_n;
-    bool no_segments, have_dtype;
-} ds_mark;
+    char **v;
+    size_t n, cap;
+    bool oom;
+} num_list;
+
+static herr_t numbered_cb(hid_t g, const char *name, const H5L_info_t *info, void *data) {
+    (void)g, (void)info;
+    num_list *l = data;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 8;
+        char **v = realloc(l->v, cap * sizeof *v);
+        if (!v) {
+            l->oom = true;
+            return -1;
+        }
+        l->v = v;
+        l->cap = cap;
+    }
+    if (!(l->v[l->n] = strdup(name))) {
+        l->oom = true;
+        return -1;
+    }
+    l->n++;
+    return l->n > 100000 ? -1 : 0;
+}
+
+int probe_numbered_kids(const probe_ctx *pc, read_node *n, const char *prefix,
+                        const char *count_attr, h5ark_error *err) {
+    size_t first = 0; /* kids before the numbered ones (GroupBy's three) */
+    while (first < n->nkids && strncmp(n->kids[first].name, prefix, strlen(prefix)) != 0)
+        first++;
+    if (first == n->nkids) {
+        hid_t g = H5Gopen2(pc->file, n->path, H5P_DEFAULT);
+        if (g < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "'%s' cannot be opened", n->path);
+        char what[1200];
+        snprintf(what, sizeof what, "'%s'", n->path);
+        int64_t count = 0;
+        int r = h5u_read_int_attr(g, count_attr, &count, what, err);
+        uint64_t found = 0;
+        if (r == 0) {
+            /* no count: the highest number among the children named prefix<number> */
+            num_list l = {0};
+            hsize_t idx = 0;
+            if (H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, numbered_cb, &l) < 0 && l.oom)
+                r = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+            H5Eclear2(H5E_DEFAULT);
+            size_t plen = strlen(prefix);
+            for (size_t i = 0; i < l.n; i++) {
+                const char *s = l.v[i];
+                if (strncmp(s, prefix, plen) != 0 || !s[plen]) continue;
+                char *end;
+                unsigned long long k = strtoull(s + plen, &end, 10);
+                if (*end == '\0' && k < 100000 && k + 1 > found) found = k + 1;
+            }
+            h5u_free_strs(l.v, l.n);
+            count = (int64_t)found;
+        }
+        H5Gclose(g);
+        if (r < 0) return -1;
+        if (count < 0 || count > 100000)
+            return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "%s: attribute '%s' is %lld", what,
+                              count_attr, (long long)count);
+        for (int64_t i = 0; i < count; i++) {
+            char name[64], path[1200];
+            snprintf(name, sizeof name, "%s%lld", prefix, (long long)i);
+            if (snprintf(path, sizeof path, "%s/%s", n->path, name) >= (int)sizeof path)
+                return h5ark_fail(err, H5ARK_BAD_REQUEST, "'%s': name too long", n->path);
+            if (!node_add_kid(n, name, path, err)) return -1;
+        }
+    }
+    for (size_t i = first; i < n->nkids; i++)
+        if (probe_node(pc, &n->kids[i], err)) return -1;
+    return 0;
+}
+
+/* ---- building the objects ----------------------------------------------------------- */
+
+typedef struct {
+    const object *obj;
+    int64_t lo, hi;
+    bool nondecreasing;
+    _Atomic uint64_t first_bad;
+} range_job;
+
+static void range_check_shard(int b, void *ctx) {
+    range_job *job = ctx;
+    const shard *s = &job->obj->values->shards[b];
+    const int64_t *v = s->data;
+    for (uint64_t i = 0; i < s->count; i++) {
+        bool bad = v[i] < job->lo || v[i] >= job->hi;
+        if (!bad && job->nondecreasing) {
+            if (i > 0)
+                bad = v[i] < v[i - 1];
+            else if (s->start > 0) {
+                const darray *a = job->obj->values;
+                const shard *p = &a->shards[darray_shard_of(a, s->start - 1)];
+                bad = v[0] < ((const int64_t *)p->data)[s->start - 1 - p->start];
+            }
+        }
+        if (bad) {
+            uint64_t g = s->start + i, cur = atomic_load(&job->first_bad);
+            while (g < cur && !atomic_compare_exchange_weak(&job->first_bad, &cur, g)) {}
+            return;
+        }
+    }
+}
+
+int check_int64_range(const object *obj, int64_t lo, int64_t hi, bool nondecreasing,
+                      const char *what, h5ark_error *err) {
+    if (obj->objtype != H5ARK_PDARRAY || obj->dtype != H5ARK_INT64)
+        return h5ark_fail(err, H5ARK_TYPE_ERROR, "%s must be an int64 array", what);
+    range_job job = {.obj = obj, .lo = lo, .hi = hi, .nondecreasing = nondecreasing};
+    atomic_init(&job.first_bad, UINT64_MAX);
+    locales_run(range_check_shard, &job);
+    uint64_t bad = atomic_load(&job.first_bad);
+    if (bad == UINT64_MAX) return 0;
+    return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                      "%s is malformed at element %llu: every element must lie in [%lld, %lld)%s",
+                      what, (unsigned long long)bad, (long long)lo, (long long)hi,
+                      nondecreasing ? " and none be less than the one before" : "");
+}
+
+static int build_pdarray(read_node *n, bool strict, bool tags, object **obj, object **tag,
+                         h5ark_error *err) {
+    if (pdarray_settle_dtype(&n->ds, strict && !n->as_index && !n->as_limb, err)) return -1;
+    if (n->as_index || n->as_limb) {
+        /* offsets and limbs are read as int64/uint64 whatever integer width the file has */
+        for (size_t i = 0; i < n->ds.values.n; i++)
+            if (!n->ds.values.src[i].info.is_integer ||
+                n->ds.values.src[i].info.dtype == H5ARK_BOOLEAN)
+                return h5ark_fail(err, H5ARK_TYPE_ERROR, "'%s' in '%s' must hold integers", n->path,
+                                  files_display(n->ds.values.src[i].path));
+        n->ds.values.dtype = n->as_index ? H5ARK_INT64 : H5ARK_UINT64;
+    }
+    if (pdarray_read(&n->ds, tags, obj, tag, err)) return -1;
+    if (n->tag) {
+        if ((*obj)->dtype != H5ARK_INT64 && (*obj)->dtype != H5ARK_UINT64) {
+            object_release(*obj);
+            object_release(*tag);
+            *obj = *tag = NULL;
+            return h5ark_fail(err, H5ARK_TYPE_ERROR, "'%s' is marked %s but holds %s", n->path,
+                              n->tag, h5ark_dtype_name(n->ds.values.dtype));
+        }
+        (*obj)->tag = n->tag;
+    }
+    return 0;
+}
+
+int build_node(read_node *n, bool strict, bool tags, object **obj, object **tag, h5ark_error *err) {
+    *obj = *tag = NULL;
+    switch (n->kind) {
+    case KIND_PDARRAY:
+    case KIND_NONE: return build_pdarray(n, strict, tags, obj, tag, err);
+    case KIND_STRINGS: return strings_read(&n->ds, tags, obj, tag, err);
+    case KIND_ARRAYVIEW: return arrayview_build(n, strict, tags, obj, tag, err);
+    case KIND_BIGINT: return bigint_build(n, strict, tags, obj, tag, err);
+    case KIND_SEGARRAY: return segarray_build(n, strict, tags, obj, tag, err);
+    case KIND_CATEGORICAL: return categorical_build(n, strict, tags, obj, tag, err);
+    case KIND_GROUPBY: return groupby_build(n, strict, tags, obj, tag, err);
+    case KIND_DATAFRAME: return dataframe_build(n, strict, tags, obj, tag, err);
+    case KIND_INDEX:
+    case KIND_MULTIINDEX: return index_build(n, strict, tags, obj, tag, err);
+    }
+    return h5ark_fail(err, H5ARK_INTERNAL, "'%s': unknown kind", n->path);
+}
+
+int build_composite(read_node *n, h5ark_objtype objtype, h5ark_dtype dtype, bool strict, bool tags,
+                    size_t tag_kid, object **obj, object **tag, h5ark_error *err) {
+    *obj = *tag = NULL;
+    object *c = object_new_composite(objtype, dtype, 0, err);
+    if (!c) return -1;
+    for (size_t i = 0; i < n->nkids; i++) {
+        object *k = NULL, *t = NULL;
+        if (build_node(&n->kids[i], strict, tags && i == tag_kid, &k, &t, err)) goto fail;
+        int rc = object_add_component(c, n->kids[i].name, k, err);
+        object_release(k);
+        if (t) *tag = t;
+        if (rc) goto fail;
+    }
+    *obj = c;
+    return 0;
+fail:
+    object_release(c);
+    object_release(*tag);
+    *tag = NULL;
+    return -1;
+}
+
+/* ---- the files ---------------------------------------------------------------------- */
 
 typedef struct {
     char *const *paths;
     const storage_read_options *opts;
     name_list names; /* the datasets to read */
-    read_dataset *ds;
+    read_node *nodes;
 } read_state;
 
 static int make_datasets(read_state *st, h5ark_error *err) {
-    st->ds = calloc(st->names.n ? st->names.n : 1, sizeof *st->ds);
-    if (!st->ds) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    for (size_t i = 0; i < st->names.n; i++)
-        st->ds[i].name = st->names.v[i];
+    st->nodes = calloc(st->names.n ? st->names.n : 1, sizeof *st->nodes);
+    if (!st->nodes) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    for (size_t i = 0; i < st->names.n; i++) {
+        read_node *n = &st->nodes[i];
+        n->max_bits = -1;
+        n->path = strdup(st->names.v[i]);
+        n->name = strdup(st->names.v[i]);
+        if (!n->path || !n->name) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        n->ds.name = n->path;
+    }
     return 0;
 }
 
 static void free_datasets(read_state *st) {
-    if (!st->ds) return;
-    for (size_t i = 0; i < st->names.n; i++) {
-        read_part_clear(&st->ds[i].values);
-        read_part_clear(&st->ds[i].segments);
+    if (!st->nodes) return;
+    for (size_t i = 0; i < st->names.n; i++)
+        node_clear(&st->nodes[i]);
+    free(st->nodes);
+    st->nodes = NULL;
+}
+
+static bool has_name(const name_list *l, const char *name) {
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i] && strcmp(l->v[i], name) == 0) return true;
+    return false;
+}
+
+static bool ends_with(const char *s, const char *tail) {
+    size_t a = strlen(s), b = strlen(tail);
+    return a > b && strcmp(s + a - b, tail) == 0;
+}
+
+/* The top-level objects of a file, in ColumnOrder (the columns layout of a DataFrame) and
+ * then link order, the parts of the older split layouts folded into one name each. */
+static int list_objects(hid_t file, name_list *out, h5ark_error *err) {
+    name_list all = {0};
+    hsize_t idx = 0;
+    int rc = 0;
+    if (H5Literate(file, H5_INDEX_NAME, H5_ITER_INC, &idx, list_cb, &all) < 0)
+        rc = all.failed ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory")
+                        : h5u_fail(err, H5ARK_SCHEMA_ERROR, "cannot list its objects");
+    /* `x_segments` + `x_values` is SegArray x; `x.codes` + `x.categories` (+ `x._akNAcode`,
+       `x.permutation`, `x.segments`) is Categorical x */
+    for (size_t i = 0; i < all.n && rc == 0; i++) {
+        char *s = all.v[i];
+        if (!s) continue;
+        char base[1100], other[1200];
+        const char *parts[5] = {NULL};
+        if (ends_with(s, "_" CHILD_SEGMENTS) && strlen(s) < sizeof base) {
+            snprintf(base, sizeof base, "%.*s", (int)(strlen(s) - 9), s);
+            snprintf(other, sizeof other, "%s_" CHILD_VALUES, base);
+            if (!has_name(&all, other) || has_name(&all, base)) continue;
+            parts[0] = "_" CHILD_SEGMENTS, parts[1] = "_" CHILD_VALUES;
+        } else if (ends_with(s, "." CHILD_CODES) && strlen(s) < sizeof base) {
+            snprintf(base, sizeof base, "%.*s", (int)(strlen(s) - 6), s);
+            snprintf(other, sizeof other, "%s." CHILD_CATEGORIES, base);
+            if (!has_name(&all, other) || has_name(&all, base)) continue;
+            parts[0] = "." CHILD_CODES, parts[1] = "." CHILD_CATEGORIES;
+            parts[2] = LEGACY_NA_CODE, parts[3] = "." CHILD_PERMUTATION;
+            parts[4] = "." CHILD_SEGMENTS;
+        } else {
+            continue;
+        }
+        char *b = strdup(base);
+        if (!b) {
+            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+            break;
+        }
+        for (size_t k = 0; k < all.n; k++)
+            for (size_t p = 0; p < 5 && parts[p] && all.v[k]; p++) {
+                snprintf(other, sizeof other, "%s%s", base, parts[p]);
+                if (strcmp(all.v[k], other) == 0) {
+                    free(all.v[k]);
+                    all.v[k] = NULL;
+                }
+            }
+        all.v[i] = b;
     }
-    free(st->ds);
-    st->ds = NULL;
+    char **order = NULL;
+    size_t norder = 0;
+    if (rc == 0 && h5u_read_str_array_attr(file, ATTR_COLUMN_ORDER, &order, &norder,
+                                           "the file's root", err) < 0)
+        rc = -1;
+    for (size_t pass = 0; pass < 2 && rc == 0; pass++)
+        for (size_t i = 0; i < (pass ? all.n : norder) && rc == 0; i++) {
+            const char *name = pass ? all.v[i] : order[i];
+            if (!name || has_name(out, name) || (!pass && !has_name(&all, name))) continue;
+            if (push_name(out, name)) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        }
+    h5u_free_strs(order, norder);
+    for (size_t i = 0; i < all.n; i++)
+        free(all.v[i]);
+    free(all.v);
+    return rc;
 }
 
 static int probe_file(read_state *st, int index, h5ark_error *err) {
@@ -280,6 +728,7 @@ static int probe_file(read_state *st, int index, h5ark_error *err) {
     if (stat(path, &sb) != 0)
         return h5ark_fail(err, errno == ENOENT ? H5ARK_NOT_FOUND : H5ARK_IO_ERROR, "%s",
                           strerror(errno));
+    if (sandbox_check_file(path, err)) return -1;
     htri_t hdf5 = h5u_is_hdf5(path);
     if (hdf5 == 0) {
         H5Eclear2(H5E_DEFAULT);
@@ -289,46 +738,33 @@ static int probe_file(read_state *st, int index, h5ark_error *err) {
     if (file < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "not a readable HDF5 file");
     int rc = 0;
     bool listed_here = false;
-    if (!st->ds) {
+    if (!st->nodes) {
         /* no datasets asked for: every top-level object of the first readable file */
-        hsize_t idx = 0;
-        if (H5Literate(file, H5_INDEX_NAME, H5_ITER_INC, &idx, list_cb, &st->names) < 0) {
-            if (st->names.failed)
-                rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-            else
-                rc = h5u_fail(err, H5ARK_SCHEMA_ERROR, "cannot list its objects");
-        }
+        rc = list_objects(file, &st->names, err);
         listed_here = true;
         if (rc == 0) rc = make_datasets(st, err);
     }
-    ds_mark *marks = rc == 0 ? calloc(st->names.n ? st->names.n : 1, sizeof *marks) : NULL;
-    if (rc == 0 && !marks) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    size_t probed = 0;
-    for (; rc == 0 && probed < st->names.n; probed++) {
-        read_dataset *ds = &st->ds[probed];
-        marks[probed] =
-            (ds_mark){ds->kind, ds->values.n, ds->segments.n, ds->no_segments, ds->have_dtype};
-        rc = probe_object(file, index, path, (uint64_t)sb.st_size, ds,
-                          st->opts->calc_string_offsets, err);
-    }
+    probe_ctx pc = {.file = file,
+                    .index = index,
+                    .path = path,
+                    .size = (uint64_t)sb.st_size,
+                    .calc_offsets = st->opts->calc_string_offsets};
+    if (rc == 0)
+        for (size_t i = 0; i < st->names.n; i++)
+            node_mark(&st->nodes[i]);
+    for (size_t i = 0; rc == 0 && i < st->names.n; i++)
+        rc = probe_node(&pc, &st->nodes[i], err);
     if (H5Fclose(file) < 0 && rc == 0) rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close it");
-    if (rc && st->ds) {
+    if (rc && st->nodes) {
         /* the file is skipped whole: undo what it added */
         if (listed_here) {
             free_datasets(st);
             free_names(&st->names);
         } else {
-            for (size_t i = 0; i < probed; i++) {
-                read_dataset *ds = &st->ds[i];
-                ds->kind = marks[i].kind;
-                ds->no_segments = marks[i].no_segments;
-                ds->have_dtype = marks[i].have_dtype;
-                read_part_truncate(&ds->values, marks[i].values_n);
-                read_part_truncate(&ds->segments, marks[i].segments_n);
-            }
+            for (size_t i = 0; i < st->names.n; i++)
+                node_undo(&st->nodes[i]);
         }
     }
-    free(marks);
     return rc;
 }
 
@@ -415,19 +851,13 @@ int storage_read(char *const *paths, size_t npaths, const char *const *datasets,
         goto out;
     }
     for (; built < st.names.n; built++) {
-        read_dataset *ds = &st.ds[built];
+        read_node *ds = &st.nodes[built];
         storage_read_item *it = &out[built];
         if (!(it->dataset = strdup(ds->name))) {
             h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
             goto out;
         }
-        int r;
-        if (ds->kind == KIND_STRINGS) {
-            r = strings_read(ds, opts->tag_data, &it->obj, &it->file_tag, err);
-        } else {
-            r = pdarray_settle_dtype(ds, opts->strict_types, err);
-            if (r == 0) r = pdarray_read(ds, opts->tag_data, &it->obj, &it->file_tag, err);
-        }
+        int r = build_node(ds, opts->strict_types, opts->tag_data, &it->obj, &it->file_tag, err);
         if (r) {
             built++; /* its name is freed with the rest */
             goto out;

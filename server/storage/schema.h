@@ -34,6 +34,31 @@ enum { FILE_FORMAT_SINGLE = 0, FILE_FORMAT_DISTRIBUTE = 1 };
 /* What h5ark writes into arkouda_version: Arkouda reads any string there. */
 #define SCHEMA_WRITER_VERSION "h5ark " H5ARK_VERSION_STRING
 
+#define ATTR_NUM_KEYS  "NumKeys"
+#define ATTR_NUM_COLS  "NumCols"
+#define ATTR_NUM_IDX   "NumIdx"
+#define ATTR_IS_BIGINT "isBigInt"
+#define ATTR_MAX_BITS  "MaxBits"
+#define ATTR_NUM_LIMBS "NumLimbs"
+#define ATTR_RANK      "Rank"
+#define ATTR_SHAPE     "Shape"
+/* h5ark's own: the column order of a DataFrame (Arkouda ignores it) */
+#define ATTR_COLUMN_ORDER "ColumnOrder"
+/* h5ark's own: the names of an Index's levels */
+#define ATTR_NAMES "Names"
+
+#define CHILD_CODES          "codes"
+#define CHILD_CATEGORIES     "categories"
+#define CHILD_NA_CODES       "NA_Codes"
+#define CHILD_PERMUTATION    "permutation"
+#define CHILD_UNIQUE_KEY_IDX "unique_key_idx"
+#define CHILD_INDEX          "Index"
+#define PREFIX_KEY           "KEY_"
+#define PREFIX_IDX           "IDX_"
+#define PREFIX_LIMB          "Limb_"
+/* the older client-side layouts: `x_segments`/`x_values`, `x.codes`/`x.categories`/... */
+#define LEGACY_NA_CODE "._akNAcode"
+
 #define CHILD_VALUES          "values"
 #define CHILD_SEGMENTS        "segments"
 #define LEGACY_METADATA_GROUP "_arkouda_metadata"

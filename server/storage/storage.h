@@ -8,7 +8,8 @@
 
 #include <stdbool.h>
 
-typedef enum { STORAGE_TRUNCATE, STORAGE_APPEND } storage_mode;
+/* update: replace datasets that exist, keeping everything else in the files */
+typedef enum { STORAGE_TRUNCATE, STORAGE_APPEND, STORAGE_UPDATE } storage_mode;
 typedef enum { STORAGE_DISTRIBUTE, STORAGE_SINGLE } storage_file_type;
 
 typedef struct {
@@ -23,6 +24,22 @@ typedef struct {
 int storage_write(const storage_item *items, size_t nitems, const char *path, storage_mode mode,
                   storage_file_type file_type, h5ark_value *files, h5ark_value *warnings,
                   h5ark_error *err);
+
+typedef struct {
+    /* DataFrames as one top-level object per column (and `Index`), not a snapshot group */
+    bool dataframe_columns;
+} storage_write_options;
+
+/* storage_write with further options (NULL: the defaults). */
+int storage_write_ex(const storage_item *items, size_t nitems, const char *path, storage_mode mode,
+                     storage_file_type file_type, const storage_write_options *opts,
+                     h5ark_value *files, h5ark_value *warnings, h5ark_error *err);
+
+/* repack: rewrite each file (absolute, confined) into a fresh one with every object and
+ * root attribute copied, and replace it atomically. Appends the files' relative names to
+ * `files`; *before / *after are their total sizes. */
+int storage_repack(char *const *paths, size_t npaths, h5ark_value *files, uint64_t *before,
+                   uint64_t *after, h5ark_error *err);
 
 typedef struct {
     bool strict_types;

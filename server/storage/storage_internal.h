@@ -46,6 +46,48 @@ int pdarray_write(hid_t file, int file_index, const char *name, const object *ob
 int strings_write(hid_t file, int file_index, const char *name, const object *obj, int part,
                   write_plan *plan, h5ark_error *err);
 
+/* ObjType of a pdarray: 1, or 7-9 for its tag. */
+int64_t pdarray_objtype(const object *obj);
+/* Elements [lo, hi) of darray `a` as dataset `name` under loc, with ObjType `objtype` (and
+ * isBool): one planned region per overlapping shard, each written by its own locale; int64
+ * elements are written less `rebase`. */
+int write_darray_range(hid_t loc, int file_index, const char *name, const darray *a, uint64_t lo,
+                       uint64_t hi, int64_t objtype, bool is_bool, int64_t rebase, write_plan *plan,
+                       h5ark_error *err);
+/* Rows [lo, hi) of a pdarray (a dataset) or strings (a group; offsets rebased to start at
+ * 0): what a file holds of a SegArray's values. */
+int write_rows(hid_t loc, int file_index, const char *name, const object *obj, uint64_t lo,
+               uint64_t hi, write_plan *plan, h5ark_error *err);
+/* The rows of obj that distributed file `part` holds (part < 0: all of them): the rows of
+ * the darray that defines its rows (values, strings segments, SegArray segments). */
+void object_part_rows(const object *obj, int part, uint64_t *lo, uint64_t *hi);
+/* Any object type, dispatched to its schema's writer (part as in pdarray_write). */
+int write_object(hid_t loc, int file_index, const char *name, const object *obj, int part,
+                 write_plan *plan, h5ark_error *err);
+/* A group carrying Arkouda's object attributes for `objtype`; < 0 on failure. */
+hid_t write_group(hid_t loc, const char *name, int64_t objtype, h5ark_error *err);
+/* A small int64 dataset written at once through HDF5 (NA_Codes). */
+int write_small_int64(hid_t loc, const char *name, const int64_t *v, uint64_t n, h5ark_error *err);
+
+int segarray_write(hid_t loc, int file_index, const char *name, const object *obj, int part,
+                   write_plan *plan, h5ark_error *err);
+int categorical_write(hid_t loc, int file_index, const char *name, const object *obj, int part,
+                      write_plan *plan, h5ark_error *err);
+int groupby_write(hid_t loc, int file_index, const char *name, const object *obj, int part,
+                  write_plan *plan, h5ark_error *err);
+int index_write(hid_t loc, int file_index, const char *name, const object *obj, int part,
+                write_plan *plan, h5ark_error *err);
+/* A DataFrame: the snapshot group, or (columns) each column at loc's top level and the
+ * index as `Index`; both record ColumnOrder (on the group, or on loc). */
+int dataframe_write(hid_t loc, int file_index, const char *name, const object *obj, int part,
+                    bool columns, write_plan *plan, h5ark_error *err);
+int arrayview_write(hid_t loc, int file_index, const char *name, const object *obj, int part,
+                    write_plan *plan, h5ark_error *err);
+int bigint_write(hid_t loc, int file_index, const char *name, const object *obj, int part,
+                 write_plan *plan, h5ark_error *err);
+/* Check that a DataFrame's column names can be HDF5 link names. */
+int dataframe_check(const object *obj, const char *dataset, h5ark_error *err);
+
 /* ---- reading ---------------------------------------------------------------------- */
 
 /* One file's share of a component (pdarray data, strings bytes or strings segments). */
@@ -79,7 +121,19 @@ size_t read_part_find(const read_part *part, uint64_t i);
 void read_part_tags(const read_part *part, uint64_t lo, uint64_t hi, int64_t *dest);
 
 /* One dataset requested from every file, as the files describe it. */
-typedef enum { KIND_NONE, KIND_PDARRAY, KIND_STRINGS } read_kind;
+typedef enum {
+    KIND_NONE,
+    KIND_PDARRAY,
+    KIND_STRINGS,
+    KIND_ARRAYVIEW,
+    KIND_BIGINT,
+    KIND_SEGARRAY,
+    KIND_CATEGORICAL,
+    KIND_GROUPBY,
+    KIND_DATAFRAME,
+    KIND_INDEX,
+    KIND_MULTIINDEX,
+} read_kind;
 
 typedef struct {
     const char *name;
@@ -106,6 +160,92 @@ int pdarray_settle_dtype(read_dataset *ds, bool strict, h5ark_error *err);
 /* Build the objects (and with tags, the int64 file index of each element). */
 int pdarray_read(const read_dataset *ds, bool tags, object **obj, object **tag, h5ark_error *err);
 int strings_read(const read_dataset *ds, bool tags, object **obj, object **tag, h5ark_error *err);
+
+/* An object requested from every file: a leaf (pdarray, strings, arrayview) reads its
+ * read_dataset; a composite has one node per component, found in the first file that holds
+ * the object and looked up by the same paths in every later file. */
+typedef struct read_node read_node;
+struct read_node {
+    char *name; /* component name (top level: the dataset) */
+    char *path; /* where it is in the file */
+    read_kind kind;
+    read_dataset ds; /* leaves; ds.name == path */
+    read_node *kids;
+    size_t nkids, cap;
+    bool legacy;     /* an older client-side layout (`x_segments`, `x.codes`, ...) */
+    bool as_index;   /* offsets, codes, permutations: int64 whatever the file's width */
+    bool as_limb;    /* bigint limbs: uint64 */
+    bool component;  /* a part of another object: its absence is a schema error */
+    bool optional;   /* may be absent from a file (NA_Codes, permutation): then kind
+                        stays KIND_NONE unless another file has it */
+    const char *tag; /* ObjType 7-9 */
+    int64_t max_bits;
+    char **names; /* Index: level names from the file */
+    size_t nnames;
+    unsigned ndim;
+    uint64_t shape[OBJECT_MAX_DIMS];
+    /* what the file being probed changed, to undo when it is skipped */
+    struct {
+        read_kind kind;
+        size_t values_n, segments_n, nkids;
+        bool no_segments, have_dtype;
+        unsigned ndim;
+    } mark;
+};
+
+typedef struct {
+    hid_t file;
+    int index;        /* in the request's file list */
+    const char *path; /* absolute */
+    uint64_t size;
+    bool calc_offsets;
+} probe_ctx;
+
+/* Add a component node (its ds.name points at its path). NULL when out of memory. The
+ * kids array may move: take pointers to kids only after adding them all. */
+read_node *node_add_kid(read_node *n, const char *name, const char *path, h5ark_error *err);
+read_node *node_kid(read_node *n, const char *name);
+void node_clear(read_node *n);
+/* Whether a node's kids were made while probing the current file (and need probing with
+ * the same layout in later files). */
+int probe_node(const probe_ctx *pc, read_node *n, h5ark_error *err);
+int build_node(read_node *n, bool strict, bool tags, object **obj, object **tag, h5ark_error *err);
+/* path + "/" + child, or the legacy client-side name (`x_segments`, `x.codes`). */
+int node_child_path(const read_node *n, const char *child, const char *legacy_sep, char *out,
+                    size_t outlen);
+/* Every element of pdarray obj (int64) within [lo, hi), and with nondecreasing each no
+ * smaller than the one before: schema_error naming `what` otherwise. */
+int check_int64_range(const object *obj, int64_t lo, int64_t hi, bool nondecreasing,
+                      const char *what, h5ark_error *err);
+/* Children named prefix<number> under loc, sorted numerically; count from `count_attr`
+ * when the group has it. */
+int probe_numbered_kids(const probe_ctx *pc, read_node *n, const char *prefix,
+                        const char *count_attr, h5ark_error *err);
+
+int segarray_probe(const probe_ctx *pc, read_node *n, h5ark_error *err);
+int segarray_build(read_node *n, bool strict, bool tags, object **obj, object **tag,
+                   h5ark_error *err);
+int categorical_probe(const probe_ctx *pc, read_node *n, h5ark_error *err);
+int categorical_build(read_node *n, bool strict, bool tags, object **obj, object **tag,
+                      h5ark_error *err);
+int groupby_probe(const probe_ctx *pc, read_node *n, h5ark_error *err);
+int groupby_build(read_node *n, bool strict, bool tags, object **obj, object **tag,
+                  h5ark_error *err);
+int index_probe(const probe_ctx *pc, read_node *n, h5ark_error *err);
+int index_build(read_node *n, bool strict, bool tags, object **obj, object **tag, h5ark_error *err);
+int dataframe_probe(const probe_ctx *pc, read_node *n, h5ark_error *err);
+int dataframe_build(read_node *n, bool strict, bool tags, object **obj, object **tag,
+                    h5ark_error *err);
+int arrayview_probe(const probe_ctx *pc, read_node *n, h5ark_error *err);
+int arrayview_build(read_node *n, bool strict, bool tags, object **obj, object **tag,
+                    h5ark_error *err);
+int bigint_probe(const probe_ctx *pc, read_node *n, h5ark_error *err);
+int bigint_build(read_node *n, bool strict, bool tags, object **obj, object **tag,
+                 h5ark_error *err);
+
+/* Build every kid in order as a component of a new composite (tags from kid `tag_kid`). */
+int build_composite(read_node *n, h5ark_objtype objtype, h5ark_dtype dtype, bool strict, bool tags,
+                    size_t tag_kid, object **obj, object **tag, h5ark_error *err);
 
 /* ---- shared by both ---------------------------------------------------------------- */
 

@@ -15,18 +15,9 @@
 
 int strings_write(hid_t file, int file_index, const char *name, const object *obj, int part,
                   write_plan *plan, h5ark_error *err) {
-    hid_t group = H5Gcreate2(file, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    if (group < 0) return h5u_fail(err, H5ARK_IO_ERROR, "cannot create group '%s'", name);
-    int rc = h5u_write_object_attrs(group, OBJTYPE_STRINGS, false, err);
-    if (rc == 0)
-        rc = write_darray_dataset(group, file_index, CHILD_VALUES, obj->values, false, part, NULL,
-                                  plan, err);
-    if (rc == 0) /* a file of its own restarts the offsets at 0 */
-        rc = write_darray_dataset(group, file_index, CHILD_SEGMENTS, obj->segments, false, part,
-                                  part >= 0 ? obj->values : NULL, plan, err);
-    if (H5Gclose(group) < 0 && rc == 0)
-        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close group '%s'", name);
-    return rc ? h5ark_fail_context(err, "Strings '%s'", name) : 0;
+    uint64_t lo, hi;
+    object_part_rows(obj, part, &lo, &hi);
+    return write_rows(file, file_index, name, obj, lo, hi, plan, err);
 }
 
 int strings_probe(hid_t file, int file_index, const char *path, uint64_t file_size,

@@ -10,6 +10,8 @@
 #include "files.h"
 #include "io.h"
 #include "locales.h"
+#include "objects/strings.h"
+#include "sandbox.h"
 #include "schema.h"
 #include "storage_internal.h"
 
@@ -65,6 +67,121 @@ int write_darray_dataset(hid_t loc, int file_index, const char *name, const darr
         if (write_plan_add(plan, &r, err)) return -1;
     }
     return 0;
+}
+
+int write_darray_range(hid_t loc, int file_index, const char *name, const darray *a, uint64_t lo,
+                       uint64_t hi, int64_t objtype, bool is_bool, int64_t rebase, write_plan *plan,
+                       h5ark_error *err) {
+    uint64_t offset = 0;
+    hid_t dset = h5u_create_dataset(loc, name, a->dtype, hi - lo, &offset, err);
+    if (dset < 0) return -1;
+    int rc = h5u_write_object_attrs(dset, objtype, is_bool, err);
+    if (H5Dclose(dset) < 0 && rc == 0)
+        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close dataset '%s'", name);
+    if (rc) return -1;
+    for (int b = 0; b < a->nshards && lo < hi; b++) {
+        const shard *s = &a->shards[b];
+        uint64_t first = s->start > lo ? s->start : lo;
+        uint64_t end = s->start + s->count < hi ? s->start + s->count : hi;
+        if (first >= end) continue;
+        write_region r = {
+            .file = file_index,
+            .locale = b,
+            .data = (const char *)s->data + (first - s->start) * a->itemsize,
+            .nbytes = (end - first) * a->itemsize,
+            .offset = offset + (first - lo) * a->itemsize,
+            .rebase = rebase,
+        };
+        if (write_plan_add(plan, &r, err)) return -1;
+    }
+    return 0;
+}
+
+void object_part_rows(const object *obj, int part, uint64_t *lo, uint64_t *hi) {
+    const darray *rows = obj->objtype == H5ARK_STRINGS ? obj->segments : obj->values;
+    if (obj->objtype == H5ARK_SEGARRAY) {
+        const object *seg = object_component_get(obj, CHILD_SEGMENTS);
+        rows = seg ? seg->values : NULL;
+    } else if (obj->dtype == H5ARK_BIGINT && obj->ncomponents > 0) {
+        rows = obj->components[0].obj->values;
+    }
+    if (part < 0 || !rows) {
+        *lo = 0;
+        *hi = obj->size;
+        return;
+    }
+    *lo = rows->shards[part].start;
+    *hi = *lo + rows->shards[part].count;
+}
+
+int write_rows(hid_t loc, int file_index, const char *name, const object *obj, uint64_t lo,
+               uint64_t hi, write_plan *plan, h5ark_error *err) {
+    if (obj->objtype == H5ARK_PDARRAY && obj->dtype != H5ARK_BIGINT && obj->values)
+        return write_darray_range(loc, file_index, name, obj->values, lo, hi, OBJTYPE_PDARRAY,
+                                  obj->dtype == H5ARK_BOOLEAN, 0, plan, err);
+    if (obj->objtype != H5ARK_STRINGS)
+        return h5ark_fail(err, H5ARK_TYPE_ERROR,
+                          "'%s' is a %s; a SegArray's values must be a pdarray or strings", name,
+                          h5ark_objtype_name(obj->objtype));
+    hid_t group = write_group(loc, name, OBJTYPE_STRINGS, err);
+    if (group < 0) return -1;
+    uint64_t blo = strings_offset(obj, lo), bhi = strings_offset(obj, hi);
+    int rc = write_darray_range(group, file_index, CHILD_VALUES, obj->values, blo, bhi,
+                                OBJTYPE_PDARRAY, false, 0, plan, err);
+    /* a file's offsets restart at 0 */
+    if (rc == 0)
+        rc = write_darray_range(group, file_index, CHILD_SEGMENTS, obj->segments, lo, hi,
+                                OBJTYPE_PDARRAY, false, (int64_t)blo, plan, err);
+    if (H5Gclose(group) < 0 && rc == 0)
+        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close group '%s'", name);
+    return rc ? h5ark_fail_context(err, "Strings '%s'", name) : 0;
+}
+
+hid_t write_group(hid_t loc, const char *name, int64_t objtype, h5ark_error *err) {
+    hid_t group = H5Gcreate2(loc, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (group < 0) {
+        h5u_fail(err, H5ARK_IO_ERROR, "cannot create group '%s'", name);
+        return H5I_INVALID_HID;
+    }
+    if (h5u_write_object_attrs(group, objtype, false, err)) {
+        H5Gclose(group);
+        return H5I_INVALID_HID;
+    }
+    return group;
+}
+
+int write_small_int64(hid_t loc, const char *name, const int64_t *v, uint64_t n, h5ark_error *err) {
+    uint64_t offset;
+    hid_t dset = h5u_create_dataset(loc, name, H5ARK_INT64, n, &offset, err);
+    if (dset < 0) return -1;
+    int rc = h5u_write_object_attrs(dset, OBJTYPE_PDARRAY, false, err);
+    if (rc == 0 && n > 0 && H5Dwrite(dset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0)
+        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot write dataset '%s'", name);
+    if (H5Dclose(dset) < 0 && rc == 0)
+        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close dataset '%s'", name);
+    return rc;
+}
+
+int write_object(hid_t loc, int file_index, const char *name, const object *obj, int part,
+                 write_plan *plan, h5ark_error *err) {
+    switch (obj->objtype) {
+    case H5ARK_PDARRAY:
+        if (obj->dtype == H5ARK_BIGINT)
+            return bigint_write(loc, file_index, name, obj, part, plan, err);
+        return pdarray_write(loc, file_index, name, obj, part, plan, err);
+    case H5ARK_STRINGS: return strings_write(loc, file_index, name, obj, part, plan, err);
+    case H5ARK_ARRAYVIEW: return arrayview_write(loc, file_index, name, obj, part, plan, err);
+    case H5ARK_SEGARRAY: return segarray_write(loc, file_index, name, obj, part, plan, err);
+    case H5ARK_CATEGORICAL: return categorical_write(loc, file_index, name, obj, part, plan, err);
+    case H5ARK_GROUPBY: return groupby_write(loc, file_index, name, obj, part, plan, err);
+    case H5ARK_DATAFRAME:
+        return dataframe_write(loc, file_index, name, obj, part, false, plan, err);
+    case H5ARK_INDEX:
+    case H5ARK_MULTIINDEX: return index_write(loc, file_index, name, obj, part, plan, err);
+    default:
+        return h5ark_fail(err, H5ARK_TYPE_ERROR, "'%s' is a %s, which tohdf cannot write", name,
+                          h5ark_objtype_name(obj->objtype));
+    }
 }
 
 int locale_errors_init(locale_errors *le, h5ark_error *err) {
@@ -175,7 +292,39 @@ static int find_locale_set(const char *rel, locale_set *set, h5ark_error *err) {
 
 /* ---- checks before writing --------------------------------------------------------- */
 
-static int check_items(const storage_item *items, size_t n, h5ark_error *err) {
+/* The top-level names an item writes: its dataset, or for a DataFrame in the columns
+ * layout its columns (and `Index`). */
+typedef struct {
+    const char **v;
+    size_t n, cap;
+} top_names;
+
+static int top_names_add(top_names *t, const char *name, h5ark_error *err) {
+    for (size_t i = 0; i < t->n; i++)
+        if (strcmp(t->v[i], name) == 0)
+            return h5ark_fail(err, H5ARK_ALREADY_EXISTS,
+                              "tohdf: '%s' would be written twice by this request", name);
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 16;
+        const char **v = realloc(t->v, cap * sizeof *v);
+        if (!v) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        t->v = v;
+        t->cap = cap;
+    }
+    t->v[t->n++] = name;
+    return 0;
+}
+
+static bool shards_ok(const object *obj) {
+    if (obj->values && obj->values->nshards != locales_count()) return false;
+    if (obj->segments && obj->segments->nshards != locales_count()) return false;
+    for (size_t i = 0; i < obj->ncomponents; i++)
+        if (!shards_ok(obj->components[i].obj)) return false;
+    return true;
+}
+
+static int check_items(const storage_item *items, size_t n, bool df_columns, top_names *names,
+                       h5ark_error *err) {
     for (size_t i = 0; i < n; i++) {
         const object *obj = items[i].obj;
         const char *name = items[i].dataset;
@@ -185,43 +334,165 @@ static int check_items(const storage_item *items, size_t n, h5ark_error *err) {
                               "tohdf: '%s' cannot be a dataset name (empty, '/', '.', reserved "
                               "or too long)",
                               name);
-        if (obj->objtype != H5ARK_PDARRAY && obj->objtype != H5ARK_STRINGS)
+        if (obj->objtype >= H5ARK_OBJTYPE_COUNT)
+            return h5ark_fail(err, H5ARK_TYPE_ERROR, "tohdf: '%s' cannot be written", name);
+        if (obj->objtype == H5ARK_PDARRAY && obj->dtype != H5ARK_BIGINT && obj->ndim != 1)
             return h5ark_fail(err, H5ARK_TYPE_ERROR,
-                              "tohdf: '%s' is a %s; tohdf writes pdarrays and strings", name,
-                              h5ark_objtype_name(obj->objtype));
-        if (obj->objtype == H5ARK_PDARRAY && obj->ndim != 1)
-            return h5ark_fail(err, H5ARK_TYPE_ERROR,
-                              "tohdf: '%s' has %u dimensions; tohdf writes 1-D pdarrays", name,
+                              "tohdf: '%s' has %u dimensions; write it as an arrayview", name,
                               obj->ndim);
-        if (obj->values->nshards != locales_count() ||
-            (obj->segments && obj->segments->nshards != locales_count()))
+        if (!shards_ok(obj))
             return h5ark_fail(err, H5ARK_INTERNAL, "tohdf: '%s' is not sharded over the locales",
                               name);
+        if (obj->objtype == H5ARK_DATAFRAME && dataframe_check(obj, name, err)) return -1;
+        if (obj->objtype == H5ARK_DATAFRAME && df_columns) {
+            for (size_t k = 0; k < obj->ncomponents; k++)
+                if (top_names_add(names, obj->components[k].name, err)) return -1;
+        } else if (top_names_add(names, name, err)) {
+            return -1;
+        }
     }
     return 0;
 }
 
-/* In append mode, the datasets must not be in the file yet. */
-static int check_collisions(const out_file *f, const storage_item *items, size_t n,
+/* In append mode the datasets must not be in the file yet; in update mode they must be. */
+static int check_collisions(const out_file *f, const top_names *names, bool update,
                             h5ark_error *err) {
+    if (sandbox_check_file(f->final, err))
+        return h5ark_fail_context(err, "cannot %s '%s'", update ? "update" : "append to", f->rel);
     htri_t hdf5 = h5u_is_hdf5(f->final);
     if (hdf5 <= 0) {
         H5Eclear2(H5E_DEFAULT);
-        return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "cannot append to '%s': it is not an HDF5 file",
-                          f->rel);
+        return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "cannot %s '%s': it is not an HDF5 file",
+                          update ? "update" : "append to", f->rel);
     }
     hid_t file = H5Fopen(f->final, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (file < 0)
-        return h5u_fail(err, H5ARK_SCHEMA_ERROR, "cannot append to '%s': it cannot be opened",
-                        f->rel);
+        return h5u_fail(err, H5ARK_SCHEMA_ERROR, "cannot %s '%s': it cannot be opened",
+                        update ? "update" : "append to", f->rel);
     int rc = 0;
-    for (size_t i = 0; i < n && rc == 0; i++)
-        if (h5u_link_exists(file, items[i].dataset) == 1)
+    for (size_t i = 0; i < names->n && rc == 0; i++) {
+        int there = h5u_link_exists(file, names->v[i]) == 1;
+        if (!update && there)
             rc = h5ark_fail(err, H5ARK_ALREADY_EXISTS,
-                            "dataset '%s' already exists in '%s'; nothing was written",
-                            items[i].dataset, f->rel);
+                            "dataset '%s' already exists in '%s'; nothing was written", names->v[i],
+                            f->rel);
+        else if (update && !there)
+            rc = h5ark_fail(err, H5ARK_NOT_FOUND,
+                            "dataset '%s' is not in '%s', so it cannot be updated; nothing was "
+                            "written",
+                            names->v[i], f->rel);
+    }
     H5Fclose(file);
     return rc;
+}
+
+/* ---- copying a file's objects (update, repack) ---------------------------------------- */
+
+static herr_t external_cb(hid_t obj, const char *name, const H5O_info_t *info, void *data) {
+    if (info->type != H5O_TYPE_DATASET) return 0;
+    hid_t d = H5Dopen2(obj, name, H5P_DEFAULT);
+    if (d < 0) return -1;
+    hid_t dcpl = H5Dget_create_plist(d);
+    int next = dcpl >= 0 ? H5Pget_external_count(dcpl) : -1;
+    H5D_layout_t layout = dcpl >= 0 ? H5Pget_layout(dcpl) : H5D_LAYOUT_ERROR;
+    if (dcpl >= 0) H5Pclose(dcpl);
+    H5Dclose(d);
+    if (next != 0 || layout == H5D_VIRTUAL) {
+        snprintf(data, 1024, "%s", name);
+        return 1;
+    }
+    return 0;
+}
+
+/* Copying reads every dataset: refuse data stored in other files. */
+static int check_no_external(hid_t file, const char *shown, h5ark_error *err) {
+    char found[1024] = "";
+    herr_t r = H5Ovisit(file, H5_INDEX_NAME, H5_ITER_INC, external_cb, found);
+    if (r > 0)
+        return h5ark_fail(err, H5ARK_FORBIDDEN,
+                          "'%s': dataset '%s' keeps its data in other files (external or "
+                          "virtual storage); h5ark does not copy it",
+                          shown, found);
+    if (r < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "'%s' cannot be walked", shown);
+    return 0;
+}
+
+typedef struct {
+    hid_t dst;
+    const top_names *skip;
+    h5ark_error *err;
+    int rc;
+} copy_job;
+
+static herr_t copy_attr_cb(hid_t src, const char *name, const H5A_info_t *info, void *data) {
+    (void)info;
+    copy_job *job = data;
+    hid_t a = H5Aopen(src, name, H5P_DEFAULT);
+    hid_t type = a >= 0 ? H5Aget_type(a) : H5I_INVALID_HID;
+    hid_t space = a >= 0 ? H5Aget_space(a) : H5I_INVALID_HID;
+    hssize_t n = space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
+    size_t size = type >= 0 ? H5Tget_size(type) : 0;
+    void *buf = n >= 0 && size > 0 ? calloc((size_t)n + 1, size) : NULL;
+    hid_t out = H5I_INVALID_HID;
+    bool vlen = type >= 0 && (H5Tdetect_class(type, H5T_VLEN) > 0 || H5Tis_variable_str(type) > 0);
+    bool read = buf && H5Aread(a, type, buf) >= 0;
+    if (!read || (out = H5Acreate2(job->dst, name, type, space, H5P_DEFAULT, H5P_DEFAULT)) < 0 ||
+        H5Awrite(out, type, buf) < 0)
+        job->rc = h5u_fail(job->err, H5ARK_IO_ERROR, "cannot copy the root attribute '%s'", name);
+    if (read && vlen) H5Dvlen_reclaim(type, space, H5P_DEFAULT, buf);
+    free(buf);
+    if (out >= 0) H5Aclose(out);
+    if (space >= 0) H5Sclose(space);
+    if (type >= 0) H5Tclose(type);
+    if (a >= 0) H5Aclose(a);
+    return job->rc ? -1 : 0;
+}
+
+static herr_t copy_link_cb(hid_t src, const char *name, const H5L_info_t *info, void *data) {
+    copy_job *job = data;
+    for (size_t i = 0; job->skip && i < job->skip->n; i++)
+        if (strcmp(job->skip->v[i], name) == 0) return 0;
+    herr_t r = 0;
+    if (info->type == H5L_TYPE_HARD) {
+        r = H5Ocopy(src, name, job->dst, name, H5P_DEFAULT, H5P_DEFAULT);
+    } else if (info->type == H5L_TYPE_SOFT || info->type == H5L_TYPE_EXTERNAL) {
+        size_t len = info->u.val_size;
+        char *val = len < (1u << 20) ? malloc(len + 1) : NULL;
+        r = val && H5Lget_val(src, name, val, len + 1, H5P_DEFAULT) >= 0 ? 0 : -1;
+        if (r == 0 && info->type == H5L_TYPE_SOFT) {
+            val[len] = '\0';
+            r = H5Lcreate_soft(val, job->dst, name, H5P_DEFAULT, H5P_DEFAULT);
+        } else if (r == 0) {
+            const char *file = NULL, *obj = NULL;
+            unsigned flags;
+            r = H5Lunpack_elink_val(val, len, &flags, &file, &obj);
+            if (r >= 0) r = H5Lcreate_external(file, obj, job->dst, name, H5P_DEFAULT, H5P_DEFAULT);
+        }
+        free(val);
+    }
+    if (r < 0) {
+        job->rc = h5u_fail(job->err, H5ARK_IO_ERROR, "cannot copy '%s'", name);
+        return -1;
+    }
+    return 0;
+}
+
+/* Copy every root attribute and top-level link of src into the new file dst, except the
+ * names in skip. */
+static int copy_contents(hid_t src, hid_t dst, const top_names *skip, const char *shown,
+                         h5ark_error *err) {
+    if (check_no_external(src, shown, err)) return -1;
+    copy_job job = {.dst = dst, .skip = skip, .err = err};
+    hsize_t idx = 0;
+    if (H5Aiterate2(src, H5_INDEX_NAME, H5_ITER_NATIVE, &idx, copy_attr_cb, &job) < 0 &&
+        job.rc == 0)
+        job.rc =
+            h5u_fail(err, H5ARK_SCHEMA_ERROR, "cannot read the root attributes of '%s'", shown);
+    idx = 0;
+    if (job.rc == 0 && H5Literate(src, H5_INDEX_NAME, H5_ITER_INC, &idx, copy_link_cb, &job) < 0 &&
+        job.rc == 0)
+        job.rc = h5u_fail(err, H5ARK_SCHEMA_ERROR, "cannot list the objects of '%s'", shown);
+    return job.rc ? h5ark_fail_context(err, "copying '%s'", shown) : 0;
 }
 
 /* ---- writing ----------------------------------------------------------------------- */
@@ -279,13 +550,13 @@ static int copy_file(const char *src, const char *dst, const char *shown, h5ark_
     return rc;
 }
 
-static int build_file(out_file *f, int index, bool append, bool distributed,
-                      const storage_item *items, size_t nitems, write_plan *plan,
-                      h5ark_error *err) {
+static int build_file(out_file *f, int index, storage_mode mode, bool distributed, bool df_columns,
+                      const storage_item *items, size_t nitems, const top_names *names,
+                      write_plan *plan, h5ark_error *err) {
     if (files_temp_name(f->final, f->tmp, sizeof f->tmp))
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "path '%s' is too long", f->rel);
     hid_t file;
-    if (append && f->exists) {
+    if (mode == STORAGE_APPEND && f->exists) {
         f->tmp_made = true;
         if (copy_file(f->final, f->tmp, f->rel, err)) return -1;
         file = H5Fopen(f->tmp, H5F_ACC_RDWR, H5P_DEFAULT);
@@ -297,8 +568,18 @@ static int build_file(out_file *f, int index, bool append, bool distributed,
         if (file < 0)
             return h5u_fail(err, H5ARK_IO_ERROR, "cannot create a file beside '%s'", f->rel);
         f->tmp_made = true;
-        if (h5u_write_int_attr(file, ATTR_FILE_FORMAT,
-                               distributed ? FILE_FORMAT_DISTRIBUTE : FILE_FORMAT_SINGLE, err)) {
+        int rc;
+        if (mode == STORAGE_UPDATE) {
+            /* everything but the datasets being replaced, into a fresh file */
+            hid_t old = H5Fopen(f->final, H5F_ACC_RDONLY, H5P_DEFAULT);
+            rc = old < 0 ? h5u_fail(err, H5ARK_SCHEMA_ERROR, "cannot open '%s'", f->rel)
+                         : copy_contents(old, file, names, f->rel, err);
+            if (old >= 0) H5Fclose(old);
+        } else {
+            rc = h5u_write_int_attr(file, ATTR_FILE_FORMAT,
+                                    distributed ? FILE_FORMAT_DISTRIBUTE : FILE_FORMAT_SINGLE, err);
+        }
+        if (rc) {
             H5Fclose(file);
             return h5ark_fail_context(err, "'%s'", f->rel);
         }
@@ -307,10 +588,10 @@ static int build_file(out_file *f, int index, bool append, bool distributed,
     for (size_t i = 0; i < nitems && rc == 0; i++) {
         const object *obj = items[i].obj;
         int part = distributed ? index : -1;
-        if (obj->objtype == H5ARK_STRINGS)
-            rc = strings_write(file, index, items[i].dataset, obj, part, plan, err);
+        if (obj->objtype == H5ARK_DATAFRAME)
+            rc = dataframe_write(file, index, items[i].dataset, obj, part, df_columns, plan, err);
         else
-            rc = pdarray_write(file, index, items[i].dataset, obj, part, plan, err);
+            rc = write_object(file, index, items[i].dataset, obj, part, plan, err);
     }
     if (H5Fclose(file) < 0 && rc == 0) rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close it");
     return rc ? h5ark_fail_context(err, "writing '%s'", f->rel) : 0;
@@ -394,17 +675,31 @@ static int add_str(h5ark_value *list, const char *fmt, const char *arg, h5ark_er
 int storage_write(const storage_item *items, size_t nitems, const char *path, storage_mode mode,
                   storage_file_type file_type, h5ark_value *files, h5ark_value *warnings,
                   h5ark_error *err) {
+    return storage_write_ex(items, nitems, path, mode, file_type, NULL, files, warnings, err);
+}
+
+int storage_write_ex(const storage_item *items, size_t nitems, const char *path, storage_mode mode,
+                     storage_file_type file_type, const storage_write_options *opts,
+                     h5ark_value *files, h5ark_value *warnings, h5ark_error *err) {
     h5u_quiet();
     bool distributed = file_type == STORAGE_DISTRIBUTE;
-    bool append = mode == STORAGE_APPEND;
+    bool append = mode == STORAGE_APPEND, update = mode == STORAGE_UPDATE;
+    bool df_columns = opts && opts->dataframe_columns;
     int nfiles = distributed ? locales_count() : 1;
-    if (check_items(items, nitems, err)) return -1;
+    top_names names = {0};
+    if (check_items(items, nitems, df_columns, &names, err)) {
+        free(names.v);
+        return -1;
+    }
     out_file *of = calloc((size_t)nfiles, sizeof *of);
     locale_set existing = {0};
     write_plan plan = {0};
     pwrite_job job = {.plan = &plan, .files = of};
     int rc = -1;
-    if (!of) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (!of) {
+        free(names.v);
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
 
     /* 1. names: every file resolved inside the data directory */
     for (int i = 0; i < nfiles; i++) {
@@ -425,27 +720,36 @@ int storage_write(const storage_item *items, size_t nitems, const char *path, st
     if (distributed && !of[0].dir_missing && find_locale_set(path, &existing, err)) goto out;
 
     /* 2. the write mode's rules, before anything is written */
-    if (append && distributed && existing.n > 0) {
+    if (update)
+        for (int i = 0; i < nfiles; i++)
+            if (!of[i].exists) {
+                h5ark_fail(err, H5ARK_NOT_FOUND,
+                           "cannot update '%s': the file does not exist; nothing was written",
+                           of[i].rel);
+                goto out;
+            }
+    if ((append || update) && distributed && existing.n > 0) {
         bool match = existing.n == (size_t)nfiles;
         for (int i = 0; i < nfiles; i++)
             match = match && of[i].exists;
         if (!match) {
             h5ark_fail(err, H5ARK_BAD_REQUEST,
-                       "cannot append to '%s': %zu _LOCALE files of it exist, but this daemon "
+                       "cannot %s '%s': %zu _LOCALE files of it exist, but this daemon "
                        "writes %d (one per locale); nothing was written",
-                       path, existing.n, nfiles);
+                       update ? "update" : "append to", path, existing.n, nfiles);
             goto out;
         }
     }
-    if (append)
+    if (append || update)
         for (int i = 0; i < nfiles; i++)
-            if (of[i].exists && check_collisions(&of[i], items, nitems, err)) goto out;
+            if (of[i].exists && check_collisions(&of[i], &names, update, err)) goto out;
 
     /* 3. build every file beside its final name, then the locales write the data */
     for (int i = 0; i < nfiles; i++) {
         out_file *f = &of[i];
         if (f->dir_missing && files_resolve(f->rel, true, f->final, err)) goto out;
-        if (build_file(f, i, append, distributed, items, nitems, &plan, err)) goto out;
+        if (build_file(f, i, mode, distributed, df_columns, items, nitems, &names, &plan, err))
+            goto out;
     }
     if (locale_errors_init(&job.le, err)) goto out;
     locales_run(pwrite_shards, &job);
@@ -463,11 +767,11 @@ int storage_write(const storage_item *items, size_t nitems, const char *path, st
     rc = 0;
     for (int i = 0; i < nfiles && rc == 0; i++) {
         rc = add_str(files, "%s", files_display(of[i].final), err);
-        if (rc == 0 && !append && of[i].exists)
+        if (rc == 0 && mode == STORAGE_TRUNCATE && of[i].exists)
             rc = add_str(warnings, "overwrote the existing file '%s'", of[i].rel, err);
     }
     /* a larger earlier run's files would otherwise be read back as part of this set */
-    if (distributed && !append)
+    if (distributed && mode == STORAGE_TRUNCATE)
         for (size_t i = 0; i < existing.n && rc == 0; i++) {
             if (existing.numbers[i] < nfiles) continue;
             const char *shown = files_display(existing.paths[i]);
@@ -489,5 +793,51 @@ out:
     free(plan.v);
     locale_set_free(&existing);
     free(of);
+    free(names.v);
     return rc;
+}
+
+int storage_repack(char *const *paths, size_t npaths, h5ark_value *files, uint64_t *before,
+                   uint64_t *after, h5ark_error *err) {
+    h5u_quiet();
+    *before = *after = 0;
+    for (size_t i = 0; i < npaths; i++) {
+        const char *shown = files_display(paths[i]);
+        struct stat st;
+        if (stat(paths[i], &st) != 0)
+            return h5ark_fail(err, errno == ENOENT ? H5ARK_NOT_FOUND : H5ARK_IO_ERROR,
+                              "repack: '%s': %s", shown, strerror(errno));
+        if (!S_ISREG(st.st_mode))
+            return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "repack: '%s' is not a file", shown);
+        if (sandbox_check_file(paths[i], err))
+            return h5ark_fail_context(err, "repack: '%s'", shown);
+        htri_t hdf5 = h5u_is_hdf5(paths[i]);
+        if (hdf5 <= 0) {
+            H5Eclear2(H5E_DEFAULT);
+            return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "repack: '%s' is not an HDF5 file", shown);
+        }
+        char tmp[PATH_MAX];
+        if (files_temp_name(paths[i], tmp, sizeof tmp))
+            return h5ark_fail(err, H5ARK_BAD_REQUEST, "repack: '%s': path too long", shown);
+        hid_t src = H5Fopen(paths[i], H5F_ACC_RDONLY, H5P_DEFAULT);
+        if (src < 0)
+            return h5u_fail(err, H5ARK_SCHEMA_ERROR, "repack: '%s' cannot be opened", shown);
+        hid_t dst = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
+        int rc = dst < 0 ? h5u_fail(err, H5ARK_IO_ERROR, "repack: cannot create a file beside '%s'",
+                                    shown)
+                         : copy_contents(src, dst, NULL, shown, err);
+        H5Fclose(src);
+        if (dst >= 0 && H5Fclose(dst) < 0 && rc == 0)
+            rc = h5u_fail(err, H5ARK_IO_ERROR, "repack: cannot write the new '%s'", shown);
+        if (rc == 0) rc = files_replace(tmp, paths[i], err);
+        if (rc) {
+            if (dst >= 0) unlink(tmp);
+            return -1;
+        }
+        struct stat st2;
+        *before += (uint64_t)st.st_size;
+        *after += stat(paths[i], &st2) == 0 ? (uint64_t)st2.st_size : 0;
+        if (add_str(files, "%s", shown, err)) return -1;
+    }
+    return 0;
 }

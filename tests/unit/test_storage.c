@@ -503,6 +503,261 @@ static void test_memory_limit(void) {
     object_release(a);
 }
 
+/* ------------------------------------------------------------------ composites */
+
+static object *make_int64(const int64_t *v, uint64_t n) {
+    h5ark_error err = {0};
+    object *obj = object_new_pdarray(H5ARK_INT64, n, &err);
+    if (!obj) return NULL;
+    for (int b = 0; b < obj->values->nshards; b++) {
+        shard *s = &obj->values->shards[b];
+        for (uint64_t i = 0; i < s->count; i++)
+            ((int64_t *)s->data)[i] = v[s->start + i];
+    }
+    return obj;
+}
+
+static object *compose(h5ark_objtype t, h5ark_dtype d, uint64_t size, const char *const *names,
+                       object **parts, size_t n) {
+    h5ark_error err = {0};
+    object *c = object_new_composite(t, d, size, &err);
+    for (size_t i = 0; i < n; i++) {
+        object_add_component(c, names[i], parts[i], &err);
+        object_release(parts[i]);
+    }
+    return c;
+}
+
+static bool same_object(const object *a, const object *b) {
+    if (!a || !b) return false;
+    if (a->objtype != b->objtype || a->dtype != b->dtype || a->size != b->size ||
+        a->ndim != b->ndim || a->ncomponents != b->ncomponents)
+        return false;
+    if ((a->tag == NULL) != (b->tag == NULL) || (a->tag && strcmp(a->tag, b->tag) != 0))
+        return false;
+    for (unsigned i = 0; i < a->ndim; i++)
+        if (a->shape[i] != b->shape[i]) return false;
+    if ((a->values == NULL) != (b->values == NULL) ||
+        (a->values && !same_darray(a->values, b->values)))
+        return false;
+    if ((a->segments == NULL) != (b->segments == NULL) ||
+        (a->segments && !same_darray(a->segments, b->segments)))
+        return false;
+    for (size_t i = 0; i < a->ncomponents; i++)
+        if (strcmp(a->components[i].name, b->components[i].name) != 0 ||
+            !same_object(a->components[i].obj, b->components[i].obj))
+            return false;
+    return true;
+}
+
+/* Write obj in both file types, read it back and compare; returns the single-file read. */
+static void roundtrip(object *obj, const char *what) {
+    for (int single = 0; single < 2; single++) {
+        char path[128];
+        snprintf(path, sizeof path, "comp_%s_%d.h5", what, single);
+        h5ark_error err = {0};
+        int rc = write_one(obj, "x", path, STORAGE_TRUNCATE,
+                           single ? STORAGE_SINGLE : STORAGE_DISTRIBUTE, NULL, &err);
+        if (rc) fprintf(stderr, "%s: %s\n", what, err.message);
+        CHECK(rc == 0);
+        char names[LOCALES][PATH_MAX];
+        const char *ptrs[LOCALES] = {path};
+        if (!single) locale_names(path, names, ptrs);
+        storage_read_item *it = read_rel(ptrs, single ? 1 : LOCALES, "x", strict, NULL, &err);
+        if (!it) fprintf(stderr, "%s read: %s\n", what, err.message);
+        CHECK(it != NULL);
+        if (!it) continue;
+        bool same = same_object(obj, it->obj);
+        if (!same)
+            fprintf(stderr, "%s (%s) differs after a round trip\n", what,
+                    single ? "single" : "distributed");
+        CHECK(same);
+        storage_read_items_free(it, 1);
+    }
+}
+
+static void test_composites(void) {
+    static const char *const sv[] = {"a", "bb", "", "dddd", "e", "ff", "g", "hhh", "i", "jj"};
+    /* sub-arrays whose values cross the values' shards, with empty ones */
+    int64_t vals[10], segs[] = {0, 0, 3, 3, 7, 7, 9};
+    for (int i = 0; i < 10; i++)
+        vals[i] = 100 + i;
+    const char *const sa_names[] = {"segments", "values"};
+    object *parts[8];
+    parts[0] = make_int64(segs, 7);
+    parts[1] = make_int64(vals, 10);
+    object *sa = compose(H5ARK_SEGARRAY, H5ARK_INT64, 7, sa_names, parts, 2);
+    roundtrip(sa, "segarray");
+    parts[0] = make_int64(segs, 7);
+    parts[1] = make_strings(sv, 10);
+    object *ssa = compose(H5ARK_SEGARRAY, H5ARK_STRING, 7, sa_names, parts, 2);
+    roundtrip(ssa, "segarray_str");
+    parts[0] = make_int64(segs, 0);
+    parts[1] = make_int64(vals, 0);
+    object *esa = compose(H5ARK_SEGARRAY, H5ARK_INT64, 0, sa_names, parts, 2);
+    roundtrip(esa, "segarray_empty");
+    int64_t zeros[4] = {0, 0, 0, 0};
+    parts[0] = make_int64(zeros, 4);
+    parts[1] = make_int64(vals, 0);
+    object *allempty = compose(H5ARK_SEGARRAY, H5ARK_INT64, 4, sa_names, parts, 2);
+    roundtrip(allempty, "segarray_all_empty");
+
+    /* categorical */
+    static const char *const cats[] = {"x", "y", "N/A"};
+    int64_t codes[] = {0, 1, 1, 2, 0};
+    const char *const cat_names[] = {"codes", "categories"};
+    parts[0] = make_int64(codes, 5);
+    parts[1] = make_strings(cats, 3);
+    object *cat = compose(H5ARK_CATEGORICAL, H5ARK_STRING, 5, cat_names, parts, 2);
+    cat->na_value = strdup("N/A");
+    roundtrip(cat, "categorical");
+
+    /* groupby over an int64 key and a strings key */
+    int64_t perm[] = {0, 4, 1, 2, 3}, gsegs[] = {0, 2, 4}, uki[] = {0, 1, 3};
+    static const char *const k1[] = {"p", "q", "q", "r", "p"};
+    const char *const gb_names[] = {"permutation", "segments", "unique_key_idx", "KEY_0", "KEY_1"};
+    parts[0] = make_int64(perm, 5);
+    parts[1] = make_int64(gsegs, 3);
+    parts[2] = make_int64(uki, 3);
+    parts[3] = make_int64(codes, 5);
+    parts[4] = make_strings(k1, 5);
+    object *gb = compose(H5ARK_GROUPBY, H5ARK_INT64, 5, gb_names, parts, 5);
+    roundtrip(gb, "groupby");
+
+    /* index, multiindex */
+    const char *const ix_names[] = {"IDX_0", "IDX_1"};
+    parts[0] = make_int64(codes, 5);
+    object *ix = compose(H5ARK_INDEX, H5ARK_INT64, 5, ix_names, parts, 1);
+    roundtrip(ix, "index");
+    parts[0] = make_int64(codes, 5);
+    parts[1] = make_strings(k1, 5);
+    object *mix = compose(H5ARK_MULTIINDEX, H5ARK_INT64, 5, ix_names, parts, 2);
+    roundtrip(mix, "multiindex");
+
+    /* dataframe: columns in an order that is not alphabetical, and an index */
+    const char *const df_names[] = {"zeta", "alpha", "mid", "Index"};
+    parts[0] = make_int64(codes, 5);
+    parts[1] = make_strings(k1, 5);
+    parts[2] = object_ref(cat);
+    parts[3] = object_ref(ix);
+    object *df = compose(H5ARK_DATAFRAME, H5ARK_INT64, 5, df_names, parts, 4);
+    roundtrip(df, "dataframe");
+    /* the columns layout: one top-level object per column, ColumnOrder on the root */
+    {
+        storage_write_options o = {.dataframe_columns = true};
+        storage_item item = {.obj = df, .dataset = "df"};
+        h5ark_value *files = h5ark_value_array(), *warn = h5ark_value_array();
+        h5ark_error err = {0};
+        CHECK(storage_write_ex(&item, 1, "dfcols.h5", STORAGE_TRUNCATE, STORAGE_SINGLE, &o, files,
+                               warn, &err) == 0);
+        char p[2 * PATH_MAX];
+        snprintf(p, sizeof p, "%s/dfcols.h5", config.data_dir);
+        char *paths[] = {p};
+        storage_read_item *items = NULL;
+        size_t n = 0;
+        CHECK(storage_read(paths, 1, NULL, 0, &strict, &items, &n, files, &err) == 0);
+        CHECK(n == 4);
+        if (n == 4) {
+            CHECK(strcmp(items[0].dataset, "zeta") == 0);
+            CHECK(strcmp(items[1].dataset, "alpha") == 0);
+            CHECK(strcmp(items[2].dataset, "mid") == 0);
+            CHECK(strcmp(items[3].dataset, "Index") == 0);
+            CHECK(same_object(items[2].obj, cat));
+        }
+        storage_read_items_free(items, n);
+        h5ark_value_destroy(&files);
+        h5ark_value_destroy(&warn);
+    }
+    /* an empty dataframe */
+    parts[0] = make_int64(codes, 0);
+    parts[1] = make_strings(k1, 0);
+    object *edf = compose(H5ARK_DATAFRAME, H5ARK_INT64, 0, df_names, parts, 2);
+    roundtrip(edf, "dataframe_empty");
+
+    /* arrayview 2x3x2 */
+    h5ark_error err = {0};
+    object *flat = make_pdarray(H5ARK_FLOAT64, 12, 5);
+    object *av = object_new_composite(H5ARK_ARRAYVIEW, H5ARK_FLOAT64, 12, &err);
+    av->values = darray_ref(flat->values);
+    av->ndim = 3;
+    av->shape[0] = 2, av->shape[1] = 3, av->shape[2] = 2;
+    roundtrip(av, "arrayview");
+
+    /* bigint of two limbs */
+    const char *const limb_names[] = {"Limb_0", "Limb_1"};
+    parts[0] = make_pdarray(H5ARK_UINT64, 7, 1);
+    parts[1] = make_pdarray(H5ARK_UINT64, 7, 2);
+    object *big = compose(H5ARK_PDARRAY, H5ARK_BIGINT, 7, limb_names, parts, 2);
+    big->max_bits = 128;
+    roundtrip(big, "bigint");
+
+    /* tagged pdarrays */
+    object *dt = make_pdarray(H5ARK_INT64, 5, 9);
+    dt->tag = OBJECT_TAG_DATETIME;
+    roundtrip(dt, "datetime");
+    object *ip = make_pdarray(H5ARK_UINT64, 5, 9);
+    ip->tag = OBJECT_TAG_IPV4;
+    roundtrip(ip, "ipv4");
+
+    /* update replaces one dataset and keeps the other; repack shrinks the file */
+    {
+        object *a = make_pdarray(H5ARK_INT64, 4000, 1), *b = make_pdarray(H5ARK_INT64, 10, 2);
+        storage_item items[] = {{a, "a"}, {b, "b"}};
+        h5ark_value *files = h5ark_value_array(), *warn = h5ark_value_array();
+        CHECK(storage_write(items, 2, "upd.h5", STORAGE_TRUNCATE, STORAGE_SINGLE, files, warn,
+                            &err) == 0);
+        object *a2 = make_pdarray(H5ARK_INT64, 6000, 3);
+        items[0].obj = a2;
+        CHECK(storage_write(items, 1, "upd.h5", STORAGE_UPDATE, STORAGE_SINGLE, files, warn,
+                            &err) == 0);
+        items[0].dataset = "nope";
+        CHECK(storage_write(items, 1, "upd.h5", STORAGE_UPDATE, STORAGE_SINGLE, files, warn,
+                            &err) != 0 &&
+              err.code == H5ARK_NOT_FOUND);
+        const char *rel[] = {"upd.h5"};
+        storage_read_item *it = read_rel(rel, 1, "a", strict, NULL, &err);
+        CHECK(it && same_object(it->obj, a2));
+        storage_read_items_free(it, it ? 1 : 0);
+        it = read_rel(rel, 1, "b", strict, NULL, &err);
+        CHECK(it && same_object(it->obj, b));
+        storage_read_items_free(it, it ? 1 : 0);
+        /* a smaller a leaves a hole that repack removes */
+        items[0] = (storage_item){b, "a"};
+        CHECK(storage_write(items, 1, "upd.h5", STORAGE_UPDATE, STORAGE_SINGLE, files, warn,
+                            &err) == 0);
+        char p[2 * PATH_MAX];
+        snprintf(p, sizeof p, "%s/upd.h5", config.data_dir);
+        char *paths[] = {p};
+        uint64_t before = 0, after = 0;
+        CHECK(storage_repack(paths, 1, files, &before, &after, &err) == 0);
+        CHECK(after <= before);
+        it = read_rel(rel, 1, "a", strict, NULL, &err);
+        CHECK(it && same_object(it->obj, b));
+        storage_read_items_free(it, it ? 1 : 0);
+        h5ark_value_destroy(&files);
+        h5ark_value_destroy(&warn);
+        object_release(a);
+        object_release(a2);
+        object_release(b);
+    }
+
+    object_release(sa);
+    object_release(ssa);
+    object_release(esa);
+    object_release(allempty);
+    object_release(cat);
+    object_release(gb);
+    object_release(ix);
+    object_release(mix);
+    object_release(df);
+    object_release(edf);
+    object_release(flat);
+    object_release(av);
+    object_release(big);
+    object_release(dt);
+    object_release(ip);
+}
+
 int main(void) {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     char tmpl[] = "/tmp/h5ark-test-storage-XXXXXX";
@@ -519,6 +774,7 @@ int main(void) {
     test_modes();
     test_refusals();
     test_memory_limit();
+    test_composites();
     registry_shutdown();
     locales_stop();
     char cmd[PATH_MAX + 16];

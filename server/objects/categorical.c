@@ -1,0 +1,148 @@
+/* categorical construction (see categorical.h). */
+#include "categorical.h"
+
+#include "groupby.h"
+#include "locales.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Assemble the composite; takes no ownership of its arguments. */
+static object *categorical_new(object *codes, object *categories, object *perm, object *segments,
+                               const char *na_value, uint64_t na_code, h5ark_error *err) {
+    object *cat = object_new_composite(H5ARK_CATEGORICAL, H5ARK_STRING, codes->size, err);
+    if (!cat) return NULL;
+    int rc = object_add_component(cat, "codes", codes, err) ||
+             object_add_component(cat, "categories", categories, err);
+    if (!rc && perm)
+        rc = object_add_component(cat, "permutation", perm, err) ||
+             object_add_component(cat, "segments", segments, err);
+    if (!rc && !(cat->na_value = strdup(na_value)))
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (!rc) rc = object_set_extra(cat, "na_code", h5ark_value_int((int64_t)na_code), err);
+    if (rc) {
+        object_release(cat);
+        return NULL;
+    }
+    return cat;
+}
+
+typedef struct {
+    const darray *perm, *seg;
+    uint64_t n;
+    darray *codes;
+} codes_job;
+
+static int64_t elem_i64(const darray *a, uint64_t i) {
+    const shard *s = &a->shards[darray_shard_of(a, i)];
+    return ((const int64_t *)s->data)[i - s->start];
+}
+
+/* codes[perm[pos]] = the group of pos, for the positions in this locale's permutation shard.
+ * Each row is written once, by the locale holding its permutation position: a scatter
+ * into other locales' shards of distinct elements, which is why it needs no lock. */
+static void scatter_codes(int b, void *ctx) {
+    codes_job *j = ctx;
+    const shard *ps = &j->perm->shards[b];
+    uint64_t ng = j->seg->size;
+    if (ps->count == 0 || ng == 0) return;
+    uint64_t lo = 0, hi = ng; /* last group starting at or before ps->start */
+    while (hi - lo > 1) {
+        uint64_t m = lo + (hi - lo) / 2;
+        if ((uint64_t)elem_i64(j->seg, m) <= ps->start)
+            lo = m;
+        else
+            hi = m;
+    }
+    uint64_t g = lo;
+    uint64_t next = g + 1 < ng ? (uint64_t)elem_i64(j->seg, g + 1) : j->n;
+    const int64_t *perm = ps->data;
+    for (uint64_t i = 0; i < ps->count; i++) {
+        uint64_t pos = ps->start + i;
+        while (pos >= next) {
+            g++;
+            next = g + 1 < ng ? (uint64_t)elem_i64(j->seg, g + 1) : j->n;
+        }
+        uint64_t row = (uint64_t)perm[i];
+        shard *cs = &j->codes->shards[darray_shard_of(j->codes, row)];
+        ((int64_t *)cs->data)[row - cs->start] = (int64_t)g;
+    }
+}
+
+object *categorical_from_values(object *values, const char *na_value, bool keep_groups,
+                                h5ark_error *err) {
+    object *gb = groupby_make(&values, 1, err);
+    if (!gb) return NULL;
+    object *perm = object_component_get(gb, "permutation");
+    object *seg = object_component_get(gb, "segments");
+    object *uik = object_component_get(gb, "unique_key_idx");
+    object *codes = NULL, *categories = NULL, *cat = NULL;
+    /* the categories are in byte order: the NA text, if present, is one of them */
+    uint64_t na_code = UINT64_MAX;
+    categories = groupby_take_strings(values, uik, NULL, err);
+    if (!categories) goto out;
+    na_code = groupby_find_string(categories, na_value);
+    if (na_code == UINT64_MAX) {
+        object_release(categories);
+        categories = groupby_take_strings(values, uik, na_value, err);
+        if (!categories) goto out;
+        na_code = categories->size - 1;
+    }
+    codes = object_new_pdarray(H5ARK_INT64, values->size, err);
+    if (!codes) goto out;
+    codes_job j = {perm->values, seg->values, values->size, codes->values};
+    locales_run(scatter_codes, &j);
+    cat =
+        categorical_new(codes, categories, keep_groups ? perm : NULL, seg, na_value, na_code, err);
+out:
+    object_release(codes);
+    object_release(categories);
+    object_release(gb);
+    return cat;
+}
+
+typedef struct {
+    const object *codes;
+    uint64_t ncat;
+    _Atomic uint64_t bad;
+} range_job;
+
+static void check_codes(int b, void *ctx) {
+    range_job *j = ctx;
+    const shard *s = &j->codes->values->shards[b];
+    const int64_t *v = s->data;
+    for (uint64_t i = 0; i < s->count; i++)
+        if (v[i] < 0 || (uint64_t)v[i] >= j->ncat) {
+            uint64_t bad = s->start + i, cur = atomic_load(&j->bad);
+            while (bad < cur && !atomic_compare_exchange_weak(&j->bad, &cur, bad)) {}
+            return;
+        }
+}
+
+object *categorical_from_codes(object *codes, object *categories, const char *na_value,
+                               h5ark_error *err) {
+    range_job j = {.codes = codes, .ncat = categories->size};
+    atomic_init(&j.bad, UINT64_MAX);
+    locales_run(check_codes, &j);
+    uint64_t bad = atomic_load(&j.bad);
+    if (bad != UINT64_MAX) {
+        h5ark_fail(err, H5ARK_BAD_REQUEST,
+                   "categorical: codes[%llu] = %lld is not a category index in [0, %llu)",
+                   (unsigned long long)bad, (long long)elem_i64(codes->values, bad),
+                   (unsigned long long)categories->size);
+        return NULL;
+    }
+    uint64_t na_code = groupby_find_string(categories, na_value);
+    object *cats = categories;
+    if (na_code == UINT64_MAX) {
+        cats = groupby_take_strings(categories, NULL, na_value, err);
+        if (!cats) return NULL;
+        na_code = categories->size;
+    } else {
+        object_ref(cats);
+    }
+    object *cat = categorical_new(codes, cats, NULL, NULL, na_value, na_code, err);
+    object_release(cats);
+    return cat;
+}

@@ -1,0 +1,1011 @@
+/* groupby: a parallel stable sort of row indices by key tuple (see groupby.h).
+ *
+ * 1. Each locale sorts its own block of rows (block distribution of the row count): keys
+ *    are taken from last to first, each a stable sort of the block's order by that key
+ *    alone (LSD over keys), so the result is sorted by the whole tuple and stable. Numeric
+ *    keys are mapped to order-preserving uint64 and radix sorted; strings are merge sorted.
+ * 2. The runs are merged with the order (key tuple, row), a strict total order: locale c
+ *    finds, by binary search, how many elements of each run come before global rank
+ *    block_start(c), then merges its slice of every run into its shard of `permutation`,
+ *    flagging each position where the key tuple changes.
+ * 3. Group counts give every group its index; each locale fills its own shards of
+ *    `segments` and `unique_key_idx` from the flags of the locales that found them.
+ * Reads cross locales freely once a fan-out has finished; each shard is written only by its
+ * own locale, except the scatter that builds categorical codes (see categorical.c). */
+#include "groupby.h"
+
+#include "locales.h"
+#include "registry.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- element access ---- */
+
+/* Pointer to element i of a darray and how many follow it contiguously in its shard. */
+static const void *span_at(const darray *a, uint64_t i, uint64_t *avail) {
+    int b = (int)((unsigned __int128)i * (unsigned)a->nshards / (a->size ? a->size : 1));
+    if (b >= a->nshards) b = a->nshards - 1;
+    const shard *s = &a->shards[b];
+    if (!(s->start <= i && i < s->start + s->count)) s = &a->shards[darray_shard_of(a, i)];
+    if (avail) *avail = s->start + s->count - i;
+    return (const char *)s->data + (i - s->start) * a->itemsize;
+}
+
+static inline int64_t get_i64(const darray *a, uint64_t i) {
+    return *(const int64_t *)span_at(a, i, NULL);
+}
+
+typedef struct {
+    const char *p;
+    uint64_t len; /* without the NUL */
+} strref;
+
+static strref str_at(const object *s, uint64_t i) {
+    uint64_t from = (uint64_t)get_i64(s->segments, i);
+    uint64_t to = i + 1 < s->size ? (uint64_t)get_i64(s->segments, i + 1) : s->values->size;
+    return (strref){span_at(s->values, from, NULL), to - from - 1};
+}
+
+static int strref_cmp(strref a, strref b) {
+    uint64_t m = a.len < b.len ? a.len : b.len;
+    int c = m ? memcmp(a.p, b.p, m) : 0;
+    if (c) return c < 0 ? -1 : 1;
+    return (a.len > b.len) - (a.len < b.len);
+}
+
+/* Order-preserving maps to uint64: all NaNs equal and last, -0.0 equal to 0.0. */
+static inline uint64_t enc_f64(double d) {
+    if (d != d) return UINT64_MAX;
+    if (d == 0) d = 0.0;
+    uint64_t u;
+    memcpy(&u, &d, 8);
+    return (u >> 63) ? ~u : u | (UINT64_C(1) << 63);
+}
+
+static inline uint64_t enc_elem(const void *p, h5ark_dtype dt) {
+    const uint64_t flip = UINT64_C(1) << 63;
+    switch (dt) {
+    case H5ARK_INT8: return (uint64_t)(int64_t) * (const int8_t *)p ^ flip;
+    case H5ARK_INT16: return (uint64_t)(int64_t) * (const int16_t *)p ^ flip;
+    case H5ARK_INT32: return (uint64_t)(int64_t) * (const int32_t *)p ^ flip;
+    case H5ARK_INT64: return (uint64_t) * (const int64_t *)p ^ flip;
+    case H5ARK_UINT8:
+    case H5ARK_BOOLEAN: return *(const uint8_t *)p;
+    case H5ARK_UINT16: return *(const uint16_t *)p;
+    case H5ARK_UINT32: return *(const uint32_t *)p;
+    case H5ARK_UINT64: return *(const uint64_t *)p;
+    case H5ARK_FLOAT32: return enc_f64(*(const float *)p);
+    case H5ARK_FLOAT64: return enc_f64(*(const double *)p);
+    default: return 0;
+    }
+}
+
+/* out[j] = encoding of element lo + j, for j < hi - lo, walking the shards. */
+static void encode_range(const darray *a, uint64_t lo, uint64_t hi, uint64_t *out) {
+    while (lo < hi) {
+        uint64_t avail;
+        const char *p = span_at(a, lo, &avail);
+        uint64_t m = hi - lo < avail ? hi - lo : avail;
+        h5ark_dtype dt = a->dtype;
+        if (dt == H5ARK_INT64) {
+            const int64_t *q = (const int64_t *)p;
+            for (uint64_t j = 0; j < m; j++)
+                out[j] = (uint64_t)q[j] ^ (UINT64_C(1) << 63);
+        } else {
+            for (uint64_t j = 0; j < m; j++)
+                out[j] = enc_elem(p + j * a->itemsize, dt);
+        }
+        out += m;
+        lo += m;
+    }
+}
+
+/* ---- keys ---- */
+
+int groupby_check_key(const object *key, const char *what, h5ark_error *err) {
+    if (key->objtype == H5ARK_STRINGS) return 0;
+    if (key->objtype == H5ARK_CATEGORICAL) {
+        const object *codes = object_component_get(key, "codes");
+        if (!codes || codes->objtype != H5ARK_PDARRAY || codes->dtype != H5ARK_INT64 ||
+            codes->size != key->size)
+            return h5ark_fail(err, H5ARK_TYPE_ERROR,
+                              "%s: categorical '%s' has no int64 'codes' of its length", what,
+                              key->name ? key->name : "");
+        return 0;
+    }
+    if (key->objtype == H5ARK_PDARRAY && key->dtype < H5ARK_STRING && key->values) return 0;
+    return h5ark_fail(err, H5ARK_TYPE_ERROR,
+                      "%s: '%s' is a %s of dtype %s; keys must be pdarrays of a numeric or bool "
+                      "dtype, strings or categoricals",
+                      what, key->name ? key->name : "", h5ark_objtype_name(key->objtype),
+                      h5ark_dtype_name(key->dtype));
+}
+
+/* The array a key sorts by: strings themselves, or the values of a pdarray / codes. */
+static const object *sort_source(const object *key) {
+    if (key->objtype == H5ARK_CATEGORICAL) return object_component_get(key, "codes");
+    return key;
+}
+
+/* ---- local sorts ---- */
+
+#define RADIX_BITS    11
+#define RADIX_BUCKETS (1u << RADIX_BITS)
+#define RADIX_PASSES  6
+
+/* Stable LSD radix sort of (key, val) pairs; passes whose digit is the same everywhere are
+ * skipped. tk/tv are scratch of n each. The result is left in key/val. */
+static int radix_sort(uint64_t *key, uint64_t *val, uint64_t *tk, uint64_t *tv, uint64_t n) {
+    if (n < 2) return 0;
+    uint64_t *hist = calloc((size_t)RADIX_PASSES * RADIX_BUCKETS, sizeof *hist);
+    if (!hist) return -1;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t k = key[i];
+        for (int p = 0; p < RADIX_PASSES; p++)
+            hist[p * RADIX_BUCKETS + ((k >> (p * RADIX_BITS)) & (RADIX_BUCKETS - 1))]++;
+    }
+    uint64_t *sk = key, *sv = val, *dk = tk, *dv = tv;
+    for (int p = 0; p < RADIX_PASSES; p++) {
+        uint64_t *h = hist + p * RADIX_BUCKETS;
+        int shift = p * RADIX_BITS;
+        if (h[(sk[0] >> shift) & (RADIX_BUCKETS - 1)] == n) continue;
+        uint64_t sum = 0;
+        for (unsigned d = 0; d < RADIX_BUCKETS; d++) {
+            uint64_t c = h[d];
+            h[d] = sum;
+            sum += c;
+        }
+        for (uint64_t i = 0; i < n; i++) {
+            uint64_t pos = h[(sk[i] >> shift) & (RADIX_BUCKETS - 1)]++;
+            dk[pos] = sk[i];
+            dv[pos] = sv[i];
+        }
+        uint64_t *t = sk;
+        sk = dk;
+        dk = t;
+        t = sv;
+        sv = dv;
+        dv = t;
+    }
+    if (sk != key) {
+        memcpy(key, sk, n * sizeof *key);
+        memcpy(val, sv, n * sizeof *val);
+    }
+    free(hist);
+    return 0;
+}
+
+/* Stable merge sort of rows (global indices) by refs[row - lo]. tmp: scratch of n. */
+static void string_sort(uint64_t *rows, uint64_t *tmp, uint64_t n, const strref *refs,
+                        uint64_t lo) {
+    const uint64_t run = 16;
+    for (uint64_t s = 0; s < n; s += run) { /* insertion sort of short runs */
+        uint64_t e = s + run < n ? s + run : n;
+        for (uint64_t i = s + 1; i < e; i++) {
+            uint64_t r = rows[i], j = i;
+            while (j > s && strref_cmp(refs[rows[j - 1] - lo], refs[r - lo]) > 0) {
+                rows[j] = rows[j - 1];
+                j--;
+            }
+            rows[j] = r;
+        }
+    }
+    uint64_t *src = rows, *dst = tmp;
+    for (uint64_t w = run; w < n; w *= 2) {
+        for (uint64_t s = 0; s < n; s += 2 * w) {
+            uint64_t m = s + w < n ? s + w : n, e = s + 2 * w < n ? s + 2 * w : n;
+            uint64_t i = s, j = m, k = s;
+            while (i < m && j < e)
+                dst[k++] =
+                    strref_cmp(refs[src[j] - lo], refs[src[i] - lo]) < 0 ? src[j++] : src[i++];
+            while (i < m)
+                dst[k++] = src[i++];
+            while (j < e)
+                dst[k++] = src[j++];
+        }
+        uint64_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != rows) memcpy(rows, src, n * sizeof *rows);
+}
+
+/* ---- the plan shared by the fan-outs ---- */
+
+typedef struct {
+    int L;
+    uint64_t n;
+    size_t nkeys;
+    const object **src; /* per key: strings, or the pdarray sorted by */
+    bool *is_str;       /* per key: sorted as strings */
+    /* per run (= locale) b: rows [lo[b], lo[b] + len[b]) */
+    uint64_t *lo, *len;
+    uint64_t **order; /* [b]: the run's rows, sorted */
+    uint64_t **skey;  /* [b]: encodings of key 0 in sorted order (numeric key 0), or NULL */
+    uint64_t **enc;   /* [k * L + b]: encodings of numeric key k, in row order */
+    strref **refs;    /* [k * L + b]: strings of key k, in row order */
+    uint64_t *split;  /* [c * L + r]: elements of run r before rank lo[c]; row c = L: len */
+    uint8_t **flags;  /* [c]: 1 where a group starts in permutation shard c */
+    uint64_t *gcount, *gfirst; /* groups starting on each locale, and their first index */
+    uint64_t *startpos;        /* [b * L + c]: flag index in b of destination c's first group */
+    object *perm, *segments, *uik;
+    atomic_int failed;
+} plan;
+
+static inline int run_of(const plan *p, uint64_t row) {
+    return (int)((unsigned __int128)row * (unsigned)p->L / p->n);
+}
+
+/* Compare the key tuples of two rows from key `from` on. */
+static int cmp_rows(const plan *p, uint64_t a, uint64_t b, size_t from) {
+    int ra = run_of(p, a), rb = run_of(p, b);
+    uint64_t oa = a - p->lo[ra], ob = b - p->lo[rb];
+    for (size_t k = from; k < p->nkeys; k++) {
+        if (p->is_str[k]) {
+            int c = strref_cmp(p->refs[k * p->L + ra][oa], p->refs[k * p->L + rb][ob]);
+            if (c) return c;
+        } else {
+            uint64_t x = p->enc[k * p->L + ra][oa], y = p->enc[k * p->L + rb][ob];
+            if (x != y) return x < y ? -1 : 1;
+        }
+    }
+    return 0;
+}
+
+/* Element q of run r against element t of run s by key tuple only. */
+static inline int cmp_keys(const plan *p, int r, uint64_t q, int s, uint64_t t) {
+    if (p->is_str[0]) return cmp_rows(p, p->order[r][q], p->order[s][t], 0);
+    uint64_t x = p->skey[r][q], y = p->skey[s][t];
+    if (x != y) return x < y ? -1 : 1;
+    return p->nkeys == 1 ? 0 : cmp_rows(p, p->order[r][q], p->order[s][t], 1);
+}
+
+/* The strict total order (key tuple, row). */
+static inline int cmp_elems(const plan *p, int r, uint64_t q, int s, uint64_t t) {
+    int c = cmp_keys(p, r, q, s, t);
+    if (c) return c;
+    uint64_t x = p->order[r][q], y = p->order[s][t];
+    return (x > y) - (x < y);
+}
+
+static void sort_run(int b, void *ctx) {
+    plan *p = ctx;
+    uint64_t lo = p->lo[b], n = p->len[b];
+    if (n == 0) return;
+    int L = p->L;
+    uint64_t *order = malloc(n * sizeof *order);
+    uint64_t *key = malloc(n * sizeof *key);
+    uint64_t *tk = malloc(n * sizeof *tk), *tv = malloc(n * sizeof *tv);
+    p->order[b] = order;
+    if (!order || !key || !tk || !tv) goto fail;
+    for (uint64_t i = 0; i < n; i++)
+        order[i] = lo + i;
+    for (size_t k = 0; k < p->nkeys; k++) { /* the views of every key, in row order */
+        const object *s = p->src[k];
+        if (s->objtype == H5ARK_STRINGS) {
+            strref *r = malloc(n * sizeof *r);
+            if (!(p->refs[k * L + b] = r)) goto fail;
+            for (uint64_t i = 0; i < n; i++)
+                r[i] = str_at(s, lo + i);
+        } else if (p->nkeys > 1) {
+            uint64_t *e = malloc(n * sizeof *e);
+            if (!(p->enc[k * L + b] = e)) goto fail;
+            encode_range(s->values, lo, lo + n, e);
+        }
+    }
+    for (size_t k = p->nkeys; k-- > 0;) {
+        if (p->refs[k * L + b]) {
+            string_sort(order, tk, n, p->refs[k * L + b], lo);
+            continue;
+        }
+        if (p->nkeys == 1) {
+            encode_range(p->src[0]->values, lo, lo + n, key);
+        } else {
+            const uint64_t *e = p->enc[k * L + b];
+            for (uint64_t i = 0; i < n; i++)
+                key[i] = e[order[i] - lo];
+        }
+        if (radix_sort(key, order, tk, tv, n)) goto fail;
+    }
+    if (!p->is_str[0]) { /* key 0 is numeric: keep its sorted encodings for the merge */
+        p->skey[b] = key;
+        key = NULL;
+    }
+    free(key);
+    free(tk);
+    free(tv);
+    return;
+fail:
+    free(key);
+    free(tk);
+    free(tv);
+    atomic_store(&p->failed, 1);
+}
+
+/* Rank of element q of run r: the elements of every run before it. */
+static uint64_t rank_of(const plan *p, int r, uint64_t q) {
+    uint64_t rank = q;
+    for (int s = 0; s < p->L; s++) {
+        if (s == r) continue;
+        uint64_t a = 0, b = p->len[s]; /* first element of s after (r, q) */
+        while (a < b) {
+            uint64_t m = a + (b - a) / 2;
+            if (cmp_elems(p, s, m, r, q) < 0)
+                a = m + 1;
+            else
+                b = m;
+        }
+        rank += a;
+    }
+    return rank;
+}
+
+static void find_splits(int c, void *ctx) {
+    plan *p = ctx;
+    uint64_t k = p->lo[c];
+    for (int r = 0; r < p->L; r++) {
+        uint64_t a = 0, b = p->len[r]; /* first element of r whose rank is >= k */
+        while (a < b) {
+            uint64_t m = a + (b - a) / 2;
+            if (rank_of(p, r, m) < k)
+                a = m + 1;
+            else
+                b = m;
+        }
+        p->split[c * p->L + r] = a;
+    }
+}
+
+static void merge_runs(int c, void *ctx) {
+    plan *p = ctx;
+    int L = p->L;
+    shard *out = &p->perm->values->shards[c];
+    uint64_t cnt = out->count;
+    p->gcount[c] = 0;
+    if (cnt == 0) return;
+    uint8_t *flags = malloc(cnt);
+    uint64_t *head = malloc((size_t)L * 2 * sizeof *head);
+    if (!flags || !head) {
+        free(flags);
+        free(head);
+        atomic_store(&p->failed, 1);
+        return;
+    }
+    p->flags[c] = flags;
+    uint64_t *end = head + L;
+    int prev_r = -1;
+    uint64_t prev_q = 0;
+    for (int r = 0; r < L; r++) {
+        head[r] = p->split[c * L + r];
+        end[r] = p->split[(c + 1) * L + r];
+        /* the element just before this locale's slice is the largest one before the split */
+        if (head[r] > 0 && (prev_r < 0 || cmp_elems(p, r, head[r] - 1, prev_r, prev_q) > 0)) {
+            prev_r = r;
+            prev_q = head[r] - 1;
+        }
+    }
+    int64_t *perm = out->data;
+    uint64_t groups = 0;
+    for (uint64_t i = 0; i < cnt; i++) {
+        int best = -1;
+        for (int r = 0; r < L; r++)
+            if (head[r] < end[r] && (best < 0 || cmp_elems(p, r, head[r], best, head[best]) < 0))
+                best = r;
+        uint64_t q = head[best]++;
+        perm[i] = (int64_t)p->order[best][q];
+        uint8_t f = prev_r < 0 || cmp_keys(p, prev_r, prev_q, best, q) != 0;
+        flags[i] = f;
+        groups += f;
+        prev_r = best;
+        prev_q = q;
+    }
+    p->gcount[c] = groups;
+    free(head);
+}
+
+/* Where, in locale b's flags, each destination's first group lies. */
+static void find_group_starts(int b, void *ctx) {
+    plan *p = ctx;
+    int L = p->L;
+    uint64_t g0 = p->gfirst[b], g1 = g0 + p->gcount[b];
+    const darray *seg = p->segments->values;
+    int c = 0;
+    uint64_t j = g0; /* the group starting at flag i */
+    for (uint64_t i = 0; j < g1 && i < p->perm->values->shards[b].count; i++) {
+        if (!p->flags[b][i]) continue;
+        while (c < L) {
+            const shard *d = &seg->shards[c];
+            if (d->count == 0 || d->start + d->count <= j) { /* empty, or wholly before */
+                c++;
+                continue;
+            }
+            if ((d->start > g0 ? d->start : g0) != j) break; /* its first group comes later */
+            p->startpos[b * L + c++] = i;
+        }
+        j++;
+    }
+}
+
+static void fill_groups(int c, void *ctx) {
+    plan *p = ctx;
+    int L = p->L;
+    const shard *sh = &p->segments->values->shards[c];
+    int64_t *seg = sh->data;
+    int64_t *uik = p->uik->values->shards[c].data;
+    uint64_t s0 = sh->start, s1 = sh->start + sh->count;
+    for (int b = 0; b < L; b++) {
+        uint64_t g0 = p->gfirst[b], g1 = g0 + p->gcount[b];
+        uint64_t lo = g0 > s0 ? g0 : s0, hi = g1 < s1 ? g1 : s1;
+        if (lo >= hi) continue;
+        const uint8_t *flags = p->flags[b];
+        const int64_t *perm = p->perm->values->shards[b].data;
+        uint64_t base = p->perm->values->shards[b].start;
+        for (uint64_t i = p->startpos[b * L + c], g = lo; g < hi; i++)
+            if (flags[i]) {
+                seg[g - s0] = (int64_t)(base + i);
+                uik[g - s0] = perm[i];
+                g++;
+            }
+    }
+}
+
+static void free_plan(plan *p) {
+    for (int b = 0; b < p->L; b++) {
+        if (p->order) free(p->order[b]);
+        if (p->skey) free(p->skey[b]);
+        if (p->flags) free(p->flags[b]);
+    }
+    for (size_t k = 0; k < p->nkeys * (size_t)p->L; k++) {
+        if (p->enc) free(p->enc[k]);
+        if (p->refs) free(p->refs[k]);
+    }
+    free(p->order);
+    free(p->skey);
+    free(p->flags);
+    free(p->enc);
+    free(p->refs);
+    free(p->src);
+    free(p->is_str);
+    free(p->lo);
+    free(p->len);
+    free(p->split);
+    free(p->gcount);
+    free(p->gfirst);
+    free(p->startpos);
+    object_release(p->perm);
+    object_release(p->segments);
+    object_release(p->uik);
+}
+
+object *groupby_make(object *const *keys, size_t nkeys, h5ark_error *err) {
+    plan p = {.L = locales_count(), .n = keys[0]->size, .nkeys = nkeys};
+    int L = p.L;
+    object *gb = NULL;
+    /* scratch per row: order, sorted key 0, two radix buffers, flags, and per key a view */
+    uint64_t per_row = 8 * 4 + 1, reserved = 0;
+    for (size_t k = 0; k < nkeys; k++)
+        per_row += keys[k]->objtype == H5ARK_STRINGS ? sizeof(strref) : nkeys > 1 ? 8 : 0;
+    if (p.n > OBJECT_MAX_ELEMENTS) {
+        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "too many rows");
+        return NULL;
+    }
+    if (registry_reserve(p.n * per_row, err)) return NULL;
+    reserved = p.n * per_row;
+    p.src = calloc(nkeys, sizeof *p.src);
+    p.is_str = calloc(nkeys, sizeof *p.is_str);
+    p.lo = calloc((size_t)L + 1, sizeof *p.lo);
+    p.len = calloc((size_t)L, sizeof *p.len);
+    p.order = calloc((size_t)L, sizeof *p.order);
+    p.skey = calloc((size_t)L, sizeof *p.skey);
+    p.flags = calloc((size_t)L, sizeof *p.flags);
+    p.enc = calloc(nkeys * (size_t)L, sizeof *p.enc);
+    p.refs = calloc(nkeys * (size_t)L, sizeof *p.refs);
+    p.split = calloc(((size_t)L + 1) * (size_t)L, sizeof *p.split);
+    p.gcount = calloc((size_t)L, sizeof *p.gcount);
+    p.gfirst = calloc((size_t)L, sizeof *p.gfirst);
+    p.startpos = calloc((size_t)L * (size_t)L, sizeof *p.startpos);
+    if (!p.src || !p.is_str || !p.lo || !p.len || !p.order || !p.skey || !p.flags || !p.enc ||
+        !p.refs || !p.split || !p.gcount || !p.gfirst || !p.startpos) {
+        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        goto out;
+    }
+    for (size_t k = 0; k < nkeys; k++) {
+        p.src[k] = sort_source(keys[k]);
+        p.is_str[k] = p.src[k]->objtype == H5ARK_STRINGS;
+    }
+    for (int b = 0; b <= L; b++)
+        p.lo[b] = locales_block_start(p.n, L, b);
+    for (int b = 0; b < L; b++)
+        p.len[b] = p.lo[b + 1] - p.lo[b];
+    for (int r = 0; r < L; r++)
+        p.split[(size_t)L * L + r] = p.len[r];
+
+    p.perm = object_new_pdarray(H5ARK_INT64, p.n, err);
+    if (!p.perm) goto out;
+    if (p.n > 0) {
+        locales_run(sort_run, &p);
+        if (atomic_load(&p.failed)) goto oom;
+        locales_run(find_splits, &p);
+        locales_run(merge_runs, &p);
+        if (atomic_load(&p.failed)) goto oom;
+    }
+    uint64_t ngroups = 0;
+    for (int b = 0; b < L; b++) {
+        p.gfirst[b] = ngroups;
+        ngroups += p.gcount[b];
+    }
+    p.segments = object_new_pdarray(H5ARK_INT64, ngroups, err);
+    if (p.segments) p.uik = object_new_pdarray(H5ARK_INT64, ngroups, err);
+    if (!p.uik) goto out;
+    if (ngroups > 0) {
+        locales_run(find_group_starts, &p);
+        locales_run(fill_groups, &p);
+    }
+    gb = object_new_composite(H5ARK_GROUPBY, H5ARK_INT64, p.n, err);
+    if (!gb) goto out;
+    int rc = object_add_component(gb, "permutation", p.perm, err) ||
+             object_add_component(gb, "segments", p.segments, err) ||
+             object_add_component(gb, "unique_key_idx", p.uik, err);
+    for (size_t k = 0; k < nkeys && !rc; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "KEY_%zu", k);
+        rc = object_add_component(gb, name, keys[k], err);
+    }
+    if (!rc) rc = object_set_extra(gb, "ngroups", h5ark_value_uint(ngroups), err);
+    if (rc) {
+        object_release(gb);
+        gb = NULL;
+    }
+    goto out;
+oom:
+    h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory sorting %llu rows",
+               (unsigned long long)p.n);
+out:
+    free_plan(&p);
+    registry_unreserve(reserved);
+    return gb;
+}
+
+/* ---- checks of a groupby that may come from a file ---- */
+
+typedef struct {
+    const object *perm, *seg, *uik;
+    uint64_t n;
+    _Atomic uint64_t bad_perm, bad_seg, bad_uik; /* first bad index, or UINT64_MAX */
+} check_job;
+
+static void atomic_min(_Atomic uint64_t *a, uint64_t v) {
+    uint64_t cur = atomic_load(a);
+    while (v < cur && !atomic_compare_exchange_weak(a, &cur, v)) {}
+}
+
+static void check_shard(int b, void *ctx) {
+    check_job *j = ctx;
+    const shard *s = &j->perm->values->shards[b];
+    const int64_t *v = s->data;
+    for (uint64_t i = 0; i < s->count; i++)
+        if (v[i] < 0 || (uint64_t)v[i] >= j->n) {
+            atomic_min(&j->bad_perm, s->start + i);
+            break;
+        }
+    s = &j->uik->values->shards[b];
+    v = s->data;
+    for (uint64_t i = 0; i < s->count; i++)
+        if (v[i] < 0 || (uint64_t)v[i] >= j->n) {
+            atomic_min(&j->bad_uik, s->start + i);
+            break;
+        }
+    s = &j->seg->values->shards[b];
+    v = s->data;
+    for (uint64_t i = 0; i < s->count; i++) {
+        uint64_t g = s->start + i;
+        int64_t prev = g == 0 ? 0 : i > 0 ? v[i - 1] : get_i64(j->seg->values, g - 1);
+        if (v[i] < prev || (uint64_t)v[i] > j->n || (g == 0 && v[i] != 0)) {
+            atomic_min(&j->bad_seg, g);
+            break;
+        }
+    }
+}
+
+static int check_component(const object *gb, const char *name, const object **out,
+                           h5ark_error *err) {
+    const object *c = object_component_get(gb, name);
+    if (!c || c->objtype != H5ARK_PDARRAY || c->dtype != H5ARK_INT64 || !c->values)
+        return h5ark_fail(err, H5ARK_TYPE_ERROR, "groupby '%s' has no int64 pdarray '%s'",
+                          gb->name ? gb->name : "", name);
+    *out = c;
+    return 0;
+}
+
+int groupby_check(const object *gb, h5ark_error *err) {
+    check_job j = {.n = gb->size};
+    const char *name = gb->name ? gb->name : "";
+    if (gb->objtype != H5ARK_GROUPBY)
+        return h5ark_fail(err, H5ARK_TYPE_ERROR, "'%s' is a %s, not a groupby", name,
+                          h5ark_objtype_name(gb->objtype));
+    if (check_component(gb, "permutation", &j.perm, err) ||
+        check_component(gb, "segments", &j.seg, err) ||
+        check_component(gb, "unique_key_idx", &j.uik, err))
+        return -1;
+    if (j.perm->size != gb->size)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "groupby '%s': permutation has %llu entries for %llu rows", name,
+                          (unsigned long long)j.perm->size, (unsigned long long)gb->size);
+    if (j.uik->size != j.seg->size)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "groupby '%s': unique_key_idx has %llu entries for %llu segments", name,
+                          (unsigned long long)j.uik->size, (unsigned long long)j.seg->size);
+    atomic_init(&j.bad_perm, UINT64_MAX);
+    atomic_init(&j.bad_seg, UINT64_MAX);
+    atomic_init(&j.bad_uik, UINT64_MAX);
+    locales_run(check_shard, &j);
+    static const char *const what[] = {"permutation", "segments", "unique_key_idx"};
+    uint64_t bad[] = {atomic_load(&j.bad_perm), atomic_load(&j.bad_seg), atomic_load(&j.bad_uik)};
+    for (int i = 0; i < 3; i++)
+        if (bad[i] != UINT64_MAX)
+            return h5ark_fail(err, H5ARK_BAD_REQUEST, "groupby '%s': %s[%llu] is out of range%s",
+                              name, what[i], (unsigned long long)bad[i],
+                              i == 1 ? " (segments start at 0, never decrease and stay within "
+                                       "the rows)"
+                                     : "");
+    return 0;
+}
+
+/* ---- gathers ---- */
+
+typedef struct {
+    const object *src;
+    const object *idx; /* NULL: identity */
+    const char *extra;
+    uint64_t extra_len;
+    object *out;
+    uint64_t count;  /* elements of the output */
+    uint64_t *bytes; /* strings: bytes per output locale */
+} take_job;
+
+static inline uint64_t take_index(const take_job *j, uint64_t i) {
+    return j->idx ? (uint64_t)get_i64(j->idx->values, i) : i;
+}
+
+static void take_values(int c, void *ctx) {
+    take_job *j = ctx;
+    shard *o = &j->out->values->shards[c];
+    size_t w = j->out->values->itemsize;
+    char *dst = o->data;
+    for (uint64_t i = 0; i < o->count; i++)
+        memcpy(dst + i * w, span_at(j->src->values, take_index(j, o->start + i), NULL), w);
+}
+
+/* Output string i of a strings take: a source string, or the extra one at the end. */
+static strref take_string(const take_job *j, uint64_t i, uint64_t count) {
+    if (j->extra && i == count - 1) return (strref){j->extra, j->extra_len};
+    return str_at(j->src, take_index(j, i));
+}
+
+static void take_count_bytes(int c, void *ctx) {
+    take_job *j = ctx;
+    uint64_t count = j->count;
+    uint64_t lo = locales_block_start(count, locales_count(), c);
+    uint64_t hi = locales_block_start(count, locales_count(), c + 1), total = 0;
+    for (uint64_t i = lo; i < hi; i++)
+        total += take_string(j, i, count).len + 1;
+    j->bytes[c] = total;
+}
+
+static void take_fill_strings(int c, void *ctx) {
+    take_job *j = ctx;
+    shard *seg = &j->out->segments->shards[c];
+    shard *val = &j->out->values->shards[c];
+    int64_t *off = seg->data;
+    char *bytes = val->data;
+    uint64_t pos = 0;
+    for (uint64_t i = 0; i < seg->count; i++) {
+        strref s = take_string(j, seg->start + i, j->count);
+        off[i] = (int64_t)(val->start + pos);
+        memcpy(bytes + pos, s.p, s.len);
+        bytes[pos + s.len] = '\0';
+        pos += s.len + 1;
+    }
+}
+
+object *groupby_take_strings(const object *src, const object *idx, const char *extra,
+                             h5ark_error *err) {
+    int L = locales_count();
+    take_job j = {.src = src, .idx = idx, .extra = extra, .extra_len = extra ? strlen(extra) : 0};
+    uint64_t count = j.count = (idx ? idx->size : src->size) + (extra ? 1 : 0);
+    j.bytes = calloc((size_t)L, sizeof *j.bytes);
+    if (!j.bytes) {
+        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        return NULL;
+    }
+    locales_run(take_count_bytes, &j);
+    j.out = object_new_strings(count, j.bytes, err);
+    free(j.bytes);
+    if (!j.out) return NULL;
+    locales_run(take_fill_strings, &j);
+    return j.out;
+}
+
+object *groupby_take(const object *src, const object *idx, h5ark_error *err) {
+    if (src->objtype == H5ARK_STRINGS) return groupby_take_strings(src, idx, NULL, err);
+    if (src->objtype == H5ARK_CATEGORICAL) {
+        object *categories = object_component_get(src, "categories");
+        if (!categories) {
+            h5ark_fail(err, H5ARK_TYPE_ERROR, "categorical '%s' has no categories",
+                       src->name ? src->name : "");
+            return NULL;
+        }
+        object *codes = groupby_take(object_component_get(src, "codes"), idx, err);
+        if (!codes) return NULL;
+        object *cat = object_new_composite(H5ARK_CATEGORICAL, H5ARK_STRING, codes->size, err);
+        int rc = !cat || object_add_component(cat, "codes", codes, err) ||
+                 object_add_component(cat, "categories", categories, err);
+        if (!rc && src->na_value && !(cat->na_value = strdup(src->na_value)))
+            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        const h5ark_value *na_code = h5ark_value_get(src->extra, "na_code");
+        if (!rc && na_code) rc = object_set_extra(cat, "na_code", h5ark_value_copy(na_code), err);
+        object_release(codes);
+        if (rc) {
+            object_release(cat);
+            return NULL;
+        }
+        return cat;
+    }
+    object *out = object_new_pdarray(src->dtype, idx->size, err);
+    if (!out) return NULL;
+    out->tag = src->tag;
+    take_job j = {.src = src, .idx = idx, .out = out};
+    locales_run(take_values, &j);
+    return out;
+}
+
+typedef struct {
+    const object *src;
+    strref s;
+    _Atomic uint64_t found;
+} find_job;
+
+static void find_shard(int b, void *ctx) {
+    find_job *j = ctx;
+    const shard *seg = &j->src->segments->shards[b];
+    for (uint64_t i = 0; i < seg->count; i++)
+        if (strref_cmp(str_at(j->src, seg->start + i), j->s) == 0) {
+            atomic_min(&j->found, seg->start + i);
+            return;
+        }
+}
+
+uint64_t groupby_find_string(const object *src, const char *s) {
+    find_job j = {.src = src, .s = {s, strlen(s)}};
+    atomic_init(&j.found, UINT64_MAX);
+    locales_run(find_shard, &j);
+    return atomic_load(&j.found);
+}
+
+/* ---- aggregate ---- */
+
+static const char *const op_names[] = {"count", "sum", "min", "max", "mean", "first", "nunique"};
+
+int groupby_op_from_name(const char *name, agg_op *out) {
+    for (size_t i = 0; i < sizeof op_names / sizeof op_names[0]; i++)
+        if (strcmp(op_names[i], name) == 0) {
+            *out = (agg_op)i;
+            return 0;
+        }
+    return -1;
+}
+
+int groupby_check_values(agg_op op, const object *values, h5ark_error *err) {
+    if (!values) {
+        if (op == AGG_COUNT) return 0;
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "aggregate %s: missing argument 'values'",
+                          op_names[op]);
+    }
+    const char *name = values->name ? values->name : "";
+    if (values->objtype == H5ARK_STRINGS) {
+        if (op == AGG_COUNT || op == AGG_FIRST || op == AGG_NUNIQUE) return 0;
+        return h5ark_fail(err, H5ARK_TYPE_ERROR,
+                          "aggregate %s: 'values' ('%s') are strings; strings take only count, "
+                          "first and nunique",
+                          op_names[op], name);
+    }
+    if (values->objtype != H5ARK_PDARRAY || values->dtype >= H5ARK_STRING || !values->values)
+        return h5ark_fail(err, H5ARK_TYPE_ERROR,
+                          "aggregate %s: 'values' ('%s') must be a pdarray of a numeric or bool "
+                          "dtype or strings, not a %s of dtype %s",
+                          op_names[op], name, h5ark_objtype_name(values->objtype),
+                          h5ark_dtype_name(values->dtype));
+    return 0;
+}
+
+static h5ark_dtype result_dtype(agg_op op, h5ark_dtype dt) {
+    switch (op) {
+    case AGG_COUNT:
+    case AGG_NUNIQUE: return H5ARK_INT64;
+    case AGG_MEAN: return H5ARK_FLOAT64;
+    case AGG_SUM:
+        return h5ark_dtype_is_float(dt)      ? H5ARK_FLOAT64
+               : h5ark_dtype_is_unsigned(dt) ? H5ARK_UINT64
+                                             : H5ARK_INT64;
+    default: return dt;
+    }
+}
+
+static inline double load_f64(const void *p, h5ark_dtype dt) {
+    switch (dt) {
+    case H5ARK_FLOAT32: return *(const float *)p;
+    case H5ARK_FLOAT64: return *(const double *)p;
+    case H5ARK_UINT64: return (double)*(const uint64_t *)p;
+    default: {
+        uint64_t e = enc_elem(p, dt);
+        return h5ark_dtype_is_signed(dt) ? (double)(int64_t)(e ^ (UINT64_C(1) << 63)) : (double)e;
+    }
+    }
+}
+
+/* Integers as uint64 two's complement (sign-extended for signed dtypes). */
+static inline uint64_t load_bits(const void *p, h5ark_dtype dt) {
+    uint64_t e = enc_elem(p, dt);
+    return h5ark_dtype_is_signed(dt) ? e ^ (UINT64_C(1) << 63) : e;
+}
+
+typedef struct {
+    const object *values;
+    agg_op op;
+    const darray *perm, *seg;
+    uint64_t n;
+    object *out;
+    atomic_int failed;
+} agg_job;
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmp_strref(const void *a, const void *b) {
+    return strref_cmp(*(const strref *)a, *(const strref *)b);
+}
+
+static void aggregate_shard(int c, void *ctx) {
+    agg_job *j = ctx;
+    shard *o = &j->out->values->shards[c];
+    if (o->count == 0) return;
+    const darray *vals = j->values ? j->values->values : NULL;
+    bool is_str = j->values && j->values->objtype == H5ARK_STRINGS;
+    h5ark_dtype dt = vals && !is_str ? vals->dtype : H5ARK_INT64;
+    uint64_t ng = j->seg->size;
+    void *scratch = NULL;
+    uint64_t reserved = 0;
+    if (j->op == AGG_NUNIQUE) { /* room for the largest group */
+        uint64_t largest = 0;
+        for (uint64_t g = o->start; g < o->start + o->count; g++) {
+            uint64_t a = (uint64_t)get_i64(j->seg, g);
+            uint64_t b = g + 1 < ng ? (uint64_t)get_i64(j->seg, g + 1) : j->n;
+            if (b - a > largest) largest = b - a;
+        }
+        reserved = largest * (is_str ? sizeof(strref) : 8);
+        if (registry_reserve(reserved, NULL) || (reserved && !(scratch = malloc(reserved)))) {
+            if (!scratch && reserved) registry_unreserve(reserved);
+            atomic_store(&j->failed, 1);
+            return;
+        }
+    }
+    for (uint64_t i = 0; i < o->count; i++) {
+        uint64_t g = o->start + i;
+        uint64_t a = (uint64_t)get_i64(j->seg, g);
+        uint64_t b = g + 1 < ng ? (uint64_t)get_i64(j->seg, g + 1) : j->n;
+        uint64_t cnt = b - a, usum = 0, ext = 0, k = 0;
+        double fsum = 0, fext = NAN;
+        bool have = false;
+        while (a < b && j->op != AGG_COUNT) {
+            uint64_t avail;
+            const int64_t *perm = span_at(j->perm, a, &avail);
+            uint64_t m = b - a < avail ? b - a : avail;
+            for (uint64_t q = 0; q < m; q++) {
+                uint64_t row = (uint64_t)perm[q];
+                if (is_str) {
+                    ((strref *)scratch)[k++] = str_at(j->values, row);
+                    continue;
+                }
+                const void *p = span_at(vals, row, NULL);
+                switch (j->op) {
+                case AGG_SUM:
+                case AGG_MEAN:
+                    if (h5ark_dtype_is_float(dt) || j->op == AGG_MEAN)
+                        fsum += load_f64(p, dt);
+                    else
+                        usum += load_bits(p, dt);
+                    break;
+                case AGG_MIN:
+                case AGG_MAX: {
+                    bool mx = j->op == AGG_MAX;
+                    if (h5ark_dtype_is_float(dt)) { /* a NaN, once seen, stays */
+                        double v = load_f64(p, dt);
+                        if (!have || (!isnan(fext) && (isnan(v) || (mx ? v > fext : v < fext))))
+                            fext = v;
+                    } else {
+                        uint64_t e = enc_elem(p, dt);
+                        if (!have || (mx ? e > ext : e < ext)) ext = e;
+                    }
+                    have = true;
+                    break;
+                }
+                case AGG_NUNIQUE: ((uint64_t *)scratch)[k++] = enc_elem(p, dt); break;
+                default: break;
+                }
+            }
+            a += m;
+        }
+        void *dst = (char *)o->data + i * j->out->values->itemsize;
+        h5ark_dtype odt = j->out->dtype;
+        switch (j->op) {
+        case AGG_COUNT: *(int64_t *)dst = (int64_t)cnt; break;
+        case AGG_SUM:
+            if (odt == H5ARK_FLOAT64)
+                *(double *)dst = fsum;
+            else
+                *(uint64_t *)dst = usum;
+            break;
+        case AGG_MEAN: *(double *)dst = cnt ? fsum / (double)cnt : NAN; break;
+        case AGG_MIN:
+        case AGG_MAX:
+            if (h5ark_dtype_is_float(odt)) {
+                if (odt == H5ARK_FLOAT32)
+                    *(float *)dst = (float)fext;
+                else
+                    *(double *)dst = fext;
+            } else { /* back from the order-preserving encoding */
+                uint64_t v = h5ark_dtype_is_signed(odt) ? ext ^ (UINT64_C(1) << 63) : ext;
+                memcpy(dst, &v, j->out->values->itemsize); /* little-endian low bytes */
+            }
+            break;
+        case AGG_NUNIQUE: {
+            uint64_t distinct = 0;
+            if (is_str) {
+                strref *s = scratch;
+                qsort(s, k, sizeof *s, cmp_strref);
+                for (uint64_t q = 0; q < k; q++)
+                    distinct += q == 0 || strref_cmp(s[q - 1], s[q]) != 0;
+            } else {
+                uint64_t *s = scratch;
+                qsort(s, k, sizeof *s, cmp_u64);
+                for (uint64_t q = 0; q < k; q++)
+                    distinct += q == 0 || s[q - 1] != s[q];
+            }
+            *(int64_t *)dst = (int64_t)distinct;
+            break;
+        }
+        default: break;
+        }
+    }
+    free(scratch);
+    registry_unreserve(reserved);
+}
+
+object *groupby_aggregate(const object *gb, agg_op op, const object *values, h5ark_error *err) {
+    const object *seg = object_component_get(gb, "segments");
+    if (op == AGG_FIRST)
+        return groupby_take(values, object_component_get(gb, "unique_key_idx"), err);
+    h5ark_dtype dt = values && values->objtype == H5ARK_PDARRAY ? values->dtype : H5ARK_INT64;
+    object *out = object_new_pdarray(result_dtype(op, dt), seg->size, err);
+    if (!out) return NULL;
+    agg_job j = {.values = values,
+                 .op = op,
+                 .perm = object_component_get(gb, "permutation")->values,
+                 .seg = seg->values,
+                 .n = gb->size,
+                 .out = out};
+    locales_run(aggregate_shard, &j);
+    if (atomic_load(&j.failed)) {
+        object_release(out);
+        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "aggregate %s: out of memory for the largest group",
+                   op_names[op]);
+        return NULL;
+    }
+    return out;
+}

@@ -1,0 +1,136 @@
+/* segarray construction and checks (see segarray.h). */
+#include "segarray.h"
+
+#include "locales.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+
+typedef enum { SEG_OK, SEG_FIRST_NOT_ZERO, SEG_NEGATIVE, SEG_DECREASING, SEG_PAST_END } seg_fault;
+
+typedef struct {
+    const darray *seg;
+    uint64_t nvalues;
+    /* the first offending element over all locales, and what was wrong with it */
+    int nlocales;
+    uint64_t *bad_at; /* per locale: the index of its first bad element, or UINT64_MAX */
+    seg_fault *why;
+    int64_t *prev; /* per locale: the offset before the bad element (for the message) */
+} seg_check_job;
+
+/* The last offset before element `start` (the last element of an earlier non-empty shard),
+ * or -1 when `start` is the first element. Other shards are read only: the array is
+ * immutable. */
+static bool previous_offset(const darray *a, int locale, int64_t *out) {
+    for (int b = locale - 1; b >= 0; b--)
+        if (a->shards[b].count) {
+            *out = ((const int64_t *)a->shards[b].data)[a->shards[b].count - 1];
+            return true;
+        }
+    return false;
+}
+
+static void check_shard(int locale, void *ctx) {
+    seg_check_job *job = ctx;
+    const shard *sh = &job->seg->shards[locale];
+    const int64_t *off = sh->data;
+    job->bad_at[locale] = UINT64_MAX;
+    if (sh->count == 0) return;
+    int64_t prev = 0;
+    bool has_prev = previous_offset(job->seg, locale, &prev);
+    for (uint64_t i = 0; i < sh->count; i++) {
+        int64_t v = off[i];
+        seg_fault f = SEG_OK;
+        if (!has_prev && v != 0)
+            f = SEG_FIRST_NOT_ZERO;
+        else if (v < 0)
+            f = SEG_NEGATIVE;
+        else if (has_prev && v < prev)
+            f = SEG_DECREASING;
+        else if ((uint64_t)v > job->nvalues)
+            f = SEG_PAST_END;
+        if (f != SEG_OK) {
+            job->bad_at[locale] = sh->start + i;
+            job->why[locale] = f;
+            job->prev[locale] = has_prev ? prev : 0;
+            return;
+        }
+        prev = v;
+        has_prev = true;
+    }
+}
+
+static int check_segments(const object *segments, uint64_t nvalues, h5ark_error *err) {
+    int L = segments->values->nshards;
+    seg_check_job job = {.seg = segments->values, .nvalues = nvalues, .nlocales = L};
+    job.bad_at = calloc((size_t)L, sizeof *job.bad_at);
+    job.why = calloc((size_t)L, sizeof *job.why);
+    job.prev = calloc((size_t)L, sizeof *job.prev);
+    int rc = 0;
+    if (!job.bad_at || !job.why || !job.prev) {
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        goto out;
+    }
+    locales_run(check_shard, &job);
+    for (int b = 0; b < L; b++) {
+        uint64_t i = job.bad_at[b];
+        if (i == UINT64_MAX) continue;
+        const shard *sh = &job.seg->shards[b];
+        long long v = ((const int64_t *)sh->data)[i - sh->start];
+        unsigned long long ui = (unsigned long long)i;
+        switch (job.why[b]) {
+        case SEG_FIRST_NOT_ZERO:
+            rc = h5ark_fail(err, H5ARK_BAD_REQUEST,
+                            "segarray: 'segments' must start at 0, but segments[0] = %lld", v);
+            break;
+        case SEG_NEGATIVE:
+            rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "segarray: 'segments'[%llu] = %lld is negative",
+                            ui, v);
+            break;
+        case SEG_DECREASING:
+            rc = h5ark_fail(err, H5ARK_BAD_REQUEST,
+                            "segarray: 'segments' must not decrease, but segments[%llu] = %lld "
+                            "follows %lld",
+                            ui, v, (long long)job.prev[b]);
+            break;
+        default:
+            rc = h5ark_fail(err, H5ARK_BAD_REQUEST,
+                            "segarray: 'segments'[%llu] = %lld is past the end of 'values' "
+                            "(%llu elements)",
+                            ui, v, (unsigned long long)nvalues);
+            break;
+        }
+        break; /* shards are in element order: the first bad shard has the first bad element */
+    }
+out:
+    free(job.bad_at);
+    free(job.why);
+    free(job.prev);
+    return rc;
+}
+
+object *segarray_new(object *segments, object *values, h5ark_error *err) {
+    if (segments->objtype != H5ARK_PDARRAY || segments->dtype != H5ARK_INT64 || !segments->values) {
+        h5ark_fail(err, H5ARK_TYPE_ERROR,
+                   "segarray: 'segments' must be an int64 pdarray, not a %s of dtype %s",
+                   h5ark_objtype_name(segments->objtype), h5ark_dtype_name(segments->dtype));
+        return NULL;
+    }
+    bool numeric = values->objtype == H5ARK_PDARRAY && values->values;
+    if (!numeric && values->objtype != H5ARK_STRINGS) {
+        h5ark_fail(err, H5ARK_TYPE_ERROR,
+                   "segarray: 'values' must be a pdarray (not bigint) or strings, not a %s of "
+                   "dtype %s",
+                   h5ark_objtype_name(values->objtype), h5ark_dtype_name(values->dtype));
+        return NULL;
+    }
+    if (check_segments(segments, values->size, err)) return NULL;
+    object *sa = object_new_composite(H5ARK_SEGARRAY, values->dtype, segments->size, err);
+    if (!sa) return NULL;
+    if (object_add_component(sa, "segments", segments, err) ||
+        object_add_component(sa, "values", values, err)) {
+        object_release(sa);
+        return NULL;
+    }
+    return sa;
+}

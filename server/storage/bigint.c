@@ -1,0 +1,65 @@
+/* bigint on disk (ARKOUDA_FORMAT.md): group `/<name>` with Arkouda's object attributes
+ * (ObjType=1), then `isBigInt`=1, `MaxBits` (-1 unbounded) and `NumLimbs`, holding the limbs
+ * `Limb_0` ... (uint64 datasets, least significant first), each block-distributed. */
+#include "storage_internal.h"
+
+#include "schema.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int bigint_write(hid_t loc, int file_index, const char *name, const object *obj, int part,
+                 write_plan *plan, h5ark_error *err) {
+    hid_t group = write_group(loc, name, OBJTYPE_PDARRAY, err);
+    if (group < 0) return h5ark_fail_context(err, "bigint '%s'", name);
+    int rc = h5u_write_int_attr(group, ATTR_IS_BIGINT, 1, err);
+    if (rc == 0) rc = h5u_write_int_attr(group, ATTR_MAX_BITS, obj->max_bits, err);
+    if (rc == 0) rc = h5u_write_int_attr(group, ATTR_NUM_LIMBS, (int64_t)obj->ncomponents, err);
+    for (size_t i = 0; i < obj->ncomponents && rc == 0; i++) {
+        char limb[32];
+        snprintf(limb, sizeof limb, PREFIX_LIMB "%zu", i);
+        rc = pdarray_write(group, file_index, limb, obj->components[i].obj, part, plan, err);
+    }
+    if (H5Gclose(group) < 0 && rc == 0)
+        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close group '%s'", name);
+    return rc ? h5ark_fail_context(err, "bigint '%s'", name) : 0;
+}
+
+int bigint_probe(const probe_ctx *pc, read_node *n, h5ark_error *err) {
+    hid_t g = H5Gopen2(pc->file, n->path, H5P_DEFAULT);
+    if (g < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "'%s' cannot be opened", n->path);
+    char what[1200];
+    snprintf(what, sizeof what, "bigint '%s'", n->path);
+    int64_t bits = -1;
+    int r = h5u_read_int_attr(g, ATTR_MAX_BITS, &bits, what, err);
+    H5Gclose(g);
+    if (r < 0) return -1;
+    if (n->nkids == 0) n->max_bits = r == 1 ? bits : -1;
+    size_t before = n->nkids;
+    if (probe_numbered_kids(pc, n, PREFIX_LIMB, ATTR_NUM_LIMBS, err)) return -1;
+    for (size_t i = before; i < n->nkids; i++)
+        n->kids[i].as_limb = true;
+    return 0;
+}
+
+int bigint_build(read_node *n, bool strict, bool tags, object **obj, object **tag,
+                 h5ark_error *err) {
+    if (n->nkids == 0)
+        return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "bigint '%s' has no limbs", n->path);
+    if (build_composite(n, H5ARK_PDARRAY, H5ARK_BIGINT, strict, tags, 0, obj, tag, err)) return -1;
+    object *b = *obj;
+    b->size = b->shape[0] = b->components[0].obj->size;
+    b->max_bits = n->max_bits;
+    for (size_t i = 0; i < b->ncomponents; i++)
+        if (b->components[i].obj->size != b->size || b->components[i].obj->dtype != H5ARK_UINT64 ||
+            b->components[i].obj->objtype != H5ARK_PDARRAY) {
+            object_release(*obj);
+            object_release(*tag);
+            *obj = *tag = NULL;
+            return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                              "bigint '%s': its limbs must be uint64 arrays of one length",
+                              n->path);
+        }
+    return 0;
+}

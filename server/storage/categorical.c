@@ -1,0 +1,179 @@
+/* Categorical on disk (ARKOUDA_FORMAT.md): group `/<name>` (ObjType=4) holding `codes`
+ * (int64), `categories` (a Strings group), `NA_Codes` (int64: the index of the NA
+ * category) and, when both exist, `permutation` and `segments`. Each component is written
+ * as its own block-distributed array (codes index the categories of the whole set, so
+ * nothing is rebased); NA_Codes' one element goes to the first file. Readers also take
+ * children without attributes (Arkouda's single files) and the older top-level
+ * `<name>.codes` / `<name>.categories` / `<name>._akNAcode` layout. */
+#include "storage_internal.h"
+
+#include "locales.h"
+#include "objects/strings.h"
+#include "schema.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Index of the category whose text is `text`, or -1. */
+static int64_t find_category(const object *cats, const char *text) {
+    if (!cats || cats->objtype != H5ARK_STRINGS) return -1;
+    size_t len = strlen(text);
+    for (uint64_t i = 0; i < cats->size; i++) {
+        uint64_t a = strings_offset(cats, i), b = strings_offset(cats, i + 1);
+        if (b - a != len + 1) continue;
+        const shard *s = &cats->values->shards[darray_shard_of(cats->values, a)];
+        if (memcmp((const char *)s->data + (a - s->start), text, len) == 0) return (int64_t)i;
+    }
+    return -1;
+}
+
+static int64_t na_code_of(const object *obj, const object *cats) {
+    if (obj->extra)
+        for (size_t i = 0; i < obj->extra->as.m.len; i++) {
+            const h5ark_value *v = obj->extra->as.m.vals[i];
+            if (strcmp(obj->extra->as.m.keys[i], "na_code") != 0) continue;
+            if (v->kind == H5ARK_INT) return v->as.i;
+            if (v->kind == H5ARK_UINT) return (int64_t)v->as.u;
+        }
+    return find_category(cats, obj->na_value ? obj->na_value : "N/A");
+}
+
+int categorical_write(hid_t loc, int file_index, const char *name, const object *obj, int part,
+                      write_plan *plan, h5ark_error *err) {
+    const object *codes = object_component_get(obj, CHILD_CODES);
+    const object *cats = object_component_get(obj, CHILD_CATEGORIES);
+    const object *perm = object_component_get(obj, CHILD_PERMUTATION);
+    const object *segs = object_component_get(obj, CHILD_SEGMENTS);
+    if (!codes || !cats)
+        return h5ark_fail(err, H5ARK_INTERNAL, "Categorical '%s' lacks codes or categories", name);
+    hid_t group = write_group(loc, name, OBJTYPE_CATEGORICAL, err);
+    if (group < 0) return h5ark_fail_context(err, "Categorical '%s'", name);
+    int rc = write_object(group, file_index, CHILD_CODES, codes, part, plan, err);
+    if (rc == 0) rc = write_object(group, file_index, CHILD_CATEGORIES, cats, part, plan, err);
+    if (rc == 0) {
+        int64_t na = na_code_of(obj, cats);
+        rc = write_small_int64(group, CHILD_NA_CODES, &na, part <= 0 ? 1 : 0, err);
+    }
+    if (rc == 0 && perm && segs) {
+        rc = write_object(group, file_index, CHILD_PERMUTATION, perm, part, plan, err);
+        if (rc == 0) rc = write_object(group, file_index, CHILD_SEGMENTS, segs, part, plan, err);
+    }
+    if (H5Gclose(group) < 0 && rc == 0)
+        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close group '%s'", name);
+    return rc ? h5ark_fail_context(err, "Categorical '%s'", name) : 0;
+}
+
+int categorical_probe(const probe_ctx *pc, read_node *n, h5ark_error *err) {
+    static const struct {
+        const char *name, *legacy;
+        bool optional, as_index;
+    } kids[] = {
+        {CHILD_CODES, CHILD_CODES, false, true},
+        {CHILD_CATEGORIES, CHILD_CATEGORIES, false, false},
+        {CHILD_NA_CODES, "_akNAcode", true, true},
+        {CHILD_PERMUTATION, CHILD_PERMUTATION, true, true},
+        {CHILD_SEGMENTS, CHILD_SEGMENTS, true, true},
+    };
+    if (n->nkids == 0)
+        for (size_t i = 0; i < sizeof kids / sizeof kids[0]; i++) {
+            char path[1100];
+            if (node_child_path(n, n->legacy ? kids[i].legacy : kids[i].name, ".", path,
+                                sizeof path))
+                return h5ark_fail(err, H5ARK_BAD_REQUEST, "'%s': name too long", n->path);
+            read_node *k = node_add_kid(n, kids[i].name, path, err);
+            if (!k) return -1;
+            k->optional = kids[i].optional;
+            k->as_index = kids[i].as_index;
+        }
+    for (size_t i = 0; i < n->nkids; i++)
+        if (probe_node(pc, &n->kids[i], err)) return -1;
+    return 0;
+}
+
+/* The text of string i of a strings object (malloc'd). */
+static char *string_at(const object *s, uint64_t i) {
+    uint64_t a = strings_offset(s, i), b = strings_offset(s, i + 1);
+    char *out = malloc(b - a + 1);
+    if (!out) return NULL;
+    for (uint64_t k = a; k < b; k++) {
+        const shard *sh = &s->values->shards[darray_shard_of(s->values, k)];
+        out[k - a] = ((const char *)sh->data)[k - sh->start];
+    }
+    out[b - a] = '\0';
+    return out;
+}
+
+int categorical_build(read_node *n, bool strict, bool tags, object **obj, object **tag,
+                      h5ark_error *err) {
+    read_node *perm = node_kid(n, CHILD_PERMUTATION), *segs = node_kid(n, CHILD_SEGMENTS);
+    read_node *na = node_kid(n, CHILD_NA_CODES);
+    bool grouped = perm->kind != KIND_NONE && segs->kind != KIND_NONE;
+    object *codes = NULL, *cats = NULL, *nac = NULL, *p = NULL, *s = NULL, *t = NULL, *x = NULL;
+    object *cat = NULL;
+    *obj = *tag = NULL;
+    char what[1200];
+    if (build_node(node_kid(n, CHILD_CODES), strict, tags, &codes, &t, err) ||
+        build_node(node_kid(n, CHILD_CATEGORIES), strict, false, &cats, &x, err))
+        goto fail;
+    if (cats->objtype != H5ARK_STRINGS || codes->objtype != H5ARK_PDARRAY) {
+        h5ark_fail(err, H5ARK_TYPE_ERROR,
+                   "Categorical '%s': 'categories' must be Strings and 'codes' a pdarray", n->path);
+        goto fail;
+    }
+    snprintf(what, sizeof what, "Categorical '%s': 'codes'", n->path);
+    if (check_int64_range(codes, 0, (int64_t)cats->size, false, what, err)) goto fail;
+    int64_t na_code = -1;
+    if (na->kind != KIND_NONE) {
+        if (build_node(na, strict, false, &nac, &x, err)) goto fail;
+        if (nac->size > 0) {
+            const shard *sh = &nac->values->shards[darray_shard_of(nac->values, 0)];
+            na_code = ((const int64_t *)sh->data)[0];
+        }
+    }
+    if (grouped) {
+        if (build_node(perm, strict, false, &p, &x, err) ||
+            build_node(segs, strict, false, &s, &x, err))
+            goto fail;
+        snprintf(what, sizeof what, "Categorical '%s': 'permutation'", n->path);
+        if (p->size != codes->size) {
+            h5ark_fail(err, H5ARK_SCHEMA_ERROR, "%s has %llu elements for %llu codes", what,
+                       (unsigned long long)p->size, (unsigned long long)codes->size);
+            goto fail;
+        }
+        if (check_int64_range(p, 0, (int64_t)p->size, false, what, err)) goto fail;
+        snprintf(what, sizeof what, "Categorical '%s': 'segments'", n->path);
+        if (check_int64_range(s, 0, (int64_t)p->size + 1, true, what, err)) goto fail;
+    }
+    cat = object_new_composite(H5ARK_CATEGORICAL, H5ARK_STRING, codes->size, err);
+    if (!cat) goto fail;
+    if (na_code >= 0 && (uint64_t)na_code < cats->size) {
+        cat->na_value = string_at(cats, (uint64_t)na_code);
+    } else {
+        cat->na_value = strdup("N/A");
+        na_code = find_category(cats, "N/A");
+    }
+    if (!cat->na_value) {
+        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        goto fail;
+    }
+    if (object_add_component(cat, CHILD_CODES, codes, err) ||
+        object_add_component(cat, CHILD_CATEGORIES, cats, err) ||
+        (grouped && (object_add_component(cat, CHILD_PERMUTATION, p, err) ||
+                     object_add_component(cat, CHILD_SEGMENTS, s, err))) ||
+        object_set_extra(cat, "na_code", h5ark_value_int(na_code), err))
+        goto fail;
+    *obj = cat;
+    *tag = t;
+    cat = NULL;
+    t = NULL;
+fail:
+    object_release(cat);
+    object_release(codes);
+    object_release(cats);
+    object_release(nac);
+    object_release(p);
+    object_release(s);
+    object_release(t);
+    return *obj ? 0 : -1;
+}

@@ -1,0 +1,116 @@
+/* SegArray on disk (ARKOUDA_FORMAT.md): group `/<name>` (ObjType=3) holding `segments`
+ * (int64 start of each sub-array in `values`) and `values` (a pdarray dataset, or a Strings
+ * group for a SegArray of strings). A distributed file holds the sub-arrays whose segment
+ * lies on its locale, with their segments restarted at 0: the values block-distributed on
+ * their own, so one file's values may come from several values shards. Readers also take
+ * Arkouda's `values` without attributes and the older top-level `<name>_segments` /
+ * `<name>_values` pair. */
+#include "storage_internal.h"
+
+#include "locales.h"
+#include "objects/strings.h"
+#include "schema.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Element i of an int64 darray (on the calling thread: the data is read only). */
+static int64_t darray_int64_at(const darray *a, uint64_t i) {
+    const shard *s = &a->shards[darray_shard_of(a, i)];
+    return ((const int64_t *)s->data)[i - s->start];
+}
+
+int segarray_write(hid_t loc, int file_index, const char *name, const object *obj, int part,
+                   write_plan *plan, h5ark_error *err) {
+    const object *seg = object_component_get(obj, CHILD_SEGMENTS);
+    const object *vals = object_component_get(obj, CHILD_VALUES);
+    if (!seg || !vals || !seg->values || seg->dtype != H5ARK_INT64)
+        return h5ark_fail(err, H5ARK_INTERNAL, "SegArray '%s' lacks int64 segments or values",
+                          name);
+    uint64_t lo, hi;
+    object_part_rows(obj, part, &lo, &hi);
+    uint64_t n = seg->size, nvals = vals->size;
+    uint64_t vlo = lo < n ? (uint64_t)darray_int64_at(seg->values, lo) : nvals;
+    uint64_t vhi = hi < n ? (uint64_t)darray_int64_at(seg->values, hi) : nvals;
+    if (vlo > vhi || vhi > nvals)
+        return h5ark_fail(err, H5ARK_INTERNAL, "SegArray '%s' has segments out of order", name);
+    hid_t group = write_group(loc, name, OBJTYPE_SEGARRAY, err);
+    if (group < 0) return h5ark_fail_context(err, "SegArray '%s'", name);
+    int rc = write_darray_range(group, file_index, CHILD_SEGMENTS, seg->values, lo, hi,
+                                OBJTYPE_PDARRAY, false, (int64_t)vlo, plan, err);
+    if (rc == 0) rc = write_rows(group, file_index, CHILD_VALUES, vals, vlo, vhi, plan, err);
+    if (H5Gclose(group) < 0 && rc == 0)
+        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close group '%s'", name);
+    return rc ? h5ark_fail_context(err, "SegArray '%s'", name) : 0;
+}
+
+int segarray_probe(const probe_ctx *pc, read_node *n, h5ark_error *err) {
+    char path[1100];
+    if (n->nkids == 0) {
+        read_node *k;
+        if (node_child_path(n, CHILD_SEGMENTS, "_", path, sizeof path) ||
+            !(k = node_add_kid(n, CHILD_SEGMENTS, path, err)))
+            return h5ark_fail(err, H5ARK_BAD_REQUEST, "'%s': name too long", n->path);
+        k->as_index = true;
+        if (node_child_path(n, CHILD_VALUES, "_", path, sizeof path) ||
+            !node_add_kid(n, CHILD_VALUES, path, err))
+            return h5ark_fail(err, H5ARK_BAD_REQUEST, "'%s': name too long", n->path);
+    }
+    read_node *seg = node_kid(n, CHILD_SEGMENTS), *vals = node_kid(n, CHILD_VALUES);
+    /* the values of earlier files come first: this file's offsets are rebased by them */
+    uint64_t before = vals->kind == KIND_STRINGS ? vals->ds.segments.total : vals->ds.values.total;
+    probe_ctx vpc = *pc;
+    vpc.calc_offsets = false; /* sub-arrays of strings are counted by their offsets */
+    if (probe_node(&vpc, vals, err)) return -1;
+    if (vals->kind != KIND_PDARRAY && vals->kind != KIND_STRINGS)
+        return h5ark_fail(err, H5ARK_TYPE_ERROR,
+                          "SegArray '%s': 'values' must be a pdarray or Strings", n->path);
+    if (vals->kind == KIND_STRINGS && vals->ds.no_segments)
+        return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                          "SegArray '%s': its Strings 'values' need 'segments'", n->path);
+    size_t had = seg->ds.values.n;
+    if (probe_node(pc, seg, err)) return -1;
+    if (seg->kind != KIND_PDARRAY)
+        return h5ark_fail(err, H5ARK_TYPE_ERROR, "SegArray '%s': 'segments' must be a pdarray",
+                          n->path);
+    if (seg->ds.values.n > had) seg->ds.values.src[seg->ds.values.n - 1].rebase = (int64_t)before;
+    return 0;
+}
+
+int segarray_build(read_node *n, bool strict, bool tags, object **obj, object **tag,
+                   h5ark_error *err) {
+    read_node *seg = node_kid(n, CHILD_SEGMENTS), *vals = node_kid(n, CHILD_VALUES);
+    object *s = NULL, *v = NULL, *t = NULL, *vt = NULL;
+    *obj = *tag = NULL;
+    if (build_node(seg, strict, tags, &s, &t, err) || build_node(vals, strict, false, &v, &vt, err))
+        goto fail;
+    char what[1200];
+    snprintf(what, sizeof what, "SegArray '%s': 'segments'", n->path);
+    if (check_int64_range(s, 0, (int64_t)v->size + 1, true, what, err)) goto fail;
+    if (s->size > 0) {
+        const shard *first = &s->values->shards[darray_shard_of(s->values, 0)];
+        if (((const int64_t *)first->data)[0] != 0) {
+            h5ark_fail(err, H5ARK_SCHEMA_ERROR, "%s must start at 0", what);
+            goto fail;
+        }
+    }
+    object *sa = object_new_composite(H5ARK_SEGARRAY, v->dtype, s->size, err);
+    if (!sa) goto fail;
+    if (object_add_component(sa, CHILD_SEGMENTS, s, err) ||
+        object_add_component(sa, CHILD_VALUES, v, err)) {
+        object_release(sa);
+        goto fail;
+    }
+    object_release(s);
+    object_release(v);
+    *obj = sa;
+    *tag = t;
+    return 0;
+fail:
+    object_release(s);
+    object_release(v);
+    object_release(t);
+    object_release(vt);
+    return -1;
+}
