@@ -76,46 +76,16 @@ int dataframe_write(hid_t loc, int file_index, const char *name, const object *o
     return rc ? h5ark_fail_context(err, "DataFrame '%s'", name) : 0;
 }
 
-typedef struct {
-    char **v;
-    size_t n, cap;
-    bool oom;
-} names;
-
-static herr_t name_cb(hid_t g, const char *name, const H5L_info_t *info, void *data) {
-    (void)g, (void)info;
-    names *l = data;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 16;
-        char **v = realloc(l->v, cap * sizeof *v);
-        if (!v) {
-            l->oom = true;
-            return -1;
-        }
-        l->v = v;
-        l->cap = cap;
-    }
-    if (!(l->v[l->n] = strdup(name))) {
-        l->oom = true;
-        return -1;
-    }
-    l->n++;
-    return l->n > 100000 ? -1 : 0;
-}
-
 static int make_kids(const probe_ctx *pc, read_node *n, h5ark_error *err) {
-    names links = {0};
+    h5u_names links = {0};
     char **order = NULL;
     size_t norder = 0;
     int rc = 0;
     hid_t g = H5Gopen2(pc->file, n->path, H5P_DEFAULT);
     if (g < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "DataFrame '%s' cannot be opened", n->path);
-    hsize_t idx = 0;
-    if (H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, name_cb, &links) < 0)
-        rc = links.oom ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory")
-                       : h5u_fail(err, H5ARK_SCHEMA_ERROR, "cannot list DataFrame '%s'", n->path);
     char what[1200];
     snprintf(what, sizeof what, "DataFrame '%s'", n->path);
+    rc = h5u_link_names(g, NULL, &links, what, err);
     if (rc == 0 && h5u_read_str_array_attr(g, ATTR_COLUMN_ORDER, &order, &norder, what, err) < 0)
         rc = -1;
     H5Gclose(g);
@@ -150,7 +120,7 @@ static int make_kids(const probe_ctx *pc, read_node *n, h5ark_error *err) {
     }
     free(used);
     h5u_free_strs(order, norder);
-    h5u_free_strs(links.v, links.n);
+    h5u_names_free(&links);
     return rc;
 }
 

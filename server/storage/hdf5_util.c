@@ -567,3 +567,52 @@ out:
     H5Aclose(attr);
     return r;
 }
+
+int h5u_names_push(h5u_names *l, const char *name) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 8;
+        char **v = realloc(l->v, cap * sizeof *v);
+        if (!v) return -1;
+        l->v = v;
+        l->cap = cap;
+    }
+    if (!(l->v[l->n] = strdup(name))) return -1;
+    l->n++;
+    return 0;
+}
+
+void h5u_names_free(h5u_names *l) {
+    h5u_free_strs(l->v, l->n);
+    *l = (h5u_names){0};
+}
+
+typedef struct {
+    h5u_names *out;
+    const char *skip;
+    bool oom, too_many;
+} link_walk;
+
+static herr_t link_name_cb(hid_t g, const char *name, const H5L_info_t *info, void *data) {
+    (void)g, (void)info;
+    link_walk *w = data;
+    if (w->skip && strcmp(name, w->skip) == 0) return 0;
+    if (w->out->n >= 100000) {
+        w->too_many = true;
+        return -1;
+    }
+    if (h5u_names_push(w->out, name)) {
+        w->oom = true;
+        return -1;
+    }
+    return 0;
+}
+
+int h5u_link_names(hid_t g, const char *skip, h5u_names *out, const char *what, h5ark_error *err) {
+    link_walk w = {.out = out, .skip = skip};
+    hsize_t idx = 0;
+    if (H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, link_name_cb, &w) >= 0) return 0;
+    if (w.oom) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory listing %s", what);
+    if (w.too_many)
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "%s has more than 100000 children", what);
+    return h5u_fail(err, H5ARK_SCHEMA_ERROR, "cannot list %s", what);
+}

@@ -51,6 +51,18 @@ int h5u_read_str_array_attr(hid_t obj, const char *name, char ***out, size_t *n,
                             h5ark_error *err);
 void h5u_free_strs(char **v, size_t n);
 
+/* A growable list of names. */
+typedef struct {
+    char **v;
+    size_t n, cap;
+} h5u_names;
+
+int h5u_names_push(h5u_names *l, const char *name); /* -1 when out of memory */
+void h5u_names_free(h5u_names *l);
+/* Append the names of group g's links in name order, leaving out `skip` (may be NULL);
+ * at most 100,000. -1 with err (resource_limit or schema_error, naming `what`). */
+int h5u_link_names(hid_t g, const char *skip, h5u_names *out, const char *what, h5ark_error *err);
+
 /* Whether `path` (components separated by '/') names a link under loc: 1, 0, or -1. */
 int h5u_link_exists(hid_t loc, const char *path);
 

@@ -142,43 +142,6 @@ void read_part_tags(const read_part *part, uint64_t lo, uint64_t hi, int64_t *de
 
 /* ---- probing ----------------------------------------------------------------------- */
 
-typedef struct {
-    char **v;
-    size_t n, cap;
-    bool failed;
-} name_list;
-
-static int push_name(name_list *l, const char *name) {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 8;
-        char **v = realloc(l->v, cap * sizeof *v);
-        if (!v) return -1;
-        l->v = v;
-        l->cap = cap;
-    }
-    if (!(l->v[l->n] = strdup(name))) return -1;
-    l->n++;
-    return 0;
-}
-
-static void free_names(name_list *l) {
-    for (size_t i = 0; i < l->n; i++)
-        free(l->v[i]);
-    free(l->v);
-    *l = (name_list){0};
-}
-
-static herr_t list_cb(hid_t group, const char *name, const H5L_info_t *info, void *data) {
-    (void)group, (void)info;
-    name_list *l = data;
-    if (strcmp(name, LEGACY_METADATA_GROUP) == 0) return 0; /* v1 metadata, not an object */
-    if (push_name(l, name)) {
-        l->failed = true;
-        return -1;
-    }
-    return 0;
-}
-
 /* ---- the tree of objects and components ------------------------------------------- */
 
 read_node *node_add_kid(read_node *n, const char *name, const char *path, h5ark_error *err) {
@@ -427,33 +390,6 @@ int probe_node(const probe_ctx *pc, read_node *n, h5ark_error *err) {
     }
 }
 
-typedef struct {
-    char **v;
-    size_t n, cap;
-    bool oom;
-} num_list;
-
-static herr_t numbered_cb(hid_t g, const char *name, const H5L_info_t *info, void *data) {
-    (void)g, (void)info;
-    num_list *l = data;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 8;
-        char **v = realloc(l->v, cap * sizeof *v);
-        if (!v) {
-            l->oom = true;
-            return -1;
-        }
-        l->v = v;
-        l->cap = cap;
-    }
-    if (!(l->v[l->n] = strdup(name))) {
-        l->oom = true;
-        return -1;
-    }
-    l->n++;
-    return l->n > 100000 ? -1 : 0;
-}
-
 int probe_numbered_kids(const probe_ctx *pc, read_node *n, const char *prefix,
                         const char *count_attr, h5ark_error *err) {
     size_t first = 0; /* kids before the numbered ones (GroupBy's three) */
@@ -469,11 +405,8 @@ int probe_numbered_kids(const probe_ctx *pc, read_node *n, const char *prefix,
         uint64_t found = 0;
         if (r == 0) {
             /* no count: the highest number among the children named prefix<number> */
-            num_list l = {0};
-            hsize_t idx = 0;
-            if (H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, numbered_cb, &l) < 0 && l.oom)
-                r = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-            H5Eclear2(H5E_DEFAULT);
+            h5u_names l = {0};
+            if (h5u_link_names(g, NULL, &l, what, err) < 0) r = -1;
             size_t plen = strlen(prefix);
             for (size_t i = 0; i < l.n; i++) {
                 const char *s = l.v[i];
@@ -482,7 +415,7 @@ int probe_numbered_kids(const probe_ctx *pc, read_node *n, const char *prefix,
                 unsigned long long k = strtoull(s + plen, &end, 10);
                 if (*end == '\0' && k < 100000 && k + 1 > found) found = k + 1;
             }
-            h5u_free_strs(l.v, l.n);
+            h5u_names_free(&l);
             count = (int64_t)found;
         }
         H5Gclose(g);
@@ -621,7 +554,7 @@ fail:
 typedef struct {
     char *const *paths;
     const storage_read_options *opts;
-    name_list names; /* the datasets to read */
+    h5u_names names; /* the datasets to read */
     read_node *nodes;
 } read_state;
 
@@ -647,7 +580,7 @@ static void free_datasets(read_state *st) {
     st->nodes = NULL;
 }
 
-static bool has_name(const name_list *l, const char *name) {
+static bool has_name(const h5u_names *l, const char *name) {
     for (size_t i = 0; i < l->n; i++)
         if (l->v[i] && strcmp(l->v[i], name) == 0) return true;
     return false;
@@ -660,13 +593,10 @@ static bool ends_with(const char *s, const char *tail) {
 
 /* The top-level objects of a file, in ColumnOrder (the columns layout of a DataFrame) and
  * then link order, the parts of the older split layouts folded into one name each. */
-static int list_objects(hid_t file, name_list *out, h5ark_error *err) {
-    name_list all = {0};
-    hsize_t idx = 0;
-    int rc = 0;
-    if (H5Literate(file, H5_INDEX_NAME, H5_ITER_INC, &idx, list_cb, &all) < 0)
-        rc = all.failed ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory")
-                        : h5u_fail(err, H5ARK_SCHEMA_ERROR, "cannot list its objects");
+static int list_objects(hid_t file, h5u_names *out, h5ark_error *err) {
+    h5u_names all = {0};
+    /* v1 files' metadata group is not an object */
+    int rc = h5u_link_names(file, LEGACY_METADATA_GROUP, &all, "its objects", err);
     /* `x_segments` + `x_values` is SegArray x; `x.codes` + `x.categories` (+ `x._akNAcode`,
        `x.permutation`, `x.segments`) is Categorical x */
     for (size_t i = 0; i < all.n && rc == 0; i++) {
@@ -713,7 +643,8 @@ static int list_objects(hid_t file, name_list *out, h5ark_error *err) {
         for (size_t i = 0; i < (pass ? all.n : norder) && rc == 0; i++) {
             const char *name = pass ? all.v[i] : order[i];
             if (!name || has_name(out, name) || (!pass && !has_name(&all, name))) continue;
-            if (push_name(out, name)) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+            if (h5u_names_push(out, name))
+                rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         }
     h5u_free_strs(order, norder);
     for (size_t i = 0; i < all.n; i++)
@@ -759,7 +690,7 @@ static int probe_file(read_state *st, int index, h5ark_error *err) {
         /* the file is skipped whole: undo what it added */
         if (listed_here) {
             free_datasets(st);
-            free_names(&st->names);
+            h5u_names_free(&st->names);
         } else {
             for (size_t i = 0; i < st->names.n; i++)
                 node_undo(&st->nodes[i]);
@@ -810,7 +741,7 @@ int storage_read(char *const *paths, size_t npaths, const char *const *datasets,
     size_t built = 0;
     int rc = -1;
     for (size_t i = 0; i < ndatasets; i++)
-        if (push_name(&st.names, datasets[i])) {
+        if (h5u_names_push(&st.names, datasets[i])) {
             h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
             goto out;
         }
@@ -870,6 +801,6 @@ int storage_read(char *const *paths, size_t npaths, const char *const *datasets,
 out:
     if (out) free_items(out, built);
     free_datasets(&st);
-    free_names(&st.names);
+    h5u_names_free(&st.names);
     return rc;
 }

@@ -120,6 +120,11 @@ class Daemon:
 SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
                    "ERROR: ThreadSanitizer")
 
+def block_bounds(n, parts):
+    """[start, stop) of each part of n elements in Arkouda's block distribution."""
+    return [(-(-n * b // parts), -(-n * (b + 1) // parts)) for b in range(parts)]
+
+
 def edge_values(dtype):
     """Values at the edges of a dtype's range, plus the awkward floats (NaN with a payload,
     infinities, -0.0, the smallest normal and subnormal)."""

@@ -5,7 +5,6 @@ daemons of 1, 3 and more locales than elements; the files checked against Arkoud
 files; truncate warnings, append collisions and file-count rules; Arkouda's own fixtures;
 the readhdf options; refused paths, missing and damaged files."""
 import hashlib
-import math
 import os
 import shutil
 import uuid
@@ -14,7 +13,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import edge_values, request
+from conftest import block_bounds, edge_values, request
 
 LOCALES = 3  # the `daemon` fixture's locale count
 DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -35,10 +34,6 @@ def locale_file(path, i):
     if sep and "/" not in ext and head and not head.endswith("/"):
         return f"{head}_LOCALE{i:04d}.{ext}"
     return f"{path}_LOCALE{i:04d}"
-
-
-def block_bounds(n, parts):
-    return [(math.ceil(n * b / parts), math.ceil(n * (b + 1) / parts)) for b in range(parts)]
 
 
 def sha(path):

@@ -4,14 +4,13 @@ ColumnOrder), Index and MultiIndex, ArrayView, bigint and tagged pdarrays, singl
 distributed, truncate and append; files checked with h5py against ARKOUDA_FORMAT.md; files
 written by one locale count read by another; Arkouda's own omissions and older client-side
 layouts built with h5py; empty objects; bad inputs with the daemon still answering."""
-import math
 import uuid
 
 import h5py
 import numpy as np
 import pytest
 
-from conftest import request
+from conftest import block_bounds, request
 
 LOCALES = 3
 
@@ -25,10 +24,6 @@ def locale_file(path, i):
     if sep and "/" not in ext and head and not head.endswith("/"):
         return f"{head}_LOCALE{i:04d}.{ext}"
     return f"{path}_LOCALE{i:04d}"
-
-
-def block_bounds(n, parts):
-    return [(math.ceil(n * b / parts), math.ceil(n * (b + 1) / parts)) for b in range(parts)]
 
 
 class Conn:

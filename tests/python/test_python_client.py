@@ -1,6 +1,5 @@
 """The h5ark Python package against a real daemon: every client method, every dtype, strings,
 HDF5 round trips checked with h5py, error codes, auth and shutdown."""
-import math
 import pathlib
 import shutil
 import threading
@@ -10,7 +9,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import edge_values
+from conftest import block_bounds, edge_values
 
 import h5ark
 from h5ark import wire
@@ -37,11 +36,6 @@ def unique(prefix):
 def locale_file(path, i):
     stem, dot, ext = path.rpartition(".")
     return f"{stem}_LOCALE{i:04d}.{ext}" if dot else f"{path}_LOCALE{i:04d}"
-
-
-def block_bounds(n, locales=LOCALES):
-    return [(math.ceil(n * b / locales), math.ceil(n * (b + 1) / locales))
-            for b in range(locales)]
 
 
 def assert_bitwise_equal(got, want):
@@ -529,7 +523,7 @@ def test_hdf_distribute_layout(client, daemon):
     files = [locale_file(path, i) for i in range(LOCALES)]
     assert sorted(result["files"]) == files
     assert result.warnings == []
-    for (lo, hi), f in zip(block_bounds(10), files):
+    for (lo, hi), f in zip(block_bounds(10, LOCALES), files):
         with h5py.File(daemon.data_dir / f, "r") as h:
             assert h["nums"][()].tolist() == list(range(lo, hi))
             assert h["nums"].dtype == np.int64
@@ -622,7 +616,7 @@ def test_read_hdf_options(client, daemon):
     assert list(tagged) == ["n"] and list(tagged.tags) == ["n"]
     tags = tagged.tags["n"].to_ndarray()
     assert tags.dtype == np.int64
-    assert tags.tolist() == [b for b, (lo, hi) in enumerate(block_bounds(9))
+    assert tags.tolist() == [b for b, (lo, hi) in enumerate(block_bounds(9, LOCALES))
                              for _ in range(lo, hi)]
     # A corrupt file among the matches: an error, or skipped and reported.
     junk = daemon.data_dir / locale_file(path, LOCALES)
