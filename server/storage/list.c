@@ -978,6 +978,24 @@ out:
     return rc;
 }
 
+static bool has_child(hid_t gid, const char *name) {
+    htri_t r = H5Lexists(gid, name, H5P_DEFAULT);
+    H5Eclear2(H5E_DEFAULT);
+    return r > 0;
+}
+
+/* Composites named by the children they must have (ARKOUDA_FORMAT.md). */
+static const char *infer_by_children(hid_t gid) {
+    if (has_child(gid, CHILD_CODES) && has_child(gid, CHILD_CATEGORIES)) return "categorical";
+    if (has_child(gid, CHILD_PERMUTATION) && has_child(gid, CHILD_UNIQUE_KEY_IDX) &&
+        has_child(gid, PREFIX_KEY "0"))
+        return "groupby";
+    if (has_child(gid, PREFIX_IDX "0"))
+        return has_child(gid, PREFIX_IDX "1") ? "multiindex" : "index";
+    if (has_child(gid, PREFIX_LIMB "0")) return "pdarray"; /* bigint */
+    return NULL;
+}
+
 /* objtype of a group without ObjType, inferred as Arkouda's reader does from its children,
  * with dtype and shape where they follow. */
 static int infer_group(lister *ls, hid_t gid, const char *name, int depth, h5ark_value *entry) {
@@ -1007,6 +1025,8 @@ static int infer_group(lister *ls, hid_t gid, const char *name, int depth, h5ark
         int64_t n = dataset_len(seg);
         rc = put(ls, entry, "dtype", h5ark_value_str(tname));
         if (!rc && n >= 0) rc = put(ls, entry, "shape", shape1(n));
+    } else if ((objtype = infer_by_children(gid))) {
+        /* composite: its parts are listed as its children */
     } else {
         hid_t b = open_child(gid, LEGACY_BOOLEANS, H5O_TYPE_DATASET);
         if (b >= 0) {

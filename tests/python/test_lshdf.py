@@ -630,3 +630,28 @@ def test_file_locked_by_writer(daemon, call):
         assert hdr["error"]["code"] == "busy", hdr["error"]
         assert path in hdr["error"]["message"]
     assert [e["name"] for e in entries_of(call, path)] == ["x"]
+
+
+def test_composites_without_attributes_inferred(daemon, call):
+    """Groups with no ObjType are named by the children Arkouda's reader looks for."""
+    f, path = new_file(daemon)
+    with f:
+        g = f.create_group("cat")
+        g["codes"] = np.arange(3)
+        ark_strings(g, "categories", ["a", "b", "N/A"], objtype_attrs=False)
+        g = f.create_group("gb")
+        for child in ("permutation", "unique_key_idx", "segments", "KEY_0"):
+            g[child] = np.arange(3)
+        f.create_group("ix")["IDX_0"] = np.arange(3)
+        mi = f.create_group("mi")
+        mi["IDX_0"] = np.arange(3)
+        mi["IDX_1"] = np.arange(3)
+        big = f.create_group("big")
+        big["Limb_0"] = np.arange(3, dtype="<u8")
+        f.create_group("plain")["other"] = np.arange(3)
+    got = {e["name"]: e for e in entries_of(call, path)}
+    for name, objtype in [("cat", "categorical"), ("gb", "groupby"), ("ix", "index"),
+                          ("mi", "multiindex"), ("big", "pdarray")]:
+        assert got[name]["objtype"] == objtype, got[name]
+        assert got[name]["inferred"] is True
+    assert got["plain"]["objtype"] is None
