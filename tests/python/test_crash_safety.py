@@ -104,3 +104,35 @@ def test_kill_during_tohdf(tmp_path, mode, file_type):
         assert not [p for p in data_dir.rglob("*") if ".h5ark-tmp." in p.name]
     finally:
         d.cleanup()
+
+
+@pytest.mark.parametrize("mode", ["truncate", "append"])
+def test_sigterm_during_write(tmp_path, mode):
+    """SIGTERM while a large tohdf runs: the write finishes, its client gets the reply, the
+    daemon exits 0, and no temporary file is left."""
+    data_dir = tmp_path / "data"
+    d = Daemon(locales=2, data_dir=data_dir)
+    try:
+        big = 1 << 25  # 256 MiB of int64
+        call(d, "create", dtype="int64", fill="arange", stop=big, name="big")
+        if mode == "append":
+            call(d, "tohdf", names=["big"], datasets=["first"], path="term.h5", file_type="single")
+        s = zmq.Context.instance().socket(zmq.DEALER)
+        s.setsockopt(zmq.LINGER, 0)
+        s.connect(d.endpoint)
+        s.send(msgpack.packb({"v": 1, "id": 5, "cmd": "tohdf", "args": {
+            "names": ["big"], "datasets": ["second"], "path": "term.h5", "file_type": "single",
+            "mode": mode}}))
+        time.sleep(0.05)
+        d.proc.send_signal(signal.SIGTERM)
+        assert s.poll(120000), "no reply after SIGTERM"
+        rep = msgpack.unpackb(s.recv_multipart()[0])
+        s.close()
+        assert rep["ok"] and rep["id"] == 5, rep
+        assert d.proc.wait(120) == 0
+        with h5py.File(data_dir / "term.h5", "r") as h:
+            assert len(h["second"]) == big and int(h["second"][-1]) == big - 1
+            assert ("first" in h) == (mode == "append")
+        assert not [p for p in data_dir.rglob("*") if ".h5ark-tmp." in p.name]
+    finally:
+        d.cleanup()
