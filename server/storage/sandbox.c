@@ -76,8 +76,16 @@ static int spawn_locked(void) {
     posix_spawn_file_actions_adddup2(&fa, out[1], 1);
     /* what the library (or a sanitizer) says while dying is not the daemon's log */
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    /* the probe names files as the daemon does: relative to the data directory */
-    char exe[] = "/proc/self/exe", arg[] = SANDBOX_PROBE_ARG;
+    /* the binary by name, not /proc/self/exe, which under a tool such as valgrind is the
+     * tool; the probe names files as the daemon does, relative to the data directory */
+    char exe[PATH_MAX], arg[] = SANDBOX_PROBE_ARG;
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) {
+        close(in[0]), close(in[1]), close(out[0]), close(out[1]);
+        posix_spawn_file_actions_destroy(&fa);
+        return -1;
+    }
+    exe[n] = '\0';
     char *argv[] = {exe, arg, config.data_dir, NULL};
     /* the daemon blocks SIGINT/SIGTERM for its signalfd; the probe gets default signals */
     posix_spawnattr_t attr;
@@ -100,7 +108,11 @@ static int spawn_locked(void) {
     }
     to_probe = fdopen(in[1], "w");
     from_probe = fdopen(out[0], "r");
-    if (!to_probe || !from_probe) {
+    /* a probe that cannot even start must not make every file look like a crasher */
+    char hello[16];
+    struct pollfd pfd = {.fd = from_probe ? fileno(from_probe) : -1, .events = POLLIN};
+    if (!to_probe || !from_probe || poll(&pfd, 1, PROBE_TIMEOUT_MS) != 1 ||
+        !fgets(hello, sizeof hello, from_probe) || strcmp(hello, "ready\n") != 0) {
         stop_locked();
         return -1;
     }
@@ -271,6 +283,8 @@ int sandbox_probe_main(const char *data_dir) {
     H5open();
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     H5PLset_loading_state(0);
+    printf("ready\n");
+    fflush(stdout);
     char line[PATH_MAX + 8];
     while (fgets(line, sizeof line, stdin)) {
         line[strcspn(line, "\n")] = '\0';
