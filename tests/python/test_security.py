@@ -143,6 +143,12 @@ def test_curve(tmp_path):
         out = subprocess.run([cli, "--endpoint", endpoint, "--timeout", "1", "ping"],
                              capture_output=True, text=True, timeout=60)
         assert out.returncode != 0
+        # the Python client, given the .pub file
+        import h5ark
+        c = h5ark.connect(endpoint, server_key=str(tmp_path / "server.pub"), timeout=10)
+        assert c.config()["encrypted"] is True
+        assert c.ping()
+        c.close()
         # a plain client, or one with the wrong server key, gets nothing
         assert curve_request(None, {"v": 1, "cmd": "ping"}, timeout=500) is None
         wrong_pub, _ = zmq.curve_keypair()

@@ -7,6 +7,9 @@ over ZeroMQ + MessagePack).
     a.to_hdf("a.h5", dataset="a")          # a_LOCALE0000.h5, a_LOCALE0001.h5, ...
     h5ark.read_hdf("a_LOCALE*.h5")["a"].to_ndarray()
 
+    df = h5ark.DataFrame.from_pandas(pandas_df)        # composites, as in Arkouda
+    keys, sums = h5ark.GroupBy(df["k"]).sum(df["v"])
+
 Module-level functions act on the most recently connected client; `Client` methods of the
 same names act on a given one.
 """
@@ -20,13 +23,14 @@ from .errors import (AlreadyExistsError, BadRequestError, BusyError, ConnectionC
                      NotFoundError, ObjectTypeError, ProtocolError, ReplyTimeoutError,
                      ResourceLimitError, SchemaError, StorageError, UnauthorizedError,
                      UnknownCommandError)
-from .objects import H5arkObject, Strings, pdarray
+from .objects import (ArrayView, Categorical, DataFrame, Datetime, GroupBy, H5arkObject,
+                      Index, IPv4, MultiIndex, SegArray, Strings, Timedelta, pdarray)
 
 __version__ = "0.1.0"
 
 _FORWARDED = ("ping", "config", "zeros", "ones", "full", "arange", "linspace", "randint",
-              "uniform", "array", "info", "delete", "clear", "to_hdf", "read_hdf", "ls",
-              "shutdown")
+              "uniform", "array", "ip_address", "reshape", "info", "delete", "clear",
+              "to_hdf", "read_hdf", "repack", "ls", "shutdown")
 
 
 def _forward(method_name):
@@ -53,7 +57,9 @@ def disconnect():
     current_client().close()
 
 __all__ = ["connect", "current_client", "Client", "Reply", "Result", "ReadResult",
-           "H5arkObject", "pdarray", "Strings", "H5arkError", "H5arkWarning",
+           "H5arkObject", "pdarray", "Strings", "ArrayView", "Datetime", "Timedelta",
+           "IPv4", "SegArray", "Categorical", "GroupBy", "DataFrame", "Index",
+           "MultiIndex", "H5arkError", "H5arkWarning",
            "BadRequestError", "UnknownCommandError", "UnauthorizedError", "NotFoundError",
            "AlreadyExistsError", "ObjectTypeError", "SchemaError", "StorageError",
            "ForbiddenError", "ResourceLimitError", "BusyError", "InternalError",

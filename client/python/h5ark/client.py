@@ -1,5 +1,6 @@
 """The connection to one h5ark daemon and its commands."""
 import itertools
+import os
 import math
 import threading
 import time
@@ -9,7 +10,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import zmq
 
-from . import codec, wire
+from . import codec, objects, wire
 from .errors import ConnectionClosedError, H5arkWarning, ReplyTimeoutError, error_for
 from .objects import H5arkObject, make_object
 
@@ -74,7 +75,9 @@ class Client:
     arrives after its request timed out is recognised and dropped."""
 
     def __init__(self, endpoint=DEFAULT_ENDPOINT, token=None, timeout=DEFAULT_TIMEOUT,
-                 context=None):
+                 context=None, server_key=None):
+        """`server_key`: the daemon's CURVE public key (the 40-character text of the .pub
+        file `h5arkd --curve-keygen` writes, or a path to that file) to encrypt with."""
         self.endpoint = endpoint
         self.token = token
         self.timeout = timeout
@@ -82,6 +85,12 @@ class Client:
         self._ids = itertools.count(1)
         self._socket = (context or zmq.Context.instance()).socket(zmq.DEALER)
         self._socket.setsockopt(zmq.LINGER, 0)
+        if server_key is not None:
+            key = _read_key(server_key)
+            public, secret = zmq.curve_keypair()
+            self._socket.curve_serverkey = key
+            self._socket.curve_publickey = public
+            self._socket.curve_secretkey = secret
         self._socket.connect(endpoint)
 
     # -- transport -------------------------------------------------------------------
@@ -211,21 +220,45 @@ class Client:
         """Random float64 values in [low, high); a seed makes them reproducible."""
         return self._create("uniform", size, "float64", name, low=low, high=high, seed=seed)
 
-    def array(self, data, dtype=None, name=None):
+    def array(self, data, dtype=None, name=None, max_bits=None, tag=None):
         """Send a numpy array or a sequence: numbers and bools become a pdarray, str values
-        a Strings. An empty sequence is a float64 pdarray unless dtype="str"."""
+        a Strings. An empty sequence is a float64 pdarray unless dtype="str".
+        N-d numpy arrays become an ArrayView (sent flat, then reshaped).
+        datetime64[ns] / timedelta64[ns] arrays become int64 tagged with their type;
+        `tag="ipv4"` tags int64 / uint64 addresses (see ip_address).
+        dtype="bigint" (or Python ints beyond 64 bits) sends non-negative integers of any
+        size as uint64 limbs; `max_bits` bounds them (default -1: unbounded)."""
         if isinstance(data, (str, bytes)):
             raise TypeError("array() takes a sequence; wrap a single string in a list")
         if isinstance(data, H5arkObject):
             raise TypeError(f"{data.name!r} is already in the daemon")
         if not isinstance(data, np.ndarray):
             data = list(data)
-        if codec.is_string_data(data, dtype):
+        if codec.is_bigint_data(data, dtype):
+            args, buffers = codec.encode_bigint(data, max_bits)
+        elif max_bits is not None:
+            raise TypeError("max_bits applies to dtype='bigint' only")
+        elif codec.is_string_data(data, dtype):
+            if tag is not None:
+                raise TypeError("strings take no tag")
             args, buffers = codec.encode_strings(data)
+        elif isinstance(data, np.ndarray) and data.ndim > 1:
+            flat = self.array(data.reshape(-1), dtype=dtype, tag=tag)
+            try:
+                return self.reshape(flat, data.shape, name=name)
+            finally:
+                flat.delete()
         else:
-            args, buffers = codec.encode_pdarray(data, dtype)
+            args, buffers = codec.encode_pdarray(data, dtype, tag)
         args["name"] = name
         return self._object(self.request("put", args, buffers))
+
+    def ip_address(self, addresses, name=None):
+        """IPv4 addresses (dotted strings, ipaddress objects or integers) as a uint64
+        pdarray tagged `ipv4` (an IPv4 handle)."""
+        if isinstance(addresses, str):
+            addresses = [addresses]
+        return self.array(codec.parse_ipv4(addresses), name=name, tag=codec.TAG_IPV4)
 
     def get(self, obj, start=None, stop=None):
         """The raw `get` reply for an object's elements [start, stop)."""
@@ -244,25 +277,120 @@ class Client:
         """Delete every object; returns how many were deleted."""
         return self.request("clear").result["deleted"]
 
+    # -- composites: the daemon's constructors on existing objects -------------------
+    # The classes (h5ark.SegArray, Categorical, GroupBy, DataFrame, Index, MultiIndex)
+    # build from Python data too; Client.SegArray(...) etc. are those on this client.
+
+    def reshape(self, array, shape, name=None):
+        """`array` (pdarray or ArrayView) with another shape, data shared: an ArrayView,
+        or a pdarray for a 1-D shape. One dimension may be -1."""
+        shape = [int(n) for n in shape]
+        if shape.count(-1) == 1:
+            rest = math.prod(n for n in shape if n != -1)
+            size = array.size if isinstance(array, H5arkObject) else None
+            if size is None:
+                size = self.info([array])[0].size
+            shape[shape.index(-1)] = size // rest if rest else 0
+        return self._object(self.request("reshape", {"array": _name_of(array),
+                                                     "shape": shape, "name": name}))
+
+    def segarray(self, segments, values, name=None):
+        """A SegArray of existing objects: int64 `segments` (start of each sub-array)
+        and `values` (pdarray or Strings)."""
+        return self._object(self.request("segarray", {
+            "segments": _name_of(segments), "values": _name_of(values), "name": name}))
+
+    def categorical(self, values=None, codes=None, categories=None, na_value=None,
+                    keep_groups=None, name=None):
+        """A Categorical of an existing Strings `values`, or of int64 `codes` and
+        Strings `categories`."""
+        args = {"values": values, "codes": codes, "categories": categories}
+        args = {k: _name_of(v) for k, v in args.items() if v is not None}
+        return self._object(self.request("categorical", {
+            **args, "na_value": na_value, "keep_groups": keep_groups, "name": name}))
+
+    def groupby(self, keys, name=None):
+        """A GroupBy of existing keys (one object or a list)."""
+        return self._object(self.request("groupby", {"keys": _names_of(keys),
+                                                     "name": name}))
+
+    def aggregate(self, groupby, op, values=None, name=None):
+        """Aggregate `values` per group of `groupby` with op (count sum min max mean first
+        nunique) -> ([unique-key handle per key], values handle)."""
+        result = self.request("aggregate", {
+            "groupby": _name_of(groupby), "op": op,
+            "values": None if values is None else _name_of(values), "name": name}).result
+        return ([make_object(self, d) for d in result["keys"]],
+                make_object(self, result["values"]))
+
+    def dataframe(self, columns, column_names=None, index=None, name=None):
+        """A DataFrame of existing column objects, in order."""
+        return self._object(self.request("dataframe", {
+            "columns": _names_of(columns),
+            "column_names": None if column_names is None else list(column_names),
+            "index": None if index is None else _name_of(index), "name": name}))
+
+    def index(self, levels, names=None, name=None):
+        """An Index (one level) or MultiIndex of existing objects."""
+        return self._object(self.request("index", {
+            "levels": _names_of(levels), "names": None if names is None else list(names),
+            "name": name}))
+
+    def SegArray(self, *args, **kwargs):
+        """h5ark.SegArray on this client."""
+        return objects.SegArray(*args, client=self, **kwargs)
+
+    def Categorical(self, *args, **kwargs):
+        """h5ark.Categorical on this client."""
+        return objects.Categorical(*args, client=self, **kwargs)
+
+    def GroupBy(self, *keys, **kwargs):
+        """h5ark.GroupBy on this client."""
+        return objects.GroupBy(*keys, client=self, **kwargs)
+
+    def DataFrame(self, *args, **kwargs):
+        """h5ark.DataFrame on this client (a dict of columns or a pandas DataFrame)."""
+        return objects.DataFrame(*args, client=self, **kwargs)
+
+    def Index(self, *args, **kwargs):
+        """h5ark.Index on this client."""
+        return objects.Index(*args, client=self, **kwargs)
+
+    def MultiIndex(self, *args, **kwargs):
+        """h5ark.MultiIndex on this client."""
+        return objects.MultiIndex(*args, client=self, **kwargs)
+
     # -- HDF5 ------------------------------------------------------------------------
 
-    def to_hdf(self, objects, path, mode="truncate", file_type="distribute"):
+    def to_hdf(self, objects, path, mode="truncate", file_type="distribute",
+               dataframe_layout=None):
         """Write objects to HDF5 under `path` (relative to the daemon's data directory).
         `objects` is {dataset name: object or object name}, or objects / names whose
-        datasets take the object names. Returns the result ({"files": [...]}) with
-        `.warnings` (e.g. files overwritten); each warning is also issued as H5arkWarning."""
+        datasets take the object names. mode: `truncate`, `append`, or `update` (replace
+        existing datasets in place). Composites are written in Arkouda's layouts;
+        `dataframe_layout` is `group` (default) or `columns`. Returns the result
+        ({"files": [...]}) with `.warnings` (e.g. files overwritten); each warning is also
+        issued as H5arkWarning."""
         if isinstance(objects, Mapping):
             datasets, names = list(objects), [_name_of(o) for o in objects.values()]
         else:
             datasets, names = None, _names_of(objects)
         reply = self.request("tohdf", {"names": names, "datasets": datasets, "path": path,
-                                       "mode": mode, "file_type": file_type})
+                                       "mode": mode, "file_type": file_type,
+                                       "dataframe_layout": dataframe_layout})
+        return Result(reply.result, reply.warnings)
+
+    def repack(self, path):
+        """Rewrite files (a file, glob or distributed name) without the space left by
+        replaced datasets: {"files", "bytes_before", "bytes_after"}."""
+        reply = self.request("repack", {"path": path})
         return Result(reply.result, reply.warnings)
 
     def read_hdf(self, paths, datasets=None, strict_types=True, allow_errors=False,
                  calc_string_offsets=False, tag_data=False):
         """Read datasets (default: every top-level object) from files or glob patterns.
-        Returns {dataset: object} with `.file_errors` listing files skipped under
+        Returns {dataset: handle of the object's class (pdarray, Strings, SegArray,
+        DataFrame, ...)} with `.file_errors` listing files skipped under
         allow_errors and, under tag_data, `.tags` mapping each dataset to an int64 array
         of its elements' file indices."""
         args = {"paths": [paths] if isinstance(paths, str) else list(paths),
@@ -284,11 +412,25 @@ class Client:
 _current = None
 
 
-def connect(endpoint=DEFAULT_ENDPOINT, token=None, timeout=DEFAULT_TIMEOUT):
+def _read_key(key):
+    """A Z85 CURVE key given as text, bytes, or the path of a file holding it."""
+    if isinstance(key, (bytes, bytearray)):
+        key = key.decode("ascii")
+    text = str(key).strip()
+    if len(text) != 40 and os.path.exists(text):
+        with open(text) as f:
+            text = f.readline().strip()
+    if len(text) != 40:
+        raise ValueError("a CURVE key is 40 Z85 characters (the .pub file h5arkd --curve-keygen "
+                         "writes)")
+    return text.encode("ascii")
+
+
+def connect(endpoint=DEFAULT_ENDPOINT, token=None, timeout=DEFAULT_TIMEOUT, server_key=None):
     """Connect to a daemon, check that it answers, and make this client the one the
-    module-level functions use."""
+    module-level functions use. `server_key` turns on CURVE encryption (see Client)."""
     global _current
-    client = Client(endpoint, token=token, timeout=timeout)
+    client = Client(endpoint, token=token, timeout=timeout, server_key=server_key)
     try:
         client.ping()
     except BaseException:
