@@ -168,6 +168,48 @@ def request(endpoint, header, frames=(), timeout_ms=30000, raw_header=None):
         sock.close()
 
 
+class Conn:
+    """The protocol calls the integration tests share, on one daemon."""
+
+    def __init__(self, daemon):
+        self.daemon = daemon
+        self.dir = daemon.data_dir
+
+    def raw(self, cmd, frames=(), buffers=None, **args):
+        hdr = {"v": 1, "id": 7, "cmd": cmd, "args": args}
+        if buffers is not None:
+            hdr["buffers"] = buffers
+        return request(self.daemon.endpoint, hdr, frames, timeout_ms=120000)
+
+    def ok(self, cmd, frames=(), buffers=None, **args):
+        hdr, payload = self.raw(cmd, frames, buffers, **args)
+        assert hdr["ok"], hdr
+        return hdr, payload
+
+    def fail(self, cmd, **args):
+        hdr, _ = self.raw(cmd, **args)
+        assert not hdr["ok"], hdr
+        assert hdr["error"]["message"], hdr
+        return hdr["error"]
+
+    def put(self, arr, **kw):
+        arr = np.ascontiguousarray(arr)
+        data = arr.astype(arr.dtype.newbyteorder("<")).tobytes()
+        hdr, _ = self.ok("put", [data], buffers=[{"name": "values", "nbytes": len(data)}],
+                         objtype="pdarray", dtype=str(arr.dtype), shape=[arr.size], **kw)
+        return hdr["result"]["object"]["name"]
+
+    def put_strings(self, strings):
+        raw = [s.encode() for s in strings]
+        values = b"".join(s + b"\0" for s in raw)
+        segs = np.cumsum([0] + [len(s) + 1 for s in raw[:-1]]).astype("<i8")[:len(raw)]
+        hdr, _ = self.ok("put", [segs.tobytes(), values],
+                         buffers=[{"name": "segments", "nbytes": segs.nbytes},
+                                  {"name": "values", "nbytes": len(values)}],
+                         objtype="strings", dtype="str", shape=[len(raw)])
+        return hdr["result"]["object"]["name"]
+
+
 @pytest.fixture(scope="module")
 def daemon():
     """A daemon with 3 locales shared by a test module."""

@@ -13,7 +13,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import block_bounds, edge_values, request
+from conftest import Conn as BaseConn, block_bounds, edge_values, request
 
 LOCALES = 3  # the `daemon` fixture's locale count
 DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -40,46 +40,14 @@ def sha(path):
     return hashlib.sha256(open(path, "rb").read()).hexdigest()
 
 
-class Conn:
-    """The protocol calls the tests need, on one daemon."""
-
-    def __init__(self, daemon):
-        self.daemon = daemon
-        self.dir = daemon.data_dir
-
-    def raw(self, cmd, frames=(), buffers=None, **args):
-        hdr = {"v": 1, "id": 7, "cmd": cmd, "args": args}
-        if buffers is not None:
-            hdr["buffers"] = buffers
-        return request(self.daemon.endpoint, hdr, frames, timeout_ms=120000)
-
-    def ok(self, cmd, frames=(), buffers=None, **args):
-        hdr, payload = self.raw(cmd, frames, buffers, **args)
-        assert hdr["ok"], hdr
-        return hdr, payload
+class Conn(BaseConn):
+    """With reads of pdarray and strings values, and the error codes of the contract."""
 
     def fail(self, cmd, **args):
         hdr, _ = self.raw(cmd, **args)
         assert not hdr["ok"], hdr
         assert hdr["error"]["code"] in ERROR_CODES, hdr
         return hdr["error"]
-
-    def put(self, arr):
-        arr = np.ascontiguousarray(arr)
-        data = arr.astype(arr.dtype.newbyteorder("<")).tobytes()
-        hdr, _ = self.ok("put", [data], buffers=[{"name": "values", "nbytes": len(data)}],
-                         objtype="pdarray", dtype=str(arr.dtype), shape=[arr.size])
-        return hdr["result"]["object"]["name"]
-
-    def put_strings(self, strings):
-        raw = [s.encode() for s in strings]
-        values = b"".join(s + b"\0" for s in raw)
-        segs = np.cumsum([0] + [len(s) + 1 for s in raw[:-1]]).astype("<i8")[:len(raw)]
-        hdr, _ = self.ok("put", [segs.tobytes(), values],
-                         buffers=[{"name": "segments", "nbytes": segs.nbytes},
-                                  {"name": "values", "nbytes": len(values)}],
-                         objtype="strings", dtype="str", shape=[len(raw)])
-        return hdr["result"]["object"]["name"]
 
     def _buffers(self, name):
         hdr, frames = self.ok("get", name=name)

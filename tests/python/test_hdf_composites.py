@@ -10,7 +10,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import block_bounds, request
+from conftest import Conn as BaseConn, block_bounds, request
 
 LOCALES = 3
 
@@ -26,45 +26,8 @@ def locale_file(path, i):
     return f"{path}_LOCALE{i:04d}"
 
 
-class Conn:
-    def __init__(self, daemon):
-        self.daemon = daemon
-        self.dir = daemon.data_dir
-
-    def raw(self, cmd, frames=(), buffers=None, **args):
-        hdr = {"v": 1, "id": 3, "cmd": cmd, "args": args}
-        if buffers is not None:
-            hdr["buffers"] = buffers
-        return request(self.daemon.endpoint, hdr, frames, timeout_ms=120000)
-
-    def ok(self, cmd, frames=(), buffers=None, **args):
-        hdr, payload = self.raw(cmd, frames, buffers, **args)
-        if not hdr["ok"] and hdr["error"]["code"] == "unknown_command":
-            pytest.skip(f"command {cmd} is not in this daemon yet")
-        assert hdr["ok"], hdr
-        return hdr, payload
-
-    def fail(self, cmd, **args):
-        hdr, _ = self.raw(cmd, **args)
-        assert not hdr["ok"], hdr
-        return hdr["error"]
-
-    def put(self, arr, **kw):
-        arr = np.ascontiguousarray(arr)
-        data = arr.astype(arr.dtype.newbyteorder("<")).tobytes()
-        hdr, _ = self.ok("put", [data], buffers=[{"name": "values", "nbytes": len(data)}],
-                         objtype="pdarray", dtype=str(arr.dtype), shape=[arr.size], **kw)
-        return hdr["result"]["object"]["name"]
-
-    def put_strings(self, strings):
-        raw = [s.encode() for s in strings]
-        values = b"".join(s + b"\0" for s in raw)
-        segs = np.cumsum([0] + [len(s) + 1 for s in raw[:-1]]).astype("<i8")[:len(raw)]
-        hdr, _ = self.ok("put", [segs.tobytes(), values],
-                         buffers=[{"name": "segments", "nbytes": segs.nbytes},
-                                  {"name": "values", "nbytes": len(values)}],
-                         objtype="strings", dtype="str", shape=[len(raw)])
-        return hdr["result"]["object"]["name"]
+class Conn(BaseConn):
+    """With bigint puts and reads of any object."""
 
     def put_bigint(self, limbs, max_bits=-1):
         frames = [np.ascontiguousarray(l, "<u8").tobytes() for l in limbs]
