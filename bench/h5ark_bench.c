@@ -5,6 +5,8 @@
  *   ping round trip      vs  a raw ZeroMQ DEALER/ROUTER echo of the same bytes, same transport
  *   tohdf 1 GiB int64    vs  write()+fsync of the same bytes into as many files, one thread each
  *   readhdf of the files vs  pread() of the same files into fresh memory, one thread each
+ *   put + get over tcp   vs  a raw ZeroMQ stream of the same bytes in 1 MiB zero-copy frames,
+ *                            each side copying once, as the daemon and client do
  */
 #include "h5ark_frames.h"
 #include "h5ark_value.h"
@@ -163,6 +165,88 @@ static double raw_files(char **paths, uint64_t *sizes, int files, char *src, int
 
 static void drop_file_cache_hint(void) {
     sync();
+}
+
+/* ---- put + get against a raw ZeroMQ stream ---- */
+
+static void no_free(void *data, void *hint) {
+    (void)data, (void)hint;
+}
+
+/* Send `len` bytes of src as frames of 1 MiB without copying, after `header`. */
+static void send_frames(void *s, const char *header, size_t hlen, const char *src, uint64_t len) {
+    zmq_send(s, header, hlen, len ? ZMQ_SNDMORE : 0);
+    for (uint64_t off = 0; off < len;) {
+        size_t n = len - off > H5ARK_FRAME_BYTES ? H5ARK_FRAME_BYTES : (size_t)(len - off);
+        zmq_msg_t m;
+        zmq_msg_init_data(&m, (void *)(src + off), n, no_free, NULL);
+        off += n;
+        zmq_msg_send(&m, s, off < len ? ZMQ_SNDMORE : 0);
+    }
+}
+
+/* Receive one multipart message, copying the payload frames into dst (the client's one
+ * copy); returns the payload bytes. */
+static uint64_t recv_into(void *s, char *dst) {
+    uint64_t got = 0;
+    int more = 1, first = 1;
+    while (more) {
+        zmq_msg_t m;
+        zmq_msg_init(&m);
+        if (zmq_msg_recv(&m, s, 0) < 0) die("receive failed");
+        more = zmq_msg_more(&m);
+        if (!first && dst) memcpy(dst + got, zmq_msg_data(&m), zmq_msg_size(&m));
+        if (!first) got += zmq_msg_size(&m);
+        first = 0;
+        zmq_msg_close(&m);
+    }
+    return got;
+}
+
+/* The raw peer: receives a stream message and answers with the same bytes, as the daemon
+ * answers a put (ack) and a get (data). */
+static void *stream_echo_main(void *arg) {
+    void *router = arg;
+    char *buf = NULL;
+    size_t cap = 0;
+    uint64_t stored = 0; /* bytes of the last put, sent back by a get */
+    for (;;) {
+        zmq_msg_t id;
+        zmq_msg_init(&id);
+        if (zmq_msg_recv(&id, router, 0) < 0) return NULL;
+        uint64_t got = 0;
+        int more = 1;
+        char head[64];
+        size_t hlen = 0;
+        int first = 1;
+        while (more) {
+            zmq_msg_t m;
+            zmq_msg_init(&m);
+            zmq_msg_recv(&m, router, 0);
+            more = zmq_msg_more(&m);
+            size_t n = zmq_msg_size(&m);
+            if (first) {
+                hlen = n < sizeof head ? n : sizeof head;
+                memcpy(head, zmq_msg_data(&m), hlen);
+            } else {
+                if (got + n > cap) {
+                    cap = (got + n) * 2;
+                    buf = realloc(buf, cap);
+                }
+                memcpy(buf + got, zmq_msg_data(&m), n); /* the daemon's one copy into shards */
+                got += n;
+            }
+            first = 0;
+            zmq_msg_close(&m);
+        }
+        zmq_msg_send(&id, router, ZMQ_SNDMORE);
+        if (head[0] == 'g') { /* "get": the data back */
+            send_frames(router, "r", 1, buf, stored);
+        } else { /* "put": an ack */
+            stored = got;
+            zmq_send(router, "a", 1, 0);
+        }
+    }
 }
 
 /* ---- reporting ---- */
@@ -345,6 +429,76 @@ int main(int argc, char **argv) {
     report(label, "GB/s", w, rw, runs);
     snprintf(label, sizeof label, "readhdf of those files, warm cache");
     report(label, "GB/s", rd, rrd, runs);
+
+    /* put + get of the same bytes over tcp, against a raw stream of 1 MiB frames */
+    {
+        void *router = zmq_socket(ctx, ZMQ_ROUTER);
+        char raw_ep[64];
+        snprintf(raw_ep, sizeof raw_ep, "tcp://127.0.0.1:%d", port + 2);
+        if (zmq_bind(router, raw_ep) != 0) die("cannot bind the raw stream socket");
+        pthread_t peer;
+        pthread_create(&peer, NULL, stream_echo_main, router);
+        void *raw = zmq_socket(ctx, ZMQ_DEALER);
+        zmq_setsockopt(raw, ZMQ_LINGER, &linger, sizeof linger);
+        zmq_connect(raw, raw_ep);
+        char *buf = malloc(bytes), *back = malloc(bytes);
+        memset(buf, 7, bytes);
+        memset(back, 0, bytes);
+        double *pg = calloc((size_t)runs, sizeof *pg), *rpg = calloc((size_t)runs, sizeof *rpg);
+        for (int r = 0; r < runs; r++) {
+            /* h5ark: put then get */
+            h5ark_value *h = h5ark_value_map();
+            h5ark_value_set(h, "v", h5ark_value_uint(1));
+            h5ark_value_set(h, "cmd", h5ark_value_str("put"));
+            h5ark_value *a = h5ark_value_map();
+            h5ark_value_set(a, "dtype", h5ark_value_str("uint8"));
+            h5ark_value *shape = h5ark_value_array();
+            h5ark_value_push(shape, h5ark_value_uint(bytes));
+            h5ark_value_set(a, "shape", shape);
+            h5ark_value_set(a, "name", h5ark_value_str("pg"));
+            h5ark_value_set(h, "args", a);
+            h5ark_value *bl = h5ark_value_array(), *b = h5ark_value_map();
+            h5ark_value_set(b, "name", h5ark_value_str("values"));
+            h5ark_value_set(b, "nbytes", h5ark_value_uint(bytes));
+            h5ark_value_push(bl, b);
+            h5ark_value_set(h, "buffers", bl);
+            char *hdr;
+            size_t hlen;
+            h5ark_value_encode(h, &hdr, &hlen);
+            h5ark_value_destroy(&h);
+            double t0 = now();
+            send_frames(sock, hdr, hlen, buf, bytes);
+            recv_into(sock, NULL);
+            free(hdr);
+            h5ark_value *ga = h5ark_value_map();
+            h5ark_value_set(ga, "name", h5ark_value_str("pg"));
+            h = h5ark_value_map();
+            h5ark_value_set(h, "v", h5ark_value_uint(1));
+            h5ark_value_set(h, "cmd", h5ark_value_str("get"));
+            h5ark_value_set(h, "args", ga);
+            h5ark_value_encode(h, &hdr, &hlen);
+            h5ark_value_destroy(&h);
+            zmq_send(sock, hdr, hlen, 0);
+            free(hdr);
+            if (recv_into(sock, back) != bytes) die("get returned the wrong size");
+            pg[r] = 2 * gb / (now() - t0);
+            h5ark_value *del = h5ark_value_map();
+            h5ark_value_set(del, "names", strs("pg"));
+            h5ark_value_destroy((h5ark_value *[]){call("delete", del)});
+            /* raw: the same bytes there and back */
+            t0 = now();
+            send_frames(raw, "p", 1, buf, bytes);
+            recv_into(raw, NULL);
+            zmq_send(raw, "g", 1, 0);
+            if (recv_into(raw, back) != bytes) die("the raw peer returned the wrong size");
+            rpg[r] = 2 * gb / (now() - t0);
+        }
+        snprintf(label, sizeof label, "put + get %.2f GiB over tcp", (double)bytes / (1 << 30));
+        report(label, "GB/s", pg, rpg, runs);
+        free(buf);
+        free(back);
+        zmq_close(raw);
+    }
 
     h5ark_value_destroy((h5ark_value *[]){call("shutdown", NULL)});
     int status;
