@@ -315,10 +315,14 @@ static bool utf8_valid(const unsigned char *s, size_t n) {
         }
         size_t k;
         uint32_t cp, min;
-        if ((c & 0xe0) == 0xc0) k = 1, cp = c & 0x1f, min = 0x80;
-        else if ((c & 0xf0) == 0xe0) k = 2, cp = c & 0x0f, min = 0x800;
-        else if ((c & 0xf8) == 0xf0) k = 3, cp = c & 0x07, min = 0x10000;
-        else return false;
+        if ((c & 0xe0) == 0xc0)
+            k = 1, cp = c & 0x1f, min = 0x80;
+        else if ((c & 0xf0) == 0xe0)
+            k = 2, cp = c & 0x0f, min = 0x800;
+        else if ((c & 0xf8) == 0xf0)
+            k = 3, cp = c & 0x07, min = 0x10000;
+        else
+            return false;
         if (n - i <= k) return false;
         for (size_t j = 1; j <= k; j++) {
             if ((s[i + j] & 0xc0) != 0x80) return false;

@@ -9,6 +9,7 @@ import sys
 import tempfile
 import time
 
+import h5py
 import msgpack
 import numpy as np
 import pytest
@@ -122,6 +123,26 @@ class Daemon:
 
 SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
                    "ERROR: ThreadSanitizer")
+
+def h5_pdarray(files, path):
+    """A dataset read with h5py from each file, concatenated."""
+    parts = []
+    for f in files:
+        with h5py.File(f, "r") as h:
+            parts.append(h[path][()])
+    return np.concatenate(parts)
+
+
+def h5_strings(files, group):
+    """A Strings group read with h5py from each file, as Python strings."""
+    out = []
+    for f in files:
+        with h5py.File(f, "r") as h:
+            values = h[f"{group}/values"][()].tobytes()
+            segments = list(h[f"{group}/segments"][()]) + [len(values)]
+            out += [values[s:e - 1].decode("utf-8") for s, e in zip(segments, segments[1:])]
+    return out
+
 
 def block_bounds(n, parts):
     """[start, stop) of each part of n elements in Arkouda's block distribution."""

@@ -9,7 +9,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import block_bounds, edge_values
+from conftest import block_bounds, edge_values, h5_strings
 
 import h5ark
 from h5ark import wire
@@ -52,16 +52,6 @@ def read_h5_concat(files, dataset):
         with h5py.File(f, "r") as h:
             parts.append(h[dataset][()])
     return np.concatenate(parts)
-
-
-def h5_strings(files, group):
-    out = []
-    for f in files:
-        with h5py.File(f, "r") as h:
-            values = h[f"{group}/values"][()].tobytes()
-            segments = list(h[f"{group}/segments"][()]) + [len(values)]
-            out += [values[s:e - 1].decode("utf-8") for s, e in zip(segments, segments[1:])]
-    return out
 
 
 # -- connection -------------------------------------------------------------------------

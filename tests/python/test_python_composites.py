@@ -9,6 +9,8 @@ import h5py
 import numpy as np
 import pytest
 
+from conftest import h5_pdarray, h5_strings
+
 import h5ark
 from h5ark import codec
 from h5ark.objects import class_for, make_object
@@ -42,24 +44,6 @@ def files_of(daemon, path, file_type):
 def attr(node, key):
     value = node.attrs[key]
     return value.decode() if isinstance(value, bytes) else value
-
-
-def h5_pdarray(files, path):
-    parts = []
-    for f in files:
-        with h5py.File(f, "r") as h:
-            parts.append(h[path][()])
-    return np.concatenate(parts)
-
-
-def h5_strings(files, group):
-    out = []
-    for f in files:
-        with h5py.File(f, "r") as h:
-            values = h[f"{group}/values"][()].tobytes()
-            segments = list(h[f"{group}/segments"][()]) + [len(values)]
-            out += [values[s:e - 1].decode("utf-8") for s, e in zip(segments, segments[1:])]
-    return out
 
 
 def h5_segarray(files, group):
