@@ -1,5 +1,5 @@
-"""Crash safety: SIGKILL the daemon at random moments during tohdf and check every file with
-h5py: each must be exactly as before or exactly as after, never unreadable or half
+"""Crash safety: SIGKILL the daemon at random moments during tohdf (truncate, append and
+update) and check every file with h5py: each must be exactly as before or exactly as after, never unreadable or half
 written; and a restarted daemon removes the temporaries the dead one left."""
 import os
 import random
@@ -50,39 +50,53 @@ def create(d, name, start):
     call(d, "create", dtype="int64", fill="arange", start=start, stop=start + N, name=name)
 
 
-@pytest.mark.parametrize("mode,file_type", [("truncate", "single"), ("truncate", "distribute"),
-                                            ("append", "single"), ("append", "distribute")])
+MODES = [("truncate", "single"), ("truncate", "distribute"), ("append", "single"),
+         ("append", "distribute"), ("update", "single"), ("update", "distribute")]
+
+
+@pytest.mark.parametrize("mode,file_type", MODES)
 def test_kill_during_tohdf(tmp_path, mode, file_type):
     rng = random.Random(f"{mode}-{file_type}")
-    trials = max(1, TRIALS // 4)
+    trials = max(1, TRIALS // len(MODES))
     outcomes = {"before": 0, "after": 0}
     data_dir = tmp_path / "data"
     pattern = (f"crash_{mode}_{file_type}.h5" if file_type == "single"
                else f"crash_{mode}_{file_type}_LOCALE*.h5")
+    window = None  # kills land in [0, window): twice as long as a whole write takes
     for i in range(trials):
         d = Daemon(locales=2, data_dir=data_dir)
         try:
             create(d, "a", 0)
             create(d, "b", 1 << 40)
-            if i == 0 or not list(data_dir.glob(pattern)):
-                call(d, "tohdf", names=["a"], datasets=["x"], path=pattern.replace("_LOCALE*", ""),
-                     file_type=file_type)
-            before = state(pattern, data_dir)
             path = pattern.replace("_LOCALE*", "")
-            args = {"names": ["b"], "path": path, "file_type": file_type, "mode": mode,
+            # appends start from the same one-dataset file each time, so that every trial
+            # copies as much as the timed one
+            if i == 0 or mode == "append" or not list(data_dir.glob(pattern)):
+                call(d, "tohdf", names=["a"], datasets=["x"], path=path, file_type=file_type)
+            if window is None:
+                # time one whole write of the kind the trials interrupt
+                t0 = time.time()
+                call(d, "tohdf", names=["a"], path=path, file_type=file_type, mode=mode,
+                     datasets=["warm" if mode == "append" else "x"])
+                window = 2 * (time.time() - t0)
+            before = state(pattern, data_dir)
+            # write whichever array x does not hold now, so that "after" differs from "before"
+            x_now = next(iter(before.values()))["x"]
+            src, base = ("a", 0) if x_now[1] != 0 else ("b", 1 << 40)
+            args = {"names": [src], "path": path, "file_type": file_type, "mode": mode,
                     "datasets": [f"y{i}" if mode == "append" else "x"]}
             s = zmq.Context.instance().socket(zmq.DEALER)
             s.setsockopt(zmq.LINGER, 0)
             s.connect(d.endpoint)
             s.send(msgpack.packb({"v": 1, "id": 9, "cmd": "tohdf", "args": args}))
-            time.sleep(rng.uniform(0, 0.15))
+            time.sleep(rng.uniform(0, window))
             d.proc.send_signal(signal.SIGKILL)
             d.proc.wait()
             s.close()
             after = state(pattern, data_dir)  # raises if any file is unreadable
-            new = {f: written_share(f, file_type) for f in before}
-            if mode == "truncate":
-                expect_after = {f: {"x": new[f]} for f in before}
+            new = {f: written_share(f, file_type, base=base) for f in before}
+            if mode in ("truncate", "update"):  # update replaces x, keeping the rest
+                expect_after = {f: {**before[f], "x": new[f]} for f in before}
             else:
                 expect_after = {f: {**before[f], f"y{i}": new[f]} for f in before}
             for f in before:
