@@ -97,6 +97,7 @@ void h5ark_client_destroy(h5ark_client_t **self_p) {
 
 void h5ark_client_set_timeout(h5ark_client_t *self, int timeout_ms) {
     self->timeout_ms = timeout_ms < 0 ? -1 : timeout_ms;
+    if (self->sock) zmq_setsockopt(self->sock, ZMQ_SNDTIMEO, &self->timeout_ms, sizeof(int));
 }
 
 int h5ark_client_timeout(const h5ark_client_t *self) {
@@ -119,7 +120,9 @@ static int open_socket(h5ark_client_t *self, h5ark_error *err) {
                         (zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, self->server_key, 40) ||
                          zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, self->public_key, 40) ||
                          zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, self->secret_key, 40));
+    /* a DEALER with no peer yet (or a handshake refused) blocks in send: bound that too */
     if (!s || curve_failed || zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger) ||
+        zmq_setsockopt(s, ZMQ_SNDTIMEO, &self->timeout_ms, sizeof self->timeout_ms) ||
         zmq_connect(s, self->endpoint) != 0) {
         int e = errno;
         if (s) zmq_close(s);
@@ -497,8 +500,14 @@ int h5ark_client_request(h5ark_client_t *self, const char *cmd, h5ark_value *arg
     free(data);
     if (rc == 0 && total) rc = send_payload(self, bufs, nbufs, total, &hold, &w);
     if (rc != 0) {
-        h5ark_fail(err, H5ARK_IO_ERROR, "%s: sending to %s: %s", cmd, self->endpoint,
-                   zmq_strerror(errno));
+        if (errno == EAGAIN)
+            h5ark_fail(err, H5ARK_IO_ERROR,
+                       "%s: no connection to %s within %g s (is h5arkd running there, and does "
+                       "it need --server-key?)",
+                       cmd, self->endpoint, self->timeout_ms / 1000.0);
+        else
+            h5ark_fail(err, H5ARK_IO_ERROR, "%s: sending to %s: %s", cmd, self->endpoint,
+                       zmq_strerror(errno));
         reset_socket(self); /* a partly sent message must not stay queued */
         settle_frames(self, hold, &w);
         h5ark_reply_destroy(&r);

@@ -10,6 +10,8 @@ import zmq
 
 from conftest import REPO, Daemon, daemon_binary, request
 
+import h5ark
+
 TOKENS = "# comment lines and blank lines are skipped\n\nwriter-secret write\nreader-secret read\nplain-secret\n"
 
 
@@ -140,11 +142,13 @@ def test_curve(tmp_path):
                               str(tmp_path / "server.pub"), "--timeout", "10", "get", "enc",
                               "--stop", "3"], capture_output=True, text=True, timeout=60)
         assert out.returncode == 0 and out.stdout.split() == ["0", "1", "2"], out
+        # a plain client is refused at the handshake: it must give up within its timeout
         out = subprocess.run([cli, "--endpoint", endpoint, "--timeout", "1", "ping"],
                              capture_output=True, text=True, timeout=60)
-        assert out.returncode != 0
+        assert out.returncode == 1 and "io_error" in out.stderr, out
+        with pytest.raises(h5ark.ReplyTimeoutError):
+            h5ark.connect(endpoint, timeout=1)
         # the Python client, given the .pub file
-        import h5ark
         c = h5ark.connect(endpoint, server_key=str(tmp_path / "server.pub"), timeout=10)
         assert c.config()["encrypted"] is True
         assert c.ping()

@@ -85,6 +85,9 @@ class Client:
         self._ids = itertools.count(1)
         self._socket = (context or zmq.Context.instance()).socket(zmq.DEALER)
         self._socket.setsockopt(zmq.LINGER, 0)
+        # a DEALER with no peer yet (or a refused handshake) blocks in send: bound that too
+        if timeout is not None:
+            self._socket.setsockopt(zmq.SNDTIMEO, int(timeout * 1000))
         if server_key is not None:
             key = _read_key(server_key)
             public, secret = zmq.curve_keypair()
@@ -112,7 +115,12 @@ class Client:
             header["id"] = next(self._ids)
             # copy=False: ZeroMQ sends straight from the caller's arrays. They stay
             # untouched until the reply shows the daemon has received everything.
-            self._socket.send_multipart([wire.pack_header(header), *frames], copy=False)
+            try:
+                self._socket.send_multipart([wire.pack_header(header), *frames], copy=False)
+            except zmq.Again:
+                raise ReplyTimeoutError("timeout", f"`{cmd}`: no connection to {self.endpoint} "
+                                                   f"within {self.timeout} s (is h5arkd running "
+                                                   f"there, and does it need server_key?)")
             reply, payload = self._receive(header["id"], cmd)
         if not reply.get("ok"):
             error = reply.get("error") or {}
