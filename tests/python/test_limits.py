@@ -28,9 +28,8 @@ def test_max_message(start_daemon):
 
 
 def test_queue_full_is_busy(start_daemon):
-    """One handler, one queue slot: a slow request holds the handler, one waits, the rest
-    are told `busy` at once; ping (answered by the router) and the queued request still
-    get through."""
+    """One handler, one queue slot: a slow request holds the handler, at most one waits, the
+    rest are told `busy` at once; ping (answered by the router) still gets through."""
     d = start_daemon(locales=2, extra_args=["--handlers", "1", "--max-queue", "1"])
     slow = {"v": 1, "cmd": "create", "args": {"dtype": "float64", "size": 60_000_000,
                                               "fill": "uniform", "seed": 1}}
@@ -53,8 +52,9 @@ def test_queue_full_is_busy(start_daemon):
             assert request(d.endpoint, {"v": 1, "cmd": "ping"}, timeout_ms=5000)[0]["ok"]
     s.close()
     codes = [r["error"]["code"] if not r["ok"] else "ok" for r in replies.values()]
-    assert codes.count("busy") >= 9, codes
-    assert codes.count("ok") >= 2, codes
+    # the one running and, if the handler took it before the next arrived, the one queued
+    assert 1 <= codes.count("ok") <= 2, codes
+    assert codes.count("busy") == 12 - codes.count("ok"), codes
     assert set(codes) <= {"ok", "busy"}, codes
     for r in replies.values():
         if not r["ok"]:
