@@ -249,6 +249,22 @@ static void *stream_echo_main(void *arg) {
     }
 }
 
+/* A raw ROUTER on tcp loopback served by `peer` on a thread of its own (it runs until the
+ * process exits), and a DEALER connected to it: the raw side of a measure. */
+static void *start_raw_peer(int port, void *(*peer)(void *)) {
+    void *router = zmq_socket(ctx, ZMQ_ROUTER);
+    char endpoint[64];
+    snprintf(endpoint, sizeof endpoint, "tcp://127.0.0.1:%d", port);
+    if (zmq_bind(router, endpoint) != 0) die("cannot bind a raw peer's socket");
+    pthread_t t;
+    pthread_create(&t, NULL, peer, router);
+    void *dealer = zmq_socket(ctx, ZMQ_DEALER);
+    int linger = 0;
+    zmq_setsockopt(dealer, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_connect(dealer, endpoint);
+    return dealer;
+}
+
 /* ---- reporting ---- */
 
 static void report(const char *measure, const char *unit, double *mine, double *raw, int runs) {
@@ -321,15 +337,7 @@ int main(int argc, char **argv) {
 
     /* ping: latency of the daemon vs a raw echo over the same transport */
     {
-        void *router = zmq_socket(ctx, ZMQ_ROUTER);
-        char raw_ep[64];
-        snprintf(raw_ep, sizeof raw_ep, "tcp://127.0.0.1:%d", port + 1);
-        if (zmq_bind(router, raw_ep) != 0) die("cannot bind the raw echo socket");
-        pthread_t echo;
-        pthread_create(&echo, NULL, echo_main, router);
-        void *raw = zmq_socket(ctx, ZMQ_DEALER);
-        zmq_setsockopt(raw, ZMQ_LINGER, &linger, sizeof linger);
-        zmq_connect(raw, raw_ep);
+        void *raw = start_raw_peer(port + 1, echo_main);
         double *lat = malloc(sizeof(double) * (size_t)pings),
                *rlat = malloc(sizeof(double) * (size_t)pings);
         char req[64];
@@ -432,15 +440,7 @@ int main(int argc, char **argv) {
 
     /* put + get of the same bytes over tcp, against a raw stream of 1 MiB frames */
     {
-        void *router = zmq_socket(ctx, ZMQ_ROUTER);
-        char raw_ep[64];
-        snprintf(raw_ep, sizeof raw_ep, "tcp://127.0.0.1:%d", port + 2);
-        if (zmq_bind(router, raw_ep) != 0) die("cannot bind the raw stream socket");
-        pthread_t peer;
-        pthread_create(&peer, NULL, stream_echo_main, router);
-        void *raw = zmq_socket(ctx, ZMQ_DEALER);
-        zmq_setsockopt(raw, ZMQ_LINGER, &linger, sizeof linger);
-        zmq_connect(raw, raw_ep);
+        void *raw = start_raw_peer(port + 2, stream_echo_main);
         char *buf = malloc(bytes), *back = malloc(bytes);
         memset(buf, 7, bytes);
         memset(back, 0, bytes);

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 
 import h5py
 import msgpack
@@ -144,6 +145,11 @@ def h5_strings(files, group):
     return out
 
 
+def unique(prefix):
+    """A file or object name no other test uses on a shared daemon."""
+    return f"{prefix}_{uuid.uuid4().hex[:8]}"
+
+
 def block_bounds(n, parts):
     """[start, stop) of each part of n elements in Arkouda's block distribution."""
     return [(-(-n * b // parts), -(-n * (b + 1) // parts)) for b in range(parts)]
@@ -252,6 +258,17 @@ def start_daemon():
     yield start
     for d in started:
         d.cleanup()
+
+
+@pytest.fixture
+def client(daemon):
+    """The Python package's client on the module's daemon; clears the registry after."""
+    import h5ark
+    c = h5ark.connect(daemon.endpoint, timeout=60)
+    yield c
+    if not c.closed:
+        c.clear()
+        c.close()
 
 
 @pytest.fixture

@@ -5,11 +5,12 @@ import os
 import pathlib
 import re
 import subprocess
-import uuid
 
 import h5py
 import numpy as np
 import pytest
+
+from conftest import unique
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CLI = os.environ.get("H5ARK_CLI", str(REPO / "build" / "client" / "c" / "h5ark"))
@@ -22,10 +23,6 @@ COMMANDS = ["ping", "config", "ls", "info", "create", "save", "load", "get", "de
 def cli_binary():
     if not os.access(CLI, os.X_OK):
         pytest.fail(f"h5ark not found at {CLI}: build first or set H5ARK_CLI")
-
-
-def unique(prefix):
-    return f"{prefix}_{uuid.uuid4().hex[:8]}"
 
 
 def run(*args, endpoint=None, env_extra=None, timeout=60):

@@ -7,13 +7,12 @@ the readhdf options; refused paths, missing and damaged files."""
 import hashlib
 import os
 import shutil
-import uuid
 
 import h5py
 import numpy as np
 import pytest
 
-from conftest import Conn as BaseConn, block_bounds, edge_values, request
+from conftest import Conn as BaseConn, block_bounds, edge_values, request, unique
 
 LOCALES = 3  # the `daemon` fixture's locale count
 DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -23,10 +22,6 @@ ERROR_CODES = {"bad_request", "not_found", "already_exists", "type_error", "sche
 
 
 # ---- helpers ---------------------------------------------------------------------------
-
-def unique(prefix):
-    return f"{prefix}_{uuid.uuid4().hex[:8]}"
-
 
 def locale_file(path, i):
     """Arkouda's distributed name: split at the last '.', unless it is in a directory."""

@@ -4,19 +4,14 @@ ColumnOrder), Index and MultiIndex, ArrayView, bigint and tagged pdarrays, singl
 distributed, truncate and append; files checked with h5py against ARKOUDA_FORMAT.md; files
 written by one locale count read by another; Arkouda's own omissions and older client-side
 layouts built with h5py; empty objects; bad inputs with the daemon still answering."""
-import uuid
 
 import h5py
 import numpy as np
 import pytest
 
-from conftest import Conn as BaseConn, block_bounds, request
+from conftest import Conn as BaseConn, block_bounds, request, unique
 
 LOCALES = 3
-
-
-def unique(prefix):
-    return f"{prefix}_{uuid.uuid4().hex[:8]}"
 
 
 def locale_file(path, i):

@@ -4,17 +4,14 @@ wrong. After every error the daemon must still answer ping."""
 import os
 import pathlib
 import shutil
-import uuid
 
 import h5py
 import numpy as np
 import pytest
 
+from conftest import unique
+
 OK_ERRORS = {"not_found", "bad_request", "forbidden", "schema_error", "io_error"}
-
-
-def unique(prefix):
-    return f"{prefix}_{uuid.uuid4().hex[:8]}"
 
 
 def lshdf(call, path, recursive=None):

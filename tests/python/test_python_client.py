@@ -3,13 +3,12 @@ HDF5 round trips checked with h5py, error codes, auth and shutdown."""
 import pathlib
 import shutil
 import threading
-import uuid
 
 import h5py
 import numpy as np
 import pytest
 
-from conftest import block_bounds, edge_values, h5_strings
+from conftest import block_bounds, edge_values, h5_strings, unique
 
 import h5ark
 from h5ark import wire
@@ -17,20 +16,6 @@ from h5ark import wire
 LOCALES = 3  # the `daemon` fixture's locale count
 NUMERIC_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                   "float32", "float64", "bool"]
-
-
-@pytest.fixture
-def client(daemon):
-    c = h5ark.connect(daemon.endpoint, timeout=60)
-    yield c
-    if not c.closed:
-        c.clear()
-        c.close()
-
-
-def unique(prefix):
-    """A file or object name no other test uses on the shared daemon."""
-    return f"{prefix}_{uuid.uuid4().hex[:8]}"
 
 
 def locale_file(path, i):

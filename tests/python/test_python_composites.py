@@ -3,13 +3,12 @@ Categorical, GroupBy (and aggregations), DataFrame (pandas in and out), Index /
 MultiIndex, N-d arrays, bigint and tagged arrays. Each goes client object -> daemon ->
 get, and -> to_hdf -> read_hdf -> same class and values, the files checked with h5py;
 results are compared with numpy and pandas."""
-import uuid
 
 import h5py
 import numpy as np
 import pytest
 
-from conftest import h5_pdarray, h5_strings
+from conftest import h5_pdarray, h5_strings, unique
 
 import h5ark
 from h5ark import codec
@@ -18,19 +17,6 @@ from h5ark.objects import class_for, make_object
 pd = pytest.importorskip("pandas")
 
 LOCALES = 3  # the `daemon` fixture's locale count
-
-
-@pytest.fixture
-def client(daemon):
-    c = h5ark.connect(daemon.endpoint, timeout=60)
-    yield c
-    if not c.closed:
-        c.clear()
-        c.close()
-
-
-def unique(prefix):
-    return f"{prefix}_{uuid.uuid4().hex[:8]}"
 
 
 def files_of(daemon, path, file_type):
