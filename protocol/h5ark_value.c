@@ -38,6 +38,45 @@ h5ark_value *h5ark_value_float(double f) {
     return v;
 }
 
+/* Well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF): MessagePack
+ * strings must be, and replies quote request strings back to clients that decode them.
+ * The length of the well-formed sequence at s[0], or 0. */
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+    unsigned char c = s[0];
+    if (c < 0x80) return 1;
+    size_t k;
+    uint32_t cp, min;
+    if ((c & 0xe0) == 0xc0)
+        k = 1, cp = c & 0x1f, min = 0x80;
+    else if ((c & 0xf0) == 0xe0)
+        k = 2, cp = c & 0x0f, min = 0x800;
+    else if ((c & 0xf8) == 0xf0)
+        k = 3, cp = c & 0x07, min = 0x10000;
+    else
+        return 0;
+    if (n <= k) return 0;
+    for (size_t j = 1; j <= k; j++) {
+        if ((s[j] & 0xc0) != 0x80) return 0;
+        cp = (cp << 6) | (s[j] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+    return k + 1;
+}
+
+static bool utf8_valid(const unsigned char *s, size_t n) {
+    for (size_t i = 0, k; i < n; i += k)
+        if (!(k = utf8_seq(s + i, n - i))) return false;
+    return true;
+}
+
+/* Strings and map keys are UTF-8 whatever they came from (names in damaged files are not
+ * always): each byte that starts no well-formed sequence becomes '?'. */
+static void utf8_scrub(char *s, size_t len) {
+    unsigned char *u = (unsigned char *)s;
+    for (size_t i = 0, k; i < len; i += k ? k : 1)
+        if (!(k = utf8_seq(u + i, len - i))) u[i] = '?';
+}
+
 static h5ark_value *value_bytes(h5ark_kind kind, const void *p, size_t len) {
     h5ark_value *v = value_new(kind);
     if (!v) return NULL;
@@ -49,6 +88,7 @@ static h5ark_value *value_bytes(h5ark_kind kind, const void *p, size_t len) {
     if (len) memcpy(v->as.s.ptr, p, len);
     v->as.s.ptr[len] = '\0';
     v->as.s.len = len;
+    if (kind == H5ARK_STR) utf8_scrub(v->as.s.ptr, len);
     return v;
 }
 
@@ -136,6 +176,7 @@ int h5ark_value_set(h5ark_value *map, const char *key, h5ark_value *val) {
     }
     char *k = strdup(key);
     if (!k) goto fail;
+    utf8_scrub(k, strlen(k));
     map->as.m.keys[map->as.m.len] = k;
     map->as.m.vals[map->as.m.len++] = val;
     return 0;
@@ -301,37 +342,6 @@ static int be_read(const unsigned char *p, int n, uint64_t *out) {
         x = (x << 8) | p[i];
     *out = x;
     return 0;
-}
-
-/* Well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF): MessagePack
- * strings must be, and replies quote request strings back to clients that decode them. */
-static bool utf8_valid(const unsigned char *s, size_t n) {
-    size_t i = 0;
-    while (i < n) {
-        unsigned char c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t k;
-        uint32_t cp, min;
-        if ((c & 0xe0) == 0xc0)
-            k = 1, cp = c & 0x1f, min = 0x80;
-        else if ((c & 0xf0) == 0xe0)
-            k = 2, cp = c & 0x0f, min = 0x800;
-        else if ((c & 0xf8) == 0xf0)
-            k = 3, cp = c & 0x07, min = 0x10000;
-        else
-            return false;
-        if (n - i <= k) return false;
-        for (size_t j = 1; j <= k; j++) {
-            if ((s[i + j] & 0xc0) != 0x80) return false;
-            cp = (cp << 6) | (s[i + j] & 0x3f);
-        }
-        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
-        i += k + 1;
-    }
-    return true;
 }
 
 static int scan_value(const unsigned char *p, size_t len, size_t *pos, int depth,

@@ -12,6 +12,7 @@
 #include "storage_internal.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -551,14 +552,7 @@ fail:
 
 /* ---- the files ---------------------------------------------------------------------- */
 
-typedef struct {
-    char *const *paths;
-    const storage_read_options *opts;
-    h5u_names names; /* the datasets to read */
-    read_node *nodes;
-} read_state;
-
-static int make_datasets(read_state *st, h5ark_error *err) {
+static int make_datasets(read_probe *st, h5ark_error *err) {
     st->nodes = calloc(st->names.n ? st->names.n : 1, sizeof *st->nodes);
     if (!st->nodes) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     for (size_t i = 0; i < st->names.n; i++) {
@@ -572,7 +566,7 @@ static int make_datasets(read_state *st, h5ark_error *err) {
     return 0;
 }
 
-static void free_datasets(read_state *st) {
+static void free_datasets(read_probe *st) {
     if (!st->nodes) return;
     for (size_t i = 0; i < st->names.n; i++)
         node_clear(&st->nodes[i]);
@@ -653,20 +647,30 @@ static int list_objects(hid_t file, h5u_names *out, h5ark_error *err) {
     return rc;
 }
 
-static int probe_file(read_state *st, int index, h5ark_error *err) {
-    const char *path = st->paths[index];
-    struct stat sb;
-    if (stat(path, &sb) != 0)
-        return h5ark_fail(err, errno == ENOENT ? H5ARK_NOT_FOUND : H5ARK_IO_ERROR, "%s",
-                          strerror(errno));
-    if (sandbox_check_file(path, err)) return -1;
-    htri_t hdf5 = h5u_is_hdf5(path);
-    if (hdf5 == 0) {
+/* Probe the request's file k; on failure it adds nothing to st. */
+static int probe_file(const read_probe_request *rq, size_t k, read_probe *st, h5ark_error *err) {
+    const char *path = rq->paths[k];
+    /* one open of each file: what kind of failure it was is asked only after one */
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hsize_t size = 0;
+    if (file < 0) {
+        struct stat sb;
+        if (stat(path, &sb) != 0)
+            h5ark_fail(err, errno == ENOENT ? H5ARK_NOT_FOUND : H5ARK_IO_ERROR, "%s",
+                       strerror(errno));
+        else if (h5u_is_hdf5(path) == 0)
+            h5ark_fail(err, H5ARK_SCHEMA_ERROR, "not an HDF5 file");
+        else
+            h5ark_fail(err, H5ARK_SCHEMA_ERROR, "not a readable HDF5 file");
         H5Eclear2(H5E_DEFAULT);
-        return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "not an HDF5 file");
+        return -1;
     }
-    hid_t file = hdf5 > 0 ? H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT) : H5I_INVALID_HID;
-    if (file < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "not a readable HDF5 file");
+    /* the size the library found when it opened the file: where every dataset must end */
+    if (H5Fget_filesize(file, &size) < 0) {
+        h5u_fail(err, H5ARK_IO_ERROR, "cannot tell its size");
+        H5Fclose(file);
+        return -1;
+    }
     int rc = 0;
     bool listed_here = false;
     if (!st->nodes) {
@@ -676,27 +680,85 @@ static int probe_file(read_state *st, int index, h5ark_error *err) {
         if (rc == 0) rc = make_datasets(st, err);
     }
     probe_ctx pc = {.file = file,
-                    .index = index,
+                    .index = rq->index ? rq->index[k] : (int)k,
                     .path = path,
-                    .size = (uint64_t)sb.st_size,
-                    .calc_offsets = st->opts->calc_string_offsets};
+                    .size = (uint64_t)size,
+                    .calc_offsets = rq->calc_offsets};
     if (rc == 0)
         for (size_t i = 0; i < st->names.n; i++)
             node_mark(&st->nodes[i]);
     for (size_t i = 0; rc == 0 && i < st->names.n; i++)
         rc = probe_node(&pc, &st->nodes[i], err);
     if (H5Fclose(file) < 0 && rc == 0) rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close it");
-    if (rc && st->nodes) {
+    if (rc) {
         /* the file is skipped whole: undo what it added */
         if (listed_here) {
             free_datasets(st);
             h5u_names_free(&st->names);
         } else {
-            for (size_t i = 0; i < st->names.n; i++)
+            for (size_t i = 0; st->nodes && i < st->names.n; i++)
                 node_undo(&st->nodes[i]);
         }
     }
     return rc;
+}
+
+int read_probe_add_error(read_probe *p, int index, h5ark_code code, const char *message,
+                         h5ark_error *err) {
+    if (p->nerrors == p->errcap) {
+        size_t cap = p->errcap ? 2 * p->errcap : 8;
+        read_file_error *v = realloc(p->errors, cap * sizeof *v);
+        if (!v) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        p->errors = v;
+        p->errcap = cap;
+    }
+    char *m = strdup(message);
+    if (!m) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    p->errors[p->nerrors++] = (read_file_error){index, code, m};
+    return 0;
+}
+
+void read_probe_clear(read_probe *p) {
+    free_datasets(p);
+    h5u_names_free(&p->names);
+    for (size_t i = 0; i < p->nerrors; i++)
+        free(p->errors[i].message);
+    free(p->errors);
+    *p = (read_probe){0};
+}
+
+int read_probe_files(const read_probe_request *rq, read_probe *out, h5ark_error *err) {
+    h5u_quiet();
+    *out = (read_probe){0};
+    for (size_t i = 0; i < rq->ndatasets; i++)
+        if (h5u_names_push(&out->names, rq->datasets[i])) {
+            read_probe_clear(out);
+            return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        }
+    if (rq->ndatasets && make_datasets(out, err)) {
+        read_probe_clear(out);
+        return -1;
+    }
+    for (size_t k = 0; k < rq->npaths; k++) {
+        sandbox_probe_progress(k, rq->paths[k]);
+        h5ark_error ferr = {0};
+        if (probe_file(rq, k, out, &ferr) == 0) continue;
+        if (ferr.code == H5ARK_RESOURCE_LIMIT && strcmp(ferr.message, "out of memory") == 0) {
+            read_probe_clear(out);
+            *err = ferr;
+            return -1;
+        }
+        if (read_probe_add_error(out, rq->index ? rq->index[k] : (int)k, ferr.code, ferr.message,
+                                 err)) {
+            read_probe_clear(out);
+            return -1;
+        }
+        if (!rq->allow_errors) {
+            out->stopped = true;
+            break;
+        }
+    }
+    return 0;
 }
 
 /* ---- the request ------------------------------------------------------------------- */
@@ -736,44 +798,37 @@ int storage_read(char *const *paths, size_t npaths, const char *const *datasets,
     *nitems = 0;
     if (!datasets) ndatasets = 0;
     if (check_names(datasets, ndatasets, err)) return -1;
-    read_state st = {.paths = paths, .opts = opts};
+    if (npaths == 0) return h5ark_fail(err, H5ARK_BAD_REQUEST, "readhdf: no files to read");
+    if (npaths > INT_MAX) return h5ark_fail(err, H5ARK_BAD_REQUEST, "readhdf: too many files");
+    read_probe_request rq = {.paths = paths,
+                             .npaths = npaths,
+                             .datasets = datasets,
+                             .ndatasets = ndatasets,
+                             .allow_errors = opts->allow_errors,
+                             .calc_offsets = opts->calc_string_offsets};
+    read_probe st;
+    if (sandbox_probe_read(&rq, &st, err)) return -1;
     storage_read_item *out = NULL;
     size_t built = 0;
     int rc = -1;
-    for (size_t i = 0; i < ndatasets; i++)
-        if (h5u_names_push(&st.names, datasets[i])) {
-            h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-            goto out;
-        }
-    if (ndatasets && make_datasets(&st, err)) goto out;
-
-    size_t readable = 0;
-    h5ark_error ferr = {0};
-    const char *last_bad = NULL;
-    for (size_t f = 0; f < npaths; f++) {
-        if (probe_file(&st, (int)f, &ferr) == 0) {
-            readable++;
-            continue;
-        }
-        last_bad = files_display(paths[f]);
-        if (!opts->allow_errors) {
-            *err = ferr;
-            h5ark_fail_context(err, "cannot read '%s'", last_bad);
-            goto out;
-        }
-        char line[sizeof ferr.message + PATH_MAX];
-        snprintf(line, sizeof line, "%s: %s", last_bad, ferr.message);
+    const read_file_error *last = st.nerrors ? &st.errors[st.nerrors - 1] : NULL;
+    if (st.stopped) {
+        h5ark_fail(err, last->code, "%s", last->message);
+        h5ark_fail_context(err, "cannot read '%s'", files_display(paths[last->index]));
+        goto out;
+    }
+    for (size_t i = 0; i < st.nerrors; i++) {
+        const read_file_error *e = &st.errors[i];
+        char line[sizeof err->message + PATH_MAX];
+        snprintf(line, sizeof line, "%s: %s", files_display(paths[e->index]), e->message);
         if (h5ark_value_push(file_errors, h5ark_value_str(line))) {
             h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
             goto out;
         }
     }
-    if (readable == 0) {
-        if (last_bad)
-            h5ark_fail(err, ferr.code, "none of the %zu files could be read; '%s': %s", npaths,
-                       last_bad, ferr.message);
-        else
-            h5ark_fail(err, H5ARK_BAD_REQUEST, "readhdf: no files to read");
+    if (st.nerrors == npaths) {
+        h5ark_fail(err, last->code, "none of the %zu files could be read; '%s': %s", npaths,
+                   files_display(paths[last->index]), last->message);
         goto out;
     }
     out = calloc(st.names.n ? st.names.n : 1, sizeof *out);
@@ -800,7 +855,6 @@ int storage_read(char *const *paths, size_t npaths, const char *const *datasets,
     rc = 0;
 out:
     if (out) free_items(out, built);
-    free_datasets(&st);
-    h5u_names_free(&st.names);
+    read_probe_clear(&st);
     return rc;
 }

@@ -5,6 +5,7 @@
 #include "log.h"
 #include "schema.h"
 #include "storage.h"
+#include "storage_internal.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -17,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -25,7 +28,8 @@
 extern char **environ;
 
 #define CACHE_SLOTS      4096
-#define PROBE_TIMEOUT_MS 60000
+#define PROBE_TIMEOUT_MS 60000 /* per file: a file that sends the library into a loop */
+#define MAX_PROBES       8
 
 typedef struct {
     dev_t dev;
@@ -35,11 +39,27 @@ typedef struct {
     bool used, crashed;
 } verdict;
 
+/* One probe process, owned by the thread that acquired it. */
+typedef struct {
+    pid_t pid;
+    int to, from; /* pipe ends: its stdin, its stdout */
+    char buf[8192];
+    size_t lo, hi; /* unread bytes of its answer in buf */
+    /* shared with it: the file of the request it is probing now, to know which one
+     * killed it (a store costs nothing; a message per file would wake the daemon) */
+    _Atomic int64_t *progress;
+    bool busy;
+} probe;
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pid_t probe_pid = -1;
-static FILE *to_probe, *from_probe;
+static pthread_cond_t freed = PTHREAD_COND_INITIALIZER;
+static probe pool[MAX_PROBES];
+static int npool;
 static bool enabled;
 static verdict cache[CACHE_SLOTS];
+static _Atomic int64_t *my_progress; /* in a probe: where to say which file it is at */
+
+#define PROGRESS_FD 3
 
 static size_t slot_of(const struct stat *st) {
     uint64_t h = (uint64_t)st->st_dev * 0x9e3779b97f4a7c15ULL ^ (uint64_t)st->st_ino;
@@ -52,28 +72,95 @@ static bool same_version(const verdict *v, const struct stat *st) {
            v->mtime.tv_sec == st->st_mtim.tv_sec && v->mtime.tv_nsec == st->st_mtim.tv_nsec;
 }
 
-static void stop_locked(void) {
-    if (to_probe) fclose(to_probe);
-    if (from_probe) fclose(from_probe);
-    to_probe = from_probe = NULL;
-    if (probe_pid > 0) {
-        kill(probe_pid, SIGKILL);
-        waitpid(probe_pid, NULL, 0);
+static void probe_stop(probe *p) {
+    if (p->to >= 0) close(p->to);
+    if (p->from >= 0) close(p->from);
+    p->to = p->from = -1;
+    p->lo = p->hi = 0;
+    if (p->pid > 0) {
+        kill(p->pid, SIGKILL);
+        waitpid(p->pid, NULL, 0);
     }
-    probe_pid = -1;
+    p->pid = -1;
+    if (p->progress) munmap((void *)p->progress, sizeof *p->progress);
+    p->progress = NULL;
 }
 
-static int spawn_locked(void) {
+/* Bytes of the probe's answer: from buf, else from the pipe within the timeout. */
+static int probe_fill(probe *p) {
+    if (p->lo < p->hi) return 0;
+    struct pollfd pfd = {.fd = p->from, .events = POLLIN};
+    int r;
+    while ((r = poll(&pfd, 1, PROBE_TIMEOUT_MS)) < 0 && errno == EINTR) {}
+    if (r != 1) return -1;
+    ssize_t n;
+    while ((n = read(p->from, p->buf, sizeof p->buf)) < 0 && errno == EINTR) {}
+    if (n <= 0) return -1;
+    p->lo = 0;
+    p->hi = (size_t)n;
+    return 0;
+}
+
+static int probe_line(probe *p, char *out, size_t max) {
+    size_t n = 0;
+    for (;;) {
+        if (probe_fill(p)) return -1;
+        char c = p->buf[p->lo++];
+        if (c == '\n') break;
+        if (n + 1 >= max) return -1;
+        out[n++] = c;
+    }
+    out[n] = '\0';
+    return 0;
+}
+
+static int probe_bytes(probe *p, char *out, size_t n) {
+    while (n) {
+        if (probe_fill(p)) return -1;
+        size_t k = p->hi - p->lo < n ? p->hi - p->lo : n;
+        memcpy(out, p->buf + p->lo, k);
+        p->lo += k, out += k, n -= k;
+    }
+    return 0;
+}
+
+static int write_all(int fd, const char *data, size_t n) {
+    while (n) {
+        ssize_t w = write(fd, data, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        data += w, n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int probe_spawn(probe *p) {
     int in[2], out[2];
-    if (pipe2(in, O_CLOEXEC) != 0) return -1;
+    p->pid = p->to = p->from = -1;
+    p->lo = p->hi = 0;
+    p->progress = NULL;
+    int shm = memfd_create("h5ark-probe-progress", MFD_CLOEXEC);
+    if (shm < 0 || ftruncate(shm, sizeof *p->progress) != 0) {
+        if (shm >= 0) close(shm);
+        return -1;
+    }
+    void *map = mmap(NULL, sizeof *p->progress, PROT_READ | PROT_WRITE, MAP_SHARED, shm, 0);
+    if (map == MAP_FAILED || pipe2(in, O_CLOEXEC) != 0) {
+        if (map != MAP_FAILED) munmap(map, sizeof *p->progress);
+        close(shm);
+        return -1;
+    }
+    p->progress = map;
     if (pipe2(out, O_CLOEXEC) != 0) {
-        close(in[0]), close(in[1]);
+        close(in[0]), close(in[1]), close(shm);
+        probe_stop(p);
         return -1;
     }
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, in[0], 0);
     posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, shm, PROGRESS_FD);
     /* what the library (or a sanitizer) says while dying is not the daemon's log */
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
     /* the binary by name, not /proc/self/exe, which under a tool such as valgrind is the
@@ -81,8 +168,9 @@ static int spawn_locked(void) {
     char exe[PATH_MAX], arg[] = SANDBOX_PROBE_ARG;
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n <= 0) {
-        close(in[0]), close(in[1]), close(out[0]), close(out[1]);
+        close(in[0]), close(in[1]), close(out[0]), close(out[1]), close(shm);
         posix_spawn_file_actions_destroy(&fa);
+        probe_stop(p);
         return -1;
     }
     exe[n] = '\0';
@@ -94,26 +182,24 @@ static int spawn_locked(void) {
     sigemptyset(&none);
     posix_spawnattr_setsigmask(&attr, &none);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-    int rc = posix_spawn(&probe_pid, exe, &fa, &attr, argv, environ);
+    int rc = posix_spawn(&p->pid, exe, &fa, &attr, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
     close(in[0]);
     close(out[1]);
+    close(shm);
+    p->to = in[1];
+    p->from = out[0];
     if (rc != 0) {
-        close(in[1]);
-        close(out[0]);
-        probe_pid = -1;
+        p->pid = -1;
+        probe_stop(p);
         errno = rc;
         return -1;
     }
-    to_probe = fdopen(in[1], "w");
-    from_probe = fdopen(out[0], "r");
     /* a probe that cannot even start must not make every file look like a crasher */
     char hello[16];
-    struct pollfd pfd = {.fd = from_probe ? fileno(from_probe) : -1, .events = POLLIN};
-    if (!to_probe || !from_probe || poll(&pfd, 1, PROBE_TIMEOUT_MS) != 1 ||
-        !fgets(hello, sizeof hello, from_probe) || strcmp(hello, "ready\n") != 0) {
-        stop_locked();
+    if (probe_line(p, hello, sizeof hello) || strcmp(hello, "ready") != 0) {
+        probe_stop(p);
         return -1;
     }
     return 0;
@@ -121,58 +207,113 @@ static int spawn_locked(void) {
 
 int sandbox_start(void) {
     if (getenv("H5ARK_NO_SANDBOX")) return 0;
+    int want = config.locales < MAX_PROBES ? config.locales : MAX_PROBES, rc = 0;
     pthread_mutex_lock(&lock);
-    int rc = spawn_locked();
-    enabled = rc == 0;
+    for (npool = 0; npool < want && rc == 0; npool++)
+        rc = probe_spawn(&pool[npool]);
+    if (rc) npool--;
+    enabled = npool > 0;
     pthread_mutex_unlock(&lock);
-    if (rc != 0)
+    if (!enabled)
         log_warn("cannot start the file probe: %s; files are read unisolated", strerror(errno));
-    return rc;
+    return enabled ? 0 : -1;
 }
 
 void sandbox_stop(void) {
     pthread_mutex_lock(&lock);
-    stop_locked();
+    for (int i = 0; i < npool; i++)
+        probe_stop(&pool[i]);
+    npool = 0;
     enabled = false;
     pthread_mutex_unlock(&lock);
 }
 
-/* Send one request line and read the reply: "<status> <length>\n" then <length> bytes
- * (malloc'd into *body). Returns the status word's first letter, or 0 when the probe died
- * or hung (it is then replaced). Called with the lock held. */
-static char exchange_locked(const char *line, char **body, size_t *len) {
+/* Take up to `want` idle probes (at least one, waiting for it). */
+static int acquire(probe **out, int want) {
+    pthread_mutex_lock(&lock);
+    int got = 0;
+    for (;;) {
+        for (int i = 0; i < npool && got < want; i++)
+            if (!pool[i].busy) {
+                pool[i].busy = true;
+                out[got++] = &pool[i];
+            }
+        if (got || npool == 0) break;
+        pthread_cond_wait(&freed, &lock);
+    }
+    pthread_mutex_unlock(&lock);
+    return got;
+}
+
+static void release(probe **ps, int n) {
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < n; i++)
+        ps[i]->busy = false;
+    pthread_cond_broadcast(&freed);
+    pthread_mutex_unlock(&lock);
+}
+
+/* Send a request (a line, then `blen` bytes of body) without waiting for the answer. */
+static int probe_send(probe *p, const char *line, const char *body, size_t blen) {
+    if (p->pid <= 0 && probe_spawn(p) != 0) return -1;
+    atomic_store(p->progress, -1);
+    size_t n = strlen(line);
+    char *msg = malloc(n + 1 + blen);
+    if (!msg) return -1;
+    memcpy(msg, line, n);
+    msg[n] = '\n';
+    if (blen) memcpy(msg + n + 1, body, blen);
+    int rc = write_all(p->to, msg, n + 1 + blen);
+    free(msg);
+    return rc;
+}
+
+/* Read the answer: "<status> <length>\n" and <length> bytes (malloc'd into *body). Returns
+ * the status word's first letter, or 0 when the probe died or hung (it is then replaced;
+ * *progress says at which file of the request, -1 before the first). */
+static char probe_receive(probe *p, const char *what, char **body, size_t *len, long *progress) {
     *body = NULL;
     *len = 0;
-    if (!to_probe && spawn_locked() != 0) return '?';
-    /* a file that sends the library into a loop counts as a crash too */
-    struct pollfd pfd = {.fd = fileno(from_probe), .events = POLLIN};
     char head[64];
     unsigned long n = 0;
     char status = 0;
-    if (fprintf(to_probe, "%s\n", line) > 0 && fflush(to_probe) == 0 &&
-        poll(&pfd, 1, PROBE_TIMEOUT_MS) == 1 && fgets(head, sizeof head, from_probe) &&
-        sscanf(head, "%*s %lu", &n) == 1 && n < (1ul << 30)) {
+    if (probe_line(p, head, sizeof head) == 0 && sscanf(head, "%*s %lu", &n) == 1 &&
+        n < (1ul << 30)) {
         *body = malloc(n + 1);
-        if (*body && fread(*body, 1, n, from_probe) == n) {
+        if (*body && probe_bytes(p, *body, n) == 0) {
             (*body)[n] = '\0';
             *len = n;
             status = head[0];
         }
     }
     if (!status) {
+        if (progress) *progress = p->progress ? atomic_load(p->progress) : -1;
         free(*body);
         *body = NULL;
         int wstatus = 0;
-        kill(probe_pid, SIGKILL); /* no-op when it died; ends it when it hung */
-        waitpid(probe_pid, &wstatus, 0);
-        probe_pid = -1;
+        if (p->pid > 0) {
+            kill(p->pid, SIGKILL); /* no-op when it died; ends it when it hung */
+            waitpid(p->pid, &wstatus, 0);
+        }
+        p->pid = -1;
         log_warn("the HDF5 library crashed in the file probe (%s %d) on: %s",
                  WIFSIGNALED(wstatus) ? "signal" : "exit status",
-                 WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : WEXITSTATUS(wstatus), line + 2);
-        stop_locked();
-        spawn_locked();
+                 WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : WEXITSTATUS(wstatus), what);
+        probe_stop(p);
+        if (probe_spawn(p) != 0) log_warn("cannot restart the file probe: %s", strerror(errno));
     }
     return status;
+}
+
+/* One request on one acquired probe; '?' when no probe can be started. */
+static char probe_exchange(probe *p, const char *line, const char *what, char **body, size_t *len) {
+    *body = NULL;
+    *len = 0;
+    if (probe_send(p, line, NULL, 0)) {
+        probe_stop(p);
+        if (probe_send(p, line, NULL, 0)) return '?';
+    }
+    return probe_receive(p, what, body, len, NULL);
 }
 
 static int crashed_error(h5ark_error *err) {
@@ -189,31 +330,44 @@ int sandbox_check_file(const char *abs_path, h5ark_error *err) {
     snprintf(line, sizeof line, "c %s", abs_path);
     pthread_mutex_lock(&lock);
     verdict *v = &cache[slot_of(&st)];
-    bool crashed;
-    if (same_version(v, &st)) {
-        crashed = v->crashed;
-    } else {
+    bool known = same_version(v, &st), crashed = known && v->crashed;
+    pthread_mutex_unlock(&lock);
+    if (!known) {
+        probe *p;
+        if (!acquire(&p, 1)) return 0;
         char *body;
         size_t len;
-        char status = exchange_locked(line, &body, &len);
+        char status = probe_exchange(p, line, abs_path, &body, &len);
+        release(&p, 1);
         free(body);
         crashed = status == 0;
-        if (status != '?')
+        if (status != '?') {
+            pthread_mutex_lock(&lock);
             *v = (verdict){st.st_dev, st.st_ino, st.st_size, st.st_mtim, true, crashed};
+            pthread_mutex_unlock(&lock);
+        }
     }
-    pthread_mutex_unlock(&lock);
     return crashed ? crashed_error(err) : 0;
 }
 
+/* A probe's error answer "CODE message" as an error. */
+static int answer_error(char status, const char *body, h5ark_error *err) {
+    h5ark_code code = (h5ark_code)(status == 'e' ? atoi(body) : H5ARK_INTERNAL);
+    if (code <= 0 || code >= H5ARK_CODE_COUNT) code = H5ARK_INTERNAL;
+    const char *msg = strchr(body, ' ');
+    return h5ark_fail(err, code, "%s", msg ? msg + 1 : body);
+}
+
 int sandbox_list(const char *abs_path, bool recursive, h5ark_value *entries, h5ark_error *err) {
-    if (!enabled || strchr(abs_path, '\n')) return storage_list(abs_path, recursive, entries, err);
+    probe *p;
+    if (!enabled || strchr(abs_path, '\n') || !acquire(&p, 1))
+        return storage_list(abs_path, recursive, entries, err);
     char line[PATH_MAX + 8];
     snprintf(line, sizeof line, "%c %s", recursive ? 'R' : 'L', abs_path);
     char *body;
     size_t len;
-    pthread_mutex_lock(&lock);
-    char status = exchange_locked(line, &body, &len);
-    pthread_mutex_unlock(&lock);
+    char status = probe_exchange(p, line, abs_path, &body, &len);
+    release(&p, 1);
     if (status == '?') return storage_list(abs_path, recursive, entries, err);
     int rc = -1;
     if (status == 0) {
@@ -225,13 +379,188 @@ int sandbox_list(const char *abs_path, bool recursive, h5ark_value *entries, h5a
             h5ark_value_push(entries, h5ark_value_copy(h5ark_value_at(list, i)));
         rc = list ? 0 : h5ark_fail(err, H5ARK_INTERNAL, "the file probe's answer %s", why);
         h5ark_value_destroy(&list);
-    } else { /* "e CODE LEN": body is the message */
-        h5ark_code code = (h5ark_code)(status == 'e' ? atoi(body) : H5ARK_INTERNAL);
-        const char *msg = strchr(body, ' ');
-        rc = h5ark_fail(err, code, "%s", msg ? msg + 1 : body);
+    } else {
+        rc = answer_error(status, body, err);
     }
     free(body);
     return rc;
+}
+
+/* ---- readhdf's probing ------------------------------------------------------------- */
+
+/* Send the probing of paths[i] (request indices index[i]) to p. */
+static int send_probe(probe *p, const read_probe_request *rq, char *const *paths, const int *index,
+                      size_t n) {
+    read_probe_request sub = *rq;
+    sub.paths = paths;
+    sub.index = index;
+    sub.npaths = n;
+    h5ark_value *v = read_probe_request_encode(&sub);
+    char *data = NULL, line[32];
+    size_t len = 0;
+    int rc = v && h5ark_value_encode(v, &data, &len) == 0 ? 0 : -1;
+    h5ark_value_destroy(&v);
+    snprintf(line, sizeof line, "P %zu", len);
+    if (rc == 0 && probe_send(p, line, data, len)) {
+        probe_stop(p); /* it died since its last request: a new one gets this one */
+        rc = probe_send(p, line, data, len);
+    }
+    free(data);
+    return rc;
+}
+
+/* The probe's answer to send_probe: 0 with *out, 1 when it crashed (*progress: at which of
+ * the files sent), -1 with err. */
+static int receive_probe(probe *p, const read_probe_request *rq, read_probe *out, long *progress,
+                         h5ark_error *err) {
+    char *body;
+    size_t len;
+    char status = probe_receive(p, "a readhdf", &body, &len, progress);
+    int rc = 1;
+    if (status == 'o') {
+        const char *why;
+        h5ark_value *v = h5ark_value_decode(body, len, &why);
+        rc = v ? read_probe_decode(v, rq->paths, rq->npaths, out, err)
+               : h5ark_fail(err, H5ARK_INTERNAL, "the file probe's answer %s", why);
+        h5ark_value_destroy(&v);
+    } else if (status) {
+        rc = answer_error(status, body, err);
+    }
+    free(body);
+    return rc;
+}
+
+/* Slices of the file list on several probes at once, joined in order: 0, 1 when a slice
+ * failed or the slices disagree (probe the whole list in one sequence instead), -1. */
+static int probe_slices(const read_probe_request *rq, probe **ps, int n, read_probe *out,
+                        h5ark_error *err) {
+    int *index = malloc(rq->npaths * sizeof *index);
+    read_probe *parts = calloc((size_t)n, sizeof *parts);
+    int rc = index && parts ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    for (size_t i = 0; index && i < rq->npaths; i++)
+        index[i] = (int)i;
+    bool sent[MAX_PROBES] = {false};
+    for (int k = 0; rc == 0 && k < n; k++) {
+        size_t lo = rq->npaths * (size_t)k / (size_t)n,
+               hi = rq->npaths * (size_t)(k + 1) / (size_t)n;
+        sent[k] = send_probe(ps[k], rq, rq->paths + lo, index + lo, hi - lo) == 0;
+        if (!sent[k]) rc = 1;
+    }
+    /* every probe sent a request answers it before it can take another */
+    for (int k = 0; k < n; k++) {
+        if (!sent[k]) continue;
+        long progress;
+        h5ark_error perr = {0};
+        int r = receive_probe(ps[k], rq, &parts[k], &progress, &perr);
+        if (r && rc == 0) {
+            rc = r;
+            if (r < 0) *err = perr;
+        }
+    }
+    for (int k = 1; rc == 0 && k < n; k++)
+        rc = read_probe_merge(&parts[0], &parts[k], err);
+    if (rc == 0) {
+        *out = parts[0];
+        parts[0] = (read_probe){0};
+    }
+    for (int k = 0; parts && k < n; k++)
+        read_probe_clear(&parts[k]);
+    free(parts);
+    free(index);
+    return rc;
+}
+
+static int by_index(const void *a, const void *b) {
+    const read_file_error *x = a, *y = b;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* The whole list in one sequence on one probe. A file that crashes the probe is a failed
+ * file: with allow_errors the rest is probed again without it. */
+static int probe_sequence(const read_probe_request *rq, probe *p, read_probe *out,
+                          h5ark_error *err) {
+    char **paths = malloc(rq->npaths * sizeof *paths);
+    int *index = malloc(rq->npaths * sizeof *index);
+    read_probe crashes = {0};
+    if (!paths || !index) {
+        free(paths);
+        free(index);
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    size_t n = rq->npaths;
+    for (size_t i = 0; i < n; i++) {
+        paths[i] = rq->paths[i];
+        index[i] = (int)i;
+    }
+    int rc;
+    for (;;) {
+        long at = -1;
+        rc = send_probe(p, rq, paths, index, n);
+        if (rc) {
+            /* no probe can be started: probe in process, unisolated */
+            read_probe_request sub = *rq;
+            sub.paths = paths, sub.index = index, sub.npaths = n;
+            rc = read_probe_files(&sub, out, err);
+            break;
+        }
+        rc = receive_probe(p, rq, out, &at, err);
+        if (rc <= 0) break;
+        h5ark_error cerr = {0};
+        crashed_error(&cerr);
+        if (at < 0 || (size_t)at >= n) {
+            rc = h5ark_fail(err, H5ARK_INTERNAL, "the file probe died before reading a file");
+            break;
+        }
+        if (read_probe_add_error(&crashes, index[at], cerr.code, cerr.message, err)) {
+            rc = -1;
+            break;
+        }
+        if (!rq->allow_errors || n == 1) {
+            *out = (read_probe){.stopped = !rq->allow_errors};
+            rc = 0;
+            break;
+        }
+        memmove(paths + at, paths + at + 1, (n - (size_t)at - 1) * sizeof *paths);
+        memmove(index + at, index + at + 1, (n - (size_t)at - 1) * sizeof *index);
+        n--;
+    }
+    for (size_t i = 0; rc == 0 && i < crashes.nerrors; i++) {
+        const read_file_error *e = &crashes.errors[i];
+        rc = read_probe_add_error(out, e->index, e->code, e->message, err);
+    }
+    if (rc == 0 && !out->stopped && out->nerrors > 1)
+        qsort(out->errors, out->nerrors, sizeof *out->errors, by_index);
+    if (rc) read_probe_clear(out);
+    read_probe_clear(&crashes);
+    free(paths);
+    free(index);
+    return rc;
+}
+
+int sandbox_probe_read(const read_probe_request *rq, read_probe *out, h5ark_error *err) {
+    *out = (read_probe){0};
+    probe *ps[MAX_PROBES];
+    int got = enabled ? acquire(ps, rq->npaths < 2
+                                        ? 1
+                                        : (int)(rq->npaths < MAX_PROBES ? rq->npaths : MAX_PROBES))
+                      : 0;
+    if (got == 0) return read_probe_files(rq, out, err);
+    int rc = 1;
+    if (got > 1) {
+        rc = probe_slices(rq, ps, got, out, err);
+        release(ps + 1, got - 1);
+    }
+    if (rc > 0) rc = probe_sequence(rq, ps[0], out, err);
+    release(ps, 1);
+    return rc;
+}
+
+void sandbox_probe_progress(size_t k, const char *path) {
+    if (!my_progress) return;
+    atomic_store(my_progress, (int64_t)k);
+    /* fault injection for the tests: a crash like the library's, on the files named */
+    const char *fault = getenv(SANDBOX_FAULT_ENV);
+    if (fault && *fault && strstr(path, fault)) raise(SIGSEGV);
 }
 
 /* The attribute look-ups a read makes (by name, unlike lshdf's iteration: the library
@@ -276,10 +605,71 @@ static void probe_read_path(const char *path) {
     H5Fclose(f);
 }
 
+/* "P LENGTH": read the request, probe its files, answer what they hold. */
+static int probe_for_read(size_t len, h5ark_value **answer, h5ark_error *err) {
+    char *body = len < (1u << 30) ? malloc(len + 1) : NULL;
+    if (!body || fread(body, 1, len, stdin) != len) {
+        free(body);
+        return h5ark_fail(err, H5ARK_INTERNAL, "cannot read the request");
+    }
+    const char *why;
+    h5ark_value *v = h5ark_value_decode(body, len, &why);
+    free(body);
+    const h5ark_value *pv = h5ark_value_get(v, "paths"), *iv = h5ark_value_get(v, "index"),
+                      *dv = h5ark_value_get(v, "datasets"),
+                      *av = h5ark_value_get(v, "allow_errors"),
+                      *cv = h5ark_value_get(v, "calc_offsets");
+    size_t n = h5ark_value_len(pv), nd = h5ark_value_len(dv);
+    char **paths = calloc(n + 1, sizeof *paths);
+    int *index = calloc(n + 1, sizeof *index);
+    const char **datasets = calloc(nd + 1, sizeof *datasets);
+    int rc =
+        v && pv && iv && dv && av && cv && h5ark_value_len(iv) == n && paths && index && datasets
+            ? 0
+            : h5ark_fail(err, H5ARK_INTERNAL, "a malformed request");
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        const h5ark_value *p = h5ark_value_at(pv, i);
+        int64_t k;
+        if (p->kind != H5ARK_BIN || !h5ark_value_to_int64(h5ark_value_at(iv, i), &k))
+            rc = h5ark_fail(err, H5ARK_INTERNAL, "a malformed request");
+        paths[i] = p->as.s.ptr;
+        index[i] = (int)k;
+    }
+    for (size_t i = 0; rc == 0 && i < nd; i++) {
+        const h5ark_value *d = h5ark_value_at(dv, i);
+        if (d->kind != H5ARK_BIN) rc = h5ark_fail(err, H5ARK_INTERNAL, "a malformed request");
+        datasets[i] = d->as.s.ptr;
+    }
+    if (rc == 0) {
+        read_probe_request rq = {.paths = paths,
+                                 .index = index,
+                                 .npaths = n,
+                                 .datasets = datasets,
+                                 .ndatasets = nd,
+                                 .allow_errors = av->kind == H5ARK_BOOL && av->as.b,
+                                 .calc_offsets = cv->kind == H5ARK_BOOL && cv->as.b};
+        read_probe found;
+        rc = read_probe_files(&rq, &found, err);
+        if (rc == 0) {
+            *answer = read_probe_encode(&found);
+            read_probe_clear(&found);
+            if (!*answer) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        }
+    }
+    free(paths);
+    free(index);
+    free(datasets);
+    h5ark_value_destroy(&v);
+    return rc;
+}
+
 /* Probe side: "c PATH" walks the file (the answer is only that it survived), "L PATH" /
- * "R PATH" answer lshdf's entries (top level / recursive) as MessagePack. */
+ * "R PATH" answer lshdf's entries (top level / recursive) as MessagePack, "P LENGTH" and
+ * a MessagePack request probes files for readhdf. */
 int sandbox_probe_main(const char *data_dir) {
     snprintf(config.data_dir, sizeof config.data_dir, "%s", data_dir);
+    void *map = mmap(NULL, sizeof *my_progress, PROT_READ | PROT_WRITE, MAP_SHARED, PROGRESS_FD, 0);
+    if (map != MAP_FAILED) my_progress = map;
     H5open();
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     H5PLset_loading_state(0);
@@ -291,18 +681,25 @@ int sandbox_probe_main(const char *data_dir) {
         if (strlen(line) < 3) break;
         const char *path = line + 2;
         h5ark_error err = {0};
-        h5ark_value *entries = h5ark_value_array();
-        int rc = storage_list(path, line[0] != 'L', entries, &err);
-        char *data = NULL;
-        size_t len = 0;
+        h5ark_value *answer = NULL;
+        int rc = 0;
         if (line[0] == 'c') {
             probe_read_path(path);
-            printf("ok 0\n");
-        } else if (rc == 0 && h5ark_value_encode(entries, &data, &len) == 0) {
-            printf("ok %zu\n", len);
-            fwrite(data, 1, len, stdout);
+        } else if (line[0] == 'P') {
+            rc = probe_for_read(strtoul(path, NULL, 10), &answer, &err);
         } else {
-            if (rc == 0) h5ark_fail(&err, H5ARK_RESOURCE_LIMIT, "out of memory listing the file");
+            answer = h5ark_value_array();
+            rc = answer ? storage_list(path, line[0] != 'L', answer, &err)
+                        : h5ark_fail(&err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        }
+        char *data = NULL;
+        size_t len = 0;
+        if (rc == 0 && answer && h5ark_value_encode(answer, &data, &len) != 0)
+            rc = h5ark_fail(&err, H5ARK_RESOURCE_LIMIT, "out of memory encoding the answer");
+        if (rc == 0) {
+            printf("ok %zu\n", len);
+            if (len) fwrite(data, 1, len, stdout);
+        } else {
             char msg[sizeof err.message + 16];
             int n = snprintf(msg, sizeof msg, "%d %s", (int)err.code, err.message);
             printf("err %d\n", n);
@@ -310,7 +707,7 @@ int sandbox_probe_main(const char *data_dir) {
         }
         fflush(stdout);
         free(data);
-        h5ark_value_destroy(&entries);
+        h5ark_value_destroy(&answer);
     }
     return 0;
 }

@@ -1,10 +1,10 @@
 /* Isolation of the HDF5 library from untrusted files. HDF5 1.10.8 can crash (SIGSEGV, heap
- * overflows) decoding damaged metadata, so before the daemon opens an existing file it
- * asks a separate probe process, running this same program, to walk the file's whole
- * tree and every attribute the way lshdf does. If the probe dies, the file is refused
- * with schema_error and a new probe is started; the daemon never touches that file.
- * Verdicts are cached by (device, inode, size, mtime), so a file is probed once per
- * version. */
+ * overflows) decoding damaged metadata, so the metadata of existing files is decoded in
+ * probe processes running this same program (one per locale, at most 8): lshdf and
+ * readhdf's probing run there entirely, and the daemon only moves data at the places the
+ * probes found. Before append, update and repack open a file, a probe walks its whole tree
+ * and every attribute (verdicts cached by device, inode, size and mtime). If a probe dies,
+ * the file is refused with schema_error and a new probe is started. */
 #ifndef H5ARK_SANDBOX_H
 #define H5ARK_SANDBOX_H
 
@@ -25,6 +25,18 @@ int sandbox_check_file(const char *abs_path, h5ark_error *err);
 /* lshdf, run in the probe: the daemon itself never walks an untrusted file's attributes
  * (the part of the library that crashes). schema_error when the probe died on the file. */
 int sandbox_list(const char *abs_path, bool recursive, h5ark_value *entries, h5ark_error *err);
+struct read_probe_request;
+struct read_probe;
+/* readhdf's probing of its files (storage_internal.h), run in the probes: slices of a long
+ * file list on several at once. A file that crashes a probe is a failed file (schema_error);
+ * the rest are probed again without it when errors are allowed. In process without probes. */
+int sandbox_probe_read(const struct read_probe_request *rq, struct read_probe *out,
+                       h5ark_error *err);
+/* In a probe: tell the daemon that file k of the request (path) is being probed now. */
+void sandbox_probe_progress(size_t k, const char *path);
+/* Tests set this to a string: probes then die (SIGSEGV) on every file whose path holds it,
+ * as they would on a file that crashes the library. */
+#define SANDBOX_FAULT_ENV "H5ARK_TEST_PROBE_CRASH"
 /* The probe's main loop (h5arkd --file-probe DATA_DIR): requests on stdin, answers on stdout. */
 int sandbox_probe_main(const char *data_dir);
 
