@@ -629,8 +629,9 @@ static int probe_for_read(size_t len, h5ark_value **answer, h5ark_error *err) {
             : h5ark_fail(err, H5ARK_INTERNAL, "a malformed request");
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const h5ark_value *p = h5ark_value_at(pv, i);
-        int64_t k;
-        if (p->kind != H5ARK_BIN || !h5ark_value_to_int64(h5ark_value_at(iv, i), &k))
+        int64_t k = 0;
+        if (p->kind != H5ARK_BIN || !h5ark_value_to_int64(h5ark_value_at(iv, i), &k) || k < 0 ||
+            k > INT_MAX)
             rc = h5ark_fail(err, H5ARK_INTERNAL, "a malformed request");
         paths[i] = p->as.s.ptr;
         index[i] = (int)k;
