@@ -16,11 +16,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -50,6 +52,31 @@ static void die(const char *what) {
 }
 
 /* ---- talking to the daemon ---- */
+
+/* A port the kernel has just found free, for the daemon to bind. */
+static int free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &len) != 0)
+        die("cannot find a free port");
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static volatile sig_atomic_t stopping;
+
+/* Every wait for the daemon blocks without a timeout: if it dies, say so and stop
+ * rather than wait forever. */
+static void daemon_exited(int sig) {
+    (void)sig;
+    if (stopping) return;
+    static const char msg[] = "h5ark-bench: the daemon exited during the run\n";
+    ssize_t ignored = write(2, msg, sizeof msg - 1);
+    (void)ignored;
+    _exit(1);
+}
 
 static void *ctx, *sock;
 static uint64_t next_id;
@@ -253,11 +280,13 @@ static void *stream_echo_main(void *arg) {
 
 /* A raw ROUTER on tcp loopback served by `peer` on a thread of its own (it runs until the
  * process exits), and a DEALER connected to it: the raw side of a measure. */
-static void *start_raw_peer(int port, void *(*peer)(void *)) {
+static void *start_raw_peer(void *(*peer)(void *)) {
     void *router = zmq_socket(ctx, ZMQ_ROUTER);
-    char endpoint[64];
-    snprintf(endpoint, sizeof endpoint, "tcp://127.0.0.1:%d", port);
-    if (zmq_bind(router, endpoint) != 0) die("cannot bind a raw peer's socket");
+    char endpoint[256];
+    size_t len = sizeof endpoint;
+    if (zmq_bind(router, "tcp://127.0.0.1:*") != 0 ||
+        zmq_getsockopt(router, ZMQ_LAST_ENDPOINT, endpoint, &len) != 0)
+        die("cannot bind a raw peer's socket");
     pthread_t t;
     pthread_create(&t, NULL, peer, router);
     void *dealer = zmq_socket(ctx, ZMQ_DEALER);
@@ -322,11 +351,11 @@ int main(int argc, char **argv) {
     snprintf(data_dir, sizeof data_dir, "%s/data", dir);
     mkdir(data_dir, 0755);
 
-    /* the daemon, on tcp loopback with a port of its choosing */
-    int port = 20000 + (int)(getpid() % 20000);
-    snprintf(endpoint, sizeof endpoint, "tcp://127.0.0.1:%d", port);
+    /* the daemon, on a free tcp loopback port */
+    snprintf(endpoint, sizeof endpoint, "tcp://127.0.0.1:%d", free_port());
     char loc[16];
     snprintf(loc, sizeof loc, "%d", locales);
+    signal(SIGCHLD, daemon_exited);
     pid_t pid = fork();
     if (pid == 0) {
         dup2(2, 1); /* the daemon's banner must not mix with the samples */
@@ -349,7 +378,7 @@ int main(int argc, char **argv) {
     /* ping: latency of the daemon vs a raw echo over the same transport, alternating; each
      * run's median and p99 are one sample */
     {
-        void *raw = start_raw_peer(port + 1, echo_main);
+        void *raw = start_raw_peer(echo_main);
         double *lat = malloc(sizeof(double) * (size_t)pings),
                *rlat = malloc(sizeof(double) * (size_t)pings);
         double med[runs], p99[runs], rmed[runs], rp99[runs];
@@ -451,7 +480,7 @@ int main(int argc, char **argv) {
 
     /* put + get of the same bytes over tcp, against a raw stream of 1 MiB frames */
     {
-        void *raw = start_raw_peer(port + 2, stream_echo_main);
+        void *raw = start_raw_peer(stream_echo_main);
         char *buf = malloc(bytes), *back = malloc(bytes);
         memset(buf, 7, bytes);
         memset(back, 0, bytes);
@@ -510,6 +539,7 @@ int main(int argc, char **argv) {
         zmq_close(raw);
     }
 
+    stopping = 1;
     h5ark_value_destroy((h5ark_value *[]){call("shutdown", NULL)});
     int status;
     waitpid(pid, &status, 0);
