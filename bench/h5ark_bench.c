@@ -1,6 +1,8 @@
 /* h5ark-bench: the daemon's speed beside this machine's own limits, measured in the same
- * run. For each measure it prints the daemon's median, the raw counterpart's median, and
- * their ratio, with min and max over the runs.
+ * run. For each measure it prints one line: a key, the unit, the daemon's figure of every
+ * run and the raw counterpart's figure of the same runs (tab-separated, values separated
+ * by spaces). bench/run turns these lines, with the measures made from Python, into the
+ * table of medians and ratios (bench/RESULTS.md).
  *
  *   ping round trip      vs  a raw ZeroMQ DEALER/ROUTER echo of the same bytes, same transport
  *   tohdf 1 GiB int64    vs  write()+fsync of the same bytes into as many files, one thread each
@@ -14,11 +16,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -48,6 +52,31 @@ static void die(const char *what) {
 }
 
 /* ---- talking to the daemon ---- */
+
+/* A port the kernel has just found free, for the daemon to bind. */
+static int free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &len) != 0)
+        die("cannot find a free port");
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static volatile sig_atomic_t stopping;
+
+/* Every wait for the daemon blocks without a timeout: if it dies, say so and stop
+ * rather than wait forever. */
+static void daemon_exited(int sig) {
+    (void)sig;
+    if (stopping) return;
+    static const char msg[] = "h5ark-bench: the daemon exited during the run\n";
+    ssize_t ignored = write(2, msg, sizeof msg - 1);
+    (void)ignored;
+    _exit(1);
+}
 
 static void *ctx, *sock;
 static uint64_t next_id;
@@ -251,11 +280,13 @@ static void *stream_echo_main(void *arg) {
 
 /* A raw ROUTER on tcp loopback served by `peer` on a thread of its own (it runs until the
  * process exits), and a DEALER connected to it: the raw side of a measure. */
-static void *start_raw_peer(int port, void *(*peer)(void *)) {
+static void *start_raw_peer(void *(*peer)(void *)) {
     void *router = zmq_socket(ctx, ZMQ_ROUTER);
-    char endpoint[64];
-    snprintf(endpoint, sizeof endpoint, "tcp://127.0.0.1:%d", port);
-    if (zmq_bind(router, endpoint) != 0) die("cannot bind a raw peer's socket");
+    char endpoint[256];
+    size_t len = sizeof endpoint;
+    if (zmq_bind(router, "tcp://127.0.0.1:*") != 0 ||
+        zmq_getsockopt(router, ZMQ_LAST_ENDPOINT, endpoint, &len) != 0)
+        die("cannot bind a raw peer's socket");
     pthread_t t;
     pthread_create(&t, NULL, peer, router);
     void *dealer = zmq_socket(ctx, ZMQ_DEALER);
@@ -267,14 +298,20 @@ static void *start_raw_peer(int port, void *(*peer)(void *)) {
 
 /* ---- reporting ---- */
 
-static void report(const char *measure, const char *unit, double *mine, double *raw, int runs) {
-    double r[runs];
+static void print_values(const double *v, int runs) {
     for (int i = 0; i < runs; i++)
-        r[i] = mine[i] / raw[i];
-    double m_med = quantile(mine, (size_t)runs, 0.5), raw_med = quantile(raw, (size_t)runs, 0.5);
-    double r_med = quantile(r, (size_t)runs, 0.5);
-    printf("| %-34s | %10.3f %-5s | %10.3f %-5s | %5.2f (min %.2f, max %.2f) |\n", measure, m_med,
-           unit, raw_med, unit, r_med, quantile(r, (size_t)runs, 0), quantile(r, (size_t)runs, 1));
+        printf("%s%.6g", i ? " " : "", v[i]);
+}
+
+/* One measure's line: the statistics are left to bench/run, so they live in one place. */
+static void samples(const char *key, const char *unit, const double *mine, const double *raw,
+                    int runs) {
+    printf("%s\t%s\t", key, unit);
+    print_values(mine, runs);
+    printf("\t");
+    print_values(raw, runs);
+    printf("\n");
+    fflush(stdout);
 }
 
 int main(int argc, char **argv) {
@@ -298,24 +335,30 @@ int main(int argc, char **argv) {
         case 'p': pings = atoi(optarg); break;
         default:
             printf("usage: h5ark-bench [--daemon PATH] [--dir DIR] [--bytes N] [--runs N] "
-                   "[--locales N] [--pings N]\n");
+                   "[--locales N] [--pings N]\n"
+                   "prints a line a measure: key, unit, the daemon's value of each run, the raw\n"
+                   "counterpart's; bench/run makes the table of medians and ratios from them\n");
             return c == 'h' ? 0 : 2;
         }
     }
     if (runs < 1 || locales < 1 || pings < 10) die("runs, locales and pings must be positive");
-    char tmpl[] = "/tmp/h5ark-bench-XXXXXX";
+    char tmpl[4096];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(tmpl, sizeof tmpl, "%s/h5ark-bench-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    int made_dir = !dir;
     if (!dir && !(dir = mkdtemp(tmpl))) die("cannot make a temporary directory");
     char data_dir[4096], endpoint[4200];
     snprintf(data_dir, sizeof data_dir, "%s/data", dir);
     mkdir(data_dir, 0755);
 
-    /* the daemon, on tcp loopback with a port of its choosing */
-    int port = 20000 + (int)(getpid() % 20000);
-    snprintf(endpoint, sizeof endpoint, "tcp://127.0.0.1:%d", port);
+    /* the daemon, on a free tcp loopback port */
+    snprintf(endpoint, sizeof endpoint, "tcp://127.0.0.1:%d", free_port());
     char loc[16];
     snprintf(loc, sizeof loc, "%d", locales);
+    signal(SIGCHLD, daemon_exited);
     pid_t pid = fork();
     if (pid == 0) {
+        dup2(2, 1); /* the daemon's banner must not mix with the samples */
         execl(daemon, daemon, "--endpoint", endpoint, "--data-dir", data_dir, "--locales", loc,
               "--log-level", "warn", (char *)NULL);
         perror("exec h5arkd");
@@ -328,18 +371,17 @@ int main(int argc, char **argv) {
     zmq_connect(sock, endpoint);
     h5ark_value_destroy((h5ark_value *[]){call("ping", NULL)}); /* waits until it is up */
 
-    printf("h5ark-bench: %d locales, %d runs, %llu bytes, %s\n\n", locales, runs,
-           (unsigned long long)bytes, dir);
-    printf("| %-34s | %-16s | %-16s | %-27s |\n", "measure", "h5ark (median)", "raw (median)",
-           "ratio");
-    printf("|%s|%s|%s|%s|\n", "------------------------------------", "------------------",
-           "------------------", "-----------------------------");
+    printf("# h5ark-bench: %d locales, %d runs, %llu bytes, %d pings a run, %s\n", locales, runs,
+           (unsigned long long)bytes, pings, dir);
+    printf("# key\tunit\th5ark, one value a run\traw, the same runs\n");
 
-    /* ping: latency of the daemon vs a raw echo over the same transport */
+    /* ping: latency of the daemon vs a raw echo over the same transport, alternating; each
+     * run's median and p99 are one sample */
     {
-        void *raw = start_raw_peer(port + 1, echo_main);
+        void *raw = start_raw_peer(echo_main);
         double *lat = malloc(sizeof(double) * (size_t)pings),
                *rlat = malloc(sizeof(double) * (size_t)pings);
+        double med[runs], p99[runs], rmed[runs], rp99[runs];
         char req[64];
         size_t req_len = 0;
         {
@@ -354,23 +396,24 @@ int main(int argc, char **argv) {
             h5ark_value_destroy(&h);
         }
         char buf[256];
-        for (int i = 0; i < pings; i++) {
-            double t0 = now();
-            zmq_send(sock, req, req_len, 0);
-            zmq_recv(sock, buf, sizeof buf, 0);
-            lat[i] = (now() - t0) * 1e6;
-            t0 = now();
-            zmq_send(raw, req, req_len, 0);
-            zmq_recv(raw, buf, sizeof buf, 0);
-            rlat[i] = (now() - t0) * 1e6;
+        for (int r = 0; r < runs; r++) {
+            for (int i = 0; i < pings; i++) {
+                double t0 = now();
+                zmq_send(sock, req, req_len, 0);
+                zmq_recv(sock, buf, sizeof buf, 0);
+                lat[i] = (now() - t0) * 1e6;
+                t0 = now();
+                zmq_send(raw, req, req_len, 0);
+                zmq_recv(raw, buf, sizeof buf, 0);
+                rlat[i] = (now() - t0) * 1e6;
+            }
+            med[r] = quantile(lat, (size_t)pings, 0.5);
+            p99[r] = quantile(lat, (size_t)pings, 0.99);
+            rmed[r] = quantile(rlat, (size_t)pings, 0.5);
+            rp99[r] = quantile(rlat, (size_t)pings, 0.99);
         }
-        double med = quantile(lat, (size_t)pings, 0.5), p99 = quantile(lat, (size_t)pings, 0.99);
-        double rmed = quantile(rlat, (size_t)pings, 0.5),
-               rp99 = quantile(rlat, (size_t)pings, 0.99);
-        printf("| %-34s | %10.1f us    | %10.1f us    | %5.2f                       |\n",
-               "ping round trip, median", med, rmed, med / rmed);
-        printf("| %-34s | %10.1f us    | %10.1f us    | %5.2f                       |\n",
-               "ping round trip, p99", p99, rp99, p99 / rp99);
+        samples("ping_median", "us", med, rmed, runs);
+        samples("ping_p99", "us", p99, rp99, runs);
         free(lat);
         free(rlat);
         zmq_close(raw);
@@ -432,15 +475,12 @@ int main(int argc, char **argv) {
         h5ark_value_destroy(&rep);
         rrd[r] = gb / raw_files(raw_files_names, sizes, locales, NULL, 0);
     }
-    char label[64];
-    snprintf(label, sizeof label, "tohdf %.2f GiB int64, distributed", (double)bytes / (1 << 30));
-    report(label, "GB/s", w, rw, runs);
-    snprintf(label, sizeof label, "readhdf of those files, warm cache");
-    report(label, "GB/s", rd, rrd, runs);
+    samples("tohdf", "GB/s", w, rw, runs);
+    samples("readhdf", "GB/s", rd, rrd, runs);
 
     /* put + get of the same bytes over tcp, against a raw stream of 1 MiB frames */
     {
-        void *raw = start_raw_peer(port + 2, stream_echo_main);
+        void *raw = start_raw_peer(stream_echo_main);
         char *buf = malloc(bytes), *back = malloc(bytes);
         memset(buf, 7, bytes);
         memset(back, 0, bytes);
@@ -493,13 +533,13 @@ int main(int argc, char **argv) {
             if (recv_into(raw, back) != bytes) die("the raw peer returned the wrong size");
             rpg[r] = 2 * gb / (now() - t0);
         }
-        snprintf(label, sizeof label, "put + get %.2f GiB over tcp", (double)bytes / (1 << 30));
-        report(label, "GB/s", pg, rpg, runs);
+        samples("putget", "GB/s", pg, rpg, runs);
         free(buf);
         free(back);
         zmq_close(raw);
     }
 
+    stopping = 1;
     h5ark_value_destroy((h5ark_value *[]){call("shutdown", NULL)});
     int status;
     waitpid(pid, &status, 0);
@@ -507,7 +547,9 @@ int main(int argc, char **argv) {
         unlink(files[b]);
         unlink(raw_files_names[b]);
     }
-    printf("\nratio = h5ark / raw (higher is better for throughput, lower for latency); GB = 1e9 "
-           "bytes\n");
+    if (made_dir) { /* what the daemon left besides the files: nothing, if all went well */
+        rmdir(data_dir);
+        rmdir(dir);
+    }
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }

@@ -1,0 +1,352 @@
+"""Every measure of the benchmark in one run, as one table: the daemon's figure, its
+reference measured in the same run (the machine's raw limit, h5py, or the daemon itself
+with one locale), and their ratio, median of the runs with min and max.
+
+Run it from anywhere after building (bench/run uses the interpreter that has h5py):
+
+    bench/run [--runs N] [--quick] [--only raw,h5py,small,memory,scaling]
+
+The raw-socket and raw-I/O measures come from build/bench/h5ark-bench (C); the measures
+against h5py, of many small files, of peak memory and of scaling with locales are made
+here. bench/RESULTS.md says what each reference is.
+"""
+import argparse
+import contextlib
+import functools
+import math
+import os
+import pathlib
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+
+import h5py
+import numpy as np
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "python"))
+sys.path.insert(0, str(REPO / "client" / "python"))
+from conftest import Daemon, block_bounds, h5_pdarray  # noqa: E402
+import h5ark  # noqa: E402
+
+MIB = 1 << 20
+
+
+# ---- the table: one home for the statistics and their formatting ----
+
+def at_least(x):
+    return f">= {x}", lambda mine, ref, ratio: ratio >= x
+
+
+def at_most(x):
+    return f"<= {x}", lambda mine, ref, ratio: ratio <= x
+
+
+# key -> (measure, reference, target text, whether the medians meet it), in table order.
+# Every ratio is h5ark / reference, so throughputs want it high and latency and memory low.
+def measures(a):
+    size, keys = human_bytes(a.bytes), f"{a.keys / 1e6:g}M"
+    small = f"{a.small_files:,} files x {a.small_elems:,} int64"
+    return {
+        "tohdf": (f"tohdf {size} int64, distributed", "write()+fsync, as many files",
+                  *at_least(0.95)),
+        "readhdf": ("readhdf of those files, warm", "pread() of the same files", *at_least(0.90)),
+        "tohdf_h5py": (f"tohdf {size} int64, distributed", "h5py write, a file a locale",
+                       *at_least(1.5)),
+        "readhdf_h5py": ("readhdf of those files, warm", "h5py read of them + concatenate",
+                         *at_least(2)),
+        "putget": (f"put + get {size} over tcp", "raw ZeroMQ stream, 1 MiB frames",
+                   *at_least(0.80)),
+        "ping_median": ("ping round trip, median", "raw ZeroMQ echo, same bytes", *at_most(1.5)),
+        "ping_p99": ("ping round trip, p99", "raw ZeroMQ echo, same bytes",
+                     "< 1 ms", lambda mine, ref, ratio: mine < 1000),
+        "small": (f"readhdf of {small}, a glob", "h5py loop: open, read, close, concat",
+                  *at_least(5)),
+        "mem_tohdf": (f"peak memory: create + tohdf {size}", "the data size",
+                      "<= 1.1x + 64 MiB", lambda mine, ref, ratio: mine <= 1.1 * ref + 64),
+        "mem_readhdf": (f"peak memory: readhdf {size}", "the data size",
+                        "<= 1.1x + 64 MiB", lambda mine, ref, ratio: mine <= 1.1 * ref + 64),
+        "groupby_wide": (f"groupby {keys} int64, full range, 2 loc", "the same, 1 locale",
+                         *at_least(1.7)),
+        "groupby_narrow": (f"groupby {keys} int64 in [0, 1000), 2 loc", "the same, 1 locale",
+                           *at_least(1.7)),
+        "gzip": (f"tohdf gzip {keys} int64 in [0, 1000), 2 loc", "the same, 1 locale",
+                 *at_least(1.7)),
+    }
+
+
+def human_bytes(n):
+    return f"{n / (1 << 30):g} GiB" if n >= 1 << 30 else f"{n / MIB:g} MiB"
+
+
+def number(v):
+    """About four significant digits, never an exponent."""
+    digits = 0 if v == 0 else max(0, 3 - int(math.floor(math.log10(abs(v)))))
+    return f"{v:,.{digits}f}"
+
+
+def row(a, key, result):
+    measure, ref_name, target, meets = measures(a)[key]
+    if isinstance(result, str):  # a measure that could not be made says why
+        return [measure, ref_name, "", "", result, target, ""]
+    unit, mine, ref = result
+    ratios = [m / r for m, r in zip(mine, ref)]
+    m, r, q = statistics.median(mine), statistics.median(ref), statistics.median(ratios)
+    return [measure, ref_name, f"{number(m)} {unit}", f"{number(r)} {unit}",
+            f"{q:.2f} (min {min(ratios):.2f}, max {max(ratios):.2f})", target,
+            "yes" if meets(m, r, q) else "no"]
+
+
+def print_table(a, results):
+    head = ["measure", "reference", "h5ark (median)", "reference (median)",
+            "ratio h5ark/ref", "target", "met"]
+    rows = [row(a, k, results[k]) for k in measures(a) if k in results]
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+
+    def line(cells):
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
+
+    print(line(head))
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for r in rows:
+        print(line(r))
+
+
+def progress(text):
+    print(f"bench: {text}", file=sys.stderr, flush=True)
+
+
+# ---- the measures ----
+
+def timed(fn):
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def raw_measures(a):
+    """ping, tohdf/readhdf against write()/pread(), put + get against a raw stream: the C
+    program, which prints a line of samples a measure."""
+    out = subprocess.run(
+        [str(a.build / "bench" / "h5ark-bench"), "--daemon", a.daemon,
+         "--dir", str(a.tmp), "--runs", str(a.runs), "--pings", str(a.pings),
+         "--bytes", str(a.bytes), "--locales", str(a.locales)],
+        stdout=subprocess.PIPE, text=True, check=True).stdout
+    results = {}
+    for text in out.splitlines():
+        if text and not text.startswith("#"):
+            key, unit, mine, ref = text.split("\t")
+            results[key] = (unit, [float(v) for v in mine.split()], [float(v) for v in ref.split()])
+    return results
+
+
+@contextlib.contextmanager
+def daemon(locales, data_dir=None):
+    d = Daemon(locales=locales, data_dir=data_dir)
+    try:
+        yield d
+    finally:
+        d.cleanup()
+
+
+def connect(d):
+    return h5ark.connect(d.endpoint)
+
+
+@contextlib.contextmanager
+def client(locales):
+    with daemon(locales) as d:
+        yield connect(d), d.data_dir
+
+
+def on_a_daemon(measure):
+    """measure(a, client, data_dir) on a daemon of its own with a.locales locales."""
+    @functools.wraps(measure)
+    def run(a):
+        with client(a.locales) as (c, data_dir):
+            return measure(a, c, data_dir)
+
+    return run
+
+
+@on_a_daemon
+def h5py_measures(a, c, data_dir):
+    """tohdf and readhdf against h5py writing the same array into one file per locale
+    (sequentially, a plain contiguous dataset, then fsync, as the daemon fsyncs) and
+    reading the daemon's files back (each file's dataset, then one concatenated array,
+    as the daemon holds one array)."""
+    n = a.bytes // 8
+    data = np.arange(n, dtype="<i8")
+    c.arange(n, name="h5py_cmp")
+    paths = [data_dir / f"h5py_LOCALE{b:04d}.h5" for b in range(a.locales)]
+    gb = a.bytes / 1e9
+    w, hw, r, hr = [], [], [], []
+
+    def h5py_write():
+        for path, (s, e) in zip(paths, block_bounds(n, a.locales)):
+            with h5py.File(path, "w") as h:
+                h.create_dataset("h5py_cmp", data=data[s:e])
+            fd = os.open(path, os.O_RDONLY)
+            os.fsync(fd)
+            os.close(fd)
+
+    for _ in range(a.runs):
+        os.sync()
+        files = []
+        w.append(gb / timed(lambda: files.extend(
+            c.to_hdf({"h5py_cmp": "h5py_cmp"}, "cmp.h5")["files"])))
+        os.sync()
+        hw.append(gb / timed(h5py_write))
+        got = {}
+        r.append(gb / timed(lambda: got.update(c.read_hdf("cmp_LOCALE*.h5"))))
+        c.delete(got["h5py_cmp"])
+        hr.append(gb / timed(lambda: h5_pdarray([data_dir / f for f in files], "h5py_cmp")))
+    return {"tohdf_h5py": ("GB/s", w, hw), "readhdf_h5py": ("GB/s", r, hr)}
+
+
+@on_a_daemon
+def small_files_measure(a, c, data_dir):
+    """readhdf of many small files by a glob, against an h5py loop over the same files."""
+    folder = data_dir / "small"
+    folder.mkdir()
+    files = [folder / f"part_{i:05d}.h5" for i in range(a.small_files)]
+    for i, path in enumerate(files):
+        with h5py.File(path, "w") as h:
+            h["v"] = np.arange(i * a.small_elems, (i + 1) * a.small_elems, dtype="<i8")
+    mine, ref = [], []
+    for _ in range(a.runs):
+        got = {}
+        mine.append(a.small_files / timed(lambda: got.update(c.read_hdf("small/part_*.h5"))))
+        c.delete(got["v"])
+        ref.append(a.small_files / timed(lambda: h5_pdarray(files, "v")))
+    return {"small": ("files/s", mine, ref)}
+
+
+def vm_hwm_mib(pid):
+    """The process's peak resident memory (VmHWM), in MiB."""
+    for text in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
+        if text.startswith("VmHWM:"):
+            return int(text.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc/PID/status")
+
+
+def memory_measure(a):
+    """Peak memory of a fresh daemon that creates the array and writes it, and of another
+    that reads it back: the bench's other objects would otherwise be counted."""
+    data_dir = a.tmp / "memory"
+    data_dir.mkdir()
+    size = a.bytes / MIB
+    written, read = [], []
+    for _ in range(a.runs):
+        for peaks, work in ((written, lambda c: c.to_hdf({"m": c.arange(a.bytes // 8)}, "m.h5")),
+                            (read, lambda c: c.read_hdf("m_LOCALE*.h5"))):
+            with daemon(a.locales, data_dir) as d:
+                work(connect(d))
+                peaks.append(vm_hwm_mib(d.proc.pid))
+    return {"mem_tohdf": ("MiB", written, [size] * a.runs),
+            "mem_readhdf": ("MiB", read, [size] * a.runs)}
+
+
+def scaling_measures(a):
+    """groupby and tohdf with gzip on a daemon with 2 locales against one with 1 locale,
+    both running, the calls alternating so that both see the same load."""
+    with client(2) as (two, _), client(1) as (one, _):
+        clients = [two, one]
+        keys = {key: [c.randint(low, high, a.keys, seed=1) for c in clients]
+                for key, low, high in (("groupby_wide", -2**62, 2**62),
+                                       ("groupby_narrow", 0, 1000))}
+        mkeys = a.keys / 1e6
+        results = {}
+        for key, arrays in keys.items():
+            rates = [[], []]
+            for _ in range(a.runs):
+                for c, arr, rate in zip(clients, arrays, rates):
+                    g = []
+                    rate.append(mkeys / timed(lambda: g.append(c.groupby([arr]))))
+                    c.delete(g[0])
+            results[key] = ("Mkeys/s", *rates)
+        results["gzip"] = gzip_measure(a, clients, keys["groupby_narrow"])
+        return results
+
+
+def gzip_measure(a, clients, arrays):
+    """tohdf with gzip compression; a daemon that does not know the argument yet answers
+    bad_request naming it."""
+    mb, rates = a.keys * 8 / 1e6, [[], []]
+    for _ in range(a.runs):
+        for c, arr, rate in zip(clients, arrays, rates):
+            try:
+                rate.append(mb / timed(lambda: c.request(
+                    "tohdf", {"names": [arr.name], "path": "gzip.h5", "compression": "gzip"})))
+            except h5ark.BadRequestError as e:
+                if "compression" not in str(e):
+                    raise
+                return "n/a (daemon has no compression)"
+    return ("MB/s", *rates)
+
+
+GROUPS = {"raw": ("ping, tohdf/readhdf vs write/pread, put + get (h5ark-bench)", raw_measures),
+          "h5py": ("tohdf/readhdf vs h5py", h5py_measures),
+          "small": ("readhdf of small files vs an h5py loop", small_files_measure),
+          "memory": ("peak memory of fresh daemons", memory_measure),
+          "scaling": ("groupby and gzip tohdf, 2 locales vs 1", scaling_measures)}
+
+
+def main():
+    ap = argparse.ArgumentParser(prog="bench/run", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, help="runs of every measure (default 5, quick 3)")
+    ap.add_argument("--quick", action="store_true", help="small sizes and 3 runs, to try it")
+    ap.add_argument("--only", default=",".join(GROUPS),
+                    help=f"comma-separated groups of measures, of {', '.join(GROUPS)}")
+    ap.add_argument("--build", type=pathlib.Path, default=REPO / "build",
+                    help="the build directory (default build/)")
+    ap.add_argument("--locales", type=int, default=2,
+                    help="locales of the daemons, but for the 1 vs 2 scaling (default 2)")
+    a = ap.parse_args()
+    only = a.only.split(",")
+    if not set(only) <= set(GROUPS):
+        ap.error(f"--only takes {', '.join(GROUPS)}")
+    a.runs = a.runs or (3 if a.quick else 5)
+    a.bytes = (64 if a.quick else 1024) * MIB
+    a.pings = 1000 if a.quick else 5000
+    a.small_files, a.small_elems = (200 if a.quick else 1000), 1000
+    a.keys = 1_000_000 if a.quick else 10_000_000
+    # the daemons started from here (tests/python/conftest.py) honour H5ARKD too
+    a.daemon = os.environ.setdefault("H5ARKD", str(a.build / "server" / "h5arkd"))
+    warnings.simplefilter("ignore", h5ark.H5arkWarning)  # "overwrote ..." on every rerun
+
+    a.tmp = pathlib.Path(tempfile.mkdtemp(prefix="h5ark-bench-"))
+    tempfile.tempdir = str(a.tmp)  # the daemons' own directories go there too
+    started, load = time.time(), os.getloadavg()[0]
+    results, failed = {}, []
+    try:
+        for name in only:
+            what, measure = GROUPS[name]
+            progress(what)
+            try:
+                results.update(measure(a))
+            except Exception as e:  # the other measures are still worth a table
+                traceback.print_exc()
+                failed.append(f"{name} ({type(e).__name__}: {e})")
+    finally:
+        shutil.rmtree(a.tmp, ignore_errors=True)
+
+    print(f"bench/run: {a.locales} locales, {a.runs} runs, {human_bytes(a.bytes)}, "
+          f"{a.pings} pings a run; {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, "
+          f"load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end, "
+          f"{time.time() - started:.0f} s\n")
+    print_table(a, results)
+    print("\nratio = h5ark / reference, run by run (throughput: higher is better; latency and "
+          "memory: lower); GB = 1e9 bytes")
+    if failed:
+        print("not measured: " + "; ".join(failed))
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
