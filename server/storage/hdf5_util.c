@@ -306,7 +306,7 @@ static int inspect_type(hid_t type, const char *what, h5u_dset_info *info, h5ark
 }
 
 int h5u_inspect(hid_t loc, const char *path, uint64_t file_size, const char *what,
-                h5u_dset_info *info, h5ark_error *err) {
+                h5u_dset_info *info, hid_t *keep, h5ark_error *err) {
     memset(info, 0, sizeof *info);
     if (h5u_check_local(loc, path, what, err)) return -1;
     hid_t dset = H5Dopen2(loc, path, H5P_DEFAULT);
@@ -379,7 +379,10 @@ out:
     if (dcpl >= 0) H5Pclose(dcpl);
     if (space >= 0) H5Sclose(space);
     if (type >= 0) H5Tclose(type);
-    H5Dclose(dset);
+    if (rc == 0 && keep)
+        *keep = dset;
+    else
+        H5Dclose(dset);
     return rc;
 }
 

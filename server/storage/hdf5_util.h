@@ -87,9 +87,10 @@ typedef struct {
 
 /* Inspect dataset `path` under loc (named `what` in messages): a 1-D dataset of integers
  * or floats. type_error for any other type or rank; schema_error when its storage lies
- * past the end of the file (`file_size`); forbidden when its data is in other files. */
+ * past the end of the file (`file_size`); forbidden when its data is in other files. With
+ * `keep`, the open dataset is left there on success for the caller to close. */
 int h5u_inspect(hid_t loc, const char *path, uint64_t file_size, const char *what,
-                h5u_dset_info *info, h5ark_error *err);
+                h5u_dset_info *info, hid_t *keep, h5ark_error *err);
 
 /* Read elements [first, first+count) of dataset `dset` in file `file` into dest as
  * `dtype` (HDF5 converts). For chunked, filtered, unallocated or foreign-typed data. */

@@ -38,17 +38,17 @@ int pdarray_probe(hid_t file, int file_index, const char *path, uint64_t file_si
         snprintf(dset, sizeof dset, "%s", ds->name);
     snprintf(what, sizeof what, "dataset '%s'", dset);
     h5u_dset_info info;
-    if (h5u_inspect(file, dset, file_size, what, &info, err)) return -1;
+    hid_t obj;
+    if (h5u_inspect(file, dset, file_size, what, &info, &obj, err)) return -1;
     bool is_bool = legacy_group || info.enum_bool;
+    int r = 0;
     if (!is_bool && info.is_integer) {
-        hid_t obj = H5Dopen2(file, dset, H5P_DEFAULT);
-        if (obj < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "%s cannot be opened", what);
         int64_t flag = 0;
-        int r = h5u_read_int_attr(obj, ATTR_IS_BOOL, &flag, what, err);
-        H5Dclose(obj);
-        if (r < 0) return -1;
+        r = h5u_read_int_attr(obj, ATTR_IS_BOOL, &flag, what, err);
         is_bool = r == 1 && flag == 1;
     }
+    H5Dclose(obj);
+    if (r < 0) return -1;
     if (is_bool && !info.is_integer)
         return h5ark_fail(err, H5ARK_TYPE_ERROR, "%s is marked as bool but holds floats", what);
     if (is_bool && info.dtype != H5ARK_BOOLEAN) {
