@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,13 +263,33 @@ static int fsync_path(const char *path, int flags) {
     return rc;
 }
 
+static void *close_in_background(void *arg) {
+    close((int)(intptr_t)arg);
+    return NULL;
+}
+
 int files_replace(const char *tmp, const char *final, h5ark_error *err) {
     if (fsync_path(tmp, O_RDONLY) != 0)
         return h5ark_fail(err, H5ARK_IO_ERROR, "cannot flush '%s': %s", files_display(tmp),
                           strerror(errno));
-    if (rename(tmp, final) != 0)
+    /* Freeing a large replaced file's blocks takes the filesystem a good part of a second
+     * per GiB, in whichever call drops its last reference. Holding it open moves that out
+     * of rename and into a close after the reply. */
+    int old = open(final, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (rename(tmp, final) != 0) {
+        int e = errno;
+        if (old >= 0) close(old);
         return h5ark_fail(err, H5ARK_IO_ERROR, "cannot replace '%s': %s", files_display(final),
-                          strerror(errno));
+                          strerror(e));
+    }
+    if (old >= 0) {
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&t, &attr, close_in_background, (void *)(intptr_t)old) != 0) close(old);
+        pthread_attr_destroy(&attr);
+    }
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", final);
     *strrchr(dir, '/') = '\0';
