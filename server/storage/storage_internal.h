@@ -31,13 +31,6 @@ typedef struct {
 } write_plan;
 
 int write_plan_add(write_plan *plan, const write_region *r, h5ark_error *err);
-/* Create dataset `name` under `loc` for darray `a` (part < 0: all of it; part >= 0: only
- * shard `part`) with a pdarray's attributes, and plan the locales' writes of its bytes.
- * With `rebase_by`, each shard's int64 elements are written less rebase_by's shard start
- * (per-file string offsets restart at 0). */
-int write_darray_dataset(hid_t loc, int file_index, const char *name, const darray *a, bool is_bool,
-                         int part, const darray *rebase_by, write_plan *plan, h5ark_error *err);
-
 /* Create object `name` in the open file `file` (index `file_index` of the request) and
  * plan its data: part < 0 writes the whole object (single file), part >= 0 only shard
  * `part` (distributed file `part`). */

@@ -43,32 +43,6 @@ int write_plan_add(write_plan *plan, const write_region *r, h5ark_error *err) {
     return 0;
 }
 
-int write_darray_dataset(hid_t loc, int file_index, const char *name, const darray *a, bool is_bool,
-                         int part, const darray *rebase_by, write_plan *plan, h5ark_error *err) {
-    uint64_t n = part < 0 ? a->size : a->shards[part].count;
-    uint64_t offset = 0;
-    hid_t dset = h5u_create_dataset(loc, name, a->dtype, n, &offset, err);
-    if (dset < 0) return -1;
-    int rc = h5u_write_object_attrs(dset, OBJTYPE_PDARRAY, is_bool, err);
-    if (H5Dclose(dset) < 0 && rc == 0)
-        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close dataset '%s'", name);
-    if (rc) return -1;
-    for (int b = 0; b < a->nshards; b++) {
-        const shard *s = &a->shards[b];
-        if ((part >= 0 && b != part) || s->count == 0) continue;
-        write_region r = {
-            .file = file_index,
-            .locale = b,
-            .data = s->data,
-            .nbytes = s->count * a->itemsize,
-            .offset = offset + (part < 0 ? s->start * a->itemsize : 0),
-            .rebase = rebase_by ? (int64_t)rebase_by->shards[b].start : 0,
-        };
-        if (write_plan_add(plan, &r, err)) return -1;
-    }
-    return 0;
-}
-
 int write_darray_range(hid_t loc, int file_index, const char *name, const darray *a, uint64_t lo,
                        uint64_t hi, int64_t objtype, bool is_bool, int64_t rebase, write_plan *plan,
                        h5ark_error *err) {
