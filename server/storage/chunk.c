@@ -57,8 +57,7 @@ static int reserve(unsigned char **buf, size_t *cap, size_t n) {
     return 0;
 }
 
-int chunk_write(const write_plan *plan, const write_chunk *c, chunk_buffers *b,
-                h5ark_error *err) {
+int chunk_write(const write_plan *plan, const write_chunk *c, chunk_buffers *b, h5ark_error *err) {
     size_t isz = c->src->itemsize;
     size_t nbytes = (size_t)(c->elems * isz);
     uLong bound = compressBound((uLong)nbytes);

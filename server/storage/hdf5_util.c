@@ -200,8 +200,8 @@ int h5u_check_local(hid_t loc, const char *path, const char *what, h5ark_error *
     return 0;
 }
 
-hid_t h5u_create_dataset(hid_t loc, const char *name, h5ark_dtype dtype, uint64_t n,
-                         uint64_t chunk, int gzip_level, uint64_t *offset, h5ark_error *err) {
+hid_t h5u_create_dataset(hid_t loc, const char *name, h5ark_dtype dtype, uint64_t n, uint64_t chunk,
+                         int gzip_level, uint64_t *offset, h5ark_error *err) {
     hsize_t dims[1] = {n}, chunk_dims[1] = {chunk};
     hid_t space = H5Screate_simple(1, dims, NULL);
     hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);

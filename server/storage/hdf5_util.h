@@ -74,8 +74,8 @@ int h5u_check_local(hid_t loc, const char *path, const char *what, h5ark_error *
  * chunk > 0 (at most n): chunks of that many elements through the shuffle and deflate
  * filters at gzip_level (1-9), as h5py's shuffle=True, compression="gzip" makes them;
  * *offset is 0 and the chunks are written later (H5Dwrite_chunk). */
-hid_t h5u_create_dataset(hid_t loc, const char *name, h5ark_dtype dtype, uint64_t n,
-                         uint64_t chunk, int gzip_level, uint64_t *offset, h5ark_error *err);
+hid_t h5u_create_dataset(hid_t loc, const char *name, h5ark_dtype dtype, uint64_t n, uint64_t chunk,
+                         int gzip_level, uint64_t *offset, h5ark_error *err);
 
 /* What a reader needs to know about one rank-1 dataset. */
 typedef struct {

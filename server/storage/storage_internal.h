@@ -67,8 +67,7 @@ typedef struct {
 } chunk_buffers;
 
 /* Make and write chunk c on the calling (locale) thread. */
-int chunk_write(const write_plan *plan, const write_chunk *c, chunk_buffers *b,
-                h5ark_error *err);
+int chunk_write(const write_plan *plan, const write_chunk *c, chunk_buffers *b, h5ark_error *err);
 void chunk_buffers_free(chunk_buffers *b);
 /* Create object `name` in the open file `file` (index `file_index` of the request) and
  * plan its data: part < 0 writes the whole object (single file), part >= 0 only shard
