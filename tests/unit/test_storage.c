@@ -125,17 +125,23 @@ static char *slurp(const char *rel, size_t *len) {
     return buf;
 }
 
-static int write_one(object *obj, const char *dset, const char *path, storage_mode mode,
-                     storage_file_type type, h5ark_value **warnings, h5ark_error *err) {
-    storage_item item = {.obj = obj, .dataset = dset};
+static int write_items(const storage_item *items, size_t n, const char *path, storage_mode mode,
+                       storage_file_type type, const storage_write_options *opts,
+                       h5ark_value **warnings, h5ark_error *err) {
     h5ark_value *files = h5ark_value_array(), *warn = h5ark_value_array();
-    int rc = storage_write(&item, 1, path, mode, type, files, warn, err);
+    int rc = storage_write_ex(items, n, path, mode, type, opts, files, warn, err);
     h5ark_value_destroy(&files);
     if (warnings)
         *warnings = warn;
     else
         h5ark_value_destroy(&warn);
     return rc;
+}
+
+static int write_one(object *obj, const char *dset, const char *path, storage_mode mode,
+                     storage_file_type type, h5ark_value **warnings, h5ark_error *err) {
+    storage_item item = {.obj = obj, .dataset = dset};
+    return write_items(&item, 1, path, mode, type, NULL, warnings, err);
 }
 
 /* Read one dataset from the given relative files; NULL on failure (err filled). */
@@ -791,22 +797,13 @@ static void test_compression(void) {
     for (int single = 0; single < 2; single++) {
         const char *path = single ? "gz.h5" : "gzd.h5";
         storage_item items[] = {{nums, "n"}, {text, "s"}};
-        h5ark_value *files = h5ark_value_array(), *warn = h5ark_value_array();
         h5ark_error err = {0};
-        int rc =
-            storage_write_ex(items, 2, path, STORAGE_TRUNCATE,
-                             single ? STORAGE_SINGLE : STORAGE_DISTRIBUTE, &o, files, warn, &err);
-        CHECK(rc == 0);
-        if (rc) fprintf(stderr, "  write %s: %s\n", path, err.message);
-        h5ark_value_destroy(&files);
-        h5ark_value_destroy(&warn);
+        CHECK(write_items(items, 2, path, STORAGE_TRUNCATE,
+                          single ? STORAGE_SINGLE : STORAGE_DISTRIBUTE, &o, NULL, &err) == 0);
         char names[LOCALES][PATH_MAX];
         const char *rel[LOCALES] = {path};
-        size_t nrel = 1;
-        if (!single) {
-            locale_names(path, names, rel);
-            nrel = LOCALES;
-        }
+        size_t nrel = single ? 1 : LOCALES;
+        if (!single) locale_names(path, names, rel);
         char p[2 * PATH_MAX];
         snprintf(p, sizeof p, "%s/%s", config.data_dir, rel[0]);
         hid_t f = H5Fopen(p, H5F_ACC_RDONLY, H5P_DEFAULT);
