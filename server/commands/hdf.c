@@ -40,6 +40,24 @@ static int cmd_tohdf(command_ctx *ctx, h5ark_error *err) {
     else if (strcmp(layout, "group") != 0)
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
                           "tohdf: dataframe_layout must be group or columns, not '%s'", layout);
+    const char *compression = arg_str(ctx, "compression", "none");
+    bool gzip = strcmp(compression, "gzip") == 0;
+    if (!gzip && strcmp(compression, "none") != 0)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "tohdf: compression must be none or gzip, not '%s'", compression);
+    if (arg_value(ctx, "compression_level")) {
+        int64_t level = arg_int(ctx, "compression_level", 0);
+        if (!gzip)
+            return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                              "tohdf: compression_level needs compression gzip");
+        if (level < 1 || level > 9)
+            return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                              "tohdf: compression_level must be 1 to 9, not %lld",
+                              (long long)level);
+        wopts.gzip_level = (int)level;
+    } else if (gzip) {
+        wopts.gzip_level = 4; /* h5py's default */
+    }
     if (strcmp(type_name, "distribute") == 0)
         file_type = STORAGE_DISTRIBUTE;
     else if (strcmp(type_name, "single") == 0)
@@ -205,6 +223,8 @@ const command_def hdf_commands[] = {
       {"mode", ARG_STR, false},
       {"file_type", ARG_STR, false},
       {"dataframe_layout", ARG_STR, false},
+      {"compression", ARG_STR, false},
+      {"compression_level", ARG_INT, false},
       {0}}},
     {"readhdf",
      cmd_readhdf,

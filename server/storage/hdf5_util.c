@@ -200,21 +200,31 @@ int h5u_check_local(hid_t loc, const char *path, const char *what, h5ark_error *
     return 0;
 }
 
-hid_t h5u_create_dataset(hid_t loc, const char *name, h5ark_dtype dtype, uint64_t n,
-                         uint64_t *offset, h5ark_error *err) {
-    hsize_t dims[1] = {n};
+hid_t h5u_create_dataset(hid_t loc, const char *name, h5ark_dtype dtype, uint64_t n, uint64_t chunk,
+                         int gzip_level, uint64_t *offset, h5ark_error *err) {
+    hsize_t dims[1] = {n}, chunk_dims[1] = {chunk};
     hid_t space = H5Screate_simple(1, dims, NULL);
     hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
     hid_t dset = H5I_INVALID_HID;
-    if (space < 0 || dcpl < 0 || H5Pset_layout(dcpl, H5D_CONTIGUOUS) < 0 ||
-        H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY) < 0 ||
-        H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) < 0) {
+    /* chunks are allocated as they are written; every one is, so no fill is needed */
+    bool ok = space >= 0 && dcpl >= 0 && H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) >= 0;
+    if (ok && chunk > 0)
+        ok = H5Pset_chunk(dcpl, 1, chunk_dims) >= 0 && H5Pset_shuffle(dcpl) >= 0 &&
+             H5Pset_deflate(dcpl, (unsigned)gzip_level) >= 0;
+    else if (ok)
+        ok = H5Pset_layout(dcpl, H5D_CONTIGUOUS) >= 0 &&
+             H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY) >= 0;
+    if (!ok) {
         h5u_fail(err, H5ARK_INTERNAL, "cannot describe dataset '%s'", name);
         goto out;
     }
     dset = H5Dcreate2(loc, name, h5u_file_type(dtype), space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     if (dset < 0) {
         h5u_fail(err, H5ARK_IO_ERROR, "cannot create dataset '%s'", name);
+        goto out;
+    }
+    if (chunk > 0) {
+        *offset = 0;
         goto out;
     }
     haddr_t addr = H5Dget_offset(dset);

@@ -69,10 +69,13 @@ int h5u_link_exists(hid_t loc, const char *path);
 /* forbidden when a link on `path` leads to another file (external or user-defined). */
 int h5u_check_local(hid_t loc, const char *path, const char *what, h5ark_error *err);
 
-/* A rank-1 dataset of n elements, contiguous, its space allocated at creation so that
- * *offset (its bytes' place in the file) is known now; nothing is written into it. */
-hid_t h5u_create_dataset(hid_t loc, const char *name, h5ark_dtype dtype, uint64_t n,
-                         uint64_t *offset, h5ark_error *err);
+/* A rank-1 dataset of n elements; nothing is written into it. chunk == 0: contiguous, its
+ * space allocated at creation so that *offset (its bytes' place in the file) is known now.
+ * chunk > 0 (at most n): chunks of that many elements through the shuffle and deflate
+ * filters at gzip_level (1-9), as h5py's shuffle=True, compression="gzip" makes them;
+ * *offset is 0 and the chunks are written later (H5Dwrite_chunk). */
+hid_t h5u_create_dataset(hid_t loc, const char *name, h5ark_dtype dtype, uint64_t n, uint64_t chunk,
+                         int gzip_level, uint64_t *offset, h5ark_error *err);
 
 /* What a reader needs to know about one rank-1 dataset. */
 typedef struct {

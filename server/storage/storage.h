@@ -28,6 +28,9 @@ int storage_write(const storage_item *items, size_t nitems, const char *path, st
 typedef struct {
     /* DataFrames as one top-level object per column (and `Index`), not a snapshot group */
     bool dataframe_columns;
+    /* 0: contiguous datasets; 1-9: every non-empty data array chunked, shuffled and
+     * deflated at this level (h5py's shuffle=True, compression="gzip") */
+    int gzip_level;
 } storage_write_options;
 
 /* storage_write with further options (NULL: the defaults). */

@@ -25,19 +25,50 @@ typedef struct {
     int64_t rebase;  /* int64 data: subtracted from every element on the way out */
 } write_region;
 
+/* One chunk of a compressed dataset: elements [first, first + count) of src (a chunk may
+ * span shards), int64 elements less `rebase`, padded with zeros to `elems` as HDF5 pads
+ * the last chunk, then shuffled, deflated and written by `locale` at element `at` of the
+ * plan's open dataset `dset`. */
+typedef struct {
+    int file;
+    int locale; /* the one owning the chunk's middle element */
+    size_t dset;
+    const darray *src;
+    uint64_t first, count;
+    uint64_t elems; /* the dataset's chunk size */
+    uint64_t at;
+    int64_t rebase;
+} write_chunk;
+
 typedef struct {
     write_region *v;
     size_t n, cap;
+    write_chunk *chunks;
+    size_t nchunks, chunks_cap;
+    hid_t *dsets; /* the chunked datasets, open until the locales have written them */
+    size_t ndsets, dsets_cap;
+    int gzip_level; /* 0: contiguous datasets; 1-9: chunked and compressed by the locales */
 } write_plan;
 
 int write_plan_add(write_plan *plan, const write_region *r, h5ark_error *err);
-/* Create dataset `name` under `loc` for darray `a` (part < 0: all of it; part >= 0: only
- * shard `part`) with a pdarray's attributes, and plan the locales' writes of its bytes.
- * With `rebase_by`, each shard's int64 elements are written less rebase_by's shard start
- * (per-file string offsets restart at 0). */
-int write_darray_dataset(hid_t loc, int file_index, const char *name, const darray *a, bool is_bool,
-                         int part, const darray *rebase_by, write_plan *plan, h5ark_error *err);
+/* Close the plan's datasets and free it; -1 (err set, if err is not NULL) when a close
+ * failed, which can mean chunks were not written out. */
+int write_plan_close(write_plan *plan, h5ark_error *err);
 
+/* Elements per chunk of an n-element dataset: about 1 MiB of them, at most n; 0 when n is
+ * 0 (an empty dataset stays contiguous). A function of itemsize and n only, so the chunks
+ * are the same whatever the locale count. */
+uint64_t chunk_elems(size_t itemsize, uint64_t n);
+
+/* A locale's working memory for chunks, grown as needed. */
+typedef struct {
+    unsigned char *raw, *shuffled, *packed;
+    size_t raw_cap, shuffled_cap, packed_cap;
+} chunk_buffers;
+
+/* Make and write chunk c on the calling (locale) thread. */
+int chunk_write(const write_plan *plan, const write_chunk *c, chunk_buffers *b, h5ark_error *err);
+void chunk_buffers_free(chunk_buffers *b);
 /* Create object `name` in the open file `file` (index `file_index` of the request) and
  * plan its data: part < 0 writes the whole object (single file), part >= 0 only shard
  * `part` (distributed file `part`). */

@@ -31,40 +31,65 @@
 
 /* ---- shared helpers (declared in storage_internal.h) --------------------------------- */
 
+/* Room for element n of a growable array of `size`-byte elements: the array (moved, maybe),
+ * or NULL when out of memory (the old one is kept). */
+static void *grow(void *v, size_t n, size_t *cap, size_t size) {
+    if (n < *cap) return v;
+    size_t c = *cap ? 2 * *cap : 16;
+    void *nv = realloc(v, c * size);
+    if (nv) *cap = c;
+    return nv;
+}
+
 int write_plan_add(write_plan *plan, const write_region *r, h5ark_error *err) {
-    if (plan->n == plan->cap) {
-        size_t cap = plan->cap ? plan->cap * 2 : 16;
-        write_region *v = realloc(plan->v, cap * sizeof *v);
-        if (!v) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        plan->v = v;
-        plan->cap = cap;
-    }
+    write_region *v = grow(plan->v, plan->n, &plan->cap, sizeof *v);
+    if (!v) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    plan->v = v;
     plan->v[plan->n++] = *r;
     return 0;
 }
 
-int write_darray_dataset(hid_t loc, int file_index, const char *name, const darray *a, bool is_bool,
-                         int part, const darray *rebase_by, write_plan *plan, h5ark_error *err) {
-    uint64_t n = part < 0 ? a->size : a->shards[part].count;
-    uint64_t offset = 0;
-    hid_t dset = h5u_create_dataset(loc, name, a->dtype, n, &offset, err);
-    if (dset < 0) return -1;
-    int rc = h5u_write_object_attrs(dset, OBJTYPE_PDARRAY, is_bool, err);
-    if (H5Dclose(dset) < 0 && rc == 0)
-        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close dataset '%s'", name);
-    if (rc) return -1;
-    for (int b = 0; b < a->nshards; b++) {
-        const shard *s = &a->shards[b];
-        if ((part >= 0 && b != part) || s->count == 0) continue;
-        write_region r = {
+int write_plan_close(write_plan *plan, h5ark_error *err) {
+    int rc = 0;
+    for (size_t i = 0; i < plan->ndsets; i++)
+        if (H5Dclose(plan->dsets[i]) < 0 && rc == 0)
+            rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close a compressed dataset");
+    free(plan->v);
+    free(plan->chunks);
+    free(plan->dsets);
+    *plan = (write_plan){.gzip_level = plan->gzip_level};
+    return rc;
+}
+
+/* Plan the chunks of the new dataset dset, elements [lo, hi) of a, `chunk` to a chunk; the
+ * plan closes dset from now on. */
+static int plan_chunks(write_plan *plan, int file_index, hid_t dset, const darray *a, uint64_t lo,
+                       uint64_t hi, uint64_t chunk, int64_t rebase, h5ark_error *err) {
+    hid_t *d = grow(plan->dsets, plan->ndsets, &plan->dsets_cap, sizeof *d);
+    if (!d) {
+        H5Dclose(dset);
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    plan->dsets = d;
+    size_t index = plan->ndsets;
+    plan->dsets[plan->ndsets++] = dset;
+    for (uint64_t at = 0; at < hi - lo; at += chunk) {
+        write_chunk *c = grow(plan->chunks, plan->nchunks, &plan->chunks_cap, sizeof *c);
+        if (!c) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        plan->chunks = c;
+        uint64_t count = hi - lo - at < chunk ? hi - lo - at : chunk;
+        plan->chunks[plan->nchunks++] = (write_chunk){
             .file = file_index,
-            .locale = b,
-            .data = s->data,
-            .nbytes = s->count * a->itemsize,
-            .offset = offset + (part < 0 ? s->start * a->itemsize : 0),
-            .rebase = rebase_by ? (int64_t)rebase_by->shards[b].start : 0,
+            /* the middle element's: of a chunk over two shards, the one holding more */
+            .locale = darray_shard_of(a, lo + at + count / 2),
+            .dset = index,
+            .src = a,
+            .first = lo + at,
+            .count = count,
+            .elems = chunk,
+            .at = at,
+            .rebase = rebase,
         };
-        if (write_plan_add(plan, &r, err)) return -1;
     }
     return 0;
 }
@@ -73,9 +98,13 @@ int write_darray_range(hid_t loc, int file_index, const char *name, const darray
                        uint64_t hi, int64_t objtype, bool is_bool, int64_t rebase, write_plan *plan,
                        h5ark_error *err) {
     uint64_t offset = 0;
-    hid_t dset = h5u_create_dataset(loc, name, a->dtype, hi - lo, &offset, err);
+    uint64_t chunk = plan->gzip_level > 0 ? chunk_elems(a->itemsize, hi - lo) : 0;
+    hid_t dset =
+        h5u_create_dataset(loc, name, a->dtype, hi - lo, chunk, plan->gzip_level, &offset, err);
     if (dset < 0) return -1;
     int rc = h5u_write_object_attrs(dset, objtype, is_bool, err);
+    if (rc == 0 && chunk > 0)
+        return plan_chunks(plan, file_index, dset, a, lo, hi, chunk, rebase, err);
     if (H5Dclose(dset) < 0 && rc == 0)
         rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close dataset '%s'", name);
     if (rc) return -1;
@@ -152,7 +181,7 @@ hid_t write_group(hid_t loc, const char *name, int64_t objtype, h5ark_error *err
 
 int write_small_int64(hid_t loc, const char *name, const int64_t *v, uint64_t n, h5ark_error *err) {
     uint64_t offset;
-    hid_t dset = h5u_create_dataset(loc, name, H5ARK_INT64, n, &offset, err);
+    hid_t dset = h5u_create_dataset(loc, name, H5ARK_INT64, n, 0, 0, &offset, err);
     if (dset < 0) return -1;
     int rc = h5u_write_object_attrs(dset, OBJTYPE_PDARRAY, false, err);
     if (rc == 0 && n > 0 && H5Dwrite(dset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0)
@@ -217,6 +246,7 @@ typedef struct {
     bool dir_missing; /* its directory is created only once everything is checked */
     bool exists;
     bool tmp_made;
+    hid_t h5; /* kept open while the locales write its chunks, else H5I_INVALID_HID */
 } out_file;
 
 /* The existing `prefix_LOCALE####ext` files of a distributed name. */
@@ -304,13 +334,9 @@ static int top_names_add(top_names *t, const char *name, h5ark_error *err) {
         if (strcmp(t->v[i], name) == 0)
             return h5ark_fail(err, H5ARK_ALREADY_EXISTS,
                               "tohdf: '%s' would be written twice by this request", name);
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? 2 * t->cap : 16;
-        const char **v = realloc(t->v, cap * sizeof *v);
-        if (!v) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        t->v = v;
-        t->cap = cap;
-    }
+    const char **v = grow(t->v, t->n, &t->cap, sizeof *v);
+    if (!v) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    t->v = v;
     t->v[t->n++] = name;
     return 0;
 }
@@ -593,15 +619,31 @@ static int build_file(out_file *f, int index, storage_mode mode, bool distribute
         else
             rc = write_object(file, index, items[i].dataset, obj, part, plan, err);
     }
+    if (rc == 0 && plan->gzip_level > 0) {
+        f->h5 = file;
+        return 0;
+    }
     if (H5Fclose(file) < 0 && rc == 0) rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close it");
     return rc ? h5ark_fail_context(err, "writing '%s'", f->rel) : 0;
+}
+
+/* Close the files kept open for their chunks, after the plan's datasets. */
+static int close_files(out_file *of, int nfiles, h5ark_error *err) {
+    int rc = 0;
+    for (int i = 0; i < nfiles; i++) {
+        if (of[i].h5 < 0) continue;
+        if (H5Fclose(of[i].h5) < 0 && rc == 0)
+            rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot finish writing '%s'", of[i].rel);
+        of[i].h5 = H5I_INVALID_HID;
+    }
+    return rc;
 }
 
 typedef struct {
     const write_plan *plan;
     const out_file *files;
     locale_errors le;
-} pwrite_job;
+} write_job;
 
 static int write_region_data(int fd, const write_region *r, h5ark_error *err) {
     if (!r->rebase) return io_pwrite_full(fd, r->data, r->nbytes, r->offset);
@@ -620,8 +662,7 @@ static int write_region_data(int fd, const write_region *r, h5ark_error *err) {
     return 0;
 }
 
-static void pwrite_shards(int locale, void *ctx) {
-    pwrite_job *job = ctx;
+static void pwrite_shards(int locale, write_job *job) {
     h5ark_error *err = &job->le.errs[locale];
     int fd = -1, fd_file = -1;
     for (size_t i = 0; i < job->plan->n; i++) {
@@ -664,6 +705,28 @@ static void pwrite_shards(int locale, void *ctx) {
     }
 }
 
+/* A locale's chunks: made here, in parallel; only their writes take HDF5's lock. */
+static void write_chunks(int locale, write_job *job) {
+    h5ark_error *err = &job->le.errs[locale];
+    chunk_buffers b = {0};
+    for (size_t i = 0; i < job->plan->nchunks; i++) {
+        const write_chunk *c = &job->plan->chunks[i];
+        if (c->locale != locale) continue;
+        if (chunk_write(job->plan, c, &b, err)) {
+            h5ark_fail_context(err, "cannot write '%s'", job->files[c->file].rel);
+            locale_errors_set(&job->le, locale);
+            break;
+        }
+    }
+    chunk_buffers_free(&b);
+}
+
+static void write_locale(int locale, void *ctx) {
+    write_job *job = ctx;
+    write_chunks(locale, job);
+    if (job->le.errs[locale].code == H5ARK_OK) pwrite_shards(locale, job);
+}
+
 static int add_str(h5ark_value *list, const char *fmt, const char *arg, h5ark_error *err) {
     char msg[2 * PATH_MAX];
     snprintf(msg, sizeof msg, fmt, arg);
@@ -693,13 +756,15 @@ int storage_write_ex(const storage_item *items, size_t nitems, const char *path,
     }
     out_file *of = calloc((size_t)nfiles, sizeof *of);
     locale_set existing = {0};
-    write_plan plan = {0};
-    pwrite_job job = {.plan = &plan, .files = of};
+    write_plan plan = {.gzip_level = opts ? opts->gzip_level : 0};
+    write_job job = {.plan = &plan, .files = of};
     int rc = -1;
     if (!of) {
         free(names.v);
         return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     }
+    for (int i = 0; i < nfiles; i++)
+        of[i].h5 = H5I_INVALID_HID;
 
     /* 1. names: every file resolved inside the data directory */
     for (int i = 0; i < nfiles; i++) {
@@ -752,8 +817,9 @@ int storage_write_ex(const storage_item *items, size_t nitems, const char *path,
             goto out;
     }
     if (locale_errors_init(&job.le, err)) goto out;
-    locales_run(pwrite_shards, &job);
+    locales_run(write_locale, &job);
     if (locale_errors_take(&job.le, err)) goto out;
+    if (write_plan_close(&plan, err) || close_files(of, nfiles, err)) goto out;
 
     /* 4. put them in place */
     for (int i = 0; i < nfiles; i++) {
@@ -787,10 +853,11 @@ int storage_write_ex(const storage_item *items, size_t nitems, const char *path,
                              shown, err);
         }
 out:
+    write_plan_close(&plan, NULL);
+    close_files(of, nfiles, NULL);
     for (int i = 0; i < nfiles; i++)
         if (of[i].tmp_made) unlink(of[i].tmp);
     locale_errors_free(&job.le);
-    free(plan.v);
     locale_set_free(&existing);
     free(of);
     free(names.v);

@@ -1,7 +1,8 @@
 /* Unit tests of the storage layer without the daemon: storage_write and storage_read round
  * trips on three locales for every dtype and Strings, both file types and both modes;
  * empty arrays, more locales than elements, _LOCALE file names, the schema's attributes
- * as HDF5 sees them, append collisions leaving files untouched, and refused paths. */
+ * as HDF5 sees them, append collisions leaving files untouched, refused paths, and
+ * compressed datasets. */
 #include "config.h"
 #include "locales.h"
 #include "objects/object.h"
@@ -124,17 +125,23 @@ static char *slurp(const char *rel, size_t *len) {
     return buf;
 }
 
-static int write_one(object *obj, const char *dset, const char *path, storage_mode mode,
-                     storage_file_type type, h5ark_value **warnings, h5ark_error *err) {
-    storage_item item = {.obj = obj, .dataset = dset};
+static int write_items(const storage_item *items, size_t n, const char *path, storage_mode mode,
+                       storage_file_type type, const storage_write_options *opts,
+                       h5ark_value **warnings, h5ark_error *err) {
     h5ark_value *files = h5ark_value_array(), *warn = h5ark_value_array();
-    int rc = storage_write(&item, 1, path, mode, type, files, warn, err);
+    int rc = storage_write_ex(items, n, path, mode, type, opts, files, warn, err);
     h5ark_value_destroy(&files);
     if (warnings)
         *warnings = warn;
     else
         h5ark_value_destroy(&warn);
     return rc;
+}
+
+static int write_one(object *obj, const char *dset, const char *path, storage_mode mode,
+                     storage_file_type type, h5ark_value **warnings, h5ark_error *err) {
+    storage_item item = {.obj = obj, .dataset = dset};
+    return write_items(&item, 1, path, mode, type, NULL, warnings, err);
 }
 
 /* Read one dataset from the given relative files; NULL on failure (err filled). */
@@ -758,6 +765,66 @@ static void test_composites(void) {
     object_release(ip);
 }
 
+/* The filters and chunks HDF5 records for a compressed dataset at `level`. */
+static void check_compressed(hid_t file, const char *dset, uint64_t chunk, unsigned level) {
+    hid_t d = H5Dopen2(file, dset, H5P_DEFAULT);
+    hid_t dcpl = d >= 0 ? H5Dget_create_plist(d) : H5I_INVALID_HID;
+    CHECK(dcpl >= 0);
+    if (dcpl < 0) return;
+    hsize_t dims[1] = {0};
+    CHECK(H5Pget_layout(dcpl) == H5D_CHUNKED && H5Pget_chunk(dcpl, 1, dims) == 1);
+    CHECK(dims[0] == chunk);
+    CHECK(H5Pget_nfilters(dcpl) == 2);
+    unsigned flags, cd[4];
+    size_t ncd = 4;
+    CHECK(H5Pget_filter2(dcpl, 0, &flags, &(size_t){0}, NULL, 0, NULL, NULL) == H5Z_FILTER_SHUFFLE);
+    CHECK(H5Pget_filter2(dcpl, 1, &flags, &ncd, cd, 0, NULL, NULL) == H5Z_FILTER_DEFLATE);
+    CHECK(ncd == 1 && cd[0] == level);
+    H5Pclose(dcpl);
+    H5Dclose(d);
+}
+
+/* gzip_level: chunked, shuffled, deflated datasets that read back as written, with chunks
+ * over the shards' edges and a padded last chunk. */
+static void test_compression(void) {
+    static const char *const words[] = {"alpha", "", "gamma", "δέλτα", "e", "", "", "zeta"};
+    const char *strs[5000];
+    for (size_t i = 0; i < 5000; i++)
+        strs[i] = words[i % 8];
+    object *nums = make_pdarray(H5ARK_INT64, 300001, 4); /* chunks of 131072 */
+    object *text = make_strings(strs, 5000);
+    storage_write_options o = {.gzip_level = 6};
+    for (int single = 0; single < 2; single++) {
+        const char *path = single ? "gz.h5" : "gzd.h5";
+        storage_item items[] = {{nums, "n"}, {text, "s"}};
+        h5ark_error err = {0};
+        CHECK(write_items(items, 2, path, STORAGE_TRUNCATE,
+                          single ? STORAGE_SINGLE : STORAGE_DISTRIBUTE, &o, NULL, &err) == 0);
+        char names[LOCALES][PATH_MAX];
+        const char *rel[LOCALES] = {path};
+        size_t nrel = single ? 1 : LOCALES;
+        if (!single) locale_names(path, names, rel);
+        char p[2 * PATH_MAX];
+        snprintf(p, sizeof p, "%s/%s", config.data_dir, rel[0]);
+        hid_t f = H5Fopen(p, H5F_ACC_RDONLY, H5P_DEFAULT);
+        CHECK(f >= 0);
+        if (f >= 0) {
+            uint64_t rows = single ? 300001 : nums->values->shards[0].count;
+            check_compressed(f, "n", rows < 131072 ? rows : 131072, 6);
+            check_compressed(f, "s/segments", single ? 5000 : text->segments->shards[0].count, 6);
+            H5Fclose(f);
+        }
+        storage_read_item *it = read_rel(rel, nrel, "n", strict, NULL, &err);
+        CHECK(it && same_object(it->obj, nums));
+        storage_read_items_free(it, it ? 1 : 0);
+        it = read_rel(rel, nrel, "s", strict, NULL, &err);
+        CHECK(it && same_object(it->obj, text));
+        storage_read_items_free(it, it ? 1 : 0);
+    }
+    object_release(nums);
+    object_release(text);
+}
+
 int main(void) {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     char tmpl[] = "/tmp/h5ark-test-storage-XXXXXX";
@@ -775,6 +842,7 @@ int main(void) {
     test_refusals();
     test_memory_limit();
     test_composites();
+    test_compression();
     registry_shutdown();
     locales_stop();
     char cmd[PATH_MAX + 16];

@@ -371,12 +371,14 @@ class Client:
     # -- HDF5 ------------------------------------------------------------------------
 
     def to_hdf(self, objects, path, mode="truncate", file_type="distribute",
-               dataframe_layout=None):
+               dataframe_layout=None, compression=None, compression_level=None):
         """Write objects to HDF5 under `path` (relative to the daemon's data directory).
         `objects` is {dataset name: object or object name}, or objects / names whose
         datasets take the object names. mode: `truncate`, `append`, or `update` (replace
         existing datasets in place). Composites are written in Arkouda's layouts;
-        `dataframe_layout` is `group` (default) or `columns`. Returns the result
+        `dataframe_layout` is `group` (default) or `columns`. `compression="gzip"` writes
+        chunked datasets through shuffle and deflate, at `compression_level` 1-9 (default
+        4), as h5py's `compression="gzip", shuffle=True`. Returns the result
         ({"files": [...]}) with `.warnings` (e.g. files overwritten); each warning is also
         issued as H5arkWarning."""
         if isinstance(objects, Mapping):
@@ -385,7 +387,9 @@ class Client:
             datasets, names = None, _names_of(objects)
         reply = self.request("tohdf", {"names": names, "datasets": datasets, "path": path,
                                        "mode": mode, "file_type": file_type,
-                                       "dataframe_layout": dataframe_layout})
+                                       "dataframe_layout": dataframe_layout,
+                                       "compression": compression,
+                                       "compression_level": compression_level})
         return Result(reply.result, reply.warnings)
 
     def repack(self, path):

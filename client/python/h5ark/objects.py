@@ -133,16 +133,21 @@ class H5arkObject:
         return self._client.delete(self)
 
     def to_hdf(self, path, dataset=None, mode="truncate", file_type="distribute",
-               dataframe_layout=None):
+               dataframe_layout=None, compression=None, compression_level=None):
         """Write this object as `dataset` (default: its name) to `path`; mode `truncate`,
-        `append` or `update` (replace the dataset in existing files)."""
+        `append` or `update` (replace the dataset in existing files); `compression`
+        `gzip` at `compression_level` 1-9 as in Client.to_hdf."""
         return self._client.to_hdf({dataset or self.name: self}, path, mode=mode,
-                                   file_type=file_type, dataframe_layout=dataframe_layout)
+                                   file_type=file_type, dataframe_layout=dataframe_layout,
+                                   compression=compression,
+                                   compression_level=compression_level)
 
-    def update_hdf(self, path, dataset=None, file_type="distribute", dataframe_layout=None):
+    def update_hdf(self, path, dataset=None, file_type="distribute", dataframe_layout=None,
+                   compression=None, compression_level=None):
         """Replace `dataset` (default: this object's name) in the existing files at `path`."""
         return self.to_hdf(path, dataset, mode="update", file_type=file_type,
-                           dataframe_layout=dataframe_layout)
+                           dataframe_layout=dataframe_layout, compression=compression,
+                           compression_level=compression_level)
 
 
 # -- arrays -----------------------------------------------------------------------------

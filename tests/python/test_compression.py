@@ -1,0 +1,341 @@
+"""tohdf with compression against real daemons of 1, 2 and 3 locales: pdarrays of several
+dtypes, strings, a SegArray and every composite, single and distributed, in sizes whose
+shards are uneven and whose chunks span shards; h5py sees gzip + shuffle, the chunk shape of
+PROTOCOL.md and the same chunk bytes it would write itself (so the files are the same
+whatever the locale count); readhdf gives the data back; append and update; bad arguments
+write nothing; files h5py compressed (gzip with and without shuffle) read back; the Python
+client's to_hdf."""
+import h5py
+import numpy as np
+import pytest
+
+from conftest import Daemon, block_bounds, h5_strings, unique
+from test_hdf_composites import Conn, build_all, locale_file, same, segarray
+
+CHUNK_BYTES = 1 << 20
+LOCALE_COUNTS = (1, 2, 3)
+
+
+@pytest.fixture(scope="module")
+def conns():
+    """locale count -> Conn on a daemon of that many locales."""
+    daemons = {n: Daemon(locales=n) for n in LOCALE_COUNTS}
+    out = {}
+    for n, d in daemons.items():
+        d.data_dir.mkdir(exist_ok=True)
+        out[n] = Conn(d)
+    yield out
+    for d in daemons.values():
+        d.cleanup()
+
+
+def chunk_elems(itemsize, n):
+    return min(n, CHUNK_BYTES // itemsize)
+
+
+def files_of(path, file_type, locales):
+    return [locale_file(path, i) for i in range(locales)] if file_type == "distribute" else [path]
+
+
+def parts_of(n, file_type, locales):
+    return block_bounds(n, locales) if file_type == "distribute" else [(0, n)]
+
+
+def check_compressed(dset, level, n):
+    assert dset.compression == "gzip" and dset.compression_opts == level
+    assert dset.shuffle
+    assert dset.chunks == (chunk_elems(dset.dtype.itemsize, n),)
+
+
+def reference_chunks(data, level, tmp_path):
+    """The chunks h5py itself writes for data (same chunk shape, gzip + shuffle)."""
+    ref = tmp_path / f"ref_{unique('c')}.h5"
+    with h5py.File(ref, "w") as h:
+        h.create_dataset("d", data=data, chunks=(chunk_elems(data.dtype.itemsize, data.size),),
+                         compression="gzip", compression_opts=level, shuffle=True)
+    with h5py.File(ref, "r") as h:
+        return chunk_bytes(h["d"])
+
+
+def chunk_bytes(dset):
+    """Every stored chunk of a 1-D dataset: (filter mask, bytes), in order."""
+    step = dset.chunks[0]
+    return [dset.id.read_direct_chunk((at,)) for at in range(0, dset.shape[0], step)]
+
+
+def sample(dtype, n, seed):
+    """Random-looking but compressible values."""
+    rng = np.random.default_rng(seed)
+    dt = np.dtype(dtype)
+    if dt.kind == "b":
+        return rng.random(n) < 0.3
+    if dt.kind == "f":
+        return np.round(rng.standard_normal(n), 2).astype(dt)
+    return rng.integers(0, 1000 if dt.itemsize > 1 else 200, n).astype(dt)
+
+
+# ---- pdarrays ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("locales", LOCALE_COUNTS)
+@pytest.mark.parametrize("dtype", ["int64", "float64", "int16", "uint8", "bool"])
+@pytest.mark.parametrize("file_type", ["single", "distribute"])
+def test_pdarray(conns, tmp_path, locales, dtype, file_type):
+    c = conns[locales]
+    itemsize = np.dtype(dtype).itemsize
+    # two and a half chunks and 3 more: shards of 2 and 3 locales are uneven, chunks span them
+    n = 5 * (CHUNK_BYTES // itemsize) // 2 + 3
+    data = sample(dtype, n, locales)
+    name = c.put(data)
+    path = unique("pd") + ".h5"
+    files = c.tohdf([name], path, datasets=["x"], file_type=file_type, compression="gzip")
+    assert files == files_of(path, file_type, locales)
+    for f, (lo, hi) in zip(files, parts_of(n, file_type, locales)):
+        with h5py.File(c.dir / f, "r") as h:
+            d = h["x"]
+            check_compressed(d, 4, hi - lo)
+            assert d.dtype == np.dtype("u1" if dtype == "bool" else dtype)
+            assert d.attrs["ObjType"] == 1 and ("isBool" in d.attrs) == (dtype == "bool")
+            assert np.array_equal(d[()], data[lo:hi].view(d.dtype))
+            # h5py's own chunks for the same elements, byte for byte: the shuffle layout,
+            # the padded last chunk and the deflate stream are HDF5's
+            assert chunk_bytes(d) == reference_chunks(data[lo:hi].view(d.dtype), 4, tmp_path)
+    got = c.readhdf(files, ["x"])["x"]
+    assert got["dtype"] == dtype
+    assert np.array_equal(np.array(c.fetch(got["name"])["data"], dtype), data)
+
+
+@pytest.mark.parametrize("level", [1, 9])
+def test_level_and_small_arrays(conns, tmp_path, level):
+    c = conns[3]
+    for n in (1, 5, 1000):  # fewer elements than locales, and a chunk smaller than 1 MiB
+        data = np.arange(n, dtype="<i8") * 3
+        path = unique("lvl") + ".h5"
+        c.tohdf([c.put(data)], path, datasets=["x"], file_type="single", compression="gzip",
+                compression_level=level)
+        with h5py.File(c.dir / path, "r") as h:
+            check_compressed(h["x"], level, n)
+            assert h["x"].chunks == (n,)
+            assert chunk_bytes(h["x"]) == reference_chunks(data, level, tmp_path)
+        assert c.fetch(c.readhdf([path], ["x"])["x"]["name"])["data"] == data.tolist()
+
+
+def test_empty_datasets_stay_contiguous(conns):
+    c = conns[2]
+    path = unique("empty") + ".h5"
+    c.tohdf([c.put(np.array([], "<i8")), c.put_strings([])], path, datasets=["e", "s"],
+            file_type="single", compression="gzip")
+    with h5py.File(c.dir / path, "r") as h:
+        for d in (h["e"], h["s/values"], h["s/segments"]):
+            assert d.shape == (0,) and d.chunks is None and d.compression is None
+    got = c.readhdf([path])
+    assert got["e"]["size"] == 0 and got["s"]["size"] == 0
+
+
+# ---- strings and composites --------------------------------------------------------------
+
+def words(n, seed):
+    rng = np.random.default_rng(seed)
+    return [f"w{v}" + "x" * (v % 13) for v in rng.integers(0, 100000, n)]
+
+
+@pytest.mark.parametrize("locales", LOCALE_COUNTS)
+@pytest.mark.parametrize("file_type", ["single", "distribute"])
+def test_strings(conns, tmp_path, locales, file_type):
+    c = conns[locales]
+    strs = words(250001, locales)  # about 3 MiB of bytes, 2 MiB of offsets
+    name = c.put_strings(strs)
+    path = unique("str") + ".h5"
+    files = c.tohdf([name], path, datasets=["s"], file_type=file_type, compression="gzip",
+                    compression_level=6)
+    for f, (lo, hi) in zip(files, parts_of(len(strs), file_type, locales)):
+        with h5py.File(c.dir / f, "r") as h:
+            raw = b"".join(s.encode() + b"\0" for s in strs[lo:hi])
+            offsets = np.cumsum([0] + [len(s) + 1 for s in strs[lo:hi]])[:-1].astype("<i8")
+            for d, want in ((h["s/values"], np.frombuffer(raw, "u1")), (h["s/segments"], offsets)):
+                check_compressed(d, 6, want.size)
+                assert np.array_equal(d[()], want)  # offsets restart at 0 in each file
+                assert chunk_bytes(d) == reference_chunks(want, 6, tmp_path)
+    assert h5_strings([c.dir / f for f in files], "s") == strs
+    got = c.readhdf(files, ["s"])["s"]
+    assert c.fetch(got["name"]) == strs
+
+
+@pytest.mark.parametrize("locales", LOCALE_COUNTS)
+@pytest.mark.parametrize("file_type", ["single", "distribute"])
+def test_segarray(conns, locales, file_type):
+    c = conns[locales]
+    rng = np.random.default_rng(7)
+    lengths = rng.integers(0, 40, 20000)  # about 390000 values: a file's span several shards
+    segs = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype("<i8")
+    vals = (np.arange(int(lengths.sum())) % 777).astype("<i8")
+    name = segarray(c, segs.tolist(), vals.tolist())
+    path = unique("seg") + ".h5"
+    files = c.tohdf([name], path, datasets=["sa"], file_type=file_type, compression="gzip")
+    for f, (lo, hi) in zip(files, parts_of(len(segs), file_type, locales)):
+        vlo = segs[lo] if lo < len(segs) else len(vals)
+        vhi = segs[hi] if hi < len(segs) else len(vals)
+        with h5py.File(c.dir / f, "r") as h:
+            check_compressed(h["sa/segments"], 4, hi - lo)
+            check_compressed(h["sa/values"], 4, vhi - vlo)
+            assert np.array_equal(h["sa/segments"][()], segs[lo:hi] - vlo)
+            assert np.array_equal(h["sa/values"][()], vals[vlo:vhi])
+    got = c.readhdf(files, ["sa"])["sa"]
+    assert same(c.fetch(got["name"]), c.fetch(name))
+
+
+@pytest.mark.parametrize("file_type", ["single", "distribute"])
+def test_every_composite(conns, file_type):
+    c = conns[3]
+    objs = build_all(c)
+    path = unique("all") + ".h5"
+    files = c.tohdf(list(objs.values()), path, datasets=list(objs), file_type=file_type,
+                    compression="gzip", compression_level=2)
+    seen = []
+
+    def visit(name, obj):
+        if isinstance(obj, h5py.Dataset):
+            seen.append(name)
+            if obj.shape[0] == 0 or name.endswith("NA_Codes"):
+                assert obj.compression is None
+            else:
+                check_compressed(obj, 2, obj.shape[0])
+
+    for f in files:
+        with h5py.File(c.dir / f, "r") as h:
+            h.visititems(visit)
+    assert any(s.endswith("values/values") for s in seen)
+    got = c.readhdf(files, list(objs))
+    for ds, name in objs.items():
+        assert same(c.fetch(got[ds]["name"]), c.fetch(name)), ds
+
+
+# ---- append and update -------------------------------------------------------------------
+
+@pytest.mark.parametrize("locales", (1, 3))
+@pytest.mark.parametrize("file_type", ["single", "distribute"])
+def test_append_and_update(conns, locales, file_type):
+    c = conns[locales]
+    a = np.arange(300000, dtype="<i8") % 10
+    b = np.arange(200003, dtype="<f8") / 4
+    a2 = a[::-1].copy()
+    path = unique("app") + ".h5"
+    files = c.tohdf([c.put(a)], path, datasets=["a"], file_type=file_type)
+    c.tohdf([c.put(b)], path, datasets=["b"], file_type=file_type, mode="append",
+            compression="gzip")
+    for f, (lo, hi) in zip(files, parts_of(b.size, file_type, locales)):
+        with h5py.File(c.dir / f, "r") as h:
+            assert h["a"].compression is None and h["a"].chunks is None
+            check_compressed(h["b"], 4, hi - lo)
+    c.tohdf([c.put(a2)], path, datasets=["a"], file_type=file_type, mode="update",
+            compression="gzip", compression_level=8)
+    for f, (lo, hi) in zip(files, parts_of(a.size, file_type, locales)):
+        with h5py.File(c.dir / f, "r") as h:
+            check_compressed(h["a"], 8, hi - lo)
+            assert np.array_equal(h["a"][()], a2[lo:hi])
+            assert h["b"].compression_opts == 4
+    got = c.readhdf(files)
+    assert c.fetch(got["a"]["name"])["data"] == a2.tolist()
+    assert c.fetch(got["b"]["name"])["data"] == b.tolist()
+    # and an uncompressed update turns it back into a contiguous dataset
+    c.tohdf([c.put(a)], path, datasets=["a"], file_type=file_type, mode="update")
+    with h5py.File(c.dir / files[0], "r") as h:
+        assert h["a"].compression is None and h["a"].chunks is None
+
+
+# ---- bad arguments -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, named", [
+    ({"compression": "lz4"}, "compression"),
+    ({"compression": "GZIP"}, "compression"),
+    ({"compression": 1}, "compression"),
+    ({"compression": "gzip", "compression_level": 0}, "compression_level"),
+    ({"compression": "gzip", "compression_level": 10}, "compression_level"),
+    ({"compression": "gzip", "compression_level": -1}, "compression_level"),
+    ({"compression": "gzip", "compression_level": "x"}, "compression_level"),
+    ({"compression": "gzip", "compression_level": 4.0}, "compression_level"),
+    ({"compression": "gzip", "compression_level": 2**63}, "compression_level"),
+    ({"compression_level": 4}, "compression_level"),
+    ({"compression": "none", "compression_level": 4}, "compression_level"),
+])
+@pytest.mark.parametrize("file_type", ["single", "distribute"])
+def test_bad_arguments_write_nothing(conns, args, named, file_type):
+    c = conns[2]
+    name = c.put(np.arange(10, dtype="<i8"))
+    before = sorted(p.name for p in c.dir.iterdir())
+    path = unique("bad") + ".h5"
+    hdr, _ = c.raw("tohdf", names=[name], path=path, file_type=file_type, **args)
+    assert not hdr["ok"] and hdr["error"]["code"] == "bad_request", hdr
+    assert named in hdr["error"]["message"]
+    assert sorted(p.name for p in c.dir.iterdir()) == before
+    # and an existing file is left as it was
+    files = c.tohdf([name], path, datasets=["x"], file_type=file_type)
+    stamps = [(c.dir / f).read_bytes() for f in files]
+    hdr, _ = c.raw("tohdf", names=[name], datasets=["y"], path=path, file_type=file_type,
+                   mode="append", **args)
+    assert hdr["error"]["code"] == "bad_request"
+    assert [(c.dir / f).read_bytes() for f in files] == stamps
+
+
+# ---- files compressed by h5py ----------------------------------------------------------------
+
+@pytest.mark.parametrize("locales", LOCALE_COUNTS)
+def test_read_h5py_compressed(conns, locales):
+    c = conns[locales]
+    rng = np.random.default_rng(3)
+    ints = rng.integers(-5000, 5000, 123457).astype("<i8")
+    floats = rng.standard_normal(54321).astype("<f4")
+    small = rng.integers(0, 9, 99999).astype("u1")
+    flags = rng.random(4321) < 0.5
+    strs = words(30001, 4)
+    raw = b"".join(s.encode() + b"\0" for s in strs)
+    offsets = np.cumsum([0] + [len(s) + 1 for s in strs])[:-1].astype("<i8")
+    path = unique("h5py") + ".h5"
+    with h5py.File(c.dir / path, "w") as h:
+        # chunks that match neither h5ark's nor the shards
+        h.create_dataset("ints", data=ints, chunks=(1000,), compression="gzip", shuffle=True)
+        h.create_dataset("floats", data=floats, chunks=(777,), compression="gzip",
+                         compression_opts=9)  # gzip without shuffle
+        h.create_dataset("small", data=small, chunks=(4096,), compression="gzip", shuffle=True)
+        h.create_dataset("flags", data=flags, chunks=(100,), compression="gzip")
+        g = h.create_group("s")
+        g.attrs["ObjType"] = 2
+        g.create_dataset("values", data=np.frombuffer(raw, "u1"), chunks=(5000,),
+                         compression="gzip", shuffle=True)
+        g.create_dataset("segments", data=offsets, chunks=(3000,), compression="gzip",
+                         shuffle=True)
+    got = c.readhdf([path])
+    assert c.fetch(got["ints"]["name"])["data"] == ints.tolist()
+    assert got["floats"]["dtype"] == "float32"
+    assert c.fetch(got["floats"]["name"])["data"] == floats.tolist()
+    assert c.fetch(got["small"]["name"])["data"] == small.tolist()
+    assert got["flags"]["dtype"] == "bool"
+    assert c.fetch(got["flags"]["name"])["data"] == flags.tolist()
+    assert c.fetch(got["s"]["name"]) == strs
+    # and h5ark's own compressed files, written with another locale count, read back here
+    other = conns[LOCALE_COUNTS[(LOCALE_COUNTS.index(locales) + 1) % len(LOCALE_COUNTS)]]
+    out = unique("cross") + ".h5"
+    files = other.tohdf([other.put(ints)], out, datasets=["ints"], compression="gzip")
+    for f in files:
+        (c.dir / f).write_bytes((other.dir / f).read_bytes())
+    assert c.fetch(c.readhdf(files, ["ints"])["ints"]["name"])["data"] == ints.tolist()
+
+
+# ---- the Python client -----------------------------------------------------------------------
+
+def test_python_client(daemon, client):
+    import h5ark
+    data = np.arange(400001, dtype=np.int64) % 1000
+    a = client.array(data)
+    path = unique("client") + ".h5"
+    res = client.to_hdf({"a": a}, path, file_type="single", compression="gzip",
+                        compression_level=7)
+    with h5py.File(daemon.data_dir / res["files"][0], "r") as h:
+        check_compressed(h["a"], 7, data.size)
+        assert np.array_equal(h["a"][()], data)
+    res = a.to_hdf(unique("obj") + ".h5", file_type="single", compression="gzip")
+    with h5py.File(daemon.data_dir / res["files"][0], "r") as h:
+        check_compressed(h[a.name], 4, data.size)
+    back = client.read_hdf(path)["a"]
+    assert np.array_equal(back.to_ndarray(), data)
+    with pytest.raises(h5ark.H5arkError, match="compression_level"):
+        client.to_hdf({"a": a}, unique("x") + ".h5", compression="gzip", compression_level=12)
