@@ -1,10 +1,17 @@
-/* Unit tests of the shard cache: blocks come back to the locale that gave them, of similar
- * size only (cut down when larger), oldest first out when the cache is full or asked to
- * shrink, small blocks never kept. */
+/* Unit tests of the shard cache, alone and under darrays: blocks come back to the locale
+ * that gave them, of similar size only (cut down when larger), oldest first out when the
+ * cache is full or live objects need the room, small blocks never kept; darrays reuse
+ * their shards' memory and the memory accounting ignores what is cached. */
 #include "check.h"
+#include "config.h"
+#include "locales.h"
+#include "objects/object.h"
+#include "registry.h"
 #include "shardcache.h"
 
 #include <stdlib.h>
+
+config_t config; /* the daemon's is defined in main.c, which tests do not link */
 
 #define MiB (UINT64_C(1) << 20)
 
@@ -83,8 +90,59 @@ static void test_bounds(void) {
     CHECK_INT(shardcache_bytes(), 0);
 }
 
+/* Reserving for live objects shrinks the cache: live + cached stays within the limit. */
+static void test_registry_makes_room(void) {
+    registry_init(32 * MiB);
+    shardcache_init(32 * MiB);
+    h5ark_error err = {0};
+    darray *a = darray_new(H5ARK_INT64, 3 * MiB, NULL, &err); /* 24 MiB, 8 per locale */
+    CHECK(a != NULL);
+    if (!a) return;
+    void *first[3];
+    for (int b = 0; b < 3; b++)
+        first[b] = a->shards[b].data;
+    darray_free(a);
+    CHECK_INT(registry_memory_used(), 0);
+    CHECK_INT(shardcache_bytes(), 24 * MiB);
+
+    /* same size: every shard gets its own locale's memory back, though live and cached
+     * bytes together would pass the limit if the cache made room first */
+    darray *again = darray_new(H5ARK_UINT64, 3 * MiB, NULL, &err);
+    CHECK(again != NULL);
+    for (int b = 0; again && b < 3; b++)
+        CHECKF(again->shards[b].data == first[b], "shard %d", b);
+    CHECK_INT(shardcache_bytes(), 0);
+    CHECK_INT(registry_memory_used(), 24 * MiB);
+    darray_free(again);
+
+    /* 16 MiB of new data fit beside 16 MiB of cache: one 8 MiB block goes */
+    CHECK(registry_reserve(16 * MiB, &err) == 0);
+    CHECK_INT(shardcache_bytes(), 16 * MiB);
+    /* a reservation that fits only without the cache empties it, and succeeds */
+    CHECK(registry_reserve(16 * MiB, &err) == 0);
+    CHECK_INT(shardcache_bytes(), 0);
+    /* one that does not fit at all fails as before */
+    CHECK(registry_reserve(1, &err) != 0);
+    CHECK_INT(err.code, H5ARK_RESOURCE_LIMIT);
+    registry_unreserve(32 * MiB);
+
+    /* a failed reservation leaves the cache alone */
+    darray *c = darray_new(H5ARK_UINT8, 6 * MiB, NULL, &err);
+    CHECK(c != NULL);
+    darray_free(c);
+    CHECK_INT(shardcache_bytes(), 6 * MiB);
+    CHECK(darray_new(H5ARK_UINT8, 33 * MiB, NULL, &err) == NULL);
+    CHECK_INT(shardcache_bytes(), 6 * MiB);
+    CHECK_INT(registry_memory_used(), 0);
+    shardcache_shutdown();
+    registry_shutdown();
+}
+
 int main(void) {
     test_take_and_give();
     test_bounds();
+    if (locales_start(3) != 0) return 1;
+    test_registry_makes_room();
+    locales_stop();
     return check_exit("test_shardcache");
 }

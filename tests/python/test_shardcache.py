@@ -1,0 +1,279 @@
+"""The shard cache against a real daemon: memory of deleted arrays is reused by new ones
+(getconfig's memory_cached goes down by exactly what a new array takes) with no byte of the
+old array showing through: puts framed at odd boundaries for every dtype and 1 to 3
+locales, strings, creates of every fill, readhdf; the cache gives way to live objects
+within --max-memory and never makes a request fail that would fit; many clients at once."""
+import subprocess
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from conftest import Conn, daemon_binary
+
+MiB = 1 << 20
+DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+          "float32", "float64", "bool"]
+# odd frame sizes: not multiples of any itemsize, and a frame that is empty
+ODD_FRAMES = [1, 7, MiB + 3, 0, 333_331, 2 * MiB - 5]
+
+
+def config(c):
+    return c.ok("getconfig")[0]["result"]
+
+
+def settled(c, used=0):
+    """getconfig once memory_used is `used`: a get's reply holds its array until ZeroMQ has
+    sent the last frame, which may be just after the client has it all, so a delete right
+    after a get may free the memory a moment later."""
+    deadline = time.time() + 10
+    while True:
+        cfg = config(c)
+        if cfg["memory_used"] == used or time.time() > deadline:
+            return cfg
+        time.sleep(0.01)
+
+
+def framed(data, sizes=ODD_FRAMES):
+    """data cut into frames of the given sizes in turn."""
+    out, pos, i = [], 0, 0
+    while pos < len(data):
+        n = sizes[i % len(sizes)]
+        out.append(data[pos:pos + n])
+        pos += n
+        i += 1
+    return out
+
+
+def values_of(dtype, n, seed):
+    rng = np.random.default_rng(seed)
+    if dtype == "bool":
+        return rng.integers(0, 2, n).astype(bool)
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        return rng.standard_normal(n).astype(dt)
+    return rng.integers(np.iinfo(dt).min, np.iinfo(dt).max, n, dtype=dt, endpoint=True)
+
+
+def put(c, arr, frames=ODD_FRAMES, **kw):
+    data = np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<")).tobytes()
+    hdr, _ = c.ok("put", framed(data, frames), buffers=[{"name": "values", "nbytes": len(data)}],
+                  dtype=str(arr.dtype), shape=[arr.size], **kw)
+    return hdr["result"]["object"]["name"]
+
+
+def get(c, name, dtype, **kw):
+    hdr, frames = c.ok("get", name=name, **kw)
+    return np.frombuffer(b"".join(bytes(f) for f in frames), np.dtype(dtype).newbyteorder("<"))
+
+
+def delete(c, *names):
+    c.ok("delete", names=list(names))
+
+
+def put_strings(c, strs, frames=ODD_FRAMES):
+    raw = [s.encode() for s in strs]
+    values = b"".join(s + b"\0" for s in raw)
+    segs = np.cumsum([0] + [len(s) + 1 for s in raw[:-1]]).astype("<i8")
+    hdr, _ = c.ok("put", framed(segs.tobytes() + values, frames),
+                  buffers=[{"name": "segments", "nbytes": segs.nbytes},
+                           {"name": "values", "nbytes": len(values)}],
+                  objtype="strings", shape=[len(raw)])
+    return hdr["result"]["object"]["name"]
+
+
+def get_strings(c, name, **kw):
+    hdr, frames = c.ok("get", name=name, **kw)
+    data = b"".join(bytes(f) for f in frames)
+    seg_bytes = hdr["result"]["stop"] * 8 - hdr["result"]["start"] * 8
+    segs = list(np.frombuffer(data[:seg_bytes], "<i8")) + [len(data) - seg_bytes]
+    values = data[seg_bytes:]
+    return [values[a:b - 1].decode() for a, b in zip(segs, segs[1:])]
+
+
+@pytest.mark.parametrize("locales", [1, 2, 3])
+def test_put_reuses_memory_odd_frames_every_dtype(start_daemon, locales):
+    """Each dtype is put, read back, deleted and put again with other values and other
+    framing: the second put takes exactly its own size out of the cache, and both reads
+    are exact, also element ranges across shard boundaries."""
+    c = Conn(start_daemon(locales=locales))
+    for k, dtype in enumerate(DTYPES):
+        itemsize = np.dtype(dtype).itemsize
+        n = (locales * 3 * MiB // 2) // itemsize + 3  # shards of ~1.5 MiB, not even
+        first = values_of(dtype, n, 2 * k)
+        a = put(c, first)
+        assert np.array_equal(get(c, a, dtype), first), dtype
+        delete(c, a)
+        cfg = settled(c)
+        assert cfg["memory_used"] == 0, cfg
+        cached = cfg["memory_cached"]
+        assert cached >= n * itemsize, (dtype, cfg)
+
+        second = values_of(dtype, n, 2 * k + 1)
+        b = put(c, second, frames=list(reversed(ODD_FRAMES)))
+        cfg = config(c)
+        assert cfg["memory_cached"] == cached - n * itemsize, (dtype, cfg)
+        assert cfg["memory_used"] == n * itemsize, cfg
+        assert np.array_equal(get(c, b, dtype), second), dtype
+        mid = n // locales  # a range over the first shard boundary
+        lo, hi = max(mid - 1000, 0), min(mid + 1001, n)
+        assert np.array_equal(get(c, b, dtype, start=lo, stop=hi), second[lo:hi]), dtype
+        delete(c, b)
+    assert settled(c)["memory_used"] == 0
+
+
+def test_create_on_cached_memory_shows_no_old_bytes(start_daemon):
+    """An array of 0xAB bytes is deleted before each create of the same byte size: every
+    fill gives its own values, `empty` and `zeros` all zero bytes."""
+    c = Conn(start_daemon(locales=2))
+    n = 3 * MiB
+    old = np.full(8 * n, 0xAB, np.uint8)
+    cases = [("uint8", "zeros", {}, np.zeros(8 * n, np.uint8)),
+             ("int64", "empty", {}, np.zeros(n, np.int64)),
+             ("float64", "zeros", {}, np.zeros(n)),
+             ("int16", "ones", {}, np.ones(4 * n, np.int16)),
+             ("int64", "full", {"value": -3}, np.full(n, -3, np.int64)),
+             ("uint32", "arange", {"start": 0, "stop": 2 * n}, np.arange(2 * n, dtype=np.uint32)),
+             ("bool", "zeros", {}, np.zeros(8 * n, bool))]
+    for dtype, fill, extra, want in cases:
+        delete(c, put(c, old, frames=[MiB]))
+        cached = settled(c)["memory_cached"]
+        assert cached >= old.nbytes
+        hdr, _ = c.ok("create", dtype=dtype, size=want.size, fill=fill, **extra)
+        name = hdr["result"]["object"]["name"]
+        assert config(c)["memory_cached"] == cached - old.nbytes, (dtype, fill)
+        assert np.array_equal(get(c, name, dtype), want), (dtype, fill)
+        delete(c, name)
+        settled(c)
+
+
+def test_strings_and_readhdf_on_cached_memory(start_daemon):
+    c = Conn(start_daemon(locales=3))
+    strs = [f"s{i}-" + "x" * (i % 37) for i in range(200_000)]
+    s = put_strings(c, strs)
+    assert get_strings(c, s) == strs
+    assert get_strings(c, s, start=66_000, stop=134_000) == strs[66_000:134_000]
+    c.ok("tohdf", names=[s], path="strs.h5")
+    arr = values_of("float64", 3 * MiB // 8 * 3, 5)
+    a = put(c, arr)
+    c.ok("tohdf", names=[a], path="arr.h5")
+    delete(c, s, a)
+    # the same sizes again, other bytes
+    other = [f"t{i}+" + "y" * (i % 37) for i in range(200_000)]
+    s2 = put_strings(c, other, frames=[999_999])
+    assert get_strings(c, s2) == other
+    delete(c, s2)
+    for path, want in (("strs.h5", strs), ("arr.h5", arr)):
+        cached = settled(c)["memory_cached"]
+        hdr, _ = c.ok("readhdf", paths=[path.replace(".h5", "_LOCALE*.h5")])
+        (desc,) = hdr["result"]["objects"].values()
+        assert config(c)["memory_cached"] < cached, path
+        if isinstance(want, list):
+            assert get_strings(c, desc["name"]) == want
+        else:
+            assert np.array_equal(get(c, desc["name"], "float64"), want)
+        delete(c, desc["name"])
+    assert settled(c)["memory_used"] == 0
+
+
+def test_cache_gives_way_within_max_memory(start_daemon):
+    """Live plus cached bytes never pass --max-memory; a request that fits without the
+    cache succeeds, one that does not fails as it would without it."""
+    c = Conn(start_daemon(locales=2, max_memory="40M", extra_args=["--shard-cache", "40M"]))
+
+    def check(used=None):
+        cfg = config(c) if used is None else settled(c, used)
+        assert cfg["memory_used"] + cfg["memory_cached"] <= cfg["max_memory"], cfg
+        return cfg
+
+    assert check()["shard_cache"] == 40 * MiB
+    a = put(c, values_of("int64", 3 * MiB, 1))  # 24 MiB
+    delete(c, a)
+    assert check(0)["memory_cached"] == 24 * MiB
+    # the same size again takes the cached blocks, though 24 + 24 MiB would not fit
+    again = values_of("int64", 3 * MiB, 4)
+    a = put(c, again)
+    cfg = check()
+    assert cfg["memory_used"] == 24 * MiB and cfg["memory_cached"] == 0, cfg
+    assert np.array_equal(get(c, a, "int64"), again)
+    delete(c, a)
+    assert check(0)["memory_cached"] == 24 * MiB
+    big = values_of("uint8", 32 * MiB, 2)  # fits only if the cache lets go
+    b = put(c, big, frames=[MiB])
+    cfg = check()
+    assert cfg["memory_used"] == 32 * MiB and cfg["memory_cached"] <= 8 * MiB, cfg
+    assert np.array_equal(get(c, b, "uint8"), big)
+    hdr, _ = c.raw("create", dtype="uint8", size=9 * MiB, fill="zeros")
+    assert hdr["error"]["code"] == "resource_limit", hdr
+    delete(c, b)
+    assert check(0)["memory_cached"] == 32 * MiB
+    # 10 MiB per locale: both 16 MiB blocks are cut down and reused
+    small = values_of("float32", 5 * MiB, 3)
+    s = put(c, small)
+    cfg = check()
+    assert cfg["memory_used"] == 20 * MiB and cfg["memory_cached"] == 0, cfg
+    assert np.array_equal(get(c, s, "float32"), small)
+    hdr, _ = c.ok("create", dtype="float64", size=2 * MiB, fill="ones")  # 16 MiB more
+    check()
+    assert np.array_equal(get(c, hdr["result"]["object"]["name"], "float64"), np.ones(2 * MiB))
+    c.ok("clear")
+    cfg = check(0)
+    assert cfg["memory_used"] == 0 and cfg["memory_cached"] == 36 * MiB, cfg
+
+
+def test_cache_options(start_daemon):
+    d = start_daemon(locales=2, max_memory="64M")
+    c = Conn(d)
+    assert config(c)["shard_cache"] == 16 * MiB  # a quarter of --max-memory
+    assert config(c)["memory_cached"] == 0
+    delete(c, put(c, np.zeros(MiB, np.uint8)))  # shards under 1 MiB are left to malloc
+    assert settled(c)["memory_cached"] == 0
+    delete(c, put(c, np.zeros(4 * MiB, np.uint8)))
+    assert settled(c)["memory_cached"] == 4 * MiB
+
+    c = Conn(start_daemon(locales=2, extra_args=["--shard-cache", "0"]))
+    delete(c, put(c, np.zeros(4 * MiB, np.uint8)))
+    cfg = settled(c)
+    assert cfg["shard_cache"] == 0 and cfg["memory_cached"] == 0, cfg
+
+    for args, words in ((["--max-memory", "1G", "--shard-cache", "2G"], "must not exceed"),
+                        (["--shard-cache", "lots"], "takes bytes")):
+        proc = subprocess.run([daemon_binary(), "--endpoint", "ipc:///nonexistent/x", *args],
+                              capture_output=True, text=True, timeout=30)
+        assert proc.returncode == 2 and words in proc.stderr, (args, proc.stderr)
+
+
+def test_many_clients_reuse(start_daemon):
+    """Clients put, check and delete arrays of a few sizes at once, so blocks pass between
+    them through the cache all the time; every read is exact and nothing is left."""
+    d = start_daemon(locales=2)
+    failures, rounds = [], [0]
+    deadline = time.time() + 8
+
+    def worker(i):
+        c = Conn(d)
+        k = 0
+        try:
+            while time.time() < deadline:
+                k += 1
+                n = [2, 3, 5][(i + k) % 3] * MiB // 8
+                arr = values_of("int64", n, 1000 * i + k)
+                name = put(c, arr, frames=[MiB + 8 * i + 1])
+                assert np.array_equal(get(c, name, "int64"), arr), (i, k)
+                delete(c, name)
+                rounds[0] += 1
+        except Exception as e:  # noqa: BLE001 - reported by the test
+            failures.append(f"client {i}: {e!r}")
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures
+    assert rounds[0] > 6
+    c = Conn(d)
+    cfg = settled(c)
+    assert cfg["memory_used"] == 0 and 0 < cfg["memory_cached"] <= cfg["shard_cache"], cfg
+    assert c.ok("info")[0]["result"]["objects"] == []
