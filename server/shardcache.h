@@ -5,8 +5,9 @@
  * one instead of allocating.
  *
  * Bounds: the cache holds at most shardcache_init's `limit` bytes, and never stands in
- * the way of live objects: registry_reserve calls shardcache_fit so that live plus cached
- * bytes stay within --max-memory. Cached bytes are not in registry_memory_used. */
+ * the way of live objects: every reservation of memory ends in registry_make_room, which
+ * calls shardcache_fit so that live plus cached bytes stay within --max-memory. Cached
+ * bytes are not in registry_memory_used. */
 #ifndef H5ARK_SHARDCACHE_H
 #define H5ARK_SHARDCACHE_H
 
