@@ -35,17 +35,6 @@ def settled(c, used=0):
         time.sleep(0.01)
 
 
-def framed(data, sizes=ODD_FRAMES):
-    """data cut into frames of the given sizes in turn."""
-    out, pos, i = [], 0, 0
-    while pos < len(data):
-        n = sizes[i % len(sizes)]
-        out.append(data[pos:pos + n])
-        pos += n
-        i += 1
-    return out
-
-
 def values_of(dtype, n, seed):
     rng = np.random.default_rng(seed)
     if dtype == "bool":
@@ -56,40 +45,8 @@ def values_of(dtype, n, seed):
     return rng.integers(np.iinfo(dt).min, np.iinfo(dt).max, n, dtype=dt, endpoint=True)
 
 
-def put(c, arr, frames=ODD_FRAMES, **kw):
-    data = np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<")).tobytes()
-    hdr, _ = c.ok("put", framed(data, frames), buffers=[{"name": "values", "nbytes": len(data)}],
-                  dtype=str(arr.dtype), shape=[arr.size], **kw)
-    return hdr["result"]["object"]["name"]
-
-
-def get(c, name, dtype, **kw):
-    hdr, frames = c.ok("get", name=name, **kw)
-    return np.frombuffer(b"".join(bytes(f) for f in frames), np.dtype(dtype).newbyteorder("<"))
-
-
 def delete(c, *names):
     c.ok("delete", names=list(names))
-
-
-def put_strings(c, strs, frames=ODD_FRAMES):
-    raw = [s.encode() for s in strs]
-    values = b"".join(s + b"\0" for s in raw)
-    segs = np.cumsum([0] + [len(s) + 1 for s in raw[:-1]]).astype("<i8")
-    hdr, _ = c.ok("put", framed(segs.tobytes() + values, frames),
-                  buffers=[{"name": "segments", "nbytes": segs.nbytes},
-                           {"name": "values", "nbytes": len(values)}],
-                  objtype="strings", shape=[len(raw)])
-    return hdr["result"]["object"]["name"]
-
-
-def get_strings(c, name, **kw):
-    hdr, frames = c.ok("get", name=name, **kw)
-    data = b"".join(bytes(f) for f in frames)
-    seg_bytes = hdr["result"]["stop"] * 8 - hdr["result"]["start"] * 8
-    segs = list(np.frombuffer(data[:seg_bytes], "<i8")) + [len(data) - seg_bytes]
-    values = data[seg_bytes:]
-    return [values[a:b - 1].decode() for a, b in zip(segs, segs[1:])]
 
 
 @pytest.mark.parametrize("locales", [1, 2, 3])
@@ -102,8 +59,8 @@ def test_put_reuses_memory_odd_frames_every_dtype(start_daemon, locales):
         itemsize = np.dtype(dtype).itemsize
         n = (locales * 3 * MiB // 2) // itemsize + 3  # shards of ~1.5 MiB, not even
         first = values_of(dtype, n, 2 * k)
-        a = put(c, first)
-        assert np.array_equal(get(c, a, dtype), first), dtype
+        a = c.put(first, split=ODD_FRAMES)
+        assert np.array_equal(c.get(a), first), dtype
         delete(c, a)
         cfg = settled(c)
         assert cfg["memory_used"] == 0, cfg
@@ -111,14 +68,14 @@ def test_put_reuses_memory_odd_frames_every_dtype(start_daemon, locales):
         assert cached >= n * itemsize, (dtype, cfg)
 
         second = values_of(dtype, n, 2 * k + 1)
-        b = put(c, second, frames=list(reversed(ODD_FRAMES)))
+        b = c.put(second, split=ODD_FRAMES[::-1])
         cfg = config(c)
         assert cfg["memory_cached"] == cached - n * itemsize, (dtype, cfg)
         assert cfg["memory_used"] == n * itemsize, cfg
-        assert np.array_equal(get(c, b, dtype), second), dtype
+        assert np.array_equal(c.get(b), second), dtype
         mid = n // locales  # a range over the first shard boundary
         lo, hi = max(mid - 1000, 0), min(mid + 1001, n)
-        assert np.array_equal(get(c, b, dtype, start=lo, stop=hi), second[lo:hi]), dtype
+        assert np.array_equal(c.get(b, start=lo, stop=hi), second[lo:hi]), dtype
         delete(c, b)
     assert settled(c)["memory_used"] == 0
 
@@ -137,13 +94,13 @@ def test_create_on_cached_memory_shows_no_old_bytes(start_daemon):
              ("uint32", "arange", {"start": 0, "stop": 2 * n}, np.arange(2 * n, dtype=np.uint32)),
              ("bool", "zeros", {}, np.zeros(8 * n, bool))]
     for dtype, fill, extra, want in cases:
-        delete(c, put(c, old, frames=[MiB]))
+        delete(c, c.put(old, split=[MiB]))
         cached = settled(c)["memory_cached"]
         assert cached >= old.nbytes
         hdr, _ = c.ok("create", dtype=dtype, size=want.size, fill=fill, **extra)
         name = hdr["result"]["object"]["name"]
         assert config(c)["memory_cached"] == cached - old.nbytes, (dtype, fill)
-        assert np.array_equal(get(c, name, dtype), want), (dtype, fill)
+        assert np.array_equal(c.get(name), want), (dtype, fill)
         delete(c, name)
         settled(c)
 
@@ -151,18 +108,18 @@ def test_create_on_cached_memory_shows_no_old_bytes(start_daemon):
 def test_strings_and_readhdf_on_cached_memory(start_daemon):
     c = Conn(start_daemon(locales=3))
     strs = [f"s{i}-" + "x" * (i % 37) for i in range(200_000)]
-    s = put_strings(c, strs)
-    assert get_strings(c, s) == strs
-    assert get_strings(c, s, start=66_000, stop=134_000) == strs[66_000:134_000]
+    s = c.put_strings(strs, split=ODD_FRAMES)
+    assert c.get_strings(s) == strs
+    assert c.get_strings(s, start=66_000, stop=134_000) == strs[66_000:134_000]
     c.ok("tohdf", names=[s], path="strs.h5")
     arr = values_of("float64", 3 * MiB // 8 * 3, 5)
-    a = put(c, arr)
+    a = c.put(arr, split=ODD_FRAMES)
     c.ok("tohdf", names=[a], path="arr.h5")
     delete(c, s, a)
     # the same sizes again, other bytes
     other = [f"t{i}+" + "y" * (i % 37) for i in range(200_000)]
-    s2 = put_strings(c, other, frames=[999_999])
-    assert get_strings(c, s2) == other
+    s2 = c.put_strings(other, split=[999_999])
+    assert c.get_strings(s2) == other
     delete(c, s2)
     for path, want in (("strs.h5", strs), ("arr.h5", arr)):
         cached = settled(c)["memory_cached"]
@@ -170,9 +127,9 @@ def test_strings_and_readhdf_on_cached_memory(start_daemon):
         (desc,) = hdr["result"]["objects"].values()
         assert config(c)["memory_cached"] < cached, path
         if isinstance(want, list):
-            assert get_strings(c, desc["name"]) == want
+            assert c.get_strings(desc["name"]) == want
         else:
-            assert np.array_equal(get(c, desc["name"], "float64"), want)
+            assert np.array_equal(c.get(desc["name"]), want)
         delete(c, desc["name"])
     assert settled(c)["memory_used"] == 0
 
@@ -187,36 +144,30 @@ def test_cache_gives_way_within_max_memory(start_daemon):
         assert cfg["memory_used"] + cfg["memory_cached"] <= cfg["max_memory"], cfg
         return cfg
 
+    def put_and_read(arr, used, cached_at_most, frames=ODD_FRAMES):
+        name = c.put(arr, split=frames)
+        cfg = check()
+        assert cfg["memory_used"] == used and cfg["memory_cached"] <= cached_at_most, cfg
+        assert np.array_equal(c.get(name), arr)
+        return name
+
     assert check()["shard_cache"] == 40 * MiB
-    a = put(c, values_of("int64", 3 * MiB, 1))  # 24 MiB
-    delete(c, a)
+    delete(c, c.put(values_of("int64", 3 * MiB, 1)))  # 24 MiB
     assert check(0)["memory_cached"] == 24 * MiB
     # the same size again takes the cached blocks, though 24 + 24 MiB would not fit
-    again = values_of("int64", 3 * MiB, 4)
-    a = put(c, again)
-    cfg = check()
-    assert cfg["memory_used"] == 24 * MiB and cfg["memory_cached"] == 0, cfg
-    assert np.array_equal(get(c, a, "int64"), again)
-    delete(c, a)
+    delete(c, put_and_read(values_of("int64", 3 * MiB, 4), 24 * MiB, 0))
     assert check(0)["memory_cached"] == 24 * MiB
-    big = values_of("uint8", 32 * MiB, 2)  # fits only if the cache lets go
-    b = put(c, big, frames=[MiB])
-    cfg = check()
-    assert cfg["memory_used"] == 32 * MiB and cfg["memory_cached"] <= 8 * MiB, cfg
-    assert np.array_equal(get(c, b, "uint8"), big)
+    # fits only if the cache lets go
+    b = put_and_read(values_of("uint8", 32 * MiB, 2), 32 * MiB, 8 * MiB, frames=[MiB])
     hdr, _ = c.raw("create", dtype="uint8", size=9 * MiB, fill="zeros")
     assert hdr["error"]["code"] == "resource_limit", hdr
     delete(c, b)
     assert check(0)["memory_cached"] == 32 * MiB
     # 10 MiB per locale: both 16 MiB blocks are cut down and reused
-    small = values_of("float32", 5 * MiB, 3)
-    s = put(c, small)
-    cfg = check()
-    assert cfg["memory_used"] == 20 * MiB and cfg["memory_cached"] == 0, cfg
-    assert np.array_equal(get(c, s, "float32"), small)
+    put_and_read(values_of("float32", 5 * MiB, 3), 20 * MiB, 0)
     hdr, _ = c.ok("create", dtype="float64", size=2 * MiB, fill="ones")  # 16 MiB more
     check()
-    assert np.array_equal(get(c, hdr["result"]["object"]["name"], "float64"), np.ones(2 * MiB))
+    assert np.array_equal(c.get(hdr["result"]["object"]["name"]), np.ones(2 * MiB))
     c.ok("clear")
     cfg = check(0)
     assert cfg["memory_used"] == 0 and cfg["memory_cached"] == 36 * MiB, cfg
@@ -227,13 +178,13 @@ def test_cache_options(start_daemon):
     c = Conn(d)
     assert config(c)["shard_cache"] == 16 * MiB  # a quarter of --max-memory
     assert config(c)["memory_cached"] == 0
-    delete(c, put(c, np.zeros(MiB, np.uint8)))  # shards under 1 MiB are left to malloc
+    delete(c, c.put(np.zeros(MiB, np.uint8)))  # shards under 1 MiB are left to malloc
     assert settled(c)["memory_cached"] == 0
-    delete(c, put(c, np.zeros(4 * MiB, np.uint8)))
+    delete(c, c.put(np.zeros(4 * MiB, np.uint8)))
     assert settled(c)["memory_cached"] == 4 * MiB
 
     c = Conn(start_daemon(locales=2, extra_args=["--shard-cache", "0"]))
-    delete(c, put(c, np.zeros(4 * MiB, np.uint8)))
+    delete(c, c.put(np.zeros(4 * MiB, np.uint8)))
     cfg = settled(c)
     assert cfg["shard_cache"] == 0 and cfg["memory_cached"] == 0, cfg
 
@@ -259,8 +210,8 @@ def test_many_clients_reuse(start_daemon):
                 k += 1
                 n = [2, 3, 5][(i + k) % 3] * MiB // 8
                 arr = values_of("int64", n, 1000 * i + k)
-                name = put(c, arr, frames=[MiB + 8 * i + 1])
-                assert np.array_equal(get(c, name, "int64"), arr), (i, k)
+                name = c.put(arr, split=[MiB + 8 * i + 1])
+                assert np.array_equal(c.get(name), arr), (i, k)
                 delete(c, name)
                 rounds[0] += 1
         except Exception as e:  # noqa: BLE001 - reported by the test
