@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <hdf5.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -313,6 +314,14 @@ static int configure(int argc, char **argv) {
 int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], SANDBOX_PROBE_ARG) == 0) return sandbox_probe_main(argv[2]);
     if (configure(argc, argv) != 0) return 2;
+
+    /* ZeroMQ receives each large frame into a block of its own from malloc, and a request
+     * holds all of its frames until it is served. glibc maps such blocks afresh and unmaps
+     * them on free until the first free of a large block raises its thresholds; set them
+     * where that leaves them (blocks up to 32 MiB from the heap, trimmed past 64 MiB) from
+     * the start, so the second large put, too, receives into pages the first touched. */
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 64 << 20);
 
     /* Signals are read by the router through a signalfd: block them in every thread. */
     sigset_t sigs;
