@@ -315,13 +315,16 @@ int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], SANDBOX_PROBE_ARG) == 0) return sandbox_probe_main(argv[2]);
     if (configure(argc, argv) != 0) return 2;
 
-    /* ZeroMQ receives each large frame into a block of its own from malloc, and a request
-     * holds all of its frames until it is served. glibc maps such blocks afresh and unmaps
-     * them on free until the first free of a large block raises its thresholds; set them
-     * where that leaves them (blocks up to 32 MiB from the heap, trimmed past 64 MiB) from
-     * the start, so the second large put, too, receives into pages the first touched. */
+    /* Reuse receive buffers (DESIGN.md): ZeroMQ receives each large frame into a block of
+     * its own from malloc in its I/O thread, and a request holds all its frames until it
+     * is served. By default glibc maps such blocks afresh until the first free of a large
+     * one, and gives a thread's heap back to the kernel as soon as it is all free, so each
+     * large put would fault in its receive memory again. Serve blocks up to 32 MiB from
+     * the heap, and with a top pad of a whole heap (64 MiB) keep freed heaps: the daemon
+     * then holds the most it has received at once, as it would by the third large put. */
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, 64 << 20);
+    mallopt(M_TOP_PAD, 64 << 20);
+    mallopt(M_TRIM_THRESHOLD, 128 << 20);
 
     /* Signals are read by the router through a signalfd: block them in every thread. */
     sigset_t sigs;
