@@ -321,7 +321,7 @@ int main(int argc, char **argv) {
      * one, and gives a thread's heap back to the kernel as soon as it is all free, so each
      * large put would fault in its receive memory again. Serve blocks up to 32 MiB from
      * the heap, and with a top pad of a whole heap (64 MiB) keep freed heaps: the daemon
-     * then holds the most it has received at once, as it would by the third large put. */
+     * then keeps, for the next request, the most it has received at once. */
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TOP_PAD, 64 << 20);
     mallopt(M_TRIM_THRESHOLD, 128 << 20);

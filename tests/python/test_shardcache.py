@@ -228,3 +228,27 @@ def test_many_clients_reuse(start_daemon):
     cfg = settled(c)
     assert cfg["memory_used"] == 0 and 0 < cfg["memory_cached"] <= cfg["shard_cache"], cfg
     assert c.ok("info")[0]["result"]["objects"] == []
+
+
+def minor_faults(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[7])
+
+
+def test_second_put_touches_no_fresh_memory(start_daemon):
+    """Touching fresh pages is the cost the cache exists to save: once a put of 64 MiB has
+    been served and deleted, the next one of the same size reuses both the shards and the
+    memory its frames were received into, so the daemon takes hardly any page faults."""
+    d = start_daemon(locales=2)
+    with open(f"/proc/{d.proc.pid}/maps") as f:
+        if any(lib in f.read() for lib in ("libasan", "vgpreload")):
+            pytest.skip("a sanitizer or valgrind build has an allocator of its own")
+    c = Conn(d)
+    arr = values_of("uint8", 64 * MiB, 1)
+    delete(c, c.put(arr, split=[MiB]))
+    settled(c)
+    before = minor_faults(d.proc.pid)
+    name = c.put(arr, split=[MiB])
+    faults = minor_faults(d.proc.pid) - before
+    assert faults < 64 * MiB // 4096 // 10, faults  # a tenth of the pages, at most
+    assert np.array_equal(c.get(name), arr)
