@@ -12,6 +12,7 @@ typedef struct {
     int locales;
     char data_dir[PATH_MAX]; /* absolute, symlinks resolved */
     uint64_t max_memory;
+    uint64_t shard_cache; /* freed shard memory kept for reuse (shardcache.h) */
     /* Tokens from --token-file; none: no authentication. A read token may only run
      * commands that create and change nothing (see command_def.read_only). */
     struct token {

@@ -4,6 +4,7 @@
 #include "log.h"
 #include "registry.h"
 #include "router.h"
+#include "shardcache.h"
 #include "storage/files.h"
 #include "storage/sandbox.h"
 
@@ -12,6 +13,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <hdf5.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +37,9 @@ static void usage(FILE *out) {
             "                       missing (default %s)\n"
             "  --max-memory BYTES   memory for objects; suffixes K M G T (default: half the\n"
             "                       machine's memory)\n"
+            "  --shard-cache BYTES  freed array memory kept for new arrays, whose pages are\n"
+            "                       then already touched; it gives way to objects within\n"
+            "                       --max-memory (default: a quarter of it; 0: none)\n"
             "  --token-file FILE    require every request to carry one of the tokens in FILE,\n"
             "                       one per line, each optionally followed by its role,\n"
             "                       read or write (default write; default: no authentication)\n"
@@ -188,6 +193,7 @@ static int configure(int argc, char **argv) {
         O_LOCALES,
         O_DATA,
         O_MEM,
+        O_CACHE,
         O_TOKEN,
         O_HANDLERS,
         O_QUEUE,
@@ -201,6 +207,7 @@ static int configure(int argc, char **argv) {
                                          {"locales", required_argument, 0, O_LOCALES},
                                          {"data-dir", required_argument, 0, O_DATA},
                                          {"max-memory", required_argument, 0, O_MEM},
+                                         {"shard-cache", required_argument, 0, O_CACHE},
                                          {"token-file", required_argument, 0, O_TOKEN},
                                          {"handlers", required_argument, 0, O_HANDLERS},
                                          {"max-queue", required_argument, 0, O_QUEUE},
@@ -218,7 +225,7 @@ static int configure(int argc, char **argv) {
     config.handlers = 8;
     config.max_queue = 1024;
     const char *data_dir = DEFAULT_DATA_DIR, *token_file = NULL, *curve_file = NULL;
-    bool max_message_set = false;
+    bool max_message_set = false, shard_cache_set = false;
     int c, q;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
@@ -241,6 +248,13 @@ static int configure(int argc, char **argv) {
                 fprintf(stderr, "h5arkd: --max-memory takes bytes, e.g. 1073741824 or 4G\n");
                 return -1;
             }
+            break;
+        case O_CACHE:
+            if (parse_bytes(optarg, &config.shard_cache)) {
+                fprintf(stderr, "h5arkd: --shard-cache takes bytes, e.g. 1G, or 0 for none\n");
+                return -1;
+            }
+            shard_cache_set = true;
             break;
         case O_TOKEN: token_file = optarg; break;
         case O_CURVE: curve_file = optarg; break;
@@ -282,6 +296,12 @@ static int configure(int argc, char **argv) {
         return -1;
     }
     if (!max_message_set) config.max_message = config.max_memory;
+    if (!shard_cache_set) config.shard_cache = config.max_memory / 4;
+    if (config.shard_cache > config.max_memory) {
+        fprintf(stderr, "h5arkd: --shard-cache must not exceed --max-memory (%llu bytes)\n",
+                (unsigned long long)config.max_memory);
+        return -1;
+    }
     if (make_dirs(data_dir) != 0 || !realpath(data_dir, config.data_dir)) {
         fprintf(stderr, "h5arkd: cannot create data directory %s: %s\n", data_dir, strerror(errno));
         return -1;
@@ -294,6 +314,17 @@ static int configure(int argc, char **argv) {
 int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], SANDBOX_PROBE_ARG) == 0) return sandbox_probe_main(argv[2]);
     if (configure(argc, argv) != 0) return 2;
+
+    /* Reuse receive buffers (DESIGN.md): ZeroMQ receives each large frame into a block of
+     * its own from malloc in its I/O thread, and a request holds all its frames until it
+     * is served. By default glibc maps such blocks afresh until the first free of a large
+     * one, and gives a thread's heap back to the kernel as soon as it is all free, so each
+     * large put would fault in its receive memory again. Serve blocks up to 32 MiB from
+     * the heap, and with a top pad of a whole heap (64 MiB) keep freed heaps: the daemon
+     * then keeps, for the next request, the most it has received at once. */
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TOP_PAD, 64 << 20);
+    mallopt(M_TRIM_THRESHOLD, 128 << 20);
 
     /* Signals are read by the router through a signalfd: block them in every thread. */
     sigset_t sigs;
@@ -311,6 +342,7 @@ int main(int argc, char **argv) {
     /* A file names its filters; never let that make the library load a shared object. */
     H5PLset_loading_state(0);
     registry_init(config.max_memory);
+    shardcache_init(config.shard_cache);
     sandbox_start();
     size_t stale = files_remove_stale_temps();
     if (stale)
@@ -329,6 +361,7 @@ int main(int argc, char **argv) {
 
     zmq_ctx_term(zctx);
     registry_shutdown();
+    shardcache_shutdown();
     sandbox_stop();
     locales_stop();
     for (size_t i = 0; i < config.ntokens; i++)

@@ -1,6 +1,8 @@
 /* The object registry (see registry.h): a chained hash table of published objects. */
 #include "registry.h"
 
+#include "shardcache.h"
+
 #include <ctype.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -39,7 +41,7 @@ void registry_shutdown(void) {
     buckets = NULL;
 }
 
-int registry_reserve(uint64_t bytes, h5ark_error *err) {
+int registry_reserve_only(uint64_t bytes, h5ark_error *err) {
     uint64_t used = atomic_load(&memory_used);
     do {
         if (bytes > memory_limit || used > memory_limit - bytes)
@@ -50,6 +52,17 @@ int registry_reserve(uint64_t bytes, h5ark_error *err) {
                               (unsigned long long)(used < memory_limit ? memory_limit - used : 0),
                               (unsigned long long)memory_limit);
     } while (!atomic_compare_exchange_weak(&memory_used, &used, used + bytes));
+    return 0;
+}
+
+void registry_make_room(void) {
+    uint64_t used = atomic_load(&memory_used);
+    shardcache_fit(used < memory_limit ? memory_limit - used : 0);
+}
+
+int registry_reserve(uint64_t bytes, h5ark_error *err) {
+    if (registry_reserve_only(bytes, err)) return -1;
+    registry_make_room();
     return 0;
 }
 

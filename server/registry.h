@@ -13,8 +13,14 @@ void registry_init(uint64_t max_memory);
 void registry_shutdown(void); /* releases every object */
 
 /* Account `bytes` against --max-memory before allocating them (resource_limit if the
- * total would pass it). Released by registry_unreserve when the memory is freed. */
+ * total would pass it), and shrink the shard cache so that the memory can be had.
+ * Released by registry_unreserve when the memory is freed. Cached shard memory
+ * (shardcache.h) is not counted: the total is what live objects and work take. */
 int registry_reserve(uint64_t bytes, h5ark_error *err);
+/* The two halves of registry_reserve, for darray_new: it takes the cached blocks it can
+ * reuse between them, so making room does not throw away the memory it is about to use. */
+int registry_reserve_only(uint64_t bytes, h5ark_error *err);
+void registry_make_room(void); /* shrink the cache to what live objects leave free */
 void registry_unreserve(uint64_t bytes);
 uint64_t registry_memory_used(void);
 uint64_t registry_memory_limit(void);

@@ -465,8 +465,12 @@ static int cmd_config(int argc, char **argv) {
             const h5ark_value *v = conf->as.m.vals[i];
             char *text = value_text(v);
             uint64_t n;
-            if ((strcmp(key, "max_memory") == 0 || strcmp(key, "memory_used") == 0) &&
-                h5ark_value_to_uint64(v, &n)) {
+            bool bytes = false;
+            static const char *const byte_keys[] = {"max_memory", "memory_used", "shard_cache",
+                                                    "memory_cached"};
+            for (size_t k = 0; k < sizeof byte_keys / sizeof byte_keys[0]; k++)
+                bytes |= strcmp(key, byte_keys[k]) == 0;
+            if (bytes && h5ark_value_to_uint64(v, &n)) {
                 char *human = bytes_text(n);
                 printf("%-*s  %s (%s)\n", (int)w, key, text, human);
                 free(human);

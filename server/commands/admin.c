@@ -4,6 +4,7 @@
 #include "config.h"
 #include "locales.h"
 #include "registry.h"
+#include "shardcache.h"
 
 #include <hdf5.h>
 #include <stdio.h>
@@ -27,6 +28,8 @@ static int cmd_getconfig(command_ctx *ctx, h5ark_error *err) {
         reply_set(ctx, "locales", h5ark_value_uint((uint64_t)locales_count()), err) ||
         reply_set(ctx, "max_memory", h5ark_value_uint(registry_memory_limit()), err) ||
         reply_set(ctx, "memory_used", h5ark_value_uint(registry_memory_used()), err) ||
+        reply_set(ctx, "shard_cache", h5ark_value_uint(shardcache_limit()), err) ||
+        reply_set(ctx, "memory_cached", h5ark_value_uint(shardcache_bytes()), err) ||
         reply_set(ctx, "auth", h5ark_value_bool(config.ntokens > 0), err) ||
         reply_set(ctx, "encrypted", h5ark_value_bool(config.curve_secret[0] != '\0'), err) ||
         reply_set(ctx, "hdf5_version", h5ark_value_str(hdf5), err) ||

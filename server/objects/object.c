@@ -3,6 +3,7 @@
 
 #include "locales.h"
 #include "registry.h"
+#include "shardcache.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,7 @@ typedef struct {
 static void alloc_shard(int locale, void *ctx) {
     alloc_job *job = ctx;
     shard *s = &job->a->shards[locale];
-    if (s->count == 0) return;
+    if (s->count == 0 || s->data) return;
     s->data = malloc(s->count * job->a->itemsize);
     if (!s->data) atomic_store(&job->failed, 1);
 }
@@ -30,7 +31,7 @@ darray *darray_new(h5ark_dtype dtype, uint64_t size, const uint64_t *counts, h5a
         return NULL;
     }
     uint64_t bytes = size * itemsize;
-    if (registry_reserve(bytes, err) != 0) return NULL;
+    if (registry_reserve_only(bytes, err) != 0) return NULL;
     darray *a = calloc(1, sizeof *a);
     shard *shards = calloc((size_t)n, sizeof *shards);
     if (!a || !shards) {
@@ -60,8 +61,15 @@ darray *darray_new(h5ark_dtype dtype, uint64_t size, const uint64_t *counts, h5a
                    (unsigned long long)start, (unsigned long long)size);
         return NULL;
     }
+    /* Reuse cached blocks first, then let the cache shrink to make room for the rest. */
+    bool fresh = false;
+    for (int b = 0; b < n; b++) {
+        if (shards[b].count) shards[b].data = shardcache_take(b, shards[b].count * itemsize);
+        fresh |= shards[b].count && !shards[b].data;
+    }
+    registry_make_room();
     alloc_job job = {.a = a};
-    locales_run(alloc_shard, &job);
+    if (fresh) locales_run(alloc_shard, &job);
     if (atomic_load(&job.failed)) {
         darray_free(a);
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory allocating %llu bytes",
@@ -78,8 +86,9 @@ darray *darray_ref(darray *a) {
 
 void darray_free(darray *a) {
     if (!a || atomic_fetch_sub(&a->refs, 1) != 1) return;
+    /* cached before unreserving, so the books never show free bytes that are still held */
     for (int b = 0; b < a->nshards; b++)
-        free(a->shards[b].data);
+        shardcache_give(b, a->shards[b].data, a->shards[b].count * a->itemsize);
     free(a->shards);
     registry_unreserve(a->reserved);
     free(a);

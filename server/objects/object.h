@@ -37,10 +37,12 @@ typedef struct {
 
 /* Allocate a darray whose shard b holds counts[b] elements (counts == NULL: block
  * distribution of `size`). Memory is reserved against --max-memory first
- * (resource_limit), then each locale allocates its own shard. Contents are undefined. */
+ * (resource_limit), then each shard takes a cached block of its locale (shardcache.h) or
+ * is allocated by its locale. Contents are undefined and may be an earlier array's bytes:
+ * builders write every element. */
 darray *darray_new(h5ark_dtype dtype, uint64_t size, const uint64_t *counts, h5ark_error *err);
 darray *darray_ref(darray *a);
-void darray_free(darray *a); /* drops one reference; frees at the last */
+void darray_free(darray *a); /* drops one reference; at the last, shards go to the cache */
 /* The shard holding global element i (a binary search over shard starts). */
 int darray_shard_of(const darray *a, uint64_t i);
 

@@ -221,22 +221,60 @@ class Conn:
         assert hdr["error"]["message"], hdr
         return hdr["error"]
 
-    def put(self, arr, **kw):
+    def put(self, arr, split=None, **kw):
+        """Put a pdarray; `split`: frame sizes to cut the payload into (see framed)."""
         arr = np.ascontiguousarray(arr)
         data = arr.astype(arr.dtype.newbyteorder("<")).tobytes()
-        hdr, _ = self.ok("put", [data], buffers=[{"name": "values", "nbytes": len(data)}],
+        hdr, _ = self.ok("put", framed([data], split),
+                         buffers=[{"name": "values", "nbytes": len(data)}],
                          objtype="pdarray", dtype=str(arr.dtype), shape=[arr.size], **kw)
         return hdr["result"]["object"]["name"]
 
-    def put_strings(self, strings):
+    def put_strings(self, strings, split=None):
         raw = [s.encode() for s in strings]
         values = b"".join(s + b"\0" for s in raw)
         segs = np.cumsum([0] + [len(s) + 1 for s in raw[:-1]]).astype("<i8")[:len(raw)]
-        hdr, _ = self.ok("put", [segs.tobytes(), values],
+        hdr, _ = self.ok("put", framed([segs.tobytes(), values], split),
                          buffers=[{"name": "segments", "nbytes": segs.nbytes},
                                   {"name": "values", "nbytes": len(values)}],
                          objtype="strings", dtype="str", shape=[len(raw)])
         return hdr["result"]["object"]["name"]
+
+    def buffers(self, name, **kw):
+        """get `name` (kw: start, stop): its descriptor and {buffer name: bytes}."""
+        hdr, frames = self.ok("get", name=name, **kw)
+        blob = b"".join(bytes(f) for f in frames)
+        out, pos = {}, 0
+        for spec in hdr.get("buffers", []):
+            out[spec["name"]] = blob[pos:pos + spec["nbytes"]]
+            pos += spec["nbytes"]
+        return hdr["result"]["object"], out
+
+    def get(self, name, **kw):
+        desc, bufs = self.buffers(name, **kw)
+        assert desc["objtype"] == "pdarray"
+        return np.frombuffer(bufs.get("values", b""), dtype=np.dtype(desc["dtype"]).newbyteorder("<"))
+
+    def get_strings(self, name, **kw):
+        desc, bufs = self.buffers(name, **kw)
+        assert desc["objtype"] == "strings"
+        values = bufs.get("values", b"")
+        segs = list(np.frombuffer(bufs.get("segments", b""), "<i8")) + [len(values)]
+        return [values[s:e - 1].decode() for s, e in zip(segs, segs[1:])]
+
+
+def framed(buffers, split=None):
+    """Payload frames for `buffers` (bytes, in order): one frame each, or with `split` (a
+    list of frame sizes, used in turn) the bytes of all of them cut at those sizes, so
+    frames may end mid-element and one frame may end one buffer and start the next."""
+    if not split:
+        return list(buffers)
+    data, out, pos, i = b"".join(buffers), [], 0, 0
+    while pos < len(data):
+        out.append(data[pos:pos + split[i % len(split)]])
+        pos += split[i % len(split)]
+        i += 1
+    return out
 
 
 @pytest.fixture(scope="module")

@@ -172,8 +172,9 @@ def test_config(h5, daemon):
     assert conf["locales"] == "3"
     assert conf["endpoint"] == daemon.endpoint
     assert conf["auth"] == "false"
-    assert re.fullmatch(r"\d+ \(.*B\)", conf["max_memory"])
-    for key in ("version", "hdf5_version", "zmq_version", "memory_used"):
+    for key in ("max_memory", "memory_used", "shard_cache", "memory_cached"):
+        assert re.fullmatch(r"\d+ \(.*B\)", conf[key]), (key, conf)
+    for key in ("version", "hdf5_version", "zmq_version"):
         assert key in conf
 
 

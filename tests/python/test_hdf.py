@@ -36,34 +36,13 @@ def sha(path):
 
 
 class Conn(BaseConn):
-    """With reads of pdarray and strings values, and the error codes of the contract."""
+    """With the error codes of the contract, and files."""
 
     def fail(self, cmd, **args):
         hdr, _ = self.raw(cmd, **args)
         assert not hdr["ok"], hdr
         assert hdr["error"]["code"] in ERROR_CODES, hdr
         return hdr["error"]
-
-    def _buffers(self, name):
-        hdr, frames = self.ok("get", name=name)
-        blob = b"".join(bytes(f) for f in frames)
-        out, pos = {}, 0
-        for spec in hdr.get("buffers", []):
-            out[spec["name"]] = blob[pos:pos + spec["nbytes"]]
-            pos += spec["nbytes"]
-        return hdr["result"]["object"], out
-
-    def get(self, name):
-        desc, bufs = self._buffers(name)
-        assert desc["objtype"] == "pdarray"
-        return np.frombuffer(bufs.get("values", b""), dtype=np.dtype(desc["dtype"]).newbyteorder("<"))
-
-    def get_strings(self, name):
-        desc, bufs = self._buffers(name)
-        assert desc["objtype"] == "strings"
-        values = bufs.get("values", b"")
-        segs = list(np.frombuffer(bufs.get("segments", b""), "<i8")) + [len(values)]
-        return [values[s:e - 1].decode() for s, e in zip(segs, segs[1:])]
 
     def tohdf(self, names, path, **kw):
         hdr, _ = self.ok("tohdf", names=names, path=path, **kw)

@@ -34,14 +34,7 @@ class Conn(BaseConn):
     def fetch(self, name):
         """A comparable Python value of any object: arrays, string lists, and for composites
         {"objtype", component: value...}."""
-        hdr, frames = self.ok("get", name=name)
-        desc = hdr["result"]["object"]
-        blob = b"".join(bytes(f) for f in frames)
-        bufs, pos = {}, 0
-        for spec in hdr.get("buffers", []):
-            bufs[spec["name"]] = blob[pos:pos + spec["nbytes"]]
-            pos += spec["nbytes"]
-        return decode(desc, bufs, "")
+        return decode(*self.buffers(name), "")
 
     def tohdf(self, names, path, **kw):
         hdr, _ = self.ok("tohdf", names=names, path=path, **kw)
