@@ -3,6 +3,7 @@
 old array showing through: puts framed at odd boundaries for every dtype and 1 to 3
 locales, strings, creates of every fill, readhdf; the cache gives way to live objects
 within --max-memory and never makes a request fail that would fit; many clients at once."""
+import os
 import subprocess
 import threading
 import time
@@ -239,10 +240,12 @@ def test_second_put_touches_no_fresh_memory(start_daemon):
     """Touching fresh pages is the cost the cache exists to save: once a put of 64 MiB has
     been served and deleted, the next one of the same size reuses both the shards and the
     memory its frames were received into, so the daemon takes hardly any page faults."""
+    if os.environ.get("H5ARKD_WRAPPER"):
+        pytest.skip("a daemon run under a tool (valgrind) has the tool's allocator")
     d = start_daemon(locales=2)
     with open(f"/proc/{d.proc.pid}/maps") as f:
-        if any(lib in f.read() for lib in ("libasan", "vgpreload")):
-            pytest.skip("a sanitizer or valgrind build has an allocator of its own")
+        if "libasan" in f.read():
+            pytest.skip("a sanitizer build has an allocator of its own")
     c = Conn(d)
     arr = values_of("uint8", 64 * MiB, 1)
     delete(c, c.put(arr, split=[MiB]))
