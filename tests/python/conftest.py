@@ -127,6 +127,40 @@ class Daemon:
 SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
                    "ERROR: ThreadSanitizer")
 
+def encode_strings(strs):
+    """Strings (str or bytes) as the protocol's segments and values buffers."""
+    enc = [s.encode("utf-8") if isinstance(s, str) else s for s in strs]
+    offs, pos = [], 0
+    for b in enc:
+        offs.append(pos)
+        pos += len(b) + 1
+    return np.array(offs, dtype="<i8").tobytes(), b"".join(b + b"\0" for b in enc)
+
+
+def decode_strings(seg, val):
+    """The strings of segments and values buffers, checking their form as it goes."""
+    offs = np.frombuffer(seg, dtype="<i8")
+    if len(offs) == 0:
+        assert val == b""
+        return []
+    assert offs[0] == 0, offs[:4]
+    assert all(offs[i] < offs[i + 1] for i in range(len(offs) - 1)), offs
+    ends = list(offs[1:]) + [len(val)]
+    out = []
+    for a, b in zip(offs, ends):
+        assert val[b - 1:b] == b"\0", (a, b)
+        out.append(val[a:b - 1].decode("utf-8"))
+    return out
+
+
+def locale_file(path, i):
+    """Arkouda's distributed name: split at the last '.', unless it is in a directory."""
+    head, sep, ext = path.rpartition(".")
+    if sep and "/" not in ext and head and not head.endswith("/"):
+        return f"{head}_LOCALE{i:04d}.{ext}"
+    return f"{path}_LOCALE{i:04d}"
+
+
 def h5_pdarray(files, path):
     """A dataset read with h5py from each file, concatenated."""
     parts = []

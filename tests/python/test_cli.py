@@ -10,7 +10,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import unique
+from conftest import locale_file, unique
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CLI = os.environ.get("H5ARK_CLI", str(REPO / "build" / "client" / "c" / "h5ark"))
@@ -81,11 +81,6 @@ def put_strings(call, strs, name):
                            {"name": "values", "nbytes": len(data)}],
                   objtype="strings", dtype="str", shape=[len(strs)], name=name)
     assert hdr["ok"], hdr
-
-
-def locale_file(path, i):
-    stem, dot, ext = path.rpartition(".")
-    return f"{stem}_LOCALE{i:04d}.{ext}" if dot else f"{path}_LOCALE{i:04d}"
 
 
 # ---- help and usage -------------------------------------------------------------------

@@ -7,7 +7,7 @@ import uuid
 import numpy as np
 import pytest
 
-from conftest import request
+from conftest import decode_strings, encode_strings, request
 
 DESC_KEYS = {"name", "objtype", "dtype", "size", "shape", "ndim", "itemsize", "nbytes"}
 
@@ -90,20 +90,6 @@ def put(d, arr, name=None, dtype=None, tag=None):
                    [{"name": "values", "nbytes": len(data)}]))["object"]
     assert desc["objtype"] == "pdarray" and desc["size"] == arr.size, desc
     return desc["name"]
-
-
-def encode_strings(strs):
-    enc = [s.encode() for s in strs]
-    offs, pos = [], 0
-    for b in enc:
-        offs.append(pos)
-        pos += len(b) + 1
-    return np.array(offs, dtype="<i8").tobytes(), b"".join(b + b"\0" for b in enc)
-
-
-def decode_strings(seg, val):
-    offs = list(np.frombuffer(seg, dtype="<i8")) + [len(val)]
-    return [val[offs[i]:offs[i + 1] - 1].decode() for i in range(len(offs) - 1)]
 
 
 def put_strings(d, strs, name=None):

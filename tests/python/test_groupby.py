@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import request
+from conftest import decode_strings, encode_strings, request
 
 _counter = itertools.count()
 
@@ -60,23 +60,12 @@ def put_array(d, arr, name=None):
     return res["object"]["name"]
 
 
-def encode_strings(strs):
-    enc = [s.encode() + b"\0" for s in strs]
-    seg = np.cumsum([0] + [len(e) for e in enc[:-1]]).astype("<i8") if enc else np.zeros(0, "<i8")
-    return seg.tobytes(), b"".join(enc)
-
-
 def put_strings(d, strs, name=None):
     seg, val = encode_strings(strs)
     res, _ = ok(send(d, "put", [seg + val], buffers=[{"name": "segments", "nbytes": len(seg)},
                                                     {"name": "values", "nbytes": len(val)}],
                      objtype="strings", shape=[len(strs)], name=name or unique("s")))
     return res["object"]["name"]
-
-
-def decode_strings(seg, val):
-    offs = list(np.frombuffer(seg, "<i8")) + [len(val)]
-    return [val[offs[i]:offs[i + 1] - 1].decode() for i in range(len(offs) - 1)]
 
 
 NP_DTYPES = {"bool": np.bool_, "float32": np.float32, "float64": np.float64}

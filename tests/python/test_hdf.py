@@ -12,7 +12,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import Conn as BaseConn, block_bounds, edge_values, request, unique
+from conftest import Conn as BaseConn, block_bounds, edge_values, locale_file, unique
 
 LOCALES = 3  # the `daemon` fixture's locale count
 DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -22,14 +22,6 @@ ERROR_CODES = {"bad_request", "not_found", "already_exists", "type_error", "sche
 
 
 # ---- helpers ---------------------------------------------------------------------------
-
-def locale_file(path, i):
-    """Arkouda's distributed name: split at the last '.', unless it is in a directory."""
-    head, sep, ext = path.rpartition(".")
-    if sep and "/" not in ext and head and not head.endswith("/"):
-        return f"{head}_LOCALE{i:04d}.{ext}"
-    return f"{path}_LOCALE{i:04d}"
-
 
 def sha(path):
     return hashlib.sha256(open(path, "rb").read()).hexdigest()

@@ -9,16 +9,9 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import Conn as BaseConn, block_bounds, request, unique
+from conftest import Conn as BaseConn, block_bounds, locale_file, unique
 
 LOCALES = 3
-
-
-def locale_file(path, i):
-    head, sep, ext = path.rpartition(".")
-    if sep and "/" not in ext and head and not head.endswith("/"):
-        return f"{head}_LOCALE{i:04d}.{ext}"
-    return f"{path}_LOCALE{i:04d}"
 
 
 class Conn(BaseConn):

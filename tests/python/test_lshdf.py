@@ -2,7 +2,6 @@
 types Arkouda cannot hold, links and cycles, limits, and every way a path or a file can be
 wrong. After every error the daemon must still answer ping."""
 import os
-import pathlib
 import shutil
 
 import h5py

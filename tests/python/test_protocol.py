@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import zmq
 
-from conftest import request
+from conftest import decode_strings, encode_strings, request
 
 LOCALES = 3  # the `daemon` fixture's locale count
 DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -170,30 +170,6 @@ def get_array(d, name, dtype, start=None, stop=None):
     assert list(bufs) == ["values"], bufs.keys()
     assert res["object"]["dtype"] == dtype and res["object"]["objtype"] == "pdarray", res
     return np.frombuffer(bufs["values"], dtype=np.dtype(dtype).newbyteorder("<"))
-
-
-def encode_strings(strs):
-    enc = [s.encode("utf-8") if isinstance(s, str) else s for s in strs]
-    offs, pos = [], 0
-    for b in enc:
-        offs.append(pos)
-        pos += len(b) + 1
-    return np.array(offs, dtype="<i8").tobytes(), b"".join(b + b"\0" for b in enc)
-
-
-def decode_strings(seg, val):
-    offs = np.frombuffer(seg, dtype="<i8")
-    if len(offs) == 0:
-        assert val == b""
-        return []
-    assert offs[0] == 0, offs[:4]
-    assert all(offs[i] < offs[i + 1] for i in range(len(offs) - 1)), offs
-    ends = list(offs[1:]) + [len(val)]
-    out = []
-    for a, b in zip(offs, ends):
-        assert val[b - 1:b] == b"\0", (a, b)
-        out.append(val[a:b - 1].decode("utf-8"))
-    return out
 
 
 def strings_buffers(seg, val):

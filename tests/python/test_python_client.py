@@ -8,7 +8,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import block_bounds, edge_values, h5_strings, unique
+from conftest import block_bounds, edge_values, h5_strings, locale_file, unique
 
 import h5ark
 from h5ark import wire
@@ -16,11 +16,6 @@ from h5ark import wire
 LOCALES = 3  # the `daemon` fixture's locale count
 NUMERIC_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                   "float32", "float64", "bool"]
-
-
-def locale_file(path, i):
-    stem, dot, ext = path.rpartition(".")
-    return f"{stem}_LOCALE{i:04d}.{ext}" if dot else f"{path}_LOCALE{i:04d}"
 
 
 def assert_bitwise_equal(got, want):
