@@ -18,6 +18,9 @@ import zmq
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SHARED_FIXTURES = REPO.parent / "shared" / "fixtures" / "arkouda"
+# A daemon run under a tool (H5ARKD_WRAPPER, e.g. valgrind) is many times slower and runs
+# one thread at a time: waits that bound a reply scale by this.
+TOOL_SLOWDOWN = 12 if os.environ.get("H5ARKD_WRAPPER") else 1
 sys.path.insert(0, str(REPO / "client" / "python"))
 
 
@@ -59,7 +62,7 @@ class Daemon:
         self._wait_ready()
 
     def _wait_ready(self):
-        deadline = time.time() + (120 if os.environ.get("H5ARKD_WRAPPER") else 20)
+        deadline = time.time() + 20 * TOOL_SLOWDOWN
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"h5arkd exited with {self.proc.returncode}: {self.read_log()}")

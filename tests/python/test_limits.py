@@ -6,7 +6,7 @@ import msgpack
 import numpy as np
 import zmq
 
-from conftest import request
+from conftest import TOOL_SLOWDOWN, request
 
 
 def test_max_message(start_daemon):
@@ -49,7 +49,8 @@ def test_queue_full_is_busy(start_daemon):
         if rep.get("error", {}).get("code") == "busy" and busy_seen_at is None:
             busy_seen_at = time.time() - t0
             # while the slow ones run, the daemon still answers others
-            assert request(d.endpoint, {"v": 1, "cmd": "ping"}, timeout_ms=5000)[0]["ok"]
+            assert request(d.endpoint, {"v": 1, "cmd": "ping"},
+                           timeout_ms=5000 * TOOL_SLOWDOWN)[0]["ok"]
     s.close()
     codes = [r["error"]["code"] if not r["ok"] else "ok" for r in replies.values()]
     # the one running and, if the handler took it before the next arrived, the one queued
