@@ -79,6 +79,11 @@ void *shardcache_take(int locale, uint64_t bytes) {
     return p;
 }
 
+void *shardcache_alloc(int locale, uint64_t bytes) {
+    void *p = shardcache_take(locale, bytes);
+    return p ? p : malloc(bytes ? bytes : 1);
+}
+
 void shardcache_give(int locale, void *block, uint64_t bytes) {
     if (!block) return;
     if (bytes < SHARDCACHE_MIN_BYTES || bytes > limit) {

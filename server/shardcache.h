@@ -25,6 +25,9 @@ void *shardcache_take(int locale, uint64_t bytes);
 /* Hand over a block of `bytes` bytes (as allocated) that locale's shard used: kept if it is
  * large and fits within the limit (older blocks give way), freed otherwise. */
 void shardcache_give(int locale, void *block, uint64_t bytes);
+/* Scratch memory for work on `locale` (sorting, say): a cached block when one fits, else a
+ * fresh one; NULL when out of memory. Hand it back with shardcache_give, same bytes. */
+void *shardcache_alloc(int locale, uint64_t bytes);
 /* Free cached blocks, oldest first, until at most `room` bytes are cached. */
 void shardcache_fit(uint64_t room);
 

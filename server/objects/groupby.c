@@ -16,6 +16,7 @@
 
 #include "locales.h"
 #include "registry.h"
+#include "shardcache.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -138,21 +139,31 @@ static const object *sort_source(const object *key) {
 #define RADIX_PASSES  6
 
 /* Stable LSD radix sort of (key, val) pairs; passes whose digit is the same everywhere are
- * skipped. tk/tv are scratch of n each. The result is left in key/val. */
-static int radix_sort(uint64_t *key, uint64_t *val, uint64_t *tk, uint64_t *tv, uint64_t n) {
+ * skipped. tk/tv are scratch of n each. The buffers are swapped rather than copied back:
+ * the result is in *keyp and *valp, and *tkp and *tvp are the scratch. */
+static int radix_sort(uint64_t **keyp, uint64_t **valp, uint64_t **tkp, uint64_t **tvp,
+                      uint64_t n) {
     if (n < 2) return 0;
+    uint64_t *key = *keyp, *val = *valp, *tk = *tkp, *tv = *tvp;
+    /* the bits that differ somewhere: the passes over digits that never vary are skipped,
+     * and their histograms not even counted (narrow keys take one pass) */
+    uint64_t differ = 0;
+    for (uint64_t i = 0; i < n; i++)
+        differ |= key[i] ^ key[0];
+    int pass[RADIX_PASSES], npasses = 0;
+    for (int p = 0; p < RADIX_PASSES; p++)
+        if ((differ >> (p * RADIX_BITS)) & (RADIX_BUCKETS - 1)) pass[npasses++] = p;
     uint64_t *hist = calloc((size_t)RADIX_PASSES * RADIX_BUCKETS, sizeof *hist);
     if (!hist) return -1;
     for (uint64_t i = 0; i < n; i++) {
         uint64_t k = key[i];
-        for (int p = 0; p < RADIX_PASSES; p++)
-            hist[p * RADIX_BUCKETS + ((k >> (p * RADIX_BITS)) & (RADIX_BUCKETS - 1))]++;
+        for (int j = 0; j < npasses; j++)
+            hist[j * RADIX_BUCKETS + ((k >> (pass[j] * RADIX_BITS)) & (RADIX_BUCKETS - 1))]++;
     }
     uint64_t *sk = key, *sv = val, *dk = tk, *dv = tv;
-    for (int p = 0; p < RADIX_PASSES; p++) {
-        uint64_t *h = hist + p * RADIX_BUCKETS;
-        int shift = p * RADIX_BITS;
-        if (h[(sk[0] >> shift) & (RADIX_BUCKETS - 1)] == n) continue;
+    for (int j = 0; j < npasses; j++) {
+        uint64_t *h = hist + j * RADIX_BUCKETS;
+        int shift = pass[j] * RADIX_BITS;
         uint64_t sum = 0;
         for (unsigned d = 0; d < RADIX_BUCKETS; d++) {
             uint64_t c = h[d];
@@ -171,10 +182,10 @@ static int radix_sort(uint64_t *key, uint64_t *val, uint64_t *tk, uint64_t *tv, 
         sv = dv;
         dv = t;
     }
-    if (sk != key) {
-        memcpy(key, sk, n * sizeof *key);
-        memcpy(val, sv, n * sizeof *val);
-    }
+    *keyp = sk;
+    *valp = sv;
+    *tkp = dk;
+    *tvp = dv;
     free(hist);
     return 0;
 }
@@ -264,12 +275,14 @@ static inline int cmp_keys(const plan *p, int r, uint64_t q, int s, uint64_t t) 
     return p->nkeys == 1 ? 0 : cmp_rows(p, p->order[r][q], p->order[s][t], 1);
 }
 
-/* The strict total order (key tuple, row). */
+/* The strict total order (key tuple, row). Runs hold ascending blocks of rows and each
+ * run is sorted stably, so among equal keys the row order is the run order, then the
+ * order within the run. */
 static inline int cmp_elems(const plan *p, int r, uint64_t q, int s, uint64_t t) {
     int c = cmp_keys(p, r, q, s, t);
     if (c) return c;
-    uint64_t x = p->order[r][q], y = p->order[s][t];
-    return (x > y) - (x < y);
+    if (r != s) return (r > s) - (r < s);
+    return (q > t) - (q < t);
 }
 
 static void sort_run(int b, void *ctx) {
@@ -277,9 +290,11 @@ static void sort_run(int b, void *ctx) {
     uint64_t lo = p->lo[b], n = p->len[b];
     if (n == 0) return;
     int L = p->L;
-    uint64_t *order = malloc(n * sizeof *order);
-    uint64_t *key = malloc(n * sizeof *key);
-    uint64_t *tk = malloc(n * sizeof *tk), *tv = malloc(n * sizeof *tv);
+    /* scratch from the locale's cache of touched memory: fresh pages cost more than the
+     * sort itself when the keys take one radix pass */
+    uint64_t bytes = n * sizeof(uint64_t);
+    uint64_t *order = shardcache_alloc(b, bytes), *key = shardcache_alloc(b, bytes);
+    uint64_t *tk = shardcache_alloc(b, bytes), *tv = shardcache_alloc(b, bytes);
     p->order[b] = order;
     if (!order || !key || !tk || !tv) goto fail;
     for (uint64_t i = 0; i < n; i++)
@@ -287,12 +302,12 @@ static void sort_run(int b, void *ctx) {
     for (size_t k = 0; k < p->nkeys; k++) { /* the views of every key, in row order */
         const object *s = p->src[k];
         if (s->objtype == H5ARK_STRINGS) {
-            strref *r = malloc(n * sizeof *r);
+            strref *r = shardcache_alloc(b, n * sizeof *r);
             if (!(p->refs[k * L + b] = r)) goto fail;
             for (uint64_t i = 0; i < n; i++)
                 r[i] = str_at(s, lo + i);
         } else if (p->nkeys > 1) {
-            uint64_t *e = malloc(n * sizeof *e);
+            uint64_t *e = shardcache_alloc(b, bytes);
             if (!(p->enc[k * L + b] = e)) goto fail;
             encode_range(s->values, lo, lo + n, e);
         }
@@ -309,20 +324,21 @@ static void sort_run(int b, void *ctx) {
             for (uint64_t i = 0; i < n; i++)
                 key[i] = e[order[i] - lo];
         }
-        if (radix_sort(key, order, tk, tv, n)) goto fail;
+        if (radix_sort(&key, &order, &tk, &tv, n)) goto fail;
+        p->order[b] = order;
     }
     if (!p->is_str[0]) { /* key 0 is numeric: keep its sorted encodings for the merge */
         p->skey[b] = key;
         key = NULL;
     }
-    free(key);
-    free(tk);
-    free(tv);
+    shardcache_give(b, key, bytes);
+    shardcache_give(b, tk, bytes);
+    shardcache_give(b, tv, bytes);
     return;
 fail:
-    free(key);
-    free(tk);
-    free(tv);
+    shardcache_give(b, key, bytes);
+    shardcache_give(b, tk, bytes);
+    shardcache_give(b, tv, bytes);
     atomic_store(&p->failed, 1);
 }
 
@@ -367,10 +383,10 @@ static void merge_runs(int c, void *ctx) {
     uint64_t cnt = out->count;
     p->gcount[c] = 0;
     if (cnt == 0) return;
-    uint8_t *flags = malloc(cnt);
+    uint8_t *flags = shardcache_alloc(c, cnt);
     uint64_t *head = malloc((size_t)L * 2 * sizeof *head);
     if (!flags || !head) {
-        free(flags);
+        shardcache_give(c, flags, cnt);
         free(head);
         atomic_store(&p->failed, 1);
         return;
@@ -390,6 +406,30 @@ static void merge_runs(int c, void *ctx) {
     }
     int64_t *perm = out->data;
     uint64_t groups = 0;
+    if (p->nkeys == 1 && !p->is_str[0]) {
+        /* one numeric key, the common case: compare its encodings alone; a tie goes to
+         * the lower run, which holds the lower rows */
+        bool have_prev = prev_r >= 0;
+        uint64_t prev_key = have_prev ? p->skey[prev_r][prev_q] : 0;
+        for (uint64_t i = 0; i < cnt; i++) {
+            int best = -1;
+            uint64_t bk = 0;
+            for (int r = 0; r < L; r++)
+                if (head[r] < end[r] && (best < 0 || p->skey[r][head[r]] < bk)) {
+                    best = r;
+                    bk = p->skey[r][head[r]];
+                }
+            perm[i] = (int64_t)p->order[best][head[best]++];
+            uint8_t f = !have_prev || bk != prev_key;
+            flags[i] = f;
+            groups += f;
+            have_prev = true;
+            prev_key = bk;
+        }
+        p->gcount[c] = groups;
+        free(head);
+        return;
+    }
     for (uint64_t i = 0; i < cnt; i++) {
         int best = -1;
         for (int r = 0; r < L; r++)
@@ -454,14 +494,17 @@ static void fill_groups(int c, void *ctx) {
 }
 
 static void free_plan(plan *p) {
+    /* scratch goes back to its locale's cache; a pointer set means its sizes are known */
     for (int b = 0; b < p->L; b++) {
-        if (p->order) free(p->order[b]);
-        if (p->skey) free(p->skey[b]);
-        if (p->flags) free(p->flags[b]);
+        if (p->order && p->order[b]) shardcache_give(b, p->order[b], p->len[b] * 8);
+        if (p->skey && p->skey[b]) shardcache_give(b, p->skey[b], p->len[b] * 8);
+        if (p->flags && p->flags[b])
+            shardcache_give(b, p->flags[b], p->perm->values->shards[b].count);
     }
     for (size_t k = 0; k < p->nkeys * (size_t)p->L; k++) {
-        if (p->enc) free(p->enc[k]);
-        if (p->refs) free(p->refs[k]);
+        int b = (int)(k % (size_t)p->L);
+        if (p->enc && p->enc[k]) shardcache_give(b, p->enc[k], p->len[b] * 8);
+        if (p->refs && p->refs[k]) shardcache_give(b, p->refs[k], p->len[b] * sizeof(strref));
     }
     free(p->order);
     free(p->skey);

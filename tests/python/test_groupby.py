@@ -290,6 +290,34 @@ def test_same_results_for_1_and_3_locales(start_daemon):
     check_groupby(d, desc, [a, s, f])
 
 
+def test_groupby_large_single_keys_reuse_scratch(start_daemon):
+    """One numeric key over runs large enough that the sort's scratch comes from, and goes
+    back to, each locale's cache of freed memory: groupbys one after another (narrow keys
+    that sort in one radix pass, full-range ones, ties across runs) all match numpy's
+    stable sort on 1, 2 and 3 locales, however stale the reused scratch."""
+    n = 400_003  # a run of 3 locales still needs blocks of over 1 MiB
+    cols = [rng.integers(0, 1000, n).astype(np.int64),
+            rng.integers(-2**62, 2**62, n).astype(np.int64),
+            np.repeat(np.arange(7, dtype=np.int64)[::-1], n // 7 + 1)[:n],
+            rng.random(n)]
+    refs = []
+    for a in cols:  # numpy's stable sort: no NaN or -0.0 here for the orders to differ on
+        perm = np.argsort(a, kind="stable")
+        s = a[perm]
+        refs.append((perm, np.flatnonzero(np.r_[True, s[1:] != s[:-1]])))
+    for locales in (1, 2, 3):
+        d = start_daemon(locales=locales)
+        for a, (perm, segs) in zip(cols + cols[:1], refs + refs[:1]):
+            desc = groupby(d, put_array(d, a))
+            _, comps = get(d, desc["name"])
+            np.testing.assert_array_equal(comps["permutation"], perm)
+            np.testing.assert_array_equal(comps["segments"], segs)
+            np.testing.assert_array_equal(comps["unique_key_idx"], perm[segs])
+            ok(send(d, "delete", names=[desc["name"]]))
+        cached = ok(send(d, "getconfig"))[0]["memory_cached"]
+        assert cached > 0, "the sort's scratch was not kept for reuse"
+
+
 # ---- aggregate ----
 
 def aggregate(d, gb, op, values=None, **kw):
