@@ -30,9 +30,7 @@ int arrayview_write(hid_t loc, int file_index, const char *name, const object *o
     return rc ? h5ark_fail_context(err, "ArrayView '%s'", name) : 0;
 }
 
-int arrayview_probe(const probe_ctx *pc, read_node *n, h5ark_error *err) {
-    hid_t dset = H5Dopen2(pc->file, n->path, H5P_DEFAULT);
-    if (dset < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "'%s' cannot be opened", n->path);
+int arrayview_probe(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err) {
     char what[1200];
     snprintf(what, sizeof what, "ArrayView '%s'", n->path);
     int64_t rank = 0, shape[OBJECT_MAX_DIMS];
@@ -41,15 +39,18 @@ int arrayview_probe(const probe_ctx *pc, read_node *n, h5ark_error *err) {
     int r2 =
         r1 < 0 ? -1
                : h5u_read_int_array_attr(dset, ATTR_SHAPE, shape, OBJECT_MAX_DIMS, &got, what, err);
-    H5Dclose(dset);
-    if (r1 < 0 || r2 < 0) return -1;
-    if (r1 == 0 || r2 == 0 || rank < 1 || (uint64_t)rank != got)
-        return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
-                          "%s needs 'Rank' and a 'Shape' of Rank elements (1 to %d)", what,
-                          OBJECT_MAX_DIMS);
+    if (r1 < 0 || r2 < 0) goto fail;
+    if (r1 == 0 || r2 == 0 || rank < 1 || (uint64_t)rank != got) {
+        h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                   "%s needs 'Rank' and a 'Shape' of Rank elements (1 to %d)", what,
+                   OBJECT_MAX_DIMS);
+        goto fail;
+    }
     for (size_t i = 0; i < got; i++)
-        if (shape[i] < 0)
-            return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "%s has a negative dimension", what);
+        if (shape[i] < 0) {
+            h5ark_fail(err, H5ARK_SCHEMA_ERROR, "%s has a negative dimension", what);
+            goto fail;
+        }
     if (n->ndim == 0) {
         n->ndim = (unsigned)rank;
         for (size_t i = 0; i < got; i++)
@@ -58,11 +59,16 @@ int arrayview_probe(const probe_ctx *pc, read_node *n, h5ark_error *err) {
         bool same = n->ndim == (unsigned)rank;
         for (size_t i = 0; same && i < got; i++)
             same = n->shape[i] == (uint64_t)shape[i];
-        if (!same)
-            return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
-                              "%s has another Shape here than in the files before", what);
+        if (!same) {
+            h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                       "%s has another Shape here than in the files before", what);
+            goto fail;
+        }
     }
-    return pdarray_probe(pc->file, pc->index, pc->path, pc->size, &n->ds, false, err);
+    return pdarray_probe(pc->file, pc->index, pc->path, pc->size, &n->ds, dset, false, err);
+fail:
+    H5Dclose(dset);
+    return -1;
 }
 
 int arrayview_build(read_node *n, bool strict, bool tags, object **obj, object **tag,

@@ -179,7 +179,12 @@ int h5u_link_exists(hid_t loc, const char *path) {
     return 1;
 }
 
-int h5u_check_local(hid_t loc, const char *path, const char *what, h5ark_error *err) {
+/* Look up every step of path under loc: 1 when all are links inside the file, 0 when a
+ * step is missing (or is not a group) and that is not an error, -1 with err: forbidden
+ * when a step leads to another file, schema_error for a missing one with
+ * missing_is_error. */
+static int walk_links(hid_t loc, const char *path, const char *what, bool missing_is_error,
+                      h5ark_error *err) {
     char prefix[1024];
     size_t len = strlen(path);
     if (len >= sizeof prefix)
@@ -189,15 +194,27 @@ int h5u_check_local(hid_t loc, const char *path, const char *what, h5ark_error *
         memcpy(prefix, path, i);
         prefix[i] = '\0';
         H5L_info_t info;
-        if (H5Lget_info(loc, prefix, &info, H5P_DEFAULT) < 0)
-            return h5u_fail(err, H5ARK_SCHEMA_ERROR, "%s: cannot look up '%s'", what, prefix);
+        if (H5Lget_info(loc, prefix, &info, H5P_DEFAULT) < 0) {
+            if (missing_is_error)
+                return h5u_fail(err, H5ARK_SCHEMA_ERROR, "%s: cannot look up '%s'", what, prefix);
+            H5Eclear2(H5E_DEFAULT);
+            return 0;
+        }
         if (info.type != H5L_TYPE_HARD && info.type != H5L_TYPE_SOFT)
             return h5ark_fail(err, H5ARK_FORBIDDEN,
                               "%s: '%s' is a link to another file; h5ark reads only files "
                               "inside its data directory",
                               what, prefix);
     }
-    return 0;
+    return 1;
+}
+
+int h5u_check_local(hid_t loc, const char *path, const char *what, h5ark_error *err) {
+    return walk_links(loc, path, what, true, err) < 0 ? -1 : 0;
+}
+
+int h5u_link_local(hid_t loc, const char *path, const char *what, h5ark_error *err) {
+    return path[0] ? walk_links(loc, path, what, false, err) : 0;
 }
 
 hid_t h5u_create_dataset(hid_t loc, const char *name, h5ark_dtype dtype, uint64_t n, uint64_t chunk,
@@ -315,12 +332,9 @@ static int inspect_type(hid_t type, const char *what, h5u_dset_info *info, h5ark
     return 0;
 }
 
-int h5u_inspect(hid_t loc, const char *path, uint64_t file_size, const char *what,
-                h5u_dset_info *info, hid_t *keep, h5ark_error *err) {
+int h5u_inspect_dataset(hid_t dset, uint64_t file_size, const char *what, h5u_dset_info *info,
+                        h5ark_error *err) {
     memset(info, 0, sizeof *info);
-    if (h5u_check_local(loc, path, what, err)) return -1;
-    hid_t dset = H5Dopen2(loc, path, H5P_DEFAULT);
-    if (dset < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "%s cannot be opened", what);
     hid_t type = H5Dget_type(dset);
     hid_t space = H5Dget_space(dset);
     hid_t dcpl = H5Dget_create_plist(dset);
@@ -389,10 +403,17 @@ out:
     if (dcpl >= 0) H5Pclose(dcpl);
     if (space >= 0) H5Sclose(space);
     if (type >= 0) H5Tclose(type);
-    if (rc == 0 && keep)
-        *keep = dset;
-    else
-        H5Dclose(dset);
+    return rc;
+}
+
+int h5u_inspect(hid_t loc, const char *path, uint64_t file_size, const char *what,
+                h5u_dset_info *info, h5ark_error *err) {
+    memset(info, 0, sizeof *info);
+    if (h5u_check_local(loc, path, what, err)) return -1;
+    hid_t dset = H5Dopen2(loc, path, H5P_DEFAULT);
+    if (dset < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "%s cannot be opened", what);
+    int rc = h5u_inspect_dataset(dset, file_size, what, info, err);
+    H5Dclose(dset);
     return rc;
 }
 

@@ -66,8 +66,13 @@ int h5u_link_names(hid_t g, const char *skip, h5u_names *out, const char *what, 
 /* Whether `path` (components separated by '/') names a link under loc: 1, 0, or -1. */
 int h5u_link_exists(hid_t loc, const char *path);
 
-/* forbidden when a link on `path` leads to another file (external or user-defined). */
+/* forbidden when a link on `path` leads to another file (external or user-defined);
+ * schema_error when a step cannot be looked up. */
 int h5u_check_local(hid_t loc, const char *path, const char *what, h5ark_error *err);
+/* The same in one walk with the question whether `path` is there: 1 when every step is a
+ * link inside the file, 0 when one is missing (or is not a group), -1 with err when one
+ * leads to another file. */
+int h5u_link_local(hid_t loc, const char *path, const char *what, h5ark_error *err);
 
 /* A rank-1 dataset of n elements; nothing is written into it. chunk == 0: contiguous, its
  * space allocated at creation so that *offset (its bytes' place in the file) is known now.
@@ -90,10 +95,13 @@ typedef struct {
 
 /* Inspect dataset `path` under loc (named `what` in messages): a 1-D dataset of integers
  * or floats. type_error for any other type or rank; schema_error when its storage lies
- * past the end of the file (`file_size`); forbidden when its data is in other files. With
- * `keep`, the open dataset is left there on success for the caller to close. */
+ * past the end of the file (`file_size`); forbidden when its data is in other files or a
+ * link on its path leads to another file. */
 int h5u_inspect(hid_t loc, const char *path, uint64_t file_size, const char *what,
-                h5u_dset_info *info, hid_t *keep, h5ark_error *err);
+                h5u_dset_info *info, h5ark_error *err);
+/* The same for a dataset already open (and found local); it stays open. */
+int h5u_inspect_dataset(hid_t dset, uint64_t file_size, const char *what, h5u_dset_info *info,
+                        h5ark_error *err);
 
 /* Read elements [first, first+count) of dataset `dset` in file `file` into dest as
  * `dtype` (HDF5 converts). For chunked, filtered, unallocated or foreign-typed data. */

@@ -30,19 +30,22 @@ int pdarray_write(hid_t file, int file_index, const char *name, const object *ob
 }
 
 int pdarray_probe(hid_t file, int file_index, const char *path, uint64_t file_size,
-                  read_dataset *ds, bool legacy_group, h5ark_error *err) {
+                  read_dataset *ds, hid_t obj, bool legacy_group, h5ark_error *err) {
     char dset[1100], what[1200];
     if (legacy_group)
         snprintf(dset, sizeof dset, "%s/%s", ds->name, LEGACY_BOOLEANS);
     else
         snprintf(dset, sizeof dset, "%s", ds->name);
     snprintf(what, sizeof what, "dataset '%s'", dset);
+    if (obj < 0) {
+        if (h5u_check_local(file, dset, what, err)) return -1;
+        obj = H5Dopen2(file, dset, H5P_DEFAULT);
+        if (obj < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "%s cannot be opened", what);
+    }
     h5u_dset_info info;
-    hid_t obj;
-    if (h5u_inspect(file, dset, file_size, what, &info, &obj, err)) return -1;
+    int r = h5u_inspect_dataset(obj, file_size, what, &info, err);
     bool is_bool = legacy_group || info.enum_bool;
-    int r = 0;
-    if (!is_bool && info.is_integer) {
+    if (r == 0 && !is_bool && info.is_integer) {
         int64_t flag = 0;
         r = h5u_read_int_attr(obj, ATTR_IS_BOOL, &flag, what, err);
         is_bool = r == 1 && flag == 1;

@@ -255,11 +255,12 @@ static int exists_with(hid_t file, const char *path, const char *sep, const char
     return h5u_link_exists(file, p) == 1;
 }
 
-/* What kind of object is at path (a link that exists). */
+/* What kind of object is at path (a link that exists, inside the file). A dataset is left
+ * open in *dset for the caller, who closes it, also on failure. */
 static int detect_kind(const probe_ctx *pc, read_node *n, read_kind *kind, bool *legacy_bool,
-                       h5ark_error *err) {
+                       hid_t *dset, h5ark_error *err) {
     *legacy_bool = false;
-    if (h5u_check_local(pc->file, n->path, "the dataset", err)) return -1;
+    *dset = H5I_INVALID_HID;
     hid_t obj = H5Oopen(pc->file, n->path, H5P_DEFAULT);
     if (obj < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "'%s' cannot be opened", n->path);
     H5I_type_t type = H5Iget_type(obj);
@@ -268,7 +269,10 @@ static int detect_kind(const probe_ctx *pc, read_node *n, read_kind *kind, bool 
     int64_t objtype = -1, bigint = 0;
     int has_type = h5u_read_int_attr(obj, ATTR_OBJTYPE, &objtype, what, err);
     int has_big = has_type < 0 ? -1 : h5u_read_int_attr(obj, ATTR_IS_BIGINT, &bigint, what, err);
-    H5Oclose(obj);
+    if (type == H5I_DATASET)
+        *dset = obj; /* opened once: the probe of its kind goes on with it */
+    else
+        H5Oclose(obj);
     if (has_type < 0 || has_big < 0) return -1;
     *kind = KIND_NONE;
     if (type == H5I_DATASET) {
@@ -345,11 +349,17 @@ static int detect_kind(const probe_ctx *pc, read_node *n, read_kind *kind, bool 
 int probe_node(const probe_ctx *pc, read_node *n, h5ark_error *err) {
     read_kind kind;
     bool legacy_bool = false;
-    if (h5u_link_exists(pc->file, n->path) == 1) {
+    hid_t dset = H5I_INVALID_HID;
+    int here = h5u_link_local(pc->file, n->path, "the dataset", err);
+    if (here < 0) return -1;
+    if (here) {
         if (n->legacy)
             return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
                               "'%s' is an object here but an older split layout before", n->path);
-        if (detect_kind(pc, n, &kind, &legacy_bool, err)) return -1;
+        if (detect_kind(pc, n, &kind, &legacy_bool, &dset, err)) {
+            if (dset >= 0) H5Oclose(dset);
+            return -1;
+        }
     } else if (exists_with(pc->file, n->path, "_", CHILD_SEGMENTS) &&
                exists_with(pc->file, n->path, "_", CHILD_VALUES)) {
         kind = KIND_SEGARRAY; /* the older client-side SegArray */
@@ -366,6 +376,7 @@ int probe_node(const probe_ctx *pc, read_node *n, h5ark_error *err) {
         return h5ark_fail(err, H5ARK_NOT_FOUND, "dataset '%s' is not in the file", n->path);
     }
     if (n->kind != KIND_NONE && n->kind != kind) {
+        if (dset >= 0) H5Oclose(dset);
         const read_part *before = &n->ds.values;
         return h5ark_fail(err, H5ARK_TYPE_ERROR, "'%s' is %s here but %s in '%s'", n->path,
                           kind_name(kind), kind_name(n->kind),
@@ -373,13 +384,19 @@ int probe_node(const probe_ctx *pc, read_node *n, h5ark_error *err) {
                                     : "the files before");
     }
     n->kind = kind;
+    /* only a pdarray or an ArrayView is a dataset; they take it over */
+    if (dset >= 0 && kind != KIND_PDARRAY && kind != KIND_ARRAYVIEW) {
+        H5Oclose(dset);
+        dset = H5I_INVALID_HID;
+    }
     switch (kind) {
     case KIND_PDARRAY:
-        return pdarray_probe(pc->file, pc->index, pc->path, pc->size, &n->ds, legacy_bool, err);
+        return pdarray_probe(pc->file, pc->index, pc->path, pc->size, &n->ds, dset, legacy_bool,
+                             err);
     case KIND_STRINGS:
         return strings_probe(pc->file, pc->index, pc->path, pc->size, &n->ds, pc->calc_offsets,
                              err);
-    case KIND_ARRAYVIEW: return arrayview_probe(pc, n, err);
+    case KIND_ARRAYVIEW: return arrayview_probe(pc, n, dset, err);
     case KIND_BIGINT: return bigint_probe(pc, n, err);
     case KIND_SEGARRAY: return segarray_probe(pc, n, err);
     case KIND_CATEGORICAL: return categorical_probe(pc, n, err);

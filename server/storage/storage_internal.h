@@ -179,9 +179,10 @@ typedef struct {
 
 /* Probe object ds->name in the open file `file` (path `path`, index `file_index` of the
  * request, `file_size` bytes) and add its share to ds; a file whose share is empty adds
- * nothing. legacy_group: a v1 bool group holding `booleans`. */
+ * nothing. `dset`: the dataset, when the caller has it open (it is closed here), or
+ * H5I_INVALID_HID. legacy_group: a v1 bool group holding `booleans`. */
 int pdarray_probe(hid_t file, int file_index, const char *path, uint64_t file_size,
-                  read_dataset *ds, bool legacy_group, h5ark_error *err);
+                  read_dataset *ds, hid_t dset, bool legacy_group, h5ark_error *err);
 int strings_probe(hid_t file, int file_index, const char *path, uint64_t file_size,
                   read_dataset *ds, bool calc_offsets, h5ark_error *err);
 
@@ -267,7 +268,8 @@ int index_build(read_node *n, bool strict, bool tags, object **obj, object **tag
 int dataframe_probe(const probe_ctx *pc, read_node *n, h5ark_error *err);
 int dataframe_build(read_node *n, bool strict, bool tags, object **obj, object **tag,
                     h5ark_error *err);
-int arrayview_probe(const probe_ctx *pc, read_node *n, h5ark_error *err);
+/* dset: the ArrayView's dataset, open (it is closed here) */
+int arrayview_probe(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err);
 int arrayview_build(read_node *n, bool strict, bool tags, object **obj, object **tag,
                     h5ark_error *err);
 int bigint_probe(const probe_ctx *pc, read_node *n, h5ark_error *err);

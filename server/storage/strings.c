@@ -29,7 +29,7 @@ int strings_probe(hid_t file, int file_index, const char *path, uint64_t file_si
     ds->segments.dtype = H5ARK_INT64;
     h5u_dset_info v, s = {0};
     snprintf(what, sizeof what, "Strings bytes '%s'", vpath);
-    if (h5u_inspect(file, vpath, file_size, what, &v, NULL, err)) return -1;
+    if (h5u_inspect(file, vpath, file_size, what, &v, err)) return -1;
     if (!v.is_integer || v.enum_bool || h5ark_dtype_size(v.dtype) != 1)
         return h5ark_fail(err, H5ARK_TYPE_ERROR, "%s are %s, not 1-byte integers", what,
                           h5ark_dtype_name(v.dtype));
@@ -38,7 +38,7 @@ int strings_probe(hid_t file, int file_index, const char *path, uint64_t file_si
     bool has_segments = !calc_offsets && h5u_link_exists(file, spath) == 1;
     if (has_segments) {
         snprintf(what, sizeof what, "Strings offsets '%s'", spath);
-        if (h5u_inspect(file, spath, file_size, what, &s, NULL, err)) return -1;
+        if (h5u_inspect(file, spath, file_size, what, &s, err)) return -1;
         if (!s.is_integer || s.enum_bool)
             return h5ark_fail(err, H5ARK_TYPE_ERROR, "%s are %s, not integers", what,
                               h5ark_dtype_name(s.dtype));
