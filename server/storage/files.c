@@ -2,6 +2,7 @@
 #include "files.h"
 
 #include "config.h"
+#include "locales.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -268,33 +269,80 @@ static void *close_in_background(void *arg) {
     return NULL;
 }
 
-int files_replace(const char *tmp, const char *final, h5ark_error *err) {
-    if (fsync_path(tmp, O_RDONLY) != 0)
-        return h5ark_fail(err, H5ARK_IO_ERROR, "cannot flush '%s': %s", files_display(tmp),
-                          strerror(errno));
-    /* Freeing a large replaced file's blocks takes the filesystem a good part of a second
-     * per GiB, in whichever call drops its last reference. Holding it open moves that out
-     * of rename and into a close after the reply. */
-    int old = open(final, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (rename(tmp, final) != 0) {
-        int e = errno;
-        if (old >= 0) close(old);
-        return h5ark_fail(err, H5ARK_IO_ERROR, "cannot replace '%s': %s", files_display(final),
-                          strerror(e));
+typedef struct {
+    const char *const *tmps;
+    int n;
+    _Atomic int failed; /* 1 + the index of a file that could not be flushed, or 0 */
+    int error;
+} flush_job;
+
+static void flush_some(int locale, void *ctx) {
+    flush_job *j = ctx;
+    for (int i = locale; i < j->n; i += locales_count())
+        if (fsync_path(j->tmps[i], O_RDONLY) != 0) {
+            int none = 0;
+            if (atomic_compare_exchange_strong(&j->failed, &none, i + 1)) j->error = errno;
+        }
+}
+
+static bool same_dir(const char *a, const char *b) {
+    size_t la = (size_t)(strrchr(a, '/') - a), lb = (size_t)(strrchr(b, '/') - b);
+    return la == lb && memcmp(a, b, la) == 0;
+}
+
+int files_replace_all(const char *const *tmps, const char *const *finals, int n, int *replaced,
+                      h5ark_error *err) {
+    *replaced = 0;
+    /* every flush first, side by side on the locales: one slow disk wait, not n */
+    flush_job job = {.tmps = tmps, .n = n};
+    if (n == 1) flush_some(0, &job);
+    else if (n > 1) locales_run(flush_some, &job);
+    int bad = atomic_load(&job.failed);
+    if (bad)
+        return h5ark_fail(err, H5ARK_IO_ERROR, "cannot flush '%s': %s", files_display(tmps[bad - 1]),
+                          strerror(job.error));
+    for (int i = 0; i < n; i++) {
+        /* Freeing a large replaced file's blocks takes the filesystem a good part of a
+         * second per GiB, in whichever call drops its last reference. Holding it open moves
+         * that out of rename and into a close after the reply. */
+        int old = open(finals[i], O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        if (rename(tmps[i], finals[i]) != 0) {
+            int e = errno;
+            if (old >= 0) close(old);
+            h5ark_fail(err, H5ARK_IO_ERROR, "cannot replace '%s': %s", files_display(finals[i]),
+                       strerror(e));
+            return i > 0 ? h5ark_fail_context(err, "%d of the %d files were already replaced", i,
+                                              n)
+                         : -1;
+        }
+        if (old >= 0) {
+            pthread_t t;
+            pthread_attr_t attr;
+            pthread_attr_init(&attr);
+            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+            if (pthread_create(&t, &attr, close_in_background, (void *)(intptr_t)old) != 0)
+                close(old);
+            pthread_attr_destroy(&attr);
+        }
+        *replaced = i + 1;
     }
-    if (old >= 0) {
-        pthread_t t;
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        if (pthread_create(&t, &attr, close_in_background, (void *)(intptr_t)old) != 0) close(old);
-        pthread_attr_destroy(&attr);
+    /* each directory once: a file set shares one */
+    for (int i = 0; i < n; i++) {
+        bool seen = false;
+        for (int k = 0; k < i && !seen; k++)
+            seen = same_dir(finals[k], finals[i]);
+        if (seen) continue;
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%s", finals[i]);
+        *strrchr(dir, '/') = '\0';
+        fsync_path(dir, O_RDONLY | O_DIRECTORY); /* best effort: some filesystems refuse */
     }
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", final);
-    *strrchr(dir, '/') = '\0';
-    fsync_path(dir, O_RDONLY | O_DIRECTORY); /* best effort: some filesystems refuse */
     return 0;
+}
+
+int files_replace(const char *tmp, const char *final, h5ark_error *err) {
+    int replaced;
+    return files_replace_all(&tmp, &final, 1, &replaced, err);
 }
 
 /* Temporaries are named ".<name>.h5ark-tmp.<pid>.<n>": anything of that form left in the

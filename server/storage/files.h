@@ -40,6 +40,12 @@ int files_temp_name(const char *final, char *out, size_t outlen);
 /* fsync tmp, rename it over final, fsync the directory: after this returns 0 the new file
  * is in place and durable; on failure the old file (if any) is untouched. */
 int files_replace(const char *tmp, const char *final, h5ark_error *err);
+/* The same for n files at once (a file set): all flushed in parallel on the locales before
+ * any is renamed, each directory synced once. `replaced` tells how many were renamed: a
+ * rename failing part way leaves the files before it replaced (the error says how many)
+ * and the rest untouched. */
+int files_replace_all(const char *const *tmps, const char *const *finals, int n, int *replaced,
+                      h5ark_error *err);
 
 /* Remove the temporaries a daemon that died left in the data directory (run at start,
  * before any request); returns how many. */

@@ -822,13 +822,16 @@ int storage_write_ex(const storage_item *items, size_t nitems, const char *path,
     if (write_plan_close(&plan, err) || close_files(of, nfiles, err)) goto out;
 
     /* 4. put them in place */
-    for (int i = 0; i < nfiles; i++) {
-        if (files_replace(of[i].tmp, of[i].final, err)) {
-            if (i > 0)
-                h5ark_fail_context(err, "%d of the %d files were already replaced", i, nfiles);
-            goto out;
+    {
+        const char *tmps[nfiles], *finals[nfiles];
+        for (int i = 0; i < nfiles; i++) {
+            tmps[i] = of[i].tmp;
+            finals[i] = of[i].final;
         }
-        of[i].tmp_made = false;
+        int replaced = 0, rc_replace = files_replace_all(tmps, finals, nfiles, &replaced, err);
+        for (int i = 0; i < replaced; i++) /* the rest are unlinked below */
+            of[i].tmp_made = false;
+        if (rc_replace) goto out;
     }
     rc = 0;
     for (int i = 0; i < nfiles && rc == 0; i++) {
