@@ -281,7 +281,9 @@ static void *stream_echo_main(void *arg) {
 /* A raw ROUTER on tcp loopback served by `peer` on a thread of its own (it runs until the
  * process exits), and a DEALER connected to it: the raw side of a measure. */
 static void *start_raw_peer(void *(*peer)(void *)) {
-    void *router = zmq_socket(ctx, ZMQ_ROUTER);
+    /* its own context, as the daemon is another process with its own: the peer's I/O thread
+     * is not the client's */
+    void *router = zmq_socket(zmq_ctx_new(), ZMQ_ROUTER);
     char endpoint[256];
     size_t len = sizeof endpoint;
     if (zmq_bind(router, "tcp://127.0.0.1:*") != 0 ||
