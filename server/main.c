@@ -6,6 +6,7 @@
 #include "router.h"
 #include "shardcache.h"
 #include "storage/files.h"
+#include "storage/storage.h"
 #include "storage/sandbox.h"
 
 #include <ctype.h>
@@ -334,13 +335,10 @@ int main(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    if (H5open() < 0) {
+    if (storage_init() < 0) {
         fprintf(stderr, "h5arkd: the HDF5 library failed to initialise\n");
         return 1;
     }
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    /* A file names its filters; never let that make the library load a shared object. */
-    H5PLset_loading_state(0);
     registry_init(config.max_memory);
     shardcache_init(config.shard_cache);
     sandbox_start();

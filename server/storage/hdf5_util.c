@@ -2,12 +2,47 @@
 #include "hdf5_util.h"
 
 #include "schema.h"
+#include "storage.h"
 
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* External links as this process knows them: their values can be read, listed and
+ * copied, but following one always fails. */
+static hid_t refuse_to_follow(const char *name, hid_t group, const void *value, size_t size,
+                              hid_t lapl, hid_t dxpl) {
+    (void)name, (void)group, (void)value, (void)size, (void)lapl, (void)dxpl;
+    return H5I_INVALID_HID;
+}
+
+static ssize_t external_value(const char *name, const void *value, size_t size, void *buf,
+                              size_t buf_size) {
+    (void)name;
+    if (buf) memcpy(buf, value, size < buf_size ? size : buf_size);
+    return (ssize_t)size;
+}
+
+static const H5L_class_t external_never_followed = {
+    .version = H5L_LINK_CLASS_T_VERS,
+    .id = H5L_TYPE_EXTERNAL,
+    .comment = "external link, never followed",
+    .trav_func = refuse_to_follow,
+    .query_func = external_value,
+};
+
+int storage_init(void) {
+    if (H5open() < 0) return -1;
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    /* A file names its filters; never let that make the library load a shared object. */
+    H5PLset_loading_state(0);
+    /* Nor let a link take it into another file, however the link is reached (a soft link
+     * can lead to an external one): the library's class for external links is replaced by
+     * one that cannot be followed. */
+    return H5Lregister(&external_never_followed) < 0 ? -1 : 0;
+}
 
 static _Thread_local bool quiet;
 
@@ -179,12 +214,15 @@ int h5u_link_exists(hid_t loc, const char *path) {
     return 1;
 }
 
-/* Look up every step of path under loc: 1 when all are links inside the file, 0 when a
- * step is missing (or is not a group) and that is not an error, -1 with err: forbidden
- * when a step leads to another file, schema_error for a missing one with
- * missing_is_error. */
+/* Soft links a path may pass through, as the library allows (H5L_NUM_LINKS). */
+#define MAX_SOFT_LINKS 16
+
+/* Look up every step of path under loc, following soft links to where they lead: 1 when
+ * all are links inside the file, 0 when a step is missing (or is not a group) and that is
+ * not an error, -1 with err: forbidden when a step leads to another file, schema_error
+ * for a missing one with missing_is_error. */
 static int walk_links(hid_t loc, const char *path, const char *what, bool missing_is_error,
-                      h5ark_error *err) {
+                      int depth, h5ark_error *err) {
     char prefix[1024];
     size_t len = strlen(path);
     if (len >= sizeof prefix)
@@ -205,16 +243,34 @@ static int walk_links(hid_t loc, const char *path, const char *what, bool missin
                               "%s: '%s' is a link to another file; h5ark reads only files "
                               "inside its data directory",
                               what, prefix);
+        if (info.type != H5L_TYPE_SOFT) continue;
+        /* a soft link names a path, which may pass through a link to another file: walk
+         * the path it stands for, with what follows it here */
+        if (depth >= MAX_SOFT_LINKS)
+            return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "%s: '%s' passes too many soft links",
+                              what, path);
+        char target[1024], next[2048];
+        if (info.u.val_size == 0 || info.u.val_size > sizeof target ||
+            H5Lget_val(loc, prefix, target, sizeof target, H5P_DEFAULT) < 0)
+            return h5u_fail(err, H5ARK_SCHEMA_ERROR, "%s: cannot read soft link '%s'", what,
+                            prefix);
+        target[sizeof target - 1] = '\0';
+        const char *slash = strrchr(prefix, '/');
+        int parent = target[0] == '/' || !slash ? 0 : (int)(slash - prefix + 1);
+        if (snprintf(next, sizeof next, "%.*s%s%s", parent, prefix, target, path + i) >=
+            (int)sizeof next)
+            return h5ark_fail(err, H5ARK_BAD_REQUEST, "%s: the name is too long", what);
+        return walk_links(loc, next, what, missing_is_error, depth + 1, err);
     }
     return 1;
 }
 
 int h5u_check_local(hid_t loc, const char *path, const char *what, h5ark_error *err) {
-    return walk_links(loc, path, what, true, err) < 0 ? -1 : 0;
+    return walk_links(loc, path, what, true, 0, err) < 0 ? -1 : 0;
 }
 
 int h5u_link_local(hid_t loc, const char *path, const char *what, h5ark_error *err) {
-    return path[0] ? walk_links(loc, path, what, false, err) : 0;
+    return path[0] ? walk_links(loc, path, what, false, 0, err) : 0;
 }
 
 hid_t h5u_create_dataset(hid_t loc, const char *name, h5ark_dtype dtype, uint64_t n, uint64_t chunk,

@@ -671,9 +671,7 @@ int sandbox_probe_main(const char *data_dir) {
     snprintf(config.data_dir, sizeof config.data_dir, "%s", data_dir);
     void *map = mmap(NULL, sizeof *my_progress, PROT_READ | PROT_WRITE, MAP_SHARED, PROGRESS_FD, 0);
     if (map != MAP_FAILED) my_progress = map;
-    H5open();
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    H5PLset_loading_state(0);
+    if (storage_init() < 0) return 1;
     printf("ready\n");
     fflush(stdout);
     char line[PATH_MAX + 8];

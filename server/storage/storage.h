@@ -8,6 +8,10 @@
 
 #include <stdbool.h>
 
+/* Set up the HDF5 library for this process, before any file is touched: quiet, no filter
+ * plugins loaded, no link followed into another file. -1 when the library fails. */
+int storage_init(void);
+
 /* update: replace datasets that exist, keeping everything else in the files */
 typedef enum { STORAGE_TRUNCATE, STORAGE_APPEND, STORAGE_UPDATE } storage_mode;
 typedef enum { STORAGE_DISTRIBUTE, STORAGE_SINGLE } storage_file_type;

@@ -6,6 +6,7 @@
 #include "dispatch.h"
 #include "locales.h"
 #include "registry.h"
+#include "storage/storage.h"
 
 #include <hdf5.h>
 #include <stdlib.h>
@@ -21,8 +22,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     config.locales = 2;
     config.max_memory = 64u << 20;
     config.max_message = 64u << 20;
-    H5open();
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    storage_init();
     registry_init(config.max_memory);
     locales_start(config.locales);
     return 0;

@@ -21,9 +21,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     snprintf(path, sizeof path, "%s/input.h5", tmpl);
     config.locales = 2;
     config.max_memory = 64u << 20;
-    H5open();
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    H5PLset_loading_state(0);
+    storage_init();
     registry_init(config.max_memory);
     locales_start(config.locales);
     return 0;

@@ -690,3 +690,45 @@ def test_links_out_of_the_file_refused(conn, tmp_path):
         err = conn.fail("readhdf", paths=[path], datasets=[dset])
         assert err["code"] == "forbidden" and dset in err["message"]
     assert conn.read_values([path], "soft").tolist() == [0, 1]
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_soft_links_to_external_links_refused(conn, tmp_path, chunked):
+    """A soft link is a path inside the file, but the path may pass through an external
+    link: the daemon must never follow it, whether reached by a name given, a nested or
+    relative soft link, or a dataset read through the library (chunked, compressed)."""
+    secret = tmp_path / "secret.h5"
+    with h5py.File(secret, "w") as h:
+        h.create_dataset("x", data=np.arange(1000, 1100), chunks=(10,) if chunked else None,
+                         compression="gzip" if chunked else None)
+    path = unique("softext") + ".h5"
+    with h5py.File(conn.dir / path, "w") as h:
+        h["ext"] = h5py.ExternalLink(str(secret), "/x")
+        h["via_soft"] = h5py.SoftLink("/ext")
+        h["g/nested"] = h5py.SoftLink("/via_soft")
+        h["g/relative"] = h5py.SoftLink("nested")  # relative to g
+        h["loop"] = h5py.SoftLink("/loop")
+        h["inside"] = np.arange(3)
+        h["to_inside"] = h5py.SoftLink("/inside")
+        h["pad"] = np.zeros(20000)  # the file is larger than any offset in the other one
+    for dset in ("via_soft", "g/nested", "g/relative"):
+        err = conn.fail("readhdf", paths=[path], datasets=[dset])
+        assert err["code"] == "forbidden", err
+        assert "another file" in err["message"] and "/ext" in err["message"], err
+    err = conn.fail("readhdf", paths=[path], datasets=["loop"])
+    assert err["code"] == "schema_error" and "soft links" in err["message"], err
+    assert conn.read_values([path], "to_inside").tolist() == [0, 1, 2]
+    assert conn.raw("ping")[0]["ok"]
+
+    # a file holding such links can still be appended to and updated: the links are kept
+    # as links, and nothing of the other file is copied in
+    for mode, name in (("append", "added"), ("update", "inside")):
+        rep, _ = conn.raw("tohdf", names=[conn.put(np.arange(5))], datasets=[name], path=path,
+                          mode=mode, file_type="single")
+        assert rep["ok"], rep
+    with h5py.File(conn.dir / path, "r") as h:
+        link = h.get("ext", getlink=True)
+        assert isinstance(link, h5py.ExternalLink) and link.path == "/x"
+        assert h.get("via_soft", getlink=True).path == "/ext"
+        assert h["inside"][:].tolist() == list(range(5)) and h["added"][:].tolist() == list(range(5))
+    assert (conn.dir / path).stat().st_size < secret.stat().st_size + 200_000

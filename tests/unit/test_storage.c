@@ -826,7 +826,7 @@ static void test_compression(void) {
 }
 
 int main(void) {
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (storage_init() < 0) return 1;
     char tmpl[] = "/tmp/h5ark-test-storage-XXXXXX";
     if (!mkdtemp(tmpl) || !realpath(tmpl, config.data_dir)) {
         perror("mkdtemp");
