@@ -146,8 +146,6 @@ static bool has_glob(const char *s) {
 }
 
 static int add_path(char ***paths, size_t *count, size_t *cap, const char *p, h5ark_error *err) {
-    for (size_t i = 0; i < *count; i++)
-        if (strcmp((*paths)[i], p) == 0) return 0;
     if (*count == *cap) {
         size_t c = *cap ? *cap * 2 : 16;
         char **np = realloc(*paths, c * sizeof *np);
@@ -165,6 +163,61 @@ static int cmp_str(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Orders pointers into one list by the strings, then by place: the first of equals first. */
+static int cmp_str_then_place(const void *a, const void *b) {
+    char *const *x = *(char *const *const *)a, *const *y = *(char *const *const *)b;
+    int c = strcmp(*x, *y);
+    return c ? c : (x > y) - (x < y);
+}
+
+/* Drop every path that is a repeat of an earlier one, keeping the order (n log n: a
+ * glob over many thousands of files must not compare each with all before it). */
+static int drop_repeats(char **paths, size_t *count, h5ark_error *err) {
+    size_t n = *count;
+    if (n < 2) return 0;
+    char ***by_name = malloc(n * sizeof *by_name);
+    if (!by_name) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        by_name[i] = &paths[i];
+    qsort(by_name, n, sizeof *by_name, cmp_str_then_place);
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(*by_name[i], *by_name[i - 1]) == 0) {
+            free(*by_name[i]);
+            *by_name[i] = NULL; /* a later place: the first one stays */
+        }
+    free(by_name);
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++)
+        if (paths[i]) paths[kept++] = paths[i];
+    *count = kept;
+    return 0;
+}
+
+/* The resolved form of a match of a glob: its directory is resolved once per run of
+ * matches in it; a match that is itself a link is resolved whole. 1 when it is a regular
+ * file, 0 when it is to be skipped. */
+typedef struct {
+    char dir[PATH_MAX];  /* the directory as globbed */
+    char real[PATH_MAX]; /* and resolved, or "" when it cannot be */
+} dir_memo;
+
+static int resolve_match(const char *match, dir_memo *m, char real[PATH_MAX]) {
+    const char *slash = strrchr(match, '/');
+    size_t dlen = (size_t)(slash - match);
+    if (dlen >= PATH_MAX) return 0;
+    if (strncmp(m->dir, match, dlen) != 0 || m->dir[dlen] != '\0') {
+        memcpy(m->dir, match, dlen);
+        m->dir[dlen] = '\0';
+        if (!realpath(m->dir, m->real)) m->real[0] = '\0';
+    }
+    struct stat st;
+    if (!m->real[0] || lstat(match, &st) != 0) return 0;
+    if (S_ISLNK(st.st_mode))
+        return realpath(match, real) && stat(real, &st) == 0 && S_ISREG(st.st_mode);
+    if (!S_ISREG(st.st_mode)) return 0;
+    return snprintf(real, PATH_MAX, "%s%s", m->real, slash) < PATH_MAX;
+}
+
 /* Glob `abs_pattern` and add every regular file that resolves inside the data directory. */
 static int add_matches(const char *abs_pattern, const char *shown, char ***paths, size_t *count,
                        size_t *cap, size_t *added, h5ark_error *err) {
@@ -175,11 +228,11 @@ static int add_matches(const char *abs_pattern, const char *shown, char ***paths
     /* sorted by name, as Arkouda does; the C locale keeps _LOCALE0010 after _LOCALE0009 */
     qsort(g.gl_pathv, g.gl_pathc, sizeof *g.gl_pathv, cmp_str);
     int result = 0;
+    dir_memo *memo = calloc(1, sizeof *memo);
+    if (!memo) result = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     for (size_t i = 0; i < g.gl_pathc && result == 0; i++) {
         char real[PATH_MAX];
-        struct stat st;
-        if (!realpath(g.gl_pathv[i], real) || stat(real, &st) != 0 || !S_ISREG(st.st_mode))
-            continue;
+        if (!resolve_match(g.gl_pathv[i], memo, real)) continue;
         if (!inside_data_dir(real)) {
             result = h5ark_fail(err, H5ARK_FORBIDDEN,
                                 "'%s' matches a link out of the data directory", shown);
@@ -188,6 +241,7 @@ static int add_matches(const char *abs_pattern, const char *shown, char ***paths
         result = add_path(paths, count, cap, real, err);
         (*added)++;
     }
+    free(memo);
     globfree(&g);
     return result;
 }
@@ -234,6 +288,7 @@ int files_expand(const char *const *patterns, size_t npatterns, char ***paths, s
             goto fail;
         }
     }
+    if (drop_repeats(*paths, count, err)) goto fail;
     return 0;
 fail:
     files_list_free(*paths, *count);

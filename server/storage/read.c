@@ -255,13 +255,14 @@ static int exists_with(hid_t file, const char *path, const char *sep, const char
     return h5u_link_exists(file, p) == 1;
 }
 
-/* What kind of object is at path (a link that exists, inside the file). A dataset is left
- * open in *dset for the caller, who closes it, also on failure. */
-static int detect_kind(const probe_ctx *pc, read_node *n, read_kind *kind, bool *legacy_bool,
-                       hid_t *dset, h5ark_error *err) {
+/* What kind of object is at path (a link that exists, inside the file), open as `obj` or
+ * not yet (H5I_INVALID_HID). A dataset is left open in *dset for the caller, who closes
+ * it, also on failure. */
+static int detect_kind(const probe_ctx *pc, read_node *n, hid_t obj, read_kind *kind,
+                       bool *legacy_bool, hid_t *dset, h5ark_error *err) {
     *legacy_bool = false;
     *dset = H5I_INVALID_HID;
-    hid_t obj = H5Oopen(pc->file, n->path, H5P_DEFAULT);
+    if (obj < 0) obj = H5Oopen(pc->file, n->path, H5P_DEFAULT); /* again, to say why not */
     if (obj < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "'%s' cannot be opened", n->path);
     H5I_type_t type = H5Iget_type(obj);
     char what[1200];
@@ -350,13 +351,20 @@ int probe_node(const probe_ctx *pc, read_node *n, h5ark_error *err) {
     read_kind kind;
     bool legacy_bool = false;
     hid_t dset = H5I_INVALID_HID;
-    int here = h5u_link_local(pc->file, n->path, "the dataset", err);
+    /* The common case in one traversal of the path: no link can lead out of the file
+     * (storage_init), so an object opened is inside it. The slower walk of every step
+     * only when it cannot be opened, to say why. */
+    hid_t obj = H5Oopen(pc->file, n->path, H5P_DEFAULT);
+    if (obj < 0) H5Eclear2(H5E_DEFAULT);
+    int here = obj >= 0 ? 1 : h5u_link_local(pc->file, n->path, "the dataset", err);
     if (here < 0) return -1;
     if (here) {
-        if (n->legacy)
+        if (n->legacy) {
+            if (obj >= 0) H5Oclose(obj);
             return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
                               "'%s' is an object here but an older split layout before", n->path);
-        if (detect_kind(pc, n, &kind, &legacy_bool, &dset, err)) {
+        }
+        if (detect_kind(pc, n, obj, &kind, &legacy_bool, &dset, err)) {
             if (dset >= 0) H5Oclose(dset);
             return -1;
         }
