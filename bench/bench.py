@@ -21,9 +21,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 import warnings
+import zlib
 
 import h5py
 import numpy as np
@@ -77,6 +79,11 @@ def measures(a):
                            *at_least(1.7)),
         "gzip": (f"tohdf gzip {keys} int64 in [0, 1000), 2 loc", "the same, 1 locale",
                  *at_least(1.7)),
+        # what two threads of this machine do against one, on the work above: its limit
+        "limit_memory": ("machine: memory streaming, 2 threads", "the same, 1 thread",
+                         "(limit)", None),
+        "limit_zlib": ("machine: zlib level 4, 2 threads", "the same, 1 thread",
+                       "(limit)", None),
     }
 
 
@@ -99,7 +106,7 @@ def row(a, key, result):
     m, r, q = statistics.median(mine), statistics.median(ref), statistics.median(ratios)
     return [measure, ref_name, f"{number(m)} {unit}", f"{number(r)} {unit}",
             f"{q:.2f} (min {min(ratios):.2f}, max {max(ratios):.2f})", target,
-            "yes" if meets(m, r, q) else "no"]
+            "" if meets is None else "yes" if meets(m, r, q) else "no"]
 
 
 def print_table(a, results):
@@ -254,7 +261,8 @@ def memory_measure(a):
 
 def scaling_measures(a):
     """groupby and tohdf with gzip on a daemon with 2 locales against one with 1 locale,
-    both running, the calls alternating so that both see the same load."""
+    both running, the calls alternating so that both see the same load; then the
+    machine's own 2 vs 1 thread scaling on the same kinds of work."""
     with client(2) as (two, _), client(1) as (one, _):
         clients = [two, one]
         keys = {key: [c.randint(low, high, a.keys, seed=1) for c in clients]
@@ -271,7 +279,45 @@ def scaling_measures(a):
                     c.delete(g[0])
             results[key] = ("Mkeys/s", *rates)
         results["gzip"] = gzip_measure(a, clients, keys["groupby_narrow"])
-        return results
+    results.update(thread_limits(a))
+    return results
+
+
+def thread_limits(a):
+    """The machine's own scaling from 1 thread to 2 on the kinds of work the 2 vs 1 rows do:
+    streaming through memory (a radix sort's passes, a merge) and deflating. numpy's
+    ufuncs and zlib release the GIL, so Python threads run them side by side."""
+    n = a.keys * 4  # uint64 elements in each of two arrays: far past every cache
+    data = np.arange(a.keys, dtype=np.int64) % 1000
+    raw = data.tobytes()
+
+    def stream(src, dst):
+        for _ in range(3):
+            np.bitwise_xor(src, 12345, out=dst)
+
+    def deflate(part):
+        zlib.compress(part, 4)
+
+    def rate(threads, work, args, amount):
+        ts = [threading.Thread(target=work, args=args[i]) for i in range(threads)]
+
+        def run():
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+        return amount / timed(run)
+
+    mem, zl = ([], []), ([], [])
+    for _ in range(a.runs):
+        for threads, out_mem, out_zl in ((2, mem[0], zl[0]), (1, mem[1], zl[1])):
+            per = n // threads
+            bufs = [(np.ones(per, np.uint64), np.ones(per, np.uint64)) for _ in range(threads)]
+            out_mem.append(rate(threads, stream, bufs, 3 * n * 16 / 1e9))
+            step = len(raw) // threads
+            parts = [(raw[i * step:(i + 1) * step],) for i in range(threads)]
+            out_zl.append(rate(threads, deflate, parts, len(raw) / 1e6))
+    return {"limit_memory": ("GB/s", *mem), "limit_zlib": ("MB/s", *zl)}
 
 
 def gzip_measure(a, clients, arrays):
