@@ -69,6 +69,8 @@ def measures(a):
                      "< 1 ms", lambda mine, ref, ratio: mine < 1000),
         "small": (f"readhdf of {small}, a glob", "h5py loop: open, read, close, concat",
                   *at_least(5)),
+        "limit_small": (f"machine: HDF5 C loop, {min(a.locales, 8)} processes",
+                        "h5py loop: open, read, close, concat", "(limit)", None),
         "mem_tohdf": (f"peak memory: create + tohdf {size}", "the data size",
                       "<= 1.1x + 64 MiB", lambda mine, ref, ratio: mine <= 1.1 * ref + 64),
         "mem_readhdf": (f"peak memory: readhdf {size}", "the data size",
@@ -225,13 +227,18 @@ def small_files_measure(a, c, data_dir):
     for i, path in enumerate(files):
         with h5py.File(path, "w") as h:
             h["v"] = np.arange(i * a.small_elems, (i + 1) * a.small_elems, dtype="<i8")
-    mine, ref = [], []
+    # the limit: the HDF5 C library alone, in as many processes as the daemon has probes
+    loop = [str(a.build / "bench" / "h5ark-hdf5-loop"), str(min(a.locales, 8)), "v",
+            *map(str, files)]
+    mine, ref, limit = [], [], []
     for _ in range(a.runs):
         got = {}
         mine.append(a.small_files / timed(lambda: got.update(c.read_hdf("small/part_*.h5"))))
         c.delete(got["v"])
         ref.append(a.small_files / timed(lambda: h5_pdarray(files, "v")))
-    return {"small": ("files/s", mine, ref)}
+        limit.append(a.small_files / float(subprocess.run(
+            loop, stdout=subprocess.PIPE, text=True, check=True).stdout))
+    return {"small": ("files/s", mine, ref), "limit_small": ("files/s", limit, ref)}
 
 
 def vm_hwm_mib(pid):
