@@ -426,22 +426,21 @@ static void merge_runs(int c, void *ctx) {
             have_prev = true;
             prev_key = bk;
         }
-        p->gcount[c] = groups;
-        free(head);
-        return;
-    }
-    for (uint64_t i = 0; i < cnt; i++) {
-        int best = -1;
-        for (int r = 0; r < L; r++)
-            if (head[r] < end[r] && (best < 0 || cmp_elems(p, r, head[r], best, head[best]) < 0))
-                best = r;
-        uint64_t q = head[best]++;
-        perm[i] = (int64_t)p->order[best][q];
-        uint8_t f = prev_r < 0 || cmp_keys(p, prev_r, prev_q, best, q) != 0;
-        flags[i] = f;
-        groups += f;
-        prev_r = best;
-        prev_q = q;
+    } else {
+        for (uint64_t i = 0; i < cnt; i++) {
+            int best = -1;
+            for (int r = 0; r < L; r++)
+                if (head[r] < end[r] &&
+                    (best < 0 || cmp_elems(p, r, head[r], best, head[best]) < 0))
+                    best = r;
+            uint64_t q = head[best]++;
+            perm[i] = (int64_t)p->order[best][q];
+            uint8_t f = prev_r < 0 || cmp_keys(p, prev_r, prev_q, best, q) != 0;
+            flags[i] = f;
+            groups += f;
+            prev_r = best;
+            prev_q = q;
+        }
     }
     p->gcount[c] = groups;
     free(head);
