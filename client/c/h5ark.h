@@ -194,6 +194,17 @@ int h5ark_client_tohdf(h5ark_client_t *self, const char *const *names, size_t co
                        const char *const *datasets, const char *path, const char *mode,
                        const char *file_type, h5ark_value **result, h5ark_error *err);
 
+/* The same with every option tohdf takes; a NULL or 0 field is left to the daemon. */
+typedef struct {
+    const char *mode;        /* "truncate", "append" or "update" */
+    const char *file_type;   /* "distribute" or "single" */
+    const char *compression; /* "none" (contiguous datasets) or "gzip" (chunked, shuffled) */
+    int compression_level;   /* 1-9, with gzip */
+} h5ark_tohdf_opts;
+int h5ark_client_tohdf_opts(h5ark_client_t *self, const char *const *names, size_t count,
+                            const char *const *datasets, const char *path,
+                            const h5ark_tohdf_opts *opts, h5ark_value **result, h5ark_error *err);
+
 typedef struct {
     bool strict_types, allow_errors, calc_string_offsets, tag_data;
 } h5ark_readhdf_opts;

@@ -651,12 +651,18 @@ static void str_list_add(str_list *l, const char *s) {
 }
 
 static int cmd_save(int argc, char **argv) {
-    enum { O_PATH = 1000, O_DATASET, O_MODE, O_FILE_TYPE };
+    enum { O_PATH = 1000, O_DATASET, O_MODE, O_FILE_TYPE, O_COMPRESSION, O_LEVEL };
     static const struct option opts[] = {
-        {"path", required_argument, 0, O_PATH}, {"dataset", required_argument, 0, O_DATASET},
-        {"mode", required_argument, 0, O_MODE}, {"file-type", required_argument, 0, O_FILE_TYPE},
-        {"help", no_argument, 0, 'h'},          {0}};
-    const char *path = NULL, *mode = NULL, *file_type = NULL;
+        {"path", required_argument, 0, O_PATH},
+        {"dataset", required_argument, 0, O_DATASET},
+        {"mode", required_argument, 0, O_MODE},
+        {"file-type", required_argument, 0, O_FILE_TYPE},
+        {"compression", required_argument, 0, O_COMPRESSION},
+        {"level", required_argument, 0, O_LEVEL},
+        {"help", no_argument, 0, 'h'},
+        {0}};
+    const char *path = NULL, *mode = NULL, *file_type = NULL, *compression = NULL,
+               *level = NULL;
     str_list datasets = {0};
     int status = -1, c;
     while ((c = next_opt(argc, argv, opts, &status)) != -1) {
@@ -665,6 +671,8 @@ static int cmd_save(int argc, char **argv) {
         if (c == O_DATASET) str_list_add(&datasets, optarg);
         if (c == O_MODE) mode = optarg;
         if (c == O_FILE_TYPE) file_type = optarg;
+        if (c == O_COMPRESSION) compression = optarg;
+        if (c == O_LEVEL) level = optarg;
     }
     size_t n = (size_t)(argc - optind);
     if (n == 0)
@@ -678,6 +686,12 @@ static int cmd_save(int argc, char **argv) {
         status = usage_error("--mode is truncate or append, not '%s'", mode);
     else if (file_type && strcmp(file_type, "distribute") != 0 && strcmp(file_type, "single") != 0)
         status = usage_error("--file-type is distribute or single, not '%s'", file_type);
+    else if (compression && strcmp(compression, "none") != 0 && strcmp(compression, "gzip") != 0)
+        status = usage_error("--compression is none or gzip, not '%s'", compression);
+    else if (level && (strlen(level) != 1 || level[0] < '1' || level[0] > '9'))
+        status = usage_error("--level is 1 to 9, not '%s'", level);
+    else if (level && (!compression || strcmp(compression, "gzip") != 0))
+        status = usage_error("--level needs --compression gzip");
     if (status >= 0) goto out;
 
     h5ark_error err;
@@ -687,9 +701,13 @@ static int cmd_save(int argc, char **argv) {
         goto out;
     }
     h5ark_value *result = NULL;
-    int rc = h5ark_client_tohdf(cl, (const char *const *)argv + optind, n,
-                                datasets.count ? datasets.items : NULL, path, mode, file_type,
-                                &result, &err);
+    h5ark_tohdf_opts topts = {.mode = mode,
+                              .file_type = file_type,
+                              .compression = compression,
+                              .compression_level = level ? level[0] - '0' : 0};
+    int rc = h5ark_client_tohdf_opts(cl, (const char *const *)argv + optind, n,
+                                     datasets.count ? datasets.items : NULL, path, &topts,
+                                     &result, &err);
     print_warnings(h5ark_client_warnings(cl));
     if (rc == 0) {
         const h5ark_value *files = h5ark_value_get(result, "files");
@@ -939,9 +957,11 @@ static const command commands[] = {
      "  --path P         file name (relative to the data directory)\n"
      "  --dataset D      dataset name for each NAME, in order (default: the object names)\n"
      "  --mode M         truncate (default) or append\n"
-     "  --file-type F    distribute (default: one file per locale, P_LOCALE0000...) or single\n",
+     "  --file-type F    distribute (default: one file per locale, P_LOCALE0000...) or single\n"
+     "  --compression C  none (default: contiguous datasets) or gzip (chunked, shuffled)\n"
+     "  --level N        gzip level, 1 to 9 (default 4)\n",
      "save NAME... --path P [--dataset D]... [--mode truncate|append]\n"
-     "       [--file-type distribute|single]",
+     "       [--file-type distribute|single] [--compression none|gzip [--level N]]",
      cmd_save},
     {"load",
      "Read objects from HDF5 files (names or glob patterns relative to the data directory)\n"

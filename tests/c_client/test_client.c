@@ -573,6 +573,24 @@ static void test_hdf(h5ark_client_t *c) {
     CHECK(seen == 2, "lshdf lists %d of ints, strs", seen);
     h5ark_value_destroy(&result);
 
+    /* every tohdf option: gzip at level 6 makes chunked, shuffled, deflated datasets */
+    char gz[128];
+    snprintf(gz, sizeof gz, "%s_gz.h5", prefix);
+    h5ark_tohdf_opts gzip = {.file_type = "single", .compression = "gzip", .compression_level = 6};
+    CHECK_OK(h5ark_client_tohdf_opts(c, names, 1, datasets, gz, &gzip, NULL, &err));
+    CHECK_OK(h5ark_client_lshdf(c, gz, false, &result, &err));
+    const h5ark_value *e0 = h5ark_value_at(h5ark_value_get(result, "entries"), 0);
+    const h5ark_value *filters = h5ark_value_get(e0, "filters");
+    CHECK(strcmp(desc_str(e0, "storage"), "chunked") == 0 && h5ark_value_len(filters) == 2 &&
+              strcmp(h5ark_value_at(filters, 0)->as.s.ptr, "shuffle") == 0 &&
+              strcmp(h5ark_value_at(filters, 1)->as.s.ptr, "gzip") == 0,
+          "gzip tohdf made storage %s with %zu filters", desc_str(e0, "storage"),
+          h5ark_value_len(filters));
+    h5ark_value_destroy(&result);
+    gzip.compression_level = 12;
+    CHECK_ERR(h5ark_client_tohdf_opts(c, names, 1, datasets, gz, &gzip, NULL, &err),
+              H5ARK_BAD_REQUEST);
+
     const char *paths[] = {path};
     CHECK_OK(h5ark_client_readhdf(c, paths, 1, NULL, 0, NULL, &result, &err));
     const h5ark_value *objects = h5ark_value_get(result, "objects");

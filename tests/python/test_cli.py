@@ -127,6 +127,10 @@ def test_version():
     ["save", "x", "y", "--path", "f.h5", "--dataset", "only_one"],
     ["save", "x", "--path", "f.h5", "--mode", "overwrite"],
     ["save", "x", "--path", "f.h5", "--file-type", "many"],
+    ["save", "x", "--path", "f.h5", "--compression", "lzf"],
+    ["save", "x", "--path", "f.h5", "--compression", "gzip", "--level", "0"],
+    ["save", "x", "--path", "f.h5", "--compression", "gzip", "--level", "10"],
+    ["save", "x", "--path", "f.h5", "--level", "5"],
     ["load"],
     ["ls"],
     ["ls", "a.h5", "b.h5"],
@@ -328,6 +332,22 @@ def test_save_single_ls_load(h5, daemon, call):
     ok(proc)
     with h5py.File(f, "r") as h:
         assert set(h.keys()) == {ints, "s2"}
+
+
+def test_save_compressed(h5, daemon):
+    """--compression gzip --level N: chunked, shuffled, deflated at that level, as h5py
+    reads it; without --level the daemon's default; none stays contiguous."""
+    name = unique("gz")
+    ok(h5("create", name, "--dtype", "int64", "--fill", "arange", "--stop", "300000"))
+    for args, level in ((["--compression", "gzip", "--level", "7"], 7),
+                        (["--compression", "gzip"], 4), (["--compression", "none"], None)):
+        path = unique("cli_gz") + ".h5"
+        ok(h5("save", name, "--path", path, "--file-type", "single", *args))
+        with h5py.File(daemon.data_dir / path, "r") as h:
+            d = h[name]
+            assert d.compression == ("gzip" if level else None)
+            assert d.compression_opts == level and d.shuffle == bool(level)
+            assert (d[()] == np.arange(300000)).all()
 
 
 def test_save_distribute(h5, daemon):
