@@ -140,29 +140,40 @@ static const object *sort_source(const object *key) {
 
 /* Stable LSD radix sort of (key, val) pairs; passes whose digit is the same everywhere are
  * skipped. tk/tv are scratch of n each. The buffers are swapped rather than copied back:
- * the result is in *keyp and *valp, and *tkp and *tvp are the scratch. */
+ * the result is in *keyp and *valp, and *tkp and *tvp are the scratch. `rows_from`: the
+ * values are rows_from, rows_from + 1, ... and *valp is written, not read (UINT64_MAX: the
+ * values are in *valp). Memory traffic is what it costs, so every pass over the keys is
+ * made to count: one finds the bits that vary and digit 0's histogram, a second only
+ * when higher digits vary too. */
 static int radix_sort(uint64_t **keyp, uint64_t **valp, uint64_t **tkp, uint64_t **tvp,
-                      uint64_t n) {
-    if (n < 2) return 0;
+                      uint64_t n, uint64_t rows_from) {
     uint64_t *key = *keyp, *val = *valp, *tk = *tkp, *tv = *tvp;
-    /* the bits that differ somewhere: the passes over digits that never vary are skipped,
-     * and their histograms not even counted (narrow keys take one pass) */
-    uint64_t differ = 0;
-    for (uint64_t i = 0; i < n; i++)
-        differ |= key[i] ^ key[0];
-    int pass[RADIX_PASSES], npasses = 0;
-    for (int p = 0; p < RADIX_PASSES; p++)
-        if ((differ >> (p * RADIX_BITS)) & (RADIX_BUCKETS - 1)) pass[npasses++] = p;
+    bool implicit = rows_from != UINT64_MAX;
     uint64_t *hist = calloc((size_t)RADIX_PASSES * RADIX_BUCKETS, sizeof *hist);
     if (!hist) return -1;
+    uint64_t differ = 0, k0 = n ? key[0] : 0;
     for (uint64_t i = 0; i < n; i++) {
-        uint64_t k = key[i];
-        for (int j = 0; j < npasses; j++)
-            hist[j * RADIX_BUCKETS + ((k >> (pass[j] * RADIX_BITS)) & (RADIX_BUCKETS - 1))]++;
+        differ |= key[i] ^ k0;
+        hist[key[i] & (RADIX_BUCKETS - 1)]++;
     }
+    int pass[RADIX_PASSES], npasses = 0;
+    bool higher = false;
+    for (int p = 0; p < RADIX_PASSES; p++)
+        if ((differ >> (p * RADIX_BITS)) & (RADIX_BUCKETS - 1)) {
+            pass[npasses++] = p;
+            higher |= p > 0;
+        }
+    if (higher)
+        for (uint64_t i = 0; i < n; i++) {
+            uint64_t k = key[i];
+            for (int j = 0; j < npasses; j++)
+                if (pass[j] > 0)
+                    hist[pass[j] * RADIX_BUCKETS +
+                         ((k >> (pass[j] * RADIX_BITS)) & (RADIX_BUCKETS - 1))]++;
+        }
     uint64_t *sk = key, *sv = val, *dk = tk, *dv = tv;
     for (int j = 0; j < npasses; j++) {
-        uint64_t *h = hist + j * RADIX_BUCKETS;
+        uint64_t *h = hist + pass[j] * RADIX_BUCKETS;
         int shift = pass[j] * RADIX_BITS;
         uint64_t sum = 0;
         for (unsigned d = 0; d < RADIX_BUCKETS; d++) {
@@ -170,11 +181,18 @@ static int radix_sort(uint64_t **keyp, uint64_t **valp, uint64_t **tkp, uint64_t
             h[d] = sum;
             sum += c;
         }
-        for (uint64_t i = 0; i < n; i++) {
-            uint64_t pos = h[(sk[i] >> shift) & (RADIX_BUCKETS - 1)]++;
-            dk[pos] = sk[i];
-            dv[pos] = sv[i];
-        }
+        if (j == 0 && implicit)
+            for (uint64_t i = 0; i < n; i++) {
+                uint64_t pos = h[(sk[i] >> shift) & (RADIX_BUCKETS - 1)]++;
+                dk[pos] = sk[i];
+                dv[pos] = rows_from + i;
+            }
+        else
+            for (uint64_t i = 0; i < n; i++) {
+                uint64_t pos = h[(sk[i] >> shift) & (RADIX_BUCKETS - 1)]++;
+                dk[pos] = sk[i];
+                dv[pos] = sv[i];
+            }
         uint64_t *t = sk;
         sk = dk;
         dk = t;
@@ -182,6 +200,9 @@ static int radix_sort(uint64_t **keyp, uint64_t **valp, uint64_t **tkp, uint64_t
         sv = dv;
         dv = t;
     }
+    if (npasses == 0 && implicit) /* all keys equal: the rows stay in order */
+        for (uint64_t i = 0; i < n; i++)
+            val[i] = rows_from + i;
     *keyp = sk;
     *valp = sv;
     *tkp = dk;
@@ -297,8 +318,11 @@ static void sort_run(int b, void *ctx) {
     uint64_t *tk = shardcache_alloc(b, bytes), *tv = shardcache_alloc(b, bytes);
     p->order[b] = order;
     if (!order || !key || !tk || !tv) goto fail;
-    for (uint64_t i = 0; i < n; i++)
-        order[i] = lo + i;
+    /* one numeric key: its radix sort writes the row numbers as it first moves them */
+    bool one_numeric = p->nkeys == 1 && !p->is_str[0];
+    if (!one_numeric)
+        for (uint64_t i = 0; i < n; i++)
+            order[i] = lo + i;
     for (size_t k = 0; k < p->nkeys; k++) { /* the views of every key, in row order */
         const object *s = p->src[k];
         if (s->objtype == H5ARK_STRINGS) {
@@ -324,7 +348,7 @@ static void sort_run(int b, void *ctx) {
             for (uint64_t i = 0; i < n; i++)
                 key[i] = e[order[i] - lo];
         }
-        if (radix_sort(&key, &order, &tk, &tv, n)) goto fail;
+        if (radix_sort(&key, &order, &tk, &tv, n, one_numeric ? lo : UINT64_MAX)) goto fail;
         p->order[b] = order;
     }
     if (!p->is_str[0]) { /* key 0 is numeric: keep its sorted encodings for the merge */
