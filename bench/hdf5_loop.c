@@ -54,8 +54,7 @@ int main(int argc, char **argv) {
             return 1;
         }
         if (pid == 0)
-            _exit(read_files(files, nfiles * p / procs, nfiles * (p + 1) / procs, argv[2]) ? 1
-                                                                                        : 0);
+            _exit(read_files(files, nfiles * p / procs, nfiles * (p + 1) / procs, argv[2]) ? 1 : 0);
     }
     int failed = 0, status;
     while (wait(&status) > 0)

@@ -652,17 +652,15 @@ static void str_list_add(str_list *l, const char *s) {
 
 static int cmd_save(int argc, char **argv) {
     enum { O_PATH = 1000, O_DATASET, O_MODE, O_FILE_TYPE, O_COMPRESSION, O_LEVEL };
-    static const struct option opts[] = {
-        {"path", required_argument, 0, O_PATH},
-        {"dataset", required_argument, 0, O_DATASET},
-        {"mode", required_argument, 0, O_MODE},
-        {"file-type", required_argument, 0, O_FILE_TYPE},
-        {"compression", required_argument, 0, O_COMPRESSION},
-        {"level", required_argument, 0, O_LEVEL},
-        {"help", no_argument, 0, 'h'},
-        {0}};
-    const char *path = NULL, *mode = NULL, *file_type = NULL, *compression = NULL,
-               *level = NULL;
+    static const struct option opts[] = {{"path", required_argument, 0, O_PATH},
+                                         {"dataset", required_argument, 0, O_DATASET},
+                                         {"mode", required_argument, 0, O_MODE},
+                                         {"file-type", required_argument, 0, O_FILE_TYPE},
+                                         {"compression", required_argument, 0, O_COMPRESSION},
+                                         {"level", required_argument, 0, O_LEVEL},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0}};
+    const char *path = NULL, *mode = NULL, *file_type = NULL, *compression = NULL, *level = NULL;
     str_list datasets = {0};
     int status = -1, c;
     while ((c = next_opt(argc, argv, opts, &status)) != -1) {
@@ -706,8 +704,8 @@ static int cmd_save(int argc, char **argv) {
                               .compression = compression,
                               .compression_level = level ? level[0] - '0' : 0};
     int rc = h5ark_client_tohdf_opts(cl, (const char *const *)argv + optind, n,
-                                     datasets.count ? datasets.items : NULL, path, &topts,
-                                     &result, &err);
+                                     datasets.count ? datasets.items : NULL, path, &topts, &result,
+                                     &err);
     print_warnings(h5ark_client_warnings(cl));
     if (rc == 0) {
         const h5ark_value *files = h5ark_value_get(result, "files");

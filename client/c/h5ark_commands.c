@@ -419,8 +419,7 @@ int h5ark_client_get_into(h5ark_client_t *self, const char *name, uint64_t start
 
 int h5ark_client_tohdf_opts(h5ark_client_t *self, const char *const *names, size_t count,
                             const char *const *datasets, const char *path,
-                            const h5ark_tohdf_opts *opts, h5ark_value **result,
-                            h5ark_error *err) {
+                            const h5ark_tohdf_opts *opts, h5ark_value **result, h5ark_error *err) {
     static const h5ark_tohdf_opts none = {0};
     if (!opts) opts = &none;
     h5ark_value *args = h5ark_value_map();
@@ -428,13 +427,11 @@ int h5ark_client_tohdf_opts(h5ark_client_t *self, const char *const *names, size
     if (datasets) rc |= h5ark_value_set(args, "datasets", str_array(datasets, count));
     rc |= h5ark_value_set(args, "path", h5ark_value_str(path ? path : ""));
     if (opts->mode) rc |= h5ark_value_set(args, "mode", h5ark_value_str(opts->mode));
-    if (opts->file_type)
-        rc |= h5ark_value_set(args, "file_type", h5ark_value_str(opts->file_type));
+    if (opts->file_type) rc |= h5ark_value_set(args, "file_type", h5ark_value_str(opts->file_type));
     if (opts->compression)
         rc |= h5ark_value_set(args, "compression", h5ark_value_str(opts->compression));
     if (opts->compression_level)
-        rc |= h5ark_value_set(args, "compression_level",
-                              h5ark_value_int(opts->compression_level));
+        rc |= h5ark_value_set(args, "compression_level", h5ark_value_int(opts->compression_level));
     if (rc) {
         h5ark_value_destroy(&args);
         return oom(err);

@@ -145,8 +145,8 @@ static const object *sort_source(const object *key) {
  * values are in *valp). Memory traffic is what it costs, so every pass over the keys is
  * made to count: one finds the bits that vary and digit 0's histogram, a second only
  * when higher digits vary too. */
-static int radix_sort(uint64_t **keyp, uint64_t **valp, uint64_t **tkp, uint64_t **tvp,
-                      uint64_t n, uint64_t rows_from) {
+static int radix_sort(uint64_t **keyp, uint64_t **valp, uint64_t **tkp, uint64_t **tvp, uint64_t n,
+                      uint64_t rows_from) {
     uint64_t *key = *keyp, *val = *valp, *tk = *tkp, *tv = *tvp;
     bool implicit = rows_from != UINT64_MAX;
     uint64_t *hist = calloc((size_t)RADIX_PASSES * RADIX_BUCKETS, sizeof *hist);

@@ -350,12 +350,14 @@ int files_replace_all(const char *const *tmps, const char *const *finals, int n,
     *replaced = 0;
     /* every flush first, side by side on the locales: one slow disk wait, not n */
     flush_job job = {.tmps = tmps, .n = n};
-    if (n == 1) flush_some(0, &job);
-    else if (n > 1) locales_run(flush_some, &job);
+    if (n == 1)
+        flush_some(0, &job);
+    else if (n > 1)
+        locales_run(flush_some, &job);
     int bad = atomic_load(&job.failed);
     if (bad)
-        return h5ark_fail(err, H5ARK_IO_ERROR, "cannot flush '%s': %s", files_display(tmps[bad - 1]),
-                          strerror(job.error));
+        return h5ark_fail(err, H5ARK_IO_ERROR, "cannot flush '%s': %s",
+                          files_display(tmps[bad - 1]), strerror(job.error));
     for (int i = 0; i < n; i++) {
         /* Freeing a large replaced file's blocks takes the filesystem a good part of a
          * second per GiB, in whichever call drops its last reference. Holding it open moves
@@ -366,8 +368,7 @@ int files_replace_all(const char *const *tmps, const char *const *finals, int n,
             if (old >= 0) close(old);
             h5ark_fail(err, H5ARK_IO_ERROR, "cannot replace '%s': %s", files_display(finals[i]),
                        strerror(e));
-            return i > 0 ? h5ark_fail_context(err, "%d of the %d files were already replaced", i,
-                                              n)
+            return i > 0 ? h5ark_fail_context(err, "%d of the %d files were already replaced", i, n)
                          : -1;
         }
         if (old >= 0) {

@@ -247,8 +247,8 @@ static int walk_links(hid_t loc, const char *path, const char *what, bool missin
         /* a soft link names a path, which may pass through a link to another file: walk
          * the path it stands for, with what follows it here */
         if (depth >= MAX_SOFT_LINKS)
-            return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "%s: '%s' passes too many soft links",
-                              what, path);
+            return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "%s: '%s' passes too many soft links", what,
+                              path);
         char target[1024], next[2048];
         if (info.u.val_size == 0 || info.u.val_size > sizeof target ||
             H5Lget_val(loc, prefix, target, sizeof target, H5P_DEFAULT) < 0)
