@@ -180,11 +180,14 @@ static int drop_repeats(char **paths, size_t *count, h5ark_error *err) {
     for (size_t i = 0; i < n; i++)
         by_name[i] = &paths[i];
     qsort(by_name, n, sizeof *by_name, cmp_str_then_place);
-    for (size_t i = 1; i < n; i++)
-        if (strcmp(*by_name[i], *by_name[i - 1]) == 0) {
-            free(*by_name[i]);
-            *by_name[i] = NULL; /* a later place: the first one stays */
+    for (size_t i = 1, first = 0; i < n; i++) {
+        if (strcmp(*by_name[i], *by_name[first]) != 0) {
+            first = i; /* the first place of a new name */
+            continue;
         }
+        free(*by_name[i]);
+        *by_name[i] = NULL; /* a later place of the same name */
+    }
     free(by_name);
     size_t kept = 0;
     for (size_t i = 0; i < n; i++)
@@ -358,7 +361,8 @@ int files_replace_all(const char *const *tmps, const char *const *finals, int n,
     if (bad)
         return h5ark_fail(err, H5ARK_IO_ERROR, "cannot flush '%s': %s",
                           files_display(tmps[bad - 1]), strerror(job.error));
-    for (int i = 0; i < n; i++) {
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
         /* Freeing a large replaced file's blocks takes the filesystem a good part of a
          * second per GiB, in whichever call drops its last reference. Holding it open moves
          * that out of rename and into a close after the reply. */
@@ -366,10 +370,10 @@ int files_replace_all(const char *const *tmps, const char *const *finals, int n,
         if (rename(tmps[i], finals[i]) != 0) {
             int e = errno;
             if (old >= 0) close(old);
-            h5ark_fail(err, H5ARK_IO_ERROR, "cannot replace '%s': %s", files_display(finals[i]),
-                       strerror(e));
-            return i > 0 ? h5ark_fail_context(err, "%d of the %d files were already replaced", i, n)
-                         : -1;
+            rc = h5ark_fail(err, H5ARK_IO_ERROR, "cannot replace '%s': %s",
+                            files_display(finals[i]), strerror(e));
+            if (i > 0) h5ark_fail_context(err, "%d of the %d files were already replaced", i, n);
+            break;
         }
         if (old >= 0) {
             pthread_t t;
@@ -382,8 +386,9 @@ int files_replace_all(const char *const *tmps, const char *const *finals, int n,
         }
         *replaced = i + 1;
     }
-    /* each directory once: a file set shares one */
-    for (int i = 0; i < n; i++) {
+    /* each directory once (a file set shares one), also when a rename failed part way:
+     * the files already replaced are made durable like the rest */
+    for (int i = 0; i < *replaced; i++) {
         bool seen = false;
         for (int k = 0; k < i && !seen; k++)
             seen = same_dir(finals[k], finals[i]);
@@ -393,7 +398,7 @@ int files_replace_all(const char *const *tmps, const char *const *finals, int n,
         *strrchr(dir, '/') = '\0';
         fsync_path(dir, O_RDONLY | O_DIRECTORY); /* best effort: some filesystems refuse */
     }
-    return 0;
+    return rc;
 }
 
 int files_replace(const char *tmp, const char *final, h5ark_error *err) {
