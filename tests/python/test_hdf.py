@@ -4,7 +4,9 @@ daemons of 1, 3 and more locales than elements; the files checked against Arkoud
 (ARKOUDA_FORMAT.md); files written by one locale count read by another; hand-made h5py
 files; truncate warnings, append collisions and file-count rules; Arkouda's own fixtures;
 the readhdf options; refused paths, missing and damaged files."""
+import ctypes
 import hashlib
+import mmap
 import os
 import shutil
 
@@ -732,3 +734,78 @@ def test_soft_links_to_external_links_refused(conn, tmp_path, chunked):
         assert h.get("via_soft", getlink=True).path == "/ext"
         assert h["inside"][:].tolist() == list(range(5)) and h["added"][:].tolist() == list(range(5))
     assert (conn.dir / path).stat().st_size < secret.stat().st_size + 200_000
+
+
+def test_glob_matches_resolved(conn, tmp_path):
+    """A glob's matches: a link to a file inside is read as that file, a dangling link and a
+    directory that match are skipped, a link out of the data directory (of a file, or of a
+    directory the pattern passes through) is forbidden, matches spread over several
+    directories keep their order, and a file named twice is read once."""
+    base = unique("globs")
+    for d in ("d1", "d2"):
+        (conn.dir / base / d).mkdir(parents=True)
+    write_h5py(conn.dir / base / "d1" / "a.h5", v=np.arange(0, 3))
+    write_h5py(conn.dir / base / "d1" / "b.h5", v=np.arange(3, 5))
+    write_h5py(conn.dir / base / "d2" / "a.h5", v=np.arange(5, 6))
+    (conn.dir / base / "d2" / "c.h5").symlink_to(conn.dir / base / "d1" / "a.h5")
+    (conn.dir / base / "d2" / "dangling.h5").symlink_to(conn.dir / base / "nowhere.h5")
+    (conn.dir / base / "d2" / "sub.h5").mkdir()
+
+    res = conn.readhdf([f"{base}/d*/*.h5"], datasets=["v"])
+    assert res["files"] == [f"{base}/d1/a.h5", f"{base}/d1/b.h5", f"{base}/d2/a.h5"]
+    assert conn.get(res["objects"]["v"]["name"]).tolist() == list(range(6))
+    # the same files named by several patterns, and through a link, are read once each
+    res = conn.readhdf([f"{base}/d1/a.h5", f"{base}/d*/*.h5", f"{base}/d2/c.h5"],
+                       datasets=["v"])
+    assert res["files"] == [f"{base}/d1/a.h5", f"{base}/d1/b.h5", f"{base}/d2/a.h5"]
+    assert conn.get(res["objects"]["v"]["name"]).tolist() == list(range(6))
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    write_h5py(outside / "secret.h5", v=np.arange(100, 103))
+    (conn.dir / base / "d2" / "out.h5").symlink_to(outside / "secret.h5")
+    err = conn.fail("readhdf", paths=[f"{base}/d2/*.h5"])
+    assert err["code"] == "forbidden" and "link out of the data directory" in err["message"]
+    (conn.dir / base / "d2" / "out.h5").unlink()
+    (conn.dir / base / "dout").symlink_to(outside)
+    err = conn.fail("readhdf", paths=[f"{base}/d*/*.h5"])
+    assert err["code"] == "forbidden", err
+    assert conn.raw("ping")[0]["ok"]
+
+
+def resident_fraction(fd, size):
+    """How much of the file behind fd is in the page cache (mincore on a mapping that is
+    never touched, so that nothing is paged in by asking)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long]
+    addr = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+    assert addr not in (None, ctypes.c_void_p(-1).value), ctypes.get_errno()
+    pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+    vec = (ctypes.c_ubyte * pages)()
+    try:
+        assert libc.mincore(ctypes.c_void_p(addr), ctypes.c_size_t(size), vec) == 0
+    finally:
+        libc.munmap(ctypes.c_void_p(addr), ctypes.c_size_t(size))
+    return sum(v & 1 for v in vec) / pages
+
+
+def test_replaced_file_leaves_the_page_cache(conn):
+    """tohdf in truncate mode drops the cached pages of the file it replaces before writing
+    the new one (the new bytes are then cached in memory the kernel already holds); a
+    reader that still has the old version open reads it whole, from disk."""
+    path = unique("cache") + ".h5"
+    old = np.arange(4 << 20, dtype=np.int64)  # 32 MiB
+    conn.tohdf([conn.put(old)], path, datasets=["v"], file_type="single")
+    fd = os.open(conn.dir / path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        before = hashlib.sha256(os.pread(fd, size, 0)).hexdigest()  # and now it is cached
+        assert resident_fraction(fd, size) > 0.9
+        conn.tohdf([conn.put(-old)], path, datasets=["v"], file_type="single")
+        assert resident_fraction(fd, size) < 0.1
+        assert hashlib.sha256(os.pread(fd, size, 0)).hexdigest() == before  # still whole
+    finally:
+        os.close(fd)
+    assert (conn.read_values([path], "v") == -old).all()
