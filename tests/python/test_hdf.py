@@ -710,6 +710,7 @@ def test_soft_links_to_external_links_refused(conn, tmp_path, chunked):
         h["g/nested"] = h5py.SoftLink("/via_soft")
         h["g/relative"] = h5py.SoftLink("nested")  # relative to g
         h["loop"] = h5py.SoftLink("/loop")
+        h["long"] = h5py.SoftLink("/" + "x" * 3000)
         h["inside"] = np.arange(3)
         h["to_inside"] = h5py.SoftLink("/inside")
         h["pad"] = np.zeros(20000)  # the file is larger than any offset in the other one
@@ -719,6 +720,8 @@ def test_soft_links_to_external_links_refused(conn, tmp_path, chunked):
         assert "another file" in err["message"] and "/ext" in err["message"], err
     err = conn.fail("readhdf", paths=[path], datasets=["loop"])
     assert err["code"] == "schema_error" and "soft links" in err["message"], err
+    err = conn.fail("readhdf", paths=[path], datasets=["long"])  # leads nowhere, at length
+    assert err["code"] in ("not_found", "schema_error") and "long" in err["message"], err
     assert conn.read_values([path], "to_inside").tolist() == [0, 1, 2]
     assert conn.raw("ping")[0]["ok"]
 
