@@ -5,6 +5,7 @@
 #ifndef H5ARK_LOCALES_H
 #define H5ARK_LOCALES_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 typedef void (*locale_fn)(int locale, void *ctx);
@@ -20,5 +21,12 @@ int locales_self(void);
 /* Block distribution of n elements over `parts`: part b holds
  * [ceil(n*b/parts), ceil(n*(b+1)/parts)), as Arkouda distributes arrays. */
 uint64_t locales_block_start(uint64_t n, int parts, int b);
+
+/* Parallel checks report the first bad index whichever locale finds it: each locale notes
+ * what it found into one atomic that starts at UINT64_MAX, and the lowest stays. */
+static inline void locales_note_first(_Atomic uint64_t *first, uint64_t i) {
+    uint64_t cur = atomic_load(first);
+    while (i < cur && !atomic_compare_exchange_weak(first, &cur, i)) {}
+}
 
 #endif

@@ -313,7 +313,8 @@ static int configure(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    if (argc == 3 && strcmp(argv[1], SANDBOX_PROBE_ARG) == 0) return sandbox_probe_main(argv[2]);
+    if (argc == 3 && strcmp(argv[1], SANDBOX_PROBE_ARG) == 0)
+        return storage_init() < 0 ? 1 : sandbox_probe_main(argv[2]);
     if (configure(argc, argv) != 0) return 2;
 
     /* Reuse receive buffers (DESIGN.md): ZeroMQ receives each large frame into a block of

@@ -3,6 +3,7 @@
 
 #include "groupby.h"
 #include "locales.h"
+#include "pdarray.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -102,30 +103,9 @@ out:
     return cat;
 }
 
-typedef struct {
-    const object *codes;
-    uint64_t ncat;
-    _Atomic uint64_t bad;
-} range_job;
-
-static void check_codes(int b, void *ctx) {
-    range_job *j = ctx;
-    const shard *s = &j->codes->values->shards[b];
-    const int64_t *v = s->data;
-    for (uint64_t i = 0; i < s->count; i++)
-        if (v[i] < 0 || (uint64_t)v[i] >= j->ncat) {
-            uint64_t bad = s->start + i, cur = atomic_load(&j->bad);
-            while (bad < cur && !atomic_compare_exchange_weak(&j->bad, &cur, bad)) {}
-            return;
-        }
-}
-
 object *categorical_from_codes(object *codes, object *categories, const char *na_value,
                                h5ark_error *err) {
-    range_job j = {.codes = codes, .ncat = categories->size};
-    atomic_init(&j.bad, UINT64_MAX);
-    locales_run(check_codes, &j);
-    uint64_t bad = atomic_load(&j.bad);
+    uint64_t bad = pdarray_first_outside(codes, 0, (int64_t)categories->size, false);
     if (bad != UINT64_MAX) {
         h5ark_fail(err, H5ARK_BAD_REQUEST,
                    "categorical: codes[%llu] = %lld is not a category index in [0, %llu)",

@@ -644,25 +644,20 @@ typedef struct {
     _Atomic uint64_t bad_perm, bad_seg, bad_uik; /* first bad index, or UINT64_MAX */
 } check_job;
 
-static void atomic_min(_Atomic uint64_t *a, uint64_t v) {
-    uint64_t cur = atomic_load(a);
-    while (v < cur && !atomic_compare_exchange_weak(a, &cur, v)) {}
-}
-
 static void check_shard(int b, void *ctx) {
     check_job *j = ctx;
     const shard *s = &j->perm->values->shards[b];
     const int64_t *v = s->data;
     for (uint64_t i = 0; i < s->count; i++)
         if (v[i] < 0 || (uint64_t)v[i] >= j->n) {
-            atomic_min(&j->bad_perm, s->start + i);
+            locales_note_first(&j->bad_perm, s->start + i);
             break;
         }
     s = &j->uik->values->shards[b];
     v = s->data;
     for (uint64_t i = 0; i < s->count; i++)
         if (v[i] < 0 || (uint64_t)v[i] >= j->n) {
-            atomic_min(&j->bad_uik, s->start + i);
+            locales_note_first(&j->bad_uik, s->start + i);
             break;
         }
     s = &j->seg->values->shards[b];
@@ -671,7 +666,7 @@ static void check_shard(int b, void *ctx) {
         uint64_t g = s->start + i;
         int64_t prev = g == 0 ? 0 : i > 0 ? v[i - 1] : get_i64(j->seg->values, g - 1);
         if (v[i] < prev || (uint64_t)v[i] > j->n || (g == 0 && v[i] != 0)) {
-            atomic_min(&j->bad_seg, g);
+            locales_note_first(&j->bad_seg, g);
             break;
         }
     }
@@ -840,7 +835,7 @@ static void find_shard(int b, void *ctx) {
     const shard *seg = &j->src->segments->shards[b];
     for (uint64_t i = 0; i < seg->count; i++)
         if (strref_cmp(str_at(j->src, seg->start + i), j->s) == 0) {
-            atomic_min(&j->found, seg->start + i);
+            locales_note_first(&j->found, seg->start + i);
             return;
         }
 }

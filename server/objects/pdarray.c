@@ -280,3 +280,39 @@ int pdarray_copy_in(object *obj, const h5ark_payload *payload, const h5ark_buffe
                           "buffer '%s' holds a bool byte that is neither 0 nor 1", buf->name);
     return 0;
 }
+
+typedef struct {
+    const object *obj;
+    int64_t lo, hi;
+    bool nondecreasing;
+    _Atomic uint64_t first_bad;
+} range_job;
+
+static void range_check_shard(int b, void *ctx) {
+    range_job *job = ctx;
+    const shard *s = &job->obj->values->shards[b];
+    const int64_t *v = s->data;
+    for (uint64_t i = 0; i < s->count; i++) {
+        bool bad = v[i] < job->lo || v[i] >= job->hi;
+        if (!bad && job->nondecreasing) {
+            if (i > 0)
+                bad = v[i] < v[i - 1];
+            else if (s->start > 0) {
+                const darray *a = job->obj->values;
+                const shard *p = &a->shards[darray_shard_of(a, s->start - 1)];
+                bad = v[0] < ((const int64_t *)p->data)[s->start - 1 - p->start];
+            }
+        }
+        if (bad) {
+            locales_note_first(&job->first_bad, s->start + i);
+            return;
+        }
+    }
+}
+
+uint64_t pdarray_first_outside(const object *obj, int64_t lo, int64_t hi, bool nondecreasing) {
+    range_job job = {.obj = obj, .lo = lo, .hi = hi, .nondecreasing = nondecreasing};
+    atomic_init(&job.first_bad, UINT64_MAX);
+    locales_run(range_check_shard, &job);
+    return atomic_load(&job.first_bad);
+}

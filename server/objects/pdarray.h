@@ -43,4 +43,8 @@ void pdarray_fill(object *obj, const fill_spec *spec);
 int pdarray_copy_in(object *obj, const h5ark_payload *payload, const h5ark_buffer *buf,
                     h5ark_error *err);
 
+/* The index of the first element of an int64 pdarray outside [lo, hi) (or, nondecreasing,
+ * less than the one before), checked by every locale at once; UINT64_MAX when none. */
+uint64_t pdarray_first_outside(const object *obj, int64_t lo, int64_t hi, bool nondecreasing);
+
 #endif

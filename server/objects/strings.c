@@ -52,9 +52,7 @@ static void copy_shard(int locale, void *ctx) {
         atomic_store(&job->failed, 1);
         return;
     }
-    uint64_t bad = strings_check_shard(job->obj, locale);
-    uint64_t cur = atomic_load(&job->first_bad);
-    while (bad < cur && !atomic_compare_exchange_weak(&job->first_bad, &cur, bad)) {}
+    locales_note_first(&job->first_bad, strings_check_shard(job->obj, locale));
 }
 
 object *strings_from_payload(uint64_t n, const h5ark_payload *payload, const h5ark_buffer *segments,

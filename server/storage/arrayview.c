@@ -1,16 +1,16 @@
 /* ArrayView on disk (ARKOUDA_FORMAT.md): one flattened rank-1 dataset (C order) with
  * ObjType=0 and the attributes `Rank` (int64 scalar) and `Shape` (int64, length Rank). A
  * distributed file holds its locale's block of the flattened elements and the whole shape. */
-#include "storage_internal.h"
+#include "families.h"
 
-#include "schema.h"
+#include "layout.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-int arrayview_write(hid_t loc, int file_index, const char *name, const object *obj, int part,
-                    write_plan *plan, h5ark_error *err) {
+static int store(hid_t loc, int file_index, const char *name, const object *obj, int part,
+                 write_plan *plan, h5ark_error *err) {
     uint64_t lo, hi;
     object_part_rows(obj, part, &lo, &hi);
     if (part < 0) hi = obj->values->size;
@@ -30,7 +30,41 @@ int arrayview_write(hid_t loc, int file_index, const char *name, const object *o
     return rc ? h5ark_fail_context(err, "ArrayView '%s'", name) : 0;
 }
 
-int arrayview_probe(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err) {
+/* A plain N-d dataset (h5py's): its shape is its dataspace's; the files concatenate along
+ * the first axis, so the other dimensions must agree. */
+static int probe_plain(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err) {
+    hid_t space = H5Dget_space(dset);
+    hsize_t dims[H5S_MAX_RANK];
+    int rank = space >= 0 ? H5Sget_simple_extent_ndims(space) : -1;
+    if (rank < 2 || rank > OBJECT_MAX_DIMS || H5Sget_simple_extent_dims(space, dims, NULL) < 0) {
+        if (space >= 0) H5Sclose(space);
+        H5Dclose(dset);
+        return h5ark_fail(err, H5ARK_TYPE_ERROR, "dataset '%s' has %d dimensions (h5ark: 2 to %d)",
+                          n->path, rank, OBJECT_MAX_DIMS);
+    }
+    H5Sclose(space);
+    if (n->ndim == 0) {
+        n->ndim = (unsigned)rank;
+        for (int i = 0; i < rank; i++)
+            n->shape[i] = i == 0 ? 0 : dims[i];
+    } else {
+        bool same = n->ndim == (unsigned)rank;
+        for (int i = 1; same && i < rank; i++)
+            same = n->shape[i] == dims[i];
+        if (!same) {
+            H5Dclose(dset);
+            return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                              "dataset '%s' has other dimensions after the first here than in the "
+                              "files before; files join along the first axis only",
+                              n->path);
+        }
+    }
+    n->plain = true;
+    n->shape[0] += dims[0];
+    return pdarray_probe_dataset(pc, &n->ds, dset, false, true, err);
+}
+
+static int probe(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err) {
     char what[1200];
     snprintf(what, sizeof what, "ArrayView '%s'", n->path);
     int64_t rank = 0, shape[OBJECT_MAX_DIMS];
@@ -40,6 +74,7 @@ int arrayview_probe(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *
         r1 < 0 ? -1
                : h5u_read_int_array_attr(dset, ATTR_SHAPE, shape, OBJECT_MAX_DIMS, &got, what, err);
     if (r1 < 0 || r2 < 0) goto fail;
+    if (r1 == 0 && r2 == 0) return probe_plain(pc, n, dset, err);
     if (r1 == 0 || r2 == 0 || rank < 1 || (uint64_t)rank != got) {
         h5ark_fail(err, H5ARK_SCHEMA_ERROR,
                    "%s needs 'Rank' and a 'Shape' of Rank elements (1 to %d)", what,
@@ -65,14 +100,14 @@ int arrayview_probe(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *
             goto fail;
         }
     }
-    return pdarray_probe(pc->file, pc->index, pc->path, pc->size, &n->ds, dset, false, err);
+    return pdarray_probe_dataset(pc, &n->ds, dset, false, false, err);
 fail:
     H5Dclose(dset);
     return -1;
 }
 
-int arrayview_build(read_node *n, bool strict, bool tags, object **obj, object **tag,
-                    h5ark_error *err) {
+static int build(read_node *n, bool strict, bool tags, object **obj, object **tag,
+                 h5ark_error *err) {
     *obj = *tag = NULL;
     if (pdarray_settle_dtype(&n->ds, strict, err)) return -1;
     object *flat = NULL;
@@ -103,3 +138,28 @@ fail:
     *tag = NULL;
     return -1;
 }
+
+static int detect(const schema_facts *f, schema_match *m) {
+    (void)m;
+    if (f->is_group) return SCHEMA_NOT_MINE;
+    if (f->has_objtype)
+        return f->objtype == OBJTYPE_ARRAYVIEW ? SCHEMA_BY_OBJTYPE : SCHEMA_NOT_MINE;
+    /* a plain N-d numeric dataset */
+    bool numeric = f->tclass == H5T_INTEGER || f->tclass == H5T_FLOAT || f->bool_enum;
+    return f->rank >= 2 && numeric ? SCHEMA_BY_SHAPE : SCHEMA_NOT_MINE;
+}
+
+static bool writes(const object *obj) {
+    return obj->objtype == H5ARK_ARRAYVIEW;
+}
+
+const schema_family schema_arrayview = {
+    .kind = KIND_ARRAYVIEW,
+    .what = "an ArrayView",
+    .objtype = "arrayview",
+    .detect = detect,
+    .probe = probe,
+    .build = build,
+    .writes = writes,
+    .write = store,
+};

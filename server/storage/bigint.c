@@ -1,15 +1,15 @@
 /* bigint on disk (ARKOUDA_FORMAT.md): group `/<name>` with Arkouda's object attributes
  * (ObjType=1), then `isBigInt`=1, `MaxBits` (-1 unbounded) and `NumLimbs`, holding the limbs
  * `Limb_0` ... (uint64 datasets, least significant first), each block-distributed. */
-#include "storage_internal.h"
+#include "families.h"
 
-#include "schema.h"
+#include "layout.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-int bigint_write(hid_t loc, int file_index, const char *name, const object *obj, int part,
+static int store(hid_t loc, int file_index, const char *name, const object *obj, int part,
                  write_plan *plan, h5ark_error *err) {
     hid_t group = write_group(loc, name, OBJTYPE_PDARRAY, err);
     if (group < 0) return h5ark_fail_context(err, "bigint '%s'", name);
@@ -19,14 +19,15 @@ int bigint_write(hid_t loc, int file_index, const char *name, const object *obj,
     for (size_t i = 0; i < obj->ncomponents && rc == 0; i++) {
         char limb[32];
         snprintf(limb, sizeof limb, PREFIX_LIMB "%zu", i);
-        rc = pdarray_write(group, file_index, limb, obj->components[i].obj, part, plan, err);
+        rc = schema_write(group, file_index, limb, obj->components[i].obj, part, plan, err);
     }
     if (H5Gclose(group) < 0 && rc == 0)
         rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close group '%s'", name);
     return rc ? h5ark_fail_context(err, "bigint '%s'", name) : 0;
 }
 
-int bigint_probe(const probe_ctx *pc, read_node *n, h5ark_error *err) {
+static int probe(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err) {
+    (void)dset;
     hid_t g = H5Gopen2(pc->file, n->path, H5P_DEFAULT);
     if (g < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "'%s' cannot be opened", n->path);
     char what[1200];
@@ -37,17 +38,18 @@ int bigint_probe(const probe_ctx *pc, read_node *n, h5ark_error *err) {
     if (r < 0) return -1;
     if (n->nkids == 0) n->max_bits = r == 1 ? bits : -1;
     size_t before = n->nkids;
-    if (probe_numbered_kids(pc, n, PREFIX_LIMB, ATTR_NUM_LIMBS, err)) return -1;
+    if (schema_probe_numbered_kids(pc, n, PREFIX_LIMB, ATTR_NUM_LIMBS, err)) return -1;
     for (size_t i = before; i < n->nkids; i++)
         n->kids[i].as_limb = true;
     return 0;
 }
 
-int bigint_build(read_node *n, bool strict, bool tags, object **obj, object **tag,
+static int build(read_node *n, bool strict, bool tags, object **obj, object **tag,
                  h5ark_error *err) {
     if (n->nkids == 0)
         return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "bigint '%s' has no limbs", n->path);
-    if (build_composite(n, H5ARK_PDARRAY, H5ARK_BIGINT, strict, tags, 0, obj, tag, err)) return -1;
+    if (schema_build_composite(n, H5ARK_PDARRAY, H5ARK_BIGINT, strict, tags, 0, obj, tag, err))
+        return -1;
     object *b = *obj;
     b->size = b->shape[0] = b->components[0].obj->size;
     b->max_bits = n->max_bits;
@@ -63,3 +65,27 @@ int bigint_build(read_node *n, bool strict, bool tags, object **obj, object **ta
         }
     return 0;
 }
+
+static int detect(const schema_facts *f, schema_match *m) {
+    (void)m;
+    if (!f->is_group) return SCHEMA_NOT_MINE;
+    if (f->is_bigint) return SCHEMA_BY_MARK;
+    if (schema_child_of(f, PREFIX_LIMB "0") == SCHEMA_CHILD_NONE) return SCHEMA_NOT_MINE;
+    if (!f->has_objtype) return SCHEMA_BY_SHAPE;
+    return f->objtype == OBJTYPE_PDARRAY ? SCHEMA_BY_OBJTYPE : SCHEMA_NOT_MINE;
+}
+
+static bool writes(const object *obj) {
+    return obj->objtype == H5ARK_PDARRAY && obj->dtype == H5ARK_BIGINT;
+}
+
+const schema_family schema_bigint = {
+    .kind = KIND_BIGINT,
+    .what = "a bigint",
+    .objtype = "pdarray",
+    .detect = detect,
+    .probe = probe,
+    .build = build,
+    .writes = writes,
+    .write = store,
+};

@@ -5,11 +5,13 @@
  * nothing is rebased); NA_Codes' one element goes to the first file. Readers also take
  * children without attributes (Arkouda's single files) and the older top-level
  * `<name>.codes` / `<name>.categories` / `<name>._akNAcode` layout. */
-#include "storage_internal.h"
+#include "families.h"
 
 #include "locales.h"
+#include "objects/groupby.h"
+#include "objects/pdarray.h"
 #include "objects/strings.h"
-#include "schema.h"
+#include "layout.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,14 +20,8 @@
 /* Index of the category whose text is `text`, or -1. */
 static int64_t find_category(const object *cats, const char *text) {
     if (!cats || cats->objtype != H5ARK_STRINGS) return -1;
-    size_t len = strlen(text);
-    for (uint64_t i = 0; i < cats->size; i++) {
-        uint64_t a = strings_offset(cats, i), b = strings_offset(cats, i + 1);
-        if (b - a != len + 1) continue;
-        const shard *s = &cats->values->shards[darray_shard_of(cats->values, a)];
-        if (memcmp((const char *)s->data + (a - s->start), text, len) == 0) return (int64_t)i;
-    }
-    return -1;
+    uint64_t i = groupby_find_string(cats, text);
+    return i == UINT64_MAX ? -1 : (int64_t)i;
 }
 
 static int64_t na_code_of(const object *obj, const object *cats) {
@@ -39,8 +35,8 @@ static int64_t na_code_of(const object *obj, const object *cats) {
     return find_category(cats, obj->na_value ? obj->na_value : "N/A");
 }
 
-int categorical_write(hid_t loc, int file_index, const char *name, const object *obj, int part,
-                      write_plan *plan, h5ark_error *err) {
+static int store(hid_t loc, int file_index, const char *name, const object *obj, int part,
+                 write_plan *plan, h5ark_error *err) {
     const object *codes = object_component_get(obj, CHILD_CODES);
     const object *cats = object_component_get(obj, CHILD_CATEGORIES);
     const object *perm = object_component_get(obj, CHILD_PERMUTATION);
@@ -49,22 +45,23 @@ int categorical_write(hid_t loc, int file_index, const char *name, const object 
         return h5ark_fail(err, H5ARK_INTERNAL, "Categorical '%s' lacks codes or categories", name);
     hid_t group = write_group(loc, name, OBJTYPE_CATEGORICAL, err);
     if (group < 0) return h5ark_fail_context(err, "Categorical '%s'", name);
-    int rc = write_object(group, file_index, CHILD_CODES, codes, part, plan, err);
-    if (rc == 0) rc = write_object(group, file_index, CHILD_CATEGORIES, cats, part, plan, err);
+    int rc = schema_write(group, file_index, CHILD_CODES, codes, part, plan, err);
+    if (rc == 0) rc = schema_write(group, file_index, CHILD_CATEGORIES, cats, part, plan, err);
     if (rc == 0) {
         int64_t na = na_code_of(obj, cats);
         rc = write_small_int64(group, CHILD_NA_CODES, &na, part <= 0 ? 1 : 0, err);
     }
     if (rc == 0 && perm && segs) {
-        rc = write_object(group, file_index, CHILD_PERMUTATION, perm, part, plan, err);
-        if (rc == 0) rc = write_object(group, file_index, CHILD_SEGMENTS, segs, part, plan, err);
+        rc = schema_write(group, file_index, CHILD_PERMUTATION, perm, part, plan, err);
+        if (rc == 0) rc = schema_write(group, file_index, CHILD_SEGMENTS, segs, part, plan, err);
     }
     if (H5Gclose(group) < 0 && rc == 0)
         rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close group '%s'", name);
     return rc ? h5ark_fail_context(err, "Categorical '%s'", name) : 0;
 }
 
-int categorical_probe(const probe_ctx *pc, read_node *n, h5ark_error *err) {
+static int probe(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err) {
+    (void)dset;
     static const struct {
         const char *name, *legacy;
         bool optional, as_index;
@@ -87,7 +84,7 @@ int categorical_probe(const probe_ctx *pc, read_node *n, h5ark_error *err) {
             k->as_index = kids[i].as_index;
         }
     for (size_t i = 0; i < n->nkids; i++)
-        if (probe_node(pc, &n->kids[i], err)) return -1;
+        if (schema_probe(pc, &n->kids[i], err)) return -1;
     return 0;
 }
 
@@ -104,8 +101,8 @@ static char *string_at(const object *s, uint64_t i) {
     return out;
 }
 
-int categorical_build(read_node *n, bool strict, bool tags, object **obj, object **tag,
-                      h5ark_error *err) {
+static int build(read_node *n, bool strict, bool tags, object **obj, object **tag,
+                 h5ark_error *err) {
     read_node *perm = node_kid(n, CHILD_PERMUTATION), *segs = node_kid(n, CHILD_SEGMENTS);
     read_node *na = node_kid(n, CHILD_NA_CODES);
     bool grouped = perm->kind != KIND_NONE && segs->kind != KIND_NONE;
@@ -113,8 +110,8 @@ int categorical_build(read_node *n, bool strict, bool tags, object **obj, object
     object *cat = NULL;
     *obj = *tag = NULL;
     char what[1200];
-    if (build_node(node_kid(n, CHILD_CODES), strict, tags, &codes, &t, err) ||
-        build_node(node_kid(n, CHILD_CATEGORIES), strict, false, &cats, &x, err))
+    if (schema_build(node_kid(n, CHILD_CODES), strict, tags, &codes, &t, err) ||
+        schema_build(node_kid(n, CHILD_CATEGORIES), strict, false, &cats, &x, err))
         goto fail;
     if (cats->objtype != H5ARK_STRINGS || codes->objtype != H5ARK_PDARRAY) {
         h5ark_fail(err, H5ARK_TYPE_ERROR,
@@ -122,18 +119,18 @@ int categorical_build(read_node *n, bool strict, bool tags, object **obj, object
         goto fail;
     }
     snprintf(what, sizeof what, "Categorical '%s': 'codes'", n->path);
-    if (check_int64_range(codes, 0, (int64_t)cats->size, false, what, err)) goto fail;
+    if (pdarray_check_range(codes, 0, (int64_t)cats->size, false, what, err)) goto fail;
     int64_t na_code = -1;
     if (na->kind != KIND_NONE) {
-        if (build_node(na, strict, false, &nac, &x, err)) goto fail;
+        if (schema_build(na, strict, false, &nac, &x, err)) goto fail;
         if (nac->size > 0) {
             const shard *sh = &nac->values->shards[darray_shard_of(nac->values, 0)];
             na_code = ((const int64_t *)sh->data)[0];
         }
     }
     if (grouped) {
-        if (build_node(perm, strict, false, &p, &x, err) ||
-            build_node(segs, strict, false, &s, &x, err))
+        if (schema_build(perm, strict, false, &p, &x, err) ||
+            schema_build(segs, strict, false, &s, &x, err))
             goto fail;
         snprintf(what, sizeof what, "Categorical '%s': 'permutation'", n->path);
         if (p->size != codes->size) {
@@ -141,9 +138,9 @@ int categorical_build(read_node *n, bool strict, bool tags, object **obj, object
                        (unsigned long long)p->size, (unsigned long long)codes->size);
             goto fail;
         }
-        if (check_int64_range(p, 0, (int64_t)p->size, false, what, err)) goto fail;
+        if (pdarray_check_range(p, 0, (int64_t)p->size, false, what, err)) goto fail;
         snprintf(what, sizeof what, "Categorical '%s': 'segments'", n->path);
-        if (check_int64_range(s, 0, (int64_t)p->size + 1, true, what, err)) goto fail;
+        if (pdarray_check_range(s, 0, (int64_t)p->size + 1, true, what, err)) goto fail;
     }
     cat = object_new_composite(H5ARK_CATEGORICAL, H5ARK_STRING, codes->size, err);
     if (!cat) goto fail;
@@ -177,3 +174,29 @@ fail:
     object_release(t);
     return *obj ? 0 : -1;
 }
+
+static int detect(const schema_facts *f, schema_match *m) {
+    (void)m;
+    if (!f->is_group) return SCHEMA_NOT_MINE;
+    if (f->has_objtype)
+        return f->objtype == OBJTYPE_CATEGORICAL ? SCHEMA_BY_OBJTYPE : SCHEMA_NOT_MINE;
+    return schema_child_of(f, CHILD_CODES) != SCHEMA_CHILD_NONE &&
+                   schema_child_of(f, CHILD_CATEGORIES) != SCHEMA_CHILD_NONE
+               ? SCHEMA_BY_SHAPE
+               : SCHEMA_NOT_MINE;
+}
+
+static bool writes(const object *obj) {
+    return obj->objtype == H5ARK_CATEGORICAL;
+}
+
+const schema_family schema_categorical = {
+    .kind = KIND_CATEGORICAL,
+    .what = "a Categorical",
+    .objtype = "categorical",
+    .detect = detect,
+    .probe = probe,
+    .build = build,
+    .writes = writes,
+    .write = store,
+};

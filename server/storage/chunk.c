@@ -1,8 +1,8 @@
-/* Compressed chunks (see storage_internal.h): the bytes HDF5's shuffle and deflate filters
+/* Compressed chunks (see plan.h): the bytes HDF5's shuffle and deflate filters
  * would make of a chunk, made on the locale threads. Through H5Dwrite every thread's
  * deflate would run inside HDF5's one lock; here only the write of the finished bytes
  * (H5Dwrite_chunk) takes it. */
-#include "storage_internal.h"
+#include "plan.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,9 +5,9 @@
  * `Index`, and ColumnOrder on the file's root. ColumnOrder (1-D fixed-length ASCII
  * strings) is h5ark's: Arkouda records no order, and a file without it gives its columns in
  * HDF5 link (name) order. */
-#include "storage_internal.h"
+#include "families.h"
 
-#include "schema.h"
+#include "layout.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +17,7 @@ static bool is_index(const object_component *c) {
     return strcmp(c->name, CHILD_INDEX) == 0;
 }
 
-int dataframe_check(const object *obj, const char *dataset, h5ark_error *err) {
+static int check(const object *obj, const char *dataset, h5ark_error *err) {
     for (size_t i = 0; i < obj->ncomponents; i++) {
         const char *c = obj->components[i].name;
         if (!c[0] || strchr(c, '/') || strcmp(c, ".") == 0 || strlen(c) >= 1000 ||
@@ -36,8 +36,11 @@ int dataframe_check(const object *obj, const char *dataset, h5ark_error *err) {
     return 0;
 }
 
-int dataframe_write(hid_t loc, int file_index, const char *name, const object *obj, int part,
-                    bool columns, write_plan *plan, h5ark_error *err) {
+/* The snapshot group, or (plan->dataframe_columns, at a file's top level) each column at
+ * loc's top level and the index as `Index`; both record ColumnOrder. */
+static int store(hid_t loc, int file_index, const char *name, const object *obj, int part,
+                 write_plan *plan, h5ark_error *err) {
+    bool columns = plan->dataframe_columns;
     const char **order = calloc(obj->ncomponents + 1, sizeof *order);
     if (!order) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     size_t ncols = 0;
@@ -67,7 +70,7 @@ int dataframe_write(hid_t loc, int file_index, const char *name, const object *o
             rc = h5ark_fail(err, H5ARK_TYPE_ERROR, "column '%s' is a %s", c->name,
                             h5ark_objtype_name(c->obj->objtype));
         else
-            rc = write_object(group, file_index, c->name, c->obj, part, plan, err);
+            rc = schema_write(group, file_index, c->name, c->obj, part, plan, err);
     }
     if (rc == 0 && index) rc = index_write(group, file_index, CHILD_INDEX, index, part, plan, err);
     if (!columns && group >= 0 && H5Gclose(group) < 0 && rc == 0)
@@ -124,16 +127,18 @@ static int make_kids(const probe_ctx *pc, read_node *n, h5ark_error *err) {
     return rc;
 }
 
-int dataframe_probe(const probe_ctx *pc, read_node *n, h5ark_error *err) {
+static int probe(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err) {
+    (void)dset;
     if (n->nkids == 0 && make_kids(pc, n, err)) return -1;
     for (size_t i = 0; i < n->nkids; i++)
-        if (probe_node(pc, &n->kids[i], err)) return -1;
+        if (schema_probe(pc, &n->kids[i], err)) return -1;
     return 0;
 }
 
-int dataframe_build(read_node *n, bool strict, bool tags, object **obj, object **tag,
-                    h5ark_error *err) {
-    if (build_composite(n, H5ARK_DATAFRAME, H5ARK_INT64, strict, tags, 0, obj, tag, err)) return -1;
+static int build(read_node *n, bool strict, bool tags, object **obj, object **tag,
+                 h5ark_error *err) {
+    if (schema_build_composite(n, H5ARK_DATAFRAME, H5ARK_INT64, strict, tags, 0, obj, tag, err))
+        return -1;
     object *df = *obj;
     int rc = 0;
     df->size = df->shape[0] = df->ncomponents ? df->components[0].obj->size : 0;
@@ -165,3 +170,25 @@ int dataframe_build(read_node *n, bool strict, bool tags, object **obj, object *
     }
     return rc;
 }
+
+static int detect(const schema_facts *f, schema_match *m) {
+    (void)m;
+    return f->is_group && f->has_objtype && f->objtype == OBJTYPE_DATAFRAME ? SCHEMA_BY_OBJTYPE
+                                                                            : SCHEMA_NOT_MINE;
+}
+
+static bool writes(const object *obj) {
+    return obj->objtype == H5ARK_DATAFRAME;
+}
+
+const schema_family schema_dataframe = {
+    .kind = KIND_DATAFRAME,
+    .what = "a DataFrame",
+    .objtype = "dataframe",
+    .detect = detect,
+    .probe = probe,
+    .build = build,
+    .writes = writes,
+    .write = store,
+    .check = check,
+};

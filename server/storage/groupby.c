@@ -1,16 +1,17 @@
 /* GroupBy on disk (ARKOUDA_FORMAT.md): group `/<name>` (ObjType=5, NumKeys) holding
  * `segments`, `permutation`, `unique_key_idx` (int64) and the keys `KEY_0` ... (each a
  * pdarray, Strings or Categorical). Every component is its own block-distributed array. */
-#include "storage_internal.h"
+#include "families.h"
 
-#include "schema.h"
+#include "layout.h"
+#include "objects/groupby.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-int groupby_write(hid_t loc, int file_index, const char *name, const object *obj, int part,
-                  write_plan *plan, h5ark_error *err) {
+static int store(hid_t loc, int file_index, const char *name, const object *obj, int part,
+                 write_plan *plan, h5ark_error *err) {
     size_t nkeys = 0;
     for (size_t i = 0; i < obj->ncomponents; i++)
         nkeys += strncmp(obj->components[i].name, PREFIX_KEY, strlen(PREFIX_KEY)) == 0;
@@ -18,14 +19,15 @@ int groupby_write(hid_t loc, int file_index, const char *name, const object *obj
     if (group < 0) return h5ark_fail_context(err, "GroupBy '%s'", name);
     int rc = h5u_write_int_attr(group, ATTR_NUM_KEYS, (int64_t)nkeys, err);
     for (size_t i = 0; i < obj->ncomponents && rc == 0; i++)
-        rc = write_object(group, file_index, obj->components[i].name, obj->components[i].obj, part,
+        rc = schema_write(group, file_index, obj->components[i].name, obj->components[i].obj, part,
                           plan, err);
     if (H5Gclose(group) < 0 && rc == 0)
         rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close group '%s'", name);
     return rc ? h5ark_fail_context(err, "GroupBy '%s'", name) : 0;
 }
 
-int groupby_probe(const probe_ctx *pc, read_node *n, h5ark_error *err) {
+static int probe(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err) {
+    (void)dset;
     static const char *const fixed[] = {CHILD_PERMUTATION, CHILD_SEGMENTS, CHILD_UNIQUE_KEY_IDX};
     if (n->nkids == 0)
         for (size_t i = 0; i < 3; i++) {
@@ -36,19 +38,18 @@ int groupby_probe(const probe_ctx *pc, read_node *n, h5ark_error *err) {
             k->as_index = true;
         }
     for (size_t i = 0; i < 3; i++)
-        if (probe_node(pc, &n->kids[i], err)) return -1;
-    return probe_numbered_kids(pc, n, PREFIX_KEY, ATTR_NUM_KEYS, err);
+        if (schema_probe(pc, &n->kids[i], err)) return -1;
+    return schema_probe_numbered_kids(pc, n, PREFIX_KEY, ATTR_NUM_KEYS, err);
 }
 
-int groupby_build(read_node *n, bool strict, bool tags, object **obj, object **tag,
-                  h5ark_error *err) {
+static int build(read_node *n, bool strict, bool tags, object **obj, object **tag,
+                 h5ark_error *err) {
     if (n->nkids < 4)
         return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "GroupBy '%s' has no keys", n->path);
-    if (build_composite(n, H5ARK_GROUPBY, H5ARK_INT64, strict, tags, 0, obj, tag, err)) return -1;
+    if (schema_build_composite(n, H5ARK_GROUPBY, H5ARK_INT64, strict, tags, 0, obj, tag, err))
+        return -1;
     object *g = *obj;
     const object *perm = g->components[0].obj, *segs = g->components[1].obj;
-    const object *uki = g->components[2].obj;
-    char what[1200];
     int rc = 0;
     g->size = g->shape[0] = perm->size;
     for (size_t i = 3; i < g->ncomponents && rc == 0; i++)
@@ -58,15 +59,11 @@ int groupby_build(read_node *n, bool strict, bool tags, object **obj, object **t
                             n->path, g->components[i].name,
                             (unsigned long long)g->components[i].obj->size,
                             (unsigned long long)perm->size);
-    snprintf(what, sizeof what, "GroupBy '%s': 'permutation'", n->path);
-    if (rc == 0) rc = check_int64_range(perm, 0, (int64_t)perm->size, false, what, err);
-    snprintf(what, sizeof what, "GroupBy '%s': 'segments'", n->path);
-    if (rc == 0) rc = check_int64_range(segs, 0, (int64_t)perm->size + 1, true, what, err);
-    snprintf(what, sizeof what, "GroupBy '%s': 'unique_key_idx'", n->path);
-    if (rc == 0) rc = check_int64_range(uki, 0, (int64_t)perm->size, false, what, err);
-    if (rc == 0 && uki->size != segs->size)
-        rc = h5ark_fail(err, H5ARK_SCHEMA_ERROR,
-                        "GroupBy '%s': 'segments' and 'unique_key_idx' differ in length", n->path);
+    /* the same rules as a GroupBy made from its parts, blamed on the file */
+    if (rc == 0 && groupby_check(g, err)) {
+        err->code = H5ARK_SCHEMA_ERROR;
+        rc = h5ark_fail_context(err, "GroupBy '%s' in the files", n->path);
+    }
     if (rc == 0) rc = object_set_extra(g, "ngroups", h5ark_value_uint(segs->size), err);
     if (rc) {
         object_release(*obj);
@@ -75,3 +72,28 @@ int groupby_build(read_node *n, bool strict, bool tags, object **obj, object **t
     }
     return rc;
 }
+
+static int detect(const schema_facts *f, schema_match *m) {
+    (void)m;
+    if (!f->is_group) return SCHEMA_NOT_MINE;
+    if (f->has_objtype) return f->objtype == OBJTYPE_GROUPBY ? SCHEMA_BY_OBJTYPE : SCHEMA_NOT_MINE;
+    return schema_child_of(f, PREFIX_KEY "0") != SCHEMA_CHILD_NONE &&
+                   schema_child_of(f, CHILD_PERMUTATION) != SCHEMA_CHILD_NONE
+               ? SCHEMA_BY_SHAPE
+               : SCHEMA_NOT_MINE;
+}
+
+static bool writes(const object *obj) {
+    return obj->objtype == H5ARK_GROUPBY;
+}
+
+const schema_family schema_groupby = {
+    .kind = KIND_GROUPBY,
+    .what = "a GroupBy",
+    .objtype = "groupby",
+    .detect = detect,
+    .probe = probe,
+    .build = build,
+    .writes = writes,
+    .write = store,
+};

@@ -1,7 +1,7 @@
 /* HDF5 helpers for the storage layer (see hdf5_util.h). */
 #include "hdf5_util.h"
 
-#include "schema.h"
+#include "layout.h"
 #include "storage.h"
 
 #include <stdarg.h>
@@ -33,7 +33,7 @@ static const H5L_class_t external_never_followed = {
     .query_func = external_value,
 };
 
-int storage_init(void) {
+int h5u_init(void) {
     if (H5open() < 0) return -1;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     /* A file names its filters; never let that make the library load a shared object. */
@@ -330,7 +330,7 @@ static const char *class_name(H5T_class_t c) {
     }
 }
 
-static bool is_h5py_bool(hid_t type) {
+bool h5u_is_bool_enum(hid_t type) {
     hid_t base = H5Tget_super(type);
     bool ok = base >= 0 && H5Tget_class(base) == H5T_INTEGER && H5Tget_size(base) == 1 &&
               H5Tget_nmembers(type) == 2;
@@ -367,7 +367,7 @@ static int inspect_type(hid_t type, const char *what, h5u_dset_info *info, h5ark
     } else if (cls == H5T_FLOAT) {
         /* any other float width widens to float64, as Arkouda reads it */
         info->dtype = size == 4 ? H5ARK_FLOAT32 : H5ARK_FLOAT64;
-    } else if (cls == H5T_ENUM && is_h5py_bool(type)) {
+    } else if (cls == H5T_ENUM && h5u_is_bool_enum(type)) {
         info->dtype = H5ARK_BOOLEAN;
         info->is_integer = true;
         info->enum_bool = true;
@@ -390,7 +390,9 @@ static int inspect_type(hid_t type, const char *what, h5u_dset_info *info, h5ark
 
 int h5u_inspect_dataset(hid_t dset, uint64_t file_size, const char *what, h5u_dset_info *info,
                         h5ark_error *err) {
+    bool flat = info->flat;
     memset(info, 0, sizeof *info);
+    info->flat = flat;
     hid_t type = H5Dget_type(dset);
     hid_t space = H5Dget_space(dset);
     hid_t dcpl = H5Dget_create_plist(dset);
@@ -401,7 +403,7 @@ int h5u_inspect_dataset(hid_t dset, uint64_t file_size, const char *what, h5u_ds
     }
     H5S_class_t sc = H5Sget_simple_extent_type(space);
     int rank = sc == H5S_SIMPLE ? H5Sget_simple_extent_ndims(space) : 0;
-    if (sc != H5S_SIMPLE || rank != 1) {
+    if (sc != H5S_SIMPLE || (rank != 1 && !(info->flat && rank > 1 && rank <= H5S_MAX_RANK))) {
         if (sc == H5S_SIMPLE)
             h5ark_fail(err, H5ARK_TYPE_ERROR, "%s has %d dimensions; h5ark reads 1-D arrays", what,
                        rank);
@@ -410,12 +412,21 @@ int h5u_inspect_dataset(hid_t dset, uint64_t file_size, const char *what, h5u_ds
                        sc == H5S_SCALAR ? "scalar" : "dataset without data");
         goto out;
     }
-    hsize_t dims[1];
+    hsize_t dims[H5S_MAX_RANK];
     if (H5Sget_simple_extent_dims(space, dims, NULL) < 0) {
         h5u_fail(err, H5ARK_SCHEMA_ERROR, "%s: cannot read its shape", what);
         goto out;
     }
     info->count = dims[0];
+    info->rank = (unsigned)rank;
+    for (int i = 0; i < rank; i++) {
+        info->dims[i] = dims[i];
+        if (i > 0 && dims[i] && info->count > UINT64_MAX / dims[i]) {
+            h5ark_fail(err, H5ARK_SCHEMA_ERROR, "%s: its shape is an impossible size", what);
+            goto out;
+        }
+        if (i > 0) info->count *= dims[i];
+    }
     if (inspect_type(type, what, info, err)) goto out;
     size_t size = H5Tget_size(type);
     if (size == 0 || info->count > UINT64_MAX / size) {
@@ -480,6 +491,7 @@ int h5u_read_slab(const char *file, const char *dset_path, uint64_t first, uint6
     hid_t file_id = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
     hid_t dset = H5I_INVALID_HID, ftype = H5I_INVALID_HID, mtype = H5I_INVALID_HID;
     hid_t fspace = H5I_INVALID_HID, mspace = H5I_INVALID_HID;
+    void *rows = NULL;
     if (file_id < 0) {
         h5u_fail(err, H5ARK_IO_ERROR, "cannot open the file");
         goto out;
@@ -495,22 +507,48 @@ int h5u_read_slab(const char *file, const char *dset_path, uint64_t first, uint6
         mtype = H5Tget_native_type(ftype, H5T_DIR_ASCEND);
     else
         mtype = H5Tcopy(h5u_mem_type(dtype));
-    hsize_t start[1] = {first}, cnt[1] = {count};
     fspace = H5Dget_space(dset);
-    mspace = H5Screate_simple(1, cnt, NULL);
-    if (mtype < 0 || fspace < 0 || mspace < 0 ||
+    int rank = fspace >= 0 ? H5Sget_simple_extent_ndims(fspace) : -1;
+    hsize_t dims[H5S_MAX_RANK], start[H5S_MAX_RANK] = {0}, cnt[H5S_MAX_RANK];
+    if (rank < 1 || H5Sget_simple_extent_dims(fspace, dims, NULL) < 0) {
+        h5u_fail(err, H5ARK_SCHEMA_ERROR, "cannot read the dataset's shape");
+        goto out;
+    }
+    /* an N-d dataset's elements [first, first + count) in C order: the whole rows that hold
+     * them, then the part wanted */
+    uint64_t inner = 1;
+    for (int i = 1; i < rank; i++) {
+        inner *= dims[i];
+        cnt[i] = dims[i];
+    }
+    uint64_t row0 = inner ? first / inner : 0, skip = first - row0 * inner;
+    start[0] = rank > 1 ? row0 : first;
+    cnt[0] = rank > 1 ? (inner ? (first + count + inner - 1) / inner - row0 : 0) : count;
+    hsize_t total = rank > 1 ? cnt[0] * inner : count;
+    size_t msize = mtype >= 0 ? H5Tget_size(mtype) : 0;
+    if (rank > 1 && (total != count || skip)) {
+        rows = msize && total <= SIZE_MAX / msize ? malloc(total * msize) : NULL;
+        if (!rows) {
+            h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+            goto out;
+        }
+    }
+    mspace = H5Screate_simple(1, &total, NULL);
+    if (mtype < 0 || mspace < 0 ||
         H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, cnt, NULL) < 0) {
         h5u_fail(err, H5ARK_INTERNAL, "cannot select elements %llu..%llu",
                  (unsigned long long)first, (unsigned long long)(first + count));
         goto out;
     }
-    if (H5Dread(dset, mtype, mspace, fspace, H5P_DEFAULT, dest) < 0) {
+    if (H5Dread(dset, mtype, mspace, fspace, H5P_DEFAULT, rows ? rows : dest) < 0) {
         h5u_fail(err, H5ARK_IO_ERROR, "cannot read elements %llu..%llu", (unsigned long long)first,
                  (unsigned long long)(first + count));
         goto out;
     }
+    if (rows) memcpy(dest, (char *)rows + skip * msize, count * msize);
     rc = 0;
 out:
+    free(rows);
     if (mspace >= 0) H5Sclose(mspace);
     if (fspace >= 0) H5Sclose(fspace);
     if (mtype >= 0) H5Tclose(mtype);

@@ -12,6 +12,9 @@
 
 /* The error stack and its automatic printing are per thread in the thread-safe build:
  * every thread that calls HDF5 calls this first (cheap after the first time). */
+/* Set up the HDF5 library for this process: quiet, no filter plugins loaded, no link
+ * followed into another file. -1 when the library fails. */
+int h5u_init(void);
 void h5u_quiet(void);
 
 /* Fill err with `code` and the formatted message followed by what the HDF5 error stack
@@ -21,6 +24,8 @@ int h5u_fail(h5ark_error *err, h5ark_code code, const char *fmt, ...)
 
 /* Whether path holds an HDF5 file: > 0 yes, 0 no, < 0 it cannot be told. */
 htri_t h5u_is_hdf5(const char *path);
+/* h5py's bool: an enum of 1-byte integers FALSE = 0, TRUE = 1. */
+bool h5u_is_bool_enum(hid_t type);
 
 /* The little-endian file type h5ark writes for a dtype (bool: 1-byte unsigned). */
 hid_t h5u_file_type(h5ark_dtype dtype);
@@ -91,6 +96,9 @@ typedef struct {
     bool exact;        /* its file type is h5u_file_type(dtype): bytes are usable as is */
     bool contiguous;   /* contiguous and allocated, no external storage: direct I/O */
     uint64_t offset;   /* with contiguous */
+    bool flat;         /* in: accept an N-d dataset as its C-order elements */
+    unsigned rank;     /* out: its dimensions */
+    uint64_t dims[H5S_MAX_RANK];
 } h5u_dset_info;
 
 /* Inspect dataset `path` under loc (named `what` in messages): a 1-D dataset of integers

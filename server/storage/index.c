@@ -1,9 +1,9 @@
 /* Index and MultiIndex on disk (ARKOUDA_FORMAT.md): group `/<name>` (ObjType=12 or 13,
  * NumIdx) holding the levels `IDX_0` ... (each a pdarray, Strings or Categorical; Arkouda's
  * single files omit the pdarray levels' attributes). */
-#include "storage_internal.h"
+#include "families.h"
 
-#include "schema.h"
+#include "layout.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +43,7 @@ int index_write(hid_t loc, int file_index, const char *name, const object *obj, 
         char level[32];
         snprintf(level, sizeof level, PREFIX_IDX "%zu", i);
         /* a plain pdarray or strings given as a DataFrame's index is its one level */
-        rc = write_object(group, file_index, level, levels ? obj->components[i].obj : obj, part,
+        rc = schema_write(group, file_index, level, levels ? obj->components[i].obj : obj, part,
                           plan, err);
     }
     if (H5Gclose(group) < 0 && rc == 0)
@@ -51,7 +51,8 @@ int index_write(hid_t loc, int file_index, const char *name, const object *obj, 
     return rc ? h5ark_fail_context(err, "Index '%s'", name) : 0;
 }
 
-int index_probe(const probe_ctx *pc, read_node *n, h5ark_error *err) {
+static int probe(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err) {
+    (void)dset;
     if (n->nkids == 0 && !n->names) {
         hid_t g = H5Gopen2(pc->file, n->path, H5P_DEFAULT);
         if (g < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "'%s' cannot be opened", n->path);
@@ -61,15 +62,15 @@ int index_probe(const probe_ctx *pc, read_node *n, h5ark_error *err) {
         H5Gclose(g);
         if (r < 0) return -1;
     }
-    return probe_numbered_kids(pc, n, PREFIX_IDX, ATTR_NUM_IDX, err);
+    return schema_probe_numbered_kids(pc, n, PREFIX_IDX, ATTR_NUM_IDX, err);
 }
 
-int index_build(read_node *n, bool strict, bool tags, object **obj, object **tag,
-                h5ark_error *err) {
+static int build(read_node *n, bool strict, bool tags, object **obj, object **tag,
+                 h5ark_error *err) {
     if (n->nkids == 0)
         return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "Index '%s' has no levels", n->path);
     h5ark_objtype t = n->kind == KIND_MULTIINDEX || n->nkids > 1 ? H5ARK_MULTIINDEX : H5ARK_INDEX;
-    if (build_composite(n, t, H5ARK_INT64, strict, tags, 0, obj, tag, err)) return -1;
+    if (schema_build_composite(n, t, H5ARK_INT64, strict, tags, 0, obj, tag, err)) return -1;
     object *ix = *obj;
     int rc = 0;
     ix->size = ix->shape[0] = ix->components[0].obj->size;
@@ -89,3 +90,49 @@ int index_build(read_node *n, bool strict, bool tags, object **obj, object **tag
     }
     return rc;
 }
+
+static bool writes(const object *obj) {
+    return obj->objtype == H5ARK_INDEX || obj->objtype == H5ARK_MULTIINDEX;
+}
+
+/* An Index and a MultiIndex are one layout, told apart by ObjType or by their level count. */
+static int detect_levels(const schema_facts *f, bool multi) {
+    if (!f->is_group) return SCHEMA_NOT_MINE;
+    if (f->has_objtype)
+        return f->objtype == (multi ? OBJTYPE_MULTIINDEX : OBJTYPE_INDEX) ? SCHEMA_BY_OBJTYPE
+                                                                          : SCHEMA_NOT_MINE;
+    if (schema_child_of(f, PREFIX_IDX "0") == SCHEMA_CHILD_NONE) return SCHEMA_NOT_MINE;
+    return (schema_child_of(f, PREFIX_IDX "1") != SCHEMA_CHILD_NONE) == multi ? SCHEMA_BY_SHAPE
+                                                                              : SCHEMA_NOT_MINE;
+}
+
+static int detect_index(const schema_facts *f, schema_match *m) {
+    (void)m;
+    return detect_levels(f, false);
+}
+
+static int detect_multiindex(const schema_facts *f, schema_match *m) {
+    (void)m;
+    return detect_levels(f, true);
+}
+
+const schema_family schema_index = {
+    .kind = KIND_INDEX,
+    .what = "an Index",
+    .objtype = "index",
+    .detect = detect_index,
+    .probe = probe,
+    .build = build,
+    .writes = writes,
+    .write = index_write,
+};
+
+/* the writer is the Index's */
+const schema_family schema_multiindex = {
+    .kind = KIND_MULTIINDEX,
+    .what = "a MultiIndex",
+    .objtype = "multiindex",
+    .detect = detect_multiindex,
+    .probe = probe,
+    .build = build,
+};

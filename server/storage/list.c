@@ -7,6 +7,7 @@
 
 #include "files.h"
 #include "sandbox.h"
+#include "layout.h"
 #include "schema.h"
 
 #include <hdf5.h>
@@ -955,22 +956,8 @@ static int describe_dataset(lister *ls, hid_t did, const char *path, const attr_
     }
     if (sclass != H5S_NULL && put(ls, entry, "shape", dims_value(rank, dims))) goto out;
 
-    if (facts->has_objtype) {
-        if (objtype_from_attr(ls, facts, entry)) goto out;
-    } else if (numeric && rank <= 1 && sclass != H5S_NULL) {
-        /* Arkouda reads an unmarked numeric dataset as a pdarray */
-        if (put(ls, entry, "objtype", h5ark_value_str("pdarray")) ||
-            put(ls, entry, "inferred", h5ark_value_bool(true)))
-            goto out;
-    } else {
-        const char *why =
-            !numeric   ? "an element type Arkouda cannot hold"
-            : rank > 1 ? "more than one dimension and no ObjType (ArrayView needs Rank/Shape)"
-                       : "no dataspace";
-        char note[160];
-        snprintf(note, sizeof note, "not an Arkouda object: %s", why);
-        if (put(ls, entry, "note", h5ark_value_str(note))) goto out;
-    }
+    (void)numeric;
+    (void)facts;
     rc = dataset_storage(ls, did, path, entry);
 out:
     H5Sclose(space);
@@ -1043,10 +1030,7 @@ static int infer_group(lister *ls, hid_t gid, const char *name, int depth, h5ark
     if (vals_ds >= 0) H5Oclose(vals_ds);
     if (vals_grp >= 0) H5Oclose(vals_grp);
     if (seg >= 0) H5Oclose(seg);
-    if (rc) return -1;
-    if (!objtype) return 0;
-    if (put(ls, entry, "objtype", h5ark_value_str(objtype))) return -1;
-    return put(ls, entry, "inferred", h5ark_value_bool(true));
+    return rc ? -1 : 0;
 }
 
 /* dtype/shape of a group that has ObjType, where the type says where they are. */
@@ -1089,6 +1073,28 @@ static int group_shape(lister *ls, hid_t gid, const attr_facts *f, h5ark_value *
     int64_t n = dataset_len(d);
     H5Oclose(d);
     return n >= 0 ? put(ls, entry, "shape", shape1(n)) : 0;
+}
+
+/* objtype as readhdf sees it: the schema table's one detector decides (inferred when no
+ * ObjType says so); what no family reads keeps the name its ObjType gives, or a note. */
+static int list_objtype(lister *ls, hid_t oid, const char *path, const attr_facts *facts,
+                        h5ark_value *entry) {
+    schema_facts f;
+    schema_match m = {0};
+    h5ark_error ignored = {0};
+    bool found = schema_facts_read(oid, path, &f, &ignored) == 0 && schema_detect(&f, &m);
+    H5Eclear2(H5E_DEFAULT);
+    if (found) {
+        const schema_family *fam = schema_family_of(m.kind);
+        if (put(ls, entry, "objtype", h5ark_value_str(fam->objtype))) return -1;
+        if (m.tag && put(ls, entry, "tag", h5ark_value_str(m.tag))) return -1;
+        return f.has_objtype ? 0 : put(ls, entry, "inferred", h5ark_value_bool(true));
+    }
+    if (facts->has_objtype) return objtype_from_attr(ls, facts, entry);
+    if (f.is_group) return 0;
+    return put(ls, entry, "note",
+               h5ark_value_str("not an object h5ark reads: an element type or shape it cannot "
+                               "hold"));
 }
 
 /* ---- the walk --------------------------------------------------------------------------- */
@@ -1318,8 +1324,7 @@ static int list_object(lister *ls, const link_rec *r, const char *path, int dept
         if (describe_dataset(ls, oid, path, &facts, e)) goto fail_entry;
     } else if (oi.type == H5O_TYPE_GROUP) {
         if (facts.has_objtype) {
-            if (objtype_from_attr(ls, &facts, e) || group_shape(ls, oid, &facts, e))
-                goto fail_entry;
+            if (group_shape(ls, oid, &facts, e)) goto fail_entry;
         } else if (infer_group(ls, oid, r->name, depth, e)) {
             goto fail_entry;
         }
@@ -1328,6 +1333,9 @@ static int list_object(lister *ls, const link_rec *r, const char *path, int dept
         type_name(oid, tname, sizeof tname);
         if (put(ls, e, "dtype", h5ark_value_str(tname))) goto fail_entry;
     }
+    if ((oi.type == H5O_TYPE_GROUP || oi.type == H5O_TYPE_DATASET) &&
+        list_objtype(ls, oid, path, &facts, e))
+        goto fail_entry;
     if (add_entry(ls, e)) goto out;
     if (oi.type == H5O_TYPE_GROUP && ls->recursive) {
         if (depth + 1 >= LIST_MAX_DEPTH) {

@@ -2,10 +2,13 @@
  * element type at its own width (bool: 1-byte unsigned plus isBool=1), with ObjType=1,
  * file_version and arkouda_version. Legacy files: no attributes (v0, v1), and v1 bools as
  * `/<name>/booleans`. */
-#include "storage_internal.h"
+#include "families.h"
+
+#include "files.h"
 
 #include "locales.h"
-#include "schema.h"
+#include "objects/pdarray.h"
+#include "layout.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -19,8 +22,8 @@ int64_t pdarray_objtype(const object *obj) {
     return OBJTYPE_PDARRAY;
 }
 
-int pdarray_write(hid_t file, int file_index, const char *name, const object *obj, int part,
-                  write_plan *plan, h5ark_error *err) {
+static int store(hid_t file, int file_index, const char *name, const object *obj, int part,
+                 write_plan *plan, h5ark_error *err) {
     uint64_t lo, hi;
     object_part_rows(obj, part, &lo, &hi);
     if (write_darray_range(file, file_index, name, obj->values, lo, hi, pdarray_objtype(obj),
@@ -29,8 +32,9 @@ int pdarray_write(hid_t file, int file_index, const char *name, const object *ob
     return 0;
 }
 
-int pdarray_probe(hid_t file, int file_index, const char *path, uint64_t file_size,
-                  read_dataset *ds, hid_t obj, bool legacy_group, h5ark_error *err) {
+int pdarray_probe_dataset(const probe_ctx *pc, read_dataset *ds, hid_t obj, bool legacy_group,
+                          bool flat, h5ark_error *err) {
+    hid_t file = pc->file;
     char dset[1100], what[1200];
     if (legacy_group)
         snprintf(dset, sizeof dset, "%s/%s", ds->name, LEGACY_BOOLEANS);
@@ -42,8 +46,8 @@ int pdarray_probe(hid_t file, int file_index, const char *path, uint64_t file_si
         obj = H5Dopen2(file, dset, H5P_DEFAULT);
         if (obj < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "%s cannot be opened", what);
     }
-    h5u_dset_info info;
-    int r = h5u_inspect_dataset(obj, file_size, what, &info, err);
+    h5u_dset_info info = {.flat = flat};
+    int r = h5u_inspect_dataset(obj, pc->size, what, &info, err);
     bool is_bool = legacy_group || info.enum_bool;
     if (r == 0 && !is_bool && info.is_integer) {
         int64_t flag = 0;
@@ -66,7 +70,7 @@ int pdarray_probe(hid_t file, int file_index, const char *path, uint64_t file_si
     if (info.count == 0) return 0; /* an empty share adds nothing, not even a type */
     char *copy = strdup(dset);
     if (!copy) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    return read_part_add(&ds->values, file_index, path, copy, &info, 0, err);
+    return read_part_add(&ds->values, pc->index, pc->path, copy, &info, 0, err);
 }
 
 /* Arkouda's widening: 8-byte unsigned stays uint64, other integers become int64, floats
@@ -162,3 +166,82 @@ fail:
     object_release(job.tag);
     return -1;
 }
+
+static int build(read_node *n, bool strict, bool tags, object **obj, object **tag,
+                 h5ark_error *err) {
+    if (pdarray_settle_dtype(&n->ds, strict && !n->as_index && !n->as_limb, err)) return -1;
+    if (n->as_index || n->as_limb) {
+        /* offsets and limbs are read as int64/uint64 whatever integer width the file has */
+        for (size_t i = 0; i < n->ds.values.n; i++)
+            if (!n->ds.values.src[i].info.is_integer ||
+                n->ds.values.src[i].info.dtype == H5ARK_BOOLEAN)
+                return h5ark_fail(err, H5ARK_TYPE_ERROR, "'%s' in '%s' must hold integers", n->path,
+                                  files_display(n->ds.values.src[i].path));
+        n->ds.values.dtype = n->as_index ? H5ARK_INT64 : H5ARK_UINT64;
+    }
+    if (pdarray_read(&n->ds, tags, obj, tag, err)) return -1;
+    if (n->tag) {
+        if ((*obj)->dtype != H5ARK_INT64 && (*obj)->dtype != H5ARK_UINT64) {
+            object_release(*obj);
+            object_release(*tag);
+            *obj = *tag = NULL;
+            return h5ark_fail(err, H5ARK_TYPE_ERROR, "'%s' is marked %s but holds %s", n->path,
+                              n->tag, h5ark_dtype_name(n->ds.values.dtype));
+        }
+        (*obj)->tag = n->tag;
+    }
+    return 0;
+}
+
+int pdarray_check_range(const object *obj, int64_t lo, int64_t hi, bool nondecreasing,
+                        const char *what, h5ark_error *err) {
+    if (obj->objtype != H5ARK_PDARRAY || obj->dtype != H5ARK_INT64)
+        return h5ark_fail(err, H5ARK_TYPE_ERROR, "%s must be an int64 array", what);
+    uint64_t bad = pdarray_first_outside(obj, lo, hi, nondecreasing);
+    if (bad == UINT64_MAX) return 0;
+    return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                      "%s is malformed at element %llu: every element must lie in [%lld, %lld)%s",
+                      what, (unsigned long long)bad, (long long)lo, (long long)hi,
+                      nondecreasing ? " and none be less than the one before" : "");
+}
+
+static int detect(const schema_facts *f, schema_match *m) {
+    if (!f->is_group) {
+        if (!f->has_objtype) {
+            /* a plain 1-D numeric dataset (h5py's, Arkouda's v0) */
+            bool numeric = f->tclass == H5T_INTEGER || f->tclass == H5T_FLOAT || f->bool_enum;
+            return f->rank == 1 && numeric ? SCHEMA_BY_SHAPE : SCHEMA_NOT_MINE;
+        }
+        switch (f->objtype) {
+        case OBJTYPE_PDARRAY: return SCHEMA_BY_OBJTYPE;
+        case OBJTYPE_DATETIME: m->tag = OBJECT_TAG_DATETIME; return SCHEMA_BY_OBJTYPE;
+        case OBJTYPE_TIMEDELTA: m->tag = OBJECT_TAG_TIMEDELTA; return SCHEMA_BY_OBJTYPE;
+        case OBJTYPE_IPV4: m->tag = OBJECT_TAG_IPV4; return SCHEMA_BY_OBJTYPE;
+        default: return SCHEMA_NOT_MINE;
+        }
+    }
+    /* Arkouda v1's bools: a group holding `booleans` */
+    if (schema_child_of(f, LEGACY_BOOLEANS) == SCHEMA_CHILD_NONE) return SCHEMA_NOT_MINE;
+    m->legacy_bool = true;
+    if (!f->has_objtype) return SCHEMA_BY_SHAPE;
+    return f->objtype == OBJTYPE_PDARRAY ? SCHEMA_BY_OBJTYPE : SCHEMA_NOT_MINE;
+}
+
+static int probe(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err) {
+    return pdarray_probe_dataset(pc, &n->ds, dset, n->legacy_bool, false, err);
+}
+
+static bool writes(const object *obj) {
+    return obj->objtype == H5ARK_PDARRAY && obj->dtype != H5ARK_BIGINT;
+}
+
+const schema_family schema_pdarray = {
+    .kind = KIND_PDARRAY,
+    .what = "a pdarray",
+    .objtype = "pdarray",
+    .detect = detect,
+    .probe = probe,
+    .build = build,
+    .writes = writes,
+    .write = store,
+};

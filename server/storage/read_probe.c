@@ -2,8 +2,8 @@
  * daemon (MessagePack), and the joining of what several probes found in consecutive slices
  * of the file list. The daemon trusts nothing in it: every index, type and kind is checked
  * on the way in, and the data it points at is read with bounds-checked pread/HDF5 calls. */
-#include "schema.h"
-#include "storage_internal.h"
+#include "layout.h"
+#include "probe.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -63,7 +63,7 @@ static h5ark_value *encode_node(const read_node *n) {
               : strcmp(n->tag, OBJECT_TAG_TIMEDELTA) == 0 ? OBJTYPE_TIMEDELTA
                                                           : OBJTYPE_IPV4;
     int flags = n->legacy | n->as_index << 1 | n->as_limb << 2 | n->component << 3 |
-                n->optional << 4 | n->ds.no_segments << 5 | n->ds.have_dtype << 6;
+                n->optional << 4 | n->ds.no_segments << 5 | n->ds.have_dtype << 6 | n->plain << 7;
     bad = bad || put(m, "name", bytes(n->name)) || put(m, "path", bytes(n->path)) ||
           put(m, "kind", h5ark_value_int(n->kind)) || put(m, "flags", h5ark_value_int(flags)) ||
           put(m, "tag", h5ark_value_int(tag)) || put(m, "max_bits", h5ark_value_int(n->max_bits)) ||
@@ -188,8 +188,8 @@ static int decode_node(decoder *d, const h5ark_value *v, read_node *n, unsigned 
                       *names = h5ark_value_get(v, "names");
     int64_t kind, flags, tag, max_bits, first_dtype;
     if (depth > 8 || !v || v->kind != H5ARK_MAP || !get_str(v, "name") || !get_str(v, "path") ||
-        !get_int(v, "kind", KIND_NONE, KIND_MULTIINDEX, &kind) ||
-        !get_int(v, "flags", 0, 127, &flags) || !get_int(v, "tag", 0, OBJTYPE_IPV4, &tag) ||
+        !get_int(v, "kind", KIND_NONE, KIND_COUNT - 1, &kind) ||
+        !get_int(v, "flags", 0, 255, &flags) || !get_int(v, "tag", 0, OBJTYPE_IPV4, &tag) ||
         !get_int(v, "max_bits", -1, INT64_MAX, &max_bits) ||
         !get_int(v, "first_dtype", 0, H5ARK_DTYPE_COUNT - 1, &first_dtype) || !kids ||
         kids->kind != H5ARK_ARRAY || !shape || shape->kind != H5ARK_ARRAY ||
@@ -199,7 +199,7 @@ static int decode_node(decoder *d, const h5ark_value *v, read_node *n, unsigned 
     n->kind = (read_kind)kind;
     n->legacy = flags & 1, n->as_index = flags & 2, n->as_limb = flags & 4;
     n->component = flags & 8, n->optional = flags & 16;
-    n->ds.no_segments = flags & 32, n->ds.have_dtype = flags & 64;
+    n->ds.no_segments = flags & 32, n->ds.have_dtype = flags & 64, n->plain = flags & 128;
     n->ds.first_dtype = (h5ark_dtype)first_dtype;
     n->tag = tag == OBJTYPE_DATETIME    ? OBJECT_TAG_DATETIME
              : tag == OBJTYPE_TIMEDELTA ? OBJECT_TAG_TIMEDELTA
@@ -297,7 +297,9 @@ static bool node_alike(const read_node *a, const read_node *b) {
     if (a->kind != b->kind || a->legacy != b->legacy || a->tag != b->tag || a->ndim != b->ndim ||
         a->nkids != b->nkids)
         return false;
-    for (unsigned i = 0; i < a->ndim; i++)
+    if (a->plain != b->plain) return false;
+    /* a plain N-d array's first dimension is the sum over its files */
+    for (unsigned i = a->plain ? 1 : 0; i < a->ndim; i++)
         if (a->shape[i] != b->shape[i]) return false;
     for (size_t i = 0; i < a->nkids; i++)
         if (!node_alike(&a->kids[i], &b->kids[i])) return false;
@@ -331,6 +333,7 @@ static int join_node(read_node *a, read_node *b, h5ark_error *err) {
         a->ds.first_dtype = b->ds.first_dtype;
     }
     a->ds.no_segments |= b->ds.no_segments;
+    if (a->plain) a->shape[0] += b->shape[0];
     /* offsets in b's files count from b's first file: add what a's files hold before them */
     int64_t string_shift = (int64_t)a->ds.values.total, segment_shift = 0;
     read_node *values = a->kind == KIND_SEGARRAY ? node_kid(a, CHILD_VALUES) : NULL;

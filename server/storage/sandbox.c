@@ -3,9 +3,8 @@
 
 #include "config.h"
 #include "log.h"
-#include "schema.h"
-#include "storage.h"
-#include "storage_internal.h"
+#include "layout.h"
+#include "probe.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -58,6 +57,11 @@ static int npool;
 static bool enabled;
 static verdict cache[CACHE_SLOTS];
 static _Atomic int64_t *my_progress; /* in a probe: where to say which file it is at */
+static sandbox_work work;
+
+void sandbox_set_work(const sandbox_work *w) {
+    work = *w;
+}
 
 #define PROGRESS_FD 3
 
@@ -361,14 +365,14 @@ static int answer_error(char status, const char *body, h5ark_error *err) {
 int sandbox_list(const char *abs_path, bool recursive, h5ark_value *entries, h5ark_error *err) {
     probe *p;
     if (!enabled || strchr(abs_path, '\n') || !acquire(&p, 1))
-        return storage_list(abs_path, recursive, entries, err);
+        return work.list(abs_path, recursive, entries, err);
     char line[PATH_MAX + 8];
     snprintf(line, sizeof line, "%c %s", recursive ? 'R' : 'L', abs_path);
     char *body;
     size_t len;
     char status = probe_exchange(p, line, abs_path, &body, &len);
     release(&p, 1);
-    if (status == '?') return storage_list(abs_path, recursive, entries, err);
+    if (status == '?') return work.list(abs_path, recursive, entries, err);
     int rc = -1;
     if (status == 0) {
         rc = crashed_error(err);
@@ -500,7 +504,7 @@ static int probe_sequence(const read_probe_request *rq, probe *p, read_probe *ou
             /* no probe can be started: probe in process, unisolated */
             read_probe_request sub = *rq;
             sub.paths = paths, sub.index = index, sub.npaths = n;
-            rc = read_probe_files(&sub, out, err);
+            rc = work.probe_files(&sub, out, err);
             break;
         }
         rc = receive_probe(p, rq, out, &at, err);
@@ -544,7 +548,7 @@ int sandbox_probe_read(const read_probe_request *rq, read_probe *out, h5ark_erro
                                         ? 1
                                         : (int)(rq->npaths < MAX_PROBES ? rq->npaths : MAX_PROBES))
                       : 0;
-    if (got == 0) return read_probe_files(rq, out, err);
+    if (got == 0) return work.probe_files(rq, out, err);
     int rc = 1;
     if (got > 1) {
         rc = probe_slices(rq, ps, got, out, err);
@@ -555,7 +559,7 @@ int sandbox_probe_read(const read_probe_request *rq, read_probe *out, h5ark_erro
     return rc;
 }
 
-void sandbox_probe_progress(size_t k, const char *path) {
+static void probe_progress(size_t k, const char *path) {
     if (!my_progress) return;
     atomic_store(my_progress, (int64_t)k);
     /* fault injection for the tests: a crash like the library's, on the files named */
@@ -642,7 +646,8 @@ static int probe_for_read(size_t len, h5ark_value **answer, h5ark_error *err) {
         datasets[i] = d->as.s.ptr;
     }
     if (rc == 0) {
-        read_probe_request rq = {.paths = paths,
+        read_probe_request rq = {.progress = probe_progress,
+                                 .paths = paths,
                                  .index = index,
                                  .npaths = n,
                                  .datasets = datasets,
@@ -650,7 +655,7 @@ static int probe_for_read(size_t len, h5ark_value **answer, h5ark_error *err) {
                                  .allow_errors = av->kind == H5ARK_BOOL && av->as.b,
                                  .calc_offsets = cv->kind == H5ARK_BOOL && cv->as.b};
         read_probe found;
-        rc = read_probe_files(&rq, &found, err);
+        rc = work.probe_files(&rq, &found, err);
         if (rc == 0) {
             *answer = read_probe_encode(&found);
             read_probe_clear(&found);
@@ -671,7 +676,6 @@ int sandbox_probe_main(const char *data_dir) {
     snprintf(config.data_dir, sizeof config.data_dir, "%s", data_dir);
     void *map = mmap(NULL, sizeof *my_progress, PROT_READ | PROT_WRITE, MAP_SHARED, PROGRESS_FD, 0);
     if (map != MAP_FAILED) my_progress = map;
-    if (storage_init() < 0) return 1;
     printf("ready\n");
     fflush(stdout);
     char line[PATH_MAX + 8];
@@ -688,7 +692,7 @@ int sandbox_probe_main(const char *data_dir) {
             rc = probe_for_read(strtoul(path, NULL, 10), &answer, &err);
         } else {
             answer = h5ark_value_array();
-            rc = answer ? storage_list(path, line[0] != 'L', answer, &err)
+            rc = answer ? work.list(path, line[0] != 'L', answer, &err)
                         : h5ark_fail(&err, H5ARK_RESOURCE_LIMIT, "out of memory");
         }
         char *data = NULL;

@@ -27,17 +27,26 @@ int sandbox_check_file(const char *abs_path, h5ark_error *err);
 int sandbox_list(const char *abs_path, bool recursive, h5ark_value *entries, h5ark_error *err);
 struct read_probe_request;
 struct read_probe;
-/* readhdf's probing of its files (storage_internal.h), run in the probes: slices of a long
+
+/* What the probes run (in the probe processes, and in process when there are none), set at
+ * start by the storage layer above: the sandbox only carries requests and answers. */
+typedef struct {
+    int (*list)(const char *abs_path, bool recursive, h5ark_value *entries, h5ark_error *err);
+    int (*probe_files)(const struct read_probe_request *rq, struct read_probe *out,
+                       h5ark_error *err);
+} sandbox_work;
+void sandbox_set_work(const sandbox_work *work);
+
+/* readhdf's probing of its files (probe.h), run in the probes: slices of a long
  * file list on several at once. A file that crashes a probe is a failed file (schema_error);
  * the rest are probed again without it when errors are allowed. In process without probes. */
 int sandbox_probe_read(const struct read_probe_request *rq, struct read_probe *out,
                        h5ark_error *err);
-/* In a probe: tell the daemon that file k of the request (path) is being probed now. */
-void sandbox_probe_progress(size_t k, const char *path);
 /* Tests set this to a string: probes then die (SIGSEGV) on every file whose path holds it,
  * as they would on a file that crashes the library. */
 #define SANDBOX_FAULT_ENV "H5ARK_TEST_PROBE_CRASH"
-/* The probe's main loop (h5arkd --file-probe DATA_DIR): requests on stdin, answers on stdout. */
+/* The probe's main loop (h5arkd --file-probe DATA_DIR): requests on stdin, answers on stdout.
+ * The storage layer is set up (storage_init) before. */
 int sandbox_probe_main(const char *data_dir);
 
 #endif

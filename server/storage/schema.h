@@ -1,67 +1,116 @@
-/* Names and numbers of Arkouda's HDF5 schema (ARKOUDA_FORMAT.md), in one place for the
- * writers and readers of every object type. */
-#ifndef H5ARK_SCHEMA_H
-#define H5ARK_SCHEMA_H
+/* The schema table: every on-disk layout h5ark reads or writes is one family — a
+ * descriptor of functions in one file of its own (pdarray.c, strings.c, ...) — and every
+ * family is one row of one table, registered at start (storage.c). Everything that must
+ * know what an HDF5 object is asks the one detector here (schema_detect): readhdf's
+ * probes, lshdf, and the writers that look at existing files. Composites reach their
+ * components through the dispatchers here, never by naming another family's functions.
+ *
+ * Layers, from the bottom: HDF5 helpers, files, io (toolkits); node.h (the read tree) and
+ * plan.h (the write plan); this table; the families; then the orchestrators (probe.c,
+ * read.c, write.c, list.c, sandbox.c). Calls only go down.
+ *
+ * Adding a family: a new kind in node.h's read_kind, a file defining its schema_family,
+ * and its row in storage.c's table. See docs/DESIGN.md, "The storage layer". */
+#ifndef H5ARK_STORAGE_SCHEMA_H
+#define H5ARK_STORAGE_SCHEMA_H
 
-/* ObjType attribute values */
+#include "node.h"
+#include "plan.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* What the detector knows of one HDF5 object when it asks each family whether it is theirs. */
+typedef struct {
+    hid_t obj;        /* open */
+    const char *path; /* for messages */
+    bool is_group;    /* else a dataset */
+    bool has_objtype; /* an integer ObjType attribute */
+    int64_t objtype;
+    bool is_bigint; /* isBigInt = 1 */
+    /* datasets only */
+    int rank; /* -1: no simple dataspace (scalar or null) */
+    H5T_class_t tclass;
+    bool bool_enum; /* h5py's bool */
+} schema_facts;
+
+/* How strongly a family claims an object; the strongest claim wins, ties go to the family
+ * registered first. */
 enum {
-    OBJTYPE_ARRAYVIEW = 0,
-    OBJTYPE_PDARRAY = 1,
-    OBJTYPE_STRINGS = 2,
-    OBJTYPE_SEGARRAY = 3,
-    OBJTYPE_CATEGORICAL = 4,
-    OBJTYPE_GROUPBY = 5,
-    OBJTYPE_DATAFRAME = 6,
-    OBJTYPE_DATETIME = 7,
-    OBJTYPE_TIMEDELTA = 8,
-    OBJTYPE_IPV4 = 9,
-    OBJTYPE_BITVECTOR = 10,
-    OBJTYPE_SERIES = 11,
-    OBJTYPE_INDEX = 12,
-    OBJTYPE_MULTIINDEX = 13,
+    SCHEMA_NOT_MINE = 0,
+    SCHEMA_BY_SHAPE = 1,   /* no ObjType: by its children, or a plain dataset's type */
+    SCHEMA_BY_OBJTYPE = 2, /* its ObjType says so */
+    SCHEMA_BY_MARK = 3,    /* an attribute that overrides ObjType (isBigInt) */
 };
 
-/* File_Format root attribute */
-enum { FILE_FORMAT_SINGLE = 0, FILE_FORMAT_DISTRIBUTE = 1 };
+typedef struct {
+    read_kind kind;   /* the family's own unless its detect says otherwise */
+    const char *tag;  /* a pdarray's datetime/timedelta/ipv4 tag */
+    bool legacy_bool; /* a v1 bool group holding `booleans` */
+} schema_match;
 
-#define ATTR_FILE_FORMAT     "File_Format"
-#define ATTR_OBJTYPE         "ObjType"
-#define ATTR_IS_BOOL         "isBool"
-#define ATTR_FILE_VERSION    "file_version"
-#define ATTR_ARKOUDA_VERSION "arkouda_version"
+typedef struct schema_family {
+    read_kind kind;
+    const char *what;    /* in messages: "a SegArray" */
+    const char *objtype; /* the protocol's objtype name, as lshdf reports it */
+    /* How strongly this family claims the object (SCHEMA_*), filling m. */
+    int (*detect)(const schema_facts *f, schema_match *m);
+    /* Add the share of file pc to node n (dset: the dataset, open, for dataset families; the
+     * probe closes it). */
+    int (*probe)(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err);
+    /* Read the data and build the object (and with tags, each row's file index). */
+    int (*build)(read_node *n, bool strict, bool tags, object **obj, object **tag,
+                 h5ark_error *err);
+    /* Whether it writes this object, and the writer (part < 0: the whole object in a single
+     * file; part >= 0: distributed file `part`'s rows). NULL: a read-only family. */
+    bool (*writes)(const object *obj);
+    int (*write)(hid_t loc, int file_index, const char *name, const object *obj, int part,
+                 write_plan *plan, h5ark_error *err);
+    /* Optional: what must hold of obj before anything is written (bad_request otherwise). */
+    int (*check)(const object *obj, const char *dataset, h5ark_error *err);
+} schema_family;
 
-#define SCHEMA_FILE_VERSION 2.0f
-/* What h5ark writes into arkouda_version: Arkouda reads any string there. */
-#define SCHEMA_WRITER_VERSION "h5ark " H5ARK_VERSION_STRING
+/* Register a family (at start, before any file is touched; order is priority). */
+void schema_register(const schema_family *f);
+const schema_family *schema_family_of(read_kind kind);
+/* "a SegArray", "nothing" */
+const char *schema_what(read_kind kind);
 
-#define ATTR_NUM_KEYS  "NumKeys"
-#define ATTR_NUM_COLS  "NumCols"
-#define ATTR_NUM_IDX   "NumIdx"
-#define ATTR_IS_BIGINT "isBigInt"
-#define ATTR_MAX_BITS  "MaxBits"
-#define ATTR_NUM_LIMBS "NumLimbs"
-#define ATTR_RANK      "Rank"
-#define ATTR_SHAPE     "Shape"
-/* h5ark's own: the column order of a DataFrame (Arkouda ignores it) */
-#define ATTR_COLUMN_ORDER "ColumnOrder"
-/* h5ark's own: the names of an Index's levels */
-#define ATTR_NAMES "Names"
+/* The facts of obj (open), read from its attributes, type and shape. */
+int schema_facts_read(hid_t obj, const char *path, schema_facts *f, h5ark_error *err);
+/* Which family the object is: 1 with m filled, 0 when no family claims it. */
+int schema_detect(const schema_facts *f, schema_match *m);
+/* Why no family claimed it: type_error naming the object and what it is. */
+int schema_unclaimed(const schema_facts *f, h5ark_error *err);
 
-#define CHILD_CODES          "codes"
-#define CHILD_CATEGORIES     "categories"
-#define CHILD_NA_CODES       "NA_Codes"
-#define CHILD_PERMUTATION    "permutation"
-#define CHILD_UNIQUE_KEY_IDX "unique_key_idx"
-#define CHILD_INDEX          "Index"
-#define PREFIX_KEY           "KEY_"
-#define PREFIX_IDX           "IDX_"
-#define PREFIX_LIMB          "Limb_"
-/* the older client-side layouts: `x_segments`/`x_values`, `x.codes`/`x.categories`/... */
-#define LEGACY_NA_CODE "._akNAcode"
+/* Whether a child link `name` exists under the object, and what it is. */
+typedef enum {
+    SCHEMA_CHILD_NONE,
+    SCHEMA_CHILD_GROUP,
+    SCHEMA_CHILD_BYTES,
+    SCHEMA_CHILD_DATA
+} schema_child;
+schema_child schema_child_of(const schema_facts *f, const char *name);
 
-#define CHILD_VALUES          "values"
-#define CHILD_SEGMENTS        "segments"
-#define LEGACY_METADATA_GROUP "_arkouda_metadata"
-#define LEGACY_BOOLEANS       "booleans"
+/* Probe node n in file pc: detect it (or the older split layouts at top level), check it
+ * agrees with the files before, and hand it to its family. */
+int schema_probe(const probe_ctx *pc, read_node *n, h5ark_error *err);
+/* Build node n through its family. */
+int schema_build(read_node *n, bool strict, bool tags, object **obj, object **tag,
+                 h5ark_error *err);
+/* Write any object through the family that writes it. */
+int schema_write(hid_t loc, int file_index, const char *name, const object *obj, int part,
+                 write_plan *plan, h5ark_error *err);
+
+/* The writing family's checks of obj, before anything is written. */
+int schema_check(const object *obj, const char *dataset, h5ark_error *err);
+
+/* Children named prefix<number> under n, sorted numerically (count from `count_attr` when
+ * the group has it), added after the kids n has and probed. */
+int schema_probe_numbered_kids(const probe_ctx *pc, read_node *n, const char *prefix,
+                               const char *count_attr, h5ark_error *err);
+/* Build every kid in order as a component of a new composite (tags from kid `tag_kid`). */
+int schema_build_composite(read_node *n, h5ark_objtype objtype, h5ark_dtype dtype, bool strict,
+                           bool tags, size_t tag_kid, object **obj, object **tag, h5ark_error *err);
 
 #endif

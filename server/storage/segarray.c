@@ -5,11 +5,11 @@
  * their own, so one file's values may come from several values shards. Readers also take
  * Arkouda's `values` without attributes and the older top-level `<name>_segments` /
  * `<name>_values` pair. */
-#include "storage_internal.h"
+#include "families.h"
 
 #include "locales.h"
 #include "objects/strings.h"
-#include "schema.h"
+#include "layout.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,8 +21,8 @@ static int64_t darray_int64_at(const darray *a, uint64_t i) {
     return ((const int64_t *)s->data)[i - s->start];
 }
 
-int segarray_write(hid_t loc, int file_index, const char *name, const object *obj, int part,
-                   write_plan *plan, h5ark_error *err) {
+static int store(hid_t loc, int file_index, const char *name, const object *obj, int part,
+                 write_plan *plan, h5ark_error *err) {
     const object *seg = object_component_get(obj, CHILD_SEGMENTS);
     const object *vals = object_component_get(obj, CHILD_VALUES);
     if (!seg || !vals || !seg->values || seg->dtype != H5ARK_INT64)
@@ -39,13 +39,21 @@ int segarray_write(hid_t loc, int file_index, const char *name, const object *ob
     if (group < 0) return h5ark_fail_context(err, "SegArray '%s'", name);
     int rc = write_darray_range(group, file_index, CHILD_SEGMENTS, seg->values, lo, hi,
                                 OBJTYPE_PDARRAY, false, (int64_t)vlo, plan, err);
-    if (rc == 0) rc = write_rows(group, file_index, CHILD_VALUES, vals, vlo, vhi, plan, err);
+    if (rc == 0 && vals->objtype == H5ARK_STRINGS)
+        rc = strings_write_rows(group, file_index, CHILD_VALUES, vals, vlo, vhi, plan, err);
+    else if (rc == 0 && vals->objtype == H5ARK_PDARRAY && vals->values)
+        rc = write_darray_range(group, file_index, CHILD_VALUES, vals->values, vlo, vhi,
+                                OBJTYPE_PDARRAY, vals->dtype == H5ARK_BOOLEAN, 0, plan, err);
+    else if (rc == 0)
+        rc = h5ark_fail(err, H5ARK_TYPE_ERROR, "its values are a %s, not a pdarray or strings",
+                        h5ark_objtype_name(vals->objtype));
     if (H5Gclose(group) < 0 && rc == 0)
         rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close group '%s'", name);
     return rc ? h5ark_fail_context(err, "SegArray '%s'", name) : 0;
 }
 
-int segarray_probe(const probe_ctx *pc, read_node *n, h5ark_error *err) {
+static int probe(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err) {
+    (void)dset;
     char path[1100];
     if (n->nkids == 0) {
         read_node *k;
@@ -62,7 +70,7 @@ int segarray_probe(const probe_ctx *pc, read_node *n, h5ark_error *err) {
     uint64_t before = vals->kind == KIND_STRINGS ? vals->ds.segments.total : vals->ds.values.total;
     probe_ctx vpc = *pc;
     vpc.calc_offsets = false; /* sub-arrays of strings are counted by their offsets */
-    if (probe_node(&vpc, vals, err)) return -1;
+    if (schema_probe(&vpc, vals, err)) return -1;
     if (vals->kind != KIND_PDARRAY && vals->kind != KIND_STRINGS)
         return h5ark_fail(err, H5ARK_TYPE_ERROR,
                           "SegArray '%s': 'values' must be a pdarray or Strings", n->path);
@@ -70,7 +78,7 @@ int segarray_probe(const probe_ctx *pc, read_node *n, h5ark_error *err) {
         return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
                           "SegArray '%s': its Strings 'values' need 'segments'", n->path);
     size_t had = seg->ds.values.n;
-    if (probe_node(pc, seg, err)) return -1;
+    if (schema_probe(pc, seg, err)) return -1;
     if (seg->kind != KIND_PDARRAY)
         return h5ark_fail(err, H5ARK_TYPE_ERROR, "SegArray '%s': 'segments' must be a pdarray",
                           n->path);
@@ -78,16 +86,17 @@ int segarray_probe(const probe_ctx *pc, read_node *n, h5ark_error *err) {
     return 0;
 }
 
-int segarray_build(read_node *n, bool strict, bool tags, object **obj, object **tag,
-                   h5ark_error *err) {
+static int build(read_node *n, bool strict, bool tags, object **obj, object **tag,
+                 h5ark_error *err) {
     read_node *seg = node_kid(n, CHILD_SEGMENTS), *vals = node_kid(n, CHILD_VALUES);
     object *s = NULL, *v = NULL, *t = NULL, *vt = NULL;
     *obj = *tag = NULL;
-    if (build_node(seg, strict, tags, &s, &t, err) || build_node(vals, strict, false, &v, &vt, err))
+    if (schema_build(seg, strict, tags, &s, &t, err) ||
+        schema_build(vals, strict, false, &v, &vt, err))
         goto fail;
     char what[1200];
     snprintf(what, sizeof what, "SegArray '%s': 'segments'", n->path);
-    if (check_int64_range(s, 0, (int64_t)v->size + 1, true, what, err)) goto fail;
+    if (pdarray_check_range(s, 0, (int64_t)v->size + 1, true, what, err)) goto fail;
     if (s->size > 0) {
         const shard *first = &s->values->shards[darray_shard_of(s->values, 0)];
         if (((const int64_t *)first->data)[0] != 0) {
@@ -114,3 +123,30 @@ fail:
     object_release(vt);
     return -1;
 }
+
+static int detect(const schema_facts *f, schema_match *m) {
+    (void)m;
+    if (!f->is_group) return SCHEMA_NOT_MINE;
+    if (f->has_objtype) return f->objtype == OBJTYPE_SEGARRAY ? SCHEMA_BY_OBJTYPE : SCHEMA_NOT_MINE;
+    /* unmarked: `segments` beside `values` that are not Strings bytes (bytes say Strings) */
+    schema_child v = schema_child_of(f, CHILD_VALUES);
+    return (v == SCHEMA_CHILD_GROUP || v == SCHEMA_CHILD_DATA) &&
+                   schema_child_of(f, CHILD_SEGMENTS) != SCHEMA_CHILD_NONE
+               ? SCHEMA_BY_SHAPE
+               : SCHEMA_NOT_MINE;
+}
+
+static bool writes(const object *obj) {
+    return obj->objtype == H5ARK_SEGARRAY;
+}
+
+const schema_family schema_segarray = {
+    .kind = KIND_SEGARRAY,
+    .what = "a SegArray",
+    .objtype = "segarray",
+    .detect = detect,
+    .probe = probe,
+    .build = build,
+    .writes = writes,
+    .write = store,
+};

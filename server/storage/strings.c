@@ -2,26 +2,51 @@
  * (uint8: every string's bytes and one NUL) and `segments` (int64 start offsets, starting
  * at 0 in each file), both with ObjType=1. Readers also take files without `segments`
  * (offsets come from the NULs) and files without any attributes. */
-#include "storage_internal.h"
+#include "families.h"
+
+#include "files.h"
 
 #include "locales.h"
 #include "objects/strings.h"
-#include "schema.h"
+#include "layout.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-int strings_write(hid_t file, int file_index, const char *name, const object *obj, int part,
-                  write_plan *plan, h5ark_error *err) {
-    uint64_t lo, hi;
-    object_part_rows(obj, part, &lo, &hi);
-    return write_rows(file, file_index, name, obj, lo, hi, plan, err);
+int strings_write_rows(hid_t loc, int file_index, const char *name, const object *obj, uint64_t lo,
+                       uint64_t hi, write_plan *plan, h5ark_error *err) {
+    if (obj->objtype != H5ARK_STRINGS)
+        return h5ark_fail(err, H5ARK_TYPE_ERROR, "'%s' is a %s, not strings", name,
+                          h5ark_objtype_name(obj->objtype));
+    hid_t group = write_group(loc, name, OBJTYPE_STRINGS, err);
+    if (group < 0) return -1;
+    uint64_t blo = strings_offset(obj, lo), bhi = strings_offset(obj, hi);
+    int rc = write_darray_range(group, file_index, CHILD_VALUES, obj->values, blo, bhi,
+                                OBJTYPE_PDARRAY, false, 0, plan, err);
+    /* a file's offsets restart at 0 */
+    if (rc == 0)
+        rc = write_darray_range(group, file_index, CHILD_SEGMENTS, obj->segments, lo, hi,
+                                OBJTYPE_PDARRAY, false, (int64_t)blo, plan, err);
+    if (H5Gclose(group) < 0 && rc == 0)
+        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close group '%s'", name);
+    return rc ? h5ark_fail_context(err, "Strings '%s'", name) : 0;
 }
 
-int strings_probe(hid_t file, int file_index, const char *path, uint64_t file_size,
-                  read_dataset *ds, bool calc_offsets, h5ark_error *err) {
+static int store(hid_t file, int file_index, const char *name, const object *obj, int part,
+                 write_plan *plan, h5ark_error *err) {
+    uint64_t lo, hi;
+    object_part_rows(obj, part, &lo, &hi);
+    return strings_write_rows(file, file_index, name, obj, lo, hi, plan, err);
+}
+
+static int probe(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err) {
+    (void)dset;
+    read_dataset *ds = &n->ds;
+    hid_t file = pc->file;
+    uint64_t file_size = pc->size;
+    bool calc_offsets = pc->calc_offsets;
     char vpath[1100], spath[1100], what[1200];
     snprintf(vpath, sizeof vpath, "%s/%s", ds->name, CHILD_VALUES);
     snprintf(spath, sizeof spath, "%s/%s", ds->name, CHILD_SEGMENTS);
@@ -62,12 +87,12 @@ int strings_probe(hid_t file, int file_index, const char *path, uint64_t file_si
         free(scopy);
         return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     }
-    if (read_part_add(&ds->values, file_index, path, vcopy, &v, 0, err)) {
+    if (read_part_add(&ds->values, pc->index, pc->path, vcopy, &v, 0, err)) {
         free(scopy);
         return -1;
     }
     if (has_segments &&
-        read_part_add(&ds->segments, file_index, path, scopy, &s, value_offset, err))
+        read_part_add(&ds->segments, pc->index, pc->path, scopy, &s, value_offset, err))
         return -1;
     return 0;
 }
@@ -81,11 +106,6 @@ typedef struct {
     _Atomic uint64_t first_bad;     /* global index of the first malformed string */
     _Atomic uint64_t first_bad_end; /* first values source not ending in NUL */
 } seg_job;
-
-static void atomic_min(_Atomic uint64_t *a, uint64_t v) {
-    uint64_t cur = atomic_load(a);
-    while (v < cur && !atomic_compare_exchange_weak(a, &cur, v)) {}
-}
 
 static void seg_read_shard(int b, void *ctx) {
     seg_job *job = ctx;
@@ -108,7 +128,7 @@ static void seg_read_shard(int b, void *ctx) {
             const read_src *src = &ds->segments.src[i];
             if (src->start >= ss->start + ss->count) break;
             if (src->start >= ss->start && seg[src->start - ss->start] != src->rebase)
-                atomic_min(&job->first_bad, src->start);
+                locales_note_first(&job->first_bad, src->start);
         }
     }
     if (vs->count) {
@@ -118,10 +138,10 @@ static void seg_read_shard(int b, void *ctx) {
             uint64_t last = src->start + src->info.count - 1;
             if (last >= vs->start + vs->count) break;
             if (last >= vs->start && bytes[last - vs->start] != 0)
-                atomic_min(&job->first_bad_end, i);
+                locales_note_first(&job->first_bad_end, i);
         }
     }
-    atomic_min(&job->first_bad, strings_check_shard(job->obj, b));
+    locales_note_first(&job->first_bad, strings_check_shard(job->obj, b));
     if (job->tag && ss->count)
         read_part_tags(&ds->segments, ss->start, ss->start + ss->count,
                        job->tag->values->shards[b].data);
@@ -240,7 +260,7 @@ static void nul_read_count(int b, void *ctx) {
         const read_src *src = &ds->values.src[i];
         uint64_t last = src->start + src->info.count - 1;
         if (last >= s->start + s->count) break;
-        if (last >= s->start && p[last - s->start] != 0) atomic_min(&job->first_bad_end, i);
+        if (last >= s->start && p[last - s->start] != 0) locales_note_first(&job->first_bad_end, i);
     }
 }
 
@@ -361,8 +381,35 @@ out:
     return rc;
 }
 
-int strings_read(const read_dataset *ds, bool tags, object **obj, object **tag, h5ark_error *err) {
+static int build(read_node *n, bool strict, bool tags, object **obj, object **tag,
+                 h5ark_error *err) {
+    (void)strict;
+    const read_dataset *ds = &n->ds;
     *obj = *tag = NULL;
     if (ds->no_segments) return read_from_nuls(ds, tags, obj, tag, err);
     return read_with_segments(ds, tags, obj, tag, err);
 }
+
+static int detect(const schema_facts *f, schema_match *m) {
+    (void)m;
+    if (!f->is_group) return SCHEMA_NOT_MINE;
+    if (f->has_objtype) return f->objtype == OBJTYPE_STRINGS ? SCHEMA_BY_OBJTYPE : SCHEMA_NOT_MINE;
+    /* Arkouda leaves some Strings unmarked: a child dataset `values` says Strings */
+    schema_child v = schema_child_of(f, CHILD_VALUES);
+    return v == SCHEMA_CHILD_BYTES || v == SCHEMA_CHILD_DATA ? SCHEMA_BY_SHAPE : SCHEMA_NOT_MINE;
+}
+
+static bool writes(const object *obj) {
+    return obj->objtype == H5ARK_STRINGS;
+}
+
+const schema_family schema_strings = {
+    .kind = KIND_STRINGS,
+    .what = "Strings",
+    .objtype = "strings",
+    .detect = detect,
+    .probe = probe,
+    .build = build,
+    .writes = writes,
+    .write = store,
+};

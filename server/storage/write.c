@@ -12,8 +12,8 @@
 #include "locales.h"
 #include "objects/strings.h"
 #include "sandbox.h"
+#include "layout.h"
 #include "schema.h"
-#include "storage_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,214 +28,6 @@
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the direct data path writes memory as little-endian file bytes"
 #endif
-
-/* ---- shared helpers (declared in storage_internal.h) --------------------------------- */
-
-/* Room for element n of a growable array of `size`-byte elements: the array (moved, maybe),
- * or NULL when out of memory (the old one is kept). */
-static void *grow(void *v, size_t n, size_t *cap, size_t size) {
-    if (n < *cap) return v;
-    size_t c = *cap ? 2 * *cap : 16;
-    void *nv = realloc(v, c * size);
-    if (nv) *cap = c;
-    return nv;
-}
-
-int write_plan_add(write_plan *plan, const write_region *r, h5ark_error *err) {
-    write_region *v = grow(plan->v, plan->n, &plan->cap, sizeof *v);
-    if (!v) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    plan->v = v;
-    plan->v[plan->n++] = *r;
-    return 0;
-}
-
-int write_plan_close(write_plan *plan, h5ark_error *err) {
-    int rc = 0;
-    for (size_t i = 0; i < plan->ndsets; i++)
-        if (H5Dclose(plan->dsets[i]) < 0 && rc == 0)
-            rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close a compressed dataset");
-    free(plan->v);
-    free(plan->chunks);
-    free(plan->dsets);
-    *plan = (write_plan){.gzip_level = plan->gzip_level};
-    return rc;
-}
-
-/* Plan the chunks of the new dataset dset, elements [lo, hi) of a, `chunk` to a chunk; the
- * plan closes dset from now on. */
-static int plan_chunks(write_plan *plan, int file_index, hid_t dset, const darray *a, uint64_t lo,
-                       uint64_t hi, uint64_t chunk, int64_t rebase, h5ark_error *err) {
-    hid_t *d = grow(plan->dsets, plan->ndsets, &plan->dsets_cap, sizeof *d);
-    if (!d) {
-        H5Dclose(dset);
-        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    }
-    plan->dsets = d;
-    size_t index = plan->ndsets;
-    plan->dsets[plan->ndsets++] = dset;
-    for (uint64_t at = 0; at < hi - lo; at += chunk) {
-        write_chunk *c = grow(plan->chunks, plan->nchunks, &plan->chunks_cap, sizeof *c);
-        if (!c) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        plan->chunks = c;
-        uint64_t count = hi - lo - at < chunk ? hi - lo - at : chunk;
-        plan->chunks[plan->nchunks++] = (write_chunk){
-            .file = file_index,
-            /* the middle element's: of a chunk over two shards, the one holding more */
-            .locale = darray_shard_of(a, lo + at + count / 2),
-            .dset = index,
-            .src = a,
-            .first = lo + at,
-            .count = count,
-            .elems = chunk,
-            .at = at,
-            .rebase = rebase,
-        };
-    }
-    return 0;
-}
-
-int write_darray_range(hid_t loc, int file_index, const char *name, const darray *a, uint64_t lo,
-                       uint64_t hi, int64_t objtype, bool is_bool, int64_t rebase, write_plan *plan,
-                       h5ark_error *err) {
-    uint64_t offset = 0;
-    uint64_t chunk = plan->gzip_level > 0 ? chunk_elems(a->itemsize, hi - lo) : 0;
-    hid_t dset =
-        h5u_create_dataset(loc, name, a->dtype, hi - lo, chunk, plan->gzip_level, &offset, err);
-    if (dset < 0) return -1;
-    int rc = h5u_write_object_attrs(dset, objtype, is_bool, err);
-    if (rc == 0 && chunk > 0)
-        return plan_chunks(plan, file_index, dset, a, lo, hi, chunk, rebase, err);
-    if (H5Dclose(dset) < 0 && rc == 0)
-        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close dataset '%s'", name);
-    if (rc) return -1;
-    for (int b = 0; b < a->nshards && lo < hi; b++) {
-        const shard *s = &a->shards[b];
-        uint64_t first = s->start > lo ? s->start : lo;
-        uint64_t end = s->start + s->count < hi ? s->start + s->count : hi;
-        if (first >= end) continue;
-        write_region r = {
-            .file = file_index,
-            .locale = b,
-            .data = (const char *)s->data + (first - s->start) * a->itemsize,
-            .nbytes = (end - first) * a->itemsize,
-            .offset = offset + (first - lo) * a->itemsize,
-            .rebase = rebase,
-        };
-        if (write_plan_add(plan, &r, err)) return -1;
-    }
-    return 0;
-}
-
-void object_part_rows(const object *obj, int part, uint64_t *lo, uint64_t *hi) {
-    const darray *rows = obj->objtype == H5ARK_STRINGS ? obj->segments : obj->values;
-    if (obj->objtype == H5ARK_SEGARRAY) {
-        const object *seg = object_component_get(obj, CHILD_SEGMENTS);
-        rows = seg ? seg->values : NULL;
-    } else if (obj->dtype == H5ARK_BIGINT && obj->ncomponents > 0) {
-        rows = obj->components[0].obj->values;
-    }
-    if (part < 0 || !rows) {
-        *lo = 0;
-        *hi = obj->size;
-        return;
-    }
-    *lo = rows->shards[part].start;
-    *hi = *lo + rows->shards[part].count;
-}
-
-int write_rows(hid_t loc, int file_index, const char *name, const object *obj, uint64_t lo,
-               uint64_t hi, write_plan *plan, h5ark_error *err) {
-    if (obj->objtype == H5ARK_PDARRAY && obj->dtype != H5ARK_BIGINT && obj->values)
-        return write_darray_range(loc, file_index, name, obj->values, lo, hi, OBJTYPE_PDARRAY,
-                                  obj->dtype == H5ARK_BOOLEAN, 0, plan, err);
-    if (obj->objtype != H5ARK_STRINGS)
-        return h5ark_fail(err, H5ARK_TYPE_ERROR,
-                          "'%s' is a %s; a SegArray's values must be a pdarray or strings", name,
-                          h5ark_objtype_name(obj->objtype));
-    hid_t group = write_group(loc, name, OBJTYPE_STRINGS, err);
-    if (group < 0) return -1;
-    uint64_t blo = strings_offset(obj, lo), bhi = strings_offset(obj, hi);
-    int rc = write_darray_range(group, file_index, CHILD_VALUES, obj->values, blo, bhi,
-                                OBJTYPE_PDARRAY, false, 0, plan, err);
-    /* a file's offsets restart at 0 */
-    if (rc == 0)
-        rc = write_darray_range(group, file_index, CHILD_SEGMENTS, obj->segments, lo, hi,
-                                OBJTYPE_PDARRAY, false, (int64_t)blo, plan, err);
-    if (H5Gclose(group) < 0 && rc == 0)
-        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close group '%s'", name);
-    return rc ? h5ark_fail_context(err, "Strings '%s'", name) : 0;
-}
-
-hid_t write_group(hid_t loc, const char *name, int64_t objtype, h5ark_error *err) {
-    hid_t group = H5Gcreate2(loc, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    if (group < 0) {
-        h5u_fail(err, H5ARK_IO_ERROR, "cannot create group '%s'", name);
-        return H5I_INVALID_HID;
-    }
-    if (h5u_write_object_attrs(group, objtype, false, err)) {
-        H5Gclose(group);
-        return H5I_INVALID_HID;
-    }
-    return group;
-}
-
-int write_small_int64(hid_t loc, const char *name, const int64_t *v, uint64_t n, h5ark_error *err) {
-    uint64_t offset;
-    hid_t dset = h5u_create_dataset(loc, name, H5ARK_INT64, n, 0, 0, &offset, err);
-    if (dset < 0) return -1;
-    int rc = h5u_write_object_attrs(dset, OBJTYPE_PDARRAY, false, err);
-    if (rc == 0 && n > 0 && H5Dwrite(dset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0)
-        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot write dataset '%s'", name);
-    if (H5Dclose(dset) < 0 && rc == 0)
-        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close dataset '%s'", name);
-    return rc;
-}
-
-int write_object(hid_t loc, int file_index, const char *name, const object *obj, int part,
-                 write_plan *plan, h5ark_error *err) {
-    switch (obj->objtype) {
-    case H5ARK_PDARRAY:
-        if (obj->dtype == H5ARK_BIGINT)
-            return bigint_write(loc, file_index, name, obj, part, plan, err);
-        return pdarray_write(loc, file_index, name, obj, part, plan, err);
-    case H5ARK_STRINGS: return strings_write(loc, file_index, name, obj, part, plan, err);
-    case H5ARK_ARRAYVIEW: return arrayview_write(loc, file_index, name, obj, part, plan, err);
-    case H5ARK_SEGARRAY: return segarray_write(loc, file_index, name, obj, part, plan, err);
-    case H5ARK_CATEGORICAL: return categorical_write(loc, file_index, name, obj, part, plan, err);
-    case H5ARK_GROUPBY: return groupby_write(loc, file_index, name, obj, part, plan, err);
-    case H5ARK_DATAFRAME:
-        return dataframe_write(loc, file_index, name, obj, part, false, plan, err);
-    case H5ARK_INDEX:
-    case H5ARK_MULTIINDEX: return index_write(loc, file_index, name, obj, part, plan, err);
-    default:
-        return h5ark_fail(err, H5ARK_TYPE_ERROR, "'%s' is a %s, which tohdf cannot write", name,
-                          h5ark_objtype_name(obj->objtype));
-    }
-}
-
-int locale_errors_init(locale_errors *le, h5ark_error *err) {
-    le->errs = calloc((size_t)locales_count(), sizeof *le->errs);
-    return le->errs ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-}
-
-void locale_errors_free(locale_errors *le) {
-    free(le->errs);
-    le->errs = NULL;
-}
-
-void locale_errors_set(locale_errors *le, int locale) {
-    /* each locale writes only its own slot; locales_run's wait orders it before the read */
-    if (le->errs[locale].code == H5ARK_OK) le->errs[locale].code = H5ARK_INTERNAL;
-}
-
-int locale_errors_take(locale_errors *le, h5ark_error *err) {
-    for (int b = 0; b < locales_count(); b++)
-        if (le->errs[b].code != H5ARK_OK) {
-            *err = le->errs[b];
-            return -1;
-        }
-    return 0;
-}
 
 /* ---- the files of a request -------------------------------------------------------- */
 
@@ -334,7 +126,7 @@ static int top_names_add(top_names *t, const char *name, h5ark_error *err) {
         if (strcmp(t->v[i], name) == 0)
             return h5ark_fail(err, H5ARK_ALREADY_EXISTS,
                               "tohdf: '%s' would be written twice by this request", name);
-    const char **v = grow(t->v, t->n, &t->cap, sizeof *v);
+    const char **v = grow_array(t->v, t->n, &t->cap, sizeof *v);
     if (!v) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     t->v = v;
     t->v[t->n++] = name;
@@ -369,7 +161,7 @@ static int check_items(const storage_item *items, size_t n, bool df_columns, top
         if (!shards_ok(obj))
             return h5ark_fail(err, H5ARK_INTERNAL, "tohdf: '%s' is not sharded over the locales",
                               name);
-        if (obj->objtype == H5ARK_DATAFRAME && dataframe_check(obj, name, err)) return -1;
+        if (schema_check(obj, name, err)) return -1;
         if (obj->objtype == H5ARK_DATAFRAME && df_columns) {
             for (size_t k = 0; k < obj->ncomponents; k++)
                 if (top_names_add(names, obj->components[k].name, err)) return -1;
@@ -576,7 +368,7 @@ static int copy_file(const char *src, const char *dst, const char *shown, h5ark_
     return rc;
 }
 
-static int build_file(out_file *f, int index, storage_mode mode, bool distributed, bool df_columns,
+static int build_file(out_file *f, int index, storage_mode mode, bool distributed,
                       const storage_item *items, size_t nitems, const top_names *names,
                       write_plan *plan, h5ark_error *err) {
     if (files_temp_name(f->final, f->tmp, sizeof f->tmp))
@@ -614,10 +406,7 @@ static int build_file(out_file *f, int index, storage_mode mode, bool distribute
     for (size_t i = 0; i < nitems && rc == 0; i++) {
         const object *obj = items[i].obj;
         int part = distributed ? index : -1;
-        if (obj->objtype == H5ARK_DATAFRAME)
-            rc = dataframe_write(file, index, items[i].dataset, obj, part, df_columns, plan, err);
-        else
-            rc = write_object(file, index, items[i].dataset, obj, part, plan, err);
+        rc = schema_write(file, index, items[i].dataset, obj, part, plan, err);
     }
     if (rc == 0 && plan->gzip_level > 0) {
         f->h5 = file;
@@ -769,7 +558,7 @@ int storage_write_ex(const storage_item *items, size_t nitems, const char *path,
     }
     out_file *of = calloc((size_t)nfiles, sizeof *of);
     locale_set existing = {0};
-    write_plan plan = {.gzip_level = opts ? opts->gzip_level : 0};
+    write_plan plan = {.gzip_level = opts ? opts->gzip_level : 0, .dataframe_columns = df_columns};
     write_job job = {.plan = &plan, .files = of};
     int rc = -1;
     if (!of) {
@@ -826,8 +615,7 @@ int storage_write_ex(const storage_item *items, size_t nitems, const char *path,
     for (int i = 0; i < nfiles; i++) {
         out_file *f = &of[i];
         if (f->dir_missing && files_resolve(f->rel, true, f->final, err)) goto out;
-        if (build_file(f, i, mode, distributed, df_columns, items, nitems, &names, &plan, err))
-            goto out;
+        if (build_file(f, i, mode, distributed, items, nitems, &names, &plan, err)) goto out;
     }
     if (locale_errors_init(&job.le, err)) goto out;
     if (mode == STORAGE_TRUNCATE) drop_cached_pages(of, nfiles);

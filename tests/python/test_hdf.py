@@ -591,11 +591,17 @@ def test_unsupported_datasets(conn):
         h.create_group("bare")
         h.create_group("cat").attrs["ObjType"] = np.int64(4)
         h["ok"] = np.arange(2)
-    for dset in ("compound", "vlen", "matrix", "enum", "scalar", "fixed", "bare", "cat"):
+    for dset in ("compound", "enum", "scalar", "bare", "cat"):
         err = conn.fail("readhdf", paths=[path], datasets=[dset])
         assert err["code"] in ("type_error", "schema_error")
         assert dset in err["message"] and path in err["message"]
     assert conn.read_values([path], "ok").tolist() == [0, 1]
+    # plain HDF5 strings and N-d arrays read by their type and shape
+    res = conn.readhdf([path], datasets=["vlen", "fixed", "matrix"])
+    assert res["objects"]["vlen"]["objtype"] == "strings"
+    assert res["objects"]["fixed"]["objtype"] == "strings"
+    assert res["objects"]["matrix"]["objtype"] == "arrayview"
+    assert res["objects"]["matrix"]["shape"] == [2, 3]
 
 
 def test_memory_limit(start_daemon):

@@ -1,0 +1,50 @@
+/* The schema families (schema.h): each file's descriptor, registered in storage.c's table,
+ * and the few functions one family lends another (an ArrayView's data is read as a
+ * pdarray's, a SegArray's values are written as rows of a pdarray or Strings, a
+ * DataFrame's index as an Index). */
+#ifndef H5ARK_STORAGE_FAMILIES_H
+#define H5ARK_STORAGE_FAMILIES_H
+
+#include "schema.h"
+
+extern const schema_family schema_pdarray;
+extern const schema_family schema_bigint;
+extern const schema_family schema_arrayview;
+extern const schema_family schema_h5strings;
+extern const schema_family schema_segarray;
+extern const schema_family schema_strings;
+extern const schema_family schema_categorical;
+extern const schema_family schema_groupby;
+extern const schema_family schema_dataframe;
+extern const schema_family schema_index;
+extern const schema_family schema_multiindex;
+
+/* ---- pdarray.c ---- */
+/* ObjType of a pdarray: 1, or 7-9 for its tag. */
+int64_t pdarray_objtype(const object *obj);
+/* Probe a 1-D dataset (open as `dset`, closed here; or H5I_INVALID_HID to open ds->name,
+ * or `<name>/booleans` for a v1 bool group) and add its share to ds; flat: an N-d dataset,
+ * as its elements in C order. */
+int pdarray_probe_dataset(const probe_ctx *pc, read_dataset *ds, hid_t dset, bool legacy_group,
+                          bool flat, h5ark_error *err);
+/* Decide the in-memory dtype of a pdarray read from several files. */
+int pdarray_settle_dtype(read_dataset *ds, bool strict, h5ark_error *err);
+/* Read the elements into a new pdarray (and with tags, each element's file index). */
+int pdarray_read(const read_dataset *ds, bool tags, object **obj, object **tag, h5ark_error *err);
+
+/* Every element of pdarray obj (int64) within [lo, hi), and with nondecreasing each no
+ * smaller than the one before: schema_error naming `what` otherwise. */
+int pdarray_check_range(const object *obj, int64_t lo, int64_t hi, bool nondecreasing,
+                        const char *what, h5ark_error *err);
+
+/* ---- strings.c ---- */
+/* Rows [lo, hi) of a strings object as a Strings group (offsets rebased to start at 0). */
+int strings_write_rows(hid_t loc, int file_index, const char *name, const object *obj, uint64_t lo,
+                       uint64_t hi, write_plan *plan, h5ark_error *err);
+
+/* ---- index.c ---- */
+/* An Index group: obj's levels, or obj itself (a pdarray or strings) as its one level. */
+int index_write(hid_t loc, int file_index, const char *name, const object *obj, int part,
+                write_plan *plan, h5ark_error *err);
+
+#endif

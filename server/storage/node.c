@@ -1,0 +1,223 @@
+/* The read tree and its sources (node.h). */
+#include "node.h"
+
+#include "files.h"
+#include "io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- sources ----------------------------------------------------------------------- */
+
+int read_part_add(read_part *part, int file, const char *path, char *dset,
+                  const h5u_dset_info *info, int64_t rebase, h5ark_error *err) {
+    if (info->count > OBJECT_MAX_ELEMENTS - part->total) {
+        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "'%s' makes more than %llu elements across the files",
+                   dset, (unsigned long long)OBJECT_MAX_ELEMENTS);
+        free(dset);
+        return -1;
+    }
+    if (part->n == part->cap) {
+        size_t cap = part->cap ? part->cap * 2 : 8;
+        read_src *v = realloc(part->src, cap * sizeof *v);
+        if (!v) {
+            free(dset);
+            return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        }
+        part->src = v;
+        part->cap = cap;
+    }
+    part->src[part->n++] = (read_src){
+        .file = file,
+        .path = path,
+        .dset = dset,
+        .start = part->total,
+        .info = *info,
+        .rebase = rebase,
+    };
+    part->total += info->count;
+    return 0;
+}
+
+static void read_part_truncate(read_part *part, size_t n) {
+    while (part->n > n) {
+        read_src *s = &part->src[--part->n];
+        part->total -= s->info.count;
+        free(s->dset);
+    }
+}
+
+void read_part_clear(read_part *part) {
+    read_part_truncate(part, 0);
+    free(part->src);
+    part->src = NULL;
+    part->cap = 0;
+}
+
+size_t read_part_find(const read_part *part, uint64_t i) {
+    size_t lo = 0, hi = part->n;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (part->src[mid].start <= i)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static int pread_src(const read_src *src, uint64_t first, uint64_t count, size_t itemsize,
+                     void *dest, h5ark_error *err) {
+    int fd = open(src->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return h5ark_fail(err, H5ARK_IO_ERROR, "cannot open '%s': %s", files_display(src->path),
+                          strerror(errno));
+    int rc = 0;
+    if (io_pread_full(fd, dest, count * itemsize, src->info.offset + first * itemsize))
+        rc = h5ark_fail(err, H5ARK_IO_ERROR, "cannot read '%s' from '%s': %s", src->dset,
+                        files_display(src->path),
+                        errno == EIO ? "the file ends early" : strerror(errno));
+    close(fd);
+    return rc;
+}
+
+int read_part_range(const read_part *part, uint64_t lo, uint64_t hi, void *dest, h5ark_error *err) {
+    size_t itemsize = h5ark_dtype_size(part->dtype);
+    if (lo >= hi || part->n == 0) return 0;
+    for (size_t i = read_part_find(part, lo); i < part->n; i++) {
+        const read_src *src = &part->src[i];
+        if (src->start >= hi) break;
+        uint64_t a = lo > src->start ? lo : src->start;
+        uint64_t b = src->start + src->info.count < hi ? src->start + src->info.count : hi;
+        if (a >= b) continue;
+        void *out = (char *)dest + (a - lo) * itemsize;
+        uint64_t first = a - src->start, count = b - a;
+        bool direct = src->info.contiguous && src->info.exact && src->info.dtype == part->dtype;
+        if (direct ? pread_src(src, first, count, itemsize, out, err)
+                   : h5u_read_slab(src->path, src->dset, first, count, part->dtype, out, err)) {
+            if (!direct)
+                h5ark_fail_context(err, "reading '%s' from '%s'", src->dset,
+                                   files_display(src->path));
+            return -1;
+        }
+        if (src->rebase) {
+            int64_t *v = out;
+            for (uint64_t k = 0; k < count; k++)
+                v[k] += src->rebase;
+        }
+        if (part->dtype == H5ARK_BOOLEAN) {
+            /* a bool is 0 or 1 in memory, whatever byte the file used for true */
+            unsigned char *v = out;
+            for (uint64_t k = 0; k < count; k++)
+                v[k] = v[k] != 0;
+        }
+    }
+    return 0;
+}
+
+void read_part_tags(const read_part *part, uint64_t lo, uint64_t hi, int64_t *dest) {
+    if (lo >= hi || part->n == 0) return;
+    for (size_t i = read_part_find(part, lo); i < part->n; i++) {
+        const read_src *src = &part->src[i];
+        if (src->start >= hi) break;
+        uint64_t a = lo > src->start ? lo : src->start;
+        uint64_t b = src->start + src->info.count < hi ? src->start + src->info.count : hi;
+        for (uint64_t k = a; k < b; k++)
+            dest[k - lo] = src->file;
+    }
+}
+
+/* ---- the tree of objects and components ------------------------------------------- */
+
+read_node *node_add_kid(read_node *n, const char *name, const char *path, h5ark_error *err) {
+    if (n->nkids == n->cap) {
+        size_t cap = n->cap ? 2 * n->cap : 4;
+        read_node *v = realloc(n->kids, cap * sizeof *v);
+        if (!v) {
+            h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+            return NULL;
+        }
+        n->kids = v;
+        n->cap = cap;
+        for (size_t i = 0; i < n->nkids; i++)
+            n->kids[i].ds.name = n->kids[i].path;
+    }
+    read_node *k = &n->kids[n->nkids];
+    *k = (read_node){.max_bits = -1};
+    k->name = strdup(name);
+    k->path = strdup(path);
+    if (!k->name || !k->path) {
+        free(k->name);
+        free(k->path);
+        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        return NULL;
+    }
+    k->ds.name = k->path;
+    k->component = true;
+    n->nkids++;
+    return k;
+}
+
+read_node *node_kid(read_node *n, const char *name) {
+    for (size_t i = 0; i < n->nkids; i++)
+        if (strcmp(n->kids[i].name, name) == 0) return &n->kids[i];
+    return NULL;
+}
+
+static void node_clear_data(read_node *n) {
+    h5u_free_strs(n->names, n->nnames);
+    n->names = NULL;
+    n->nnames = 0;
+    read_part_clear(&n->ds.values);
+    read_part_clear(&n->ds.segments);
+    for (size_t i = 0; i < n->nkids; i++)
+        node_clear(&n->kids[i]);
+    free(n->kids);
+    n->kids = NULL;
+    n->nkids = n->cap = 0;
+}
+
+void node_clear(read_node *n) {
+    node_clear_data(n);
+    free(n->name);
+    free(n->path);
+    n->name = n->path = NULL;
+}
+
+int node_child_path(const read_node *n, const char *child, const char *legacy_sep, char *out,
+                    size_t outlen) {
+    int len = snprintf(out, outlen, "%s%s%s", n->path, n->legacy ? legacy_sep : "/", child);
+    return len < 0 || (size_t)len >= outlen ? -1 : 0;
+}
+
+void node_mark(read_node *n) {
+    n->mark.kind = n->kind;
+    n->mark.values_n = n->ds.values.n;
+    n->mark.segments_n = n->ds.segments.n;
+    n->mark.nkids = n->nkids;
+    n->mark.no_segments = n->ds.no_segments;
+    n->mark.have_dtype = n->ds.have_dtype;
+    n->mark.ndim = n->ndim;
+    n->mark.shape0 = n->shape[0];
+    for (size_t i = 0; i < n->nkids; i++)
+        node_mark(&n->kids[i]);
+}
+
+void node_undo(read_node *n) {
+    while (n->nkids > n->mark.nkids)
+        node_clear(&n->kids[--n->nkids]);
+    for (size_t i = 0; i < n->nkids; i++)
+        node_undo(&n->kids[i]);
+    n->kind = n->mark.kind;
+    n->ds.no_segments = n->mark.no_segments;
+    n->ds.have_dtype = n->mark.have_dtype;
+    n->ndim = n->mark.ndim;
+    n->shape[0] = n->mark.shape0;
+    if (n->kind == KIND_NONE) n->legacy = false;
+    read_part_truncate(&n->ds.values, n->mark.values_n);
+    read_part_truncate(&n->ds.segments, n->mark.segments_n);
+}

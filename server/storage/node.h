@@ -1,0 +1,132 @@
+/* The read tree: what readhdf found of each requested object across the files, before any
+ * data is read. A leaf's sources say which elements of the concatenation come from which
+ * dataset of which file; a composite is a node with one kid per component. The file
+ * probes build it, send it to the daemon (read_probe.c) and the families turn it into
+ * objects. Below the schema families; above only the HDF5 helpers. */
+#ifndef H5ARK_STORAGE_NODE_H
+#define H5ARK_STORAGE_NODE_H
+
+#include "h5ark_wire.h"
+#include "hdf5_util.h"
+#include "objects/object.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* One file's share of a component (pdarray data, strings bytes or strings segments). */
+typedef struct {
+    int file;         /* index into the request's file list (what tag_data reports) */
+    const char *path; /* absolute; owned by the caller of storage_read */
+    char *dset;       /* path of the dataset inside the file */
+    uint64_t start;   /* index of its first element in the concatenation */
+    h5u_dset_info info;
+    int64_t rebase; /* added to every element after reading (segments: the file's value offset) */
+} read_src;
+
+/* A component concatenated over files, read into memory as `dtype`. */
+typedef struct {
+    read_src *src;
+    size_t n, cap;
+    uint64_t total;
+    h5ark_dtype dtype;
+} read_part;
+
+/* Append a file's share (count elements), taking ownership of dset. */
+int read_part_add(read_part *part, int file, const char *path, char *dset,
+                  const h5u_dset_info *info, int64_t rebase, h5ark_error *err);
+void read_part_clear(read_part *part);
+/* Read elements [lo, hi) of the concatenation into dest: pread for contiguous data whose
+ * bytes are already what memory holds, HDF5 for the rest. Runs on any thread. */
+int read_part_range(const read_part *part, uint64_t lo, uint64_t hi, void *dest, h5ark_error *err);
+/* Which source holds element i (i < total). */
+size_t read_part_find(const read_part *part, uint64_t i);
+/* The file index of each element in [lo, hi) of the concatenation. */
+void read_part_tags(const read_part *part, uint64_t lo, uint64_t hi, int64_t *dest);
+
+/* Which family of the schema table (schema.h) an object is: its row in the table. */
+typedef enum {
+    KIND_NONE,
+    KIND_PDARRAY,
+    KIND_STRINGS,
+    KIND_ARRAYVIEW,
+    KIND_BIGINT,
+    KIND_SEGARRAY,
+    KIND_CATEGORICAL,
+    KIND_GROUPBY,
+    KIND_DATAFRAME,
+    KIND_INDEX,
+    KIND_MULTIINDEX,
+    KIND_H5STRINGS, /* a plain HDF5 string dataset */
+    KIND_COUNT
+} read_kind;
+
+/* One dataset requested from every file, as the files describe it. */
+
+typedef struct {
+    const char *name;
+    read_kind kind;
+    read_part values;   /* pdarray elements, or strings bytes */
+    read_part segments; /* strings: start offsets, rebased per file */
+    bool no_segments;   /* some file has no 'segments' (or calc_string_offsets): derive
+                           offsets from the NULs */
+    bool have_dtype;    /* first_dtype is set: the type of an all-empty pdarray */
+    h5ark_dtype first_dtype;
+} read_dataset;
+
+/* An object requested from every file: a leaf (pdarray, strings, arrayview) reads its
+ * read_dataset; a composite has one node per component, found in the first file that holds
+ * the object and looked up by the same paths in every later file. */
+typedef struct read_node read_node;
+struct read_node {
+    char *name; /* component name (top level: the dataset) */
+    char *path; /* where it is in the file */
+    read_kind kind;
+    read_dataset ds; /* leaves; ds.name == path */
+    read_node *kids;
+    size_t nkids, cap;
+    bool legacy;      /* an older client-side layout (`x_segments`, `x.codes`, ...) */
+    bool legacy_bool; /* in the file being probed: a v1 bool group holding `booleans` */
+    bool plain;       /* a plain N-d dataset: shape[0] sums the files' first dimensions */
+    bool as_index;    /* offsets, codes, permutations: int64 whatever the file's width */
+    bool as_limb;     /* bigint limbs: uint64 */
+    bool component;   /* a part of another object: its absence is a schema error */
+    bool optional;    /* may be absent from a file (NA_Codes, permutation): then kind
+                         stays KIND_NONE unless another file has it */
+    const char *tag;  /* ObjType 7-9 */
+    int64_t max_bits;
+    char **names; /* Index: level names from the file */
+    size_t nnames;
+    unsigned ndim;
+    uint64_t shape[OBJECT_MAX_DIMS];
+    /* what the file being probed changed, to undo when it is skipped */
+    struct {
+        read_kind kind;
+        size_t values_n, segments_n, nkids;
+        bool no_segments, have_dtype;
+        unsigned ndim;
+        uint64_t shape0;
+    } mark;
+};
+
+typedef struct {
+    hid_t file;
+    int index;        /* in the request's file list */
+    const char *path; /* absolute */
+    uint64_t size;
+    bool calc_offsets;
+} probe_ctx;
+
+/* Add a component node (its ds.name points at its path). NULL when out of memory. The
+ * kids array may move: take pointers to kids only after adding them all. */
+read_node *node_add_kid(read_node *n, const char *name, const char *path, h5ark_error *err);
+read_node *node_kid(read_node *n, const char *name);
+void node_clear(read_node *n);
+/* path + "/" + child, or the legacy client-side name (`x_segments`, `x.codes`). */
+int node_child_path(const read_node *n, const char *child, const char *legacy_sep, char *out,
+                    size_t outlen);
+/* Remember what a node holds before a file is probed, and undo what that file added when it
+ * is skipped. */
+void node_mark(read_node *n);
+void node_undo(read_node *n);
+
+#endif

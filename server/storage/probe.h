@@ -1,0 +1,55 @@
+/* The probe of a readhdf's files: what it is asked (read_probe_request), what it finds (a
+ * read tree per object, and each file that failed), and its encoding between the probe
+ * processes and the daemon (read_probe.c). */
+#ifndef H5ARK_STORAGE_PROBE_H
+#define H5ARK_STORAGE_PROBE_H
+
+#include "schema.h"
+
+/* Probing opens the files with HDF5 and decodes their metadata, the part of the library
+ * that damaged files can crash, so it runs in the file probe processes (sandbox.c), several
+ * at once over slices of the file list; the daemon gets back what they found and only moves
+ * the data. Without probes it runs in process. */
+typedef struct read_probe_request {
+    char *const *paths; /* absolute */
+    const int *index;   /* each path's index in the request's file list (NULL: 0, 1, ...) */
+    size_t npaths;
+    const char *const *datasets; /* NULL/0: every top-level object of the first readable file */
+    size_t ndatasets;
+    bool allow_errors;
+    bool calc_offsets;
+    /* told before each file is probed (the probe process reports how far it got) */
+    void (*progress)(size_t k, const char *path);
+} read_probe_request;
+
+typedef struct {
+    int index; /* in the request's file list */
+    h5ark_code code;
+    char *message;
+} read_file_error;
+
+typedef struct read_probe {
+    h5u_names names;  /* the objects */
+    read_node *nodes; /* one per name */
+    read_file_error *errors;
+    size_t nerrors, errcap;
+    bool stopped; /* a file failed without allow_errors: the last error says which */
+} read_probe;
+
+/* Probe the files in order; -1 only when out of memory (file failures are in out->errors). */
+int read_probe_files(const read_probe_request *rq, read_probe *out, h5ark_error *err);
+int read_probe_add_error(read_probe *p, int index, h5ark_code code, const char *message,
+                         h5ark_error *err);
+void read_probe_clear(read_probe *p);
+/* As MessagePack, between the probe and the daemon. Decoding checks every file index
+ * against npaths and points each source at paths[index]. */
+h5ark_value *read_probe_encode(const read_probe *p);
+int read_probe_decode(const h5ark_value *v, char *const *paths, size_t npaths, read_probe *p,
+                      h5ark_error *err);
+h5ark_value *read_probe_request_encode(const read_probe_request *rq);
+/* Append what b found in the files after a's to a (b is emptied): 0, or 1 when b's files
+ * describe the objects differently from a's (then probe all files in one sequence, which
+ * decides as a single reader would). */
+int read_probe_merge(read_probe *a, read_probe *b, h5ark_error *err);
+
+#endif

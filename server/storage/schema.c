@@ -1,0 +1,315 @@
+/* The schema table, its one detector and the dispatchers (schema.h). */
+#include "schema.h"
+
+#include "files.h"
+#include "layout.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const schema_family *table[KIND_COUNT];
+static const schema_family *order[KIND_COUNT];
+static size_t nfamilies;
+
+void schema_register(const schema_family *f) {
+    if (f->kind <= KIND_NONE || f->kind >= KIND_COUNT || table[f->kind]) return;
+    table[f->kind] = f;
+    order[nfamilies++] = f;
+}
+
+const schema_family *schema_family_of(read_kind kind) {
+    return kind > KIND_NONE && kind < KIND_COUNT ? table[kind] : NULL;
+}
+
+const char *schema_what(read_kind kind) {
+    const schema_family *f = schema_family_of(kind);
+    return f ? f->what : "nothing";
+}
+
+/* ---- detection ---------------------------------------------------------------------- */
+
+int schema_facts_read(hid_t obj, const char *path, schema_facts *f, h5ark_error *err) {
+    *f = (schema_facts){.obj = obj, .path = path, .objtype = -1, .rank = -1};
+    H5I_type_t type = H5Iget_type(obj);
+    if (type != H5I_GROUP && type != H5I_DATASET)
+        return h5ark_fail(err, H5ARK_TYPE_ERROR, "'%s' is neither a dataset nor a group", path);
+    f->is_group = type == H5I_GROUP;
+    char what[1200];
+    snprintf(what, sizeof what, "'%s'", path);
+    int64_t big = 0;
+    int has = h5u_read_int_attr(obj, ATTR_OBJTYPE, &f->objtype, what, err);
+    if (has < 0) return -1;
+    f->has_objtype = has == 1;
+    if (!f->has_objtype) f->objtype = -1;
+    has = h5u_read_int_attr(obj, ATTR_IS_BIGINT, &big, what, err);
+    if (has < 0) return -1;
+    f->is_bigint = has == 1 && big == 1;
+    if (f->is_group) return 0;
+    hid_t space = H5Dget_space(obj), t = H5Dget_type(obj);
+    if (space >= 0 && H5Sget_simple_extent_type(space) == H5S_SIMPLE)
+        f->rank = H5Sget_simple_extent_ndims(space);
+    if (t >= 0) {
+        f->tclass = H5Tget_class(t);
+        f->bool_enum = f->tclass == H5T_ENUM && h5u_is_bool_enum(t);
+    } else {
+        f->tclass = H5T_NO_CLASS;
+    }
+    if (space >= 0) H5Sclose(space);
+    if (t >= 0) H5Tclose(t);
+    H5Eclear2(H5E_DEFAULT);
+    return 0;
+}
+
+schema_child schema_child_of(const schema_facts *f, const char *name) {
+    if (!f->is_group || h5u_link_exists(f->obj, name) != 1) return SCHEMA_CHILD_NONE;
+    H5O_info_t info;
+    if (H5Oget_info_by_name(f->obj, name, &info, H5P_DEFAULT) < 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return SCHEMA_CHILD_NONE;
+    }
+    if (info.type == H5O_TYPE_GROUP) return SCHEMA_CHILD_GROUP;
+    if (info.type != H5O_TYPE_DATASET) return SCHEMA_CHILD_NONE;
+    schema_child kind = SCHEMA_CHILD_DATA;
+    hid_t d = H5Dopen2(f->obj, name, H5P_DEFAULT);
+    hid_t t = d >= 0 ? H5Dget_type(d) : H5I_INVALID_HID;
+    if (t >= 0 && H5Tget_class(t) == H5T_INTEGER && H5Tget_size(t) == 1 &&
+        H5Tget_sign(t) == H5T_SGN_NONE)
+        kind = SCHEMA_CHILD_BYTES;
+    if (t >= 0) H5Tclose(t);
+    if (d >= 0) H5Dclose(d);
+    H5Eclear2(H5E_DEFAULT);
+    return kind;
+}
+
+int schema_detect(const schema_facts *f, schema_match *m) {
+    int best = SCHEMA_NOT_MINE;
+    for (size_t i = 0; i < nfamilies; i++) {
+        schema_match mine = {.kind = order[i]->kind};
+        int s = order[i]->detect ? order[i]->detect(f, &mine) : SCHEMA_NOT_MINE;
+        if (s > best) {
+            best = s;
+            *m = mine;
+        }
+    }
+    return best > SCHEMA_NOT_MINE;
+}
+
+static const char *class_name(H5T_class_t c) {
+    switch (c) {
+    case H5T_INTEGER: return "integer";
+    case H5T_FLOAT: return "float";
+    case H5T_TIME: return "time";
+    case H5T_STRING: return "string";
+    case H5T_BITFIELD: return "bitfield";
+    case H5T_OPAQUE: return "opaque";
+    case H5T_COMPOUND: return "compound";
+    case H5T_REFERENCE: return "reference";
+    case H5T_ENUM: return "enum";
+    case H5T_VLEN: return "variable-length";
+    case H5T_ARRAY: return "array";
+    default: return "unknown";
+    }
+}
+
+int schema_unclaimed(const schema_facts *f, h5ark_error *err) {
+    static const char *const names[] = {"an ArrayView",  "a pdarray",   "Strings",     "a SegArray",
+                                        "a Categorical", "a GroupBy",   "a DataFrame", "a Datetime",
+                                        "a Timedelta",   "an IPv4",     "a BitVector", "a Series",
+                                        "an Index",      "a MultiIndex"};
+    if (f->has_objtype) {
+        const char *name = f->objtype >= 0 && f->objtype < (int64_t)(sizeof names / sizeof names[0])
+                               ? names[f->objtype]
+                               : "an unknown object";
+        return h5ark_fail(
+            err, H5ARK_TYPE_ERROR, "'%s' is %s (ObjType %lld%s), which readhdf cannot read as such",
+            f->path, name, (long long)f->objtype, f->is_group ? " on a group" : " on a dataset");
+    }
+    if (f->is_group)
+        return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                          "group '%s' is not an object h5ark reads: it has no ObjType and none "
+                          "of the children that would tell its type",
+                          f->path);
+    if (f->rank < 0)
+        return h5ark_fail(err, H5ARK_TYPE_ERROR,
+                          "dataset '%s' is a scalar or holds no data; h5ark reads arrays", f->path);
+    return h5ark_fail(err, H5ARK_TYPE_ERROR,
+                      "dataset '%s' holds %s values, which h5ark cannot represent (it reads "
+                      "integers, floats, bools and strings)",
+                      f->path, class_name(f->tclass));
+}
+
+/* ---- probing ------------------------------------------------------------------------ */
+
+static int exists_with(hid_t file, const char *path, const char *sep, const char *child) {
+    char p[1200];
+    if (snprintf(p, sizeof p, "%s%s%s", path, sep, child) >= (int)sizeof p) return 0;
+    return h5u_link_exists(file, p) == 1;
+}
+
+/* What family the object at path is (a link that exists, inside the file), open as `obj`
+ * (closed here, but a dataset is handed on in *dset for its family's probe). */
+static int detect_node(const probe_ctx *pc, read_node *n, hid_t obj, read_kind *kind, hid_t *dset,
+                       h5ark_error *err) {
+    *dset = H5I_INVALID_HID;
+    if (obj < 0) obj = H5Oopen(pc->file, n->path, H5P_DEFAULT); /* again, to say why not */
+    if (obj < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "'%s' cannot be opened", n->path);
+    schema_facts f;
+    schema_match m = {0};
+    int rc = schema_facts_read(obj, n->path, &f, err);
+    if (rc == 0 && !schema_detect(&f, &m)) rc = schema_unclaimed(&f, err);
+    if (rc == 0 && !f.is_group)
+        *dset = obj; /* opened once: its family's probe goes on with it */
+    else
+        H5Oclose(obj);
+    if (rc) return -1;
+    *kind = m.kind;
+    n->legacy_bool = m.legacy_bool;
+    if (m.tag) n->tag = m.tag;
+    return 0;
+}
+
+int schema_probe(const probe_ctx *pc, read_node *n, h5ark_error *err) {
+    read_kind kind = KIND_NONE;
+    hid_t dset = H5I_INVALID_HID;
+    /* The common case in one traversal of the path: no link can lead out of the file
+     * (storage_init), so an object opened is inside it. The slower walk of every step
+     * only when it cannot be opened, to say why. */
+    hid_t obj = H5Oopen(pc->file, n->path, H5P_DEFAULT);
+    if (obj < 0) H5Eclear2(H5E_DEFAULT);
+    int here = obj >= 0 ? 1 : h5u_link_local(pc->file, n->path, "the dataset", err);
+    if (here < 0) return -1;
+    if (here) {
+        if (n->legacy) {
+            if (obj >= 0) H5Oclose(obj);
+            return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                              "'%s' is an object here but an older split layout before", n->path);
+        }
+        if (detect_node(pc, n, obj, &kind, &dset, err)) return -1;
+    } else if (exists_with(pc->file, n->path, "_", CHILD_SEGMENTS) &&
+               exists_with(pc->file, n->path, "_", CHILD_VALUES)) {
+        kind = KIND_SEGARRAY; /* the older client-side SegArray */
+        n->legacy = true;
+    } else if (exists_with(pc->file, n->path, ".", CHILD_CODES) &&
+               exists_with(pc->file, n->path, ".", CHILD_CATEGORIES)) {
+        kind = KIND_CATEGORICAL; /* the older client-side Categorical */
+        n->legacy = true;
+    } else if (n->optional) {
+        return 0;
+    } else if (n->component) {
+        return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "'%s' is missing from the file", n->path);
+    } else {
+        return h5ark_fail(err, H5ARK_NOT_FOUND, "dataset '%s' is not in the file", n->path);
+    }
+    if (n->kind != KIND_NONE && n->kind != kind) {
+        if (dset >= 0) H5Oclose(dset);
+        const read_part *before = &n->ds.values;
+        return h5ark_fail(err, H5ARK_TYPE_ERROR, "'%s' is %s here but %s in '%s'", n->path,
+                          schema_what(kind), schema_what(n->kind),
+                          before->n ? files_display(before->src[before->n - 1].path)
+                                    : "the files before");
+    }
+    const schema_family *fam = schema_family_of(kind);
+    if (!fam) {
+        if (dset >= 0) H5Oclose(dset);
+        return h5ark_fail(err, H5ARK_INTERNAL, "'%s': no family reads it", n->path);
+    }
+    n->kind = kind;
+    return fam->probe(pc, n, dset, err);
+}
+
+int schema_probe_numbered_kids(const probe_ctx *pc, read_node *n, const char *prefix,
+                               const char *count_attr, h5ark_error *err) {
+    size_t first = 0; /* kids before the numbered ones (GroupBy's three) */
+    while (first < n->nkids && strncmp(n->kids[first].name, prefix, strlen(prefix)) != 0)
+        first++;
+    if (first == n->nkids) {
+        hid_t g = H5Gopen2(pc->file, n->path, H5P_DEFAULT);
+        if (g < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "'%s' cannot be opened", n->path);
+        char what[1200];
+        snprintf(what, sizeof what, "'%s'", n->path);
+        int64_t count = 0;
+        int r = h5u_read_int_attr(g, count_attr, &count, what, err);
+        uint64_t found = 0;
+        if (r == 0) {
+            /* no count: the highest number among the children named prefix<number> */
+            h5u_names l = {0};
+            if (h5u_link_names(g, NULL, &l, what, err) < 0) r = -1;
+            size_t plen = strlen(prefix);
+            for (size_t i = 0; i < l.n; i++) {
+                const char *s = l.v[i];
+                if (strncmp(s, prefix, plen) != 0 || !s[plen]) continue;
+                char *end;
+                unsigned long long k = strtoull(s + plen, &end, 10);
+                if (*end == '\0' && k < 100000 && k + 1 > found) found = k + 1;
+            }
+            h5u_names_free(&l);
+            count = (int64_t)found;
+        }
+        H5Gclose(g);
+        if (r < 0) return -1;
+        if (count < 0 || count > 100000)
+            return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "%s: attribute '%s' is %lld", what,
+                              count_attr, (long long)count);
+        for (int64_t i = 0; i < count; i++) {
+            char name[64], path[1200];
+            snprintf(name, sizeof name, "%s%lld", prefix, (long long)i);
+            if (snprintf(path, sizeof path, "%s/%s", n->path, name) >= (int)sizeof path)
+                return h5ark_fail(err, H5ARK_BAD_REQUEST, "'%s': name too long", n->path);
+            if (!node_add_kid(n, name, path, err)) return -1;
+        }
+    }
+    for (size_t i = first; i < n->nkids; i++)
+        if (schema_probe(pc, &n->kids[i], err)) return -1;
+    return 0;
+}
+
+/* ---- building and writing ------------------------------------------------------------- */
+
+int schema_build(read_node *n, bool strict, bool tags, object **obj, object **tag,
+                 h5ark_error *err) {
+    *obj = *tag = NULL;
+    /* a node no file had (an optional component) builds as an empty pdarray */
+    const schema_family *f = schema_family_of(n->kind == KIND_NONE ? KIND_PDARRAY : n->kind);
+    if (!f) return h5ark_fail(err, H5ARK_INTERNAL, "'%s': no family reads it", n->path);
+    return f->build(n, strict, tags, obj, tag, err);
+}
+
+int schema_build_composite(read_node *n, h5ark_objtype objtype, h5ark_dtype dtype, bool strict,
+                           bool tags, size_t tag_kid, object **obj, object **tag,
+                           h5ark_error *err) {
+    *obj = *tag = NULL;
+    object *c = object_new_composite(objtype, dtype, 0, err);
+    if (!c) return -1;
+    for (size_t i = 0; i < n->nkids; i++) {
+        object *k = NULL, *t = NULL;
+        if (schema_build(&n->kids[i], strict, tags && i == tag_kid, &k, &t, err)) goto fail;
+        int rc = object_add_component(c, n->kids[i].name, k, err);
+        object_release(k);
+        if (t) *tag = t;
+        if (rc) goto fail;
+    }
+    *obj = c;
+    return 0;
+fail:
+    object_release(c);
+    object_release(*tag);
+    *tag = NULL;
+    return -1;
+}
+
+int schema_write(hid_t loc, int file_index, const char *name, const object *obj, int part,
+                 write_plan *plan, h5ark_error *err) {
+    for (size_t i = 0; i < nfamilies; i++)
+        if (order[i]->writes && order[i]->writes(obj))
+            return order[i]->write(loc, file_index, name, obj, part, plan, err);
+    return h5ark_fail(err, H5ARK_TYPE_ERROR, "'%s' is a %s, which tohdf cannot write", name,
+                      h5ark_objtype_name(obj->objtype));
+}
+
+int schema_check(const object *obj, const char *dataset, h5ark_error *err) {
+    for (size_t i = 0; i < nfamilies; i++)
+        if (order[i]->writes && order[i]->writes(obj))
+            return order[i]->check ? order[i]->check(obj, dataset, err) : 0;
+    return 0;
+}
