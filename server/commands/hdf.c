@@ -101,6 +101,8 @@ out:
     return rc;
 }
 
+#define FILENAME_CODES "Filename_Codes"
+
 static int cmd_readhdf(command_ctx *ctx, h5ark_error *err) {
     const h5ark_value *paths = arg_value(ctx, "paths");
     const h5ark_value *datasets = arg_value(ctx, "datasets");
@@ -129,9 +131,8 @@ static int cmd_readhdf(command_ctx *ctx, h5ark_error *err) {
     };
     h5ark_value *file_errors = h5ark_value_array();
     h5ark_value *objects = h5ark_value_map();
-    h5ark_value *tags = opts.tag_data ? h5ark_value_map() : NULL;
     h5ark_value *file_list = h5ark_value_array();
-    if (!file_errors || !objects || !file_list || (opts.tag_data && !tags)) {
+    if (!file_errors || !objects || !file_list) {
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         goto out_values;
     }
@@ -140,24 +141,36 @@ static int cmd_readhdf(command_ctx *ctx, h5ark_error *err) {
     if (storage_read(files, nfiles, ndatasets ? names : NULL, ndatasets, &opts, &items, &nitems,
                      file_errors, err))
         goto out_values;
+    /* tag_data: as Arkouda, one int64 array `Filename_Codes` of each row's file index (the
+     * first object's rows; the objects of one read share their files) */
+    object *codes = NULL;
+    for (size_t i = 0; i < nitems; i++) {
+        if (strcmp(items[i].dataset, FILENAME_CODES) == 0) {
+            h5ark_fail(err, H5ARK_BAD_REQUEST,
+                       "readhdf: a dataset is named '%s', which tag_data adds; read it without "
+                       "tag_data",
+                       FILENAME_CODES);
+            goto out_values;
+        }
+        if (!codes) codes = items[i].file_tag;
+    }
     /* publish all or nothing: a failure part-way unpublishes what went before */
     size_t published = 0;
     for (; published < nitems; published++) {
         storage_read_item *it = &items[published];
         if (registry_publish(it->obj, NULL, err)) break;
-        if (it->file_tag && registry_publish(it->file_tag, NULL, err)) {
-            h5ark_error ignore;
-            registry_remove(it->obj->name, &ignore);
-            break;
-        }
         h5ark_value_set(objects, it->dataset, object_describe(it->obj));
-        if (it->file_tag) h5ark_value_set(tags, it->dataset, object_describe(it->file_tag));
+    }
+    if (published == nitems && codes) {
+        if (registry_publish(codes, NULL, err) == 0)
+            h5ark_value_set(objects, FILENAME_CODES, object_describe(codes));
+        else
+            published--, registry_remove(items[published].obj->name, &(h5ark_error){0});
     }
     if (published < nitems) {
         for (size_t i = 0; i < published; i++) {
             h5ark_error ignore;
             registry_remove(items[i].obj->name, &ignore);
-            if (items[i].file_tag) registry_remove(items[i].file_tag->name, &ignore);
         }
         goto out_values;
     }
@@ -167,12 +180,9 @@ static int cmd_readhdf(command_ctx *ctx, h5ark_error *err) {
     file_errors = NULL;
     if (rc == 0) rc = reply_set(ctx, "files", file_list, err);
     file_list = NULL;
-    if (rc == 0 && tags) rc = reply_set(ctx, "tags", tags, err);
-    tags = NULL;
 out_values:
     h5ark_value_destroy(&file_errors);
     h5ark_value_destroy(&objects);
-    h5ark_value_destroy(&tags);
     h5ark_value_destroy(&file_list);
 out:
     storage_read_items_free(items, nitems);

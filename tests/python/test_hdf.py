@@ -271,7 +271,7 @@ def test_files_move_between_locale_counts(start_daemon, writer, reader):
     res = r.readhdf([f"{path[:-3]}_LOCALE*.h5"], tag_data=True)
     assert r.get(res["objects"]["n"]["name"]).tolist() == nums.tolist()
     assert r.get_strings(res["objects"]["s"]["name"]) == words
-    tags = r.get(res["tags"]["n"]["name"])
+    tags = r.get(res["objects"]["Filename_Codes"]["name"])
     assert tags.tolist() == [b for b, (lo, hi) in enumerate(block_bounds(nums.size, writer))
                              for _ in range(lo, hi)]
 
@@ -295,8 +295,7 @@ def test_hand_written_uneven_files(conn):
     res = conn.readhdf([base], tag_data=True)  # a bare name stands for its _LOCALE set
     assert conn.get(res["objects"]["v"]["name"]).tolist() == list(range(9))
     assert conn.get_strings(res["objects"]["s"]["name"]) == words[1] + words[2]
-    assert conn.get(res["tags"]["v"]["name"]).tolist() == [1] * 7 + [2] * 2
-    assert conn.get(res["tags"]["s"]["name"]).tolist() == [1] * 7 + [2] * 2
+    assert conn.get(res["objects"]["Filename_Codes"]["name"]).tolist() == [1] * 7 + [2] * 2
     assert conn.read_values([base], "s", calc_string_offsets=True) == words[1] + words[2]
 
 
@@ -565,7 +564,7 @@ def test_strings_across_files_without_segments(conn):
         names.append(p)
     res = conn.readhdf(names, tag_data=True)
     assert conn.get_strings(res["objects"]["s"]["name"]) == sum(parts, [])
-    assert conn.get(res["tags"]["s"]["name"]).tolist() == [0, 0, 2, 2, 2, 3]
+    assert conn.get(res["objects"]["Filename_Codes"]["name"]).tolist() == [0, 0, 2, 2, 2, 3]
 
 
 def test_default_datasets_skip_metadata(conn):

@@ -583,8 +583,8 @@ def test_read_hdf_options(client, daemon):
         == ["a", "bb", "", "ccc"]
     tagged = client.read_hdf(pattern, datasets=["n"], tag_data=True)
     assert tagged["n"].to_list() == list(range(9))
-    assert list(tagged) == ["n"] and list(tagged.tags) == ["n"]
-    tags = tagged.tags["n"].to_ndarray()
+    assert list(tagged) == ["n", "Filename_Codes"]
+    tags = tagged["Filename_Codes"].to_ndarray()
     assert tags.dtype == np.int64
     assert tags.tolist() == [b for b, (lo, hi) in enumerate(block_bounds(9, LOCALES))
                              for _ in range(lo, hi)]

@@ -36,14 +36,13 @@ class Result(dict):
 
 
 class ReadResult(Result):
-    """read_hdf's {dataset: object}, with `file_errors` (files skipped under allow_errors),
-    `tags` ({dataset: int64 pdarray of each element's file index}, under tag_data) and
-    `warnings`."""
+    """read_hdf's {dataset: object}, with `file_errors` (files skipped under allow_errors)
+    and `warnings`. Under tag_data the objects include `Filename_Codes`, an int64 pdarray of
+    each row's index in the files read, as Arkouda gives it."""
 
-    def __init__(self, objects, file_errors=(), tags=None, warnings_=()):
+    def __init__(self, objects, file_errors=(), warnings_=()):
         super().__init__(objects, warnings_)
         self.file_errors = list(file_errors or ())
-        self.tags = dict(tags or {})
 
 
 def _name_of(obj):
@@ -403,8 +402,8 @@ class Client:
         """Read datasets (default: every top-level object) from files or glob patterns.
         Returns {dataset: handle of the object's class (pdarray, Strings, SegArray,
         DataFrame, ...)} with `.file_errors` listing files skipped under
-        allow_errors and, under tag_data, `.tags` mapping each dataset to an int64 array
-        of its elements' file indices."""
+        allow_errors and, under tag_data, `Filename_Codes`: an int64 array of each row's
+        file index."""
         args = {"paths": [paths] if isinstance(paths, str) else list(paths),
                 "datasets": [datasets] if isinstance(datasets, str) else datasets,
                 "strict_types": strict_types, "allow_errors": allow_errors,
@@ -414,7 +413,7 @@ class Client:
             return {ds: make_object(self, d) for ds, d in (descriptors or {}).items()}
 
         return ReadResult(handles(reply.result["objects"]), reply.result.get("file_errors"),
-                          handles(reply.result.get("tags")), reply.warnings)
+                          reply.warnings)
 
     def ls(self, path, recursive=False):
         """The groups and datasets of an HDF5 file: a list of entry maps."""
