@@ -315,8 +315,10 @@ out:
     return dset;
 }
 
-static const char *class_name(H5T_class_t c) {
+const char *h5u_class_name(H5T_class_t c) {
     switch (c) {
+    case H5T_INTEGER: return "integer";
+    case H5T_FLOAT: return "float";
     case H5T_TIME: return "time";
     case H5T_STRING: return "string";
     case H5T_BITFIELD: return "bitfield";
@@ -381,7 +383,7 @@ static int inspect_type(hid_t type, const char *what, h5u_dset_info *info, h5ark
     } else {
         return h5ark_fail(err, H5ARK_TYPE_ERROR,
                           "%s holds %s values; h5ark reads integers, floats and bools", what,
-                          class_name(cls));
+                          h5u_class_name(cls));
     }
     htri_t eq = H5Tequal(type, h5u_file_type(info->dtype));
     info->exact = eq > 0;

@@ -26,6 +26,8 @@ int h5u_fail(h5ark_error *err, h5ark_code code, const char *fmt, ...)
 htri_t h5u_is_hdf5(const char *path);
 /* h5py's bool: an enum of 1-byte integers FALSE = 0, TRUE = 1. */
 bool h5u_is_bool_enum(hid_t type);
+/* "compound", "string", ...: an HDF5 type class in words. */
+const char *h5u_class_name(H5T_class_t c);
 
 /* The little-endian file type h5ark writes for a dtype (bool: 1-byte unsigned). */
 hid_t h5u_file_type(h5ark_dtype dtype);

@@ -95,23 +95,6 @@ int schema_detect(const schema_facts *f, schema_match *m) {
     return best > SCHEMA_NOT_MINE;
 }
 
-static const char *class_name(H5T_class_t c) {
-    switch (c) {
-    case H5T_INTEGER: return "integer";
-    case H5T_FLOAT: return "float";
-    case H5T_TIME: return "time";
-    case H5T_STRING: return "string";
-    case H5T_BITFIELD: return "bitfield";
-    case H5T_OPAQUE: return "opaque";
-    case H5T_COMPOUND: return "compound";
-    case H5T_REFERENCE: return "reference";
-    case H5T_ENUM: return "enum";
-    case H5T_VLEN: return "variable-length";
-    case H5T_ARRAY: return "array";
-    default: return "unknown";
-    }
-}
-
 int schema_unclaimed(const schema_facts *f, h5ark_error *err) {
     static const char *const names[] = {"an ArrayView",  "a pdarray",   "Strings",     "a SegArray",
                                         "a Categorical", "a GroupBy",   "a DataFrame", "a Datetime",
@@ -136,7 +119,7 @@ int schema_unclaimed(const schema_facts *f, h5ark_error *err) {
     return h5ark_fail(err, H5ARK_TYPE_ERROR,
                       "dataset '%s' holds %s values, which h5ark cannot represent (it reads "
                       "integers, floats, bools and strings)",
-                      f->path, class_name(f->tclass));
+                      f->path, h5u_class_name(f->tclass));
 }
 
 /* ---- probing ------------------------------------------------------------------------ */
