@@ -127,7 +127,7 @@ static void fill_shard(int b, void *ctx) {
     int64_t *starts = seg->data;
     for (uint64_t i = 0; i < seg->count; i++)
         starts[i] = (int64_t)j->g->starts[seg->start + i];
-    memcpy(val->data, j->g->bytes + val->start, val->count);
+    if (val->count) memcpy(val->data, j->g->bytes + val->start, val->count);
     if (j->tag) {
         const shard *t = &j->tag->values->shards[b];
         read_part_tags(j->part, t->start, t->start + t->count, t->data);
