@@ -122,10 +122,11 @@ static int cmd_readhdf(command_ctx *ctx, h5ark_error *err) {
         patterns[i] = h5ark_value_at(paths, i)->as.s.ptr;
     for (size_t i = 0; i < ndatasets; i++)
         names[i] = h5ark_value_at(datasets, i)->as.s.ptr;
-    if (files_expand(patterns, npaths, &files, &nfiles, err)) goto out;
+    bool allow_errors = arg_bool(ctx, "allow_errors", false);
+    if (files_expand(patterns, npaths, allow_errors, &files, &nfiles, err)) goto out;
     storage_read_options opts = {
         .strict_types = arg_bool(ctx, "strict_types", true),
-        .allow_errors = arg_bool(ctx, "allow_errors", false),
+        .allow_errors = allow_errors,
         .calc_string_offsets = arg_bool(ctx, "calc_string_offsets", false),
         .tag_data = arg_bool(ctx, "tag_data", false),
     };
@@ -208,7 +209,7 @@ static int cmd_repack(command_ctx *ctx, h5ark_error *err) {
     const char *pattern = arg_str(ctx, "path", "");
     char **files = NULL;
     size_t nfiles = 0;
-    if (files_expand(&pattern, 1, &files, &nfiles, err)) return -1;
+    if (files_expand(&pattern, 1, false, &files, &nfiles, err)) return -1;
     h5ark_value *list = h5ark_value_array();
     uint64_t before = 0, after = 0;
     int rc = list ? storage_repack(files, nfiles, list, &before, &after, err)

@@ -249,8 +249,8 @@ static int add_matches(const char *abs_pattern, const char *shown, char ***paths
     return result;
 }
 
-int files_expand(const char *const *patterns, size_t npatterns, char ***paths, size_t *count,
-                 h5ark_error *err) {
+int files_expand(const char *const *patterns, size_t npatterns, bool keep_missing, char ***paths,
+                 size_t *count, h5ark_error *err) {
     size_t cap = 0;
     *paths = NULL;
     *count = 0;
@@ -279,14 +279,18 @@ int files_expand(const char *const *patterns, size_t npatterns, char ***paths, s
                         goto fail;
                 }
             }
-            if (!added) {
+            if (!added && keep_missing) {
+                if (add_path(paths, count, &cap, abs, err)) goto fail;
+            } else if (!added) {
                 h5ark_fail(err, H5ARK_NOT_FOUND, "file '%s' does not exist", patterns[i]);
                 goto fail;
             }
             continue;
         }
         if (add_matches(abs, patterns[i], paths, count, &cap, &added, err)) goto fail;
-        if (!added) {
+        if (!added && keep_missing) {
+            if (add_path(paths, count, &cap, abs, err)) goto fail;
+        } else if (!added) {
             h5ark_fail(err, H5ARK_NOT_FOUND, "no file matches '%s'", patterns[i]);
             goto fail;
         }

@@ -27,9 +27,11 @@ int files_locale_name(const char *path, int locale, char *out, size_t outlen);
  * confined paths: each pattern's matches sorted, patterns in the order given, duplicates
  * dropped. A plain name that does not exist but whose distributed set
  * (`prefix_LOCALE####ext`) does stands for that set. not_found names a pattern that matches
- * nothing. Free with files_list_free. */
-int files_expand(const char *const *patterns, size_t npatterns, char ***paths, size_t *count,
-                 h5ark_error *err);
+ * nothing, unless keep_missing: then it stays in the list as it was given (readhdf's
+ * allow_errors names it among the files that could not be read). Free with
+ * files_list_free. */
+int files_expand(const char *const *patterns, size_t npatterns, bool keep_missing, char ***paths,
+                 size_t *count, h5ark_error *err);
 void files_list_free(char **paths, size_t count);
 
 /* The path as the client knows it: relative to the data directory. */

@@ -486,19 +486,13 @@ int h5u_inspect(hid_t loc, const char *path, uint64_t file_size, const char *wha
     return rc;
 }
 
-int h5u_read_slab(const char *file, const char *dset_path, uint64_t first, uint64_t count,
-                  h5ark_dtype dtype, void *dest, h5ark_error *err) {
-    h5u_quiet();
+int h5u_read_elems(hid_t loc, const char *dset_path, uint64_t first, uint64_t count,
+                   h5ark_dtype dtype, void *dest, h5ark_error *err) {
     int rc = -1;
-    hid_t file_id = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
     hid_t dset = H5I_INVALID_HID, ftype = H5I_INVALID_HID, mtype = H5I_INVALID_HID;
     hid_t fspace = H5I_INVALID_HID, mspace = H5I_INVALID_HID;
     void *rows = NULL;
-    if (file_id < 0) {
-        h5u_fail(err, H5ARK_IO_ERROR, "cannot open the file");
-        goto out;
-    }
-    dset = H5Dopen2(file_id, dset_path, H5P_DEFAULT);
+    dset = H5Dopen2(loc, dset_path, H5P_DEFAULT);
     ftype = dset >= 0 ? H5Dget_type(dset) : H5I_INVALID_HID;
     if (ftype < 0) {
         h5u_fail(err, H5ARK_SCHEMA_ERROR, "cannot open the dataset");
@@ -556,7 +550,16 @@ out:
     if (mtype >= 0) H5Tclose(mtype);
     if (ftype >= 0) H5Tclose(ftype);
     if (dset >= 0) H5Dclose(dset);
-    if (file_id >= 0) H5Fclose(file_id);
+    return rc;
+}
+
+int h5u_read_slab(const char *file, const char *dset_path, uint64_t first, uint64_t count,
+                  h5ark_dtype dtype, void *dest, h5ark_error *err) {
+    h5u_quiet();
+    hid_t file_id = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (file_id < 0) return h5u_fail(err, H5ARK_IO_ERROR, "cannot open the file");
+    int rc = h5u_read_elems(file_id, dset_path, first, count, dtype, dest, err);
+    if (H5Fclose(file_id) < 0 && rc == 0) rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close the file");
     return rc;
 }
 

@@ -41,6 +41,26 @@ static int store(hid_t file, int file_index, const char *name, const object *obj
     return strings_write_rows(file, file_index, name, obj, lo, hi, plan, err);
 }
 
+/* What can be told of a file's strings from three elements, so that allow_errors can skip
+ * a broken file before any data moves: the first offset is 0, the last lies inside
+ * `values`, and `values` ends in a NUL. The rest is checked as the data is read. */
+static int check_ends(hid_t file, const char *name, const char *vpath, const h5u_dset_info *v,
+                      const char *spath, const h5u_dset_info *s, h5ark_error *err) {
+    int64_t first = 0, last = 0;
+    uint8_t end = 0;
+    if (h5u_read_elems(file, spath, 0, 1, H5ARK_INT64, &first, err) ||
+        h5u_read_elems(file, spath, s->count - 1, 1, H5ARK_INT64, &last, err) ||
+        h5u_read_elems(file, vpath, v->count - 1, 1, H5ARK_UINT8, &end, err))
+        return h5ark_fail_context(err, "reading Strings '%s'", name);
+    if (first != 0 || last < 0 || (uint64_t)last >= v->count || end != 0)
+        return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                          "Strings '%s' is malformed: its offsets must start at 0 and stay "
+                          "within its %llu bytes (first %lld, last %lld), and its bytes must "
+                          "end in a NUL",
+                          name, (unsigned long long)v->count, (long long)first, (long long)last);
+    return 0;
+}
+
 static int probe(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err) {
     (void)dset;
     read_dataset *ds = &n->ds;
@@ -80,6 +100,7 @@ static int probe(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err
                           "Strings '%s' has %llu bytes in 'values' but no offsets in 'segments'",
                           ds->name, (unsigned long long)v.count);
     if (!has_segments) ds->no_segments = true;
+    if (has_segments && check_ends(file, ds->name, vpath, &v, spath, &s, err)) return -1;
     int64_t value_offset = (int64_t)ds->values.total;
     char *vcopy = strdup(vpath), *scopy = has_segments ? strdup(spath) : NULL;
     if (!vcopy || (has_segments && !scopy)) {

@@ -69,8 +69,6 @@ class Conn(BaseConn):
 
 # Parts of the contract not built yet; strict, so each fails loudly once it works.
 pending_ranges = pytest.mark.xfail(strict=True, reason="readhdf start/stop: not built yet")
-pending_missing = pytest.mark.xfail(
-    strict=True, reason="allow_errors skipping a missing file named in paths: not built yet")
 pending_skip = pytest.mark.xfail(
     strict=True, reason="skipping an unreadable dataset with a warning: not built yet")
 
@@ -787,7 +785,6 @@ def test_without_allow_errors_each_bad_file_fails(conn):
         assert names[role] in err["message"], (role, err)
 
 
-@pending_missing
 def test_allow_errors_skips_every_kind_of_bad_file(conn):
     """A missing file named explicitly, a non-HDF5 file, a file lacking the dataset and a
     file with a broken schema are each skipped and named in file_errors; the good files
@@ -809,7 +806,6 @@ def test_allow_errors_skips_every_kind_of_bad_file(conn):
     assert [res["files"][c] for c in codes] == [names["good0"]] * 4 + [names["good1"]] * 3
 
 
-@pending_missing
 def test_allow_errors_missing_file(conn):
     """A missing file among those named: not_found, or skipped with allow_errors."""
     _, names, good = lenient_set(conn)
