@@ -140,7 +140,7 @@ static int cmd_readhdf(command_ctx *ctx, h5ark_error *err) {
     for (size_t i = 0; i < nfiles; i++)
         h5ark_value_push(file_list, h5ark_value_str(files_display(files[i])));
     if (storage_read(files, nfiles, ndatasets ? names : NULL, ndatasets, &opts, &items, &nitems,
-                     file_errors, err))
+                     file_errors, ctx->warnings, err))
         goto out_values;
     /* tag_data: as Arkouda, one int64 array `Filename_Codes` of each row's file index (the
      * first object's rows; the objects of one read share their files) */

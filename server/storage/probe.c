@@ -106,6 +106,21 @@ static int list_objects(hid_t file, h5u_names *out, h5ark_error *err) {
     return rc;
 }
 
+/* Leave object i out of the read, saying why in a warning. */
+static int skip_object(read_probe *st, size_t i, h5ark_error *err) {
+    char line[sizeof err->message + 64];
+    snprintf(line, sizeof line, "skipped: %s", err->message);
+    if (h5u_names_push(&st->warnings, line))
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    node_clear(&st->nodes[i]);
+    free(st->names.v[i]);
+    memmove(&st->nodes[i], &st->nodes[i + 1], (st->names.n - i - 1) * sizeof *st->nodes);
+    memmove(&st->names.v[i], &st->names.v[i + 1], (st->names.n - i - 1) * sizeof *st->names.v);
+    st->names.n--;
+    *err = (h5ark_error){0};
+    return 0;
+}
+
 /* Probe the request's file k; on failure it adds nothing to st. */
 static int probe_file(const read_probe_request *rq, size_t k, read_probe *st, h5ark_error *err) {
     const char *path = rq->paths[k];
@@ -146,14 +161,20 @@ static int probe_file(const read_probe_request *rq, size_t k, read_probe *st, h5
     if (rc == 0)
         for (size_t i = 0; i < st->names.n; i++)
             node_mark(&st->nodes[i]);
-    for (size_t i = 0; rc == 0 && i < st->names.n; i++)
+    for (size_t i = 0; rc == 0 && i < st->names.n; i++) {
         rc = schema_probe(&pc, &st->nodes[i], err);
+        /* reading whole files, what nothing can represent is left out, not the file */
+        if (rc && listed_here && err->code == H5ARK_TYPE_ERROR) {
+            rc = skip_object(st, i--, err);
+        }
+    }
     if (H5Fclose(file) < 0 && rc == 0) rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close it");
     if (rc) {
         /* the file is skipped whole: undo what it added */
         if (listed_here) {
             free_datasets(st);
             h5u_names_free(&st->names);
+            h5u_names_free(&st->warnings);
         } else {
             for (size_t i = 0; st->nodes && i < st->names.n; i++)
                 node_undo(&st->nodes[i]);
@@ -180,6 +201,7 @@ int read_probe_add_error(read_probe *p, int index, h5ark_code code, const char *
 void read_probe_clear(read_probe *p) {
     free_datasets(p);
     h5u_names_free(&p->names);
+    h5u_names_free(&p->warnings);
     for (size_t i = 0; i < p->nerrors; i++)
         free(p->errors[i].message);
     free(p->errors);

@@ -33,6 +33,7 @@ typedef struct read_probe {
     read_node *nodes; /* one per name */
     read_file_error *errors;
     size_t nerrors, errcap;
+    h5u_names warnings; /* what was skipped, reading whole files */
     bool stopped; /* a file failed without allow_errors: the last error says which */
 } read_probe;
 

@@ -50,7 +50,7 @@ void storage_read_items_free(storage_read_item *items, size_t nitems) {
 
 int storage_read(char *const *paths, size_t npaths, const char *const *datasets, size_t ndatasets,
                  const storage_read_options *opts, storage_read_item **items, size_t *nitems,
-                 h5ark_value *file_errors, h5ark_error *err) {
+                 h5ark_value *file_errors, h5ark_value *warnings, h5ark_error *err) {
     h5u_quiet();
     *items = NULL;
     *nitems = 0;
@@ -84,6 +84,11 @@ int storage_read(char *const *paths, size_t npaths, const char *const *datasets,
             goto out;
         }
     }
+    for (size_t i = 0; i < st.warnings.n; i++)
+        if (h5ark_value_push(warnings, h5ark_value_str(st.warnings.v[i]))) {
+            h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+            goto out;
+        }
     if (st.nerrors == npaths) {
         h5ark_fail(err, last->code, "none of the %zu files could be read; '%s': %s", npaths,
                    files_display(paths[last->index]), last->message);

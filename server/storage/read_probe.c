@@ -82,8 +82,11 @@ static h5ark_value *encode_node(const read_node *n) {
 }
 
 h5ark_value *read_probe_encode(const read_probe *p) {
-    h5ark_value *m = h5ark_value_map(), *nodes = h5ark_value_array(), *errs = h5ark_value_array();
-    int bad = !m || !nodes || !errs;
+    h5ark_value *m = h5ark_value_map(), *nodes = h5ark_value_array(), *errs = h5ark_value_array(),
+                *warns = h5ark_value_array();
+    int bad = !m || !nodes || !errs || !warns;
+    for (size_t i = 0; !bad && i < p->warnings.n; i++)
+        bad = h5ark_value_push(warns, bytes(p->warnings.v[i]));
     for (size_t i = 0; !bad && p->nodes && i < p->names.n; i++)
         bad = h5ark_value_push(nodes, encode_node(&p->nodes[i]));
     for (size_t i = 0; !bad && i < p->nerrors; i++) {
@@ -93,10 +96,11 @@ h5ark_value *read_probe_encode(const read_probe *p) {
               h5ark_value_push(e, bytes(p->errors[i].message)) || h5ark_value_push(errs, e);
     }
     if (!bad) {
-        bad = put(m, "nodes", nodes) | put(m, "errors", errs) |
+        bad = put(m, "nodes", nodes) | put(m, "errors", errs) | put(m, "warnings", warns) |
               put(m, "stopped", h5ark_value_bool(p->stopped));
-        nodes = errs = NULL;
+        nodes = errs = warns = NULL;
     }
+    h5ark_value_destroy(&warns);
     h5ark_value_destroy(&nodes);
     h5ark_value_destroy(&errs);
     if (bad) h5ark_value_destroy(&m);
@@ -239,10 +243,22 @@ int read_probe_decode(const h5ark_value *v, char *const *paths, size_t npaths, r
     *p = (read_probe){0};
     decoder d = {paths, npaths, err};
     const h5ark_value *nodes = h5ark_value_get(v, "nodes"), *errs = h5ark_value_get(v, "errors"),
-                      *stopped = h5ark_value_get(v, "stopped");
+                      *stopped = h5ark_value_get(v, "stopped"),
+                      *warns = h5ark_value_get(v, "warnings");
     if (!nodes || nodes->kind != H5ARK_ARRAY || !errs || errs->kind != H5ARK_ARRAY || !stopped ||
-        stopped->kind != H5ARK_BOOL)
+        stopped->kind != H5ARK_BOOL || !warns || warns->kind != H5ARK_ARRAY)
         return garbled(&d, "its fields");
+    for (size_t i = 0; i < h5ark_value_len(warns); i++) {
+        const h5ark_value *w = h5ark_value_at(warns, i);
+        if (w->kind != H5ARK_BIN) {
+            read_probe_clear(p);
+            return garbled(&d, "a warning");
+        }
+        if (h5u_names_push(&p->warnings, w->as.s.ptr)) {
+            read_probe_clear(p);
+            return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        }
+    }
     p->stopped = stopped->as.b;
     size_t n = h5ark_value_len(nodes);
     p->nodes = calloc(n ? n : 1, sizeof *p->nodes);
@@ -360,6 +376,13 @@ int read_probe_merge(read_probe *a, read_probe *b, h5ark_error *err) {
         if (!node_alike(&a->nodes[i], &b->nodes[i])) return 1;
     for (size_t i = 0; i < a->names.n; i++)
         if (join_node(&a->nodes[i], &b->nodes[i], err)) return -1;
+    for (size_t i = 0; i < b->warnings.n; i++) {
+        bool seen = false;
+        for (size_t k = 0; k < a->warnings.n && !seen; k++)
+            seen = strcmp(a->warnings.v[k], b->warnings.v[i]) == 0;
+        if (!seen && h5u_names_push(&a->warnings, b->warnings.v[i]))
+            return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
     read_probe_clear(b);
     return 0;
 }

@@ -64,10 +64,11 @@ typedef struct {
 /* readhdf: read `datasets` (NULL/0: every top-level object of the first readable file)
  * from `paths` (absolute, confined, in order), concatenating across files and
  * redistributing over the locales. With allow_errors, unreadable files are skipped and
- * described in `file_errors` (strings). Returns items in the order of `datasets`. */
+ * described in `file_errors` (strings). Reading whole files, what no object can represent
+ * is skipped and named in `warnings` (strings). Returns items in the order of `datasets`. */
 int storage_read(char *const *paths, size_t npaths, const char *const *datasets, size_t ndatasets,
                  const storage_read_options *opts, storage_read_item **items, size_t *nitems,
-                 h5ark_value *file_errors, h5ark_error *err);
+                 h5ark_value *file_errors, h5ark_value *warnings, h5ark_error *err);
 void storage_read_items_free(storage_read_item *items, size_t nitems);
 
 /* lshdf: append one entry per group/dataset of the file at `abs_path` (top level, or the

@@ -41,9 +41,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     storage_read_options opts = {.strict_types = true};
     storage_read_item *items = NULL;
     size_t nitems = 0;
-    h5ark_value *file_errors = h5ark_value_array();
-    if (storage_read(paths, 1, NULL, 0, &opts, &items, &nitems, file_errors, &err) == 0)
+    h5ark_value *file_errors = h5ark_value_array(), *warnings = h5ark_value_array();
+    if (storage_read(paths, 1, NULL, 0, &opts, &items, &nitems, file_errors, warnings, &err) == 0)
         storage_read_items_free(items, nitems);
     h5ark_value_destroy(&file_errors);
+    h5ark_value_destroy(&warnings);
     return 0;
 }

@@ -69,8 +69,6 @@ class Conn(BaseConn):
 
 # Parts of the contract not built yet; strict, so each fails loudly once it works.
 pending_ranges = pytest.mark.xfail(strict=True, reason="readhdf start/stop: not built yet")
-pending_skip = pytest.mark.xfail(
-    strict=True, reason="skipping an unreadable dataset with a warning: not built yet")
 
 
 @pytest.fixture(scope="module")
@@ -496,7 +494,6 @@ def test_unrepresentable_dataset_asked_for(conn, dset):
     assert err["code"] == "type_error" and dset in err["message"], err
 
 
-@pending_skip
 def test_unrepresentable_datasets_skipped_with_warnings(conn):
     """With no `datasets`, what cannot be represented is skipped and named in the reply's
     warnings; everything else in the files is read (from both files)."""

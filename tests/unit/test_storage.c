@@ -157,8 +157,10 @@ static storage_read_item *read_rel(const char *const *rel, size_t n, const char 
     size_t nitems = 0;
     const char *names[1] = {dset};
     h5ark_value *fe = file_errors ? file_errors : h5ark_value_array();
-    int rc =
-        storage_read(paths, n, dset ? names : NULL, dset ? 1 : 0, &opts, &items, &nitems, fe, err);
+    h5ark_value *warnings = h5ark_value_array();
+    int rc = storage_read(paths, n, dset ? names : NULL, dset ? 1 : 0, &opts, &items, &nitems, fe,
+                          warnings, err);
+    h5ark_value_destroy(&warnings);
     if (!file_errors) h5ark_value_destroy(&fe);
     for (size_t i = 0; i < n; i++)
         free(paths[i]);
@@ -662,7 +664,7 @@ static void test_composites(void) {
         char *paths[] = {p};
         storage_read_item *items = NULL;
         size_t n = 0;
-        CHECK(storage_read(paths, 1, NULL, 0, &strict, &items, &n, files, &err) == 0);
+        CHECK(storage_read(paths, 1, NULL, 0, &strict, &items, &n, files, warn, &err) == 0);
         CHECK(n == 4);
         if (n == 4) {
             CHECK(strcmp(items[0].dataset, "zeta") == 0);
