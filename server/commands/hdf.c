@@ -129,6 +129,9 @@ static int cmd_readhdf(command_ctx *ctx, h5ark_error *err) {
         .allow_errors = allow_errors,
         .calc_string_offsets = arg_bool(ctx, "calc_string_offsets", false),
         .tag_data = arg_bool(ctx, "tag_data", false),
+        .ranged = arg_value(ctx, "start") || arg_value(ctx, "stop"),
+        .start = arg_uint(ctx, "start", 0),
+        .stop = arg_uint(ctx, "stop", UINT64_MAX),
     };
     h5ark_value *file_errors = h5ark_value_array();
     h5ark_value *objects = h5ark_value_map();
@@ -245,6 +248,8 @@ const command_def hdf_commands[] = {
       {"allow_errors", ARG_BOOL, false},
       {"calc_string_offsets", ARG_BOOL, false},
       {"tag_data", ARG_BOOL, false},
+      {"start", ARG_UINT, false},
+      {"stop", ARG_UINT, false},
       {0}}},
     {"lshdf", cmd_lshdf, {{"path", ARG_STR, true}, {"recursive", ARG_BOOL, false}, {0}}},
     {"repack", cmd_repack, {{"path", ARG_STR, true}, {0}}},

@@ -139,6 +139,24 @@ fail:
     return -1;
 }
 
+/* Rows are first-axis rows: whole runs of the product of the other dimensions. */
+static int slice(read_node *n, uint64_t lo, uint64_t hi, h5ark_error *err) {
+    uint64_t rows = n->ndim ? n->shape[0] : 0, inner = 1;
+    if (schema_rows(n, rows, lo, &hi, err)) return -1;
+    for (unsigned i = 1; i < n->ndim; i++) {
+        if (n->shape[i] && inner > UINT64_MAX / n->shape[i]) inner = 0;
+        inner *= n->shape[i];
+    }
+    if (rows &&
+        (inner == 0 || inner > n->ds.values.total / rows || rows * inner != n->ds.values.total))
+        return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                          "ArrayView '%s': its Shape does not match its %llu elements", n->path,
+                          (unsigned long long)n->ds.values.total);
+    read_part_slice(&n->ds.values, lo * inner, hi * inner);
+    n->shape[0] = hi - lo;
+    return 0;
+}
+
 static int detect(const schema_facts *f, schema_match *m) {
     (void)m;
     if (f->is_group) return SCHEMA_NOT_MINE;
@@ -160,6 +178,7 @@ const schema_family schema_arrayview = {
     .detect = detect,
     .probe = probe,
     .build = build,
+    .slice = slice,
     .writes = writes,
     .write = store,
 };

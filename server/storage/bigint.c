@@ -86,6 +86,7 @@ const schema_family schema_bigint = {
     .detect = detect,
     .probe = probe,
     .build = build,
+    .slice = schema_slice_kids,
     .writes = writes,
     .write = store,
 };

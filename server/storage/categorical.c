@@ -190,6 +190,14 @@ static bool writes(const object *obj) {
     return obj->objtype == H5ARK_CATEGORICAL;
 }
 
+/* Rows are codes; the categories and NA code stay whole. A stored grouping (permutation,
+ * segments) describes every row, so a range leaves it out. */
+static int slice(read_node *n, uint64_t lo, uint64_t hi, h5ark_error *err) {
+    node_kid(n, CHILD_PERMUTATION)->kind = KIND_NONE;
+    node_kid(n, CHILD_SEGMENTS)->kind = KIND_NONE;
+    return schema_slice(node_kid(n, CHILD_CODES), lo, hi, err);
+}
+
 const schema_family schema_categorical = {
     .kind = KIND_CATEGORICAL,
     .what = "a Categorical",
@@ -197,6 +205,7 @@ const schema_family schema_categorical = {
     .detect = detect,
     .probe = probe,
     .build = build,
+    .slice = slice,
     .writes = writes,
     .write = store,
 };

@@ -188,6 +188,7 @@ const schema_family schema_dataframe = {
     .detect = detect,
     .probe = probe,
     .build = build,
+    .slice = schema_slice_kids,
     .writes = writes,
     .write = store,
     .check = check,

@@ -145,7 +145,8 @@ static int build(read_node *n, bool strict, bool tags, object **obj, object **ta
     g.starts = malloc((part->total ? part->total : 1) * sizeof *g.starts);
     int rc = counts && g.starts ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     for (size_t i = 0; i < part->n && rc == 0; i++)
-        rc = gather_src(&part->src[i], 0, part->src[i].info.count, &g, err);
+        if (part->src[i].info.count)
+            rc = gather_src(&part->src[i], part->src[i].first, part->src[i].info.count, &g, err);
     for (int b = 0; b < L && rc == 0; b++) {
         uint64_t lo = locales_block_start(g.n, L, b), hi = locales_block_start(g.n, L, b + 1);
         counts[b] = (hi < g.n ? g.starts[hi] : g.nbytes) - (lo < g.n ? g.starts[lo] : g.nbytes);
@@ -174,4 +175,5 @@ const schema_family schema_h5strings = {
     .detect = detect,
     .probe = probe,
     .build = build,
+    .slice = schema_slice_elements,
 };

@@ -559,7 +559,8 @@ int h5u_read_slab(const char *file, const char *dset_path, uint64_t first, uint6
     hid_t file_id = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (file_id < 0) return h5u_fail(err, H5ARK_IO_ERROR, "cannot open the file");
     int rc = h5u_read_elems(file_id, dset_path, first, count, dtype, dest, err);
-    if (H5Fclose(file_id) < 0 && rc == 0) rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close the file");
+    if (H5Fclose(file_id) < 0 && rc == 0)
+        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close the file");
     return rc;
 }
 

@@ -118,7 +118,7 @@ int h5u_inspect_dataset(hid_t dset, uint64_t file_size, const char *what, h5u_ds
 int h5u_read_slab(const char *file, const char *dset, uint64_t first, uint64_t count,
                   h5ark_dtype dtype, void *dest, h5ark_error *err);
 /* The same from a file already open (loc). */
-int h5u_read_elems(hid_t loc, const char *dset, uint64_t first, uint64_t count,
-                   h5ark_dtype dtype, void *dest, h5ark_error *err);
+int h5u_read_elems(hid_t loc, const char *dset, uint64_t first, uint64_t count, h5ark_dtype dtype,
+                   void *dest, h5ark_error *err);
 
 #endif

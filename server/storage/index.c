@@ -123,6 +123,7 @@ const schema_family schema_index = {
     .detect = detect_index,
     .probe = probe,
     .build = build,
+    .slice = schema_slice_kids,
     .writes = writes,
     .write = index_write,
 };
@@ -135,4 +136,5 @@ const schema_family schema_multiindex = {
     .detect = detect_multiindex,
     .probe = probe,
     .build = build,
+    .slice = schema_slice_kids,
 };

@@ -58,6 +58,29 @@ void read_part_clear(read_part *part) {
     part->cap = 0;
 }
 
+void read_part_slice(read_part *part, uint64_t lo, uint64_t hi) {
+    for (size_t i = 0; i < part->n; i++) {
+        read_src *s = &part->src[i];
+        uint64_t end = s->start + s->info.count;
+        uint64_t a = lo > s->start ? lo : s->start, b = hi < end ? hi : end;
+        if (a >= b) {
+            /* nothing of it is wanted: empty, where it keeps the order of starts */
+            s->start = s->start < lo ? 0 : hi - lo;
+            s->info.count = 0;
+            continue;
+        }
+        s->first += a - s->start;
+        s->info.count = b - a;
+        s->start = a - lo;
+    }
+    part->total = hi - lo;
+}
+
+void read_part_rebase(read_part *part, int64_t by) {
+    for (size_t i = 0; i < part->n; i++)
+        part->src[i].rebase += by;
+}
+
 size_t read_part_find(const read_part *part, uint64_t i) {
     size_t lo = 0, hi = part->n;
     while (hi - lo > 1) {
@@ -95,7 +118,7 @@ int read_part_range(const read_part *part, uint64_t lo, uint64_t hi, void *dest,
         uint64_t b = src->start + src->info.count < hi ? src->start + src->info.count : hi;
         if (a >= b) continue;
         void *out = (char *)dest + (a - lo) * itemsize;
-        uint64_t first = a - src->start, count = b - a;
+        uint64_t first = src->first + (a - src->start), count = b - a;
         bool direct = src->info.contiguous && src->info.exact && src->info.dtype == part->dtype;
         if (direct ? pread_src(src, first, count, itemsize, out, err)
                    : h5u_read_slab(src->path, src->dset, first, count, part->dtype, out, err)) {
@@ -117,6 +140,12 @@ int read_part_range(const read_part *part, uint64_t lo, uint64_t hi, void *dest,
         }
     }
     return 0;
+}
+
+int read_part_int64_at(const read_part *part, uint64_t i, int64_t *out, h5ark_error *err) {
+    read_part p = *part;
+    p.dtype = H5ARK_INT64;
+    return read_part_range(&p, i, i + 1, out, err);
 }
 
 void read_part_tags(const read_part *part, uint64_t lo, uint64_t hi, int64_t *dest) {

@@ -15,11 +15,12 @@
 
 /* One file's share of a component (pdarray data, strings bytes or strings segments). */
 typedef struct {
-    int file;         /* index into the request's file list (what tag_data reports) */
-    const char *path; /* absolute; owned by the caller of storage_read */
-    char *dset;       /* path of the dataset inside the file */
-    uint64_t start;   /* index of its first element in the concatenation */
-    h5u_dset_info info;
+    int file;           /* index into the request's file list (what tag_data reports) */
+    const char *path;   /* absolute; owned by the caller of storage_read */
+    char *dset;         /* path of the dataset inside the file */
+    uint64_t start;     /* index of its first element in the concatenation */
+    uint64_t first;     /* index in the dataset of its first element (a ranged read skips some) */
+    h5u_dset_info info; /* info.count: how many of the dataset's elements it holds */
     int64_t rebase; /* added to every element after reading (segments: the file's value offset) */
 } read_src;
 
@@ -38,6 +39,14 @@ void read_part_clear(read_part *part);
 /* Read elements [lo, hi) of the concatenation into dest: pread for contiguous data whose
  * bytes are already what memory holds, HDF5 for the rest. Runs on any thread. */
 int read_part_range(const read_part *part, uint64_t lo, uint64_t hi, void *dest, h5ark_error *err);
+/* Keep only elements [lo, hi) of the concatenation (lo <= hi <= total), which become
+ * [0, hi - lo). Sources wholly outside stay, holding nothing, so that what the files say
+ * of the type is the same whatever the range. */
+void read_part_slice(read_part *part, uint64_t lo, uint64_t hi);
+/* Add `by` to every source's rebase (offsets into a part that was sliced). */
+void read_part_rebase(read_part *part, int64_t by);
+/* Element i (< total) as int64, rebased: an offset read to find where rows lie. */
+int read_part_int64_at(const read_part *part, uint64_t i, int64_t *out, h5ark_error *err);
 /* Which source holds element i (i < total). */
 size_t read_part_find(const read_part *part, uint64_t i);
 /* The file index of each element in [lo, hi) of the concatenation. */

@@ -242,6 +242,7 @@ const schema_family schema_pdarray = {
     .detect = detect,
     .probe = probe,
     .build = build,
+    .slice = schema_slice_elements,
     .writes = writes,
     .write = store,
 };

@@ -34,7 +34,7 @@ typedef struct read_probe {
     read_file_error *errors;
     size_t nerrors, errcap;
     h5u_names warnings; /* what was skipped, reading whole files */
-    bool stopped; /* a file failed without allow_errors: the last error says which */
+    bool stopped;       /* a file failed without allow_errors: the last error says which */
 } read_probe;
 
 /* Probe the files in order; -1 only when out of memory (file failures are in out->errors). */

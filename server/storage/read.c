@@ -94,6 +94,8 @@ int storage_read(char *const *paths, size_t npaths, const char *const *datasets,
                    files_display(paths[last->index]), last->message);
         goto out;
     }
+    for (size_t i = 0; opts->ranged && i < st.names.n; i++)
+        if (schema_slice(&st.nodes[i], opts->start, opts->stop, err)) goto out;
     out = calloc(st.names.n ? st.names.n : 1, sizeof *out);
     if (!out) {
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");

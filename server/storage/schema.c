@@ -296,3 +296,36 @@ int schema_check(const object *obj, const char *dataset, h5ark_error *err) {
             return order[i]->check ? order[i]->check(obj, dataset, err) : 0;
     return 0;
 }
+
+/* ---- ranged reads ------------------------------------------------------------------- */
+
+int schema_rows(const read_node *n, uint64_t rows, uint64_t lo, uint64_t *hi, h5ark_error *err) {
+    if (*hi == SCHEMA_TO_END) *hi = rows;
+    if (lo > *hi || *hi > rows)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "readhdf: rows %llu..%llu are not in %s '%s', which has %llu rows",
+                          (unsigned long long)lo, (unsigned long long)*hi, schema_what(n->kind),
+                          n->path, (unsigned long long)rows);
+    return 0;
+}
+
+int schema_slice(read_node *n, uint64_t lo, uint64_t hi, h5ark_error *err) {
+    const schema_family *f = schema_family_of(n->kind);
+    if (!f || !f->slice)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "readhdf: start/stop select rows, and %s '%s' has none",
+                          schema_what(n->kind), n->path);
+    return f->slice(n, lo, hi, err);
+}
+
+int schema_slice_elements(read_node *n, uint64_t lo, uint64_t hi, h5ark_error *err) {
+    if (schema_rows(n, n->ds.values.total, lo, &hi, err)) return -1;
+    read_part_slice(&n->ds.values, lo, hi);
+    return 0;
+}
+
+int schema_slice_kids(read_node *n, uint64_t lo, uint64_t hi, h5ark_error *err) {
+    for (size_t i = 0; i < n->nkids; i++)
+        if (n->kids[i].kind != KIND_NONE && schema_slice(&n->kids[i], lo, hi, err)) return -1;
+    return 0;
+}

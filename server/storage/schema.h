@@ -68,7 +68,13 @@ typedef struct schema_family {
                  write_plan *plan, h5ark_error *err);
     /* Optional: what must hold of obj before anything is written (bad_request otherwise). */
     int (*check)(const object *obj, const char *dataset, h5ark_error *err);
+    /* A ranged read: keep only rows [lo, hi) of the object (hi == SCHEMA_TO_END: through its
+     * last row), reading at most a few elements to find where they lie. bad_request when
+     * the rows are not there. NULL: rows do not apply to the family. */
+    int (*slice)(read_node *n, uint64_t lo, uint64_t hi, h5ark_error *err);
 } schema_family;
+
+#define SCHEMA_TO_END UINT64_MAX
 
 /* Register a family (at start, before any file is touched; order is priority). */
 void schema_register(const schema_family *f);
@@ -101,6 +107,15 @@ int schema_build(read_node *n, bool strict, bool tags, object **obj, object **ta
 /* Write any object through the family that writes it. */
 int schema_write(hid_t loc, int file_index, const char *name, const object *obj, int part,
                  write_plan *plan, h5ark_error *err);
+
+/* Rows [lo, hi) of node n, through its family (bad_request when the family has no rows). */
+int schema_slice(read_node *n, uint64_t lo, uint64_t hi, h5ark_error *err);
+/* Rows that are the elements of n's values (pdarray, HDF5 strings). */
+int schema_slice_elements(read_node *n, uint64_t lo, uint64_t hi, h5ark_error *err);
+/* The same rows of every kid present (composites whose components all have the rows). */
+int schema_slice_kids(read_node *n, uint64_t lo, uint64_t hi, h5ark_error *err);
+/* Check rows [*lo, *hi) against an object of `rows` rows (resolving SCHEMA_TO_END). */
+int schema_rows(const read_node *n, uint64_t rows, uint64_t lo, uint64_t *hi, h5ark_error *err);
 
 /* The writing family's checks of obj, before anything is written. */
 int schema_check(const object *obj, const char *dataset, h5ark_error *err);

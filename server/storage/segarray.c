@@ -124,6 +124,37 @@ fail:
     return -1;
 }
 
+/* Rows are sub-arrays: rows [lo, hi) of `segments` and the values they cover,
+ * [segments[lo], segments[hi]), offsets moved down by where those start. */
+static int slice(read_node *n, uint64_t lo, uint64_t hi, h5ark_error *err) {
+    read_node *seg = node_kid(n, CHILD_SEGMENTS), *vals = node_kid(n, CHILD_VALUES);
+    read_part *offs = &seg->ds.values;
+    if (schema_rows(n, offs->total, lo, &hi, err)) return -1;
+    int64_t p = 0, q = 0;
+    uint64_t vhi = SCHEMA_TO_END;
+    if (lo < hi) {
+        if (read_part_int64_at(offs, lo, &p, err) ||
+            (hi < offs->total && read_part_int64_at(offs, hi, &q, err)))
+            return h5ark_fail_context(err, "SegArray '%s'", n->path);
+        if (hi < offs->total) vhi = (uint64_t)q;
+        if (p < 0 || (hi < offs->total && q < p))
+            return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                              "SegArray '%s': 'segments' must increase from 0 within 'values'",
+                              n->path);
+    } else {
+        vhi = 0;
+    }
+    if (schema_slice(vals, (uint64_t)p, vhi, err)) {
+        if (err->code == H5ARK_BAD_REQUEST)
+            return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                              "SegArray '%s': 'segments' point past the end of 'values'", n->path);
+        return -1;
+    }
+    read_part_slice(offs, lo, hi);
+    read_part_rebase(offs, -p);
+    return 0;
+}
+
 static int detect(const schema_facts *f, schema_match *m) {
     (void)m;
     if (!f->is_group) return SCHEMA_NOT_MINE;
@@ -147,6 +178,7 @@ const schema_family schema_segarray = {
     .detect = detect,
     .probe = probe,
     .build = build,
+    .slice = slice,
     .writes = writes,
     .write = store,
 };

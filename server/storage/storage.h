@@ -53,6 +53,10 @@ typedef struct {
     bool allow_errors;
     bool calc_string_offsets;
     bool tag_data;
+    /* rows [start, stop) of every object (of the concatenation of the files); stop ==
+     * UINT64_MAX: through the last row. Only the bytes of those rows are read. */
+    bool ranged;
+    uint64_t start, stop;
 } storage_read_options;
 
 typedef struct {

@@ -148,7 +148,9 @@ static void seg_read_shard(int b, void *ctx) {
         for (size_t i = read_part_find(&ds->segments, ss->start); i < ds->segments.n; i++) {
             const read_src *src = &ds->segments.src[i];
             if (src->start >= ss->start + ss->count) break;
-            if (src->start >= ss->start && seg[src->start - ss->start] != src->rebase)
+            /* (a ranged read may start inside a file: only a file's first offset is known) */
+            if (src->first == 0 && src->info.count && src->start >= ss->start &&
+                seg[src->start - ss->start] != src->rebase)
                 locales_note_first(&job->first_bad, src->start);
         }
     }
@@ -156,6 +158,7 @@ static void seg_read_shard(int b, void *ctx) {
         const unsigned char *bytes = vs->data;
         for (size_t i = read_part_find(&ds->values, vs->start); i < ds->values.n; i++) {
             const read_src *src = &ds->values.src[i];
+            if (!src->info.count) continue;
             uint64_t last = src->start + src->info.count - 1;
             if (last >= vs->start + vs->count) break;
             if (last >= vs->start && bytes[last - vs->start] != 0)
@@ -279,6 +282,7 @@ static void nul_read_count(int b, void *ctx) {
     job->nuls[b] = count;
     for (size_t i = read_part_find(&ds->values, s->start); i < ds->values.n; i++) {
         const read_src *src = &ds->values.src[i];
+        if (!src->info.count) continue;
         uint64_t last = src->start + src->info.count - 1;
         if (last >= s->start + s->count) break;
         if (last >= s->start && p[last - s->start] != 0) locales_note_first(&job->first_bad_end, i);
@@ -424,6 +428,73 @@ static bool writes(const object *obj) {
     return obj->objtype == H5ARK_STRINGS;
 }
 
+/* ---- ranged reads --------------------------------------------------------------------- */
+
+/* Without offsets, where string k starts is found by counting NULs from the first byte:
+ * the bytes of strings [lo, hi) are [*p, *q); hi == SCHEMA_TO_END counts them all. */
+static int find_by_nuls(read_node *n, uint64_t lo, uint64_t *hi, uint64_t *p, uint64_t *q,
+                        h5ark_error *err) {
+    const read_part *v = &n->ds.values;
+    enum { STEP = 1 << 20 };
+    unsigned char *buf = malloc(STEP);
+    if (!buf) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    uint64_t nuls = 0;
+    *p = lo == 0 ? 0 : UINT64_MAX;
+    *q = *hi == 0 ? 0 : UINT64_MAX;
+    for (uint64_t at = 0; at < v->total && (*q == UINT64_MAX || *p == UINT64_MAX); at += STEP) {
+        uint64_t len = v->total - at < STEP ? v->total - at : STEP;
+        if (read_part_range(v, at, at + len, buf, err)) {
+            free(buf);
+            return h5ark_fail_context(err, "Strings '%s'", n->path);
+        }
+        for (uint64_t i = 0; i < len; i++) {
+            if (buf[i]) continue;
+            nuls++;
+            if (nuls == lo) *p = at + i + 1;
+            if (nuls == *hi) *q = at + i + 1;
+        }
+    }
+    free(buf);
+    uint64_t end = *hi;
+    if (*hi == SCHEMA_TO_END) {
+        *q = v->total;
+        if (*p == UINT64_MAX && lo <= nuls) *p = v->total;
+    }
+    if (schema_rows(n, nuls, lo, &end, err)) return -1;
+    *hi = end;
+    return 0;
+}
+
+/* Rows are strings: their offsets, and the bytes from the first one's start to the next
+ * string's (or the end), offsets moved down by where those bytes start. */
+static int slice(read_node *n, uint64_t lo, uint64_t hi, h5ark_error *err) {
+    read_dataset *ds = &n->ds;
+    uint64_t p = 0, q = 0;
+    if (ds->no_segments) {
+        if (find_by_nuls(n, lo, &hi, &p, &q, err)) return -1;
+        read_part_slice(&ds->values, p, q);
+        return 0;
+    }
+    if (schema_rows(n, ds->segments.total, lo, &hi, err)) return -1;
+    int64_t at[2] = {0, 0};
+    uint64_t rows[2] = {lo, hi};
+    for (int i = 0; i < 2; i++) {
+        if (rows[i] == ds->segments.total) {
+            at[i] = (int64_t)ds->values.total;
+        } else if (read_part_int64_at(&ds->segments, rows[i], &at[i], err)) {
+            return h5ark_fail_context(err, "Strings '%s'", n->path);
+        }
+    }
+    if (at[0] < 0 || at[1] < at[0] || (uint64_t)at[1] > ds->values.total)
+        return fail_at_string(ds, lo, err);
+    p = (uint64_t)at[0];
+    q = (uint64_t)at[1];
+    read_part_slice(&ds->segments, lo, hi);
+    read_part_rebase(&ds->segments, -(int64_t)p);
+    read_part_slice(&ds->values, p, q);
+    return 0;
+}
+
 const schema_family schema_strings = {
     .kind = KIND_STRINGS,
     .what = "Strings",
@@ -431,6 +502,7 @@ const schema_family schema_strings = {
     .detect = detect,
     .probe = probe,
     .build = build,
+    .slice = slice,
     .writes = writes,
     .write = store,
 };

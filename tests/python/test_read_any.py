@@ -68,7 +68,6 @@ class Conn(BaseConn):
 
 
 # Parts of the contract not built yet; strict, so each fails loudly once it works.
-pending_ranges = pytest.mark.xfail(strict=True, reason="readhdf start/stop: not built yet")
 
 
 @pytest.fixture(scope="module")
@@ -518,7 +517,6 @@ def test_unrepresentable_datasets_skipped_with_warnings(conn):
 
 # ---- ranges ----------------------------------------------------------------------------------
 
-@pending_ranges
 @pytest.mark.parametrize("dset", PLAIN_DATASETS)
 def test_range_plain_files(conn, plain_set, dset):
     """Rows [start, stop) of hand-made files of lengths 5, 0, 17, 1, 9, 260: every range
@@ -536,7 +534,6 @@ def test_range_plain_files(conn, plain_set, dset):
         check_rows(desc, got, full_desc, full, a, b, dset)
 
 
-@pending_ranges
 def test_range_every_dataset_at_once(conn, plain_set):
     """With no `datasets`, the range applies to every object read, each getting exactly
     those rows (a glob naming the files)."""
@@ -562,7 +559,6 @@ def own_cuts(name, full_desc, rows):
     return file_cuts(rows)
 
 
-@pending_ranges
 @pytest.mark.parametrize("name", OWN_NAMES)
 def test_range_daemon_written_files(conn, own_set, name):
     """Rows of every object kind the daemon writes, from its distributed files (3 locales):
@@ -583,7 +579,6 @@ def test_range_daemon_written_files(conn, own_set, name):
             assert desc["na_value"] == full_desc["na_value"]
 
 
-@pending_ranges
 def test_range_equal_length_objects_together(conn, own_set):
     """Several objects of the same length in one request, by the distributed set's bare
     name: each has exactly the rows asked for."""
@@ -598,7 +593,6 @@ def test_range_equal_length_objects_together(conn, own_set):
             check_rows(got[k][0], got[k][1], full[k][0], full[k][1], a, b, k)
 
 
-@pending_ranges
 @pytest.mark.parametrize("locales", [1, 5])
 def test_range_other_locale_counts(conn, own_set, start_daemon, locales):
     """A daemon of another locale count reads ranges of the 3-locale files, and of the
@@ -627,7 +621,6 @@ def test_range_other_locale_counts(conn, own_set, start_daemon, locales):
                 check_rows(desc, got, full_desc, value, a, b, (k, count))
 
 
-@pending_ranges
 def test_range_out_of_bounds(conn, own_set, plain_set):
     """start > stop, stop past the rows (even where it is within the elements of an
     arrayview or the values of a segarray), and ill-typed bounds: bad_request."""
@@ -653,7 +646,6 @@ def test_range_out_of_bounds(conn, own_set, plain_set):
     assert conn.raw("ping")[0]["ok"]
 
 
-@pending_ranges
 def test_range_one_bound(conn, plain_set):
     """start alone reads to the end; stop alone reads from the first row."""
     files, want = plain_set
@@ -674,7 +666,6 @@ FIXTURE_RANGES = {
 }
 
 
-@pending_ranges
 def test_range_arkouda_fixtures(conn, arkouda_fixtures):
     sub = unique("akr")
     (conn.dir / sub).mkdir()
@@ -735,7 +726,6 @@ def test_tag_data_composite_rows(conn, own_set, name):
     assert codes_of(conn, res).tolist() == want.tolist()
 
 
-@pending_ranges
 def test_tag_data_with_range(conn, plain_set):
     """With start and stop, the codes are those of the rows read."""
     files, want = plain_set
@@ -824,7 +814,6 @@ def test_allow_errors_nothing_readable(conn):
     assert conn.raw("ping")[0]["ok"]
 
 
-@pending_ranges
 def test_allow_errors_with_range(conn):
     """The range is over the rows of the files read."""
     _, names, good = lenient_set(conn)
