@@ -207,6 +207,10 @@ int h5ark_client_tohdf_opts(h5ark_client_t *self, const char *const *names, size
 
 typedef struct {
     bool strict_types, allow_errors, calc_string_offsets, tag_data;
+    /* with range: only rows [start, stop) of the files' concatenation (stop = UINT64_MAX:
+     * through the last row) */
+    bool range;
+    uint64_t start, stop;
 } h5ark_readhdf_opts;
 
 /* Read objects from HDF5 files (names or globs). `datasets`: NULL or `ndatasets` names (0 =

@@ -724,14 +724,26 @@ out:
 }
 
 static int cmd_load(int argc, char **argv) {
-    enum { O_DATASET = 1000 };
-    static const struct option opts[] = {
-        {"dataset", required_argument, 0, O_DATASET}, {"help", no_argument, 0, 'h'}, {0}};
+    enum { O_DATASET = 1000, O_START, O_STOP };
+    static const struct option opts[] = {{"dataset", required_argument, 0, O_DATASET},
+                                         {"start", required_argument, 0, O_START},
+                                         {"stop", required_argument, 0, O_STOP},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0}};
     str_list datasets = {0};
+    h5ark_readhdf_opts ropts = {.strict_types = true, .stop = UINT64_MAX};
     int status = -1, c;
     while ((c = next_opt(argc, argv, opts, &status)) != -1) {
         if (c == -2) goto out;
         if (c == O_DATASET) str_list_add(&datasets, optarg);
+        int bad = c == O_START  ? need_uint("--start", optarg, &ropts.start)
+                  : c == O_STOP ? need_uint("--stop", optarg, &ropts.stop)
+                                : 0;
+        if (bad) {
+            status = bad;
+            goto out;
+        }
+        if (c == O_START || c == O_STOP) ropts.range = true;
     }
     size_t n = (size_t)(argc - optind);
     if (n == 0) {
@@ -746,7 +758,7 @@ static int cmd_load(int argc, char **argv) {
     }
     h5ark_value *result = NULL;
     int rc = h5ark_client_readhdf(cl, (const char *const *)argv + optind, n, datasets.items,
-                                  datasets.count, NULL, &result, &err);
+                                  datasets.count, &ropts, &result, &err);
     print_warnings(h5ark_client_warnings(cl));
     if (rc == 0) {
         const h5ark_value *errors = h5ark_value_get(result, "file_errors");
@@ -964,8 +976,10 @@ static const command commands[] = {
     {"load",
      "Read objects from HDF5 files (names or glob patterns relative to the data directory)\n"
      "and print the objects created.\n"
-     "  --dataset D      read only this dataset; repeat for more (default: all)\n",
-     "load PATH... [--dataset D]...", cmd_load},
+     "  --dataset D      read only this dataset; repeat for more (default: all)\n"
+     "  --start ROW      first row of the files' concatenation to read (default 0)\n"
+     "  --stop ROW       end of the rows, excluded (default: the last row)\n",
+     "load PATH... [--dataset D]... [--start ROW] [--stop ROW]", cmd_load},
     {"get",
      "Print the elements of a pdarray or strings object, one per line; strings are quoted.\n"
      "  --start I        first element (default 0)\n"

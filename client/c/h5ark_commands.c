@@ -459,6 +459,9 @@ int h5ark_client_readhdf(h5ark_client_t *self, const char *const *paths, size_t 
         rc |= h5ark_value_set(args, "calc_string_offsets",
                               h5ark_value_bool(opts->calc_string_offsets));
         rc |= h5ark_value_set(args, "tag_data", h5ark_value_bool(opts->tag_data));
+        if (opts->range) rc |= h5ark_value_set(args, "start", h5ark_value_uint(opts->start));
+        if (opts->range && opts->stop != UINT64_MAX)
+            rc |= h5ark_value_set(args, "stop", h5ark_value_uint(opts->stop));
     }
     if (rc) {
         h5ark_value_destroy(&args);

@@ -132,6 +132,8 @@ def test_version():
     ["save", "x", "--path", "f.h5", "--compression", "gzip", "--level", "10"],
     ["save", "x", "--path", "f.h5", "--level", "5"],
     ["load"],
+    ["load", "f.h5", "--start", "-1"],
+    ["load", "f.h5", "--stop", "x"],
     ["ls"],
     ["ls", "a.h5", "b.h5"],
     ["delete"],
@@ -322,6 +324,12 @@ def test_save_single_ls_load(h5, daemon, call):
 
     only = table(ok(h5("load", path, "--dataset", "s")))
     assert [r["DATASET"] for r in only] == ["s"]
+    rows = {r["DATASET"]: r for r in table(ok(h5("load", path, "--start", "1", "--stop", "3")))}
+    assert ok(h5("get", rows["i"]["NAME"])).split() == ["1", "2"]
+    assert ok(h5("get", rows["s"]["NAME"])).splitlines() == ['""', '"βγ"']
+    tail = table(ok(h5("load", path, "--dataset", "i", "--start", "5")))
+    assert ok(h5("get", tail[0]["NAME"])).split() == ["5", "6"]
+    failed(h5("load", path, "--stop", "5"), "bad_request")  # 's' has 4 rows
 
     # truncating an existing file says so on stderr
     proc = h5("save", ints, "--path", path, "--file-type", "single")

@@ -398,16 +398,20 @@ class Client:
         return Result(reply.result, reply.warnings)
 
     def read_hdf(self, paths, datasets=None, strict_types=True, allow_errors=False,
-                 calc_string_offsets=False, tag_data=False):
+                 calc_string_offsets=False, tag_data=False, start=None, stop=None):
         """Read datasets (default: every top-level object) from files or glob patterns.
         Returns {dataset: handle of the object's class (pdarray, Strings, SegArray,
         DataFrame, ...)} with `.file_errors` listing files skipped under
         allow_errors and, under tag_data, `Filename_Codes`: an int64 array of each row's
-        file index."""
+        file index. `start`/`stop` read only those rows of the files' concatenation."""
         args = {"paths": [paths] if isinstance(paths, str) else list(paths),
                 "datasets": [datasets] if isinstance(datasets, str) else datasets,
                 "strict_types": strict_types, "allow_errors": allow_errors,
                 "calc_string_offsets": calc_string_offsets, "tag_data": tag_data}
+        if start is not None:
+            args["start"] = start
+        if stop is not None:
+            args["stop"] = stop
         reply = self.request("readhdf", args)
         def handles(descriptors):
             return {ds: make_object(self, d) for ds, d in (descriptors or {}).items()}
