@@ -4,7 +4,7 @@ with one locale), and their ratio, median of the runs with min and max.
 
 Run it from anywhere after building (bench/run uses the interpreter that has h5py):
 
-    bench/run [--runs N] [--quick] [--only raw,h5py,small,memory,scaling]
+    bench/run [--runs N] [--quick] [--only raw,h5py,small,range,memory,scaling]
 
 The raw-socket and raw-I/O measures come from build/bench/h5ark-bench (C); the measures
 against h5py, of many small files, of peak memory and of scaling with locales are made
@@ -37,6 +37,7 @@ from conftest import Daemon, block_bounds, h5_pdarray  # noqa: E402
 import h5ark  # noqa: E402
 
 MIB = 1 << 20
+RANGE_SMALL = 1 << 17  # rows of the small set of the ranged-read measure: 1 MiB
 
 
 # ---- the table: one home for the statistics and their formatting ----
@@ -71,6 +72,10 @@ def measures(a):
                   *at_least(5)),
         "limit_small": (f"machine: HDF5 C loop, {min(a.locales, 8)} processes",
                         "h5py loop: open, read, close, concat", "(limit)", None),
+        "range_size": (f"readhdf {a.range_rows:,} rows of a {human_bytes(a.range_bytes)} set, cold",
+                       f"the same rows of a {human_bytes(RANGE_SMALL * 8)} set", *at_most(1.5)),
+        "range_h5py": (f"readhdf {a.range_rows:,} rows of a {human_bytes(a.range_bytes)} set, cold",
+                       "h5py: open each file, slice, concat", *at_most(1.5)),
         "mem_tohdf": (f"peak memory: create + tohdf {size}", "the data size",
                       "<= 1.1x + 64 MiB", lambda mine, ref, ratio: mine <= 1.1 * ref + 64),
         "mem_readhdf": (f"peak memory: readhdf {size}", "the data size",
@@ -241,6 +246,68 @@ def small_files_measure(a, c, data_dir):
     return {"small": ("files/s", mine, ref), "limit_small": ("files/s", limit, ref)}
 
 
+def forget(files):
+    """Drop the files' pages from the page cache: what is read next comes from the disk."""
+    for f in files:
+        fd = os.open(f, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+
+
+@on_a_daemon
+def range_measure(a, c, data_dir):
+    """readhdf start/stop: the same number of rows, across a file boundary, from a large
+    set and from a small one of as many files (cold: the files' pages dropped before each
+    read), and h5py reading those rows of the large set the way its users slice."""
+    nfiles, rows = 4, a.range_rows
+    sets = {}
+    for name, total in (("big", a.range_bytes // 8), ("small", RANGE_SMALL)):
+        files = [data_dir / f"{name}_{k}.h5" for k in range(nfiles)]
+        for f, (lo, hi) in zip(files, block_bounds(total, nfiles)):
+            with h5py.File(f, "w") as h:
+                d = h.create_dataset("v", (hi - lo,), "<i8")
+                for s in range(lo, hi, 32 * MIB):  # 256 MiB at a time
+                    e = min(hi, s + 32 * MIB)
+                    d[s - lo:e - lo] = np.arange(s, e, dtype="<i8")
+        start = block_bounds(total, nfiles)[2][0] - rows // 2  # across files 1 and 2
+        sets[name] = (files, start, start + rows)
+    os.sync()
+
+    def daemon_read(name):
+        files, start, stop = sets[name]
+        forget(files)
+        t = time.perf_counter()
+        got = c.read_hdf(f"{name}_*.h5", "v", start=start, stop=stop)["v"]
+        took = time.perf_counter() - t
+        assert got.to_list()[::rows - 1] == [start, stop - 1]
+        c.delete(got)
+        return took
+
+    def h5py_read(name):
+        files, start, stop = sets[name]
+        forget(files)
+        t = time.perf_counter()
+        parts, at = [], 0
+        for f in files:
+            with h5py.File(f, "r") as h:
+                d = h["v"]
+                lo, hi = max(start - at, 0), min(stop - at, d.shape[0])
+                if lo < hi:
+                    parts.append(d[lo:hi])
+                at += d.shape[0]
+        got = np.concatenate(parts)
+        took = time.perf_counter() - t
+        assert got[0] == start and got.size == rows
+        return took
+
+    big, small, peer = [], [], []
+    for _ in range(a.runs):
+        for fn, name, out in ((daemon_read, "big", big), (daemon_read, "small", small),
+                              (h5py_read, "big", peer)):
+            out.append(statistics.median(fn(name) * 1e3 for _ in range(20)))
+    return {"range_size": ("ms", big, small), "range_h5py": ("ms", big, peer)}
+
+
 def vm_hwm_mib(pid):
     """The process's peak resident memory (VmHWM), in MiB."""
     for text in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -346,6 +413,7 @@ def gzip_measure(a, clients, arrays):
 GROUPS = {"raw": ("ping, tohdf/readhdf vs write/pread, put + get (h5ark-bench)", raw_measures),
           "h5py": ("tohdf/readhdf vs h5py", h5py_measures),
           "small": ("readhdf of small files vs an h5py loop", small_files_measure),
+          "range": ("readhdf start/stop of a large set vs a small one and h5py", range_measure),
           "memory": ("peak memory of fresh daemons", memory_measure),
           "scaling": ("groupby and gzip tohdf, 2 locales vs 1", scaling_measures)}
 
@@ -369,6 +437,7 @@ def main():
     a.pings = 1000 if a.quick else 5000
     a.small_files, a.small_elems = (200 if a.quick else 1000), 1000
     a.keys = 1_000_000 if a.quick else 10_000_000
+    a.range_bytes, a.range_rows = (256 if a.quick else 10240) * MIB, 1000
     # the daemons started from here (tests/python/conftest.py) honour H5ARKD too
     a.daemon = os.environ.setdefault("H5ARKD", str(a.build / "server" / "h5arkd"))
     warnings.simplefilter("ignore", h5ark.H5arkWarning)  # "overwrote ..." on every rerun

@@ -507,6 +507,10 @@ def test_hdf_distribute_layout(client, daemon):
     assert back["nums"].to_list() == list(range(10))
     assert back["words"].to_list() == ["alpha", "", "gamma", "δέλτα", "e"]
     assert back.file_errors == []
+    part = client.read_hdf(f"{path[:-3]}_LOCALE*.h5", start=1, stop=4)
+    assert part["nums"].to_list() == [1, 2, 3]
+    assert part["words"].to_list() == ["", "gamma", "δέλτα"]
+    assert client.read_hdf(path[:-3] + "_LOCALE*.h5", "nums", start=8)["nums"].to_list() == [8, 9]
 
 
 def test_hdf_single_file_strings_and_default_datasets(client, daemon):
