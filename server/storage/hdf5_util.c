@@ -53,31 +53,44 @@ void h5u_quiet(void) {
 }
 
 typedef struct {
-    char text[400];
+    char outer[256];
+    char inner[256];
+    int count;
+    bool locked;   /* another process holds the file's lock */
+    bool os_error; /* the operating system refused a read or write */
 } walk_ctx;
 
-/* The innermost entry says what went wrong in the file; the outer ones only say which API
- * call it happened in. */
+/* Walking down: the first entry is the API call that failed, the last the reason deep
+ * down in the file; HDF5 writes the errno of a failed system call into the text. */
 static herr_t walk_cb(unsigned n, const H5E_error2_t *e, void *data) {
     walk_ctx *w = data;
-    if (n != 0) return 0;
-    char minor[160] = "";
-    if (H5Eget_msg(e->min_num, NULL, minor, sizeof minor) < 0) minor[0] = '\0';
-    const char *desc = e->desc ? e->desc : "";
-    if (*desc && *minor && strcmp(desc, minor) != 0)
-        snprintf(w->text, sizeof w->text, "%s (%s)", minor, desc);
-    else
-        snprintf(w->text, sizeof w->text, "%s", *minor ? minor : desc);
+    const char *desc = e->desc && *e->desc ? e->desc : e->func_name ? e->func_name : "error";
+    if (n == 0) snprintf(w->outer, sizeof w->outer, "%s", desc);
+    if (e->min_num == H5E_CANTLOCKFILE)
+        w->locked = true;
+    else if (e->desc && strstr(e->desc, "errno = "))
+        w->os_error = true;
+    snprintf(w->inner, sizeof w->inner, "%s", desc);
+    w->count++;
     return 0;
 }
 
+h5ark_code h5u_reason(char *buf, size_t len, h5ark_code otherwise) {
+    walk_ctx w = {.count = 0};
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, walk_cb, &w);
+    H5Eclear2(H5E_DEFAULT);
+    if (w.count == 0)
+        snprintf(buf, len, "the HDF5 library gave no reason");
+    else if (w.count == 1 || strcmp(w.outer, w.inner) == 0)
+        snprintf(buf, len, "%s", w.outer);
+    else
+        snprintf(buf, len, "%s (%s)", w.outer, w.inner);
+    return w.locked ? H5ARK_BUSY : w.os_error ? H5ARK_IO_ERROR : otherwise;
+}
+
 int h5u_fail(h5ark_error *err, h5ark_code code, const char *fmt, ...) {
-    walk_ctx w = {.text = ""};
-    hid_t stack = H5Eget_current_stack();
-    if (stack >= 0) {
-        H5Ewalk2(stack, H5E_WALK_UPWARD, walk_cb, &w);
-        H5Eclose_stack(stack);
-    }
+    char why[520];
+    code = h5u_reason(why, sizeof why, code);
     if (!err) return -1;
     va_list ap;
     va_start(ap, fmt);
@@ -85,8 +98,8 @@ int h5u_fail(h5ark_error *err, h5ark_code code, const char *fmt, ...) {
     va_end(ap);
     err->code = code;
     size_t used = strlen(err->message);
-    if (w.text[0] && used + 3 < sizeof err->message)
-        snprintf(err->message + used, sizeof err->message - used, ": %s", w.text);
+    if (used + 3 < sizeof err->message)
+        snprintf(err->message + used, sizeof err->message - used, ": %s", why);
     return -1;
 }
 

@@ -17,8 +17,14 @@
 int h5u_init(void);
 void h5u_quiet(void);
 
-/* Fill err with `code` and the formatted message followed by what the HDF5 error stack
- * says, then clear the stack. Returns -1. */
+/* What the calling thread's HDF5 error stack says went wrong ("the failing call (the
+ * reason deep down)") into buf, and the code it points to: busy when another process
+ * holds the file's lock, io_error when the operating system refused a read or write, else
+ * `otherwise` (a healthy file is never blamed for the disk). Clears the stack. */
+h5ark_code h5u_reason(char *buf, size_t len, h5ark_code otherwise);
+/* Fill err with the formatted message followed by what the HDF5 error stack says, and
+ * `code` unless the stack points to another (h5u_reason), then clear the stack. Returns
+ * -1. */
 int h5u_fail(h5ark_error *err, h5ark_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

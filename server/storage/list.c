@@ -37,43 +37,6 @@
 
 /* ---- HDF5 error stack -> message ------------------------------------------------------ */
 
-typedef struct {
-    char outer[256];
-    char inner[256];
-    int count;
-    bool locked;   /* another process holds the file's lock */
-    bool os_error; /* the operating system refused a read */
-} h5_walk;
-
-static herr_t h5_walk_cb(unsigned n, const H5E_error2_t *e, void *data) {
-    h5_walk *w = data;
-    const char *desc = e->desc && *e->desc ? e->desc : e->func_name ? e->func_name : "error";
-    if (n == 0) snprintf(w->outer, sizeof w->outer, "%s", desc);
-    if (e->min_num == H5E_CANTLOCKFILE)
-        w->locked = true;
-    else if (e->desc && strstr(e->desc, "errno = "))
-        w->os_error = true;
-    snprintf(w->inner, sizeof w->inner, "%s", desc);
-    w->count++;
-    return 0;
-}
-
-/* The outermost and innermost descriptions of the calling thread's HDF5 error stack
- * (the API call that failed and the reason deep down), then the stack is cleared. Returns
- * the error code the stack points to. */
-static h5ark_code h5_message(char *buf, size_t len) {
-    h5_walk w = {.count = 0};
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, h5_walk_cb, &w);
-    H5Eclear2(H5E_DEFAULT);
-    if (w.count == 0)
-        snprintf(buf, len, "the HDF5 library gave no reason");
-    else if (w.count == 1 || strcmp(w.outer, w.inner) == 0)
-        snprintf(buf, len, "%s", w.outer);
-    else
-        snprintf(buf, len, "%s (%s)", w.outer, w.inner);
-    return w.locked ? H5ARK_BUSY : w.os_error ? H5ARK_IO_ERROR : H5ARK_SCHEMA_ERROR;
-}
-
 /* The reason for a failure, kept when cleanup calls (which clear the stack on success) must
  * run between the failing call and the report. */
 static _Thread_local struct {
@@ -83,7 +46,7 @@ static _Thread_local struct {
 } captured;
 
 static void h5_capture(void) {
-    captured.code = h5_message(captured.why, sizeof captured.why);
+    captured.code = h5u_reason(captured.why, sizeof captured.why, H5ARK_SCHEMA_ERROR);
     captured.set = true;
 }
 
@@ -182,7 +145,7 @@ static int h5_fail(lister *ls, const char *fmt, ...) {
         snprintf(why, sizeof why, "%s", captured.why);
         captured.set = false;
     } else {
-        code = h5_message(why, sizeof why);
+        code = h5u_reason(why, sizeof why, H5ARK_SCHEMA_ERROR);
     }
     return h5ark_fail(ls->err, code, "'%s' is corrupt or unreadable: %s: %s", ls->file, what, why);
 }
@@ -1416,7 +1379,7 @@ int storage_list(const char *abs_path, bool recursive, h5ark_value *entries, h5a
     htri_t is = H5Fis_hdf5(abs_path);
     if (is <= 0) {
         char why[600];
-        h5ark_code code = h5_message(why, sizeof why);
+        h5ark_code code = h5u_reason(why, sizeof why, H5ARK_SCHEMA_ERROR);
         if (is == 0)
             return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
                               "'%s' is not an HDF5 file (no HDF5 signature found)", shown);
@@ -1428,7 +1391,7 @@ int storage_list(const char *abs_path, bool recursive, h5ark_value *entries, h5a
     H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
     ls.fid = H5Fopen(abs_path, H5F_ACC_RDONLY, fapl);
     char why[600];
-    h5ark_code code = ls.fid < 0 ? h5_message(why, sizeof why) : H5ARK_OK;
+    h5ark_code code = ls.fid < 0 ? h5u_reason(why, sizeof why, H5ARK_SCHEMA_ERROR) : H5ARK_OK;
     H5Pclose(fapl);
     if (ls.fid < 0) {
         if (code == H5ARK_BUSY)
