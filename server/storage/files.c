@@ -141,6 +141,33 @@ int files_locale_name(const char *path, int locale, char *out, size_t outlen) {
     return n < 0 || (size_t)n >= outlen ? -1 : 0;
 }
 
+static size_t glob_escape(const char *in, size_t n, char *out, size_t outlen) {
+    size_t k = 0;
+    for (size_t i = 0; i < n && k + 2 < outlen; i++) {
+        if (strchr("*?[]\\", in[i])) out[k++] = '\\';
+        out[k++] = in[i];
+    }
+    out[k] = '\0';
+    return k;
+}
+
+int files_locale_glob(const char *path, char *out, size_t outlen, size_t *tail) {
+    char name0[PATH_MAX];
+    if (files_locale_name(path, 0, name0, sizeof name0)) return -1;
+    const char *mark = NULL;
+    for (const char *p = strstr(name0, "_LOCALE0000"); p; p = strstr(p + 1, "_LOCALE0000"))
+        mark = p;
+    if (!mark) return -1;
+    static const char digits[] = "_LOCALE[0-9][0-9][0-9][0-9]";
+    *tail = strlen(mark + 11);
+    size_t k = glob_escape(name0, (size_t)(mark - name0), out, outlen);
+    if (k + sizeof digits >= outlen) return -1;
+    memcpy(out + k, digits, sizeof digits);
+    k += sizeof digits - 1;
+    size_t e = glob_escape(mark + 11, *tail, out + k, outlen - k);
+    return e < *tail ? -1 : 0;
+}
+
 static bool has_glob(const char *s) {
     return strpbrk(s, "*?[") != NULL;
 }
@@ -267,18 +294,11 @@ int files_expand(const char *const *patterns, size_t npatterns, bool keep_missin
             }
             if (err->code == H5ARK_FORBIDDEN || err->code == H5ARK_BAD_REQUEST) goto fail;
             /* not there: maybe the name of a distributed set */
-            char set[PATH_MAX];
-            if (files_locale_name(abs, 0, set, sizeof set) == 0) {
-                char *mark = strstr(set + strlen(config.data_dir), "_LOCALE0000");
-                if (mark) {
-                    char pattern[PATH_MAX];
-                    int n = snprintf(pattern, sizeof pattern, "%.*s_LOCALE[0-9][0-9][0-9][0-9]%s",
-                                     (int)(mark - set), set, mark + 11);
-                    if (n > 0 && n < (int)sizeof pattern &&
-                        add_matches(pattern, patterns[i], paths, count, &cap, &added, err))
-                        goto fail;
-                }
-            }
+            char pattern[2 * PATH_MAX];
+            size_t tail;
+            if (files_locale_glob(abs, pattern, sizeof pattern, &tail) == 0 &&
+                add_matches(pattern, patterns[i], paths, count, &cap, &added, err))
+                goto fail;
             if (!added && keep_missing) {
                 if (add_path(paths, count, &cap, abs, err)) goto fail;
             } else if (!added) {

@@ -23,6 +23,11 @@ int files_resolve(const char *rel, bool create_dirs, char out[PATH_MAX], h5ark_e
  * extension). -1 if it does not fit in outlen. */
 int files_locale_name(const char *path, int locale, char *out, size_t outlen);
 
+/* The glob pattern matching every file of path's distributed set (path_LOCALE####ext, the
+ * rest of the name escaped), and how many characters follow the four digits. -1 when it
+ * does not fit. */
+int files_locale_glob(const char *path, char *out, size_t outlen, size_t *tail);
+
 /* Expand file names and glob patterns (relative to the data directory) into absolute,
  * confined paths: each pattern's matches sorted, patterns in the order given, duplicates
  * dropped. A plain name that does not exist but whose distributed set

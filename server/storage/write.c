@@ -56,34 +56,13 @@ static void locale_set_free(locale_set *s) {
     *s = (locale_set){0};
 }
 
-static size_t glob_escape(const char *in, size_t n, char *out, size_t outlen) {
-    size_t k = 0;
-    for (size_t i = 0; i < n && k + 2 < outlen; i++) {
-        if (strchr("*?[]\\", in[i])) out[k++] = '\\';
-        out[k++] = in[i];
-    }
-    out[k] = '\0';
-    return k;
-}
-
 static int find_locale_set(const char *rel, locale_set *set, h5ark_error *err) {
     *set = (locale_set){0};
-    char name0[PATH_MAX];
-    if (files_locale_name(rel, 0, name0, sizeof name0))
+    char abs[PATH_MAX], pattern[2 * PATH_MAX];
+    size_t tail;
+    if (snprintf(abs, sizeof abs, "%s/%s", config.data_dir, rel) >= (int)sizeof abs ||
+        files_locale_glob(abs, pattern, sizeof pattern, &tail))
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "path '%s' is too long", rel);
-    const char *mark = NULL;
-    for (const char *p = strstr(name0, "_LOCALE0000"); p; p = strstr(p + 1, "_LOCALE0000"))
-        mark = p;
-    if (!mark) return 0;
-    char pattern[3 * PATH_MAX], *w = pattern;
-    size_t room = sizeof pattern;
-    int n = snprintf(w, room, "%s/", config.data_dir);
-    w += n, room -= (size_t)n;
-    size_t k = glob_escape(name0, (size_t)(mark - name0), w, room);
-    w += k, room -= k;
-    n = snprintf(w, room, "_LOCALE[0-9][0-9][0-9][0-9]");
-    w += n, room -= (size_t)n;
-    glob_escape(mark + 11, strlen(mark + 11), w, room);
     glob_t g;
     int rc = glob(pattern, 0, NULL, &g);
     if (rc == GLOB_NOMATCH) return 0;
@@ -95,7 +74,6 @@ static int find_locale_set(const char *rel, locale_set *set, h5ark_error *err) {
         locale_set_free(set);
         return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     }
-    size_t tail = strlen(mark + 11);
     for (size_t i = 0; i < g.gl_pathc; i++) {
         const char *p = g.gl_pathv[i];
         size_t len = strlen(p);
