@@ -65,7 +65,8 @@ void read_part_slice(read_part *part, uint64_t lo, uint64_t hi) {
         uint64_t a = lo > s->start ? lo : s->start, b = hi < end ? hi : end;
         if (a >= b) {
             /* nothing of it is wanted: empty, where it keeps the order of starts */
-            s->start = s->start < lo ? 0 : hi - lo;
+            uint64_t at = s->start < lo ? lo : s->start > hi ? hi : s->start;
+            s->start = at - lo;
             s->info.count = 0;
             continue;
         }
