@@ -66,6 +66,11 @@ static int build(read_node *n, bool strict, bool tags, object **obj, object **ta
     return 0;
 }
 
+static void list(const schema_facts *f, schema_listing *out) {
+    snprintf(out->dtype, sizeof out->dtype, "bigint");
+    out->rows = schema_child_rows(f, PREFIX_LIMB "0");
+}
+
 static int detect(const schema_facts *f, schema_match *m) {
     (void)m;
     if (!f->is_group) return SCHEMA_NOT_MINE;
@@ -87,6 +92,7 @@ const schema_family schema_bigint = {
     .probe = probe,
     .build = build,
     .slice = schema_slice_kids,
+    .list = list,
     .writes = writes,
     .write = store,
 };

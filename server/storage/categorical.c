@@ -198,6 +198,11 @@ static int slice(read_node *n, uint64_t lo, uint64_t hi, h5ark_error *err) {
     return schema_slice(node_kid(n, CHILD_CODES), lo, hi, err);
 }
 
+static void list(const schema_facts *f, schema_listing *out) {
+    snprintf(out->dtype, sizeof out->dtype, "str");
+    out->rows = schema_child_rows(f, CHILD_CODES);
+}
+
 const schema_family schema_categorical = {
     .kind = KIND_CATEGORICAL,
     .what = "a Categorical",
@@ -206,6 +211,7 @@ const schema_family schema_categorical = {
     .probe = probe,
     .build = build,
     .slice = slice,
+    .list = list,
     .writes = writes,
     .write = store,
 };

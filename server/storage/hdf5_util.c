@@ -346,6 +346,7 @@ const char *h5u_class_name(H5T_class_t c) {
 }
 
 bool h5u_is_bool_enum(hid_t type) {
+    if (H5Tget_class(type) != H5T_ENUM) return false;
     hid_t base = H5Tget_super(type);
     bool ok = base >= 0 && H5Tget_class(base) == H5T_INTEGER && H5Tget_size(base) == 1 &&
               H5Tget_nmembers(type) == 2;
@@ -357,6 +358,7 @@ bool h5u_is_bool_enum(hid_t type) {
              ((strcmp(name, "FALSE") == 0 && v == 0) || (strcmp(name, "TRUE") == 0 && v == 1));
         if (name) H5free_memory(name);
     }
+    H5Eclear2(H5E_DEFAULT);
     return ok;
 }
 
@@ -762,4 +764,115 @@ int h5u_link_names(hid_t g, const char *skip, h5u_names *out, const char *what, 
     if (w.too_many)
         return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "%s has more than 100000 children", what);
     return h5u_fail(err, H5ARK_SCHEMA_ERROR, "cannot list %s", what);
+}
+
+/* ---- what lshdf shows ---------------------------------------------------------------- */
+
+/* numpy-style name of an element type; descriptive names for what Arkouda cannot hold. */
+void h5u_type_name(hid_t type, char *buf, size_t len) {
+    size_t size = H5Tget_size(type);
+    switch (H5Tget_class(type)) {
+    case H5T_INTEGER: {
+        bool sign = H5Tget_sign(type) != H5T_SGN_NONE;
+        snprintf(buf, len, "%sint%zu", sign ? "" : "u", size * 8);
+        return;
+    }
+    case H5T_FLOAT: snprintf(buf, len, "float%zu", size * 8); return;
+    case H5T_ENUM: snprintf(buf, len, "%s", h5u_is_bool_enum(type) ? "bool" : "enum"); return;
+    case H5T_STRING: snprintf(buf, len, "string"); return;
+    case H5T_COMPOUND: snprintf(buf, len, "compound"); return;
+    case H5T_VLEN: snprintf(buf, len, "vlen"); return;
+    case H5T_REFERENCE: snprintf(buf, len, "reference"); return;
+    case H5T_OPAQUE: snprintf(buf, len, "opaque"); return;
+    case H5T_BITFIELD: snprintf(buf, len, "bitfield"); return;
+    case H5T_ARRAY: snprintf(buf, len, "array"); return;
+    case H5T_TIME: snprintf(buf, len, "time"); return;
+    default:
+        H5Eclear2(H5E_DEFAULT);
+        snprintf(buf, len, "unknown");
+        return;
+    }
+}
+
+/* Open the child `name` of group gid if it is a hard link to an object of type want
+ * (never through soft or external links); -1 when absent or of another kind. */
+hid_t h5u_open_child(hid_t gid, const char *name, H5O_type_t want) {
+    hid_t oid = -1;
+    H5L_info_t li;
+    if (H5Lexists(gid, name, H5P_DEFAULT) > 0 && H5Lget_info(gid, name, &li, H5P_DEFAULT) >= 0 &&
+        li.type == H5L_TYPE_HARD) {
+        oid = H5Oopen_by_addr(gid, li.u.address);
+        H5O_info_t oi;
+        if (oid >= 0 && (H5Oget_info2(oid, &oi, H5O_INFO_BASIC) < 0 || oi.type != want)) {
+            H5Oclose(oid);
+            oid = -1;
+        }
+    }
+    H5Eclear2(H5E_DEFAULT);
+    return oid;
+}
+
+/* Length of a rank-1 dataset, -1 otherwise. */
+int64_t h5u_dataset_len(hid_t did) {
+    hid_t space = H5Dget_space(did);
+    int64_t n = -1;
+    hsize_t dims[1];
+    if (space >= 0 && H5Sget_simple_extent_type(space) == H5S_SIMPLE &&
+        H5Sget_simple_extent_ndims(space) == 1 && H5Sget_simple_extent_dims(space, dims, NULL) == 1)
+        n = (int64_t)dims[0];
+    if (space >= 0) H5Sclose(space);
+    H5Eclear2(H5E_DEFAULT);
+    return n;
+}
+
+/* Only built-in filters: reading through anything else would load plugins. */
+static bool filters_builtin(hid_t dcpl) {
+    int n = H5Pget_nfilters(dcpl);
+    if (n < 0) return false;
+    for (int i = 0; i < n; i++) {
+        unsigned flags, cd[8];
+        size_t ncd = 8;
+        H5Z_filter_t f = H5Pget_filter2(dcpl, (unsigned)i, &flags, &ncd, cd, 0, NULL, NULL);
+        if (f != H5Z_FILTER_DEFLATE && f != H5Z_FILTER_SHUFFLE && f != H5Z_FILTER_FLETCHER32)
+            return false;
+    }
+    return true;
+}
+
+/* The NULs of a byte dataset (Strings without `segments` count their strings so, as
+ * Arkouda does); -1 when it has more than max_bytes, is unreadable, or needs a filter
+ * that is not built in. */
+int64_t h5u_count_nuls(hid_t did, uint64_t max_bytes) {
+    int64_t len = h5u_dataset_len(did);
+    if (len < 0 || (uint64_t)len > max_bytes) return -1;
+    hid_t dcpl = H5Dget_create_plist(did);
+    bool ok = dcpl >= 0 && filters_builtin(dcpl);
+    if (dcpl >= 0) H5Pclose(dcpl);
+    if (!ok) {
+        H5Eclear2(H5E_DEFAULT);
+        return -1;
+    }
+    const hsize_t most = (hsize_t)4 << 20; /* read at a time */
+    hsize_t step = (hsize_t)len < most ? (hsize_t)len : most;
+    unsigned char *buf = malloc(step ? step : 1);
+    hid_t fspace = H5Dget_space(did);
+    hid_t mspace = H5Screate_simple(1, &step, NULL);
+    int64_t count = buf && fspace >= 0 && mspace >= 0 ? 0 : -1;
+    for (hsize_t at = 0; count >= 0 && at < (hsize_t)len; at += step) {
+        hsize_t n = (hsize_t)len - at < step ? (hsize_t)len - at : step;
+        hsize_t zero = 0;
+        if (H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &at, NULL, &n, NULL) < 0 ||
+            H5Sselect_hyperslab(mspace, H5S_SELECT_SET, &zero, NULL, &n, NULL) < 0 ||
+            H5Dread(did, H5T_NATIVE_UCHAR, mspace, fspace, H5P_DEFAULT, buf) < 0) {
+            count = -1;
+            break;
+        }
+        for (hsize_t i = 0; i < n; i++)
+            count += buf[i] == 0;
+    }
+    if (mspace >= 0) H5Sclose(mspace);
+    if (fspace >= 0) H5Sclose(fspace);
+    free(buf);
+    H5Eclear2(H5E_DEFAULT);
+    return count;
 }

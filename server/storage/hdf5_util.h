@@ -127,4 +127,17 @@ int h5u_read_slab(const char *file, const char *dset, uint64_t first, uint64_t c
 int h5u_read_elems(hid_t loc, const char *dset, uint64_t first, uint64_t count, h5ark_dtype dtype,
                    void *dest, h5ark_error *err);
 
+/* ---- what lshdf shows of an object (read-only, never through another file) ---------- */
+
+/* numpy-style name of an element type ("int32", "bool"); for what Arkouda cannot hold, the
+ * type class ("compound", "vlen", ...). */
+void h5u_type_name(hid_t type, char *buf, size_t len);
+/* Child `name` of group gid, opened, if it is a hard link to an object of type want;
+ * -1 when absent or of another kind. */
+hid_t h5u_open_child(hid_t gid, const char *name, H5O_type_t want);
+/* Length of a rank-1 dataset, -1 otherwise. */
+int64_t h5u_dataset_len(hid_t did);
+/* The NULs of a byte dataset (see hdf5_util.c); -1 when not counted. */
+int64_t h5u_count_nuls(hid_t did, uint64_t max_bytes);
+
 #endif

@@ -31,9 +31,6 @@
 /* Longest text put in a reply for one name, path or string value. */
 #define TEXT_MAX       4096
 #define LINK_VALUE_MAX 65536
-/* Counting NULs to size a Strings group without `segments` reads its bytes: bounded. */
-#define NUL_COUNT_MAX_BYTES ((hsize_t)64 << 20)
-#define NUL_COUNT_STEP      ((hsize_t)4 << 20)
 
 /* ---- HDF5 error stack -> message ------------------------------------------------------ */
 
@@ -208,56 +205,6 @@ static int push(lister *ls, h5ark_value *array, h5ark_value *item) {
 
 /* ---- types ----------------------------------------------------------------------------- */
 
-/* h5py's bool: an enum of a 1-byte integer with exactly FALSE=0 and TRUE=1. */
-static bool is_bool_enum(hid_t type) {
-    if (H5Tget_class(type) != H5T_ENUM || H5Tget_nmembers(type) != 2) return false;
-    hid_t base = H5Tget_super(type);
-    if (base < 0) {
-        H5Eclear2(H5E_DEFAULT);
-        return false;
-    }
-    bool ok = H5Tget_class(base) == H5T_INTEGER && H5Tget_size(base) == 1;
-    H5Tclose(base);
-    for (unsigned i = 0; ok && i < 2; i++) {
-        char *name = H5Tget_member_name(type, i);
-        unsigned char v = 0xff;
-        hid_t native = H5Tget_native_type(type, H5T_DIR_ASCEND);
-        ok = name && native >= 0 && H5Tget_member_value(native, i, &v) >= 0 &&
-             ((strcasecmp(name, "FALSE") == 0 && v == 0) ||
-              (strcasecmp(name, "TRUE") == 0 && v == 1));
-        if (native >= 0) H5Tclose(native);
-        if (name) H5free_memory(name);
-    }
-    H5Eclear2(H5E_DEFAULT);
-    return ok;
-}
-
-/* numpy-style name of an element type; descriptive names for what Arkouda cannot hold. */
-static void type_name(hid_t type, char *buf, size_t len) {
-    size_t size = H5Tget_size(type);
-    switch (H5Tget_class(type)) {
-    case H5T_INTEGER: {
-        bool sign = H5Tget_sign(type) != H5T_SGN_NONE;
-        snprintf(buf, len, "%sint%zu", sign ? "" : "u", size * 8);
-        return;
-    }
-    case H5T_FLOAT: snprintf(buf, len, "float%zu", size * 8); return;
-    case H5T_ENUM: snprintf(buf, len, "%s", is_bool_enum(type) ? "bool" : "enum"); return;
-    case H5T_STRING: snprintf(buf, len, "string"); return;
-    case H5T_COMPOUND: snprintf(buf, len, "compound"); return;
-    case H5T_VLEN: snprintf(buf, len, "vlen"); return;
-    case H5T_REFERENCE: snprintf(buf, len, "reference"); return;
-    case H5T_OPAQUE: snprintf(buf, len, "opaque"); return;
-    case H5T_BITFIELD: snprintf(buf, len, "bitfield"); return;
-    case H5T_ARRAY: snprintf(buf, len, "array"); return;
-    case H5T_TIME: snprintf(buf, len, "time"); return;
-    default:
-        H5Eclear2(H5E_DEFAULT);
-        snprintf(buf, len, "unknown");
-        return;
-    }
-}
-
 /* A sentence on types the dtype name says too little about. */
 static void type_detail(hid_t type, char *buf, size_t len) {
     size_t size = H5Tget_size(type);
@@ -282,7 +229,7 @@ static void type_detail(hid_t type, char *buf, size_t len) {
         hid_t base = H5Tget_super(type);
         char b[32] = "unknown";
         if (base >= 0) {
-            type_name(base, b, sizeof b);
+            h5u_type_name(base, b, sizeof b);
             H5Tclose(base);
         }
         snprintf(buf, len, "variable-length sequence of %s", b);
@@ -292,14 +239,14 @@ static void type_detail(hid_t type, char *buf, size_t len) {
         hid_t base = H5Tget_super(type);
         char b[32] = "unknown";
         if (base >= 0) {
-            type_name(base, b, sizeof b);
+            h5u_type_name(base, b, sizeof b);
             H5Tclose(base);
         }
         snprintf(buf, len, "array of %s, %zu bytes", b, size);
         break;
     }
     case H5T_ENUM:
-        if (!is_bool_enum(type))
+        if (!h5u_is_bool_enum(type))
             snprintf(buf, len, "enum of %d members, %zu bytes", H5Tget_nmembers(type), size);
         break;
     case H5T_INTEGER:
@@ -315,7 +262,7 @@ static void type_detail(hid_t type, char *buf, size_t len) {
 
 static bool type_is_numeric(hid_t type) {
     H5T_class_t c = H5Tget_class(type);
-    return c == H5T_INTEGER || c == H5T_FLOAT || is_bool_enum(type);
+    return c == H5T_INTEGER || c == H5T_FLOAT || h5u_is_bool_enum(type);
 }
 
 /* ---- attributes ------------------------------------------------------------------------ */
@@ -374,7 +321,7 @@ static int read_attr_elems(hid_t aid, hid_t ftype, size_t n, h5ark_value **vals,
         for (size_t i = 0; i < n; i++)
             vals[i] = h5ark_value_float(buf[i]);
         rc = 1;
-    } else if (cls == H5T_ENUM && is_bool_enum(ftype)) {
+    } else if (cls == H5T_ENUM && h5u_is_bool_enum(ftype)) {
         hid_t mem = H5Tget_native_type(ftype, H5T_DIR_ASCEND);
         if (mem < 0) return -1;
         unsigned char buf[ATTR_MAX_ELEMS];
@@ -469,7 +416,7 @@ static int attr_value(lister *ls, hid_t obj, const char *objpath, const char *an
         n = big ? n : n * dims[i];
     }
     char tname[32];
-    type_name(ftype, tname, sizeof tname);
+    h5u_type_name(ftype, tname, sizeof tname);
     if (big || n > ATTR_MAX_ELEMS || rank > 1) {
         *out = describe(tname, rank, dims);
         rc = *out ? 0 : oom(ls);
@@ -652,123 +599,10 @@ static int read_attrs(lister *ls, hid_t obj, H5O_type_t type, const char *path, 
 
 /* ---- children looked at to infer an objtype ------------------------------------------- */
 
-/* Open the child `name` of group gid if it is a hard link to an object of type want
- * (never through soft or external links); -1 when absent or of another kind. */
-static hid_t open_child(hid_t gid, const char *name, H5O_type_t want) {
-    hid_t oid = -1;
-    H5L_info_t li;
-    if (H5Lexists(gid, name, H5P_DEFAULT) > 0 && H5Lget_info(gid, name, &li, H5P_DEFAULT) >= 0 &&
-        li.type == H5L_TYPE_HARD) {
-        oid = H5Oopen_by_addr(gid, li.u.address);
-        H5O_info_t oi;
-        if (oid >= 0 && (H5Oget_info2(oid, &oi, H5O_INFO_BASIC) < 0 || oi.type != want)) {
-            H5Oclose(oid);
-            oid = -1;
-        }
-    }
-    H5Eclear2(H5E_DEFAULT);
-    return oid;
-}
-
-/* Length of a rank-1 dataset, -1 otherwise. */
-static int64_t dataset_len(hid_t did) {
-    hid_t space = H5Dget_space(did);
-    int64_t n = -1;
-    hsize_t dims[1];
-    if (space >= 0 && H5Sget_simple_extent_type(space) == H5S_SIMPLE &&
-        H5Sget_simple_extent_ndims(space) == 1 && H5Sget_simple_extent_dims(space, dims, NULL) == 1)
-        n = (int64_t)dims[0];
-    if (space >= 0) H5Sclose(space);
-    H5Eclear2(H5E_DEFAULT);
-    return n;
-}
-
-static bool is_byte_dataset(hid_t did) {
-    hid_t t = H5Dget_type(did);
-    bool ok = t >= 0 && H5Tget_class(t) == H5T_INTEGER && H5Tget_size(t) == 1;
-    if (t >= 0) H5Tclose(t);
-    H5Eclear2(H5E_DEFAULT);
-    return ok;
-}
-
-/* Only built-in filters: reading through anything else would load plugins. */
-static bool filters_builtin(hid_t dcpl) {
-    int n = H5Pget_nfilters(dcpl);
-    if (n < 0) return false;
-    for (int i = 0; i < n; i++) {
-        unsigned flags, cd[8];
-        size_t ncd = 8;
-        H5Z_filter_t f = H5Pget_filter2(dcpl, (unsigned)i, &flags, &ncd, cd, 0, NULL, NULL);
-        if (f != H5Z_FILTER_DEFLATE && f != H5Z_FILTER_SHUFFLE && f != H5Z_FILTER_FLETCHER32)
-            return false;
-    }
-    return true;
-}
-
-/* Strings in a `values` byte dataset without `segments`: its NUL count, as Arkouda derives
- * offsets; -1 when too large or unreadable (the listing then says so rather than fail). */
-static int64_t count_nuls(hid_t did) {
-    int64_t len = dataset_len(did);
-    if (len < 0 || (hsize_t)len > NUL_COUNT_MAX_BYTES) return -1;
-    hid_t dcpl = H5Dget_create_plist(did);
-    bool ok = dcpl >= 0 && filters_builtin(dcpl);
-    if (dcpl >= 0) H5Pclose(dcpl);
-    if (!ok) {
-        H5Eclear2(H5E_DEFAULT);
-        return -1;
-    }
-    hsize_t step = (hsize_t)len < NUL_COUNT_STEP ? (hsize_t)len : NUL_COUNT_STEP;
-    unsigned char *buf = malloc(step ? step : 1);
-    hid_t fspace = H5Dget_space(did);
-    hid_t mspace = H5Screate_simple(1, &step, NULL);
-    int64_t count = buf && fspace >= 0 && mspace >= 0 ? 0 : -1;
-    for (hsize_t at = 0; count >= 0 && at < (hsize_t)len; at += step) {
-        hsize_t n = (hsize_t)len - at < step ? (hsize_t)len - at : step;
-        hsize_t zero = 0;
-        if (H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &at, NULL, &n, NULL) < 0 ||
-            H5Sselect_hyperslab(mspace, H5S_SELECT_SET, &zero, NULL, &n, NULL) < 0 ||
-            H5Dread(did, H5T_NATIVE_UCHAR, mspace, fspace, H5P_DEFAULT, buf) < 0) {
-            count = -1;
-            break;
-        }
-        for (hsize_t i = 0; i < n; i++)
-            count += buf[i] == 0;
-    }
-    if (mspace >= 0) H5Sclose(mspace);
-    if (fspace >= 0) H5Sclose(fspace);
-    free(buf);
-    H5Eclear2(H5E_DEFAULT);
-    return count;
-}
-
 static h5ark_value *shape1(int64_t n) {
     h5ark_value *a = h5ark_value_array();
     if (a && h5ark_value_push(a, h5ark_value_uint((uint64_t)n))) h5ark_value_destroy(&a);
     return a;
-}
-
-/* dtype and shape of a Strings group: "str" and the number of strings. */
-static int strings_shape(lister *ls, hid_t gid, h5ark_value *entry) {
-    if (put(ls, entry, "dtype", h5ark_value_str("str"))) return -1;
-    int64_t n = -1;
-    hid_t seg = open_child(gid, CHILD_SEGMENTS, H5O_TYPE_DATASET);
-    if (seg >= 0) {
-        n = dataset_len(seg);
-        H5Oclose(seg);
-    } else {
-        hid_t vals = open_child(gid, CHILD_VALUES, H5O_TYPE_DATASET);
-        if (vals >= 0) {
-            n = count_nuls(vals);
-            H5Oclose(vals);
-            if (n < 0 &&
-                put(ls, entry, "note",
-                    h5ark_value_str("no 'segments', and 'values' is too large or unreadable to "
-                                    "count its strings")))
-                return -1;
-        }
-    }
-    if (n < 0) return 0;
-    return put(ls, entry, "shape", shape1(n));
 }
 
 /* ---- objtypes ------------------------------------------------------------------------- */
@@ -902,7 +736,7 @@ static int describe_dataset(lister *ls, hid_t did, const char *path, const attr_
     }
     int rc = -1;
     char tname[32], detail[128];
-    type_name(type, tname, sizeof tname);
+    h5u_type_name(type, tname, sizeof tname);
     bool numeric = type_is_numeric(type);
     if (facts->is_bool && H5Tget_class(type) == H5T_INTEGER) snprintf(tname, sizeof tname, "bool");
     if (put(ls, entry, "dtype", h5ark_value_str(tname))) goto out;
@@ -928,116 +762,6 @@ out:
     return rc;
 }
 
-static bool has_child(hid_t gid, const char *name) {
-    htri_t r = H5Lexists(gid, name, H5P_DEFAULT);
-    H5Eclear2(H5E_DEFAULT);
-    return r > 0;
-}
-
-/* Composites named by the children they must have (ARKOUDA_FORMAT.md). */
-static const char *infer_by_children(hid_t gid) {
-    if (has_child(gid, CHILD_CODES) && has_child(gid, CHILD_CATEGORIES)) return "categorical";
-    if (has_child(gid, CHILD_PERMUTATION) && has_child(gid, CHILD_UNIQUE_KEY_IDX) &&
-        has_child(gid, PREFIX_KEY "0"))
-        return "groupby";
-    if (has_child(gid, PREFIX_IDX "0"))
-        return has_child(gid, PREFIX_IDX "1") ? "multiindex" : "index";
-    if (has_child(gid, PREFIX_LIMB "0")) return "pdarray"; /* bigint */
-    return NULL;
-}
-
-/* objtype of a group without ObjType, inferred as Arkouda's reader does from its children,
- * with dtype and shape where they follow. */
-static int infer_group(lister *ls, hid_t gid, const char *name, int depth, h5ark_value *entry) {
-    if (depth == 0 && strcmp(name, LEGACY_METADATA_GROUP) == 0)
-        return put(ls, entry, "legacy",
-                   h5ark_value_str("Arkouda v1 file metadata (file_version, arkouda_version); "
-                                   "not a data object"));
-    int rc = 0;
-    hid_t vals_ds = open_child(gid, CHILD_VALUES, H5O_TYPE_DATASET);
-    hid_t vals_grp = vals_ds < 0 ? open_child(gid, CHILD_VALUES, H5O_TYPE_GROUP) : -1;
-    hid_t seg = open_child(gid, CHILD_SEGMENTS, H5O_TYPE_DATASET);
-    const char *objtype = NULL;
-    if (vals_ds >= 0 && is_byte_dataset(vals_ds)) {
-        objtype = "strings";
-        rc = strings_shape(ls, gid, entry);
-    } else if ((vals_ds >= 0 || vals_grp >= 0) && seg >= 0) {
-        objtype = "segarray";
-        char tname[32] = "str";
-        if (vals_ds >= 0) {
-            hid_t t = H5Dget_type(vals_ds);
-            if (t >= 0) {
-                type_name(t, tname, sizeof tname);
-                H5Tclose(t);
-            }
-            H5Eclear2(H5E_DEFAULT);
-        }
-        int64_t n = dataset_len(seg);
-        rc = put(ls, entry, "dtype", h5ark_value_str(tname));
-        if (!rc && n >= 0) rc = put(ls, entry, "shape", shape1(n));
-    } else if ((objtype = infer_by_children(gid))) {
-        /* composite: its parts are listed as its children */
-    } else {
-        hid_t b = open_child(gid, LEGACY_BOOLEANS, H5O_TYPE_DATASET);
-        if (b >= 0) {
-            objtype = "pdarray";
-            int64_t n = dataset_len(b);
-            H5Oclose(b);
-            rc = put(ls, entry, "dtype", h5ark_value_str("bool"));
-            if (!rc && n >= 0) rc = put(ls, entry, "shape", shape1(n));
-            if (!rc)
-                rc = put(ls, entry, "legacy",
-                         h5ark_value_str("Arkouda v1 bool array stored as 'booleans'"));
-        }
-    }
-    if (vals_ds >= 0) H5Oclose(vals_ds);
-    if (vals_grp >= 0) H5Oclose(vals_grp);
-    if (seg >= 0) H5Oclose(seg);
-    return rc ? -1 : 0;
-}
-
-/* dtype/shape of a group that has ObjType, where the type says where they are. */
-static int group_shape(lister *ls, hid_t gid, const attr_facts *f, h5ark_value *entry) {
-    if (!f->objtype_int) return 0;
-    if (f->objtype == OBJTYPE_STRINGS) return strings_shape(ls, gid, entry);
-    const char *lenof = NULL;
-    const char *dtype = NULL;
-    char tname[32];
-    if (f->objtype == OBJTYPE_SEGARRAY) {
-        lenof = CHILD_SEGMENTS;
-        hid_t v = open_child(gid, CHILD_VALUES, H5O_TYPE_DATASET);
-        if (v >= 0) {
-            hid_t t = H5Dget_type(v);
-            if (t >= 0) {
-                type_name(t, tname, sizeof tname);
-                dtype = tname;
-                H5Tclose(t);
-            }
-            H5Oclose(v);
-            H5Eclear2(H5E_DEFAULT);
-        } else {
-            hid_t g = open_child(gid, CHILD_VALUES, H5O_TYPE_GROUP);
-            if (g >= 0) {
-                dtype = "str";
-                H5Oclose(g);
-            }
-        }
-    } else if (f->objtype == OBJTYPE_CATEGORICAL) {
-        lenof = "codes";
-        dtype = "str";
-    } else if (f->is_bigint) {
-        lenof = "Limb_0";
-        dtype = "bigint";
-    }
-    if (dtype && put(ls, entry, "dtype", h5ark_value_str(dtype))) return -1;
-    if (!lenof) return 0;
-    hid_t d = open_child(gid, lenof, H5O_TYPE_DATASET);
-    if (d < 0) return 0;
-    int64_t n = dataset_len(d);
-    H5Oclose(d);
-    return n >= 0 ? put(ls, entry, "shape", shape1(n)) : 0;
-}
-
 /* objtype as readhdf sees it: the schema table's one detector decides (inferred when no
  * ObjType says so); what no family reads keeps the name its ObjType gives, or a note. */
 static int list_objtype(lister *ls, hid_t oid, const char *path, const attr_facts *facts,
@@ -1051,6 +775,12 @@ static int list_objtype(lister *ls, hid_t oid, const char *path, const attr_fact
         const schema_family *fam = schema_family_of(m.kind);
         if (put(ls, entry, "objtype", h5ark_value_str(fam->objtype))) return -1;
         if (m.tag && put(ls, entry, "tag", h5ark_value_str(m.tag))) return -1;
+        schema_listing li;
+        schema_list(m.kind, &f, &li);
+        if (li.dtype[0] && put(ls, entry, "dtype", h5ark_value_str(li.dtype))) return -1;
+        if (li.rows >= 0 && put(ls, entry, "shape", shape1(li.rows))) return -1;
+        if (li.note && put(ls, entry, "note", h5ark_value_str(li.note))) return -1;
+        if (li.legacy && put(ls, entry, "legacy", h5ark_value_str(li.legacy))) return -1;
         return f.has_objtype ? 0 : put(ls, entry, "inferred", h5ark_value_bool(true));
     }
     if (facts->has_objtype) return objtype_from_attr(ls, facts, entry);
@@ -1285,15 +1015,15 @@ static int list_object(lister *ls, const link_rec *r, const char *path, int dept
     if (read_attrs(ls, oid, oi.type, path, oi.num_attrs, e, &facts)) goto fail_entry;
     if (oi.type == H5O_TYPE_DATASET) {
         if (describe_dataset(ls, oid, path, &facts, e)) goto fail_entry;
-    } else if (oi.type == H5O_TYPE_GROUP) {
-        if (facts.has_objtype) {
-            if (group_shape(ls, oid, &facts, e)) goto fail_entry;
-        } else if (infer_group(ls, oid, r->name, depth, e)) {
+    } else if (oi.type == H5O_TYPE_GROUP && depth == 0 && !facts.has_objtype &&
+               strcmp(r->name, LEGACY_METADATA_GROUP) == 0) {
+        if (put(ls, e, "legacy",
+                h5ark_value_str("Arkouda v1 file metadata (file_version, arkouda_version); "
+                                "not a data object")))
             goto fail_entry;
-        }
     } else if (oi.type == H5O_TYPE_NAMED_DATATYPE) {
         char tname[32];
-        type_name(oid, tname, sizeof tname);
+        h5u_type_name(oid, tname, sizeof tname);
         if (put(ls, e, "dtype", h5ark_value_str(tname))) goto fail_entry;
     }
     if ((oi.type == H5O_TYPE_GROUP || oi.type == H5O_TYPE_DATASET) &&

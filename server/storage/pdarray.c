@@ -235,6 +235,13 @@ static bool writes(const object *obj) {
     return obj->objtype == H5ARK_PDARRAY && obj->dtype != H5ARK_BIGINT;
 }
 
+/* The groups it claims are Arkouda v1's bools. */
+static void list(const schema_facts *f, schema_listing *out) {
+    snprintf(out->dtype, sizeof out->dtype, "bool");
+    out->rows = schema_child_rows(f, LEGACY_BOOLEANS);
+    out->legacy = "Arkouda v1 bool array stored as 'booleans'";
+}
+
 const schema_family schema_pdarray = {
     .kind = KIND_PDARRAY,
     .what = "a pdarray",
@@ -243,6 +250,7 @@ const schema_family schema_pdarray = {
     .probe = probe,
     .build = build,
     .slice = schema_slice_elements,
+    .list = list,
     .writes = writes,
     .write = store,
 };

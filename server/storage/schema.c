@@ -329,3 +329,19 @@ int schema_slice_kids(read_node *n, uint64_t lo, uint64_t hi, h5ark_error *err) 
         if (n->kids[i].kind != KIND_NONE && schema_slice(&n->kids[i], lo, hi, err)) return -1;
     return 0;
 }
+
+/* ---- listing -------------------------------------------------------------------------- */
+
+void schema_list(read_kind kind, const schema_facts *f, schema_listing *out) {
+    *out = (schema_listing){.rows = -1};
+    const schema_family *fam = schema_family_of(kind);
+    if (fam && fam->list && f->is_group) fam->list(f, out);
+}
+
+int64_t schema_child_rows(const schema_facts *f, const char *name) {
+    hid_t d = h5u_open_child(f->obj, name, H5O_TYPE_DATASET);
+    if (d < 0) return -1;
+    int64_t n = h5u_dataset_len(d);
+    H5Oclose(d);
+    return n;
+}

@@ -49,6 +49,14 @@ typedef struct {
     bool legacy_bool; /* a v1 bool group holding `booleans` */
 } schema_match;
 
+/* What lshdf shows of a group a family claims, as far as the group says it. */
+typedef struct {
+    char dtype[32];     /* "" when unknown */
+    int64_t rows;       /* -1 when unknown */
+    const char *note;   /* why rows are missing */
+    const char *legacy; /* an older layout, in words */
+} schema_listing;
+
 typedef struct schema_family {
     read_kind kind;
     const char *what;    /* in messages: "a SegArray" */
@@ -72,6 +80,9 @@ typedef struct schema_family {
      * last row), reading at most a few elements to find where they lie. bad_request when
      * the rows are not there. NULL: rows do not apply to the family. */
     int (*slice)(read_node *n, uint64_t lo, uint64_t hi, h5ark_error *err);
+    /* Optional: dtype and rows of a group it claims, for lshdf (datasets describe
+     * themselves). Reads at most the lengths of its children. */
+    void (*list)(const schema_facts *f, schema_listing *out);
 } schema_family;
 
 #define SCHEMA_TO_END UINT64_MAX
@@ -107,6 +118,12 @@ int schema_build(read_node *n, bool strict, bool tags, object **obj, object **ta
 /* Write any object through the family that writes it. */
 int schema_write(hid_t loc, int file_index, const char *name, const object *obj, int part,
                  write_plan *plan, h5ark_error *err);
+
+/* What lshdf shows of a claimed group (out->rows = -1 and no dtype when the family says
+ * nothing). */
+void schema_list(read_kind kind, const schema_facts *f, schema_listing *out);
+/* The rows of a group: the length of its rank-1 child `name` (-1 when not there). */
+int64_t schema_child_rows(const schema_facts *f, const char *name);
 
 /* Rows [lo, hi) of node n, through its family (bad_request when the family has no rows). */
 int schema_slice(read_node *n, uint64_t lo, uint64_t hi, h5ark_error *err);

@@ -155,6 +155,23 @@ static int slice(read_node *n, uint64_t lo, uint64_t hi, h5ark_error *err) {
     return 0;
 }
 
+static void list(const schema_facts *f, schema_listing *out) {
+    hid_t v = h5u_open_child(f->obj, CHILD_VALUES, H5O_TYPE_DATASET);
+    if (v >= 0) {
+        hid_t t = H5Dget_type(v);
+        if (t >= 0) {
+            h5u_type_name(t, out->dtype, sizeof out->dtype);
+            H5Tclose(t);
+        }
+        H5Oclose(v);
+        H5Eclear2(H5E_DEFAULT);
+    } else if ((v = h5u_open_child(f->obj, CHILD_VALUES, H5O_TYPE_GROUP)) >= 0) {
+        snprintf(out->dtype, sizeof out->dtype, "str");
+        H5Oclose(v);
+    }
+    out->rows = schema_child_rows(f, CHILD_SEGMENTS);
+}
+
 static int detect(const schema_facts *f, schema_match *m) {
     (void)m;
     if (!f->is_group) return SCHEMA_NOT_MINE;
@@ -179,6 +196,7 @@ const schema_family schema_segarray = {
     .probe = probe,
     .build = build,
     .slice = slice,
+    .list = list,
     .writes = writes,
     .write = store,
 };

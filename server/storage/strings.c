@@ -495,6 +495,26 @@ static int slice(read_node *n, uint64_t lo, uint64_t hi, h5ark_error *err) {
     return 0;
 }
 
+/* Counting the NULs of a Strings group without `segments` for lshdf reads its bytes: at
+ * most this many. */
+#define LIST_NUL_COUNT_MAX ((uint64_t)64 << 20)
+
+static void list(const schema_facts *f, schema_listing *out) {
+    snprintf(out->dtype, sizeof out->dtype, "str");
+    hid_t seg = h5u_open_child(f->obj, CHILD_SEGMENTS, H5O_TYPE_DATASET);
+    if (seg >= 0) {
+        out->rows = h5u_dataset_len(seg);
+        H5Oclose(seg);
+        return;
+    }
+    hid_t vals = h5u_open_child(f->obj, CHILD_VALUES, H5O_TYPE_DATASET);
+    if (vals < 0) return;
+    out->rows = h5u_count_nuls(vals, LIST_NUL_COUNT_MAX);
+    H5Oclose(vals);
+    if (out->rows < 0)
+        out->note = "no 'segments', and 'values' is too large or unreadable to count its strings";
+}
+
 const schema_family schema_strings = {
     .kind = KIND_STRINGS,
     .what = "Strings",
@@ -503,6 +523,7 @@ const schema_family schema_strings = {
     .probe = probe,
     .build = build,
     .slice = slice,
+    .list = list,
     .writes = writes,
     .write = store,
 };

@@ -827,6 +827,10 @@ def test_allow_errors_with_range(conn):
 
 # ---- lshdf and readhdf agree ---------------------------------------------------------------
 
+# objtypes whose lshdf shape is their row count (an arrayview's is its stored dataset's)
+ROWS_AGREE = ("pdarray", "strings", "segarray", "categorical")
+
+
 def disagreements(conn, path, read_paths=None):
     """For each top-level group and dataset lshdf lists in `path`: readhdf of that name
     (from `read_paths`, default the file alone: a distributed file is read with its set)
@@ -849,6 +853,10 @@ def disagreements(conn, path, read_paths=None):
             if got != claimed:
                 problems.append(f"{path}: {e['name']!r}: lshdf says {e['objtype']!r}, "
                                 f"readhdf returns {got!r}")
+            elif (got in ROWS_AGREE and read_paths == [path] and e.get("shape")
+                  and len(e["shape"]) == 1 and e["shape"][0] != obj["size"]):
+                problems.append(f"{path}: {e['name']!r}: lshdf says {e['shape'][0]} rows, "
+                                f"readhdf reads {obj['size']}")
         elif claimed is not None and rep["error"]["code"] != "schema_error":
             # schema_error: readhdf took it for that type and found it broken (a GroupBy
             # without its segments), which is lshdf's claim too
