@@ -3,6 +3,7 @@
  * through them), the one detector of the schema table on objects made with the HDF5 C
  * library, the HDF5 error reader, and the file-name helpers (distributed sets, missing
  * names kept for allow_errors). */
+#include "check.h"
 #include "config.h"
 #include "locales.h"
 #include "storage/files.h"
@@ -19,17 +20,6 @@
 #include <unistd.h>
 
 config_t config; /* the daemon's is defined in main.c, which tests do not link */
-
-static int failures, checks;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        checks++;                                                                                  \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-        }                                                                                          \
-    } while (0)
 
 static void data_path(const char *name, char *out) {
     if (snprintf(out, PATH_MAX, "%s/%s", config.data_dir, name) >= PATH_MAX) abort();
@@ -275,8 +265,7 @@ int main(void) {
     locales_stop();
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", config.data_dir);
-    if (failures == 0 && !getenv("KEEP") && system(cmd) != 0)
+    if (check_failures == 0 && !getenv("KEEP") && system(cmd) != 0)
         fprintf(stderr, "could not remove %s\n", config.data_dir);
-    printf("%d checks, %d failed\n", checks, failures);
-    return failures ? 1 : 0;
+    return check_exit("test_storage_toolkits");
 }
