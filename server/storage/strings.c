@@ -419,9 +419,10 @@ static int detect(const schema_facts *f, schema_match *m) {
     (void)m;
     if (!f->is_group) return SCHEMA_NOT_MINE;
     if (f->has_objtype) return f->objtype == OBJTYPE_STRINGS ? SCHEMA_BY_OBJTYPE : SCHEMA_NOT_MINE;
-    /* Arkouda leaves some Strings unmarked: a child dataset `values` says Strings */
-    schema_child v = schema_child_of(f, CHILD_VALUES);
-    return v == SCHEMA_CHILD_BYTES || v == SCHEMA_CHILD_DATA ? SCHEMA_BY_SHAPE : SCHEMA_NOT_MINE;
+    /* Arkouda leaves some Strings unmarked: a child dataset `values` of bytes says Strings
+     * (other systems' groups hold `values` of numbers) */
+    return schema_child_of(f, CHILD_VALUES) == SCHEMA_CHILD_BYTES ? SCHEMA_BY_SHAPE
+                                                                  : SCHEMA_NOT_MINE;
 }
 
 static bool writes(const object *obj) {

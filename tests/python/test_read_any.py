@@ -831,36 +831,37 @@ def test_allow_errors_with_range(conn):
 ROWS_AGREE = ("pdarray", "strings", "segarray", "categorical")
 
 
-def disagreements(conn, path, read_paths=None):
+def disagreements(conn, path, read_paths=None, recursive=False):
     """For each top-level group and dataset lshdf lists in `path`: readhdf of that name
     (from `read_paths`, default the file alone: a distributed file is read with its set)
     must return the objtype lshdf gives it, and where readhdf fails (other than finding that
     very type broken: schema_error) lshdf must claim no objtype readhdf returns. Returns (names checked, problems)."""
     read_paths = read_paths or [path]
-    hdr, _ = conn.ok("lshdf", path=path)
+    hdr, _ = conn.ok("lshdf", path=path, recursive=recursive)
     checked, problems = [], []
     for e in hdr["result"]["entries"]:
         if e["kind"] not in ("group", "dataset"):
             continue
-        checked.append(e["name"])
+        name = e["path"].lstrip("/")
+        checked.append(name)
         claimed = e["objtype"] if e["objtype"] in READHDF_OBJTYPES else None
-        rep, _ = conn.raw("readhdf", paths=read_paths, datasets=[e["name"]])
+        rep, _ = conn.raw("readhdf", paths=read_paths, datasets=[name])
         if rep["ok"]:
-            obj = rep["result"]["objects"].get(e["name"])
+            obj = rep["result"]["objects"].get(name)
             got = obj["objtype"] if obj else None
             if obj:
                 conn.ok("delete", names=[obj["name"]])
             if got != claimed:
-                problems.append(f"{path}: {e['name']!r}: lshdf says {e['objtype']!r}, "
+                problems.append(f"{path}: {name!r}: lshdf says {e['objtype']!r}, "
                                 f"readhdf returns {got!r}")
             elif (got in ROWS_AGREE and read_paths == [path] and e.get("shape")
                   and len(e["shape"]) == 1 and e["shape"][0] != obj["size"]):
-                problems.append(f"{path}: {e['name']!r}: lshdf says {e['shape'][0]} rows, "
+                problems.append(f"{path}: {name!r}: lshdf says {e['shape'][0]} rows, "
                                 f"readhdf reads {obj['size']}")
         elif claimed is not None and rep["error"]["code"] != "schema_error":
             # schema_error: readhdf took it for that type and found it broken (a GroupBy
             # without its segments), which is lshdf's claim too
-            problems.append(f"{path}: {e['name']!r}: lshdf says {e['objtype']!r}, readhdf "
+            problems.append(f"{path}: {name!r}: lshdf says {e['objtype']!r}, readhdf "
                             f"fails: {rep['error']}")
     return checked, problems
 
@@ -977,17 +978,20 @@ def test_lshdf_agrees_with_readhdf(conn, case):
     assert not problems, "\n".join(problems)
 
 
-def test_lshdf_agrees_with_readhdf_arkouda_fixtures(conn, arkouda_fixtures):
+def test_lshdf_agrees_with_readhdf_every_fixture(conn, arkouda_fixtures):
+    """Every group and dataset, at every depth, of every HDF5 file among the fixtures of
+    every system (Arkouda, ExeTera, awkward, LBANN)."""
     sub = unique("akls")
     (conn.dir / sub).mkdir()
-    problems, seen = [], 0
-    for src in sorted(arkouda_fixtures.iterdir()):
+    problems, seen = [], set()
+    for src in sorted(arkouda_fixtures.parent.rglob("*")):
         if not src.is_file() or not h5py.is_hdf5(src):
             continue
-        shutil.copy(src, conn.dir / sub / src.name)
-        checked, found = disagreements(conn, f"{sub}/{src.name}")
-        assert checked, src.name
+        name = "_".join(src.relative_to(arkouda_fixtures.parent).parts)
+        shutil.copy(src, conn.dir / sub / name)
+        checked, found = disagreements(conn, f"{sub}/{name}", recursive=True)
+        assert checked, name
         problems += found
-        seen += 1
-    assert seen >= 1
+        seen.add(src.relative_to(arkouda_fixtures.parent).parts[0])
+    assert "arkouda" in seen, seen
     assert not problems, "\n".join(problems)
