@@ -646,6 +646,18 @@ def test_range_out_of_bounds(conn, own_set, plain_set):
     assert conn.raw("ping")[0]["ok"]
 
 
+def test_range_groupby_has_no_rows(conn):
+    """A GroupBy has no rows to select: bad_request naming it; without a range it reads."""
+    keys = conn.put(np.array([3, 1, 3, 2, 1], "<i8"))
+    gb = conn.make("groupby", keys=[keys])
+    path = unique("gbr") + ".h5"
+    conn.tohdf([gb], path, datasets=["gb"], file_type="single")
+    err = conn.fail("readhdf", paths=[path], datasets=["gb"], start=0, stop=2)
+    assert err["code"] == "bad_request" and "GroupBy" in err["message"] and "gb" in err["message"]
+    res, _ = conn.read([path], datasets=["gb"])
+    assert res["objects"]["gb"]["objtype"] == "groupby"
+
+
 def test_range_one_bound(conn, plain_set):
     """start alone reads to the end; stop alone reads from the first row."""
     files, want = plain_set
