@@ -2,7 +2,6 @@
 #include "hdf5_util.h"
 
 #include "layout.h"
-#include "storage.h"
 
 #include <stdarg.h>
 #include <stdint.h>
