@@ -317,7 +317,7 @@ int main(int argc, char **argv) {
         return storage_init() < 0 ? 1 : sandbox_probe_main(argv[2]);
     if (configure(argc, argv) != 0) return 2;
 
-    /* Reuse receive buffers (DESIGN.md): ZeroMQ receives each large frame into a block of
+    /* Reuse receive buffers (docs/DESIGN.md): ZeroMQ receives each large frame into a block of
      * its own from malloc in its I/O thread, and a request holds all its frames until it
      * is served. By default glibc maps such blocks afresh until the first free of a large
      * one, and gives a thread's heap back to the kernel as soon as it is all free, so each

@@ -1,5 +1,5 @@
 /* Freed shard memory kept for reuse. Touching fresh pages costs more than copying into
- * them (DESIGN.md), and the C library hands large blocks back to the kernel when they are
+ * them (docs/DESIGN.md), and the C library hands large blocks back to the kernel when they are
  * freed, so without this every new array would pay for its pages again. Each locale keeps
  * the large blocks its shards used, and a new shard of similar size on that locale takes
  * one instead of allocating.

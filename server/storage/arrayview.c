@@ -1,4 +1,4 @@
-/* ArrayView on disk (ARKOUDA_FORMAT.md): one flattened rank-1 dataset (C order) with
+/* ArrayView on disk (docs/FORMAT.md): one flattened rank-1 dataset (C order) with
  * ObjType=0 and the attributes `Rank` (int64 scalar) and `Shape` (int64, length Rank). A
  * distributed file holds its locale's block of the flattened elements and the whole shape. */
 #include "families.h"

@@ -1,4 +1,4 @@
-/* bigint on disk (ARKOUDA_FORMAT.md): group `/<name>` with Arkouda's object attributes
+/* bigint on disk (docs/FORMAT.md): group `/<name>` with Arkouda's object attributes
  * (ObjType=1), then `isBigInt`=1, `MaxBits` (-1 unbounded) and `NumLimbs`, holding the limbs
  * `Limb_0` ... (uint64 datasets, least significant first), each block-distributed. */
 #include "families.h"

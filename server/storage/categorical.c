@@ -1,4 +1,4 @@
-/* Categorical on disk (ARKOUDA_FORMAT.md): group `/<name>` (ObjType=4) holding `codes`
+/* Categorical on disk (docs/FORMAT.md): group `/<name>` (ObjType=4) holding `codes`
  * (int64), `categories` (a Strings group), `NA_Codes` (int64: the index of the NA
  * category) and, when both exist, `permutation` and `segments`. Each component is written
  * as its own block-distributed array (codes index the categories of the whole set, so

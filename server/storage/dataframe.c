@@ -1,4 +1,4 @@
-/* DataFrame on disk (ARKOUDA_FORMAT.md, PROTOCOL.md "Files of composites"). The snapshot
+/* DataFrame on disk (docs/FORMAT.md, protocol/PROTOCOL.md "Files of composites"). The snapshot
  * layout: group `/<name>` (ObjType=6, NumCols, ColumnOrder) holding one child per column
  * (pdarray, Strings, Categorical or SegArray) and the index as an Index group `Index`. The
  * columns layout: each column a top-level object named after it, the index a top-level

@@ -1,4 +1,4 @@
-/* GroupBy on disk (ARKOUDA_FORMAT.md): group `/<name>` (ObjType=5, NumKeys) holding
+/* GroupBy on disk (docs/FORMAT.md): group `/<name>` (ObjType=5, NumKeys) holding
  * `segments`, `permutation`, `unique_key_idx` (int64) and the keys `KEY_0` ... (each a
  * pdarray, Strings or Categorical). Every component is its own block-distributed array. */
 #include "families.h"

@@ -1,4 +1,4 @@
-/* Index and MultiIndex on disk (ARKOUDA_FORMAT.md): group `/<name>` (ObjType=12 or 13,
+/* Index and MultiIndex on disk (docs/FORMAT.md): group `/<name>` (ObjType=12 or 13,
  * NumIdx) holding the levels `IDX_0` ... (each a pdarray, Strings or Categorical; Arkouda's
  * single files omit the pdarray levels' attributes). */
 #include "families.h"

@@ -1,4 +1,4 @@
-/* Names and numbers of Arkouda's HDF5 schema (ARKOUDA_FORMAT.md), in one place for the
+/* Names and numbers of Arkouda's HDF5 schema (docs/FORMAT.md), in one place for the
  * writers and readers of every object type. */
 #ifndef H5ARK_STORAGE_LAYOUT_H
 #define H5ARK_STORAGE_LAYOUT_H

@@ -1,5 +1,5 @@
 /* lshdf: describe the groups, datasets and links of any HDF5 file in Arkouda's terms
- * (ARKOUDA_FORMAT.md). The file is untrusted: it is opened read-only, links are never
+ * (docs/FORMAT.md). The file is untrusted: it is opened read-only, links are never
  * followed (soft and external links are reported, hard-link aliases and cycles are
  * reported once), and entry count, depth, attribute sizes and text lengths are capped so a
  * hostile file costs bounded time and memory. */

@@ -1,4 +1,4 @@
-/* A pdarray on disk (ARKOUDA_FORMAT.md): dataset `/<name>`, rank 1, contiguous, the
+/* A pdarray on disk (docs/FORMAT.md): dataset `/<name>`, rank 1, contiguous, the
  * element type at its own width (bool: 1-byte unsigned plus isBool=1), with ObjType=1,
  * file_version and arkouda_version. Legacy files: no attributes (v0, v1), and v1 bools as
  * `/<name>/booleans`. */

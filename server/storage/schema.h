@@ -10,7 +10,7 @@
  * read.c, write.c, list.c, sandbox.c). Calls only go down.
  *
  * Adding a family: a new kind in node.h's read_kind, a file defining its schema_family,
- * and its row in storage.c's table. See docs/DESIGN.md, "The storage layer". */
+ * and its row in storage.c's table. See docs/STORAGE.md, "Adding a family". */
 #ifndef H5ARK_STORAGE_SCHEMA_H
 #define H5ARK_STORAGE_SCHEMA_H
 

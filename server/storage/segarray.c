@@ -1,4 +1,4 @@
-/* SegArray on disk (ARKOUDA_FORMAT.md): group `/<name>` (ObjType=3) holding `segments`
+/* SegArray on disk (docs/FORMAT.md): group `/<name>` (ObjType=3) holding `segments`
  * (int64 start of each sub-array in `values`) and `values` (a pdarray dataset, or a Strings
  * group for a SegArray of strings). A distributed file holds the sub-arrays whose segment
  * lies on its locale, with their segments restarted at 0: the values block-distributed on

@@ -1,5 +1,5 @@
 /* The HDF5 storage layer: what the hdf commands call. Files follow Arkouda's schema
- * (ARKOUDA_FORMAT.md); paths given here are already resolved by files.c. */
+ * (docs/FORMAT.md); paths given here are already resolved by files.c. */
 #ifndef H5ARK_STORAGE_H
 #define H5ARK_STORAGE_H
 

@@ -1,4 +1,4 @@
-/* Strings on disk (ARKOUDA_FORMAT.md): group `/<name>` (ObjType=2) holding `values`
+/* Strings on disk (docs/FORMAT.md): group `/<name>` (ObjType=2) holding `values`
  * (uint8: every string's bytes and one NUL) and `segments` (int64 start offsets, starting
  * at 0 in each file), both with ObjType=1. Readers also take files without `segments`
  * (offsets come from the NULs) and files without any attributes. */

@@ -1,7 +1,7 @@
 """tohdf and readhdf against a real daemon, with nothing but the wire protocol and h5py:
 round trips of every dtype and of strings over both file types and both write modes on
 daemons of 1, 3 and more locales than elements; the files checked against Arkouda's schema
-(ARKOUDA_FORMAT.md); files written by one locale count read by another; hand-made h5py
+(docs/FORMAT.md); files written by one locale count read by another; hand-made h5py
 files; truncate warnings, append collisions and file-count rules; Arkouda's own fixtures;
 the readhdf options; refused paths, missing and damaged files."""
 import ctypes
@@ -67,7 +67,7 @@ def files_of(path, file_type, locales=LOCALES):
 
 
 def check_object_attrs(obj, objtype, is_bool=False):
-    """The metadata attributes of ARKOUDA_FORMAT.md, with their HDF5 types and order."""
+    """The metadata attributes of docs/FORMAT.md, with their HDF5 types and order."""
     attrs = obj.attrs
     assert attrs["ObjType"] == objtype
     assert attrs.get_id("ObjType").get_type().dtype == np.dtype("<i8")

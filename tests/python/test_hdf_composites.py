@@ -1,7 +1,7 @@
 """tohdf, readhdf, lshdf, mode update and repack for composite objects against a real
 daemon: SegArray (numeric and strings values), Categorical, GroupBy, DataFrame (both layouts,
 ColumnOrder), Index and MultiIndex, ArrayView, bigint and tagged pdarrays, single and
-distributed, truncate and append; files checked with h5py against ARKOUDA_FORMAT.md; files
+distributed, truncate and append; files checked with h5py against docs/FORMAT.md; files
 written by one locale count read by another; Arkouda's own omissions and older client-side
 layouts built with h5py; empty objects; bad inputs with the daemon still answering."""
 

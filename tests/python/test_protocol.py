@@ -1,6 +1,6 @@
 """The wire protocol against a real daemon, with nothing but pyzmq, msgpack and numpy:
 every command except the HDF5 ones, every fill and dtype, payload framing, malformed input
-of every kind, auth, memory limits, shutdown and concurrency (see ../../../shared/PROTOCOL.md)."""
+of every kind, auth, memory limits, shutdown and concurrency (see protocol/PROTOCOL.md)."""
 import signal
 import threading
 import uuid
