@@ -4,6 +4,7 @@
 #include "families.h"
 
 #include "layout.h"
+#include "locales.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,12 +107,30 @@ fail:
     return -1;
 }
 
+typedef struct {
+    const read_part *part;
+    object *tag;
+    uint64_t inner; /* elements a row */
+} row_tag_job;
+
+/* tag_data names each row's file: the file of the row's first element. */
+static void tag_rows(int b, void *ctx) {
+    row_tag_job *j = ctx;
+    const shard *s = &j->tag->values->shards[b];
+    int64_t *out = s->data;
+    for (uint64_t i = 0; i < s->count; i++) {
+        uint64_t e = (s->start + i) * j->inner;
+        out[i] =
+            j->part->n && e < j->part->total ? j->part->src[read_part_find(j->part, e)].file : 0;
+    }
+}
+
 static int build(read_node *n, bool strict, bool tags, object **obj, object **tag,
                  h5ark_error *err) {
     *obj = *tag = NULL;
     if (pdarray_settle_dtype(&n->ds, strict, err)) return -1;
-    object *flat = NULL;
-    if (pdarray_read(&n->ds, tags, &flat, tag, err)) return -1;
+    object *flat = NULL, *unused = NULL;
+    if (pdarray_read(&n->ds, false, &flat, &unused, err)) return -1;
     uint64_t product = 1;
     bool overflow = false;
     for (unsigned i = 0; i < n->ndim; i++) {
@@ -123,6 +142,12 @@ static int build(read_node *n, bool strict, bool tags, object **obj, object **ta
                    "ArrayView '%s': its Shape does not match its %llu elements", n->path,
                    (unsigned long long)flat->size);
         goto fail;
+    }
+    uint64_t rows = n->ndim ? n->shape[0] : 0;
+    if (tags) {
+        if (!(*tag = object_new_pdarray(H5ARK_INT64, rows, err))) goto fail;
+        row_tag_job j = {&n->ds.values, *tag, rows ? product / rows : 0};
+        locales_run(tag_rows, &j);
     }
     object *av = object_new_composite(H5ARK_ARRAYVIEW, flat->dtype, flat->size, err);
     if (!av) goto fail;

@@ -109,7 +109,7 @@ int schema_unclaimed(const schema_facts *f, h5ark_error *err) {
             f->path, name, (long long)f->objtype, f->is_group ? " on a group" : " on a dataset");
     }
     if (f->is_group)
-        return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+        return h5ark_fail(err, H5ARK_TYPE_ERROR,
                           "group '%s' is not an object h5ark reads: it has no ObjType and none "
                           "of the children that would tell its type",
                           f->path);

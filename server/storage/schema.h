@@ -3,7 +3,9 @@
  * family is one row of one table, registered at start (storage.c). Everything that must
  * know what an HDF5 object is asks the one detector here (schema_detect): readhdf's
  * probes, lshdf, and the writers that look at existing files. Composites reach their
- * components through the dispatchers here, never by naming another family's functions.
+ * components through the dispatchers here; the few functions one family lends another
+ * (ArrayView probes as a pdarray, SegArray writes Strings rows, DataFrame writes an Index)
+ * are declared in families.h, never reached by including another family's file.
  *
  * Layers, from the bottom: HDF5 helpers, files, io (toolkits); node.h (the read tree) and
  * plan.h (the write plan); this table; the families; then the orchestrators (probe.c,

@@ -455,7 +455,7 @@ def test_plain_strings(conn, kind):
 
 
 UNREPRESENTABLE = ["bad_compound", "bad_objref", "bad_regref", "bad_opaque", "bad_vlen_int",
-                   "bad_array"]
+                   "bad_array", "bad_group"]
 
 
 def unrepresentable_file(conn, path, n=4):
@@ -478,6 +478,9 @@ def unrepresentable_file(conn, path, n=4):
         vl = h.create_dataset("bad_vlen_int", (n,), dtype=h5py.vlen_dtype(np.int32))
         vl[0] = np.arange(3, dtype=np.int32)
         h.create_dataset("bad_array", (n,), dtype=np.dtype(("<i4", (3,))))
+        other = h.create_group("bad_group")  # another system's group: nothing claims it
+        other.attrs["fieldtype"] = "numeric,int32"
+        other["values"] = np.arange(n, dtype="<i4")
     return keep
 
 
@@ -716,6 +719,11 @@ def test_tag_data_plain_files(conn, plain_set):
     starts = np.concatenate([[0], np.cumsum(PLAIN_LENGTHS)])
     assert conn.get_strings(res["objects"]["fstr"]["name"]) == sum(
         (want["fstr"][starts[i]:starts[i + 1]] for i in order), [])
+    # an N-d array: one code a first-axis row, not one an element
+    res, _ = conn.read(pattern, datasets=["cube"], tag_data=True)
+    assert codes_of(conn, res).tolist() == owners(PLAIN_LENGTHS).tolist()
+    res, _ = conn.read(pattern, datasets=["cube"], tag_data=True, start=3, stop=24)
+    assert codes_of(conn, res).tolist() == owners(PLAIN_LENGTHS)[3:24].tolist()
 
 
 def test_tag_data_daemon_written_files(conn, own_set):
