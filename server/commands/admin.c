@@ -1,14 +1,18 @@
-/* Commands about the daemon and its registry: ping getconfig info delete clear shutdown. */
+/* Commands about the daemon and its registry: ping getconfig info delete clear shutdown, and
+ * the test-only fault. */
 #include "commands.h"
 
 #include "config.h"
 #include "locales.h"
 #include "registry.h"
 #include "shardcache.h"
+#include "sysio.h"
 
+#include <errno.h>
 #include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <zmq.h>
 
 static int cmd_ping(command_ctx *ctx, h5ark_error *err) {
@@ -89,6 +93,40 @@ static int cmd_shutdown(command_ctx *ctx, h5ark_error *err) {
     return reply_set(ctx, "stopping", h5ark_value_bool(true), err);
 }
 
+/* Test-only (H5ARK_FAULTS=1): report the calls since the last fault command, then arm the
+ * next fault (nth > 0) or only count (docs/FAULTS.md). */
+static int cmd_fault(command_ctx *ctx, h5ark_error *err) {
+    if (!sysio_faults_on())
+        return h5ark_fail(err, H5ARK_FORBIDDEN,
+                          "fault injection is for tests: start the daemon with %s=1",
+                          SYSIO_FAULTS_ENV);
+    static const struct {
+        const char *name;
+        int value;
+    } errnos[] = {{"EIO", EIO}, {"ENOSPC", ENOSPC}, {"ENOMEM", ENOMEM}};
+    const char *cls = arg_str(ctx, "class", "io"), *ename = arg_str(ctx, "error", "EIO");
+    uint64_t nth = arg_uint(ctx, "nth", 0);
+    sysio_class c = strcmp(cls, "io") == 0      ? SYSIO_IO
+                    : strcmp(cls, "alloc") == 0 ? SYSIO_ALLOC
+                                                : SYSIO_CLASSES;
+    int e = 0;
+    for (size_t i = 0; i < sizeof errnos / sizeof errnos[0]; i++)
+        if (strcmp(ename, errnos[i].name) == 0) e = errnos[i].value;
+    if (c == SYSIO_CLASSES || !e)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "fault: class is io or alloc, error EIO, ENOSPC or ENOMEM");
+    uint64_t counts[SYSIO_CLASSES];
+    const char *fired = sysio_faults_report(counts);
+    char call[16] = "";
+    if (fired) snprintf(call, sizeof call, "%s", fired);
+    sysio_faults_arm(c, nth, e);
+    if (reply_set(ctx, "io", h5ark_value_uint(counts[SYSIO_IO]), err) ||
+        reply_set(ctx, "alloc", h5ark_value_uint(counts[SYSIO_ALLOC]), err) ||
+        reply_set(ctx, "fired", fired ? h5ark_value_str(call) : h5ark_value_nil(), err))
+        return -1;
+    return 0;
+}
+
 const command_def admin_commands[] = {
     {"ping", cmd_ping, {{0}}, .immediate = true, .read_only = true},
     {"getconfig", cmd_getconfig, {{0}}, .immediate = true, .read_only = true},
@@ -96,5 +134,8 @@ const command_def admin_commands[] = {
     {"delete", cmd_delete, {{"names", ARG_STR_ARRAY, true}, {0}}},
     {"clear", cmd_clear, {{0}}},
     {"shutdown", cmd_shutdown, {{0}}},
+    {"fault",
+     cmd_fault,
+     {{"class", ARG_STR, false}, {"nth", ARG_UINT, false}, {"error", ARG_STR, false}, {0}}},
     {0},
 };

@@ -3,6 +3,7 @@
 
 #include "layout.h"
 #include "storage.h"
+#include "sysio.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -38,6 +39,7 @@ int h5u_init(void) {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     /* A file names its filters; never let that make the library load a shared object. */
     H5PLset_loading_state(0);
+    if (h5u_vfd_init() < 0) return -1;
     /* Nor let a link take it into another file, however the link is reached (a soft link
      * can lead to an external one): the library's class for external links is replaced by
      * one that cannot be followed. */
@@ -489,8 +491,9 @@ int h5u_inspect(hid_t loc, const char *path, uint64_t file_size, const char *wha
 int h5u_read_slab(const char *file, const char *dset_path, uint64_t first, uint64_t count,
                   h5ark_dtype dtype, void *dest, h5ark_error *err) {
     h5u_quiet();
+    h5u_io_clear();
     int rc = -1;
-    hid_t file_id = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t file_id = H5Fopen(file, H5F_ACC_RDONLY, h5u_fapl());
     hid_t dset = H5I_INVALID_HID, ftype = H5I_INVALID_HID, mtype = H5I_INVALID_HID;
     hid_t fspace = H5I_INVALID_HID, mspace = H5I_INVALID_HID;
     void *rows = NULL;
@@ -529,7 +532,7 @@ int h5u_read_slab(const char *file, const char *dset_path, uint64_t first, uint6
     hsize_t total = rank > 1 ? cnt[0] * inner : count;
     size_t msize = mtype >= 0 ? H5Tget_size(mtype) : 0;
     if (rank > 1 && (total != count || skip)) {
-        rows = msize && total <= SIZE_MAX / msize ? malloc(total * msize) : NULL;
+        rows = msize && total <= SIZE_MAX / msize ? sysio.malloc(total * msize) : NULL;
         if (!rows) {
             h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
             goto out;

@@ -4,6 +4,7 @@
 #include "probe.h"
 
 #include "layout.h"
+#include "sysio.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -12,7 +13,7 @@
 #include <sys/stat.h>
 
 static int make_datasets(read_probe *st, h5ark_error *err) {
-    st->nodes = calloc(st->names.n ? st->names.n : 1, sizeof *st->nodes);
+    st->nodes = sysio.calloc(st->names.n ? st->names.n : 1, sizeof *st->nodes);
     if (!st->nodes) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     for (size_t i = 0; i < st->names.n; i++) {
         read_node *n = &st->nodes[i];
@@ -110,7 +111,7 @@ static int list_objects(hid_t file, h5u_names *out, h5ark_error *err) {
 static int probe_file(const read_probe_request *rq, size_t k, read_probe *st, h5ark_error *err) {
     const char *path = rq->paths[k];
     /* one open of each file: what kind of failure it was is asked only after one */
-    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, h5u_fapl());
     hsize_t size = 0;
     if (file < 0) {
         struct stat sb;
