@@ -111,7 +111,11 @@ int files_resolve(const char *rel, bool create_dirs, char out[PATH_MAX], h5ark_e
     if (!inside_data_dir(real))
         return h5ark_fail(err, H5ARK_FORBIDDEN, "path '%s' leads out of the data directory", rel);
     struct stat st;
-    if (sysio.lstat(abs, &st) == 0) {
+    bool there = sysio.lstat(abs, &st) == 0;
+    /* not knowing is not "missing": a write would take it for a new file */
+    if (!there && errno != ENOENT)
+        return h5ark_fail(err, H5ARK_IO_ERROR, "cannot look at '%s': %s", rel, strerror(errno));
+    if (there) {
         if (!realpath(abs, real)) {
             /* a dangling link: nothing inside to read, and writing through it is refused */
             return h5ark_fail(err, H5ARK_FORBIDDEN, "path '%s' is a link that leads nowhere", rel);
@@ -262,11 +266,20 @@ int files_expand(const char *const *patterns, size_t npatterns, char ***paths, s
         if (!has_glob(norm)) {
             char resolved[PATH_MAX];
             struct stat st;
-            if (files_resolve(norm, false, resolved, err) == 0 && sysio.stat(resolved, &st) == 0) {
-                if (add_path(paths, count, &cap, resolved, err)) goto fail;
-                continue;
+            if (files_resolve(norm, false, resolved, err) == 0) {
+                if (sysio.stat(resolved, &st) == 0) {
+                    if (add_path(paths, count, &cap, resolved, err)) goto fail;
+                    continue;
+                }
+                if (errno != ENOENT) {
+                    h5ark_fail(err, H5ARK_IO_ERROR, "cannot look at '%s': %s", patterns[i],
+                               strerror(errno));
+                    goto fail;
+                }
             }
-            if (err->code == H5ARK_FORBIDDEN || err->code == H5ARK_BAD_REQUEST) goto fail;
+            if (err->code == H5ARK_FORBIDDEN || err->code == H5ARK_BAD_REQUEST ||
+                err->code == H5ARK_IO_ERROR)
+                goto fail;
             /* not there: maybe the name of a distributed set */
             char set[PATH_MAX];
             if (files_locale_name(abs, 0, set, sizeof set) == 0) {

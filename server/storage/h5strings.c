@@ -105,6 +105,7 @@ static int gather_src(const read_src *src, uint64_t first, uint64_t count, gathe
     }
     if (vlen) H5Dvlen_reclaim(mtype, mspace, H5P_DEFAULT, buf);
 out:
+    if (rc) h5u_io_blame(file, err);
     free(buf);
     if (mspace >= 0) H5Sclose(mspace);
     if (fspace >= 0) H5Sclose(fspace);

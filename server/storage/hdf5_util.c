@@ -5,6 +5,7 @@
 #include "storage.h"
 #include "sysio.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -80,12 +81,21 @@ int h5u_fail(h5ark_error *err, h5ark_code code, const char *fmt, ...) {
         H5Ewalk2(stack, H5E_WALK_UPWARD, walk_cb, &w);
         H5Eclose_stack(stack);
     }
+    int io = h5u_io_errno();
+    h5u_io_clear();
     if (!err) return -1;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err->message, sizeof err->message, fmt, ap);
     va_end(ap);
     err->code = code;
+    if (io == ENOMEM) {
+        err->code = H5ARK_RESOURCE_LIMIT;
+        snprintf(w.text, sizeof w.text, "out of memory");
+    } else if (io) {
+        err->code = H5ARK_IO_ERROR;
+        snprintf(w.text, sizeof w.text, "%s", strerror(io));
+    }
     size_t used = strlen(err->message);
     if (w.text[0] && used + 3 < sizeof err->message)
         snprintf(err->message + used, sizeof err->message - used, ": %s", w.text);
@@ -207,7 +217,9 @@ int h5u_link_exists(hid_t loc, const char *path) {
         memcpy(prefix, path, i);
         prefix[i] = '\0';
         htri_t r = H5Lexists(loc, prefix, H5P_DEFAULT);
-        /* an intermediate component that is not a group makes the lookup fail: absent */
+        /* an intermediate component that is not a group makes the lookup fail: absent; a
+         * file that could not be read is not */
+        if (r < 0 && h5u_io_errno()) return -1;
         if (r <= 0) {
             H5Eclear2(H5E_DEFAULT);
             return 0;
@@ -553,6 +565,7 @@ int h5u_read_slab(const char *file, const char *dset_path, uint64_t first, uint6
     if (rows) memcpy(dest, (char *)rows + skip * msize, count * msize);
     rc = 0;
 out:
+    if (rc) h5u_io_blame(file_id, err);
     free(rows);
     if (mspace >= 0) H5Sclose(mspace);
     if (fspace >= 0) H5Sclose(fspace);

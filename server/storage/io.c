@@ -17,7 +17,7 @@ int io_pread_full(int fd, void *buf, uint64_t len, uint64_t offset) {
         if (got < 0 && errno == EINTR) continue;
         if (got < 0) return -1;
         if (got == 0) {
-            errno = EIO;
+            errno = ENODATA;
             return -1;
         }
         p += got;

@@ -81,7 +81,7 @@ static int pread_src(const read_src *src, uint64_t first, uint64_t count, size_t
     if (io_pread_full(fd, dest, count * itemsize, src->info.offset + first * itemsize))
         rc = h5ark_fail(err, H5ARK_IO_ERROR, "cannot read '%s' from '%s': %s", src->dset,
                         files_display(src->path),
-                        errno == EIO ? "the file ends early" : strerror(errno));
+                        errno == ENODATA ? "the file ends early" : strerror(errno));
     sysio.close(fd);
     return rc;
 }

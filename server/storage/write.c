@@ -190,8 +190,11 @@ static int check_collisions(const out_file *f, const top_names *names, bool upda
                         update ? "update" : "append to", f->rel);
     int rc = 0;
     for (size_t i = 0; i < names->n && rc == 0; i++) {
-        int there = h5u_link_exists(file, names->v[i]) == 1;
-        if (!update && there)
+        int there = h5u_link_exists(file, names->v[i]);
+        if (there < 0)
+            rc = h5u_fail(err, H5ARK_SCHEMA_ERROR, "cannot look for '%s' in '%s'", names->v[i],
+                          f->rel);
+        else if (!update && there)
             rc = h5ark_fail(err, H5ARK_ALREADY_EXISTS,
                             "dataset '%s' already exists in '%s'; nothing was written", names->v[i],
                             f->rel);
@@ -316,6 +319,13 @@ static int copy_contents(hid_t src, hid_t dst, const top_names *skip, const char
 
 /* ---- writing ----------------------------------------------------------------------- */
 
+/* A temporary of a failed write: one more try when removing it fails (a transient error),
+ * and what still fails is left to the next start's sweep. */
+static void remove_temp(const char *tmp) {
+    if (sysio.unlink(tmp) == 0 || errno == ENOENT) return;
+    sysio.unlink(tmp);
+}
+
 /* Copy src to a new file dst (for append: the copy is extended, then renamed over src). */
 static int copy_file(const char *src, const char *dst, const char *shown, h5ark_error *err) {
     int in = sysio.open(src, O_RDONLY | O_CLOEXEC, 0);
@@ -383,10 +393,11 @@ static int build_file(out_file *f, int index, storage_mode mode, bool distribute
             return h5u_fail(err, H5ARK_IO_ERROR, "cannot open a copy of '%s' to append to it",
                             f->rel);
     } else {
+        /* before the create: a create failing part way can leave the file behind */
+        f->tmp_made = true;
         file = H5Fcreate(f->tmp, H5F_ACC_EXCL, H5P_DEFAULT, h5u_fapl());
         if (file < 0)
             return h5u_fail(err, H5ARK_IO_ERROR, "cannot create a file beside '%s'", f->rel);
-        f->tmp_made = true;
         int rc;
         if (mode == STORAGE_UPDATE) {
             /* everything but the datasets being replaced, into a fresh file */
@@ -586,6 +597,11 @@ int storage_write_ex(const storage_item *items, size_t nitems, const char *path,
         }
         struct stat st;
         f->exists = sysio.lstat(f->final, &st) == 0;
+        /* not knowing is not "missing": an append would drop the old contents */
+        if (!f->exists && errno != ENOENT) {
+            h5ark_fail(err, H5ARK_IO_ERROR, "cannot look at '%s': %s", f->rel, strerror(errno));
+            goto out;
+        }
     }
     if (distributed && !of[0].dir_missing && find_locale_set(path, &existing, err)) goto out;
 
@@ -664,7 +680,7 @@ out:
     write_plan_close(&plan, NULL);
     close_files(of, nfiles, NULL);
     for (int i = 0; i < nfiles; i++)
-        if (of[i].tmp_made) sysio.unlink(of[i].tmp);
+        if (of[i].tmp_made) remove_temp(of[i].tmp);
     locale_errors_free(&job.le);
     locale_set_free(&existing);
     free(of);
@@ -706,7 +722,7 @@ int storage_repack(char *const *paths, size_t npaths, h5ark_value *files, uint64
             rc = h5u_fail(err, H5ARK_IO_ERROR, "repack: cannot write the new '%s'", shown);
         if (rc == 0) rc = files_replace(tmp, paths[i], err);
         if (rc) {
-            if (dst >= 0) sysio.unlink(tmp);
+            remove_temp(tmp);
             return -1;
         }
         struct stat st2;
