@@ -122,7 +122,9 @@ static int cmd_fault(command_ctx *ctx, h5ark_error *err) {
     sysio_faults_arm(c, nth, e);
     if (reply_set(ctx, "io", h5ark_value_uint(counts[SYSIO_IO]), err) ||
         reply_set(ctx, "alloc", h5ark_value_uint(counts[SYSIO_ALLOC]), err) ||
-        reply_set(ctx, "fired", fired ? h5ark_value_str(call) : h5ark_value_nil(), err))
+        reply_set(ctx, "fired", fired ? h5ark_value_str(call) : h5ark_value_nil(), err) ||
+        reply_set(ctx, "hdf5_open",
+                  h5ark_value_int((int64_t)H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL)), err))
         return -1;
     return 0;
 }

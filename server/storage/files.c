@@ -373,8 +373,8 @@ int files_replace_all(const char *const *tmps, const char *const *finals, int n,
         locales_run(flush_some, &job);
     int bad = atomic_load(&job.failed);
     if (bad)
-        return h5ark_fail(err, H5ARK_IO_ERROR, "cannot flush '%s': %s",
-                          files_display(tmps[bad - 1]), strerror(job.error));
+        return h5ark_fail(err, H5ARK_IO_ERROR, "cannot flush the new '%s': %s",
+                          files_display(finals[bad - 1]), strerror(job.error));
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
         /* Freeing a large replaced file's blocks takes the filesystem a good part of a

@@ -36,6 +36,9 @@ void h5u_io_clear(void);
  * being read or written: when this thread's driver calls or the file's own saw an I/O
  * error, err becomes io_error (resource_limit for ENOMEM), saying why. */
 void h5u_io_blame(hid_t file, h5ark_error *err);
+/* Close a file, dataset or group that was written: -1 when the close or a write it made
+ * failed (h5u_fail then says why), and the identifier is gone either way. */
+int h5u_close_written(hid_t id);
 
 /* Whether path holds an HDF5 file: > 0 yes, 0 no, < 0 it cannot be told. */
 htri_t h5u_is_hdf5(const char *path);

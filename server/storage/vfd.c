@@ -31,6 +31,7 @@ typedef struct {
 static hid_t driver = H5I_INVALID_HID;
 static hid_t fapl = H5I_INVALID_HID;
 static _Thread_local int last_errno;
+static _Thread_local bool closing; /* in h5u_close_written */
 
 int h5u_io_errno(void) {
     return last_errno;
@@ -49,6 +50,15 @@ static herr_t failed_on(vfd_file *f) {
     failed();
     if (!f->error) f->error = last_errno;
     return -1;
+}
+
+/* A write failing while a written file or dataset closes: a close the library sees fail
+ * leaves the object half torn down and its identifier behind (to crash when the library
+ * shuts down), so the failure goes to the caller only (h5u_close_written), who throws the
+ * file away. */
+static herr_t write_failed(vfd_file *f) {
+    failed_on(f);
+    return closing ? 0 : -1;
 }
 
 static H5FD_t *vfd_open(const char *name, unsigned flags, hid_t fapl_id, haddr_t maxaddr) {
@@ -161,13 +171,13 @@ static herr_t vfd_write(H5FD_t *file, H5FD_mem_t type, hid_t dxpl, haddr_t addr,
     vfd_file *f = (vfd_file *)file;
     if (addr == HADDR_UNDEF || addr > MAXADDR || size > MAXADDR - addr || addr + size > f->eoa) {
         errno = EINVAL;
-        return failed_on(f);
+        return write_failed(f);
     }
     const char *p = buf;
     while (size > 0) {
         ssize_t put = sysio.pwrite(f->fd, p, size > IO_MAX ? IO_MAX : size, (off_t)addr);
         if (put < 0 && errno == EINTR) continue;
-        if (put <= 0) return failed_on(f);
+        if (put <= 0) return write_failed(f);
         p += put, addr += (haddr_t)put, size -= (size_t)put;
     }
     if (addr > f->eof) f->eof = addr;
@@ -178,7 +188,7 @@ static herr_t vfd_truncate(H5FD_t *file, hid_t dxpl, hbool_t closing) {
     (void)dxpl, (void)closing;
     vfd_file *f = (vfd_file *)file;
     if (f->eoa == f->eof) return 0;
-    if (sysio.ftruncate(f->fd, (off_t)f->eoa) != 0) return failed_on(f);
+    if (sysio.ftruncate(f->fd, (off_t)f->eoa) != 0) return write_failed(f);
     f->eof = f->eoa;
     return 0;
 }
@@ -226,6 +236,18 @@ int h5u_vfd_init(void) {
 
 hid_t h5u_fapl(void) {
     return fapl;
+}
+
+int h5u_close_written(hid_t id) {
+    H5I_type_t type = H5Iget_type(id);
+    last_errno = 0; /* what failed before was reported by the call it failed in */
+    closing = true;
+    herr_t r = type == H5I_FILE      ? H5Fclose(id)
+               : type == H5I_DATASET ? H5Dclose(id)
+               : type == H5I_GROUP   ? H5Gclose(id)
+                                     : H5Idec_ref(id);
+    closing = false;
+    return r < 0 || last_errno ? -1 : 0;
 }
 
 /* The first failed call of an open file (0: none, or not opened through h5u_fapl). */

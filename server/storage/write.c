@@ -398,6 +398,7 @@ static int build_file(out_file *f, int index, storage_mode mode, bool distribute
         file = H5Fcreate(f->tmp, H5F_ACC_EXCL, H5P_DEFAULT, h5u_fapl());
         if (file < 0)
             return h5u_fail(err, H5ARK_IO_ERROR, "cannot create a file beside '%s'", f->rel);
+        h5u_io_clear(); /* the library tries an open first: a failure it got past */
         int rc;
         if (mode == STORAGE_UPDATE) {
             /* everything but the datasets being replaced, into a fresh file */
@@ -410,7 +411,7 @@ static int build_file(out_file *f, int index, storage_mode mode, bool distribute
                                     distributed ? FILE_FORMAT_DISTRIBUTE : FILE_FORMAT_SINGLE, err);
         }
         if (rc) {
-            H5Fclose(file);
+            h5u_close_written(file);
             return h5ark_fail_context(err, "'%s'", f->rel);
         }
     }
@@ -424,8 +425,7 @@ static int build_file(out_file *f, int index, storage_mode mode, bool distribute
         f->h5 = file;
         return 0;
     }
-    if ((H5Fclose(file) < 0 || h5u_io_errno()) && rc == 0)
-        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close it");
+    if (h5u_close_written(file) && rc == 0) rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close it");
     return rc ? h5ark_fail_context(err, "writing '%s'", f->rel) : 0;
 }
 
@@ -447,7 +447,7 @@ static int close_files(out_file *of, int nfiles, h5ark_error *err) {
     int rc = 0;
     for (int i = 0; i < nfiles; i++) {
         if (of[i].h5 < 0) continue;
-        if ((H5Fclose(of[i].h5) < 0 || h5u_io_errno()) && rc == 0)
+        if (h5u_close_written(of[i].h5) && rc == 0)
             rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot finish writing '%s'", of[i].rel);
         of[i].h5 = H5I_INVALID_HID;
     }
@@ -718,7 +718,7 @@ int storage_repack(char *const *paths, size_t npaths, h5ark_value *files, uint64
                                     shown)
                          : copy_contents(src, dst, NULL, shown, err);
         H5Fclose(src);
-        if (dst >= 0 && (H5Fclose(dst) < 0 || h5u_io_errno()) && rc == 0)
+        if (dst >= 0 && h5u_close_written(dst) && rc == 0)
             rc = h5u_fail(err, H5ARK_IO_ERROR, "repack: cannot write the new '%s'", shown);
         if (rc == 0) rc = files_replace(tmp, paths[i], err);
         if (rc) {
