@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -32,13 +33,19 @@ sysio_table sysio = {
     .realloc = realloc,
 };
 
+static const char *const call_names[] = {
+    "open",  "close",  "pread",  "pwrite", "fsync",           "ftruncate", "fstat",  "stat",
+    "lstat", "rename", "unlink", "mkdir",  "copy_file_range", "malloc",    "calloc", "realloc"};
+#define NCALLS (sizeof call_names / sizeof call_names[0])
+
 /* Shared with the probe processes (a memfd each of them maps). */
 typedef struct {
     _Atomic uint64_t count[SYSIO_CLASSES];
     _Atomic uint64_t nth[SYSIO_CLASSES]; /* 0: nothing armed */
     _Atomic int error;
-    _Atomic bool fired;
-    char fired_call[16]; /* which function failed, for a test's messages */
+    _Atomic int fired; /* 1 + the index in call_names of the call that failed, or 0 */
+    /* which function each call was (its index in call_names), for a test to pick calls */
+    _Atomic unsigned char trace[SYSIO_CLASSES][SYSIO_TRACE_MAX];
 } fault_state;
 
 static fault_state *state;
@@ -48,10 +55,13 @@ static sysio_table real;
 /* Whether this call (of class c) is the one to fail; errno is set when it is. */
 static bool hit(sysio_class c, const char *call) {
     uint64_t k = atomic_fetch_add(&state->count[c], 1) + 1;
+    unsigned char code = 0;
+    while (code < NCALLS && strcmp(call_names[code], call) != 0)
+        code++;
+    if (k <= SYSIO_TRACE_MAX) atomic_store(&state->trace[c][k - 1], code);
     uint64_t nth = atomic_load(&state->nth[c]);
     if (nth == 0 || k != nth) return false;
-    snprintf(state->fired_call, sizeof state->fired_call, "%s", call);
-    atomic_store(&state->fired, true);
+    atomic_store(&state->fired, code + 1);
     errno = atomic_load(&state->error);
     return true;
 }
@@ -168,8 +178,7 @@ void sysio_faults_arm(sysio_class c, uint64_t nth, int e) {
         atomic_store(&state->nth[i], 0);
         atomic_store(&state->count[i], 0);
     }
-    atomic_store(&state->fired, false);
-    state->fired_call[0] = '\0';
+    atomic_store(&state->fired, 0);
     atomic_store(&state->error, e);
     if (nth > 0 && c < SYSIO_CLASSES) atomic_store(&state->nth[c], nth);
 }
@@ -177,5 +186,14 @@ void sysio_faults_arm(sysio_class c, uint64_t nth, int e) {
 const char *sysio_faults_report(uint64_t counts[SYSIO_CLASSES]) {
     for (int i = 0; i < SYSIO_CLASSES; i++)
         counts[i] = state ? atomic_load(&state->count[i]) : 0;
-    return state && atomic_load(&state->fired) ? state->fired_call : NULL;
+    int fired = state ? atomic_load(&state->fired) : 0;
+    return fired > 0 && fired <= (int)NCALLS ? call_names[fired - 1] : NULL;
+}
+
+const char *sysio_faults_call(sysio_class c, uint64_t k) {
+    if (!state || c >= SYSIO_CLASSES || k < 1 || k > SYSIO_TRACE_MAX ||
+        k > atomic_load(&state->count[c]))
+        return NULL;
+    unsigned char code = atomic_load(&state->trace[c][k - 1]);
+    return code < NCALLS ? call_names[code] : NULL;
 }

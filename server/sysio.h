@@ -52,5 +52,9 @@ void sysio_faults_arm(sysio_class c, uint64_t nth, int e);
 /* The calls of each class since the last arm; the function the armed fault failed
  * ("rename"), or NULL when it has not fired. */
 const char *sysio_faults_report(uint64_t counts[SYSIO_CLASSES]);
+/* Which function call k (from 1) of class c since the last arm was, for the first
+ * SYSIO_TRACE_MAX calls; NULL past them. */
+#define SYSIO_TRACE_MAX 4096
+const char *sysio_faults_call(sysio_class c, uint64_t k);
 
 #endif

@@ -117,12 +117,26 @@ static int cmd_fault(command_ctx *ctx, h5ark_error *err) {
                           "fault: class is io or alloc, error EIO, ENOSPC or ENOMEM");
     uint64_t counts[SYSIO_CLASSES];
     const char *fired = sysio_faults_report(counts);
-    char call[16] = "";
-    if (fired) snprintf(call, sizeof call, "%s", fired);
+    /* the names of the calls, before the arm forgets them */
+    h5ark_value *calls[SYSIO_CLASSES] = {h5ark_value_array(), h5ark_value_array()};
+    int rc = 0;
+    for (int k = 0; k < SYSIO_CLASSES; k++)
+        for (uint64_t i = 1; rc == 0 && calls[k] && i <= counts[k]; i++) {
+            const char *name = sysio_faults_call((sysio_class)k, i);
+            if (name && h5ark_value_push(calls[k], h5ark_value_str(name))) rc = -1;
+        }
     sysio_faults_arm(c, nth, e);
-    if (reply_set(ctx, "io", h5ark_value_uint(counts[SYSIO_IO]), err) ||
+    if (rc || !calls[SYSIO_IO] || !calls[SYSIO_ALLOC]) {
+        h5ark_value_destroy(&calls[SYSIO_IO]);
+        h5ark_value_destroy(&calls[SYSIO_ALLOC]);
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    /* both handed over whatever happens (reply_set owns what it is given) */
+    int r_io = reply_set(ctx, "io_calls", calls[SYSIO_IO], err);
+    int r_alloc = reply_set(ctx, "alloc_calls", calls[SYSIO_ALLOC], err);
+    if (r_io || r_alloc || reply_set(ctx, "io", h5ark_value_uint(counts[SYSIO_IO]), err) ||
         reply_set(ctx, "alloc", h5ark_value_uint(counts[SYSIO_ALLOC]), err) ||
-        reply_set(ctx, "fired", fired ? h5ark_value_str(call) : h5ark_value_nil(), err) ||
+        reply_set(ctx, "fired", fired ? h5ark_value_str(fired) : h5ark_value_nil(), err) ||
         reply_set(ctx, "hdf5_open",
                   h5ark_value_int((int64_t)H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL)), err))
         return -1;
