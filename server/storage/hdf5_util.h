@@ -39,6 +39,9 @@ void h5u_io_blame(hid_t file, h5ark_error *err);
 /* Close a file, dataset or group that was written: -1 when the close or a write it made
  * failed (h5u_fail then says why), and the identifier is gone either way. */
 int h5u_close_written(hid_t id);
+/* H5Ocopy of `name` from src to dst: -1 when it or a read or write it made failed (the
+ * object in dst is then not to be trusted: throw dst away). */
+int h5u_copy_object(hid_t src, const char *name, hid_t dst);
 
 /* Whether path holds an HDF5 file: > 0 yes, 0 no, < 0 it cannot be told. */
 htri_t h5u_is_hdf5(const char *path);

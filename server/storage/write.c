@@ -276,7 +276,7 @@ static herr_t copy_link_cb(hid_t src, const char *name, const H5L_info_t *info, 
         if (strcmp(job->skip->v[i], name) == 0) return 0;
     herr_t r = 0;
     if (info->type == H5L_TYPE_HARD) {
-        r = H5Ocopy(src, name, job->dst, name, H5P_DEFAULT, H5P_DEFAULT);
+        r = h5u_copy_object(src, name, job->dst);
     } else if (info->type == H5L_TYPE_SOFT || info->type == H5L_TYPE_EXTERNAL) {
         size_t len = info->u.val_size;
         char *val = len < (1u << 20) ? malloc(len + 1) : NULL;

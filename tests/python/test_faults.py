@@ -1,7 +1,7 @@
 """Faults on purpose: a daemon started with H5ARK_FAULTS=1 counts the system calls and
 allocations of the storage paths (its own and its file probes'), and the test-only `fault`
 command makes the Nth of them fail. For tohdf (truncate, append, update; single and
-distributed; plain and compressed) and readhdf (single and distributed sets, contiguous
+distributed; plain and compressed), repack and readhdf (single and distributed sets, contiguous
 and compressed, numbers and Strings), each call k = 1..N fails in turn with ENOSPC and EIO,
 and each allocation with ENOMEM. After each: the reply is a clear error with the right code
 (io_error, or resource_limit for memory; never schema_error: a healthy file is not to be
@@ -86,7 +86,9 @@ class Objects:
         self.new_nums = np.arange(N, dtype=np.int64) * 7 + (1 << 33)
         self.old_words = WORDS
         self.new_words = [w.upper() + "!" for w in WORDS]
+        self.keep_nums = np.arange(N, dtype=np.int64) * -3
         self.a_old, self.a_new = c.put(self.old_nums), c.put(self.new_nums)
+        self.a_keep = c.put(self.keep_nums)
         self.s_old, self.s_new = c.put_strings(self.old_words), c.put_strings(self.new_words)
 
 
@@ -102,12 +104,13 @@ def expected(objs, mode, file_type, index):
             return list(v)
         lo, hi = shares(len(v), index, LOCALES)
         return list(v[lo:hi])
-    old = {"x": part(objs.old_nums), "s": part(objs.old_words)}
+    old = {"x": part(objs.old_nums), "s": part(objs.old_words), "k": part(objs.keep_nums)}
     if mode == "truncate":
         return {"x": part(objs.new_nums), "s": part(objs.new_words)}
     if mode == "append":
         return {**old, "y": part(objs.new_nums), "t": part(objs.new_words)}
-    return {"x": part(objs.new_nums), "s": part(objs.new_words)}
+    # update copies what it does not replace
+    return {"x": part(objs.new_nums), "s": part(objs.new_words), "k": part(objs.keep_nums)}
 
 
 def holds(path, want):
@@ -140,8 +143,8 @@ def test_tohdf_faults(conn, objs, mode, file_type, compression):
              else [locale_file(name, i) for i in range(LOCALES)])
     extra = {"compression": compression} if compression else {}
     # the old files, as an earlier write left them (None: no file)
-    c.ok("tohdf", names=[objs.a_old, objs.s_old], datasets=["x", "s"], path=name,
-         file_type=file_type, **extra)
+    c.ok("tohdf", names=[objs.a_old, objs.s_old, objs.a_keep], datasets=["x", "s", "k"],
+         path=name, file_type=file_type, **extra)
     old = {f: None if fresh else (data_dir / f).read_bytes() for f in files}
     if mode == "append":
         args = dict(names=[objs.a_new, objs.s_new], datasets=["y", "t"])
@@ -209,6 +212,38 @@ def test_tohdf_faults(conn, objs, mode, file_type, compression):
     hdr, _ = c.raw("tohdf", **args)
     assert hdr["ok"], hdr
     check_files(True, "after the faults")
+
+
+def test_repack_faults(conn, objs):
+    c, data_dir = conn, conn.dir
+    name = "repack.h5"
+    c.ok("tohdf", names=[objs.a_old, objs.s_old, objs.a_keep], datasets=["x", "s", "k"],
+         path=name, file_type="single")
+    # an update leaves the space of the old datasets behind, for repack to reclaim
+    c.ok("tohdf", names=[objs.a_new, objs.s_new], datasets=["x", "s"], path=name,
+         file_type="single", mode="update")
+    old = (data_dir / name).read_bytes()
+    want = expected(objs, "update", "single", 0)
+    fault(c)
+    assert c.raw("repack", path=name)[0]["ok"]
+    counts = fault(c)
+    for klass, errors in (("io", ["ENOSPC", "EIO"]), ("alloc", ["ENOMEM"])):
+        for error in errors:
+            for k in calls_to_try(counts[f"{klass}_calls"]):
+                (data_dir / name).write_bytes(old)
+                fault(c, **{"class": klass, "nth": k, "error": error})
+                hdr, _ = c.raw("repack", path=name)
+                report = fault(c)
+                what = ("repack", klass, error, k, report["fired"], hdr)
+                assert report["hdf5_open"] == 0, what
+                if not hdr["ok"]:
+                    assert report["fired"], what
+                    check_error(hdr, klass, what)
+                p = data_dir / name
+                assert p.read_bytes() == old or holds(p, want), what
+                if hdr["ok"]:
+                    assert holds(p, want), what
+                assert temps(data_dir) == [], what
 
 
 # ---- readhdf ----------------------------------------------------------------------------
