@@ -8,6 +8,7 @@
 #include "storage/files.h"
 #include "storage/storage.h"
 #include "storage/sandbox.h"
+#include "sysio.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -316,6 +317,14 @@ int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], SANDBOX_PROBE_ARG) == 0)
         return storage_init() < 0 ? 1 : sandbox_probe_main(argv[2]);
     if (configure(argc, argv) != 0) return 2;
+    const char *faults = getenv(SYSIO_FAULTS_ENV);
+    if (faults && strcmp(faults, "1") == 0) {
+        if (sysio_faults_start(-1) != 0) {
+            fprintf(stderr, "h5arkd: cannot set up fault injection\n");
+            return 1;
+        }
+        log_warn("%s=1: fault injection is on (for tests only)", SYSIO_FAULTS_ENV);
+    }
 
     /* Reuse receive buffers (docs/DESIGN.md): ZeroMQ receives each large frame into a block of
      * its own from malloc in its I/O thread, and a request holds all its frames until it

@@ -1,14 +1,18 @@
-/* Commands about the daemon and its registry: ping getconfig info delete clear shutdown. */
+/* Commands about the daemon and its registry: ping getconfig info delete clear shutdown, and
+ * the test-only fault. */
 #include "commands.h"
 
 #include "config.h"
 #include "locales.h"
 #include "registry.h"
 #include "shardcache.h"
+#include "sysio.h"
 
+#include <errno.h>
 #include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <zmq.h>
 
 static int cmd_ping(command_ctx *ctx, h5ark_error *err) {
@@ -89,6 +93,56 @@ static int cmd_shutdown(command_ctx *ctx, h5ark_error *err) {
     return reply_set(ctx, "stopping", h5ark_value_bool(true), err);
 }
 
+/* Test-only (H5ARK_FAULTS=1): report the calls since the last fault command, then arm the
+ * next fault (nth > 0) or only count (docs/FAULTS.md). */
+static int cmd_fault(command_ctx *ctx, h5ark_error *err) {
+    if (!sysio_faults_on())
+        return h5ark_fail(err, H5ARK_FORBIDDEN,
+                          "fault injection is for tests: start the daemon with %s=1",
+                          SYSIO_FAULTS_ENV);
+    static const struct {
+        const char *name;
+        int value;
+    } errnos[] = {{"EIO", EIO}, {"ENOSPC", ENOSPC}, {"ENOMEM", ENOMEM}};
+    const char *cls = arg_str(ctx, "class", "io"), *ename = arg_str(ctx, "error", "EIO");
+    uint64_t nth = arg_uint(ctx, "nth", 0);
+    sysio_class c = strcmp(cls, "io") == 0      ? SYSIO_IO
+                    : strcmp(cls, "alloc") == 0 ? SYSIO_ALLOC
+                                                : SYSIO_CLASSES;
+    int e = 0;
+    for (size_t i = 0; i < sizeof errnos / sizeof errnos[0]; i++)
+        if (strcmp(ename, errnos[i].name) == 0) e = errnos[i].value;
+    if (c == SYSIO_CLASSES || !e)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "fault: class is io or alloc, error EIO, ENOSPC or ENOMEM");
+    uint64_t counts[SYSIO_CLASSES];
+    const char *fired = sysio_faults_report(counts);
+    /* the names of the calls, before the arm forgets them */
+    h5ark_value *calls[SYSIO_CLASSES] = {h5ark_value_array(), h5ark_value_array()};
+    int rc = 0;
+    for (int k = 0; k < SYSIO_CLASSES; k++)
+        for (uint64_t i = 1; rc == 0 && calls[k] && i <= counts[k]; i++) {
+            const char *name = sysio_faults_call((sysio_class)k, i);
+            if (name && h5ark_value_push(calls[k], h5ark_value_str(name))) rc = -1;
+        }
+    sysio_faults_arm(c, nth, e);
+    if (rc || !calls[SYSIO_IO] || !calls[SYSIO_ALLOC]) {
+        h5ark_value_destroy(&calls[SYSIO_IO]);
+        h5ark_value_destroy(&calls[SYSIO_ALLOC]);
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    /* both handed over whatever happens (reply_set owns what it is given) */
+    int r_io = reply_set(ctx, "io_calls", calls[SYSIO_IO], err);
+    int r_alloc = reply_set(ctx, "alloc_calls", calls[SYSIO_ALLOC], err);
+    if (r_io || r_alloc || reply_set(ctx, "io", h5ark_value_uint(counts[SYSIO_IO]), err) ||
+        reply_set(ctx, "alloc", h5ark_value_uint(counts[SYSIO_ALLOC]), err) ||
+        reply_set(ctx, "fired", fired ? h5ark_value_str(fired) : h5ark_value_nil(), err) ||
+        reply_set(ctx, "hdf5_open",
+                  h5ark_value_int((int64_t)H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL)), err))
+        return -1;
+    return 0;
+}
+
 const command_def admin_commands[] = {
     {"ping", cmd_ping, {{0}}, .immediate = true, .read_only = true},
     {"getconfig", cmd_getconfig, {{0}}, .immediate = true, .read_only = true},
@@ -96,5 +150,8 @@ const command_def admin_commands[] = {
     {"delete", cmd_delete, {{"names", ARG_STR_ARRAY, true}, {0}}},
     {"clear", cmd_clear, {{0}}},
     {"shutdown", cmd_shutdown, {{0}}},
+    {"fault",
+     cmd_fault,
+     {{"class", ARG_STR, false}, {"nth", ARG_UINT, false}, {"error", ARG_STR, false}, {0}}},
     {0},
 };

@@ -4,6 +4,7 @@
 #include "locales.h"
 #include "registry.h"
 #include "shardcache.h"
+#include "sysio.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,7 @@ static void alloc_shard(int locale, void *ctx) {
     alloc_job *job = ctx;
     shard *s = &job->a->shards[locale];
     if (s->count == 0 || s->data) return;
-    s->data = malloc(s->count * job->a->itemsize);
+    s->data = sysio.malloc(s->count * job->a->itemsize);
     if (!s->data) atomic_store(&job->failed, 1);
 }
 

@@ -4,6 +4,8 @@
  * (H5Dwrite_chunk) takes it. */
 #include "plan.h"
 
+#include "sysio.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -50,7 +52,7 @@ static void shuffle(const unsigned char *in, unsigned char *out, uint64_t n, siz
 
 static int reserve(unsigned char **buf, size_t *cap, size_t n) {
     if (n <= *cap) return 0;
-    unsigned char *p = realloc(*buf, n);
+    unsigned char *p = sysio.realloc(*buf, n);
     if (!p) return -1;
     *buf = p;
     *cap = n;

@@ -3,6 +3,7 @@
 
 #include "config.h"
 #include "locales.h"
+#include "sysio.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -80,7 +81,7 @@ static int make_parents(char *abs, const char *rel, h5ark_error *err) {
     for (char *p = abs + base + 1; *p; p++) {
         if (*p != '/') continue;
         *p = '\0';
-        int rc = mkdir(abs, 0755);
+        int rc = sysio.mkdir(abs, 0755);
         int e = errno;
         char real[PATH_MAX];
         bool ok = realpath(abs, real) && inside_data_dir(real);
@@ -110,7 +111,11 @@ int files_resolve(const char *rel, bool create_dirs, char out[PATH_MAX], h5ark_e
     if (!inside_data_dir(real))
         return h5ark_fail(err, H5ARK_FORBIDDEN, "path '%s' leads out of the data directory", rel);
     struct stat st;
-    if (lstat(abs, &st) == 0) {
+    bool there = sysio.lstat(abs, &st) == 0;
+    /* not knowing is not "missing": a write would take it for a new file */
+    if (!there && errno != ENOENT)
+        return h5ark_fail(err, H5ARK_IO_ERROR, "cannot look at '%s': %s", rel, strerror(errno));
+    if (there) {
         if (!realpath(abs, real)) {
             /* a dangling link: nothing inside to read, and writing through it is refused */
             return h5ark_fail(err, H5ARK_FORBIDDEN, "path '%s' is a link that leads nowhere", rel);
@@ -175,7 +180,7 @@ static bool has_glob(const char *s) {
 static int add_path(char ***paths, size_t *count, size_t *cap, const char *p, h5ark_error *err) {
     if (*count == *cap) {
         size_t c = *cap ? *cap * 2 : 16;
-        char **np = realloc(*paths, c * sizeof *np);
+        char **np = sysio.realloc(*paths, c * sizeof *np);
         if (!np) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         *paths = np;
         *cap = c;
@@ -202,7 +207,7 @@ static int cmp_str_then_place(const void *a, const void *b) {
 static int drop_repeats(char **paths, size_t *count, h5ark_error *err) {
     size_t n = *count;
     if (n < 2) return 0;
-    char ***by_name = malloc(n * sizeof *by_name);
+    char ***by_name = sysio.malloc(n * sizeof *by_name);
     if (!by_name) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     for (size_t i = 0; i < n; i++)
         by_name[i] = &paths[i];
@@ -288,11 +293,20 @@ int files_expand(const char *const *patterns, size_t npatterns, bool keep_missin
         if (!has_glob(norm)) {
             char resolved[PATH_MAX];
             struct stat st;
-            if (files_resolve(norm, false, resolved, err) == 0 && stat(resolved, &st) == 0) {
-                if (add_path(paths, count, &cap, resolved, err)) goto fail;
-                continue;
+            if (files_resolve(norm, false, resolved, err) == 0) {
+                if (sysio.stat(resolved, &st) == 0) {
+                    if (add_path(paths, count, &cap, resolved, err)) goto fail;
+                    continue;
+                }
+                if (errno != ENOENT) {
+                    h5ark_fail(err, H5ARK_IO_ERROR, "cannot look at '%s': %s", patterns[i],
+                               strerror(errno));
+                    goto fail;
+                }
             }
-            if (err->code == H5ARK_FORBIDDEN || err->code == H5ARK_BAD_REQUEST) goto fail;
+            if (err->code == H5ARK_FORBIDDEN || err->code == H5ARK_BAD_REQUEST ||
+                err->code == H5ARK_IO_ERROR)
+                goto fail;
             /* not there: maybe the name of a distributed set */
             char pattern[2 * PATH_MAX];
             size_t tail;
@@ -339,10 +353,10 @@ int files_temp_name(const char *final, char *out, size_t outlen) {
 }
 
 static int fsync_path(const char *path, int flags) {
-    int fd = open(path, flags | O_CLOEXEC);
+    int fd = sysio.open(path, flags | O_CLOEXEC, 0);
     if (fd < 0) return -1;
-    int rc = fsync(fd);
-    close(fd);
+    int rc = sysio.fsync(fd);
+    if (sysio.close(fd) != 0 && rc == 0) rc = -1;
     return rc;
 }
 
@@ -383,15 +397,15 @@ int files_replace_all(const char *const *tmps, const char *const *finals, int n,
         locales_run(flush_some, &job);
     int bad = atomic_load(&job.failed);
     if (bad)
-        return h5ark_fail(err, H5ARK_IO_ERROR, "cannot flush '%s': %s",
-                          files_display(tmps[bad - 1]), strerror(job.error));
+        return h5ark_fail(err, H5ARK_IO_ERROR, "cannot flush the new '%s': %s",
+                          files_display(finals[bad - 1]), strerror(job.error));
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
         /* Freeing a large replaced file's blocks takes the filesystem a good part of a
          * second per GiB, in whichever call drops its last reference. Holding it open moves
          * that out of rename and into a close after the reply. */
         int old = open(finals[i], O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-        if (rename(tmps[i], finals[i]) != 0) {
+        if (sysio.rename(tmps[i], finals[i]) != 0) {
             int e = errno;
             if (old >= 0) close(old);
             rc = h5ark_fail(err, H5ARK_IO_ERROR, "cannot replace '%s': %s",

@@ -7,6 +7,7 @@
 
 #include "files.h"
 #include "locales.h"
+#include "sysio.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,7 +66,7 @@ static int append(gathered *g, const char *s, size_t len, h5ark_error *err) {
 static int gather_src(const read_src *src, uint64_t first, uint64_t count, gathered *g,
                       h5ark_error *err) {
     int rc = -1;
-    hid_t file = H5Fopen(src->path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t file = H5Fopen(src->path, H5F_ACC_RDONLY, h5u_fapl());
     hid_t dset = file >= 0 ? H5Dopen2(file, src->dset, H5P_DEFAULT) : H5I_INVALID_HID;
     hid_t ftype = dset >= 0 ? H5Dget_type(dset) : H5I_INVALID_HID;
     hid_t mtype = H5I_INVALID_HID, fspace = H5I_INVALID_HID, mspace = H5I_INVALID_HID;
@@ -81,7 +82,7 @@ static int gather_src(const read_src *src, uint64_t first, uint64_t count, gathe
     hsize_t start[1] = {first}, cnt[1] = {count};
     fspace = H5Dget_space(dset);
     mspace = H5Screate_simple(1, cnt, NULL);
-    buf = size && count <= UINT64_MAX / size ? malloc(count * size) : NULL;
+    buf = size && count <= UINT64_MAX / size ? sysio.malloc(count * size) : NULL;
     if (!buf) {
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         goto out;
@@ -104,6 +105,7 @@ static int gather_src(const read_src *src, uint64_t first, uint64_t count, gathe
     }
     if (vlen) H5Dvlen_reclaim(mtype, mspace, H5P_DEFAULT, buf);
 out:
+    if (rc) h5u_io_blame(file, err);
     free(buf);
     if (mspace >= 0) H5Sclose(mspace);
     if (fspace >= 0) H5Sclose(fspace);

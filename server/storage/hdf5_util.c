@@ -2,7 +2,9 @@
 #include "hdf5_util.h"
 
 #include "layout.h"
+#include "sysio.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,6 +39,7 @@ int h5u_init(void) {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     /* A file names its filters; never let that make the library load a shared object. */
     H5PLset_loading_state(0);
+    if (h5u_vfd_init() < 0) return -1;
     /* Nor let a link take it into another file, however the link is reached (a soft link
      * can lead to an external one): the library's class for external links is replaced by
      * one that cannot be followed. */
@@ -90,12 +93,22 @@ h5ark_code h5u_reason(char *buf, size_t len, h5ark_code otherwise) {
 int h5u_fail(h5ark_error *err, h5ark_code code, const char *fmt, ...) {
     char why[520];
     code = h5u_reason(why, sizeof why, code);
+    /* what the driver saw fail outranks what HDF5 made of it */
+    int io = h5u_io_errno();
+    h5u_io_clear();
     if (!err) return -1;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err->message, sizeof err->message, fmt, ap);
     va_end(ap);
     err->code = code;
+    if (io == ENOMEM) {
+        err->code = H5ARK_RESOURCE_LIMIT;
+        snprintf(why, sizeof why, "out of memory");
+    } else if (io) {
+        err->code = H5ARK_IO_ERROR;
+        snprintf(why, sizeof why, "%s", strerror(io));
+    }
     size_t used = strlen(err->message);
     if (used + 3 < sizeof err->message)
         snprintf(err->message + used, sizeof err->message - used, ": %s", why);
@@ -217,7 +230,9 @@ int h5u_link_exists(hid_t loc, const char *path) {
         memcpy(prefix, path, i);
         prefix[i] = '\0';
         htri_t r = H5Lexists(loc, prefix, H5P_DEFAULT);
-        /* an intermediate component that is not a group makes the lookup fail: absent */
+        /* an intermediate component that is not a group makes the lookup fail: absent; a
+         * file that could not be read is not */
+        if (r < 0 && h5u_io_errno()) return -1;
         if (r <= 0) {
             H5Eclear2(H5E_DEFAULT);
             return 0;
@@ -537,7 +552,7 @@ int h5u_read_elems(hid_t loc, const char *dset_path, uint64_t first, uint64_t co
     hsize_t total = rank > 1 ? cnt[0] * inner : count;
     size_t msize = mtype >= 0 ? H5Tget_size(mtype) : 0;
     if (rank > 1 && (total != count || skip)) {
-        rows = msize && total <= SIZE_MAX / msize ? malloc(total * msize) : NULL;
+        rows = msize && total <= SIZE_MAX / msize ? sysio.malloc(total * msize) : NULL;
         if (!rows) {
             h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
             goto out;
@@ -570,9 +585,11 @@ out:
 int h5u_read_slab(const char *file, const char *dset_path, uint64_t first, uint64_t count,
                   h5ark_dtype dtype, void *dest, h5ark_error *err) {
     h5u_quiet();
-    hid_t file_id = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
+    h5u_io_clear();
+    hid_t file_id = H5Fopen(file, H5F_ACC_RDONLY, h5u_fapl());
     if (file_id < 0) return h5u_fail(err, H5ARK_IO_ERROR, "cannot open the file");
     int rc = h5u_read_elems(file_id, dset_path, first, count, dtype, dest, err);
+    if (rc) h5u_io_blame(file_id, err);
     if (H5Fclose(file_id) < 0 && rc == 0)
         rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close the file");
     return rc;

@@ -1,6 +1,8 @@
 /* Whole-buffer pread/pwrite (see io.h). */
 #include "io.h"
 
+#include "sysio.h"
+
 #include <errno.h>
 #include <unistd.h>
 
@@ -11,11 +13,11 @@ int io_pread_full(int fd, void *buf, uint64_t len, uint64_t offset) {
     char *p = buf;
     while (len > 0) {
         size_t n = len > IO_MAX_CALL ? IO_MAX_CALL : (size_t)len;
-        ssize_t got = pread(fd, p, n, (off_t)offset);
+        ssize_t got = sysio.pread(fd, p, n, (off_t)offset);
         if (got < 0 && errno == EINTR) continue;
         if (got < 0) return -1;
         if (got == 0) {
-            errno = EIO;
+            errno = ENODATA;
             return -1;
         }
         p += got;
@@ -29,7 +31,7 @@ int io_pwrite_full(int fd, const void *buf, uint64_t len, uint64_t offset) {
     const char *p = buf;
     while (len > 0) {
         size_t n = len > IO_MAX_CALL ? IO_MAX_CALL : (size_t)len;
-        ssize_t put = pwrite(fd, p, n, (off_t)offset);
+        ssize_t put = sysio.pwrite(fd, p, n, (off_t)offset);
         if (put < 0 && errno == EINTR) continue;
         if (put < 0) return -1;
         p += put;

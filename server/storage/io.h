@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* 0 on success, -1 with errno set (a read past end of file sets EIO). */
+/* 0 on success, -1 with errno set (a read past end of file sets ENODATA). */
 int io_pread_full(int fd, void *buf, uint64_t len, uint64_t offset);
 int io_pwrite_full(int fd, const void *buf, uint64_t len, uint64_t offset);
 

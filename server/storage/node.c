@@ -3,6 +3,7 @@
 
 #include "files.h"
 #include "io.h"
+#include "sysio.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,7 +24,7 @@ int read_part_add(read_part *part, int file, const char *path, char *dset,
     }
     if (part->n == part->cap) {
         size_t cap = part->cap ? part->cap * 2 : 8;
-        read_src *v = realloc(part->src, cap * sizeof *v);
+        read_src *v = sysio.realloc(part->src, cap * sizeof *v);
         if (!v) {
             free(dset);
             return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
@@ -96,7 +97,7 @@ size_t read_part_find(const read_part *part, uint64_t i) {
 
 static int pread_src(const read_src *src, uint64_t first, uint64_t count, size_t itemsize,
                      void *dest, h5ark_error *err) {
-    int fd = open(src->path, O_RDONLY | O_CLOEXEC);
+    int fd = sysio.open(src->path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0)
         return h5ark_fail(err, H5ARK_IO_ERROR, "cannot open '%s': %s", files_display(src->path),
                           strerror(errno));
@@ -104,8 +105,8 @@ static int pread_src(const read_src *src, uint64_t first, uint64_t count, size_t
     if (io_pread_full(fd, dest, count * itemsize, src->info.offset + first * itemsize))
         rc = h5ark_fail(err, H5ARK_IO_ERROR, "cannot read '%s' from '%s': %s", src->dset,
                         files_display(src->path),
-                        errno == EIO ? "the file ends early" : strerror(errno));
-    close(fd);
+                        errno == ENODATA ? "the file ends early" : strerror(errno));
+    sysio.close(fd);
     return rc;
 }
 

@@ -21,7 +21,7 @@ int write_plan_add(write_plan *plan, const write_region *r, h5ark_error *err) {
 int write_plan_close(write_plan *plan, h5ark_error *err) {
     int rc = 0;
     for (size_t i = 0; i < plan->ndsets; i++)
-        if (H5Dclose(plan->dsets[i]) < 0 && rc == 0)
+        if (h5u_close_written(plan->dsets[i]) && rc == 0)
             rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close a compressed dataset");
     free(plan->v);
     free(plan->chunks);
@@ -75,7 +75,7 @@ int write_darray_range(hid_t loc, int file_index, const char *name, const darray
     int rc = h5u_write_object_attrs(dset, objtype, is_bool, err);
     if (rc == 0 && chunk > 0)
         return plan_chunks(plan, file_index, dset, a, lo, hi, chunk, rebase, err);
-    if (H5Dclose(dset) < 0 && rc == 0)
+    if (h5u_close_written(dset) && rc == 0)
         rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close dataset '%s'", name);
     if (rc) return -1;
     for (int b = 0; b < a->nshards && lo < hi; b++) {
@@ -133,7 +133,7 @@ int write_small_int64(hid_t loc, const char *name, const int64_t *v, uint64_t n,
     int rc = h5u_write_object_attrs(dset, OBJTYPE_PDARRAY, false, err);
     if (rc == 0 && n > 0 && H5Dwrite(dset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0)
         rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot write dataset '%s'", name);
-    if (H5Dclose(dset) < 0 && rc == 0)
+    if (h5u_close_written(dset) && rc == 0)
         rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close dataset '%s'", name);
     return rc;
 }

@@ -4,6 +4,7 @@
 #include "probe.h"
 
 #include "layout.h"
+#include "sysio.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -12,7 +13,7 @@
 #include <sys/stat.h>
 
 static int make_datasets(read_probe *st, h5ark_error *err) {
-    st->nodes = calloc(st->names.n ? st->names.n : 1, sizeof *st->nodes);
+    st->nodes = sysio.calloc(st->names.n ? st->names.n : 1, sizeof *st->nodes);
     if (!st->nodes) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     for (size_t i = 0; i < st->names.n; i++) {
         read_node *n = &st->nodes[i];
@@ -125,11 +126,19 @@ static int skip_object(read_probe *st, size_t i, h5ark_error *err) {
 static int probe_file(const read_probe_request *rq, size_t k, read_probe *st, h5ark_error *err) {
     const char *path = rq->paths[k];
     /* one open of each file: what kind of failure it was is asked only after one */
-    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    h5u_io_clear();
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, h5u_fapl());
     hsize_t size = 0;
     if (file < 0) {
         struct stat sb;
-        if (stat(path, &sb) != 0)
+        int io = h5u_io_errno();
+        h5u_io_clear();
+        /* the file could not be read: that says nothing of what it holds */
+        if (io == ENOMEM)
+            h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        else if (io)
+            h5ark_fail(err, H5ARK_IO_ERROR, "cannot read it: %s", strerror(io));
+        else if (stat(path, &sb) != 0)
             h5ark_fail(err, errno == ENOENT ? H5ARK_NOT_FOUND : H5ARK_IO_ERROR, "%s",
                        strerror(errno));
         else if (h5u_is_hdf5(path) == 0)
@@ -163,11 +172,13 @@ static int probe_file(const read_probe_request *rq, size_t k, read_probe *st, h5
             node_mark(&st->nodes[i]);
     for (size_t i = 0; rc == 0 && i < st->names.n; i++) {
         rc = schema_probe(&pc, &st->nodes[i], err);
-        /* reading whole files, what nothing can represent is left out, not the file */
-        if (rc && listed_here && err->code == H5ARK_TYPE_ERROR) {
+        /* reading whole files, what nothing can represent is left out, not the file; a
+         * failed read is never taken for that */
+        if (rc && listed_here && err->code == H5ARK_TYPE_ERROR && h5u_io_errno() == 0) {
             rc = skip_object(st, i--, err);
         }
     }
+    if (rc) h5u_io_blame(file, err);
     if (H5Fclose(file) < 0 && rc == 0) rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close it");
     if (rc) {
         /* the file is skipped whole: undo what it added */

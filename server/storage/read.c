@@ -10,6 +10,7 @@
 #include "sandbox.h"
 #include "layout.h"
 #include "probe.h"
+#include "sysio.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -96,7 +97,7 @@ int storage_read(char *const *paths, size_t npaths, const char *const *datasets,
     }
     for (size_t i = 0; opts->ranged && i < st.names.n; i++)
         if (schema_slice(&st.nodes[i], opts->start, opts->stop, err)) goto out;
-    out = calloc(st.names.n ? st.names.n : 1, sizeof *out);
+    out = sysio.calloc(st.names.n ? st.names.n : 1, sizeof *out);
     if (!out) {
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         goto out;

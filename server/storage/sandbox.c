@@ -5,6 +5,7 @@
 #include "log.h"
 #include "layout.h"
 #include "probe.h"
+#include "sysio.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -64,6 +65,7 @@ void sandbox_set_work(const sandbox_work *w) {
 }
 
 #define PROGRESS_FD 3
+#define FAULTS_FD   4 /* the shared fault counters, with H5ARK_FAULTS=1 */
 
 static size_t slot_of(const struct stat *st) {
     uint64_t h = (uint64_t)st->st_dev * 0x9e3779b97f4a7c15ULL ^ (uint64_t)st->st_ino;
@@ -165,6 +167,7 @@ static int probe_spawn(probe *p) {
     posix_spawn_file_actions_adddup2(&fa, in[0], 0);
     posix_spawn_file_actions_adddup2(&fa, out[1], 1);
     posix_spawn_file_actions_adddup2(&fa, shm, PROGRESS_FD);
+    if (sysio_faults_fd() >= 0) posix_spawn_file_actions_adddup2(&fa, sysio_faults_fd(), FAULTS_FD);
     /* what the library (or a sanitizer) says while dying is not the daemon's log */
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
     /* the binary by name, not /proc/self/exe, which under a tool such as valgrind is the
@@ -602,7 +605,7 @@ static herr_t touch_attrs(hid_t root, const char *name, const H5O_info_t *info, 
 }
 
 static void probe_read_path(const char *path) {
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, h5u_fapl());
     if (f < 0) return;
     attr_walk w = {.file = f};
     H5Ovisit2(f, H5_INDEX_NAME, H5_ITER_NATIVE, touch_attrs, &w, H5O_INFO_BASIC);
@@ -676,6 +679,8 @@ int sandbox_probe_main(const char *data_dir) {
     snprintf(config.data_dir, sizeof config.data_dir, "%s", data_dir);
     void *map = mmap(NULL, sizeof *my_progress, PROT_READ | PROT_WRITE, MAP_SHARED, PROGRESS_FD, 0);
     if (map != MAP_FAILED) my_progress = map;
+    const char *faults = getenv(SYSIO_FAULTS_ENV);
+    if (faults && strcmp(faults, "1") == 0 && sysio_faults_start(FAULTS_FD) != 0) return 1;
     printf("ready\n");
     fflush(stdout);
     char line[PATH_MAX + 8];

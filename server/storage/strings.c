@@ -8,6 +8,7 @@
 
 #include "locales.h"
 #include "objects/strings.h"
+#include "sysio.h"
 #include "layout.h"
 
 #include <stdatomic.h>
@@ -437,7 +438,7 @@ static int find_by_nuls(read_node *n, uint64_t lo, uint64_t *hi, uint64_t *p, ui
                         h5ark_error *err) {
     const read_part *v = &n->ds.values;
     enum { STEP = 1 << 20 };
-    unsigned char *buf = malloc(STEP);
+    unsigned char *buf = sysio.malloc(STEP);
     if (!buf) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     uint64_t nuls = 0;
     *p = lo == 0 ? 0 : UINT64_MAX;

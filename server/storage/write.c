@@ -14,6 +14,7 @@
 #include "sandbox.h"
 #include "layout.h"
 #include "schema.h"
+#include "sysio.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -161,14 +162,17 @@ static int check_collisions(const out_file *f, const top_names *names, bool upda
         return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "cannot %s '%s': it is not an HDF5 file",
                           update ? "update" : "append to", f->rel);
     }
-    hid_t file = H5Fopen(f->final, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t file = H5Fopen(f->final, H5F_ACC_RDONLY, h5u_fapl());
     if (file < 0)
         return h5u_fail(err, H5ARK_SCHEMA_ERROR, "cannot %s '%s': it cannot be opened",
                         update ? "update" : "append to", f->rel);
     int rc = 0;
     for (size_t i = 0; i < names->n && rc == 0; i++) {
-        int there = h5u_link_exists(file, names->v[i]) == 1;
-        if (!update && there)
+        int there = h5u_link_exists(file, names->v[i]);
+        if (there < 0)
+            rc = h5u_fail(err, H5ARK_SCHEMA_ERROR, "cannot look for '%s' in '%s'", names->v[i],
+                          f->rel);
+        else if (!update && there)
             rc = h5ark_fail(err, H5ARK_ALREADY_EXISTS,
                             "dataset '%s' already exists in '%s'; nothing was written", names->v[i],
                             f->rel);
@@ -250,7 +254,7 @@ static herr_t copy_link_cb(hid_t src, const char *name, const H5L_info_t *info, 
         if (strcmp(job->skip->v[i], name) == 0) return 0;
     herr_t r = 0;
     if (info->type == H5L_TYPE_HARD) {
-        r = H5Ocopy(src, name, job->dst, name, H5P_DEFAULT, H5P_DEFAULT);
+        r = h5u_copy_object(src, name, job->dst);
     } else if (info->type == H5L_TYPE_SOFT || info->type == H5L_TYPE_EXTERNAL) {
         size_t len = info->u.val_size;
         char *val = len < (1u << 20) ? malloc(len + 1) : NULL;
@@ -293,19 +297,26 @@ static int copy_contents(hid_t src, hid_t dst, const top_names *skip, const char
 
 /* ---- writing ----------------------------------------------------------------------- */
 
+/* A temporary of a failed write: one more try when removing it fails (a transient error),
+ * and what still fails is left to the next start's sweep. */
+static void remove_temp(const char *tmp) {
+    if (sysio.unlink(tmp) == 0 || errno == ENOENT) return;
+    sysio.unlink(tmp);
+}
+
 /* Copy src to a new file dst (for append: the copy is extended, then renamed over src). */
 static int copy_file(const char *src, const char *dst, const char *shown, h5ark_error *err) {
-    int in = open(src, O_RDONLY | O_CLOEXEC);
+    int in = sysio.open(src, O_RDONLY | O_CLOEXEC, 0);
     if (in < 0)
         return h5ark_fail(err, H5ARK_IO_ERROR, "cannot open '%s': %s", shown, strerror(errno));
     struct stat st;
-    if (fstat(in, &st) != 0) {
-        close(in);
+    if (sysio.fstat(in, &st) != 0) {
+        sysio.close(in);
         return h5ark_fail(err, H5ARK_IO_ERROR, "cannot stat '%s': %s", shown, strerror(errno));
     }
-    int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st.st_mode & 0777);
+    int out = sysio.open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st.st_mode & 0777);
     if (out < 0) {
-        close(in);
+        sysio.close(in);
         return h5ark_fail(err, H5ARK_IO_ERROR, "cannot create a copy of '%s': %s", shown,
                           strerror(errno));
     }
@@ -313,7 +324,7 @@ static int copy_file(const char *src, const char *dst, const char *shown, h5ark_
     off_t left = st.st_size;
     bool plain = false;
     while (left > 0 && !plain) {
-        ssize_t n = copy_file_range(in, NULL, out, NULL, (size_t)left, 0);
+        ssize_t n = sysio.copy_file_range(in, NULL, out, NULL, (size_t)left, 0);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == ENOSYS || errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP))
             plain = true;
@@ -326,7 +337,7 @@ static int copy_file(const char *src, const char *dst, const char *shown, h5ark_
     }
     if (plain && rc == 0) {
         static const size_t chunk = 1u << 20;
-        char *buf = malloc(chunk);
+        char *buf = sysio.malloc(chunk);
         off_t pos = st.st_size - left;
         if (!buf) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         while (rc == 0 && left > 0) {
@@ -340,8 +351,8 @@ static int copy_file(const char *src, const char *dst, const char *shown, h5ark_
         }
         free(buf);
     }
-    close(in);
-    if (close(out) != 0 && rc == 0)
+    sysio.close(in);
+    if (sysio.close(out) != 0 && rc == 0)
         rc = h5ark_fail(err, H5ARK_IO_ERROR, "cannot copy '%s': %s", shown, strerror(errno));
     return rc;
 }
@@ -355,19 +366,21 @@ static int build_file(out_file *f, int index, storage_mode mode, bool distribute
     if (mode == STORAGE_APPEND && f->exists) {
         f->tmp_made = true;
         if (copy_file(f->final, f->tmp, f->rel, err)) return -1;
-        file = H5Fopen(f->tmp, H5F_ACC_RDWR, H5P_DEFAULT);
+        file = H5Fopen(f->tmp, H5F_ACC_RDWR, h5u_fapl());
         if (file < 0)
             return h5u_fail(err, H5ARK_IO_ERROR, "cannot open a copy of '%s' to append to it",
                             f->rel);
     } else {
-        file = H5Fcreate(f->tmp, H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
+        /* before the create: a create failing part way can leave the file behind */
+        f->tmp_made = true;
+        file = H5Fcreate(f->tmp, H5F_ACC_EXCL, H5P_DEFAULT, h5u_fapl());
         if (file < 0)
             return h5u_fail(err, H5ARK_IO_ERROR, "cannot create a file beside '%s'", f->rel);
-        f->tmp_made = true;
+        h5u_io_clear(); /* the library tries an open first: a failure it got past */
         int rc;
         if (mode == STORAGE_UPDATE) {
             /* everything but the datasets being replaced, into a fresh file */
-            hid_t old = H5Fopen(f->final, H5F_ACC_RDONLY, H5P_DEFAULT);
+            hid_t old = H5Fopen(f->final, H5F_ACC_RDONLY, h5u_fapl());
             rc = old < 0 ? h5u_fail(err, H5ARK_SCHEMA_ERROR, "cannot open '%s'", f->rel)
                          : copy_contents(old, file, names, f->rel, err);
             if (old >= 0) H5Fclose(old);
@@ -376,7 +389,7 @@ static int build_file(out_file *f, int index, storage_mode mode, bool distribute
                                     distributed ? FILE_FORMAT_DISTRIBUTE : FILE_FORMAT_SINGLE, err);
         }
         if (rc) {
-            H5Fclose(file);
+            h5u_close_written(file);
             return h5ark_fail_context(err, "'%s'", f->rel);
         }
     }
@@ -390,7 +403,7 @@ static int build_file(out_file *f, int index, storage_mode mode, bool distribute
         f->h5 = file;
         return 0;
     }
-    if (H5Fclose(file) < 0 && rc == 0) rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close it");
+    if (h5u_close_written(file) && rc == 0) rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close it");
     return rc ? h5ark_fail_context(err, "writing '%s'", f->rel) : 0;
 }
 
@@ -412,7 +425,7 @@ static int close_files(out_file *of, int nfiles, h5ark_error *err) {
     int rc = 0;
     for (int i = 0; i < nfiles; i++) {
         if (of[i].h5 < 0) continue;
-        if (H5Fclose(of[i].h5) < 0 && rc == 0)
+        if (h5u_close_written(of[i].h5) && rc == 0)
             rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot finish writing '%s'", of[i].rel);
         of[i].h5 = H5I_INVALID_HID;
     }
@@ -450,13 +463,13 @@ static void pwrite_shards(int locale, write_job *job) {
         if (r->locale != locale) continue;
         const out_file *f = &job->files[r->file];
         if (fd_file != r->file) {
-            if (fd >= 0 && (fsync(fd) != 0) + (close(fd) != 0)) {
+            if (fd >= 0 && (sysio.fsync(fd) != 0) + (sysio.close(fd) != 0)) {
                 h5ark_fail(err, H5ARK_IO_ERROR, "cannot write '%s': %s", job->files[fd_file].rel,
                            strerror(errno));
                 locale_errors_set(&job->le, locale);
                 return;
             }
-            fd = open(f->tmp, O_WRONLY | O_CLOEXEC);
+            fd = sysio.open(f->tmp, O_WRONLY | O_CLOEXEC, 0);
             fd_file = r->file;
             if (fd < 0) {
                 h5ark_fail(err, H5ARK_IO_ERROR, "cannot open the new '%s': %s", f->rel,
@@ -473,12 +486,12 @@ static void pwrite_shards(int locale, write_job *job) {
     }
     /* Flush here, where the locales run in parallel; the fsync files_replace does later
      * then finds little left to write. */
-    if (fd >= 0 && err->code == H5ARK_OK && fsync(fd) != 0) {
+    if (fd >= 0 && err->code == H5ARK_OK && sysio.fsync(fd) != 0) {
         h5ark_fail(err, H5ARK_IO_ERROR, "cannot flush '%s': %s", job->files[fd_file].rel,
                    strerror(errno));
         locale_errors_set(&job->le, locale);
     }
-    if (fd >= 0 && close(fd) != 0 && err->code == H5ARK_OK) {
+    if (fd >= 0 && sysio.close(fd) != 0 && err->code == H5ARK_OK) {
         h5ark_fail(err, H5ARK_IO_ERROR, "cannot write '%s': %s", job->files[fd_file].rel,
                    strerror(errno));
         locale_errors_set(&job->le, locale);
@@ -525,6 +538,7 @@ int storage_write_ex(const storage_item *items, size_t nitems, const char *path,
                      storage_file_type file_type, const storage_write_options *opts,
                      h5ark_value *files, h5ark_value *warnings, h5ark_error *err) {
     h5u_quiet();
+    h5u_io_clear();
     bool distributed = file_type == STORAGE_DISTRIBUTE;
     bool append = mode == STORAGE_APPEND, update = mode == STORAGE_UPDATE;
     bool df_columns = opts && opts->dataframe_columns;
@@ -534,7 +548,7 @@ int storage_write_ex(const storage_item *items, size_t nitems, const char *path,
         free(names.v);
         return -1;
     }
-    out_file *of = calloc((size_t)nfiles, sizeof *of);
+    out_file *of = sysio.calloc((size_t)nfiles, sizeof *of);
     locale_set existing = {0};
     write_plan plan = {.gzip_level = opts ? opts->gzip_level : 0, .dataframe_columns = df_columns};
     write_job job = {.plan = &plan, .files = of};
@@ -560,7 +574,12 @@ int storage_write_ex(const storage_item *items, size_t nitems, const char *path,
             continue;
         }
         struct stat st;
-        f->exists = lstat(f->final, &st) == 0;
+        f->exists = sysio.lstat(f->final, &st) == 0;
+        /* not knowing is not "missing": an append would drop the old contents */
+        if (!f->exists && errno != ENOENT) {
+            h5ark_fail(err, H5ARK_IO_ERROR, "cannot look at '%s': %s", f->rel, strerror(errno));
+            goto out;
+        }
     }
     if (distributed && !of[0].dir_missing && find_locale_set(path, &existing, err)) goto out;
 
@@ -639,7 +658,7 @@ out:
     write_plan_close(&plan, NULL);
     close_files(of, nfiles, NULL);
     for (int i = 0; i < nfiles; i++)
-        if (of[i].tmp_made) unlink(of[i].tmp);
+        if (of[i].tmp_made) remove_temp(of[i].tmp);
     locale_errors_free(&job.le);
     locale_set_free(&existing);
     free(of);
@@ -669,19 +688,19 @@ int storage_repack(char *const *paths, size_t npaths, h5ark_value *files, uint64
         char tmp[PATH_MAX];
         if (files_temp_name(paths[i], tmp, sizeof tmp))
             return h5ark_fail(err, H5ARK_BAD_REQUEST, "repack: '%s': path too long", shown);
-        hid_t src = H5Fopen(paths[i], H5F_ACC_RDONLY, H5P_DEFAULT);
+        hid_t src = H5Fopen(paths[i], H5F_ACC_RDONLY, h5u_fapl());
         if (src < 0)
             return h5u_fail(err, H5ARK_SCHEMA_ERROR, "repack: '%s' cannot be opened", shown);
-        hid_t dst = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
+        hid_t dst = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, h5u_fapl());
         int rc = dst < 0 ? h5u_fail(err, H5ARK_IO_ERROR, "repack: cannot create a file beside '%s'",
                                     shown)
                          : copy_contents(src, dst, NULL, shown, err);
         H5Fclose(src);
-        if (dst >= 0 && H5Fclose(dst) < 0 && rc == 0)
+        if (dst >= 0 && h5u_close_written(dst) && rc == 0)
             rc = h5u_fail(err, H5ARK_IO_ERROR, "repack: cannot write the new '%s'", shown);
         if (rc == 0) rc = files_replace(tmp, paths[i], err);
         if (rc) {
-            if (dst >= 0) unlink(tmp);
+            remove_temp(tmp);
             return -1;
         }
         struct stat st2;
