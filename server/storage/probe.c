@@ -157,7 +157,8 @@ static int probe_file(const read_probe_request *rq, size_t k, read_probe *st, h5
                     .index = rq->index ? rq->index[k] : (int)k,
                     .path = path,
                     .size = (uint64_t)size,
-                    .calc_offsets = rq->calc_offsets};
+                    .calc_offsets = rq->calc_offsets,
+                    .warnings = &st->warnings};
     if (rc == 0)
         for (size_t i = 0; i < st->names.n; i++)
             node_mark(&st->nodes[i]);
