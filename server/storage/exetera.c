@@ -293,6 +293,13 @@ static int probe_field(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_erro
     return 0;
 }
 
+/* The rows of a probed field, from its read tree. */
+static uint64_t node_rows(const read_node *field) {
+    if (field->nkids == 0) return 0;
+    const read_node *k = &field->kids[0];
+    return k->kind == KIND_STRINGS ? k->ds.segments.total : k->ds.values.total;
+}
+
 static int probe_df(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err) {
     (void)dset;
     if (n->nkids == 0) {
@@ -312,8 +319,21 @@ static int probe_df(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *
         h5u_names_free(&names);
         if (rc) return -1;
     }
-    for (size_t i = 0; i < n->nkids; i++)
+    /* ExeTera lets a dataframe's fields differ in length: such a group is no table, and what
+     * nothing can represent is a type_error (left out with a warning reading whole files) */
+    uint64_t first = 0;
+    for (size_t i = 0; i < n->nkids; i++) {
+        uint64_t before = node_rows(&n->kids[i]);
         if (schema_probe(pc, &n->kids[i], err)) return -1;
+        uint64_t rows = node_rows(&n->kids[i]) - before;
+        if (i == 0) first = rows;
+        if (rows != first)
+            return h5ark_fail(err, H5ARK_TYPE_ERROR,
+                              "ExeTera dataframe '%s' is not one table: field '%s' has %llu rows "
+                              "but '%s' has %llu; read its fields one by one",
+                              n->path, n->kids[i].name, (unsigned long long)rows, n->kids[0].name,
+                              (unsigned long long)first);
+    }
     return 0;
 }
 
@@ -500,13 +520,6 @@ static int slice_field(read_node *n, uint64_t lo, uint64_t hi, h5ark_error *err)
     return n->nkids ? schema_slice(&n->kids[0], lo, hi, err) : 0;
 }
 
-/* The rows of a probed field, from its read tree. */
-static uint64_t node_rows(const read_node *field) {
-    if (field->nkids == 0) return 0;
-    const read_node *k = &field->kids[0];
-    return k->kind == KIND_STRINGS ? k->ds.segments.total : k->ds.values.total;
-}
-
 /* A DataFrame of the fields, once they are known to have as many rows each (before any data
  * is read). */
 static int build_df(read_node *n, bool strict, bool tags, object **obj, object **tag,
@@ -613,7 +626,9 @@ static void list_df(const schema_facts *f, schema_listing *out) {
             H5Eclear2(H5E_DEFAULT);
             if (rows < 0 || (i > 0 && rows != out->rows)) {
                 out->rows = -1;
-                out->note = "its fields differ in length, or one has none";
+                out->objtype = ""; /* not one table: readhdf reads its fields one by one */
+                out->note = "an ExeTera dataframe whose fields differ in length (or have no "
+                            "length): its fields read one by one";
                 break;
             }
             out->rows = rows;

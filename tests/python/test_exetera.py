@@ -215,9 +215,15 @@ def test_fixture_dataframes(conn, exetera_fixtures):
         for c in cols:
             same(got[c], expected_value(exetera_fixtures, f"{df}/{c}",
                                         expected[f"{df}/{c}"])[1:3])
-    # `people`'s fields differ in length: not one dataframe
+    # `people`'s fields differ in length: not one table
     err = fail(conn, [path], "people")
-    assert err["code"] in ("schema_error", "type_error") and "people" in err["message"], err
+    assert err["code"] == "type_error" and "'people'" in err["message"], err
+    # reading the whole file leaves it out with a warning, and reads the others
+    hdr, _ = conn.ok("readhdf", paths=[path])
+    assert sorted(hdr["result"]["objects"]) == ["people_filtered", "small_df"], hdr
+    assert [w for w in hdr["warnings"] if w.startswith("skipped") and "'people'" in w], hdr
+    for desc in hdr["result"]["objects"].values():
+        conn.ok("delete", names=[desc["name"]])
 
 
 def test_fixture_lshdf(conn, exetera_fixtures):
@@ -233,9 +239,11 @@ def test_fixture_lshdf(conn, exetera_fixtures):
         assert e["completed"] == expected_completed(layout, field, info["fieldtype"]), e
         # one entry for the whole field: its datasets are not listed
         assert not [p for p in entries if p.startswith(field + "/")], field
-    for df in ("people", "small_df", "people_filtered"):
+    for df in ("small_df", "people_filtered"):
         assert entries[df]["kind"] == "group" and entries[df]["objtype"] == "dataframe"
     assert entries["small_df"]["shape"] == [4]
+    # fields of different lengths: no table, as readhdf finds
+    assert entries["people"]["objtype"] is None and entries["people"]["note"], entries["people"]
 
 
 # ---- files made here -----------------------------------------------------------------------
@@ -373,8 +381,10 @@ def test_made_dataframe_and_lshdf(conn, made):
     assert entries["people/f32"]["dtype"] == "float32" and entries["people/ts"]["dtype"] == "float64"
     assert entries["df"]["objtype"] == "dataframe" and entries["df"]["shape"] == [4]
     # readhdf of the whole file: `df` reads; `people`'s fields differ in length
-    hdr, _ = conn.raw("readhdf", paths=[a], datasets=["df"])
-    assert hdr["ok"], hdr
+    hdr, _ = conn.ok("readhdf", paths=[a])
+    assert list(hdr["result"]["objects"]) == ["df"], hdr
+    assert any("'people'" in w for w in hdr["warnings"]), hdr
+    conn.ok("delete", names=[hdr["result"]["objects"]["df"]["name"]])
 
 
 def test_made_ranges(conn, made):
