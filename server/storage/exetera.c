@@ -165,13 +165,26 @@ static int field_names(hid_t g, h5u_names *out) {
     return 0;
 }
 
+/* Each child a field group: stops at the first that is not (1), or on a failure (-1). */
+static herr_t is_field_cb(hid_t g, const char *name, const H5L_info_t *info, void *data) {
+    size_t *count = data;
+    H5O_info_t oi;
+    if (info->type != H5L_TYPE_HARD || H5Oget_info_by_name(g, name, &oi, H5P_DEFAULT) < 0 ||
+        oi.type != H5O_TYPE_GROUP || H5Aexists_by_name(g, name, ATTR_FIELDTYPE, H5P_DEFAULT) <= 0)
+        return 1;
+    ++*count;
+    return 0;
+}
+
 static int detect_df(const schema_facts *f, schema_match *m) {
     (void)m;
     if (!f->is_group || f->has_objtype || has_fieldtype(f->obj)) return SCHEMA_NOT_MINE;
-    h5u_names names = {0};
-    int rc = field_names(f->obj, &names);
-    h5u_names_free(&names);
-    return rc == 0 ? SCHEMA_BY_SHAPE : SCHEMA_NOT_MINE;
+    /* no list of names: a group of many children stops at its first that is no field */
+    size_t count = 0;
+    hsize_t idx = 0;
+    herr_t r = H5Literate(f->obj, H5_INDEX_NAME, H5_ITER_INC, &idx, is_field_cb, &count);
+    H5Eclear2(H5E_DEFAULT);
+    return r == 0 && count > 0 ? SCHEMA_BY_SHAPE : SCHEMA_NOT_MINE;
 }
 
 /* ---- probing -------------------------------------------------------------------------- */
