@@ -518,3 +518,19 @@ def test_lshdf_agrees_with_readhdf(conn, made):
     checked, problems = disagreements(conn, a, recursive=True)
     assert "people" in checked and "df" in checked, checked
     assert not problems, "\n".join(problems)
+
+
+def test_skipped_file_says_nothing_of_its_fields(conn):
+    """allow_errors: a file skipped for a broken field leaves no warning of its own fields."""
+    sub = unique("exskip")
+    (conn.dir / sub).mkdir()
+    with h5py.File(conn.dir / sub / "0.h5", "w") as f:
+        add_field(f.create_group("df"), "x", "indexedstring", **indexed(["a", "b"]))
+    with h5py.File(conn.dir / sub / "1.h5", "w") as f:
+        add_field(f.create_group("df"), "x", "indexedstring", completed=None,
+                  index=np.array([0, 5]), values=np.frombuffer(b"ab", np.uint8))
+    hdr, _ = conn.ok("readhdf", paths=[f"{sub}/0.h5", f"{sub}/1.h5"], datasets=["df/x"],
+                     allow_errors=True)
+    assert len(hdr["result"]["file_errors"]) == 1 and "df/x" in hdr["result"]["file_errors"][0]
+    assert not hdr.get("warnings"), hdr
+    conn.ok("delete", names=[hdr["result"]["objects"]["df/x"]["name"]])
