@@ -135,8 +135,8 @@ static int probe(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err
     return 0;
 }
 
-static int build(read_node *n, bool strict, bool tags, object **obj, object **tag,
-                 h5ark_error *err) {
+int dataframe_build(read_node *n, bool strict, bool tags, object **obj, object **tag,
+                    h5ark_error *err) {
     if (schema_build_composite(n, H5ARK_DATAFRAME, H5ARK_INT64, strict, tags, 0, obj, tag, err))
         return -1;
     object *df = *obj;
@@ -187,7 +187,7 @@ const schema_family schema_dataframe = {
     .objtype = "dataframe",
     .detect = detect,
     .probe = probe,
-    .build = build,
+    .build = dataframe_build,
     .slice = schema_slice_kids,
     .writes = writes,
     .write = store,

@@ -18,6 +18,8 @@ extern const schema_family schema_groupby;
 extern const schema_family schema_dataframe;
 extern const schema_family schema_index;
 extern const schema_family schema_multiindex;
+extern const schema_family schema_exetera_df;
+extern const schema_family schema_exetera_field;
 
 /* ---- pdarray.c ---- */
 /* ObjType of a pdarray: 1, or 7-9 for its tag. */
@@ -41,6 +43,14 @@ int pdarray_check_range(const object *obj, int64_t lo, int64_t hi, bool nondecre
 /* Rows [lo, hi) of a strings object as a Strings group (offsets rebased to start at 0). */
 int strings_write_rows(hid_t loc, int file_index, const char *name, const object *obj, uint64_t lo,
                        uint64_t hi, write_plan *plan, h5ark_error *err);
+/* Probe ExeTera's indexed strings (`index` of n + 1 offsets, `values` without NULs) at
+ * n->path into n's read_dataset, which then reads as Strings. */
+int strings_probe_indexed(const probe_ctx *pc, read_node *n, h5ark_error *err);
+
+/* ---- dataframe.c ---- */
+/* Build a DataFrame of n's kids, one column each (every column of the same length). */
+int dataframe_build(read_node *n, bool strict, bool tags, object **obj, object **tag,
+                    h5ark_error *err);
 
 /* ---- index.c ---- */
 /* An Index group: obj's levels, or obj itself (a pdarray or strings) as its one level. */

@@ -765,7 +765,7 @@ out:
 /* objtype as readhdf sees it: the schema table's one detector decides (inferred when no
  * ObjType says so); what no family reads keeps the name its ObjType gives, or a note. */
 static int list_objtype(lister *ls, hid_t oid, const char *path, const attr_facts *facts,
-                        h5ark_value *entry) {
+                        h5ark_value *entry, bool *whole) {
     schema_facts f;
     schema_match m = {0};
     h5ark_error ignored = {0};
@@ -773,10 +773,24 @@ static int list_objtype(lister *ls, hid_t oid, const char *path, const attr_fact
     H5Eclear2(H5E_DEFAULT);
     if (found) {
         const schema_family *fam = schema_family_of(m.kind);
-        if (put(ls, entry, "objtype", h5ark_value_str(fam->objtype))) return -1;
-        if (m.tag && put(ls, entry, "tag", h5ark_value_str(m.tag))) return -1;
         schema_listing li;
         schema_list(m.kind, &f, &li);
+        H5Eclear2(H5E_DEFAULT);
+        const char *objtype = li.objtype ? li.objtype : fam->objtype;
+        if (li.extra)
+            for (size_t i = 0; i < li.extra->as.m.len; i++)
+                if (put(ls, entry, li.extra->as.m.keys[i],
+                        h5ark_value_copy(li.extra->as.m.vals[i]))) {
+                    h5ark_value_destroy(&li.extra);
+                    return -1;
+                }
+        h5ark_value_destroy(&li.extra);
+        if (li.kind) {
+            *whole = true;
+            if (put(ls, entry, "kind", h5ark_value_str(li.kind))) return -1;
+        }
+        if (objtype[0] && put(ls, entry, "objtype", h5ark_value_str(objtype))) return -1;
+        if (m.tag && put(ls, entry, "tag", h5ark_value_str(m.tag))) return -1;
         if (li.dtype[0] && put(ls, entry, "dtype", h5ark_value_str(li.dtype))) return -1;
         if (li.rows >= 0 && put(ls, entry, "shape", shape1(li.rows))) return -1;
         if (li.note && put(ls, entry, "note", h5ark_value_str(li.note))) return -1;
@@ -1026,11 +1040,12 @@ static int list_object(lister *ls, const link_rec *r, const char *path, int dept
         h5u_type_name(oid, tname, sizeof tname);
         if (put(ls, e, "dtype", h5ark_value_str(tname))) goto fail_entry;
     }
+    bool whole = false; /* an entry for the whole object (an ExeTera field) */
     if ((oi.type == H5O_TYPE_GROUP || oi.type == H5O_TYPE_DATASET) &&
-        list_objtype(ls, oid, path, &facts, e))
+        list_objtype(ls, oid, path, &facts, e, &whole))
         goto fail_entry;
     if (add_entry(ls, e)) goto out;
-    if (oi.type == H5O_TYPE_GROUP && ls->recursive) {
+    if (oi.type == H5O_TYPE_GROUP && ls->recursive && !whole) {
         if (depth + 1 >= LIST_MAX_DEPTH) {
             h5ark_fail(ls->err, H5ARK_RESOURCE_LIMIT,
                        "'%s' nests groups more than %d deep (at '%s'); lshdf descends at most %d",

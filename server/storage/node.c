@@ -203,6 +203,8 @@ static void node_clear_data(read_node *n) {
     h5u_free_strs(n->names, n->nnames);
     n->names = NULL;
     n->nnames = 0;
+    free(n->fieldtype);
+    n->fieldtype = NULL;
     read_part_clear(&n->ds.values);
     read_part_clear(&n->ds.segments);
     for (size_t i = 0; i < n->nkids; i++)

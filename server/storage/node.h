@@ -65,7 +65,9 @@ typedef enum {
     KIND_DATAFRAME,
     KIND_INDEX,
     KIND_MULTIINDEX,
-    KIND_H5STRINGS, /* a plain HDF5 string dataset */
+    KIND_H5STRINGS,     /* a plain HDF5 string dataset */
+    KIND_EXETERA_DF,    /* an ExeTera dataframe: a group of field groups */
+    KIND_EXETERA_FIELD, /* an ExeTera field: a group with a `fieldtype` attribute */
     KIND_COUNT
 } read_kind;
 
@@ -78,6 +80,8 @@ typedef struct {
     read_part segments; /* strings: start offsets, rebased per file */
     bool no_segments;   /* some file has no 'segments' (or calc_string_offsets): derive
                            offsets from the NULs */
+    bool unterminated;  /* ExeTera's indexed strings: bytes without NULs (one is added after
+                           each string as it is read), offsets from each file's `index` */
     bool have_dtype;    /* first_dtype is set: the type of an all-empty pdarray */
     h5ark_dtype first_dtype;
 } read_dataset;
@@ -105,6 +109,8 @@ struct read_node {
     int64_t max_bits;
     char **names; /* Index: level names from the file */
     size_t nnames;
+    char *fieldtype;   /* an ExeTera field: its `fieldtype` attribute */
+    uint8_t completed; /* an ExeTera field: NODE_COMPLETED_* over the files */
     unsigned ndim;
     uint64_t shape[OBJECT_MAX_DIMS];
     /* what the file being probed changed, to undo when it is skipped */
@@ -117,12 +123,17 @@ struct read_node {
     } mark;
 };
 
+/* An ExeTera field's `completed` mark over its files: the least of them (absent < false <
+ * true); UNSEEN before the first file. */
+enum { NODE_COMPLETED_UNSEEN, NODE_COMPLETED_ABSENT, NODE_COMPLETED_FALSE, NODE_COMPLETED_TRUE };
+
 typedef struct {
     hid_t file;
     int index;        /* in the request's file list */
     const char *path; /* absolute */
     uint64_t size;
     bool calc_offsets;
+    h5u_names *warnings; /* what the read goes on despite (NULL: not told) */
 } probe_ctx;
 
 /* Add a component node (its ds.name points at its path). NULL when out of memory. The

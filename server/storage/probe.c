@@ -166,7 +166,9 @@ static int probe_file(const read_probe_request *rq, size_t k, read_probe *st, h5
                     .index = rq->index ? rq->index[k] : (int)k,
                     .path = path,
                     .size = (uint64_t)size,
-                    .calc_offsets = rq->calc_offsets};
+                    .calc_offsets = rq->calc_offsets,
+                    .warnings = &st->warnings};
+    size_t warned = st->warnings.n; /* what the files before said */
     if (rc == 0)
         for (size_t i = 0; i < st->names.n; i++)
             node_mark(&st->nodes[i]);
@@ -189,6 +191,8 @@ static int probe_file(const read_probe_request *rq, size_t k, read_probe *st, h5
         } else {
             for (size_t i = 0; st->nodes && i < st->names.n; i++)
                 node_undo(&st->nodes[i]);
+            while (st->warnings.n > warned)
+                free(st->warnings.v[--st->warnings.n]);
         }
     }
     return rc;

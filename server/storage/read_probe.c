@@ -63,13 +63,16 @@ static h5ark_value *encode_node(const read_node *n) {
               : strcmp(n->tag, OBJECT_TAG_TIMEDELTA) == 0 ? OBJTYPE_TIMEDELTA
                                                           : OBJTYPE_IPV4;
     int flags = n->legacy | n->as_index << 1 | n->as_limb << 2 | n->component << 3 |
-                n->optional << 4 | n->ds.no_segments << 5 | n->ds.have_dtype << 6 | n->plain << 7;
+                n->optional << 4 | n->ds.no_segments << 5 | n->ds.have_dtype << 6 | n->plain << 7 |
+                n->ds.unterminated << 8;
     bad = bad || put(m, "name", bytes(n->name)) || put(m, "path", bytes(n->path)) ||
           put(m, "kind", h5ark_value_int(n->kind)) || put(m, "flags", h5ark_value_int(flags)) ||
           put(m, "tag", h5ark_value_int(tag)) || put(m, "max_bits", h5ark_value_int(n->max_bits)) ||
           put(m, "first_dtype", h5ark_value_int(n->ds.first_dtype)) ||
           put(m, "values", encode_part(&n->ds.values)) ||
-          put(m, "segments", encode_part(&n->ds.segments));
+          put(m, "segments", encode_part(&n->ds.segments)) ||
+          put(m, "fieldtype", n->fieldtype ? bytes(n->fieldtype) : h5ark_value_nil()) ||
+          put(m, "completed", h5ark_value_int(n->completed));
     if (!bad) {
         bad = put(m, "kids", kids) | put(m, "shape", shape) | put(m, "names", names);
         kids = shape = names = NULL;
@@ -193,7 +196,7 @@ static int decode_node(decoder *d, const h5ark_value *v, read_node *n, unsigned 
     int64_t kind, flags, tag, max_bits, first_dtype;
     if (depth > 8 || !v || v->kind != H5ARK_MAP || !get_str(v, "name") || !get_str(v, "path") ||
         !get_int(v, "kind", KIND_NONE, KIND_COUNT - 1, &kind) ||
-        !get_int(v, "flags", 0, 255, &flags) || !get_int(v, "tag", 0, OBJTYPE_IPV4, &tag) ||
+        !get_int(v, "flags", 0, 511, &flags) || !get_int(v, "tag", 0, OBJTYPE_IPV4, &tag) ||
         !get_int(v, "max_bits", -1, INT64_MAX, &max_bits) ||
         !get_int(v, "first_dtype", 0, H5ARK_DTYPE_COUNT - 1, &first_dtype) || !kids ||
         kids->kind != H5ARK_ARRAY || !shape || shape->kind != H5ARK_ARRAY ||
@@ -205,6 +208,15 @@ static int decode_node(decoder *d, const h5ark_value *v, read_node *n, unsigned 
     n->component = flags & 8, n->optional = flags & 16;
     n->ds.no_segments = flags & 32, n->ds.have_dtype = flags & 64, n->plain = flags & 128;
     n->ds.first_dtype = (h5ark_dtype)first_dtype;
+    n->ds.unterminated = flags & 256;
+    int64_t completed;
+    const h5ark_value *fieldtype = h5ark_value_get(v, "fieldtype");
+    if (!get_int(v, "completed", NODE_COMPLETED_UNSEEN, NODE_COMPLETED_TRUE, &completed) ||
+        !fieldtype || (fieldtype->kind != H5ARK_NIL && !get_str(v, "fieldtype")))
+        return garbled(d, "a field");
+    n->completed = (uint8_t)completed;
+    if (fieldtype->kind != H5ARK_NIL && !(n->fieldtype = strdup(fieldtype->as.s.ptr)))
+        return h5ark_fail(d->err, H5ARK_RESOURCE_LIMIT, "out of memory");
     n->tag = tag == OBJTYPE_DATETIME    ? OBJECT_TAG_DATETIME
              : tag == OBJTYPE_TIMEDELTA ? OBJECT_TAG_TIMEDELTA
              : tag == OBJTYPE_IPV4      ? OBJECT_TAG_IPV4
@@ -313,7 +325,10 @@ static bool node_alike(const read_node *a, const read_node *b) {
     if (a->kind != b->kind || a->legacy != b->legacy || a->tag != b->tag || a->ndim != b->ndim ||
         a->nkids != b->nkids)
         return false;
-    if (a->plain != b->plain) return false;
+    if (a->plain != b->plain || a->ds.unterminated != b->ds.unterminated) return false;
+    if ((a->fieldtype || b->fieldtype) &&
+        (!a->fieldtype || !b->fieldtype || strcmp(a->fieldtype, b->fieldtype) != 0))
+        return false;
     /* a plain N-d array's first dimension is the sum over its files */
     for (unsigned i = a->plain ? 1 : 0; i < a->ndim; i++)
         if (a->shape[i] != b->shape[i]) return false;
@@ -349,6 +364,9 @@ static int join_node(read_node *a, read_node *b, h5ark_error *err) {
         a->ds.first_dtype = b->ds.first_dtype;
     }
     a->ds.no_segments |= b->ds.no_segments;
+    if (b->completed != NODE_COMPLETED_UNSEEN &&
+        (a->completed == NODE_COMPLETED_UNSEEN || b->completed < a->completed))
+        a->completed = b->completed;
     if (a->plain) a->shape[0] += b->shape[0];
     /* offsets in b's files count from b's first file: add what a's files hold before them */
     int64_t string_shift = (int64_t)a->ds.values.total, segment_shift = 0;

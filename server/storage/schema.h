@@ -57,6 +57,11 @@ typedef struct {
     int64_t rows;       /* -1 when unknown */
     const char *note;   /* why rows are missing */
     const char *legacy; /* an older layout, in words */
+    /* what a family says beyond the above (an ExeTera field): */
+    const char *objtype; /* instead of the family's own; "" for none */
+    const char *kind;    /* the entry's kind instead of "group"; the entry is then the whole
+                            object, and lshdf does not list what it holds */
+    h5ark_value *extra;  /* further keys of the entry (a map, the caller's to free) */
 } schema_listing;
 
 typedef struct schema_family {

@@ -8,11 +8,13 @@
 #include "sandbox.h"
 
 /* Order matters only where two families claim an object equally: a SegArray's unmarked
- * group (`segments` beside non-byte `values`) before Strings' (`values`). */
+ * group (`segments` beside non-byte `values`) before Strings' (`values`); an ExeTera
+ * dataframe (every child a field group) before any family that goes by a child's name. */
 static const schema_family *const table[] = {
-    &schema_pdarray,   &schema_bigint,  &schema_arrayview,   &schema_h5strings,
-    &schema_segarray,  &schema_strings, &schema_categorical, &schema_groupby,
-    &schema_dataframe, &schema_index,   &schema_multiindex,
+    &schema_pdarray,     &schema_bigint,        &schema_arrayview, &schema_h5strings,
+    &schema_exetera_df,  &schema_exetera_field, &schema_segarray,  &schema_strings,
+    &schema_categorical, &schema_groupby,       &schema_dataframe, &schema_index,
+    &schema_multiindex,
 };
 
 int storage_init(void) {

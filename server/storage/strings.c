@@ -119,6 +119,59 @@ static int probe(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err
     return 0;
 }
 
+/* ExeTera's indexed strings (docs/FORMAT.md, "ExeTera dataframes"): group n->path holding
+ * `index` (n + 1 offsets from 0, the last the number of bytes) and `values` (the strings'
+ * bytes with no NULs). The concatenation keeps each file's first n offsets, rebased by the
+ * bytes before it; reading adds a NUL after every string. An `index` of length 0 is an
+ * empty field. */
+int strings_probe_indexed(const probe_ctx *pc, read_node *n, h5ark_error *err) {
+    read_dataset *ds = &n->ds;
+    char vpath[1100], ipath[1100], what[1200];
+    snprintf(vpath, sizeof vpath, "%s/%s", ds->name, CHILD_VALUES);
+    snprintf(ipath, sizeof ipath, "%s/index", ds->name);
+    ds->values.dtype = H5ARK_UINT8;
+    ds->segments.dtype = H5ARK_INT64;
+    ds->unterminated = true;
+    h5u_dset_info v, s;
+    snprintf(what, sizeof what, "ExeTera field '%s': 'values'", ds->name);
+    if (h5u_inspect(pc->file, vpath, pc->size, what, &v, err)) return -1;
+    if (!v.is_integer || v.enum_bool || h5ark_dtype_size(v.dtype) != 1)
+        return h5ark_fail(err, H5ARK_TYPE_ERROR, "%s are %s, not bytes", what,
+                          h5ark_dtype_name(v.dtype));
+    v.dtype = H5ARK_UINT8;
+    v.exact = true;
+    snprintf(what, sizeof what, "ExeTera field '%s': 'index'", ds->name);
+    if (h5u_inspect(pc->file, ipath, pc->size, what, &s, err)) return -1;
+    if (!s.is_integer || s.enum_bool)
+        return h5ark_fail(err, H5ARK_TYPE_ERROR, "%s is %s, not integers", what,
+                          h5ark_dtype_name(s.dtype));
+    int64_t first = 0, last = 0;
+    if (s.count > 0 && (h5u_read_elems(pc->file, ipath, 0, 1, H5ARK_INT64, &first, err) ||
+                        h5u_read_elems(pc->file, ipath, s.count - 1, 1, H5ARK_INT64, &last, err)))
+        return h5ark_fail_context(err, "ExeTera field '%s'", ds->name);
+    if (s.count == 0 ? v.count != 0 : first != 0 || last < 0 || (uint64_t)last != v.count)
+        return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                          "ExeTera field '%s' is malformed: its 'index' (%llu offsets, first %lld, "
+                          "last %lld) must start at 0 and end at the %llu bytes of 'values'",
+                          ds->name, (unsigned long long)s.count, (long long)first, (long long)last,
+                          (unsigned long long)v.count);
+    if (s.count <= 1) return 0; /* no strings */
+    s.count--;                  /* the last offset is where the next file's bytes begin */
+    int64_t value_offset = (int64_t)ds->values.total;
+    char *vcopy = strdup(vpath), *icopy = strdup(ipath);
+    if (!vcopy || !icopy) {
+        free(vcopy);
+        free(icopy);
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    if (v.count && read_part_add(&ds->values, pc->index, pc->path, vcopy, &v, 0, err)) {
+        free(icopy);
+        return -1;
+    }
+    if (!v.count) free(vcopy);
+    return read_part_add(&ds->segments, pc->index, pc->path, icopy, &s, value_offset, err);
+}
+
 /* ---- reading with offsets from the files' `segments` ------------------------------- */
 
 typedef struct {
@@ -127,7 +180,39 @@ typedef struct {
     locale_errors le;
     _Atomic uint64_t first_bad;     /* global index of the first malformed string */
     _Atomic uint64_t first_bad_end; /* first values source not ending in NUL */
+    _Atomic uint64_t first_nul;     /* unterminated: first string holding a NUL */
+    const uint64_t *raw; /* unterminated: per locale boundary, where its bytes start in the
+                            files' concatenation */
 } seg_job;
+
+/* Unterminated strings: the shard holds locale b's bytes as the files have them, followed
+ * by room for one NUL per string, and its offsets as the files have them. Check the
+ * offsets (from `lo`, nondecreasing, within the bytes up to `hi`), then move each string
+ * up to make room for its NUL, from the last one down, and make the offsets the object's.
+ * Returns the index of the first bad string in the shard (*nul: it holds a NUL byte, which
+ * strings cannot), or UINT64_MAX. */
+static uint64_t add_nuls(unsigned char *bytes, int64_t *seg, uint64_t count, uint64_t first_string,
+                         uint64_t lo, uint64_t hi, bool *nul) {
+    for (uint64_t i = 0; i < count; i++) {
+        uint64_t end = i + 1 < count ? (uint64_t)seg[i + 1] : hi;
+        if (seg[i] < 0 || (uint64_t)seg[i] < (i ? (uint64_t)seg[i - 1] : lo) ||
+            end < (uint64_t)seg[i] || end > hi || (i == 0 && (uint64_t)seg[0] != lo))
+            return i;
+        if (memchr(bytes + ((uint64_t)seg[i] - lo), 0, end - (uint64_t)seg[i])) {
+            *nul = true;
+            return i;
+        }
+    }
+    uint64_t next = hi; /* where the string after i starts in the files' bytes */
+    for (uint64_t i = count; i-- > 0;) {
+        uint64_t a = (uint64_t)seg[i] - lo, b = next - lo;
+        next = (uint64_t)seg[i];
+        if (b > a) memmove(bytes + a + i, bytes + a, b - a);
+        bytes[b + i] = 0;
+        seg[i] = (int64_t)(a + i + lo + first_string);
+    }
+    return UINT64_MAX;
+}
 
 static void seg_read_shard(int b, void *ctx) {
     seg_job *job = ctx;
@@ -135,8 +220,10 @@ static void seg_read_shard(int b, void *ctx) {
     const shard *vs = &job->obj->values->shards[b];
     const shard *ss = &job->obj->segments->shards[b];
     h5ark_error *err = &job->le.errs[b];
-    if ((vs->count &&
-         read_part_range(&ds->values, vs->start, vs->start + vs->count, vs->data, err)) ||
+    /* unterminated: the files' bytes of this locale's strings, one NUL fewer per string */
+    uint64_t vlo = job->raw ? job->raw[b] : vs->start;
+    uint64_t vhi = job->raw ? job->raw[b + 1] : vs->start + vs->count;
+    if ((vhi > vlo && read_part_range(&ds->values, vlo, vhi, vs->data, err)) ||
         (ss->count &&
          read_part_range(&ds->segments, ss->start, ss->start + ss->count, ss->data, err))) {
         locale_errors_set(&job->le, b);
@@ -155,7 +242,14 @@ static void seg_read_shard(int b, void *ctx) {
                 locales_note_first(&job->first_bad, src->start);
         }
     }
-    if (vs->count) {
+    if (job->raw) {
+        bool nul = false;
+        uint64_t bad = add_nuls(vs->data, ss->data, ss->count, ss->start, vlo, vhi, &nul);
+        if (bad != UINT64_MAX) {
+            locales_note_first(nul ? &job->first_nul : &job->first_bad, ss->start + bad);
+            return;
+        }
+    } else if (vs->count) {
         const unsigned char *bytes = vs->data;
         for (size_t i = read_part_find(&ds->values, vs->start); i < ds->values.n; i++) {
             const read_src *src = &ds->values.src[i];
@@ -174,6 +268,11 @@ static void seg_read_shard(int b, void *ctx) {
 
 static int fail_at_string(const read_dataset *ds, uint64_t k, h5ark_error *err) {
     const read_src *src = &ds->segments.src[read_part_find(&ds->segments, k)];
+    if (ds->unterminated)
+        return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                          "ExeTera field '%s' in '%s' is malformed at string %llu: its 'index' "
+                          "must start at 0 and never decrease, within 'values'",
+                          ds->name, files_display(src->path), (unsigned long long)(k - src->start));
     return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
                       "Strings '%s' in '%s' is malformed at string %llu: 'segments' must start "
                       "at 0 and increase within 'values', and every string must end in one NUL "
@@ -211,15 +310,22 @@ static int read_with_segments(const read_dataset *ds, bool tags, object **obj, o
         free(off);
         return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     }
+    /* unterminated: one NUL more per string than the files hold */
     for (int b = 0; b < L; b++)
-        counts[b] = off[b + 1] - off[b];
-    free(off);
-    seg_job job = {.ds = ds};
+        counts[b] =
+            off[b + 1] - off[b] +
+            (ds->unterminated ? locales_block_start(n, L, b + 1) - locales_block_start(n, L, b)
+                              : 0);
+    seg_job job = {.ds = ds, .raw = ds->unterminated ? off : NULL};
     atomic_init(&job.first_bad, UINT64_MAX);
+    atomic_init(&job.first_nul, UINT64_MAX);
     atomic_init(&job.first_bad_end, UINT64_MAX);
     job.obj = object_new_strings(n, counts, err);
     free(counts);
-    if (!job.obj) return h5ark_fail_context(err, "reading Strings '%s'", ds->name);
+    if (!job.obj) {
+        h5ark_fail_context(err, "reading Strings '%s'", ds->name);
+        goto fail;
+    }
     if (tags && !(job.tag = object_new_pdarray(H5ARK_INT64, n, err))) {
         h5ark_fail_context(err, "tagging Strings '%s'", ds->name);
         goto fail;
@@ -228,6 +334,8 @@ static int read_with_segments(const read_dataset *ds, bool tags, object **obj, o
     locales_run(seg_read_shard, &job);
     int rc = locale_errors_take(&job.le, err);
     locale_errors_free(&job.le);
+    free(off);
+    off = NULL;
     if (rc) goto fail;
     uint64_t bad_end = atomic_load(&job.first_bad_end);
     if (bad_end != UINT64_MAX) {
@@ -236,15 +344,25 @@ static int read_with_segments(const read_dataset *ds, bool tags, object **obj, o
                    ds->name, files_display(ds->values.src[bad_end].path));
         goto fail;
     }
-    uint64_t bad = atomic_load(&job.first_bad);
+    uint64_t bad = atomic_load(&job.first_bad), nul = atomic_load(&job.first_nul);
     if (bad != UINT64_MAX) {
         fail_at_string(ds, bad, err);
+        goto fail;
+    }
+    if (nul != UINT64_MAX) {
+        const read_src *src = &ds->segments.src[read_part_find(&ds->segments, nul)];
+        h5ark_fail(err, H5ARK_TYPE_ERROR,
+                   "ExeTera field '%s' in '%s': string %llu holds a NUL byte, which h5ark's "
+                   "strings cannot hold (each ends at its one NUL)",
+                   ds->name, files_display(src->path),
+                   (unsigned long long)(src->first + nul - src->start));
         goto fail;
     }
     *obj = job.obj;
     *tag = job.tag;
     return 0;
 fail:
+    free(off);
     object_release(job.obj);
     object_release(job.tag);
     return -1;

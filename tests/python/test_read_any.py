@@ -479,7 +479,7 @@ def unrepresentable_file(conn, path, n=4):
         vl[0] = np.arange(3, dtype=np.int32)
         h.create_dataset("bad_array", (n,), dtype=np.dtype(("<i4", (3,))))
         other = h.create_group("bad_group")  # another system's group: nothing claims it
-        other.attrs["fieldtype"] = "numeric,int32"
+        other.attrs["layout"] = "numeric,int32"  # (a `fieldtype` would make it ExeTera's)
         other["values"] = np.arange(n, dtype="<i4")
     return keep
 

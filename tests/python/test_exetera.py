@@ -1,0 +1,536 @@
+"""readhdf and lshdf of ExeTera dataframes (docs/FORMAT.md, "ExeTera dataframes";
+protocol/PROTOCOL.md, readhdf and lshdf): a dataframe group of field groups, each field
+read by its `fieldtype` (indexedstring and fixedstring as strings, numeric as a pdarray of
+its dtype, categorical as a categorical of ExeTera's labels, timestamp as float64), its
+descriptor carrying `fieldtype` and `completed`, a warning for a field not completed,
+`start`/`stop` row ranges, several files concatenated, lshdf's `field` entries, and
+malformed fields refused by name. Against ExeTera's own files (../shared/fixtures/exetera,
+skipped when absent) and against equivalent files made here with h5py."""
+import json
+import shutil
+
+import h5py
+import numpy as np
+import pytest
+
+from conftest import SHARED_FIXTURES, Conn, decode_strings, unique
+
+EXETERA = SHARED_FIXTURES.parent / "exetera"
+COMPLETED = h5py.enum_dtype({"FALSE": 0, "TRUE": 1}, basetype="i1")
+
+
+@pytest.fixture(scope="module")
+def conn(daemon):
+    return Conn(daemon)
+
+
+@pytest.fixture
+def exetera_fixtures():
+    if not (EXETERA / "session.hdf5").is_file():
+        pytest.skip(f"ExeTera fixtures not found at {EXETERA} (../shared beside the repository)")
+    return EXETERA
+
+
+# ---- reading what the daemon returns ---------------------------------------------------
+
+def value(conn, desc):
+    """pdarray -> ndarray; strings -> [str]; categorical -> [label]; dataframe -> {col: ...}."""
+    hdr, frames = conn.ok("get", name=desc["name"])
+    blob = b"".join(bytes(f) for f in frames)
+    bufs, pos = {}, 0
+    for spec in hdr.get("buffers", []):
+        bufs[spec["name"]] = blob[pos:pos + spec["nbytes"]]
+        pos += spec["nbytes"]
+    return decode(desc, bufs)
+
+
+def decode(desc, bufs, prefix=""):
+    ot = desc["objtype"]
+    if ot == "pdarray":
+        return np.frombuffer(bufs.get(prefix + "values", b""),
+                             np.dtype(desc["dtype"]).newbyteorder("<"))
+    if ot == "strings":
+        return decode_strings(bufs.get(prefix + "segments", b""), bufs.get(prefix + "values", b""))
+    parts = {k: decode(v, bufs, prefix + k + "/") for k, v in desc["components"].items()}
+    if ot == "categorical":
+        return [parts["categories"][c] for c in parts["codes"].tolist()]
+    return parts
+
+
+def read(conn, paths, name, **kw):
+    """readhdf of one object: (descriptor, value, warnings)."""
+    hdr, _ = conn.ok("readhdf", paths=paths, datasets=[name], **kw)
+    desc = hdr["result"]["objects"][name]
+    got = value(conn, desc)
+    conn.ok("delete", names=[desc["name"]])
+    return desc, got, hdr.get("warnings", [])
+
+
+def fail(conn, paths, name, **kw):
+    hdr, _ = conn.raw("readhdf", paths=paths, datasets=[name], **kw)
+    assert not hdr["ok"], hdr
+    return hdr["error"]
+
+
+def same(got, want):
+    if isinstance(want, np.ndarray):
+        assert isinstance(got, np.ndarray), got
+        assert got.dtype == want.dtype and got.shape == want.shape, (got, want)
+        assert got.tobytes() == want.tobytes(), (got, want)
+    else:
+        assert list(got) == list(want), (got, want)
+
+
+def lshdf_entries(conn, path):
+    hdr, _ = conn.ok("lshdf", path=path, recursive=True)
+    return {e["path"].lstrip("/"): e for e in hdr["result"]["entries"]}
+
+
+# ---- ExeTera's own file ------------------------------------------------------------------
+
+def fixture_copy(conn, fixtures):
+    sub = unique("exetera")
+    (conn.dir / sub).mkdir()
+    shutil.copy(fixtures / "session.hdf5", conn.dir / sub / "session.hdf5")
+    return f"{sub}/session.hdf5"
+
+
+def expected_value(fixtures, field, info):
+    """What readhdf returns for a field of the fixture, from ExeTera's own reader's values."""
+    path = fixtures / info["values"]
+    if info["fieldtype"].startswith("categorical"):
+        return info["labels"]
+    if path.suffix == ".npy":
+        return np.load(path, allow_pickle=False)
+    vals = json.loads(path.read_text())
+    if info.get("values_encoding") == "hex":
+        # fixed-length strings end at their first NUL, as every HDF5 fixed string h5ark reads
+        return [bytes.fromhex(v).split(b"\0")[0].decode() for v in vals]
+    return vals
+
+
+def expected_completed(layout, field, fieldtype):
+    """`completed` of a field: the mark on `index` (indexed strings) or `values`."""
+    ds = layout.get(f"{field}/{'index' if fieldtype == 'indexedstring' else 'values'}")
+    mark = ds["attrs"].get("completed") if ds else None
+    return mark["value"] if mark else None
+
+
+def test_fixture_every_field(conn, exetera_fixtures):
+    path = fixture_copy(conn, exetera_fixtures)
+    expected = json.loads((exetera_fixtures / "expected_session.json").read_text())
+    layout = json.loads((exetera_fixtures / "layout_session.json").read_text())
+    assert len(expected) >= 20
+    for field, info in expected.items():
+        want = expected_value(exetera_fixtures, field, info)
+        if any("\0" in s for s in want if isinstance(s, str)):
+            # a string holding a NUL: h5ark's strings end at their one NUL
+            err = fail(conn, [path], field)
+            assert err["code"] == "type_error" and field in err["message"], err
+            assert "NUL" in err["message"], err
+            continue
+        desc, got, warnings = read(conn, [path], field)
+        assert desc["fieldtype"] == info["fieldtype"], (field, desc)
+        assert desc["size"] == info["length"], (field, desc)
+        completed = expected_completed(layout, field, info["fieldtype"])
+        assert desc["completed"] == completed, (field, desc)
+        named = [w for w in warnings if repr(field) in w or f"'{field}'" in w]
+        assert bool(named) == (completed is not True), (field, warnings)
+        ft = info["fieldtype"]
+        if ft == "timestamp":
+            assert desc["objtype"] == "pdarray" and desc["dtype"] == "float64", desc
+        elif ft.startswith("numeric,"):
+            assert desc["objtype"] == "pdarray" and desc["dtype"] == ft.split(",")[1], desc
+        elif ft.startswith("categorical,"):
+            assert desc["objtype"] == "categorical", desc
+        else:
+            assert desc["objtype"] == "strings", desc
+        same(got, want)
+
+
+def test_fixture_string_bytes(conn, exetera_fixtures):
+    """The strings read are exactly ExeTera's stored bytes between its offsets."""
+    path = fixture_copy(conn, exetera_fixtures)
+    expected = json.loads((exetera_fixtures / "expected_session.json").read_text())
+    for field, info in expected.items():
+        if info["fieldtype"] != "indexedstring":
+            continue
+        index, raw = info["expected_index"], bytes.fromhex(info["expected_values_hex"])
+        strs = [raw[a:b] for a, b in zip(index, index[1:])]
+        if any(b"\0" in s for s in strs):
+            continue
+        _, got, _ = read(conn, [path], field)
+        assert [s.encode() for s in got] == strs, field
+
+
+def test_fixture_ranges(conn, exetera_fixtures):
+    """start/stop against ExeTera's own data[1:3], data[0] and data[n-1]."""
+    path = fixture_copy(conn, exetera_fixtures)
+    reader = json.loads((exetera_fixtures / "reader_session.json").read_text())
+    expected = json.loads((exetera_fixtures / "expected_session.json").read_text())
+    checked = 0
+    for field, r in reader.items():
+        n = r["len"]
+        if field not in expected or n < 3:
+            continue
+        full = expected_value(exetera_fixtures, field, expected[field])
+        for lo, hi in ((1, 3), (0, 1), (n - 1, n), (0, n), (n, n)):
+            want = full[lo:hi]
+            if any("\0" in s for s in want if isinstance(s, str)):
+                continue
+            desc, got, _ = read(conn, [path], field, start=lo, stop=hi)
+            assert desc["size"] == hi - lo, (field, lo, hi, desc)
+            assert desc["fieldtype"] == expected[field]["fieldtype"]
+            same(got, want)
+            checked += 1
+        if "data[1:3]" in r and r["class"] in ("NumericField", "IndexedStringField"):
+            _, got, _ = read(conn, [path], field, start=1, stop=3)
+            assert len(got) == len(r["data[1:3]"])
+            if r["class"] == "IndexedStringField":
+                assert list(got) == r["data[1:3]"] or any("\0" in s for s in r["data[1:3]"])
+    assert checked > 40
+    # the string holding a NUL is row 9 of people/name: rows before it read
+    _, got, _ = read(conn, [path], "people/name", start=0, stop=9)
+    assert got == reader["people/name"]["data[:]"][:9]
+    err = fail(conn, [path], "people/name", start=5, stop=11)
+    assert err["code"] == "bad_request", err
+
+
+def test_fixture_dataframes(conn, exetera_fixtures):
+    path = fixture_copy(conn, exetera_fixtures)
+    expected = json.loads((exetera_fixtures / "expected_session.json").read_text())
+    for df in ("small_df", "people_filtered"):
+        desc, got, _ = read(conn, [path], df)
+        assert desc["objtype"] == "dataframe", desc
+        cols = sorted(k.split("/")[1] for k in expected if k.startswith(df + "/"))
+        assert desc["columns"] == cols and list(desc["components"]) == cols, desc
+        for c in cols:
+            comp = desc["components"][c]
+            assert comp["fieldtype"] == expected[f"{df}/{c}"]["fieldtype"], comp
+            assert comp["completed"] is True, comp
+            same(got[c], expected_value(exetera_fixtures, f"{df}/{c}", expected[f"{df}/{c}"]))
+        # rows of every column
+        desc, got, _ = read(conn, [path], df, start=1, stop=3)
+        assert desc["size"] == 2
+        for c in cols:
+            same(got[c], expected_value(exetera_fixtures, f"{df}/{c}",
+                                        expected[f"{df}/{c}"])[1:3])
+    # `people`'s fields differ in length: not one table
+    err = fail(conn, [path], "people")
+    assert err["code"] == "type_error" and "'people'" in err["message"], err
+    # reading the whole file leaves it out with a warning, and reads the others
+    hdr, _ = conn.ok("readhdf", paths=[path])
+    assert sorted(hdr["result"]["objects"]) == ["people_filtered", "small_df"], hdr
+    assert [w for w in hdr["warnings"] if w.startswith("skipped") and "'people'" in w], hdr
+    for desc in hdr["result"]["objects"].values():
+        conn.ok("delete", names=[desc["name"]])
+
+
+def test_fixture_lshdf(conn, exetera_fixtures):
+    path = fixture_copy(conn, exetera_fixtures)
+    expected = json.loads((exetera_fixtures / "expected_session.json").read_text())
+    layout = json.loads((exetera_fixtures / "layout_session.json").read_text())
+    entries = lshdf_entries(conn, path)
+    for field, info in expected.items():
+        e = entries[field]
+        assert e["kind"] == "field", e
+        assert e["fieldtype"] == info["fieldtype"], e
+        assert e["length"] == info["length"], e
+        assert e["completed"] == expected_completed(layout, field, info["fieldtype"]), e
+        # one entry for the whole field: its datasets are not listed
+        assert not [p for p in entries if p.startswith(field + "/")], field
+    for df in ("small_df", "people_filtered"):
+        assert entries[df]["kind"] == "group" and entries[df]["objtype"] == "dataframe"
+    assert entries["small_df"]["shape"] == [4]
+    # fields of different lengths: no table, as readhdf finds
+    assert entries["people"]["objtype"] is None and entries["people"]["note"], entries["people"]
+
+
+# ---- files made here -----------------------------------------------------------------------
+
+def add_field(df, name, fieldtype, completed=True, **data):
+    """A field group as ExeTera writes it (README of the ExeTera fixtures)."""
+    g = df.create_group(name)
+    g.attrs["chunksize"] = np.int64(1 << 20)
+    g.attrs["timestamp"] = np.int64(1 << 20)
+    g.attrs.create("fieldtype", fieldtype, dtype=h5py.string_dtype())
+    kind, _, rest = fieldtype.partition(",")
+    if kind in ("numeric", "categorical"):
+        g.attrs.create("nformat", rest, dtype=h5py.string_dtype())
+    if kind == "fixedstring":
+        g.attrs["strlen"] = np.int64(int(rest))
+    for dname, arr in data.items():
+        ds = g.create_dataset(dname, data=arr, maxshape=(None,), chunks=(1024,))
+        marked = dname in ("index", "values") if kind != "indexedstring" else True
+        if completed is not None and marked and dname != "key_values" and dname != "key_names":
+            ds.attrs.create("completed", 1 if completed else 0, dtype=COMPLETED)
+    return g
+
+
+def indexed(strs):
+    raw = [s.encode() for s in strs]
+    index = np.cumsum([0] + [len(b) for b in raw]).astype("<i8") if raw else np.zeros(0, "<i8")
+    return {"index": index, "values": np.frombuffer(b"".join(raw), np.uint8)}
+
+
+def categorical(codes, key_names, key_values, dtype):
+    return {"values": np.array(codes, dtype),
+            "key_values": np.array(key_values, np.int8),
+            "key_names": np.array(key_names, dtype=h5py.string_dtype())}
+
+
+WORDS = ["alice", "", "Bob", "café", "日本語", "", "emoji 🎉", "x" * 300, "tab\tand\n"]
+NUMBERS = {
+    "i8": np.array([-128, 0, 127], np.int8), "u16": np.array([0, 65535, 7], np.uint16),
+    "i32": np.array([30, 0, -1, 2 ** 31 - 1, -2 ** 31], np.int32),
+    "u32": np.array([1, 2 ** 32 - 1], np.uint32),
+    "i64": np.array([2 ** 63 - 1, -2 ** 63, 0, 42], np.int64),
+    "u64": np.array([0, 2 ** 64 - 1, 5], np.uint64),
+    "f32": np.array([170.9, np.nan, np.inf, -np.inf, -0.0, 1e-45], np.float32),
+    "f64": np.array([1.5, np.nan, -np.inf], np.float64),
+    "flag": np.array([True, False, True, True], bool),
+    "u8": np.array([0, 255, 9], np.uint8), "i16": np.array([-32768, 32767, 7], np.int16),
+}
+DTYPES = {"i8": "int8", "u16": "uint16", "i32": "int32", "u32": "uint32", "i64": "int64",
+          "u64": "uint64", "f32": "float32", "f64": "float64", "flag": "bool", "u8": "uint8",
+          "i16": "int16"}
+
+
+def make_session(path, words=WORDS, shift=0):
+    """Every field type in dataframe `people`, and a same-length dataframe `df`."""
+    with h5py.File(path, "w") as f:
+        p = f.create_group("people")
+        add_field(p, "name", "indexedstring", **indexed(words))
+        add_field(p, "all_empty", "indexedstring", **indexed(["", "", ""]))
+        add_field(p, "empty_str", "indexedstring", completed=None,
+                  index=np.zeros(0, np.int64), values=np.zeros(0, np.uint8))
+        add_field(p, "code", "fixedstring,4",
+                  values=np.array([b"AB", b"ABCD", b"", b"\xc3\xa9"], "S4"))
+        for k, arr in NUMBERS.items():
+            add_field(p, k, f"numeric,{DTYPES[k]}", values=arr)
+        add_field(p, "incomplete", "numeric,float64", completed=None,
+                  values=np.array([1.5, 2.5, 3.5]))
+        add_field(p, "marked_false", "numeric,int64", completed=False, values=np.arange(3))
+        add_field(p, "status", "categorical,int8",
+                  **categorical([1, 2, 0, 3, 2, 1, 9], ["", "no", "yes", "unsure"], [0, 1, 2, 3],
+                                np.int8))
+        add_field(p, "status16", "categorical,int16",
+                  **categorical([100, 2, 1, 0, 100, 1000], ["", "a", "é", "big"], [0, 1, 2, 100],
+                                np.int16))
+        add_field(p, "ts", "timestamp",
+                  values=np.array([0.0, 1589266800.5, -2208988800.0, 2147483647.000001]))
+        d = f.create_group("df")
+        add_field(d, "b_words", "indexedstring", **indexed(["w", "", "yy", "ü"]))
+        add_field(d, "a_num", "numeric,int32", values=np.arange(4, dtype=np.int32) + shift)
+        add_field(d, "c_cat", "categorical,int8",
+                  **categorical([0, 1, 1, 0], ["x", "y"], [0, 1], np.int8))
+
+
+NA = "N/A"
+EXPECT = {
+    "people/name": WORDS, "people/all_empty": ["", "", ""], "people/empty_str": [],
+    "people/code": ["AB", "ABCD", "", "é"], "people/incomplete": np.array([1.5, 2.5, 3.5]),
+    "people/marked_false": np.arange(3),
+    "people/status": ["no", "yes", "", "unsure", "yes", "no", NA],
+    "people/status16": ["big", "é", "a", "", "big", NA],
+    "people/ts": np.array([0.0, 1589266800.5, -2208988800.0, 2147483647.000001]),
+    **{f"people/{k}": v for k, v in NUMBERS.items()},
+}
+
+
+@pytest.fixture(scope="module")
+def made(conn):
+    sub = unique("exmade")
+    (conn.dir / sub).mkdir()
+    make_session(conn.dir / sub / "a.h5")
+    make_session(conn.dir / sub / "b.h5", words=["p", "", "qq"], shift=10)
+    return f"{sub}/a.h5", f"{sub}/b.h5"
+
+
+def test_made_every_field(conn, made):
+    a, _ = made
+    for field, want in EXPECT.items():
+        desc, got, warnings = read(conn, [a], field)
+        same(got, want)
+        completed = {"people/empty_str": None, "people/incomplete": None,
+                     "people/marked_false": False}.get(field, True)
+        assert desc["completed"] == completed, (field, desc)
+        assert bool([w for w in warnings if f"'{field}'" in w]) == (completed is not True)
+        if isinstance(want, np.ndarray):
+            assert desc["dtype"] == str(want.dtype)
+        assert desc["fieldtype"]
+    desc, got, _ = read(conn, [a], "people/status")
+    assert desc["objtype"] == "categorical" and desc["na_value"] == NA
+
+
+def test_made_dataframe_and_lshdf(conn, made):
+    a, _ = made
+    desc, got, _ = read(conn, [a], "df")
+    assert desc["objtype"] == "dataframe" and desc["columns"] == ["a_num", "b_words", "c_cat"]
+    assert [c["fieldtype"] for c in desc["components"].values()] == [
+        "numeric,int32", "indexedstring", "categorical,int8"]
+    same(got["a_num"], np.arange(4, dtype=np.int32))
+    assert got["b_words"] == ["w", "", "yy", "ü"] and got["c_cat"] == ["x", "y", "y", "x"]
+    entries = lshdf_entries(conn, a)
+    e = entries["people/status16"]
+    assert (e["kind"], e["fieldtype"], e["length"], e["completed"], e["objtype"]) == (
+        "field", "categorical,int16", 6, True, "categorical")
+    assert entries["people/empty_str"]["length"] == 0
+    assert entries["people/empty_str"]["completed"] is None
+    assert entries["people/marked_false"]["completed"] is False
+    assert entries["people/f32"]["dtype"] == "float32" and entries["people/ts"]["dtype"] == "float64"
+    assert entries["df"]["objtype"] == "dataframe" and entries["df"]["shape"] == [4]
+    # readhdf of the whole file: `df` reads; `people`'s fields differ in length
+    hdr, _ = conn.ok("readhdf", paths=[a])
+    assert list(hdr["result"]["objects"]) == ["df"], hdr
+    assert any("'people'" in w for w in hdr["warnings"]), hdr
+    conn.ok("delete", names=[hdr["result"]["objects"]["df"]["name"]])
+
+
+def test_made_ranges(conn, made):
+    a, b = made
+    for field, want in EXPECT.items():
+        n = len(want)
+        for lo, hi in ((0, n), (1, min(3, n)), (n // 2, n), (n, n)):
+            if lo > hi:
+                continue
+            desc, got, _ = read(conn, [a], field, start=lo, stop=hi)
+            same(got, want[lo:hi])
+    # across the two files
+    both = WORDS + ["p", "", "qq"]
+    for lo, hi in ((0, len(both)), (5, 11), (8, 10), (9, 12), (len(WORDS), len(WORDS))):
+        _, got, _ = read(conn, [a, b], "people/name", start=lo, stop=hi)
+        assert got == both[lo:hi], (lo, hi)
+    err = fail(conn, [a], "people/name", start=3, stop=len(WORDS) + 1)
+    assert err["code"] == "bad_request", err
+
+
+def test_made_two_files(conn, made):
+    a, b = made
+    _, got, _ = read(conn, [a, b], "people/name")
+    assert got == WORDS + ["p", "", "qq"]
+    _, got, _ = read(conn, [a, b], "people/i32")
+    same(got, np.concatenate([NUMBERS["i32"], NUMBERS["i32"]]))
+    _, got, _ = read(conn, [a, b], "people/status")
+    assert got == EXPECT["people/status"] * 2
+    desc, got, _ = read(conn, [a, b], "df")
+    same(got["a_num"], np.concatenate([np.arange(4), np.arange(4) + 10]).astype(np.int32))
+    assert got["b_words"] == ["w", "", "yy", "ü"] * 2
+    assert got["c_cat"] == ["x", "y", "y", "x"] * 2
+    hdr, _ = conn.ok("readhdf", paths=[a, b], datasets=["people/name"], tag_data=True)
+    assert "Filename_Codes" in hdr["result"]["objects"]
+
+
+# ---- malformed fields --------------------------------------------------------------------
+
+BAD = {
+    "hostile_type": ("numeric,complex128", {"values": np.zeros(2)}, "type_error"),
+    "long_type": ("numeric," + "x" * 5000, {"values": np.zeros(2)}, "type_error"),
+    "zero_fixed": ("fixedstring,0", {"values": np.zeros(2, "S1")}, "type_error"),
+    "float_cats": ("categorical,float32",
+                   {"values": np.zeros(2, np.float32), "key_values": np.zeros(1, np.int8),
+                    "key_names": np.array(["a"], dtype=h5py.string_dtype())}, "type_error"),
+    "float_codes": ("categorical,int8",
+                    {"values": np.zeros(2, np.float32), "key_values": np.zeros(1, np.int8),
+                     "key_names": np.array(["a"], dtype=h5py.string_dtype())}, "type_error"),
+    "keys_mismatch": ("categorical,int8",
+                      {"values": np.zeros(2, np.int8), "key_values": np.arange(2, dtype=np.int8),
+                       "key_names": np.array(["a"], dtype=h5py.string_dtype())}, "schema_error"),
+    "wrong_dtype": ("numeric,int32", {"values": np.zeros(2)}, "type_error"),
+    "wrong_codes": ("categorical,int8",
+                    {"values": np.zeros(2, np.int16), "key_values": np.zeros(1, np.int8),
+                     "key_names": np.array(["a"], dtype=h5py.string_dtype())}, "type_error"),
+    "key_clash": ("categorical,int8",
+                  {"values": np.zeros(2, np.int8), "key_values": np.zeros(2, np.int8),
+                   "key_names": np.array(["a", "b"], dtype=h5py.string_dtype())},
+                  "schema_error"),
+    "big_codes": ("categorical,int64",
+                  {"values": np.array([2 ** 62, -2 ** 63, 1], np.int64),
+                   "key_values": np.array([1], np.int8),
+                   "key_names": np.array(["one"], dtype=h5py.string_dtype())}, None),
+    "ts_ints": ("timestamp", {"values": np.zeros(2, np.int64)}, "type_error"),
+    "index_from_1": ("indexedstring", {"index": np.array([1, 2, 3]),
+                                       "values": np.frombuffer(b"abc", np.uint8)}, "schema_error"),
+    "index_past": ("indexedstring", {"index": np.array([0, 2, 9]),
+                                     "values": np.frombuffer(b"abc", np.uint8)}, "schema_error"),
+    "index_short": ("indexedstring", {"index": np.array([0, 1, 2]),
+                                      "values": np.frombuffer(b"abc", np.uint8)}, "schema_error"),
+    "index_down": ("indexedstring", {"index": np.array([0, 3, 1, 3]),
+                                     "values": np.frombuffer(b"abc", np.uint8)}, "schema_error"),
+    "index_huge": ("indexedstring", {"index": np.array([0, 2 ** 62, 3]),
+                                     "values": np.frombuffer(b"abc", np.uint8)}, "schema_error"),
+    "index_empty": ("indexedstring", {"index": np.zeros(0, np.int64),
+                                      "values": np.frombuffer(b"abc", np.uint8)}, "schema_error"),
+    "index_floats": ("indexedstring", {"index": np.array([0.0, 3.0]),
+                                       "values": np.frombuffer(b"abc", np.uint8)}, "type_error"),
+    "no_values": ("numeric,int64", {}, "schema_error"),
+    "nul_inside": ("indexedstring", {"index": np.array([0, 3]),
+                                     "values": np.frombuffer(b"a\0c", np.uint8)}, "type_error"),
+}
+
+
+def test_malformed_fields(conn):
+    sub = unique("exbad")
+    (conn.dir / sub).mkdir()
+    path = conn.dir / sub / "bad.h5"
+    with h5py.File(path, "w") as f:
+        g = f.create_group("bad")
+        for name, (ft, data, _) in BAD.items():
+            add_field(g, name, "numeric,int8" if name == "long_type" else ft, **data)
+            if name == "long_type":
+                g[name].attrs.create("fieldtype", ft, dtype=h5py.string_dtype())
+        g.create_group("not_text").attrs["fieldtype"] = np.int64(3)
+        g.create_group("bytes_type").attrs["fieldtype"] = np.bytes_(b"numeric,\xff\xfe")
+    rel = f"{sub}/bad.h5"
+    for name, (_, _, code) in {**BAD, "not_text": (0, 0, "type_error"),
+                               "bytes_type": (0, 0, "type_error")}.items():
+        if code is None:
+            continue
+        err = fail(conn, [rel], f"bad/{name}")
+        assert err["code"] == code, (name, err)
+        assert f"bad/{name}" in err["message"], (name, err)
+        assert len(err["message"]) < 2000, err
+    # codes far outside int8's keys are NA
+    _, got, _ = read(conn, [rel], "bad/big_codes")
+    assert got == ["N/A", "N/A", "one"]
+    # the daemon keeps running, and lshdf lists every field of the file
+    conn.ok("ping")
+    entries = lshdf_entries(conn, rel)
+    assert entries["bad/hostile_type"]["kind"] == "field"
+    assert entries["bad/hostile_type"]["objtype"] is None
+    assert entries["bad/index_past"]["length"] == 2
+
+
+def test_fields_disagreeing_across_files(conn):
+    sub = unique("exdiff")
+    (conn.dir / sub).mkdir()
+    for i, ft in enumerate(("numeric,int32", "numeric,int64")):
+        with h5py.File(conn.dir / sub / f"{i}.h5", "w") as f:
+            add_field(f.create_group("df"), "x", ft, values=np.arange(3, dtype=ft.split(",")[1]))
+    err = fail(conn, [f"{sub}/0.h5", f"{sub}/1.h5"], "df/x")
+    assert err["code"] == "type_error" and "df/x" in err["message"], err
+
+
+def test_lshdf_agrees_with_readhdf(conn, made):
+    """Every group and dataset lshdf lists, at every depth, reads as the objtype it gives."""
+    from test_read_any import disagreements
+    a, _ = made
+    checked, problems = disagreements(conn, a, recursive=True)
+    assert "people" in checked and "df" in checked, checked
+    assert not problems, "\n".join(problems)
+
+
+def test_skipped_file_says_nothing_of_its_fields(conn):
+    """allow_errors: a file skipped for a broken field leaves no warning of its own fields."""
+    sub = unique("exskip")
+    (conn.dir / sub).mkdir()
+    with h5py.File(conn.dir / sub / "0.h5", "w") as f:
+        add_field(f.create_group("df"), "x", "indexedstring", **indexed(["a", "b"]))
+    with h5py.File(conn.dir / sub / "1.h5", "w") as f:
+        add_field(f.create_group("df"), "x", "indexedstring", completed=None,
+                  index=np.array([0, 5]), values=np.frombuffer(b"ab", np.uint8))
+    hdr, _ = conn.ok("readhdf", paths=[f"{sub}/0.h5", f"{sub}/1.h5"], datasets=["df/x"],
+                     allow_errors=True)
+    assert len(hdr["result"]["file_errors"]) == 1 and "df/x" in hdr["result"]["file_errors"][0]
+    assert not hdr.get("warnings"), hdr
+    conn.ok("delete", names=[hdr["result"]["objects"]["df/x"]["name"]])
