@@ -14,6 +14,18 @@ uint64_t strings_offset(const object *s, uint64_t i) {
     return ((const int64_t *)sh->data)[i - sh->start];
 }
 
+char *strings_dup(const object *s, uint64_t i) {
+    uint64_t a = strings_offset(s, i), b = strings_offset(s, i + 1);
+    char *out = malloc(b - a + 1);
+    if (!out) return NULL;
+    for (uint64_t k = a; k < b; k++) {
+        const shard *sh = &s->values->shards[darray_shard_of(s->values, k)];
+        out[k - a] = ((const char *)sh->data)[k - sh->start];
+    }
+    out[b - a] = '\0';
+    return out;
+}
+
 uint64_t strings_check_shard(const object *s, int locale) {
     const shard *seg = &s->segments->shards[locale];
     const shard *val = &s->values->shards[locale];

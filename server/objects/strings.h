@@ -15,6 +15,9 @@ object *strings_from_payload(uint64_t nstrings, const h5ark_payload *payload,
 /* Byte offset where string i starts in the concatenated values (i == size: total bytes). */
 uint64_t strings_offset(const object *strings, uint64_t i);
 
+/* A malloc'd copy of string i, whichever shards its bytes lie in; NULL when out of memory. */
+char *strings_dup(const object *strings, uint64_t i);
+
 /* Check that a locale's strings are well formed: offsets increasing from values' shard
  * start, each string ending in its one NUL. Returns the index of the first bad string, or
  * UINT64_MAX when all are good. Runs on any thread. */

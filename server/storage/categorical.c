@@ -88,19 +88,6 @@ static int probe(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err
     return 0;
 }
 
-/* The text of string i of a strings object (malloc'd). */
-static char *string_at(const object *s, uint64_t i) {
-    uint64_t a = strings_offset(s, i), b = strings_offset(s, i + 1);
-    char *out = malloc(b - a + 1);
-    if (!out) return NULL;
-    for (uint64_t k = a; k < b; k++) {
-        const shard *sh = &s->values->shards[darray_shard_of(s->values, k)];
-        out[k - a] = ((const char *)sh->data)[k - sh->start];
-    }
-    out[b - a] = '\0';
-    return out;
-}
-
 static int build(read_node *n, bool strict, bool tags, object **obj, object **tag,
                  h5ark_error *err) {
     read_node *perm = node_kid(n, CHILD_PERMUTATION), *segs = node_kid(n, CHILD_SEGMENTS);
@@ -145,7 +132,7 @@ static int build(read_node *n, bool strict, bool tags, object **obj, object **ta
     cat = object_new_composite(H5ARK_CATEGORICAL, H5ARK_STRING, codes->size, err);
     if (!cat) goto fail;
     if (na_code >= 0 && (uint64_t)na_code < cats->size) {
-        cat->na_value = string_at(cats, (uint64_t)na_code);
+        cat->na_value = strings_dup(cats, (uint64_t)na_code);
     } else {
         cat->na_value = strdup("N/A");
         na_code = find_category(cats, "N/A");

@@ -380,19 +380,6 @@ static object *strings_of(char *const *v, size_t count, h5ark_error *err) {
     return s;
 }
 
-/* The text of string i of a strings object (malloc'd). */
-static char *string_at(const object *s, uint64_t i) {
-    uint64_t a = strings_offset(s, i), b = strings_offset(s, i + 1);
-    char *out = malloc(b - a + 1);
-    if (!out) return NULL;
-    for (uint64_t k = a; k < b; k++) {
-        const shard *sh = &s->values->shards[darray_shard_of(s->values, k)];
-        out[k - a] = ((const char *)sh->data)[k - sh->start];
-    }
-    out[b - a] = '\0';
-    return out;
-}
-
 static int64_t elem_i64(const object *p, uint64_t i) {
     const shard *sh = &p->values->shards[darray_shard_of(p->values, i)];
     return ((const int64_t *)sh->data)[i - sh->start];
@@ -446,7 +433,7 @@ static int build_categorical(read_node *n, bool strict, bool tags, object **obj,
         lookup[i] = -1;
     for (uint64_t i = 0; i < kv->size; i++) {
         int64_t k = elem_i64(kv, i);
-        char *text = string_at(kn, i);
+        char *text = strings_dup(kn, i);
         if (!text) {
             h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
             goto out;
