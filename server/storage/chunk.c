@@ -10,14 +10,6 @@
 #include <string.h>
 #include <zlib.h>
 
-/* HDF5's default chunk cache holds 1 MiB: a chunk of that size is still cached on reading */
-#define CHUNK_BYTES (1u << 20)
-
-uint64_t chunk_elems(size_t itemsize, uint64_t n) {
-    uint64_t c = CHUNK_BYTES / itemsize;
-    return n < c ? n : c;
-}
-
 /* Elements [first, first + count) of the darray, rebased, then zeros up to a whole chunk. */
 static void gather(const write_chunk *c, unsigned char *out) {
     const darray *a = c->src;

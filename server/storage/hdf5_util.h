@@ -5,6 +5,7 @@
 #define H5ARK_HDF5_UTIL_H
 
 #include "h5ark_wire.h"
+#include "vfd.h"
 
 #include <hdf5.h>
 #include <stdbool.h>
@@ -27,27 +28,6 @@ h5ark_code h5u_reason(char *buf, size_t len, h5ark_code otherwise);
  * -1. */
 int h5u_fail(h5ark_error *err, h5ark_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-
-/* The file-access property list every storage path opens and creates files with: h5ark's
- * file driver (vfd.c), whose system calls go through the sysio table. */
-hid_t h5u_fapl(void);
-int h5u_vfd_init(void);
-/* The errno of this thread's last failed call in the file driver (0: none since the last
- * h5u_io_clear). h5u_fail turns a failure the driver saw into io_error (resource_limit for
- * ENOMEM), whatever code the caller chose: a file that could not be read is not to be
- * blamed for what it holds. */
-int h5u_io_errno(void);
-void h5u_io_clear(void);
-/* The same for an error made some other way while file (open, or H5I_INVALID_HID) was
- * being read or written: when this thread's driver calls or the file's own saw an I/O
- * error, err becomes io_error (resource_limit for ENOMEM), saying why. */
-void h5u_io_blame(hid_t file, h5ark_error *err);
-/* Close a file, dataset or group that was written: -1 when the close or a write it made
- * failed (h5u_fail then says why), and the identifier is gone either way. */
-int h5u_close_written(hid_t id);
-/* H5Ocopy of `name` from src to dst: -1 when it or a read or write it made failed (the
- * object in dst is then not to be trusted: throw dst away). */
-int h5u_copy_object(hid_t src, const char *name, hid_t dst);
 
 /* Whether path holds an HDF5 file: > 0 yes, 0 no, < 0 it cannot be told. */
 htri_t h5u_is_hdf5(const char *path);

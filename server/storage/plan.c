@@ -6,6 +6,14 @@
 
 #include <stdlib.h>
 
+/* HDF5's default chunk cache holds 1 MiB: a chunk of that size is still cached on reading */
+#define CHUNK_BYTES (1u << 20)
+
+uint64_t chunk_elems(size_t itemsize, uint64_t n) {
+    uint64_t c = CHUNK_BYTES / itemsize;
+    return n < c ? n : c;
+}
+
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the direct data path writes memory as little-endian file bytes"
 #endif

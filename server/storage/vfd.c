@@ -1,7 +1,7 @@
 /* An HDF5 file driver like the library's sec2 (POSIX pread/pwrite), whose system calls go
  * through the sysio table: HDF5's own reads and writes of the storage paths' files fail
  * the way h5ark's do when a test injects a fault, and say why (h5u_io_errno). */
-#include "hdf5_util.h"
+#include "vfd.h"
 
 #include "sysio.h"
 
