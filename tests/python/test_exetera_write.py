@@ -501,3 +501,45 @@ def test_too_many_categories_for_int8(conn):
                     format="exetera", fieldtype="categorical,int16")
     assert err["code"] == "type_error" and "int8" in err["message"], err
     ok_alive(conn)
+
+
+# ---- the Python client ----------------------------------------------------------------------
+
+def test_python_client_writer(client, daemon):
+    import h5ark
+    out = f"{unique('exw')}.hdf5"
+    with client.exetera_writer(out, "df/n") as w:
+        w.write_part(np.arange(5, dtype=np.int64))
+        w.write_part(client.array(np.arange(5, 8, dtype=np.int64)))
+        assert w.rows == 8
+    assert w.rows == 8
+    with h5py.File(daemon.data_dir / out, "r") as f:
+        assert f["df/n/values"][:].tolist() == list(range(8))
+        assert bool(f["df/n/values"].attrs["completed"])
+    # an exception in the block leaves the field not completed
+    with pytest.raises(RuntimeError):
+        with client.exetera_writer(out, "df/s") as w:
+            w.write_part(["a", "bc"])
+            raise RuntimeError("stop")
+    with h5py.File(daemon.data_dir / out, "r") as f:
+        assert "completed" not in f["df/s/index"].attrs
+        assert f["df/s/index"][:].tolist() == [0, 1, 3]
+    assert client.complete(out, "df/s")["rows"] == 2
+    # a part of the wrong type is the daemon's type_error
+    with pytest.raises(h5ark.ObjectTypeError):
+        client.writepart(out, "df/n", client.array(["x"]))
+    # whole fields, and the module-level functions
+    df = client.DataFrame({"a": client.array(np.array([1.5, 2.5])),
+                           "b": client.array(["x", "yy"])})
+    res = h5ark.to_exetera(df, out, group="frame", mode="append")
+    assert res["files"] == [out]
+    got = client.read_hdf(out, datasets=["frame"])["frame"]
+    assert got["a"].to_ndarray().tolist() == [1.5, 2.5]
+    assert got["b"].to_ndarray().tolist() == ["x", "yy"]
+    assert h5ark.writepart(out, "frame/c", client.array([True, False]))["rows"] == 2
+    with h5ark.exetera_writer(out, "frame/d", fieldtype="timestamp") as w:
+        w.write_part(np.array([0.5]))
+    with h5py.File(daemon.data_dir / out, "r") as f:
+        assert f["frame/c"].attrs["fieldtype"] == "numeric,bool"
+        assert f["frame/d"].attrs["fieldtype"] == "timestamp"
+        assert bool(f["frame/d/values"].attrs["completed"])
