@@ -448,8 +448,10 @@ static int write_keys(hid_t g, const key_list *k, h5ark_error *err) {
         rc = append_rows(dn, tn, k->names, k->n, err) ||
              append_rows(dv, H5T_NATIVE_INT8, v8, k->n, err);
     free(v8);
-    if (dv >= 0) H5Dclose(dv);
-    if (dn >= 0) H5Dclose(dn);
+    if (dv >= 0 && h5u_close_written(dv) && rc == 0)
+        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot write the field's keys");
+    if (dn >= 0 && h5u_close_written(dn) && rc == 0)
+        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot write the field's keys");
     if (tn >= 0) H5Tclose(tn);
     return rc;
 }
@@ -655,12 +657,16 @@ static int write_field(hid_t df, const char *name, const object *obj, const fiel
         default: rc = put_numeric(d, obj, s, err); break;
         }
     }
-    if (d >= 0) H5Dclose(d);
-    if (index >= 0) H5Dclose(index);
+    /* a dataset's chunks reach the file when it closes */
+    if (d >= 0 && h5u_close_written(d) && rc == 0)
+        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot write the field's values");
+    if (index >= 0 && h5u_close_written(index) && rc == 0)
+        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot write the field's index");
     if (vt >= 0) H5Tclose(vt);
     if (rc == 0 && complete) rc = set_completed(g, s->kind, true, err);
     if (rc == 0 && rows) *rows = field_rows(g, s->kind);
-    H5Gclose(g);
+    if (h5u_close_written(g) && rc == 0)
+        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot write the field");
     return rc;
 }
 
@@ -726,9 +732,21 @@ static int ex_open(ex_file *f, const char *rel, bool fresh, bool must_exist, h5a
     return 0;
 }
 
-/* Close the copy and put it in place (commit), or throw it away. */
+/* Close the copy and put it in place (commit), or throw it away. A write the file driver
+ * saw fail, though the library went on, fails the request. */
 static int ex_close(ex_file *f, bool commit, h5ark_error *err) {
     int rc = 0;
+    if (!commit) h5u_io_blame(f->h5, err); /* a file that could not be read is not to blame */
+    if (commit && f->h5 >= 0) {
+        h5ark_error seen = {.code = H5ARK_INTERNAL};
+        snprintf(seen.message, sizeof seen.message, "cannot write '%.900s'", f->rel);
+        h5u_io_blame(f->h5, &seen);
+        if (seen.code != H5ARK_INTERNAL) {
+            *err = seen;
+            rc = -1;
+            commit = false;
+        }
+    }
     if (f->h5 >= 0 && h5u_close_written(f->h5) && commit) {
         rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot write '%s'", f->rel);
         commit = false;
