@@ -201,7 +201,22 @@ static hid_t open_or_create(hid_t g, const char *name, hid_t ftype, uint64_t n0,
     *created = false;
     if (h5u_link_exists(g, name) > 0) {
         hid_t d = H5Dopen2(g, name, H5P_DEFAULT);
-        if (d < 0) h5u_fail(err, H5ARK_SCHEMA_ERROR, "cannot open the dataset '%s'", name);
+        if (d < 0)
+            return h5u_fail(err, H5ARK_SCHEMA_ERROR, "cannot open the dataset '%s'", name), -1;
+        hid_t sp = H5Dget_space(d);
+        hsize_t dims[1], max[1];
+        bool grows = sp >= 0 && H5Sget_simple_extent_ndims(sp) == 1 &&
+                     H5Sget_simple_extent_dims(sp, dims, max) == 1 && max[0] == H5S_UNLIMITED;
+        if (sp >= 0) H5Sclose(sp);
+        if (!grows) {
+            H5Dclose(d);
+            H5Eclear2(H5E_DEFAULT);
+            return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                              "the field's dataset '%s' cannot grow: it is not 1-D with unlimited "
+                              "maxshape, as ExeTera makes them",
+                              name),
+                   -1;
+        }
         return d;
     }
     H5Eclear2(H5E_DEFAULT);

@@ -354,11 +354,18 @@ def test_parts_numeric_strings_categorical(conn):
                 assert "completed" not in ds.attrs, (fld, ds.name)
     desc, got, warnings = read_array(conn, out, "df/n")
     assert got.tolist() == want_n and desc["completed"] is None
+    hdr, _ = conn.ok("lshdf", path=out, recursive=True)
+    entries = {e["path"].lstrip("/"): e for e in hdr["result"]["entries"]}
+    assert entries["df/n"]["kind"] == "field" and entries["df/n"]["completed"] is None
+    assert entries["df/s"]["length"] == len(want_s)
     assert any("df/n" in w for w in warnings), warnings
     for fld in ("n", "s", "c"):
         conn.ok("complete", path=out, field=f"df/{fld}")
     desc, got, warnings = read_strings(conn, out, "df/s")
     assert got == want_s and desc["completed"] is True and warnings == []
+    hdr, _ = conn.ok("lshdf", path=out, recursive=True)
+    entries = {e["path"].lstrip("/"): e for e in hdr["result"]["entries"]}
+    assert all(entries[f"df/{k}"]["completed"] is True for k in "nsc"), entries
     hdr, _ = conn.ok("readhdf", paths=[out], datasets=["df/c"])
     desc = hdr["result"]["objects"]["df/c"]
     cats = conn.get_strings(desc["components"]["categories"]["name"])
@@ -487,6 +494,11 @@ def test_bad_requests(conn):
     assert err["code"] == "type_error", err
     with h5py.File(conn.dir / ark, "w") as f:
         f.create_group("df").create_group("odd")
+        fixed = f["df"].create_group("fixed")
+        fixed.attrs["fieldtype"] = "numeric,int64"
+        fixed.create_dataset("values", data=np.arange(3))
+    err = conn.fail("writepart", path=ark, field="df/fixed", name=ints)
+    assert err["code"] == "schema_error" and "maxshape" in err["message"], err
     err = conn.fail("writepart", path=ark, field="df/odd", name=ints)
     assert err["code"] == "type_error" and "not an ExeTera field" in err["message"], err
     err = conn.fail("complete", path=ark, field="df/odd")

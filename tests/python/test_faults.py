@@ -1,7 +1,8 @@
 """Faults on purpose: a daemon started with H5ARK_FAULTS=1 counts the system calls and
 allocations of the storage paths (its own and its file probes'), and the test-only `fault`
 command makes the Nth of them fail. For tohdf (truncate, append, update; single and
-distributed; plain and compressed), repack and readhdf (single and distributed sets, contiguous
+distributed; plain and compressed), ExeTera writes (tohdf format exetera, writepart,
+complete), repack and readhdf (single and distributed sets, contiguous
 and compressed, numbers and Strings), each call k = 1..N fails in turn with ENOSPC and EIO,
 and each allocation with ENOMEM. After each: the reply is a clear error with the right code
 (io_error, or resource_limit for memory; never schema_error: a healthy file is not to be
