@@ -337,33 +337,38 @@ static int put_indexed(hid_t index, hid_t values, const object *obj, h5ark_error
     return rc;
 }
 
+/* Strings as fixed strings, NUL-padded, a block of rows at a time (each string takes
+ * `strlen` bytes however short it is, so a shard's worth could be far larger than it). */
 static int put_fixed(hid_t d, const object *obj, const char *name, const field_spec *s,
                      h5ark_error *err) {
     hid_t t = fixed_type(s->strlen);
     int rc = t < 0 ? h5u_fail(err, H5ARK_IO_ERROR, "cannot make a string type") : 0;
+    uint64_t block = (UINT64_C(16) << 20) / s->strlen;
+    if (block == 0) block = 1;
+    char *buf = rc == 0 ? sysio.malloc(block * s->strlen) : NULL;
+    if (rc == 0 && !buf) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     for (int b = 0; b < obj->segments->nshards && rc == 0; b++) {
         uint64_t n = obj->segments->shards[b].count;
-        if (n == 0) continue;
-        char *buf = sysio.calloc(n, s->strlen);
-        if (!buf) {
-            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-            break;
+        for (uint64_t lo = 0; lo < n && rc == 0; lo += block) {
+            uint64_t m = n - lo < block ? n - lo : block;
+            memset(buf, 0, m * s->strlen);
+            for (uint64_t i = 0; i < m && rc == 0; i++) {
+                uint64_t l;
+                const char *p = string_at(obj, b, lo + i, &l);
+                if (l > s->strlen)
+                    rc = h5ark_fail(err, H5ARK_TYPE_ERROR,
+                                    "'%s': string %llu is %llu bytes, longer than fieldtype "
+                                    "'%s' holds",
+                                    name,
+                                    (unsigned long long)(obj->segments->shards[b].start + lo + i),
+                                    (unsigned long long)l, s->text);
+                else
+                    memcpy(buf + i * s->strlen, p, l);
+            }
+            if (rc == 0) rc = append_rows(d, t, buf, m, err);
         }
-        for (uint64_t i = 0; i < n && rc == 0; i++) {
-            uint64_t l;
-            const char *p = string_at(obj, b, i, &l);
-            if (l > s->strlen)
-                rc = h5ark_fail(err, H5ARK_TYPE_ERROR,
-                                "'%s': string %llu is %llu bytes, longer than fieldtype '%s' "
-                                "holds",
-                                name, (unsigned long long)(obj->segments->shards[b].start + i),
-                                (unsigned long long)l, s->text);
-            else
-                memcpy(buf + i * s->strlen, p, l);
-        }
-        if (rc == 0) rc = append_rows(d, t, buf, n, err);
-        free(buf);
     }
+    free(buf);
     if (t >= 0) H5Tclose(t);
     return rc;
 }

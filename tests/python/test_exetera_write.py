@@ -555,3 +555,17 @@ def test_python_client_writer(client, daemon):
         assert f["frame/c"].attrs["fieldtype"] == "numeric,bool"
         assert f["frame/d"].attrs["fieldtype"] == "timestamp"
         assert bool(f["frame/d/values"].attrs["completed"])
+
+
+def test_wide_fixed_strings_in_blocks(conn):
+    """Fixed strings of 1 MiB each: written a block of rows at a time, every one padded."""
+    out = f"{unique('exw')}.hdf5"
+    strs = [f"w{i}" * (i + 1) for i in range(20)]
+    tohdf(conn, out, [conn.put_strings(strs)], datasets=["wide"], fieldtype="fixedstring,1048576")
+    with h5py.File(conn.dir / out, "r") as f:
+        d = f["df/wide/values"]
+        assert d.dtype == np.dtype("S1048576") and d.shape == (20,)
+        assert d.chunks[0] < 20  # h5py's rule keeps chunks near 1 MiB
+        assert [d[i] for i in (0, 15, 16, 19)] == [strs[i].encode() for i in (0, 15, 16, 19)]
+    desc, got, _ = read_strings(conn, out, "df/wide")
+    assert got == strs
