@@ -1,8 +1,8 @@
 """Writing ExeTera dataframes (docs/FORMAT.md, "ExeTera dataframes"; protocol/PROTOCOL.md,
 tohdf format exetera, writepart, complete): fields written with the attributes, attribute
 types, dataset types, maxshape, chunks and `completed` marks ExeTera writes, compared
-attribute by attribute with ExeTera's own file (../shared/fixtures/exetera, skipped when
-absent); round trips through readhdf and h5py; the modes; fields written in parts and
+attribute by attribute with a file ExeTera itself made (found beside the Arkouda
+fixtures, as test_exetera.py finds it; skipped when absent); round trips through readhdf and h5py; the modes; fields written in parts and
 completed; bad requests refused with the daemon still serving."""
 import json
 
@@ -23,7 +23,7 @@ def conn(daemon):
 @pytest.fixture
 def exetera_fixtures():
     if not (EXETERA / "session.hdf5").is_file():
-        pytest.skip(f"ExeTera fixtures not found at {EXETERA} (../shared beside the repository)")
+        pytest.skip(f"ExeTera fixtures not found at {EXETERA}")
     return EXETERA
 
 
