@@ -2,8 +2,9 @@
 tohdf format exetera, writepart, complete): fields written with the attributes, attribute
 types, dataset types, maxshape, chunks and `completed` marks ExeTera writes, compared
 attribute by attribute with a file ExeTera itself made (found beside the Arkouda
-fixtures, as test_exetera.py finds it; skipped when absent); round trips through readhdf and h5py; the modes; fields written in parts and
-completed; bad requests refused with the daemon still serving."""
+fixtures, as test_exetera.py finds it; skipped when absent); round trips through readhdf
+and h5py; the modes; fields written in parts and completed; the Python client's calls;
+bad requests refused with the daemon still serving."""
 import json
 
 import h5py
