@@ -570,3 +570,28 @@ def test_wide_fixed_strings_in_blocks(conn):
         assert [d[i] for i in (0, 15, 16, 19)] == [strs[i].encode() for i in (0, 15, 16, 19)]
     desc, got, _ = read_strings(conn, out, "df/wide")
     assert got == strs
+
+
+def test_parts_sent_at_once_all_land(conn):
+    """Parts sent together from several threads to one file (two fields) all land."""
+    import threading
+    out = f"{unique('exw')}.hdf5"
+    parts = [conn.put(np.arange(k * 100, k * 100 + 100, dtype="<i8")) for k in range(8)]
+    errors = []
+
+    def send(k):
+        hdr, _ = conn.raw("writepart", path=out, field=f"df/f{k % 2}", name=parts[k])
+        if not hdr["ok"]:
+            errors.append(hdr)
+
+    threads = [threading.Thread(target=send, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    with h5py.File(conn.dir / out, "r") as f:
+        for j in range(2):
+            got = sorted(f[f"df/f{j}/values"][:].tolist())
+            want = sorted(v for k in range(j, 8, 2) for v in range(k * 100, k * 100 + 100))
+            assert got == want, j
