@@ -200,10 +200,23 @@ typedef struct {
     const char *file_type;   /* "distribute" or "single" */
     const char *compression; /* "none" (contiguous datasets) or "gzip" (chunked, shuffled) */
     int compression_level;   /* 1-9, with gzip */
+    const char *format;      /* "arkouda" or "exetera" (an ExeTera dataframe's fields) */
+    const char *group;       /* exetera: the dataframe group ("df") */
+    const char *fieldtype;   /* exetera: the fields' fieldtype (each object's own) */
 } h5ark_tohdf_opts;
 int h5ark_client_tohdf_opts(h5ark_client_t *self, const char *const *names, size_t count,
                             const char *const *datasets, const char *path,
                             const h5ark_tohdf_opts *opts, h5ark_value **result, h5ark_error *err);
+
+/* ExeTera fields in parts: append object `name`'s rows to `field` ("<dataframe>/<field>")
+ * of the file `path` (created with the dataframe and the field when missing; `fieldtype`
+ * NULL: the object's own), leaving the field not completed; then mark it completed. The
+ * result map holds `field` and `rows` (the field's rows now). */
+int h5ark_client_writepart(h5ark_client_t *self, const char *path, const char *field,
+                           const char *name, const char *fieldtype, h5ark_value **result,
+                           h5ark_error *err);
+int h5ark_client_complete(h5ark_client_t *self, const char *path, const char *field,
+                          h5ark_value **result, h5ark_error *err);
 
 typedef struct {
     bool strict_types, allow_errors, calc_string_offsets, tag_data;

@@ -432,6 +432,9 @@ int h5ark_client_tohdf_opts(h5ark_client_t *self, const char *const *names, size
         rc |= h5ark_value_set(args, "compression", h5ark_value_str(opts->compression));
     if (opts->compression_level)
         rc |= h5ark_value_set(args, "compression_level", h5ark_value_int(opts->compression_level));
+    if (opts->format) rc |= h5ark_value_set(args, "format", h5ark_value_str(opts->format));
+    if (opts->group) rc |= h5ark_value_set(args, "group", h5ark_value_str(opts->group));
+    if (opts->fieldtype) rc |= h5ark_value_set(args, "fieldtype", h5ark_value_str(opts->fieldtype));
     if (rc) {
         h5ark_value_destroy(&args);
         return oom(err);
@@ -444,6 +447,33 @@ int h5ark_client_tohdf(h5ark_client_t *self, const char *const *names, size_t co
                        const char *file_type, h5ark_value **result, h5ark_error *err) {
     h5ark_tohdf_opts opts = {.mode = mode, .file_type = file_type};
     return h5ark_client_tohdf_opts(self, names, count, datasets, path, &opts, result, err);
+}
+
+int h5ark_client_writepart(h5ark_client_t *self, const char *path, const char *field,
+                           const char *name, const char *fieldtype, h5ark_value **result,
+                           h5ark_error *err) {
+    h5ark_value *args = h5ark_value_map();
+    int rc = h5ark_value_set(args, "path", h5ark_value_str(path ? path : ""));
+    rc |= h5ark_value_set(args, "field", h5ark_value_str(field ? field : ""));
+    rc |= h5ark_value_set(args, "name", h5ark_value_str(name ? name : ""));
+    if (fieldtype) rc |= h5ark_value_set(args, "fieldtype", h5ark_value_str(fieldtype));
+    if (rc) {
+        h5ark_value_destroy(&args);
+        return oom(err);
+    }
+    return call(self, "writepart", args, NULL, 0, NULL, result, err);
+}
+
+int h5ark_client_complete(h5ark_client_t *self, const char *path, const char *field,
+                          h5ark_value **result, h5ark_error *err) {
+    h5ark_value *args = h5ark_value_map();
+    int rc = h5ark_value_set(args, "path", h5ark_value_str(path ? path : ""));
+    rc |= h5ark_value_set(args, "field", h5ark_value_str(field ? field : ""));
+    if (rc) {
+        h5ark_value_destroy(&args);
+        return oom(err);
+    }
+    return call(self, "complete", args, NULL, 0, NULL, result, err);
 }
 
 int h5ark_client_readhdf(h5ark_client_t *self, const char *const *paths, size_t npaths,

@@ -7,7 +7,7 @@
 
 extern const command_def admin_commands[];     /* ping getconfig info delete clear shutdown */
 extern const command_def array_commands[];     /* create put get */
-extern const command_def hdf_commands[];       /* tohdf readhdf lshdf repack */
+extern const command_def hdf_commands[];       /* tohdf readhdf lshdf repack writepart complete */
 extern const command_def composite_commands[]; /* segarray dataframe index reshape */
 extern const command_def groupby_commands[];   /* groupby aggregate categorical */
 

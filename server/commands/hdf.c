@@ -1,5 +1,5 @@
-/* HDF5 commands: tohdf readhdf lshdf repack. Argument checks and publishing live here; the file
- * work is the storage layer's. */
+/* HDF5 commands: tohdf readhdf lshdf repack writepart complete. Argument checks and publishing live
+ * here; the file work is the storage layer's. */
 #include "commands.h"
 
 #include "registry.h"
@@ -20,6 +20,24 @@ static int cmd_tohdf(command_ctx *ctx, h5ark_error *err) {
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
                           "tohdf: 'datasets' has %zu names but 'names' has %zu objects",
                           h5ark_value_len(datasets), n);
+    const char *format = arg_str(ctx, "format", "arkouda");
+    bool exetera = strcmp(format, "exetera") == 0;
+    if (!exetera && strcmp(format, "arkouda") != 0)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "tohdf: format must be arkouda or exetera, not '%.100s'", format);
+    if (exetera) {
+        static const char *const arkouda_only[] = {"file_type", "dataframe_layout", "compression",
+                                                   "compression_level"};
+        for (size_t i = 0; i < sizeof arkouda_only / sizeof arkouda_only[0]; i++)
+            if (arg_value(ctx, arkouda_only[i]))
+                return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                                  "tohdf: format exetera writes one file of uncompressed fields; "
+                                  "'%s' does not apply",
+                                  arkouda_only[i]);
+    } else if (arg_value(ctx, "group") || arg_value(ctx, "fieldtype")) {
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "tohdf: 'group' and 'fieldtype' need format exetera");
+    }
     const char *mode_name = arg_str(ctx, "mode", "truncate");
     const char *type_name = arg_str(ctx, "file_type", "distribute");
     storage_mode mode;
@@ -88,8 +106,13 @@ static int cmd_tohdf(command_ctx *ctx, h5ark_error *err) {
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         goto out;
     }
-    rc = storage_write_ex(items, n, arg_str(ctx, "path", ""), mode, file_type, &wopts, files,
-                          ctx->warnings, err);
+    if (exetera)
+        rc =
+            storage_exetera_write(items, n, arg_str(ctx, "path", ""), arg_str(ctx, "group", "df"),
+                                  mode, arg_str(ctx, "fieldtype", NULL), files, ctx->warnings, err);
+    else
+        rc = storage_write_ex(items, n, arg_str(ctx, "path", ""), mode, file_type, &wopts, files,
+                              ctx->warnings, err);
     if (rc == 0)
         rc = reply_set(ctx, "files", files, err);
     else
@@ -228,6 +251,29 @@ static int cmd_repack(command_ctx *ctx, h5ark_error *err) {
     return rc;
 }
 
+static int cmd_writepart(command_ctx *ctx, h5ark_error *err) {
+    const char *name = arg_str(ctx, "name", "");
+    object *obj = registry_get(name, err);
+    if (!obj) return -1;
+    int64_t rows = 0;
+    const char *path = arg_str(ctx, "path", ""), *field = arg_str(ctx, "field", "");
+    int rc =
+        storage_exetera_part(path, field, obj, name, arg_str(ctx, "fieldtype", NULL), &rows, err);
+    object_release(obj);
+    if (rc == 0) rc = reply_set(ctx, "field", h5ark_value_str(field), err);
+    if (rc == 0) rc = reply_set(ctx, "rows", h5ark_value_int(rows), err);
+    return rc;
+}
+
+static int cmd_complete(command_ctx *ctx, h5ark_error *err) {
+    int64_t rows = 0;
+    const char *field = arg_str(ctx, "field", "");
+    int rc = storage_exetera_complete(arg_str(ctx, "path", ""), field, &rows, err);
+    if (rc == 0) rc = reply_set(ctx, "field", h5ark_value_str(field), err);
+    if (rc == 0) rc = reply_set(ctx, "rows", h5ark_value_int(rows), err);
+    return rc;
+}
+
 const command_def hdf_commands[] = {
     {"tohdf",
      cmd_tohdf,
@@ -239,6 +285,9 @@ const command_def hdf_commands[] = {
       {"dataframe_layout", ARG_STR, false},
       {"compression", ARG_STR, false},
       {"compression_level", ARG_INT, false},
+      {"format", ARG_STR, false},
+      {"group", ARG_STR, false},
+      {"fieldtype", ARG_STR, false},
       {0}}},
     {"readhdf",
      cmd_readhdf,
@@ -253,5 +302,13 @@ const command_def hdf_commands[] = {
       {0}}},
     {"lshdf", cmd_lshdf, {{"path", ARG_STR, true}, {"recursive", ARG_BOOL, false}, {0}}},
     {"repack", cmd_repack, {{"path", ARG_STR, true}, {0}}},
+    {"writepart",
+     cmd_writepart,
+     {{"path", ARG_STR, true},
+      {"field", ARG_STR, true},
+      {"name", ARG_STR, true},
+      {"fieldtype", ARG_STR, false},
+      {0}}},
+    {"complete", cmd_complete, {{"path", ARG_STR, true}, {"field", ARG_STR, true}, {0}}},
     {0},
 };

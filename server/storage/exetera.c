@@ -25,10 +25,9 @@
 #define ATTR_FIELDTYPE "fieldtype"
 #define ATTR_COMPLETED "completed"
 
-typedef enum { FT_BAD, FT_INDEXED, FT_FIXED, FT_NUMERIC, FT_CATEGORICAL, FT_TIMESTAMP } fieldtype;
+typedef exetera_fieldtype fieldtype;
 
-/* What `fieldtype` says; dtype for numeric and categorical. */
-static fieldtype parse_fieldtype(const char *s, h5ark_dtype *dtype) {
+exetera_fieldtype exetera_parse_fieldtype(const char *s, h5ark_dtype *dtype) {
     if (strcmp(s, "indexedstring") == 0) return FT_INDEXED;
     if (strcmp(s, "timestamp") == 0) return FT_TIMESTAMP;
     if (strncmp(s, "fixedstring,", 12) == 0) {
@@ -61,9 +60,7 @@ static void quote(const char *s, char *out, size_t len) {
     out[k] = '\0';
 }
 
-/* Scalar string attribute `name` (fixed or variable length): 1 with its text (cut to len -
- * 1 bytes), 0 absent, -1 not a readable string. */
-static int read_str_attr(hid_t obj, const char *name, char *out, size_t len) {
+int exetera_read_str_attr(hid_t obj, const char *name, char *out, size_t len) {
     out[0] = '\0';
     if (H5Aexists(obj, name) <= 0) {
         H5Eclear2(H5E_DEFAULT);
@@ -228,14 +225,14 @@ static int probe_field(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_erro
     hid_t g = H5Gopen2(pc->file, n->path, H5P_DEFAULT);
     if (g < 0)
         return h5u_fail(err, H5ARK_SCHEMA_ERROR, "ExeTera field '%s' cannot be opened", n->path);
-    int r = read_str_attr(g, ATTR_FIELDTYPE, ft, sizeof ft);
+    int r = exetera_read_str_attr(g, ATTR_FIELDTYPE, ft, sizeof ft);
     H5Gclose(g);
     if (r <= 0)
         return h5ark_fail(err, H5ARK_TYPE_ERROR,
                           "ExeTera field '%s': its 'fieldtype' attribute is not a string", n->path);
     quote(ft, q, sizeof q);
     h5ark_dtype dtype = H5ARK_INT64;
-    fieldtype type = parse_fieldtype(ft, &dtype);
+    fieldtype type = exetera_parse_fieldtype(ft, &dtype);
     if (type == FT_BAD)
         return h5ark_fail(err, H5ARK_TYPE_ERROR,
                           "ExeTera field '%s' has fieldtype '%s', which h5ark does not read "
@@ -496,7 +493,7 @@ static int build_field(read_node *n, bool strict, bool tags, object **obj, objec
                        h5ark_error *err) {
     *obj = *tag = NULL;
     h5ark_dtype dtype;
-    fieldtype type = n->fieldtype ? parse_fieldtype(n->fieldtype, &dtype) : FT_BAD;
+    fieldtype type = n->fieldtype ? exetera_parse_fieldtype(n->fieldtype, &dtype) : FT_BAD;
     if (type == FT_BAD || n->nkids == 0)
         return h5ark_fail(err, H5ARK_INTERNAL, "ExeTera field '%s' was not probed", n->path);
     int rc = type == FT_CATEGORICAL ? build_categorical(n, strict, tags, obj, tag, err)
@@ -566,8 +563,8 @@ static h5ark_value *text(const char *s) {
 static void list_field(const schema_facts *f, schema_listing *out) {
     char ft[256];
     h5ark_dtype dtype = H5ARK_INT64;
-    int r = read_str_attr(f->obj, ATTR_FIELDTYPE, ft, sizeof ft);
-    fieldtype type = r == 1 ? parse_fieldtype(ft, &dtype) : FT_BAD;
+    int r = exetera_read_str_attr(f->obj, ATTR_FIELDTYPE, ft, sizeof ft);
+    fieldtype type = r == 1 ? exetera_parse_fieldtype(ft, &dtype) : FT_BAD;
     out->kind = "field";
     out->extra = h5ark_value_map();
     if (!out->extra) return;
@@ -618,8 +615,8 @@ static void list_df(const schema_facts *f, schema_listing *out) {
             char ft[256];
             h5ark_dtype dtype;
             int64_t rows = -1;
-            if (g >= 0 && read_str_attr(g, ATTR_FIELDTYPE, ft, sizeof ft) == 1) {
-                fieldtype type = parse_fieldtype(ft, &dtype);
+            if (g >= 0 && exetera_read_str_attr(g, ATTR_FIELDTYPE, ft, sizeof ft) == 1) {
+                fieldtype type = exetera_parse_fieldtype(ft, &dtype);
                 if (type != FT_BAD) rows = field_rows(g, type);
             }
             if (g >= 0) H5Gclose(g);

@@ -57,4 +57,20 @@ int dataframe_build(read_node *n, bool strict, bool tags, object **obj, object *
 int index_write(hid_t loc, int file_index, const char *name, const object *obj, int part,
                 write_plan *plan, h5ark_error *err);
 
+/* ---- exetera.c ---- */
+/* What an ExeTera `fieldtype` says; dtype for numeric and categorical, and for a fixed
+ * string its length after the comma. */
+typedef enum {
+    FT_BAD,
+    FT_INDEXED,
+    FT_FIXED,
+    FT_NUMERIC,
+    FT_CATEGORICAL,
+    FT_TIMESTAMP
+} exetera_fieldtype;
+exetera_fieldtype exetera_parse_fieldtype(const char *s, h5ark_dtype *dtype);
+/* Scalar string attribute `name` (fixed or variable length): 1 with its text (cut to len -
+ * 1 bytes), 0 absent, -1 not a readable string. */
+int exetera_read_str_attr(hid_t obj, const char *name, char *out, size_t len);
+
 #endif

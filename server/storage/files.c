@@ -2,6 +2,7 @@
 #include "files.h"
 
 #include "config.h"
+#include "io.h"
 #include "locales.h"
 #include "sysio.h"
 
@@ -479,4 +480,56 @@ static size_t remove_temps_in(const char *dir, int depth) {
 
 size_t files_remove_stale_temps(void) {
     return remove_temps_in(config.data_dir, 0);
+}
+
+int files_copy(const char *src, const char *dst, const char *shown, h5ark_error *err) {
+    int in = sysio.open(src, O_RDONLY | O_CLOEXEC, 0);
+    if (in < 0)
+        return h5ark_fail(err, H5ARK_IO_ERROR, "cannot open '%s': %s", shown, strerror(errno));
+    struct stat st;
+    if (sysio.fstat(in, &st) != 0) {
+        sysio.close(in);
+        return h5ark_fail(err, H5ARK_IO_ERROR, "cannot stat '%s': %s", shown, strerror(errno));
+    }
+    int out = sysio.open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st.st_mode & 0777);
+    if (out < 0) {
+        sysio.close(in);
+        return h5ark_fail(err, H5ARK_IO_ERROR, "cannot create a copy of '%s': %s", shown,
+                          strerror(errno));
+    }
+    int rc = 0;
+    off_t left = st.st_size;
+    bool plain = false;
+    while (left > 0 && !plain) {
+        ssize_t n = sysio.copy_file_range(in, NULL, out, NULL, (size_t)left, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == ENOSYS || errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP))
+            plain = true;
+        else if (n <= 0) {
+            rc = h5ark_fail(err, H5ARK_IO_ERROR, "cannot copy '%s': %s", shown,
+                            n < 0 ? strerror(errno) : "it shrank while being copied");
+            break;
+        } else
+            left -= n;
+    }
+    if (plain && rc == 0) {
+        static const size_t chunk = 1u << 20;
+        char *buf = sysio.malloc(chunk);
+        off_t pos = st.st_size - left;
+        if (!buf) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        while (rc == 0 && left > 0) {
+            size_t n = (size_t)(left < (off_t)chunk ? left : (off_t)chunk);
+            if (io_pread_full(in, buf, n, (uint64_t)pos) ||
+                io_pwrite_full(out, buf, n, (uint64_t)pos))
+                rc =
+                    h5ark_fail(err, H5ARK_IO_ERROR, "cannot copy '%s': %s", shown, strerror(errno));
+            pos += (off_t)n;
+            left -= (off_t)n;
+        }
+        free(buf);
+    }
+    sysio.close(in);
+    if (sysio.close(out) != 0 && rc == 0)
+        rc = h5ark_fail(err, H5ARK_IO_ERROR, "cannot copy '%s': %s", shown, strerror(errno));
+    return rc;
 }

@@ -54,6 +54,9 @@ int files_replace(const char *tmp, const char *final, h5ark_error *err);
 int files_replace_all(const char *const *tmps, const char *const *finals, int n, int *replaced,
                       h5ark_error *err);
 
+/* Copy src to a new file dst (O_EXCL; copy_file_range where the kernel can), for a
+ * write that extends a copy and renames it over src. io_error names the file as `shown`. */
+int files_copy(const char *src, const char *dst, const char *shown, h5ark_error *err);
 /* Remove the temporaries a daemon that died left in the data directory (run at start,
  * before any request); returns how many. */
 size_t files_remove_stale_temps(void);

@@ -42,6 +42,22 @@ int storage_write_ex(const storage_item *items, size_t nitems, const char *path,
                      storage_file_type file_type, const storage_write_options *opts,
                      h5ark_value *files, h5ark_value *warnings, h5ark_error *err);
 
+/* tohdf format "exetera": write every item (a DataFrame: each of its columns) as a field of
+ * the ExeTera dataframe `group` of the one file `path`, of `fieldtype` (NULL: each object's
+ * own), completed. truncate: a new file; append: fields added (already_exists when there);
+ * update: the fields, which must exist, replaced. The file is changed through a copy renamed
+ * over it. Appends the file's relative name to `files`. */
+int storage_exetera_write(const storage_item *items, size_t nitems, const char *path,
+                          const char *group, storage_mode mode, const char *fieldtype,
+                          h5ark_value *files, h5ark_value *warnings, h5ark_error *err);
+/* writepart: append obj's rows to the ExeTera field `field` ("<dataframe>/<name>") of the
+ * file `path`, creating the file, the dataframe and the field when missing, and leave the
+ * field not completed. *rows: the field's rows after. Crash-safe: the file is either as
+ * before or holds the part. */
+int storage_exetera_part(const char *path, const char *field, const object *obj, const char *label,
+                         const char *fieldtype, int64_t *rows, h5ark_error *err);
+/* complete: mark the ExeTera field completed (not_found when it is missing). */
+int storage_exetera_complete(const char *path, const char *field, int64_t *rows, h5ark_error *err);
 /* repack: rewrite each file (absolute, confined) into a fresh one with every object and
  * root attribute copied, and replace it atomically. Appends the files' relative names to
  * `files`; *before / *after are their total sizes. */

@@ -304,59 +304,6 @@ static void remove_temp(const char *tmp) {
     sysio.unlink(tmp);
 }
 
-/* Copy src to a new file dst (for append: the copy is extended, then renamed over src). */
-static int copy_file(const char *src, const char *dst, const char *shown, h5ark_error *err) {
-    int in = sysio.open(src, O_RDONLY | O_CLOEXEC, 0);
-    if (in < 0)
-        return h5ark_fail(err, H5ARK_IO_ERROR, "cannot open '%s': %s", shown, strerror(errno));
-    struct stat st;
-    if (sysio.fstat(in, &st) != 0) {
-        sysio.close(in);
-        return h5ark_fail(err, H5ARK_IO_ERROR, "cannot stat '%s': %s", shown, strerror(errno));
-    }
-    int out = sysio.open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st.st_mode & 0777);
-    if (out < 0) {
-        sysio.close(in);
-        return h5ark_fail(err, H5ARK_IO_ERROR, "cannot create a copy of '%s': %s", shown,
-                          strerror(errno));
-    }
-    int rc = 0;
-    off_t left = st.st_size;
-    bool plain = false;
-    while (left > 0 && !plain) {
-        ssize_t n = sysio.copy_file_range(in, NULL, out, NULL, (size_t)left, 0);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == ENOSYS || errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP))
-            plain = true;
-        else if (n <= 0) {
-            rc = h5ark_fail(err, H5ARK_IO_ERROR, "cannot copy '%s': %s", shown,
-                            n < 0 ? strerror(errno) : "it shrank while being copied");
-            break;
-        } else
-            left -= n;
-    }
-    if (plain && rc == 0) {
-        static const size_t chunk = 1u << 20;
-        char *buf = sysio.malloc(chunk);
-        off_t pos = st.st_size - left;
-        if (!buf) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        while (rc == 0 && left > 0) {
-            size_t n = (size_t)(left < (off_t)chunk ? left : (off_t)chunk);
-            if (io_pread_full(in, buf, n, (uint64_t)pos) ||
-                io_pwrite_full(out, buf, n, (uint64_t)pos))
-                rc =
-                    h5ark_fail(err, H5ARK_IO_ERROR, "cannot copy '%s': %s", shown, strerror(errno));
-            pos += (off_t)n;
-            left -= (off_t)n;
-        }
-        free(buf);
-    }
-    sysio.close(in);
-    if (sysio.close(out) != 0 && rc == 0)
-        rc = h5ark_fail(err, H5ARK_IO_ERROR, "cannot copy '%s': %s", shown, strerror(errno));
-    return rc;
-}
-
 static int build_file(out_file *f, int index, storage_mode mode, bool distributed,
                       const storage_item *items, size_t nitems, const top_names *names,
                       write_plan *plan, h5ark_error *err) {
@@ -365,7 +312,7 @@ static int build_file(out_file *f, int index, storage_mode mode, bool distribute
     hid_t file;
     if (mode == STORAGE_APPEND && f->exists) {
         f->tmp_made = true;
-        if (copy_file(f->final, f->tmp, f->rel, err)) return -1;
+        if (files_copy(f->final, f->tmp, f->rel, err)) return -1;
         file = H5Fopen(f->tmp, H5F_ACC_RDWR, h5u_fapl());
         if (file < 0)
             return h5u_fail(err, H5ARK_IO_ERROR, "cannot open a copy of '%s' to append to it",

@@ -618,6 +618,40 @@ static void test_hdf(h5ark_client_t *c) {
           "readhdf of one dataset gave %zu objects", h5ark_value_len(objects));
     h5ark_value_destroy(&result);
 
+    /* ExeTera: a dataframe of two fields, one more written in two parts and completed */
+    char ex[128];
+    snprintf(ex, sizeof ex, "%s_ex.hdf5", prefix);
+    h5ark_tohdf_opts exetera = {.format = "exetera", .group = "people"};
+    CHECK_OK(h5ark_client_tohdf_opts(c, names, 2, datasets, ex, &exetera, NULL, &err));
+    CHECK_OK(h5ark_client_writepart(c, ex, "people/parts", names[0], NULL, NULL, &err));
+    CHECK_OK(h5ark_client_writepart(c, ex, "people/parts", names[0], NULL, &result, &err));
+    CHECK(desc_uint(result, "rows") == 14, "two parts of 7 rows made %lld",
+          (long long)desc_uint(result, "rows"));
+    h5ark_value_destroy(&result);
+    CHECK_ERR(h5ark_client_writepart(c, ex, "people/parts", names[1], NULL, NULL, &err),
+              H5ARK_TYPE_ERROR);
+    CHECK_ERR(h5ark_client_writepart(c, ex, "noslash", names[0], NULL, NULL, &err),
+              H5ARK_BAD_REQUEST);
+    CHECK_OK(h5ark_client_complete(c, ex, "people/parts", &result, &err));
+    CHECK(desc_uint(result, "rows") == 14, "complete reports %lld rows",
+          (long long)desc_uint(result, "rows"));
+    h5ark_value_destroy(&result);
+    CHECK_ERR(h5ark_client_complete(c, ex, "people/none", NULL, &err), H5ARK_NOT_FOUND);
+    const char *expaths[] = {ex};
+    const char *exfields[] = {"people/strs", "people/parts"};
+    CHECK_OK(h5ark_client_readhdf(c, expaths, 1, exfields, 2, NULL, &result, &err));
+    objects = h5ark_value_get(result, "objects");
+    const h5ark_value *parts = h5ark_value_get(objects, "people/parts");
+    CHECK(parts && desc_uint(parts, "size") == 14, "the parts read back as %lld rows",
+          parts ? (long long)desc_uint(parts, "size") : -1LL);
+    const h5ark_value *exstrs = h5ark_value_get(objects, "people/strs");
+    if (exstrs) {
+        CHECK_OK(h5ark_client_get(c, desc_str(exstrs, "name"), 0, H5ARK_END, &d, &err));
+        check_strings(&d, strs, 5, "strings after the ExeTera round trip");
+        h5ark_data_free(&d);
+    }
+    h5ark_value_destroy(&result);
+
     const char *nofile[] = {"no_such_file.h5"};
     CHECK_ERR(h5ark_client_readhdf(c, nofile, 1, NULL, 0, NULL, NULL, &err), H5ARK_NOT_FOUND);
     CHECK_ERR(h5ark_client_lshdf(c, "../outside.h5", false, NULL, &err), H5ARK_FORBIDDEN);

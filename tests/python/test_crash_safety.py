@@ -1,6 +1,8 @@
 """Crash safety: SIGKILL the daemon at random moments during tohdf (truncate, append and
 update) and check every file with h5py: each must be exactly as before or exactly as after, never unreadable or half
-written; and a restarted daemon removes the temporaries the dead one left."""
+written; the same during a stream of ExeTera writepart requests, where every part
+acknowledged must be in the file and the field not completed; and a restarted daemon
+removes the temporaries the dead one left."""
 import os
 import random
 import signal
@@ -148,5 +150,160 @@ def test_sigterm_during_write(tmp_path, mode):
             assert len(h["second"]) == big and int(h["second"][-1]) == big - 1
             assert ("first" in h) == (mode == "append")
         assert not [p for p in data_dir.rglob("*") if ".h5ark-tmp." in p.name]
+    finally:
+        d.cleanup()
+
+
+PART = 1 << 15  # int64 rows of one numeric part (256 KiB)
+
+
+def part_strings(k):
+    """The strings of part k of the string field: their lengths vary with k and i."""
+    return [f"p{k}-{i}-" + "x" * ((k * 7 + i) % 23) for i in range(k % 5 + 1)]
+
+
+def exetera_state(path):
+    """(numeric rows, string rows, completed marks) of the two fields, checked for
+    consistency (h5py must read it all)."""
+    with h5py.File(path, "r") as h:
+        n = h["df/n/values"][:] if "df/n" in h else []
+        assert list(n) == list(range(len(n)))  # parts land whole and in order
+        strs = []
+        if "df/s" in h:
+            idx, raw = h["df/s/index"][:], h["df/s/values"][:].tobytes()
+            assert len(idx) == 0 or (idx[0] == 0 and idx[-1] == len(raw))
+            strs = [raw[a:b].decode() for a, b in zip(idx, idx[1:])]
+        marks = [k for g in ("df/n", "df/s") if g in h for k, ds in h[g].items()
+                 if "completed" in ds.attrs]
+    return len(n), strs, marks
+
+
+def reply_or_death(sock, proc, timeout=30.0):
+    """The next reply on sock, or None as soon as the daemon has died."""
+    end = time.time() + timeout
+    while time.time() < end:
+        if sock.poll(20):
+            return msgpack.unpackb(sock.recv_multipart()[0])
+        if proc.poll() is not None:
+            return None
+    raise AssertionError("no reply from a live daemon")
+
+
+def test_kill_during_writepart(tmp_path):
+    """SIGKILL at random moments during a stream of writepart requests (a numeric and an
+    indexed string field, the file growing from trial to trial): every part acknowledged
+    before the kill is in the file, the part in flight is there whole or not at all, the
+    fields are not completed, and h5py and a restarted h5ark both read the file."""
+    import threading
+    rng = random.Random("writepart")
+    trials = max(3, TRIALS // 7)
+    data_dir = tmp_path / "data"
+    path = "parts/stream.hdf5"
+    acked_n = acked_s = 0  # numeric parts and string parts acknowledged over all trials
+    want_strs = []
+    caught = {"before": 0, "after": 0}
+    for trial in range(trials):
+        d = Daemon(locales=2, data_dir=data_dir)
+        try:
+            timer = threading.Timer(rng.uniform(0.02, 0.4),
+                                    lambda p=d.proc: p.send_signal(signal.SIGKILL))
+            s = zmq.Context.instance().socket(zmq.DEALER)
+            s.setsockopt(zmq.LINGER, 0)
+            s.connect(d.endpoint)
+            timer.start()
+            k, pending = 0, None
+            while d.proc.poll() is None:
+                k += 1
+                if k % 2:  # numeric part
+                    start = (acked_n) * PART
+                    s.send(msgpack.packb({"v": 1, "id": k, "cmd": "create", "args": {
+                        "dtype": "int64", "fill": "arange", "start": start,
+                        "stop": start + PART, "name": "part"}}))
+                    rep = reply_or_death(s, d.proc)
+                    if rep is None:
+                        break
+                    assert rep["ok"], rep
+                    pending = ("n", None)
+                    args = {"path": path, "field": "df/n", "name": "part"}
+                else:
+                    strs = part_strings(acked_s)
+                    raw = [x.encode() for x in strs]
+                    values = b"".join(x + b"\0" for x in raw)
+                    segs = b"".join(sum(len(x) + 1 for x in raw[:j]).to_bytes(8, "little")
+                                    for j in range(len(raw)))
+                    s.send_multipart([msgpack.packb({
+                        "v": 1, "id": k, "cmd": "put",
+                        "buffers": [{"name": "segments", "nbytes": len(segs)},
+                                    {"name": "values", "nbytes": len(values)}],
+                        "args": {"objtype": "strings", "dtype": "str", "shape": [len(raw)],
+                                 "name": "spart"}}), segs, values])
+                    rep = reply_or_death(s, d.proc)
+                    if rep is None:
+                        break
+                    assert rep["ok"], rep
+                    pending = ("s", strs)
+                    args = {"path": path, "field": "df/s", "name": "spart"}
+                s.send(msgpack.packb({"v": 1, "id": k, "cmd": "writepart", "args": args}))
+                rep = reply_or_death(s, d.proc)
+                if rep is None:
+                    break
+                assert rep["ok"], rep
+                if pending[0] == "n":
+                    acked_n += 1
+                    assert rep["result"]["rows"] == acked_n * PART
+                else:
+                    acked_s += 1
+                    want_strs += pending[1]
+                    assert rep["result"]["rows"] == len(want_strs)
+                pending = None
+                # the next part's delete, so that names can be reused
+                s.send(msgpack.packb({"v": 1, "id": k, "cmd": "delete",
+                                      "args": {"names": ["part" if args["field"] == "df/n"
+                                                         else "spart"]}}))
+                if reply_or_death(s, d.proc) is None:
+                    break
+            timer.cancel()
+            d.proc.wait()
+            s.close()
+            if not (data_dir / path).exists():
+                assert acked_n == acked_s == 0
+                continue
+            rows, strs, marks = exetera_state(data_dir / path)
+            assert marks == [], marks
+            # what was acknowledged is there; the part in flight whole or not at all
+            if pending and pending[0] == "n" and rows == (acked_n + 1) * PART:
+                acked_n += 1
+                caught["after"] += 1
+            elif pending and pending[0] == "n":
+                caught["before"] += 1
+            if pending and pending[0] == "s" and strs == want_strs:
+                caught["before"] += 1
+            assert rows == acked_n * PART, (trial, rows, acked_n)
+            if pending and pending[0] == "s" and strs == want_strs + pending[1]:
+                acked_s += 1
+                want_strs += pending[1]
+                caught["after"] += 1
+            assert strs == want_strs, (trial, len(strs), len(want_strs))
+        finally:
+            d.cleanup()
+    print(f"writepart: {trials} kills, {acked_n} numeric and {acked_s} string parts; part in "
+          f"flight lost {caught['before']}, landed {caught['after']}")
+    assert acked_n > 0 and acked_s > 0
+    # a restarted h5ark reads both fields, not completed, and removed the temporaries
+    d = Daemon(locales=2, data_dir=data_dir)
+    try:
+        assert not [p for p in data_dir.rglob("*") if ".h5ark-tmp." in p.name]
+        hdr, _ = request(d.endpoint, {"v": 1, "id": 1, "cmd": "readhdf", "args": {
+            "paths": [path], "datasets": ["df/n", "df/s"]}})
+        assert hdr["ok"], hdr
+        objs = hdr["result"]["objects"]
+        assert objs["df/n"]["size"] == acked_n * PART and objs["df/n"]["completed"] is None
+        assert objs["df/s"]["size"] == len(want_strs) and objs["df/s"]["completed"] is None
+        assert any("df/n" in w for w in hdr["warnings"]), hdr["warnings"]
+        hdr, frames = request(d.endpoint, {"v": 1, "id": 2, "cmd": "get", "args": {
+            "name": objs["df/s"]["name"]}})
+        blob = b"".join(bytes(f) for f in frames)
+        nseg = hdr["buffers"][0]["nbytes"]
+        assert blob[nseg:].split(b"\0")[:-1] == [x.encode() for x in want_strs]
     finally:
         d.cleanup()

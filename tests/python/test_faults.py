@@ -1,7 +1,8 @@
 """Faults on purpose: a daemon started with H5ARK_FAULTS=1 counts the system calls and
 allocations of the storage paths (its own and its file probes'), and the test-only `fault`
 command makes the Nth of them fail. For tohdf (truncate, append, update; single and
-distributed; plain and compressed), repack and readhdf (single and distributed sets, contiguous
+distributed; plain and compressed), ExeTera writes (tohdf format exetera, writepart,
+complete), repack and readhdf (single and distributed sets, contiguous
 and compressed, numbers and Strings), each call k = 1..N fails in turn with ENOSPC and EIO,
 and each allocation with ENOMEM. After each: the reply is a clear error with the right code
 (io_error, or resource_limit for memory; never schema_error: a healthy file is not to be
@@ -310,3 +311,90 @@ def test_fault_command_needs_the_switch():
         assert "H5ARK_FAULTS=1" in hdr["error"]["message"]
     finally:
         d.cleanup()
+
+
+# ---- ExeTera writes -----------------------------------------------------------------------
+
+def exetera_fields(path):
+    """{field: values} of the dataframe `df` (strings for indexed strings), and the fields'
+    completed marks."""
+    out, marks = {}, {}
+    with h5py.File(path, "r") as h:
+        for name, g in h["df"].items():
+            if "index" in g:
+                idx, raw = g["index"][()], g["values"][()].tobytes()
+                out[name] = [raw[a:b].decode() for a, b in zip(idx, idx[1:])]
+                marks[name] = "completed" in g["index"].attrs
+            else:
+                out[name] = list(g["values"][()])
+                marks[name] = "completed" in g["values"].attrs
+    return out, marks
+
+
+EXETERA_WRITES = ["truncate", "append", "update", "writepart", "writepart_new", "complete"]
+
+
+@pytest.mark.parametrize("what", EXETERA_WRITES)
+def test_exetera_faults(conn, objs, what):
+    """ExeTera writes: each call failed in turn leaves the file as it was (or, after the
+    rename, wholly written), with a clear error, no temporary and nothing of HDF5's open."""
+    c, data_dir = conn, conn.dir
+    name = f"ex_{what}.hdf5"
+    c.ok("tohdf", names=[objs.a_old, objs.s_old], datasets=["x", "s"], path=name,
+         format="exetera")
+    c.ok("writepart", path=name, field="df/p", name=objs.a_old)
+    old = (data_dir / name).read_bytes()
+    was, _ = exetera_fields(data_dir / name)
+    cmd, args = "tohdf", dict(path=name, format="exetera")
+    if what == "truncate":
+        args.update(names=[objs.a_new], datasets=["x"])
+        want = {"x": list(objs.new_nums)}
+    elif what == "append":
+        args.update(names=[objs.a_new, objs.s_new], datasets=["y", "t"], mode="append")
+        want = {**was, "y": list(objs.new_nums), "t": objs.new_words}
+    elif what == "update":
+        args.update(names=[objs.a_new, objs.s_new], datasets=["x", "s"], mode="update")
+        want = {**was, "x": list(objs.new_nums), "s": objs.new_words}
+    elif what == "writepart":
+        cmd, args = "writepart", dict(path=name, field="df/p", name=objs.a_new)
+        want = {**was, "p": list(objs.old_nums) + list(objs.new_nums)}
+    elif what == "writepart_new":
+        cmd, args = "writepart", dict(path=name, field="df/w", name=objs.s_new)
+        want = {**was, "w": objs.new_words}
+    else:
+        cmd, args = "complete", dict(path=name, field="df/p")
+        want = was
+
+    def check(ok, why):
+        p = data_dir / name
+        if not ok and p.read_bytes() == old:
+            pass
+        else:
+            got, marks = exetera_fields(p)
+            assert got == want, (why, got.keys())
+            if what == "complete":
+                assert marks["p"], why
+        assert temps(data_dir) == [], (why, temps(data_dir))
+
+    fault(c)
+    hdr, _ = c.raw(cmd, **args)
+    assert hdr["ok"], hdr
+    counts = fault(c)
+    check(True, "no fault")
+    for klass, errors in (("io", ["ENOSPC", "EIO"]), ("alloc", ["ENOMEM"])):
+        for error in errors:
+            for k in calls_to_try(counts[f"{klass}_calls"]):
+                (data_dir / name).write_bytes(old)
+                fault(c, **{"class": klass, "nth": k, "error": error})
+                hdr, _ = c.raw(cmd, **args)
+                report = fault(c)
+                why = (what, klass, error, k, report["fired"], hdr)
+                assert report["hdf5_open"] == 0, why
+                if not hdr["ok"]:
+                    assert report["fired"], why
+                    check_error(hdr, klass, why)
+                check(hdr["ok"], why)
+    (data_dir / name).write_bytes(old)
+    hdr, _ = c.raw(cmd, **args)
+    assert hdr["ok"], hdr
+    check(True, "after the faults")

@@ -65,3 +65,11 @@ __all__ = ["connect", "current_client", "Client", "Reply", "Result", "ReadResult
            "ForbiddenError", "ResourceLimitError", "BusyError", "InternalError",
            "ReplyTimeoutError", "ProtocolError", "ConnectionClosedError",
            "DEFAULT_ENDPOINT", "DEFAULT_TIMEOUT", "disconnect", *_FORWARDED]
+
+# ExeTera dataframes: written whole (to_exetera) or a field in parts (writepart, complete,
+# exetera_writer)
+_FORWARDED_EXETERA = ("to_exetera", "writepart", "complete", "exetera_writer")
+for _name in _FORWARDED_EXETERA:
+    globals()[_name] = _forward(_name)
+del _name
+__all__ += list(_FORWARDED_EXETERA)

@@ -423,6 +423,76 @@ class Client:
         """The groups and datasets of an HDF5 file: a list of entry maps."""
         return self.request("lshdf", {"path": path, "recursive": recursive}).result["entries"]
 
+    # -- ExeTera dataframes ------------------------------------------------------------
+
+    def to_exetera(self, objects, path, group="df", mode="truncate", fieldtype=None):
+        """Write objects as the fields of the ExeTera dataframe `group` of the file `path`
+        (tohdf format "exetera"). `objects` as for to_hdf ({field name: object} or objects,
+        whose fields take the object names); a DataFrame writes each of its columns.
+        mode: `truncate` (a new file), `append` (add fields) or `update` (replace
+        fields). `fieldtype` (e.g. "timestamp", "fixedstring,8") applies to every object.
+        Every field written is completed. Returns the result ({"files": [...]})."""
+        if isinstance(objects, Mapping):
+            datasets, names = list(objects), [_name_of(o) for o in objects.values()]
+        else:
+            datasets, names = None, _names_of(objects)
+        reply = self.request("tohdf", {"names": names, "datasets": datasets, "path": path,
+                                       "format": "exetera", "group": group, "mode": mode,
+                                       "fieldtype": fieldtype})
+        return Result(reply.result, reply.warnings)
+
+    def writepart(self, path, field, obj, fieldtype=None):
+        """Append the rows of `obj` (an object or its name) to the ExeTera field `field`
+        ("dataframe/field") of the file `path`, creating what is missing; the field is left
+        not completed. Returns the result ({"field", "rows"}: the field's rows now)."""
+        reply = self.request("writepart", {"path": path, "field": field,
+                                           "name": _name_of(obj), "fieldtype": fieldtype})
+        return Result(reply.result, reply.warnings)
+
+    def complete(self, path, field):
+        """Mark the ExeTera field `field` of the file `path` completed."""
+        reply = self.request("complete", {"path": path, "field": field})
+        return Result(reply.result, reply.warnings)
+
+    class ExeteraWriter:
+        """Writes one ExeTera field in parts; see Client.exetera_writer."""
+
+        def __init__(self, client, path, field, fieldtype=None):
+            self.client, self.path, self.field, self.fieldtype = client, path, field, fieldtype
+            self.rows = None  # the field's rows after the last part
+
+        def write_part(self, part):
+            """Append a part: an h5ark object, an object name, or data that array() takes
+            (sent, written, and deleted again)."""
+            if isinstance(part, (H5arkObject, str)):
+                result = self.client.writepart(self.path, self.field, part, self.fieldtype)
+            else:
+                obj = self.client.array(part)
+                try:
+                    result = self.client.writepart(self.path, self.field, obj, self.fieldtype)
+                finally:
+                    obj.delete()
+            self.rows = result["rows"]
+            return result
+
+        def complete(self):
+            self.rows = self.client.complete(self.path, self.field)["rows"]
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, exc_type, exc, tb):
+            if exc_type is None:
+                self.complete()
+            return False
+
+    def exetera_writer(self, path, field, fieldtype=None):
+        """A context manager writing the ExeTera field `field` ("dataframe/field") of `path`
+        in parts: `with client.exetera_writer("a.hdf5", "df/x") as w: w.write_part(arr)`.
+        The field is completed when the block ends normally, and left not completed when
+        it ends with an exception."""
+        return Client.ExeteraWriter(self, path, field, fieldtype)
+
 
 _current = None
 
