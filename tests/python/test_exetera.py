@@ -104,8 +104,9 @@ def expected_value(fixtures, field, info):
         return np.load(path, allow_pickle=False)
     vals = json.loads(path.read_text())
     if info.get("values_encoding") == "hex":
-        # fixed-length strings end at their first NUL, as every HDF5 fixed string h5ark reads
-        return [bytes.fromhex(v).split(b"\0")[0].decode() for v in vals]
+        # ExeTera's fixed strings: the bytes, trailing NULs (padding) stripped; one holding a
+        # NUL before other bytes keeps it (and h5ark refuses it)
+        return [bytes.fromhex(v).rstrip(b"\0").decode() for v in vals]
     return vals
 
 
@@ -419,6 +420,36 @@ def test_made_two_files(conn, made):
     assert got["c_cat"] == ["x", "y", "y", "x"] * 2
     hdr, _ = conn.ok("readhdf", paths=[a, b], datasets=["people/name"], tag_data=True)
     assert "Filename_Codes" in hdr["result"]["objects"]
+
+
+def test_fixed_string_nul_inside(conn):
+    """NULs pad a fixed string's end and are stripped; one before other bytes cannot be cut
+    off (ExeTera returns those bytes): a type_error naming the field and the row, while rows
+    around it read."""
+    sub = unique("exnul")
+    (conn.dir / sub).mkdir()
+    rows = [b"AB", b"ABCD", b"", b"\xc3\xa9", b"Z\0Y", b"\0\0\0Q", b"ok\0\0"]
+    with h5py.File(conn.dir / sub / "f.h5", "w") as f:
+        add_field(f.create_group("df"), "code", "fixedstring,4", values=np.array(rows, "S4"))
+    rel = f"{sub}/f.h5"
+    for lo, hi in ((0, 4), (2, 4), (6, 7)):
+        _, got, _ = read(conn, [rel], "df/code", start=lo, stop=hi)
+        assert got == [r.rstrip(b"\0").decode() for r in rows[lo:hi]], (lo, hi, got)
+    for kw, row in (({}, 4), ({"start": 4, "stop": 5}, 4), ({"start": 5}, 5)):
+        err = fail(conn, [rel], "df/code", **kw)
+        assert err["code"] == "type_error", err
+        assert "'df/code'" in err["message"] and f"string {row} " in err["message"], err
+        assert "NUL" in err["message"], err
+    # reading the whole file: the dataframe is refused, named, the daemon unharmed
+    hdr, _ = conn.raw("readhdf", paths=[rel])
+    assert not hdr["ok"] and hdr["error"]["code"] == "type_error", hdr
+    assert "df/code" in hdr["error"]["message"], hdr
+    # a plain h5py fixed-string dataset keeps its rule: a string ends at its first NUL
+    with h5py.File(conn.dir / sub / "plain.h5", "w") as f:
+        f.create_dataset("s", data=np.array(rows, "S4"))
+    _, got, _ = read(conn, [f"{sub}/plain.h5"], "s")
+    assert got == [r.split(b"\0")[0].decode() for r in rows], got
+    conn.ok("ping")
 
 
 # ---- malformed fields --------------------------------------------------------------------
