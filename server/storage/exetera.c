@@ -331,6 +331,8 @@ static int probe_df(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *
             rc = add_kid(n, names.v[i], names.v[i], false, err);
         h5u_names_free(&names);
         if (rc) return -1;
+    } else if (node_check_children(pc->file, n, "ExeTera dataframe", "field", err)) {
+        return -1;
     }
     /* ExeTera lets a dataframe's fields differ in length: such a group is no table, and what
      * nothing can represent is a type_error (left out with a warning reading whole files) */

@@ -221,6 +221,29 @@ void node_clear(read_node *n) {
     n->name = n->path = NULL;
 }
 
+int node_check_children(hid_t file, const read_node *n, const char *what, const char *noun,
+                        h5ark_error *err) {
+    hid_t g = H5Gopen2(file, n->path, H5P_DEFAULT);
+    if (g < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "%s '%s' cannot be opened", what, n->path);
+    char label[1200];
+    snprintf(label, sizeof label, "%s '%s'", what, n->path);
+    h5u_names names = {0};
+    int rc = h5u_link_names(g, NULL, &names, label, err);
+    H5Gclose(g);
+    for (size_t i = 0; i < names.n && rc == 0; i++) {
+        size_t k = 0;
+        while (k < n->nkids && strcmp(n->kids[k].name, names.v[i]) != 0)
+            k++;
+        if (k == n->nkids)
+            rc = h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                            "%s '%s' has %s '%s', which the files before it do not have (every "
+                            "file must hold the same %ss)",
+                            what, n->path, noun, names.v[i], noun);
+    }
+    h5u_names_free(&names);
+    return rc;
+}
+
 int node_child_path(const read_node *n, const char *child, const char *legacy_sep, char *out,
                     size_t outlen) {
     int len = snprintf(out, outlen, "%s%s%s", n->path, n->legacy ? legacy_sep : "/", child);

@@ -542,6 +542,39 @@ def test_fields_disagreeing_across_files(conn):
     assert err["code"] == "type_error" and "df/x" in err["message"], err
 
 
+def test_fields_differ_across_files(conn):
+    """A dataframe's fields come from its first file, as a DataFrame's columns do: a later
+    file lacking one, or holding one the files before it do not, is a schema_error naming the
+    file and the field (skipped and named under allow_errors), never a field left out."""
+    sub = unique("exfields")
+    (conn.dir / sub).mkdir()
+    for i, fields in enumerate((["a", "b"], ["a", "b", "c"], ["a"])):
+        with h5py.File(conn.dir / sub / f"{i}.h5", "w") as f:
+            g = f.create_group("df")
+            for name in fields:
+                add_field(g, name, "numeric,int32", values=np.arange(3, dtype=np.int32))
+    names = [f"{sub}/{i}.h5" for i in range(3)]
+    for files, bad, field in (([0, 1], 1, "c"), ([0, 2], 2, "b"), ([1, 0], 0, "c")):
+        paths = [names[i] for i in files]
+        for kw in ({"datasets": ["df"]}, {}):
+            hdr, _ = conn.raw("readhdf", paths=paths, **kw)
+            err = hdr["error"]
+            assert err["code"] == "schema_error", (files, err)
+            assert f"{bad}.h5" in err["message"], err
+            assert f"'{field}'" in err["message"] or f"df/{field}" in err["message"], err
+        hdr, _ = conn.ok("readhdf", paths=paths, datasets=["df"], allow_errors=True)
+        assert len(hdr["result"]["file_errors"]) == 1, hdr
+        assert f"{bad}.h5" in hdr["result"]["file_errors"][0], hdr
+        df = hdr["result"]["objects"]["df"]
+        assert df["size"] == 3 and df["columns"] == (["a", "b"] if files[0] == 0 else
+                                                      ["a", "b", "c"]), df
+        conn.ok("delete", names=[df["name"]])
+    # one field of the dataframe reads from every file that has it
+    _, got, _ = read(conn, names[:2], "df/b")
+    same(got, np.tile(np.arange(3, dtype=np.int32), 2))
+    conn.ok("ping")
+
+
 def test_lshdf_agrees_with_readhdf(conn, made):
     """Every group and dataset lshdf lists, at every depth, reads as the objtype it gives."""
     from test_read_any import disagreements
