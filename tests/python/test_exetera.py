@@ -247,6 +247,163 @@ def test_fixture_lshdf(conn, exetera_fixtures):
     assert entries["people"]["objtype"] is None and entries["people"]["note"], entries["people"]
 
 
+# ---- every value ExeTera's reader returns -----------------------------------------------
+#
+# An expectation per field: its fieldtype, its `completed` mark, and what ExeTera's own reader
+# returns for it: "numbers" (an ndarray), "bytes" (the strings' bytes, a fixed string's
+# trailing NULs stripped) or "codes" and "keys" (a categorical's stored codes and its key
+# value -> name map). h5ark must return the same, or refuse by name a string it cannot hold.
+
+def fixture_expectations(fixtures):
+    expected = json.loads((fixtures / "expected_session.json").read_text())
+    layout = json.loads((fixtures / "layout_session.json").read_text())
+    reader = json.loads((fixtures / "reader_session.json").read_text())
+    out, used = {}, set()
+    for field, info in expected.items():
+        path = fixtures / info["values"]
+        used.add(path.resolve())
+        ft = info["fieldtype"]
+        e = {"fieldtype": ft, "completed": expected_completed(layout, field, ft)}
+        if ft.startswith("categorical,"):
+            e["codes"] = np.load(path, allow_pickle=False)
+            e["keys"] = dict(zip(info["key_values"], info["key_names"]))
+            assert {int(k): v for k, v in reader[field]["keys"].items()} == e["keys"], field
+        elif path.suffix == ".npy":
+            e["numbers"] = np.load(path, allow_pickle=False)
+        elif info.get("values_encoding") == "hex":
+            e["bytes"] = [bytes.fromhex(v) for v in json.loads(path.read_text())]
+        else:
+            e["bytes"] = [v.encode() for v in json.loads(path.read_text())]
+            index, raw = info["expected_index"], bytes.fromhex(info["expected_values_hex"])
+            assert e["bytes"] == [raw[a:b] for a, b in zip(index, index[1:])], field
+        out[field] = e
+    # every file of expected/ is compared
+    every = {p.resolve() for p in (fixtures / "expected").rglob("*") if p.is_file()}
+    assert every and every == used, sorted(every - used)
+    return out
+
+
+def field_rows(e):
+    return len(e["numbers"] if "numbers" in e else e["codes"] if "codes" in e else e["bytes"])
+
+
+def check_expectations(conn, path, expectations):
+    """Every field whole and in ranges, against what ExeTera's reader returns; a
+    categorical's stored codes read as its `values` dataset; returns the reads compared."""
+    compared = 0
+    for field, e in expectations.items():
+        n = field_rows(e)
+        holding_nul = [i for i, b in enumerate(e.get("bytes", [])) if b"\0" in b]
+        ranges = {(0, n), (n, n), (0, min(1, n)), (max(n - 1, 0), n), (min(1, n), min(3, n))}
+        for lo, hi in sorted(ranges):
+            inside = [i for i in holding_nul if lo <= i < hi]
+            if inside:
+                err = fail(conn, [path], field, start=lo, stop=hi)
+                assert err["code"] == "type_error" and f"'{field}'" in err["message"], err
+                assert f"string {inside[0]} " in err["message"] and "NUL" in err["message"], err
+                continue
+            desc, got, warnings = read(conn, [path], field, start=lo, stop=hi)
+            assert desc["size"] == hi - lo, (field, lo, hi, desc)
+            assert desc["fieldtype"] == e["fieldtype"], (field, desc)
+            assert desc["completed"] == e["completed"], (field, desc)
+            assert bool([w for w in warnings if f"'{field}'" in w]) == (e["completed"] is not True)
+            if "numbers" in e:
+                same(got, e["numbers"][lo:hi])
+            elif "codes" in e:
+                assert desc["objtype"] == "categorical", desc
+                want = [e["keys"].get(int(c), NA) for c in e["codes"][lo:hi]]
+                assert got == want, (field, lo, hi, got, want)
+            else:
+                assert desc["objtype"] == "strings", desc
+                assert [s.encode() for s in got] == e["bytes"][lo:hi], (field, lo, hi, got)
+            compared += 1
+        if "codes" in e:
+            # ExeTera's reader returns the stored codes: the field's `values` dataset
+            _, got, _ = read(conn, [path], field + "/values")
+            same(got, e["codes"])
+            _, got, _ = read(conn, [path], field + "/key_names")
+            assert got == [e["keys"][k] for k in e["keys"]], (field, got)
+            compared += 1
+    return compared
+
+
+def test_fixture_every_expected_value(conn, exetera_fixtures):
+    """h5ark against every value of the fixture's expected/ (ExeTera's reader's output)."""
+    expectations = fixture_expectations(exetera_fixtures)
+    assert len(expectations) >= 26
+    assert check_expectations(conn, fixture_copy(conn, exetera_fixtures), expectations) > 100
+
+
+def make_exetera_like(path):
+    """A file in the layout ExeTera writes (its dataframes, field attributes, chunked
+    extendable datasets, `completed` marks), holding each case the fixture's README lists;
+    returns its expectations."""
+    words = WORDS + ["nul\0inside", "last"]
+    codes = [b"AB", b"ABCD", b"", b"\xc3\xa9", b"Q\0R", b"\0\0\0\0", b"x\0\0\0"]
+    status = {0: "", 1: "no", 2: "yes", 3: "unsure"}
+    status16 = {0: "", 1: "a", 2: "é", 100: "big"}
+    out = {}
+    with h5py.File(path, "w") as f:
+        p = f.create_group("people")
+        add_field(p, "name", "indexedstring", **indexed(words))
+        out["people/name"] = {"bytes": [w.encode() for w in words]}
+        parts = ["a", "bb", "", "dddd", "é", "ff", "ggggggg"]
+        g = add_field(p, "name_parts", "indexedstring", **indexed(parts[:4]))
+        for dname, arr in indexed(parts).items():  # written in parts, then completed
+            g[dname].resize((len(arr),))
+            g[dname][:] = arr
+        out["people/name_parts"] = {"bytes": [w.encode() for w in parts]}
+        add_field(p, "all_empty", "indexedstring", **indexed(["", "", ""]))
+        del p["all_empty/values"].attrs["completed"]  # as ExeTera leaves it
+        out["people/all_empty"] = {"bytes": [b"", b"", b""]}
+        add_field(p, "empty_str", "indexedstring", completed=None,
+                  index=np.zeros(0, np.int64), values=np.zeros(0, np.uint8))
+        out["people/empty_str"] = {"bytes": [], "completed": None}
+        add_field(p, "code", "fixedstring,4", values=np.array(codes, "S4"))
+        out["people/code"] = {"bytes": [c.rstrip(b"\0") for c in codes]}
+        for k, arr in NUMBERS.items():
+            add_field(p, k, f"numeric,{DTYPES[k]}", values=arr)
+            out[f"people/{k}"] = {"numbers": arr}
+        add_field(p, "incomplete", "numeric,float64", completed=None,
+                  values=np.array([1.5, 2.5, 3.5]))
+        out["people/incomplete"] = {"numbers": np.array([1.5, 2.5, 3.5]), "completed": None}
+        add_field(p, "never_written", "numeric,float32", completed=None,
+                  values=np.zeros(0, np.float32))
+        out["people/never_written"] = {"numbers": np.zeros(0, np.float32), "completed": None}
+        for name, keys, dtype, stored in (("status", status, np.int8, [1, 2, 0, 3, 2, 1]),
+                                          ("status16", status16, np.int16, [100, 2, 1, 0, 100])):
+            add_field(p, name, f"categorical,{np.dtype(dtype).name}",
+                      **categorical(stored, list(keys.values()), list(keys), dtype))
+            out[f"people/{name}"] = {"codes": np.array(stored, dtype), "keys": keys}
+        ts = np.array([0.0, 1589266800.0, -2208988800.0, 2147483648.0, 1643889601.123456])
+        add_field(p, "ts", "timestamp", values=ts)
+        out["people/ts"] = {"numbers": ts}
+        for df, rows in (("small_df", [0, 1, 2, 3]), ("people_filtered", [0, 2, 3])):
+            d = f.create_group(df)
+            a = np.array([5, 6, 7, 8], np.int32)[rows]
+            b = [["w", "", "yy", "ü"][i] for i in rows]
+            c = [[0, 1, 1, 0][i] for i in rows]
+            add_field(d, "a", "numeric,int32", values=a)
+            add_field(d, "b", "indexedstring", **indexed(b))
+            add_field(d, "c", "categorical,int8", **categorical(c, ["x", "y"], [0, 1], np.int8))
+            out[f"{df}/a"] = {"numbers": a}
+            out[f"{df}/b"] = {"bytes": [w.encode() for w in b]}
+            out[f"{df}/c"] = {"codes": np.array(c, np.int8), "keys": {0: "x", 1: "y"}}
+    for field, e in out.items():
+        e.setdefault("completed", True)
+        with h5py.File(path, "r") as f:
+            e["fieldtype"] = f[field].attrs["fieldtype"]
+    return out
+
+
+def test_made_every_expected_value(conn):
+    """The same comparison on a file made here, so the suite stands without the fixture."""
+    sub = unique("exlike")
+    (conn.dir / sub).mkdir()
+    expectations = make_exetera_like(conn.dir / sub / "session.h5")
+    assert check_expectations(conn, f"{sub}/session.h5", expectations) > 100
+
+
 # ---- files made here -----------------------------------------------------------------------
 
 def add_field(df, name, fieldtype, completed=True, **data):
