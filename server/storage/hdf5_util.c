@@ -630,20 +630,70 @@ out:
     return rc;
 }
 
+/* Integers of `from` (at most 4 bytes) held in the last count * size(from) bytes of dest,
+ * made int64 in place, from the first: element i's bytes lie at or after where it goes, and
+ * it is read before it is written. memcpy keeps the compiler from reordering the two. */
+static void widen_in_place(void *dest, uint64_t count, h5ark_dtype from) {
+    int64_t *out = dest;
+    size_t size = h5ark_dtype_size(from);
+    const unsigned char *raw = (const unsigned char *)dest + count * (8 - size);
+    for (uint64_t i = 0; i < count; i++) {
+        const unsigned char *p = raw + i * size;
+        switch (from) {
+        case H5ARK_INT8: out[i] = (int8_t)p[0]; break;
+        case H5ARK_UINT8: out[i] = p[0]; break;
+        case H5ARK_INT16: {
+            int16_t v;
+            memcpy(&v, p, 2);
+            out[i] = v;
+            break;
+        }
+        case H5ARK_UINT16: {
+            uint16_t v;
+            memcpy(&v, p, 2);
+            out[i] = v;
+            break;
+        }
+        case H5ARK_INT32: {
+            int32_t v;
+            memcpy(&v, p, 4);
+            out[i] = v;
+            break;
+        }
+        default: {
+            uint32_t v;
+            memcpy(&v, p, 4);
+            out[i] = v;
+            break;
+        }
+        }
+    }
+}
+
+static bool widens(h5ark_dtype from, h5ark_dtype to) {
+    return to == H5ARK_INT64 &&
+           (from == H5ARK_INT8 || from == H5ARK_UINT8 || from == H5ARK_INT16 ||
+            from == H5ARK_UINT16 || from == H5ARK_INT32 || from == H5ARK_UINT32);
+}
+
 int h5u_read_chunks(const char *file, const char *dset_path, uint64_t first, uint64_t count,
-                    h5ark_dtype dtype, bool as_is, void *dest, h5ark_error *err) {
+                    h5ark_dtype dtype, bool exact, h5ark_dtype file_dtype, void *dest,
+                    h5ark_error *err) {
     h5u_quiet();
     h5u_io_clear();
     hid_t file_id = H5Fopen(file, H5F_ACC_RDONLY, h5u_fapl());
     if (file_id < 0) return h5u_fail(err, H5ARK_IO_ERROR, "cannot open the file");
     int rc = 0;
-    if (as_is) {
+    if (exact && (file_dtype == dtype || widens(file_dtype, dtype))) {
+        /* narrower integers are read into the end of dest, then widened */
+        size_t size = h5ark_dtype_size(file_dtype);
+        void *raw = (char *)dest + count * (h5ark_dtype_size(dtype) - size);
         hid_t d = H5Dopen2(file_id, dset_path, H5P_DEFAULT);
-        rc = d >= 0 ? read_raw_chunks(file_id, d, first, count, h5ark_dtype_size(dtype), dest, err)
-                    : 0;
+        rc = d >= 0 ? read_raw_chunks(file_id, d, first, count, size, raw, err) : 0;
         if (d >= 0) H5Dclose(d);
         H5Eclear2(H5E_DEFAULT);
         if (rc < 0) h5u_io_blame(file_id, err);
+        if (rc > 0 && file_dtype != dtype) widen_in_place(dest, count, file_dtype);
     }
     if (rc == 0) {
         rc = h5u_read_elems(file_id, dset_path, first, count, dtype, dest, err);

@@ -141,11 +141,13 @@ int h5u_inspect_dataset(hid_t dset, uint64_t file_size, const char *what, h5u_ds
                         h5ark_error *err);
 
 /* Read elements [first, first + count) of rank-1 dataset `dset` in `file` into dest as
- * `dtype`, opening the file once. When `as_is` (the file type is dtype's) and the dataset is
- * chunked without filters, its chunks are read raw (H5Dread_chunk), without the copy H5Dread
- * makes through its chunk cache; otherwise as h5u_read_slab. */
+ * `dtype`, opening the file once. When the file holds `file_dtype` `exact`ly (its type is
+ * file_dtype's) and the dataset is chunked without filters, its chunks are read raw
+ * (H5Dread_chunk), without the copy H5Dread makes through its chunk cache, and integers of
+ * up to 4 bytes read as int64 are widened in place; otherwise as h5u_read_slab. */
 int h5u_read_chunks(const char *file, const char *dset, uint64_t first, uint64_t count,
-                    h5ark_dtype dtype, bool as_is, void *dest, h5ark_error *err);
+                    h5ark_dtype dtype, bool exact, h5ark_dtype file_dtype, void *dest,
+                    h5ark_error *err);
 
 /* Read elements [first, first+count) of dataset `dset` in file `file` into dest as
  * `dtype` (HDF5 converts). For chunked, filtered, unallocated or foreign-typed data. */

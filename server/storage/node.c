@@ -121,11 +121,10 @@ int read_part_range(const read_part *part, uint64_t lo, uint64_t hi, void *dest,
         if (a >= b) continue;
         void *out = (char *)dest + (a - lo) * itemsize;
         uint64_t first = src->first + (a - src->start), count = b - a;
-        bool as_is = src->info.exact && src->info.dtype == part->dtype;
-        bool direct = src->info.contiguous && as_is;
+        bool direct = src->info.contiguous && src->info.exact && src->info.dtype == part->dtype;
         int rc = direct ? pread_src(src, first, count, itemsize, out, err)
-                        : h5u_read_chunks(src->path, src->dset, first, count, part->dtype, as_is,
-                                          out, err);
+                        : h5u_read_chunks(src->path, src->dset, first, count, part->dtype,
+                                          src->info.exact, src->info.dtype, out, err);
         if (rc) {
             if (!direct)
                 h5ark_fail_context(err, "reading '%s' from '%s'", src->dset,

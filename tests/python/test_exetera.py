@@ -680,6 +680,19 @@ def test_chunked_datasets(conn, start_daemon):
                 same(got, arr[lo:hi].astype(arr.dtype.newbyteorder("=")))
         _, got, _ = read(c, [rel], "df/codes", start=5, stop=9000)
         assert got == labels[5:9000]
+    # narrower integers beside int64 (strict_types false) are widened as they are read
+    with h5py.File(conn.dir / sub / "wide.h5", "w") as f:
+        f.create_dataset("v", data=np.arange(-3, 997, dtype="<i8"), chunks=(10,))
+    for dt in ("i1", "u1", "i2", "u2", "i4", "u4"):
+        info = np.iinfo(dt)
+        arr = np.resize(np.array([info.min, info.max, 0, 1, info.min + 1, 7], dt), 1001)
+        with h5py.File(conn.dir / sub / f"n_{dt}.h5", "w") as f:
+            f.create_dataset("v", data=arr, chunks=(16,))
+        whole = np.concatenate([arr.astype(np.int64), np.arange(-3, 997)])
+        for lo, hi in ((0, 2001), (3, 1500), (15, 17)):
+            _, got, _ = read(conn, [f"{sub}/n_{dt}.h5", f"{sub}/wide.h5"], "v", start=lo,
+                             stop=hi, strict_types=False)
+            same(got, whole[lo:hi])
 
 
 # ---- malformed fields --------------------------------------------------------------------
