@@ -32,6 +32,14 @@ int h5u_fail(h5ark_error *err, h5ark_code code, const char *fmt, ...)
  * file driver (vfd.c), whose system calls go through the sysio table. */
 hid_t h5u_fapl(void);
 int h5u_vfd_init(void);
+/* Where raw data would have been read. While one is set on a thread (NULL: none), the file
+ * driver reads no raw data on that thread: it counts the reads and keeps the first's place,
+ * so that a caller can learn where a chunk lies under HDF5's lock and read it without. */
+typedef struct {
+    uint64_t addr, size;
+    unsigned reads;
+} h5u_raw_place;
+void h5u_vfd_defer_raw(h5u_raw_place *place);
 /* The errno of this thread's last failed call in the file driver (0: none since the last
  * h5u_io_clear). h5u_fail turns a failure the driver saw into io_error (resource_limit for
  * ENOMEM), whatever code the caller chose: a file that could not be read is not to be
@@ -142,9 +150,10 @@ int h5u_inspect_dataset(hid_t dset, uint64_t file_size, const char *what, h5u_ds
 
 /* Read elements [first, first + count) of rank-1 dataset `dset` in `file` into dest as
  * `dtype`, opening the file once. When the file holds `file_dtype` `exact`ly (its type is
- * file_dtype's) and the dataset is chunked without filters, its chunks are read raw
- * (H5Dread_chunk), without the copy H5Dread makes through its chunk cache, and integers of
- * up to 4 bytes read as int64 are widened in place; otherwise as h5u_read_slab. */
+ * file_dtype's) and the dataset is chunked without filters, HDF5 only finds where its
+ * chunks lie (under its lock) and they are read with pread (in parallel with other
+ * threads, without the copy H5Dread makes through its chunk cache), and integers of up to
+ * 4 bytes read as int64 are widened in place; otherwise as h5u_read_slab. */
 int h5u_read_chunks(const char *file, const char *dset, uint64_t first, uint64_t count,
                     h5ark_dtype dtype, bool exact, h5ark_dtype file_dtype, void *dest,
                     h5ark_error *err);
