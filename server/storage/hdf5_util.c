@@ -666,42 +666,27 @@ static int pread_runs(const char *file, const h5u_run *runs, size_t n, void *des
 /* Integers of `from` (at most 4 bytes) held in the last count * size(from) bytes of dest,
  * made int64 in place, from the first: element i's bytes lie at or after where it goes, and
  * it is read before it is written. memcpy keeps the compiler from reordering the two. */
+#define WIDEN(T)                                                                                   \
+    for (uint64_t i = 0; i < count; i++) {                                                         \
+        T v;                                                                                       \
+        memcpy(&v, raw + i * sizeof v, sizeof v);                                                  \
+        out[i] = v;                                                                                \
+    }
+
 static void widen_in_place(void *dest, uint64_t count, h5ark_dtype from) {
     int64_t *out = dest;
-    size_t size = h5ark_dtype_size(from);
-    const unsigned char *raw = (const unsigned char *)dest + count * (8 - size);
-    for (uint64_t i = 0; i < count; i++) {
-        const unsigned char *p = raw + i * size;
-        switch (from) {
-        case H5ARK_INT8: out[i] = (int8_t)p[0]; break;
-        case H5ARK_UINT8: out[i] = p[0]; break;
-        case H5ARK_INT16: {
-            int16_t v;
-            memcpy(&v, p, 2);
-            out[i] = v;
-            break;
-        }
-        case H5ARK_UINT16: {
-            uint16_t v;
-            memcpy(&v, p, 2);
-            out[i] = v;
-            break;
-        }
-        case H5ARK_INT32: {
-            int32_t v;
-            memcpy(&v, p, 4);
-            out[i] = v;
-            break;
-        }
-        default: {
-            uint32_t v;
-            memcpy(&v, p, 4);
-            out[i] = v;
-            break;
-        }
-        }
+    const unsigned char *raw = (const unsigned char *)dest + count * (8 - h5ark_dtype_size(from));
+    switch (from) {
+    case H5ARK_INT8: WIDEN(int8_t) break;
+    case H5ARK_UINT8: WIDEN(uint8_t) break;
+    case H5ARK_INT16: WIDEN(int16_t) break;
+    case H5ARK_UINT16: WIDEN(uint16_t) break;
+    case H5ARK_INT32: WIDEN(int32_t) break;
+    default: WIDEN(uint32_t) break;
     }
 }
+
+#undef WIDEN
 
 static bool widens(h5ark_dtype from, h5ark_dtype to) {
     return to == H5ARK_INT64 &&
