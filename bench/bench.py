@@ -4,7 +4,7 @@ with one locale), and their ratio, median of the runs with min and max.
 
 Run it from anywhere after building (bench/run uses the interpreter that has h5py):
 
-    bench/run [--runs N] [--quick] [--only raw,h5py,small,range,memory,scaling]
+    bench/run [--runs N] [--quick] [--only raw,h5py,small,range,exetera,memory,scaling]
 
 The raw-socket and raw-I/O measures come from build/bench/h5ark-bench (C); the measures
 against h5py, of many small files, of peak memory and of scaling with locales are made
@@ -38,6 +38,9 @@ import h5ark  # noqa: E402
 
 MIB = 1 << 20
 RANGE_SMALL = 1 << 17  # rows of the small set of the ranged-read measure: 1 MiB
+EX_RANGE = 1 << 17  # rows of the ExeTera ranged reads: 1 MiB of float64,
+EX_RANGE_STR = 100_000  # and about 1 MiB of strings (10.5 bytes each on average)
+EX_CHUNK = 1 << 20  # ExeTera's default chunksize: the rows of each write_part
 
 
 # ---- the table: one home for the statistics and their formatting ----
@@ -76,6 +79,14 @@ def measures(a):
                        f"the same rows of a {human_bytes(RANGE_SMALL * 8)} set", *at_most(1.5)),
         "range_h5py": (f"readhdf {a.range_rows:,} rows of a {human_bytes(a.range_bytes)} set, cold",
                        "h5py: open each file, slice, concat", *at_most(1.5)),
+        "exetera_1": (f"readhdf ExeTera dataframe, {a.ex_rows / 1e6:g}M rows, 4 fields",
+                      "h5py: each dataset read_direct, 1 process", *at_least(1.0)),
+        "exetera_n": (f"readhdf ExeTera dataframe, {a.ex_rows / 1e6:g}M rows, 4 fields",
+                      f"h5py: the same in {a.locales} processes", *at_least(1.0)),
+        "exetera_range_num": (f"readhdf {EX_RANGE:,} rows of its float64 field",
+                              "h5py: open, slice, close", *at_most(1.5)),
+        "exetera_range_str": (f"readhdf {EX_RANGE_STR:,} rows of its indexed strings",
+                              "h5py: open, slice index + values", *at_most(1.5)),
         "mem_tohdf": (f"peak memory: create + tohdf {size}", "the data size",
                       "<= 1.1x + 64 MiB", lambda mine, ref, ratio: mine <= 1.1 * ref + 64),
         "mem_readhdf": (f"peak memory: readhdf {size}", "the data size",
@@ -308,6 +319,176 @@ def range_measure(a, c, data_dir):
     return {"range_size": ("ms", big, small), "range_h5py": ("ms", big, peer)}
 
 
+def exetera_file(path, rows):
+    """A dataframe `df` as ExeTera writes one (see docs/FORMAT.md, "ExeTera dataframes"):
+    field groups with `fieldtype`, `chunksize`, `timestamp` and `nformat`; each dataset 1-D,
+    extendable, chunked as h5py chooses for the first part, written a part of EX_CHUNK rows
+    at a time (write_part) and marked `completed` at the end. Fields: `count` numeric,int64,
+    `score` numeric,float64, `status` categorical,int8 (4 keys) and `name` indexedstring
+    (0-20 lowercase letters). Returns {dataset path: its bytes}."""
+    rng = np.random.default_rng(1)
+    lengths = rng.integers(0, 21, rows)
+    index = np.zeros(rows + 1, np.int64)
+    np.cumsum(lengths, out=index[1:])
+    columns = {
+        "count": ("numeric,int64", {"values": rng.integers(-2**62, 2**62, rows)}),
+        "score": ("numeric,float64", {"values": rng.standard_normal(rows)}),
+        "status": ("categorical,int8", {"values": rng.integers(0, 4, rows, dtype=np.int8)}),
+        "name": ("indexedstring", {"index": index,
+                                   "values": rng.integers(97, 123, int(index[-1]), np.uint8)}),
+    }
+    completed = h5py.enum_dtype({"FALSE": 0, "TRUE": 1}, basetype="i1")
+    sizes = {}
+    with h5py.File(path, "w") as f:
+        df = f.create_group("df")
+        for name, (fieldtype, data) in columns.items():
+            g = df.create_group(name)
+            g.attrs["chunksize"] = np.int64(EX_CHUNK)
+            g.attrs["timestamp"] = np.int64(EX_CHUNK)
+            g.attrs.create("fieldtype", fieldtype, dtype=h5py.string_dtype())
+            kind, _, nformat = fieldtype.partition(",")
+            if nformat:
+                g.attrs.create("nformat", nformat, dtype=h5py.string_dtype())
+            for part in range(0, rows, EX_CHUNK):
+                end = min(rows, part + EX_CHUNK)
+                pieces = {"values": (part, end)}
+                if kind == "indexedstring":  # a part's strings: its offsets and bytes
+                    pieces = {"index": (part + (part > 0), end + 1),
+                              "values": (int(index[part]), int(index[end]))}
+                for dname, (lo, hi) in pieces.items():
+                    arr = data[dname][lo:hi]
+                    if part == 0:
+                        g.create_dataset(dname, data=arr, maxshape=(None,))
+                    else:
+                        ds = g[dname]
+                        at = ds.shape[0]
+                        ds.resize((at + arr.size,))
+                        ds[at:] = arr
+            if kind == "categorical":
+                g.create_dataset("key_values", data=np.arange(4, dtype=np.int8), maxshape=(None,))
+                g.create_dataset("key_names", data=["", "no", "yes", "unsure"],
+                                 dtype=h5py.string_dtype(), maxshape=(None,))
+            for dname in data:
+                g[dname].attrs.create("completed", 1, dtype=completed)
+                sizes[f"df/{name}/{dname}"] = data[dname].nbytes
+    return sizes
+
+
+_EX_BUFFERS = {}  # the 2-process reference's shared memory, inherited by its workers
+
+
+def _exetera_read_share(args):
+    """A worker of the h5py reference: its share of every dataset into shared memory."""
+    path, share, shares = args
+    with h5py.File(path, "r") as f:
+        for name, buf in _EX_BUFFERS.items():
+            lo, hi = block_bounds(buf.size, shares)[share]
+            if hi > lo:
+                f[name].read_direct(buf, np.s_[lo:hi], np.s_[lo:hi])
+        if share == 0:
+            f["df/status/key_names"][()]
+    return share
+
+
+def exetera_measure(a):
+    """readhdf of an ExeTera dataframe against h5py reading the same datasets into numpy:
+    whole datasets with read_direct into arrays allocated (and touched) once before the
+    runs, in one process, and in a.locales processes each reading its block of every
+    dataset into shared memory (a pool forked before the runs); the daemon reads into the
+    memory it keeps from the previous run's objects, so both sides write into touched
+    memory. Then ranged reads of about 1 MiB, warm: rows of the float64 field, and of the
+    string field (h5py reads the offsets, then the bytes between them)."""
+    import mmap
+    import multiprocessing
+
+    data_dir = a.tmp / "exetera"
+    data_dir.mkdir()
+    path = data_dir / "exetera.h5"
+    sizes = exetera_file(path, a.ex_rows)
+    gb = sum(sizes.values()) / 1e9
+    with h5py.File(path, "r") as f:
+        progress(f"exetera: {gb:.2f} GB in {len(sizes)} datasets, chunks of "
+                 + ", ".join(f"{f[n].chunks[0]:,}" for n in sizes))
+        dtypes = {n: f[n].dtype for n in sizes}
+    local = {n: np.zeros(sizes[n] // dtypes[n].itemsize, dtypes[n]) for n in sizes}
+    for n in sizes:
+        shared = np.frombuffer(mmap.mmap(-1, max(sizes[n], 1)), dtypes[n])
+        shared[:] = 0
+        _EX_BUFFERS[n] = shared[:sizes[n] // dtypes[n].itemsize]
+    pool = multiprocessing.get_context("fork").Pool(a.locales)
+    try:
+        with daemon(a.locales, data_dir) as d:
+            return exetera_runs(a, connect(d), path, gb, local, pool)
+    finally:
+        pool.terminate()
+        pool.join()
+        _EX_BUFFERS.clear()
+
+
+def exetera_runs(a, c, path, gb, local, pool):
+    def h5ark_read():
+        got = c.read_hdf("exetera.h5", datasets="df")["df"]
+        assert got.size == a.ex_rows and got.columns == ["count", "name", "score", "status"]
+        return got
+
+    def h5py_read():
+        with h5py.File(path, "r") as f:
+            for name, buf in local.items():
+                f[name].read_direct(buf)
+            f["df/status/key_names"][()]
+
+    def h5py_pool():
+        pool.map(_exetera_read_share, [(str(path), k, a.locales) for k in range(a.locales)])
+
+    mid = a.ex_rows // 2
+    num = (mid, mid + EX_RANGE)
+    strs = (mid, mid + EX_RANGE_STR)
+
+    def h5ark_range(field, lo, hi):
+        t = time.perf_counter()
+        got = c.read_hdf("exetera.h5", datasets=f"df/{field}", start=lo, stop=hi)[f"df/{field}"]
+        took = time.perf_counter() - t
+        assert got.size == hi - lo
+        c.delete(got)
+        return took
+
+    def h5py_range_num():
+        t = time.perf_counter()
+        with h5py.File(path, "r") as f:
+            got = f["df/score/values"][num[0]:num[1]]
+        took = time.perf_counter() - t
+        assert got.size == EX_RANGE
+        return took
+
+    def h5py_range_str():
+        t = time.perf_counter()
+        with h5py.File(path, "r") as f:
+            offsets = f["df/name/index"][strs[0]:strs[1] + 1]
+            got = f["df/name/values"][offsets[0]:offsets[-1]]
+        took = time.perf_counter() - t
+        assert got.size == offsets[-1] - offsets[0]
+        return took
+
+    # one read of each first: pages cached, the daemon's memory and the arrays touched
+    c.delete(h5ark_read())
+    h5py_read()
+    h5py_pool()
+    mine, one, many = [], [], []
+    rn, rn_ref, rs, rs_ref = [], [], [], []
+    for _ in range(a.runs):
+        got = []
+        mine.append(gb / timed(lambda: got.append(h5ark_read())))
+        c.delete(got[0])
+        one.append(gb / timed(h5py_read))
+        many.append(gb / timed(h5py_pool))
+        rn.append(statistics.median(h5ark_range("score", *num) * 1e3 for _ in range(20)))
+        rn_ref.append(statistics.median(h5py_range_num() * 1e3 for _ in range(20)))
+        rs.append(statistics.median(h5ark_range("name", *strs) * 1e3 for _ in range(20)))
+        rs_ref.append(statistics.median(h5py_range_str() * 1e3 for _ in range(20)))
+    return {"exetera_1": ("GB/s", mine, one), "exetera_n": ("GB/s", mine, many),
+            "exetera_range_num": ("ms", rn, rn_ref), "exetera_range_str": ("ms", rs, rs_ref)}
+
+
 def vm_hwm_mib(pid):
     """The process's peak resident memory (VmHWM), in MiB."""
     for text in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -414,6 +595,7 @@ GROUPS = {"raw": ("ping, tohdf/readhdf vs write/pread, put + get (h5ark-bench)",
           "h5py": ("tohdf/readhdf vs h5py", h5py_measures),
           "small": ("readhdf of small files vs an h5py loop", small_files_measure),
           "range": ("readhdf start/stop of a large set vs a small one and h5py", range_measure),
+          "exetera": ("readhdf of an ExeTera dataframe vs h5py", exetera_measure),
           "memory": ("peak memory of fresh daemons", memory_measure),
           "scaling": ("groupby and gzip tohdf, 2 locales vs 1", scaling_measures)}
 
@@ -438,6 +620,7 @@ def main():
     a.small_files, a.small_elems = (200 if a.quick else 1000), 1000
     a.keys = 1_000_000 if a.quick else 10_000_000
     a.range_bytes, a.range_rows = (256 if a.quick else 10240) * MIB, 1000
+    a.ex_rows = 1_000_000 if a.quick else 10_000_000
     # the daemons started from here (tests/python/conftest.py) honour H5ARKD too
     a.daemon = os.environ.setdefault("H5ARKD", str(a.build / "server" / "h5arkd"))
     warnings.simplefilter("ignore", h5ark.H5arkWarning)  # "overwrote ..." on every rerun

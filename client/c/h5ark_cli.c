@@ -503,13 +503,26 @@ static int cmd_ls(int argc, char **argv) {
     int rc = h5ark_client_lshdf(cl, path, recursive, &result, &err);
     if (rc == 0) {
         const h5ark_value *entries = h5ark_value_get(result, "entries");
-        table t = {.ncols = 5, .heads = {"NAME", "KIND", "OBJTYPE", "DTYPE", "SHAPE"}};
+        /* ExeTera fields (one entry each) add what ExeTera says of them */
+        bool fields = false;
+        for (size_t i = 0; i < h5ark_value_len(entries) && !fields; i++) {
+            const h5ark_value *k = h5ark_value_get(h5ark_value_at(entries, i), "kind");
+            fields = k && k->kind == H5ARK_STR && strcmp(k->as.s.ptr, "field") == 0;
+        }
+        table t = {.ncols = fields ? 8 : 5,
+                   .heads = {"NAME", "KIND", "OBJTYPE", "DTYPE", "SHAPE", "FIELDTYPE", "LENGTH",
+                             "COMPLETED"}};
         for (size_t i = 0; i < h5ark_value_len(entries); i++) {
             const h5ark_value *e = h5ark_value_at(entries, i);
             const h5ark_value *p = h5ark_value_get(e, recursive ? "path" : "name");
             if (!p) p = h5ark_value_get(e, "name");
-            char *row[5] = {value_text(p), field_text(e, "kind"), field_text(e, "objtype"),
+            char *row[8] = {value_text(p), field_text(e, "kind"), field_text(e, "objtype"),
                             field_text(e, "dtype"), field_text(e, "shape")};
+            if (fields) {
+                row[5] = field_text(e, "fieldtype");
+                row[6] = field_text(e, "length");
+                row[7] = field_text(e, "completed");
+            }
             table_add(&t, row);
         }
         if (t.rows)
@@ -943,7 +956,8 @@ static const command commands[] = {
     {"ping", "Check that the daemon answers and print the round-trip time.\n", "ping", cmd_ping},
     {"config", "Print the daemon's configuration.\n", "config", cmd_config},
     {"ls",
-     "List the groups and datasets of an HDF5 file in the daemon's data directory.\n"
+     "List the groups and datasets of an HDF5 file in the daemon's data directory. An\n"
+     "ExeTera field is one entry, of kind field, with its FIELDTYPE, LENGTH and COMPLETED.\n"
      "  --recursive      descend into groups\n",
      "ls FILE [--recursive]", cmd_ls},
     {"info", "Describe the named objects, or all objects when no NAME is given.\n",

@@ -292,6 +292,23 @@ static void range_check_shard(int b, void *ctx) {
     range_job *job = ctx;
     const shard *s = &job->obj->values->shards[b];
     const int64_t *v = s->data;
+    if (!job->nondecreasing && job->lo < job->hi) {
+        /* blocks without a branch an element (v - lo as unsigned wraps below lo), then the
+         * first bad one of the block that has one */
+        uint64_t span = (uint64_t)job->hi - (uint64_t)job->lo;
+        for (uint64_t i = 0; i < s->count; i += 4096) {
+            uint64_t end = s->count - i < 4096 ? s->count : i + 4096;
+            bool any = false;
+            for (uint64_t k = i; k < end; k++)
+                any |= (uint64_t)v[k] - (uint64_t)job->lo >= span;
+            for (uint64_t k = i; any && k < end; k++)
+                if ((uint64_t)v[k] - (uint64_t)job->lo >= span) {
+                    locales_note_first(&job->first_bad, s->start + k);
+                    return;
+                }
+        }
+        return;
+    }
     for (uint64_t i = 0; i < s->count; i++) {
         bool bad = v[i] < job->lo || v[i] >= job->hi;
         if (!bad && job->nondecreasing) {

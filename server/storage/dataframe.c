@@ -129,7 +129,9 @@ static int make_kids(const probe_ctx *pc, read_node *n, h5ark_error *err) {
 
 static int probe(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err) {
     (void)dset;
-    if (n->nkids == 0 && make_kids(pc, n, err)) return -1;
+    if (n->nkids == 0 ? make_kids(pc, n, err)
+                      : node_check_children(pc->file, n, "DataFrame", "column", err))
+        return -1;
     for (size_t i = 0; i < n->nkids; i++)
         if (schema_probe(pc, &n->kids[i], err)) return -1;
     return 0;

@@ -2,7 +2,7 @@
  * group with no ObjType whose children are field groups; a field is a group with a string
  * attribute `fieldtype` holding its datasets:
  *   indexedstring          `index` (n + 1 int64 offsets from 0) and `values` (bytes, no NULs)
- *   fixedstring,<n>        `values`: S<n>, NUL-padded
+ *   fixedstring,<n>        `values`: S<n>, NUL-padded (a NUL before other bytes: type_error)
  *   numeric,<dtype>        `values` of that dtype (h5py's bool enum for bool)
  *   categorical,<dtype>    `values` (codes), `key_values` (int8) and `key_names` (strings)
  *   timestamp              `values`: float64 seconds since the epoch
@@ -328,6 +328,8 @@ static int probe_df(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *
             rc = add_kid(n, names.v[i], names.v[i], false, err);
         h5u_names_free(&names);
         if (rc) return -1;
+    } else if (node_check_children(pc->file, n, "ExeTera dataframe", "field", err)) {
+        return -1;
     }
     /* ExeTera lets a dataframe's fields differ in length: such a group is no table, and what
      * nothing can represent is a type_error (left out with a warning reading whole files) */
@@ -496,6 +498,8 @@ static int build_field(read_node *n, bool strict, bool tags, object **obj, objec
     fieldtype type = n->fieldtype ? exetera_parse_fieldtype(n->fieldtype, &dtype) : FT_BAD;
     if (type == FT_BAD || n->nkids == 0)
         return h5ark_fail(err, H5ARK_INTERNAL, "ExeTera field '%s' was not probed", n->path);
+    /* ExeTera's fixed strings are bytes, NUL-padded: a NUL inside one cannot be cut off */
+    if (type == FT_FIXED) n->kids[0].ds.nul_padded = n->path;
     int rc = type == FT_CATEGORICAL ? build_categorical(n, strict, tags, obj, tag, err)
                                     : schema_build(&n->kids[0], strict, tags, obj, tag, err);
     if (rc) return -1;

@@ -62,15 +62,17 @@ static int append(gathered *g, const char *s, size_t len, h5ark_error *err) {
     return 0;
 }
 
-/* Strings [first, first + count) of one file's dataset. */
-static int gather_src(const read_src *src, uint64_t first, uint64_t count, gathered *g,
-                      h5ark_error *err) {
+/* Strings [first, first + count) of one file's dataset. `field` (an ExeTera fixed string
+ * field): a NUL followed by any other byte within a string is refused rather than cut. */
+static int gather_src(const read_src *src, uint64_t first, uint64_t count, const char *field,
+                      gathered *g, h5ark_error *err) {
     int rc = -1;
     hid_t file = H5Fopen(src->path, H5F_ACC_RDONLY, h5u_fapl());
     hid_t dset = file >= 0 ? H5Dopen2(file, src->dset, H5P_DEFAULT) : H5I_INVALID_HID;
     hid_t ftype = dset >= 0 ? H5Dget_type(dset) : H5I_INVALID_HID;
     hid_t mtype = H5I_INVALID_HID, fspace = H5I_INVALID_HID, mspace = H5I_INVALID_HID;
     void *buf = NULL;
+    bool held_nul = false; /* the one failure that is no I/O error: say it as it is */
     if (ftype < 0) {
         h5u_fail(err, H5ARK_IO_ERROR, "cannot open '%s'", src->dset);
         goto out;
@@ -98,6 +100,22 @@ static int gather_src(const read_src *src, uint64_t first, uint64_t count, gathe
     for (uint64_t i = 0; i < count && rc == 0; i++) {
         const char *s = vlen ? ((char **)buf)[i] : (const char *)buf + i * size;
         size_t len = vlen ? (s ? strlen(s) : 0) : strnlen(s, size);
+        if (field && !vlen) {
+            size_t tail = len;
+            while (tail < size && s[tail] == '\0')
+                tail++;
+            if (tail < size) {
+                held_nul = true;
+                rc = h5ark_fail(err, H5ARK_TYPE_ERROR,
+                                "ExeTera field '%s' in '%s': string %llu holds a NUL byte at "
+                                "offset %zu of its %zu followed by other bytes, which h5ark's "
+                                "strings cannot hold (each ends at its one NUL; NULs may only "
+                                "pad a string's end)",
+                                field, files_display(src->path), (unsigned long long)(first + i),
+                                len, size);
+                break;
+            }
+        }
         if (!vlen && pad == H5T_STR_SPACEPAD)
             while (len > 0 && s[len - 1] == ' ')
                 len--;
@@ -105,7 +123,7 @@ static int gather_src(const read_src *src, uint64_t first, uint64_t count, gathe
     }
     if (vlen) H5Dvlen_reclaim(mtype, mspace, H5P_DEFAULT, buf);
 out:
-    if (rc) h5u_io_blame(file, err);
+    if (rc && !held_nul) h5u_io_blame(file, err);
     free(buf);
     if (mspace >= 0) H5Sclose(mspace);
     if (fspace >= 0) H5Sclose(fspace);
@@ -114,6 +132,7 @@ out:
     if (dset >= 0) H5Dclose(dset);
     if (file >= 0) H5Fclose(file);
     H5Eclear2(H5E_DEFAULT);
+    if (rc && held_nul) return -1;
     return rc ? h5ark_fail_context(err, "reading '%s'", files_display(src->path)) : 0;
 }
 
@@ -148,7 +167,8 @@ static int build(read_node *n, bool strict, bool tags, object **obj, object **ta
     int rc = counts && g.starts ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     for (size_t i = 0; i < part->n && rc == 0; i++)
         if (part->src[i].info.count)
-            rc = gather_src(&part->src[i], part->src[i].first, part->src[i].info.count, &g, err);
+            rc = gather_src(&part->src[i], part->src[i].first, part->src[i].info.count,
+                            n->ds.nul_padded, &g, err);
     for (int b = 0; b < L && rc == 0; b++) {
         uint64_t lo = locales_block_start(g.n, L, b), hi = locales_block_start(g.n, L, b + 1);
         counts[b] = (hi < g.n ? g.starts[hi] : g.nbytes) - (lo < g.n ? g.starts[lo] : g.nbytes);

@@ -1,10 +1,12 @@
 /* HDF5 helpers for the storage layer (see hdf5_util.h). */
 #include "hdf5_util.h"
 
+#include "io.h"
 #include "layout.h"
 #include "sysio.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -580,6 +582,151 @@ out:
     if (ftype >= 0) H5Tclose(ftype);
     if (dset >= 0) H5Dclose(dset);
     return rc;
+}
+
+/* A run of bytes in a file: the next elements of a read, in order. */
+typedef struct {
+    uint64_t offset, nbytes;
+} h5u_run;
+
+/* Where elements [first, first + count) of chunked dataset d lie, found a chunk at a time
+ * by H5Dread_chunk with the driver reading no raw data (h5u_vfd_defer_raw): 1 with *runs
+ * (malloc'd; adjacent whole chunks joined), then to be read without HDF5 and its lock, in
+ * parallel with other threads and without the copy H5Dread makes through its chunk cache;
+ * 0 when the chunks are not the elements as is (filters, another element size, a chunk not
+ * allocated or of another size, a user block): then the data goes through H5Dread; -1 out
+ * of memory. */
+static int raw_chunk_runs(hid_t f, hid_t d, uint64_t first, uint64_t count, size_t itemsize,
+                          h5u_run **runs, size_t *nruns, h5ark_error *err) {
+    int rc = 0;
+    h5u_run *v = NULL;
+    hid_t fcpl = H5Fget_create_plist(f);
+    hid_t dcpl = H5Dget_create_plist(d);
+    hid_t type = H5Dget_type(d);
+    hsize_t chunk = 0, userblock = 1, fsize = 0;
+    if (fcpl < 0 || H5Pget_userblock(fcpl, &userblock) < 0 || userblock != 0 ||
+        H5Fget_filesize(f, &fsize) < 0 || dcpl < 0 || H5Pget_layout(dcpl) != H5D_CHUNKED ||
+        H5Pget_nfilters(dcpl) != 0 || H5Pget_chunk(dcpl, 1, &chunk) != 1 || chunk == 0 ||
+        type < 0 || H5Tget_size(type) != itemsize || count == 0 ||
+        chunk > (UINT64_C(64) << 20) / itemsize)
+        goto out;
+    uint64_t c0 = first / chunk, c1 = (first + count - 1) / chunk, cbytes = chunk * itemsize;
+    if (!(v = sysio.malloc((size_t)(c1 - c0 + 1) * sizeof *v))) {
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        goto out;
+    }
+    size_t n = 0;
+    for (uint64_t c = c0; c <= c1; c++) {
+        hsize_t at = c * chunk, size = 0;
+        uint32_t mask = 0;
+        h5u_raw_place place = {0};
+        unsigned char none;
+        /* the size the chunk index gives, which is what H5Dread_chunk reads */
+        if (H5Dget_chunk_storage_size(d, &at, &size) < 0 || size != cbytes) goto out;
+        h5u_vfd_defer_raw(&place);
+        herr_t r = H5Dread_chunk(d, H5P_DEFAULT, &at, &mask, &none);
+        h5u_vfd_defer_raw(NULL);
+        if (r < 0 || place.reads != 1 || place.size != cbytes || place.addr > fsize ||
+            cbytes > fsize - place.addr)
+            goto out;
+        uint64_t lo = c == c0 ? (first - at) * itemsize : 0;
+        uint64_t hi = c == c1 ? (first + count - at) * itemsize : cbytes;
+        if (n && v[n - 1].offset + v[n - 1].nbytes == place.addr + lo)
+            v[n - 1].nbytes += hi - lo;
+        else
+            v[n++] = (h5u_run){place.addr + lo, hi - lo};
+    }
+    *runs = v;
+    *nruns = n;
+    v = NULL;
+    rc = 1;
+out:
+    free(v);
+    if (type >= 0) H5Tclose(type);
+    if (dcpl >= 0) H5Pclose(dcpl);
+    if (fcpl >= 0) H5Pclose(fcpl);
+    H5Eclear2(H5E_DEFAULT);
+    return rc;
+}
+
+static int pread_runs(const char *file, const h5u_run *runs, size_t n, void *dest,
+                      h5ark_error *err) {
+    int fd = sysio.open(file, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0) return h5ark_fail(err, H5ARK_IO_ERROR, "cannot open the file: %s", strerror(errno));
+    int rc = 0;
+    char *out = dest;
+    for (size_t i = 0; i < n && rc == 0; out += runs[i].nbytes, i++)
+        if (io_pread_full(fd, out, runs[i].nbytes, runs[i].offset))
+            rc = h5ark_fail(err, H5ARK_IO_ERROR, "cannot read its chunks: %s",
+                            errno == ENODATA ? "the file ends early" : strerror(errno));
+    sysio.close(fd);
+    return rc;
+}
+
+/* Integers of `from` (at most 4 bytes) held in the last count * size(from) bytes of dest,
+ * made int64 in place, from the first: element i's bytes lie at or after where it goes, and
+ * it is read before it is written. memcpy keeps the compiler from reordering the two. */
+#define WIDEN(T)                                                                                   \
+    for (uint64_t i = 0; i < count; i++) {                                                         \
+        T v;                                                                                       \
+        memcpy(&v, raw + i * sizeof v, sizeof v);                                                  \
+        out[i] = v;                                                                                \
+    }
+
+static void widen_in_place(void *dest, uint64_t count, h5ark_dtype from) {
+    int64_t *out = dest;
+    const unsigned char *raw = (const unsigned char *)dest + count * (8 - h5ark_dtype_size(from));
+    switch (from) {
+    case H5ARK_INT8: WIDEN(int8_t) break;
+    case H5ARK_UINT8: WIDEN(uint8_t) break;
+    case H5ARK_INT16: WIDEN(int16_t) break;
+    case H5ARK_UINT16: WIDEN(uint16_t) break;
+    case H5ARK_INT32: WIDEN(int32_t) break;
+    default: WIDEN(uint32_t) break;
+    }
+}
+
+#undef WIDEN
+
+static bool widens(h5ark_dtype from, h5ark_dtype to) {
+    return to == H5ARK_INT64 &&
+           (from == H5ARK_INT8 || from == H5ARK_UINT8 || from == H5ARK_INT16 ||
+            from == H5ARK_UINT16 || from == H5ARK_INT32 || from == H5ARK_UINT32);
+}
+
+int h5u_read_chunks(const char *file, const char *dset_path, uint64_t first, uint64_t count,
+                    h5ark_dtype dtype, bool exact, h5ark_dtype file_dtype, void *dest,
+                    h5ark_error *err) {
+    h5u_quiet();
+    h5u_io_clear();
+    hid_t file_id = H5Fopen(file, H5F_ACC_RDONLY, h5u_fapl());
+    if (file_id < 0) return h5u_fail(err, H5ARK_IO_ERROR, "cannot open the file");
+    int rc = 0;
+    h5u_run *runs = NULL;
+    size_t nruns = 0;
+    if (exact && (file_dtype == dtype || widens(file_dtype, dtype))) {
+        hid_t d = H5Dopen2(file_id, dset_path, H5P_DEFAULT);
+        rc = d >= 0 ? raw_chunk_runs(file_id, d, first, count, h5ark_dtype_size(file_dtype), &runs,
+                                     &nruns, err)
+                    : 0;
+        if (d >= 0) H5Dclose(d);
+        H5Eclear2(H5E_DEFAULT);
+    }
+    if (rc == 0) {
+        rc = h5u_read_elems(file_id, dset_path, first, count, dtype, dest, err);
+        if (rc) h5u_io_blame(file_id, err);
+    }
+    if (H5Fclose(file_id) < 0 && rc >= 0)
+        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close the file");
+    if (rc > 0) {
+        /* narrower integers are read into the end of dest, then widened */
+        size_t size = h5ark_dtype_size(file_dtype);
+        rc = pread_runs(file, runs, nruns, (char *)dest + count * (h5ark_dtype_size(dtype) - size),
+                        err);
+        if (rc == 0 && file_dtype != dtype) widen_in_place(dest, count, file_dtype);
+    }
+    free(runs);
+    return rc < 0 ? -1 : 0;
 }
 
 int h5u_read_slab(const char *file, const char *dset_path, uint64_t first, uint64_t count,

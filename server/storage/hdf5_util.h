@@ -120,6 +120,16 @@ int h5u_inspect(hid_t loc, const char *path, uint64_t file_size, const char *wha
 int h5u_inspect_dataset(hid_t dset, uint64_t file_size, const char *what, h5u_dset_info *info,
                         h5ark_error *err);
 
+/* Read elements [first, first + count) of rank-1 dataset `dset` in `file` into dest as
+ * `dtype`, opening the file once. When the file holds `file_dtype` `exact`ly (its type is
+ * file_dtype's) and the dataset is chunked without filters, HDF5 only finds where its
+ * chunks lie (under its lock) and they are read with pread (in parallel with other
+ * threads, without the copy H5Dread makes through its chunk cache), and integers of up to
+ * 4 bytes read as int64 are widened in place; otherwise as h5u_read_slab. */
+int h5u_read_chunks(const char *file, const char *dset, uint64_t first, uint64_t count,
+                    h5ark_dtype dtype, bool exact, h5ark_dtype file_dtype, void *dest,
+                    h5ark_error *err);
+
 /* Read elements [first, first+count) of dataset `dset` in file `file` into dest as
  * `dtype` (HDF5 converts). For chunked, filtered, unallocated or foreign-typed data. */
 int h5u_read_slab(const char *file, const char *dset, uint64_t first, uint64_t count,

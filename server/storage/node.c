@@ -122,8 +122,10 @@ int read_part_range(const read_part *part, uint64_t lo, uint64_t hi, void *dest,
         void *out = (char *)dest + (a - lo) * itemsize;
         uint64_t first = src->first + (a - src->start), count = b - a;
         bool direct = src->info.contiguous && src->info.exact && src->info.dtype == part->dtype;
-        if (direct ? pread_src(src, first, count, itemsize, out, err)
-                   : h5u_read_slab(src->path, src->dset, first, count, part->dtype, out, err)) {
+        int rc = direct ? pread_src(src, first, count, itemsize, out, err)
+                        : h5u_read_chunks(src->path, src->dset, first, count, part->dtype,
+                                          src->info.exact, src->info.dtype, out, err);
+        if (rc) {
             if (!direct)
                 h5ark_fail_context(err, "reading '%s' from '%s'", src->dset,
                                    files_display(src->path));
@@ -219,6 +221,29 @@ void node_clear(read_node *n) {
     free(n->name);
     free(n->path);
     n->name = n->path = NULL;
+}
+
+int node_check_children(hid_t file, const read_node *n, const char *what, const char *noun,
+                        h5ark_error *err) {
+    hid_t g = H5Gopen2(file, n->path, H5P_DEFAULT);
+    if (g < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "%s '%s' cannot be opened", what, n->path);
+    char label[1200];
+    snprintf(label, sizeof label, "%s '%s'", what, n->path);
+    h5u_names names = {0};
+    int rc = h5u_link_names(g, NULL, &names, label, err);
+    H5Gclose(g);
+    for (size_t i = 0; i < names.n && rc == 0; i++) {
+        size_t k = 0;
+        while (k < n->nkids && strcmp(n->kids[k].name, names.v[i]) != 0)
+            k++;
+        if (k == n->nkids)
+            rc = h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                            "%s '%s' has %s '%s', which the files before it do not have (every "
+                            "file must hold the same %ss)",
+                            what, n->path, noun, names.v[i], noun);
+    }
+    h5u_names_free(&names);
+    return rc;
 }
 
 int node_child_path(const read_node *n, const char *child, const char *legacy_sep, char *out,

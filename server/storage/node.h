@@ -83,6 +83,9 @@ typedef struct {
     bool unterminated;  /* ExeTera's indexed strings: bytes without NULs (one is added after
                            each string as it is read), offsets from each file's `index` */
     bool have_dtype;    /* first_dtype is set: the type of an all-empty pdarray */
+    /* HDF5 fixed strings of an ExeTera field (its path, set in the daemon before building):
+     * NULs may only pad a string's end; one before another byte is a type_error naming it */
+    const char *nul_padded;
     h5ark_dtype first_dtype;
 } read_dataset;
 
@@ -141,6 +144,12 @@ typedef struct {
 read_node *node_add_kid(read_node *n, const char *name, const char *path, h5ark_error *err);
 read_node *node_kid(read_node *n, const char *name);
 void node_clear(read_node *n);
+/* A composite whose components are its group's children (a DataFrame's columns, an ExeTera
+ * dataframe's fields), taken from the first file: schema_error when this file's group has a
+ * child the files before it did not, so that no column is silently left out. `what` names
+ * the composite ("DataFrame"), `noun` a child ("column"). */
+int node_check_children(hid_t file, const read_node *n, const char *what, const char *noun,
+                        h5ark_error *err);
 /* path + "/" + child, or the legacy client-side name (`x_segments`, `x.codes`). */
 int node_child_path(const read_node *n, const char *child, const char *legacy_sep, char *out,
                     size_t outlen);

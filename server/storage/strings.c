@@ -185,12 +185,32 @@ typedef struct {
                             files' concatenation */
 } seg_job;
 
+/* Move the bytes [a, b) of buf up by `by`, over themselves: a string moved up to make room
+ * for the NULs of the strings before it. Strings are mostly short, and memmove's call then
+ * costs more than their bytes: when there are 16 bytes below the string (a >= 16) and it
+ * moves by 16 or more, copy 16-byte blocks from its end down. The last block reads below a
+ * (bytes of the strings below, not moved yet) and writes at most 15 bytes below where the
+ * string lands, at a or above: none is a byte still to be read, and every one is written
+ * again when the strings below are moved. */
+static inline void move_up(unsigned char *buf, uint64_t a, uint64_t b, uint64_t by) {
+    unsigned char *src = buf + a, *dst = src + by;
+    if (by >= 16 && a >= 16) {
+        for (uint64_t k = b - a; k > 0; k = k > 16 ? k - 16 : 0) {
+            unsigned char block[16];
+            memcpy(block, src + k - 16, 16);
+            memcpy(dst + k - 16, block, 16);
+        }
+    } else if (b > a) {
+        memmove(dst, src, b - a);
+    }
+}
+
 /* Unterminated strings: the shard holds locale b's bytes as the files have them, followed
  * by room for one NUL per string, and its offsets as the files have them. Check the
- * offsets (from `lo`, nondecreasing, within the bytes up to `hi`), then move each string
- * up to make room for its NUL, from the last one down, and make the offsets the object's.
- * Returns the index of the first bad string in the shard (*nul: it holds a NUL byte, which
- * strings cannot), or UINT64_MAX. */
+ * offsets (from `lo`, nondecreasing, within the bytes up to `hi`) and that no byte is a
+ * NUL, then move each string up to make room for its NUL, from the last one down, and make
+ * the offsets the object's. Returns the index of the first bad string in the shard (*nul:
+ * it holds a NUL byte, which strings cannot), or UINT64_MAX. */
 static uint64_t add_nuls(unsigned char *bytes, int64_t *seg, uint64_t count, uint64_t first_string,
                          uint64_t lo, uint64_t hi, bool *nul) {
     for (uint64_t i = 0; i < count; i++) {
@@ -198,16 +218,27 @@ static uint64_t add_nuls(unsigned char *bytes, int64_t *seg, uint64_t count, uin
         if (seg[i] < 0 || (uint64_t)seg[i] < (i ? (uint64_t)seg[i - 1] : lo) ||
             end < (uint64_t)seg[i] || end > hi || (i == 0 && (uint64_t)seg[0] != lo))
             return i;
-        if (memchr(bytes + ((uint64_t)seg[i] - lo), 0, end - (uint64_t)seg[i])) {
-            *nul = true;
-            return i;
+    }
+    const unsigned char *z = count && hi > lo ? memchr(bytes, 0, hi - lo) : NULL;
+    if (z) {
+        /* the first string holding a NUL holds the first NUL: the last to start at or
+         * before it (the offsets are known to be in order from lo) */
+        uint64_t at = lo + (uint64_t)(z - bytes), l = 0, r = count;
+        while (r - l > 1) {
+            uint64_t m = l + (r - l) / 2;
+            if ((uint64_t)seg[m] <= at)
+                l = m;
+            else
+                r = m;
         }
+        *nul = true;
+        return l;
     }
     uint64_t next = hi; /* where the string after i starts in the files' bytes */
     for (uint64_t i = count; i-- > 0;) {
         uint64_t a = (uint64_t)seg[i] - lo, b = next - lo;
         next = (uint64_t)seg[i];
-        if (b > a) memmove(bytes + a + i, bytes + a, b - a);
+        move_up(bytes, a, b, i);
         bytes[b + i] = 0;
         seg[i] = (int64_t)(a + i + lo + first_string);
     }
@@ -243,12 +274,15 @@ static void seg_read_shard(int b, void *ctx) {
         }
     }
     if (job->raw) {
+        /* the strings add_nuls makes are well formed: no need to check them again */
         bool nul = false;
         uint64_t bad = add_nuls(vs->data, ss->data, ss->count, ss->start, vlo, vhi, &nul);
-        if (bad != UINT64_MAX) {
+        if (bad != UINT64_MAX)
             locales_note_first(nul ? &job->first_nul : &job->first_bad, ss->start + bad);
-            return;
-        }
+        if (job->tag && ss->count)
+            read_part_tags(&ds->segments, ss->start, ss->start + ss->count,
+                           job->tag->values->shards[b].data);
+        return;
     } else if (vs->count) {
         const unsigned char *bytes = vs->data;
         for (size_t i = read_part_find(&ds->values, vs->start); i < ds->values.n; i++) {

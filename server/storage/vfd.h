@@ -6,11 +6,20 @@
 #include "h5ark_wire.h"
 
 #include <hdf5.h>
+#include <stdint.h>
 
 /* The file-access property list every storage path opens and creates files with: h5ark's
  * file driver (vfd.c), whose system calls go through the sysio table. */
 hid_t h5u_fapl(void);
 int h5u_vfd_init(void);
+/* Where raw data would have been read. While one is set on a thread (NULL: none), the file
+ * driver reads no raw data on that thread: it counts the reads and keeps the first's place,
+ * so that a caller can learn where a chunk lies under HDF5's lock and read it without. */
+typedef struct {
+    uint64_t addr, size;
+    unsigned reads;
+} h5u_raw_place;
+void h5u_vfd_defer_raw(h5u_raw_place *place);
 /* The errno of this thread's last failed call in the file driver (0: none since the last
  * h5u_io_clear). h5u_fail turns a failure the driver saw into io_error (resource_limit for
  * ENOMEM), whatever code the caller chose: a file that could not be read is not to be

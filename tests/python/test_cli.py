@@ -342,6 +342,43 @@ def test_save_single_ls_load(h5, daemon, call):
         assert set(h.keys()) == {ints, "s2"}
 
 
+def test_ls_exetera_fields(h5, daemon):
+    """An ExeTera field is one entry (its datasets are not listed) with its fieldtype,
+    length and completed mark; a file without fields keeps the plain columns."""
+    from test_exetera import add_field, categorical, indexed
+    path = unique("exls") + ".h5"
+    with h5py.File(daemon.data_dir / path, "w") as f:
+        df = f.create_group("df")
+        add_field(df, "name", "indexedstring", **indexed(["a", "", "ccc"]))
+        add_field(df, "age", "numeric,int32", values=np.arange(3, dtype=np.int32))
+        add_field(df, "status", "categorical,int8",
+                  **categorical([0, 1, 0], ["no", "yes"], [0, 1], np.int8))
+        add_field(df, "partial", "numeric,float64", completed=None, values=np.zeros(3))
+        add_field(df, "failed", "fixedstring,2", completed=False, values=np.array([b"ab"] * 3))
+        f.create_dataset("plain", data=np.arange(4))
+    rows = {r["NAME"].lstrip("/"): r for r in table(ok(h5("ls", path, "--recursive")))}
+    assert set(rows) == {"df", "df/name", "df/age", "df/status", "df/partial", "df/failed",
+                         "plain"}, rows
+    assert rows["df"]["KIND"] == "group" and rows["df"]["OBJTYPE"] == "dataframe"
+    want = {"df/name": ("strings", "indexedstring", "true"),
+            "df/age": ("pdarray", "numeric,int32", "true"),
+            "df/status": ("categorical", "categorical,int8", "true"),
+            "df/partial": ("pdarray", "numeric,float64", "-"),
+            "df/failed": ("strings", "fixedstring,2", "false")}
+    for name, (objtype, fieldtype, completed) in want.items():
+        r = rows[name]
+        assert (r["KIND"], r["OBJTYPE"], r["FIELDTYPE"], r["LENGTH"], r["COMPLETED"]) == (
+            "field", objtype, fieldtype, "3", completed), r
+    assert rows["plain"]["FIELDTYPE"] == "-" and rows["plain"]["KIND"] == "dataset"
+    top = table(ok(h5("ls", path)))
+    assert {r["NAME"] for r in top} == {"df", "plain"} and "FIELDTYPE" not in top[0]
+    # loading the dataframe and one field of it
+    loaded = {r["DATASET"]: r for r in table(ok(h5("load", path, "--dataset", "df",
+                                                   "--dataset", "df/name")))}
+    assert loaded["df"]["OBJTYPE"] == "dataframe" and loaded["df"]["SIZE"] == "3"
+    assert ok(h5("get", loaded["df/name"]["NAME"])).splitlines() == ['"a"', '""', '"ccc"']
+
+
 def test_save_compressed(h5, daemon):
     """--compression gzip --level N: chunked, shuffled, deflated at that level, as h5py
     reads it; without --level the daemon's default; none stays contiguous."""

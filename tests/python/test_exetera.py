@@ -104,8 +104,9 @@ def expected_value(fixtures, field, info):
         return np.load(path, allow_pickle=False)
     vals = json.loads(path.read_text())
     if info.get("values_encoding") == "hex":
-        # fixed-length strings end at their first NUL, as every HDF5 fixed string h5ark reads
-        return [bytes.fromhex(v).split(b"\0")[0].decode() for v in vals]
+        # ExeTera's fixed strings: the bytes, trailing NULs (padding) stripped; one holding a
+        # NUL before other bytes keeps it (and h5ark refuses it)
+        return [bytes.fromhex(v).rstrip(b"\0").decode() for v in vals]
     return vals
 
 
@@ -244,6 +245,163 @@ def test_fixture_lshdf(conn, exetera_fixtures):
     assert entries["small_df"]["shape"] == [4]
     # fields of different lengths: no table, as readhdf finds
     assert entries["people"]["objtype"] is None and entries["people"]["note"], entries["people"]
+
+
+# ---- every value ExeTera's reader returns -----------------------------------------------
+#
+# An expectation per field: its fieldtype, its `completed` mark, and what ExeTera's own reader
+# returns for it: "numbers" (an ndarray), "bytes" (the strings' bytes, a fixed string's
+# trailing NULs stripped) or "codes" and "keys" (a categorical's stored codes and its key
+# value -> name map). h5ark must return the same, or refuse by name a string it cannot hold.
+
+def fixture_expectations(fixtures):
+    expected = json.loads((fixtures / "expected_session.json").read_text())
+    layout = json.loads((fixtures / "layout_session.json").read_text())
+    reader = json.loads((fixtures / "reader_session.json").read_text())
+    out, used = {}, set()
+    for field, info in expected.items():
+        path = fixtures / info["values"]
+        used.add(path.resolve())
+        ft = info["fieldtype"]
+        e = {"fieldtype": ft, "completed": expected_completed(layout, field, ft)}
+        if ft.startswith("categorical,"):
+            e["codes"] = np.load(path, allow_pickle=False)
+            e["keys"] = dict(zip(info["key_values"], info["key_names"]))
+            assert {int(k): v for k, v in reader[field]["keys"].items()} == e["keys"], field
+        elif path.suffix == ".npy":
+            e["numbers"] = np.load(path, allow_pickle=False)
+        elif info.get("values_encoding") == "hex":
+            e["bytes"] = [bytes.fromhex(v) for v in json.loads(path.read_text())]
+        else:
+            e["bytes"] = [v.encode() for v in json.loads(path.read_text())]
+            index, raw = info["expected_index"], bytes.fromhex(info["expected_values_hex"])
+            assert e["bytes"] == [raw[a:b] for a, b in zip(index, index[1:])], field
+        out[field] = e
+    # every file of expected/ is compared
+    every = {p.resolve() for p in (fixtures / "expected").rglob("*") if p.is_file()}
+    assert every and every == used, sorted(every - used)
+    return out
+
+
+def field_rows(e):
+    return len(e["numbers"] if "numbers" in e else e["codes"] if "codes" in e else e["bytes"])
+
+
+def check_expectations(conn, path, expectations):
+    """Every field whole and in ranges, against what ExeTera's reader returns; a
+    categorical's stored codes read as its `values` dataset; returns the reads compared."""
+    compared = 0
+    for field, e in expectations.items():
+        n = field_rows(e)
+        holding_nul = [i for i, b in enumerate(e.get("bytes", [])) if b"\0" in b]
+        ranges = {(0, n), (n, n), (0, min(1, n)), (max(n - 1, 0), n), (min(1, n), min(3, n))}
+        for lo, hi in sorted(ranges):
+            inside = [i for i in holding_nul if lo <= i < hi]
+            if inside:
+                err = fail(conn, [path], field, start=lo, stop=hi)
+                assert err["code"] == "type_error" and f"'{field}'" in err["message"], err
+                assert f"string {inside[0]} " in err["message"] and "NUL" in err["message"], err
+                continue
+            desc, got, warnings = read(conn, [path], field, start=lo, stop=hi)
+            assert desc["size"] == hi - lo, (field, lo, hi, desc)
+            assert desc["fieldtype"] == e["fieldtype"], (field, desc)
+            assert desc["completed"] == e["completed"], (field, desc)
+            assert bool([w for w in warnings if f"'{field}'" in w]) == (e["completed"] is not True)
+            if "numbers" in e:
+                same(got, e["numbers"][lo:hi])
+            elif "codes" in e:
+                assert desc["objtype"] == "categorical", desc
+                want = [e["keys"].get(int(c), NA) for c in e["codes"][lo:hi]]
+                assert got == want, (field, lo, hi, got, want)
+            else:
+                assert desc["objtype"] == "strings", desc
+                assert [s.encode() for s in got] == e["bytes"][lo:hi], (field, lo, hi, got)
+            compared += 1
+        if "codes" in e:
+            # ExeTera's reader returns the stored codes: the field's `values` dataset
+            _, got, _ = read(conn, [path], field + "/values")
+            same(got, e["codes"])
+            _, got, _ = read(conn, [path], field + "/key_names")
+            assert got == [e["keys"][k] for k in e["keys"]], (field, got)
+            compared += 1
+    return compared
+
+
+def test_fixture_every_expected_value(conn, exetera_fixtures):
+    """h5ark against every value of the fixture's expected/ (ExeTera's reader's output)."""
+    expectations = fixture_expectations(exetera_fixtures)
+    assert len(expectations) >= 26
+    assert check_expectations(conn, fixture_copy(conn, exetera_fixtures), expectations) > 100
+
+
+def make_exetera_like(path):
+    """A file in the layout ExeTera writes (its dataframes, field attributes, chunked
+    extendable datasets, `completed` marks), holding each case the fixture's README lists;
+    returns its expectations."""
+    words = WORDS + ["nul\0inside", "last"]
+    codes = [b"AB", b"ABCD", b"", b"\xc3\xa9", b"Q\0R", b"\0\0\0\0", b"x\0\0\0"]
+    status = {0: "", 1: "no", 2: "yes", 3: "unsure"}
+    status16 = {0: "", 1: "a", 2: "é", 100: "big"}
+    out = {}
+    with h5py.File(path, "w") as f:
+        p = f.create_group("people")
+        add_field(p, "name", "indexedstring", **indexed(words))
+        out["people/name"] = {"bytes": [w.encode() for w in words]}
+        parts = ["a", "bb", "", "dddd", "é", "ff", "ggggggg"]
+        g = add_field(p, "name_parts", "indexedstring", **indexed(parts[:4]))
+        for dname, arr in indexed(parts).items():  # written in parts, then completed
+            g[dname].resize((len(arr),))
+            g[dname][:] = arr
+        out["people/name_parts"] = {"bytes": [w.encode() for w in parts]}
+        add_field(p, "all_empty", "indexedstring", **indexed(["", "", ""]))
+        del p["all_empty/values"].attrs["completed"]  # as ExeTera leaves it
+        out["people/all_empty"] = {"bytes": [b"", b"", b""]}
+        add_field(p, "empty_str", "indexedstring", completed=None,
+                  index=np.zeros(0, np.int64), values=np.zeros(0, np.uint8))
+        out["people/empty_str"] = {"bytes": [], "completed": None}
+        add_field(p, "code", "fixedstring,4", values=np.array(codes, "S4"))
+        out["people/code"] = {"bytes": [c.rstrip(b"\0") for c in codes]}
+        for k, arr in NUMBERS.items():
+            add_field(p, k, f"numeric,{DTYPES[k]}", values=arr)
+            out[f"people/{k}"] = {"numbers": arr}
+        add_field(p, "incomplete", "numeric,float64", completed=None,
+                  values=np.array([1.5, 2.5, 3.5]))
+        out["people/incomplete"] = {"numbers": np.array([1.5, 2.5, 3.5]), "completed": None}
+        add_field(p, "never_written", "numeric,float32", completed=None,
+                  values=np.zeros(0, np.float32))
+        out["people/never_written"] = {"numbers": np.zeros(0, np.float32), "completed": None}
+        for name, keys, dtype, stored in (("status", status, np.int8, [1, 2, 0, 3, 2, 1]),
+                                          ("status16", status16, np.int16, [100, 2, 1, 0, 100])):
+            add_field(p, name, f"categorical,{np.dtype(dtype).name}",
+                      **categorical(stored, list(keys.values()), list(keys), dtype))
+            out[f"people/{name}"] = {"codes": np.array(stored, dtype), "keys": keys}
+        ts = np.array([0.0, 1589266800.0, -2208988800.0, 2147483648.0, 1643889601.123456])
+        add_field(p, "ts", "timestamp", values=ts)
+        out["people/ts"] = {"numbers": ts}
+        for df, rows in (("small_df", [0, 1, 2, 3]), ("people_filtered", [0, 2, 3])):
+            d = f.create_group(df)
+            a = np.array([5, 6, 7, 8], np.int32)[rows]
+            b = [["w", "", "yy", "ü"][i] for i in rows]
+            c = [[0, 1, 1, 0][i] for i in rows]
+            add_field(d, "a", "numeric,int32", values=a)
+            add_field(d, "b", "indexedstring", **indexed(b))
+            add_field(d, "c", "categorical,int8", **categorical(c, ["x", "y"], [0, 1], np.int8))
+            out[f"{df}/a"] = {"numbers": a}
+            out[f"{df}/b"] = {"bytes": [w.encode() for w in b]}
+            out[f"{df}/c"] = {"codes": np.array(c, np.int8), "keys": {0: "x", 1: "y"}}
+    for field, e in out.items():
+        e.setdefault("completed", True)
+        with h5py.File(path, "r") as f:
+            e["fieldtype"] = f[field].attrs["fieldtype"]
+    return out
+
+
+def test_made_every_expected_value(conn):
+    """The same comparison on a file made here, so the suite stands without the fixture."""
+    sub = unique("exlike")
+    (conn.dir / sub).mkdir()
+    expectations = make_exetera_like(conn.dir / sub / "session.h5")
+    assert check_expectations(conn, f"{sub}/session.h5", expectations) > 100
 
 
 # ---- files made here -----------------------------------------------------------------------
@@ -421,6 +579,122 @@ def test_made_two_files(conn, made):
     assert "Filename_Codes" in hdr["result"]["objects"]
 
 
+def test_fixed_string_nul_inside(conn):
+    """NULs pad a fixed string's end and are stripped; one before other bytes cannot be cut
+    off (ExeTera returns those bytes): a type_error naming the field and the row, while rows
+    around it read."""
+    sub = unique("exnul")
+    (conn.dir / sub).mkdir()
+    rows = [b"AB", b"ABCD", b"", b"\xc3\xa9", b"Z\0Y", b"\0\0\0Q", b"ok\0\0"]
+    with h5py.File(conn.dir / sub / "f.h5", "w") as f:
+        add_field(f.create_group("df"), "code", "fixedstring,4", values=np.array(rows, "S4"))
+    rel = f"{sub}/f.h5"
+    for lo, hi in ((0, 4), (2, 4), (6, 7)):
+        _, got, _ = read(conn, [rel], "df/code", start=lo, stop=hi)
+        assert got == [r.rstrip(b"\0").decode() for r in rows[lo:hi]], (lo, hi, got)
+    for kw, row in (({}, 4), ({"start": 4, "stop": 5}, 4), ({"start": 5}, 5)):
+        err = fail(conn, [rel], "df/code", **kw)
+        assert err["code"] == "type_error", err
+        assert "'df/code'" in err["message"] and f"string {row} " in err["message"], err
+        assert "NUL" in err["message"], err
+    # reading the whole file: the dataframe is refused, named, the daemon unharmed
+    hdr, _ = conn.raw("readhdf", paths=[rel])
+    assert not hdr["ok"] and hdr["error"]["code"] == "type_error", hdr
+    assert "df/code" in hdr["error"]["message"], hdr
+    # a plain h5py fixed-string dataset keeps its rule: a string ends at its first NUL
+    with h5py.File(conn.dir / sub / "plain.h5", "w") as f:
+        f.create_dataset("s", data=np.array(rows, "S4"))
+    _, got, _ = read(conn, [f"{sub}/plain.h5"], "s")
+    assert got == [r.split(b"\0")[0].decode() for r in rows], got
+    conn.ok("ping")
+
+
+def test_many_strings(conn, start_daemon):
+    """Indexed strings of every length from 0 to 70 in random order, over two files, read
+    whole and in ranges by daemons of 1, 2 and 3 locales: each string is moved up by the
+    NULs before it, short and long, near the start of a locale's bytes and far from it."""
+    rng = np.random.default_rng(7)
+    sub = unique("exmany")
+    (conn.dir / sub).mkdir()
+    files, words = [], []
+    for k, count in enumerate((3001, 1999)):
+        part = ["".join(chr(97 + (i + j) % 26) for j in range(n))
+                for i, n in enumerate(rng.integers(0, 71, count))]
+        part[:5] = ["", "", "a", "", "b" * 40]
+        with h5py.File(conn.dir / sub / f"{k}.h5", "w") as f:
+            add_field(f.create_group("df"), "s", "indexedstring", **indexed(part))
+        files.append(f"{sub}/{k}.h5")
+        words += part
+    daemons = [conn] + [Conn(start_daemon(locales=L, data_dir=conn.dir)) for L in (1, 2)]
+    for c in daemons:
+        _, got, _ = read(c, files, "df/s")
+        assert got == words
+        for lo, hi in ((1, 2), (17, 4000), (2999, 3003), (3001, 5000)):
+            _, got, _ = read(c, files, "df/s", start=lo, stop=hi)
+            assert got == words[lo:hi], (lo, hi)
+    # a NUL in a later string of the second file: named by its row in that file
+    bad = [w.encode() for w in words[3001:]]
+    bad[1500] = b"ab\0cd" + bad[1500]
+    with h5py.File(conn.dir / sub / "1.h5", "w") as f:
+        add_field(f.create_group("df"), "s", "indexedstring",
+                  index=np.cumsum([0] + [len(b) for b in bad]).astype("<i8"),
+                  values=np.frombuffer(b"".join(bad), np.uint8))
+    for c in daemons:
+        err = fail(c, files, "df/s")
+        assert err["code"] == "type_error" and "string 1500 " in err["message"], err
+        assert "1.h5" in err["message"], err
+
+
+def test_chunked_datasets(conn, start_daemon):
+    """Chunked datasets without filters are read a raw chunk at a time (whole chunks, and
+    partial first and last ones of a range); chunks never written (the fill value), filters,
+    another byte order and a dtype that is widened go through HDF5: all agree with h5py."""
+    sub = unique("exchunks")
+    (conn.dir / sub).mkdir()
+    n = 10_000
+    with h5py.File(conn.dir / sub / "c.h5", "w") as f:
+        f.create_dataset("plain", data=np.arange(n, dtype="<i8") * 3, chunks=(37,))
+        f.create_dataset("bytes", data=(np.arange(n) % 251).astype("u1"), chunks=(100,),
+                         maxshape=(None,))
+        holes = f.create_dataset("holes", (n,), "<f8", chunks=(64,), fillvalue=-1.5)
+        holes[100:700] = np.arange(600) / 7
+        holes[5000:5003] = 9.0
+        f.create_dataset("gzip", data=np.arange(n, dtype="<i4"), chunks=(50,), compression="gzip")
+        f.create_dataset("big_endian", data=np.arange(n, dtype=">i8"), chunks=(128,))
+        f.create_dataset("one_chunk", data=np.arange(5, dtype="<u2"), chunks=(1000,),
+                         maxshape=(None,))
+        add_field(f.create_group("df"), "codes", "categorical,int16",
+                  **categorical(np.arange(n) % 3, ["a", "b", "c"], [0, 1, 2], np.int16))
+    rel = f"{sub}/c.h5"
+    with h5py.File(conn.dir / rel, "r") as f:
+        want = {k: f[k][()] for k in ("plain", "bytes", "holes", "gzip", "big_endian",
+                                      "one_chunk")}
+    want["big_endian"] = want["big_endian"].astype("<i8")
+    labels = ["abc"[i % 3] for i in range(n)]
+    for c in (conn, Conn(start_daemon(locales=2, data_dir=conn.dir))):
+        for name, arr in want.items():
+            for lo, hi in ((0, len(arr)), (1, 2), (36, 38), (37, 74), (99, 7001), (len(arr), len(arr))):
+                hi = min(hi, len(arr))
+                lo = min(lo, hi)
+                _, got, _ = read(c, [rel], name, start=lo, stop=hi)
+                same(got, arr[lo:hi].astype(arr.dtype.newbyteorder("=")))
+        _, got, _ = read(c, [rel], "df/codes", start=5, stop=9000)
+        assert got == labels[5:9000]
+    # narrower integers beside int64 (strict_types false) are widened as they are read
+    with h5py.File(conn.dir / sub / "wide.h5", "w") as f:
+        f.create_dataset("v", data=np.arange(-3, 997, dtype="<i8"), chunks=(10,))
+    for dt in ("i1", "u1", "i2", "u2", "i4", "u4"):
+        info = np.iinfo(dt)
+        arr = np.resize(np.array([info.min, info.max, 0, 1, info.min + 1, 7], dt), 1001)
+        with h5py.File(conn.dir / sub / f"n_{dt}.h5", "w") as f:
+            f.create_dataset("v", data=arr, chunks=(16,))
+        whole = np.concatenate([arr.astype(np.int64), np.arange(-3, 997)])
+        for lo, hi in ((0, 2001), (3, 1500), (15, 17)):
+            _, got, _ = read(conn, [f"{sub}/n_{dt}.h5", f"{sub}/wide.h5"], "v", start=lo,
+                             stop=hi, strict_types=False)
+            same(got, whole[lo:hi])
+
+
 # ---- malformed fields --------------------------------------------------------------------
 
 BAD = {
@@ -509,6 +783,39 @@ def test_fields_disagreeing_across_files(conn):
             add_field(f.create_group("df"), "x", ft, values=np.arange(3, dtype=ft.split(",")[1]))
     err = fail(conn, [f"{sub}/0.h5", f"{sub}/1.h5"], "df/x")
     assert err["code"] == "type_error" and "df/x" in err["message"], err
+
+
+def test_fields_differ_across_files(conn):
+    """A dataframe's fields come from its first file, as a DataFrame's columns do: a later
+    file lacking one, or holding one the files before it do not, is a schema_error naming the
+    file and the field (skipped and named under allow_errors), never a field left out."""
+    sub = unique("exfields")
+    (conn.dir / sub).mkdir()
+    for i, fields in enumerate((["a", "b"], ["a", "b", "c"], ["a"])):
+        with h5py.File(conn.dir / sub / f"{i}.h5", "w") as f:
+            g = f.create_group("df")
+            for name in fields:
+                add_field(g, name, "numeric,int32", values=np.arange(3, dtype=np.int32))
+    names = [f"{sub}/{i}.h5" for i in range(3)]
+    for files, bad, field in (([0, 1], 1, "c"), ([0, 2], 2, "b"), ([1, 0], 0, "c")):
+        paths = [names[i] for i in files]
+        for kw in ({"datasets": ["df"]}, {}):
+            hdr, _ = conn.raw("readhdf", paths=paths, **kw)
+            err = hdr["error"]
+            assert err["code"] == "schema_error", (files, err)
+            assert f"{bad}.h5" in err["message"], err
+            assert f"'{field}'" in err["message"] or f"df/{field}" in err["message"], err
+        hdr, _ = conn.ok("readhdf", paths=paths, datasets=["df"], allow_errors=True)
+        assert len(hdr["result"]["file_errors"]) == 1, hdr
+        assert f"{bad}.h5" in hdr["result"]["file_errors"][0], hdr
+        df = hdr["result"]["objects"]["df"]
+        assert df["size"] == 3 and df["columns"] == (["a", "b"] if files[0] == 0 else
+                                                      ["a", "b", "c"]), df
+        conn.ok("delete", names=[df["name"]])
+    # one field of the dataframe reads from every file that has it
+    _, got, _ = read(conn, names[:2], "df/b")
+    same(got, np.tile(np.arange(3, dtype=np.int32), 2))
+    conn.ok("ping")
 
 
 def test_lshdf_agrees_with_readhdf(conn, made):

@@ -436,3 +436,33 @@ def test_bad_inputs(conn):
         err = conn.fail("readhdf", paths=[path], datasets=[dset])
         assert err["code"] == "schema_error", (dset, err)
     assert conn.alive()
+
+
+def test_dataframe_columns_differ_across_files(conn):
+    """A DataFrame's columns come from the first file: a later file lacking one, or holding
+    one the files before it do not, is a schema_error naming the file and the column (and
+    with allow_errors that file is skipped and named), never a column silently left out."""
+    sub = unique("dfcols")
+    (conn.dir / sub).mkdir()
+    for i, cols in enumerate((["a", "b"], ["a", "b", "c"], ["a"])):
+        with h5py.File(conn.dir / sub / f"{i}.h5", "w") as h:
+            g = h.create_group("df")
+            meta(g, 6)
+            for c in cols:
+                meta(g.create_dataset(c, data=np.arange(3, dtype="<i8")), 1)
+    names = [f"{sub}/{i}.h5" for i in range(3)]
+    for files, bad, col in (([0, 1], 1, "c"), ([0, 2], 2, "b"), ([1, 0], 0, "c")):
+        paths = [names[i] for i in files]
+        for kw in ({"datasets": ["df"]}, {}):
+            err = conn.fail("readhdf", paths=paths, **kw)
+            assert err["code"] == "schema_error", (files, err)
+            assert f"{bad}.h5" in err["message"] and f"'df" in err["message"], err
+            assert f"'{col}'" in err["message"] or f"df/{col}" in err["message"], err
+        hdr, _ = conn.ok("readhdf", paths=paths, datasets=["df"], allow_errors=True)
+        assert len(hdr["result"]["file_errors"]) == 1, hdr
+        assert f"{bad}.h5" in hdr["result"]["file_errors"][0], hdr
+        df = hdr["result"]["objects"]["df"]
+        assert df["size"] == 3 and df["columns"] == (["a", "b"] if files[0] == 0 else
+                                                      ["a", "b", "c"]), df
+        conn.ok("delete", names=[df["name"]])
+    assert conn.alive()

@@ -402,8 +402,12 @@ class Client:
         """Read datasets (default: every top-level object) from files or glob patterns.
         Returns {dataset: handle of the object's class (pdarray, Strings, SegArray,
         DataFrame, ...)} with `.file_errors` listing files skipped under
-        allow_errors and, under tag_data, `Filename_Codes`: an int64 array of each row's
-        file index. `start`/`stop` read only those rows of the files' concatenation."""
+        allow_errors, `.warnings` (objects skipped reading whole files, ExeTera fields not
+        completed; each also issued as H5arkWarning) and, under tag_data,
+        `Filename_Codes`: an int64 array of each row's file index. `start`/`stop` read only
+        those rows of the files' concatenation. An ExeTera dataframe reads as a DataFrame
+        whose columns carry `fieldtype` and `completed`; a field alone
+        (`datasets="df/field"`) as a pdarray, Strings or Categorical carrying them."""
         args = {"paths": [paths] if isinstance(paths, str) else list(paths),
                 "datasets": [datasets] if isinstance(datasets, str) else datasets,
                 "strict_types": strict_types, "allow_errors": allow_errors,
@@ -420,7 +424,8 @@ class Client:
                           reply.warnings)
 
     def ls(self, path, recursive=False):
-        """The groups and datasets of an HDF5 file: a list of entry maps."""
+        """The groups and datasets of an HDF5 file: a list of entry maps. An ExeTera field
+        is one entry of kind `field` with `fieldtype`, `length` and `completed`."""
         return self.request("lshdf", {"path": path, "recursive": recursive}).result["entries"]
 
     # -- ExeTera dataframes ------------------------------------------------------------

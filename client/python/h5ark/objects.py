@@ -84,6 +84,20 @@ class H5arkObject:
         return self.descriptor.get("nbytes")
 
     @property
+    def fieldtype(self):
+        """For an object read from an ExeTera field (alone, or as a dataframe's column): the
+        field's `fieldtype` attribute (`indexedstring`, `numeric,int32`, ...); else None."""
+        return self.descriptor.get("fieldtype")
+
+    @property
+    def completed(self):
+        """For an object read from an ExeTera field: True or False from the field's
+        `completed` mark (over several files, the least of them), None when a file has no
+        mark (a write never completed); None too for anything else. A field not completed
+        is read as it stands, and read_hdf's warnings name it."""
+        return self.descriptor.get("completed")
+
+    @property
     def components(self):
         """Component name -> descriptor, in order, for composites; empty otherwise."""
         return dict(self.descriptor.get("components") or {})
@@ -120,8 +134,10 @@ class H5arkObject:
         return self.size
 
     def __repr__(self):
+        field = "" if self.fieldtype is None else \
+            f", fieldtype={self.fieldtype!r}, completed={self.completed!r}"
         return (f"{type(self).__name__}(name={self.name!r}, objtype={self.objtype!r}, "
-                f"dtype={str(self.dtype)!r}, size={self.size}, shape={self.shape})")
+                f"dtype={str(self.dtype)!r}, size={self.size}, shape={self.shape}{field})")
 
     def refresh(self):
         """Re-read the descriptor from the daemon (raises NotFoundError once deleted)."""
@@ -699,6 +715,13 @@ class DataFrame(H5arkObject):
     def index(self):
         """The index (Index, MultiIndex, pdarray or Strings), or None."""
         return self._optional_component("Index")
+
+    @property
+    def fieldtypes(self):
+        """{column: its ExeTera `fieldtype`, or None}, in column order: for a dataframe read
+        from an ExeTera file every column is a field (`df[c].completed` gives its mark)."""
+        components = self.descriptor.get("components") or {}
+        return {c: (components.get(c) or {}).get("fieldtype") for c in self.columns}
 
     def __getitem__(self, column):
         if isinstance(column, (list, tuple)):
