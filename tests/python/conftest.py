@@ -366,3 +366,34 @@ def arkouda_fixtures():
     if not SHARED_FIXTURES.is_dir():
         pytest.skip(f"Arkouda fixtures not found at {SHARED_FIXTURES} (../shared beside the repository)")
     return SHARED_FIXTURES
+
+
+EXETERA_FIXTURES = SHARED_FIXTURES.parent / "exetera"
+
+
+@pytest.fixture
+def exetera_fixtures():
+    if not (EXETERA_FIXTURES / "session.hdf5").is_file():
+        pytest.skip(f"ExeTera fixtures not found at {EXETERA_FIXTURES} (../shared beside the repository)")
+    return EXETERA_FIXTURES
+
+
+def check_columns_must_agree(conn, names):
+    """names: three files whose group `df` has the columns (fields) [a, b], [a, b, c] and [a].
+    Whichever file comes first gives the columns; a later one lacking one, or holding one
+    the files before it do not, is a schema_error naming the file and the column, and with
+    allow_errors that file is skipped and named."""
+    for files, bad, col in (([0, 1], 1, "c"), ([0, 2], 2, "b"), ([1, 0], 0, "c")):
+        paths = [names[i] for i in files]
+        for kw in ({"datasets": ["df"]}, {}):
+            err = conn.fail("readhdf", paths=paths, **kw)
+            assert err["code"] == "schema_error", (files, err)
+            assert f"{bad}.h5" in err["message"], err
+            assert f"'{col}'" in err["message"] or f"df/{col}" in err["message"], err
+        hdr, _ = conn.ok("readhdf", paths=paths, datasets=["df"], allow_errors=True)
+        assert len(hdr["result"]["file_errors"]) == 1, hdr
+        assert f"{bad}.h5" in hdr["result"]["file_errors"][0], hdr
+        df = hdr["result"]["objects"]["df"]
+        assert df["size"] == 3 and df["columns"] == (["a", "b"] if files[0] == 0 else
+                                                      ["a", "b", "c"]), df
+        conn.ok("delete", names=[df["name"]])

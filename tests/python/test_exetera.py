@@ -13,22 +13,14 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import SHARED_FIXTURES, Conn, decode_strings, unique
+from conftest import Conn, check_columns_must_agree, decode_strings, unique
 
-EXETERA = SHARED_FIXTURES.parent / "exetera"
 COMPLETED = h5py.enum_dtype({"FALSE": 0, "TRUE": 1}, basetype="i1")
 
 
 @pytest.fixture(scope="module")
 def conn(daemon):
     return Conn(daemon)
-
-
-@pytest.fixture
-def exetera_fixtures():
-    if not (EXETERA / "session.hdf5").is_file():
-        pytest.skip(f"ExeTera fixtures not found at {EXETERA} (../shared beside the repository)")
-    return EXETERA
 
 
 # ---- reading what the daemon returns ---------------------------------------------------
@@ -797,21 +789,7 @@ def test_fields_differ_across_files(conn):
             for name in fields:
                 add_field(g, name, "numeric,int32", values=np.arange(3, dtype=np.int32))
     names = [f"{sub}/{i}.h5" for i in range(3)]
-    for files, bad, field in (([0, 1], 1, "c"), ([0, 2], 2, "b"), ([1, 0], 0, "c")):
-        paths = [names[i] for i in files]
-        for kw in ({"datasets": ["df"]}, {}):
-            hdr, _ = conn.raw("readhdf", paths=paths, **kw)
-            err = hdr["error"]
-            assert err["code"] == "schema_error", (files, err)
-            assert f"{bad}.h5" in err["message"], err
-            assert f"'{field}'" in err["message"] or f"df/{field}" in err["message"], err
-        hdr, _ = conn.ok("readhdf", paths=paths, datasets=["df"], allow_errors=True)
-        assert len(hdr["result"]["file_errors"]) == 1, hdr
-        assert f"{bad}.h5" in hdr["result"]["file_errors"][0], hdr
-        df = hdr["result"]["objects"]["df"]
-        assert df["size"] == 3 and df["columns"] == (["a", "b"] if files[0] == 0 else
-                                                      ["a", "b", "c"]), df
-        conn.ok("delete", names=[df["name"]])
+    check_columns_must_agree(conn, names)
     # one field of the dataframe reads from every file that has it
     _, got, _ = read(conn, names[:2], "df/b")
     same(got, np.tile(np.arange(3, dtype=np.int32), 2))

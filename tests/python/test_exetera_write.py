@@ -11,21 +11,12 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import SHARED_FIXTURES, Conn, unique
-
-EXETERA = SHARED_FIXTURES.parent / "exetera"
+from conftest import Conn, unique
 
 
 @pytest.fixture(scope="module")
 def conn(daemon):
     return Conn(daemon)
-
-
-@pytest.fixture
-def exetera_fixtures():
-    if not (EXETERA / "session.hdf5").is_file():
-        pytest.skip(f"ExeTera fixtures not found at {EXETERA}")
-    return EXETERA
 
 
 # ---- describing what is in a file, as HDF5 types ------------------------------------------

@@ -9,7 +9,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import Conn as BaseConn, block_bounds, locale_file, unique
+from conftest import Conn as BaseConn, block_bounds, check_columns_must_agree, locale_file, unique
 
 LOCALES = 3
 
@@ -451,18 +451,5 @@ def test_dataframe_columns_differ_across_files(conn):
             for c in cols:
                 meta(g.create_dataset(c, data=np.arange(3, dtype="<i8")), 1)
     names = [f"{sub}/{i}.h5" for i in range(3)]
-    for files, bad, col in (([0, 1], 1, "c"), ([0, 2], 2, "b"), ([1, 0], 0, "c")):
-        paths = [names[i] for i in files]
-        for kw in ({"datasets": ["df"]}, {}):
-            err = conn.fail("readhdf", paths=paths, **kw)
-            assert err["code"] == "schema_error", (files, err)
-            assert f"{bad}.h5" in err["message"] and f"'df" in err["message"], err
-            assert f"'{col}'" in err["message"] or f"df/{col}" in err["message"], err
-        hdr, _ = conn.ok("readhdf", paths=paths, datasets=["df"], allow_errors=True)
-        assert len(hdr["result"]["file_errors"]) == 1, hdr
-        assert f"{bad}.h5" in hdr["result"]["file_errors"][0], hdr
-        df = hdr["result"]["objects"]["df"]
-        assert df["size"] == 3 and df["columns"] == (["a", "b"] if files[0] == 0 else
-                                                      ["a", "b", "c"]), df
-        conn.ok("delete", names=[df["name"]])
+    check_columns_must_agree(conn, names)
     assert conn.alive()
