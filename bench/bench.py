@@ -4,7 +4,7 @@ with one locale), and their ratio, median of the runs with min and max.
 
 Run it from anywhere after building (bench/run uses the interpreter that has h5py):
 
-    bench/run [--runs N] [--quick] [--only raw,h5py,small,range,exetera,memory,scaling]
+    bench/run [--runs N] [--quick] [--only raw,h5py,small,range,exetera,writepart,memory,scaling]
 
 The raw-socket and raw-I/O measures come from build/bench/h5ark-bench (C); the measures
 against h5py, of many small files, of peak memory and of scaling with locales are made
@@ -41,6 +41,7 @@ RANGE_SMALL = 1 << 17  # rows of the small set of the ranged-read measure: 1 MiB
 EX_RANGE = 1 << 17  # rows of the ExeTera ranged reads: 1 MiB of float64,
 EX_RANGE_STR = 100_000  # and about 1 MiB of strings (10.5 bytes each on average)
 EX_CHUNK = 1 << 20  # ExeTera's default chunksize: the rows of each write_part
+WP_PART = 1 << 17  # rows of each part of the writepart stream: 1 MiB of float64
 
 
 # ---- the table: one home for the statistics and their formatting ----
@@ -87,6 +88,7 @@ def measures(a):
                               "h5py: open, slice, close", *at_most(1.5)),
         "exetera_range_str": (f"readhdf {EX_RANGE_STR:,} rows of its indexed strings",
                               "h5py: open, slice index + values", *at_most(1.5)),
+        **writepart_measures(a),
         "mem_tohdf": (f"peak memory: create + tohdf {size}", "the data size",
                       "<= 1.1x + 64 MiB", lambda mine, ref, ratio: mine <= 1.1 * ref + 64),
         "mem_readhdf": (f"peak memory: readhdf {size}", "the data size",
@@ -105,6 +107,20 @@ def measures(a):
     }
 
 
+def writepart_measures(a):
+    """The rows of the writepart group, three for each size of stream."""
+    rows = {}
+    for total in a.wp_sizes:
+        stream = f"writepart {human_bytes(total)} float64, 1 MiB parts"
+        rows[f"writepart_{total}"] = (f"{stream}, new file", "write()+fsync a part, 1 thread",
+                                      "(none)", None)
+        rows[f"writepart_h5py_{total}"] = (f"{stream}, new file",
+                                           "h5py resize+write+flush, no fsync", "(none)", None)
+        rows[f"writepart_last_{total}"] = (f"{stream}: the last part",
+                                           "write()+fsync: the last part", "(none)", None)
+    return rows
+
+
 def human_bytes(n):
     return f"{n / (1 << 30):g} GiB" if n >= 1 << 30 else f"{n / MIB:g} MiB"
 
@@ -115,6 +131,11 @@ def number(v):
     return f"{v:,.{digits}f}"
 
 
+def ratio(x):
+    """Two decimals; two significant digits below 0.1, where two decimals say little."""
+    return f"{x:.2f}" if x >= 0.1 else f"{x:.2g}"
+
+
 def row(a, key, result):
     measure, ref_name, target, meets = measures(a)[key]
     if isinstance(result, str):  # a measure that could not be made says why
@@ -123,7 +144,7 @@ def row(a, key, result):
     ratios = [m / r for m, r in zip(mine, ref)]
     m, r, q = statistics.median(mine), statistics.median(ref), statistics.median(ratios)
     return [measure, ref_name, f"{number(m)} {unit}", f"{number(r)} {unit}",
-            f"{q:.2f} (min {min(ratios):.2f}, max {max(ratios):.2f})", target,
+            f"{ratio(q)} (min {ratio(min(ratios))}, max {ratio(max(ratios))})", target,
             "" if meets is None else "yes" if meets(m, r, q) else "no"]
 
 
@@ -489,6 +510,90 @@ def exetera_runs(a, c, path, gb, local, pool):
             "exetera_range_num": ("ms", rn, rn_ref), "exetera_range_str": ("ms", rs, rs_ref)}
 
 
+@on_a_daemon
+def writepart_measure(a, c, data_dir):
+    """writepart streaming a float64 field into a new file, a part of WP_PART rows (1 MiB)
+    at a time, each part acknowledged when durable (the daemon copies the file, appends to
+    the copy, fsyncs it and renames it over the file: docs/DESIGN.md), for each size of
+    a.wp_sizes. The parts are put into the daemon once, before the runs: the time is the
+    writepart calls' alone. References, in the same data directory: the same bytes
+    appended to a new file with write() and an fsync after each part, on one thread (each
+    part durable before the next: the least the machine does for that promise), and h5py
+    appending each part to a resizable dataset of 1 MiB chunks with a flush after each
+    (not durable: no fsync, and a kill in the middle can leave the file broken). Rows: the
+    whole stream's throughput, and the last part's latency (the copy grows with the file)."""
+    rng = np.random.default_rng(1)
+    parts = {}
+    for total in a.wp_sizes:
+        data = rng.standard_normal(total // 8)
+        parts[total] = [(data[i:i + WP_PART], c.array(data[i:i + WP_PART]))
+                        for i in range(0, data.size, WP_PART)]
+
+    def h5ark_stream(total):
+        path = data_dir / "wp.hdf5"
+        path.unlink(missing_ok=True)
+        lasts = []
+        t = time.perf_counter()
+        for _, obj in parts[total]:
+            s = time.perf_counter()
+            got = c.writepart("wp.hdf5", "df/score", obj)
+            lasts.append(time.perf_counter() - s)
+        took = time.perf_counter() - t
+        assert got["rows"] == total // 8
+        path.unlink()
+        return took, lasts[-1]
+
+    def raw_stream(total):
+        path = data_dir / "wp.raw"
+        lasts = []
+        t = time.perf_counter()
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        dfd = os.open(data_dir, os.O_RDONLY)
+        os.fsync(dfd)  # the new file's name durable, as the daemon's rename is
+        os.close(dfd)
+        for arr, _ in parts[total]:
+            s = time.perf_counter()
+            os.write(fd, memoryview(arr).cast("B"))
+            os.fsync(fd)
+            lasts.append(time.perf_counter() - s)
+        os.close(fd)
+        took = time.perf_counter() - t
+        assert path.stat().st_size == total
+        path.unlink()
+        return took, lasts[-1]
+
+    def h5py_stream(total):
+        path = data_dir / "wp.h5"
+        t = time.perf_counter()
+        with h5py.File(path, "w") as f:
+            d = f.create_dataset("score", (0,), "<f8", maxshape=(None,), chunks=(WP_PART,))
+            for arr, _ in parts[total]:
+                at = d.shape[0]
+                d.resize((at + arr.size,))
+                d[at:] = arr
+                f.flush()
+        took = time.perf_counter() - t
+        path.unlink()
+        return took
+
+    results = {}
+    for total in a.wp_sizes:
+        mb = total / 1e6
+        mine, ref, peer, last, ref_last = [], [], [], [], []
+        for _ in range(a.runs):
+            for stream, rate, lat in ((h5ark_stream, mine, last), (raw_stream, ref, ref_last)):
+                os.sync()
+                took, at_last = stream(total)
+                rate.append(mb / took)
+                lat.append(at_last * 1e3)
+            os.sync()
+            peer.append(mb / h5py_stream(total))
+        results[f"writepart_{total}"] = ("MB/s", mine, ref)
+        results[f"writepart_h5py_{total}"] = ("MB/s", mine, peer)
+        results[f"writepart_last_{total}"] = ("ms", last, ref_last)
+    return results
+
+
 def vm_hwm_mib(pid):
     """The process's peak resident memory (VmHWM), in MiB."""
     for text in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -596,6 +701,8 @@ GROUPS = {"raw": ("ping, tohdf/readhdf vs write/pread, put + get (h5ark-bench)",
           "small": ("readhdf of small files vs an h5py loop", small_files_measure),
           "range": ("readhdf start/stop of a large set vs a small one and h5py", range_measure),
           "exetera": ("readhdf of an ExeTera dataframe vs h5py", exetera_measure),
+          "writepart": ("writepart of a field in 1 MiB parts vs write+fsync and h5py",
+                        writepart_measure),
           "memory": ("peak memory of fresh daemons", memory_measure),
           "scaling": ("groupby and gzip tohdf, 2 locales vs 1", scaling_measures)}
 
@@ -621,6 +728,7 @@ def main():
     a.keys = 1_000_000 if a.quick else 10_000_000
     a.range_bytes, a.range_rows = (256 if a.quick else 10240) * MIB, 1000
     a.ex_rows = 1_000_000 if a.quick else 10_000_000
+    a.wp_sizes = [16 * MIB, (32 if a.quick else 128) * MIB]
     # the daemons started from here (tests/python/conftest.py) honour H5ARKD too
     a.daemon = os.environ.setdefault("H5ARKD", str(a.build / "server" / "h5arkd"))
     warnings.simplefilter("ignore", h5ark.H5arkWarning)  # "overwrote ..." on every rerun
@@ -647,7 +755,7 @@ def main():
           f"{time.time() - started:.0f} s\n")
     print_table(a, results)
     print("\nratio = h5ark / reference, run by run (throughput: higher is better; latency and "
-          "memory: lower); GB = 1e9 bytes")
+          "memory: lower); GB = 1e9 bytes, MB = 1e6")
     if failed:
         print("not measured: " + "; ".join(failed))
         sys.exit(1)
