@@ -133,7 +133,7 @@ def number(v):
 
 def ratio(x):
     """Two decimals; two significant digits below 0.1, where two decimals say little."""
-    return f"{x:.2f}" if x >= 0.1 else f"{x:.2g}"
+    return f"{x:.2f}" if x >= 0.1 else f"{x:#.2g}"
 
 
 def row(a, key, result):
