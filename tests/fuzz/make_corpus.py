@@ -1,5 +1,6 @@
 """Seed corpora for the fuzz targets: request headers the tests send, and small HDF5
-files in Arkouda's layouts (plus Arkouda's own fixtures when ../shared is there)."""
+files in Arkouda's and ExeTera's layouts (plus the fixtures of both when ../shared is
+there)."""
 import pathlib
 import shutil
 import struct
@@ -30,6 +31,12 @@ headers = [
     ({"v": 1, "cmd": "tohdf", "args": {"names": ["x"], "path": "f.h5", "file_type": "single"}}, []),
     ({"v": 1, "cmd": "readhdf", "args": {"paths": ["f*.h5"], "tag_data": True}}, []),
     ({"v": 1, "cmd": "lshdf", "args": {"path": "f.h5", "recursive": True}}, []),
+    ({"v": 1, "cmd": "readhdf", "args": {"paths": ["f.h5"], "start": 2, "stop": 5,
+                                         "allow_errors": True}}, []),
+    ({"v": 1, "cmd": "tohdf", "args": {"names": ["x"], "path": "e.h5", "format": "exetera",
+                                       "group": "df", "fieldtype": "numeric,int32"}}, []),
+    ({"v": 1, "cmd": "writepart", "args": {"path": "e.h5", "field": "df/x", "name": "x"}}, []),
+    ({"v": 1, "cmd": "complete", "args": {"path": "e.h5", "field": "df/x"}}, []),
 ]
 for i, (h, frames) in enumerate(headers):
     packed = msgpack.packb(h)
@@ -55,9 +62,38 @@ with h5py.File(out / "storage" / "arkouda.h5", "w", libver="earliest") as f:
 with h5py.File(out / "storage" / "plain.h5", "w") as f:
     f.create_dataset("f32", data=np.linspace(0, 1, 10, dtype="<f4"))
     f.create_dataset("chunked", data=np.arange(100, dtype="<u2"), chunks=(10,), compression="gzip")
-shared = pathlib.Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "arkouda"
-if shared.is_dir():
-    for p in shared.iterdir():
-        if p.name != "README.md":
-            shutil.copy(p, out / "storage" / p.name)
+
+def field(df, name, fieldtype, **data):
+    """An ExeTera field group: its attributes, 1-D resizable chunked datasets, completed."""
+    g = df.create_group(name)
+    g.attrs["chunksize"] = np.int64(1 << 20)
+    g.attrs["timestamp"] = np.int64(1 << 20)
+    g.attrs.create("fieldtype", fieldtype, dtype=h5py.string_dtype())
+    kind, _, rest = fieldtype.partition(",")
+    if kind in ("numeric", "categorical"):
+        g.attrs.create("nformat", rest, dtype=h5py.string_dtype())
+    if kind == "fixedstring":
+        g.attrs["strlen"] = np.int64(int(rest))
+    for dname, arr in data.items():
+        ds = g.create_dataset(dname, data=arr, maxshape=(None,), chunks=(4,))
+        if dname in ("index", "values"):
+            ds.attrs.create("completed", 1, dtype=h5py.enum_dtype({"FALSE": 0, "TRUE": 1}, "i1"))
+
+with h5py.File(out / "storage" / "exetera.h5", "w") as f:
+    df = f.create_group("df")
+    field(df, "n", "numeric,int32", values=np.arange(6, dtype="<i4"))
+    field(df, "t", "timestamp", values=np.linspace(0, 5, 6))
+    field(df, "s", "indexedstring", index=np.array([0, 1, 1, 3, 4, 4, 6], "<i8"),
+          values=np.frombuffer(b"abcdef", "u1"))
+    field(df, "c", "fixedstring,2", values=np.array([b"ab", b"c", b"", b"de", b"f", b"gh"]))
+    field(df, "k", "categorical,int8", values=np.array([0, 1, 1, -1, 0, 1], "i1"),
+          key_values=np.array([0, 1], "i1"),
+          key_names=np.array(["no", "yes"], dtype=h5py.string_dtype()))
+fixtures = pathlib.Path(__file__).resolve().parents[3] / "shared" / "fixtures"
+for family in ("arkouda", "exetera"):
+    shared = fixtures / family
+    if shared.is_dir():
+        for p in shared.iterdir():
+            if p.is_file() and p.suffix not in (".md", ".json"):
+                shutil.copy(p, out / "storage" / f"{family}-{p.name}")
 print(f"corpus in {out}")
