@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from conftest import unique
-from test_exetera import EXETERA, add_field, categorical, indexed
+from test_exetera import add_field, categorical, indexed
 
 import h5ark
 
@@ -123,11 +123,9 @@ def test_ls(client, daemon, sub):
     assert not [p for p in entries if p.startswith("df/name/")]
 
 
-def test_exetera_file(client, daemon, sub):
+def test_exetera_file(client, daemon, sub, exetera_fixtures):
     """ExeTera's own file, when its fixtures are present."""
-    if not (EXETERA / "session.hdf5").is_file():
-        pytest.skip(f"ExeTera fixtures not found at {EXETERA}")
-    shutil.copy(EXETERA / "session.hdf5", daemon.data_dir / sub / "session.hdf5")
+    shutil.copy(exetera_fixtures / "session.hdf5", daemon.data_dir / sub / "session.hdf5")
     with pytest.warns(h5ark.H5arkWarning, match="skipped.*'people'"):
         got = client.read_hdf(f"{sub}/session.hdf5")
     assert sorted(got) == ["people_filtered", "small_df"]
