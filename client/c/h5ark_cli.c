@@ -940,6 +940,51 @@ static int cmd_delete(int argc, char **argv) {
     return rc ? fail(&err) : 0;
 }
 
+/* writepart NAME / complete: a field of an ExeTera dataframe in parts; prints
+ * "FIELD ROWS" (the field's rows after the request). */
+static int field_command(int argc, char **argv, bool part) {
+    enum { O_PATH = 1000, O_FIELD, O_FIELDTYPE };
+    static const struct option opts[] = {{"path", required_argument, 0, O_PATH},
+                                         {"field", required_argument, 0, O_FIELD},
+                                         {"fieldtype", required_argument, 0, O_FIELDTYPE},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0}};
+    const char *path = NULL, *field = NULL, *fieldtype = NULL;
+    int status = -1, c;
+    while ((c = next_opt(argc, argv, opts, &status)) != -1) {
+        if (c == -2) return status;
+        if (c == O_PATH) path = optarg;
+        if (c == O_FIELD) field = optarg;
+        if (c == O_FIELDTYPE) fieldtype = optarg;
+    }
+    int names = argc - optind;
+    if (part && names != 1) return usage_error("writepart takes one object NAME");
+    if (!part && names != 0) return usage_error("complete takes no NAME");
+    if (!part && fieldtype) return usage_error("--fieldtype is for writepart");
+    if (!path || !field) return usage_error("%s needs --path P and --field DF/F", current_cmd);
+    h5ark_error err;
+    h5ark_client_t *cl = connect_client(&err);
+    if (!cl) return fail(&err);
+    h5ark_value *result = NULL;
+    int rc = part ? h5ark_client_writepart(cl, path, field, argv[optind], fieldtype, &result, &err)
+                  : h5ark_client_complete(cl, path, field, &result, &err);
+    print_warnings(h5ark_client_warnings(cl));
+    int64_t rows = 0;
+    if (rc == 0 && h5ark_value_to_int64(h5ark_value_get(result, "rows"), &rows))
+        printf("%s %lld%s\n", field, (long long)rows, part ? "" : " completed");
+    h5ark_value_destroy(&result);
+    h5ark_client_destroy(&cl);
+    return rc ? fail(&err) : 0;
+}
+
+static int cmd_writepart(int argc, char **argv) {
+    return field_command(argc, argv, true);
+}
+
+static int cmd_complete(int argc, char **argv) {
+    return field_command(argc, argv, false);
+}
+
 static int cmd_shutdown(int argc, char **argv) {
     int status = no_positional(argc, argv);
     if (status >= 0) return status;
@@ -987,6 +1032,18 @@ static const command commands[] = {
      "save NAME... --path P [--dataset D]... [--mode truncate|append]\n"
      "       [--file-type distribute|single] [--compression none|gzip [--level N]]",
      cmd_save},
+    {"writepart",
+     "Append object NAME's rows to a field of an ExeTera dataframe (file, dataframe and field\n"
+     "made when missing), leaving the field not completed; prints the field's rows.\n"
+     "  --path P         the file (relative to the data directory)\n"
+     "  --field DF/F     the dataframe group and the field\n"
+     "  --fieldtype T    for a new field (default: the object's own)\n",
+     "writepart NAME --path P --field DF/F [--fieldtype T]", cmd_writepart},
+    {"complete",
+     "Mark a field of an ExeTera dataframe completed; prints its rows.\n"
+     "  --path P         the file (relative to the data directory)\n"
+     "  --field DF/F     the dataframe group and the field\n",
+     "complete --path P --field DF/F", cmd_complete},
     {"load",
      "Read objects from HDF5 files (names or glob patterns relative to the data directory)\n"
      "and print the objects created.\n"

@@ -16,7 +16,7 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 CLI = os.environ.get("H5ARK_CLI", str(REPO / "build" / "client" / "c" / "h5ark"))
 CLIENT_TEST = os.environ.get("H5ARK_CLIENT_TEST",
                              str(REPO / "build" / "client" / "c" / "test_h5ark_client"))
-COMMANDS = ["ping", "config", "ls", "info", "create", "save", "load", "get", "delete", "shutdown"]
+COMMANDS = ["ping", "config", "ls", "info", "create", "save", "writepart", "complete", "load", "get", "delete", "shutdown"]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -377,6 +377,38 @@ def test_ls_exetera_fields(h5, daemon):
                                                    "--dataset", "df/name")))}
     assert loaded["df"]["OBJTYPE"] == "dataframe" and loaded["df"]["SIZE"] == "3"
     assert ok(h5("get", loaded["df/name"]["NAME"])).splitlines() == ['"a"', '""', '"ccc"']
+
+
+def test_writepart_and_complete(h5, daemon):
+    """writepart appends an object's rows to an ExeTera field (made with its file and
+    dataframe), leaving it not completed; complete marks it; h5py sees both."""
+    a, b = unique("wp"), unique("wp")
+    ok(h5("create", a, "--dtype", "int32", "--fill", "arange", "--stop", "5"))
+    ok(h5("create", b, "--dtype", "int32", "--fill", "arange", "--start", "5", "--stop", "8"))
+    path = f"{unique('wpdir')}/parts.h5"
+    assert ok(h5("writepart", a, "--path", path, "--field", "df/n")).split() == ["df/n", "5"]
+    assert ok(h5("writepart", b, "--path", path, "--field", "df/n")).split() == ["df/n", "8"]
+    with h5py.File(daemon.data_dir / path, "r") as f:
+        assert list(f["df/n/values"][()]) == list(range(8))
+        assert f["df/n"].attrs["fieldtype"] == "numeric,int32"
+        assert "completed" not in f["df/n/values"].attrs
+    assert ok(h5("complete", "--path", path, "--field", "df/n")).split() == [
+        "df/n", "8", "completed"]
+    with h5py.File(daemon.data_dir / path, "r") as f:
+        assert f["df/n/values"].attrs["completed"] == 1
+    rows = {r["NAME"].lstrip("/"): r for r in table(ok(h5("ls", path, "--recursive")))}
+    assert (rows["df/n"]["LENGTH"], rows["df/n"]["COMPLETED"]) == ("8", "true"), rows
+    # a part of another type, a field missing, bad usage
+    f64 = unique("wp")
+    ok(h5("create", f64, "--size", "2"))
+    failed(h5("writepart", f64, "--path", path, "--field", "df/n"), "type_error")
+    failed(h5("complete", "--path", path, "--field", "df/none"), "not_found")
+    failed(h5("writepart", a, "--path", "../out.h5", "--field", "df/n"), "forbidden")
+    for args in (["writepart", "--path", path, "--field", "df/n"],
+                 ["writepart", a, "--path", path], ["complete", a, "--path", path, "--field",
+                                                    "df/n"],
+                 ["complete", "--path", path, "--field", "df/n", "--fieldtype", "timestamp"]):
+        assert usage(h5(*args)).startswith("h5ark: usage: "), args
 
 
 def test_save_compressed(h5, daemon):
