@@ -10,6 +10,9 @@ import h5py
 import msgpack
 import numpy as np
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))
+from exetera_layout import add_field  # noqa: E402
+
 out = pathlib.Path(sys.argv[1])
 (out / "request").mkdir(parents=True, exist_ok=True)
 (out / "storage").mkdir(parents=True, exist_ok=True)
@@ -63,32 +66,17 @@ with h5py.File(out / "storage" / "plain.h5", "w") as f:
     f.create_dataset("f32", data=np.linspace(0, 1, 10, dtype="<f4"))
     f.create_dataset("chunked", data=np.arange(100, dtype="<u2"), chunks=(10,), compression="gzip")
 
-def field(df, name, fieldtype, **data):
-    """An ExeTera field group: its attributes, 1-D resizable chunked datasets, completed."""
-    g = df.create_group(name)
-    g.attrs["chunksize"] = np.int64(1 << 20)
-    g.attrs["timestamp"] = np.int64(1 << 20)
-    g.attrs.create("fieldtype", fieldtype, dtype=h5py.string_dtype())
-    kind, _, rest = fieldtype.partition(",")
-    if kind in ("numeric", "categorical"):
-        g.attrs.create("nformat", rest, dtype=h5py.string_dtype())
-    if kind == "fixedstring":
-        g.attrs["strlen"] = np.int64(int(rest))
-    for dname, arr in data.items():
-        ds = g.create_dataset(dname, data=arr, maxshape=(None,), chunks=(4,))
-        if dname in ("index", "values"):
-            ds.attrs.create("completed", 1, dtype=h5py.enum_dtype({"FALSE": 0, "TRUE": 1}, "i1"))
-
 with h5py.File(out / "storage" / "exetera.h5", "w") as f:
     df = f.create_group("df")
-    field(df, "n", "numeric,int32", values=np.arange(6, dtype="<i4"))
-    field(df, "t", "timestamp", values=np.linspace(0, 5, 6))
-    field(df, "s", "indexedstring", index=np.array([0, 1, 1, 3, 4, 4, 6], "<i8"),
-          values=np.frombuffer(b"abcdef", "u1"))
-    field(df, "c", "fixedstring,2", values=np.array([b"ab", b"c", b"", b"de", b"f", b"gh"]))
-    field(df, "k", "categorical,int8", values=np.array([0, 1, 1, -1, 0, 1], "i1"),
-          key_values=np.array([0, 1], "i1"),
-          key_names=np.array(["no", "yes"], dtype=h5py.string_dtype()))
+    add_field(df, "n", "numeric,int32", chunks=4, values=np.arange(6, dtype="<i4"))
+    add_field(df, "t", "timestamp", chunks=4, values=np.linspace(0, 5, 6))
+    add_field(df, "s", "indexedstring", chunks=4, index=np.array([0, 1, 1, 3, 4, 4, 6], "<i8"),
+              values=np.frombuffer(b"abcdef", "u1"))
+    add_field(df, "c", "fixedstring,2", chunks=4,
+              values=np.array([b"ab", b"c", b"", b"de", b"f", b"gh"]))
+    add_field(df, "k", "categorical,int8", chunks=4, values=np.array([0, 1, 1, -1, 0, 1], "i1"),
+              key_values=np.array([0, 1], "i1"),
+              key_names=np.array(["no", "yes"], dtype=h5py.string_dtype()))
 fixtures = pathlib.Path(__file__).resolve().parents[3] / "shared" / "fixtures"
 for family in ("arkouda", "exetera"):
     shared = fixtures / family

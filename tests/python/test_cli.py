@@ -345,7 +345,7 @@ def test_save_single_ls_load(h5, daemon, call):
 def test_ls_exetera_fields(h5, daemon):
     """An ExeTera field is one entry (its datasets are not listed) with its fieldtype,
     length and completed mark; a file without fields keeps the plain columns."""
-    from test_exetera import add_field, categorical, indexed
+    from exetera_layout import add_field, categorical, indexed
     path = unique("exls") + ".h5"
     with h5py.File(daemon.data_dir / path, "w") as f:
         df = f.create_group("df")

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from conftest import unique
-from test_exetera import add_field, categorical, indexed
+from exetera_layout import add_field, categorical, indexed
 
 import h5ark
 
