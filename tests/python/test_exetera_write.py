@@ -77,29 +77,27 @@ def tohdf(conn, path, names, **kw):
     return hdr
 
 
-def readback(conn, path, field):
-    """readhdf of one field: (descriptor, {buffer: bytes}, warnings)."""
+def read_field(conn, path, field, fetch):
+    """readhdf of one field: (descriptor, fetch(object name), warnings); the object is
+    deleted afterwards."""
     hdr, _ = conn.ok("readhdf", paths=[path], datasets=[field])
     desc = hdr["result"]["objects"][field]
-    d, bufs = conn.buffers(desc["name"])
+    got = fetch(desc["name"])
     conn.ok("delete", names=[desc["name"]])
-    return desc, bufs, hdr.get("warnings", [])
+    return desc, got, hdr.get("warnings", [])
+
+
+def readback(conn, path, field):
+    """(descriptor, {buffer: bytes}, warnings)."""
+    return read_field(conn, path, field, lambda name: conn.buffers(name)[1])
 
 
 def read_strings(conn, path, field):
-    hdr, _ = conn.ok("readhdf", paths=[path], datasets=[field])
-    desc = hdr["result"]["objects"][field]
-    got = conn.get_strings(desc["name"])
-    conn.ok("delete", names=[desc["name"]])
-    return desc, got, hdr.get("warnings", [])
+    return read_field(conn, path, field, conn.get_strings)
 
 
 def read_array(conn, path, field):
-    hdr, _ = conn.ok("readhdf", paths=[path], datasets=[field])
-    desc = hdr["result"]["objects"][field]
-    got = conn.get(desc["name"])
-    conn.ok("delete", names=[desc["name"]])
-    return desc, got, hdr.get("warnings", [])
+    return read_field(conn, path, field, conn.get)
 
 
 # ---- against ExeTera's own file -------------------------------------------------------------
