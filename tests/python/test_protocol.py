@@ -1034,6 +1034,18 @@ def test_ill_typed_argument(daemon, cmd, args, arg):
     assert_alive(daemon)
 
 
+@pytest.mark.parametrize("cmd,args", [
+    ("create", {"dtype": "int64", "size": 3, "name": "a\0b"}),
+    ("writepart", {"path": "p.h5", "field": "df/\0x", "name": "x"}),
+])
+def test_string_argument_holding_nul(daemon, cmd, args):
+    """A string argument with a NUL byte in it is refused, saying so."""
+    hdr, _ = send(daemon, cmd, args)
+    fails((hdr, _), "bad_request")
+    assert "NUL" in hdr["error"]["message"], hdr
+    assert_alive(daemon)
+
+
 @pytest.mark.parametrize("args", [[1, 2], "x", 5, True, b"\x80"], ids=repr)
 def test_args_not_a_map(daemon, args):
     raw = msgpack.packb({"v": 1, "id": 37, "cmd": "ping", "args": args}, use_bin_type=True)
