@@ -513,15 +513,17 @@ def exetera_runs(a, c, path, gb, local, pool):
 @on_a_daemon
 def writepart_measure(a, c, data_dir):
     """writepart streaming a float64 field into a new file, a part of WP_PART rows (1 MiB)
-    at a time, each part acknowledged when durable (the daemon copies the file, appends to
-    the copy, fsyncs it and renames it over the file: docs/DESIGN.md), for each size of
+    at a time, each part acknowledged when durable (the daemon appends to the file's twin,
+    fsyncs it, swaps it with the file and repeats the part's writes on the old file:
+    docs/DESIGN.md), for each size of
     a.wp_sizes. The parts are put into the daemon once, before the runs: the time is the
     writepart calls' alone. References, in the same data directory: the same bytes
     appended to a new file with write() and an fsync after each part, on one thread (each
     part durable before the next: the least the machine does for that promise), and h5py
     appending each part to a resizable dataset of 1 MiB chunks with a flush after each
     (not durable: no fsync, and a kill in the middle can leave the file broken). Rows: the
-    whole stream's throughput, and the last part's latency (the copy grows with the file)."""
+    whole stream's throughput, and the last part's latency (which must not grow with the
+    file)."""
     rng = np.random.default_rng(1)
     parts = {}
     for total in a.wp_sizes:
@@ -540,6 +542,7 @@ def writepart_measure(a, c, data_dir):
             lasts.append(time.perf_counter() - s)
         took = time.perf_counter() - t
         assert got["rows"] == total // 8
+        c.complete("wp.hdf5", "df/score")  # and the twin goes
         path.unlink()
         return took, lasts[-1]
 

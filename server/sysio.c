@@ -14,6 +14,10 @@ static int open3(const char *path, int flags, mode_t mode) {
     return open(path, flags, mode);
 }
 
+static int exchange(const char *a, const char *b) {
+    return renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE);
+}
+
 sysio_table sysio = {
     .open = open3,
     .close = close,
@@ -25,6 +29,7 @@ sysio_table sysio = {
     .stat = stat,
     .lstat = lstat,
     .rename = rename,
+    .exchange = exchange,
     .unlink = unlink,
     .mkdir = mkdir,
     .copy_file_range = copy_file_range,
@@ -34,8 +39,9 @@ sysio_table sysio = {
 };
 
 static const char *const call_names[] = {
-    "open",  "close",  "pread",  "pwrite", "fsync",           "ftruncate", "fstat",  "stat",
-    "lstat", "rename", "unlink", "mkdir",  "copy_file_range", "malloc",    "calloc", "realloc"};
+    "open",   "close",  "pread",  "pwrite",   "fsync",  "ftruncate", "fstat",
+    "stat",   "lstat",  "rename", "exchange", "unlink", "mkdir",     "copy_file_range",
+    "malloc", "calloc", "realloc"};
 #define NCALLS (sizeof call_names / sizeof call_names[0])
 
 /* Shared with the probe processes (a memfd each of them maps). */
@@ -103,6 +109,9 @@ static int f_lstat(const char *path, struct stat *st) {
 static int f_rename(const char *from, const char *to) {
     return hit(SYSIO_IO, "rename") ? -1 : real.rename(from, to);
 }
+static int f_exchange(const char *a, const char *b) {
+    return hit(SYSIO_IO, "exchange") ? -1 : real.exchange(a, b);
+}
 static int f_unlink(const char *path) {
     return hit(SYSIO_IO, "unlink") ? -1 : real.unlink(path);
 }
@@ -154,6 +163,7 @@ int sysio_faults_start(int shared_fd) {
         .stat = f_stat,
         .lstat = f_lstat,
         .rename = f_rename,
+        .exchange = f_exchange,
         .unlink = f_unlink,
         .mkdir = f_mkdir,
         .copy_file_range = f_copy_file_range,

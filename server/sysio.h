@@ -24,6 +24,8 @@ typedef struct {
     int (*stat)(const char *path, struct stat *st);
     int (*lstat)(const char *path, struct stat *st);
     int (*rename)(const char *from, const char *to);
+    /* swap two names in one atomic step (renameat2's RENAME_EXCHANGE) */
+    int (*exchange)(const char *a, const char *b);
     int (*unlink)(const char *path);
     int (*mkdir)(const char *path, mode_t mode);
     ssize_t (*copy_file_range)(int in, off_t *in_off, int out, off_t *out_off, size_t n,

@@ -4,10 +4,12 @@
  * datasets with unlimited maxshape, chunked as h5py chooses, and the `completed` mark on the
  * field's non-empty data datasets once the field is finished.
  *
- * Every change goes to a copy of the file (or a new file) beside it, which is flushed and
- * renamed over the file: a write that fails, or a daemon killed at any moment, leaves the
- * file as it was before the request (docs/DESIGN.md, "Writing ExeTera fields in parts").
- * One lock serialises these writes, so two parts sent at once to one file both land. */
+ * tohdf's changes go to a copy of the file (or a new file) beside it, which is flushed and
+ * renamed over the file; writepart's and complete's go to the file's twin (twin.h), swapped
+ * in whole. Either way a write that fails, or a daemon killed at any moment, leaves the
+ * file as it was before the request or wholly after it (docs/DESIGN.md, "Writing ExeTera
+ * fields in parts"). One lock serialises these writes, so two parts sent at once to one
+ * file both land. */
 #include "storage.h"
 
 #include "config.h"
@@ -16,6 +18,7 @@
 #include "layout.h"
 #include "sandbox.h"
 #include "sysio.h"
+#include "twin.h"
 
 #include <errno.h>
 #include <math.h>
@@ -708,15 +711,18 @@ static int check_name(const char *name, const char *what, h5ark_error *err) {
 
 typedef struct {
     char rel[PATH_MAX], final[PATH_MAX], tmp[PATH_MAX];
-    bool exists, tmp_made;
+    bool exists, tmp_made, twinned;
+    twin_change twin;
     hid_t h5;
 } ex_file;
 
-/* Resolve the file (its directory created when create), and open a copy of it (or a new
- * file) for writing. must_exist: not_found when it is missing. */
-static int ex_open(ex_file *f, const char *rel, bool fresh, bool must_exist, h5ark_error *err) {
+/* Resolve the file (its directory created when create), and open for writing a copy of it
+ * (a new file when fresh or missing), or its twin when in_place (twin.h: a part costs its
+ * own size, not a copy of the file). must_exist: not_found when it is missing. */
+static int ex_open(ex_file *f, const char *rel, bool fresh, bool must_exist, bool in_place,
+                   h5ark_error *err) {
     f->h5 = H5I_INVALID_HID;
-    f->tmp_made = false;
+    f->tmp_made = f->twinned = false;
     snprintf(f->rel, sizeof f->rel, "%s", rel);
     if (files_resolve(rel, false, f->final, err)) {
         if (err->code != H5ARK_NOT_FOUND || must_exist) return -1;
@@ -739,9 +745,14 @@ static int ex_open(ex_file *f, const char *rel, bool fresh, bool must_exist, h5a
             H5Eclear2(H5E_DEFAULT);
             return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "'%s' is not an HDF5 file", rel);
         }
-        f->tmp_made = true;
-        if (files_copy(f->final, f->tmp, rel, err)) return -1;
-        f->h5 = H5Fopen(f->tmp, H5F_ACC_RDWR, h5u_fapl());
+        if (in_place) {
+            if (twin_begin(&f->twin, f->final, rel, err)) return -1;
+            f->twinned = true;
+        } else {
+            f->tmp_made = true;
+            if (files_copy(f->final, f->tmp, rel, err)) return -1;
+        }
+        f->h5 = H5Fopen(f->twinned ? f->twin.twin : f->tmp, H5F_ACC_RDWR, h5u_fapl());
         if (f->h5 < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "cannot open '%s'", rel);
         return 0;
     }
@@ -772,9 +783,18 @@ static int ex_close(ex_file *f, bool commit, h5ark_error *err) {
         commit = false;
     }
     f->h5 = H5I_INVALID_HID;
+    if (f->twinned) {
+        f->twinned = false;
+        if (!commit) {
+            twin_abort(&f->twin);
+            return rc;
+        }
+        return twin_commit(&f->twin, err);
+    }
     if (commit && f->tmp_made) {
         rc = files_replace(f->tmp, f->final, err);
         if (rc == 0) f->tmp_made = false;
+        if (rc == 0) twin_drop(f->final); /* a twin of the file it replaced is no use */
     }
     if (f->tmp_made && sysio.unlink(f->tmp) != 0 && errno != ENOENT) sysio.unlink(f->tmp);
     f->tmp_made = false;
@@ -865,7 +885,7 @@ int storage_exetera_write(const storage_item *items, size_t nitems, const char *
     ex_file file = {.h5 = H5I_INVALID_HID};
     hid_t df = H5I_INVALID_HID;
     bool fresh = mode == STORAGE_TRUNCATE;
-    rc = ex_open(&file, path, fresh, mode == STORAGE_UPDATE, err);
+    rc = ex_open(&file, path, fresh, mode == STORAGE_UPDATE, false, err);
     if (rc == 0 && (df = df_group(file.h5, path, group, mode != STORAGE_UPDATE, err)) < 0) rc = -1;
     /* every rule checked before anything is written */
     for (size_t i = 0; i < n && rc == 0 && !fresh; i++) {
@@ -934,7 +954,7 @@ int storage_exetera_part(const char *path, const char *field, const object *obj,
     hid_t df = H5I_INVALID_HID;
     field_spec old;
     int there = 0;
-    int rc = ex_open(&file, path, false, false, err);
+    int rc = ex_open(&file, path, false, false, true, err);
     if (rc == 0 && (df = df_group(file.h5, path, group, true, err)) < 0) rc = -1;
     if (rc == 0 && (there = existing_field(df, group, name, &old, err)) < 0) rc = -1;
     if (rc == 0 && there) {
@@ -971,7 +991,7 @@ int storage_exetera_complete(const char *path, const char *field, int64_t *rows,
     ex_file file = {.h5 = H5I_INVALID_HID};
     hid_t df = H5I_INVALID_HID, g = H5I_INVALID_HID;
     field_spec s;
-    int rc = ex_open(&file, path, false, true, err);
+    int rc = ex_open(&file, path, false, true, true, err);
     if (rc == 0 && (df = df_group(file.h5, path, group, false, err)) < 0) rc = -1;
     int there = rc == 0 ? existing_field(df, group, name, &s, err) : -1;
     if (rc == 0 && there <= 0) {
@@ -985,6 +1005,7 @@ int storage_exetera_complete(const char *path, const char *field, int64_t *rows,
     if (g >= 0) H5Gclose(g);
     if (df >= 0) H5Gclose(df);
     if (ex_close(&file, rc == 0, err) && rc == 0) rc = -1;
+    if (rc == 0) twin_drop(file.final); /* the stream is over */
     pthread_mutex_unlock(&exetera_lock);
     return rc;
 }

@@ -353,6 +353,15 @@ int files_temp_name(const char *final, char *out, size_t outlen) {
     return n < 0 || (size_t)n >= outlen ? -1 : 0;
 }
 
+#define TWIN_SUFFIX ".h5ark-twin"
+
+int files_twin_name(const char *final, char *out, size_t outlen) {
+    const char *slash = strrchr(final, '/');
+    int n =
+        snprintf(out, outlen, "%.*s.%s" TWIN_SUFFIX, (int)(slash - final + 1), final, slash + 1);
+    return n < 0 || (size_t)n >= outlen ? -1 : 0;
+}
+
 static int fsync_path(const char *path, int flags) {
     int fd = sysio.open(path, flags | O_CLOEXEC, 0);
     if (fd < 0) return -1;
@@ -446,8 +455,10 @@ int files_replace(const char *tmp, const char *final, h5ark_error *err) {
 }
 
 /* Temporaries are named ".<name>.h5ark-tmp.<pid>.<n>": anything of that form left in the
- * data directory was being written when an earlier daemon died. */
+ * data directory was being written when an earlier daemon died. So were twins. */
 static bool is_stale_temp(const char *name) {
+    size_t len = strlen(name), tl = strlen(TWIN_SUFFIX);
+    if (name[0] == '.' && len > tl + 1 && strcmp(name + len - tl, TWIN_SUFFIX) == 0) return true;
     const char *mark = strstr(name, ".h5ark-tmp.");
     if (name[0] != '.' || !mark) return false;
     const char *p = mark + strlen(".h5ark-tmp.");

@@ -44,6 +44,9 @@ const char *files_display(const char *abs);
 
 /* A fresh temporary name in the same directory as `final` (for write-then-rename). */
 int files_temp_name(const char *final, char *out, size_t outlen);
+/* The twin of a file written in parts (twin.h): ".<name>.h5ark-twin" beside it. Removed
+ * with the temporaries at start, as no twin is known level then. */
+int files_twin_name(const char *final, char *out, size_t outlen);
 /* fsync tmp, rename it over final, fsync the directory: after this returns 0 the new file
  * is in place and durable; on failure the old file (if any) is untouched. */
 int files_replace(const char *tmp, const char *final, h5ark_error *err);

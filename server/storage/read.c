@@ -3,6 +3,7 @@
  * concatenation in parallel: pread straight into their shards where a dataset's bytes are
  * contiguous and already in memory's form, HDF5 (hyperslab reads) elsewhere. */
 #include "storage.h"
+#include "twin.h"
 
 #include "files.h"
 #include "io.h"
@@ -49,9 +50,10 @@ void storage_read_items_free(storage_read_item *items, size_t nitems) {
     if (items) free_items(items, nitems);
 }
 
-int storage_read(char *const *paths, size_t npaths, const char *const *datasets, size_t ndatasets,
-                 const storage_read_options *opts, storage_read_item **items, size_t *nitems,
-                 h5ark_value *file_errors, h5ark_value *warnings, h5ark_error *err) {
+static int read_files(char *const *paths, size_t npaths, const char *const *datasets,
+                      size_t ndatasets, const storage_read_options *opts, storage_read_item **items,
+                      size_t *nitems, h5ark_value *file_errors, h5ark_value *warnings,
+                      h5ark_error *err) {
     h5u_quiet();
     *items = NULL;
     *nitems = 0;
@@ -122,5 +124,16 @@ int storage_read(char *const *paths, size_t npaths, const char *const *datasets,
 out:
     if (out) free_items(out, built);
     read_probe_clear(&st);
+    return rc;
+}
+
+/* Files read while no part's change is being repeated on an old file (twin.h). */
+int storage_read(char *const *paths, size_t npaths, const char *const *datasets, size_t ndatasets,
+                 const storage_read_options *opts, storage_read_item **items, size_t *nitems,
+                 h5ark_value *file_errors, h5ark_value *warnings, h5ark_error *err) {
+    twin_readers_enter();
+    int rc = read_files(paths, npaths, datasets, ndatasets, opts, items, nitems, file_errors,
+                        warnings, err);
+    twin_readers_leave();
     return rc;
 }

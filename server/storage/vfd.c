@@ -31,12 +31,45 @@ typedef struct {
 static hid_t driver = H5I_INVALID_HID;
 static hid_t fapl = H5I_INVALID_HID;
 static _Thread_local int last_errno;
-static _Thread_local bool closing;            /* in h5u_close_written */
-static _Thread_local bool copying;            /* in h5u_copy_object */
-static _Thread_local h5u_raw_place *deferred; /* h5u_vfd_defer_raw */
+static _Thread_local bool closing;             /* in h5u_close_written */
+static _Thread_local bool copying;             /* in h5u_copy_object */
+static _Thread_local h5u_raw_place *deferred;  /* h5u_vfd_defer_raw */
+static _Thread_local h5u_write_log *recording; /* h5u_vfd_record */
 
 void h5u_vfd_defer_raw(h5u_raw_place *place) {
     deferred = place;
+}
+
+void h5u_vfd_record(h5u_write_log *log) {
+    recording = log;
+}
+
+static h5u_write_log *log_of(const vfd_file *f) {
+    h5u_write_log *log = recording;
+    return log && log->dev == f->dev && log->ino == f->ino ? log : NULL;
+}
+
+static void note_write(h5u_write_log *log, uint64_t addr, uint64_t size) {
+    if (log->n > 0) {
+        uint64_t *last = log->runs[log->n - 1];
+        if (addr >= last[0] && addr <= last[0] + last[1]) {
+            if (addr + size > last[0] + last[1]) last[1] = addr + size - last[0];
+            return;
+        }
+    }
+    if (log->n == log->cap) {
+        size_t cap = log->cap ? 2 * log->cap : 64;
+        void *grown = sysio.realloc(log->runs, cap * sizeof *log->runs);
+        if (!grown) {
+            log->lost = true;
+            return;
+        }
+        log->runs = grown;
+        log->cap = cap;
+    }
+    log->runs[log->n][0] = addr;
+    log->runs[log->n][1] = size;
+    log->n++;
 }
 
 int h5u_io_errno(void) {
@@ -196,6 +229,8 @@ static herr_t vfd_write(H5FD_t *file, H5FD_mem_t type, hid_t dxpl, haddr_t addr,
         errno = EINVAL;
         return write_failed(f);
     }
+    h5u_write_log *log = log_of(f);
+    if (log) note_write(log, addr, size); /* before: a write that fails may still change bytes */
     const char *p = buf;
     while (size > 0) {
         ssize_t put = sysio.pwrite(f->fd, p, size > IO_MAX ? IO_MAX : size, (off_t)addr);
@@ -211,6 +246,8 @@ static herr_t vfd_truncate(H5FD_t *file, hid_t dxpl, hbool_t closing) {
     (void)dxpl, (void)closing;
     vfd_file *f = (vfd_file *)file;
     if (f->eoa == f->eof) return 0;
+    h5u_write_log *log = log_of(f);
+    if (log && f->eoa < log->low) log->low = f->eoa;
     if (sysio.ftruncate(f->fd, (off_t)f->eoa) != 0) return write_failed(f);
     f->eof = f->eoa;
     return 0;

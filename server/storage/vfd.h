@@ -6,7 +6,9 @@
 #include "h5ark_wire.h"
 
 #include <hdf5.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* The file-access property list every storage path opens and creates files with: h5ark's
  * file driver (vfd.c), whose system calls go through the sysio table. */
@@ -20,6 +22,18 @@ typedef struct {
     unsigned reads;
 } h5u_raw_place;
 void h5u_vfd_defer_raw(h5u_raw_place *place);
+/* Where a file was written, for a caller that repeats those writes on a copy of it
+ * (twin.c). While one is set on a thread (NULL: none), the driver notes each write that
+ * thread makes to the file (dev, ino) as a run of bytes, and the least size the file had. */
+typedef struct {
+    dev_t dev;
+    ino_t ino;
+    uint64_t (*runs)[2]; /* {offset, length}, a write after the one before it merged */
+    size_t n, cap;
+    uint64_t low;
+    bool lost; /* a run could not be noted (out of memory): the log is no use */
+} h5u_write_log;
+void h5u_vfd_record(h5u_write_log *log);
 /* The errno of this thread's last failed call in the file driver (0: none since the last
  * h5u_io_clear). h5u_fail turns a failure the driver saw into io_error (resource_limit for
  * ENOMEM), whatever code the caller chose: a file that could not be read is not to be

@@ -5,6 +5,7 @@
  * offsets in parallel; and only when all of that succeeded rename the temporaries over the
  * final names. A failure at any point before the renames leaves every old file whole. */
 #include "storage.h"
+#include "twin.h"
 
 #include "config.h"
 #include "files.h"
@@ -481,9 +482,10 @@ int storage_write(const storage_item *items, size_t nitems, const char *path, st
     return storage_write_ex(items, nitems, path, mode, file_type, NULL, files, warnings, err);
 }
 
-int storage_write_ex(const storage_item *items, size_t nitems, const char *path, storage_mode mode,
-                     storage_file_type file_type, const storage_write_options *opts,
-                     h5ark_value *files, h5ark_value *warnings, h5ark_error *err) {
+static int write_files(const storage_item *items, size_t nitems, const char *path,
+                       storage_mode mode, storage_file_type file_type,
+                       const storage_write_options *opts, h5ark_value *files, h5ark_value *warnings,
+                       h5ark_error *err) {
     h5u_quiet();
     h5u_io_clear();
     bool distributed = file_type == STORAGE_DISTRIBUTE;
@@ -613,8 +615,8 @@ out:
     return rc;
 }
 
-int storage_repack(char *const *paths, size_t npaths, h5ark_value *files, uint64_t *before,
-                   uint64_t *after, h5ark_error *err) {
+static int repack_files(char *const *paths, size_t npaths, h5ark_value *files, uint64_t *before,
+                        uint64_t *after, h5ark_error *err) {
     h5u_quiet();
     *before = *after = 0;
     for (size_t i = 0; i < npaths; i++) {
@@ -656,4 +658,23 @@ int storage_repack(char *const *paths, size_t npaths, h5ark_value *files, uint64
         if (add_str(files, "%s", shown, err)) return -1;
     }
     return 0;
+}
+
+/* Files read while no part's change is being repeated on an old file (twin.h). */
+int storage_write_ex(const storage_item *items, size_t nitems, const char *path, storage_mode mode,
+                     storage_file_type file_type, const storage_write_options *opts,
+                     h5ark_value *files, h5ark_value *warnings, h5ark_error *err) {
+    twin_readers_enter();
+    int rc = write_files(items, nitems, path, mode, file_type, opts, files, warnings, err);
+    twin_readers_leave();
+    return rc;
+}
+
+/* Files read while no part's change is being repeated on an old file (twin.h). */
+int storage_repack(char *const *paths, size_t npaths, h5ark_value *files, uint64_t *before,
+                   uint64_t *after, h5ark_error *err) {
+    twin_readers_enter();
+    int rc = repack_files(paths, npaths, files, before, after, err);
+    twin_readers_leave();
+    return rc;
 }
