@@ -34,10 +34,20 @@ static int cmd_tohdf(command_ctx *ctx, h5ark_error *err) {
                                   "tohdf: format exetera writes one file of uncompressed fields; "
                                   "'%s' does not apply",
                                   arkouda_only[i]);
-    } else if (arg_value(ctx, "group") || arg_value(ctx, "fieldtype")) {
+    } else if (arg_value(ctx, "group") || arg_value(ctx, "fieldtype") ||
+               arg_value(ctx, "fieldtypes")) {
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
-                          "tohdf: 'group' and 'fieldtype' need format exetera");
+                          "tohdf: 'group', 'fieldtype' and 'fieldtypes' need format exetera");
     }
+    const h5ark_value *fieldtypes = arg_value(ctx, "fieldtypes");
+    if (fieldtypes && arg_value(ctx, "fieldtype"))
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "tohdf: give 'fieldtype' (for every object) or 'fieldtypes' (one per "
+                          "name), not both");
+    if (fieldtypes && h5ark_value_len(fieldtypes) != n)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "tohdf: 'fieldtypes' has %zu entries for %zu names",
+                          h5ark_value_len(fieldtypes), n);
     const char *mode_name = arg_str(ctx, "mode", "truncate");
     const char *type_name = arg_str(ctx, "file_type", "distribute");
     storage_mode mode;
@@ -106,11 +116,16 @@ static int cmd_tohdf(command_ctx *ctx, h5ark_error *err) {
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         goto out;
     }
-    if (exetera)
-        rc =
-            storage_exetera_write(items, n, arg_str(ctx, "path", ""), arg_str(ctx, "group", "df"),
-                                  mode, arg_str(ctx, "fieldtype", NULL), files, ctx->warnings, err);
-    else
+    if (exetera) {
+        /* one fieldtype for every object, or one for each ("": the object's own) */
+        const char *all = arg_str(ctx, "fieldtype", NULL);
+        for (size_t i = 0; i < n; i++) {
+            const char *ft = fieldtypes ? h5ark_value_at(fieldtypes, i)->as.s.ptr : all;
+            items[i].fieldtype = ft && *ft ? ft : NULL;
+        }
+        rc = storage_exetera_write(items, n, arg_str(ctx, "path", ""), arg_str(ctx, "group", "df"),
+                                   mode, files, ctx->warnings, err);
+    } else
         rc = storage_write_ex(items, n, arg_str(ctx, "path", ""), mode, file_type, &wopts, files,
                               ctx->warnings, err);
     if (rc == 0)
@@ -288,6 +303,7 @@ const command_def hdf_commands[] = {
       {"format", ARG_STR, false},
       {"group", ARG_STR, false},
       {"fieldtype", ARG_STR, false},
+      {"fieldtypes", ARG_STR_ARRAY, false},
       {0}}},
     {"readhdf",
      cmd_readhdf,

@@ -833,13 +833,14 @@ static hid_t df_group(hid_t file, const char *rel, const char *group, bool creat
 typedef struct {
     const char *name; /* field name */
     const object *obj;
-    const char *label; /* the object's name, in messages */
+    const char *label;     /* the object's name, in messages */
+    const char *fieldtype; /* asked for, or NULL: the object's own */
     field_spec spec;
 } ex_field;
 
 int storage_exetera_write(const storage_item *items, size_t nitems, const char *path,
-                          const char *group, storage_mode mode, const char *fieldtype,
-                          h5ark_value *files, h5ark_value *warnings, h5ark_error *err) {
+                          const char *group, storage_mode mode, h5ark_value *files,
+                          h5ark_value *warnings, h5ark_error *err) {
     h5u_quiet();
     h5u_io_clear();
     if (check_name(group, "a dataframe group name", err)) return -1;
@@ -853,14 +854,15 @@ int storage_exetera_write(const storage_item *items, size_t nitems, const char *
     int rc = 0;
     for (size_t i = 0; i < nitems && rc == 0; i++) {
         const object *obj = items[i].obj;
+        const char *ft = items[i].fieldtype;
         if (obj->objtype != H5ARK_DATAFRAME) {
-            fields[k++] = (ex_field){items[i].dataset, obj, items[i].dataset, {0}};
+            fields[k++] = (ex_field){items[i].dataset, obj, items[i].dataset, ft, {0}};
             continue;
         }
         for (size_t c = 0; c < obj->ncomponents; c++) {
             if (strcmp(obj->components[c].name, "Index") == 0) continue;
             fields[k++] = (ex_field){
-                obj->components[c].name, obj->components[c].obj, obj->components[c].name, {0}};
+                obj->components[c].name, obj->components[c].obj, obj->components[c].name, ft, {0}};
         }
     }
     n = k;
@@ -873,8 +875,8 @@ int storage_exetera_write(const storage_item *items, size_t nitems, const char *
                     h5ark_fail(err, H5ARK_ALREADY_EXISTS,
                                "tohdf: field '%s' would be written twice by this request", f->name);
         if (rc == 0)
-            rc = fieldtype ? spec_parse(fieldtype, &f->spec, err)
-                           : spec_of(f->obj, f->label, &f->spec, err);
+            rc = f->fieldtype ? spec_parse(f->fieldtype, &f->spec, err)
+                              : spec_of(f->obj, f->label, &f->spec, err);
         if (rc == 0) rc = spec_fits(f->obj, f->label, &f->spec, err);
     }
     if (rc) {

@@ -19,6 +19,7 @@ typedef enum { STORAGE_DISTRIBUTE, STORAGE_SINGLE } storage_file_type;
 typedef struct {
     object *obj;
     const char *dataset;
+    const char *fieldtype; /* format exetera: the field's fieldtype, or NULL: the object's own */
 } storage_item;
 
 /* tohdf: write every item to the file(s) named by `path` (relative to the data directory;
@@ -43,13 +44,13 @@ int storage_write_ex(const storage_item *items, size_t nitems, const char *path,
                      h5ark_value *files, h5ark_value *warnings, h5ark_error *err);
 
 /* tohdf format "exetera": write every item (a DataFrame: each of its columns) as a field of
- * the ExeTera dataframe `group` of the one file `path`, of `fieldtype` (NULL: each object's
- * own), completed. truncate: a new file; append: fields added (already_exists when there);
- * update: the fields, which must exist, replaced. The file is changed through a copy renamed
- * over it. Appends the file's relative name to `files`. */
+ * the ExeTera dataframe `group` of the one file `path`, of the item's fieldtype (a
+ * DataFrame's: each column's), completed. truncate: a new file; append: fields added
+ * (already_exists when there); update: the fields, which must exist, replaced. The file is changed
+ * through a copy renamed over it. Appends the file's relative name to `files`. */
 int storage_exetera_write(const storage_item *items, size_t nitems, const char *path,
-                          const char *group, storage_mode mode, const char *fieldtype,
-                          h5ark_value *files, h5ark_value *warnings, h5ark_error *err);
+                          const char *group, storage_mode mode, h5ark_value *files,
+                          h5ark_value *warnings, h5ark_error *err);
 /* writepart: append obj's rows to the ExeTera field `field` ("<dataframe>/<name>") of the
  * file `path`, creating the file, the dataframe and the field when missing, and leave the
  * field not completed. *rows: the field's rows after. Crash-safe: the file is either as

@@ -547,6 +547,47 @@ def test_python_client_writer(client, daemon):
         assert bool(f["frame/d/values"].attrs["completed"])
 
 
+def test_a_fieldtype_for_each_object(conn):
+    """`fieldtypes`: one per name, "" for the object's own; the rules around it."""
+    out = f"{unique('exw')}.hdf5"
+    s = conn.put_strings(["ab", "c", "def"])
+    t = conn.put(np.array([0.5, 1.5, 2.5]))
+    n = conn.put(np.arange(3, dtype="<i8"))
+    conn.ok("tohdf", names=[s, t, n], datasets=["s", "t", "n"], path=out, format="exetera",
+            fieldtypes=["fixedstring,3", "timestamp", ""])
+    with h5py.File(conn.dir / out, "r") as f:
+        assert f["df/s"].attrs["fieldtype"] == "fixedstring,3"
+        assert f["df/s/values"][:].tolist() == [b"ab", b"c", b"def"]
+        assert f["df/t"].attrs["fieldtype"] == "timestamp"
+        assert f["df/n"].attrs["fieldtype"] == "numeric,int64"
+    err = conn.fail("tohdf", names=[s, t], path=out, format="exetera", fieldtypes=["timestamp"])
+    assert err["code"] == "bad_request" and "1 entries for 2 names" in err["message"], err
+    err = conn.fail("tohdf", names=[s], path=out, format="exetera", fieldtypes=["indexedstring"],
+                    fieldtype="indexedstring")
+    assert err["code"] == "bad_request" and "not both" in err["message"], err
+    err = conn.fail("tohdf", names=[s], path=out, fieldtypes=["indexedstring"])
+    assert err["code"] == "bad_request" and "need format exetera" in err["message"], err
+    err = conn.fail("tohdf", names=[s, n], path=out, format="exetera",
+                    fieldtypes=["", "indexedstring"])
+    assert err["code"] == "type_error", err
+    with h5py.File(conn.dir / out, "r") as f:   # refused requests left it as it was
+        assert sorted(f["df"]) == ["n", "s", "t"]
+    ok_alive(conn)
+
+
+def test_python_fieldtype_mapping(client, daemon):
+    out = f"{unique('exw')}.hdf5"
+    client.to_exetera({"when": client.array(np.array([1.0, 2.0])),
+                       "code": client.array(["x", "yz"])}, out,
+                      fieldtype={"when": "timestamp"})
+    with h5py.File(daemon.data_dir / out, "r") as f:
+        assert f["df/when"].attrs["fieldtype"] == "timestamp"
+        assert f["df/code"].attrs["fieldtype"] == "indexedstring"
+    with pytest.raises(ValueError, match="nope"):
+        client.to_exetera({"when": client.array(np.array([1.0]))}, out,
+                          fieldtype={"nope": "timestamp"})
+
+
 def test_wide_fixed_strings_in_blocks(conn):
     """Fixed strings of 1 MiB each: written a block of rows at a time, every one padded."""
     out = f"{unique('exw')}.hdf5"

@@ -435,15 +435,24 @@ class Client:
         (tohdf format "exetera"). `objects` as for to_hdf ({field name: object} or objects,
         whose fields take the object names); a DataFrame writes each of its columns.
         mode: `truncate` (a new file), `append` (add fields) or `update` (replace
-        fields). `fieldtype` (e.g. "timestamp", "fixedstring,8") applies to every object.
-        Every field written is completed. Returns the result ({"files": [...]})."""
+        fields). `fieldtype` (e.g. "timestamp", "fixedstring,8") applies to every object,
+        or, a {field name: fieldtype} mapping, to the fields it names (the rest keep their
+        own). Every field written is completed. Returns the result ({"files": [...]})."""
         if isinstance(objects, Mapping):
             datasets, names = list(objects), [_name_of(o) for o in objects.values()]
         else:
             datasets, names = None, _names_of(objects)
-        reply = self.request("tohdf", {"names": names, "datasets": datasets, "path": path,
-                                       "format": "exetera", "group": group, "mode": mode,
-                                       "fieldtype": fieldtype})
+        args = {"names": names, "datasets": datasets, "path": path, "format": "exetera",
+                "group": group, "mode": mode}
+        if isinstance(fieldtype, Mapping):
+            fields = datasets or names
+            unknown = set(fieldtype) - set(fields)
+            if unknown:
+                raise ValueError(f"fieldtype names fields not written: {sorted(unknown)}")
+            args["fieldtypes"] = [fieldtype.get(f, "") for f in fields]
+        else:
+            args["fieldtype"] = fieldtype
+        reply = self.request("tohdf", args)
         return Result(reply.result, reply.warnings)
 
     def writepart(self, path, field, obj, fieldtype=None):
