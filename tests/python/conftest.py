@@ -2,6 +2,7 @@
 data directory, and a raw ZeroMQ + MessagePack client that knows only PROTOCOL.md."""
 import os
 import pathlib
+import re
 import shutil
 import signal
 import subprocess
@@ -22,6 +23,12 @@ SHARED_FIXTURES = REPO.parent / "shared" / "fixtures" / "arkouda"
 # one thread at a time: waits that bound a reply scale by this.
 TOOL_SLOWDOWN = 12 if os.environ.get("H5ARKD_WRAPPER") else 1
 sys.path.insert(0, str(REPO / "client" / "python"))
+
+
+def project_version():
+    """The version in project() of CMakeLists.txt, which every program and client reports."""
+    text = (REPO / "CMakeLists.txt").read_text()
+    return re.search(r"^project\(h5ark VERSION (\S+)", text, re.M).group(1)
 
 
 def daemon_binary():

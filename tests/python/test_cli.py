@@ -10,7 +10,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import locale_file, unique
+from conftest import daemon_binary, locale_file, project_version, unique
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CLI = os.environ.get("H5ARK_CLI", str(REPO / "build" / "client" / "c" / "h5ark"))
@@ -99,7 +99,10 @@ def test_command_help(cmd):
 
 
 def test_version():
-    assert re.match(r"h5ark \d+\.\d+\.\d+", ok(run("--version")))
+    assert ok(run("--version")) == f"h5ark {project_version()}\n"
+    daemon = subprocess.run([daemon_binary(), "--version"], capture_output=True, text=True,
+                            timeout=60)
+    assert (daemon.returncode, daemon.stdout) == (0, f"h5arkd {project_version()}\n")
 
 
 @pytest.mark.parametrize("args", [

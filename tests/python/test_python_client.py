@@ -8,7 +8,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import block_bounds, edge_values, h5_strings, locale_file, unique
+from conftest import block_bounds, edge_values, h5_strings, locale_file, project_version, unique
 
 import h5ark
 from h5ark import wire
@@ -47,6 +47,10 @@ def test_ping_and_config(client):
     before = config["memory_used"]
     a = client.zeros(1 << 17, dtype="int64")
     assert client.config()["memory_used"] >= before + a.nbytes
+
+
+def test_version_is_the_project_version(client):
+    assert h5ark.__version__ == project_version() == client.config()["version"]
 
 
 def test_connect_without_daemon_times_out(tmp_path):

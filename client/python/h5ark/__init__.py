@@ -26,6 +26,7 @@ from .errors import (AlreadyExistsError, BadRequestError, BusyError, ConnectionC
 from .objects import (ArrayView, Categorical, DataFrame, Datetime, GroupBy, H5arkObject,
                       Index, IPv4, MultiIndex, SegArray, Strings, Timedelta, pdarray)
 
+# project(VERSION) in CMakeLists.txt is the version; the tests check that this agrees
 __version__ = "0.1.0"
 
 _FORWARDED = ("ping", "config", "zeros", "ones", "full", "arange", "linspace", "randint",
