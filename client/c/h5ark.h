@@ -198,7 +198,7 @@ int h5ark_client_get_into(h5ark_client_t *self, const char *name, uint64_t start
                           h5ark_error *err);
 
 /* Write objects to HDF5. `datasets`: NULL (the object names) or `count` names. `mode`:
- * NULL, "truncate" or "append"; `file_type`: NULL, "distribute" or "single". The result
+ * NULL, "truncate", "append" or "update"; `file_type`: NULL, "distribute" or "single". The result
  * map holds `files`; overwritten files are in h5ark_client_warnings. */
 int h5ark_client_tohdf(h5ark_client_t *self, const char *const *names, size_t count,
                        const char *const *datasets, const char *path, const char *mode,
