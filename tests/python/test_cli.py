@@ -11,8 +11,8 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import (daemon_binary, free_tcp_endpoint, h5_pdarray, locale_file,
-                      project_version, unique)
+from conftest import (TOOL_SLOWDOWN, daemon_binary, free_tcp_endpoint, h5_pdarray,
+                      locale_file, project_version, unique)
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CLI = os.environ.get("H5ARK_CLI", str(REPO / "build" / "client" / "c" / "h5ark"))
@@ -527,8 +527,8 @@ def test_long_save_outlasts_connect_timeout(h5, daemon):
     name = unique("big")
     ok(h5("create", name, "--size", "4000000", "--fill", "uniform", "--seed", "3"))
     path = unique("slow") + ".h5"
-    ok(h5("--connect-timeout", "0.1", "save", name, "--path", path, "--file-type", "single",
-          "--compression", "gzip", "--level", "9"))
+    ok(h5("--connect-timeout", 0.1 * TOOL_SLOWDOWN, "--timeout", 600, "save", name, "--path",
+          path, "--file-type", "single", "--compression", "gzip", "--level", "9", timeout=900))
     with h5py.File(daemon.data_dir / path, "r") as f:
         values = f[name][()]
     assert values.shape == (4000000,) and ((0 <= values) & (values < 1)).all()

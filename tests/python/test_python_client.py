@@ -9,8 +9,8 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import (block_bounds, edge_values, free_tcp_endpoint, h5_strings, locale_file,
-                      project_version, unique)
+from conftest import (TOOL_SLOWDOWN, block_bounds, edge_values, free_tcp_endpoint, h5_strings,
+                      locale_file, project_version, unique)
 
 import h5ark
 from h5ark import wire
@@ -107,7 +107,7 @@ def test_long_request_outlasts_connect_timeout(client, daemon):
     """A long first request on a fresh client with a short connect timeout succeeds."""
     big = client.uniform(4_000_000, seed=3)
     path = unique("slow") + ".h5"
-    with h5ark.Client(daemon.endpoint, connect_timeout=0.1, timeout=600) as c:
+    with h5ark.Client(daemon.endpoint, connect_timeout=0.1 * TOOL_SLOWDOWN, timeout=600) as c:
         c.to_hdf({"x": big.name}, path, file_type="single", compression="gzip",
                  compression_level=9)
     with h5py.File(daemon.data_dir / path, "r") as f:
