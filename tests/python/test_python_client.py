@@ -92,7 +92,8 @@ def test_nothing_answering_fails_fast(tmp_path):
 
 def test_reply_slower_than_connect_timeout(slow_daemon):
     """The connect timeout bounds the first contact only: once the daemon has answered, a
-    request waits its whole timeout, and the contact is not made again."""
+    request waits its whole timeout, and the contact is not made again unless a request
+    times out."""
     d = slow_daemon(delay=1.5)
     with h5ark.Client(d.endpoint, connect_timeout=0.3) as c:
         assert c.info() == []
@@ -101,6 +102,13 @@ def test_reply_slower_than_connect_timeout(slow_daemon):
     with h5ark.connect(d.endpoint, connect_timeout=0.3) as c:
         assert c.info() == []
     assert d.pings == 2
+    # after a request timed out, the next one checks again that the daemon is there
+    with h5ark.Client(d.endpoint, timeout=0.3, connect_timeout=5) as c:
+        with pytest.raises(h5ark.ReplyTimeoutError, match="no reply to `info`"):
+            c.info()
+        c.timeout = 10
+        assert c.info() == []
+    assert d.pings == 4
 
 
 def test_long_request_outlasts_connect_timeout(client, daemon):

@@ -77,10 +77,10 @@ class Client:
     def __init__(self, endpoint=DEFAULT_ENDPOINT, token=None, timeout=DEFAULT_TIMEOUT,
                  context=None, server_key=None, connect_timeout=DEFAULT_CONNECT_TIMEOUT):
         """`timeout`: seconds a request waits for its reply (None: forever).
-        `connect_timeout`: until the daemon has answered once, each request is preceded by
-        a ping that waits at most this long (and no longer than `timeout`), so that an
-        endpoint where nothing answers fails at once rather than after `timeout`; None:
-        no ping, the request's own timeout applies.
+        `connect_timeout`: until the daemon has answered once (and again after a request
+        timed out), each request is preceded by a ping that waits at most this long (and no
+        longer than `timeout`), so that an endpoint where nothing answers fails at once
+        rather than after `timeout`; None: no ping, the request's own timeout applies.
         `server_key`: the daemon's CURVE public key (the 40-character text of the .pub
         file `h5arkd --curve-keygen` writes, or a path to that file) to encrypt with."""
         self.endpoint = endpoint
@@ -164,6 +164,7 @@ class Client:
                     raise ReplyTimeoutError("timeout", f"nothing answered at {self.endpoint} "
                                                        f"within {wait:g} s: is h5arkd running "
                                                        f"there{hint}?")
+                self._answered = False  # the daemon may be gone: the next request checks
                 raise ReplyTimeoutError("timeout", f"no reply to `{cmd}` from "
                                                    f"{self.endpoint} within {wait:g} s")
             frames = self._socket.recv_multipart(copy=False)
