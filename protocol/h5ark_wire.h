@@ -4,12 +4,13 @@
 #ifndef H5ARK_WIRE_H
 #define H5ARK_WIRE_H
 
+#include "h5ark_version.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define H5ARK_PROTOCOL_VERSION 1
-#define H5ARK_VERSION_STRING   "0.1.0"
 /* Payload frames are about this size; see PROTOCOL.md. */
 #define H5ARK_FRAME_BYTES (1u << 20)
 

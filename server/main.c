@@ -1,5 +1,6 @@
 /* h5arkd: command line, configuration, signals, start and stop. */
 #include "config.h"
+#include "h5ark_version.h"
 #include "locales.h"
 #include "log.h"
 #include "registry.h"
@@ -53,6 +54,7 @@ static void usage(FILE *out) {
             "  --max-message BYTES  largest request accepted, payload included (default: the\n"
             "                       memory limit)\n"
             "  --log-level LEVEL    error, warn, info or debug (default info)\n"
+            "  --version            print the version\n"
             "  --help               this text\n",
             DEFAULT_ENDPOINT, sysconf(_SC_NPROCESSORS_ONLN), DEFAULT_DATA_DIR);
 }
@@ -203,7 +205,8 @@ static int configure(int argc, char **argv) {
         O_LOG,
         O_HELP,
         O_CURVE,
-        O_KEYGEN
+        O_KEYGEN,
+        O_VERSION
     };
     static const struct option opts[] = {{"endpoint", required_argument, 0, O_ENDPOINT},
                                          {"locales", required_argument, 0, O_LOCALES},
@@ -217,6 +220,7 @@ static int configure(int argc, char **argv) {
                                          {"log-level", required_argument, 0, O_LOG},
                                          {"curve-secret-file", required_argument, 0, O_CURVE},
                                          {"curve-keygen", required_argument, 0, O_KEYGEN},
+                                         {"version", no_argument, 0, O_VERSION},
                                          {"help", no_argument, 0, O_HELP},
                                          {0, 0, 0, 0}};
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -289,6 +293,7 @@ static int configure(int argc, char **argv) {
             break;
         case O_HELP:
         case 'h': usage(stdout); exit(0);
+        case O_VERSION: printf("h5arkd %s\n", H5ARK_VERSION_STRING); exit(0);
         default: usage(stderr); return -1;
         }
     }

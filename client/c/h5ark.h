@@ -19,8 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define H5ARK_DEFAULT_ENDPOINT   "tcp://127.0.0.1:5555"
-#define H5ARK_DEFAULT_TIMEOUT_MS 60000
+#define H5ARK_DEFAULT_ENDPOINT           "tcp://127.0.0.1:5555"
+#define H5ARK_DEFAULT_TIMEOUT_MS         60000
+#define H5ARK_DEFAULT_CONNECT_TIMEOUT_MS 2000
 /* `stop` of a get: the end of the object. `size` of a create: derived from the fill. */
 #define H5ARK_END       UINT64_MAX
 #define H5ARK_SIZE_AUTO UINT64_MAX
@@ -38,7 +39,8 @@ typedef struct {
 /* ---- the client ---------------------------------------------------------------------- */
 
 /* Connect to `endpoint` (NULL = H5ARK_DEFAULT_ENDPOINT). `token` (NULL = none) is sent with
- * every request. Connecting is lazy: an absent daemon shows up as a timeout on a request. */
+ * every request. Connecting is lazy: the first request first pings, and an absent daemon
+ * shows up as io_error after the connect timeout (see h5ark_client_set_connect_timeout). */
 h5ark_client_t *h5ark_client_new(const char *endpoint, const char *token, h5ark_error *err);
 /* Encrypt with ZeroMQ CURVE from now on: `server_public_key` is the daemon's public key
  * (the 40-character Z85 text of the .pub file `h5arkd --curve-keygen` writes). The client
@@ -48,6 +50,13 @@ void h5ark_client_destroy(h5ark_client_t **self_p);
 /* How long a request waits for its reply; < 0 waits forever. Default 60 s. */
 void h5ark_client_set_timeout(h5ark_client_t *self, int timeout_ms);
 int h5ark_client_timeout(const h5ark_client_t *self);
+/* How long the first contact waits. Until the daemon has answered once (again after a
+ * request failed without a reply), a request is preceded by a `ping` that waits at most
+ * this long (and no longer than the timeout), so that a daemon that is not there is
+ * reported at once; requests themselves then wait their whole timeout. < 0: no ping, an
+ * absent daemon shows up at the request's timeout. Default 2 s. */
+void h5ark_client_set_connect_timeout(h5ark_client_t *self, int timeout_ms);
+int h5ark_client_connect_timeout(const h5ark_client_t *self);
 const char *h5ark_client_endpoint(const h5ark_client_t *self);
 /* The `warnings` of the last reply (an array of str, or NULL): valid until the next request. */
 const h5ark_value *h5ark_client_warnings(const h5ark_client_t *self);
@@ -57,7 +66,8 @@ const h5ark_value *h5ark_client_warnings(const h5ark_client_t *self);
  * ZeroMQ has let go of them, so the caller may free them as soon as it returns.
  * `*reply` receives every reply that arrives, ok or not (destroy it in both cases); it is
  * NULL when none arrived. A reply with ok:false returns -1 with err set from its `error`;
- * no reply within the timeout returns -1 with io_error. `reply` may be NULL. */
+ * no reply within the timeout (or nothing answering the first contact) returns -1 with
+ * io_error. `reply` may be NULL. */
 int h5ark_client_request(h5ark_client_t *self, const char *cmd, h5ark_value *args,
                          const h5ark_buffer_in *bufs, size_t nbufs, h5ark_reply_t **reply,
                          h5ark_error *err);
@@ -188,7 +198,7 @@ int h5ark_client_get_into(h5ark_client_t *self, const char *name, uint64_t start
                           h5ark_error *err);
 
 /* Write objects to HDF5. `datasets`: NULL (the object names) or `count` names. `mode`:
- * NULL, "truncate" or "append"; `file_type`: NULL, "distribute" or "single". The result
+ * NULL, "truncate", "append" or "update"; `file_type`: NULL, "distribute" or "single". The result
  * map holds `files`; overwritten files are in h5ark_client_warnings. */
 int h5ark_client_tohdf(h5ark_client_t *self, const char *const *names, size_t count,
                        const char *const *datasets, const char *path, const char *mode,

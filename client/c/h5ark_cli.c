@@ -16,7 +16,8 @@
 static const char *opt_endpoint;
 static const char *opt_token_file;
 static const char *opt_server_key_file; /* the daemon's CURVE public key: encrypt */
-static double opt_timeout = H5ARK_DEFAULT_TIMEOUT_MS / 1000.0;
+static double opt_timeout = H5ARK_DEFAULT_TIMEOUT_MS / 1000.0;                 /* < 0: forever */
+static double opt_connect_timeout = H5ARK_DEFAULT_CONNECT_TIMEOUT_MS / 1000.0; /* < 0: none */
 
 /* ---- small helpers ------------------------------------------------------------------- */
 
@@ -360,7 +361,11 @@ static h5ark_client_t *connect_client(h5ark_error *err) {
     free(token);
     if (c && server_key && h5ark_client_set_curve(c, server_key, err)) h5ark_client_destroy(&c);
     free(server_key);
-    if (c) h5ark_client_set_timeout(c, opt_timeout < 0 ? -1 : (int)(opt_timeout * 1000));
+    if (c) {
+        h5ark_client_set_timeout(c, opt_timeout < 0 ? -1 : (int)(opt_timeout * 1000));
+        h5ark_client_set_connect_timeout(
+            c, opt_connect_timeout < 0 ? -1 : (int)(opt_connect_timeout * 1000));
+    }
     return c;
 }
 
@@ -375,14 +380,17 @@ typedef struct {
 
 static const command *find_command(const char *name);
 
+static void print_command_help(const command *cmd) {
+    printf("usage: h5ark [GLOBAL OPTIONS] %s\n%s", cmd->usage, cmd->summary);
+}
+
 /* getopt_long over a command's own arguments; returns the option or -1, or sets *status to
  * the exit code for --help (0) and usage errors (2). */
 static int next_opt(int argc, char **argv, const struct option *opts, int *status) {
     int idx = 0;
     int c = getopt_long(argc, argv, ":h", opts, &idx);
     if (c == 'h') {
-        const command *cmd = find_command(current_cmd);
-        printf("usage: h5ark [GLOBAL OPTIONS] %s\n%s", cmd->usage, cmd->summary);
+        print_command_help(find_command(current_cmd));
         *status = 0;
         return -2;
     }
@@ -693,8 +701,9 @@ static int cmd_save(int argc, char **argv) {
     else if (datasets.count && datasets.count != n)
         status =
             usage_error("give one --dataset per NAME (%zu names, %zu datasets)", n, datasets.count);
-    else if (mode && strcmp(mode, "truncate") != 0 && strcmp(mode, "append") != 0)
-        status = usage_error("--mode is truncate or append, not '%s'", mode);
+    else if (mode && strcmp(mode, "truncate") != 0 && strcmp(mode, "append") != 0 &&
+             strcmp(mode, "update") != 0)
+        status = usage_error("--mode is truncate, append or update, not '%s'", mode);
     else if (file_type && strcmp(file_type, "distribute") != 0 && strcmp(file_type, "single") != 0)
         status = usage_error("--file-type is distribute or single, not '%s'", file_type);
     else if (compression && strcmp(compression, "none") != 0 && strcmp(compression, "gzip") != 0)
@@ -997,6 +1006,26 @@ static int cmd_shutdown(int argc, char **argv) {
     return rc ? fail(&err) : 0;
 }
 
+static void print_help(void);
+
+static int cmd_help(int argc, char **argv) {
+    int status = -1, c;
+    while ((c = next_opt(argc, argv, no_opts, &status)) != -1)
+        if (c == -2) return status;
+    if (argc - optind > 1) return usage_error("help takes at most one COMMAND");
+    if (argc - optind == 0) {
+        print_help();
+        return 0;
+    }
+    const command *cmd = find_command(argv[optind]);
+    if (!cmd) {
+        current_cmd = NULL; /* point to the list of commands */
+        return usage_error("unknown command '%s'", argv[optind]);
+    }
+    print_command_help(cmd);
+    return 0;
+}
+
 static const command commands[] = {
     {"ping", "Check that the daemon answers and print the round-trip time.\n", "ping", cmd_ping},
     {"config", "Print the daemon's configuration.\n", "config", cmd_config},
@@ -1025,11 +1054,12 @@ static const command commands[] = {
      "Write objects to HDF5 in the daemon's data directory (Arkouda's layout).\n"
      "  --path P         file name (relative to the data directory)\n"
      "  --dataset D      dataset name for each NAME, in order (default: the object names)\n"
-     "  --mode M         truncate (default) or append\n"
+     "  --mode M         truncate (default: new files), append (add datasets to the files)\n"
+     "                   or update (replace datasets the files hold)\n"
      "  --file-type F    distribute (default: one file per locale, P_LOCALE0000...) or single\n"
      "  --compression C  none (default: contiguous datasets) or gzip (chunked, shuffled)\n"
      "  --level N        gzip level, 1 to 9 (default 4)\n",
-     "save NAME... --path P [--dataset D]... [--mode truncate|append]\n"
+     "save NAME... --path P [--dataset D]... [--mode truncate|append|update]\n"
      "       [--file-type distribute|single] [--compression none|gzip [--level N]]",
      cmd_save},
     {"writepart",
@@ -1060,6 +1090,7 @@ static const command commands[] = {
     {"delete", "Delete objects from the daemon (all or none).\n", "delete NAME...", cmd_delete},
     {"shutdown", "Ask the daemon to finish in-flight requests and exit.\n", "shutdown",
      cmd_shutdown},
+    {"help", "Print the commands, or a command's options.\n", "help [COMMAND]", cmd_help},
 };
 
 static const command *find_command(const char *name) {
@@ -1070,7 +1101,7 @@ static const command *find_command(const char *name) {
 
 static void print_help(void) {
     printf("usage: h5ark [--endpoint URL] [--token-file FILE] [--server-key FILE]\n"
-           "             [--timeout SECONDS] COMMAND ...\n"
+           "             [--timeout SECONDS] [--connect-timeout SECONDS] COMMAND ...\n"
            "\n"
            "Talk to an h5arkd daemon.\n"
            "\n"
@@ -1080,34 +1111,52 @@ static void print_help(void) {
            "  --server-key FILE    the daemon's CURVE public key (its .pub file): encrypt\n"
            "                       (default $H5ARK_SERVER_KEY)\n"
            "  --timeout SECONDS    how long to wait for a reply (default %g; 0 forever)\n"
+           "  --connect-timeout SECONDS\n"
+           "                       how long to wait for the daemon to answer at all, asked\n"
+           "                       with a ping before the command (default\n"
+           "                       $H5ARK_CONNECT_TIMEOUT or %g; 0: as long as --timeout)\n"
            "  --version            print the version\n"
            "  --help               this text\n"
            "\n"
            "Commands:\n",
-           H5ARK_DEFAULT_ENDPOINT, H5ARK_DEFAULT_TIMEOUT_MS / 1000.0);
+           H5ARK_DEFAULT_ENDPOINT, H5ARK_DEFAULT_TIMEOUT_MS / 1000.0,
+           H5ARK_DEFAULT_CONNECT_TIMEOUT_MS / 1000.0);
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
         const char *nl = strchr(commands[i].summary, '\n');
         printf("  %-10s %.*s\n", commands[i].name, (int)(nl - commands[i].summary),
                commands[i].summary);
     }
-    printf("\nRun 'h5ark COMMAND --help' for a command's options.\n");
+    printf("\nRun 'h5ark help COMMAND' (or 'h5ark COMMAND --help') for a command's options.\n");
+}
+
+/* The SECONDS of --timeout and --connect-timeout: 0 means no bound (-1). */
+static bool parse_seconds(const char *s, double *out) {
+    char *end;
+    double t = strtod(s, &end);
+    if (*end || end == s || !(t >= 0) || t > 2e6) return false;
+    *out = t == 0 ? -1 : t;
+    return true;
 }
 
 int main(int argc, char **argv) {
-    enum { O_ENDPOINT = 1000, O_TOKEN_FILE, O_TIMEOUT, O_VERSION, O_SERVER_KEY };
-    static const struct option opts[] = {{"endpoint", required_argument, 0, O_ENDPOINT},
-                                         {"token-file", required_argument, 0, O_TOKEN_FILE},
-                                         {"server-key", required_argument, 0, O_SERVER_KEY},
-                                         {"timeout", required_argument, 0, O_TIMEOUT},
-                                         {"version", no_argument, 0, O_VERSION},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0}};
+    enum { O_ENDPOINT = 1000, O_TOKEN_FILE, O_TIMEOUT, O_CONNECT_TIMEOUT, O_VERSION, O_SERVER_KEY };
+    static const struct option opts[] = {
+        {"endpoint", required_argument, 0, O_ENDPOINT},
+        {"token-file", required_argument, 0, O_TOKEN_FILE},
+        {"server-key", required_argument, 0, O_SERVER_KEY},
+        {"timeout", required_argument, 0, O_TIMEOUT},
+        {"connect-timeout", required_argument, 0, O_CONNECT_TIMEOUT},
+        {"version", no_argument, 0, O_VERSION},
+        {"help", no_argument, 0, 'h'},
+        {0}};
     opt_endpoint = getenv("H5ARK_ENDPOINT");
     if (opt_endpoint && !*opt_endpoint) opt_endpoint = NULL;
     opt_token_file = getenv("H5ARK_TOKEN_FILE");
     if (opt_token_file && !*opt_token_file) opt_token_file = NULL;
     opt_server_key_file = getenv("H5ARK_SERVER_KEY");
     if (opt_server_key_file && !*opt_server_key_file) opt_server_key_file = NULL;
+    const char *connect_timeout = getenv("H5ARK_CONNECT_TIMEOUT"), *connect_timeout_from = NULL;
+    if (connect_timeout && *connect_timeout) connect_timeout_from = "$H5ARK_CONNECT_TIMEOUT";
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
@@ -1115,20 +1164,23 @@ int main(int argc, char **argv) {
         case O_ENDPOINT: opt_endpoint = optarg; break;
         case O_TOKEN_FILE: opt_token_file = optarg; break;
         case O_SERVER_KEY: opt_server_key_file = optarg; break;
-        case O_TIMEOUT: {
-            char *end;
-            double t = strtod(optarg, &end);
-            if (*end || end == optarg || !(t >= 0) || t > 2e6)
+        case O_TIMEOUT:
+            if (!parse_seconds(optarg, &opt_timeout))
                 return usage_error("--timeout takes seconds (0 waits forever), not '%s'", optarg);
-            opt_timeout = t == 0 ? -1 : t;
             break;
-        }
+        case O_CONNECT_TIMEOUT:
+            connect_timeout = optarg;
+            connect_timeout_from = "--connect-timeout";
+            break;
         case O_VERSION: printf("h5ark %s\n", H5ARK_VERSION_STRING); return 0;
         case 'h': print_help(); return 0;
         case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
         default: return usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
+    if (connect_timeout_from && !parse_seconds(connect_timeout, &opt_connect_timeout))
+        return usage_error("%s takes seconds (0: as long as --timeout), not '%s'",
+                           connect_timeout_from, connect_timeout);
     if (optind >= argc) return usage_error("no COMMAND given");
     const command *cmd = find_command(argv[optind]);
     if (!cmd) return usage_error("unknown command '%s'", argv[optind]);

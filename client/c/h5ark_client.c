@@ -21,6 +21,8 @@ struct _h5ark_client_t {
     char *endpoint;
     char *token;
     int timeout_ms;
+    int connect_timeout_ms;
+    bool answered; /* the socket has had a reply: it reaches a daemon */
     uint64_t next_id;
     h5ark_value *warnings;
     /* CURVE: the server's public key and this client's own key pair (Z85); empty: plain */
@@ -46,6 +48,7 @@ h5ark_client_t *h5ark_client_new(const char *endpoint, const char *token, h5ark_
         return NULL;
     }
     self->timeout_ms = H5ARK_DEFAULT_TIMEOUT_MS;
+    self->connect_timeout_ms = H5ARK_DEFAULT_CONNECT_TIMEOUT_MS;
     self->next_id = 1;
     self->endpoint = strdup(endpoint);
     self->token = token ? strdup(token) : NULL;
@@ -104,6 +107,14 @@ int h5ark_client_timeout(const h5ark_client_t *self) {
     return self->timeout_ms;
 }
 
+void h5ark_client_set_connect_timeout(h5ark_client_t *self, int timeout_ms) {
+    self->connect_timeout_ms = timeout_ms < 0 ? -1 : timeout_ms;
+}
+
+int h5ark_client_connect_timeout(const h5ark_client_t *self) {
+    return self->connect_timeout_ms;
+}
+
 const char *h5ark_client_endpoint(const h5ark_client_t *self) {
     return self->endpoint;
 }
@@ -138,6 +149,7 @@ static int open_socket(h5ark_client_t *self, h5ark_error *err) {
 static void reset_socket(h5ark_client_t *self) {
     if (self->sock) zmq_close(self->sock);
     self->sock = NULL;
+    self->answered = false;
 }
 
 static int64_t now_ms(void) {
@@ -407,9 +419,11 @@ static int recv_message(void *sock, zmq_msg_t *head, h5ark_payload *payload) {
     return 0;
 }
 
-/* Wait for the reply to `id`; replies to other ids (none expected) are dropped. */
-static int await_reply(h5ark_client_t *self, uint64_t id, h5ark_reply_t *r, h5ark_error *err) {
-    int64_t deadline = self->timeout_ms < 0 ? -1 : now_ms() + self->timeout_ms;
+/* Wait up to wait_ms (< 0: forever) for the reply to `id`; replies to other ids (none
+ * expected) are dropped. */
+static int await_reply(h5ark_client_t *self, uint64_t id, int wait_ms, h5ark_reply_t *r,
+                       h5ark_error *err) {
+    int64_t deadline = wait_ms < 0 ? -1 : now_ms() + wait_ms;
     for (;;) {
         long wait = -1;
         if (deadline >= 0) {
@@ -423,11 +437,15 @@ static int await_reply(h5ark_client_t *self, uint64_t id, h5ark_reply_t *r, h5ar
             return h5ark_fail(err, H5ARK_IO_ERROR, "waiting for the reply from %s: %s",
                               self->endpoint, zmq_strerror(errno));
         }
-        if (n == 0) {
+        if (n == 0 && !self->answered)
+            return h5ark_fail(err, H5ARK_IO_ERROR,
+                              "nothing answered at %s within %.3g s: is h5arkd running there%s?",
+                              self->endpoint, wait_ms / 1000.0,
+                              self->server_key[0] ? ", and is the server key its own" : "");
+        if (n == 0)
             return h5ark_fail(err, H5ARK_IO_ERROR,
                               "no reply from %s within %.3g s (is h5arkd running there?)",
-                              self->endpoint, self->timeout_ms / 1000.0);
-        }
+                              self->endpoint, wait_ms / 1000.0);
         zmq_msg_t head;
         h5ark_payload_free(&r->payload);
         h5ark_payload_init(&r->payload);
@@ -436,6 +454,7 @@ static int await_reply(h5ark_client_t *self, uint64_t id, h5ark_reply_t *r, h5ar
             return h5ark_fail(err, H5ARK_IO_ERROR, "receiving the reply from %s: %s",
                               self->endpoint, zmq_strerror(errno));
         }
+        self->answered = true;
         const char *why = NULL;
         h5ark_value *h = h5ark_value_decode(zmq_msg_data(&head), zmq_msg_size(&head), &why);
         zmq_msg_close(&head);
@@ -456,6 +475,17 @@ static int await_reply(h5ark_client_t *self, uint64_t id, h5ark_reply_t *r, h5ar
     }
 }
 
+/* Before a socket has had a reply, a ping bounded by the connect timeout checks that a
+ * daemon answers: a long request to an absent one would otherwise wait out its whole
+ * timeout. Any reply will do, an error included (the request then gets its own). */
+static int make_contact(h5ark_client_t *self, h5ark_error *err) {
+    h5ark_error perr;
+    if (h5ark_client_request(self, "ping", NULL, NULL, 0, NULL, &perr) == 0 || self->answered)
+        return 0;
+    if (err) *err = perr;
+    return -1;
+}
+
 int h5ark_client_request(h5ark_client_t *self, const char *cmd, h5ark_value *args,
                          const h5ark_buffer_in *bufs, size_t nbufs, h5ark_reply_t **reply,
                          h5ark_error *err) {
@@ -473,6 +503,17 @@ int h5ark_client_request(h5ark_client_t *self, const char *cmd, h5ark_value *arg
                               cmd, i);
         }
         total += bufs[i].nbytes;
+    }
+    int wait_ms = self->timeout_ms;
+    if (!self->answered && self->connect_timeout_ms >= 0) {
+        if (strcmp(cmd, "ping") != 0) {
+            if (make_contact(self, err)) {
+                h5ark_value_destroy(&args);
+                return -1;
+            }
+        } else if (wait_ms < 0 || self->connect_timeout_ms < wait_ms) {
+            wait_ms = self->connect_timeout_ms; /* this ping is the first contact */
+        }
     }
     uint64_t id = self->next_id++;
     h5ark_value *header = build_header(self, id, cmd, args, bufs, nbufs);
@@ -513,11 +554,12 @@ int h5ark_client_request(h5ark_client_t *self, const char *cmd, h5ark_value *arg
         h5ark_reply_destroy(&r);
         return -1;
     }
-    rc = await_reply(self, id, r, err);
+    rc = await_reply(self, id, wait_ms, r, err);
+    /* nothing answering is about the endpoint, not this command */
+    if (rc != 0 && self->answered) h5ark_fail_context(err, "%s", cmd);
     if (rc != 0) reset_socket(self);
     settle_frames(self, hold, &w);
     if (rc != 0) {
-        h5ark_fail_context(err, "%s", cmd);
         h5ark_reply_destroy(&r);
         return -1;
     }

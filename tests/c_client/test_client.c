@@ -513,26 +513,61 @@ static void test_ping_config(h5ark_client_t *c) {
     h5ark_value_destroy(&conf);
 }
 
-/* No daemon: requests end with io_error at the timeout, also with zero-copy buffers queued. */
+/* A fresh client's first request, not a ping, goes after the first-contact ping; error
+ * replies and later requests go as ever. */
+static void test_first_contact(const char *endpoint) {
+    h5ark_client_t *c = h5ark_client_new(endpoint, NULL, &err);
+    CHECK(c != NULL, "client_new(%s): %s", endpoint, err.message);
+    if (!c) return;
+    h5ark_value *objects = NULL;
+    CHECK_OK(h5ark_client_info(c, NULL, 0, &objects, &err));
+    h5ark_value_destroy(&objects);
+    const char *missing = uname("missing");
+    CHECK_ERR(h5ark_client_info(c, &missing, 1, NULL, &err), H5ARK_NOT_FOUND);
+    CHECK_OK(h5ark_client_info(c, NULL, 0, NULL, &err));
+    h5ark_client_destroy(&c);
+}
+
+static double seconds_since(const struct timespec *t0) {
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) + (t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* No daemon: requests end with io_error at the timeout, also with zero-copy buffers queued;
+ * and the first contact gives up at the connect timeout, however long the timeout. */
 static void test_unreachable(void) {
     char ep[128];
     snprintf(ep, sizeof ep, "ipc:///tmp/h5ark-nobody-%d.sock", (int)getpid());
     h5ark_client_t *c = h5ark_client_new(ep, "tok", &err);
     CHECK(c != NULL, "client_new(%s): %s", ep, err.message);
     if (!c) return;
+    CHECK(h5ark_client_connect_timeout(c) == H5ARK_DEFAULT_CONNECT_TIMEOUT_MS, "connect timeout");
     h5ark_client_set_timeout(c, 300);
     CHECK(h5ark_client_timeout(c) == 300, "timeout");
-    struct timespec t0, t1;
+    struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     CHECK_ERR(h5ark_client_ping(c, NULL, &err), H5ARK_IO_ERROR);
+    /* no first-contact ping: the put itself sends its zero-copy frames and times out */
+    h5ark_client_set_connect_timeout(c, -1);
+    CHECK(h5ark_client_connect_timeout(c) == -1, "connect timeout");
     size_t n = 4 * 1024 * 1024;
     char *big = malloc(n);
     memset(big, 1, n);
     CHECK_ERR(h5ark_client_put_array(c, H5ARK_UINT8, n, big, NULL, NULL, &err), H5ARK_IO_ERROR);
     free(big);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double took = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+    double took = seconds_since(&t0);
     CHECK(took < 5, "two timeouts of 0.3 s took %.2f s", took);
+
+    h5ark_client_set_timeout(c, 600000);
+    h5ark_client_set_connect_timeout(c, 500);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    CHECK_ERR(h5ark_client_create(c, H5ARK_INT64, 10, NULL, NULL, NULL, &err), H5ARK_IO_ERROR);
+    took = seconds_since(&t0);
+    CHECK(took < 10, "a connect timeout of 0.5 s took %.2f s", took);
+    CHECK(strstr(err.message, ep) && strstr(err.message, "nothing answered") &&
+              strstr(err.message, "0.5 s") && strstr(err.message, "h5arkd running"),
+          "message: %s", err.message);
     h5ark_client_destroy(&c);
     CHECK(c == NULL, "destroy did not clear the pointer");
     h5ark_client_destroy(&c);
@@ -710,6 +745,7 @@ int main(int argc, char **argv) {
         test_reply(c);
         test_errors(c);
         test_info_delete(c);
+        test_first_contact(argv[1]);
         test_unreachable();
     }
     if (hdf) test_hdf(c);

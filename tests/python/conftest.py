@@ -2,11 +2,14 @@
 data directory, and a raw ZeroMQ + MessagePack client that knows only PROTOCOL.md."""
 import os
 import pathlib
+import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 
@@ -22,6 +25,12 @@ SHARED_FIXTURES = REPO.parent / "shared" / "fixtures" / "arkouda"
 # one thread at a time: waits that bound a reply scale by this.
 TOOL_SLOWDOWN = 12 if os.environ.get("H5ARKD_WRAPPER") else 1
 sys.path.insert(0, str(REPO / "client" / "python"))
+
+
+def project_version():
+    """The version in project() of CMakeLists.txt, which every program and client reports."""
+    text = (REPO / "CMakeLists.txt").read_text()
+    return re.search(r"^project\(h5ark VERSION (\S+)", text, re.M).group(1)
 
 
 def daemon_binary():
@@ -232,6 +241,63 @@ def request(endpoint, header, frames=(), timeout_ms=30000, raw_header=None):
         return msgpack.unpackb(parts[0], raw=False), parts[1:]
     finally:
         sock.close()
+
+
+def free_tcp_endpoint():
+    """A loopback TCP endpoint where, for now, nothing listens."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"tcp://127.0.0.1:{s.getsockname()[1]}"
+
+
+class SlowDaemon:
+    """A stand-in daemon that answers `ping` at once and every other command `delay`
+    seconds later, with an empty list of objects: a request that outlasts a client's
+    connect timeout, however fast the machine. `pings` counts the pings."""
+
+    def __init__(self, tmp, delay):
+        self.endpoint = f"ipc://{tmp}/slow.sock"
+        self.delay, self.pings = delay, 0
+        self._sock = _ctx.socket(zmq.ROUTER)
+        self._sock.setsockopt(zmq.LINGER, 0)
+        self._sock.bind(self.endpoint)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self):
+        while not self._stop.is_set():
+            if not self._sock.poll(50):
+                continue
+            identity, head, *_ = self._sock.recv_multipart()
+            hdr = msgpack.unpackb(head, raw=False)
+            if hdr.get("cmd") == "ping":
+                self.pings += 1
+                result = {"pong": True}
+            else:
+                self._stop.wait(self.delay)
+                result = {"objects": []}
+            reply = {"v": 1, "id": hdr.get("id"), "ok": True, "result": result}
+            self._sock.send_multipart([identity, msgpack.packb(reply, use_bin_type=True)])
+
+    def close(self):
+        self._stop.set()
+        self._thread.join()
+        self._sock.close()
+
+
+@pytest.fixture
+def slow_daemon(tmp_path):
+    """slow_daemon(delay) -> a SlowDaemon, closed at teardown."""
+    made = []
+
+    def make(delay):
+        made.append(SlowDaemon(tmp_path, delay))
+        return made[-1]
+
+    yield make
+    for d in made:
+        d.close()
 
 
 class Conn:

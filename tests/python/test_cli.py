@@ -5,18 +5,20 @@ import os
 import pathlib
 import re
 import subprocess
+import time
 
 import h5py
 import numpy as np
 import pytest
 
-from conftest import locale_file, unique
+from conftest import (TOOL_SLOWDOWN, daemon_binary, free_tcp_endpoint, h5_pdarray,
+                      locale_file, project_version, unique)
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CLI = os.environ.get("H5ARK_CLI", str(REPO / "build" / "client" / "c" / "h5ark"))
 CLIENT_TEST = os.environ.get("H5ARK_CLIENT_TEST",
                              str(REPO / "build" / "client" / "c" / "test_h5ark_client"))
-COMMANDS = ["ping", "config", "ls", "info", "create", "save", "writepart", "complete", "load", "get", "delete", "shutdown"]
+COMMANDS = ["ping", "config", "ls", "info", "create", "save", "writepart", "complete", "load", "get", "delete", "shutdown", "help"]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -98,8 +100,18 @@ def test_command_help(cmd):
     assert out.startswith("usage: h5ark") and f" {cmd}" in out.splitlines()[0]
 
 
+def test_help_command():
+    assert ok(run("help")) == ok(run("--help"))
+    for cmd in COMMANDS:
+        assert ok(run("help", cmd)) == ok(run(cmd, "--help"))
+    assert "--mode truncate|append|update" in ok(run("help", "save"))
+
+
 def test_version():
-    assert re.match(r"h5ark \d+\.\d+\.\d+", ok(run("--version")))
+    assert ok(run("--version")) == f"h5ark {project_version()}\n"
+    daemon = subprocess.run([daemon_binary(), "--version"], capture_output=True, text=True,
+                            timeout=60)
+    assert (daemon.returncode, daemon.stdout) == (0, f"h5arkd {project_version()}\n")
 
 
 @pytest.mark.parametrize("args", [
@@ -108,6 +120,11 @@ def test_version():
     ["--bogus", "ping"],
     ["--endpoint"],
     ["--timeout", "soon", "ping"],
+    ["--connect-timeout", "soon", "ping"],
+    ["--connect-timeout", "-1", "ping"],
+    ["--connect-timeout"],
+    ["help", "frobnicate"],
+    ["help", "save", "load"],
     ["ping", "extra"],
     ["ping", "--bogus"],
     ["get"],
@@ -147,6 +164,42 @@ def test_unreachable_daemon(tmp_path):
     proc = run("--timeout", "0.3", "ping", endpoint=f"ipc://{tmp_path}/nobody.sock")
     failed(proc, "io_error")
     assert "nobody.sock" in proc.stderr
+
+
+def test_connect_timeout_from_environment_checked():
+    err = usage(run("ping", env_extra={"H5ARK_CONNECT_TIMEOUT": "soon"}))
+    assert "$H5ARK_CONNECT_TIMEOUT" in err
+    # an option given wins over the variable
+    usage(run("--connect-timeout", "x", "ping", env_extra={"H5ARK_CONNECT_TIMEOUT": "1"}))
+
+
+def test_nothing_answering_fails_fast(tmp_path):
+    """With nothing at the endpoint, a command fails after the connect timeout (default
+    2 s; --connect-timeout, $H5ARK_CONNECT_TIMEOUT), not after --timeout (default 60 s).
+    The bound checked is loose on purpose."""
+    nobody = f"ipc://{tmp_path}/nobody.sock"
+    for endpoint, args, env, seconds in (
+            (nobody, ["create", "x", "--size", "3"], {}, 2),
+            (free_tcp_endpoint(), ["ping"], {}, 2),
+            (nobody, ["--connect-timeout", "1", "--timeout", "600", "info"], {}, 1),
+            (nobody, ["info"], {"H5ARK_CONNECT_TIMEOUT": "1"}, 1),
+            (nobody, ["--connect-timeout", "1", "info"], {"H5ARK_CONNECT_TIMEOUT": "5"}, 1)):
+        start = time.monotonic()
+        proc = run(*args, endpoint=endpoint, env_extra=env)
+        assert time.monotonic() - start < 10, args
+        err = failed(proc, "io_error")
+        assert f"nothing answered at {endpoint} within {seconds} s" in err, err
+        assert "is h5arkd running there" in err, err
+
+
+def test_reply_slower_than_connect_timeout(slow_daemon):
+    """The connect timeout bounds only the first contact (a ping): the command itself may
+    take longer; --connect-timeout 0 sends no ping."""
+    d = slow_daemon(delay=1.5)
+    assert ok(run("--connect-timeout", "0.3", "info", endpoint=d.endpoint)) == "no objects\n"
+    assert d.pings == 1
+    assert ok(run("--connect-timeout", "0", "info", endpoint=d.endpoint)) == "no objects\n"
+    assert d.pings == 1
 
 
 def test_bad_endpoint():
@@ -445,6 +498,42 @@ def test_save_distribute(h5, daemon):
         list(range(30))
 
 
+def test_save_update(h5, daemon):
+    """--mode update replaces the named datasets in the files, the others are kept."""
+    x, y, new = unique("ux"), unique("uy"), unique("unew")
+    ok(h5("create", x, "--dtype", "int64", "--fill", "arange", "--stop", "6"))
+    ok(h5("create", y, "--dtype", "float64", "--size", "4", "--fill", "ones"))
+    ok(h5("create", new, "--dtype", "int32", "--size", "9", "--fill", "full", "--value", "-7"))
+    for file_type in ("single", "distribute"):
+        path = unique("upd") + ".h5"
+        out = ok(h5("save", x, y, "--path", path, "--dataset", "x", "--dataset", "y",
+                    "--file-type", file_type))
+        files = [daemon.data_dir / ln.removeprefix("wrote ") for ln in out.splitlines()]
+        out = ok(h5("save", new, "--path", path, "--dataset", "x", "--mode", "update",
+                    "--file-type", file_type))
+        assert [daemon.data_dir / ln.removeprefix("wrote ") for ln in out.splitlines()] == files
+        updated = h5_pdarray(files, "x")
+        assert updated.dtype == np.int32 and list(updated) == [-7] * 9
+        assert list(h5_pdarray(files, "y")) == [1.0] * 4
+        loaded = {r["DATASET"]: r for r in table(ok(h5("load", path)))}
+        assert ok(h5("get", loaded["x"]["NAME"])).split() == ["-7"] * 9
+    # update replaces, it does not add
+    failed(h5("save", new, "--path", path, "--dataset", "z", "--mode", "update"), "not_found")
+
+
+def test_long_save_outlasts_connect_timeout(h5, daemon):
+    """A long command after a short --connect-timeout succeeds: the timeout bounds only
+    the first contact."""
+    name = unique("big")
+    ok(h5("create", name, "--size", "4000000", "--fill", "uniform", "--seed", "3"))
+    path = unique("slow") + ".h5"
+    ok(h5("--connect-timeout", 0.1 * TOOL_SLOWDOWN, "--timeout", 600, "save", name, "--path",
+          path, "--file-type", "single", "--compression", "gzip", "--level", "9", timeout=900))
+    with h5py.File(daemon.data_dir / path, "r") as f:
+        values = f[name][()]
+    assert values.shape == (4000000,) and ((0 <= values) & (values < 1)).all()
+
+
 def test_hdf_errors(h5):
     name = unique("e")
     ok(h5("create", name, "--size", "2"))
@@ -504,11 +593,7 @@ def test_c_library_clear_and_shutdown(start_daemon):
 
 
 def test_c_library_over_tcp(start_daemon):
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    d = start_daemon(locales=2, endpoint=f"tcp://127.0.0.1:{port}")
+    d = start_daemon(locales=2, endpoint=free_tcp_endpoint())
     run_client_test(d.endpoint, "basic")
     out = ok(run("ping", endpoint=None, env_extra={"H5ARK_ENDPOINT": d.endpoint}))
-    assert f"tcp://127.0.0.1:{port}" in out
+    assert d.endpoint in out

@@ -3,12 +3,14 @@ HDF5 round trips checked with h5py, error codes, auth and shutdown."""
 import pathlib
 import shutil
 import threading
+import time
 
 import h5py
 import numpy as np
 import pytest
 
-from conftest import block_bounds, edge_values, h5_strings, locale_file, unique
+from conftest import (TOOL_SLOWDOWN, block_bounds, edge_values, free_tcp_endpoint, h5_strings,
+                      locale_file, project_version, unique)
 
 import h5ark
 from h5ark import wire
@@ -49,13 +51,75 @@ def test_ping_and_config(client):
     assert client.config()["memory_used"] >= before + a.nbytes
 
 
+def test_version_is_the_project_version(client):
+    assert h5ark.__version__ == project_version() == client.config()["version"]
+
+
 def test_connect_without_daemon_times_out(tmp_path):
     with pytest.raises(h5ark.ReplyTimeoutError) as info:
         h5ark.connect(f"ipc://{tmp_path}/nobody.sock", timeout=0.3)
     assert isinstance(info.value, TimeoutError)
     assert isinstance(info.value, h5ark.H5arkError)
     assert info.value.code == "timeout"
-    assert "ping" in info.value.message
+    assert "nothing answered" in info.value.message and "nobody.sock" in info.value.message
+
+
+def test_nothing_answering_fails_fast(tmp_path):
+    """With nothing at the endpoint, the first request fails after the connect timeout
+    (default 2 s), not after the request timeout; the bound checked is loose on purpose."""
+    assert h5ark.DEFAULT_CONNECT_TIMEOUT == 2
+    for endpoint in (f"ipc://{tmp_path}/nobody.sock", free_tcp_endpoint()):
+        with h5ark.Client(endpoint) as c:
+            assert (c.timeout, c.connect_timeout) == (h5ark.DEFAULT_TIMEOUT, 2)
+            start = time.monotonic()
+            with pytest.raises(h5ark.ReplyTimeoutError) as info:
+                c.zeros(3)
+            assert time.monotonic() - start < 10
+        message = info.value.message
+        assert endpoint in message and "nothing answered" in message, message
+        assert "within 2 s" in message and "is h5arkd running there" in message, message
+    start = time.monotonic()
+    with pytest.raises(h5ark.ReplyTimeoutError) as info:
+        h5ark.connect(f"ipc://{tmp_path}/nobody.sock", timeout=600, connect_timeout=1)
+    assert time.monotonic() - start < 10
+    assert "within 1 s" in info.value.message
+    # without a connect timeout the request's own timeout applies
+    with h5ark.Client(f"ipc://{tmp_path}/nobody.sock", timeout=0.5, connect_timeout=None) as c:
+        with pytest.raises(h5ark.ReplyTimeoutError) as info:
+            c.info()
+    assert "within 0.5 s" in info.value.message
+
+
+def test_reply_slower_than_connect_timeout(slow_daemon):
+    """The connect timeout bounds the first contact only: once the daemon has answered, a
+    request waits its whole timeout, and the contact is not made again unless a request
+    times out."""
+    d = slow_daemon(delay=1.5)
+    with h5ark.Client(d.endpoint, connect_timeout=0.3) as c:
+        assert c.info() == []
+        assert c.info() == []
+    assert d.pings == 1
+    with h5ark.connect(d.endpoint, connect_timeout=0.3) as c:
+        assert c.info() == []
+    assert d.pings == 2
+    # after a request timed out, the next one checks again that the daemon is there
+    with h5ark.Client(d.endpoint, timeout=0.3, connect_timeout=5) as c:
+        with pytest.raises(h5ark.ReplyTimeoutError, match="no reply to `info`"):
+            c.info()
+        c.timeout = 10
+        assert c.info() == []
+    assert d.pings == 4
+
+
+def test_long_request_outlasts_connect_timeout(client, daemon):
+    """A long first request on a fresh client with a short connect timeout succeeds."""
+    big = client.uniform(4_000_000, seed=3)
+    path = unique("slow") + ".h5"
+    with h5ark.Client(daemon.endpoint, connect_timeout=0.1 * TOOL_SLOWDOWN, timeout=600) as c:
+        c.to_hdf({"x": big.name}, path, file_type="single", compression="gzip",
+                 compression_level=9)
+    with h5py.File(daemon.data_dir / path, "r") as f:
+        assert (f["x"][()] == big.to_ndarray()).all()
 
 
 def test_context_manager_closes(daemon):

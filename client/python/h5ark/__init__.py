@@ -16,8 +16,8 @@ same names act on a given one.
 import functools
 import inspect
 
-from .client import (DEFAULT_ENDPOINT, DEFAULT_TIMEOUT, Client, ReadResult, Reply, Result,
-                     connect, current_client)
+from .client import (DEFAULT_CONNECT_TIMEOUT, DEFAULT_ENDPOINT, DEFAULT_TIMEOUT, Client,
+                     ReadResult, Reply, Result, connect, current_client)
 from .errors import (AlreadyExistsError, BadRequestError, BusyError, ConnectionClosedError,
                      ForbiddenError, H5arkError, H5arkWarning, InternalError,
                      NotFoundError, ObjectTypeError, ProtocolError, ReplyTimeoutError,
@@ -26,6 +26,7 @@ from .errors import (AlreadyExistsError, BadRequestError, BusyError, ConnectionC
 from .objects import (ArrayView, Categorical, DataFrame, Datetime, GroupBy, H5arkObject,
                       Index, IPv4, MultiIndex, SegArray, Strings, Timedelta, pdarray)
 
+# project(VERSION) in CMakeLists.txt is the version; the tests check that this agrees
 __version__ = "0.1.0"
 
 _FORWARDED = ("ping", "config", "zeros", "ones", "full", "arange", "linspace", "randint",
@@ -64,7 +65,8 @@ __all__ = ["connect", "current_client", "Client", "Reply", "Result", "ReadResult
            "AlreadyExistsError", "ObjectTypeError", "SchemaError", "StorageError",
            "ForbiddenError", "ResourceLimitError", "BusyError", "InternalError",
            "ReplyTimeoutError", "ProtocolError", "ConnectionClosedError",
-           "DEFAULT_ENDPOINT", "DEFAULT_TIMEOUT", "disconnect", *_FORWARDED]
+           "DEFAULT_ENDPOINT", "DEFAULT_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT", "disconnect",
+           *_FORWARDED]
 
 # ExeTera dataframes: written whole (to_exetera) or a field in parts (writepart, complete,
 # exetera_writer)

@@ -16,6 +16,7 @@ from .objects import H5arkObject, make_object
 
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
 DEFAULT_TIMEOUT = 120.0  # seconds; large tohdf/readhdf calls are long but finite
+DEFAULT_CONNECT_TIMEOUT = 2.0  # seconds; a ping, the first contact, is answered at once
 
 
 class Reply:
@@ -74,12 +75,19 @@ class Client:
     arrives after its request timed out is recognised and dropped."""
 
     def __init__(self, endpoint=DEFAULT_ENDPOINT, token=None, timeout=DEFAULT_TIMEOUT,
-                 context=None, server_key=None):
-        """`server_key`: the daemon's CURVE public key (the 40-character text of the .pub
+                 context=None, server_key=None, connect_timeout=DEFAULT_CONNECT_TIMEOUT):
+        """`timeout`: seconds a request waits for its reply (None: forever).
+        `connect_timeout`: until the daemon has answered once (and again after a request
+        timed out), each request is preceded by a ping that waits at most this long (and no
+        longer than `timeout`), so that an endpoint where nothing answers fails at once
+        rather than after `timeout`; None: no ping, the request's own timeout applies.
+        `server_key`: the daemon's CURVE public key (the 40-character text of the .pub
         file `h5arkd --curve-keygen` writes, or a path to that file) to encrypt with."""
         self.endpoint = endpoint
         self.token = token
         self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self._answered = False  # a reply has arrived: a daemon is there
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._socket = (context or zmq.Context.instance()).socket(zmq.DEALER)
@@ -87,6 +95,7 @@ class Client:
         # a DEALER with no peer yet (or a refused handshake) blocks in send: bound that too
         if timeout is not None:
             self._socket.setsockopt(zmq.SNDTIMEO, int(timeout * 1000))
+        self._curve = server_key is not None
         if server_key is not None:
             key = _read_key(server_key)
             public, secret = zmq.curve_keypair()
@@ -111,16 +120,16 @@ class Client:
         with self._lock:
             if self._socket is None:
                 raise ConnectionClosedError("closed", "the client is closed")
-            header["id"] = next(self._ids)
-            # copy=False: ZeroMQ sends straight from the caller's arrays. They stay
-            # untouched until the reply shows the daemon has received everything.
-            try:
-                self._socket.send_multipart([wire.pack_header(header), *frames], copy=False)
-            except zmq.Again:
-                raise ReplyTimeoutError("timeout", f"`{cmd}`: no connection to {self.endpoint} "
-                                                   f"within {self.timeout} s (is h5arkd running "
-                                                   f"there, and does it need server_key?)")
-            reply, payload = self._receive(header["id"], cmd)
+            wait = self.timeout
+            if not self._answered and self.connect_timeout is not None:
+                first = self.connect_timeout if wait is None else min(wait, self.connect_timeout)
+                if cmd == "ping":
+                    wait = first
+                else:
+                    # any reply will do, an error included: the request gets its own
+                    ping = {"v": wire.PROTOCOL_VERSION, "cmd": "ping", "token": self.token}
+                    self._exchange({k: v for k, v in ping.items() if v is not None}, (), first)
+            reply, payload = self._exchange(header, frames, wait)
         if not reply.get("ok"):
             error = reply.get("error") or {}
             raise error_for(error.get("code", "internal"),
@@ -131,14 +140,35 @@ class Client:
         buffers_in = wire.decode_buffers(reply.get("buffers") or [], payload)
         return Reply(reply.get("result") or {}, buffers_in, texts)
 
-    def _receive(self, request_id, cmd):
-        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+    def _exchange(self, header, frames, wait):
+        """Send one request (the lock held) and wait up to `wait` seconds for its reply."""
+        cmd = header["cmd"]
+        header["id"] = next(self._ids)
+        # copy=False: ZeroMQ sends straight from the caller's arrays. They stay
+        # untouched until the reply shows the daemon has received everything.
+        try:
+            self._socket.send_multipart([wire.pack_header(header), *frames], copy=False)
+        except zmq.Again:
+            raise ReplyTimeoutError("timeout", f"`{cmd}`: no connection to {self.endpoint} "
+                                               f"within {self.timeout} s (is h5arkd running "
+                                               f"there, and does it need server_key?)")
+        return self._receive(header["id"], cmd, wait)
+
+    def _receive(self, request_id, cmd, wait):
+        deadline = None if wait is None else time.monotonic() + wait
         while True:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             if not self._socket.poll(None if remaining is None else int(remaining * 1000)):
+                if not self._answered:
+                    hint = ", and is server_key its own" if self._curve else ""
+                    raise ReplyTimeoutError("timeout", f"nothing answered at {self.endpoint} "
+                                                       f"within {wait:g} s: is h5arkd running "
+                                                       f"there{hint}?")
+                self._answered = False  # the daemon may be gone: the next request checks
                 raise ReplyTimeoutError("timeout", f"no reply to `{cmd}` from "
-                                                   f"{self.endpoint} within {self.timeout} s")
+                                                   f"{self.endpoint} within {wait:g} s")
             frames = self._socket.recv_multipart(copy=False)
+            self._answered = True
             reply = wire.unpack_header(frames[0].buffer)
             # A reply without an id answers a header the daemon could not read: ours.
             if reply.get("id", request_id) == request_id:
@@ -525,11 +555,14 @@ def _read_key(key):
     return text.encode("ascii")
 
 
-def connect(endpoint=DEFAULT_ENDPOINT, token=None, timeout=DEFAULT_TIMEOUT, server_key=None):
-    """Connect to a daemon, check that it answers, and make this client the one the
-    module-level functions use. `server_key` turns on CURVE encryption (see Client)."""
+def connect(endpoint=DEFAULT_ENDPOINT, token=None, timeout=DEFAULT_TIMEOUT, server_key=None,
+            connect_timeout=DEFAULT_CONNECT_TIMEOUT):
+    """Connect to a daemon, check that it answers within `connect_timeout` seconds, and
+    make this client the one the module-level functions use. `server_key` turns on CURVE
+    encryption (see Client)."""
     global _current
-    client = Client(endpoint, token=token, timeout=timeout, server_key=server_key)
+    client = Client(endpoint, token=token, timeout=timeout, server_key=server_key,
+                    connect_timeout=connect_timeout)
     try:
         client.ping()
     except BaseException:
