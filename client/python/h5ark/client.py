@@ -27,6 +27,11 @@ class Reply:
     def __init__(self, result, buffers, warnings_):
         self.result, self.buffers, self.warnings = result, buffers, warnings_
 
+    @property
+    def nbytes(self):
+        """Payload bytes the reply carried."""
+        return sum(memoryview(b).nbytes for b in self.buffers.values())
+
 
 class Result(dict):
     """A command's result map, with the reply's `warnings` (a list of str)."""
@@ -88,6 +93,8 @@ class Client:
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self._answered = False  # a reply has arrived: a daemon is there
+        # on_reply(cmd, args, reply), after each successful request: to watch the traffic
+        self.on_reply = None
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._socket = (context or zmq.Context.instance()).socket(zmq.DEALER)
@@ -138,7 +145,10 @@ class Client:
         for text in texts:
             warnings.warn(f"{cmd}: {text}", H5arkWarning, stacklevel=3)
         buffers_in = wire.decode_buffers(reply.get("buffers") or [], payload)
-        return Reply(reply.get("result") or {}, buffers_in, texts)
+        out = Reply(reply.get("result") or {}, buffers_in, texts)
+        if self.on_reply is not None:
+            self.on_reply(cmd, header["args"], out)
+        return out
 
     def _exchange(self, header, frames, wait):
         """Send one request (the lock held) and wait up to `wait` seconds for its reply."""
