@@ -17,6 +17,7 @@ current client unless given `client=`, and take `name=` for the new object's nam
 A composite's components are handles too (`sa.values`, `df["col"]`, `g.permutation`),
 named by their path `"<parent>/<component>"`.
 """
+import math
 import sys
 
 import numpy as np
@@ -30,6 +31,123 @@ def _client_or_current(client):
         return client
     from .client import current_client  # client.py imports this module
     return current_client()
+
+
+
+# -- row selection ----------------------------------------------------------------------
+# `obj[key]` fetches only the first-axis rows the key names: one ranged `get` per run of
+# rows, the runs merged across short gaps so that a scattered selection costs a few
+# requests rather than one per row.
+
+GAP_ROWS = 4096   # rows skipped inside one `get` rather than paying for another request
+MAX_RANGES = 64   # `get` requests per selection (per component) at most
+ITER_BYTES = 1 << 22  # iteration fetches about this much per request
+
+
+def _row_key(key, shape, what):
+    """An index key on an object of `shape` -> (rows, local): `rows` the first-axis rows to
+    fetch, a range or an int64 array in the order wanted (repeats allowed), and `local` the
+    key that, applied to an array of just those rows, gives what `key` gives on the whole
+    array (numpy's semantics, as if the object were a numpy array)."""
+    n, ndim = shape[0], len(shape)
+    parts = key if isinstance(key, tuple) else (key,)
+    used = 0
+    for part in parts:
+        if part is None or part is Ellipsis:
+            continue
+        if isinstance(part, np.ndarray) and part.dtype == bool:
+            used += max(part.ndim, 1)
+        else:
+            used += 1
+    if used > ndim:
+        raise IndexError(f"too many indices for {what}: it has {ndim} "
+                         f"dimension{'s' if ndim > 1 else ''}, the key indexes {used}")
+    if not parts or parts[0] is None or parts[0] is Ellipsis:
+        return range(n), key  # every row takes part; numpy does the rest
+    first, rest = parts[0], parts[1:]
+    if isinstance(first, (bool, np.bool_)):
+        raise TypeError(f"a boolean scalar does not select rows of {what}; use a mask "
+                        f"of length {n}")
+    if isinstance(first, (int, np.integer)):
+        i = int(first)
+        if not -n <= i < n:
+            raise IndexError(f"index {i} is out of range for {what} of {n} rows")
+        i %= n
+        return range(i, i + 1), (0, *rest) if isinstance(key, tuple) else 0
+    if isinstance(first, slice):
+        try:
+            rows = range(*first.indices(n))
+        except TypeError:
+            raise TypeError(f"slice bounds must be integers or None, got {first}") from None
+        return rows, (slice(None), *rest) if isinstance(key, tuple) else slice(None)
+    if isinstance(first, (str, bytes, float, complex, dict, set)) or first is None:
+        raise TypeError(f"{what} takes integer, slice, integer-array or boolean-mask "
+                        f"indices, not {type(first).__name__}")
+    arr = np.asarray(first)
+    if arr.size == 0 and arr.dtype.kind not in "biu" and not isinstance(first, np.ndarray):
+        arr = arr.astype(np.int64)  # [] selects nothing, as in numpy
+    if arr.dtype.kind == "b":
+        if arr.ndim == 0:
+            raise TypeError(f"a boolean scalar does not select rows of {what}")
+        if arr.shape != tuple(shape[:arr.ndim]):
+            raise IndexError(f"boolean mask of shape {arr.shape} does not match {what} of "
+                             f"shape {tuple(shape)}")
+        hits = np.nonzero(arr)
+        rows = hits[0].astype(np.int64)
+        return rows, (np.arange(rows.size), *hits[1:], *rest)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{what} takes integer or boolean index arrays, not {arr.dtype}")
+    if arr.size:
+        low, high = arr.min(), arr.max()
+        if low < -n or high >= n:
+            bad = low if low < -n else high
+            raise IndexError(f"index {bad} is out of range for {what} of {n} rows")
+    flat = arr.astype(np.int64).ravel()
+    flat = np.where(flat < 0, flat + n, flat)
+    return flat, (np.arange(flat.size).reshape(arr.shape), *rest)
+
+
+def _cover(rows):
+    """Sorted distinct rows -> (starts, stops) of the runs to fetch: rows closer than
+    GAP_ROWS share a run, and at most MAX_RANGES runs are made (the widest gaps split)."""
+    gaps = np.diff(rows) - 1
+    cuts = np.flatnonzero(gaps > GAP_ROWS)
+    if cuts.size >= MAX_RANGES:
+        widest = np.argsort(gaps[cuts], kind="stable")[cuts.size - (MAX_RANGES - 1):]
+        cuts = np.sort(cuts[widest])
+    starts = np.concatenate((rows[:1], rows[cuts + 1]))
+    stops = np.concatenate((rows[cuts], rows[-1:])) + 1
+    return starts, stops
+
+
+def _plan(rows, n):
+    """rows (a range, or an int64 array in [0, n)) -> ([(start, stop), ...] to fetch, and
+    where each wanted row lies in the fetched runs laid end to end: None for all of them
+    in order, else a slice or an index array)."""
+    if isinstance(rows, range):
+        if len(rows) == 0:
+            return [(0, 0)], None  # one empty `get` still types the result
+        if rows.step == 1:
+            return [(rows.start, rows.stop)], None
+        if rows.step == -1:
+            return [(rows[-1], rows.start + 1)], slice(None, None, -1)
+        rows = np.arange(rows.start, rows.stop, rows.step, dtype=np.int64)
+    if rows.size == 0:
+        return [(0, 0)], None
+    starts, stops = _cover(np.unique(rows))
+    offsets = np.concatenate(([0], np.cumsum(stops - starts)[:-1]))
+    run = np.searchsorted(starts, rows, side="right") - 1
+    positions = offsets[run] + (rows - starts[run])
+    if positions.size == stops[-1] - starts[0] and starts.size == 1 and \
+            np.array_equal(positions, np.arange(positions.size)):
+        positions = None
+    return list(zip(starts.tolist(), stops.tolist())), positions
+
+
+def _joined(parts, positions):
+    """The fetched runs laid end to end, then the wanted rows picked out of them."""
+    data = parts[0] if len(parts) == 1 else np.concatenate(parts)
+    return data if positions is None else data[positions]
 
 
 class H5arkObject:
@@ -126,12 +244,22 @@ class H5arkObject:
         return data
 
     @classmethod
+    def _select(cls, client, descriptor, rows):
+        """The decoded `get` data (as `codec.decode` gives it) of just the first-axis
+        `rows` (a range, or an int64 array in the order wanted), fetching only those."""
+        raise TypeError(f"a {descriptor.get('objtype')} has no rows to select; select "
+                        f"from its components")
+
+    def _what(self):
+        return f"{type(self).__name__} {self.name!r}"
+
+    @classmethod
     def _pandas(cls, descriptor, data):
         """The same as a pandas column or index (a Categorical stays categorical)."""
         return cls._python(descriptor, data)
 
     def __len__(self):
-        return self.size
+        return self.shape[0]
 
     def __repr__(self):
         field = "" if self.fieldtype is None else \
@@ -166,9 +294,35 @@ class H5arkObject:
                            compression_level=compression_level)
 
 
+class _Rows:
+    """numpy-style access to an object's rows (its first axis): `obj[key]` with an
+    integer, a slice, a boolean mask or an integer array (for an N-d array, a tuple of
+    keys as numpy takes them) fetches only the rows the key names and returns what numpy
+    would return for the same key on `obj.to_ndarray()`; `np.asarray(obj)` fetches all."""
+
+    def __getitem__(self, key):
+        rows, local = _row_key(key, self.shape, self._what())
+        data = self._select(self._client, self.descriptor, rows)
+        return self._python(self.descriptor, data)[local]
+
+    def __array__(self, dtype=None, copy=None):
+        if copy is False:
+            raise ValueError(f"{self._what()} is held by the daemon: reading it makes "
+                             f"a new array (copy=False cannot be honoured)")
+        data = self.to_ndarray()
+        return data if dtype is None else data.astype(dtype, copy=False)
+
+    def __iter__(self):
+        # a block of rows per request, not a request per row
+        n = len(self)
+        step = max(1, ITER_BYTES * n // max(1, self.nbytes or 0))
+        for start in range(0, n, step):
+            yield from self[start:start + step]
+
+
 # -- arrays -----------------------------------------------------------------------------
 
-class pdarray(H5arkObject):
+class pdarray(_Rows, H5arkObject):
     """A numeric array; dtype `bigint` for arbitrary-precision integers (limbs as
     components `Limb_0` ...)."""
 
@@ -198,6 +352,18 @@ class pdarray(H5arkObject):
     def to_list(self, start=None, stop=None):
         return self.to_ndarray(start, stop).tolist()
 
+    @classmethod
+    def _select(cls, client, descriptor, rows):
+        shape = tuple(descriptor.get("shape") or (descriptor["size"],))
+        width = math.prod(shape[1:])  # `get` ranges count elements, not rows
+        ranges, positions = _plan(rows, shape[0])
+        parts = []
+        for start, stop in ranges:
+            reply = client.get(descriptor["name"], start=start * width, stop=stop * width)
+            data = codec.decode_pdarray(reply.result["object"], reply.buffers)
+            parts.append(data.reshape((stop - start, *shape[1:])))
+        return _joined(parts, positions)
+
     def reshape(self, *shape, name=None):
         """The same data with another shape (shared, not copied): an ArrayView, or a
         pdarray for a 1-D shape. One dimension may be -1."""
@@ -207,7 +373,8 @@ class pdarray(H5arkObject):
 
 
 class ArrayView(pdarray):
-    """An N-d array: a flat pdarray's data with a `shape` (`to_ndarray()` is N-d)."""
+    """An N-d array: a flat pdarray's data with a `shape` (`to_ndarray()` is N-d; `len`
+    and row selection are along the first axis)."""
 
 
 class Datetime(pdarray):
@@ -232,7 +399,7 @@ class IPv4(pdarray):
         return codec.decode_pdarray(reply.result["object"], reply.buffers).astype(np.uint64)
 
 
-class Strings(H5arkObject):
+class Strings(_Rows, H5arkObject):
     """An array of UTF-8 strings."""
 
     @property
@@ -251,6 +418,15 @@ class Strings(H5arkObject):
     def to_ndarray(self, start=None, stop=None):
         """The strings [start, stop) as a numpy object array of str."""
         return codec.as_object_array(self.to_list(start, stop))
+
+    @classmethod
+    def _select(cls, client, descriptor, rows):
+        ranges, positions = _plan(rows, descriptor["size"])
+        parts = []
+        for start, stop in ranges:
+            reply = client.get(descriptor["name"], start=start, stop=stop)
+            parts.append(codec.as_object_array(codec.decode_strings(reply.buffers)))
+        return _joined(parts, positions)
 
 
 # -- building composites from Python data -----------------------------------------------
@@ -321,7 +497,7 @@ def _pandas_values(series):
 
 # -- composites -------------------------------------------------------------------------
 
-class SegArray(H5arkObject):
+class SegArray(_Rows, H5arkObject):
     """An array of variable-length sub-arrays: `segments` (int64 start of each in
     `values`) and `values` (a pdarray or Strings).
 
@@ -386,6 +562,27 @@ class SegArray(H5arkObject):
     def _python(cls, descriptor, data):
         return codec.as_object_array(cls._rows(descriptor, data))
 
+    @classmethod
+    def _select(cls, client, descriptor, rows):
+        # composites have no ranged `get`: fetch the segments of each run of rows, then
+        # the values those segments span, from the components
+        n = descriptor["size"]
+        segs, vals = descriptor["components"]["segments"], descriptor["components"]["values"]
+        ranges, positions = _plan(rows, n)
+        found, empty = [], None
+        for start, stop in ranges:
+            bounds = pdarray._select(client, segs, range(start, min(stop + 1, n))).tolist()
+            if stop == n:
+                bounds.append(vals["size"])
+            values = class_for(vals)._select(client, vals, range(bounds[0], bounds[-1]))
+            empty = values[:0]
+            found += [values[a - bounds[0]:b - bounds[0]] for a, b in zip(bounds, bounds[1:])]
+        picked = _joined([codec.as_object_array(found)], positions)
+        lengths = np.fromiter((len(r) for r in picked), dtype=np.int64, count=len(picked))
+        segments = np.zeros(len(picked), dtype=np.int64)
+        np.cumsum(lengths[:-1], out=segments[1:])
+        return {"segments": segments, "values": np.concatenate([empty, *picked])}
+
     def to_ndarray(self):
         """An object array of the sub-arrays (numpy arrays; of str for strings)."""
         return self._python(self.descriptor, self._fetch())
@@ -395,7 +592,7 @@ class SegArray(H5arkObject):
         return [row.tolist() for row in self._rows(self.descriptor, self._fetch())]
 
 
-class Categorical(H5arkObject):
+class Categorical(_Rows, H5arkObject):
     """Strings stored as int64 `codes` into distinct `categories` (plus the NA category).
 
         Categorical(strings_or_list, keep_groups=False, na_value="N/A")
@@ -488,6 +685,13 @@ class Categorical(H5arkObject):
             codes = np.where(codes == na_code, -1, codes - (codes > na_code))
         return pd.Categorical.from_codes(codes, categories=categories)
 
+    @classmethod
+    def _select(cls, client, descriptor, rows):
+        # the rows' codes, and every category (they are the dictionary, not rows)
+        codes, categories = (descriptor["components"][k] for k in ("codes", "categories"))
+        return {"codes": pdarray._select(client, codes, rows),
+                "categories": Strings._select(client, categories, range(categories["size"]))}
+
     def to_ndarray(self):
         """The values as a numpy object array of str (the NA category as its text)."""
         return self._python(self.descriptor, self._fetch())
@@ -576,7 +780,7 @@ class GroupBy(H5arkObject):
         return self.aggregate(values, "nunique", name=name)
 
 
-class Index(H5arkObject):
+class Index(_Rows, H5arkObject):
     """A row index of one level (pdarray, Strings or Categorical); `names` are its
     labels (pandas' `name`).
 
@@ -626,6 +830,11 @@ class Index(H5arkObject):
     @classmethod
     def _python(cls, descriptor, data):
         return cls._level_values(descriptor, data, False)[0]
+
+    @classmethod
+    def _select(cls, client, descriptor, rows):
+        return {key: class_for(desc)._select(client, desc, rows)
+                for key, desc in descriptor["components"].items() if key.startswith("IDX_")}
 
     @classmethod
     def _pandas(cls, descriptor, data):
@@ -723,12 +932,62 @@ class DataFrame(H5arkObject):
         components = self.descriptor.get("components") or {}
         return {c: (components.get(c) or {}).get("fieldtype") for c in self.columns}
 
-    def __getitem__(self, column):
-        if isinstance(column, (list, tuple)):
-            return [self[c] for c in column]
-        if column not in self.columns:
-            raise KeyError(column)
-        return self.component(column)
+    @property
+    def shape(self):
+        """(rows, columns), as pandas gives it."""
+        return (self.size, len(self.columns))
+
+    @property
+    def dtypes(self):
+        """{column: its dtype}, in column order."""
+        components = self.descriptor.get("components") or {}
+        return {c: make_object(self._client, components[c]).dtype for c in self.columns}
+
+    def __getitem__(self, key):
+        """A column name gives that column's handle, a list of names a list of handles;
+        an integer, a slice, a boolean mask or an integer array selects rows, fetched
+        alone, as a pandas DataFrame (an integer: a pandas Series), like `.iloc`."""
+        if isinstance(key, str):
+            if key not in self.columns:
+                raise KeyError(key)
+            return self.component(key)
+        if isinstance(key, (list, tuple)) and all(isinstance(c, str) for c in key):
+            return [self[c] for c in key]
+        if isinstance(key, tuple) or key is None or key is Ellipsis:
+            raise TypeError(f"{self._what()} takes a column name, a list of them, or one "
+                            f"row selection, not {key!r}")
+        rows, local = _row_key(key, (self.size,), self._what())
+        if isinstance(local, tuple) and local[0].ndim != 1:
+            raise TypeError(f"row indices of {self._what()} must be 1-D")
+        frame = self._frame(self.descriptor, self._select(self._client, self.descriptor, rows),
+                            rows)
+        return frame.iloc[0] if isinstance(local, int) else frame
+
+    @classmethod
+    def _select(cls, client, descriptor, rows):
+        return {key: class_for(desc)._select(client, desc, rows)
+                for key, desc in descriptor["components"].items()}
+
+    @classmethod
+    def _frame(cls, descriptor, data, rows=None):
+        """A pandas DataFrame of decoded data; `rows` (the rows it holds, None: all) label
+        it when it has no index of its own, as pandas' `.iloc` keeps the labels."""
+        import pandas as pd
+        components = descriptor["components"]
+        columns = list(descriptor.get("columns") or [])
+
+        def convert(key):
+            return class_for(components[key])._pandas(components[key], data[key])
+
+        if "Index" in components:
+            index = convert("Index")
+            if not isinstance(index, pd.Index):
+                index = pd.Index(index)
+        elif isinstance(rows, range):
+            index = pd.RangeIndex(rows.start, rows.stop, rows.step)
+        else:
+            index = None if rows is None else pd.Index(rows)
+        return pd.DataFrame({c: convert(c) for c in columns}, columns=columns, index=index)
 
     def __contains__(self, column):
         return column in self.columns
@@ -736,19 +995,14 @@ class DataFrame(H5arkObject):
     def __iter__(self):
         return iter(self.columns)
 
+    def __array__(self, dtype=None, copy=None):
+        if copy is False:
+            raise ValueError(f"{self._what()} is held by the daemon: reading it makes "
+                             f"a new array (copy=False cannot be honoured)")
+        return np.asarray(self.to_pandas(), dtype=dtype)
+
     def to_pandas(self):
-        import pandas as pd
-        data = self._fetch()
-        components = self.descriptor["components"]
-
-        def convert(key):
-            return class_for(components[key])._pandas(components[key], data[key])
-
-        index = convert("Index") if "Index" in components else None
-        if index is not None and not isinstance(index, pd.Index):
-            index = pd.Index(index)
-        return pd.DataFrame({c: convert(c) for c in self.columns}, columns=self.columns,
-                            index=index)
+        return self._frame(self.descriptor, self._fetch())
 
     def __repr__(self):
         return f"DataFrame(name={self.name!r}, columns={self.columns}, rows={self.size})"
