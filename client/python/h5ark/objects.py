@@ -810,6 +810,11 @@ class Index(_Rows, H5arkObject):
         return list(names) if names is not None else [None] * self.nlevels
 
     @property
+    def dtype(self):
+        """The values' dtype (the descriptor's is that of a row number)."""
+        return self.levels[0].dtype
+
+    @property
     def nlevels(self):
         return sum(1 for c in self.descriptor.get("components", {}) if c.startswith("IDX_"))
 
@@ -861,6 +866,11 @@ class MultiIndex(Index):
 
     def __init__(self, levels, names=None, *, name=None, client=None):
         self._build(list(levels), names, name, client)
+
+    @property
+    def dtype(self):
+        """object: the rows are tuples, as in pandas."""
+        return np.dtype(object)
 
     @classmethod
     def _python(cls, descriptor, data):
