@@ -1,7 +1,8 @@
 """Handles on objects held by the daemon.
 
 A handle is a name plus the descriptor the daemon returned for it; data moves only when
-asked for (`to_ndarray`, `to_list`, `to_pandas`). Handles do not delete their object when
+asked for (`to_ndarray`, `to_list`, `to_pandas`, `np.asarray(obj)`, and `obj[key]`, which
+indexes as numpy does and fetches only the rows the key names). Handles do not delete their object when
 garbage collected: several handles may name one object, and objects read from files are
 meant to outlive the Python session that loaded them. Call `delete()` or `Client.clear()`.
 
@@ -31,7 +32,6 @@ def _client_or_current(client):
         return client
     from .client import current_client  # client.py imports this module
     return current_client()
-
 
 
 # -- row selection ----------------------------------------------------------------------
@@ -571,12 +571,16 @@ class SegArray(_Rows, H5arkObject):
         ranges, positions = _plan(rows, n)
         found, empty = [], None
         for start, stop in ranges:
-            bounds = pdarray._select(client, segs, range(start, min(stop + 1, n))).tolist()
+            bounds = pdarray._select(client, segs, range(start, min(stop + 1, n)))
             if stop == n:
-                bounds.append(vals["size"])
-            values = class_for(vals)._select(client, vals, range(bounds[0], bounds[-1]))
+                bounds = np.append(bounds, vals["size"])
+            values = class_for(vals)._select(client, vals, range(int(bounds[0]),
+                                                                 int(bounds[-1])))
+            if positions is None:  # one run, in order: no need to split it into rows
+                return {"segments": bounds[:-1] - bounds[0], "values": values}
             empty = values[:0]
-            found += [values[a - bounds[0]:b - bounds[0]] for a, b in zip(bounds, bounds[1:])]
+            bounds = (bounds - bounds[0]).tolist()
+            found += [values[a:b] for a, b in zip(bounds, bounds[1:])]
         picked = _joined([codec.as_object_array(found)], positions)
         lengths = np.fromiter((len(r) for r in picked), dtype=np.int64, count=len(picked))
         segments = np.zeros(len(picked), dtype=np.int64)
