@@ -13,7 +13,7 @@ from h5ark import codec, objects
 
 pd = pytest.importorskip("pandas")
 
-N = 12000  # rows of every object: more than two GAP_ROWS, so runs can be told apart
+N = 12000  # rows of every object: more than two gaps of GAP_BYTES of int64, so runs show
 WIDE = (N, 2, 3)  # the ArrayView's shape
 rng = np.random.default_rng(20240611)
 
@@ -252,7 +252,7 @@ def test_runs_are_capped(data, traffic, monkeypatch):
     rows = [0, 4200, N - 1]
     traffic.clear()
     assert_same(obj[rows], want[rows])
-    # both gaps are wider than GAP_ROWS, but only the widest splits
+    # both gaps are wider than GAP_BYTES of int64, but only the widest splits
     assert traffic.gets == [(obj.name, 0, 4201), (obj.name, N - 1, N)]
 
 
@@ -261,6 +261,21 @@ def test_arrayview_rows_are_element_ranges(data, traffic):
     traffic.clear()
     assert_same(obj[5:7, 1], want[5:7, 1])
     assert traffic.gets == [(obj.name, 5 * 6, 7 * 6)] and traffic.nbytes == 2 * 6 * 8
+    traffic.clear()
+    # rows of 48 bytes: 1000 rows apart is past GAP_BYTES, where 1000 of int64 are not
+    assert_same(obj[[0, 1000]], want[[0, 1000]])
+    assert traffic.gets == [(obj.name, 0, 6), (obj.name, 6000, 6006)]
+
+
+def test_gaps_are_measured_in_bytes(data, traffic):
+    small, want = data["uint8"]
+    wide, _ = data["int64"]
+    traffic.clear()
+    assert_same(small[[0, 10000]], want[[0, 10000]])  # 10000 bytes apart: one run
+    assert traffic.gets == [(small.name, 0, 10001)]
+    traffic.clear()
+    wide[[0, 10000]]  # 80000 bytes apart: two
+    assert traffic.gets == [(wide.name, 0, 1), (wide.name, 10000, 10001)]
 
 
 def test_strings_fetch_their_bytes_only(data, traffic):

@@ -39,7 +39,9 @@ def _client_or_current(client):
 # rows, the runs merged across short gaps so that a scattered selection costs a few
 # requests rather than one per row.
 
-GAP_ROWS = 4096   # rows skipped inside one `get` rather than paying for another request
+# Skipping this much data inside one `get` costs about what another request does (on a
+# network more, on loopback less): 4096 rows of int64, fewer of wider rows.
+GAP_BYTES = 32 << 10
 MAX_RANGES = 64   # `get` requests per selection (per component) at most
 ITER_BYTES = 1 << 22  # iteration fetches about this much per request
 
@@ -107,11 +109,12 @@ def _row_key(key, shape, what):
     return flat, (np.arange(flat.size).reshape(arr.shape), *rest)
 
 
-def _cover(rows):
-    """Sorted distinct rows -> (starts, stops) of the runs to fetch: rows closer than
-    GAP_ROWS share a run, and at most MAX_RANGES runs are made (the widest gaps split)."""
+def _cover(rows, row_bytes):
+    """Sorted distinct rows -> (starts, stops) of the runs to fetch: rows with less than
+    GAP_BYTES between them share a run, and at most MAX_RANGES runs are made (the widest
+    gaps split)."""
     gaps = np.diff(rows) - 1
-    cuts = np.flatnonzero(gaps > GAP_ROWS)
+    cuts = np.flatnonzero(gaps > max(1, GAP_BYTES // max(1, row_bytes)))
     if cuts.size >= MAX_RANGES:
         widest = np.argsort(gaps[cuts], kind="stable")[cuts.size - (MAX_RANGES - 1):]
         cuts = np.sort(cuts[widest])
@@ -120,10 +123,10 @@ def _cover(rows):
     return starts, stops
 
 
-def _plan(rows, n):
-    """rows (a range, or an int64 array in [0, n)) -> ([(start, stop), ...] to fetch, and
-    where each wanted row lies in the fetched runs laid end to end: None for all of them
-    in order, else a slice or an index array)."""
+def _plan(rows, n, row_bytes):
+    """rows (a range, or an int64 array in [0, n)) of `row_bytes` each -> ([(start, stop),
+    ...] to fetch, and where each wanted row lies in the fetched runs laid end to end:
+    None for all of them in order, else a slice or an index array)."""
     if isinstance(rows, range):
         if len(rows) == 0:
             return [(0, 0)], None  # one empty `get` still types the result
@@ -134,7 +137,7 @@ def _plan(rows, n):
         rows = np.arange(rows.start, rows.stop, rows.step, dtype=np.int64)
     if rows.size == 0:
         return [(0, 0)], None
-    starts, stops = _cover(np.unique(rows))
+    starts, stops = _cover(np.unique(rows), row_bytes)
     offsets = np.concatenate(([0], np.cumsum(stops - starts)[:-1]))
     run = np.searchsorted(starts, rows, side="right") - 1
     positions = offsets[run] + (rows - starts[run])
@@ -356,7 +359,7 @@ class pdarray(_Rows, H5arkObject):
     def _select(cls, client, descriptor, rows):
         shape = tuple(descriptor.get("shape") or (descriptor["size"],))
         width = math.prod(shape[1:])  # `get` ranges count elements, not rows
-        ranges, positions = _plan(rows, shape[0])
+        ranges, positions = _plan(rows, shape[0], width * (descriptor.get("itemsize") or 8))
         parts = []
         for start, stop in ranges:
             reply = client.get(descriptor["name"], start=start * width, stop=stop * width)
@@ -421,7 +424,10 @@ class Strings(_Rows, H5arkObject):
 
     @classmethod
     def _select(cls, client, descriptor, rows):
-        ranges, positions = _plan(rows, descriptor["size"])
+        size = descriptor["size"]
+        # an offset plus the row's share of the text
+        row_bytes = 8 + (descriptor.get("bytes") or 0) // max(1, size)
+        ranges, positions = _plan(rows, size, row_bytes)
         parts = []
         for start, stop in ranges:
             reply = client.get(descriptor["name"], start=start, stop=stop)
@@ -568,7 +574,7 @@ class SegArray(_Rows, H5arkObject):
         # the values those segments span, from the components
         n = descriptor["size"]
         segs, vals = descriptor["components"]["segments"], descriptor["components"]["values"]
-        ranges, positions = _plan(rows, n)
+        ranges, positions = _plan(rows, n, 8)  # runs of segments; values follow them
         found, empty = [], None
         for start, stop in ranges:
             bounds = pdarray._select(client, segs, range(start, min(stop + 1, n)))
