@@ -4,6 +4,7 @@ over ZeroMQ + MessagePack).
     import h5ark
     h5ark.connect("tcp://127.0.0.1:5555")
     a = h5ark.arange(10)
+    a[2:5], a[[0, -1]], np.asarray(a)      # numpy arrays; only the rows asked for are fetched
     a.to_hdf("a.h5", dataset="a")          # a_LOCALE0000.h5, a_LOCALE0001.h5, ...
     h5ark.read_hdf("a_LOCALE*.h5")["a"].to_ndarray()
 
