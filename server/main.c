@@ -53,7 +53,8 @@ static void usage(FILE *out) {
             "  --max-queue N        requests waiting for a handler before `busy` (default 1024)\n"
             "  --max-message BYTES  largest request accepted, payload included (default: the\n"
             "                       memory limit)\n"
-            "  --log-level LEVEL    error, warn, info or debug (default info)\n"
+            "  --log-level LEVEL    error, warn, notice, info or debug (default notice: the\n"
+            "                       daemon's own events; info adds a line per request)\n"
             "  --version            print the version\n"
             "  --help               this text\n",
             DEFAULT_ENDPOINT, sysconf(_SC_NPROCESSORS_ONLN), DEFAULT_DATA_DIR);
@@ -287,7 +288,7 @@ static int configure(int argc, char **argv) {
             break;
         case O_LOG:
             if (log_level_from_name(optarg, &log_threshold)) {
-                fprintf(stderr, "h5arkd: --log-level is one of error, warn, info, debug\n");
+                fprintf(stderr, "h5arkd: --log-level is one of error, warn, notice, info, debug\n");
                 return -1;
             }
             break;
@@ -370,7 +371,7 @@ int main(int argc, char **argv) {
     if (rc != 0)
         fprintf(stderr, "h5arkd: %s\n", err.message);
     else
-        log_info("stopped cleanly");
+        log_notice("stopped cleanly");
 
     zmq_ctx_term(zctx);
     registry_shutdown();

@@ -267,13 +267,13 @@ int router_run(void *zmq_context, h5ark_error *err) {
         if (items[1].revents & ZMQ_POLLIN) {
             struct signalfd_siginfo si;
             while (read(sigfd, &si, sizeof si) == sizeof si)
-                log_info("signal %u: stopping after %llu request(s) in flight", si.ssi_signo,
-                         (unsigned long long)in_flight);
+                log_notice("signal %u: stopping after %llu request(s) in flight", si.ssi_signo,
+                           (unsigned long long)in_flight);
             accepting = false;
         }
         if (atomic_load(&stop_requested) && accepting) {
-            log_info("shutdown requested: stopping after %llu request(s) in flight",
-                     (unsigned long long)in_flight);
+            log_notice("shutdown requested: stopping after %llu request(s) in flight",
+                       (unsigned long long)in_flight);
             accepting = false;
         }
         if (accepting && (items[2].revents & ZMQ_POLLIN)) {
