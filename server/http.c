@@ -123,10 +123,12 @@ int http_start(const char *address, http_handler fn, void *arg, http_server **ou
     char host[256], port[8];
     if (http_parse_address(address, HTTP_DEFAULT_HOST, host, sizeof host, port, sizeof port, err))
         return -1;
+    char shown[300]; /* what was asked for, the default host filled in */
+    snprintf(shown, sizeof shown, strchr(host, ':') ? "[%s]:%s" : "%s:%s", host, port);
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *found;
     int gai = getaddrinfo(host, port, &hints, &found);
     if (gai != 0)
-        return h5ark_fail(err, H5ARK_IO_ERROR, "cannot listen on %s: %s", address,
+        return h5ark_fail(err, H5ARK_IO_ERROR, "cannot listen on %s: %s", shown,
                           gai == EAI_SYSTEM ? strerror(errno) : gai_strerror(gai));
     /* The socket is made here rather than by the library, to report why a bind failed; and
      * close-on-exec, so that the file probes the daemon starts do not hold the port. */
@@ -146,7 +148,7 @@ int http_start(const char *address, http_handler fn, void *arg, http_server **ou
     }
     freeaddrinfo(found);
     if (fd < 0)
-        return h5ark_fail(err, H5ARK_IO_ERROR, "cannot listen on %s: %s", address, strerror(e));
+        return h5ark_fail(err, H5ARK_IO_ERROR, "cannot listen on %s: %s", shown, strerror(e));
 
     http_server *s = calloc(1, sizeof *s);
     if (!s) {
@@ -165,7 +167,7 @@ int http_start(const char *address, http_handler fn, void *arg, http_server **ou
     if (!s->daemon) {
         close(fd);
         free(s);
-        return h5ark_fail(err, H5ARK_INTERNAL, "cannot start the HTTP server on %s", address);
+        return h5ark_fail(err, H5ARK_INTERNAL, "cannot start the HTTP server on %s", shown);
     }
     *out = s;
     return 0;
