@@ -399,6 +399,16 @@ def test_files_read_and_written(md):
         "names": [name], "path": "../outside.h5"}})
     assert hdr["error"]["code"] == "forbidden"
     assert files() == (r0 + 3, w0 + 3)
+    # an ExeTera field written in parts: each part and the completion put the file in place
+    parts = unique("parts") + ".h5"
+    for _ in range(2):
+        hdr, _ = request(md.endpoint, {"v": 1, "cmd": "writepart", "args": {
+            "path": parts, "field": "df/x", "name": name}})
+        assert hdr["ok"], hdr
+    hdr, _ = request(md.endpoint, {"v": 1, "cmd": "complete", "args": {"path": parts,
+                                                                       "field": "df/x"}})
+    assert hdr["ok"], hdr
+    assert files() == (r0 + 3, w0 + 6)
     request(md.endpoint, {"v": 1, "cmd": "delete", "args": {"names": [name]}})
 
 
