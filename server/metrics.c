@@ -97,7 +97,7 @@ static void logfmt_value(const char *s, size_t len, char *out, size_t outlen) {
     for (size_t i = 0; i < len && bare; i++) {
         unsigned char c = (unsigned char)s[i];
         bare = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-               strchr("_.:/+-", c);
+               (c && strchr("_.:/+-", c));
     }
     if (len > 64) len = 64, bare = false;
     size_t n = 0;

@@ -494,6 +494,7 @@ def test_request_log_lines(md):
             ({"v": 1, "cmd": "get", "args": {"name": name + "_none"}}, (), None),
             ({"v": 1, "cmd": 'odd "cmd"\n\x01 é'}, (), None),
             ({"v": 1, "cmd": "x" * 500}, (), None),
+            ({"v": 1, "cmd": "ping\0tail"}, (), None),
     ]):
         rid = 910_000 + i
         header = {**header, "id": rid}
