@@ -515,11 +515,12 @@ def test_request_log_lines(md):
     assert any(f["cmd"] == "-" and f["outcome"] == "bad_request" for f in request_lines(md)["-"])
 
 
-def test_too_large_and_probe_restarts_are_counted(start_daemon):
-    """Requests the router answers itself (too large) count too; a file probe that dies on
-    a file counts as a restart."""
+def test_router_answers_and_probe_restarts_are_counted(start_daemon):
+    """Requests the router answers itself (too large, busy) count too; a file probe that
+    dies on a file counts as a restart."""
     d = start_daemon(locales=2, env={"H5ARK_TEST_PROBE_CRASH": "_dies"},
-                     extra_args=["--metrics-endpoint", "0", "--max-message", "4096"])
+                     extra_args=["--metrics-endpoint", "0", "--max-message", "4096",
+                                 "--handlers", "1", "--max-queue", "1"])
     d.metrics_url = metrics_url(d)
     before = scrape(d)
     payload = b"\0" * 8000
@@ -536,6 +537,26 @@ def test_too_large_and_probe_restarts_are_counted(start_daemon):
     assert delta(before, after, "h5ark_request_bytes_total")[(("cmd", "put"),)] == out_b
     assert value(after, "h5ark_probe_restarts_total") == \
         value(before, "h5ark_probe_restarts_total") + 1
+    # many slow requests at once on one handler with a queue of one: some are busy
+    before = after
+    sock = _ctx.socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(d.endpoint)
+    try:
+        for i in range(8):
+            sock.send(msgpack.packb({"v": 1, "id": i, "cmd": "create", "args": {
+                "dtype": "float64", "size": 1 << 22, "fill": "uniform", "seed": i}}))
+        outcomes = {}
+        for _ in range(8):
+            assert sock.poll(120000 * TOOL_SLOWDOWN)
+            hdr = msgpack.unpackb(sock.recv(), raw=False)
+            key = "ok" if hdr["ok"] else hdr["error"]["code"]
+            outcomes[key] = outcomes.get(key, 0) + 1
+    finally:
+        sock.close()
+    assert set(outcomes) <= {"ok", "busy"} and outcomes.get("busy", 0) >= 1, outcomes
+    assert delta(before, scrape(d), "h5ark_requests_total") == {
+        (("cmd", "create"), ("outcome", k)): n for k, n in outcomes.items()}
     hdr, _ = request(d.endpoint, {"v": 1, "cmd": "ping"})
     assert hdr["ok"]
 
