@@ -10,6 +10,7 @@
 typedef struct {
     char endpoint[1024];
     int locales;
+    int ranks; /* processes serving the objects: 1 until the daemon scales out over MPI */
     char data_dir[PATH_MAX]; /* absolute, symlinks resolved */
     uint64_t max_memory;
     uint64_t shard_cache; /* freed shard memory kept for reuse (shardcache.h) */
@@ -24,6 +25,7 @@ typedef struct {
     int handlers;          /* request handler threads */
     size_t max_queue;      /* requests waiting for a handler before `busy` */
     uint64_t max_message;  /* bytes of one request, payload included */
+    const char *metrics;   /* --metrics-endpoint "[HOST:]PORT", or NULL: none */
 } config_t;
 
 extern config_t config;

@@ -4,6 +4,7 @@
 #include "commands/commands.h"
 #include "config.h"
 #include "log.h"
+#include "metrics.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -308,6 +309,7 @@ void dispatch_handle(request *req, reply *out) {
     const command_def *cmd = NULL;
     h5ark_value *empty_args = NULL;
     const h5ark_value *h = req->header;
+    h5ark_code outcome = H5ARK_OK;
 
     if (check_header(h, req->decode_error, &err)) goto fail;
     const char *name = h5ark_value_get(h, "cmd")->as.s.ptr;
@@ -381,7 +383,9 @@ fail:
     if (err.code == H5ARK_OK) h5ark_fail(&err, H5ARK_INTERNAL, "command failed without a reason");
     log_debug("request failed: %s: %s", h5ark_code_name(err.code), err.message);
     dispatch_error_reply(h && h->kind == H5ARK_MAP ? h : NULL, err.code, err.message, out);
+    outcome = err.code;
 done:
+    metrics_request_done(req, outcome, out);
     for (size_t i = 0; i < ctx.nheld; i++)
         object_release(ctx.held[i]);
     free(ctx.held);
@@ -391,6 +395,13 @@ done:
     h5ark_value_destroy(&ctx.reply_buffers);
     h5ark_value_destroy(&empty_args);
     h5ark_buffer_list_free(&buffers);
+}
+
+const char *dispatch_command_name(size_t i) {
+    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
+        for (const command_def *c = families[f]; c->name; c++)
+            if (i-- == 0) return c->name;
+    return NULL;
 }
 
 void reply_free(reply *r) {

@@ -83,14 +83,16 @@ int reply_buffer_begin(command_ctx *ctx, const char *name, uint64_t nbytes, obje
 int reply_buffer_span(command_ctx *ctx, const void *ptr, uint64_t len, h5ark_error *err);
 
 /* A request as the router hands it over. */
-typedef struct {
+typedef struct request {
     h5ark_value *header; /* decoded map, or NULL when the header could not be decoded */
     const char *decode_error;
     h5ark_payload payload;
+    uint64_t bytes;      /* header and payload frames as received, for metrics */
+    uint64_t arrived_ns; /* metrics_clock() when the router had it whole */
 } request;
 
 /* A reply ready to send: the header's bytes and the payload spans (see h5ark_frames.h). */
-typedef struct {
+typedef struct reply {
     char *header;
     size_t header_len;
     h5ark_span *spans;
@@ -108,5 +110,7 @@ void dispatch_handle(request *req, reply *out);
 void dispatch_error_reply(const h5ark_value *header, h5ark_code code, const char *message,
                           reply *out);
 void reply_free(reply *r);
+/* The names of the command table, i from 0 until it returns NULL. */
+const char *dispatch_command_name(size_t i);
 
 #endif

@@ -6,9 +6,9 @@
 #include <string.h>
 #include <time.h>
 
-log_level log_threshold = LOG_INFO;
+log_level log_threshold = LOG_NOTICE;
 
-static const char *const names[] = {"error", "warn", "info", "debug"};
+static const char *const names[] = {"error", "warn", "notice", "info", "debug"};
 
 int log_level_from_name(const char *name, log_level *out) {
     for (int i = 0; i <= LOG_DEBUG; i++)
@@ -27,7 +27,7 @@ void log_msg(log_level level, const char *fmt, ...) {
     struct tm tm;
     gmtime_r(&ts.tv_sec, &tm);
     int n = (int)strftime(line, sizeof line, "%Y-%m-%dT%H:%M:%S", &tm);
-    n += snprintf(line + n, sizeof line - (size_t)n, ".%03ldZ %-5s ", ts.tv_nsec / 1000000,
+    n += snprintf(line + n, sizeof line - (size_t)n, ".%03ldZ %-6s ", ts.tv_nsec / 1000000,
                   names[level]);
     va_list ap;
     va_start(ap, fmt);

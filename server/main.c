@@ -2,7 +2,9 @@
 #include "config.h"
 #include "h5ark_version.h"
 #include "locales.h"
+#include "http.h"
 #include "log.h"
+#include "metrics.h"
 #include "registry.h"
 #include "router.h"
 #include "shardcache.h"
@@ -53,7 +55,10 @@ static void usage(FILE *out) {
             "  --max-queue N        requests waiting for a handler before `busy` (default 1024)\n"
             "  --max-message BYTES  largest request accepted, payload included (default: the\n"
             "                       memory limit)\n"
-            "  --log-level LEVEL    error, warn, info or debug (default info)\n"
+            "  --metrics-endpoint [HOST:]PORT  serve Prometheus metrics at GET /metrics on\n"
+            "                       this address (HOST default 127.0.0.1; default: off)\n"
+            "  --log-level LEVEL    error, warn, notice, info or debug (default notice: the\n"
+            "                       daemon's own events; info adds a line per request)\n"
             "  --version            print the version\n"
             "  --help               this text\n",
             DEFAULT_ENDPOINT, sysconf(_SC_NPROCESSORS_ONLN), DEFAULT_DATA_DIR);
@@ -206,6 +211,7 @@ static int configure(int argc, char **argv) {
         O_HELP,
         O_CURVE,
         O_KEYGEN,
+        O_METRICS,
         O_VERSION
     };
     static const struct option opts[] = {{"endpoint", required_argument, 0, O_ENDPOINT},
@@ -218,6 +224,7 @@ static int configure(int argc, char **argv) {
                                          {"max-queue", required_argument, 0, O_QUEUE},
                                          {"max-message", required_argument, 0, O_MSG},
                                          {"log-level", required_argument, 0, O_LOG},
+                                         {"metrics-endpoint", required_argument, 0, O_METRICS},
                                          {"curve-secret-file", required_argument, 0, O_CURVE},
                                          {"curve-keygen", required_argument, 0, O_KEYGEN},
                                          {"version", no_argument, 0, O_VERSION},
@@ -227,6 +234,7 @@ static int configure(int argc, char **argv) {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     snprintf(config.endpoint, sizeof config.endpoint, "%s", DEFAULT_ENDPOINT);
     config.locales = cpus > 0 ? (int)cpus : 1;
+    config.ranks = 1;
     config.max_memory = (uint64_t)pages * (uint64_t)page / 2;
     config.handlers = 8;
     config.max_queue = 1024;
@@ -287,10 +295,20 @@ static int configure(int argc, char **argv) {
             break;
         case O_LOG:
             if (log_level_from_name(optarg, &log_threshold)) {
-                fprintf(stderr, "h5arkd: --log-level is one of error, warn, info, debug\n");
+                fprintf(stderr, "h5arkd: --log-level is one of error, warn, notice, info, debug\n");
                 return -1;
             }
             break;
+        case O_METRICS: {
+            char host[256], port[8];
+            h5ark_error e;
+            if (http_parse_address(optarg, "127.0.0.1", host, sizeof host, port, sizeof port, &e)) {
+                fprintf(stderr, "h5arkd: --metrics-endpoint %s\n", e.message);
+                return -1;
+            }
+            config.metrics = optarg;
+            break;
+        }
         case O_HELP:
         case 'h': usage(stdout); exit(0);
         case O_VERSION: printf("h5arkd %s\n", H5ARK_VERSION_STRING); exit(0);
@@ -364,15 +382,20 @@ int main(int argc, char **argv) {
         fprintf(stderr, "h5arkd: cannot start %d locale threads\n", config.locales);
         return 1;
     }
-    void *zctx = zmq_ctx_new();
     h5ark_error err = {0};
-    int rc = router_run(zctx, &err);
-    if (rc != 0)
-        fprintf(stderr, "h5arkd: %s\n", err.message);
-    else
-        log_info("stopped cleanly");
-
-    zmq_ctx_term(zctx);
+    int rc = metrics_start(config.metrics, &err);
+    if (rc != 0) {
+        fprintf(stderr, "h5arkd: --metrics-endpoint: %s\n", err.message);
+    } else {
+        void *zctx = zmq_ctx_new();
+        rc = router_run(zctx, &err);
+        if (rc != 0)
+            fprintf(stderr, "h5arkd: %s\n", err.message);
+        else
+            log_notice("stopped cleanly");
+        zmq_ctx_term(zctx);
+    }
+    metrics_stop();
     registry_shutdown();
     shardcache_shutdown();
     sandbox_stop();

@@ -76,6 +76,13 @@ uint64_t registry_memory_limit(void) {
     return memory_limit;
 }
 
+size_t registry_count(void) {
+    pthread_mutex_lock(&lock);
+    size_t n = nobjects;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
 int registry_check_name(const char *name, h5ark_error *err) {
     size_t n = strlen(name);
     if (n == 0 || n >= REGISTRY_MAX_NAME)

@@ -24,6 +24,7 @@ void registry_make_room(void); /* shrink the cache to what live objects leave fr
 void registry_unreserve(uint64_t bytes);
 uint64_t registry_memory_used(void);
 uint64_t registry_memory_limit(void);
+size_t registry_count(void); /* objects published under a name */
 
 /* Check a client-chosen name: 1..255 printable characters, no '/'. */
 int registry_check_name(const char *name, h5ark_error *err);

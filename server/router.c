@@ -6,6 +6,7 @@
 #include "config.h"
 #include "dispatch.h"
 #include "log.h"
+#include "metrics.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -122,6 +123,7 @@ static void reply_now(void *router, work *w, h5ark_code code, const char *messag
     reply r;
     dispatch_error_reply(w->req.header && w->req.header->kind == H5ARK_MAP ? w->req.header : NULL,
                          code, message, &r);
+    metrics_request_done(&w->req, code, &r);
     send_reply(router, w, &r);
     reply_free(&r);
 }
@@ -135,7 +137,7 @@ static work *receive_request(void *router, bool *answered) {
     zmq_msg_init(&msg);
     int more = 1, index = 0;
     bool have_header = false, too_large = false;
-    uint64_t received = 0;
+    uint64_t received = 0, envelope = 0;
     if (w) h5ark_payload_init(&w->req.payload);
     while (more) {
         if (zmq_msg_recv(&msg, router, 0) < 0) {
@@ -147,6 +149,7 @@ static work *receive_request(void *router, bool *answered) {
         if (!w) continue; /* out of memory: drain and drop */
         if (index == 0 || (index == 1 && zmq_msg_size(&msg) == 0)) {
             /* identity, then the empty delimiter of a REQ socket */
+            envelope += zmq_msg_size(&msg);
             zmq_msg_init(&w->envelope[w->nenvelope]);
             zmq_msg_move(&w->envelope[w->nenvelope++], &msg);
         } else if (!have_header) {
@@ -162,6 +165,8 @@ static work *receive_request(void *router, bool *answered) {
     }
     zmq_msg_close(&msg);
     if (!w) return NULL;
+    w->req.bytes = received - envelope;
+    w->req.arrived_ns = metrics_clock();
     if (too_large) {
         char text[256];
         snprintf(text, sizeof text,
@@ -227,12 +232,15 @@ int router_run(void *zmq_context, h5ark_error *err) {
     size_t bound_len = sizeof bound;
     if (zmq_getsockopt(router, ZMQ_LAST_ENDPOINT, bound, &bound_len) != 0)
         snprintf(bound, sizeof bound, "%s", config.endpoint);
+    const char *metrics = metrics_address();
     printf("h5arkd %s listening on %s with %d locale%s, data directory %s, max memory %llu "
-           "bytes%s%s\n",
+           "bytes%s%s%s%s%s\n",
            H5ARK_VERSION_STRING, bound, config.locales, config.locales == 1 ? "" : "s",
            config.data_dir, (unsigned long long)config.max_memory,
            config.ntokens ? ", token required" : "",
-           config.curve_secret[0] ? ", CURVE encryption" : "");
+           config.curve_secret[0] ? ", CURVE encryption" : "",
+           metrics ? ", metrics at http://" : "", metrics ? metrics : "",
+           metrics ? "/metrics" : "");
     fflush(stdout);
 
     sigset_t sigs;
@@ -267,13 +275,13 @@ int router_run(void *zmq_context, h5ark_error *err) {
         if (items[1].revents & ZMQ_POLLIN) {
             struct signalfd_siginfo si;
             while (read(sigfd, &si, sizeof si) == sizeof si)
-                log_info("signal %u: stopping after %llu request(s) in flight", si.ssi_signo,
-                         (unsigned long long)in_flight);
+                log_notice("signal %u: stopping after %llu request(s) in flight", si.ssi_signo,
+                           (unsigned long long)in_flight);
             accepting = false;
         }
         if (atomic_load(&stop_requested) && accepting) {
-            log_info("shutdown requested: stopping after %llu request(s) in flight",
-                     (unsigned long long)in_flight);
+            log_notice("shutdown requested: stopping after %llu request(s) in flight",
+                       (unsigned long long)in_flight);
             accepting = false;
         }
         if (accepting && (items[2].revents & ZMQ_POLLIN)) {

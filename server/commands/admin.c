@@ -4,6 +4,7 @@
 
 #include "config.h"
 #include "locales.h"
+#include "metrics.h"
 #include "registry.h"
 #include "shardcache.h"
 #include "sysio.h"
@@ -38,7 +39,9 @@ static int cmd_getconfig(command_ctx *ctx, h5ark_error *err) {
         reply_set(ctx, "encrypted", h5ark_value_bool(config.curve_secret[0] != '\0'), err) ||
         reply_set(ctx, "hdf5_version", h5ark_value_str(hdf5), err) ||
         reply_set(ctx, "zmq_version", h5ark_value_str(zmqv), err) ||
-        reply_set(ctx, "data_dir", h5ark_value_str(config.data_dir), err))
+        reply_set(ctx, "data_dir", h5ark_value_str(config.data_dir), err) ||
+        reply_set(ctx, "metrics_endpoint",
+                  metrics_address() ? h5ark_value_str(metrics_address()) : h5ark_value_nil(), err))
         return -1;
     return 0;
 }

@@ -4,6 +4,7 @@
 #include "config.h"
 #include "io.h"
 #include "locales.h"
+#include "metrics.h"
 #include "sysio.h"
 
 #include <dirent.h>
@@ -434,6 +435,7 @@ int files_replace_all(const char *const *tmps, const char *const *finals, int n,
         }
         *replaced = i + 1;
     }
+    metrics_files_written((uint64_t)*replaced);
     /* each directory once (a file set shares one), also when a rename failed part way:
      * the files already replaced are made durable like the rest */
     for (int i = 0; i < *replaced; i++) {

@@ -8,6 +8,7 @@
 #include "files.h"
 #include "io.h"
 #include "locales.h"
+#include "metrics.h"
 #include "sandbox.h"
 #include "layout.h"
 #include "probe.h"
@@ -121,6 +122,7 @@ static int read_files(char *const *paths, size_t npaths, const char *const *data
     *nitems = built;
     out = NULL;
     rc = 0;
+    metrics_files_read(npaths - st.nerrors);
 out:
     if (out) free_items(out, built);
     read_probe_clear(&st);

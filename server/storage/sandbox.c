@@ -4,6 +4,7 @@
 #include "config.h"
 #include "log.h"
 #include "layout.h"
+#include "metrics.h"
 #include "probe.h"
 #include "sysio.h"
 
@@ -307,6 +308,7 @@ static char probe_receive(probe *p, const char *what, char **body, size_t *len, 
                  WIFSIGNALED(wstatus) ? "signal" : "exit status",
                  WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : WEXITSTATUS(wstatus), what);
         probe_stop(p);
+        metrics_probe_restarted();
         if (probe_spawn(p) != 0) log_warn("cannot restart the file probe: %s", strerror(errno));
     }
     return status;
@@ -316,8 +318,9 @@ static char probe_receive(probe *p, const char *what, char **body, size_t *len, 
 static char probe_exchange(probe *p, const char *line, const char *what, char **body, size_t *len) {
     *body = NULL;
     *len = 0;
-    if (probe_send(p, line, NULL, 0)) {
+    if (probe_send(p, line, NULL, 0)) { /* it died since its last request */
         probe_stop(p);
+        metrics_probe_restarted();
         if (probe_send(p, line, NULL, 0)) return '?';
     }
     return probe_receive(p, what, body, len, NULL);
@@ -410,6 +413,7 @@ static int send_probe(probe *p, const read_probe_request *rq, char *const *paths
     snprintf(line, sizeof line, "P %zu", len);
     if (rc == 0 && probe_send(p, line, data, len)) {
         probe_stop(p); /* it died since its last request: a new one gets this one */
+        metrics_probe_restarted();
         rc = probe_send(p, line, data, len);
     }
     free(data);

@@ -3,6 +3,7 @@
 
 #include "files.h"
 #include "io.h"
+#include "metrics.h"
 #include "sysio.h"
 
 #include <errno.h>
@@ -247,6 +248,7 @@ int twin_commit(twin_change *c, h5ark_error *err) {
      * could leave the half-levelled old file under the file's name (EINVAL: a file system
      * that cannot sync a directory, as files_replace allows) */
     bool durable = rc == 0 && (fsync_at(dir, O_RDONLY | O_DIRECTORY) == 0 || errno == EINVAL);
+    if (rc == 0) metrics_files_written(1);
     bool kept = swapped && durable && bring_level(c) == 0;
     pthread_rwlock_unlock(&readers);
     free(c->log.runs);

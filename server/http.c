@@ -1,0 +1,189 @@
+/* The HTTP server on libmicrohttpd (see http.h). */
+#include "http.h"
+
+#include "log.h"
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define HTTP_DEFAULT_HOST    "127.0.0.1"
+#define HTTP_MAX_CONNECTIONS 64u
+#define HTTP_IDLE_SECONDS    10u /* a client that stalls mid-request is cut off */
+
+struct http_server {
+    struct MHD_Daemon *daemon;
+    http_handler fn;
+    void *arg;
+    char address[300];
+};
+
+int http_parse_address(const char *address, const char *default_host, char *host, size_t hostlen,
+                       char *port, size_t portlen, h5ark_error *err) {
+    const char *h = default_host, *p = address;
+    size_t hlen = strlen(default_host);
+    if (address[0] == '[') {
+        const char *close = strchr(address, ']');
+        if (!close || close[1] != ':')
+            return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                              "'%s': an IPv6 address is written [ADDRESS]:PORT", address);
+        h = address + 1;
+        hlen = (size_t)(close - h);
+        p = close + 2;
+    } else if (strrchr(address, ':')) {
+        const char *colon = strrchr(address, ':');
+        if (strchr(address, ':') != colon)
+            return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                              "'%s': an IPv6 address is written [ADDRESS]:PORT", address);
+        h = address;
+        hlen = (size_t)(colon - address);
+        p = colon + 1;
+    }
+    if (hlen == 0)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "'%s' has no host before the port (0.0.0.0 listens on every interface)",
+                          address);
+    size_t plen = strlen(p);
+    unsigned long value = 0;
+    for (size_t i = 0; i < plen && plen <= 5; i++)
+        value = p[i] >= '0' && p[i] <= '9' ? value * 10 + (unsigned long)(p[i] - '0') : 99999;
+    if (plen == 0 || plen > 5 || value > 65535)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "'%s': the port must be a number from 0 to 65535",
+                          address);
+    if (hlen >= hostlen || plen >= portlen)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "'%s' is too long", address);
+    memcpy(host, h, hlen);
+    host[hlen] = '\0';
+    memcpy(port, p, plen + 1);
+    return 0;
+}
+
+/* The library's own messages are about what clients sent (malformed requests, timeouts):
+ * worth seeing when debugging, not in normal operation. */
+static void library_log(void *arg, const char *fmt, va_list ap) {
+    (void)arg;
+    if (log_threshold < LOG_DEBUG) return;
+    char line[512];
+    vsnprintf(line, sizeof line, fmt, ap);
+    line[strcspn(line, "\r\n")] = '\0';
+    log_debug("http: %s", line);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **state) {
+    (void)version;
+    (void)upload;
+    http_server *s = cls;
+    if (*state) { /* answered on the first call: the body, if any, is ignored */
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    *state = s;
+    http_request req = {method, url, conn};
+    http_response out = {.status = 500};
+    s->fn(s->arg, &req, &out);
+    struct MHD_Response *r =
+        out.body ? MHD_create_response_from_buffer(out.len, out.body, MHD_RESPMEM_MUST_FREE)
+                 : MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+    if (!r) {
+        free(out.body);
+        return MHD_NO; /* out of memory: the library closes the connection */
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            out.content_type ? out.content_type : "text/plain; charset=utf-8");
+    if (out.allow) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, out.allow);
+    enum MHD_Result rc = MHD_queue_response(conn, (unsigned)out.status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+static void describe_bound(int fd, char *out, size_t outlen) {
+    struct sockaddr_storage sa;
+    socklen_t len = sizeof sa;
+    char host[NI_MAXHOST], port[NI_MAXSERV];
+    if (getsockname(fd, (struct sockaddr *)&sa, &len) != 0 ||
+        getnameinfo((struct sockaddr *)&sa, len, host, sizeof host, port, sizeof port,
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+        snprintf(out, outlen, "?");
+        return;
+    }
+    snprintf(out, outlen, sa.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, port);
+}
+
+int http_start(const char *address, http_handler fn, void *arg, http_server **out,
+               h5ark_error *err) {
+    *out = NULL;
+    char host[256], port[8];
+    if (http_parse_address(address, HTTP_DEFAULT_HOST, host, sizeof host, port, sizeof port, err))
+        return -1;
+    char shown[300]; /* what was asked for, the default host filled in */
+    snprintf(shown, sizeof shown, strchr(host, ':') ? "[%s]:%s" : "%s:%s", host, port);
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *found;
+    int gai = getaddrinfo(host, port, &hints, &found);
+    if (gai != 0)
+        return h5ark_fail(err, H5ARK_IO_ERROR, "cannot listen on %s: %s", shown,
+                          gai == EAI_SYSTEM ? strerror(errno) : gai_strerror(gai));
+    /* The socket is made here rather than by the library, to report why a bind failed; and
+     * close-on-exec, so that the file probes the daemon starts do not hold the port. */
+    int fd = -1, e = 0, family = AF_INET;
+    for (struct addrinfo *a = found; a && fd < 0; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        int on = 1;
+        if (fd >= 0 && (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0 ||
+                        bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, 64) != 0)) {
+            e = errno;
+            close(fd);
+            fd = -1;
+        } else if (fd < 0) {
+            e = errno;
+        }
+        family = a->ai_family;
+    }
+    freeaddrinfo(found);
+    if (fd < 0)
+        return h5ark_fail(err, H5ARK_IO_ERROR, "cannot listen on %s: %s", shown, strerror(e));
+
+    http_server *s = calloc(1, sizeof *s);
+    if (!s) {
+        close(fd);
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    s->fn = fn;
+    s->arg = arg;
+    describe_bound(fd, s->address, sizeof s->address);
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+    if (family == AF_INET6) flags |= MHD_USE_IPv6;
+    s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER,
+                                 library_log, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
+                                 MHD_OPTION_CONNECTION_LIMIT, HTTP_MAX_CONNECTIONS,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, HTTP_IDLE_SECONDS, MHD_OPTION_END);
+    if (!s->daemon) {
+        close(fd);
+        free(s);
+        return h5ark_fail(err, H5ARK_INTERNAL, "cannot start the HTTP server on %s", shown);
+    }
+    *out = s;
+    return 0;
+}
+
+const char *http_address(const http_server *s) {
+    return s->address;
+}
+
+const char *http_query(const http_request *req, const char *key) {
+    return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+void http_stop(http_server **s) {
+    if (!*s) return;
+    MHD_stop_daemon((*s)->daemon); /* closes the listening socket too */
+    free(*s);
+    *s = NULL;
+}

@@ -1,0 +1,50 @@
+/* A small HTTP server for the daemon's side doors (the metrics endpoint), on
+ * libmicrohttpd: the library parses HTTP and runs one thread of its own that answers every
+ * connection; the caller only maps a request to a response. Nothing here knows what is
+ * served. */
+#ifndef H5ARK_HTTP_H
+#define H5ARK_HTTP_H
+
+#include "h5ark_wire.h"
+
+#include <stddef.h>
+
+typedef struct {
+    const char *method; /* "GET", "HEAD", "POST", ... as sent */
+    const char *path;   /* the URL's path, without the query string */
+    void *conn;         /* the library's connection, for http_query */
+} http_request;
+
+typedef struct {
+    int status;               /* 200, 404, ... */
+    const char *content_type; /* static; NULL: text/plain */
+    const char *allow;        /* the Allow header (for 405), static, or NULL */
+    char *body;               /* malloc'd; the server frees it, NULL for none */
+    size_t len;
+} http_response;
+
+/* Called on the server's thread for each request, with out->status 500 and no body; it
+ * sets the response. A HEAD request gets the headers of the GET response only. */
+typedef void (*http_handler)(void *arg, const http_request *req, http_response *out);
+
+typedef struct http_server http_server;
+
+/* "[HOST:]PORT" into host and port: HOST may be a name, an IPv4 address or a bracketed
+ * IPv6 one ("[::1]:9100"); without it, default_host. PORT is 0 to 65535 (0: any free
+ * port). bad_request naming what is wrong. */
+int http_parse_address(const char *address, const char *default_host, char *host, size_t hostlen,
+                       char *port, size_t portlen, h5ark_error *err);
+
+/* Listen on `address` (as http_parse_address, the host defaulting to 127.0.0.1) and serve
+ * until http_stop. io_error when the address cannot be resolved or bound (in use, not an
+ * address of this machine, ...). */
+int http_start(const char *address, http_handler fn, void *arg, http_server **out,
+               h5ark_error *err);
+/* The address bound, "HOST:PORT" with the port chosen when 0 was asked for. */
+const char *http_address(const http_server *s);
+/* A query-string argument of the request, or NULL. */
+const char *http_query(const http_request *req, const char *key);
+/* Close the socket and every connection, join the thread; *s becomes NULL. */
+void http_stop(http_server **s);
+
+#endif
