@@ -119,6 +119,54 @@ def json_or_shell(arg):
     return ["/bin/sh", "-c", arg]
 
 
+def ignore_regex(pattern):
+    """A .dockerignore pattern as a regular expression over context-relative paths."""
+    out, i = "", 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out, i = out + "(.*/)?", i + 3
+        elif pattern.startswith("**", i):
+            out, i = out + ".*", i + 2
+        elif pattern[i] == "*":
+            out, i = out + "[^/]*", i + 1
+        elif pattern[i] == "?":
+            out, i = out + "[^/]", i + 1
+        else:
+            out, i = out + re.escape(pattern[i]), i + 1
+    return out
+
+
+def dockerignored(rel, patterns):
+    """Whether .dockerignore leaves `rel` out of the build context: the last pattern that
+    matches it or a folder above it decides, a '!' one bringing it back."""
+    parts, excluded = rel.split("/"), False
+    for pat in patterns:
+        neg = pat.startswith("!")
+        rx = ignore_regex(pat[1:].strip("/") if neg else pat.strip("/"))
+        if any(re.fullmatch(rx, "/".join(parts[:n])) for n in range(1, len(parts) + 1)):
+            excluded = not neg
+    return excluded
+
+
+def check_dockerignore(final):
+    patterns = [line.strip() for line in (REPO / ".dockerignore").read_text().splitlines()
+                if line.strip() and not line.lstrip().startswith("#")]
+    secret = ["data/demo_LOCALE0000.h5", "token", "docker/data/x.h5", ".git/config",
+              "build/server/h5arkd", "build-asan/CMakeCache.txt", "server.key",
+              "client/python/h5ark/__pycache__/x.pyc"]
+    kept = [p for p in secret if not dockerignored(p, patterns)]
+    check(not kept, ".dockerignore keeps data, tokens, keys, build trees and .git out", str(kept))
+    tracked = subprocess.run(["git", "-C", REPO, "ls-files"], capture_output=True,
+                             text=True).stdout.split()
+    needed = [p for p in tracked if re.search(r"(\.c|\.h|\.in|CMakeLists\.txt)$", p)]
+    for ins, arg in final:
+        if ins == "COPY" and "--from=" not in arg:
+            needed += [w for w in shlex.split(arg)[:-1] if not w.startswith("--")]
+    dropped = [p for p in needed if dockerignored(p, patterns)]
+    check(needed and not dropped, ".dockerignore keeps every file the build needs",
+          str(dropped))
+
+
 def setup_build_packages():
     text = (REPO / "scripts" / "setup").read_text()
     m = re.search(r"^build_packages=\((.*?)^\)", text, re.S | re.M)
@@ -426,7 +474,6 @@ class Container:
 # ---- the test -------------------------------------------------------------------------------
 
 def skip(reason):
-    results["skipped"] = True
     print(f"rootfs: SKIPPED: {reason}")
     sys.exit(0)
 
@@ -460,20 +507,9 @@ def main():
                     help="the build whose h5arkd and h5ark go into the image (default build/)")
     opts = ap.parse_args()
 
-    if sys.platform != "linux":
-        skip("needs Linux (namespaces, chroot)")
-    if os.geteuid() != 0:
-        skip("needs root: debootstrap, chroot, mount and namespaces (run it as root or with sudo)")
-    probe = subprocess.run(["unshare", "--pid", "--fork", "--net", "--mount", "--cgroup", "true"],
-                           capture_output=True, text=True)
-    if probe.returncode != 0:
-        skip(f"this machine allows no new namespaces: {probe.stderr.strip()}")
-
     started = time.monotonic()
     timings = {}
-    # SIGTERM (a CI time limit) must still clean up: make it an exception.
-    signal.signal(signal.SIGTERM, interrupted)
-
+    # What needs no root: the Dockerfile against scripts/setup and .dockerignore.
     steps = stages(instructions(DOCKERFILE))
     build_stage = next((s for f, s in steps if re.search(r"\bAS\s+build\b", f, re.I)), None)
     base, final = steps[-1]
@@ -482,8 +518,21 @@ def main():
     check(sorted(want) == sorted(have), "the build stage installs scripts/setup's build packages",
           f"only in scripts/setup: {sorted(set(want) - set(have))}, "
           f"only in the Dockerfile: {sorted(set(have) - set(want))}")
+    check_dockerignore(final)
     if not check(base == BASE_IMAGE, f"the runtime stage is FROM {BASE_IMAGE}", base):
         return
+
+    if sys.platform != "linux":
+        skip("the rest needs Linux (namespaces, chroot)")
+    if os.geteuid() != 0:
+        skip("the rest needs root: debootstrap, chroot, mount and namespaces (run it as root "
+             "or with sudo)")
+    probe = subprocess.run(["unshare", "--pid", "--fork", "--net", "--mount", "--cgroup", "true"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        skip(f"the rest needs new namespaces, which this machine refuses: {probe.stderr.strip()}")
+    # SIGTERM (a CI time limit) must still clean up: make it an exception.
+    signal.signal(signal.SIGTERM, interrupted)
 
     ensure_tools()
     t = time.monotonic()
@@ -654,6 +703,5 @@ if __name__ == "__main__":
     try:
         main()
     finally:
-        if not results.get("skipped"):
-            print(f"rootfs: {results['passed']} passed, {results['failed']} failed")
+        print(f"rootfs: {results['passed']} passed, {results['failed']} failed")
     sys.exit(1 if results["failed"] else 0)
