@@ -5,6 +5,7 @@
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
+#include "memlimit.h"
 #include "registry.h"
 #include "router.h"
 #include "shardcache.h"
@@ -41,7 +42,8 @@ static void usage(FILE *out) {
             "  --data-dir DIR       directory all file paths are relative to, created if\n"
             "                       missing (default %s)\n"
             "  --max-memory BYTES   memory for objects; suffixes K M G T (default: half the\n"
-            "                       machine's memory)\n"
+            "                       machine's memory, or of the cgroup memory limit (a\n"
+            "                       container's) when that is smaller)\n"
             "  --shard-cache BYTES  freed array memory kept for new arrays, whose pages are\n"
             "                       then already touched; it gives way to objects within\n"
             "                       --max-memory (default: a quarter of it; 0: none)\n"
@@ -235,7 +237,13 @@ static int configure(int argc, char **argv) {
     snprintf(config.endpoint, sizeof config.endpoint, "%s", DEFAULT_ENDPOINT);
     config.locales = cpus > 0 ? (int)cpus : 1;
     config.ranks = 1;
-    config.max_memory = (uint64_t)pages * (uint64_t)page / 2;
+    /* The default honours a cgroup (container) limit: past it the kernel kills the daemon
+     * before --max-memory would refuse anything. */
+    const char *cgroup_root = getenv(MEMLIMIT_ROOT_ENV);
+    uint64_t phys = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+    uint64_t cgroup_limit = memlimit_cgroup(cgroup_root ? cgroup_root : "");
+    config.max_memory = memlimit_default(phys, cgroup_limit);
+    bool max_memory_set = false;
     config.handlers = 8;
     config.max_queue = 1024;
     const char *data_dir = DEFAULT_DATA_DIR, *token_file = NULL, *curve_file = NULL;
@@ -262,6 +270,7 @@ static int configure(int argc, char **argv) {
                 fprintf(stderr, "h5arkd: --max-memory takes bytes, e.g. 1073741824 or 4G\n");
                 return -1;
             }
+            max_memory_set = true;
             break;
         case O_CACHE:
             if (parse_bytes(optarg, &config.shard_cache)) {
@@ -320,6 +329,15 @@ static int configure(int argc, char **argv) {
         usage(stderr);
         return -1;
     }
+    if (config.max_memory == 0) {
+        fprintf(stderr, "h5arkd: cannot tell the machine's memory: give --max-memory\n");
+        return -1;
+    }
+    if (!max_memory_set && cgroup_limit && cgroup_limit < phys)
+        log_info("default --max-memory: %llu bytes, half the cgroup memory limit of %llu bytes "
+                 "(the machine has %llu)",
+                 (unsigned long long)config.max_memory, (unsigned long long)cgroup_limit,
+                 (unsigned long long)phys);
     if (!max_message_set) config.max_message = config.max_memory;
     if (!shard_cache_set) config.shard_cache = config.max_memory / 4;
     if (config.shard_cache > config.max_memory) {

@@ -326,8 +326,10 @@ static void objects_table_add(table *t, const char *dataset, const h5ark_value *
 
 /* ---- connection ---------------------------------------------------------------------- */
 
-/* The token is the file's content without surrounding whitespace, as h5arkd reads it. */
-static int read_token(const char *path, char **token, h5ark_error *err) {
+/* The file's first word, as h5arkd reads it. With comments (token files), lines starting
+ * with '#' are skipped first, so the daemon's own token file serves the client too; a key
+ * file's Z85 text may itself start with '#'. */
+static int read_token(const char *path, bool comments, char **token, h5ark_error *err) {
     FILE *f = fopen(path, "r");
     if (!f)
         return h5ark_fail(err, H5ARK_IO_ERROR, "cannot read token file %s: %s", path,
@@ -337,8 +339,11 @@ static int read_token(const char *path, char **token, h5ark_error *err) {
     fclose(f);
     buf[n] = '\0';
     char *s = buf, *e = buf + n;
-    while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
-        s++;
+    for (;;) {
+        s += strspn(s, " \t\r\n");
+        if (!comments || *s != '#') break;
+        s += strcspn(s, "\n");
+    }
     char *nl = strpbrk(s, " \t\r\n"); /* the first word: a daemon's token file may add a role */
     if (nl) e = nl;
     while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
@@ -352,8 +357,8 @@ static int read_token(const char *path, char **token, h5ark_error *err) {
 
 static h5ark_client_t *connect_client(h5ark_error *err) {
     char *token = NULL, *server_key = NULL;
-    if (opt_token_file && read_token(opt_token_file, &token, err)) return NULL;
-    if (opt_server_key_file && read_token(opt_server_key_file, &server_key, err)) {
+    if (opt_token_file && read_token(opt_token_file, true, &token, err)) return NULL;
+    if (opt_server_key_file && read_token(opt_server_key_file, false, &server_key, err)) {
         free(token);
         return NULL;
     }

@@ -561,6 +561,19 @@ def test_token(start_daemon, tmp_path):
     failed(run("--token-file", tmp_path / "missing", "ping", endpoint=d.endpoint), "io_error")
 
 
+def test_token_file_of_the_daemon(start_daemon, tmp_path):
+    # The daemon's own token file (comments, roles) serves the tool as it is: its first
+    # token is used, as a container's healthcheck does with the token secret.
+    tokens = tmp_path / "tokens"
+    tokens.write_text("# tokens for the shared service\n\n  # indented comment\n"
+                      "9f2c0e1d3b5a47c8 write\n5d8e7a6b4c3f2e1d read\n")
+    d = start_daemon(token="9f2c0e1d3b5a47c8", token_file=tokens, locales=1)
+    assert "pong" in ok(run("--token-file", tokens, "ping", endpoint=d.endpoint))
+    only_comments = tmp_path / "only_comments"
+    only_comments.write_text("# no token yet\n")
+    failed(run("--token-file", only_comments, "ping", endpoint=d.endpoint), "unauthorized")
+
+
 def test_shutdown(start_daemon):
     d = start_daemon(locales=1)
     out = ok(run("shutdown", endpoint=d.endpoint))

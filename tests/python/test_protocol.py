@@ -1,6 +1,7 @@
 """The wire protocol against a real daemon, with nothing but pyzmq, msgpack and numpy:
 every command except the HDF5 ones, every fill and dtype, payload framing, malformed input
 of every kind, auth, memory limits, shutdown and concurrency (see protocol/PROTOCOL.md)."""
+import os
 import signal
 import threading
 import uuid
@@ -257,6 +258,35 @@ def test_getconfig(daemon):
 def test_getconfig_locales_follow_option(start_daemon, locales):
     d = start_daemon(locales=locales)
     check_config(ok(send(d, "getconfig")), locales)
+
+
+def fake_cgroup(root, limit):
+    """A cgroup v2 tree as a container sees it, with memory.max = limit, under root."""
+    (root / "proc" / "self").mkdir(parents=True)
+    (root / "proc" / "self" / "cgroup").write_text("0::/\n")
+    (root / "sys" / "fs" / "cgroup").mkdir(parents=True)
+    (root / "sys" / "fs" / "cgroup" / "memory.max").write_text(f"{limit}\n")
+    return {"H5ARK_CGROUP_ROOT": str(root)}
+
+
+def test_default_max_memory_honours_cgroup_limit(start_daemon, tmp_path):
+    # A container's memory limit below the machine's: the default is half of it, and the
+    # shard cache a quarter of that.
+    limit = 96 << 20
+    d = start_daemon(env=fake_cgroup(tmp_path / "small", limit))
+    cfg = ok(send(d, "getconfig"))
+    assert cfg["max_memory"] == limit // 2
+    assert cfg["shard_cache"] == limit // 8
+    # an object past it is refused, rather than the kernel killing the daemon
+    fails(send(d, "create", {"name": "big", "dtype": "uint8", "size": limit // 2 + 1,
+                             "fill": "zeros"}), "resource_limit")
+    # --max-memory given wins over the limit
+    d2 = start_daemon(max_memory="80M", env=fake_cgroup(tmp_path / "given", limit))
+    assert ok(send(d2, "getconfig"))["max_memory"] == 80 << 20
+    # A limit above the machine's memory (v1's "unlimited", say) leaves half the machine's.
+    d3 = start_daemon(env=fake_cgroup(tmp_path / "huge", 1 << 62))
+    machine = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    assert ok(send(d3, "getconfig"))["max_memory"] == machine // 2
 
 
 # ---------------------------------------------------------------- create
