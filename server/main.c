@@ -3,6 +3,8 @@
 #include "h5ark_version.h"
 #include "locales.h"
 #include "log.h"
+#include "ranks.h"
+#include "ranks_serve.h"
 #include "registry.h"
 #include "router.h"
 #include "shardcache.h"
@@ -313,15 +315,25 @@ static int configure(int argc, char **argv) {
         fprintf(stderr, "h5arkd: cannot create data directory %s: %s\n", data_dir, strerror(errno));
         return -1;
     }
-    if (token_file && read_tokens(token_file)) return -1;
-    if (curve_file && read_key(curve_file, config.curve_secret)) return -1;
+    /* only rank 0 serves clients: the other ranks' hosts need not hold these files */
+    if (token_file && ranks_self() == 0 && read_tokens(token_file)) return -1;
+    if (curve_file && ranks_self() == 0 && read_key(curve_file, config.curve_secret)) return -1;
     return 0;
 }
 
 int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], SANDBOX_PROBE_ARG) == 0)
         return storage_init() < 0 ? 1 : sandbox_probe_main(argv[2]);
-    if (configure(argc, argv) != 0) return 2;
+    if (ranks_init(&argc, &argv) != 0) return 1;
+    if (configure(argc, argv) != 0) {
+        if (ranks_count() > 1) ranks_abort(2);
+        return 2;
+    }
+    if (ranks_count() > 1) {
+        /* every rank runs rank 0's number of locales: the distribution is R x T */
+        log_rank = ranks_self();
+        ranks_startup_bcast(&config.locales, sizeof config.locales);
+    }
     const char *faults = getenv(SYSIO_FAULTS_ENV);
     if (faults && strcmp(faults, "1") == 0) {
         if (sysio_faults_start(-1) != 0) {
@@ -357,7 +369,7 @@ int main(int argc, char **argv) {
     registry_init(config.max_memory);
     shardcache_init(config.shard_cache);
     sandbox_start();
-    size_t stale = files_remove_stale_temps();
+    size_t stale = ranks_self() == 0 ? files_remove_stale_temps() : 0;
     if (stale)
         log_warn("removed %zu temporary file(s) left by a daemon that stopped mid-write", stale);
     if (locales_start(config.locales) != 0) {
@@ -366,11 +378,23 @@ int main(int argc, char **argv) {
     }
     void *zctx = zmq_ctx_new();
     h5ark_error err = {0};
-    int rc = router_run(zctx, &err);
+    int rc = ranks_serve_start(zctx, &err);
+    if (rc == 0 && ranks_count() > 1 && ranks_self() == 0)
+        log_info("%d ranks of %d locales each (%s)", ranks_count(), config.locales,
+                 ranks_mpi_library());
+    if (rc == 0) rc = ranks_self() == 0 ? router_run(zctx, &err) : ranks_worker_run(&err);
+    ranks_serve_stop();
+    char why[512];
+    if (rc == 0 && ranks_is_broken(why, sizeof why))
+        rc = h5ark_fail(&err, H5ARK_IO_ERROR, "%s", why);
     if (rc != 0)
         fprintf(stderr, "h5arkd: %s\n", err.message);
     else
         log_info("stopped cleanly");
+    if (rc != 0 && ranks_count() > 1) {
+        fflush(stderr);
+        ranks_abort(1); /* peers may be gone: MPI_Finalize would wait for them */
+    }
 
     zmq_ctx_term(zctx);
     registry_shutdown();
@@ -381,5 +405,6 @@ int main(int argc, char **argv) {
         free(config.tokens[i].secret);
     free(config.tokens);
     H5close();
+    ranks_finalize();
     return rc == 0 ? 0 : 1;
 }
