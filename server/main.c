@@ -324,6 +324,14 @@ static int configure(int argc, char **argv) {
 int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], SANDBOX_PROBE_ARG) == 0)
         return storage_init() < 0 ? 1 : sandbox_probe_main(argv[2]);
+    /* Signals are read by the router through a signalfd: block them in every thread, the
+     * MPI library's too (ranks_init starts them). */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
     if (ranks_init(&argc, &argv) != 0) return 1;
     if (configure(argc, argv) != 0) {
         if (ranks_count() > 1) ranks_abort(2);
@@ -354,14 +362,6 @@ int main(int argc, char **argv) {
     mallopt(M_TOP_PAD, 64 << 20);
     mallopt(M_TRIM_THRESHOLD, 128 << 20);
 
-    /* Signals are read by the router through a signalfd: block them in every thread. */
-    sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
-
     if (storage_init() < 0) {
         fprintf(stderr, "h5arkd: the HDF5 library failed to initialise\n");
         return 1;
@@ -387,7 +387,9 @@ int main(int argc, char **argv) {
     char why[512];
     if (rc == 0 && ranks_is_broken(why, sizeof why))
         rc = h5ark_fail(&err, H5ARK_IO_ERROR, "%s", why);
-    if (rc != 0)
+    if (rc != 0 && ranks_count() > 1)
+        fprintf(stderr, "h5arkd: rank %d: %s\n", ranks_self(), err.message);
+    else if (rc != 0)
         fprintf(stderr, "h5arkd: %s\n", err.message);
     else
         log_info("stopped cleanly");

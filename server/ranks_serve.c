@@ -4,6 +4,7 @@
  * connects a DEALER named "r<rank>" to the address of rank 0 on a subnet it shares
  * (H5ARK_RANK0_ADDRESS overrides). Messages, first frame a type byte:
  *   rank 0 -> rank r:  'R' seq request-header   'H' heartbeat   'S' stop
+ *                      'X' reason (the job is broken: rank 0 ends it)
  *   rank r -> rank 0:  'Y' ready   'H' heartbeat   'B' stopped
  * On rank 0 a control thread owns the ROUTER; handler threads hand it requests to forward
  * through an inproc PUSH. On the other ranks the main thread owns the DEALER and a pool of
@@ -245,6 +246,20 @@ static void *control_main(void *arg) {
             }
         }
         if (atomic_load(&stop_workers)) {
+            char why[512];
+            if (ranks_is_broken(why, sizeof why)) {
+                /* tell the others why, so that they do not report rank 0's leaving as the
+                 * fault; rank 0 then ends the job (main.c) */
+                zmq_msg_t reason;
+                zmq_msg_init_size(&reason, strlen(why));
+                memcpy(zmq_msg_data(&reason), why, strlen(why));
+                for (int r = 1; r < nranks; r++)
+                    if (!stopped[r]) send_to(r, 'X', &reason, 1);
+                zmq_msg_close(&reason);
+                int linger = 1000;
+                zmq_setsockopt(control_router, ZMQ_LINGER, &linger, sizeof linger);
+                break;
+            }
             if (!stop_sent) {
                 stop_sent = t;
                 for (int r = 1; r < nranks; r++)
@@ -253,7 +268,7 @@ static void *control_main(void *arg) {
             bool all = true;
             for (int r = 1; r < nranks; r++)
                 all &= stopped[r];
-            if (all || ranks_is_broken(NULL, 0) || t - stop_sent > timeout_ms + 30000) {
+            if (all || t - stop_sent > timeout_ms + 30000) {
                 if (!all) log_warn("not every rank said it stopped; leaving anyway");
                 break;
             }
@@ -426,7 +441,7 @@ int ranks_worker_run(h5ark_error *err) {
     for (int i = 0; threads && i < nthreads; i++)
         if (pthread_create(&threads[started], NULL, worker_handler, NULL) == 0) started++;
     int64_t heard = now_ms(), last_beat = heard;
-    bool stopping = false;
+    bool stopping = false, told_by_rank0 = false;
     int rc = 0;
     while (!stopping) {
         zmq_pollitem_t items[2] = {{worker_dealer, 0, ZMQ_POLLIN, 0}, {mon, 0, ZMQ_POLLIN, 0}};
@@ -458,12 +473,18 @@ int ranks_worker_run(h5ark_error *err) {
                 }
             } else if (type == 'S') {
                 stopping = true;
+            } else if (type == 'X') {
+                ranks_set_broken("stopping, as rank 0 does: %.*s",
+                                 n >= 2 ? (int)zmq_msg_size(&f[1]) : 0,
+                                 n >= 2 ? (const char *)zmq_msg_data(&f[1]) : "");
+                told_by_rank0 = true;
+                rc = -1;
+                stopping = true;
             }
             close_frames(f, n);
         }
         if (items[1].revents & ZMQ_POLLIN && monitor_disconnected(mon)) {
-            ranks_set_broken("rank %d: rank 0 (host %s) has gone: its connection closed",
-                             ranks_self(), ranks_host(0));
+            ranks_set_broken("rank 0 (host %s) has gone: its connection closed", ranks_host(0));
             rc = -1;
             break;
         }
@@ -472,9 +493,9 @@ int ranks_worker_run(h5ark_error *err) {
             send_type(worker_dealer, 'H', ZMQ_DONTWAIT);
         }
         if (t - heard > timeout_ms) {
-            ranks_set_broken("rank %d: rank 0 (host %s) has not been heard from within the rank "
-                             "timeout (H5ARK_RANK_TIMEOUT)",
-                             ranks_self(), ranks_host(0));
+            ranks_set_broken("rank 0 (host %s) has not been heard from within the rank timeout "
+                             "(H5ARK_RANK_TIMEOUT)",
+                             ranks_host(0));
             rc = -1;
             break;
         }
@@ -494,6 +515,12 @@ int ranks_worker_run(h5ark_error *err) {
     }
     zmq_close(mon);
     zmq_close(worker_dealer);
+    if (told_by_rank0) {
+        /* rank 0 ends the job with its own error: leave it the time to, so mpirun reports
+         * the cause rather than this rank's echo of it */
+        struct timespec ts = {5, 0};
+        nanosleep(&ts, NULL);
+    }
     if (rc) {
         char why[512];
         ranks_is_broken(why, sizeof why);
