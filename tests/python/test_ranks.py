@@ -40,8 +40,14 @@ class MpiDaemon:
                 daemon_binary(), "--endpoint", self.endpoint, "--locales", str(threads),
                 "--data-dir", str(self.tmp / "data"), "--log-level", "info"]
         self.log = open(self.tmp / "mpirun.log", "w+")
+        # Under a sanitizer build, leak checking is off for the ranks: Open MPI's components
+        # are unloaded by MPI_Finalize with blocks still allocated, which LeakSanitizer
+        # reports from an unknown module and no suppression can name. The one-rank suite
+        # checks h5ark's own leaks; every other sanitizer check stays on.
+        asan = os.environ.get("ASAN_OPTIONS")
+        extra = {"ASAN_OPTIONS": asan + ":detect_leaks=0"} if asan else {}
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT,
-                                     env={**os.environ, **(env or {})},
+                                     env={**os.environ, **extra, **(env or {})},
                                      start_new_session=True)
         deadline = time.time() + 60
         while time.time() < deadline:
