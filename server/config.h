@@ -10,7 +10,6 @@
 typedef struct {
     char endpoint[1024];
     int locales;
-    int ranks; /* processes serving the objects: 1 until the daemon scales out over MPI */
     char data_dir[PATH_MAX]; /* absolute, symlinks resolved */
     uint64_t max_memory;
     uint64_t shard_cache; /* freed shard memory kept for reuse (shardcache.h) */

@@ -5,6 +5,7 @@
 #include "config.h"
 #include "log.h"
 #include "metrics.h"
+#include "ranks_serve.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -213,6 +214,10 @@ int reply_buffer_begin(command_ctx *ctx, const char *name, uint64_t nbytes, obje
         if (h5ark_value_len(b) != 2) h5ark_value_destroy(&b);
         return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory building the reply");
     }
+    return reply_hold(ctx, owner, err);
+}
+
+int reply_hold(command_ctx *ctx, object *owner, h5ark_error *err) {
     if (!owner) return 0;
     for (size_t i = 0; i < ctx->nheld; i++)
         if (ctx->held[i] == owner) return 0;
@@ -314,7 +319,8 @@ void dispatch_handle(request *req, reply *out) {
     if (check_header(h, req->decode_error, &err)) goto fail;
     const char *name = h5ark_value_get(h, "cmd")->as.s.ptr;
     cmd = command_find(name);
-    if (check_token(h, cmd, &err)) goto fail; /* before revealing which commands exist */
+    if (!req->forwarded_seq && check_token(h, cmd, &err))
+        goto fail; /* before revealing which commands exist */
     if (!cmd) {
         h5ark_fail(&err, H5ARK_UNKNOWN_COMMAND, "unknown command '%s'", name);
         goto fail;
@@ -327,7 +333,7 @@ void dispatch_handle(request *req, reply *out) {
     }
     if (check_args(cmd, ctx.args, &err)) goto fail;
     if (h5ark_buffer_list_parse(h5ark_value_get(h, "buffers"), &buffers, &err)) goto fail;
-    if (buffers.total != req->payload.total) {
+    if (buffers.total != req->payload.total && !req->forwarded_seq) {
         h5ark_fail(&err, H5ARK_BAD_REQUEST,
                    "the header's buffers add up to %llu bytes but %llu payload bytes arrived",
                    (unsigned long long)buffers.total, (unsigned long long)req->payload.total);
@@ -343,7 +349,11 @@ void dispatch_handle(request *req, reply *out) {
         goto fail;
     }
     log_debug("request %s", name);
-    if (cmd->fn(&ctx, &err) != 0) goto fail;
+    /* several ranks: refuse, run here alone, or forward and run everywhere (ranks_serve.h) */
+    uint64_t seq = req->forwarded_seq;
+    if (ranks_serve_begin(cmd->name, cmd->ranks, h, &seq, &err)) goto fail;
+    int rc = cmd->fn(&ctx, &err);
+    if (ranks_serve_end(seq, &rc, &err) || rc != 0) goto fail;
 
     h5ark_value *rh = reply_header(h, true);
     if (h5ark_value_set(rh, "result", ctx.result) == 0) ctx.result = NULL;
@@ -402,6 +412,16 @@ const char *dispatch_command_name(size_t i) {
         for (const command_def *c = families[f]; c->name; c++)
             if (i-- == 0) return c->name;
     return NULL;
+}
+
+void dispatch_forwarded(uint64_t seq, const void *header, size_t len) {
+    request req = {.forwarded_seq = seq};
+    h5ark_payload_init(&req.payload);
+    req.header = h5ark_value_decode(header, len, &req.decode_error);
+    reply r;
+    dispatch_handle(&req, &r);
+    reply_free(&r);
+    h5ark_value_destroy(&req.header);
 }
 
 void reply_free(reply *r) {

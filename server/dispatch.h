@@ -34,6 +34,13 @@ typedef int (*command_fn)(command_ctx *ctx, h5ark_error *err);
 
 #define COMMAND_MAX_ARGS 16
 
+/* Where a command runs when the daemon is several ranks (ranks.h). */
+typedef enum {
+    RANKS_NOT_YET = 0, /* not converted: refused at R > 1 with a clear error */
+    RANKS_ZERO,        /* on rank 0 alone (reads only what rank 0 holds: metadata, files) */
+    RANKS_EVERY        /* on every rank, each on its own shards (SPMD) */
+} ranks_mode;
+
 typedef struct {
     const char *name;
     command_fn fn;
@@ -44,6 +51,7 @@ typedef struct {
     bool immediate;
     /* Creates and changes nothing (no object, no file): allowed with a read token. */
     bool read_only;
+    ranks_mode ranks;
 } command_def;
 
 /* One request being handled, and the reply it builds. */
@@ -81,6 +89,8 @@ int reply_warn(command_ctx *ctx, h5ark_error *err, const char *fmt, ...)
 int reply_buffer_begin(command_ctx *ctx, const char *name, uint64_t nbytes, object *owner,
                        h5ark_error *err);
 int reply_buffer_span(command_ctx *ctx, const void *ptr, uint64_t len, h5ark_error *err);
+/* Keep `owner` alive until the reply has been sent (spans point into it). */
+int reply_hold(command_ctx *ctx, object *owner, h5ark_error *err);
 
 /* A request as the router hands it over. */
 typedef struct request {
@@ -89,6 +99,9 @@ typedef struct request {
     h5ark_payload payload;
     uint64_t bytes;      /* header and payload frames as received, for metrics */
     uint64_t arrived_ns; /* metrics_clock() when the router had it whole */
+    /* Ranks > 0: the request number rank 0 forwarded it under (token and payload were
+     * checked on rank 0; bulk bytes come through ranks.h). 0 on rank 0. */
+    uint64_t forwarded_seq;
 } request;
 
 /* A reply ready to send: the header's bytes and the payload spans (see h5ark_frames.h). */
@@ -112,5 +125,8 @@ void dispatch_error_reply(const h5ark_value *header, h5ark_code code, const char
 void reply_free(reply *r);
 /* The names of the command table, i from 0 until it returns NULL. */
 const char *dispatch_command_name(size_t i);
+/* Ranks > 0: run a request rank 0 forwarded (header bytes as rank 0 encoded them); the
+ * reply is rank 0's to send, so only its status matters here. */
+void dispatch_forwarded(uint64_t seq, const void *header, size_t len);
 
 #endif

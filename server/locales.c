@@ -1,6 +1,8 @@
 /* Locale worker threads and locales_run (see locales.h). */
 #include "locales.h"
 
+#include "ranks.h"
+
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -27,8 +29,10 @@ typedef struct {
     bool stopping;
 } locale;
 
-static locale *locales;
-static int nlocales;
+static locale *locales; /* this rank's threads */
+static int nlocales;    /* their number */
+static int first_local; /* global number of locales[0] */
+static int total;       /* every rank's locales */
 static _Thread_local int self = -1;
 
 static void *locale_main(void *arg) {
@@ -58,9 +62,11 @@ static void *locale_main(void *arg) {
 int locales_start(int count) {
     locales = calloc((size_t)count, sizeof *locales);
     if (!locales) return -1;
+    first_local = ranks_self() * count;
+    total = ranks_count() * count;
     for (int i = 0; i < count; i++) {
         locale *l = &locales[i];
-        l->id = i;
+        l->id = first_local + i;
         pthread_mutex_init(&l->lock, NULL);
         pthread_cond_init(&l->wake, NULL);
         if (pthread_create(&l->thread, NULL, locale_main, l) != 0) {
@@ -88,10 +94,20 @@ void locales_stop(void) {
     free(locales);
     locales = NULL;
     nlocales = 0;
+    total = 0;
 }
 
 int locales_count(void) {
+    return total;
+}
+int locales_local_first(void) {
+    return first_local;
+}
+int locales_local_count(void) {
     return nlocales;
+}
+int locales_rank_of(int locale) {
+    return nlocales ? locale / nlocales : 0;
 }
 int locales_self(void) {
     return self;
@@ -101,7 +117,7 @@ void locales_run(locale_fn fn, void *ctx) {
     if (self >= 0) {
         /* A locale waiting on its own queue would deadlock: run inline, one after another. */
         for (int i = 0; i < nlocales; i++)
-            fn(i, ctx);
+            fn(first_local + i, ctx);
         return;
     }
     job j = {.fn = fn, .ctx = ctx, .pending = nlocales};

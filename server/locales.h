@@ -1,18 +1,34 @@
 /* The locale worker threads. Each locale owns one shard of every array; work on a shard
  * runs on its locale's thread. locales_run is the one fan-out primitive: it runs a function
  * on every locale at once and waits for all of them. Many handler threads may call it
- * concurrently; each locale runs the jobs it is given in order. */
+ * concurrently; each locale runs the jobs it is given in order.
+ *
+ * With several ranks (ranks.h) a locale is a (rank, thread) pair: locale numbers are global,
+ * rank r's threads are locales r*T .. r*T+T-1, locales_count() is all of them (R*T), and
+ * locales_run runs fn on this rank's locales only, with their global numbers. A shard's
+ * memory exists on its locale's rank alone. With one rank nothing of this shows. */
 #ifndef H5ARK_LOCALES_H
 #define H5ARK_LOCALES_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef void (*locale_fn)(int locale, void *ctx);
 
+/* Start `count` threads on this rank (the same count on every rank). */
 int locales_start(int count);
 void locales_stop(void);
-int locales_count(void);
+int locales_count(void); /* every rank's locales together */
+/* This rank's locales: [locales_local_first(), + locales_local_count()). */
+int locales_local_first(void);
+int locales_local_count(void);
+static inline bool locales_is_local(int locale) {
+    return locale >= locales_local_first() &&
+           locale < locales_local_first() + locales_local_count();
+}
+/* The rank whose threads run `locale`. */
+int locales_rank_of(int locale);
 /* Run fn(locale, ctx) on every locale's thread, return when all have finished. */
 void locales_run(locale_fn fn, void *ctx);
 /* The locale whose thread calls this, or -1 on any other thread. */

@@ -7,6 +7,7 @@
 #include <time.h>
 
 log_level log_threshold = LOG_NOTICE;
+int log_rank = -1;
 
 static const char *const names[] = {"error", "warn", "notice", "info", "debug"};
 
@@ -29,6 +30,7 @@ void log_msg(log_level level, const char *fmt, ...) {
     int n = (int)strftime(line, sizeof line, "%Y-%m-%dT%H:%M:%S", &tm);
     n += snprintf(line + n, sizeof line - (size_t)n, ".%03ldZ %-6s ", ts.tv_nsec / 1000000,
                   names[level]);
+    if (log_rank >= 0) n += snprintf(line + n, sizeof line - (size_t)n, "rank %d: ", log_rank);
     va_list ap;
     va_start(ap, fmt);
     int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);

@@ -7,6 +7,7 @@
 typedef enum { LOG_ERROR, LOG_WARN, LOG_NOTICE, LOG_INFO, LOG_DEBUG } log_level;
 
 extern log_level log_threshold;
+extern int log_rank; /* with several ranks, this rank's number, shown on every line; else -1 */
 int log_level_from_name(const char *name, log_level *out);
 void log_msg(log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -4,8 +4,10 @@
 #include "locales.h"
 #include "http.h"
 #include "log.h"
-#include "metrics.h"
 #include "memlimit.h"
+#include "metrics.h"
+#include "ranks.h"
+#include "ranks_serve.h"
 #include "registry.h"
 #include "router.h"
 #include "shardcache.h"
@@ -236,7 +238,6 @@ static int configure(int argc, char **argv) {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     snprintf(config.endpoint, sizeof config.endpoint, "%s", DEFAULT_ENDPOINT);
     config.locales = cpus > 0 ? (int)cpus : 1;
-    config.ranks = 1;
     /* The default honours a cgroup (container) limit: past it the kernel kills the daemon
      * before --max-memory would refuse anything. */
     const char *cgroup_root = getenv(MEMLIMIT_ROOT_ENV);
@@ -349,15 +350,33 @@ static int configure(int argc, char **argv) {
         fprintf(stderr, "h5arkd: cannot create data directory %s: %s\n", data_dir, strerror(errno));
         return -1;
     }
-    if (token_file && read_tokens(token_file)) return -1;
-    if (curve_file && read_key(curve_file, config.curve_secret)) return -1;
+    /* only rank 0 serves clients: the other ranks' hosts need not hold these files */
+    if (token_file && ranks_self() == 0 && read_tokens(token_file)) return -1;
+    if (curve_file && ranks_self() == 0 && read_key(curve_file, config.curve_secret)) return -1;
     return 0;
 }
 
 int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], SANDBOX_PROBE_ARG) == 0)
         return storage_init() < 0 ? 1 : sandbox_probe_main(argv[2]);
-    if (configure(argc, argv) != 0) return 2;
+    /* Signals are read by the router through a signalfd: block them in every thread, the
+     * MPI library's too (ranks_init starts them). */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if (ranks_init(&argc, &argv) != 0) return 1;
+    if (configure(argc, argv) != 0) {
+        if (ranks_count() > 1) ranks_abort(2);
+        return 2;
+    }
+    if (ranks_count() > 1) {
+        /* every rank runs rank 0's number of locales: the distribution is R x T */
+        log_rank = ranks_self();
+        ranks_startup_bcast(&config.locales, sizeof config.locales);
+    }
     const char *faults = getenv(SYSIO_FAULTS_ENV);
     if (faults && strcmp(faults, "1") == 0) {
         if (sysio_faults_start(-1) != 0) {
@@ -378,14 +397,6 @@ int main(int argc, char **argv) {
     mallopt(M_TOP_PAD, 64 << 20);
     mallopt(M_TRIM_THRESHOLD, 128 << 20);
 
-    /* Signals are read by the router through a signalfd: block them in every thread. */
-    sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
-
     if (storage_init() < 0) {
         fprintf(stderr, "h5arkd: the HDF5 library failed to initialise\n");
         return 1;
@@ -393,7 +404,7 @@ int main(int argc, char **argv) {
     registry_init(config.max_memory);
     shardcache_init(config.shard_cache);
     sandbox_start();
-    size_t stale = files_remove_stale_temps();
+    size_t stale = ranks_self() == 0 ? files_remove_stale_temps() : 0;
     if (stale)
         log_warn("removed %zu temporary file(s) left by a daemon that stopped mid-write", stale);
     if (locales_start(config.locales) != 0) {
@@ -401,19 +412,35 @@ int main(int argc, char **argv) {
         return 1;
     }
     h5ark_error err = {0};
-    int rc = metrics_start(config.metrics, &err);
+    void *zctx = zmq_ctx_new();
+    /* the metrics endpoint is rank 0's, as the request endpoint is */
+    int rc = ranks_self() == 0 ? metrics_start(config.metrics, &err) : 0;
     if (rc != 0) {
         fprintf(stderr, "h5arkd: --metrics-endpoint: %s\n", err.message);
     } else {
-        void *zctx = zmq_ctx_new();
-        rc = router_run(zctx, &err);
-        if (rc != 0)
+        rc = ranks_serve_start(zctx, &err);
+        if (rc == 0 && ranks_count() > 1 && ranks_self() == 0)
+            log_notice("%d ranks of %d locales each (%s)", ranks_count(), config.locales,
+                       ranks_mpi_library());
+        if (rc == 0) rc = ranks_self() == 0 ? router_run(zctx, &err) : ranks_worker_run(&err);
+        ranks_serve_stop();
+        char why[512];
+        if (rc == 0 && ranks_is_broken(why, sizeof why))
+            rc = h5ark_fail(&err, H5ARK_IO_ERROR, "%s", why);
+        if (rc != 0 && ranks_count() > 1)
+            fprintf(stderr, "h5arkd: rank %d: %s\n", ranks_self(), err.message);
+        else if (rc != 0)
             fprintf(stderr, "h5arkd: %s\n", err.message);
         else
             log_notice("stopped cleanly");
-        zmq_ctx_term(zctx);
     }
     metrics_stop();
+    if (rc != 0 && ranks_count() > 1) {
+        fflush(stderr);
+        ranks_abort(1); /* peers may be gone: MPI_Finalize would wait for them */
+    }
+
+    zmq_ctx_term(zctx);
     registry_shutdown();
     shardcache_shutdown();
     sandbox_stop();
@@ -422,5 +449,6 @@ int main(int argc, char **argv) {
         free(config.tokens[i].secret);
     free(config.tokens);
     H5close();
+    ranks_finalize();
     return rc == 0 ? 0 : 1;
 }

@@ -7,6 +7,7 @@
 #include "http.h"
 #include "locales.h"
 #include "log.h"
+#include "ranks.h"
 #include "registry.h"
 #include "shardcache.h"
 
@@ -220,8 +221,9 @@ static void exposition(text *t) {
     put(t, "h5ark_build_info{version=\"%s\"} 1\n", H5ARK_VERSION_STRING);
     gauge(t, "h5ark_start_time_seconds", "When the daemon started, in seconds since the epoch.",
           (uint64_t)started);
-    gauge(t, "h5ark_ranks", "Processes serving this daemon's objects.", (uint64_t)config.ranks);
-    gauge(t, "h5ark_locales", "Locale threads of each rank, over which arrays are sharded.",
+    gauge(t, "h5ark_ranks", "Processes serving this daemon's objects.", (uint64_t)ranks_count());
+    gauge(t, "h5ark_locales",
+          "Locale threads of all ranks together, over which arrays are sharded.",
           (uint64_t)locales_count());
 
     family(t, "h5ark_requests_total", "counter",

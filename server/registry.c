@@ -1,6 +1,7 @@
 /* The object registry (see registry.h): a chained hash table of published objects. */
 #include "registry.h"
 
+#include "ranks.h"
 #include "shardcache.h"
 
 #include <ctype.h>
@@ -119,13 +120,18 @@ static void grow(void) {
 }
 
 int registry_publish(object *obj, const char *name, h5ark_error *err) {
-    char generated[32];
+    char generated[48];
     if (name && registry_check_name(name, err)) return -1;
     pthread_mutex_lock(&lock);
     if (!name) {
-        /* generated names start with "id_", which client names may also use: skip taken ones */
+        /* generated names start with "id_", which client names may also use: skip taken ones.
+         * In a call of several ranks the name comes from the request's number, so that it
+         * is the same on every rank whatever order the ranks' handlers publish in. */
         do
-            snprintf(generated, sizeof generated, "id_%llu", (unsigned long long)++next_id);
+            if (ranks_call_seq())
+                ranks_call_name(generated, sizeof generated);
+            else
+                snprintf(generated, sizeof generated, "id_%llu", (unsigned long long)++next_id);
         while (*find(generated));
         name = generated;
     }

@@ -5,6 +5,7 @@
 
 #include "config.h"
 #include "dispatch.h"
+#include "locales.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -235,7 +236,7 @@ int router_run(void *zmq_context, h5ark_error *err) {
     const char *metrics = metrics_address();
     printf("h5arkd %s listening on %s with %d locale%s, data directory %s, max memory %llu "
            "bytes%s%s%s%s%s\n",
-           H5ARK_VERSION_STRING, bound, config.locales, config.locales == 1 ? "" : "s",
+           H5ARK_VERSION_STRING, bound, locales_count(), locales_count() == 1 ? "" : "s",
            config.data_dir, (unsigned long long)config.max_memory,
            config.ntokens ? ", token required" : "",
            config.curve_secret[0] ? ", CURVE encryption" : "",

@@ -5,6 +5,7 @@
 #include "config.h"
 #include "locales.h"
 #include "metrics.h"
+#include "ranks.h"
 #include "registry.h"
 #include "shardcache.h"
 #include "sysio.h"
@@ -42,6 +43,16 @@ static int cmd_getconfig(command_ctx *ctx, h5ark_error *err) {
         reply_set(ctx, "data_dir", h5ark_value_str(config.data_dir), err) ||
         reply_set(ctx, "metrics_endpoint",
                   metrics_address() ? h5ark_value_str(metrics_address()) : h5ark_value_nil(), err))
+        return -1;
+    /* ranks: the processes of the daemon; hosts: each rank's host name, in rank order */
+    h5ark_value *hosts = h5ark_value_array();
+    for (int r = 0; hosts && r < ranks_count(); r++)
+        if (h5ark_value_push(hosts, h5ark_value_str(ranks_host(r))) != 0)
+            h5ark_value_destroy(&hosts);
+    if (!hosts) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (reply_set(ctx, "ranks", h5ark_value_uint((uint64_t)ranks_count()), err) ||
+        reply_set(ctx, "hosts", hosts, err) ||
+        reply_set(ctx, "locales_per_rank", h5ark_value_uint((uint64_t)locales_local_count()), err))
         return -1;
     return 0;
 }
@@ -147,12 +158,18 @@ static int cmd_fault(command_ctx *ctx, h5ark_error *err) {
 }
 
 const command_def admin_commands[] = {
-    {"ping", cmd_ping, {{0}}, .immediate = true, .read_only = true},
-    {"getconfig", cmd_getconfig, {{0}}, .immediate = true, .read_only = true},
-    {"info", cmd_info, {{"names", ARG_STR_ARRAY, false}, {0}}, .read_only = true},
-    {"delete", cmd_delete, {{"names", ARG_STR_ARRAY, true}, {0}}},
-    {"clear", cmd_clear, {{0}}},
-    {"shutdown", cmd_shutdown, {{0}}},
+    /* .ranks: every rank holds every object's metadata, so commands that read only that (or
+     * only rank 0's state) run on rank 0; commands that change objects run everywhere */
+    {"ping", cmd_ping, {{0}}, .immediate = true, .read_only = true, .ranks = RANKS_ZERO},
+    {"getconfig", cmd_getconfig, {{0}}, .immediate = true, .read_only = true, .ranks = RANKS_ZERO},
+    {"info",
+     cmd_info,
+     {{"names", ARG_STR_ARRAY, false}, {0}},
+     .read_only = true,
+     .ranks = RANKS_ZERO},
+    {"delete", cmd_delete, {{"names", ARG_STR_ARRAY, true}, {0}}, .ranks = RANKS_EVERY},
+    {"clear", cmd_clear, {{0}}, .ranks = RANKS_EVERY},
+    {"shutdown", cmd_shutdown, {{0}}, .ranks = RANKS_ZERO},
     {"fault",
      cmd_fault,
      {{"class", ARG_STR, false}, {"nth", ARG_UINT, false}, {"error", ARG_STR, false}, {0}}},

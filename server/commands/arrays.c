@@ -5,6 +5,7 @@
 #include "objects/bigint.h"
 #include "objects/pdarray.h"
 #include "objects/strings.h"
+#include "ranks.h"
 #include "registry.h"
 
 #include <math.h>
@@ -13,12 +14,25 @@
 #include <string.h>
 #include <time.h>
 
-/* Publish a freshly built object under args.name (or a generated name) and describe it. */
+/* Publish a freshly built object under args.name (or a generated name) and describe it.
+ * With several ranks, published on every rank or on none. */
 static int publish_and_describe(command_ctx *ctx, object *obj, h5ark_error *err) {
     int rc = registry_publish(obj, arg_str(ctx, "name", NULL), err);
+    if (ranks_call_seq()) {
+        int all = ranks_agree(rc, err);
+        if (all != 0 && rc == 0) registry_remove(obj->name, NULL);
+        rc = all;
+    }
     if (rc == 0) rc = reply_set(ctx, "object", object_describe(obj), err);
     object_release(obj);
     return rc;
+}
+
+/* With several ranks: a part of a command not converted yet (every rank refuses alike). */
+static int not_on_ranks(const char *what, h5ark_error *err) {
+    return h5ark_fail(err, H5ARK_UNKNOWN_COMMAND,
+                      "not available on several ranks yet: %s (this daemon runs as %d ranks)", what,
+                      ranks_count());
 }
 
 static int parse_dtype(command_ctx *ctx, const char *cmd, const char *def, h5ark_dtype *out,
@@ -208,6 +222,8 @@ static int cmd_put(command_ctx *ctx, h5ark_error *err) {
         return -1;
     if (arg_has(ctx, "max_bits") && dtype != H5ARK_BIGINT)
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "put: 'max_bits' applies to dtype bigint only");
+    if (ranks_count() > 1 && (objtype == H5ARK_STRINGS || dtype == H5ARK_BIGINT))
+        return not_on_ranks(objtype == H5ARK_STRINGS ? "put of strings" : "put of bigint", err);
     if (objtype == H5ARK_STRINGS) {
         if (dtype != H5ARK_STRING)
             return h5ark_fail(err, H5ARK_TYPE_ERROR, "put: strings have dtype str, not %s",
@@ -236,7 +252,8 @@ static int cmd_put(command_ctx *ctx, h5ark_error *err) {
                               (unsigned long long)(size * h5ark_dtype_size(dtype)));
         obj = object_new_pdarray(dtype, size, err);
         if (!obj) return -1;
-        if (pdarray_copy_in(obj, ctx->payload, buf, err)) {
+        if (ranks_count() > 1 ? pdarray_copy_in_ranks(obj, ctx->payload, buf, err)
+                              : pdarray_copy_in(obj, ctx->payload, buf, err)) {
             object_release(obj);
             return -1;
         }
@@ -258,6 +275,74 @@ static int add_spans(command_ctx *ctx, const darray *a, uint64_t from, uint64_t 
             return -1;
     }
     return 0;
+}
+
+/* With several ranks: elements [from, to) of a darray, as reply spans on rank 0. Each rank sends
+ * rank 0 its shards' part and rank 0 keeps what arrives, in shard order, in scratch memory of
+ * `owner` until the reply is sent (a gather on rank 0: the first step; bytes straight from the
+ * ranks to the client are to come). */
+static int add_spans_ranks(command_ctx *ctx, const darray *a, uint64_t from, uint64_t to,
+                           h5ark_error *err) {
+    int R = ranks_count(), L = a->nshards, rc = 0;
+    uint64_t *counts = calloc((size_t)R, sizeof *counts);
+    h5ark_span *mine = calloc((size_t)L, sizeof *mine);
+    size_t nmine = 0;
+    if (!counts || !mine) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    for (int b = 0; rc == 0 && b < L; b++) {
+        const shard *sh = &a->shards[b];
+        uint64_t lo = from > sh->start ? from : sh->start;
+        uint64_t hi = to < sh->start + sh->count ? to : sh->start + sh->count;
+        if (lo >= hi) continue;
+        if (locales_rank_of(b) != 0) counts[locales_rank_of(b)] += (hi - lo) * a->itemsize;
+        if (locales_is_local(b) && ranks_self() != 0)
+            mine[nmine++] = (h5ark_span){(const char *)sh->data + (lo - sh->start) * a->itemsize,
+                                         (hi - lo) * a->itemsize};
+    }
+    uint64_t remote = 0;
+    for (int r = 1; counts && r < R; r++)
+        remote += counts[r];
+    /* rank 0 makes room for what it gathers; every rank learns whether it could */
+    object *hold = NULL;
+    if (rc == 0 && ranks_self() == 0 && remote) {
+        hold = object_new_composite(H5ARK_PDARRAY, a->dtype, 0, err);
+        if (hold && registry_reserve(remote, err) == 0) {
+            hold->scratch_reserved = remote;
+            if (!(hold->scratch = malloc(remote)))
+                rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT,
+                                "rank 0: out of memory gathering "
+                                "%llu bytes",
+                                (unsigned long long)remote);
+        } else {
+            rc = -1;
+        }
+    }
+    rc = ranks_agree(rc, err);
+    if (rc == 0 && remote)
+        rc = ranks_gatherv(mine, nmine, hold ? hold->scratch : NULL, counts, err);
+    if (rc == 0 && ranks_self() == 0) {
+        /* rank 0's shards from their memory, the others' from what arrived, in order */
+        uint64_t off = 0;
+        for (int b = 0; rc == 0 && b < L && from < to; b++) {
+            const shard *sh = &a->shards[b];
+            uint64_t lo = from > sh->start ? from : sh->start;
+            uint64_t hi = to < sh->start + sh->count ? to : sh->start + sh->count;
+            if (lo >= hi) continue;
+            uint64_t len = (hi - lo) * a->itemsize;
+            if (locales_is_local(b)) {
+                rc = reply_buffer_span(ctx, (const char *)sh->data + (lo - sh->start) * a->itemsize,
+                                       len, err);
+            } else {
+                rc = reply_buffer_span(ctx, (const char *)hold->scratch + off, len, err);
+                off += len;
+            }
+        }
+        /* the scratch must outlive the reply: hold it as the reply holds `owner` */
+        if (rc == 0 && hold) rc = reply_hold(ctx, hold, err);
+    }
+    object_release(hold);
+    free(counts);
+    free(mine);
+    return rc;
 }
 
 typedef struct {
@@ -283,11 +368,15 @@ static int add_object_buffers(command_ctx *ctx, object *obj, const char *prefix,
     char name[1024];
     if (obj->values && obj->objtype != H5ARK_STRINGS) { /* pdarray, arrayview */
         snprintf(name, sizeof name, "%svalues", prefix);
-        return reply_buffer_begin(ctx, name, (to - from) * obj->values->itemsize, obj, err) ||
-                       add_spans(ctx, obj->values, from, to, err)
-                   ? -1
-                   : 0;
+        if (reply_buffer_begin(ctx, name, (to - from) * obj->values->itemsize, obj, err)) return -1;
+        if (ranks_count() > 1) return add_spans_ranks(ctx, obj->values, from, to, err);
+        return add_spans(ctx, obj->values, from, to, err);
     }
+    if (ranks_count() > 1)
+        return not_on_ranks(obj->objtype == H5ARK_STRINGS ? "get of strings"
+                            : obj->dtype == H5ARK_BIGINT  ? "get of bigint"
+                                                          : "get of composite objects",
+                            err);
     if (obj->objtype == H5ARK_STRINGS) {
         uint64_t b0 = strings_offset(obj, from), b1 = strings_offset(obj, to);
         object *seg = obj;
@@ -371,7 +460,8 @@ const command_def array_commands[] = {
       {"seed", ARG_UINT, false},
       {"tag", ARG_STR, false},
       {"name", ARG_STR, false},
-      {0}}},
+      {0}},
+     .ranks = RANKS_EVERY},
     {"put",
      cmd_put,
      {{"objtype", ARG_STR, false},
@@ -381,10 +471,12 @@ const command_def array_commands[] = {
       {"max_bits", ARG_INT, false},
       {"tag", ARG_STR, false},
       {"name", ARG_STR, false},
-      {0}}},
+      {0}},
+     .ranks = RANKS_EVERY},
     {"get",
      cmd_get,
      {{"name", ARG_STR, true}, {"start", ARG_UINT, false}, {"stop", ARG_UINT, false}, {0}},
-     .read_only = true},
+     .read_only = true,
+     .ranks = RANKS_EVERY},
     {0},
 };

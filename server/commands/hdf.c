@@ -316,7 +316,11 @@ const command_def hdf_commands[] = {
       {"start", ARG_UINT, false},
       {"stop", ARG_UINT, false},
       {0}}},
-    {"lshdf", cmd_lshdf, {{"path", ARG_STR, true}, {"recursive", ARG_BOOL, false}, {0}}},
+    /* lshdf reads a file in a probe and no object: rank 0 alone */
+    {"lshdf",
+     cmd_lshdf,
+     {{"path", ARG_STR, true}, {"recursive", ARG_BOOL, false}, {0}},
+     .ranks = RANKS_ZERO},
     {"repack", cmd_repack, {{"path", ARG_STR, true}, {0}}},
     {"writepart",
      cmd_writepart,

@@ -2,6 +2,7 @@
 #include "object.h"
 
 #include "locales.h"
+#include "ranks.h"
 #include "registry.h"
 #include "shardcache.h"
 #include "sysio.h"
@@ -31,15 +32,26 @@ darray *darray_new(h5ark_dtype dtype, uint64_t size, const uint64_t *counts, h5a
                    (unsigned long long)size, (unsigned long long)OBJECT_MAX_ELEMENTS);
         return NULL;
     }
-    uint64_t bytes = size * itemsize;
-    if (registry_reserve_only(bytes, err) != 0) return NULL;
-    darray *a = calloc(1, sizeof *a);
-    shard *shards = calloc((size_t)n, sizeof *shards);
-    if (!a || !shards) {
+    /* With several ranks each rank accounts (and holds) only its own shards' bytes. */
+    uint64_t bytes = 0, start = 0;
+    for (int b = 0; b < n; b++) {
+        uint64_t count = counts ? counts[b] : locales_block_start(size, n, b + 1) - start;
+        if (locales_is_local(b)) bytes += count * itemsize;
+        start += count;
+    }
+    /* in a call, every rank goes on or none does (the lowest failing rank's error) */
+    bool in_call = ranks_call_seq() != 0;
+    int rc = registry_reserve_only(bytes, err);
+    bool reserved = rc == 0;
+    if (rc != 0 && in_call) h5ark_fail_context(err, "rank %d", ranks_self());
+    darray *a = rc == 0 ? calloc(1, sizeof *a) : NULL;
+    shard *shards = rc == 0 ? calloc((size_t)n, sizeof *shards) : NULL;
+    if (rc == 0 && (!a || !shards)) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (in_call) rc = ranks_agree(rc, err);
+    if (rc != 0) {
         free(a);
         free(shards);
-        registry_unreserve(bytes);
-        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        if (reserved) registry_unreserve(bytes);
         return NULL;
     }
     atomic_init(&a->refs, 1);
@@ -49,7 +61,7 @@ darray *darray_new(h5ark_dtype dtype, uint64_t size, const uint64_t *counts, h5a
     a->nshards = n;
     a->shards = shards;
     a->reserved = bytes;
-    uint64_t start = 0;
+    start = 0;
     for (int b = 0; b < n; b++) {
         uint64_t count = counts ? counts[b] : locales_block_start(size, n, b + 1) - start;
         shards[b].start = start;
@@ -65,13 +77,23 @@ darray *darray_new(h5ark_dtype dtype, uint64_t size, const uint64_t *counts, h5a
     /* Reuse cached blocks first, then let the cache shrink to make room for the rest. */
     bool fresh = false;
     for (int b = 0; b < n; b++) {
+        if (!locales_is_local(b)) continue; /* another rank's shard */
         if (shards[b].count) shards[b].data = shardcache_take(b, shards[b].count * itemsize);
         fresh |= shards[b].count && !shards[b].data;
     }
     registry_make_room();
     alloc_job job = {.a = a};
     if (fresh) locales_run(alloc_shard, &job);
-    if (atomic_load(&job.failed)) {
+    bool failed = atomic_load(&job.failed);
+    if (in_call && ranks_agree(failed ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT,
+                                                   "rank %d: out of memory allocating %llu bytes",
+                                                   ranks_self(), (unsigned long long)bytes)
+                                      : 0,
+                               err) != 0) {
+        darray_free(a);
+        return NULL;
+    }
+    if (failed) {
         darray_free(a);
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory allocating %llu bytes",
                    (unsigned long long)bytes);
@@ -211,6 +233,8 @@ void object_release(object *obj) {
     free(obj->components);
     free(obj->na_value);
     h5ark_value_destroy(&obj->extra);
+    free(obj->scratch);
+    if (obj->scratch_reserved) registry_unreserve(obj->scratch_reserved);
     free(obj->name);
     free(obj);
 }

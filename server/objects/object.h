@@ -74,6 +74,10 @@ struct object {
     char *na_value;     /* categorical: the text of the NA category */
     int64_t max_bits;   /* bigint: -1 when unbounded */
     h5ark_value *extra; /* further descriptor keys of the type (a map), or NULL */
+    /* Bytes gathered from other ranks for a reply (rank 0), freed with the object and
+     * accounted against --max-memory; NULL otherwise. */
+    void *scratch;
+    uint64_t scratch_reserved;
 };
 
 /* A pdarray of `size` elements, block-distributed, contents undefined. */

@@ -3,6 +3,9 @@
 #include "pdarray.h"
 
 #include "locales.h"
+#include "ranks.h"
+
+#include <stdlib.h>
 
 #include <math.h>
 #include <stdatomic.h>
@@ -279,6 +282,62 @@ int pdarray_copy_in(object *obj, const h5ark_payload *payload, const h5ark_buffe
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
                           "buffer '%s' holds a bool byte that is neither 0 nor 1", buf->name);
     return 0;
+}
+
+static void check_bool_shard(int locale, void *ctx) {
+    copy_job *job = ctx;
+    shard *sh = &job->obj->values->shards[locale];
+    const uint8_t *b = sh->data;
+    for (uint64_t i = 0; i < sh->count; i++)
+        if (b[i] > 1) {
+            atomic_store(&job->bad_bool, 1);
+            return;
+        }
+}
+
+int pdarray_copy_in_ranks(object *obj, const h5ark_payload *payload, const h5ark_buffer *buf,
+                          h5ark_error *err) {
+    darray *a = obj->values;
+    uint64_t want = a->size * a->itemsize;
+    if (buf->nbytes != want) /* the header's sizes: every rank sees the same */
+        return pdarray_copy_in(obj, payload, buf, err);
+    int rc = 0, L = a->nshards, first = locales_local_first(), T = locales_local_count();
+    copy_job job = {.obj = obj, .payload = payload, .offset = buf->offset};
+    if (ranks_self() == 0) {
+        /* the other ranks' shards leave first, then rank 0 copies its own meanwhile */
+        int n = 0, *to = malloc((size_t)L * sizeof *to);
+        uint64_t *offs = malloc((size_t)L * sizeof *offs), *lens = malloc((size_t)L * sizeof *lens);
+        for (int b = 0; to && offs && lens && b < L; b++)
+            if (!locales_is_local(b)) {
+                to[n] = locales_rank_of(b);
+                offs[n] = buf->offset + a->shards[b].start * a->itemsize;
+                lens[n++] = a->shards[b].count * a->itemsize;
+            }
+        locales_run(copy_shard, &job);
+        rc = to && offs && lens ? ranks_scatter_payload(payload, n, to, offs, lens, err)
+                                : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        free(to);
+        free(offs);
+        free(lens);
+    } else {
+        void **bufs = malloc((size_t)T * sizeof *bufs);
+        uint64_t *lens = malloc((size_t)T * sizeof *lens);
+        for (int t = 0; bufs && lens && t < T; t++) {
+            bufs[t] = a->shards[first + t].data;
+            lens[t] = a->shards[first + t].count * a->itemsize;
+        }
+        rc = bufs && lens ? ranks_recv_many(0, T, bufs, lens, err)
+                          : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        if (rc == 0 && a->dtype == H5ARK_BOOLEAN) locales_run(check_bool_shard, &job);
+        free(bufs);
+        free(lens);
+    }
+    if (rc == 0 && atomic_load(&job.failed))
+        rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "buffer '%s' is shorter than declared", buf->name);
+    if (rc == 0 && atomic_load(&job.bad_bool))
+        rc = h5ark_fail(err, H5ARK_BAD_REQUEST,
+                        "buffer '%s' holds a bool byte that is neither 0 nor 1", buf->name);
+    return ranks_agree(rc, err);
 }
 
 typedef struct {

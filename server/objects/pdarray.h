@@ -43,6 +43,12 @@ void pdarray_fill(object *obj, const fill_spec *spec);
 int pdarray_copy_in(object *obj, const h5ark_payload *payload, const h5ark_buffer *buf,
                     h5ark_error *err);
 
+/* With several ranks, in a call: the same as pdarray_copy_in, every rank taking part. Rank 0
+ * copies its own shards from the payload and sends every other rank its shards' bytes,
+ * straight from the frames; each rank checks its own. */
+int pdarray_copy_in_ranks(object *obj, const h5ark_payload *payload, const h5ark_buffer *buf,
+                          h5ark_error *err);
+
 /* The index of the first element of an int64 pdarray outside [lo, hi) (or, nondecreasing,
  * less than the one before), checked by every locale at once; UINT64_MAX when none. */
 uint64_t pdarray_first_outside(const object *obj, int64_t lo, int64_t hi, bool nondecreasing);

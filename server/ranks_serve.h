@@ -1,0 +1,33 @@
+/* Serving as several ranks: the control plane between rank 0 and the other ranks.
+ *
+ * Rank 0's router receives every request. A command that runs on every rank is forwarded
+ * (its header, under a request number) to the other ranks over a ZeroMQ connection each
+ * (CURVE-encrypted, key handed over MPI at start), and each rank runs it on a handler
+ * thread of its own. Between requests the other ranks sleep in zmq_poll, which costs no
+ * CPU, where an MPI receive would spin or poll. The same connections carry heartbeats both
+ * ways: a rank whose connection closes (it died) or that is silent for the rank timeout
+ * (a network partition, a stalled host) breaks the job, with an error naming it, and the
+ * daemon stops. Bulk bytes and collectives go over MPI (ranks.h). */
+#ifndef H5ARK_RANKS_SERVE_H
+#define H5ARK_RANKS_SERVE_H
+
+#include "dispatch.h"
+
+/* With several ranks: connect the ranks' control plane (every rank calls it at start).
+ * Rank 0 then serves with router_run, the others with ranks_worker_run. 0 with one rank. */
+int ranks_serve_start(void *zmq_context, h5ark_error *err);
+/* Ranks > 0: run forwarded requests until rank 0 says stop (0) or the job breaks (-1). */
+int ranks_worker_run(h5ark_error *err);
+/* Rank 0, after the router has stopped: stop the other ranks and wait for them. */
+void ranks_serve_stop(void);
+
+/* dispatch: before a command runs. With several ranks, refuse a command not converted
+ * yet; on rank 0, forward one that runs everywhere and number it (*seq); then enter its
+ * call. *seq is the forwarded number on ranks > 0, 0 on rank 0. */
+int ranks_serve_begin(const char *name, ranks_mode mode, const h5ark_value *header, uint64_t *seq,
+                      h5ark_error *err);
+/* dispatch: after it ran (status *rc, err): every rank agrees on the outcome (the lowest
+ * failing rank's error wins), and the call is left. */
+int ranks_serve_end(uint64_t seq, int *rc, h5ark_error *err);
+
+#endif
