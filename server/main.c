@@ -3,6 +3,7 @@
 #include "h5ark_version.h"
 #include "locales.h"
 #include "log.h"
+#include "memory.h"
 #include "registry.h"
 #include "router.h"
 #include "shardcache.h"
@@ -16,7 +17,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <hdf5.h>
-#include <malloc.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,9 @@ config_t config;
 
 #define DEFAULT_ENDPOINT "tcp://127.0.0.1:5555"
 #define DEFAULT_DATA_DIR "./data"
+/* Long enough that a client's requests, with its own work between them, keep their memory
+ * warm; short enough that an idle daemon soon holds only what it needs. */
+#define DEFAULT_IDLE_RELEASE 2.0
 
 static void usage(FILE *out) {
     fprintf(out,
@@ -53,10 +57,14 @@ static void usage(FILE *out) {
             "  --max-queue N        requests waiting for a handler before `busy` (default 1024)\n"
             "  --max-message BYTES  largest request accepted, payload included (default: the\n"
             "                       memory limit)\n"
+            "  --idle-release SECONDS  after this long without requests, give cached and\n"
+            "                       freed memory back to the system (default %g; 0: only at\n"
+            "                       `clear`)\n"
             "  --log-level LEVEL    error, warn, info or debug (default info)\n"
             "  --version            print the version\n"
             "  --help               this text\n",
-            DEFAULT_ENDPOINT, sysconf(_SC_NPROCESSORS_ONLN), DEFAULT_DATA_DIR);
+            DEFAULT_ENDPOINT, sysconf(_SC_NPROCESSORS_ONLN), DEFAULT_DATA_DIR,
+            DEFAULT_IDLE_RELEASE);
 }
 
 /* "4G", "512M", "1048576" -> bytes; -1 when malformed or overflowing. */
@@ -78,6 +86,16 @@ static int parse_bytes(const char *s, uint64_t *out) {
     if (*end && end[1] && !(toupper((unsigned char)end[1]) == 'B' && !end[2])) return -1;
     if (shift && v > (UINT64_MAX >> shift)) return -1;
     *out = (uint64_t)v << shift;
+    return 0;
+}
+
+/* Seconds, decimals allowed, from 0 to a day; -1 when malformed. */
+static int parse_seconds(const char *s, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end || end == s || !isfinite(v) || v < 0 || v > 86400) return -1;
+    *out = v;
     return 0;
 }
 
@@ -206,7 +224,8 @@ static int configure(int argc, char **argv) {
         O_HELP,
         O_CURVE,
         O_KEYGEN,
-        O_VERSION
+        O_VERSION,
+        O_IDLE
     };
     static const struct option opts[] = {{"endpoint", required_argument, 0, O_ENDPOINT},
                                          {"locales", required_argument, 0, O_LOCALES},
@@ -218,6 +237,7 @@ static int configure(int argc, char **argv) {
                                          {"max-queue", required_argument, 0, O_QUEUE},
                                          {"max-message", required_argument, 0, O_MSG},
                                          {"log-level", required_argument, 0, O_LOG},
+                                         {"idle-release", required_argument, 0, O_IDLE},
                                          {"curve-secret-file", required_argument, 0, O_CURVE},
                                          {"curve-keygen", required_argument, 0, O_KEYGEN},
                                          {"version", no_argument, 0, O_VERSION},
@@ -230,6 +250,7 @@ static int configure(int argc, char **argv) {
     config.max_memory = (uint64_t)pages * (uint64_t)page / 2;
     config.handlers = 8;
     config.max_queue = 1024;
+    config.idle_release = DEFAULT_IDLE_RELEASE;
     const char *data_dir = DEFAULT_DATA_DIR, *token_file = NULL, *curve_file = NULL;
     bool max_message_set = false, shard_cache_set = false;
     int c, q;
@@ -285,6 +306,13 @@ static int configure(int argc, char **argv) {
             }
             max_message_set = true;
             break;
+        case O_IDLE:
+            if (parse_seconds(optarg, &config.idle_release)) {
+                fprintf(stderr, "h5arkd: --idle-release takes seconds from 0 to 86400, e.g. 2 "
+                                "or 0.5\n");
+                return -1;
+            }
+            break;
         case O_LOG:
             if (log_level_from_name(optarg, &log_threshold)) {
                 fprintf(stderr, "h5arkd: --log-level is one of error, warn, info, debug\n");
@@ -331,16 +359,7 @@ int main(int argc, char **argv) {
         log_warn("%s=1: fault injection is on (for tests only)", SYSIO_FAULTS_ENV);
     }
 
-    /* Reuse receive buffers (docs/DESIGN.md): ZeroMQ receives each large frame into a block of
-     * its own from malloc in its I/O thread, and a request holds all its frames until it
-     * is served. By default glibc maps such blocks afresh until the first free of a large
-     * one, and gives a thread's heap back to the kernel as soon as it is all free, so each
-     * large put would fault in its receive memory again. Serve blocks up to 32 MiB from
-     * the heap, and with a top pad of a whole heap (64 MiB) keep freed heaps: the daemon
-     * then keeps, for the next request, the most it has received at once. */
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TOP_PAD, 64 << 20);
-    mallopt(M_TRIM_THRESHOLD, 128 << 20);
+    memory_tune(); /* before any thread: it sets how many heaps malloc makes */
 
     /* Signals are read by the router through a signalfd: block them in every thread. */
     sigset_t sigs;
@@ -364,6 +383,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "h5arkd: cannot start %d locale threads\n", config.locales);
         return 1;
     }
+    if (memory_housekeeper_start() != 0)
+        log_warn("cannot start the housekeeping thread: idle memory is released by the router");
     void *zctx = zmq_ctx_new();
     h5ark_error err = {0};
     int rc = router_run(zctx, &err);
@@ -373,6 +394,7 @@ int main(int argc, char **argv) {
         log_info("stopped cleanly");
 
     zmq_ctx_term(zctx);
+    memory_housekeeper_stop();
     registry_shutdown();
     shardcache_shutdown();
     sandbox_stop();
