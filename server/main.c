@@ -30,9 +30,10 @@ config_t config;
 
 #define DEFAULT_ENDPOINT "tcp://127.0.0.1:5555"
 #define DEFAULT_DATA_DIR "./data"
-/* Long enough that a client's requests, with its own work between them, keep their memory
- * warm; short enough that an idle daemon soon holds only what it needs. */
-#define DEFAULT_IDLE_RELEASE 2.0
+/* After a release, the next request faults its memory in afresh, about 0.5 s a GiB here
+ * (docs/DESIGN.md, "Memory"); a client that works between its requests for less than this
+ * never pays that, and one that works longer pays at most that against its own pause. */
+#define DEFAULT_IDLE_RELEASE 5.0
 
 static void usage(FILE *out) {
     fprintf(out,

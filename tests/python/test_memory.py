@@ -109,10 +109,10 @@ def test_clear_gives_memory_back(start_daemon):
 
 
 def test_idle_gives_memory_back(start_daemon):
-    d = start_daemon(locales=2)  # the default --idle-release, 2 s
+    d = start_daemon(locales=2)  # the default --idle-release, 5 s
     measurable(d)
     c = Conn(d)
-    assert config(c)["idle_release"] == 2.0
+    assert config(c)["idle_release"] == 5.0
     start = start_rss(d, c)
     names = fill(c)
     high = vm_rss(d.proc.pid)
@@ -123,9 +123,9 @@ def test_idle_gives_memory_back(start_daemon):
     assert cfg["memory_used"] == 0 and cfg["memory_cached"] >= 512 * MiB, cfg
     assert vm_rss(d.proc.pid) > start + 512 * MiB
     # getconfig and ping while waiting do not count as requests
-    rss, waited = settles_near(d.proc.pid, start, 10, c)
+    rss, waited = settles_near(d.proc.pid, start, 15, c)
     assert rss <= start + SLACK, (start // MiB, high // MiB, rss // MiB, waited)
-    assert waited >= 1.5, waited  # not before the daemon was idle
+    assert waited >= 4, waited  # not before the daemon was idle
     assert config(c)["memory_cached"] == 0
 
 
