@@ -4,12 +4,13 @@ going idle for --idle-release seconds, brings its resident size (VmRSS) back to 
 64 MiB of what it was at start. While requests come, the memory is kept for reuse."""
 import os
 import subprocess
+import threading
 import time
 
 import numpy as np
 import pytest
 
-from conftest import Conn, daemon_binary
+from conftest import TOOL_SLOWDOWN, Conn, daemon_binary
 
 MiB = 1 << 20
 SLACK = 64 * MiB  # how far above its starting size an emptied daemon may stay
@@ -151,3 +152,52 @@ def test_idle_release_option(start_daemon):
                                "--idle-release", value], capture_output=True, text=True,
                               timeout=30)
         assert proc.returncode == 2 and "--idle-release" in proc.stderr, (value, proc.stderr)
+
+
+def test_release_while_clients_work(start_daemon):
+    """With a release in almost every pause between requests (--idle-release 0.01), clients
+    put, create, group and check arrays whose memory the cache hands on or the release
+    takes away at any moment: every read is exact, a create's zeros are zeros, and once the
+    clients stop nothing stays cached. (Run under the sanitizers and valgrind too.)"""
+    d = start_daemon(locales=2, extra_args=["--idle-release", "0.01"])
+    failures, rounds = [], [0]
+    deadline = time.time() + 6
+
+    def worker(i):
+        c = Conn(d)
+        k = 0
+        try:
+            while time.time() < deadline:
+                k += 1
+                n = [1, 2, 3][(i + k) % 3] * MiB  # int64: shards of 4 to 12 MiB
+                arr = (np.arange(n, dtype=np.int64) * (i + 1) + k) % 1000
+                name = c.put(arr, split=[MiB + 8 * i + 1])
+                assert np.array_equal(c.get(name), arr), (i, k)
+                names = [name]
+                if k % 3 == 0:
+                    hdr, _ = c.ok("groupby", keys=[name])
+                    names.append(hdr["result"]["object"]["name"])
+                    assert hdr["result"]["object"]["ngroups"] == len(np.unique(arr)), (i, k)
+                c.ok("delete", names=names)
+                hdr, _ = c.ok("create", dtype="int64", size=n, fill="zeros")
+                zeros = hdr["result"]["object"]["name"]
+                assert not c.get(zeros).any(), (i, k)
+                c.ok("delete", names=[zeros])
+                rounds[0] += 1
+                time.sleep(0.03 * (k % 3))  # pauses long enough for a release
+        except Exception as e:  # noqa: BLE001 - reported by the test
+            failures.append(f"client {i}: {e!r}")
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures
+    assert rounds[0] >= 3
+    c = Conn(d)
+    waited = time.time() + 5 * TOOL_SLOWDOWN
+    while config(c)["memory_cached"] and time.time() < waited:
+        time.sleep(0.05)
+    cfg = config(c)
+    assert cfg["memory_used"] == 0 and cfg["memory_cached"] == 0, cfg
