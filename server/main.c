@@ -30,7 +30,7 @@ config_t config;
 
 #define DEFAULT_ENDPOINT "tcp://127.0.0.1:5555"
 #define DEFAULT_DATA_DIR "./data"
-/* After a release, the next request faults its memory in afresh, about 0.5 s a GiB here
+/* After a release, the next request faults its memory in afresh, about 0.6 s a GiB here
  * (docs/DESIGN.md, "Memory"); a client that works between its requests for less than this
  * never pays that, and one that works longer pays at most that against its own pause. */
 #define DEFAULT_IDLE_RELEASE 5.0
