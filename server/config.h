@@ -25,6 +25,9 @@ typedef struct {
     size_t max_queue;      /* requests waiting for a handler before `busy` */
     uint64_t max_message;  /* bytes of one request, payload included */
     const char *metrics;   /* --metrics-endpoint "[HOST:]PORT", or NULL: none */
+    /* Seconds without requests (but ping and getconfig) after which freed memory goes
+     * back to the kernel (memory.h); 0: only at `clear`. */
+    double idle_release;
 } config_t;
 
 extern config_t config;

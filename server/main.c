@@ -5,6 +5,7 @@
 #include "http.h"
 #include "log.h"
 #include "memlimit.h"
+#include "memory.h"
 #include "metrics.h"
 #include "ranks.h"
 #include "ranks_serve.h"
@@ -21,7 +22,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <hdf5.h>
-#include <malloc.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,10 @@ config_t config;
 
 #define DEFAULT_ENDPOINT "tcp://127.0.0.1:5555"
 #define DEFAULT_DATA_DIR "./data"
+/* After a release, the next request faults its memory in afresh, about 0.6 s a GiB here
+ * (docs/DESIGN.md, "Memory"); a client that works between its requests for less than this
+ * never pays that, and one that works longer pays at most that against its own pause. */
+#define DEFAULT_IDLE_RELEASE 5.0
 
 static void usage(FILE *out) {
     fprintf(out,
@@ -61,11 +66,15 @@ static void usage(FILE *out) {
             "                       memory limit)\n"
             "  --metrics-endpoint [HOST:]PORT  serve Prometheus metrics at GET /metrics on\n"
             "                       this address (HOST default 127.0.0.1; default: off)\n"
+            "  --idle-release SECONDS  after this long without requests, give cached and\n"
+            "                       freed memory back to the system (default %g; 0: only at\n"
+            "                       `clear`)\n"
             "  --log-level LEVEL    error, warn, notice, info or debug (default notice: the\n"
             "                       daemon's own events; info adds a line per request)\n"
             "  --version            print the version\n"
             "  --help               this text\n",
-            DEFAULT_ENDPOINT, sysconf(_SC_NPROCESSORS_ONLN), DEFAULT_DATA_DIR);
+            DEFAULT_ENDPOINT, sysconf(_SC_NPROCESSORS_ONLN), DEFAULT_DATA_DIR,
+            DEFAULT_IDLE_RELEASE);
 }
 
 /* "4G", "512M", "1048576" -> bytes; -1 when malformed or overflowing. */
@@ -87,6 +96,16 @@ static int parse_bytes(const char *s, uint64_t *out) {
     if (*end && end[1] && !(toupper((unsigned char)end[1]) == 'B' && !end[2])) return -1;
     if (shift && v > (UINT64_MAX >> shift)) return -1;
     *out = (uint64_t)v << shift;
+    return 0;
+}
+
+/* Seconds, decimals allowed, from 0 to a day; -1 when malformed. */
+static int parse_seconds(const char *s, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end || end == s || !isfinite(v) || v < 0 || v > 86400) return -1;
+    *out = v;
     return 0;
 }
 
@@ -216,7 +235,8 @@ static int configure(int argc, char **argv) {
         O_CURVE,
         O_KEYGEN,
         O_METRICS,
-        O_VERSION
+        O_VERSION,
+        O_IDLE
     };
     static const struct option opts[] = {{"endpoint", required_argument, 0, O_ENDPOINT},
                                          {"locales", required_argument, 0, O_LOCALES},
@@ -229,6 +249,7 @@ static int configure(int argc, char **argv) {
                                          {"max-message", required_argument, 0, O_MSG},
                                          {"log-level", required_argument, 0, O_LOG},
                                          {"metrics-endpoint", required_argument, 0, O_METRICS},
+                                         {"idle-release", required_argument, 0, O_IDLE},
                                          {"curve-secret-file", required_argument, 0, O_CURVE},
                                          {"curve-keygen", required_argument, 0, O_KEYGEN},
                                          {"version", no_argument, 0, O_VERSION},
@@ -247,6 +268,7 @@ static int configure(int argc, char **argv) {
     bool max_memory_set = false;
     config.handlers = 8;
     config.max_queue = 1024;
+    config.idle_release = DEFAULT_IDLE_RELEASE;
     const char *data_dir = DEFAULT_DATA_DIR, *token_file = NULL, *curve_file = NULL;
     bool max_message_set = false, shard_cache_set = false;
     int c, q;
@@ -302,6 +324,13 @@ static int configure(int argc, char **argv) {
                 return -1;
             }
             max_message_set = true;
+            break;
+        case O_IDLE:
+            if (parse_seconds(optarg, &config.idle_release)) {
+                fprintf(stderr, "h5arkd: --idle-release takes seconds from 0 to 86400, e.g. 2 "
+                                "or 0.5\n");
+                return -1;
+            }
             break;
         case O_LOG:
             if (log_level_from_name(optarg, &log_threshold)) {
@@ -386,16 +415,7 @@ int main(int argc, char **argv) {
         log_warn("%s=1: fault injection is on (for tests only)", SYSIO_FAULTS_ENV);
     }
 
-    /* Reuse receive buffers (docs/DESIGN.md): ZeroMQ receives each large frame into a block of
-     * its own from malloc in its I/O thread, and a request holds all its frames until it
-     * is served. By default glibc maps such blocks afresh until the first free of a large
-     * one, and gives a thread's heap back to the kernel as soon as it is all free, so each
-     * large put would fault in its receive memory again. Serve blocks up to 32 MiB from
-     * the heap, and with a top pad of a whole heap (64 MiB) keep freed heaps: the daemon
-     * then keeps, for the next request, the most it has received at once. */
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TOP_PAD, 64 << 20);
-    mallopt(M_TRIM_THRESHOLD, 128 << 20);
+    memory_tune(); /* before any thread: it sets how many heaps malloc makes */
 
     if (storage_init() < 0) {
         fprintf(stderr, "h5arkd: the HDF5 library failed to initialise\n");
@@ -411,6 +431,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "h5arkd: cannot start %d locale threads\n", config.locales);
         return 1;
     }
+    if (memory_housekeeper_start() != 0)
+        log_warn("cannot start the housekeeping thread: idle memory is released by the router");
     h5ark_error err = {0};
     void *zctx = zmq_ctx_new();
     /* the metrics endpoint is rank 0's, as the request endpoint is */
@@ -441,6 +463,7 @@ int main(int argc, char **argv) {
     }
 
     zmq_ctx_term(zctx);
+    memory_housekeeper_stop();
     registry_shutdown();
     shardcache_shutdown();
     sandbox_stop();

@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "memory.h"
 #include "ranks.h"
 
 #include <arpa/inet.h>
@@ -410,6 +411,8 @@ static struct {
     fwd *head, *tail;
     bool closed;
     int running;
+    int64_t idle_since; /* now_ms() when the last request finished with none waiting */
+    bool ran_since_release;
 } wq = {.lock = PTHREAD_MUTEX_INITIALIZER, .ready = PTHREAD_COND_INITIALIZER};
 
 static void *worker_handler(void *arg) {
@@ -427,7 +430,10 @@ static void *worker_handler(void *arg) {
         zmq_msg_close(&f->header);
         free(f);
         pthread_mutex_lock(&wq.lock);
-        wq.running--;
+        if (--wq.running == 0 && !wq.head) {
+            wq.idle_since = now_ms();
+            wq.ran_since_release = true;
+        }
         pthread_cond_broadcast(&wq.ready);
         pthread_mutex_unlock(&wq.lock);
     }
@@ -492,6 +498,15 @@ int ranks_worker_run(h5ark_error *err) {
             last_beat = t;
             send_type(worker_dealer, 'H', ZMQ_DONTWAIT);
         }
+        /* the idle release, as rank 0's router does it (memory.h): checked at the poll's
+         * pace, so it comes up to 250 ms late */
+        pthread_mutex_lock(&wq.lock);
+        bool release = config.idle_release > 0 && wq.ran_since_release && !wq.head &&
+                       wq.running == 0 &&
+                       t - wq.idle_since >= (int64_t)(config.idle_release * 1000);
+        if (release) wq.ran_since_release = false;
+        pthread_mutex_unlock(&wq.lock);
+        if (release) memory_release_soon();
         if (t - heard > timeout_ms) {
             ranks_set_broken("rank 0 (host %s) has not been heard from within the rank timeout "
                              "(H5ARK_RANK_TIMEOUT)",

@@ -7,6 +7,7 @@
 #include "dispatch.h"
 #include "locales.h"
 #include "log.h"
+#include "memory.h"
 #include "metrics.h"
 
 #include <errno.h>
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <time.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -182,6 +184,12 @@ static work *receive_request(void *router, bool *answered) {
     return w;
 }
 
+static uint64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 static void forward_reply(void *pull, void *router) {
     zmq_msg_t msg;
     zmq_msg_init(&msg);
@@ -257,13 +265,29 @@ int router_run(void *zmq_context, h5ark_error *err) {
 
     uint64_t in_flight = 0;
     bool accepting = true;
+    /* The idle timer: once no request has been in flight for idle_ms, and one has run since
+     * the last release, the housekeeper gives freed memory back. ping and getconfig do not
+     * count, so a monitor polling them does not keep the memory held. */
+    const uint64_t idle_ms = (uint64_t)(config.idle_release * 1000 + 0.5);
+    uint64_t idle_since = now_ms();
+    bool ran_since_release = false;
     while (accepting || in_flight > 0) {
+        long timeout = -1;
+        if (idle_ms && ran_since_release && in_flight == 0) {
+            uint64_t now = now_ms(), due = idle_since + idle_ms;
+            if (now >= due) {
+                memory_release_soon();
+                ran_since_release = false;
+            } else {
+                timeout = (long)(due - now);
+            }
+        }
         zmq_pollitem_t items[3] = {
             {pull, 0, ZMQ_POLLIN, 0},
             {NULL, sigfd, ZMQ_POLLIN, 0},
             {router, 0, ZMQ_POLLIN, 0},
         };
-        int n = zmq_poll(items, accepting ? 3 : 2, -1);
+        int n = zmq_poll(items, accepting ? 3 : 2, timeout);
         if (n < 0) {
             if (errno == EINTR) continue;
             log_error("poll failed: %s", zmq_strerror(errno));
@@ -271,7 +295,7 @@ int router_run(void *zmq_context, h5ark_error *err) {
         }
         if (items[0].revents & ZMQ_POLLIN) {
             forward_reply(pull, router);
-            in_flight--;
+            if (--in_flight == 0) idle_since = now_ms();
         }
         if (items[1].revents & ZMQ_POLLIN) {
             struct signalfd_siginfo si;
@@ -305,6 +329,7 @@ int router_run(void *zmq_context, h5ark_error *err) {
                 work_free(w);
             } else {
                 in_flight++;
+                ran_since_release = true;
             }
         }
     }

@@ -3,6 +3,7 @@
  * happens once per shard, not per element. */
 #include "shardcache.h"
 
+#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -109,6 +110,18 @@ void shardcache_fit(uint64_t room) {
     node *victims = evict_locked(room);
     pthread_mutex_unlock(&lock);
     free_chain(victims);
+}
+
+uint64_t shardcache_release(void) {
+    pthread_mutex_lock(&lock);
+    uint64_t had = cached;
+    node *all = evict_locked(0);
+    pthread_mutex_unlock(&lock);
+    free_chain(all);
+    /* Blocks under the mmap threshold, and every other freed chunk, go back to malloc's
+     * heap, which keeps their pages: trimming gives them to the kernel. */
+    malloc_trim(0);
+    return had;
 }
 
 uint64_t shardcache_bytes(void) {

@@ -480,7 +480,7 @@ static int cmd_config(int argc, char **argv) {
             uint64_t n;
             bool bytes = false;
             static const char *const byte_keys[] = {"max_memory", "memory_used", "shard_cache",
-                                                    "memory_cached"};
+                                                    "memory_cached", "memory_resident"};
             for (size_t k = 0; k < sizeof byte_keys / sizeof byte_keys[0]; k++)
                 bytes |= strcmp(key, byte_keys[k]) == 0;
             if (bytes && h5ark_value_to_uint64(v, &n)) {

@@ -226,7 +226,7 @@ def test_config(h5, daemon):
     assert conf["locales"] == "3"
     assert conf["endpoint"] == daemon.endpoint
     assert conf["auth"] == "false"
-    for key in ("max_memory", "memory_used", "shard_cache", "memory_cached"):
+    for key in ("max_memory", "memory_used", "shard_cache", "memory_cached", "memory_resident"):
         assert re.fullmatch(r"\d+ \(.*B\)", conf[key]), (key, conf)
     for key in ("version", "hdf5_version", "zmq_version"):
         assert key in conf

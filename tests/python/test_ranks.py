@@ -32,13 +32,13 @@ class MpiDaemon:
     """h5arkd started as `ranks` ranks by mpirun (in a session of its own, so that a
     failed test can end mpirun and every rank at once)."""
 
-    def __init__(self, ranks, threads=THREADS, env=None):
+    def __init__(self, ranks, threads=THREADS, env=None, extra_args=()):
         self.tmp = pathlib.Path(tempfile.mkdtemp(prefix="h5ark-ranks-"))
         self.endpoint = f"ipc://{self.tmp}/h5arkd.sock"
         args = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
                 "-np", str(ranks),
                 daemon_binary(), "--endpoint", self.endpoint, "--locales", str(threads),
-                "--data-dir", str(self.tmp / "data"), "--log-level", "info"]
+                "--data-dir", str(self.tmp / "data"), "--log-level", "info", *extra_args]
         self.log = open(self.tmp / "mpirun.log", "w+")
         # Under a sanitizer build, leak checking is off for the ranks: Open MPI's components
         # are unloaded by MPI_Finalize with blocks still allocated, which LeakSanitizer
@@ -311,6 +311,44 @@ def test_idle_ranks_use_no_cpu(multi):
     for r, p in pids.items():
         used = (cpu_ticks(p) - before[r]) / hz
         assert used < 0.1, f"rank {r} used {used:.2f} s of CPU in 5 s while idle"
+
+
+def resident(pid):
+    for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(f"no VmRSS for {pid}")
+
+
+def test_every_rank_gives_memory_back_when_idle():
+    """Each rank keeps freed shards for the next request and gives them back to the system
+    once idle, as a single daemon does (docs/DESIGN.md, "Memory")."""
+    if not mpi_build():
+        pytest.skip("h5arkd was built without MPI")
+    if os.environ.get("H5ARKD_WRAPPER") or os.environ.get("ASAN_OPTIONS"):
+        pytest.skip("resident sizes mean nothing under valgrind's or ASan's allocator")
+    d = MpiDaemon(2, extra_args=("--idle-release", "0.5"))
+    try:
+        pids = d.rank_pids()
+        start = {r: resident(p) for r, p in pids.items()}
+        hdr, _ = call(d.endpoint, "create", {"dtype": "int64", "fill": "arange", "start": 0,
+                                             "stop": 64 << 20, "name": "big"})
+        assert hdr["ok"], hdr
+        held = {r: resident(p) for r, p in pids.items()}
+        for r in pids:  # 256 MiB a rank
+            assert held[r] - start[r] > 200 << 20, (r, start[r], held[r])
+        assert call(d.endpoint, "delete", {"names": ["big"]})[0]["ok"]
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            now = {r: resident(p) for r, p in pids.items()}
+            if all(now[r] - start[r] < 64 << 20 for r in pids):
+                break
+            time.sleep(0.25)
+        for r in pids:
+            assert now[r] - start[r] < 64 << 20, \
+                f"rank {r}: {start[r] >> 20} MiB at start, {now[r] >> 20} MiB 10 s after the delete"
+    finally:
+        d.cleanup()
 
 
 def test_shutdown_stops_every_rank():

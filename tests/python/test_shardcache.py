@@ -2,7 +2,10 @@
 (getconfig's memory_cached goes down by exactly what a new array takes) with no byte of the
 old array showing through: puts framed at odd boundaries for every dtype and 1 to 3
 locales, strings, creates of every fill, readhdf; the cache gives way to live objects
-within --max-memory and never makes a request fail that would fit; many clients at once."""
+within --max-memory and never makes a request fail that would fit; many clients at once;
+`clear` empties it. The daemons here never release memory when idle (--idle-release 0), so
+that a slow moment between two requests cannot empty the cache; test_memory.py tests the
+release."""
 import os
 import subprocess
 import threading
@@ -18,6 +21,9 @@ DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint6
           "float32", "float64", "bool"]
 # odd frame sizes: not multiples of any itemsize, and a frame that is empty
 ODD_FRAMES = [1, 7, MiB + 3, 0, 333_331, 2 * MiB - 5]
+
+
+KEEP = ["--idle-release", "0"]
 
 
 def config(c):
@@ -55,7 +61,7 @@ def test_put_reuses_memory_odd_frames_every_dtype(start_daemon, locales):
     """Each dtype is put, read back, deleted and put again with other values and other
     framing: the second put takes exactly its own size out of the cache, and both reads
     are exact, also element ranges across shard boundaries."""
-    c = Conn(start_daemon(locales=locales))
+    c = Conn(start_daemon(locales=locales, extra_args=KEEP))
     for k, dtype in enumerate(DTYPES):
         itemsize = np.dtype(dtype).itemsize
         n = (locales * 3 * MiB // 2) // itemsize + 3  # shards of ~1.5 MiB, not even
@@ -84,7 +90,7 @@ def test_put_reuses_memory_odd_frames_every_dtype(start_daemon, locales):
 def test_create_on_cached_memory_shows_no_old_bytes(start_daemon):
     """An array of 0xAB bytes is deleted before each create of the same byte size: every
     fill gives its own values, `empty` and `zeros` all zero bytes."""
-    c = Conn(start_daemon(locales=2))
+    c = Conn(start_daemon(locales=2, extra_args=KEEP))
     n = 3 * MiB
     old = np.full(8 * n, 0xAB, np.uint8)
     cases = [("uint8", "zeros", {}, np.zeros(8 * n, np.uint8)),
@@ -107,7 +113,7 @@ def test_create_on_cached_memory_shows_no_old_bytes(start_daemon):
 
 
 def test_strings_and_readhdf_on_cached_memory(start_daemon):
-    c = Conn(start_daemon(locales=3))
+    c = Conn(start_daemon(locales=3, extra_args=KEEP))
     strs = [f"s{i}-" + "x" * (i % 37) for i in range(200_000)]
     s = c.put_strings(strs, split=ODD_FRAMES)
     assert c.get_strings(s) == strs
@@ -138,7 +144,8 @@ def test_strings_and_readhdf_on_cached_memory(start_daemon):
 def test_cache_gives_way_within_max_memory(start_daemon):
     """Live plus cached bytes never pass --max-memory; a request that fits without the
     cache succeeds, one that does not fails as it would without it."""
-    c = Conn(start_daemon(locales=2, max_memory="40M", extra_args=["--shard-cache", "40M"]))
+    c = Conn(start_daemon(locales=2, max_memory="40M",
+                          extra_args=["--shard-cache", "40M", *KEEP]))
 
     def check(used=None):
         cfg = config(c) if used is None else settled(c, used)
@@ -169,13 +176,17 @@ def test_cache_gives_way_within_max_memory(start_daemon):
     hdr, _ = c.ok("create", dtype="float64", size=2 * MiB, fill="ones")  # 16 MiB more
     check()
     assert np.array_equal(c.get(hdr["result"]["object"]["name"]), np.ones(2 * MiB))
-    c.ok("clear")
+    delete(c, *(o["name"] for o in c.ok("info")[0]["result"]["objects"]))
     cfg = check(0)
     assert cfg["memory_used"] == 0 and cfg["memory_cached"] == 36 * MiB, cfg
+    # nothing is left to reuse the memory for: clear gives it all back
+    c.ok("clear")
+    cfg = check(0)
+    assert cfg["memory_used"] == 0 and cfg["memory_cached"] == 0, cfg
 
 
 def test_cache_options(start_daemon):
-    d = start_daemon(locales=2, max_memory="64M")
+    d = start_daemon(locales=2, max_memory="64M", extra_args=KEEP)
     c = Conn(d)
     assert config(c)["shard_cache"] == 16 * MiB  # a quarter of --max-memory
     assert config(c)["memory_cached"] == 0
@@ -184,7 +195,7 @@ def test_cache_options(start_daemon):
     delete(c, c.put(np.zeros(4 * MiB, np.uint8)))
     assert settled(c)["memory_cached"] == 4 * MiB
 
-    c = Conn(start_daemon(locales=2, extra_args=["--shard-cache", "0"]))
+    c = Conn(start_daemon(locales=2, extra_args=["--shard-cache", "0", *KEEP]))
     delete(c, c.put(np.zeros(4 * MiB, np.uint8)))
     cfg = settled(c)
     assert cfg["shard_cache"] == 0 and cfg["memory_cached"] == 0, cfg
@@ -199,7 +210,7 @@ def test_cache_options(start_daemon):
 def test_many_clients_reuse(start_daemon):
     """Clients put, check and delete arrays of a few sizes at once, so blocks pass between
     them through the cache all the time; every read is exact and nothing is left."""
-    d = start_daemon(locales=2)
+    d = start_daemon(locales=2, extra_args=KEEP)
     failures, rounds = [], [0]
     deadline = time.time() + 8
 
@@ -242,7 +253,7 @@ def test_second_put_touches_no_fresh_memory(start_daemon):
     memory its frames were received into, so the daemon takes hardly any page faults."""
     if os.environ.get("H5ARKD_WRAPPER"):
         pytest.skip("a daemon run under a tool (valgrind) has the tool's allocator")
-    d = start_daemon(locales=2)
+    d = start_daemon(locales=2, extra_args=KEEP)
     with open(f"/proc/{d.proc.pid}/maps") as f:
         if "libasan" in f.read():
             pytest.skip("a sanitizer build has an allocator of its own")
