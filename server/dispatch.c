@@ -3,6 +3,7 @@
 
 #include "commands/commands.h"
 #include "config.h"
+#include "inflight.h"
 #include "log.h"
 
 #include <stdarg.h>
@@ -341,7 +342,11 @@ void dispatch_handle(request *req, reply *out) {
         goto fail;
     }
     log_debug("request %s", name);
-    if (cmd->fn(&ctx, &err) != 0) goto fail;
+    /* listed for `status` while it runs; the router thread's own commands end at once */
+    inflight_entry *flight = cmd->immediate ? NULL : inflight_begin(req, cmd->name);
+    int ran = cmd->fn(&ctx, &err);
+    inflight_end(flight);
+    if (ran != 0) goto fail;
 
     h5ark_value *rh = reply_header(h, true);
     if (h5ark_value_set(rh, "result", ctx.result) == 0) ctx.result = NULL;

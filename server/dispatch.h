@@ -87,6 +87,11 @@ typedef struct {
     h5ark_value *header; /* decoded map, or NULL when the header could not be decoded */
     const char *decode_error;
     h5ark_payload payload;
+    /* Who sent it, for `status`: the client's routing identity, and its address when
+     * ZeroMQ knows one (tcp); NULL when unknown. Owned by the router. */
+    const unsigned char *identity;
+    size_t identity_len;
+    const char *peer;
 } request;
 
 /* A reply ready to send: the header's bytes and the payload spans (see h5ark_frames.h). */

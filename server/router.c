@@ -173,6 +173,11 @@ static work *receive_request(void *router, bool *answered) {
         return NULL;
     }
     if (!have_header) w->req.decode_error = "is missing: the message had no frames";
+    if (w->nenvelope > 0) {
+        w->req.identity = zmq_msg_data(&w->envelope[0]);
+        w->req.identity_len = zmq_msg_size(&w->envelope[0]);
+        w->req.peer = zmq_msg_gets(&w->envelope[0], "Peer-Address");
+    }
     return w;
 }
 

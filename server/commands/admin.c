@@ -1,8 +1,9 @@
-/* Commands about the daemon and its registry: ping getconfig info delete clear shutdown, and
- * the test-only fault. */
+/* Commands about the daemon and its registry: ping getconfig status info delete clear
+ * shutdown, and the test-only fault. */
 #include "commands.h"
 
 #include "config.h"
+#include "inflight.h"
 #include "locales.h"
 #include "registry.h"
 #include "shardcache.h"
@@ -41,6 +42,16 @@ static int cmd_getconfig(command_ctx *ctx, h5ark_error *err) {
         reply_set(ctx, "data_dir", h5ark_value_str(config.data_dir), err))
         return -1;
     return 0;
+}
+
+/* On the router thread, so it answers while every handler is busy with long work. */
+static int cmd_status(command_ctx *ctx, h5ark_error *err) {
+    h5ark_value *list = h5ark_value_array();
+    if (!list || inflight_list(list, arg_str(ctx, "client", NULL))) {
+        h5ark_value_destroy(&list);
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory listing the requests");
+    }
+    return reply_set(ctx, "requests", list, err);
 }
 
 static int cmd_info(command_ctx *ctx, h5ark_error *err) {
@@ -146,6 +157,7 @@ static int cmd_fault(command_ctx *ctx, h5ark_error *err) {
 const command_def admin_commands[] = {
     {"ping", cmd_ping, {{0}}, .immediate = true, .read_only = true},
     {"getconfig", cmd_getconfig, {{0}}, .immediate = true, .read_only = true},
+    {"status", cmd_status, {{"client", ARG_STR, false}, {0}}, .immediate = true, .read_only = true},
     {"info", cmd_info, {{"names", ARG_STR_ARRAY, false}, {0}}, .read_only = true},
     {"delete", cmd_delete, {{"names", ARG_STR_ARRAY, true}, {0}}},
     {"clear", cmd_clear, {{0}}},
