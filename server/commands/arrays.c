@@ -5,6 +5,7 @@
 #include "objects/bigint.h"
 #include "objects/pdarray.h"
 #include "objects/strings.h"
+#include "progress.h"
 #include "registry.h"
 
 #include <math.h>
@@ -208,6 +209,8 @@ static int cmd_put(command_ctx *ctx, h5ark_error *err) {
         return -1;
     if (arg_has(ctx, "max_bits") && dtype != H5ARK_BIGINT)
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "put: 'max_bits' applies to dtype bigint only");
+    /* the payload's bytes, as the locales copy them into the shards */
+    progress_start(progress_here(), PROGRESS_BYTES, ctx->payload->total);
     if (objtype == H5ARK_STRINGS) {
         if (dtype != H5ARK_STRING)
             return h5ark_fail(err, H5ARK_TYPE_ERROR, "put: strings have dtype str, not %s",
