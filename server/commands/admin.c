@@ -126,6 +126,9 @@ static int cmd_fault(command_ctx *ctx, h5ark_error *err) {
     if (c == SYSIO_CLASSES || !e)
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
                           "fault: class is io or alloc, error EIO, ENOSPC or ENOMEM");
+    uint64_t delay = arg_uint(ctx, "delay_ms", 0);
+    if (delay > 10000)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "fault: delay_ms is at most 10000");
     uint64_t counts[SYSIO_CLASSES];
     const char *fired = sysio_faults_report(counts);
     /* the names of the calls, before the arm forgets them */
@@ -137,6 +140,7 @@ static int cmd_fault(command_ctx *ctx, h5ark_error *err) {
             if (name && h5ark_value_push(calls[k], h5ark_value_str(name))) rc = -1;
         }
     sysio_faults_arm(c, nth, e);
+    sysio_faults_delay((uint32_t)delay);
     if (rc || !calls[SYSIO_IO] || !calls[SYSIO_ALLOC]) {
         h5ark_value_destroy(&calls[SYSIO_IO]);
         h5ark_value_destroy(&calls[SYSIO_ALLOC]);
@@ -164,6 +168,10 @@ const command_def admin_commands[] = {
     {"shutdown", cmd_shutdown, {{0}}},
     {"fault",
      cmd_fault,
-     {{"class", ARG_STR, false}, {"nth", ARG_UINT, false}, {"error", ARG_STR, false}, {0}}},
+     {{"class", ARG_STR, false},
+      {"nth", ARG_UINT, false},
+      {"error", ARG_STR, false},
+      {"delay_ms", ARG_UINT, false},
+      {0}}},
     {0},
 };
