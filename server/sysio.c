@@ -51,7 +51,7 @@ typedef struct {
     _Atomic uint64_t nth[SYSIO_CLASSES]; /* 0: nothing armed */
     _Atomic int error;
     _Atomic int fired;         /* 1 + the index in call_names of the call that failed, or 0 */
-    _Atomic uint32_t delay_ms; /* each pread and pwrite sleeps this long first */
+    _Atomic uint32_t delay_ms; /* each pread, pwrite and fsync sleeps this long first */
     /* which function each call was (its index in call_names), for a test to pick calls */
     _Atomic unsigned char trace[SYSIO_CLASSES][SYSIO_TRACE_MAX];
 } fault_state;
@@ -100,6 +100,7 @@ static ssize_t f_pwrite(int fd, const void *buf, size_t n, off_t offset) {
     return hit(SYSIO_IO, "pwrite") ? -1 : real.pwrite(fd, buf, n, offset);
 }
 static int f_fsync(int fd) {
+    slow_down();
     return hit(SYSIO_IO, "fsync") ? -1 : real.fsync(fd);
 }
 static int f_ftruncate(int fd, off_t size) {
