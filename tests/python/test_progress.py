@@ -161,9 +161,14 @@ def test_groupby_reports_rows(daemon, big):
     reply, seen, after = watch(daemon, "groupby", ident, poll=0.01, keys=[big])
     assert reply["ok"], reply
     assert seen, "the groupby never showed in status"
-    for e in seen:
-        assert e["cmd"] == "groupby" and e["unit"] == "rows", e
+    assert all(e["cmd"] == "groupby" for e in seen), seen
+    measured = [e for e in seen if e["unit"] is not None]  # none while memory is reserved
+    assert measured, seen
+    for e in measured:
+        assert e["unit"] == "rows", e
         assert e["total"] == 2 * ROWS and 0 <= e["done"] <= e["total"], e  # a sort and a merge
+    dones = [e["done"] for e in measured]
+    assert dones == sorted(dones), dones
     assert after == []
     call(daemon, "delete", names=[reply["result"]["object"]["name"]])
 
@@ -185,7 +190,7 @@ def test_status_answers_while_every_handler_is_busy(daemon, big, slow):
         took = time.monotonic() - t0
         assert not done.is_set(), "the tohdf ended too soon to tell"
         assert [e["cmd"] for e in listed] == ["tohdf"], listed
-        assert took < 0.5 * TOOL_SLOWDOWN, took
+        assert took < 1.0 * TOOL_SLOWDOWN, took
         with pytest.raises(TimeoutError):  # queued behind the tohdf
             call(daemon, "info", timeout_ms=200)
     finally:
@@ -312,6 +317,8 @@ def cli(daemon, *args, tty):
 
 
 def test_cli_line_on_a_terminal(daemon, big, slow):
+    # slower still: the line shows a rate once it has watched the data for half a second
+    assert call(daemon, "fault", delay_ms=2 * DELAY_MS)["ok"]
     path = unique("cli") + ".h5"
     rc, out, err = cli(daemon, "save", big, "--path", path, tty=True)
     assert rc == 0, (rc, out, err)
