@@ -13,7 +13,8 @@ typedef void (*locale_fn)(int locale, void *ctx);
 int locales_start(int count);
 void locales_stop(void);
 int locales_count(void);
-/* Run fn(locale, ctx) on every locale's thread, return when all have finished. */
+/* Run fn(locale, ctx) on every locale's thread, return when all have finished. The
+ * caller's progress sink (progress.h) is each locale thread's while it runs fn. */
 void locales_run(locale_fn fn, void *ctx);
 /* The locale whose thread calls this, or -1 on any other thread. */
 int locales_self(void);
