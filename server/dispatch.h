@@ -88,7 +88,7 @@ typedef struct {
     const char *decode_error;
     h5ark_payload payload;
     /* Who sent it, for `status`: the client's routing identity, and its address when
-     * ZeroMQ knows one (tcp); NULL when unknown. Owned by the router. */
+     * ZeroMQ gives one (tcp, ipc); NULL when unknown. Owned by the router. */
     const unsigned char *identity;
     size_t identity_len;
     const char *peer;

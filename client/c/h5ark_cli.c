@@ -1246,7 +1246,7 @@ static const command commands[] = {
     {"config", "Print the daemon's configuration.\n", "config", cmd_config},
     {"status",
      "List the requests the daemon is running and how far each has got.\n"
-     "For each: the client that sent it (its routing identity, and its address over tcp),\n"
+     "For each: the client that sent it (its routing identity, and its address: tcp, ipc),\n"
      "how long it has run, and DONE of TOTAL in bytes, rows or files (- when the request\n"
      "reports no measure).\n",
      "status", cmd_status},

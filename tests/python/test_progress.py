@@ -20,7 +20,7 @@ import msgpack
 import pytest
 import zmq
 
-from conftest import REPO, TOOL_SLOWDOWN, Daemon, request, unique
+from conftest import REPO, TOOL_SLOWDOWN, Daemon, free_tcp_endpoint, request, unique
 
 CLI = os.environ.get("H5ARK_CLI", str(REPO / "build" / "client" / "c" / "h5ark"))
 ROWS = 16 * 1024 * 1024  # int64: 128 MiB, 16 MiB pieces, 4 per locale
@@ -116,6 +116,17 @@ def test_status_with_a_read_token(start_daemon, tmp_path):
     assert hdr["error"]["code"] == "unauthorized", hdr
 
 
+def test_status_gives_a_tcp_clients_address(start_daemon):
+    d = start_daemon(locales=1, endpoint=free_tcp_endpoint(), env={"H5ARK_FAULTS": "1"})
+    assert call(d, "create", dtype="int64", fill="arange", stop=1000, name="s")["ok"]
+    assert call(d, "fault", delay_ms=DELAY_MS)["ok"]  # even a small file then takes a second
+    reply, seen, after = watch(d, "tohdf", "tcp-client", names=["s"], path="s.h5")
+    assert reply["ok"], reply
+    assert seen and all(e["peer"] == "127.0.0.1" for e in seen), seen
+    assert after == []
+    assert call(d, "fault")["ok"]
+
+
 def test_tohdf_progress_rises_to_total_then_is_gone(daemon, big, slow):
     ident = unique("tohdf")
     reply, seen, after = watch(daemon, "tohdf", ident, names=[big], path="w.h5")
@@ -124,7 +135,8 @@ def test_tohdf_progress_rises_to_total_then_is_gone(daemon, big, slow):
     for e in seen:
         assert set(e) == FIELDS, e
         assert e["cmd"] == "tohdf" and e["id"] == 5 and e["client"] == ident, e
-        assert e["peer"] is None  # ipc: no address
+        # over ipc, ZeroMQ names the peer by its credentials, the process id last
+        assert e["peer"] is None or e["peer"].endswith(f":{os.getpid()}"), e
         assert e["elapsed"] >= 0 and e["started"] > 1.6e9, e
     measured = [e for e in seen if e["unit"] is not None]
     assert measured, seen
