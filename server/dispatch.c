@@ -3,6 +3,7 @@
 
 #include "commands/commands.h"
 #include "config.h"
+#include "inflight.h"
 #include "log.h"
 #include "metrics.h"
 #include "ranks_serve.h"
@@ -352,7 +353,10 @@ void dispatch_handle(request *req, reply *out) {
     /* several ranks: refuse, run here alone, or forward and run everywhere (ranks_serve.h) */
     uint64_t seq = req->forwarded_seq;
     if (ranks_serve_begin(cmd->name, cmd->ranks, h, &seq, &err)) goto fail;
+    /* listed for `status` while it runs; the router thread's own commands end at once */
+    inflight_entry *flight = cmd->immediate ? NULL : inflight_begin(req, cmd->name);
     int rc = cmd->fn(&ctx, &err);
+    inflight_end(flight);
     if (ranks_serve_end(seq, &rc, &err) || rc != 0) goto fail;
 
     h5ark_value *rh = reply_header(h, true);

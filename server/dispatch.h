@@ -102,6 +102,11 @@ typedef struct request {
     /* Ranks > 0: the request number rank 0 forwarded it under (token and payload were
      * checked on rank 0; bulk bytes come through ranks.h). 0 on rank 0. */
     uint64_t forwarded_seq;
+    /* Who sent it, for `status`: the client's routing identity, and its address when
+     * ZeroMQ gives one (tcp, ipc); NULL when unknown. Owned by the router. */
+    const unsigned char *identity;
+    size_t identity_len;
+    const char *peer;
 } request;
 
 /* A reply ready to send: the header's bytes and the payload spans (see h5ark_frames.h). */

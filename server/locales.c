@@ -1,6 +1,7 @@
 /* Locale worker threads and locales_run (see locales.h). */
 #include "locales.h"
 
+#include "progress.h"
 #include "ranks.h"
 
 #include <pthread.h>
@@ -10,7 +11,8 @@
 typedef struct job {
     locale_fn fn;
     void *ctx;
-    int pending; /* locales that have not finished; guarded by done_lock */
+    progress_sink *progress; /* the caller's: the job's kernels report into it */
+    int pending;             /* locales that have not finished; guarded by done_lock */
     pthread_mutex_t done_lock;
     pthread_cond_t done;
 } job;
@@ -52,7 +54,9 @@ static void *locale_main(void *arg) {
         pthread_mutex_unlock(&l->lock);
 
         job *j = link->job;
+        progress_swap(j->progress);
         j->fn(l->id, j->ctx);
+        progress_swap(NULL);
         pthread_mutex_lock(&j->done_lock);
         if (--j->pending == 0) pthread_cond_signal(&j->done);
         pthread_mutex_unlock(&j->done_lock);
@@ -120,7 +124,7 @@ void locales_run(locale_fn fn, void *ctx) {
             fn(first_local + i, ctx);
         return;
     }
-    job j = {.fn = fn, .ctx = ctx, .pending = nlocales};
+    job j = {.fn = fn, .ctx = ctx, .progress = progress_here(), .pending = nlocales};
     pthread_mutex_init(&j.done_lock, NULL);
     pthread_cond_init(&j.done, NULL);
     /* The links live on this stack frame: the job outlives its time in every queue. */

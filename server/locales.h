@@ -29,7 +29,8 @@ static inline bool locales_is_local(int locale) {
 }
 /* The rank whose threads run `locale`. */
 int locales_rank_of(int locale);
-/* Run fn(locale, ctx) on every locale's thread, return when all have finished. */
+/* Run fn(locale, ctx) on every locale's thread, return when all have finished. The
+ * caller's progress sink (progress.h) is each locale thread's while it runs fn. */
 void locales_run(locale_fn fn, void *ctx);
 /* The locale whose thread calls this, or -1 on any other thread. */
 int locales_self(void);

@@ -29,6 +29,7 @@
 typedef struct work {
     zmq_msg_t envelope[MAX_ENVELOPE];
     int nenvelope;
+    char peer[64]; /* the client's address, when ZeroMQ gives one */
     request req;
     struct work *next;
 } work;
@@ -157,6 +158,9 @@ static work *receive_request(void *router, bool *answered) {
             zmq_msg_move(&w->envelope[w->nenvelope++], &msg);
         } else if (!have_header) {
             have_header = true;
+            /* frames from the wire carry the connection's metadata; the identity does not */
+            const char *peer = zmq_msg_gets(&msg, "Peer-Address");
+            if (peer) snprintf(w->peer, sizeof w->peer, "%s", peer);
             w->req.header =
                 h5ark_value_decode(zmq_msg_data(&msg), zmq_msg_size(&msg), &w->req.decode_error);
         } else if (received > config.max_message) {
@@ -181,6 +185,11 @@ static work *receive_request(void *router, bool *answered) {
         return NULL;
     }
     if (!have_header) w->req.decode_error = "is missing: the message had no frames";
+    if (w->nenvelope > 0) {
+        w->req.identity = zmq_msg_data(&w->envelope[0]);
+        w->req.identity_len = zmq_msg_size(&w->envelope[0]);
+        w->req.peer = w->peer[0] ? w->peer : NULL;
+    }
     return w;
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 static int open3(const char *path, int flags, mode_t mode) {
@@ -49,7 +50,8 @@ typedef struct {
     _Atomic uint64_t count[SYSIO_CLASSES];
     _Atomic uint64_t nth[SYSIO_CLASSES]; /* 0: nothing armed */
     _Atomic int error;
-    _Atomic int fired; /* 1 + the index in call_names of the call that failed, or 0 */
+    _Atomic int fired;         /* 1 + the index in call_names of the call that failed, or 0 */
+    _Atomic uint32_t delay_ms; /* each pread, pwrite and fsync sleeps this long first */
     /* which function each call was (its index in call_names), for a test to pick calls */
     _Atomic unsigned char trace[SYSIO_CLASSES][SYSIO_TRACE_MAX];
 } fault_state;
@@ -85,13 +87,20 @@ static int f_close(int fd) {
     }
     return real.close(fd);
 }
+static void slow_down(void) {
+    uint32_t ms = atomic_load(&state->delay_ms);
+    if (ms) nanosleep(&(struct timespec){ms / 1000, (long)(ms % 1000) * 1000000L}, NULL);
+}
 static ssize_t f_pread(int fd, void *buf, size_t n, off_t offset) {
+    slow_down();
     return hit(SYSIO_IO, "pread") ? -1 : real.pread(fd, buf, n, offset);
 }
 static ssize_t f_pwrite(int fd, const void *buf, size_t n, off_t offset) {
+    slow_down();
     return hit(SYSIO_IO, "pwrite") ? -1 : real.pwrite(fd, buf, n, offset);
 }
 static int f_fsync(int fd) {
+    slow_down();
     return hit(SYSIO_IO, "fsync") ? -1 : real.fsync(fd);
 }
 static int f_ftruncate(int fd, off_t size) {
@@ -191,6 +200,10 @@ void sysio_faults_arm(sysio_class c, uint64_t nth, int e) {
     atomic_store(&state->fired, 0);
     atomic_store(&state->error, e);
     if (nth > 0 && c < SYSIO_CLASSES) atomic_store(&state->nth[c], nth);
+}
+
+void sysio_faults_delay(uint32_t ms) {
+    if (state) atomic_store(&state->delay_ms, ms);
 }
 
 const char *sysio_faults_report(uint64_t counts[SYSIO_CLASSES]) {

@@ -51,6 +51,9 @@ int sysio_faults_fd(void);
 bool sysio_faults_on(void);
 /* Reset the counts; with nth > 0, the nth call of class c from now fails with errno e. */
 void sysio_faults_arm(sysio_class c, uint64_t nth, int e);
+/* Make every pread, pwrite and fsync through the table sleep `ms` first (0: none), in the
+ * daemon and its probes: long requests, for tests of what a client sees while one runs. */
+void sysio_faults_delay(uint32_t ms);
 /* The calls of each class since the last arm; the function the armed fault failed
  * ("rename"), or NULL when it has not fired. */
 const char *sysio_faults_report(uint64_t counts[SYSIO_CLASSES]);

@@ -60,6 +60,10 @@ int h5ark_client_connect_timeout(const h5ark_client_t *self);
 const char *h5ark_client_endpoint(const h5ark_client_t *self);
 /* The `warnings` of the last reply (an array of str, or NULL): valid until the next request. */
 const h5ark_value *h5ark_client_warnings(const h5ark_client_t *self);
+/* The routing identity of the client's socket: the `client` the daemon's `status` gives
+ * for its requests. A new socket (after a request failed without a reply, or
+ * h5ark_client_set_curve) gets a new one. */
+const char *h5ark_client_identity(const h5ark_client_t *self);
 
 /* Send one request and wait for its reply. `args` (a map or NULL) is taken, also on failure.
  * The `nbufs` buffers are sent as payload frames without copying; the call returns only once
@@ -104,6 +108,11 @@ const void *h5ark_reply_buffer_data(const h5ark_reply_t *self, const char *name,
 /* `rtt_seconds` (optional): the round-trip time. */
 int h5ark_client_ping(h5ark_client_t *self, double *rtt_seconds, h5ark_error *err);
 int h5ark_client_getconfig(h5ark_client_t *self, h5ark_value **config, h5ark_error *err);
+/* The requests the daemon is running, oldest first (an array of maps: seq, id, cmd, client,
+ * peer, started, elapsed, done, total, unit); only those of the client whose identity is
+ * `client` when it is not NULL. */
+int h5ark_client_status(h5ark_client_t *self, const char *client, h5ark_value **requests,
+                        h5ark_error *err);
 /* Descriptors (an array) of the named objects, or of all of them when count == 0. */
 int h5ark_client_info(h5ark_client_t *self, const char *const *names, size_t count,
                       h5ark_value **objects, h5ark_error *err);

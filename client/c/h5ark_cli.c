@@ -6,10 +6,14 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
 
 #define EXIT_USAGE 2
 
@@ -233,7 +237,7 @@ static char *bytes_text(uint64_t n) {
 
 /* ---- tables -------------------------------------------------------------------------- */
 
-#define MAX_COLS 8
+#define MAX_COLS 10
 
 typedef struct {
     int ncols;
@@ -374,6 +378,156 @@ static h5ark_client_t *connect_client(h5ark_error *err) {
     return c;
 }
 
+/* ---- the progress line ----------------------------------------------------------------- */
+
+/* A request still running after PROGRESS_DELAY_MS gets a line on stderr, when stderr is a
+ * terminal, redrawn in place ("\r") from the daemon's `status` until the reply comes, then
+ * cleared. A thread of its own asks, on a client of its own: the request's client is busy
+ * waiting for the reply. Any trouble ends the line, never the request. */
+#define PROGRESS_DELAY_MS    1000
+#define PROGRESS_INTERVAL_MS 250
+
+typedef struct {
+    const char *label;
+    char client[64]; /* the identity of the request's socket */
+    pthread_t thread;
+    bool running; /* the thread was started */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done; /* the reply has come */
+} progress_line;
+
+/* Wait up to ms for the reply; true once it has come. */
+static bool progress_wait(progress_line *p, long ms) {
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+    pthread_mutex_lock(&p->mu);
+    while (!p->done && pthread_cond_timedwait(&p->cv, &p->mu, &until) != ETIMEDOUT) {}
+    bool done = p->done;
+    pthread_mutex_unlock(&p->mu);
+    return done;
+}
+
+static double seconds_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* "N unit" for a progress line: bytes in binary units, rows and files as counts. */
+static char *amount_text(uint64_t n, const char *unit) {
+    if (strcmp(unit, "bytes") == 0) return bytes_text(n);
+    strbuf b = {0};
+    sb_printf(&b, "%" PRIu64 " %s", n, unit);
+    return sb_take(&b);
+}
+
+/* The text of one status entry: "96.0 MiB of 256.0 MiB (37%), 190.4 MiB/s", or the time
+ * it has run when it reports no measure. *first_done / *first_at: the first measure seen,
+ * from which the rate is taken (NAN before). */
+static void progress_text(strbuf *b, const char *label, const h5ark_value *entry, double *first_at,
+                          uint64_t *first_done) {
+    uint64_t done, total;
+    const h5ark_value *unit = h5ark_value_get(entry, "unit");
+    double elapsed = 0;
+    h5ark_value_to_double(h5ark_value_get(entry, "elapsed"), &elapsed);
+    sb_printf(b, "%s: ", label);
+    if (!unit || unit->kind != H5ARK_STR ||
+        !h5ark_value_to_uint64(h5ark_value_get(entry, "done"), &done) ||
+        !h5ark_value_to_uint64(h5ark_value_get(entry, "total"), &total)) {
+        sb_printf(b, "%.0f s", elapsed);
+        return;
+    }
+    char *d = amount_text(done, unit->as.s.ptr), *t = amount_text(total, unit->as.s.ptr);
+    sb_printf(b, "%s of %s", d, t);
+    free(d);
+    free(t);
+    if (total) sb_printf(b, " (%.0f%%)", floor(100.0 * (double)done / (double)total));
+    double now = seconds_now();
+    if (isnan(*first_at) || done < *first_done) {
+        *first_at = now;
+        *first_done = done;
+    } else if (now - *first_at >= 0.5) {
+        double rate = (double)(done - *first_done) / (now - *first_at);
+        char *r = amount_text((uint64_t)rate, unit->as.s.ptr);
+        sb_printf(b, ", %s/s", r);
+        free(r);
+    }
+}
+
+static void *progress_main(void *arg) {
+    progress_line *p = arg;
+    if (progress_wait(p, PROGRESS_DELAY_MS)) return NULL;
+    h5ark_error err;
+    h5ark_client_t *st = connect_client(&err);
+    if (!st) return NULL;
+    h5ark_client_set_timeout(st, 2000);
+    struct winsize ws;
+    size_t cols = ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 ? ws.ws_col : 80;
+    size_t shown = 0; /* the width of the line on the terminal now */
+    double first_at = NAN;
+    uint64_t first_done = 0;
+    strbuf line = {0};
+    do {
+        h5ark_value *list = NULL;
+        if (h5ark_client_status(st, p->client, &list, &err)) break; /* no status: no line */
+        const h5ark_value *entry = h5ark_value_at(list, h5ark_value_len(list) - 1);
+        if (entry) { /* else still queued for a handler */
+            line.len = 0;
+            progress_text(&line, p->label, entry, &first_at, &first_done);
+            /* one terminal row, or "\r" no longer returns to its start */
+            size_t len = line.len < cols - 1 ? line.len : cols - 1;
+            fprintf(stderr, "\r%.*s%*s", (int)len, line.p, (int)(shown > len ? shown - len : 0),
+                    "");
+            fflush(stderr);
+            shown = len;
+        }
+        h5ark_value_destroy(&list);
+    } while (!progress_wait(p, PROGRESS_INTERVAL_MS));
+    if (shown) {
+        fprintf(stderr, "\r%*s\r", (int)shown, "");
+        fflush(stderr);
+    }
+    free(line.p);
+    h5ark_client_destroy(&st);
+    return NULL;
+}
+
+/* Before a request that may run long on client cl (label: the command). */
+static void progress_begin(progress_line *p, h5ark_client_t *cl, const char *label) {
+    memset(p, 0, sizeof *p);
+    if (!isatty(STDERR_FILENO)) return;
+    p->label = label;
+    snprintf(p->client, sizeof p->client, "%s", h5ark_client_identity(cl));
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&p->cv, &attr);
+    pthread_condattr_destroy(&attr);
+    p->running = pthread_create(&p->thread, NULL, progress_main, p) == 0;
+    if (!p->running) {
+        pthread_cond_destroy(&p->cv);
+        pthread_mutex_destroy(&p->mu);
+    }
+}
+
+/* The reply has come: the line is cleared before this returns. */
+static void progress_end(progress_line *p) {
+    if (!p->running) return;
+    pthread_mutex_lock(&p->mu);
+    p->done = true;
+    pthread_cond_signal(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    pthread_join(p->thread, NULL);
+    pthread_cond_destroy(&p->cv);
+    pthread_mutex_destroy(&p->mu);
+    p->running = false;
+}
+
 /* ---- argument parsing ---------------------------------------------------------------- */
 
 typedef struct {
@@ -494,6 +648,55 @@ static int cmd_config(int argc, char **argv) {
         }
     }
     h5ark_value_destroy(&conf);
+    h5ark_client_destroy(&c);
+    return rc ? fail(&err) : 0;
+}
+
+/* A status entry's done or total, in its unit; "-" when it reports no measure. */
+static char *measure_text(const h5ark_value *entry, const char *key) {
+    const h5ark_value *unit = h5ark_value_get(entry, "unit");
+    uint64_t n;
+    if (!unit || unit->kind != H5ARK_STR || !h5ark_value_to_uint64(h5ark_value_get(entry, key), &n))
+        return value_text(NULL);
+    return amount_text(n, unit->as.s.ptr);
+}
+
+static int cmd_status(int argc, char **argv) {
+    int status = no_positional(argc, argv);
+    if (status >= 0) return status;
+    h5ark_error err;
+    h5ark_client_t *c = connect_client(&err);
+    if (!c) return fail(&err);
+    h5ark_value *list = NULL;
+    int rc = h5ark_client_status(c, NULL, &list, &err);
+    if (rc == 0 && h5ark_value_len(list) == 0) puts("no requests in flight");
+    if (rc == 0 && h5ark_value_len(list) > 0) {
+        static const char *const heads[] = {"SEQ",     "ID",   "CLIENT", "PEER",   "CMD",
+                                            "ELAPSED", "DONE", "TOTAL",  "PERCENT"};
+        table t = {.ncols = sizeof heads / sizeof *heads};
+        memcpy(t.heads, heads, sizeof heads);
+        for (size_t i = 0; i < h5ark_value_len(list); i++) {
+            const h5ark_value *e = h5ark_value_at(list, i);
+            double elapsed = 0;
+            uint64_t done, total;
+            h5ark_value_to_double(h5ark_value_get(e, "elapsed"), &elapsed);
+            strbuf el = {0}, pct = {0};
+            sb_printf(&el, "%.1f s", elapsed);
+            if (h5ark_value_to_uint64(h5ark_value_get(e, "done"), &done) &&
+                h5ark_value_to_uint64(h5ark_value_get(e, "total"), &total) && total)
+                sb_printf(&pct, "%.0f%%", floor(100.0 * (double)done / (double)total));
+            else
+                sb_puts(&pct, "-");
+            char *row[] = {
+                field_text(e, "seq"),    field_text(e, "id"),      field_text(e, "client"),
+                field_text(e, "peer"),   field_text(e, "cmd"),     sb_take(&el),
+                measure_text(e, "done"), measure_text(e, "total"), sb_take(&pct)};
+            table_add(&t, row);
+        }
+        table_print(&t);
+        table_free(&t);
+    }
+    h5ark_value_destroy(&list);
     h5ark_client_destroy(&c);
     return rc ? fail(&err) : 0;
 }
@@ -647,7 +850,10 @@ static int cmd_create(int argc, char **argv) {
     h5ark_client_t *cl = connect_client(&err);
     if (!cl) return fail(&err);
     h5ark_value *obj = NULL;
+    progress_line line;
+    progress_begin(&line, cl, "create");
     int rc = h5ark_client_create(cl, dtype, size, &fill, argv[optind], &obj, &err);
+    progress_end(&line);
     if (rc == 0) {
         table t;
         objects_table_init(&t, false);
@@ -730,9 +936,12 @@ static int cmd_save(int argc, char **argv) {
                               .file_type = file_type,
                               .compression = compression,
                               .compression_level = level ? level[0] - '0' : 0};
+    progress_line line;
+    progress_begin(&line, cl, "save");
     int rc = h5ark_client_tohdf_opts(cl, (const char *const *)argv + optind, n,
                                      datasets.count ? datasets.items : NULL, path, &topts, &result,
                                      &err);
+    progress_end(&line);
     print_warnings(h5ark_client_warnings(cl));
     if (rc == 0) {
         const h5ark_value *files = h5ark_value_get(result, "files");
@@ -784,8 +993,11 @@ static int cmd_load(int argc, char **argv) {
         goto out;
     }
     h5ark_value *result = NULL;
+    progress_line line;
+    progress_begin(&line, cl, "load");
     int rc = h5ark_client_readhdf(cl, (const char *const *)argv + optind, n, datasets.items,
                                   datasets.count, &ropts, &result, &err);
+    progress_end(&line);
     print_warnings(h5ark_client_warnings(cl));
     if (rc == 0) {
         const h5ark_value *errors = h5ark_value_get(result, "file_errors");
@@ -980,8 +1192,11 @@ static int field_command(int argc, char **argv, bool part) {
     h5ark_client_t *cl = connect_client(&err);
     if (!cl) return fail(&err);
     h5ark_value *result = NULL;
+    progress_line line;
+    progress_begin(&line, cl, current_cmd);
     int rc = part ? h5ark_client_writepart(cl, path, field, argv[optind], fieldtype, &result, &err)
                   : h5ark_client_complete(cl, path, field, &result, &err);
+    progress_end(&line);
     print_warnings(h5ark_client_warnings(cl));
     int64_t rows = 0;
     if (rc == 0 && h5ark_value_to_int64(h5ark_value_get(result, "rows"), &rows))
@@ -1034,6 +1249,12 @@ static int cmd_help(int argc, char **argv) {
 static const command commands[] = {
     {"ping", "Check that the daemon answers and print the round-trip time.\n", "ping", cmd_ping},
     {"config", "Print the daemon's configuration.\n", "config", cmd_config},
+    {"status",
+     "List the requests the daemon is running and how far each has got.\n"
+     "For each: the client that sent it (its routing identity, and its address: tcp, ipc),\n"
+     "how long it has run, and DONE of TOTAL in bytes, rows or files (- when the request\n"
+     "reports no measure).\n",
+     "status", cmd_status},
     {"ls",
      "List the groups and datasets of an HDF5 file in the daemon's data directory. An\n"
      "ExeTera field is one entry, of kind field, with its FIELDTYPE, LENGTH and COMPLETED.\n"
@@ -1131,7 +1352,9 @@ static void print_help(void) {
         printf("  %-10s %.*s\n", commands[i].name, (int)(nl - commands[i].summary),
                commands[i].summary);
     }
-    printf("\nRun 'h5ark help COMMAND' (or 'h5ark COMMAND --help') for a command's options.\n");
+    printf("\nRun 'h5ark help COMMAND' (or 'h5ark COMMAND --help') for a command's options.\n"
+           "When stderr is a terminal, a create, save, load, writepart or complete still\n"
+           "running after a second shows how far it is on one line there, until it ends.\n");
 }
 
 /* The SECONDS of --timeout and --connect-timeout: 0 means no bound (-1). */

@@ -4,9 +4,12 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Payloads up to this size are copied into one frame: for them a copy costs less than
  * waiting for ZeroMQ to hand zero-copy frames back. */
@@ -27,6 +30,8 @@ struct _h5ark_client_t {
     h5ark_value *warnings;
     /* CURVE: the server's public key and this client's own key pair (Z85); empty: plain */
     char server_key[41], public_key[41], secret_key[41];
+    /* the socket's routing identity, by which the daemon's `status` tells our requests */
+    char identity[24];
 };
 
 struct _h5ark_reply_t {
@@ -123,16 +128,35 @@ const h5ark_value *h5ark_client_warnings(const h5ark_client_t *self) {
     return self->warnings;
 }
 
+const char *h5ark_client_identity(const h5ark_client_t *self) {
+    return self->identity;
+}
+
+/* A fresh identity for each socket: a closed socket's may still be known to the daemon's
+ * ROUTER for a moment, and it would refuse a second connection under the same one. */
+static void new_identity(h5ark_client_t *self) {
+    uint64_t r;
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        r = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 16) ^
+            (uint64_t)(uintptr_t)self;
+    }
+    snprintf(self->identity, sizeof self->identity, "c-%016llx", (unsigned long long)r);
+}
+
 static int open_socket(h5ark_client_t *self, h5ark_error *err) {
     if (self->sock) return 0;
     void *s = zmq_socket(self->ctx, ZMQ_DEALER);
     int linger = 0;
+    new_identity(self);
     bool curve_failed = s && self->server_key[0] &&
                         (zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, self->server_key, 40) ||
                          zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, self->public_key, 40) ||
                          zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, self->secret_key, 40));
     /* a DEALER with no peer yet (or a handshake refused) blocks in send: bound that too */
     if (!s || curve_failed || zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger) ||
+        zmq_setsockopt(s, ZMQ_ROUTING_ID, self->identity, strlen(self->identity)) ||
         zmq_setsockopt(s, ZMQ_SNDTIMEO, &self->timeout_ms, sizeof self->timeout_ms) ||
         zmq_connect(s, self->endpoint) != 0) {
         int e = errno;

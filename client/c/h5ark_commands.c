@@ -64,6 +64,19 @@ int h5ark_client_getconfig(h5ark_client_t *self, h5ark_value **config, h5ark_err
     return call(self, "getconfig", NULL, NULL, 0, NULL, config, err);
 }
 
+int h5ark_client_status(h5ark_client_t *self, const char *client, h5ark_value **requests,
+                        h5ark_error *err) {
+    h5ark_value *args = NULL;
+    if (client) {
+        args = h5ark_value_map();
+        if (h5ark_value_set(args, "client", h5ark_value_str(client)) != 0) {
+            h5ark_value_destroy(&args);
+            return oom(err);
+        }
+    }
+    return call(self, "status", args, NULL, 0, "requests", requests, err);
+}
+
 int h5ark_client_info(h5ark_client_t *self, const char *const *names, size_t count,
                       h5ark_value **objects, h5ark_error *err) {
     h5ark_value *args = NULL;

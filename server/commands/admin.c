@@ -1,8 +1,9 @@
-/* Commands about the daemon and its registry: ping getconfig info delete clear shutdown, and
- * the test-only fault. */
+/* Commands about the daemon and its registry: ping getconfig status info delete clear
+ * shutdown, and the test-only fault. */
 #include "commands.h"
 
 #include "config.h"
+#include "inflight.h"
 #include "locales.h"
 #include "memory.h"
 #include "metrics.h"
@@ -58,6 +59,16 @@ static int cmd_getconfig(command_ctx *ctx, h5ark_error *err) {
         reply_set(ctx, "locales_per_rank", h5ark_value_uint((uint64_t)locales_local_count()), err))
         return -1;
     return 0;
+}
+
+/* On the router thread, so it answers while every handler is busy with long work. */
+static int cmd_status(command_ctx *ctx, h5ark_error *err) {
+    h5ark_value *list = h5ark_value_array();
+    if (!list || inflight_list(list, arg_str(ctx, "client", NULL))) {
+        h5ark_value_destroy(&list);
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory listing the requests");
+    }
+    return reply_set(ctx, "requests", list, err);
 }
 
 static int cmd_info(command_ctx *ctx, h5ark_error *err) {
@@ -137,6 +148,9 @@ static int cmd_fault(command_ctx *ctx, h5ark_error *err) {
     if (c == SYSIO_CLASSES || !e)
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
                           "fault: class is io or alloc, error EIO, ENOSPC or ENOMEM");
+    uint64_t delay = arg_uint(ctx, "delay_ms", 0);
+    if (delay > 10000)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "fault: delay_ms is at most 10000");
     uint64_t counts[SYSIO_CLASSES];
     const char *fired = sysio_faults_report(counts);
     /* the names of the calls, before the arm forgets them */
@@ -148,6 +162,7 @@ static int cmd_fault(command_ctx *ctx, h5ark_error *err) {
             if (name && h5ark_value_push(calls[k], h5ark_value_str(name))) rc = -1;
         }
     sysio_faults_arm(c, nth, e);
+    sysio_faults_delay((uint32_t)delay);
     if (rc || !calls[SYSIO_IO] || !calls[SYSIO_ALLOC]) {
         h5ark_value_destroy(&calls[SYSIO_IO]);
         h5ark_value_destroy(&calls[SYSIO_ALLOC]);
@@ -170,6 +185,12 @@ const command_def admin_commands[] = {
      * only rank 0's state) run on rank 0; commands that change objects run everywhere */
     {"ping", cmd_ping, {{0}}, .immediate = true, .read_only = true, .ranks = RANKS_ZERO},
     {"getconfig", cmd_getconfig, {{0}}, .immediate = true, .read_only = true, .ranks = RANKS_ZERO},
+    {"status",
+     cmd_status,
+     {{"client", ARG_STR, false}, {0}},
+     .immediate = true,
+     .read_only = true,
+     .ranks = RANKS_ZERO},
     {"info",
      cmd_info,
      {{"names", ARG_STR_ARRAY, false}, {0}},
@@ -180,6 +201,10 @@ const command_def admin_commands[] = {
     {"shutdown", cmd_shutdown, {{0}}, .ranks = RANKS_ZERO},
     {"fault",
      cmd_fault,
-     {{"class", ARG_STR, false}, {"nth", ARG_UINT, false}, {"error", ARG_STR, false}, {0}}},
+     {{"class", ARG_STR, false},
+      {"nth", ARG_UINT, false},
+      {"error", ARG_STR, false},
+      {"delay_ms", ARG_UINT, false},
+      {0}}},
     {0},
 };

@@ -6,6 +6,7 @@
 #include "objects/pdarray.h"
 #include "objects/strings.h"
 #include "ranks.h"
+#include "progress.h"
 #include "registry.h"
 
 #include <math.h>
@@ -224,6 +225,8 @@ static int cmd_put(command_ctx *ctx, h5ark_error *err) {
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "put: 'max_bits' applies to dtype bigint only");
     if (ranks_count() > 1 && (objtype == H5ARK_STRINGS || dtype == H5ARK_BIGINT))
         return not_on_ranks(objtype == H5ARK_STRINGS ? "put of strings" : "put of bigint", err);
+    /* the payload's bytes, as the locales copy them into the shards */
+    progress_start(progress_here(), PROGRESS_BYTES, ctx->payload->total);
     if (objtype == H5ARK_STRINGS) {
         if (dtype != H5ARK_STRING)
             return h5ark_fail(err, H5ARK_TYPE_ERROR, "put: strings have dtype str, not %s",

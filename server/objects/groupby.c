@@ -15,6 +15,7 @@
 #include "groupby.h"
 
 #include "locales.h"
+#include "progress.h"
 #include "registry.h"
 #include "shardcache.h"
 
@@ -199,7 +200,10 @@ static int radix_sort(uint64_t **keyp, uint64_t **valp, uint64_t **tkp, uint64_t
         t = sv;
         sv = dv;
         dv = t;
+        /* progress: the rows once over all the passes */
+        progress_add(progress_here(), n / (unsigned)npasses + (j == 0 ? n % (unsigned)npasses : 0));
     }
+    if (npasses == 0) progress_add(progress_here(), n);
     if (npasses == 0 && implicit) /* all keys equal: the rows stay in order */
         for (uint64_t i = 0; i < n; i++)
             val[i] = rows_from + i;
@@ -339,6 +343,7 @@ static void sort_run(int b, void *ctx) {
     for (size_t k = p->nkeys; k-- > 0;) {
         if (p->refs[k * L + b]) {
             string_sort(order, tk, n, p->refs[k * L + b], lo);
+            progress_add(progress_here(), n);
             continue;
         }
         if (p->nkeys == 1) {
@@ -468,6 +473,7 @@ static void merge_runs(int c, void *ctx) {
     }
     p->gcount[c] = groups;
     free(head);
+    progress_add(progress_here(), cnt);
 }
 
 /* Where, in locale b's flags, each destination's first group lies. */
@@ -592,6 +598,8 @@ object *groupby_make(object *const *keys, size_t nkeys, h5ark_error *err) {
 
     p.perm = object_new_pdarray(H5ARK_INT64, p.n, err);
     if (!p.perm) goto out;
+    /* the rows, sorted once by each key and merged once */
+    progress_start(progress_here(), PROGRESS_ROWS, p.n * (nkeys + 1));
     if (p.n > 0) {
         locales_run(sort_run, &p);
         if (atomic_load(&p.failed)) goto oom;

@@ -3,12 +3,12 @@
 #include "pdarray.h"
 
 #include "locales.h"
+#include "progress.h"
 #include "ranks.h"
-
-#include <stdlib.h>
 
 #include <math.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const fill_names[] = {"empty",  "zeros",    "ones",    "full",
@@ -250,10 +250,16 @@ static void copy_shard(int locale, void *ctx) {
     darray *a = job->obj->values;
     shard *sh = &a->shards[locale];
     if (sh->count == 0) return;
-    if (h5ark_payload_copy(job->payload, job->offset + sh->start * a->itemsize, sh->data,
-                           sh->count * a->itemsize) != 0) {
-        atomic_store(&job->failed, 1);
-        return;
+    /* in pieces, so that the request's progress moves while a large shard is copied */
+    progress_sink *progress = progress_here();
+    uint64_t len = sh->count * a->itemsize, from = job->offset + sh->start * a->itemsize;
+    for (uint64_t at = 0; at < len; at += PROGRESS_PIECE) {
+        uint64_t n = len - at < PROGRESS_PIECE ? len - at : PROGRESS_PIECE;
+        if (h5ark_payload_copy(job->payload, from + at, (char *)sh->data + at, n) != 0) {
+            atomic_store(&job->failed, 1);
+            return;
+        }
+        progress_add(progress, n);
     }
     if (a->dtype == H5ARK_BOOLEAN) {
         const uint8_t *b = sh->data;

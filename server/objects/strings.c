@@ -2,6 +2,7 @@
 #include "strings.h"
 
 #include "locales.h"
+#include "progress.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -64,6 +65,7 @@ static void copy_shard(int locale, void *ctx) {
         atomic_store(&job->failed, 1);
         return;
     }
+    progress_add(progress_here(), seg->count * 8 + val->count);
     locales_note_first(&job->first_bad, strings_check_shard(job->obj, locale));
 }
 

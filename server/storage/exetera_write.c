@@ -16,6 +16,7 @@
 #include "families.h"
 #include "files.h"
 #include "layout.h"
+#include "progress.h"
 #include "sandbox.h"
 #include "sysio.h"
 #include "twin.h"
@@ -269,6 +270,7 @@ static int put_numeric(hid_t d, const object *obj, const field_spec *s, h5ark_er
         const shard *sh = &a->shards[b];
         if (!to_seconds) {
             rc = append_rows(d, mtype, sh->data, sh->count, err);
+            progress_add(progress_here(), sh->count);
             continue;
         }
         double *buf = sysio.malloc(sh->count ? sh->count * sizeof *buf : 1);
@@ -280,6 +282,7 @@ static int put_numeric(hid_t d, const object *obj, const field_spec *s, h5ark_er
         for (uint64_t i = 0; i < sh->count; i++)
             buf[i] = (double)(ns[i] / 1000000000) + (double)(ns[i] % 1000000000) / 1e9;
         rc = append_rows(d, mtype, buf, sh->count, err);
+        progress_add(progress_here(), sh->count);
         free(buf);
     }
     if (mtype != h5u_mem_type(obj->dtype) && mtype != H5T_NATIVE_DOUBLE) H5Tclose(mtype);
@@ -333,6 +336,7 @@ static int put_indexed(hid_t index, hid_t values, const object *obj, h5ark_error
             last += (int64_t)used;
             rc = append_rows(values, H5T_NATIVE_UINT8, buf, used, err) ||
                  append_rows(index, H5T_NATIVE_INT64, off, n, err);
+            progress_add(progress_here(), n);
         }
         free(off);
         free(buf);
@@ -369,6 +373,7 @@ static int put_fixed(hid_t d, const object *obj, const char *name, const field_s
                     memcpy(buf + i * s->strlen, p, l);
             }
             if (rc == 0) rc = append_rows(d, t, buf, m, err);
+            progress_add(progress_here(), m);
         }
     }
     free(buf);
@@ -557,6 +562,7 @@ static int put_categorical(hid_t g, hid_t d, const object *obj, const char *name
         for (uint64_t i = 0; i < sh->count; i++)
             out[i] = c[i] >= 0 && (uint64_t)c[i] < ncats ? map[c[i]] : na;
         rc = append_rows(d, H5T_NATIVE_INT64, out, sh->count, err);
+        progress_add(progress_here(), sh->count);
         free(out);
     }
     free(map);
@@ -905,6 +911,10 @@ int storage_exetera_write(const storage_item *items, size_t nitems, const char *
                             "written",
                             group, fields[i].name, path);
     }
+    uint64_t rows = 0;
+    for (size_t i = 0; i < n; i++)
+        rows += fields[i].obj->size;
+    progress_start(progress_here(), PROGRESS_ROWS, rows);
     for (size_t i = 0; i < n && rc == 0; i++) {
         if (mode == STORAGE_UPDATE && H5Ldelete(df, fields[i].name, H5P_DEFAULT) < 0)
             rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot replace the field '%s'", fields[i].name);
@@ -977,6 +987,7 @@ int storage_exetera_part(const char *path, const char *field, const object *obj,
             want = old;
     }
     if (rc == 0) rc = spec_fits(obj, label, &want, err);
+    progress_start(progress_here(), PROGRESS_ROWS, obj->size);
     if (rc == 0) rc = write_field(df, name, obj, &want, !there, false, rows, err);
     if (df >= 0) H5Gclose(df);
     if (ex_close(&file, rc == 0, err) && rc == 0) rc = -1;

@@ -7,6 +7,7 @@
 
 #include "files.h"
 #include "locales.h"
+#include "progress.h"
 #include "sysio.h"
 
 #include <stdio.h>
@@ -97,6 +98,7 @@ static int gather_src(const read_src *src, uint64_t first, uint64_t count, const
         goto out;
     }
     rc = 0;
+    progress_add(progress_here(), read_src_bytes(src, count));
     for (uint64_t i = 0; i < count && rc == 0; i++) {
         const char *s = vlen ? ((char **)buf)[i] : (const char *)buf + i * size;
         size_t len = vlen ? (s ? strlen(s) : 0) : strnlen(s, size);

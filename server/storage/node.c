@@ -3,6 +3,7 @@
 
 #include "files.h"
 #include "io.h"
+#include "progress.h"
 #include "sysio.h"
 
 #include <errno.h>
@@ -102,10 +103,18 @@ static int pread_src(const read_src *src, uint64_t first, uint64_t count, size_t
         return h5ark_fail(err, H5ARK_IO_ERROR, "cannot open '%s': %s", files_display(src->path),
                           strerror(errno));
     int rc = 0;
-    if (io_pread_full(fd, dest, count * itemsize, src->info.offset + first * itemsize))
-        rc = h5ark_fail(err, H5ARK_IO_ERROR, "cannot read '%s' from '%s': %s", src->dset,
-                        files_display(src->path),
-                        errno == ENODATA ? "the file ends early" : strerror(errno));
+    /* in pieces, so that the request's progress moves while a large shard comes in */
+    progress_sink *progress = progress_here();
+    uint64_t len = count * itemsize, from = src->info.offset + first * itemsize;
+    for (uint64_t at = 0; at < len && rc == 0; at += PROGRESS_PIECE) {
+        uint64_t n = len - at < PROGRESS_PIECE ? len - at : PROGRESS_PIECE;
+        if (io_pread_full(fd, (char *)dest + at, n, from + at))
+            rc = h5ark_fail(err, H5ARK_IO_ERROR, "cannot read '%s' from '%s': %s", src->dset,
+                            files_display(src->path),
+                            errno == ENODATA ? "the file ends early" : strerror(errno));
+        else
+            progress_add(progress, n);
+    }
     sysio.close(fd);
     return rc;
 }
@@ -131,6 +140,7 @@ int read_part_range(const read_part *part, uint64_t lo, uint64_t hi, void *dest,
                                    files_display(src->path));
             return -1;
         }
+        if (!direct) progress_add(progress_here(), read_src_bytes(src, count));
         if (src->rebase) {
             int64_t *v = out;
             for (uint64_t k = 0; k < count; k++)

@@ -36,6 +36,12 @@ typedef struct {
 int read_part_add(read_part *part, int file, const char *path, char *dset,
                   const h5u_dset_info *info, int64_t rebase, h5ark_error *err);
 void read_part_clear(read_part *part);
+/* The bytes `count` elements of src take in its file: the measure of a read's progress
+ * (one byte an element for types of no fixed size). */
+static inline uint64_t read_src_bytes(const read_src *src, uint64_t count) {
+    size_t size = h5ark_dtype_size(src->info.dtype);
+    return count * (size ? size : 1);
+}
 /* Read elements [lo, hi) of the concatenation into dest: pread for contiguous data whose
  * bytes are already what memory holds, HDF5 for the rest. Runs on any thread. */
 int read_part_range(const read_part *part, uint64_t lo, uint64_t hi, void *dest, h5ark_error *err);

@@ -12,6 +12,7 @@
 #include "sandbox.h"
 #include "layout.h"
 #include "probe.h"
+#include "progress.h"
 #include "sysio.h"
 
 #include <errno.h>
@@ -49,6 +50,22 @@ static void free_items(storage_read_item *items, size_t n) {
 
 void storage_read_items_free(storage_read_item *items, size_t nitems) {
     if (items) free_items(items, nitems);
+}
+
+/* The bytes a read will take from the files: the measure of its progress. */
+static uint64_t part_bytes(const read_part *p) {
+    uint64_t n = 0;
+    for (size_t i = 0; i < p->n; i++)
+        n += read_src_bytes(&p->src[i], p->src[i].info.count);
+    return n;
+}
+
+static uint64_t node_bytes(const read_node *n) {
+    /* offsets found from the NULs are not read */
+    uint64_t b = part_bytes(&n->ds.values) + (n->ds.no_segments ? 0 : part_bytes(&n->ds.segments));
+    for (size_t i = 0; i < n->nkids; i++)
+        b += node_bytes(&n->kids[i]);
+    return b;
 }
 
 static int read_files(char *const *paths, size_t npaths, const char *const *datasets,
@@ -100,6 +117,10 @@ static int read_files(char *const *paths, size_t npaths, const char *const *data
     }
     for (size_t i = 0; opts->ranged && i < st.names.n; i++)
         if (schema_slice(&st.nodes[i], opts->start, opts->stop, err)) goto out;
+    uint64_t total = 0;
+    for (size_t i = 0; i < st.names.n; i++)
+        total += node_bytes(&st.nodes[i]);
+    progress_start(progress_here(), PROGRESS_BYTES, total);
     out = sysio.calloc(st.names.n ? st.names.n : 1, sizeof *out);
     if (!out) {
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");

@@ -12,6 +12,7 @@
 #include "io.h"
 #include "locales.h"
 #include "objects/strings.h"
+#include "progress.h"
 #include "sandbox.h"
 #include "layout.h"
 #include "schema.h"
@@ -386,25 +387,39 @@ typedef struct {
     locale_errors le;
 } write_job;
 
-static int write_region_data(int fd, const write_region *r, h5ark_error *err) {
-    if (!r->rebase) return io_pwrite_full(fd, r->data, r->nbytes, r->offset);
+/* A region's bytes, in pieces so that the request's progress moves while a large shard
+ * goes out. */
+static int write_region_data(int fd, const write_region *r, progress_sink *progress) {
+    if (!r->rebase) {
+        for (uint64_t at = 0; at < r->nbytes; at += PROGRESS_PIECE) {
+            uint64_t n = r->nbytes - at < PROGRESS_PIECE ? r->nbytes - at : PROGRESS_PIECE;
+            if (io_pwrite_full(fd, (const char *)r->data + at, n, r->offset + at)) return -1;
+            progress_add(progress, n);
+        }
+        return 0;
+    }
     /* offsets restarted at 0 for a file of their own: converted a block at a time */
     enum { BLOCK = 8192 };
     int64_t buf[BLOCK];
     const int64_t *in = r->data;
-    uint64_t n = r->nbytes / 8;
+    uint64_t n = r->nbytes / 8, unreported = 0;
     for (uint64_t i = 0; i < n; i += BLOCK) {
         uint64_t m = n - i < BLOCK ? n - i : BLOCK;
         for (uint64_t k = 0; k < m; k++)
             buf[k] = in[i + k] - r->rebase;
         if (io_pwrite_full(fd, buf, m * 8, r->offset + i * 8)) return -1;
+        if ((unreported += m * 8) >= PROGRESS_PIECE) {
+            progress_add(progress, unreported);
+            unreported = 0;
+        }
     }
-    (void)err;
+    progress_add(progress, unreported);
     return 0;
 }
 
 static void pwrite_shards(int locale, write_job *job) {
     h5ark_error *err = &job->le.errs[locale];
+    progress_sink *progress = progress_here();
     int fd = -1, fd_file = -1;
     for (size_t i = 0; i < job->plan->n; i++) {
         const write_region *r = &job->plan->v[i];
@@ -426,7 +441,7 @@ static void pwrite_shards(int locale, write_job *job) {
                 return;
             }
         }
-        if (write_region_data(fd, r, err)) {
+        if (write_region_data(fd, r, progress)) {
             h5ark_fail(err, H5ARK_IO_ERROR, "cannot write '%s': %s", f->rel, strerror(errno));
             locale_errors_set(&job->le, locale);
             break;
@@ -449,6 +464,7 @@ static void pwrite_shards(int locale, write_job *job) {
 /* A locale's chunks: made here, in parallel; only their writes take HDF5's lock. */
 static void write_chunks(int locale, write_job *job) {
     h5ark_error *err = &job->le.errs[locale];
+    progress_sink *progress = progress_here();
     chunk_buffers b = {0};
     for (size_t i = 0; i < job->plan->nchunks; i++) {
         const write_chunk *c = &job->plan->chunks[i];
@@ -458,6 +474,7 @@ static void write_chunks(int locale, write_job *job) {
             locale_errors_set(&job->le, locale);
             break;
         }
+        progress_add(progress, c->count * c->src->itemsize);
     }
     chunk_buffers_free(&b);
 }
@@ -466,6 +483,16 @@ static void write_locale(int locale, void *ctx) {
     write_job *job = ctx;
     write_chunks(locale, job);
     if (job->le.errs[locale].code == H5ARK_OK) pwrite_shards(locale, job);
+}
+
+/* The bytes the locales will write: the measure of a tohdf's progress. */
+static uint64_t plan_bytes(const write_plan *plan) {
+    uint64_t n = 0;
+    for (size_t i = 0; i < plan->n; i++)
+        n += plan->v[i].nbytes;
+    for (size_t i = 0; i < plan->nchunks; i++)
+        n += plan->chunks[i].count * plan->chunks[i].src->itemsize;
+    return n;
 }
 
 static int add_str(h5ark_value *list, const char *fmt, const char *arg, h5ark_error *err) {
@@ -565,6 +592,7 @@ static int write_files(const storage_item *items, size_t nitems, const char *pat
     }
     if (locale_errors_init(&job.le, err)) goto out;
     if (mode == STORAGE_TRUNCATE) drop_cached_pages(of, nfiles);
+    progress_start(progress_here(), PROGRESS_BYTES, plan_bytes(&plan));
     locales_run(write_locale, &job);
     if (locale_errors_take(&job.le, err)) goto out;
     if (write_plan_close(&plan, err) || close_files(of, nfiles, err)) goto out;
@@ -619,6 +647,8 @@ static int repack_files(char *const *paths, size_t npaths, h5ark_value *files, u
                         uint64_t *after, h5ark_error *err) {
     h5u_quiet();
     *before = *after = 0;
+    progress_sink *progress = progress_here();
+    progress_start(progress, PROGRESS_FILES, npaths);
     for (size_t i = 0; i < npaths; i++) {
         const char *shown = files_display(paths[i]);
         struct stat st;
@@ -656,6 +686,7 @@ static int repack_files(char *const *paths, size_t npaths, h5ark_value *files, u
         *before += (uint64_t)st.st_size;
         *after += stat(paths[i], &st2) == 0 ? (uint64_t)st2.st_size : 0;
         if (add_str(files, "%s", shown, err)) return -1;
+        progress_add(progress, 1);
     }
     return 0;
 }

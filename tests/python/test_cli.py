@@ -18,7 +18,7 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 CLI = os.environ.get("H5ARK_CLI", str(REPO / "build" / "client" / "c" / "h5ark"))
 CLIENT_TEST = os.environ.get("H5ARK_CLIENT_TEST",
                              str(REPO / "build" / "client" / "c" / "test_h5ark_client"))
-COMMANDS = ["ping", "config", "ls", "info", "create", "save", "writepart", "complete", "load", "get", "delete", "shutdown", "help"]
+COMMANDS = ["ping", "config", "status", "ls", "info", "create", "save", "writepart", "complete", "load", "get", "delete", "shutdown", "help"]
 
 
 @pytest.fixture(scope="module", autouse=True)

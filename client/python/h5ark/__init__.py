@@ -30,7 +30,7 @@ from .objects import (ArrayView, Categorical, DataFrame, Datetime, GroupBy, H5ar
 # project(VERSION) in CMakeLists.txt is the version; the tests check that this agrees
 __version__ = "0.1.0"
 
-_FORWARDED = ("ping", "config", "zeros", "ones", "full", "arange", "linspace", "randint",
+_FORWARDED = ("ping", "config", "status", "zeros", "ones", "full", "arange", "linspace", "randint",
               "uniform", "array", "ip_address", "reshape", "info", "delete", "clear",
               "to_hdf", "read_hdf", "repack", "ls", "shutdown")
 

@@ -2,6 +2,7 @@
 import itertools
 import os
 import math
+import secrets
 import threading
 import time
 import warnings
@@ -10,7 +11,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import zmq
 
-from . import codec, objects, wire
+from . import codec, objects, progress as _progress, wire
 from .errors import ConnectionClosedError, H5arkWarning, ReplyTimeoutError, error_for
 from .objects import H5arkObject, make_object
 
@@ -80,14 +81,18 @@ class Client:
     arrives after its request timed out is recognised and dropped."""
 
     def __init__(self, endpoint=DEFAULT_ENDPOINT, token=None, timeout=DEFAULT_TIMEOUT,
-                 context=None, server_key=None, connect_timeout=DEFAULT_CONNECT_TIMEOUT):
+                 context=None, server_key=None, connect_timeout=DEFAULT_CONNECT_TIMEOUT,
+                 progress=None):
         """`timeout`: seconds a request waits for its reply (None: forever).
         `connect_timeout`: until the daemon has answered once (and again after a request
         timed out), each request is preceded by a ping that waits at most this long (and no
         longer than `timeout`), so that an endpoint where nothing answers fails at once
         rather than after `timeout`; None: no ping, the request's own timeout applies.
         `server_key`: the daemon's CURVE public key (the 40-character text of the .pub
-        file `h5arkd --curve-keygen` writes, or a path to that file) to encrypt with."""
+        file `h5arkd --curve-keygen` writes, or a path to that file) to encrypt with.
+        `progress`: a request still running after a second shows a progress bar (tqdm, on
+        stderr, when tqdm is installed): None (auto) when stderr is a terminal, True
+        always, False never. The bar follows the daemon's `status` on a second socket."""
         self.endpoint = endpoint
         self.token = token
         self.timeout = timeout
@@ -97,16 +102,22 @@ class Client:
         self.on_reply = None
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
-        self._socket = (context or zmq.Context.instance()).socket(zmq.DEALER)
+        self.progress = progress
+        self._watcher = _progress.Watcher(self)
+        self._context = context or zmq.Context.instance()
+        self._socket = self._context.socket(zmq.DEALER)
         self._socket.setsockopt(zmq.LINGER, 0)
+        # a routing identity of our own, by which `status` tells this client's requests
+        self._identity = f"py-{secrets.token_hex(8)}"
+        self._socket.setsockopt(zmq.ROUTING_ID, self._identity.encode("ascii"))
         # a DEALER with no peer yet (or a refused handshake) blocks in send: bound that too
         if timeout is not None:
             self._socket.setsockopt(zmq.SNDTIMEO, int(timeout * 1000))
         self._curve = server_key is not None
+        self._server_key = _read_key(server_key) if server_key is not None else None
         if server_key is not None:
-            key = _read_key(server_key)
             public, secret = zmq.curve_keypair()
-            self._socket.curve_serverkey = key
+            self._socket.curve_serverkey = self._server_key
             self._socket.curve_publickey = public
             self._socket.curve_secretkey = secret
         self._socket.connect(endpoint)
@@ -136,7 +147,8 @@ class Client:
                     # any reply will do, an error included: the request gets its own
                     ping = {"v": wire.PROTOCOL_VERSION, "cmd": "ping", "token": self.token}
                     self._exchange({k: v for k, v in ping.items() if v is not None}, (), first)
-            reply, payload = self._exchange(header, frames, wait)
+            watch = _progress.wanted(self.progress, cmd)
+            reply, payload = self._exchange(header, frames, wait, watch)
         if not reply.get("ok"):
             error = reply.get("error") or {}
             raise error_for(error.get("code", "internal"),
@@ -150,8 +162,9 @@ class Client:
             self.on_reply(cmd, header["args"], out)
         return out
 
-    def _exchange(self, header, frames, wait):
-        """Send one request (the lock held) and wait up to `wait` seconds for its reply."""
+    def _exchange(self, header, frames, wait, watch=False):
+        """Send one request (the lock held) and wait up to `wait` seconds for its reply;
+        `watch`: with a progress bar should it run long."""
         cmd = header["cmd"]
         header["id"] = next(self._ids)
         # copy=False: ZeroMQ sends straight from the caller's arrays. They stay
@@ -162,7 +175,26 @@ class Client:
             raise ReplyTimeoutError("timeout", f"`{cmd}`: no connection to {self.endpoint} "
                                                f"within {self.timeout} s (is h5arkd running "
                                                f"there, and does it need server_key?)")
-        return self._receive(header["id"], cmd, wait)
+        if not watch:
+            return self._receive(header["id"], cmd, wait)
+        watched, reply = self._watcher.begin(cmd, header["id"]), None
+        try:
+            reply = self._receive(header["id"], cmd, wait)
+            return reply
+        finally:
+            self._watcher.end(watched, finished=bool(reply and reply[0].get("ok")))
+
+    def _side_socket(self):
+        """A second socket to the daemon, for `status` while the first waits for a reply."""
+        sock = self._context.socket(zmq.DEALER)
+        sock.setsockopt(zmq.LINGER, 0)
+        if self._server_key is not None:
+            public, secret = zmq.curve_keypair()
+            sock.curve_serverkey = self._server_key
+            sock.curve_publickey = public
+            sock.curve_secretkey = secret
+        sock.connect(self.endpoint)
+        return sock
 
     def _receive(self, request_id, cmd, wait):
         deadline = None if wait is None else time.monotonic() + wait
@@ -191,6 +223,7 @@ class Client:
             if self._socket is not None:
                 self._socket.close(linger=0)
                 self._socket = None
+        self._watcher.close()
         if _current is self:
             _current = None
 
@@ -217,6 +250,13 @@ class Client:
     def config(self):
         """The daemon's configuration (version, locales, memory, auth, library versions)."""
         return Result(self.request("getconfig").result)
+
+    def status(self):
+        """The requests the daemon is running now, oldest first: a list of maps with `seq`,
+        `id`, `cmd`, `client`, `peer`, `started`, `elapsed`, `done`, `total` and `unit`
+        (`bytes`, `rows` or `files`; done, total and unit are None for a request that
+        reports no measure). Answered at once, however busy the daemon is."""
+        return self.request("status").result["requests"]
 
     def shutdown(self):
         """Ask the daemon to finish in-flight work and exit; closes this client."""
@@ -566,13 +606,13 @@ def _read_key(key):
 
 
 def connect(endpoint=DEFAULT_ENDPOINT, token=None, timeout=DEFAULT_TIMEOUT, server_key=None,
-            connect_timeout=DEFAULT_CONNECT_TIMEOUT):
+            connect_timeout=DEFAULT_CONNECT_TIMEOUT, progress=None):
     """Connect to a daemon, check that it answers within `connect_timeout` seconds, and
     make this client the one the module-level functions use. `server_key` turns on CURVE
-    encryption (see Client)."""
+    encryption, `progress` the bars of long requests (see Client)."""
     global _current
     client = Client(endpoint, token=token, timeout=timeout, server_key=server_key,
-                    connect_timeout=connect_timeout)
+                    connect_timeout=connect_timeout, progress=progress)
     try:
         client.ping()
     except BaseException:
