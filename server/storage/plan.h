@@ -69,11 +69,18 @@ int write_plan_close(write_plan *plan, h5ark_error *err);
  * are the same whatever the locale count. */
 uint64_t chunk_elems(size_t itemsize, uint64_t n);
 
-/* A locale's working memory for chunks, grown as needed. */
+struct libdeflate_compressor;
+
+/* A locale's working memory for chunks, grown as needed, and its compressor. */
 typedef struct {
     unsigned char *raw, *shuffled, *packed;
     size_t raw_cap, shuffled_cap, packed_cap;
+    struct libdeflate_compressor *deflater; /* made for deflater_level */
+    int deflater_level;
 } chunk_buffers;
+
+/* The libdeflate level chunks of a requested gzip level (1-9) are compressed at. */
+int chunk_deflate_level(int gzip_level);
 
 /* Make and write chunk c on the calling (locale) thread. */
 int chunk_write(const write_plan *plan, const write_chunk *c, chunk_buffers *b, h5ark_error *err);
