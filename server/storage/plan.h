@@ -70,17 +70,17 @@ int write_plan_close(write_plan *plan, h5ark_error *err);
 uint64_t chunk_elems(size_t itemsize, uint64_t n);
 
 struct libdeflate_compressor;
+enum { CHUNK_DEFLATE_LEVELS = 13 }; /* libdeflate's levels: 0-12 */
 
-/* A locale's working memory for chunks, grown as needed, and its compressor. */
+/* A locale's working memory for chunks, grown as needed, and its compressors. */
 typedef struct {
-    unsigned char *raw, *shuffled, *packed;
-    size_t raw_cap, shuffled_cap, packed_cap;
-    struct libdeflate_compressor *deflater; /* made for deflater_level */
-    int deflater_level;
+    unsigned char *raw, *shuffled, *packed, *again;
+    size_t raw_cap, shuffled_cap, packed_cap, again_cap;
+    struct libdeflate_compressor *deflaters[CHUNK_DEFLATE_LEVELS]; /* made when first used */
 } chunk_buffers;
 
-/* The libdeflate level chunks of a requested gzip level (1-9) are compressed at. */
-int chunk_deflate_level(int gzip_level);
+/* The libdeflate level chunks of `dtype` at a requested gzip level (1-9) are made with. */
+int chunk_deflate_level(int gzip_level, h5ark_dtype dtype);
 
 /* Make and write chunk c on the calling (locale) thread. */
 int chunk_write(const write_plan *plan, const write_chunk *c, chunk_buffers *b, h5ark_error *err);
