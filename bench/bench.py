@@ -4,7 +4,7 @@ with one locale), and their ratio, median of the runs with min and max.
 
 Run it from anywhere after building (bench/run uses the interpreter that has h5py):
 
-    bench/run [--runs N] [--quick] [--only raw,h5py,small,range,exetera,writepart,memory,scaling]
+    bench/run [--runs N] [--quick] [--only raw,h5py,small,range,exetera,writepart,memory,scaling,gzip]
 
 The raw-socket and raw-I/O measures come from build/bench/h5ark-bench (C); the measures
 against h5py, of many small files, of peak memory and of scaling with locales are made
@@ -99,6 +99,12 @@ def measures(a):
                            *at_least(1.7)),
         "gzip": (f"tohdf gzip {keys} int64 in [0, 1000), 2 loc", "the same, 1 locale",
                  *at_least(1.7)),
+        "gzip_speed": (f"tohdf gzip {keys} int64 in [0, 1000), {a.locales} loc",
+                       f"zlib 4 in {a.locales} threads + h5py chunk writes", *at_least(1.5)),
+        "gzip_deflate": (f"tohdf gzip {keys} int64 in [0, 1000), {a.locales} loc",
+                         f"zlib 4 alone in {a.locales} threads", "(none)", None),
+        "gzip_ratio": ("compression ratio of those chunks", "zlib level 4, same chunks",
+                       *at_least(1.0)),
         # what two threads of this machine do against one, on the work above: its limit
         "limit_memory": ("machine: memory streaming, 2 threads", "the same, 1 thread",
                          "(limit)", None),
@@ -699,6 +705,76 @@ def gzip_measure(a, clients, arrays):
     return ("MB/s", *rates)
 
 
+def gzip_zlib_measure(a):
+    """tohdf with gzip at the default level (4) against zlib making the same chunks: the
+    keys of the 2 vs 1 rows (int64 in [0, 1000)), one file, so that the daemon's chunks are
+    exactly the reference's: 1 MiB each, shuffled as HDF5's filter does (the last one padded
+    with zeros). The reference compresses them with Python's zlib at level 4 in as many
+    threads as the daemon has locales (zlib releases the GIL), each thread taking every
+    locales-th chunk, then writes them into a dataset of the same layout and filters with
+    h5py's write_direct_chunk and fsyncs the file: the same file made with zlib. The shuffle
+    is done before the runs, so the reference is timed without it. A second row times the
+    reference's compression alone. The daemon's time is the whole request: gathering,
+    shuffling and compressing, HDF5 writing the chunks, fsync and rename. Ratios: the data's
+    bytes over the chunks' (the dataset's storage size, on both sides)."""
+    n, threads = a.keys, a.locales
+    data = np.random.default_rng(1).integers(0, 1000, n).astype("<i8")
+    per = MIB // 8
+    chunks = []
+    for lo in range(0, n, per):
+        part = data[lo:lo + per]
+        if part.size < per:
+            part = np.concatenate([part, np.zeros(per - part.size, part.dtype)])
+        chunks.append(np.ascontiguousarray(part.view(np.uint8).reshape(-1, 8).T).tobytes())
+    mb = data.nbytes / 1e6
+    speed, alone, ratio = ([], []), [], ([], [])
+    with client(a.locales) as (c, data_dir):
+        arr = c.array(data)
+        packed = [b""] * len(chunks)
+        ref_path = data_dir / "gzip_zlib_ref.h5"
+
+        def compress(k):
+            for i in range(k, len(chunks), threads):
+                packed[i] = zlib.compress(chunks[i], 4)
+
+        def zlib_compress():
+            ts = [threading.Thread(target=compress, args=(k,)) for k in range(threads)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+
+        def zlib_file():
+            zlib_compress()
+            with h5py.File(ref_path, "w") as h:
+                d = h.create_dataset("x", shape=(n,), dtype="<i8", chunks=(per,),
+                                     compression="gzip", compression_opts=4, shuffle=True)
+                for i, p in enumerate(packed):
+                    d.id.write_direct_chunk((i * per,), p)
+            fd = os.open(ref_path, os.O_RDONLY)
+            os.fsync(fd)
+            os.close(fd)
+
+        def h5ark_run():
+            c.request("tohdf", {"names": [arr.name], "path": "gzip_zlib.h5",
+                                "compression": "gzip", "file_type": "single"})
+
+        h5ark_run(), zlib_file()  # first-touch costs out of the runs, on both sides
+        for _ in range(a.runs):
+            speed[0].append(mb / timed(h5ark_run))
+            speed[1].append(mb / timed(zlib_file))
+            alone.append(mb / timed(zlib_compress))
+            for path, out in ((data_dir / "gzip_zlib.h5", ratio[0]), (ref_path, ratio[1])):
+                with h5py.File(path, "r") as h:
+                    d = h[arr.name] if out is ratio[0] else h["x"]
+                    assert d.compression == "gzip" and d.shuffle and d.chunks == (per,)
+                    out.append(data.nbytes / d.id.get_storage_size())
+            with h5py.File(ref_path, "r") as h:  # the reference made the right file
+                assert np.array_equal(h["x"][:per], data[:per])
+    return {"gzip_speed": ("MB/s", *speed), "gzip_deflate": ("MB/s", speed[0], alone),
+            "gzip_ratio": ("x", *ratio)}
+
+
 GROUPS = {"raw": ("ping, tohdf/readhdf vs write/pread, put + get (h5ark-bench)", raw_measures),
           "h5py": ("tohdf/readhdf vs h5py", h5py_measures),
           "small": ("readhdf of small files vs an h5py loop", small_files_measure),
@@ -707,7 +783,8 @@ GROUPS = {"raw": ("ping, tohdf/readhdf vs write/pread, put + get (h5ark-bench)",
           "writepart": ("writepart of a field in 1 MiB parts vs write+fsync and h5py",
                         writepart_measure),
           "memory": ("peak memory of fresh daemons", memory_measure),
-          "scaling": ("groupby and gzip tohdf, 2 locales vs 1", scaling_measures)}
+          "scaling": ("groupby and gzip tohdf, 2 locales vs 1", scaling_measures),
+          "gzip": ("gzip tohdf vs zlib on the same chunks", gzip_zlib_measure)}
 
 
 def main():
