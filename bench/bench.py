@@ -105,6 +105,8 @@ def measures(a):
                          f"zlib 4 alone in {a.locales} threads", "(none)", None),
         "gzip_ratio": ("compression ratio of those chunks", "zlib level 4, same chunks",
                        *at_least(1.0)),
+        "gzip_baseline": (f"tohdf gzip {keys} int64 in [0, 1000), {a.locales} loc",
+                          "the same, the --baseline daemon", *at_least(1.5)),
         # what two threads of this machine do against one, on the work above: its limit
         "limit_memory": ("machine: memory streaming, 2 threads", "the same, 1 thread",
                          "(limit)", None),
@@ -727,9 +729,18 @@ def gzip_zlib_measure(a):
             part = np.concatenate([part, np.zeros(per - part.size, part.dtype)])
         chunks.append(np.ascontiguousarray(part.view(np.uint8).reshape(-1, 8).T).tobytes())
     mb = data.nbytes / 1e6
-    speed, alone, ratio = ([], []), [], ([], [])
-    with client(a.locales) as (c, data_dir):
+    speed, alone, ratio, base = ([], []), [], ([], []), []
+    with contextlib.ExitStack() as stack:
+        c, data_dir = stack.enter_context(client(a.locales))
         arr = c.array(data)
+        if a.baseline:  # another build's daemon, e.g. one from before a change
+            own = os.environ["H5ARKD"]
+            os.environ["H5ARKD"] = str(a.baseline)
+            try:
+                old, _ = stack.enter_context(client(a.locales))
+            finally:
+                os.environ["H5ARKD"] = own
+            old_arr = old.array(data)
         packed = [b""] * len(chunks)
         ref_path = data_dir / "gzip_zlib_ref.h5"
 
@@ -759,8 +770,16 @@ def gzip_zlib_measure(a):
             c.request("tohdf", {"names": [arr.name], "path": "gzip_zlib.h5",
                                 "compression": "gzip", "file_type": "single"})
 
+        def baseline_run():
+            old.request("tohdf", {"names": [old_arr.name], "path": "gzip_zlib.h5",
+                                  "compression": "gzip", "file_type": "single"})
+
         h5ark_run(), zlib_file()  # first-touch costs out of the runs, on both sides
+        if a.baseline:
+            baseline_run()
         for _ in range(a.runs):
+            if a.baseline:
+                base.append(mb / timed(baseline_run))
             speed[0].append(mb / timed(h5ark_run))
             speed[1].append(mb / timed(zlib_file))
             alone.append(mb / timed(zlib_compress))
@@ -771,8 +790,11 @@ def gzip_zlib_measure(a):
                     out.append(data.nbytes / d.id.get_storage_size())
             with h5py.File(ref_path, "r") as h:  # the reference made the right file
                 assert np.array_equal(h["x"][:per], data[:per])
-    return {"gzip_speed": ("MB/s", *speed), "gzip_deflate": ("MB/s", speed[0], alone),
-            "gzip_ratio": ("x", *ratio)}
+    out = {"gzip_speed": ("MB/s", *speed), "gzip_deflate": ("MB/s", speed[0], alone),
+           "gzip_ratio": ("x", *ratio)}
+    if a.baseline:
+        out["gzip_baseline"] = ("MB/s", speed[0], base)
+    return out
 
 
 GROUPS = {"raw": ("ping, tohdf/readhdf vs write/pread, put + get (h5ark-bench)", raw_measures),
@@ -795,6 +817,8 @@ def main():
                     help=f"comma-separated groups of measures, of {', '.join(GROUPS)}")
     ap.add_argument("--build", type=pathlib.Path, default=REPO / "build",
                     help="the build directory (default build/)")
+    ap.add_argument("--baseline", type=pathlib.Path,
+                    help="group gzip: also time this h5arkd (another build) on the same work")
     ap.add_argument("--locales", type=int, default=2,
                     help="locales of the daemons, but for the 1 vs 2 scaling (default 2)")
     a = ap.parse_args()

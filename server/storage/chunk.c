@@ -103,7 +103,7 @@ static void shuffle(const unsigned char *in, unsigned char *out, uint64_t n, siz
  * as Strings' offsets 10-14% smaller than libdeflate does at any level near its speed. */
 int chunk_deflate_level(int gzip_level, h5ark_dtype dtype) {
     static const int level[10] = {1, 1, 1, 1, 2, 5, 5, 5, 6, 7};
-    static const int boolean[10] = {1, 1, 1, 1, 3, 5, 7, 8, 9, 10};
+    static const int boolean[10] = {1, 1, 1, 1, 3, 4, 7, 8, 9, 10};
     int l = gzip_level < 1 ? 1 : gzip_level > 9 ? 9 : gzip_level;
     return dtype == H5ARK_BOOLEAN ? boolean[l] : level[l];
 }
