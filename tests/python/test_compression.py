@@ -5,7 +5,8 @@ shape of PROTOCOL.md, and chunks that are zlib streams of the very bytes HDF5 wo
 (shuffled, the last chunk padded), no larger than zlib makes them at the same level; the
 files are the same whatever the locale count; readhdf gives the data back; append and
 update; bad arguments write nothing; files h5py compressed (gzip with and without shuffle)
-read back; the Python client's to_hdf."""
+read back, their chunks inflated by the locales, and what is not a whole chunk's stream left
+to HDF5; the Python client's to_hdf."""
 import zlib
 
 import h5py
@@ -462,6 +463,102 @@ def test_read_h5py_compressed(conns, locales):
     for f in files:
         (c.dir / f).write_bytes((other.dir / f).read_bytes())
     assert c.fetch(c.readhdf(files, ["ints"])["ints"]["name"])["data"] == ints.tolist()
+
+
+# ---- reading deflated chunks without HDF5 -------------------------------------------------
+
+# readhdf inflates chunks of deflate or shuffle + deflate datasets itself (libdeflate, on the
+# locales); anything else about a chunk (a filter skipped, a stream that is not a whole
+# chunk's) is left to HDF5, which reads it or says what is wrong.
+
+@pytest.mark.parametrize("locales", LOCALE_COUNTS)
+def test_ranged_reads_of_compressed(conns, locales):
+    """Rows [a, b) of a compressed dataset, across chunk and file edges, each locale
+    inflating only the chunks that hold its rows."""
+    c = conns[locales]
+    per = CHUNK_BYTES // 8
+    data = sample("int64", 3 * per + 123, 21)
+    files = c.tohdf([c.put(data)], unique("rng") + ".h5", datasets=["x"],
+                    file_type="distribute", compression="gzip")
+    for a, b in ((0, data.size), (1, 2), (per - 1, per + 1), (per + 5, 3 * per + 100),
+                 (data.size - 1, data.size), (17, 2 * per + 17)):
+        got = c.readhdf(files, ["x"], start=a, stop=b)["x"]
+        assert c.fetch(got["name"])["data"] == data[a:b].tolist(), (a, b)
+
+
+def test_narrow_compressed_integers_widened(conns):
+    """int32 segments and int8 codes, compressed by h5py, read as int64 (widened in place
+    after inflating), and values without shuffle."""
+    c = conns[2]
+    strs = words(40001, 8)
+    raw = b"".join(s.encode() + b"\0" for s in strs)
+    offsets = np.cumsum([0] + [len(s) + 1 for s in strs])[:-1].astype("<i4")
+    codes = np.random.default_rng(2).integers(0, 3, 70001).astype("i1")
+    path = unique("narrow") + ".h5"
+    with h5py.File(c.dir / path, "w") as h:
+        g = h.create_group("s")
+        g.attrs["ObjType"] = 2
+        g.create_dataset("values", data=np.frombuffer(raw, "u1"), chunks=(7000,),
+                         compression="gzip")
+        g.create_dataset("segments", data=offsets, chunks=(3333,), compression="gzip",
+                         shuffle=True)
+        h.create_dataset("codes", data=codes, chunks=(1000,), compression="gzip", shuffle=True)
+    got = c.readhdf([path])
+    assert c.fetch(got["s"]["name"]) == strs
+    assert c.fetch(got["codes"]["name"])["data"] == codes.tolist()
+
+
+def test_chunks_left_to_hdf5(conns):
+    """A chunk stored with its deflate skipped (filter mask 2: shuffled only), beside deflated
+    ones, reads back through HDF5."""
+    c = conns[3]
+    data = np.arange(30000, dtype="<i8") * 5
+    path = unique("mask") + ".h5"
+    with h5py.File(c.dir / path, "w") as h:
+        d = h.create_dataset("x", shape=data.shape, dtype="<i8", chunks=(10000,),
+                             compression="gzip", shuffle=True)
+        for at in range(0, data.size, 10000):
+            part = np.ascontiguousarray(data[at:at + 10000].view("u1").reshape(-1, 8).T)
+            if at == 10000:
+                d.id.write_direct_chunk((at,), part.tobytes(), filter_mask=2)
+            else:
+                d.id.write_direct_chunk((at,), zlib.compress(part.tobytes(), 4))
+    with h5py.File(c.dir / path, "r") as h:
+        assert np.array_equal(h["x"][()], data)
+    assert c.fetch(c.readhdf([path], ["x"])["x"]["name"])["data"] == data.tolist()
+
+
+@pytest.mark.parametrize("damage", ["flipped", "short", "truncated"])
+def test_damaged_streams(conns, damage):
+    """A stream whose bytes were changed, one that inflates to less than a chunk (HDF5 would
+    give whatever its buffer held for the rest) and one cut short: schema_error naming the
+    file and dataset; the daemon goes on serving."""
+    c = conns[2]
+    data = sample("int64", 30000, 4)
+    path = unique("bad") + ".h5"
+    with h5py.File(c.dir / path, "w") as h:
+        d = h.create_dataset("x", shape=data.shape, dtype="<i8", chunks=(10000,),
+                             compression="gzip", shuffle=True)
+        for at in range(0, data.size, 10000):
+            plain = np.ascontiguousarray(data[at:at + 10000].view("u1").reshape(-1, 8).T)
+            stream = zlib.compress(plain.tobytes(), 4)
+            if at == 10000:
+                if damage == "flipped":
+                    stream = stream[:200] + bytes(b ^ 0x5A for b in stream[200:400]) + stream[400:]
+                elif damage == "short":
+                    stream = zlib.compress(plain.tobytes()[:50000], 4)
+                else:
+                    stream = stream[:len(stream) // 2]
+            d.id.write_direct_chunk((at,), stream)
+    hdr, _ = c.raw("readhdf", paths=[path], datasets=["x"])
+    assert not hdr["ok"] and hdr["error"]["code"] == "schema_error", hdr
+    msg = hdr["error"]["message"]
+    assert path in msg and "'x'" in msg and "damaged" in msg, msg
+    # rows in the good chunks only are read
+    got = c.readhdf([path], ["x"], start=20000, stop=30000)["x"]
+    assert c.fetch(got["name"])["data"] == data[20000:].tolist()
+    c.tohdf([c.put(data)], path, datasets=["x"], file_type="single", compression="gzip")
+    assert c.fetch(c.readhdf([path], ["x"])["x"]["name"])["data"] == data.tolist()
 
 
 # ---- the Python client -----------------------------------------------------------------------
