@@ -107,6 +107,9 @@ def measures(a):
                        *at_least(1.0)),
         "gzip_baseline": (f"tohdf gzip {keys} int64 in [0, 1000), {a.locales} loc",
                           "the same, the --baseline daemon", *at_least(1.5)),
+        "gzip_read": ("readhdf of that file, warm", "h5py read of it", *at_least(2)),
+        "gzip_read_baseline": ("readhdf of that file, warm", "the same, the --baseline daemon",
+                               "(none)", None),
         # what two threads of this machine do against one, on the work above: its limit
         "limit_memory": ("machine: memory streaming, 2 threads", "the same, 1 thread",
                          "(limit)", None),
@@ -730,6 +733,7 @@ def gzip_zlib_measure(a):
         chunks.append(np.ascontiguousarray(part.view(np.uint8).reshape(-1, 8).T).tobytes())
     mb = data.nbytes / 1e6
     speed, alone, ratio, base = ([], []), [], ([], []), []
+    reads, base_reads = ([], []), []
     with contextlib.ExitStack() as stack:
         c, data_dir = stack.enter_context(client(a.locales))
         arr = c.array(data)
@@ -790,10 +794,28 @@ def gzip_zlib_measure(a):
                     out.append(data.nbytes / d.id.get_storage_size())
             with h5py.File(ref_path, "r") as h:  # the reference made the right file
                 assert np.array_equal(h["x"][:per], data[:per])
+            # reading the daemon's file back: readhdf (a fresh object each time, deleted
+            # after) against h5py reading the dataset whole into one array
+            got = []
+            reads[0].append(mb / timed(lambda: got.append(c.read_hdf("gzip_zlib.h5"))))
+            c.delete(list(got[0].values())[0])
+
+            def h5py_read():
+                with h5py.File(data_dir / "gzip_zlib.h5", "r") as h:
+                    h[arr.name][()]
+
+            reads[1].append(mb / timed(h5py_read))
+            if a.baseline:
+                got = []
+                old_path = "gzip_zlib.h5"
+                base_reads.append(mb / timed(lambda: got.append(old.read_hdf(old_path))))
+                old.delete(list(got[0].values())[0])
     out = {"gzip_speed": ("MB/s", *speed), "gzip_deflate": ("MB/s", speed[0], alone),
            "gzip_ratio": ("x", *ratio)}
+    out["gzip_read"] = ("MB/s", *reads)
     if a.baseline:
         out["gzip_baseline"] = ("MB/s", speed[0], base)
+        out["gzip_read_baseline"] = ("MB/s", reads[0], base_reads)
     return out
 
 
