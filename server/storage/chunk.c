@@ -94,13 +94,14 @@ static void shuffle(const unsigned char *in, unsigned char *out, uint64_t n, siz
 
 /* The libdeflate level a requested gzip level (1-9, zlib's scale, which the file records)
  * is made with: the lowest that compresses at least as well as zlib at the requested level,
- * and so the fastest that does not make files larger than zlib would. Measured on 1 MiB
- * shuffled chunks of int64 keys, rounded and random float64, Strings' bytes and offsets,
- * sorted int64 and random bytes; booleans (bytes 0 and 1) need higher levels from 4 on and
- * have a row of their own. Measured exceptions, kept for speed (docs/DESIGN.md, "HDF5 and
- * compression"): at 4-9, sorted int64 (1/370 of its size either way) comes out 1.2%
- * larger, and near-random bytes 0.07%; at 1-3, zlib's fastest mode makes small steps such
- * as Strings' offsets 10-14% smaller than libdeflate does at any level near its speed. */
+ * and so the fastest that does not make files larger than zlib would. Measured by
+ * bench/deflate_levels.c on 1 MiB shuffled chunks of int64 keys, rounded and random
+ * float64, Strings' bytes and offsets, sorted, spaced and random int64, random bytes;
+ * booleans (bytes 0 and 1) need higher levels from 4 on and have a row of their own.
+ * Measured exceptions, kept for speed (docs/DESIGN.md, "Compression"): at 4-9, sorted
+ * int64 (1/370 of its size either way) comes out 1.2% larger, and near-random bytes
+ * 0.07%; at 1-3, zlib's fastest mode makes small steps such as Strings' offsets 10-14%
+ * smaller than libdeflate does at any level near its speed. */
 int chunk_deflate_level(int gzip_level, h5ark_dtype dtype) {
     static const int level[10] = {1, 1, 1, 1, 2, 5, 5, 5, 6, 7};
     static const int boolean[10] = {1, 1, 1, 1, 3, 4, 7, 8, 9, 10};
