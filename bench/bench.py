@@ -4,7 +4,7 @@ with one locale), and their ratio, median of the runs with min and max.
 
 Run it from anywhere after building (bench/run uses the interpreter that has h5py):
 
-    bench/run [--runs N] [--quick] [--only raw,h5py,small,range,exetera,writepart,memory,scaling]
+    bench/run [--runs N] [--quick] [--only raw,h5py,small,range,exetera,writepart,memory,scaling,gzip]
 
 The raw-socket and raw-I/O measures come from build/bench/h5ark-bench (C); the measures
 against h5py, of many small files, of peak memory and of scaling with locales are made
@@ -99,6 +99,17 @@ def measures(a):
                            *at_least(1.7)),
         "gzip": (f"tohdf gzip {keys} int64 in [0, 1000), 2 loc", "the same, 1 locale",
                  *at_least(1.7)),
+        "gzip_speed": (f"tohdf gzip {keys} int64 in [0, 1000), {a.locales} loc",
+                       f"zlib 4 in {a.locales} threads + h5py chunk writes", *at_least(1.5)),
+        "gzip_deflate": (f"tohdf gzip {keys} int64 in [0, 1000), {a.locales} loc",
+                         f"zlib 4 alone in {a.locales} threads", "(none)", None),
+        "gzip_ratio": ("compression ratio of those chunks", "zlib level 4, same chunks",
+                       *at_least(1.0)),
+        "gzip_baseline": (f"tohdf gzip {keys} int64 in [0, 1000), {a.locales} loc",
+                          "the same, the --baseline daemon", *at_least(1.5)),
+        "gzip_read": ("readhdf of that file, warm", "h5py read of it", *at_least(2)),
+        "gzip_read_baseline": ("readhdf of that file, warm", "the same, the --baseline daemon",
+                               "(none)", None),
         # what two threads of this machine do against one, on the work above: its limit
         "limit_memory": ("machine: memory streaming, 2 threads", "the same, 1 thread",
                          "(limit)", None),
@@ -699,6 +710,115 @@ def gzip_measure(a, clients, arrays):
     return ("MB/s", *rates)
 
 
+def gzip_zlib_measure(a):
+    """tohdf with gzip at the default level (4) against zlib making the same chunks: the
+    keys of the 2 vs 1 rows (int64 in [0, 1000)), one file, so that the daemon's chunks are
+    exactly the reference's: 1 MiB each, shuffled as HDF5's filter does (the last one padded
+    with zeros). The reference compresses them with Python's zlib at level 4 in as many
+    threads as the daemon has locales (zlib releases the GIL), each thread taking every
+    locales-th chunk, then writes them into a dataset of the same layout and filters with
+    h5py's write_direct_chunk and fsyncs the file: the same file made with zlib. The shuffle
+    is done before the runs, so the reference is timed without it. A second row times the
+    reference's compression alone. The daemon's time is the whole request: gathering,
+    shuffling and compressing, HDF5 writing the chunks, fsync and rename. Ratios: the data's
+    bytes over the chunks' (the dataset's storage size, on both sides)."""
+    n, threads = a.keys, a.locales
+    data = np.random.default_rng(1).integers(0, 1000, n).astype("<i8")
+    per = MIB // 8
+    chunks = []
+    for lo in range(0, n, per):
+        part = data[lo:lo + per]
+        if part.size < per:
+            part = np.concatenate([part, np.zeros(per - part.size, part.dtype)])
+        chunks.append(np.ascontiguousarray(part.view(np.uint8).reshape(-1, 8).T).tobytes())
+    mb = data.nbytes / 1e6
+    speed, alone, ratio, base = ([], []), [], ([], []), []
+    reads, base_reads = ([], []), []
+    with contextlib.ExitStack() as stack:
+        c, data_dir = stack.enter_context(client(a.locales))
+        arr = c.array(data)
+        if a.baseline:  # another build's daemon, e.g. one from before a change
+            own = os.environ["H5ARKD"]
+            os.environ["H5ARKD"] = str(a.baseline)
+            try:
+                old, _ = stack.enter_context(client(a.locales))
+            finally:
+                os.environ["H5ARKD"] = own
+            old_arr = old.array(data)
+        packed = [b""] * len(chunks)
+        ref_path = data_dir / "gzip_zlib_ref.h5"
+
+        def compress(k):
+            for i in range(k, len(chunks), threads):
+                packed[i] = zlib.compress(chunks[i], 4)
+
+        def zlib_compress():
+            ts = [threading.Thread(target=compress, args=(k,)) for k in range(threads)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+
+        def zlib_file():
+            zlib_compress()
+            with h5py.File(ref_path, "w") as h:
+                d = h.create_dataset("x", shape=(n,), dtype="<i8", chunks=(per,),
+                                     compression="gzip", compression_opts=4, shuffle=True)
+                for i, p in enumerate(packed):
+                    d.id.write_direct_chunk((i * per,), p)
+            fd = os.open(ref_path, os.O_RDONLY)
+            os.fsync(fd)
+            os.close(fd)
+
+        def h5ark_run():
+            c.request("tohdf", {"names": [arr.name], "path": "gzip_zlib.h5",
+                                "compression": "gzip", "file_type": "single"})
+
+        def baseline_run():
+            old.request("tohdf", {"names": [old_arr.name], "path": "gzip_zlib.h5",
+                                  "compression": "gzip", "file_type": "single"})
+
+        h5ark_run(), zlib_file()  # first-touch costs out of the runs, on both sides
+        if a.baseline:
+            baseline_run()
+        for _ in range(a.runs):
+            if a.baseline:
+                base.append(mb / timed(baseline_run))
+            speed[0].append(mb / timed(h5ark_run))
+            speed[1].append(mb / timed(zlib_file))
+            alone.append(mb / timed(zlib_compress))
+            for path, out in ((data_dir / "gzip_zlib.h5", ratio[0]), (ref_path, ratio[1])):
+                with h5py.File(path, "r") as h:
+                    d = h[arr.name] if out is ratio[0] else h["x"]
+                    assert d.compression == "gzip" and d.shuffle and d.chunks == (per,)
+                    out.append(data.nbytes / d.id.get_storage_size())
+            with h5py.File(ref_path, "r") as h:  # the reference made the right file
+                assert np.array_equal(h["x"][:per], data[:per])
+            # reading the daemon's file back: readhdf (a fresh object each time, deleted
+            # after) against h5py reading the dataset whole into one array
+            got = []
+            reads[0].append(mb / timed(lambda: got.append(c.read_hdf("gzip_zlib.h5"))))
+            c.delete(list(got[0].values())[0])
+
+            def h5py_read():
+                with h5py.File(data_dir / "gzip_zlib.h5", "r") as h:
+                    h[arr.name][()]
+
+            reads[1].append(mb / timed(h5py_read))
+            if a.baseline:
+                got = []
+                old_path = "gzip_zlib.h5"
+                base_reads.append(mb / timed(lambda: got.append(old.read_hdf(old_path))))
+                old.delete(list(got[0].values())[0])
+    out = {"gzip_speed": ("MB/s", *speed), "gzip_deflate": ("MB/s", speed[0], alone),
+           "gzip_ratio": ("x", *ratio)}
+    out["gzip_read"] = ("MB/s", *reads)
+    if a.baseline:
+        out["gzip_baseline"] = ("MB/s", speed[0], base)
+        out["gzip_read_baseline"] = ("MB/s", reads[0], base_reads)
+    return out
+
+
 GROUPS = {"raw": ("ping, tohdf/readhdf vs write/pread, put + get (h5ark-bench)", raw_measures),
           "h5py": ("tohdf/readhdf vs h5py", h5py_measures),
           "small": ("readhdf of small files vs an h5py loop", small_files_measure),
@@ -707,7 +827,8 @@ GROUPS = {"raw": ("ping, tohdf/readhdf vs write/pread, put + get (h5ark-bench)",
           "writepart": ("writepart of a field in 1 MiB parts vs write+fsync and h5py",
                         writepart_measure),
           "memory": ("peak memory of fresh daemons", memory_measure),
-          "scaling": ("groupby and gzip tohdf, 2 locales vs 1", scaling_measures)}
+          "scaling": ("groupby and gzip tohdf, 2 locales vs 1", scaling_measures),
+          "gzip": ("gzip tohdf vs zlib on the same chunks", gzip_zlib_measure)}
 
 
 def main():
@@ -718,6 +839,8 @@ def main():
                     help=f"comma-separated groups of measures, of {', '.join(GROUPS)}")
     ap.add_argument("--build", type=pathlib.Path, default=REPO / "build",
                     help="the build directory (default build/)")
+    ap.add_argument("--baseline", type=pathlib.Path,
+                    help="group gzip: also time this h5arkd (another build) on the same work")
     ap.add_argument("--locales", type=int, default=2,
                     help="locales of the daemons, but for the 1 vs 2 scaling (default 2)")
     a = ap.parse_args()

@@ -1,14 +1,18 @@
-/* Compressed chunks (see plan.h): the bytes HDF5's shuffle and deflate filters
- * would make of a chunk, made on the locale threads. Through H5Dwrite every thread's
- * deflate would run inside HDF5's one lock; here only the write of the finished bytes
- * (H5Dwrite_chunk) takes it. */
+/* Compressed chunks (see plan.h): what HDF5's shuffle and deflate filters store for a
+ * chunk, made on the locale threads. Through H5Dwrite every thread's deflate would run
+ * inside HDF5's one lock; here only the write of the finished bytes (H5Dwrite_chunk) takes
+ * it. The deflate is libdeflate's: a zlib stream, as the filter stores and any zlib
+ * reader inflates, made faster than zlib makes one. */
 #include "plan.h"
 
 #include "sysio.h"
 
+#include <libdeflate.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 /* Elements [first, first + count) of the darray, rebased, then zeros up to a whole chunk. */
 static void gather(const write_chunk *c, unsigned char *out) {
@@ -31,15 +35,78 @@ static void gather(const write_chunk *c, unsigned char *out) {
     memset(out + c->count * isz, 0, (c->elems - c->count) * isz);
 }
 
+/* The chunk's elements where they lie whole in one shard and need nothing done to them (no
+ * rebase, no padding), to be shuffled from there without a copy; NULL otherwise. */
+static const unsigned char *in_place(const write_chunk *c) {
+    const darray *a = c->src;
+    if (c->rebase || c->count != c->elems || c->count == 0) return NULL;
+    const shard *s = &a->shards[darray_shard_of(a, c->first)];
+    if (c->first < s->start || c->first + c->count > s->start + s->count) return NULL;
+    return (const unsigned char *)s->data + (c->first - s->start) * a->itemsize;
+}
+
+#ifdef __SSE2__
+/* 8-byte elements 16 at a time: a byte transpose in SSE2 registers (as Blosc's shuffle
+ * does), twice as fast as the loop below, which is a tenth of a chunk's time otherwise.
+ * Returns the elements done. */
+static uint64_t shuffle8(const unsigned char *in, unsigned char *out, uint64_t n) {
+    uint64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m128i a[8], b[8];
+        for (int k = 0; k < 8; k++) { /* elements 2k, 2k+1: bytes of both interleaved */
+            a[k] = _mm_loadu_si128((const __m128i *)(const void *)(in + i * 8 + k * 16));
+            b[k] = _mm_unpacklo_epi8(a[k], _mm_shuffle_epi32(a[k], 0x4e));
+        }
+        for (int k = 0; k < 4; k++) {
+            a[2 * k] = _mm_unpacklo_epi16(b[2 * k], b[2 * k + 1]);
+            a[2 * k + 1] = _mm_unpackhi_epi16(b[2 * k], b[2 * k + 1]);
+        }
+        for (int k = 0, l = 0; k < 4; k++, l++) {
+            if (k == 2) l += 2;
+            b[2 * k] = _mm_unpacklo_epi32(a[l], a[l + 2]);
+            b[2 * k + 1] = _mm_unpackhi_epi32(a[l], a[l + 2]);
+        }
+        for (int k = 0; k < 4; k++) { /* byte k of 16 elements */
+            a[2 * k] = _mm_unpacklo_epi64(b[k], b[k + 4]);
+            a[2 * k + 1] = _mm_unpackhi_epi64(b[k], b[k + 4]);
+        }
+        for (int k = 0; k < 8; k++)
+            _mm_storeu_si128((__m128i *)(void *)(out + k * n + i), a[k]);
+    }
+    return i;
+}
+#endif
+
 /* HDF5's shuffle filter: byte j of element i goes to out[j * n + i], so that the like bytes
  * of neighbouring elements sit together, which deflate packs better. */
 static void shuffle(const unsigned char *in, unsigned char *out, uint64_t n, size_t isz) {
+    uint64_t done = 0;
+#ifdef __SSE2__
+    if (isz == 8) done = shuffle8(in, out, n);
+#endif
     for (size_t j = 0; j < isz; j++) {
         unsigned char *o = out + j * n;
         const unsigned char *p = in + j;
-        for (uint64_t i = 0; i < n; i++)
+        for (uint64_t i = done; i < n; i++)
             o[i] = p[i * isz];
     }
+}
+
+/* The libdeflate level a requested gzip level (1-9, zlib's scale, which the file records)
+ * is made with: the lowest that compresses at least as well as zlib at the requested level,
+ * and so the fastest that does not make files larger than zlib would. Measured by
+ * bench/deflate_levels.c on 1 MiB shuffled chunks of int64 keys, rounded and random
+ * float64, Strings' bytes and offsets, sorted, spaced and random int64, random bytes;
+ * booleans (bytes 0 and 1) need higher levels from 4 on and have a row of their own.
+ * Measured exceptions, kept for speed (docs/DESIGN.md, "Compression"): at 4-9, sorted
+ * int64 (1/370 of its size either way) comes out 1.2% larger, and near-random bytes
+ * 0.07%; at 1-3, zlib's fastest mode makes small steps such as Strings' offsets 10-14%
+ * smaller than libdeflate does at any level near its speed. */
+int chunk_deflate_level(int gzip_level, h5ark_dtype dtype) {
+    static const int level[10] = {1, 1, 1, 1, 2, 5, 5, 5, 6, 7};
+    static const int boolean[10] = {1, 1, 1, 1, 3, 4, 7, 8, 9, 10};
+    int l = gzip_level < 1 ? 1 : gzip_level > 9 ? 9 : gzip_level;
+    return dtype == H5ARK_BOOLEAN ? boolean[l] : level[l];
 }
 
 static int reserve(unsigned char **buf, size_t *cap, size_t n) {
@@ -51,30 +118,68 @@ static int reserve(unsigned char **buf, size_t *cap, size_t n) {
     return 0;
 }
 
+/* Chunk bytes deflated by the locale's compressor at `level` into *out (grown as needed);
+ * the stream's length, or 0 (err set). */
+static size_t deflate_chunk(chunk_buffers *b, int level, const unsigned char *in, size_t nbytes,
+                            unsigned char **out, size_t *cap, h5ark_error *err) {
+    /* a compressor's work memory is allocated once and kept for the locale's chunks */
+    struct libdeflate_compressor **d = &b->deflaters[level];
+    if (!*d && !(*d = libdeflate_alloc_compressor(level))) {
+        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory for a compressor");
+        return 0;
+    }
+    /* room for the worst case: data that does not compress goes out in stored blocks */
+    size_t bound = libdeflate_zlib_compress_bound(*d, nbytes);
+    if (reserve(out, cap, bound)) {
+        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory for a compressed chunk");
+        return 0;
+    }
+    size_t n = libdeflate_zlib_compress(*d, in, nbytes, *out, bound);
+    if (n == 0)
+        h5ark_fail(err, H5ARK_INTERNAL, "%zu bytes did not fit in libdeflate's bound of %zu",
+                   nbytes, bound);
+    return n;
+}
+
+/* Chunks that shrink more than this many times over (sorted or evenly spaced values, a last
+ * chunk mostly padding) are made again at AGAIN_LEVEL, and the smaller stream kept: there
+ * libdeflate's faster levels can miss the distant matches zlib finds (measured: up to 2.6
+ * times zlib's bytes), and level 9 finds them as fast as the first pass ran. */
+enum { AGAIN_RATIO = 16, AGAIN_LEVEL = 9 };
+
 int chunk_write(const write_plan *plan, const write_chunk *c, chunk_buffers *b, h5ark_error *err) {
     size_t isz = c->src->itemsize;
     size_t nbytes = (size_t)(c->elems * isz);
-    uLong bound = compressBound((uLong)nbytes);
-    if (reserve(&b->raw, &b->raw_cap, nbytes) ||
-        (isz > 1 && reserve(&b->shuffled, &b->shuffled_cap, nbytes)) ||
-        reserve(&b->packed, &b->packed_cap, bound))
+    int level = chunk_deflate_level(plan->gzip_level, c->src->dtype);
+    const unsigned char *in = in_place(c);
+    if ((!in && reserve(&b->raw, &b->raw_cap, nbytes)) ||
+        (isz > 1 && reserve(&b->shuffled, &b->shuffled_cap, nbytes)))
         return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory for a compressed chunk");
-    gather(c, b->raw);
-    const unsigned char *in = b->raw;
+    if (!in) {
+        gather(c, b->raw);
+        in = b->raw;
+    }
     if (isz > 1) { /* HDF5 leaves 1-byte elements as they are */
-        shuffle(b->raw, b->shuffled, c->elems, isz);
+        shuffle(in, b->shuffled, c->elems, isz);
         in = b->shuffled;
     }
-    uLongf packed = bound;
-    int z = compress2(b->packed, &packed, in, (uLong)nbytes, plan->gzip_level);
-    if (z != Z_OK)
-        return h5ark_fail(err, z == Z_MEM_ERROR ? H5ARK_RESOURCE_LIMIT : H5ARK_INTERNAL,
-                          "cannot compress the chunk at element %llu: %s",
-                          (unsigned long long)c->at, zError(z));
+    size_t packed = deflate_chunk(b, level, in, nbytes, &b->packed, &b->packed_cap, err);
+    const unsigned char *out = b->packed;
+    if (packed > 0 && level < AGAIN_LEVEL && packed < nbytes / AGAIN_RATIO) {
+        size_t again = deflate_chunk(b, AGAIN_LEVEL, in, nbytes, &b->again, &b->again_cap, err);
+        if (again > 0 && again < packed) {
+            packed = again;
+            out = b->again;
+        }
+        if (again == 0) packed = 0;
+    }
+    if (packed == 0)
+        return h5ark_fail_context(err, "cannot compress the chunk at element %llu",
+                                  (unsigned long long)c->at);
     h5u_quiet();
     hsize_t at[1] = {c->at};
     /* filter mask 0: both filters applied */
-    if (H5Dwrite_chunk(plan->dsets[c->dset], H5P_DEFAULT, 0, at, packed, b->packed) < 0)
+    if (H5Dwrite_chunk(plan->dsets[c->dset], H5P_DEFAULT, 0, at, packed, out) < 0)
         return h5u_fail(err, H5ARK_IO_ERROR, "cannot write the chunk at element %llu",
                         (unsigned long long)c->at);
     return 0;
@@ -84,5 +189,8 @@ void chunk_buffers_free(chunk_buffers *b) {
     free(b->raw);
     free(b->shuffled);
     free(b->packed);
+    free(b->again);
+    for (int i = 0; i < CHUNK_DEFLATE_LEVELS; i++)
+        if (b->deflaters[i]) libdeflate_free_compressor(b->deflaters[i]);
     *b = (chunk_buffers){0};
 }

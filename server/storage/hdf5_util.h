@@ -122,10 +122,12 @@ int h5u_inspect_dataset(hid_t dset, uint64_t file_size, const char *what, h5u_ds
 
 /* Read elements [first, first + count) of rank-1 dataset `dset` in `file` into dest as
  * `dtype`, opening the file once. When the file holds `file_dtype` `exact`ly (its type is
- * file_dtype's) and the dataset is chunked without filters, HDF5 only finds where its
- * chunks lie (under its lock) and they are read with pread (in parallel with other
- * threads, without the copy H5Dread makes through its chunk cache), and integers of up to
- * 4 bytes read as int64 are widened in place; otherwise as h5u_read_slab. */
+ * file_dtype's) and the dataset is chunked without filters, or deflated (after a shuffle or
+ * not), HDF5 only finds where its chunks lie (under its lock) and they are read with pread
+ * and inflated with libdeflate (in parallel with other threads, without the copy H5Dread
+ * makes through its chunk cache), and integers of up to 4 bytes read as int64 are widened
+ * in place; otherwise as h5u_read_slab. A deflated chunk that does not inflate to a whole
+ * chunk is schema_error. */
 int h5u_read_chunks(const char *file, const char *dset, uint64_t first, uint64_t count,
                     h5ark_dtype dtype, bool exact, h5ark_dtype file_dtype, void *dest,
                     h5ark_error *err);

@@ -69,11 +69,18 @@ int write_plan_close(write_plan *plan, h5ark_error *err);
  * are the same whatever the locale count. */
 uint64_t chunk_elems(size_t itemsize, uint64_t n);
 
-/* A locale's working memory for chunks, grown as needed. */
+struct libdeflate_compressor;
+enum { CHUNK_DEFLATE_LEVELS = 13 }; /* libdeflate's levels: 0-12 */
+
+/* A locale's working memory for chunks, grown as needed, and its compressors. */
 typedef struct {
-    unsigned char *raw, *shuffled, *packed;
-    size_t raw_cap, shuffled_cap, packed_cap;
+    unsigned char *raw, *shuffled, *packed, *again;
+    size_t raw_cap, shuffled_cap, packed_cap, again_cap;
+    struct libdeflate_compressor *deflaters[CHUNK_DEFLATE_LEVELS]; /* made when first used */
 } chunk_buffers;
+
+/* The libdeflate level chunks of `dtype` at a requested gzip level (1-9) are made with. */
+int chunk_deflate_level(int gzip_level, h5ark_dtype dtype);
 
 /* Make and write chunk c on the calling (locale) thread. */
 int chunk_write(const write_plan *plan, const write_chunk *c, chunk_buffers *b, h5ark_error *err);

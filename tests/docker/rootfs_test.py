@@ -4,7 +4,8 @@
 Builds the runtime stage of docker/Dockerfile as a root file system: Debian bookworm from
 debootstrap (--variant=minbase, close to debian:bookworm-slim), then the stage's own RUN,
 COPY, USER, ... steps as the Dockerfile states them (packages, user, files), with the
-daemon and the CLI of this machine's build (bookworm too) in place of the build stage's.
+daemon and the CLI built on this machine (bookworm too) as the build stage's `RUN cmake`
+steps build them (their options: one rank, no MPI), into build-image/.
 Then runs the image's ENTRYPOINT as its USER in namespaces of its own, as a container
 runs: pid (the daemon is PID 1), network (its own loopback, no port clash with anything
 else here), mount (a host data folder owned by another uid bind-mounted on /data, the
@@ -146,6 +147,21 @@ def dockerignored(rel, patterns):
         if any(re.fullmatch(rx, "/".join(parts[:n])) for n in range(1, len(parts) + 1)):
             excluded = not neg
     return excluded
+
+
+def build_in_stage(steps, build_dir):
+    """Configure and build here as the build stage's `RUN cmake` steps do (their options,
+    targets and /src, /build mapped to the repository and build_dir), so that the image's
+    binaries are the ones the Dockerfile would make (one rank, no MPI, say)."""
+    runs = [arg for ins, arg in steps if ins == "RUN" and arg.startswith("cmake ")]
+    if not runs:
+        raise SystemExit("rootfs: the build stage has no `RUN cmake` step")
+    for arg in runs:
+        for part in arg.split("&&"):
+            argv = shlex.split(part.replace('"$(nproc)"', str(os.cpu_count() or 1)))
+            argv = [str(REPO) if a == "/src" else str(build_dir) if a == "/build" else a
+                    for a in argv]
+            run(argv, stdout=subprocess.DEVNULL)
 
 
 def check_dockerignore(final):
@@ -503,8 +519,9 @@ def mounts_under(path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--keep", action="store_true", help="leave the temporary folder in place")
-    ap.add_argument("--build-dir", default=str(REPO / "build"),
-                    help="the build whose h5arkd and h5ark go into the image (default build/)")
+    ap.add_argument("--build-dir", default=str(REPO / "build-image"),
+                    help="where the build stage's build is made, as the Dockerfile configures "
+                         "it, for the image's h5arkd and h5ark (default build-image/)")
     opts = ap.parse_args()
 
     started = time.monotonic()
@@ -536,9 +553,10 @@ def main():
 
     ensure_tools()
     t = time.monotonic()
-    run([REPO / "scripts" / "setup"], stdout=subprocess.DEVNULL)
-    timings["build (scripts/setup)"] = time.monotonic() - t
+    run([REPO / "scripts" / "setup", "--no-build"], stdout=subprocess.DEVNULL)
     build_dir = pathlib.Path(opts.build_dir).resolve()
+    build_in_stage(build_stage, build_dir)
+    timings["build (as the build stage)"] = time.monotonic() - t
 
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="h5ark-rootfs-"))
     os.chmod(tmp, 0o755)
