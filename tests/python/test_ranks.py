@@ -288,12 +288,83 @@ def test_not_converted_refused(multi, cmd, args):
     assert hdr["error"]["message"].startswith(f"not available on several ranks yet: {cmd}")
 
 
-def test_strings_refused(multi):
-    hdr, _ = call(multi.endpoint, "put", {"objtype": "strings", "shape": [1]},
-                  [{"name": "segments", "nbytes": 8}, {"name": "values", "nbytes": 2}],
-                  [np.zeros(1, "<i8").tobytes() + b"a\0"])
-    assert not hdr["ok"]
-    assert "not available on several ranks yet: put of strings" in hdr["error"]["message"]
+def strings_payload(words):
+    """segments and values buffers of a strings put."""
+    data = [w.encode() + b"\0" for w in words]
+    offs = np.cumsum([0] + [len(d) for d in data[:-1]]).astype("<i8") if data else \
+        np.zeros(0, "<i8")
+    return offs.tobytes(), b"".join(data)
+
+
+def put_strings(endpoint, words, name=None):
+    seg, val = strings_payload(words)
+    args = {"objtype": "strings", "shape": [len(words)]}
+    if name:
+        args["name"] = name
+    raw = seg + val
+    frames = [raw[i:i + 37] for i in range(0, len(raw), 37)] or [b""]  # not on shard lines
+    return call(endpoint, "put", args, [{"name": "segments", "nbytes": len(seg)},
+                                         {"name": "values", "nbytes": len(val)}],
+                frames if raw else ())
+
+
+def get_strings(endpoint, name, start=None, stop=None):
+    args = {"name": name}
+    if start is not None:
+        args.update(start=start, stop=stop)
+    hdr, frames = call(endpoint, "get", args)
+    assert hdr["ok"], hdr
+    raw = b"".join(bytes(f) for f in frames)
+    bufs = {b["name"]: b["nbytes"] for b in hdr["result"]["buffers"]} \
+        if "buffers" in hdr["result"] else None
+    return hdr, raw, bufs
+
+
+WORDS = {
+    "mixed": ["", "a", "bb", "ccc" * 50, "", "é", "x" * 1000] * 13 + ["last"],
+    "one": ["only"],
+    "empty strings": [""] * 17,
+    "none": [],
+    "long tail": ["a"] * 5 + ["z" * 100_000],
+}
+
+
+@pytest.mark.parametrize("label", list(WORDS))
+def test_strings_put_get_match_one_rank(multi, single, label):
+    words = WORDS[label]
+    hdr, _ = put_strings(multi.endpoint, words)
+    assert hdr["ok"], hdr
+    want_hdr, _ = put_strings(single.endpoint, words)
+    got_obj, want_obj = hdr["result"]["object"], want_hdr["result"]["object"]
+    for k in ("objtype", "dtype", "size", "shape", "nbytes"):
+        assert got_obj.get(k) == want_obj.get(k), k
+    n = len(words)
+    ranges = [(None, None), (0, n), (1, n), (n // 3, 2 * n // 3), (n, n), (n // 2, n // 2 + 1)]
+    for start, stop in [r for r in ranges if r[0] is None or r[0] <= r[1] <= n]:
+        got = get_strings(multi.endpoint, got_obj["name"], start, stop)
+        want = get_strings(single.endpoint, want_obj["name"], start, stop)
+        assert got[1] == want[1], (start, stop)
+        # the same reply but for the object's name
+        assert repr(got[0]["result"]).replace(got_obj["name"], "N") == \
+            repr(want[0]["result"]).replace(want_obj["name"], "N")
+    # the whole: the words back
+    _, raw, _ = get_strings(multi.endpoint, got_obj["name"])
+    seg, val = strings_payload(words)
+    assert raw == seg + val
+
+
+def test_strings_malformed_on_another_rank(multi):
+    words = ["abc"] * 60
+    seg, val = strings_payload(words)
+    val = val[:-2] + b"\0\0"  # the last string, another rank's, has two NULs
+    hdr, _ = call(multi.endpoint, "put", {"objtype": "strings", "shape": [60], "name": "bad"},
+                  [{"name": "segments", "nbytes": len(seg)}, {"name": "values",
+                                                              "nbytes": len(val)}],
+                  [seg + val])
+    assert not hdr["ok"] and hdr["error"]["code"] == "bad_request"
+    assert "string 59 is malformed" in hdr["error"]["message"]
+    hdr, _ = call(multi.endpoint, "info", {"names": ["bad"]})
+    assert hdr["error"]["code"] == "not_found"
 
 
 def cpu_ticks(pid):
