@@ -278,7 +278,6 @@ def test_concurrent_requests(multi):
 
 @pytest.mark.parametrize("cmd,args", [
     ("tohdf", {"names": ["x"], "path": "x.h5"}),
-    ("readhdf", {"paths": ["x.h5"]}),
     ("groupby", {"keys": ["x"]}),
     ("segarray", {"segments": "x", "values": "x"}),
 ])
@@ -365,6 +364,118 @@ def test_strings_malformed_on_another_rank(multi):
     assert "string 59 is malformed" in hdr["error"]["message"]
     hdr, _ = call(multi.endpoint, "info", {"names": ["bad"]})
     assert hdr["error"]["code"] == "not_found"
+
+
+def ok(endpoint, cmd, args=None, buffers=None, frames=()):
+    hdr, frames = call(endpoint, cmd, args, buffers, frames)
+    assert hdr["ok"], hdr
+    return hdr["result"], frames
+
+
+def object_bytes(endpoint, desc):
+    """The reply bytes of a whole object (strings: segments then values)."""
+    _, frames = ok(endpoint, "get", {"name": desc["name"]})
+    return b"".join(bytes(f) for f in frames)
+
+
+def same_result(got, want, got_ep, want_ep):
+    """Two readhdf results alike: files, file errors, objects' descriptions but for their
+    names, and every object's bytes."""
+    assert got["files"] == want["files"]
+    assert got["file_errors"] == want["file_errors"]
+    assert sorted(got["objects"]) == sorted(want["objects"])
+    for k, g in got["objects"].items():
+        w = want["objects"][k]
+        assert {**g, "name": ""} == {**w, "name": ""}, k
+        assert object_bytes(got_ep, g) == object_bytes(want_ep, w), k
+
+
+@pytest.fixture
+def hdf_files(multi, single):
+    """The same files in both daemons' data directories: written by the one-rank daemon
+    (pdarrays of several dtypes and Strings, one file and per-locale files), copied over."""
+    words = ["", "alpha", "b", "gamma" * 30, "é", ""] * 41 + ["end"]
+    ok(single.endpoint, "clear")
+    names = {}
+    for label, args in [("i", {"dtype": "int64", "fill": "arange", "start": -3, "stop": 1234}),
+                        ("f", {"dtype": "float64", "fill": "uniform", "seed": 5, "size": 777}),
+                        ("b", {"dtype": "bool", "fill": "randint", "low": 0, "high": 2,
+                               "seed": 2, "size": 99}),
+                        ("u", {"dtype": "uint8", "fill": "randint", "low": 0, "high": 255,
+                               "seed": 9, "size": 5})]:
+        names[label] = ok(single.endpoint, "create", args)[0]["object"]["name"]
+    hdr, _ = put_strings(single.endpoint, words)
+    assert hdr["ok"], hdr
+    names["s"] = hdr["result"]["object"]["name"]
+    order = list(names)
+    for file_type, path in [("single", "one.h5"), ("distribute", "parts")]:
+        ok(single.endpoint, "tohdf", {"names": [names[k] for k in order], "datasets": order,
+                                      "path": path, "file_type": file_type})
+    ok(single.endpoint, "tohdf", {"names": [names["i"], names["s"]], "datasets": ["i", "s"],
+                                  "path": "more.h5", "file_type": "single"})
+    seg = ok(single.endpoint, "create", {"dtype": "int64", "fill": "arange", "stop": 10,
+                                         "step": 2})[0]["object"]["name"]
+    sa = ok(single.endpoint, "segarray", {"segments": seg, "values": names["i"]})[0]
+    ok(single.endpoint, "tohdf", {"names": [sa["object"]["name"]], "datasets": ["sa"],
+                                  "path": "segarray.h5", "file_type": "single"})
+    (single.data_dir / "broken.h5").write_bytes(b"not an HDF5 file at all" * 10)
+    dest = multi.tmp / "data"
+    dest.mkdir(exist_ok=True)
+    for f in single.data_dir.iterdir():
+        if f.is_file() and not f.name.startswith("."):
+            shutil.copyfile(f, dest / f.name)
+    return words
+
+
+READS = [
+    ("single file", {"paths": ["one.h5"]}),
+    ("per-locale files", {"paths": ["parts_LOCALE*"]}),
+    ("several files", {"paths": ["one.h5", "more.h5", "parts"], "datasets": ["i", "s"]}),
+    ("ranged", {"paths": ["one.h5", "more.h5"], "datasets": ["i", "s"], "start": 100,
+                "stop": 400}),
+    ("ranged strings", {"paths": ["parts"], "datasets": ["s"], "start": 3, "stop": 7}),
+    ("offsets from NULs", {"paths": ["one.h5", "more.h5"], "datasets": ["s"],
+                           "calc_string_offsets": True}),
+    ("tag_data", {"paths": ["one.h5", "parts"], "datasets": ["i", "s"], "tag_data": True}),
+    ("tag_data from NULs", {"paths": ["more.h5", "one.h5"], "datasets": ["s"],
+                            "tag_data": True, "calc_string_offsets": True}),
+    ("allow_errors", {"paths": ["one.h5", "broken.h5", "more.h5"], "datasets": ["i"],
+                      "allow_errors": True}),
+]
+
+
+@pytest.mark.parametrize("label,args", READS, ids=[r[0] for r in READS])
+def test_readhdf_matches_one_rank(multi, single, hdf_files, label, args):
+    got, _ = ok(multi.endpoint, "readhdf", args)
+    want, _ = ok(single.endpoint, "readhdf", args)
+    same_result(got, want, multi.endpoint, single.endpoint)
+
+
+def test_readhdf_other_kinds_refused(multi, hdf_files):  # noqa: ARG001 - files needed
+    hdr, _ = call(multi.endpoint, "readhdf", {"paths": ["segarray.h5"]})
+    assert not hdr["ok"] and hdr["error"]["code"] == "unknown_command"
+    assert hdr["error"]["message"].startswith("not available on several ranks yet: readhdf of")
+
+
+def test_readhdf_strings_values(multi, hdf_files):
+    res, _ = ok(multi.endpoint, "readhdf", {"paths": ["one.h5"], "datasets": ["s"]})
+    raw = object_bytes(multi.endpoint, res["objects"]["s"])
+    seg, val = strings_payload(hdf_files)
+    assert raw == seg + val
+
+
+@pytest.mark.parametrize("args", [
+    {"paths": ["missing.h5"]},
+    {"paths": ["broken.h5"]},
+    {"paths": ["one.h5"], "datasets": ["nope"]},
+    {"paths": ["one.h5"], "datasets": ["s"], "start": 5, "stop": 100000},
+])
+def test_readhdf_errors_match_one_rank(multi, single, hdf_files, args):
+    before = len(ok(multi.endpoint, "info")[0]["objects"])
+    got, _ = call(multi.endpoint, "readhdf", args)
+    want, _ = call(single.endpoint, "readhdf", args)
+    assert not got["ok"] and got["error"] == want["error"]
+    assert len(ok(multi.endpoint, "info")[0]["objects"]) == before  # nothing published
 
 
 def cpu_ticks(pid):
