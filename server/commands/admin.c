@@ -137,6 +137,12 @@ static int cmd_fault(command_ctx *ctx, h5ark_error *err) {
     if (c == SYSIO_CLASSES || !e)
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
                           "fault: class is io or alloc, error EIO, ENOSPC or ENOMEM");
+    /* several ranks: the fault is armed on `rank` only; every rank starts counting again */
+    int64_t rank = arg_int(ctx, "rank", 0);
+    if (rank < 0 || rank >= ranks_count())
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "fault: rank must be 0 to %d, not %lld",
+                          ranks_count() - 1, (long long)rank);
+    if (rank != ranks_self()) nth = 0;
     uint64_t counts[SYSIO_CLASSES];
     const char *fired = sysio_faults_report(counts);
     /* the names of the calls, before the arm forgets them */
@@ -180,6 +186,11 @@ const command_def admin_commands[] = {
     {"shutdown", cmd_shutdown, {{0}}, .ranks = RANKS_ZERO},
     {"fault",
      cmd_fault,
-     {{"class", ARG_STR, false}, {"nth", ARG_UINT, false}, {"error", ARG_STR, false}, {0}}},
+     {{"class", ARG_STR, false},
+      {"nth", ARG_UINT, false},
+      {"error", ARG_STR, false},
+      {"rank", ARG_INT, false},
+      {0}},
+     .ranks = RANKS_EVERY},
     {0},
 };

@@ -40,6 +40,11 @@ static int cmd_tohdf(command_ctx *ctx, h5ark_error *err) {
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
                           "tohdf: 'group', 'fieldtype' and 'fieldtypes' need format exetera");
     }
+    if (exetera && ranks_count() > 1)
+        return h5ark_fail(err, H5ARK_UNKNOWN_COMMAND,
+                          "not available on several ranks yet: tohdf with format exetera (this "
+                          "daemon runs as %d ranks)",
+                          ranks_count());
     const h5ark_value *fieldtypes = arg_value(ctx, "fieldtypes");
     if (fieldtypes && arg_value(ctx, "fieldtype"))
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
@@ -344,7 +349,8 @@ const command_def hdf_commands[] = {
       {"group", ARG_STR, false},
       {"fieldtype", ARG_STR, false},
       {"fieldtypes", ARG_STR_ARRAY, false},
-      {0}}},
+      {0}},
+     .ranks = RANKS_EVERY},
     {"readhdf",
      cmd_readhdf,
      {{"paths", ARG_STR_ARRAY, true},

@@ -17,6 +17,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Where string i starts. With several ranks the segments of another rank's shard are not
+ * here, but a file's rows start a shard (or are all of them), and each values shard starts
+ * at the offset of its shard's first string: the metadata says it. */
+static uint64_t row_offset(const object *obj, uint64_t i) {
+    if (ranks_count() == 1 || i >= obj->size) return strings_offset(obj, i);
+    const darray *seg = obj->segments;
+    int b = darray_shard_of(seg, i);
+    if (seg->shards[b].start == i) return obj->values->shards[b].start;
+    return strings_offset(obj, i);
+}
+
 int strings_write_rows(hid_t loc, int file_index, const char *name, const object *obj, uint64_t lo,
                        uint64_t hi, write_plan *plan, h5ark_error *err) {
     if (obj->objtype != H5ARK_STRINGS)
@@ -24,7 +35,7 @@ int strings_write_rows(hid_t loc, int file_index, const char *name, const object
                           h5ark_objtype_name(obj->objtype));
     hid_t group = write_group(loc, name, OBJTYPE_STRINGS, err);
     if (group < 0) return -1;
-    uint64_t blo = strings_offset(obj, lo), bhi = strings_offset(obj, hi);
+    uint64_t blo = row_offset(obj, lo), bhi = row_offset(obj, hi);
     int rc = write_darray_range(group, file_index, CHILD_VALUES, obj->values, blo, bhi,
                                 OBJTYPE_PDARRAY, false, 0, plan, err);
     /* a file's offsets restart at 0 */

@@ -277,7 +277,6 @@ def test_concurrent_requests(multi):
 
 
 @pytest.mark.parametrize("cmd,args", [
-    ("tohdf", {"names": ["x"], "path": "x.h5"}),
     ("groupby", {"keys": ["x"]}),
     ("segarray", {"segments": "x", "values": "x"}),
 ])
@@ -476,6 +475,188 @@ def test_readhdf_errors_match_one_rank(multi, single, hdf_files, args):
     want, _ = call(single.endpoint, "readhdf", args)
     assert not got["ok"] and got["error"] == want["error"]
     assert len(ok(multi.endpoint, "info")[0]["objects"]) == before  # nothing published
+
+
+def h5_tree(path):
+    """Every group and dataset of an HDF5 file: kind, attributes, dtype, shape and data."""
+    import h5py
+    out = {}
+
+    def attrs(obj):
+        return {k: np.asarray(v).tolist() for k, v in obj.attrs.items()}
+
+    with h5py.File(path, "r") as f:
+        out["/"] = ("group", attrs(f))
+
+        def visit(name, obj):
+            if isinstance(obj, h5py.Dataset):
+                out[name] = ("dataset", attrs(obj), str(obj.dtype), obj.shape, obj[()].tobytes())
+            else:
+                out[name] = ("group", attrs(obj))
+        f.visititems(visit)
+    return out
+
+
+def data_files(d):
+    return sorted(f.name for f in d.iterdir() if not f.name.startswith("."))
+
+
+def make_objects(endpoint, words):
+    """The same objects on any daemon: their names by label."""
+    names = {}
+    for label, args in [("i", {"dtype": "int64", "fill": "arange", "start": 7, "stop": 1000}),
+                        ("f", {"dtype": "float32", "fill": "uniform", "seed": 1, "size": 333}),
+                        ("b", {"dtype": "bool", "fill": "randint", "low": 0, "high": 2,
+                               "seed": 4, "size": 21}),
+                        ("e", {"dtype": "uint16", "fill": "zeros", "size": 0})]:
+        names[label] = ok(endpoint, "create", args)[0]["object"]["name"]
+    hdr, _ = put_strings(endpoint, words)
+    assert hdr["ok"], hdr
+    names["s"] = hdr["result"]["object"]["name"]
+    hdr, _ = put_strings(endpoint, words[:3])
+    names["t"] = hdr["result"]["object"]["name"]
+    return names
+
+
+TOHDF = [
+    ("single", [{"file_type": "single", "keys": "ifbest"}]),
+    ("distribute", [{"file_type": "distribute", "keys": "ifbest"}]),
+    ("append single", [{"file_type": "single", "keys": "if"},
+                       {"file_type": "single", "keys": "st", "mode": "append"}]),
+    ("update distribute", [{"file_type": "distribute", "keys": "ifs"},
+                           {"file_type": "distribute", "keys": "s", "mode": "update"}]),
+    ("truncate over", [{"file_type": "single", "keys": "ifbest"},
+                       {"file_type": "single", "keys": "t"}]),
+]
+
+
+@pytest.mark.parametrize("label,steps", TOHDF, ids=[t[0] for t in TOHDF])
+def test_tohdf_matches_one_rank(multi, single, label, steps):
+    words = ["w%d" % (i * i) for i in range(150)] + ["", "ü" * 40]
+    ok(multi.endpoint, "clear")
+    ok(single.endpoint, "clear")
+    dirs = {}
+    for name, d in [("multi", multi), ("single", single)]:
+        objs = make_objects(d.endpoint, words)
+        ddir = d.tmp / "data" if name == "multi" else d.data_dir
+        out = ddir / label.replace(" ", "_")
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        for step in steps:
+            keys = step["keys"]
+            res, _ = ok(d.endpoint, "tohdf", {"names": [objs[k] for k in keys],
+                                              "datasets": list(keys),
+                                              "path": f"{out.name}/x.h5",
+                                              "file_type": step["file_type"],
+                                              "mode": step.get("mode", "truncate")})
+            dirs.setdefault(name, []).append(res)
+        dirs[name + "_dir"] = out
+    assert dirs["multi"] == dirs["single"]  # files written and warnings alike
+    got, want = dirs["multi_dir"], dirs["single_dir"]
+    assert data_files(got) == data_files(want)
+    assert [f for f in os.listdir(got) if f.startswith(".")] == []  # no temporaries left
+    for f in data_files(got):
+        assert h5_tree(got / f) == h5_tree(want / f), f
+    # and read back alike at R > 1
+    res, _ = ok(multi.endpoint, "readhdf", {"paths": [f"{got.name}/x*"]})
+    want_res, _ = ok(single.endpoint, "readhdf", {"paths": [f"{want.name}/x*"]})
+    same_result(res, want_res, multi.endpoint, single.endpoint)
+
+
+def test_tohdf_other_kinds_refused(multi):
+    seg = ok(multi.endpoint, "create", {"dtype": "int64", "size": 2})[0]["object"]["name"]
+    hdr, _ = call(multi.endpoint, "tohdf", {"names": [seg], "path": "c.h5",
+                                            "compression": "gzip"})
+    assert hdr["error"]["message"].startswith(
+        "not available on several ranks yet: tohdf with compression")
+    hdr, _ = call(multi.endpoint, "tohdf", {"names": [seg], "path": "c.h5",
+                                            "format": "exetera"})
+    assert hdr["error"]["message"].startswith(
+        "not available on several ranks yet: tohdf with format exetera")
+    assert not (multi.tmp / "data" / "c.h5").exists()
+
+
+@pytest.fixture(scope="module")
+def faulty():
+    """Three ranks with fault injection on (docs/FAULTS.md)."""
+    if not mpi_build():
+        pytest.skip("h5arkd was built without MPI")
+    d = MpiDaemon(3, env={"H5ARK_FAULTS": "1"})
+    d.ranks = 3
+    yield d
+    d.cleanup()
+
+
+def snapshot(d):
+    return {f.name: f.read_bytes() for f in d.iterdir()}
+
+
+@pytest.mark.parametrize("file_type", ["single", "distribute"])
+@pytest.mark.parametrize("rank", [0, 1, 2])
+def test_tohdf_failing_on_one_rank_replaces_nothing(faulty, file_type, rank):
+    ep = faulty.endpoint
+    data = faulty.tmp / "data"
+    ok(ep, "clear")
+    objs = make_objects(ep, ["abc", "de", "f"] * 50)
+    out = data / f"fail_{file_type}_{rank}"
+    out.mkdir(parents=True, exist_ok=True)
+    args = {"names": [objs["i"], objs["s"]], "datasets": ["i", "s"],
+            "path": f"{out.name}/x.h5", "file_type": file_type}
+    ok(ep, "tohdf", args)  # the old files
+    before = snapshot(out)
+    new = {**args, "names": [objs["f"], objs["t"]]}
+    # the rank's first I/O call in the write: on rank 0 it lays out the files, on the
+    # others it opens a temporary to write its shards
+    for nth in (1, 2, 5):
+        ok(ep, "fault", {"class": "io", "nth": nth, "error": "ENOSPC", "rank": rank})
+        hdr, _ = call(ep, "tohdf", new)
+        fired = ok(ep, "fault", {"nth": 0})[0]
+        if hdr["ok"]:  # the fault came after the last call of this write on that rank
+            assert rank == 0 or fired["fired"] is None
+            return
+        assert hdr["error"]["code"] in ("io_error", "resource_limit"), hdr
+        if rank:
+            assert f"rank {rank}" in hdr["error"]["message"], hdr
+        assert snapshot(out) == before  # every file old, no temporary left
+    res, _ = ok(ep, "tohdf", new)  # and the daemon goes on
+    assert snapshot(out) != before
+
+
+def test_tohdf_rank_killed_leaves_old_or_new():
+    """A rank killed while a write is under way: every file old or new (here old: the
+    rank dies before it writes)."""
+    if not mpi_build():
+        pytest.skip("h5arkd was built without MPI")
+    d = MpiDaemon(2)
+    try:
+        ep = d.endpoint
+        n = 1 << 20
+        name = ok(ep, "create", {"dtype": "int64", "fill": "arange", "stop": n})[0]["object"]["name"]
+        small = ok(ep, "create", {"dtype": "int64", "fill": "zeros", "size": 10})[0]["object"]["name"]
+        for ft in ("single", "distribute"):
+            ok(ep, "tohdf", {"names": [small], "datasets": ["v"], "path": f"k_{ft}",
+                             "file_type": ft})
+        old = snapshot(d.tmp / "data")
+        import threading
+        results = []
+        t = threading.Thread(target=lambda: results.append(call(ep, "tohdf", {
+            "names": [name], "datasets": ["v"], "path": "k_distribute",
+            "file_type": "distribute"})[0]))
+        # rank 1 stopped before the request reaches it: rank 0 lays the files out and waits
+        # for it; then it dies
+        pid = d.rank_pids()[1]
+        os.kill(pid, signal.SIGSTOP)
+        t.start()
+        time.sleep(1)
+        os.kill(pid, signal.SIGKILL)
+        t.join(30)
+        d.proc.wait(60)
+        files = {f.name: f.read_bytes() for f in (d.tmp / "data").iterdir()
+                 if not f.name.startswith(".")}
+        assert not results or not results[0]["ok"], "the write ended before the kill"
+        assert files == {f: c for f, c in old.items() if not f.startswith(".")}
+    finally:
+        d.cleanup()
 
 
 def cpu_ticks(pid):
