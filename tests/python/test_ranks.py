@@ -412,6 +412,10 @@ def hdf_files(multi, single):
                                       "path": path, "file_type": file_type})
     ok(single.endpoint, "tohdf", {"names": [names["i"], names["s"]], "datasets": ["i", "s"],
                                   "path": "more.h5", "file_type": "single"})
+    hdr, _ = put_strings(single.endpoint, ["x", ""])  # fewer strings than locales
+    tiny = [hdr["result"]["object"]["name"], names["u"]]
+    ok(single.endpoint, "tohdf", {"names": tiny, "datasets": ["s", "u"], "path": "tiny.h5",
+                                  "file_type": "single"})
     seg = ok(single.endpoint, "create", {"dtype": "int64", "fill": "arange", "stop": 10,
                                          "step": 2})[0]["object"]["name"]
     sa = ok(single.endpoint, "segarray", {"segments": seg, "values": names["i"]})[0]
@@ -440,6 +444,11 @@ READS = [
                             "tag_data": True, "calc_string_offsets": True}),
     ("allow_errors", {"paths": ["one.h5", "broken.h5", "more.h5"], "datasets": ["i"],
                       "allow_errors": True}),
+    ("fewer rows than locales", {"paths": ["tiny.h5"]}),
+    ("fewer strings than locales, from NULs", {"paths": ["tiny.h5", "tiny.h5"],
+                                               "calc_string_offsets": True, "tag_data": True}),
+    ("ranged to nothing", {"paths": ["one.h5"], "datasets": ["s", "i"], "start": 5,
+                           "stop": 5}),
 ]
 
 
@@ -657,6 +666,37 @@ def test_tohdf_rank_killed_leaves_old_or_new():
         assert files == {f: c for f, c in old.items() if not f.startswith(".")}
     finally:
         d.cleanup()
+
+
+def test_concurrent_strings_and_files(multi):
+    """put/get of strings, tohdf and readhdf handled at once on several handler threads."""
+    import threading
+    errors = []
+    (multi.tmp / "data").mkdir(exist_ok=True)
+
+    def work(k):
+        try:
+            for i in range(3):
+                words = [f"t{k}-{i}-{j}" * (j % 5) for j in range(50 + 13 * k + i)]
+                hdr, _ = put_strings(multi.endpoint, words)
+                assert hdr["ok"], hdr
+                name = hdr["result"]["object"]["name"]
+                ft = "single" if (k + i) % 2 else "distribute"
+                ok(multi.endpoint, "tohdf", {"names": [name], "datasets": ["w"],
+                                             "path": f"conc_{k}_{i}", "file_type": ft})
+                res, _ = ok(multi.endpoint, "readhdf", {"paths": [f"conc_{k}_{i}"]})
+                raw = object_bytes(multi.endpoint, res["objects"]["w"])
+                seg, val = strings_payload(words)
+                assert raw == seg + val
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
 
 
 def cpu_ticks(pid):
