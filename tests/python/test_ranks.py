@@ -534,6 +534,10 @@ TOHDF = [
                        {"file_type": "single", "keys": "st", "mode": "append"}]),
     ("update distribute", [{"file_type": "distribute", "keys": "ifs"},
                            {"file_type": "distribute", "keys": "s", "mode": "update"}]),
+    ("update single", [{"file_type": "single", "keys": "ifst"},
+                       {"file_type": "single", "keys": "ti", "mode": "update"}]),
+    ("append distribute", [{"file_type": "distribute", "keys": "e"},
+                           {"file_type": "distribute", "keys": "bs", "mode": "append"}]),
     ("truncate over", [{"file_type": "single", "keys": "ifbest"},
                        {"file_type": "single", "keys": "t"}]),
 ]
@@ -598,6 +602,12 @@ def faulty():
 
 def snapshot(d):
     return {f.name: f.read_bytes() for f in d.iterdir()}
+
+
+def test_fault_rank_checked(faulty):
+    hdr, _ = call(faulty.endpoint, "fault", {"nth": 1, "rank": 3})
+    assert hdr["error"]["code"] == "bad_request" and "rank must be 0 to 2" in \
+        hdr["error"]["message"]
 
 
 @pytest.mark.parametrize("file_type", ["single", "distribute"])
