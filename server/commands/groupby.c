@@ -3,6 +3,7 @@
 
 #include "objects/categorical.h"
 #include "objects/groupby.h"
+#include "ranks.h"
 #include "registry.h"
 
 #include <stdio.h>
@@ -11,6 +12,11 @@
 
 static int publish_and_describe(command_ctx *ctx, object *obj, h5ark_error *err) {
     int rc = registry_publish(obj, arg_str(ctx, "name", NULL), err);
+    if (ranks_call_seq()) { /* several ranks: published on every rank or on none */
+        int all = ranks_agree(rc, err);
+        if (all != 0 && rc == 0) registry_remove(obj->name, NULL);
+        rc = all;
+    }
     if (rc == 0) rc = reply_set(ctx, "object", object_describe(obj), err);
     object_release(obj);
     return rc;
@@ -187,7 +193,10 @@ static int cmd_categorical(command_ctx *ctx, h5ark_error *err) {
 }
 
 const command_def groupby_commands[] = {
-    {"groupby", cmd_groupby, {{"keys", ARG_STR_ARRAY, true}, {"name", ARG_STR, false}, {0}}},
+    {"groupby",
+     cmd_groupby,
+     {{"keys", ARG_STR_ARRAY, true}, {"name", ARG_STR, false}, {0}},
+     .ranks = RANKS_EVERY},
     {"aggregate",
      cmd_aggregate,
      {{"groupby", ARG_STR, true},

@@ -15,6 +15,7 @@
 #include "groupby.h"
 
 #include "locales.h"
+#include "ranks.h"
 #include "registry.h"
 #include "shardcache.h"
 
@@ -547,7 +548,275 @@ static void free_plan(plan *p) {
     object_release(p->uik);
 }
 
+/* ---- several ranks: a sample sort ----------------------------------------------------
+ *
+ * Each rank's rows are the rows of its locales' shards. A row is a record of its keys'
+ * order-preserving encodings followed by its row number, so that records compare in the
+ * order (key tuple, row) the one-rank sort gives. Each rank sorts its records; samples of
+ * every rank's records pick R - 1 splitters; an all-to-all sends each record to the rank
+ * whose range holds it, which sorts what it got; a second all-to-all evens the records
+ * out to the block distribution of `permutation`; a third sends each group's start and
+ * first row to the rank holding its place in `segments` and `unique_key_idx`. */
+
+static _Thread_local size_t rec_words; /* record width for rec_cmp (qsort has no context) */
+
+static int rec_cmp(const void *a, const void *b) {
+    const uint64_t *x = a, *y = b;
+    for (size_t i = 0; i < rec_words; i++)
+        if (x[i] != y[i]) return x[i] < y[i] ? -1 : 1;
+    return 0;
+}
+
+/* Collective scratch: every rank reserves and allocates, and all agree. */
+static int ranks_scratch(uint64_t bytes, void **p, uint64_t *reserved, h5ark_error *err) {
+    int rc = registry_reserve(bytes, err);
+    if (rc == 0) {
+        *reserved += bytes;
+        if (!(*p = malloc(bytes ? bytes : 1)))
+            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory grouping",
+                            ranks_self());
+    }
+    return ranks_agree(rc, err);
+}
+
+/* Element counts [a0, a1) and [b0, b1) overlap by how many. */
+static uint64_t overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) {
+    uint64_t lo = a0 > b0 ? a0 : b0, hi = a1 < b1 ? a1 : b1;
+    return hi > lo ? hi - lo : 0;
+}
+
+/* Rank r's share of n block-distributed elements: [*lo, *hi). */
+static void rank_range(uint64_t n, int r, uint64_t *lo, uint64_t *hi) {
+    int L = locales_count(), T = locales_local_count();
+    *lo = locales_block_start(n, L, r * T);
+    *hi = locales_block_start(n, L, (r + 1) * T);
+}
+
+/* The locale whose block of n elements holds element i (i < n). */
+static int block_of(uint64_t n, int L, uint64_t i) {
+    int a = 0, b = L; /* block a starts at or before i, block b after it */
+    while (b - a > 1) {
+        int m = a + (b - a) / 2;
+        if (locales_block_start(n, L, m) <= i)
+            a = m;
+        else
+            b = m;
+    }
+    return a;
+}
+
+/* Send what this rank holds of positions [held0, held1) to the ranks whose block-
+ * distributed range of n holds them; receive this rank's range from the ranks holding it
+ * (rank r holds [starts[r], starts[r + 1])). `width` bytes per element. */
+static int rebalance(const void *held, uint64_t held0, const uint64_t *starts, uint64_t n,
+                     size_t width, void *out, h5ark_error *err) {
+    int R = ranks_count(), me = ranks_self();
+    uint64_t *sc = calloc((size_t)R, sizeof *sc), *rc = calloc((size_t)R, sizeof *rc);
+    uint64_t my0, my1;
+    rank_range(n, me, &my0, &my1);
+    int r = 0;
+    if (!sc || !rc) {
+        r = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me);
+    } else {
+        for (int q = 0; q < R; q++) {
+            uint64_t q0, q1;
+            rank_range(n, q, &q0, &q1);
+            sc[q] = overlap(held0, starts[me + 1], q0, q1) * width;
+            rc[q] = overlap(starts[q], starts[q + 1], my0, my1) * width;
+        }
+    }
+    if ((r = ranks_agree(r, err)) == 0) r = ranks_alltoallv(held, sc, out, rc, err);
+    free(sc);
+    free(rc);
+    return r;
+}
+
+static object *make_ranks(object *const *keys, size_t nkeys, h5ark_error *err) {
+    int R = ranks_count(), me = ranks_self(), L = locales_count(), T = locales_local_count();
+    uint64_t n = keys[0]->size, reserved = 0;
+    size_t w = nkeys + 1;
+    rec_words = w;
+    uint64_t lo, hi;
+    rank_range(n, me, &lo, &hi);
+    uint64_t nloc = hi - lo, *rec = NULL, *col = NULL, *samples = NULL, *got = NULL;
+    uint64_t *fin = NULL, *cnt = NULL, *sc = NULL, *rcv = NULL, *last = NULL, *gcount = NULL;
+    uint64_t *pairs = NULL, *gpairs = NULL, *gstarts = NULL, *pstarts = NULL;
+    object *perm = NULL, *segments = NULL, *uik = NULL, *gb = NULL;
+    int rc = 0;
+    /* numeric keys so far, their rows where the block distribution puts them */
+    for (size_t k = 0; k < nkeys && rc == 0; k++)
+        if (keys[k]->objtype != H5ARK_PDARRAY || !keys[k]->values)
+            rc = h5ark_fail(err, H5ARK_UNKNOWN_COMMAND,
+                            "not available on several ranks yet: groupby of a %s key (this "
+                            "daemon runs as %d ranks)",
+                            h5ark_objtype_name(keys[k]->objtype), R);
+    for (size_t k = 0; k < nkeys && rc == 0; k++)
+        for (int b = 0; b < L; b++)
+            if (keys[k]->values->shards[b].start != locales_block_start(n, L, b))
+                rc = h5ark_fail(err, H5ARK_UNKNOWN_COMMAND,
+                                "not available on several ranks yet: groupby of keys that are "
+                                "not block distributed");
+    if (rc) return NULL; /* metadata: the same answer on every rank */
+    enum { SAMPLES = 64 };
+    cnt = calloc((size_t)R, sizeof *cnt);
+    sc = calloc((size_t)R, sizeof *sc);
+    rcv = calloc((size_t)R, sizeof *rcv);
+    pstarts = calloc((size_t)R + 1, sizeof *pstarts);
+    gstarts = calloc((size_t)R + 1, sizeof *gstarts);
+    last = calloc((size_t)R * (w + 1), sizeof *last);
+    gcount = calloc((size_t)L, sizeof *gcount);
+    if (!cnt || !sc || !rcv || !pstarts || !gstarts || !last || !gcount)
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me);
+    if (ranks_agree(rc, err) || ranks_scratch(nloc * w * 8, (void **)&rec, &reserved, err) ||
+        ranks_scratch(nloc * 8, (void **)&col, &reserved, err))
+        goto out;
+    /* 1. this rank's records, sorted */
+    for (size_t k = 0; k < nkeys; k++) {
+        encode_range(keys[k]->values, lo, hi, col);
+        for (uint64_t i = 0; i < nloc; i++)
+            rec[i * w + k] = col[i];
+    }
+    for (uint64_t i = 0; i < nloc; i++)
+        rec[i * w + nkeys] = lo + i;
+    qsort(rec, nloc, w * 8, rec_cmp);
+    /* 2. samples from every rank, the same splitters on all */
+    uint64_t ns = nloc < SAMPLES ? nloc : SAMPLES, total = 0;
+    cnt[me] = ns;
+    if (ranks_allreduce_u64(cnt, (size_t)R, RANKS_SUM, err)) goto out;
+    for (int r = 0; r < R; r++)
+        total += cnt[r];
+    if (ranks_scratch((total + (uint64_t)R * ns) * w * 8, (void **)&samples, &reserved, err))
+        goto out;
+    uint64_t *mine = samples + total * w; /* my samples, once for every rank */
+    for (int r = 0; r < R; r++) {
+        for (uint64_t j = 0; j < ns; j++)
+            memcpy(mine + (r * ns + j) * w, rec + (j * nloc / ns) * w, w * 8);
+        sc[r] = ns * w * 8;
+        rcv[r] = cnt[r] * w * 8;
+    }
+    if (ranks_alltoallv(mine, sc, samples, rcv, err)) goto out;
+    qsort(samples, total, w * 8, rec_cmp);
+    /* 3. each record to the rank whose range of the order holds it */
+    memset(cnt, 0, (size_t)R * sizeof *cnt);
+    for (uint64_t i = 0, d = 0; i < nloc; i++) {
+        /* splitter q (1 <= q < R) is sample q * total / R; records from it on go to q */
+        while (d + 1 < (uint64_t)R &&
+               rec_cmp(rec + i * w, samples + ((d + 1) * total / (uint64_t)R) * w) >= 0)
+            d++;
+        cnt[d]++;
+    }
+    for (int r = 0; r < R; r++)
+        sc[r] = 8;
+    if (ranks_alltoallv(cnt, sc, rcv, sc, err)) goto out; /* how many each rank sends me */
+    uint64_t ngot = 0;
+    for (int r = 0; r < R; r++) {
+        ngot += rcv[r];
+        rcv[r] *= w * 8;
+        sc[r] = cnt[r] * w * 8;
+    }
+    if (ranks_scratch(ngot * w * 8, (void **)&got, &reserved, err) ||
+        ranks_alltoallv(rec, sc, got, rcv, err))
+        goto out;
+    qsort(got, ngot, w * 8, rec_cmp);
+    /* 4. evened out to permutation's block distribution */
+    memset(pstarts, 0, ((size_t)R + 1) * sizeof *pstarts);
+    pstarts[me + 1] = ngot;
+    if (ranks_allreduce_u64(pstarts, (size_t)R + 1, RANKS_SUM, err)) goto out;
+    for (int r = 0; r < R; r++)
+        pstarts[r + 1] += pstarts[r];
+    if (ranks_scratch(nloc * w * 8, (void **)&fin, &reserved, err) ||
+        rebalance(got, pstarts[me], pstarts, n, w * 8, fin, err))
+        goto out;
+    /* 5. group starts: a record whose keys differ from the one before (maybe a rank's) */
+    if (nloc) {
+        last[(size_t)me * (w + 1)] = 1;
+        memcpy(last + (size_t)me * (w + 1) + 1, fin + (nloc - 1) * w, w * 8);
+    }
+    if (ranks_allreduce_u64(last, (size_t)R * (w + 1), RANKS_SUM, err)) goto out;
+    const uint64_t *prev = NULL;
+    for (int r = me - 1; r >= 0 && !prev; r--)
+        if (last[(size_t)r * (w + 1)]) prev = last + (size_t)r * (w + 1) + 1;
+    if (ranks_scratch(nloc * 2 * 8, (void **)&pairs, &reserved, err)) goto out;
+    uint64_t nmine = 0;
+    for (uint64_t i = 0; i < nloc; i++) {
+        const uint64_t *x = fin + i * w, *y = i ? fin + (i - 1) * w : prev;
+        if (y && memcmp(x, y, nkeys * 8) == 0) continue;
+        pairs[2 * nmine] = lo + i;       /* where the group starts */
+        pairs[2 * nmine + 1] = x[nkeys]; /* its first row */
+        nmine++;
+        gcount[block_of(n, L, lo + i)]++;
+    }
+    if (ranks_allreduce_u64(gcount, (size_t)L, RANKS_SUM, err)) goto out;
+    uint64_t ngroups = 0;
+    for (int r = 0; r < R; r++) {
+        gstarts[r] = ngroups;
+        for (int t = 0; t < T; t++)
+            ngroups += gcount[r * T + t];
+    }
+    gstarts[R] = ngroups;
+    /* 6. the objects, each group's start and first row to its place */
+    perm = object_new_pdarray(H5ARK_INT64, n, err);
+    if (perm) segments = object_new_pdarray(H5ARK_INT64, ngroups, err);
+    if (segments) uik = object_new_pdarray(H5ARK_INT64, ngroups, err);
+    if (!uik) goto out;
+    for (int t = 0; t < T; t++) {
+        shard *sh = &perm->values->shards[locales_local_first() + t];
+        int64_t *out = sh->data;
+        for (uint64_t i = 0; i < sh->count; i++)
+            out[i] = (int64_t)fin[(sh->start - lo + i) * w + nkeys];
+    }
+    uint64_t g0, g1;
+    rank_range(ngroups, me, &g0, &g1);
+    if (ranks_scratch((g1 - g0) * 2 * 8, (void **)&gpairs, &reserved, err) ||
+        rebalance(pairs, gstarts[me], gstarts, ngroups, 2 * 8, gpairs, err))
+        goto out;
+    for (int t = 0; t < T; t++) {
+        int c = locales_local_first() + t;
+        shard *ss = &segments->values->shards[c], *us = &uik->values->shards[c];
+        for (uint64_t i = 0; i < ss->count; i++) {
+            ((int64_t *)ss->data)[i] = (int64_t)gpairs[2 * (ss->start - g0 + i)];
+            ((int64_t *)us->data)[i] = (int64_t)gpairs[2 * (ss->start - g0 + i) + 1];
+        }
+    }
+    gb = object_new_composite(H5ARK_GROUPBY, H5ARK_INT64, n, err);
+    if (!gb) goto out;
+    rc = object_add_component(gb, "permutation", perm, err) ||
+         object_add_component(gb, "segments", segments, err) ||
+         object_add_component(gb, "unique_key_idx", uik, err);
+    for (size_t k = 0; k < nkeys && !rc; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "KEY_%zu", k);
+        rc = object_add_component(gb, name, keys[k], err);
+    }
+    if (!rc) rc = object_set_extra(gb, "ngroups", h5ark_value_uint(ngroups), err);
+    if (rc) {
+        object_release(gb);
+        gb = NULL;
+    }
+out:
+    object_release(perm);
+    object_release(segments);
+    object_release(uik);
+    free(rec);
+    free(col);
+    free(samples);
+    free(got);
+    free(fin);
+    free(pairs);
+    free(gpairs);
+    free(cnt);
+    free(sc);
+    free(rcv);
+    free(last);
+    free(gcount);
+    free(pstarts);
+    free(gstarts);
+    if (reserved) registry_unreserve(reserved);
+    return gb;
+}
+
 object *groupby_make(object *const *keys, size_t nkeys, h5ark_error *err) {
+    if (ranks_call_seq()) return make_ranks(keys, nkeys, err);
     plan p = {.L = locales_count(), .n = keys[0]->size, .nkeys = nkeys};
     int L = p.L;
     object *gb = NULL;

@@ -277,7 +277,7 @@ def test_concurrent_requests(multi):
 
 
 @pytest.mark.parametrize("cmd,args", [
-    ("groupby", {"keys": ["x"]}),
+    ("aggregate", {"groupby": "x", "op": "count"}),
     ("segarray", {"segments": "x", "values": "x"}),
 ])
 def test_not_converted_refused(multi, cmd, args):
@@ -707,6 +707,67 @@ def test_concurrent_strings_and_files(multi):
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+def put_array(endpoint, a):
+    raw = a.tobytes()
+    dtype = "bool" if a.dtype == np.bool_ else str(a.dtype)
+    hdr, _ = call(endpoint, "put", {"dtype": dtype, "shape": [len(a)]},
+                  [{"name": "values", "nbytes": len(raw)}], [raw] if raw else ())
+    assert hdr["ok"], hdr
+    return hdr["result"]["object"]["name"]
+
+
+def group_keys(label):
+    rng = np.random.default_rng(11)
+    nan = np.float64("nan")
+    return {
+        "int64 few values": [rng.integers(0, 10, 1000)],
+        "int64 many values": [rng.integers(-1 << 40, 1 << 40, 5003)],
+        "float64 nan and zeros": [np.array([1.5, nan, -0.0, 0.0, -2.0, nan, 1.5, 0.0] * 37)],
+        "uint64 high bits": [rng.integers(0, 4, 300).astype("u8") << np.uint64(63)],
+        "two keys": [rng.integers(0, 3, 777).astype("i1"), rng.integers(0, 2, 777) == 1],
+        "three keys": [rng.integers(0, 2, 100), rng.random(100) < 0.5,
+                       rng.integers(0, 3, 100).astype("u2")],
+        "one group": [np.zeros(500, "i4")],
+        "sorted": [np.arange(400)],
+        "reversed": [np.arange(400)[::-1].copy()],
+        "fewer rows than locales": [np.array([3, 1, 3], "i8")],
+        "empty": [np.zeros(0, "f4")],
+        "large, skewed": [np.concatenate([np.zeros(150_000, "i8"),
+                                          rng.integers(0, 1000, 60_000)])],
+    }[label]
+
+
+GROUPS = ["int64 few values", "int64 many values", "float64 nan and zeros", "uint64 high bits",
+          "two keys", "three keys", "one group", "sorted", "reversed",
+          "fewer rows than locales", "empty", "large, skewed"]
+
+
+@pytest.mark.parametrize("label", GROUPS)
+def test_groupby_matches_one_rank(multi, single, label):
+    out = {}
+    for name, d in [("multi", multi), ("single", single)]:
+        keys = [put_array(d.endpoint, k) for k in group_keys(label)]
+        res, _ = ok(d.endpoint, "groupby", {"keys": keys})
+        gb = res["object"]
+        hdr, frames = call(d.endpoint, "get", {"name": gb["name"]})
+        assert hdr["ok"], hdr
+        text = repr(hdr["result"]).replace(gb["name"], "GB")
+        for k, key in enumerate(keys):
+            text = text.replace(f"'{key}'", f"'KEY{k}'")
+        out[name] = (text, b"".join(bytes(f) for f in frames), repr(gb).replace(gb["name"], "GB"))
+    assert out["multi"][0] == out["single"][0]
+    assert out["multi"][1] == out["single"][1]
+    assert out["multi"][2] == out["single"][2]
+
+
+def test_groupby_strings_key_refused(multi):
+    hdr, _ = put_strings(multi.endpoint, ["a", "b"])
+    hdr, _ = call(multi.endpoint, "groupby", {"keys": [hdr["result"]["object"]["name"]]})
+    assert not hdr["ok"]
+    assert hdr["error"]["message"].startswith(
+        "not available on several ranks yet: groupby of a strings key")
 
 
 def cpu_ticks(pid):
