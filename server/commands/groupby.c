@@ -80,6 +80,13 @@ static int cmd_aggregate(command_ctx *ctx, h5ark_error *err) {
         !(values = get_arg_object("aggregate", "values", arg_str(ctx, "values", ""), err)))
         goto out;
     if (groupby_check_values(op, values, err)) goto out;
+    if (ranks_count() > 1 && values && (values->objtype != H5ARK_PDARRAY || !values->values)) {
+        h5ark_fail(err, H5ARK_UNKNOWN_COMMAND,
+                   "not available on several ranks yet: aggregate of %s values (this daemon "
+                   "runs as %d ranks)",
+                   h5ark_objtype_name(values->objtype), ranks_count());
+        goto out;
+    }
     if (values && values->size != gb->size) {
         h5ark_fail(err, H5ARK_BAD_REQUEST,
                    "aggregate: 'values' ('%s') has %llu elements but the groupby has %llu rows",
@@ -117,7 +124,13 @@ static int cmd_aggregate(command_ctx *ctx, h5ark_error *err) {
         }
     }
     result = groupby_aggregate(gb, op, values, err);
-    if (!result || registry_publish(result, arg_str(ctx, "name", NULL), err)) goto out;
+    int prc = result ? registry_publish(result, arg_str(ctx, "name", NULL), err) : -1;
+    if (ranks_call_seq()) { /* several ranks: published on every rank or on none */
+        int all = ranks_agree(prc, err);
+        if (all != 0 && prc == 0) registry_remove(result->name, NULL);
+        prc = all;
+    }
+    if (prc) goto out;
     if (reply_set(ctx, "keys", keys, err)) {
         keys = NULL;
         goto out;
@@ -203,7 +216,8 @@ const command_def groupby_commands[] = {
       {"op", ARG_STR, true},
       {"values", ARG_STR, false},
       {"name", ARG_STR, false},
-      {0}}},
+      {0}},
+     .ranks = RANKS_EVERY},
     {"categorical",
      cmd_categorical,
      {{"values", ARG_STR, false},

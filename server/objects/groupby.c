@@ -605,30 +605,36 @@ static int block_of(uint64_t n, int L, uint64_t i) {
     return a;
 }
 
-/* Send what this rank holds of positions [held0, held1) to the ranks whose block-
- * distributed range of n holds them; receive this rank's range from the ranks holding it
- * (rank r holds [starts[r], starts[r + 1])). `width` bytes per element. */
-static int rebalance(const void *held, uint64_t held0, const uint64_t *starts, uint64_t n,
-                     size_t width, void *out, h5ark_error *err) {
+/* Send what this rank holds of positions [held[me], held[me + 1]) to the ranks whose
+ * target ranges [tgt[q], tgt[q + 1]) hold them, and receive this rank's target range from
+ * the ranks holding it. `width` bytes per element. */
+static int rebalance(const void *in, const uint64_t *held, const uint64_t *tgt, size_t width,
+                     void *out, h5ark_error *err) {
     int R = ranks_count(), me = ranks_self();
     uint64_t *sc = calloc((size_t)R, sizeof *sc), *rc = calloc((size_t)R, sizeof *rc);
-    uint64_t my0, my1;
-    rank_range(n, me, &my0, &my1);
     int r = 0;
     if (!sc || !rc) {
         r = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me);
     } else {
         for (int q = 0; q < R; q++) {
-            uint64_t q0, q1;
-            rank_range(n, q, &q0, &q1);
-            sc[q] = overlap(held0, starts[me + 1], q0, q1) * width;
-            rc[q] = overlap(starts[q], starts[q + 1], my0, my1) * width;
+            sc[q] = overlap(held[me], held[me + 1], tgt[q], tgt[q + 1]) * width;
+            rc[q] = overlap(held[q], held[q + 1], tgt[me], tgt[me + 1]) * width;
         }
     }
-    if ((r = ranks_agree(r, err)) == 0) r = ranks_alltoallv(held, sc, out, rc, err);
+    if ((r = ranks_agree(r, err)) == 0) r = ranks_alltoallv(in, sc, out, rc, err);
     free(sc);
     free(rc);
     return r;
+}
+
+/* Every rank's block-distributed range of n: starts[r] for r <= R. */
+static void block_starts(uint64_t n, uint64_t *starts) {
+    int R = ranks_count();
+    for (int r = 0; r < R; r++) {
+        uint64_t hi;
+        rank_range(n, r, &starts[r], &hi);
+    }
+    starts[R] = n;
 }
 
 static object *make_ranks(object *const *keys, size_t nkeys, h5ark_error *err) {
@@ -640,7 +646,7 @@ static object *make_ranks(object *const *keys, size_t nkeys, h5ark_error *err) {
     rank_range(n, me, &lo, &hi);
     uint64_t nloc = hi - lo, *rec = NULL, *col = NULL, *samples = NULL, *got = NULL;
     uint64_t *fin = NULL, *cnt = NULL, *sc = NULL, *rcv = NULL, *last = NULL, *gcount = NULL;
-    uint64_t *pairs = NULL, *gpairs = NULL, *gstarts = NULL, *pstarts = NULL;
+    uint64_t *pairs = NULL, *gpairs = NULL, *gstarts = NULL, *pstarts = NULL, *tgt = NULL;
     object *perm = NULL, *segments = NULL, *uik = NULL, *gb = NULL;
     int rc = 0;
     /* numeric keys so far, their rows where the block distribution puts them */
@@ -724,8 +730,11 @@ static object *make_ranks(object *const *keys, size_t nkeys, h5ark_error *err) {
     if (ranks_allreduce_u64(pstarts, (size_t)R + 1, RANKS_SUM, err)) goto out;
     for (int r = 0; r < R; r++)
         pstarts[r + 1] += pstarts[r];
-    if (ranks_scratch(nloc * w * 8, (void **)&fin, &reserved, err) ||
-        rebalance(got, pstarts[me], pstarts, n, w * 8, fin, err))
+    tgt = calloc((size_t)R + 1, sizeof *tgt);
+    if (tgt) block_starts(n, tgt);
+    rc = tgt ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me);
+    if (ranks_agree(rc, err) || ranks_scratch(nloc * w * 8, (void **)&fin, &reserved, err) ||
+        rebalance(got, pstarts, tgt, w * 8, fin, err))
         goto out;
     /* 5. group starts: a record whose keys differ from the one before (maybe a rank's) */
     if (nloc) {
@@ -767,8 +776,9 @@ static object *make_ranks(object *const *keys, size_t nkeys, h5ark_error *err) {
     }
     uint64_t g0, g1;
     rank_range(ngroups, me, &g0, &g1);
+    block_starts(ngroups, tgt);
     if (ranks_scratch((g1 - g0) * 2 * 8, (void **)&gpairs, &reserved, err) ||
-        rebalance(pairs, gstarts[me], gstarts, ngroups, 2 * 8, gpairs, err))
+        rebalance(pairs, gstarts, tgt, 2 * 8, gpairs, err))
         goto out;
     for (int t = 0; t < T; t++) {
         int c = locales_local_first() + t;
@@ -811,8 +821,118 @@ out:
     free(gcount);
     free(pstarts);
     free(gstarts);
+    free(tgt);
     if (reserved) registry_unreserve(reserved);
     return gb;
+}
+
+/* Several ranks: out[i] = element rows[i] of the block-distributed darray a (a->itemsize
+ * bytes each), whichever rank holds it: each rank sends the owners the rows it wants and
+ * gets their elements back (all-to-alls of the counts, the rows and the elements). */
+static int fetch_rows(const darray *a, const int64_t *rows, uint64_t nrows, void *out,
+                      h5ark_error *err) {
+    int R = ranks_count(), L = locales_count(), me = ranks_self(), rc = 0;
+    size_t is = a->itemsize;
+    uint64_t reserved = 0, nin = 0;
+    uint64_t *cnt = calloc((size_t)R, sizeof *cnt), *rcnt = calloc((size_t)R, sizeof *rcnt);
+    uint64_t *sc = calloc((size_t)R, sizeof *sc), *rcv = calloc((size_t)R, sizeof *rcv);
+    uint64_t *pos = calloc((size_t)R + 1, sizeof *pos);
+    uint64_t *req = NULL, *order = NULL, *inreq = NULL;
+    char *rep = NULL, *back = NULL;
+    if (!cnt || !rcnt || !sc || !rcv || !pos)
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me);
+    if (ranks_agree(rc, err) || ranks_scratch(nrows * 16, (void **)&req, &reserved, err) ||
+        ranks_scratch(nrows * is, (void **)&back, &reserved, err)) {
+        rc = -1;
+        goto out;
+    }
+    order = req + nrows;
+    for (uint64_t i = 0; i < nrows; i++)
+        cnt[locales_rank_of(block_of(a->size, L, (uint64_t)rows[i]))]++;
+    for (int r = 0; r < R; r++)
+        pos[r + 1] = pos[r] + cnt[r];
+    for (uint64_t i = 0; i < nrows; i++) { /* grouped by owner, in order within each */
+        uint64_t k = pos[locales_rank_of(block_of(a->size, L, (uint64_t)rows[i]))]++;
+        req[k] = (uint64_t)rows[i];
+        order[k] = i;
+    }
+    for (int r = 0; r < R; r++)
+        sc[r] = 8;
+    if ((rc = ranks_alltoallv(cnt, sc, rcnt, sc, err)) != 0) goto out;
+    for (int r = 0; r < R; r++) {
+        nin += rcnt[r];
+        sc[r] = cnt[r] * 8;
+        rcv[r] = rcnt[r] * 8;
+    }
+    if ((rc = ranks_scratch(nin * (8 + is), (void **)&inreq, &reserved, err)) != 0 ||
+        (rc = ranks_alltoallv(req, sc, inreq, rcv, err)) != 0)
+        goto out;
+    rep = (char *)(inreq + nin);
+    for (uint64_t k = 0; k < nin; k++)
+        memcpy(rep + k * is, span_at(a, inreq[k], NULL), is);
+    for (int r = 0; r < R; r++) {
+        sc[r] = rcnt[r] * is;
+        rcv[r] = cnt[r] * is;
+    }
+    if ((rc = ranks_alltoallv(rep, sc, back, rcv, err)) != 0) goto out;
+    for (uint64_t k = 0; k < nrows; k++)
+        memcpy((char *)out + order[k] * is, back + k * is, is);
+out:
+    free(cnt);
+    free(rcnt);
+    free(sc);
+    free(rcv);
+    free(pos);
+    free(req);
+    free(inreq);
+    free(back);
+    if (reserved) registry_unreserve(reserved);
+    return rc;
+}
+
+/* This rank's shards of a block-distributed darray, back to back (they are contiguous
+ * elements): a malloc'd copy. */
+static void *local_elements(const darray *a) {
+    int first = locales_local_first(), T = locales_local_count();
+    uint64_t bytes = 0;
+    for (int t = 0; t < T; t++)
+        bytes += a->shards[first + t].count * a->itemsize;
+    char *p = malloc(bytes ? bytes : 1), *q = p;
+    for (int t = 0; p && t < T; t++) {
+        const shard *sh = &a->shards[first + t];
+        if (sh->count) memcpy(q, sh->data, sh->count * a->itemsize);
+        q += sh->count * a->itemsize;
+    }
+    return p;
+}
+
+/* Several ranks: src's elements at the rows idx holds (groupby_take of a pdarray). */
+static object *take_ranks(const object *src, const object *idx, h5ark_error *err) {
+    object *out = object_new_pdarray(src->dtype, idx->size, err);
+    if (!out) return NULL;
+    out->tag = src->tag;
+    int64_t *rows = local_elements(idx->values);
+    void *vals = local_elements(out->values); /* room of the right size */
+    uint64_t i0, i1;
+    rank_range(idx->size, ranks_self(), &i0, &i1);
+    int rc = rows && vals ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (ranks_agree(rc, err) || fetch_rows(src->values, rows, i1 - i0, vals, err)) {
+        rc = -1;
+    } else {
+        const char *p = vals;
+        for (int t = 0; t < locales_local_count(); t++) {
+            shard *sh = &out->values->shards[locales_local_first() + t];
+            if (sh->count) memcpy(sh->data, p, sh->count * out->values->itemsize);
+            p += sh->count * out->values->itemsize;
+        }
+    }
+    free(rows);
+    free(vals);
+    if (rc) {
+        object_release(out);
+        return NULL;
+    }
+    return out;
 }
 
 object *groupby_make(object *const *keys, size_t nkeys, h5ark_error *err) {
@@ -911,6 +1031,7 @@ typedef struct {
     const object *perm, *seg, *uik;
     uint64_t n;
     _Atomic uint64_t bad_perm, bad_seg, bad_uik; /* first bad index, or UINT64_MAX */
+    const int64_t *prev; /* several ranks: per locale, the segment before its first */
 } check_job;
 
 static void check_shard(int b, void *ctx) {
@@ -933,7 +1054,10 @@ static void check_shard(int b, void *ctx) {
     v = s->data;
     for (uint64_t i = 0; i < s->count; i++) {
         uint64_t g = s->start + i;
-        int64_t prev = g == 0 ? 0 : i > 0 ? v[i - 1] : get_i64(j->seg->values, g - 1);
+        int64_t prev = g == 0    ? 0
+                       : i > 0   ? v[i - 1]
+                       : j->prev ? j->prev[b]
+                                 : get_i64(j->seg->values, g - 1);
         if (v[i] < prev || (uint64_t)v[i] > j->n || (g == 0 && v[i] != 0)) {
             locales_note_first(&j->bad_seg, g);
             break;
@@ -972,9 +1096,40 @@ int groupby_check(const object *gb, h5ark_error *err) {
     atomic_init(&j.bad_perm, UINT64_MAX);
     atomic_init(&j.bad_seg, UINT64_MAX);
     atomic_init(&j.bad_uik, UINT64_MAX);
+    /* several ranks: the segment before each locale's first may be another rank's; every
+     * rank learns each shard's last one, and the first bad index of all */
+    int L = locales_count();
+    uint64_t *last = NULL;
+    if (ranks_call_seq()) {
+        last = calloc(2 * (size_t)L, sizeof *last);
+        if (ranks_agree(last ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory"), err))
+            return -1;
+        for (int b = 0; b < L; b++) {
+            const shard *sh = &j.seg->values->shards[b];
+            if (!locales_is_local(b) || !sh->count) continue;
+            last[b] = 1;
+            last[L + b] = (uint64_t)((const int64_t *)sh->data)[sh->count - 1];
+        }
+        if (ranks_allreduce_u64(last, 2 * (size_t)L, RANKS_SUM, err)) {
+            free(last);
+            return -1;
+        }
+        int64_t *prev = (int64_t *)last, carry = 0; /* in place: b's reads come before b's write */
+        for (int b = 0; b < L; b++) {
+            int64_t v = (int64_t)last[L + b];
+            bool has = last[b];
+            prev[b] = carry;
+            if (has) carry = v;
+        }
+        j.prev = prev;
+    }
     locales_run(check_shard, &j);
     static const char *const what[] = {"permutation", "segments", "unique_key_idx"};
     uint64_t bad[] = {atomic_load(&j.bad_perm), atomic_load(&j.bad_seg), atomic_load(&j.bad_uik)};
+    if (last) {
+        free(last);
+        if (ranks_allreduce_u64(bad, 3, RANKS_MIN, err)) return -1;
+    }
     for (int i = 0; i < 3; i++)
         if (bad[i] != UINT64_MAX)
             return h5ark_fail(err, H5ARK_BAD_REQUEST, "groupby '%s': %s[%llu] is out of range%s",
@@ -1061,6 +1216,13 @@ object *groupby_take_strings(const object *src, const object *idx, const char *e
 }
 
 object *groupby_take(const object *src, const object *idx, h5ark_error *err) {
+    if (ranks_call_seq()) {
+        if (src->objtype == H5ARK_PDARRAY && src->values) return take_ranks(src, idx, err);
+        h5ark_fail(err, H5ARK_UNKNOWN_COMMAND,
+                   "not available on several ranks yet: taking the rows of a %s",
+                   h5ark_objtype_name(src->objtype));
+        return NULL;
+    }
     if (src->objtype == H5ARK_STRINGS) return groupby_take_strings(src, idx, NULL, err);
     if (src->objtype == H5ARK_CATEGORICAL) {
         object *categories = object_component_get(src, "categories");
@@ -1317,7 +1479,92 @@ static void aggregate_shard(int c, void *ctx) {
     registry_unreserve(reserved);
 }
 
+/* Several ranks: every value is fetched to the place of its row in the permutation, then
+ * moved to the rank whose groups cover that place; each rank then aggregates its groups
+ * with aggregate_shard over arrays of its own (one shard each, indexed as the whole). */
+static object *aggregate_ranks(const object *gb, agg_op op, const object *values,
+                               h5ark_error *err) {
+    int R = ranks_count(), me = ranks_self();
+    const object *seg = object_component_get(gb, "segments");
+    const darray *perm = object_component_get(gb, "permutation")->values;
+    uint64_t n = gb->size, ng = seg->size, p0, p1, g0, g1;
+    rank_range(n, me, &p0, &p1);
+    rank_range(ng, me, &g0, &g1);
+    h5ark_dtype dt = values ? values->dtype : H5ARK_INT64;
+    object *out = object_new_pdarray(result_dtype(op, dt), ng, err);
+    if (!out) return NULL;
+    uint64_t *held = calloc((size_t)R + 1, sizeof *held), *tgt = calloc((size_t)R + 1, sizeof *tgt);
+    uint64_t *first = calloc(2 * (size_t)R, sizeof *first);
+    int64_t *rows = NULL, *ident = NULL, *sg = NULL;
+    void *pv = NULL, *tv = NULL;
+    size_t is = values ? values->values->itemsize : 8;
+    int rc = held && tgt && first ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (ranks_agree(rc, err)) goto fail;
+    /* where each rank's groups start in the permutation: they end where the next start */
+    if (g1 > g0) {
+        first[2 * me] = 1;
+        first[2 * me + 1] = (uint64_t)get_i64(seg->values, g0);
+    }
+    if (ranks_allreduce_u64(first, 2 * (size_t)R, RANKS_SUM, err)) goto fail;
+    block_starts(n, held);
+    tgt[R] = n;
+    for (int q = R - 1; q >= 0; q--)
+        tgt[q] = first[2 * q] ? first[2 * q + 1] : tgt[q + 1];
+    uint64_t P0 = tgt[me], P1 = tgt[me + 1];
+    rows = local_elements(perm);
+    pv = malloc((p1 - p0) * is + 1);
+    tv = malloc((P1 - P0) * is + 1);
+    ident = malloc((P1 - P0) * 8 + 1);
+    sg = malloc((g1 - g0 + 1) * 8);
+    rc = rows && pv && tv && ident && sg ? 0
+                                         : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (ranks_agree(rc, err)) goto fail;
+    if (values && (fetch_rows(values->values, rows, p1 - p0, pv, err) ||
+                   rebalance(pv, held, tgt, is, tv, err)))
+        goto fail;
+    for (uint64_t i = 0; i < P1 - P0; i++)
+        ident[i] = (int64_t)(P0 + i);
+    for (uint64_t g = g0; g < g1; g++)
+        sg[g - g0] = get_i64(seg->values, g);
+    sg[g1 - g0] = (int64_t)P1;
+    /* this rank's arrays, indexed as the whole ones */
+    shard sp = {ident, P0, P1 - P0}, sv = {tv, P0, P1 - P0}, ss = {sg, g0, g1 - g0 + 1};
+    darray fperm = {.dtype = H5ARK_INT64, .itemsize = 8, .size = P1, .nshards = 1, .shards = &sp};
+    darray fseg = {
+        .dtype = H5ARK_INT64, .itemsize = 8, .size = g1 + 1, .nshards = 1, .shards = &ss};
+    darray fval = {.dtype = dt, .itemsize = is, .size = P1, .nshards = 1, .shards = &sv};
+    object fobj = {.objtype = H5ARK_PDARRAY, .dtype = dt, .size = P1, .values = &fval};
+    agg_job j = {.values = values ? &fobj : NULL,
+                 .op = op,
+                 .perm = &fperm,
+                 .seg = &fseg,
+                 .n = n,
+                 .out = out};
+    locales_run(aggregate_shard, &j);
+    rc = atomic_load(&j.failed)
+             ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT,
+                          "aggregate %s: out of memory for the largest group on rank %d",
+                          op_names[op], me)
+             : 0;
+    if (ranks_agree(rc, err)) goto fail;
+    goto done;
+fail:
+    object_release(out);
+    out = NULL;
+done:
+    free(held);
+    free(tgt);
+    free(first);
+    free(rows);
+    free(pv);
+    free(tv);
+    free(ident);
+    free(sg);
+    return out;
+}
+
 object *groupby_aggregate(const object *gb, agg_op op, const object *values, h5ark_error *err) {
+    if (ranks_call_seq() && op != AGG_FIRST) return aggregate_ranks(gb, op, values, err);
     const object *seg = object_component_get(gb, "segments");
     if (op == AGG_FIRST)
         return groupby_take(values, object_component_get(gb, "unique_key_idx"), err);

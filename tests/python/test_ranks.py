@@ -277,7 +277,7 @@ def test_concurrent_requests(multi):
 
 
 @pytest.mark.parametrize("cmd,args", [
-    ("aggregate", {"groupby": "x", "op": "count"}),
+    ("categorical", {"codes": "x", "categories": "x"}),
     ("segarray", {"segments": "x", "values": "x"}),
 ])
 def test_not_converted_refused(multi, cmd, args):
@@ -760,6 +760,43 @@ def test_groupby_matches_one_rank(multi, single, label):
     assert out["multi"][0] == out["single"][0]
     assert out["multi"][1] == out["single"][1]
     assert out["multi"][2] == out["single"][2]
+
+
+AGG_VALUES = {
+    "int64": lambda rng, n: rng.integers(-1000, 1000, n),
+    "float64 with nan": lambda rng, n: np.where(rng.random(n) < 0.1, np.nan, rng.random(n)),
+    "bool": lambda rng, n: rng.random(n) < 0.3,
+    "uint8": lambda rng, n: rng.integers(0, 255, n).astype("u1"),
+}
+
+
+@pytest.mark.parametrize("keys_label", ["int64 few values", "two keys", "fewer rows than locales",
+                                        "empty", "large, skewed"])
+@pytest.mark.parametrize("vals_label", list(AGG_VALUES))
+def test_aggregate_matches_one_rank(multi, single, keys_label, vals_label):
+    keys = group_keys(keys_label)
+    vals = AGG_VALUES[vals_label](np.random.default_rng(5), len(keys[0]))
+    out = {}
+    for name, d in [("multi", multi), ("single", single)]:
+        ok(d.endpoint, "clear")
+        knames = [put_array(d.endpoint, k) for k in keys]
+        vname = put_array(d.endpoint, vals)
+        gb = ok(d.endpoint, "groupby", {"keys": knames})[0]["object"]["name"]
+        got = []
+        for op in ["count", "sum", "min", "max", "mean", "first", "nunique"]:
+            args = {"groupby": gb, "op": op}
+            if op != "count":
+                args["values"] = vname
+            hdr, _ = call(d.endpoint, "aggregate", args)
+            if not hdr["ok"]:
+                got.append((op, hdr["error"]))
+                continue
+            res = hdr["result"]
+            objs = res["keys"] + [res["values"]]
+            data = [object_bytes(d.endpoint, o) for o in objs]
+            got.append((op, [{**o, "name": ""} for o in objs], data))
+        out[name] = got
+    assert out["multi"] == out["single"]
 
 
 def test_groupby_strings_key_refused(multi):
