@@ -567,3 +567,27 @@ void ranks_call_name(char *out, size_t n) {
     else
         snprintf(out, n, "id_%llu_%u", (unsigned long long)call_seq, call_names);
 }
+
+int ranks_bcast_value(h5ark_value **v, h5ark_error *err) {
+    if (nranks == 1) return 0;
+    char *data = NULL;
+    size_t len = 0;
+    uint64_t n = 0;
+    int rc = 0;
+    if (self_rank == 0) {
+        if (!*v || h5ark_value_encode(*v, &data, &len))
+            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank 0: out of memory encoding a value");
+        n = len;
+    }
+    if ((rc = ranks_agree(rc, err)) == 0) rc = ranks_bcast(0, &n, sizeof n, err);
+    if (rc == 0 && self_rank != 0 && !(data = malloc(n ? n : 1)))
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", self_rank);
+    if ((rc = ranks_agree(rc, err)) == 0) rc = ranks_bcast(0, data, n, err);
+    if (rc == 0 && self_rank != 0) {
+        const char *why = "";
+        if (!(*v = h5ark_value_decode(data, n, &why)))
+            rc = h5ark_fail(err, H5ARK_INTERNAL, "rank %d: rank 0's value %s", self_rank, why);
+    }
+    free(data);
+    return ranks_agree(rc, err);
+}

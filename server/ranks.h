@@ -19,6 +19,7 @@
 #define H5ARK_RANKS_H
 
 #include "h5ark_frames.h"
+#include "h5ark_value.h"
 #include "h5ark_wire.h"
 
 #include <stdbool.h>
@@ -95,6 +96,9 @@ int ranks_recv_many(int from, int n, void *const *bufs, const uint64_t *lens, h5
  * receives its pieces in order (ranks_recv_many). */
 int ranks_scatter_payload(const h5ark_payload *p, int npieces, const int *to,
                           const uint64_t *offsets, const uint64_t *lens, h5ark_error *err);
+/* Rank 0's value *v to every rank, as MessagePack: on the other ranks *v is set to a new
+ * value (theirs was NULL). With one rank, nothing. */
+int ranks_bcast_value(h5ark_value **v, h5ark_error *err);
 /* A name for the object a call publishes without one: the same on every rank. */
 void ranks_call_name(char *out, size_t n);
 

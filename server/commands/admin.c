@@ -151,6 +151,12 @@ static int cmd_fault(command_ctx *ctx, h5ark_error *err) {
     uint64_t delay = arg_uint(ctx, "delay_ms", 0);
     if (delay > 10000)
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "fault: delay_ms is at most 10000");
+    /* several ranks: the fault is armed on `rank` only; every rank starts counting again */
+    int64_t rank = arg_int(ctx, "rank", 0);
+    if (rank < 0 || rank >= ranks_count())
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "fault: rank must be 0 to %d, not %lld",
+                          ranks_count() - 1, (long long)rank);
+    if (rank != ranks_self()) nth = 0;
     uint64_t counts[SYSIO_CLASSES];
     const char *fired = sysio_faults_report(counts);
     /* the names of the calls, before the arm forgets them */
@@ -205,6 +211,8 @@ const command_def admin_commands[] = {
       {"nth", ARG_UINT, false},
       {"error", ARG_STR, false},
       {"delay_ms", ARG_UINT, false},
-      {0}}},
+      {"rank", ARG_INT, false},
+      {0}},
+     .ranks = RANKS_EVERY},
     {0},
 };

@@ -223,8 +223,7 @@ static int cmd_put(command_ctx *ctx, h5ark_error *err) {
         return -1;
     if (arg_has(ctx, "max_bits") && dtype != H5ARK_BIGINT)
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "put: 'max_bits' applies to dtype bigint only");
-    if (ranks_count() > 1 && (objtype == H5ARK_STRINGS || dtype == H5ARK_BIGINT))
-        return not_on_ranks(objtype == H5ARK_STRINGS ? "put of strings" : "put of bigint", err);
+    if (ranks_count() > 1 && dtype == H5ARK_BIGINT) return not_on_ranks("put of bigint", err);
     /* the payload's bytes, as the locales copy them into the shards */
     progress_start(progress_here(), PROGRESS_BYTES, ctx->payload->total);
     if (objtype == H5ARK_STRINGS) {
@@ -348,6 +347,85 @@ static int add_spans_ranks(command_ctx *ctx, const darray *a, uint64_t from, uin
     return rc;
 }
 
+/* With several ranks: elements [from, to) of a darray gathered on rank 0, back to back, in
+ * the scratch memory of a new object *hold (NULL on the other ranks). */
+static int gather_range(const darray *a, uint64_t from, uint64_t to, object **hold,
+                        h5ark_error *err) {
+    int R = ranks_count(), L = a->nshards, rc = 0;
+    uint64_t *counts = calloc((size_t)R, sizeof *counts), total = (to - from) * a->itemsize;
+    h5ark_span *mine = calloc((size_t)L, sizeof *mine);
+    size_t nmine = 0;
+    *hold = NULL;
+    if (!counts || !mine) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    for (int b = 0; rc == 0 && b < L; b++) {
+        const shard *sh = &a->shards[b];
+        uint64_t lo = from > sh->start ? from : sh->start;
+        uint64_t hi = to < sh->start + sh->count ? to : sh->start + sh->count;
+        if (lo >= hi) continue;
+        counts[locales_rank_of(b)] += (hi - lo) * a->itemsize;
+        if (locales_is_local(b))
+            mine[nmine++] = (h5ark_span){(const char *)sh->data + (lo - sh->start) * a->itemsize,
+                                         (hi - lo) * a->itemsize};
+    }
+    if (rc == 0 && ranks_self() == 0) {
+        *hold = object_new_composite(H5ARK_PDARRAY, a->dtype, 0, err);
+        if (*hold && registry_reserve(total, err) == 0) {
+            (*hold)->scratch_reserved = total;
+            if (!((*hold)->scratch = malloc(total ? total : 1)))
+                rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT,
+                                "rank 0: out of memory gathering %llu bytes",
+                                (unsigned long long)total);
+        } else {
+            rc = -1;
+        }
+    }
+    rc = ranks_agree(rc, err);
+    if (rc == 0 && total)
+        rc = ranks_gatherv(mine, nmine, *hold ? (*hold)->scratch : NULL, counts, err);
+    if (rc != 0) {
+        object_release(*hold);
+        *hold = NULL;
+    }
+    free(counts);
+    free(mine);
+    return rc;
+}
+
+/* With several ranks: the byte offsets where strings i[0] and i[1] start, each from the rank
+ * that holds it. */
+static int strings_offsets_ranks(const object *s, const uint64_t i[2], uint64_t out[2],
+                                 h5ark_error *err) {
+    for (int k = 0; k < 2; k++)
+        out[k] = i[k] >= s->size                                        ? s->values->size
+                 : locales_is_local(darray_shard_of(s->segments, i[k])) ? strings_offset(s, i[k])
+                                                                        : 0;
+    return ranks_allreduce_u64(out, 2, RANKS_MAX, err);
+}
+
+/* With several ranks: strings [from, to) as reply buffers, gathered on rank 0 (the segments
+ * rebased there to the first string sent). */
+static int add_strings_ranks(command_ctx *ctx, object *obj, const char *name, const char *vname,
+                             uint64_t from, uint64_t to, h5ark_error *err) {
+    uint64_t idx[2] = {from, to}, b[2];
+    object *hold = NULL;
+    if (strings_offsets_ranks(obj, idx, b, err) ||
+        gather_range(obj->segments, from, to, &hold, err))
+        return -1;
+    int rc = 0;
+    if (hold) {
+        int64_t *off = hold->scratch;
+        for (uint64_t i = 0; i < to - from; i++)
+            off[i] -= (int64_t)b[0];
+    }
+    rc = reply_buffer_begin(ctx, name, (to - from) * 8, hold, err);
+    if (rc == 0 && hold) rc = reply_buffer_span(ctx, hold->scratch, (to - from) * 8, err);
+    if (rc == 0) rc = reply_buffer_begin(ctx, vname, b[1] - b[0], obj, err);
+    /* every rank reaches the values' gather: the failures above are rank 0's, local */
+    int rc2 = add_spans_ranks(ctx, obj->values, b[0], b[1], err);
+    object_release(hold);
+    return rc ? rc : rc2;
+}
+
 typedef struct {
     const object *src;
     object *dst;
@@ -375,11 +453,15 @@ static int add_object_buffers(command_ctx *ctx, object *obj, const char *prefix,
         if (ranks_count() > 1) return add_spans_ranks(ctx, obj->values, from, to, err);
         return add_spans(ctx, obj->values, from, to, err);
     }
-    if (ranks_count() > 1)
-        return not_on_ranks(obj->objtype == H5ARK_STRINGS ? "get of strings"
-                            : obj->dtype == H5ARK_BIGINT  ? "get of bigint"
-                                                          : "get of composite objects",
-                            err);
+    if (ranks_count() > 1 && obj->objtype == H5ARK_STRINGS) {
+        char vname[1024];
+        snprintf(name, sizeof name, "%ssegments", prefix);
+        snprintf(vname, sizeof vname, "%svalues", prefix);
+        return add_strings_ranks(ctx, obj, name, vname, from, to, err);
+    }
+    /* several ranks: a composite's components go through the paths above (those not
+     * converted yet are refused there) */
+    if (ranks_count() > 1 && obj->dtype == H5ARK_BIGINT) return not_on_ranks("get of bigint", err);
     if (obj->objtype == H5ARK_STRINGS) {
         uint64_t b0 = strings_offset(obj, from), b1 = strings_offset(obj, to);
         object *seg = obj;

@@ -3,6 +3,7 @@
 
 #include "objects/categorical.h"
 #include "objects/groupby.h"
+#include "ranks.h"
 #include "registry.h"
 
 #include <stdio.h>
@@ -11,6 +12,11 @@
 
 static int publish_and_describe(command_ctx *ctx, object *obj, h5ark_error *err) {
     int rc = registry_publish(obj, arg_str(ctx, "name", NULL), err);
+    if (ranks_call_seq()) { /* several ranks: published on every rank or on none */
+        int all = ranks_agree(rc, err);
+        if (all != 0 && rc == 0) registry_remove(obj->name, NULL);
+        rc = all;
+    }
     if (rc == 0) rc = reply_set(ctx, "object", object_describe(obj), err);
     object_release(obj);
     return rc;
@@ -74,6 +80,13 @@ static int cmd_aggregate(command_ctx *ctx, h5ark_error *err) {
         !(values = get_arg_object("aggregate", "values", arg_str(ctx, "values", ""), err)))
         goto out;
     if (groupby_check_values(op, values, err)) goto out;
+    if (ranks_count() > 1 && values && (values->objtype != H5ARK_PDARRAY || !values->values)) {
+        h5ark_fail(err, H5ARK_UNKNOWN_COMMAND,
+                   "not available on several ranks yet: aggregate of %s values (this daemon "
+                   "runs as %d ranks)",
+                   h5ark_objtype_name(values->objtype), ranks_count());
+        goto out;
+    }
     if (values && values->size != gb->size) {
         h5ark_fail(err, H5ARK_BAD_REQUEST,
                    "aggregate: 'values' ('%s') has %llu elements but the groupby has %llu rows",
@@ -111,7 +124,13 @@ static int cmd_aggregate(command_ctx *ctx, h5ark_error *err) {
         }
     }
     result = groupby_aggregate(gb, op, values, err);
-    if (!result || registry_publish(result, arg_str(ctx, "name", NULL), err)) goto out;
+    int prc = result ? registry_publish(result, arg_str(ctx, "name", NULL), err) : -1;
+    if (ranks_call_seq()) { /* several ranks: published on every rank or on none */
+        int all = ranks_agree(prc, err);
+        if (all != 0 && prc == 0) registry_remove(result->name, NULL);
+        prc = all;
+    }
+    if (prc) goto out;
     if (reply_set(ctx, "keys", keys, err)) {
         keys = NULL;
         goto out;
@@ -187,14 +206,18 @@ static int cmd_categorical(command_ctx *ctx, h5ark_error *err) {
 }
 
 const command_def groupby_commands[] = {
-    {"groupby", cmd_groupby, {{"keys", ARG_STR_ARRAY, true}, {"name", ARG_STR, false}, {0}}},
+    {"groupby",
+     cmd_groupby,
+     {{"keys", ARG_STR_ARRAY, true}, {"name", ARG_STR, false}, {0}},
+     .ranks = RANKS_EVERY},
     {"aggregate",
      cmd_aggregate,
      {{"groupby", ARG_STR, true},
       {"op", ARG_STR, true},
       {"values", ARG_STR, false},
       {"name", ARG_STR, false},
-      {0}}},
+      {0}},
+     .ranks = RANKS_EVERY},
     {"categorical",
      cmd_categorical,
      {{"values", ARG_STR, false},

@@ -2,6 +2,7 @@
  * here; the file work is the storage layer's. */
 #include "commands.h"
 
+#include "ranks.h"
 #include "registry.h"
 #include "storage/files.h"
 #include "storage/sandbox.h"
@@ -39,6 +40,11 @@ static int cmd_tohdf(command_ctx *ctx, h5ark_error *err) {
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
                           "tohdf: 'group', 'fieldtype' and 'fieldtypes' need format exetera");
     }
+    if (exetera && ranks_count() > 1)
+        return h5ark_fail(err, H5ARK_UNKNOWN_COMMAND,
+                          "not available on several ranks yet: tohdf with format exetera (this "
+                          "daemon runs as %d ranks)",
+                          ranks_count());
     const h5ark_value *fieldtypes = arg_value(ctx, "fieldtypes");
     if (fieldtypes && arg_value(ctx, "fieldtype"))
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
@@ -141,6 +147,35 @@ out:
 
 #define FILENAME_CODES "Filename_Codes"
 
+/* Several ranks: rank 0 expands the patterns and every rank reads that list, so that all
+ * read the same files in the same order whatever each rank's view of the directory. */
+static int expand_on_rank0(const char *const *patterns, size_t npatterns, bool keep_missing,
+                           char ***paths, size_t *count, h5ark_error *err) {
+    *paths = NULL;
+    *count = 0;
+    int rc =
+        ranks_self() == 0 ? files_expand(patterns, npatterns, keep_missing, paths, count, err) : 0;
+    if (ranks_agree(rc, err)) return -1;
+    h5ark_value *list = NULL;
+    if (ranks_self() == 0 && (list = h5ark_value_array()))
+        for (size_t i = 0; i < *count; i++)
+            if (h5ark_value_push(list, h5ark_value_str((*paths)[i]))) {
+                h5ark_value_destroy(&list);
+                break;
+            }
+    rc = ranks_bcast_value(&list, err);
+    if (rc == 0 && ranks_self() != 0) {
+        size_t n = h5ark_value_len(list);
+        *paths = calloc(n ? n : 1, sizeof **paths);
+        for (size_t i = 0; *paths && i < n; i++, ++*count)
+            if (!((*paths)[i] = strdup(h5ark_value_at(list, i)->as.s.ptr))) break;
+        if (!*paths || *count < n)
+            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", ranks_self());
+    }
+    h5ark_value_destroy(&list);
+    return ranks_agree(rc, err);
+}
+
 static int cmd_readhdf(command_ctx *ctx, h5ark_error *err) {
     const h5ark_value *paths = arg_value(ctx, "paths");
     const h5ark_value *datasets = arg_value(ctx, "datasets");
@@ -161,7 +196,9 @@ static int cmd_readhdf(command_ctx *ctx, h5ark_error *err) {
     for (size_t i = 0; i < ndatasets; i++)
         names[i] = h5ark_value_at(datasets, i)->as.s.ptr;
     bool allow_errors = arg_bool(ctx, "allow_errors", false);
-    if (files_expand(patterns, npaths, allow_errors, &files, &nfiles, err)) goto out;
+    if (ranks_count() > 1 ? expand_on_rank0(patterns, npaths, allow_errors, &files, &nfiles, err)
+                          : files_expand(patterns, npaths, allow_errors, &files, &nfiles, err))
+        goto out;
     storage_read_options opts = {
         .strict_types = arg_bool(ctx, "strict_types", true),
         .allow_errors = allow_errors,
@@ -208,6 +245,14 @@ static int cmd_readhdf(command_ctx *ctx, h5ark_error *err) {
             h5ark_value_set(objects, FILENAME_CODES, object_describe(codes));
         else
             published--, registry_remove(items[published].obj->name, &(h5ark_error){0});
+    }
+    /* several ranks: published on every rank or on none */
+    bool ok = published == nitems;
+    if (ranks_call_seq() && ranks_agree(ok ? 0 : -1, err) != 0 && ok) {
+        if (codes) registry_remove(codes->name, &(h5ark_error){0});
+        for (size_t i = 0; i < nitems; i++)
+            registry_remove(items[i].obj->name, &(h5ark_error){0});
+        goto out_values;
     }
     if (published < nitems) {
         for (size_t i = 0; i < published; i++) {
@@ -304,7 +349,8 @@ const command_def hdf_commands[] = {
       {"group", ARG_STR, false},
       {"fieldtype", ARG_STR, false},
       {"fieldtypes", ARG_STR_ARRAY, false},
-      {0}}},
+      {0}},
+     .ranks = RANKS_EVERY},
     {"readhdf",
      cmd_readhdf,
      {{"paths", ARG_STR_ARRAY, true},
@@ -315,7 +361,8 @@ const command_def hdf_commands[] = {
       {"tag_data", ARG_BOOL, false},
       {"start", ARG_UINT, false},
       {"stop", ARG_UINT, false},
-      {0}}},
+      {0}},
+     .ranks = RANKS_EVERY},
     /* lshdf reads a file in a probe and no object: rank 0 alone */
     {"lshdf",
      cmd_lshdf,

@@ -16,6 +16,7 @@
 
 #include "locales.h"
 #include "progress.h"
+#include "ranks.h"
 #include "registry.h"
 #include "shardcache.h"
 
@@ -553,7 +554,395 @@ static void free_plan(plan *p) {
     object_release(p->uik);
 }
 
+/* ---- several ranks: a sample sort ----------------------------------------------------
+ *
+ * Each rank's rows are the rows of its locales' shards. A row is a record of its keys'
+ * order-preserving encodings followed by its row number, so that records compare in the
+ * order (key tuple, row) the one-rank sort gives. Each rank sorts its records; samples of
+ * every rank's records pick R - 1 splitters; an all-to-all sends each record to the rank
+ * whose range holds it, which sorts what it got; a second all-to-all evens the records
+ * out to the block distribution of `permutation`; a third sends each group's start and
+ * first row to the rank holding its place in `segments` and `unique_key_idx`. */
+
+static _Thread_local size_t rec_words; /* record width for rec_cmp (qsort has no context) */
+
+static int rec_cmp(const void *a, const void *b) {
+    const uint64_t *x = a, *y = b;
+    for (size_t i = 0; i < rec_words; i++)
+        if (x[i] != y[i]) return x[i] < y[i] ? -1 : 1;
+    return 0;
+}
+
+/* Collective scratch: every rank reserves and allocates, and all agree. */
+static int ranks_scratch(uint64_t bytes, void **p, uint64_t *reserved, h5ark_error *err) {
+    int rc = registry_reserve(bytes, err);
+    if (rc == 0) {
+        *reserved += bytes;
+        if (!(*p = malloc(bytes ? bytes : 1)))
+            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory grouping",
+                            ranks_self());
+    }
+    return ranks_agree(rc, err);
+}
+
+/* Element counts [a0, a1) and [b0, b1) overlap by how many. */
+static uint64_t overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) {
+    uint64_t lo = a0 > b0 ? a0 : b0, hi = a1 < b1 ? a1 : b1;
+    return hi > lo ? hi - lo : 0;
+}
+
+/* Rank r's share of n block-distributed elements: [*lo, *hi). */
+static void rank_range(uint64_t n, int r, uint64_t *lo, uint64_t *hi) {
+    int L = locales_count(), T = locales_local_count();
+    *lo = locales_block_start(n, L, r * T);
+    *hi = locales_block_start(n, L, (r + 1) * T);
+}
+
+/* The locale whose block of n elements holds element i (i < n). */
+static int block_of(uint64_t n, int L, uint64_t i) {
+    int a = 0, b = L; /* block a starts at or before i, block b after it */
+    while (b - a > 1) {
+        int m = a + (b - a) / 2;
+        if (locales_block_start(n, L, m) <= i)
+            a = m;
+        else
+            b = m;
+    }
+    return a;
+}
+
+/* Send what this rank holds of positions [held[me], held[me + 1]) to the ranks whose
+ * target ranges [tgt[q], tgt[q + 1]) hold them, and receive this rank's target range from
+ * the ranks holding it. `width` bytes per element. */
+static int rebalance(const void *in, const uint64_t *held, const uint64_t *tgt, size_t width,
+                     void *out, h5ark_error *err) {
+    int R = ranks_count(), me = ranks_self();
+    uint64_t *sc = calloc((size_t)R, sizeof *sc), *rc = calloc((size_t)R, sizeof *rc);
+    int r = 0;
+    if (!sc || !rc) {
+        r = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me);
+    } else {
+        for (int q = 0; q < R; q++) {
+            sc[q] = overlap(held[me], held[me + 1], tgt[q], tgt[q + 1]) * width;
+            rc[q] = overlap(held[q], held[q + 1], tgt[me], tgt[me + 1]) * width;
+        }
+    }
+    if ((r = ranks_agree(r, err)) == 0) r = ranks_alltoallv(in, sc, out, rc, err);
+    free(sc);
+    free(rc);
+    return r;
+}
+
+/* Every rank's block-distributed range of n: starts[r] for r <= R. */
+static void block_starts(uint64_t n, uint64_t *starts) {
+    int R = ranks_count();
+    for (int r = 0; r < R; r++) {
+        uint64_t hi;
+        rank_range(n, r, &starts[r], &hi);
+    }
+    starts[R] = n;
+}
+
+static object *make_ranks(object *const *keys, size_t nkeys, h5ark_error *err) {
+    int R = ranks_count(), me = ranks_self(), L = locales_count(), T = locales_local_count();
+    uint64_t n = keys[0]->size, reserved = 0;
+    size_t w = nkeys + 1;
+    rec_words = w;
+    uint64_t lo, hi;
+    rank_range(n, me, &lo, &hi);
+    uint64_t nloc = hi - lo, *rec = NULL, *col = NULL, *samples = NULL, *got = NULL;
+    uint64_t *fin = NULL, *cnt = NULL, *sc = NULL, *rcv = NULL, *last = NULL, *gcount = NULL;
+    uint64_t *pairs = NULL, *gpairs = NULL, *gstarts = NULL, *pstarts = NULL, *tgt = NULL;
+    object *perm = NULL, *segments = NULL, *uik = NULL, *gb = NULL;
+    int rc = 0;
+    /* numeric keys so far, their rows where the block distribution puts them */
+    for (size_t k = 0; k < nkeys && rc == 0; k++)
+        if (keys[k]->objtype != H5ARK_PDARRAY || !keys[k]->values)
+            rc = h5ark_fail(err, H5ARK_UNKNOWN_COMMAND,
+                            "not available on several ranks yet: groupby of a %s key (this "
+                            "daemon runs as %d ranks)",
+                            h5ark_objtype_name(keys[k]->objtype), R);
+    for (size_t k = 0; k < nkeys && rc == 0; k++)
+        for (int b = 0; b < L; b++)
+            if (keys[k]->values->shards[b].start != locales_block_start(n, L, b))
+                rc = h5ark_fail(err, H5ARK_UNKNOWN_COMMAND,
+                                "not available on several ranks yet: groupby of keys that are "
+                                "not block distributed");
+    if (rc) return NULL; /* metadata: the same answer on every rank */
+    enum { SAMPLES = 64 };
+    cnt = calloc((size_t)R, sizeof *cnt);
+    sc = calloc((size_t)R, sizeof *sc);
+    rcv = calloc((size_t)R, sizeof *rcv);
+    pstarts = calloc((size_t)R + 1, sizeof *pstarts);
+    gstarts = calloc((size_t)R + 1, sizeof *gstarts);
+    last = calloc((size_t)R * (w + 1), sizeof *last);
+    gcount = calloc((size_t)L, sizeof *gcount);
+    if (!cnt || !sc || !rcv || !pstarts || !gstarts || !last || !gcount)
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me);
+    if (ranks_agree(rc, err) || ranks_scratch(nloc * w * 8, (void **)&rec, &reserved, err) ||
+        ranks_scratch(nloc * 8, (void **)&col, &reserved, err))
+        goto out;
+    /* 1. this rank's records, sorted */
+    for (size_t k = 0; k < nkeys; k++) {
+        encode_range(keys[k]->values, lo, hi, col);
+        for (uint64_t i = 0; i < nloc; i++)
+            rec[i * w + k] = col[i];
+    }
+    for (uint64_t i = 0; i < nloc; i++)
+        rec[i * w + nkeys] = lo + i;
+    qsort(rec, nloc, w * 8, rec_cmp);
+    /* 2. samples from every rank, the same splitters on all */
+    uint64_t ns = nloc < SAMPLES ? nloc : SAMPLES, total = 0;
+    cnt[me] = ns;
+    if (ranks_allreduce_u64(cnt, (size_t)R, RANKS_SUM, err)) goto out;
+    for (int r = 0; r < R; r++)
+        total += cnt[r];
+    if (ranks_scratch((total + (uint64_t)R * ns) * w * 8, (void **)&samples, &reserved, err))
+        goto out;
+    uint64_t *mine = samples + total * w; /* my samples, once for every rank */
+    for (int r = 0; r < R; r++) {
+        for (uint64_t j = 0; j < ns; j++)
+            memcpy(mine + (r * ns + j) * w, rec + (j * nloc / ns) * w, w * 8);
+        sc[r] = ns * w * 8;
+        rcv[r] = cnt[r] * w * 8;
+    }
+    if (ranks_alltoallv(mine, sc, samples, rcv, err)) goto out;
+    qsort(samples, total, w * 8, rec_cmp);
+    /* 3. each record to the rank whose range of the order holds it */
+    memset(cnt, 0, (size_t)R * sizeof *cnt);
+    for (uint64_t i = 0, d = 0; i < nloc; i++) {
+        /* splitter q (1 <= q < R) is sample q * total / R; records from it on go to q */
+        while (d + 1 < (uint64_t)R &&
+               rec_cmp(rec + i * w, samples + ((d + 1) * total / (uint64_t)R) * w) >= 0)
+            d++;
+        cnt[d]++;
+    }
+    for (int r = 0; r < R; r++)
+        sc[r] = 8;
+    if (ranks_alltoallv(cnt, sc, rcv, sc, err)) goto out; /* how many each rank sends me */
+    uint64_t ngot = 0;
+    for (int r = 0; r < R; r++) {
+        ngot += rcv[r];
+        rcv[r] *= w * 8;
+        sc[r] = cnt[r] * w * 8;
+    }
+    if (ranks_scratch(ngot * w * 8, (void **)&got, &reserved, err) ||
+        ranks_alltoallv(rec, sc, got, rcv, err))
+        goto out;
+    qsort(got, ngot, w * 8, rec_cmp);
+    /* 4. evened out to permutation's block distribution */
+    memset(pstarts, 0, ((size_t)R + 1) * sizeof *pstarts);
+    pstarts[me + 1] = ngot;
+    if (ranks_allreduce_u64(pstarts, (size_t)R + 1, RANKS_SUM, err)) goto out;
+    for (int r = 0; r < R; r++)
+        pstarts[r + 1] += pstarts[r];
+    tgt = calloc((size_t)R + 1, sizeof *tgt);
+    if (tgt) block_starts(n, tgt);
+    rc = tgt ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me);
+    if (ranks_agree(rc, err) || ranks_scratch(nloc * w * 8, (void **)&fin, &reserved, err) ||
+        rebalance(got, pstarts, tgt, w * 8, fin, err))
+        goto out;
+    /* 5. group starts: a record whose keys differ from the one before (maybe a rank's) */
+    if (nloc) {
+        last[(size_t)me * (w + 1)] = 1;
+        memcpy(last + (size_t)me * (w + 1) + 1, fin + (nloc - 1) * w, w * 8);
+    }
+    if (ranks_allreduce_u64(last, (size_t)R * (w + 1), RANKS_SUM, err)) goto out;
+    const uint64_t *prev = NULL;
+    for (int r = me - 1; r >= 0 && !prev; r--)
+        if (last[(size_t)r * (w + 1)]) prev = last + (size_t)r * (w + 1) + 1;
+    if (ranks_scratch(nloc * 2 * 8, (void **)&pairs, &reserved, err)) goto out;
+    uint64_t nmine = 0;
+    for (uint64_t i = 0; i < nloc; i++) {
+        const uint64_t *x = fin + i * w, *y = i ? fin + (i - 1) * w : prev;
+        if (y && memcmp(x, y, nkeys * 8) == 0) continue;
+        pairs[2 * nmine] = lo + i;       /* where the group starts */
+        pairs[2 * nmine + 1] = x[nkeys]; /* its first row */
+        nmine++;
+        gcount[block_of(n, L, lo + i)]++;
+    }
+    if (ranks_allreduce_u64(gcount, (size_t)L, RANKS_SUM, err)) goto out;
+    uint64_t ngroups = 0;
+    for (int r = 0; r < R; r++) {
+        gstarts[r] = ngroups;
+        for (int t = 0; t < T; t++)
+            ngroups += gcount[r * T + t];
+    }
+    gstarts[R] = ngroups;
+    /* 6. the objects, each group's start and first row to its place */
+    perm = object_new_pdarray(H5ARK_INT64, n, err);
+    if (perm) segments = object_new_pdarray(H5ARK_INT64, ngroups, err);
+    if (segments) uik = object_new_pdarray(H5ARK_INT64, ngroups, err);
+    if (!uik) goto out;
+    for (int t = 0; t < T; t++) {
+        shard *sh = &perm->values->shards[locales_local_first() + t];
+        int64_t *out = sh->data;
+        for (uint64_t i = 0; i < sh->count; i++)
+            out[i] = (int64_t)fin[(sh->start - lo + i) * w + nkeys];
+    }
+    uint64_t g0, g1;
+    rank_range(ngroups, me, &g0, &g1);
+    block_starts(ngroups, tgt);
+    if (ranks_scratch((g1 - g0) * 2 * 8, (void **)&gpairs, &reserved, err) ||
+        rebalance(pairs, gstarts, tgt, 2 * 8, gpairs, err))
+        goto out;
+    for (int t = 0; t < T; t++) {
+        int c = locales_local_first() + t;
+        shard *ss = &segments->values->shards[c], *us = &uik->values->shards[c];
+        for (uint64_t i = 0; i < ss->count; i++) {
+            ((int64_t *)ss->data)[i] = (int64_t)gpairs[2 * (ss->start - g0 + i)];
+            ((int64_t *)us->data)[i] = (int64_t)gpairs[2 * (ss->start - g0 + i) + 1];
+        }
+    }
+    gb = object_new_composite(H5ARK_GROUPBY, H5ARK_INT64, n, err);
+    if (!gb) goto out;
+    rc = object_add_component(gb, "permutation", perm, err) ||
+         object_add_component(gb, "segments", segments, err) ||
+         object_add_component(gb, "unique_key_idx", uik, err);
+    for (size_t k = 0; k < nkeys && !rc; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "KEY_%zu", k);
+        rc = object_add_component(gb, name, keys[k], err);
+    }
+    if (!rc) rc = object_set_extra(gb, "ngroups", h5ark_value_uint(ngroups), err);
+    if (rc) {
+        object_release(gb);
+        gb = NULL;
+    }
+out:
+    object_release(perm);
+    object_release(segments);
+    object_release(uik);
+    free(rec);
+    free(col);
+    free(samples);
+    free(got);
+    free(fin);
+    free(pairs);
+    free(gpairs);
+    free(cnt);
+    free(sc);
+    free(rcv);
+    free(last);
+    free(gcount);
+    free(pstarts);
+    free(gstarts);
+    free(tgt);
+    if (reserved) registry_unreserve(reserved);
+    return gb;
+}
+
+/* Several ranks: out[i] = element rows[i] of the block-distributed darray a (a->itemsize
+ * bytes each), whichever rank holds it: each rank sends the owners the rows it wants and
+ * gets their elements back (all-to-alls of the counts, the rows and the elements). */
+static int fetch_rows(const darray *a, const int64_t *rows, uint64_t nrows, void *out,
+                      h5ark_error *err) {
+    int R = ranks_count(), L = locales_count(), me = ranks_self(), rc = 0;
+    size_t is = a->itemsize;
+    uint64_t reserved = 0, nin = 0;
+    uint64_t *cnt = calloc((size_t)R, sizeof *cnt), *rcnt = calloc((size_t)R, sizeof *rcnt);
+    uint64_t *sc = calloc((size_t)R, sizeof *sc), *rcv = calloc((size_t)R, sizeof *rcv);
+    uint64_t *pos = calloc((size_t)R + 1, sizeof *pos);
+    uint64_t *req = NULL, *order = NULL, *inreq = NULL;
+    char *rep = NULL, *back = NULL;
+    if (!cnt || !rcnt || !sc || !rcv || !pos)
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me);
+    if (ranks_agree(rc, err) || ranks_scratch(nrows * 16, (void **)&req, &reserved, err) ||
+        ranks_scratch(nrows * is, (void **)&back, &reserved, err)) {
+        rc = -1;
+        goto out;
+    }
+    order = req + nrows;
+    for (uint64_t i = 0; i < nrows; i++)
+        cnt[locales_rank_of(block_of(a->size, L, (uint64_t)rows[i]))]++;
+    for (int r = 0; r < R; r++)
+        pos[r + 1] = pos[r] + cnt[r];
+    for (uint64_t i = 0; i < nrows; i++) { /* grouped by owner, in order within each */
+        uint64_t k = pos[locales_rank_of(block_of(a->size, L, (uint64_t)rows[i]))]++;
+        req[k] = (uint64_t)rows[i];
+        order[k] = i;
+    }
+    for (int r = 0; r < R; r++)
+        sc[r] = 8;
+    if ((rc = ranks_alltoallv(cnt, sc, rcnt, sc, err)) != 0) goto out;
+    for (int r = 0; r < R; r++) {
+        nin += rcnt[r];
+        sc[r] = cnt[r] * 8;
+        rcv[r] = rcnt[r] * 8;
+    }
+    if ((rc = ranks_scratch(nin * (8 + is), (void **)&inreq, &reserved, err)) != 0 ||
+        (rc = ranks_alltoallv(req, sc, inreq, rcv, err)) != 0)
+        goto out;
+    rep = (char *)(inreq + nin);
+    for (uint64_t k = 0; k < nin; k++)
+        memcpy(rep + k * is, span_at(a, inreq[k], NULL), is);
+    for (int r = 0; r < R; r++) {
+        sc[r] = rcnt[r] * is;
+        rcv[r] = cnt[r] * is;
+    }
+    if ((rc = ranks_alltoallv(rep, sc, back, rcv, err)) != 0) goto out;
+    for (uint64_t k = 0; k < nrows; k++)
+        memcpy((char *)out + order[k] * is, back + k * is, is);
+out:
+    free(cnt);
+    free(rcnt);
+    free(sc);
+    free(rcv);
+    free(pos);
+    free(req);
+    free(inreq);
+    free(back);
+    if (reserved) registry_unreserve(reserved);
+    return rc;
+}
+
+/* This rank's shards of a block-distributed darray, back to back (they are contiguous
+ * elements): a malloc'd copy. */
+static void *local_elements(const darray *a) {
+    int first = locales_local_first(), T = locales_local_count();
+    uint64_t bytes = 0;
+    for (int t = 0; t < T; t++)
+        bytes += a->shards[first + t].count * a->itemsize;
+    char *p = malloc(bytes ? bytes : 1), *q = p;
+    for (int t = 0; p && t < T; t++) {
+        const shard *sh = &a->shards[first + t];
+        if (sh->count) memcpy(q, sh->data, sh->count * a->itemsize);
+        q += sh->count * a->itemsize;
+    }
+    return p;
+}
+
+/* Several ranks: src's elements at the rows idx holds (groupby_take of a pdarray). */
+static object *take_ranks(const object *src, const object *idx, h5ark_error *err) {
+    object *out = object_new_pdarray(src->dtype, idx->size, err);
+    if (!out) return NULL;
+    out->tag = src->tag;
+    int64_t *rows = local_elements(idx->values);
+    void *vals = local_elements(out->values); /* room of the right size */
+    uint64_t i0, i1;
+    rank_range(idx->size, ranks_self(), &i0, &i1);
+    int rc = rows && vals ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (ranks_agree(rc, err) || fetch_rows(src->values, rows, i1 - i0, vals, err)) {
+        rc = -1;
+    } else {
+        const char *p = vals;
+        for (int t = 0; t < locales_local_count(); t++) {
+            shard *sh = &out->values->shards[locales_local_first() + t];
+            if (sh->count) memcpy(sh->data, p, sh->count * out->values->itemsize);
+            p += sh->count * out->values->itemsize;
+        }
+    }
+    free(rows);
+    free(vals);
+    if (rc) {
+        object_release(out);
+        return NULL;
+    }
+    return out;
+}
+
 object *groupby_make(object *const *keys, size_t nkeys, h5ark_error *err) {
+    if (ranks_call_seq()) return make_ranks(keys, nkeys, err);
     plan p = {.L = locales_count(), .n = keys[0]->size, .nkeys = nkeys};
     int L = p.L;
     object *gb = NULL;
@@ -650,6 +1039,7 @@ typedef struct {
     const object *perm, *seg, *uik;
     uint64_t n;
     _Atomic uint64_t bad_perm, bad_seg, bad_uik; /* first bad index, or UINT64_MAX */
+    const int64_t *prev; /* several ranks: per locale, the segment before its first */
 } check_job;
 
 static void check_shard(int b, void *ctx) {
@@ -672,7 +1062,10 @@ static void check_shard(int b, void *ctx) {
     v = s->data;
     for (uint64_t i = 0; i < s->count; i++) {
         uint64_t g = s->start + i;
-        int64_t prev = g == 0 ? 0 : i > 0 ? v[i - 1] : get_i64(j->seg->values, g - 1);
+        int64_t prev = g == 0    ? 0
+                       : i > 0   ? v[i - 1]
+                       : j->prev ? j->prev[b]
+                                 : get_i64(j->seg->values, g - 1);
         if (v[i] < prev || (uint64_t)v[i] > j->n || (g == 0 && v[i] != 0)) {
             locales_note_first(&j->bad_seg, g);
             break;
@@ -711,9 +1104,40 @@ int groupby_check(const object *gb, h5ark_error *err) {
     atomic_init(&j.bad_perm, UINT64_MAX);
     atomic_init(&j.bad_seg, UINT64_MAX);
     atomic_init(&j.bad_uik, UINT64_MAX);
+    /* several ranks: the segment before each locale's first may be another rank's; every
+     * rank learns each shard's last one, and the first bad index of all */
+    int L = locales_count();
+    uint64_t *last = NULL;
+    if (ranks_call_seq()) {
+        last = calloc(2 * (size_t)L, sizeof *last);
+        if (ranks_agree(last ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory"), err))
+            return -1;
+        for (int b = 0; b < L; b++) {
+            const shard *sh = &j.seg->values->shards[b];
+            if (!locales_is_local(b) || !sh->count) continue;
+            last[b] = 1;
+            last[L + b] = (uint64_t)((const int64_t *)sh->data)[sh->count - 1];
+        }
+        if (ranks_allreduce_u64(last, 2 * (size_t)L, RANKS_SUM, err)) {
+            free(last);
+            return -1;
+        }
+        int64_t *prev = (int64_t *)last, carry = 0; /* in place: b's reads come before b's write */
+        for (int b = 0; b < L; b++) {
+            int64_t v = (int64_t)last[L + b];
+            bool has = last[b];
+            prev[b] = carry;
+            if (has) carry = v;
+        }
+        j.prev = prev;
+    }
     locales_run(check_shard, &j);
     static const char *const what[] = {"permutation", "segments", "unique_key_idx"};
     uint64_t bad[] = {atomic_load(&j.bad_perm), atomic_load(&j.bad_seg), atomic_load(&j.bad_uik)};
+    if (last) {
+        free(last);
+        if (ranks_allreduce_u64(bad, 3, RANKS_MIN, err)) return -1;
+    }
     for (int i = 0; i < 3; i++)
         if (bad[i] != UINT64_MAX)
             return h5ark_fail(err, H5ARK_BAD_REQUEST, "groupby '%s': %s[%llu] is out of range%s",
@@ -800,6 +1224,13 @@ object *groupby_take_strings(const object *src, const object *idx, const char *e
 }
 
 object *groupby_take(const object *src, const object *idx, h5ark_error *err) {
+    if (ranks_call_seq()) {
+        if (src->objtype == H5ARK_PDARRAY && src->values) return take_ranks(src, idx, err);
+        h5ark_fail(err, H5ARK_UNKNOWN_COMMAND,
+                   "not available on several ranks yet: taking the rows of a %s",
+                   h5ark_objtype_name(src->objtype));
+        return NULL;
+    }
     if (src->objtype == H5ARK_STRINGS) return groupby_take_strings(src, idx, NULL, err);
     if (src->objtype == H5ARK_CATEGORICAL) {
         object *categories = object_component_get(src, "categories");
@@ -1056,7 +1487,92 @@ static void aggregate_shard(int c, void *ctx) {
     registry_unreserve(reserved);
 }
 
+/* Several ranks: every value is fetched to the place of its row in the permutation, then
+ * moved to the rank whose groups cover that place; each rank then aggregates its groups
+ * with aggregate_shard over arrays of its own (one shard each, indexed as the whole). */
+static object *aggregate_ranks(const object *gb, agg_op op, const object *values,
+                               h5ark_error *err) {
+    int R = ranks_count(), me = ranks_self();
+    const object *seg = object_component_get(gb, "segments");
+    const darray *perm = object_component_get(gb, "permutation")->values;
+    uint64_t n = gb->size, ng = seg->size, p0, p1, g0, g1;
+    rank_range(n, me, &p0, &p1);
+    rank_range(ng, me, &g0, &g1);
+    h5ark_dtype dt = values ? values->dtype : H5ARK_INT64;
+    object *out = object_new_pdarray(result_dtype(op, dt), ng, err);
+    if (!out) return NULL;
+    uint64_t *held = calloc((size_t)R + 1, sizeof *held), *tgt = calloc((size_t)R + 1, sizeof *tgt);
+    uint64_t *first = calloc(2 * (size_t)R, sizeof *first);
+    int64_t *rows = NULL, *ident = NULL, *sg = NULL;
+    void *pv = NULL, *tv = NULL;
+    size_t is = values ? values->values->itemsize : 8;
+    int rc = held && tgt && first ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (ranks_agree(rc, err)) goto fail;
+    /* where each rank's groups start in the permutation: they end where the next start */
+    if (g1 > g0) {
+        first[2 * me] = 1;
+        first[2 * me + 1] = (uint64_t)get_i64(seg->values, g0);
+    }
+    if (ranks_allreduce_u64(first, 2 * (size_t)R, RANKS_SUM, err)) goto fail;
+    block_starts(n, held);
+    tgt[R] = n;
+    for (int q = R - 1; q >= 0; q--)
+        tgt[q] = first[2 * q] ? first[2 * q + 1] : tgt[q + 1];
+    uint64_t P0 = tgt[me], P1 = tgt[me + 1];
+    rows = local_elements(perm);
+    pv = malloc((p1 - p0) * is + 1);
+    tv = malloc((P1 - P0) * is + 1);
+    ident = malloc((P1 - P0) * 8 + 1);
+    sg = malloc((g1 - g0 + 1) * 8);
+    rc = rows && pv && tv && ident && sg ? 0
+                                         : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (ranks_agree(rc, err)) goto fail;
+    if (values && (fetch_rows(values->values, rows, p1 - p0, pv, err) ||
+                   rebalance(pv, held, tgt, is, tv, err)))
+        goto fail;
+    for (uint64_t i = 0; i < P1 - P0; i++)
+        ident[i] = (int64_t)(P0 + i);
+    for (uint64_t g = g0; g < g1; g++)
+        sg[g - g0] = get_i64(seg->values, g);
+    sg[g1 - g0] = (int64_t)P1;
+    /* this rank's arrays, indexed as the whole ones */
+    shard sp = {ident, P0, P1 - P0}, sv = {tv, P0, P1 - P0}, ss = {sg, g0, g1 - g0 + 1};
+    darray fperm = {.dtype = H5ARK_INT64, .itemsize = 8, .size = P1, .nshards = 1, .shards = &sp};
+    darray fseg = {
+        .dtype = H5ARK_INT64, .itemsize = 8, .size = g1 + 1, .nshards = 1, .shards = &ss};
+    darray fval = {.dtype = dt, .itemsize = is, .size = P1, .nshards = 1, .shards = &sv};
+    object fobj = {.objtype = H5ARK_PDARRAY, .dtype = dt, .size = P1, .values = &fval};
+    agg_job j = {.values = values ? &fobj : NULL,
+                 .op = op,
+                 .perm = &fperm,
+                 .seg = &fseg,
+                 .n = n,
+                 .out = out};
+    locales_run(aggregate_shard, &j);
+    rc = atomic_load(&j.failed)
+             ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT,
+                          "aggregate %s: out of memory for the largest group on rank %d",
+                          op_names[op], me)
+             : 0;
+    if (ranks_agree(rc, err)) goto fail;
+    goto done;
+fail:
+    object_release(out);
+    out = NULL;
+done:
+    free(held);
+    free(tgt);
+    free(first);
+    free(rows);
+    free(pv);
+    free(tv);
+    free(ident);
+    free(sg);
+    return out;
+}
+
 object *groupby_aggregate(const object *gb, agg_op op, const object *values, h5ark_error *err) {
+    if (ranks_call_seq() && op != AGG_FIRST) return aggregate_ranks(gb, op, values, err);
     const object *seg = object_component_get(gb, "segments");
     if (op == AGG_FIRST)
         return groupby_take(values, object_component_get(gb, "unique_key_idx"), err);

@@ -3,6 +3,7 @@
 
 #include "locales.h"
 #include "progress.h"
+#include "ranks.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -69,6 +70,53 @@ static void copy_shard(int locale, void *ctx) {
     locales_note_first(&job->first_bad, strings_check_shard(job->obj, locale));
 }
 
+static void check_shard(int locale, void *ctx) {
+    copy_job *job = ctx;
+    locales_note_first(&job->first_bad, strings_check_shard(job->obj, locale));
+}
+
+/* Several ranks: rank 0 copies its locales' shards from the payload and sends every other
+ * locale its segments and bytes straight from the request's frames; each rank then checks
+ * its own shards. */
+static int copy_in_ranks(object *obj, copy_job *job, h5ark_error *err) {
+    const darray *seg = obj->segments, *val = obj->values;
+    int L = seg->nshards, T = locales_local_count(), first = locales_local_first(), rc = 0;
+    if (ranks_self() == 0) {
+        int n = 0, *to = malloc((size_t)L * 2 * sizeof *to);
+        uint64_t *offs = malloc((size_t)L * 2 * sizeof *offs);
+        uint64_t *lens = malloc((size_t)L * 2 * sizeof *lens);
+        for (int b = 0; to && offs && lens && b < L; b++) {
+            if (locales_is_local(b)) continue;
+            to[n] = to[n + 1] = locales_rank_of(b);
+            offs[n] = job->segments->offset + seg->shards[b].start * 8;
+            lens[n++] = seg->shards[b].count * 8;
+            offs[n] = job->values->offset + val->shards[b].start;
+            lens[n++] = val->shards[b].count;
+        }
+        locales_run(copy_shard, job);
+        rc = to && offs && lens ? ranks_scatter_payload(job->payload, n, to, offs, lens, err)
+                                : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        free(to);
+        free(offs);
+        free(lens);
+        return rc;
+    }
+    void **bufs = malloc((size_t)T * 2 * sizeof *bufs);
+    uint64_t *lens = malloc((size_t)T * 2 * sizeof *lens);
+    for (int t = 0; bufs && lens && t < T; t++) {
+        bufs[2 * t] = seg->shards[first + t].data;
+        lens[2 * t] = seg->shards[first + t].count * 8;
+        bufs[2 * t + 1] = val->shards[first + t].data;
+        lens[2 * t + 1] = val->shards[first + t].count;
+    }
+    rc = bufs && lens ? ranks_recv_many(0, 2 * T, bufs, lens, err)
+                      : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (rc == 0) locales_run(check_shard, job);
+    free(bufs);
+    free(lens);
+    return rc;
+}
+
 object *strings_from_payload(uint64_t n, const h5ark_payload *payload, const h5ark_buffer *segments,
                              const h5ark_buffer *values, h5ark_error *err) {
     if (n > OBJECT_MAX_ELEMENTS || segments->nbytes != n * 8) {
@@ -82,35 +130,57 @@ object *strings_from_payload(uint64_t n, const h5ark_payload *payload, const h5a
         h5ark_fail(err, H5ARK_BAD_REQUEST, "no strings, but buffer 'values' is not empty");
         return NULL;
     }
-    /* Each locale's byte range starts at the offset of its first string: read those. */
+    /* Each locale's byte range starts at the offset of its first string: read those. With
+     * several ranks only rank 0 has the payload: it reads them and sends the counts. */
     int L = locales_count();
+    bool ranks = ranks_count() > 1;
     uint64_t *counts = calloc((size_t)L, sizeof *counts);
     if (!counts) {
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        if (ranks) ranks_agree(-1, err);
         return NULL;
     }
+    int rc = 0;
     uint64_t prev = 0;
-    for (int b = 0; b < L; b++) {
+    for (int b = 0; ranks_self() == 0 && b < L; b++) {
         uint64_t first = locales_block_start(n, L, b + 1);
         int64_t off = (int64_t)values->nbytes;
         if (first < n) h5ark_payload_copy(payload, segments->offset + first * 8, &off, 8);
         if (off < (int64_t)prev || (uint64_t)off > values->nbytes) {
-            free(counts);
-            h5ark_fail(err, H5ARK_BAD_REQUEST,
-                       "segments[%llu] = %lld is out of order or past the %llu bytes of 'values'",
-                       (unsigned long long)first, (long long)off,
-                       (unsigned long long)values->nbytes);
-            return NULL;
+            rc = h5ark_fail(err, H5ARK_BAD_REQUEST,
+                            "segments[%llu] = %lld is out of order or past the %llu bytes of "
+                            "'values'",
+                            (unsigned long long)first, (long long)off,
+                            (unsigned long long)values->nbytes);
+            break;
         }
         counts[b] = (uint64_t)off - prev;
         prev = (uint64_t)off;
+    }
+    if (ranks && (rc = ranks_agree(rc, err)) == 0)
+        rc = ranks_bcast(0, counts, (uint64_t)L * sizeof *counts, err);
+    if (rc != 0) {
+        free(counts);
+        return NULL;
     }
     object *obj = object_new_strings(n, counts, err);
     free(counts);
     if (!obj) return NULL;
     copy_job job = {.obj = obj, .payload = payload, .segments = segments, .values = values};
     atomic_init(&job.first_bad, UINT64_MAX);
-    locales_run(copy_shard, &job);
+    if (ranks) {
+        rc = copy_in_ranks(obj, &job, err);
+        /* every rank learns the first bad string of all, and any failure */
+        uint64_t v[2] = {atomic_load(&job.first_bad), atomic_load(&job.failed) ? 0 : 1};
+        if ((rc = ranks_agree(rc, err)) != 0 || ranks_allreduce_u64(v, 2, RANKS_MIN, err)) {
+            object_release(obj);
+            return NULL;
+        }
+        atomic_store(&job.first_bad, v[0]);
+        atomic_store(&job.failed, v[1] == 0);
+    } else {
+        locales_run(copy_shard, &job);
+    }
     uint64_t bad = atomic_load(&job.first_bad);
     if (atomic_load(&job.failed) || bad != UINT64_MAX) {
         object_release(obj);

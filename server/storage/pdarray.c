@@ -9,6 +9,7 @@
 #include "locales.h"
 #include "objects/pdarray.h"
 #include "layout.h"
+#include "ranks.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -157,6 +158,7 @@ int pdarray_read(const read_dataset *ds, bool tags, object **obj, object **tag, 
     locales_run(read_shard, &job);
     int rc = locale_errors_take(&job.le, err);
     locale_errors_free(&job.le);
+    if (ranks_call_seq()) rc = ranks_agree(rc, err); /* each rank read its own shards */
     if (rc) goto fail;
     *obj = job.obj;
     *tag = job.tag;

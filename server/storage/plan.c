@@ -94,10 +94,12 @@ int write_darray_range(hid_t loc, int file_index, const char *name, const darray
         write_region r = {
             .file = file_index,
             .locale = b,
-            .data = (const char *)s->data + (first - s->start) * a->itemsize,
+            .data = s->data ? (const char *)s->data + (first - s->start) * a->itemsize : NULL,
             .nbytes = (end - first) * a->itemsize,
             .offset = offset + (first - lo) * a->itemsize,
             .rebase = rebase,
+            .src = a,
+            .first = first,
         };
         if (write_plan_add(plan, &r, err)) return -1;
     }

@@ -31,6 +31,10 @@ typedef struct {
     uint64_t nbytes;
     uint64_t offset; /* in the file */
     int64_t rebase;  /* int64 data: subtracted from every element on the way out */
+    /* where data comes from: elements from `first` of `src` (several ranks: the rank that
+     * holds the shard finds its memory from these, data is NULL elsewhere) */
+    const darray *src;
+    uint64_t first;
 } write_region;
 
 /* One chunk of a compressed dataset: elements [first, first + count) of src (a chunk may

@@ -13,6 +13,7 @@
 #include "layout.h"
 #include "probe.h"
 #include "progress.h"
+#include "ranks.h"
 #include "sysio.h"
 
 #include <errno.h>
@@ -68,6 +69,30 @@ static uint64_t node_bytes(const read_node *n) {
     return b;
 }
 
+/* Several ranks: rank 0 probed the files (rc its outcome); every rank gets what it found,
+ * as the probes send it, so that all build the same objects from the same read tree. */
+static int share_probe(int rc, read_probe *st, char *const *paths, size_t npaths,
+                       h5ark_error *err) {
+    if (ranks_agree(rc, err)) return -1;
+    h5ark_value *v = ranks_self() == 0 ? read_probe_encode(st) : NULL;
+    rc = ranks_bcast_value(&v, err);
+    if (rc == 0 && ranks_self() != 0) rc = read_probe_decode(v, paths, npaths, st, err);
+    h5ark_value_destroy(&v);
+    return ranks_agree(rc, err);
+}
+
+/* Several ranks read pdarrays and Strings so far; the other kinds are refused alike on
+ * every rank (the read tree is the same on all). */
+static int check_ranks_kinds(const read_probe *st, h5ark_error *err) {
+    for (size_t i = 0; i < st->names.n; i++)
+        if (st->nodes[i].kind != KIND_PDARRAY && st->nodes[i].kind != KIND_STRINGS)
+            return h5ark_fail(err, H5ARK_UNKNOWN_COMMAND,
+                              "not available on several ranks yet: readhdf of %s ('%s'); this "
+                              "daemon runs as %d ranks",
+                              schema_what(st->nodes[i].kind), st->nodes[i].name, ranks_count());
+    return 0;
+}
+
 static int read_files(char *const *paths, size_t npaths, const char *const *datasets,
                       size_t ndatasets, const storage_read_options *opts, storage_read_item **items,
                       size_t *nitems, h5ark_value *file_errors, h5ark_value *warnings,
@@ -85,8 +110,13 @@ static int read_files(char *const *paths, size_t npaths, const char *const *data
                              .ndatasets = ndatasets,
                              .allow_errors = opts->allow_errors,
                              .calc_offsets = opts->calc_string_offsets};
-    read_probe st;
-    if (sandbox_probe_read(&rq, &st, err)) return -1;
+    read_probe st = {0};
+    int prc = ranks_self() == 0 ? sandbox_probe_read(&rq, &st, err) : 0;
+    if (ranks_count() > 1) prc = share_probe(prc, &st, paths, npaths, err);
+    if (prc) {
+        read_probe_clear(&st);
+        return -1;
+    }
     storage_read_item *out = NULL;
     size_t built = 0;
     int rc = -1;
@@ -115,8 +145,13 @@ static int read_files(char *const *paths, size_t npaths, const char *const *data
                    files_display(paths[last->index]), last->message);
         goto out;
     }
-    for (size_t i = 0; opts->ranged && i < st.names.n; i++)
-        if (schema_slice(&st.nodes[i], opts->start, opts->stop, err)) goto out;
+    if (ranks_count() > 1 && check_ranks_kinds(&st, err)) goto out;
+    int src = 0;
+    for (size_t i = 0; opts->ranged && src == 0 && i < st.names.n; i++)
+        src = schema_slice(&st.nodes[i], opts->start, opts->stop, err);
+    /* every rank reads the row bounds from the files itself: agree on the outcome */
+    if (ranks_call_seq()) src = ranks_agree(src, err);
+    if (src) goto out;
     uint64_t total = 0;
     for (size_t i = 0; i < st.names.n; i++)
         total += node_bytes(&st.nodes[i]);
@@ -129,11 +164,11 @@ static int read_files(char *const *paths, size_t npaths, const char *const *data
     for (; built < st.names.n; built++) {
         read_node *ds = &st.nodes[built];
         storage_read_item *it = &out[built];
-        if (!(it->dataset = strdup(ds->name))) {
-            h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-            goto out;
-        }
-        int r = schema_build(ds, opts->strict_types, opts->tag_data, &it->obj, &it->file_tag, err);
+        int r =
+            (it->dataset = strdup(ds->name))
+                ? schema_build(ds, opts->strict_types, opts->tag_data, &it->obj, &it->file_tag, err)
+                : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        if (ranks_call_seq()) r = ranks_agree(r, err);
         if (r) {
             built++; /* its name is freed with the rest */
             goto out;

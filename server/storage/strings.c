@@ -7,6 +7,7 @@
 #include "files.h"
 
 #include "locales.h"
+#include "ranks.h"
 #include "objects/strings.h"
 #include "sysio.h"
 #include "layout.h"
@@ -16,6 +17,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Where string i starts. With several ranks the segments of another rank's shard are not
+ * here, but a file's rows start a shard (or are all of them), and each values shard starts
+ * at the offset of its shard's first string: the metadata says it. */
+static uint64_t row_offset(const object *obj, uint64_t i) {
+    if (ranks_count() == 1 || i >= obj->size) return strings_offset(obj, i);
+    const darray *seg = obj->segments;
+    int b = darray_shard_of(seg, i);
+    if (seg->shards[b].start == i) return obj->values->shards[b].start;
+    return strings_offset(obj, i);
+}
+
 int strings_write_rows(hid_t loc, int file_index, const char *name, const object *obj, uint64_t lo,
                        uint64_t hi, write_plan *plan, h5ark_error *err) {
     if (obj->objtype != H5ARK_STRINGS)
@@ -23,7 +35,7 @@ int strings_write_rows(hid_t loc, int file_index, const char *name, const object
                           h5ark_objtype_name(obj->objtype));
     hid_t group = write_group(loc, name, OBJTYPE_STRINGS, err);
     if (group < 0) return -1;
-    uint64_t blo = strings_offset(obj, lo), bhi = strings_offset(obj, hi);
+    uint64_t blo = row_offset(obj, lo), bhi = row_offset(obj, hi);
     int rc = write_darray_range(group, file_index, CHILD_VALUES, obj->values, blo, bhi,
                                 OBJTYPE_PDARRAY, false, 0, plan, err);
     /* a file's offsets restart at 0 */
@@ -320,24 +332,28 @@ static int read_with_segments(const read_dataset *ds, bool tags, object **obj, o
     uint64_t n = ds->segments.total, total = ds->values.total;
     uint64_t *off = calloc((size_t)L + 1, sizeof *off);
     if (!off) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    /* where each locale's strings start: one offset per locale boundary */
+    /* where each locale's strings start: one offset per locale boundary (with several
+     * ranks every rank reads them from the files and they agree on the outcome) */
     off[L] = total;
-    for (int b = 1; b < L; b++) {
+    int brc = 0;
+    for (int b = 1; b < L && brc == 0; b++) {
         uint64_t g = locales_block_start(n, L, b);
         if (g >= n) {
             off[b] = total;
             continue;
         }
         int64_t v = 0;
-        if (read_part_range(&ds->segments, g, g + 1, &v, err)) {
-            free(off);
-            return h5ark_fail_context(err, "Strings '%s'", ds->name);
-        }
-        if (v < (int64_t)off[b - 1] || (uint64_t)v > total) {
-            free(off);
-            return fail_at_string(ds, g, err);
-        }
-        off[b] = (uint64_t)v;
+        if (read_part_range(&ds->segments, g, g + 1, &v, err))
+            brc = h5ark_fail_context(err, "Strings '%s'", ds->name);
+        else if (v < (int64_t)off[b - 1] || (uint64_t)v > total)
+            brc = fail_at_string(ds, g, err);
+        else
+            off[b] = (uint64_t)v;
+    }
+    if (ranks_call_seq()) brc = ranks_agree(brc, err);
+    if (brc) {
+        free(off);
+        return -1;
     }
     uint64_t *counts = calloc((size_t)L, sizeof *counts);
     if (!counts) {
@@ -370,6 +386,14 @@ static int read_with_segments(const read_dataset *ds, bool tags, object **obj, o
     locale_errors_free(&job.le);
     free(off);
     off = NULL;
+    if (ranks_call_seq()) { /* each rank checked its own shards: the first bad of all */
+        uint64_t v[3] = {atomic_load(&job.first_bad_end), atomic_load(&job.first_bad),
+                         atomic_load(&job.first_nul)};
+        if ((rc = ranks_agree(rc, err)) == 0) rc = ranks_allreduce_u64(v, 3, RANKS_MIN, err);
+        atomic_store(&job.first_bad_end, v[0]);
+        atomic_store(&job.first_bad, v[1]);
+        atomic_store(&job.first_nul, v[2]);
+    }
     if (rc) goto fail;
     uint64_t bad_end = atomic_load(&job.first_bad_end);
     if (bad_end != UINT64_MAX) {
@@ -464,10 +488,16 @@ static void nul_fill(int b, void *ctx) {
     nul_job *job = ctx;
     const shard *vs = &job->obj->values->shards[b];
     const shard *ss = &job->obj->segments->shards[b];
-    /* copy bytes [vs->start, vs->start + vs->count) out of the by-byte shards */
+    /* copy bytes [vs->start, vs->start + vs->count) out of the by-byte shards; with several
+     * ranks some of those are another rank's: read the bytes from the files again */
     uint64_t pos = vs->start, end = vs->start + vs->count;
     unsigned char *out = vs->data;
-    while (pos < end) {
+    if (ranks_count() > 1 && end > pos &&
+        read_part_range(&job->ds->values, pos, end, out, &job->le.errs[b])) {
+        locale_errors_set(&job->le, b);
+        return;
+    }
+    while (ranks_count() == 1 && pos < end) {
         const shard *src = &job->bytes->shards[darray_shard_of(job->bytes, pos)];
         uint64_t n = src->start + src->count - pos;
         if (n > end - pos) n = end - pos;
@@ -512,7 +542,15 @@ static int read_from_nuls(const read_dataset *ds, bool tags, object **obj, objec
         goto out;
     }
     locales_run(nul_read_count, &job);
-    if (locale_errors_take(&job.le, err)) goto out;
+    int lrc = locale_errors_take(&job.le, err);
+    if (ranks_call_seq()) { /* every rank counted its own shards' NULs: share the counts */
+        uint64_t bad = atomic_load(&job.first_bad_end);
+        if ((lrc = ranks_agree(lrc, err)) == 0 &&
+            (lrc = ranks_allreduce_u64(&bad, 1, RANKS_MIN, err)) == 0)
+            lrc = ranks_allreduce_u64(job.nuls, (size_t)L, RANKS_SUM, err);
+        atomic_store(&job.first_bad_end, bad);
+    }
+    if (lrc) goto out;
     uint64_t bad_end = atomic_load(&job.first_bad_end);
     if (bad_end != UINT64_MAX) {
         h5ark_fail(err, H5ARK_SCHEMA_ERROR,
@@ -531,6 +569,8 @@ static int read_from_nuls(const read_dataset *ds, bool tags, object **obj, objec
         job.first[b] = locales_block_start(n, L, b);
     job.off[L] = ds->values.total;
     locales_run(nul_find_boundaries, &job);
+    /* each boundary was found by the one locale holding its NUL, maybe on another rank */
+    if (ranks_call_seq() && ranks_allreduce_u64(job.off, (size_t)L, RANKS_MAX, err)) goto out;
     for (int b = 0; b < L; b++)
         counts[b] = job.off[b + 1] - job.off[b];
     job.obj = object_new_strings(n, counts, err);
@@ -543,6 +583,7 @@ static int read_from_nuls(const read_dataset *ds, bool tags, object **obj, objec
         goto out;
     }
     locales_run(nul_fill, &job);
+    if (ranks_call_seq() && ranks_agree(locale_errors_take(&job.le, err), err)) goto out;
     *obj = job.obj;
     *tag = job.tag;
     job.obj = job.tag = NULL;

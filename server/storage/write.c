@@ -13,6 +13,7 @@
 #include "locales.h"
 #include "objects/strings.h"
 #include "progress.h"
+#include "ranks.h"
 #include "sandbox.h"
 #include "layout.h"
 #include "schema.h"
@@ -495,6 +496,164 @@ static uint64_t plan_bytes(const write_plan *plan) {
     return n;
 }
 
+/* ---- several ranks ------------------------------------------------------------------ */
+
+/* Every darray of the items, in an order every rank sees alike (every rank holds the same
+ * metadata): a planned region's source travels as its number in this list. */
+typedef struct {
+    const darray **v;
+    size_t n, cap;
+} darray_list;
+
+static int list_darrays(const object *obj, darray_list *l) {
+    const darray *mine[2] = {obj->values, obj->segments};
+    for (int k = 0; k < 2; k++) {
+        if (!mine[k]) continue;
+        const darray **v = grow_array(l->v, l->n, &l->cap, sizeof *v);
+        if (!v) return -1;
+        l->v = v;
+        l->v[l->n++] = mine[k];
+    }
+    for (size_t i = 0; i < obj->ncomponents; i++)
+        if (list_darrays(obj->components[i].obj, l)) return -1;
+    return 0;
+}
+
+typedef struct {
+    uint64_t file, locale, src, first, nbytes, offset;
+    int64_t rebase;
+} region_wire;
+
+static h5ark_value *encode_plan(const out_file *of, int nfiles, const write_plan *plan,
+                                const darray_list *dl) {
+    h5ark_value *v = h5ark_value_map(), *tmp = h5ark_value_array(), *rel = h5ark_value_array();
+    region_wire *w = sysio.calloc(plan->n ? plan->n : 1, sizeof *w);
+    bool ok = v && tmp && rel && w;
+    for (int i = 0; ok && i < nfiles; i++)
+        ok = h5ark_value_push(tmp, h5ark_value_str(of[i].tmp)) == 0 &&
+             h5ark_value_push(rel, h5ark_value_str(of[i].rel)) == 0;
+    for (size_t i = 0; ok && i < plan->n; i++) {
+        const write_region *r = &plan->v[i];
+        size_t k = 0;
+        while (k < dl->n && dl->v[k] != r->src)
+            k++;
+        ok = k < dl->n;
+        w[i] = (region_wire){(uint64_t)r->file, (uint64_t)r->locale, k,        r->first,
+                             r->nbytes,         r->offset,           r->rebase};
+    }
+    if (ok) ok = h5ark_value_set(v, "tmp", tmp) == 0, tmp = NULL;
+    if (ok) ok = h5ark_value_set(v, "rel", rel) == 0, rel = NULL;
+    if (ok) ok = h5ark_value_set(v, "regions", h5ark_value_bin(w, plan->n * sizeof *w)) == 0;
+    free(w);
+    h5ark_value_destroy(&tmp);
+    h5ark_value_destroy(&rel);
+    if (!ok) h5ark_value_destroy(&v);
+    return v;
+}
+
+static int decode_plan(const h5ark_value *v, const darray_list *dl, out_file **ofp, int *nfiles,
+                       write_plan *plan, h5ark_error *err) {
+    const h5ark_value *tmp = h5ark_value_get(v, "tmp"), *rel = h5ark_value_get(v, "rel");
+    const h5ark_value *regions = h5ark_value_get(v, "regions");
+    size_t n = h5ark_value_len(tmp);
+    out_file *of = sysio.calloc(n ? n : 1, sizeof *of);
+    if (!of) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    *ofp = of;
+    *nfiles = (int)n;
+    for (size_t i = 0; i < n; i++) {
+        snprintf(of[i].tmp, sizeof of[i].tmp, "%s", h5ark_value_at(tmp, i)->as.s.ptr);
+        snprintf(of[i].rel, sizeof of[i].rel, "%s", h5ark_value_at(rel, i)->as.s.ptr);
+        of[i].h5 = H5I_INVALID_HID;
+    }
+    const region_wire *w = (const region_wire *)regions->as.s.ptr;
+    size_t nw = regions->as.s.len / sizeof *w;
+    for (size_t i = 0; i < nw; i++) {
+        region_wire r;
+        memcpy(&r, &w[i], sizeof r); /* the bytes need not be aligned */
+        if (r.src >= dl->n || r.file >= n || r.locale >= (uint64_t)locales_count())
+            return h5ark_fail(err, H5ARK_INTERNAL, "rank %d: a region of rank 0's plan is unknown",
+                              ranks_self());
+        if (!locales_is_local((int)r.locale)) continue;
+        const darray *a = dl->v[r.src];
+        const shard *sh = &a->shards[r.locale];
+        write_region out = {.file = (int)r.file,
+                            .locale = (int)r.locale,
+                            .data = (const char *)sh->data + (r.first - sh->start) * a->itemsize,
+                            .nbytes = r.nbytes,
+                            .offset = r.offset,
+                            .rebase = r.rebase,
+                            .src = a,
+                            .first = r.first};
+        if (write_plan_add(plan, &out, err)) return -1;
+    }
+    return 0;
+}
+
+/* Rank 0 laid the files out: it sends the temporaries (and the names they are shown by)
+ * and the planned regions; every other rank keeps the regions of its own locales. */
+static int share_plan(const storage_item *items, size_t nitems, out_file **of, int *nfiles,
+                      write_plan *plan, h5ark_error *err) {
+    darray_list dl = {0};
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < nitems; i++)
+        if (list_darrays(items[i].obj, &dl))
+            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", ranks_self());
+    h5ark_value *v = ranks_self() == 0 && rc == 0 ? encode_plan(*of, *nfiles, plan, &dl) : NULL;
+    int brc = ranks_bcast_value(&v, err);
+    if (rc == 0) rc = brc;
+    if (rc == 0 && ranks_self() != 0) rc = decode_plan(v, &dl, of, nfiles, plan, err);
+    h5ark_value_destroy(&v);
+    free(dl.v);
+    return ranks_agree(rc, err);
+}
+
+/* A rank other than 0: wait for rank 0's layout, then write this rank's shards into the
+ * temporaries; rank 0 renames them once every rank has written. */
+static int write_files_rank(const storage_item *items, size_t nitems, h5ark_error *err) {
+    if (ranks_agree(0, err)) return -1; /* rank 0's checks and layout */
+    out_file *of = NULL;
+    int nfiles = 0;
+    write_plan plan = {0};
+    write_job job = {.plan = &plan};
+    int rc = share_plan(items, nitems, &of, &nfiles, &plan, err);
+    if (rc == 0) {
+        job.files = of;
+        int wrc = locale_errors_init(&job.le, err);
+        if (wrc == 0) {
+            locales_run(write_locale, &job);
+            wrc = locale_errors_take(&job.le, err);
+        }
+        if (wrc) h5ark_fail_context(err, "rank %d", ranks_self());
+        rc = ranks_agree(wrc, err);
+    }
+    locale_errors_free(&job.le);
+    write_plan_close(&plan, NULL);
+    free(of);
+    return rc;
+}
+
+/* What several ranks write so far: pdarrays and Strings, uncompressed, in Arkouda's format. */
+static int check_ranks_items(const storage_item *items, size_t nitems,
+                             const storage_write_options *opts, h5ark_error *err) {
+    if (opts && opts->gzip_level > 0)
+        return h5ark_fail(err, H5ARK_UNKNOWN_COMMAND,
+                          "not available on several ranks yet: tohdf with compression (this "
+                          "daemon runs as %d ranks)",
+                          ranks_count());
+    for (size_t i = 0; i < nitems; i++) {
+        const object *obj = items[i].obj;
+        bool pdarray = obj->objtype == H5ARK_PDARRAY && obj->dtype != H5ARK_BIGINT;
+        if (!pdarray && obj->objtype != H5ARK_STRINGS)
+            return h5ark_fail(err, H5ARK_UNKNOWN_COMMAND,
+                              "not available on several ranks yet: tohdf of a %s ('%s'); this "
+                              "daemon runs as %d ranks",
+                              obj->dtype == H5ARK_BIGINT ? "bigint"
+                                                         : h5ark_objtype_name(obj->objtype),
+                              items[i].dataset, ranks_count());
+    }
+    return 0;
+}
+
 static int add_str(h5ark_value *list, const char *fmt, const char *arg, h5ark_error *err) {
     char msg[2 * PATH_MAX];
     snprintf(msg, sizeof msg, fmt, arg);
@@ -520,10 +679,18 @@ static int write_files(const storage_item *items, size_t nitems, const char *pat
     bool df_columns = opts && opts->dataframe_columns;
     int nfiles = distributed ? locales_count() : 1;
     top_names names = {0};
-    if (check_items(items, nitems, df_columns, &names, err)) {
+    /* several ranks: these checks read metadata only, alike on every rank */
+    bool ranks = ranks_call_seq() != 0;
+    if (check_items(items, nitems, df_columns, &names, err) ||
+        (ranks && check_ranks_items(items, nitems, opts, err))) {
         free(names.v);
         return -1;
     }
+    if (ranks && ranks_self() != 0) {
+        free(names.v);
+        return write_files_rank(items, nitems, err);
+    }
+    bool layout_pending = ranks; /* the other ranks wait to hear how the layout went */
     out_file *of = sysio.calloc((size_t)nfiles, sizeof *of);
     locale_set existing = {0};
     write_plan plan = {.gzip_level = opts ? opts->gzip_level : 0, .dataframe_columns = df_columns};
@@ -531,7 +698,8 @@ static int write_files(const storage_item *items, size_t nitems, const char *pat
     int rc = -1;
     if (!of) {
         free(names.v);
-        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        return ranks ? ranks_agree(-1, err) : -1;
     }
     for (int i = 0; i < nfiles; i++)
         of[i].h5 = H5I_INVALID_HID;
@@ -590,11 +758,21 @@ static int write_files(const storage_item *items, size_t nitems, const char *pat
         if (f->dir_missing && files_resolve(f->rel, true, f->final, err)) goto out;
         if (build_file(f, i, mode, distributed, items, nitems, &names, &plan, err)) goto out;
     }
-    if (locale_errors_init(&job.le, err)) goto out;
+    /* several ranks: each writes its own shards into the files laid out here */
+    if (ranks) {
+        layout_pending = false;
+        if (ranks_agree(0, err) || share_plan(items, nitems, &of, &nfiles, &plan, err)) goto out;
+    }
+    int wrc = locale_errors_init(&job.le, err);
     if (mode == STORAGE_TRUNCATE) drop_cached_pages(of, nfiles);
-    progress_start(progress_here(), PROGRESS_BYTES, plan_bytes(&plan));
-    locales_run(write_locale, &job);
-    if (locale_errors_take(&job.le, err)) goto out;
+    if (wrc == 0) {
+        progress_start(progress_here(), PROGRESS_BYTES, plan_bytes(&plan));
+        locales_run(write_locale, &job);
+        wrc = locale_errors_take(&job.le, err);
+    }
+    /* every rank has written its part, or none of the files is put in place */
+    if (ranks) wrc = ranks_agree(wrc, err);
+    if (wrc) goto out;
     if (write_plan_close(&plan, err) || close_files(of, nfiles, err)) goto out;
 
     /* 4. put them in place */
@@ -632,6 +810,7 @@ static int write_files(const storage_item *items, size_t nitems, const char *pat
                              shown, err);
         }
 out:
+    if (layout_pending) ranks_agree(-1, err); /* the lowest failing rank: this one */
     write_plan_close(&plan, NULL);
     close_files(of, nfiles, NULL);
     for (int i = 0; i < nfiles; i++)
