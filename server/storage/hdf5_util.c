@@ -593,26 +593,36 @@ typedef struct {
     uint64_t offset, nbytes;
 } h5u_run;
 
-/* Where elements [first, first + count) of chunked dataset d lie, found a chunk at a time
- * by H5Dread_chunk with the driver reading no raw data (h5u_vfd_defer_raw): 1 with *runs
- * (malloc'd; adjacent whole chunks joined), then to be read without HDF5 and its lock, in
- * parallel with other threads and without the copy H5Dread makes through its chunk cache;
- * 0 when the chunks are not the elements as is (filters, another element size, a chunk not
- * allocated or of another size, a user block): then the data goes through H5Dread; -1 out
- * of memory. */
-static int raw_chunk_runs(hid_t f, hid_t d, uint64_t first, uint64_t count, size_t itemsize,
-                          h5u_run **runs, size_t *nruns, h5ark_error *err) {
+/* The stored chunks holding elements [first, first + count) of chunked dataset d, found a
+ * chunk at a time by H5Dread_chunk with the driver reading no raw data (h5u_vfd_defer_raw),
+ * so that the calling thread then reads them without HDF5 and its lock, in parallel with
+ * other threads and without the copy H5Dread makes through its chunk cache. Unfiltered
+ * (`filtered` false): every chunk must be stored as its elements, chunk * itemsize bytes;
+ * filtered: every filter applied (mask 0) and the stored size at most zstream_max of it.
+ * 1 with *places (malloc'd, one a chunk, in order) and *chunk_elems; 0 when the dataset is
+ * not in that form (another element size, a chunk not allocated or of another size, a user
+ * block, a chunk over 64 MiB): then HDF5 reads it; -1 out of memory. The filters themselves
+ * are the caller's to check. */
+typedef struct {
+    uint64_t at;         /* the chunk's first element */
+    uint64_t addr, size; /* its stored bytes in the file */
+} h5u_chunk_place;
+
+static uint64_t zstream_max(uint64_t cbytes);
+
+static int chunk_places(hid_t f, hid_t d, uint64_t first, uint64_t count, size_t itemsize,
+                        bool filtered, h5u_chunk_place **places, size_t *nplaces,
+                        uint64_t *chunk_elems, h5ark_error *err) {
     int rc = 0;
-    h5u_run *v = NULL;
+    h5u_chunk_place *v = NULL;
     hid_t fcpl = H5Fget_create_plist(f);
     hid_t dcpl = H5Dget_create_plist(d);
     hid_t type = H5Dget_type(d);
     hsize_t chunk = 0, userblock = 1, fsize = 0;
     if (fcpl < 0 || H5Pget_userblock(fcpl, &userblock) < 0 || userblock != 0 ||
         H5Fget_filesize(f, &fsize) < 0 || dcpl < 0 || H5Pget_layout(dcpl) != H5D_CHUNKED ||
-        H5Pget_nfilters(dcpl) != 0 || H5Pget_chunk(dcpl, 1, &chunk) != 1 || chunk == 0 ||
-        type < 0 || H5Tget_size(type) != itemsize || count == 0 ||
-        chunk > (UINT64_C(64) << 20) / itemsize)
+        H5Pget_chunk(dcpl, 1, &chunk) != 1 || chunk == 0 || type < 0 ||
+        H5Tget_size(type) != itemsize || count == 0 || chunk > (UINT64_C(64) << 20) / itemsize)
         goto out;
     uint64_t c0 = first / chunk, c1 = (first + count - 1) / chunk, cbytes = chunk * itemsize;
     if (!(v = sysio.malloc((size_t)(c1 - c0 + 1) * sizeof *v))) {
@@ -626,22 +636,19 @@ static int raw_chunk_runs(hid_t f, hid_t d, uint64_t first, uint64_t count, size
         h5u_raw_place place = {0};
         unsigned char none;
         /* the size the chunk index gives, which is what H5Dread_chunk reads */
-        if (H5Dget_chunk_storage_size(d, &at, &size) < 0 || size != cbytes) goto out;
+        if (H5Dget_chunk_storage_size(d, &at, &size) < 0) goto out;
+        if (filtered ? size == 0 || size > zstream_max(cbytes) : size != cbytes) goto out;
         h5u_vfd_defer_raw(&place);
         herr_t r = H5Dread_chunk(d, H5P_DEFAULT, &at, &mask, &none);
         h5u_vfd_defer_raw(NULL);
-        if (r < 0 || place.reads != 1 || place.size != cbytes || place.addr > fsize ||
-            cbytes > fsize - place.addr)
+        if (r < 0 || mask != 0 || place.reads != 1 || place.size != size || place.addr > fsize ||
+            size > fsize - place.addr)
             goto out;
-        uint64_t lo = c == c0 ? (first - at) * itemsize : 0;
-        uint64_t hi = c == c1 ? (first + count - at) * itemsize : cbytes;
-        if (n && v[n - 1].offset + v[n - 1].nbytes == place.addr + lo)
-            v[n - 1].nbytes += hi - lo;
-        else
-            v[n++] = (h5u_run){place.addr + lo, hi - lo};
+        v[n++] = (h5u_chunk_place){.at = at, .addr = place.addr, .size = size};
     }
-    *runs = v;
-    *nruns = n;
+    *places = v;
+    *nplaces = n;
+    *chunk_elems = chunk;
     v = NULL;
     rc = 1;
 out:
@@ -651,6 +658,45 @@ out:
     if (fcpl >= 0) H5Pclose(fcpl);
     H5Eclear2(H5E_DEFAULT);
     return rc;
+}
+
+/* The filters of d: how many, or -1. */
+static int filter_count(hid_t d) {
+    hid_t dcpl = H5Dget_create_plist(d);
+    int n = dcpl >= 0 ? H5Pget_nfilters(dcpl) : -1;
+    if (dcpl >= 0) H5Pclose(dcpl);
+    return n;
+}
+
+/* Where elements [first, first + count) of d lie when its chunks are stored unfiltered: 1
+ * with *runs (malloc'd; adjacent whole chunks joined) to be pread as they are, 0 when they
+ * are not (then H5Dread), -1 out of memory (chunk_places). */
+static int raw_chunk_runs(hid_t f, hid_t d, uint64_t first, uint64_t count, size_t itemsize,
+                          h5u_run **runs, size_t *nruns, h5ark_error *err) {
+    if (filter_count(d) != 0) return 0;
+    h5u_chunk_place *pl = NULL;
+    size_t np = 0;
+    uint64_t chunk = 0;
+    int rc = chunk_places(f, d, first, count, itemsize, false, &pl, &np, &chunk, err);
+    if (rc != 1) return rc;
+    h5u_run *v = pl ? sysio.malloc(np * sizeof *v) : NULL;
+    if (!v) {
+        free(pl);
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < np; i++) {
+        uint64_t lo = i == 0 ? (first - pl[i].at) * itemsize : 0;
+        uint64_t hi = i == np - 1 ? (first + count - pl[i].at) * itemsize : pl[i].size;
+        if (n && v[n - 1].offset + v[n - 1].nbytes == pl[i].addr + lo)
+            v[n - 1].nbytes += hi - lo;
+        else
+            v[n++] = (h5u_run){pl[i].addr + lo, hi - lo};
+    }
+    free(pl);
+    *runs = v;
+    *nruns = n;
+    return 1;
 }
 
 static int pread_runs(const char *file, const h5u_run *runs, size_t n, void *dest,
@@ -680,8 +726,8 @@ static uint64_t zstream_max(uint64_t cbytes) {
     return cbytes + cbytes / 64 + 1024;
 }
 
-/* Where the deflated chunks holding elements [first, first + count) of d lie, found as
- * raw_chunk_runs finds chunks: 1 with *zs (malloc'd), the chunk's elements and whether they
+/* Where the deflated chunks holding elements [first, first + count) of d lie (chunk_places):
+ * 1 with *zs (malloc'd), the chunk's elements and whether they
  * are shuffled, to be read and inflated by the calling thread, in parallel with the others,
  * with libdeflate (faster than zlib, which HDF5 inflates with under its lock); 0 when the
  * data is not in that form: filters other than deflate or shuffle then deflate, a shuffle of
@@ -690,66 +736,44 @@ static uint64_t zstream_max(uint64_t cbytes) {
 static int deflated_chunks(hid_t f, hid_t d, uint64_t first, uint64_t count, size_t itemsize,
                            h5u_zchunk **zs, size_t *nz, uint64_t *chunk_elems, bool *shuffled,
                            h5ark_error *err) {
-    int rc = 0;
-    h5u_zchunk *v = NULL;
-    hid_t fcpl = H5Fget_create_plist(f);
     hid_t dcpl = H5Dget_create_plist(d);
-    hid_t type = H5Dget_type(d);
-    hsize_t chunk = 0, userblock = 1, fsize = 0;
     int nfilters = dcpl >= 0 ? H5Pget_nfilters(dcpl) : -1;
-    if (fcpl < 0 || H5Pget_userblock(fcpl, &userblock) < 0 || userblock != 0 ||
-        H5Fget_filesize(f, &fsize) < 0 || dcpl < 0 || H5Pget_layout(dcpl) != H5D_CHUNKED ||
-        nfilters < 1 || nfilters > 2 || H5Pget_chunk(dcpl, 1, &chunk) != 1 || chunk == 0 ||
-        type < 0 || H5Tget_size(type) != itemsize || count == 0 ||
-        chunk > (UINT64_C(64) << 20) / itemsize)
-        goto out;
-    for (int i = 0; i < nfilters; i++) {
+    bool ok = nfilters >= 1 && nfilters <= 2;
+    for (int i = 0; ok && i < nfilters; i++) {
         unsigned flags, cd[8];
         size_t ncd = 8;
         H5Z_filter_t want = i == nfilters - 1 ? H5Z_FILTER_DEFLATE : H5Z_FILTER_SHUFFLE;
-        if (H5Pget_filter2(dcpl, (unsigned)i, &flags, &ncd, cd, 0, NULL, NULL) != want) goto out;
+        if (H5Pget_filter2(dcpl, (unsigned)i, &flags, &ncd, cd, 0, NULL, NULL) != want) ok = false;
         /* the shuffle's element size is recorded when the dataset is made */
-        if (want == H5Z_FILTER_SHUFFLE && (ncd < 1 || cd[0] != itemsize)) goto out;
+        else if (want == H5Z_FILTER_SHUFFLE && (ncd < 1 || cd[0] != itemsize))
+            ok = false;
     }
-    uint64_t c0 = first / chunk, c1 = (first + count - 1) / chunk, cbytes = chunk * itemsize;
-    if (!(v = sysio.malloc((size_t)(c1 - c0 + 1) * sizeof *v))) {
-        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        goto out;
+    if (dcpl >= 0) H5Pclose(dcpl);
+    H5Eclear2(H5E_DEFAULT);
+    if (!ok) return 0;
+    h5u_chunk_place *pl = NULL;
+    size_t np = 0;
+    uint64_t chunk = 0;
+    int rc = chunk_places(f, d, first, count, itemsize, true, &pl, &np, &chunk, err);
+    if (rc != 1) return rc;
+    h5u_zchunk *v = pl ? sysio.malloc(np * sizeof *v) : NULL;
+    if (!v) {
+        free(pl);
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     }
-    size_t n = 0;
-    for (uint64_t c = c0; c <= c1; c++) {
-        hsize_t at = c * chunk, size = 0;
-        uint32_t mask = 1;
-        h5u_raw_place place = {0};
-        unsigned char none;
-        if (H5Dget_chunk_storage_size(d, &at, &size) < 0 || size == 0 || size > zstream_max(cbytes))
-            goto out;
-        h5u_vfd_defer_raw(&place);
-        herr_t r = H5Dread_chunk(d, H5P_DEFAULT, &at, &mask, &none);
-        h5u_vfd_defer_raw(NULL);
-        if (r < 0 || mask != 0 || place.reads != 1 || place.size != size || place.addr > fsize ||
-            size > fsize - place.addr)
-            goto out;
-        v[n++] = (h5u_zchunk){
-            .addr = place.addr,
-            .size = size,
-            .lo = c == c0 ? first - at : 0,
-            .hi = c == c1 ? first + count - at : chunk,
+    for (size_t i = 0; i < np; i++)
+        v[i] = (h5u_zchunk){
+            .addr = pl[i].addr,
+            .size = pl[i].size,
+            .lo = i == 0 ? first - pl[i].at : 0,
+            .hi = i == np - 1 ? first + count - pl[i].at : chunk,
         };
-    }
+    free(pl);
     *zs = v;
-    *nz = n;
+    *nz = np;
     *chunk_elems = chunk;
     *shuffled = nfilters == 2;
-    v = NULL;
-    rc = 1;
-out:
-    free(v);
-    if (type >= 0) H5Tclose(type);
-    if (dcpl >= 0) H5Pclose(dcpl);
-    if (fcpl >= 0) H5Pclose(fcpl);
-    H5Eclear2(H5E_DEFAULT);
-    return rc;
+    return 1;
 }
 
 #ifdef __SSE2__
