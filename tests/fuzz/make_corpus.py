@@ -1,6 +1,7 @@
 """Seed corpora for the fuzz targets: request headers the tests send, and small HDF5
 files in Arkouda's and ExeTera's layouts (plus the fixtures of both when ../shared is
 there)."""
+import json
 import pathlib
 import shutil
 import struct
@@ -84,4 +85,27 @@ for family in ("arkouda", "exetera"):
         for p in shared.iterdir():
             if p.is_file() and p.suffix not in (".md", ".json"):
                 shutil.copy(p, out / "storage" / f"{family}-{p.name}")
+# awkward forms: the JSON, a NUL, a length byte, then bytes the buffers are cut from
+(out / "form").mkdir(parents=True, exist_ok=True)
+node = lambda prim, key: {"class": "NumpyArray", "primitive": prim, "form_key": key}
+forms = [
+    node("int64", "n0"),
+    {"class": "ListOffsetArray", "offsets": "i64", "content": node("float32", "n1"), "form_key": "n0"},
+    {"class": "ListArray", "starts": "i32", "stops": "i32", "content": node("uint8", "n1"),
+     "form_key": "n0"},
+    {"class": "RegularArray", "size": 3, "content": node("int16", "n1"), "form_key": "n0"},
+    {"class": "RecordArray", "fields": ["x", "y"], "contents": [node("int8", "n1"),
+     {"class": "IndexedOptionArray", "index": "i64", "content": node("bool", "n3"),
+      "form_key": "n2"}], "form_key": "n0"},
+    {"class": "UnionArray", "tags": "i8", "index": "i64", "form_key": "n0",
+     "contents": [node("float64", "n1"), {"class": "ByteMaskedArray", "mask": "i8",
+                  "valid_when": True, "content": node("int32", "n3"), "form_key": "n2"}]},
+    {"class": "BitMaskedArray", "mask": "u8", "valid_when": False, "lsb_order": True,
+     "content": {"class": "UnmaskedArray", "content": node("complex128", "n2")}, "form_key": "n0"},
+    {"class": "ListOffsetArray", "offsets": "i64", "form_key": "n0",
+     "content": {"class": "EmptyArray"}, "parameters": {"__array__": "x"}},
+]
+for i, f in enumerate(forms):
+    tail = bytes([3]) + bytes(range(0, 64, 1))
+    (out / "form" / f"seed{i:02d}").write_bytes(json.dumps(f).encode() + b"\0" + tail)
 print(f"corpus in {out}")

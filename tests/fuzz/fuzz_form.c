@@ -1,0 +1,74 @@
+/* libFuzzer target: the awkward form parser on untrusted JSON, then an awkward array built
+ * from that form with buffers of fuzzed bytes (every buffer the form names, cut from the
+ * rest of the input), as put and readhdf would build it. */
+#include "config.h"
+#include "locales.h"
+#include "objects/awkward.h"
+#include "objects/awkward_form.h"
+#include "registry.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+config_t config;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc, (void)argv;
+    config.locales = 3;
+    config.max_memory = 64u << 20;
+    registry_init(config.max_memory);
+    locales_start(config.locales);
+    return 0;
+}
+
+typedef struct {
+    const uint8_t *bytes;
+    uint64_t len;
+} blob;
+
+static int read_blob(const void *ctx, size_t i, uint64_t offset, void *dst, uint64_t n) {
+    (void)i;
+    const blob *b = ctx;
+    for (uint64_t k = 0; k < n; k++) /* the same bytes, repeated: any size is readable */
+        ((uint8_t *)dst)[k] = b->len ? b->bytes[(offset + k) % b->len] : 0;
+    return 0;
+}
+
+static void collect(const ak_node *n, char (*names)[300], size_t *count) {
+    ak_buffer_role roles[3];
+    size_t nb = ak_node_buffers(n, roles);
+    for (size_t i = 0; i < nb && *count < 64; i++)
+        ak_buffer_name(n, roles[i], names[(*count)++], 300);
+    for (size_t i = 0; i < n->ncontents; i++)
+        collect(n->contents[i], names, count);
+}
+
+/* Input: the form JSON, a NUL, then one byte of length and the buffers' bytes. */
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    const uint8_t *nul = memchr(data, 0, size);
+    size_t flen = nul ? (size_t)(nul - data) : size;
+    h5ark_error err = {0};
+    ak_form *form = ak_form_parse((const char *)data, flen, &err);
+    if (!form || !nul || (size_t)(nul - data) + 2 > size) {
+        ak_form_free(form);
+        return 0;
+    }
+    static char names[64][300];
+    size_t count = 0;
+    collect(form->root, names, &count);
+    const uint8_t *rest = nul + 2;
+    uint64_t rlen = size - (size_t)(rest - data), length = nul[1] % 32;
+    const char *ptrs[64];
+    uint64_t nbytes[64];
+    for (size_t i = 0; i < count; i++) {
+        ptrs[i] = names[i];
+        nbytes[i] = rlen ? (uint64_t)rest[i % rlen] * 8 : 0; /* whole int64s, mostly */
+    }
+    blob b = {rest, rlen};
+    ak_source src = {count, ptrs, nbytes, read_blob, &b};
+    object *obj = awkward_build(form->json, flen, length, &src, &err);
+    object_release(obj);
+    ak_form_free(form);
+    return 0;
+}
