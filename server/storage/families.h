@@ -20,6 +20,7 @@ extern const schema_family schema_index;
 extern const schema_family schema_multiindex;
 extern const schema_family schema_exetera_df;
 extern const schema_family schema_exetera_field;
+extern const schema_family schema_awkward;
 
 /* ---- pdarray.c ---- */
 /* ObjType of a pdarray: 1, or 7-9 for its tag. */

@@ -68,6 +68,9 @@ typedef enum {
     KIND_H5STRINGS,     /* a plain HDF5 string dataset */
     KIND_EXETERA_DF,    /* an ExeTera dataframe: a group of field groups */
     KIND_EXETERA_FIELD, /* an ExeTera field: a group with a `fieldtype` attribute */
+    KIND_AWKWARD,       /* an awkward 2 group: `form` and `length` attributes, one dataset a
+                           buffer (its node keeps the form in `fieldtype`, the length in
+                           shape[0]) */
     KIND_COUNT
 } read_kind;
 

@@ -20,7 +20,7 @@ LOCALES = 3  # the `daemon` fixture's locale count
 ERROR_CODES = {"bad_request", "not_found", "already_exists", "type_error", "schema_error",
                "io_error", "forbidden", "resource_limit"}
 # lshdf's objtypes that name something readhdf returns (bitvector and series it does not)
-READHDF_OBJTYPES = {"pdarray", "strings", "arrayview", "segarray", "categorical", "groupby",
+READHDF_OBJTYPES = {"pdarray", "strings", "arrayview", "segarray", "categorical", "groupby", "awkward",
                     "dataframe", "index", "multiindex"}
 
 
