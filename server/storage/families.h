@@ -21,6 +21,7 @@ extern const schema_family schema_multiindex;
 extern const schema_family schema_exetera_df;
 extern const schema_family schema_exetera_field;
 extern const schema_family schema_awkward;
+extern const schema_family schema_awkward0;
 
 /* ---- pdarray.c ---- */
 /* ObjType of a pdarray: 1, or 7-9 for its tag. */

@@ -71,6 +71,7 @@ typedef enum {
     KIND_AWKWARD,       /* an awkward 2 group: `form` and `length` attributes, one dataset a
                            buffer (its node keeps the form in `fieldtype`, the length in
                            shape[0]) */
+    KIND_AWKWARD0,      /* an awkward0 group: `schema.json` and byte blobs */
     KIND_COUNT
 } read_kind;
 

@@ -1,0 +1,39 @@
+/* awkward0 schemas (awkward0/persist.py): the JSON that says how awkward0 rebuilds an array
+ * from its blobs, as calls of named Python functions. h5ark never runs anything it names:
+ * the schema is interpreted, and every function it names must first match the allow-list
+ * the way awkward0's own reader matches it (fnmatch of each part, pairwise, over the
+ * shorter of spec and pattern). A pickled Python object (`python` node) is never read. */
+#ifndef H5ARK_AWKWARD0_H
+#define H5ARK_AWKWARD0_H
+
+#include "h5ark_wire.h"
+
+#include <stddef.h>
+
+/* Limits of a schema: it describes an array, it is not one. */
+#define AK0_MAX_SCHEMA_BYTES (16u << 20)
+#define AK0_MAX_DEPTH        256
+
+/* One allow-list entry: a function spec pattern such as {"awkward0", "*Array"}. */
+typedef struct {
+    const char *const *parts;
+    size_t n;
+} ak0_pattern;
+
+/* awkward0's default whitelist (persist.whitelist, 0.15.5). */
+extern const ak0_pattern ak0_default_whitelist[];
+extern const size_t ak0_default_whitelist_len;
+
+/* Check every function the schema names (`call` and `function` nodes, in the order
+ * awkward0's reader reaches them) against `wl` (NULL: the default). forbidden with
+ * awkward0's words ("callable not in whitelist; ...") for the first that matches no
+ * entry, and for a `python` node; schema_error for a schema that is not awkward0's JSON
+ * (no `awkward0`/`awkward` key, not JSON, too deep). */
+int ak0_check_schema(const char *json, size_t len, const ak0_pattern *wl, size_t nwl,
+                     h5ark_error *err);
+
+/* The top-level call of a schema ("awkward0.JaggedArray.fromcounts"), for messages; "" when
+ * there is none. */
+void ak0_top_call(const char *json, size_t len, char *out, size_t size);
+
+#endif
