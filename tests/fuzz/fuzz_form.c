@@ -1,9 +1,11 @@
 /* libFuzzer target: the awkward form parser on untrusted JSON, then an awkward array built
  * from that form with buffers of fuzzed bytes (every buffer the form names, cut from the
- * rest of the input), as put and readhdf would build it. */
+ * rest of the input), as put and readhdf would build it; and the same JSON as an awkward0
+ * schema through the whitelist check. */
 #include "config.h"
 #include "locales.h"
 #include "objects/awkward.h"
+#include "objects/awkward0.h"
 #include "objects/awkward_form.h"
 #include "registry.h"
 
@@ -49,6 +51,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const uint8_t *nul = memchr(data, 0, size);
     size_t flen = nul ? (size_t)(nul - data) : size;
     h5ark_error err = {0};
+    char top[100];
+    ak0_check_schema((const char *)data, flen, NULL, 0, &err);
+    ak0_top_call((const char *)data, flen, top, sizeof top);
+    err = (h5ark_error){0};
     ak_form *form = ak_form_parse((const char *)data, flen, &err);
     if (!form || !nul || (size_t)(nul - data) + 2 > size) {
         ak_form_free(form);

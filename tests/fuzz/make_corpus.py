@@ -105,6 +105,10 @@ forms = [
     {"class": "ListOffsetArray", "offsets": "i64", "form_key": "n0",
      "content": {"class": "EmptyArray"}, "parameters": {"__array__": "x"}},
 ]
+forms.append({"awkward0": "0.15.5", "schema": {"call": ["awkward0", "JaggedArray", "fromcounts"],
+              "args": [{"call": ["awkward0", "numpy", "frombuffer"], "args": [{"read": "1"},
+              {"dtype": "int64"}, {"json": 3}]}, {"function": ["os", "system"]},
+              {"tuple": [{"python": "gASV"}]}, {"dict": {"k": {"ref": 1}}}]}})
 for i, f in enumerate(forms):
     tail = bytes([3]) + bytes(range(0, 64, 1))
     (out / "form" / f"seed{i:02d}").write_bytes(json.dumps(f).encode() + b"\0" + tail)
