@@ -170,6 +170,7 @@ static int cmd_readhdf(command_ctx *ctx, h5ark_error *err) {
         .ranged = arg_value(ctx, "start") || arg_value(ctx, "stop"),
         .start = arg_uint(ctx, "start", 0),
         .stop = arg_uint(ctx, "stop", UINT64_MAX),
+        .ak0_whitelist = arg_value(ctx, "whitelist"),
     };
     h5ark_value *file_errors = h5ark_value_array();
     h5ark_value *objects = h5ark_value_map();
@@ -312,6 +313,7 @@ const command_def hdf_commands[] = {
       {"strict_types", ARG_BOOL, false},
       {"allow_errors", ARG_BOOL, false},
       {"calc_string_offsets", ARG_BOOL, false},
+      {"whitelist", ARG_STR_ARRAYS, false},
       {"tag_data", ARG_BOOL, false},
       {"start", ARG_UINT, false},
       {"stop", ARG_UINT, false},

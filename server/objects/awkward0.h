@@ -27,7 +27,8 @@ extern const size_t ak0_default_whitelist_len;
 /* Check every function the schema names (`call` and `function` nodes, in the order
  * awkward0's reader reaches them) against `wl` (NULL: the default). forbidden with
  * awkward0's words ("callable not in whitelist; ...") for the first that matches no
- * entry, and for a `python` node; schema_error for a schema that is not awkward0's JSON
+ * entry, and for a `python` node; wl == NULL means the default (an empty list allows
+ * nothing); schema_error for a schema that is not awkward0's JSON
  * (no `awkward0`/`awkward` key, not JSON, too deep). */
 int ak0_check_schema(const char *json, size_t len, const ak0_pattern *wl, size_t nwl,
                      h5ark_error *err);

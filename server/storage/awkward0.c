@@ -56,7 +56,31 @@ static int probe(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err
     size_t len = 0;
     char *schema = read_schema(pc->file, n->path, &len, err);
     if (!schema) return -1;
-    int rc = ak0_check_schema(schema, len, NULL, 0, err);
+    /* the request's whitelist replaces the default, as awkward0's `whitelist` argument */
+    const h5ark_value *wv = pc->ak0_whitelist;
+    size_t nwl = wv ? h5ark_value_len(wv) : 0, nparts = 0;
+    for (size_t i = 0; i < nwl; i++)
+        nparts += h5ark_value_len(h5ark_value_at(wv, i));
+    ak0_pattern *wl = wv ? calloc(nwl ? nwl : 1, sizeof *wl) : NULL;
+    const char **parts = wv ? calloc(nparts ? nparts : 1, sizeof *parts) : NULL;
+    if (wv && (!wl || !parts)) {
+        free(wl);
+        free(parts);
+        free(schema);
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    for (size_t i = 0, at = 0; i < nwl; i++) {
+        const h5ark_value *spec = h5ark_value_at(wv, i);
+        wl[i].parts = parts + at;
+        wl[i].n = h5ark_value_len(spec);
+        for (size_t k = 0; k < wl[i].n; k++) {
+            const h5ark_value *p = h5ark_value_at(spec, k);
+            parts[at++] = p->kind == H5ARK_STR || p->kind == H5ARK_BIN ? p->as.s.ptr : "";
+        }
+    }
+    int rc = ak0_check_schema(schema, len, wl, nwl, err);
+    free(wl);
+    free(parts);
     if (rc == 0) {
         char top[200];
         ak0_top_call(schema, len, top, sizeof top);

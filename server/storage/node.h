@@ -140,7 +140,8 @@ typedef struct {
     const char *path; /* absolute */
     uint64_t size;
     bool calc_offsets;
-    h5u_names *warnings; /* what the read goes on despite (NULL: not told) */
+    const h5ark_value *ak0_whitelist; /* NULL: awkward0's default */
+    h5u_names *warnings;              /* what the read goes on despite (NULL: not told) */
 } probe_ctx;
 
 /* Add a component node (its ds.name points at its path). NULL when out of memory. The

@@ -67,7 +67,8 @@ static int read_files(char *const *paths, size_t npaths, const char *const *data
                              .datasets = datasets,
                              .ndatasets = ndatasets,
                              .allow_errors = opts->allow_errors,
-                             .calc_offsets = opts->calc_string_offsets};
+                             .calc_offsets = opts->calc_string_offsets,
+                             .ak0_whitelist = opts->ak0_whitelist};
     read_probe st;
     if (sandbox_probe_read(&rq, &st, err)) return -1;
     storage_read_item *out = NULL;

@@ -74,6 +74,9 @@ typedef struct {
      * UINT64_MAX: through the last row. Only the bytes of those rows are read. */
     bool ranged;
     uint64_t start, stop;
+    /* awkward0 schemas: the allow-list that replaces the default (an array of arrays of
+     * strings), or NULL */
+    const h5ark_value *ak0_whitelist;
 } storage_read_options;
 
 typedef struct {

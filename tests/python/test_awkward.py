@@ -602,3 +602,31 @@ def test_fixtures_awkward0_whitelist(conn):
         else:
             assert err["code"] == "forbidden", (name, err)
             assert err["message"].endswith(want["error"]), (name, err, want)
+
+
+def test_awkward0_whitelist_arg(conn):
+    """`whitelist` replaces the default, as awkward0's argument does."""
+    node = {"call": ["mypkg.sub", "Point"], "args": [FROMBUFFER]}
+    with h5py.File(conn.dir / "ak0w.h5", "w") as h:
+        ak0_group(h, "custom", ak0_schema(node))
+        ak0_group(h, "plain", ak0_schema(FROMBUFFER))
+    err = conn.fail("readhdf", paths=["ak0w.h5"], datasets=["custom"])
+    assert err["code"] == "forbidden" and "[['mypkg.sub', 'Point']]" in err["message"]
+    wl = [["awkward0", "numpy", "frombuffer"], ["mypkg.*", "Po?nt"]]
+    err = conn.fail("readhdf", paths=["ak0w.h5"], datasets=["custom"], whitelist=wl)
+    assert err["code"] == "type_error", err
+    # the list replaces the default: numpy.frombuffer alone is no longer allowed
+    err = conn.fail("readhdf", paths=["ak0w.h5"], datasets=["plain"], whitelist=[["zlib"]])
+    assert err["code"] == "forbidden", err
+    err = conn.fail("readhdf", paths=["ak0w.h5"], datasets=["plain"], whitelist=[])
+    assert err["code"] == "forbidden", err
+    err = conn.fail("readhdf", paths=["ak0w.h5"], datasets=["plain"], whitelist=["awkward0"])
+    assert err["code"] == "bad_request" and "whitelist" in err["message"], err
+    if AK0.is_dir():
+        import shutil
+        shutil.copy(AK0 / "awkward0.hdf5", conn.dir / "fx_ak0w.hdf5")
+        extended = [["awkward0", "*Array"], ["awkward0", "numpy", "frombuffer"],
+                    ["tests.test_persist", "FloatPoint"]]
+        err = conn.fail("readhdf", paths=["fx_ak0w.hdf5"], datasets=["objectarray_nonwhitelisted"],
+                        whitelist=extended)
+        assert err["code"] == "type_error", err
