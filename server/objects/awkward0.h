@@ -9,6 +9,7 @@
 #include "h5ark_wire.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Limits of a schema: it describes an array, it is not one. */
 #define AK0_MAX_SCHEMA_BYTES (16u << 20)
@@ -38,3 +39,27 @@ int ak0_check_schema(const char *json, size_t len, const ak0_pattern *wl, size_t
 void ak0_top_call(const char *json, size_t len, char *out, size_t size);
 
 #endif
+
+/* ---- interpretation: an allowed schema as an awkward 2 form and buffers ---------------- */
+
+/* The bytes of blob `key` (as the schema's `read` names it). 0, or -1 when missing. */
+typedef int (*ak0_blob_fn)(void *ctx, const char *key, const unsigned char **data, uint64_t *n);
+
+typedef struct {
+    char *form; /* awkward 2 form JSON, malloc'd */
+    uint64_t length;
+    size_t n; /* buffers, named "<form_key>-<attribute>" */
+    char **names;
+    unsigned char **data;
+    uint64_t *nbytes;
+} ak0_result;
+
+/* Evaluate a schema (already checked by ak0_check_schema) over its blobs: numpy.frombuffer
+ * of simple and sub-array dtypes (either byte order), zlib.decompress, JaggedArray
+ * (fromcounts, starts/stops), Table.frompairs, StringArray.fromcounts, MaskedArray,
+ * IndexedArray. What has no awkward 2 equivalent here (a cycle, a shared array, an
+ * object or virtual array, other calls, lzma and lz4 blobs for now) is type_error naming
+ * it; blobs shorter than the schema says are schema_error. */
+int ak0_interpret(const char *json, size_t len, ak0_blob_fn blob, void *ctx, ak0_result *out,
+                  h5ark_error *err);
+void ak0_result_free(ak0_result *r);
