@@ -37,6 +37,30 @@ static int read_blob(const void *ctx, size_t i, uint64_t offset, void *dst, uint
     return 0;
 }
 
+typedef struct {
+    const uint8_t *bytes;
+    size_t len;
+} blob0;
+
+static int read_blob0(void *ctx, const char *key, const unsigned char **data, uint64_t *n) {
+    (void)key;
+    const blob0 *b = ctx;
+    *data = b->bytes;
+    *n = b->len;
+    return 0;
+}
+
+typedef struct {
+    const ak0_result *r;
+} blob_set;
+
+static int read_set(const void *ctx, size_t i, uint64_t offset, void *dst, uint64_t n) {
+    const ak0_result *r = ((const blob_set *)ctx)->r;
+    if (offset > r->nbytes[i] || n > r->nbytes[i] - offset) return -1;
+    memcpy(dst, r->data[i] + offset, n);
+    return 0;
+}
+
 static void collect(const ak_node *n, char (*names)[300], size_t *count) {
     ak_buffer_role roles[3];
     size_t nb = ak_node_buffers(n, roles);
@@ -52,8 +76,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t flen = nul ? (size_t)(nul - data) : size;
     h5ark_error err = {0};
     char top[100];
-    ak0_check_schema((const char *)data, flen, NULL, 0, &err);
     ak0_top_call((const char *)data, flen, top, sizeof top);
+    if (ak0_check_schema((const char *)data, flen, NULL, 0, &err) == 0 && nul) {
+        /* every blob the schema reads is the rest of the input */
+        blob0 b0 = {nul + 1, size - (size_t)(nul + 1 - data)};
+        ak0_result r;
+        if (ak0_interpret((const char *)data, flen, read_blob0, &b0, &r, &err) == 0) {
+            const char **names = (const char **)r.names;
+            blob_set bs = {&r};
+            ak_source src = {r.n, names, r.nbytes, read_set, &bs};
+            object_release(awkward_build(r.form, strlen(r.form), r.length, &src, &err));
+            ak0_result_free(&r);
+        }
+    }
     err = (h5ark_error){0};
     ak_form *form = ak_form_parse((const char *)data, flen, &err);
     if (!form || !nul || (size_t)(nul - data) + 2 > size) {

@@ -109,6 +109,24 @@ forms.append({"awkward0": "0.15.5", "schema": {"call": ["awkward0", "JaggedArray
               "args": [{"call": ["awkward0", "numpy", "frombuffer"], "args": [{"read": "1"},
               {"dtype": "int64"}, {"json": 3}]}, {"function": ["os", "system"]},
               {"tuple": [{"python": "gASV"}]}, {"dict": {"k": {"ref": 1}}}]}})
+fb = lambda key, dt, n: {"call": ["awkward0", "numpy", "frombuffer"],
+                         "args": [{"read": key}, {"dtype": dt}, {"json": n}]}
+forms += [
+    {"awkward0": "0.15.5", "schema": {"call": ["awkward0", "JaggedArray", "fromcounts"],
+                                      "args": [fb("1", "uint8", 4), fb("1", ">i2", 8)]}},
+    {"awkward0": "0.15.5", "schema": {"call": ["awkward0", "Table", "frompairs"], "args": [
+        {"pairs": [["x", fb("1", "int8", 3)], ["y", {"call": ["awkward0", "MaskedArray"],
+                   "args": [fb("1", "bool", 3), fb("1", "<u2", 3), {"json": True}]}]]},
+        {"json": 0}]}},
+    {"awkward0": "0.15.5", "schema": {"call": ["awkward0", "UnionArray", "fromtags"], "args": [
+        fb("1", "uint8", 2), {"list": [fb("1", "int32", 2), {"call": [
+            "awkward0", "StringArray", "fromcounts"], "args": [fb("1", "uint8", 2),
+            fb("1", "uint8", 8), {"json": "utf-8"}]}]}]}},
+    {"awkward0": "0.15.5", "schema": fb("1", ["<u2", [2]], 2) | {"id": 3}},
+    {"awkward0": "0.15.5", "schema": {"call": ["awkward0", "numpy", "frombuffer"], "args": [
+        {"call": ["zlib", "decompress"], "args": [{"read": "1"}]}, {"dtype": "int64"},
+        {"json": 1}]}},
+]
 for i, f in enumerate(forms):
     tail = bytes([3]) + bytes(range(0, 64, 1))
     (out / "form" / f"seed{i:02d}").write_bytes(json.dumps(f).encode() + b"\0" + tail)
