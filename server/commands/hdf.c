@@ -22,9 +22,17 @@ static int cmd_tohdf(command_ctx *ctx, h5ark_error *err) {
                           h5ark_value_len(datasets), n);
     const char *format = arg_str(ctx, "format", "arkouda");
     bool exetera = strcmp(format, "exetera") == 0;
-    if (!exetera && strcmp(format, "arkouda") != 0)
+    /* awkward objects are written in awkward 2's layout whatever the format says of the
+     * others; naming it is allowed, awkward0's layout is not written yet */
+    bool awkward = strcmp(format, "awkward") == 0;
+    if (strcmp(format, "awkward0") == 0)
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
-                          "tohdf: format must be arkouda or exetera, not '%.100s'", format);
+                          "tohdf: format awkward0 is not written yet (format awkward writes "
+                          "awkward 2's layout)");
+    if (!exetera && !awkward && strcmp(format, "arkouda") != 0)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "tohdf: format must be arkouda, exetera or awkward, not '%.100s'",
+                          format);
     if (exetera) {
         static const char *const arkouda_only[] = {"file_type", "dataframe_layout", "compression",
                                                    "compression_level"};
@@ -110,6 +118,16 @@ static int cmd_tohdf(command_ctx *ctx, h5ark_error *err) {
                 got++;
                 goto out;
             }
+    }
+    /* an awkward array is written whole: without a file_type, objects that are all awkward
+     * go to one file */
+    bool all_awkward = true;
+    for (size_t i = 0; i < n; i++)
+        all_awkward &= items[i].obj->objtype == H5ARK_AWKWARD;
+    if (all_awkward && !arg_value(ctx, "file_type")) file_type = STORAGE_SINGLE;
+    if (awkward && !all_awkward) {
+        h5ark_fail(err, H5ARK_BAD_REQUEST, "tohdf: format awkward writes awkward objects only");
+        goto out;
     }
     h5ark_value *files = h5ark_value_array();
     if (!files) {

@@ -335,7 +335,8 @@ static int store(hid_t loc, int file_index, const char *name, const object *obj,
      * offsets: one file holds it whole */
     if (part >= 0)
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
-                          "tohdf: awkward array '%s' is written whole: use file_type 'single'",
+                          "tohdf: awkward array '%s' is written whole: use file_type 'single' "
+                          "(the default when every object is awkward)",
                           name);
     const char *form = awkward_form_json(obj);
     if (!form) return h5ark_fail(err, H5ARK_INTERNAL, "awkward array '%s' has no form", name);

@@ -470,11 +470,28 @@ def test_tohdf_h5py(conn, case):
     assert got2 == got
 
 
-def test_tohdf_distributed_refused(conn):
+def test_tohdf_file_types(conn):
     form, length, bufs, _ = CASES["record"]
     name = conn.put_ak(form, length, bufs)["result"]["object"]["name"]
-    err = conn.fail("tohdf", names=[name], path="dist.h5")
+    err = conn.fail("tohdf", names=[name], path="dist.h5", file_type="distribute")
     assert err["code"] == "bad_request" and "single" in err["message"]
+    # with awkward objects only, one file is the default; format awkward may be named
+    hdr, _ = conn.ok("tohdf", names=[name], datasets=["a"], path="one.h5")
+    assert hdr["result"]["files"] == ["one.h5"]
+    hdr, _ = conn.ok("tohdf", names=[name], datasets=["a"], path="two.h5", format="awkward")
+    assert hdr["result"]["files"] == ["two.h5"]
+    err = conn.fail("tohdf", names=[name], path="x0.h5", format="awkward0")
+    assert err["code"] == "bad_request" and "awkward0" in err["message"]
+    other = conn.put(np.arange(3))
+    err = conn.fail("tohdf", names=[name, other], path="mix.h5", format="awkward")
+    assert err["code"] == "bad_request"
+    err = conn.fail("tohdf", names=[name, other], path="mix.h5")
+    assert err["code"] == "bad_request" and "single" in err["message"]
+    hdr, _ = conn.ok("tohdf", names=[name, other], datasets=["a", "b"], path="mix1.h5",
+                     file_type="single")
+    hdr, _ = conn.ok("readhdf", paths=["mix1.h5"])
+    assert hdr["result"]["objects"]["a"]["objtype"] == "awkward"
+    assert hdr["result"]["objects"]["b"]["objtype"] == "pdarray"
     check_alive(conn)
 
 
