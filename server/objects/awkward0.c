@@ -551,9 +551,20 @@ static int64_t *offsets_of(interp *c, val *counts) {
 }
 
 static val *list_offsets(interp *c, val *counts, val *content, json_t *params,
-                         json_t *content_params) {
-    int64_t *off = offsets_of(c, counts);
-    if (!off) return NULL;
+                         json_t *content_params, bool given) {
+    /* counts, or (given) the offsets themselves (fromoffsets: one more than the rows) */
+    int64_t *off = given ? ints_of(c, counts, "offsets") : offsets_of(c, counts);
+    if (off && given && counts->length == 0) {
+        free(off);
+        off = NULL;
+        h5ark_fail(c->err, H5ARK_SCHEMA_ERROR, "awkward0 schema: offsets are empty");
+    }
+    if (!off) {
+        json_decref(params);
+        json_decref(content_params);
+        return NULL;
+    }
+    if (given) counts->length--; /* rows */
     drop_buf(c, counts->buf);
     char key[32];
     next_key(c, key, sizeof key);
@@ -582,12 +593,13 @@ static val *call(interp *c, json_t *j, int depth) {
         strcmp(n, "util.frombuffer") == 0)
         return call_frombuffer(c, j, depth);
     if (strcmp(name, "zlib.decompress") == 0) return call_inflate(c, j, depth);
-    if (strcmp(n, "JaggedArray.fromcounts") == 0) {
-        val *cn = want(c, arg(c, j, 0, depth), V_ARRAY, "JaggedArray's counts");
+    if (strcmp(n, "JaggedArray.fromcounts") == 0 || strcmp(n, "JaggedArray.fromoffsets") == 0) {
+        val *cn = want(c, arg(c, j, 0, depth), V_ARRAY, "JaggedArray's counts or offsets");
         val *ct = cn ? want(c, arg(c, j, 1, depth), V_ARRAY, "JaggedArray's content") : NULL;
-        return ct ? list_offsets(c, cn, ct, NULL, NULL) : NULL;
+        return ct ? list_offsets(c, cn, ct, NULL, NULL, n[16] == 'o') : NULL;
     }
-    if (strcmp(n, "StringArray.fromcounts") == 0) {
+    if (strcmp(n, "StringArray.fromcounts") == 0 || strcmp(n, "StringArray.fromoffsets") == 0) {
+        bool given = n[16] == 'o';
         val *cn = want(c, arg(c, j, 0, depth), V_ARRAY, "StringArray's counts");
         val *ct = cn ? want(c, arg(c, j, 1, depth), V_ARRAY, "StringArray's content") : NULL;
         val *enc = ct ? arg(c, j, 2, depth) : NULL;
@@ -599,7 +611,7 @@ static val *call(interp *c, json_t *j, int depth) {
         bool utf8 = enc->kind == V_JSON && json_is_string(enc->json);
         return list_offsets(c, cn, ct,
                             json_pack("{s:s}", "__array__", utf8 ? "string" : "bytestring"),
-                            json_pack("{s:s}", "__array__", utf8 ? "char" : "byte"));
+                            json_pack("{s:s}", "__array__", utf8 ? "char" : "byte"), given);
     }
     if (strcmp(n, "JaggedArray") == 0) {
         val *s = want(c, arg(c, j, 0, depth), V_ARRAY, "JaggedArray's starts");
@@ -763,6 +775,63 @@ static val *call(interp *c, json_t *j, int depth) {
         json_object_set_new(f, "content", ct->form);
         ct->form = NULL;
         return array_val(c, f, x->length);
+    }
+    if (strcmp(n, "UnionArray") == 0) { /* tags, index, contents as given */
+        val *t = want(c, arg(c, j, 0, depth), V_ARRAY, "the tags");
+        val *x = t ? want(c, arg(c, j, 1, depth), V_ARRAY, "the index") : NULL;
+        val *cs = x ? want(c, arg(c, j, 2, depth), V_LIST, "the contents") : NULL;
+        int64_t *tv = cs ? ints_of(c, t, "the tags") : NULL;
+        int64_t *xv = tv ? ints_of(c, x, "the index") : NULL;
+        int8_t *tags = xv ? malloc(t->length ? t->length : 1) : NULL;
+        int rc = tags ? 0 : -1;
+        if (xv && !tags) oom(c);
+        if (rc == 0 && x->length < t->length)
+            rc = h5ark_fail(c->err, H5ARK_SCHEMA_ERROR, "awkward0 schema: a short union index");
+        for (uint64_t i = 0; rc == 0 && i < t->length; i++) {
+            if (tv[i] < 0 || tv[i] >= (int64_t)cs->nitems || tv[i] > 126)
+                rc = h5ark_fail(c->err, H5ARK_SCHEMA_ERROR,
+                                "awkward0 schema: union tag %lld has no content", (long long)tv[i]);
+            else
+                tags[i] = (int8_t)tv[i];
+        }
+        free(tv);
+        json_t *contents = rc == 0 ? json_array() : NULL;
+        for (size_t i = 0; contents && i < cs->nitems; i++) {
+            val *v = cs->items[i];
+            if (v->kind != V_ARRAY || v->used) {
+                rc = h5ark_fail(c->err, H5ARK_SCHEMA_ERROR,
+                                "awkward0 schema: a union content is not an array");
+                break;
+            }
+            v->used = true;
+            json_array_append_new(contents, v->form);
+            v->form = NULL;
+        }
+        char key[32];
+        next_key(c, key, sizeof key);
+        if (rc || !contents) {
+            free(xv);
+            free(tags);
+            json_decref(contents);
+            if (!rc) oom(c);
+            return NULL;
+        }
+        drop_buf(c, t->buf);
+        drop_buf(c, x->buf);
+        if (add_buf(c, key, "tags", (unsigned char *)tags, t->length) < 0 ||
+            int64_buf(c, key, "index", xv, t->length) < 0) {
+            json_decref(contents);
+            return NULL;
+        }
+        json_t *f = node("UnionArray", key);
+        if (!f) {
+            json_decref(contents);
+            return array_val(c, NULL, 0);
+        }
+        json_object_set_new(f, "tags", json_string("i8"));
+        json_object_set_new(f, "index", json_string("i64"));
+        json_object_set_new(f, "contents", contents);
+        return array_val(c, f, t->length);
     }
     if (strcmp(n, "UnionArray.fromtags") == 0) {
         val *t = want(c, arg(c, j, 0, depth), V_ARRAY, "the tags");
