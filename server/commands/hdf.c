@@ -24,15 +24,29 @@ static int cmd_tohdf(command_ctx *ctx, h5ark_error *err) {
     bool exetera = strcmp(format, "exetera") == 0;
     /* awkward objects are written in awkward 2's layout whatever the format says of the
      * others; naming it is allowed, awkward0's layout is not written yet */
-    bool awkward = strcmp(format, "awkward") == 0;
-    if (strcmp(format, "awkward0") == 0)
-        return h5ark_fail(err, H5ARK_BAD_REQUEST,
-                          "tohdf: format awkward0 is not written yet (format awkward writes "
-                          "awkward 2's layout)");
+    bool awkward0 = strcmp(format, "awkward0") == 0;
+    bool awkward = awkward0 || strcmp(format, "awkward") == 0;
     if (!exetera && !awkward && strcmp(format, "arkouda") != 0)
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
-                          "tohdf: format must be arkouda, exetera or awkward, not '%.100s'",
+                          "tohdf: format must be arkouda, exetera, awkward or awkward0, not "
+                          "'%.100s'",
                           format);
+    int ak0_policy = 0;
+    if (awkward0) { /* awkward0's own compression policies, not HDF5's */
+        const char *c = arg_str(ctx, "compression", "default");
+        ak0_policy = strcmp(c, "none") == 0      ? AK0_COMPRESS_NONE
+                     : strcmp(c, "default") == 0 ? AK0_COMPRESS_DEFAULT
+                     : strcmp(c, "all") == 0     ? AK0_COMPRESS_ALL
+                                                 : 0;
+        if (!ak0_policy)
+            return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                              "tohdf: format awkward0 takes compression default, all or none, "
+                              "not '%.100s'",
+                              c);
+        if (arg_value(ctx, "compression_level"))
+            return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                              "tohdf: compression_level does not apply to format awkward0");
+    }
     if (exetera) {
         static const char *const arkouda_only[] = {"file_type", "dataframe_layout", "compression",
                                                    "compression_level"};
@@ -76,12 +90,13 @@ static int cmd_tohdf(command_ctx *ctx, h5ark_error *err) {
     else if (strcmp(layout, "group") != 0)
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
                           "tohdf: dataframe_layout must be group or columns, not '%s'", layout);
-    const char *compression = arg_str(ctx, "compression", "none");
+    wopts.awkward0 = ak0_policy;
+    const char *compression = awkward0 ? "none" : arg_str(ctx, "compression", "none");
     bool gzip = strcmp(compression, "gzip") == 0;
     if (!gzip && strcmp(compression, "none") != 0)
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
                           "tohdf: compression must be none or gzip, not '%s'", compression);
-    if (arg_value(ctx, "compression_level")) {
+    if (!awkward0 && arg_value(ctx, "compression_level")) {
         int64_t level = arg_int(ctx, "compression_level", 0);
         if (!gzip)
             return h5ark_fail(err, H5ARK_BAD_REQUEST,
@@ -126,7 +141,7 @@ static int cmd_tohdf(command_ctx *ctx, h5ark_error *err) {
         all_awkward &= items[i].obj->objtype == H5ARK_AWKWARD;
     if (all_awkward && !arg_value(ctx, "file_type")) file_type = STORAGE_SINGLE;
     if (awkward && !all_awkward) {
-        h5ark_fail(err, H5ARK_BAD_REQUEST, "tohdf: format awkward writes awkward objects only");
+        h5ark_fail(err, H5ARK_BAD_REQUEST, "tohdf: format %s writes awkward objects only", format);
         goto out;
     }
     h5ark_value *files = h5ark_value_array();

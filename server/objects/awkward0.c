@@ -693,6 +693,17 @@ static val *call(interp *c, json_t *j, int depth) {
             oom(c);
             return NULL;
         }
+        /* columns "0", "1", ... in order are a tuple, as awkward0 names a tuple's */
+        bool tuple = json_array_size(fields) > 0;
+        for (size_t i = 0; tuple && i < json_array_size(fields); i++) {
+            char num[32];
+            snprintf(num, sizeof num, "%zu", i);
+            tuple = strcmp(json_string_value(json_array_get(fields, i)), num) == 0;
+        }
+        if (tuple) {
+            json_decref(fields);
+            fields = json_null();
+        }
         json_object_set_new(f, "fields", fields);
         json_object_set_new(f, "contents", contents);
         return array_val(c, f, length == UINT64_MAX ? 0 : length);

@@ -338,6 +338,7 @@ static int store(hid_t loc, int file_index, const char *name, const object *obj,
                           "tohdf: awkward array '%s' is written whole: use file_type 'single' "
                           "(the default when every object is awkward)",
                           name);
+    if (plan->awkward0) return awkward0_write(loc, name, obj, plan->awkward0, err);
     const char *form = awkward_form_json(obj);
     if (!form) return h5ark_fail(err, H5ARK_INTERNAL, "awkward array '%s' has no form", name);
     hid_t g = H5Gcreate2(loc, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);

@@ -9,8 +9,11 @@
 #include "layout.h"
 #include "objects/awkward.h"
 #include "objects/awkward0.h"
+#include "objects/awkward_form.h"
+#include "storage.h"
 
 #include <jansson.h>
+#include <zlib.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -281,3 +284,342 @@ const schema_family schema_awkward0 = {
     .build = build,
     .list = list,
 };
+
+/* ---- writing awkward0's layout ---------------------------------------------------------- */
+
+typedef struct {
+    hid_t group;
+    const object *obj;
+    int policy; /* AK0_COMPRESS_* */
+    int next_id;
+    h5ark_error *err;
+} writer;
+
+/* The bytes [from, from + n) of buffer `name` of obj, gathered (malloc'd). */
+static unsigned char *gather(writer *w, const char *name, uint64_t from, uint64_t n) {
+    const object *c = object_component_get(w->obj, name);
+    const darray *a = c ? c->values : NULL;
+    if (!a || from + n > a->size) {
+        h5ark_fail(w->err, H5ARK_INTERNAL, "awkward array: buffer '%s' is missing or short", name);
+        return NULL;
+    }
+    unsigned char *out = malloc(n * a->itemsize + 1);
+    if (!out) {
+        h5ark_fail(w->err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        return NULL;
+    }
+    for (int b = 0; b < a->nshards; b++) {
+        const shard *s = &a->shards[b];
+        uint64_t lo = from > s->start ? from : s->start;
+        uint64_t hi = from + n < s->start + s->count ? from + n : s->start + s->count;
+        if (lo < hi)
+            memcpy(out + (lo - from) * a->itemsize,
+                   (const char *)s->data + (lo - s->start) * a->itemsize, (hi - lo) * a->itemsize);
+    }
+    return out;
+}
+
+/* Element i of an integer buffer, as int64. */
+static int64_t int_at(writer *w, const char *name, uint64_t i) {
+    const object *c = object_component_get(w->obj, name);
+    const darray *a = c->values;
+    const shard *s = &a->shards[darray_shard_of(a, i)];
+    const char *p = (const char *)s->data + (i - s->start) * a->itemsize;
+    switch (a->dtype) {
+    case H5ARK_INT8: return *(const int8_t *)p;
+    case H5ARK_UINT8: return *(const uint8_t *)p;
+    case H5ARK_INT32: return *(const int32_t *)p;
+    case H5ARK_UINT32: return *(const uint32_t *)p;
+    default: return *(const int64_t *)p;
+    }
+}
+
+/* A blob dataset named by a fresh id, compressed as the policy says, and the schema node
+ * that reads it back: numpy.frombuffer(blob, dtype, count). Takes data. */
+static json_t *blob(writer *w, unsigned char *data, uint64_t nbytes, json_t *dtype, uint64_t count,
+                    bool integer) {
+    char key[32];
+    snprintf(key, sizeof key, "%d", w->next_id++);
+    bool zip = w->policy == AK0_COMPRESS_ALL ||
+               (w->policy == AK0_COMPRESS_DEFAULT && integer && nbytes >= 8192);
+    unsigned char *out = data;
+    uLongf packed = 0;
+    if (zip) { /* awkward0 compresses even when it makes a blob larger */
+        packed = compressBound((uLong)nbytes);
+        out = malloc(packed ? packed : 1);
+        if (!out || compress2(out, &packed, data, (uLong)nbytes, Z_DEFAULT_COMPRESSION) != Z_OK) {
+            free(out);
+            free(data);
+            json_decref(dtype);
+            h5ark_fail(w->err, H5ARK_RESOURCE_LIMIT, "cannot compress a blob");
+            return NULL;
+        }
+        free(data);
+        nbytes = packed;
+    }
+    hsize_t dims[1] = {nbytes};
+    hid_t sp = H5Screate_simple(1, dims, NULL);
+    hid_t d =
+        sp >= 0 ? H5Dcreate2(w->group, key, H5T_STD_U8LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)
+                : H5I_INVALID_HID;
+    int rc = d >= 0 && (nbytes == 0 ||
+                        H5Dwrite(d, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) >= 0)
+                 ? 0
+                 : h5u_fail(w->err, H5ARK_IO_ERROR, "cannot write blob '%s'", key);
+    if (d >= 0) H5Dclose(d);
+    if (sp >= 0) H5Sclose(sp);
+    free(out);
+    if (rc) {
+        json_decref(dtype);
+        return NULL;
+    }
+    json_t *read = json_pack("{s:s}", "read", key);
+    if (zip) read = json_pack("{s:[s,s], s:[o]}", "call", "zlib", "decompress", "args", read);
+    return json_pack("{s:[s,s,s], s:[o, {s:o}, {s:I}], s:i}", "call", "awkward0", "numpy",
+                     "frombuffer", "args", read, "dtype", dtype, "json", (json_int_t)count, "id",
+                     w->next_id++);
+}
+
+static json_t *ak0_call(const char *a, const char *b, json_t *args) {
+    if (b) return json_pack("{s:[s,s,s], s:o}", "call", "awkward0", a, b, "args", args);
+    return json_pack("{s:[s,s], s:o}", "call", "awkward0", a, "args", args);
+}
+
+/* A buffer's integers [0, n) as a blob of their own type. */
+static json_t *int_blob(writer *w, const char *name, uint64_t n) {
+    const object *c = object_component_get(w->obj, name);
+    if (!c) {
+        h5ark_fail(w->err, H5ARK_INTERNAL, "awkward array: buffer '%s' is missing", name);
+        return NULL;
+    }
+    unsigned char *data = gather(w, name, 0, n);
+    return data ? blob(w, data, n * c->values->itemsize,
+                       json_string(h5ark_dtype_name(c->values->dtype)), n, true)
+                : NULL;
+}
+
+/* Values computed here (int64 or bool bytes) as a blob; takes v. */
+static json_t *made_blob(writer *w, void *v, uint64_t n, const char *dtype, size_t size) {
+    return blob(w, v, n * size, json_string(dtype), n, true);
+}
+
+static json_t *write_node(writer *w, const ak_node *n, uint64_t length, int depth);
+
+static json_t *content_of(writer *w, const ak_node *n, size_t i, uint64_t length, int depth) {
+    return write_node(w, n->contents[i], length, depth + 1);
+}
+
+static json_t *write_node(writer *w, const ak_node *n, uint64_t length, int depth) {
+    char name[AK_MAX_KEY_BYTES + 16], name2[AK_MAX_KEY_BYTES + 16];
+    if (depth > AK_MAX_DEPTH) {
+        h5ark_fail(w->err, H5ARK_INTERNAL, "awkward array: form too deep");
+        return NULL;
+    }
+    switch (n->cls) {
+    case AK_NUMPY: {
+        if (strncmp(n->primitive, "datetime", 8) == 0 ||
+            strncmp(n->primitive, "timedelta", 9) == 0) {
+            h5ark_fail(w->err, H5ARK_TYPE_ERROR, "tohdf: awkward0 blobs of %s are not written yet",
+                       n->primitive);
+            return NULL;
+        }
+        ak_buffer_name(n, AK_BUF_DATA, name, sizeof name);
+        uint64_t elems = length * n->inner * n->per_item;
+        unsigned char *data = gather(w, name, 0, elems);
+        if (!data) return NULL;
+        json_t *dt = json_string(n->primitive);
+        if (n->inner_ndim) {
+            json_t *shape = json_array();
+            for (unsigned d = 0; d < n->inner_ndim; d++)
+                json_array_append_new(shape, json_integer((json_int_t)n->inner_shape[d]));
+            dt = json_pack("[o,o]", dt, shape);
+        }
+        bool integer = n->dtype != H5ARK_FLOAT32 && n->dtype != H5ARK_FLOAT64 &&
+                       strcmp(n->primitive, "float16") != 0;
+        return blob(w, data, elems * h5ark_dtype_size(n->dtype), dt, length, integer);
+    }
+    case AK_EMPTY: return blob(w, malloc(1), 0, json_string("float64"), 0, false);
+    case AK_LISTOFFSET:
+    case AK_REGULAR: {
+        json_t *offs;
+        uint64_t clen;
+        if (n->cls == AK_REGULAR) {
+            int64_t *o = malloc((length + 1) * sizeof *o);
+            if (!o) {
+                h5ark_fail(w->err, H5ARK_RESOURCE_LIMIT, "out of memory");
+                return NULL;
+            }
+            for (uint64_t i = 0; i <= length; i++)
+                o[i] = (int64_t)(i * n->size);
+            clen = length * n->size;
+            offs = made_blob(w, o, length + 1, "int64", 8);
+        } else {
+            ak_buffer_name(n, AK_BUF_OFFSETS, name, sizeof name);
+            clen = (uint64_t)int_at(w, name, length);
+            offs = int_blob(w, name, length + 1);
+        }
+        json_t *content = offs ? content_of(w, n, 0, clen, depth) : NULL;
+        if (!content) {
+            json_decref(offs);
+            return NULL;
+        }
+        bool str = n->array_param && (strcmp(n->array_param, "string") == 0 ||
+                                      strcmp(n->array_param, "bytestring") == 0);
+        if (str)
+            return ak0_call("StringArray", "fromoffsets",
+                            json_pack("[o, o, {s:o}]", offs, content, "json",
+                                      strcmp(n->array_param, "string") == 0 ? json_string("utf-8")
+                                                                            : json_null()));
+        return ak0_call("JaggedArray", "fromoffsets", json_pack("[o, o]", offs, content));
+    }
+    case AK_LIST: {
+        ak_buffer_name(n, AK_BUF_STARTS, name, sizeof name);
+        ak_buffer_name(n, AK_BUF_STOPS, name2, sizeof name2);
+        int64_t max = 0;
+        for (uint64_t i = 0; i < length; i++)
+            if (int_at(w, name2, i) > max) max = int_at(w, name2, i);
+        json_t *s = int_blob(w, name, length);
+        json_t *e = s ? int_blob(w, name2, length) : NULL;
+        json_t *content = e ? content_of(w, n, 0, (uint64_t)max, depth) : NULL;
+        if (!content) {
+            json_decref(s);
+            json_decref(e);
+            return NULL;
+        }
+        return ak0_call("JaggedArray", NULL, json_pack("[o, o, o]", s, e, content));
+    }
+    case AK_RECORD: {
+        json_t *pairs = json_array();
+        for (size_t i = 0; pairs && i < n->ncontents; i++) {
+            json_t *c = content_of(w, n, i, length, depth);
+            if (!c) {
+                json_decref(pairs);
+                return NULL;
+            }
+            char field[32];
+            snprintf(field, sizeof field, "%zu", i);
+            json_array_append_new(pairs, json_pack("[s, o]", n->fields ? n->fields[i] : field, c));
+        }
+        return ak0_call("Table", "frompairs",
+                        json_pack("[{s:o}, {s:i}]", "pairs", pairs, "json", 0));
+    }
+    case AK_INDEXED:
+    case AK_INDEXEDOPTION: {
+        ak_buffer_name(n, AK_BUF_INDEX, name, sizeof name);
+        int64_t *x = malloc((length ? length : 1) * sizeof *x), max = -1;
+        if (!x) {
+            h5ark_fail(w->err, H5ARK_RESOURCE_LIMIT, "out of memory");
+            return NULL;
+        }
+        for (uint64_t i = 0; i < length; i++) {
+            x[i] = int_at(w, name, i);
+            if (x[i] < 0) x[i] = -1; /* awkward0 masks exactly maskedwhen */
+            if (x[i] > max) max = x[i];
+        }
+        json_t *ix = made_blob(w, x, length, "int64", 8);
+        json_t *content = ix ? content_of(w, n, 0, (uint64_t)(max + 1), depth) : NULL;
+        if (!content) {
+            json_decref(ix);
+            return NULL;
+        }
+        if (n->cls == AK_INDEXED)
+            return ak0_call("IndexedArray", NULL, json_pack("[o, o]", ix, content));
+        return ak0_call("IndexedMaskedArray", NULL,
+                        json_pack("[o, o, {s:i}]", ix, content, "json", -1));
+    }
+    case AK_BYTEMASKED:
+    case AK_BITMASKED: {
+        ak_buffer_name(n, AK_BUF_MASK, name, sizeof name);
+        json_t *m;
+        if (n->cls == AK_BYTEMASKED) {
+            unsigned char *b = gather(w, name, 0, length);
+            for (uint64_t i = 0; b && i < length; i++)
+                b[i] = b[i] != 0;
+            m = b ? made_blob(w, b, length, "bool", 1) : NULL;
+        } else {
+            m = int_blob(w, name, (length + 7) / 8);
+        }
+        json_t *content = m ? content_of(w, n, 0, length, depth) : NULL;
+        if (!content) {
+            json_decref(m);
+            return NULL;
+        }
+        if (n->cls == AK_BYTEMASKED)
+            return ak0_call("MaskedArray", NULL,
+                            json_pack("[o, o, {s:b}]", m, content, "json", !n->valid_when));
+        return ak0_call("BitMaskedArray", NULL,
+                        json_pack("[o, o, {s:b}, {s:b}]", m, content, "json", !n->valid_when,
+                                  "json", n->lsb_order));
+    }
+    case AK_UNMASKED: return content_of(w, n, 0, length, depth); /* no mask: the values */
+    case AK_UNION: {
+        ak_buffer_name(n, AK_BUF_TAGS, name, sizeof name);
+        ak_buffer_name(n, AK_BUF_INDEX, name2, sizeof name2);
+        int64_t max[128];
+        for (size_t k = 0; k < n->ncontents; k++)
+            max[k] = -1;
+        for (uint64_t i = 0; i < length; i++) {
+            int64_t t = int_at(w, name, i), x = int_at(w, name2, i);
+            if (t >= 0 && (size_t)t < n->ncontents && x > max[t]) max[t] = x;
+        }
+        json_t *t = int_blob(w, name, length);
+        json_t *x = t ? int_blob(w, name2, length) : NULL;
+        json_t *contents = x ? json_array() : NULL;
+        for (size_t k = 0; contents && k < n->ncontents; k++) {
+            json_t *c = content_of(w, n, k, (uint64_t)(max[k] + 1), depth);
+            if (!c) {
+                json_decref(contents);
+                contents = NULL;
+                break;
+            }
+            json_array_append_new(contents, c);
+        }
+        if (!contents) {
+            json_decref(t);
+            json_decref(x);
+            return NULL;
+        }
+        return ak0_call("UnionArray", NULL, json_pack("[o, o, {s:o}]", t, x, "list", contents));
+    }
+    default: break;
+    }
+    h5ark_fail(w->err, H5ARK_INTERNAL, "awkward array: a node h5ark cannot write");
+    return NULL;
+}
+
+int awkward0_write(hid_t loc, const char *name, const object *obj, int policy, h5ark_error *err) {
+    const char *text = awkward_form_json(obj);
+    ak_form *form = text ? ak_form_parse(text, strlen(text), err) : NULL;
+    if (!form) return h5ark_fail_context(err, "awkward array '%s'", name);
+    hid_t g = H5Gcreate2(loc, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (g < 0) {
+        ak_form_free(form);
+        return h5u_fail(err, H5ARK_IO_ERROR, "cannot create group '%s'", name);
+    }
+    writer w = {.group = g, .obj = obj, .policy = policy, .next_id = 1, .err = err};
+    json_t *schema = write_node(&w, form->root, obj->size, 0);
+    int rc = schema ? 0 : -1;
+    char prefix[1100];
+    snprintf(prefix, sizeof prefix, "%s/", name);
+    json_t *doc = schema ? json_pack("{s:s, s:o, s:s}", "awkward0", "0.15.5", "schema", schema,
+                                     "prefix", prefix)
+                         : NULL;
+    char *bytes = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    if (rc == 0 && !bytes) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (rc == 0) {
+        hsize_t dims[1] = {strlen(bytes)};
+        hid_t sp = H5Screate_simple(1, dims, NULL);
+        hid_t d = sp >= 0 ? H5Dcreate2(g, CHILD_SCHEMA, H5T_STD_U8LE, sp, H5P_DEFAULT, H5P_DEFAULT,
+                                       H5P_DEFAULT)
+                          : H5I_INVALID_HID;
+        if (d < 0 || H5Dwrite(d, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes) < 0)
+            rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot write '%s'", CHILD_SCHEMA);
+        if (d >= 0) H5Dclose(d);
+        if (sp >= 0) H5Sclose(sp);
+    }
+    free(bytes);
+    json_decref(doc);
+    ak_form_free(form);
+    if (H5Gclose(g) < 0 && rc == 0) rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close '%s'", name);
+    return rc ? h5ark_fail_context(err, "awkward array '%s' in awkward0's layout", name) : 0;
+}

@@ -480,8 +480,6 @@ def test_tohdf_file_types(conn):
     assert hdr["result"]["files"] == ["one.h5"]
     hdr, _ = conn.ok("tohdf", names=[name], datasets=["a"], path="two.h5", format="awkward")
     assert hdr["result"]["files"] == ["two.h5"]
-    err = conn.fail("tohdf", names=[name], path="x0.h5", format="awkward0")
-    assert err["code"] == "bad_request" and "awkward0" in err["message"]
     other = conn.put(np.arange(3))
     err = conn.fail("tohdf", names=[name, other], path="mix.h5", format="awkward")
     assert err["code"] == "bad_request"
@@ -701,3 +699,60 @@ def test_awkward0_whitelist_arg(conn):
         err = conn.fail("readhdf", paths=["fx_ak0w.hdf5"], datasets=["objectarray_nonwhitelisted"],
                         whitelist=extended)
         assert err["code"] == "type_error", err
+
+
+AK0_WRITE_CASES = sorted(c for c in CASES if c != "datetime")
+
+
+@pytest.mark.parametrize("policy", ["default", "all", "none"])
+def test_tohdf_awkward0(conn, policy):
+    """format awkward0: schema.json + uint8 blobs, compressed as the policy says, read back
+    with the same values (awkward0 has no RegularArray or UnmaskedArray: those come back
+    as lists and plain values)."""
+    names = {}
+    for case in AK0_WRITE_CASES:
+        form, length, bufs, _ = CASES[case]
+        names[case] = conn.put_ak(form, length, bufs)["result"]["object"]["name"]
+    big = conn.put_ak(lo(np_node("int64", "n1"), "n0"), 2,
+                      {"n0-offsets": A([0, 1500, 3000], "<i8"),
+                       "n1-data": np.arange(3000, dtype="<i8")})["result"]["object"]["name"]
+    names["big"] = big
+    path = f"ak0_{policy}.h5"
+    conn.ok("tohdf", names=list(names.values()), datasets=list(names), path=path,
+            format="awkward0", compression=policy)
+    with h5py.File(conn.dir / path) as h:
+        for case in names:
+            g = h[case]
+            schema = json.loads(g["schema.json"][()].tobytes())
+            assert schema["awkward0"] and schema["schema"]["call"][0] == "awkward0", case
+            for k in g:
+                assert g[k].dtype == np.uint8 and g[k].ndim == 1, (case, k)
+            text = json.dumps(schema)
+            if policy == "none" or (policy == "default" and case != "big"):
+                assert "zlib" not in text, case
+            else:
+                assert "zlib" in text, case
+    hdr, _ = conn.ok("readhdf", paths=[path])
+    objs = hdr["result"]["objects"]
+    for case in AK0_WRITE_CASES:
+        form, length, bufs, _ = CASES[case]
+        want = to_list(form, length, {k: np.ascontiguousarray(v).tobytes() for k, v in bufs.items()})
+        f, n, got = conn.get_ak(objs[case]["name"])
+        assert n == length and to_list(f, n, got) == want, case
+    f, n, got = conn.get_ak(objs["big"]["name"])
+    assert to_list(f, n, got) == [list(range(1500)), list(range(1500, 3000))]
+
+
+def test_tohdf_awkward0_refusals(conn):
+    form, length, bufs, _ = CASES["datetime"]
+    name = conn.put_ak(form, length, bufs)["result"]["object"]["name"]
+    err = conn.fail("tohdf", names=[name], path="dt0.h5", format="awkward0")
+    assert err["code"] == "type_error" and "datetime64" in err["message"]
+    form, length, bufs, _ = CASES["numpy"]
+    name = conn.put_ak(form, length, bufs)["result"]["object"]["name"]
+    err = conn.fail("tohdf", names=[name], path="x0.h5", format="awkward0", compression="gzip")
+    assert err["code"] == "bad_request" and "default, all or none" in err["message"]
+    other = conn.put(np.arange(3))
+    err = conn.fail("tohdf", names=[name, other], path="x0.h5", format="awkward0")
+    assert err["code"] == "bad_request" and "awkward objects only" in err["message"]
+    check_alive(conn)
