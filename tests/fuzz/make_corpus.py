@@ -78,8 +78,27 @@ with h5py.File(out / "storage" / "exetera.h5", "w") as f:
     add_field(df, "k", "categorical,int8", chunks=4, values=np.array([0, 1, 1, -1, 0, 1], "i1"),
               key_values=np.array([0, 1], "i1"),
               key_names=np.array(["no", "yes"], dtype=h5py.string_dtype()))
+# awkward 2's layout (form and length attributes, typed buffers) and awkward0's (schema.json
+# and byte blobs)
+with h5py.File(out / "storage" / "awkward.h5", "w") as f:
+    g = f.create_group("ak2")
+    g.attrs["form"] = json.dumps({"class": "ListOffsetArray", "offsets": "i64", "form_key": "node0",
+                                  "content": {"class": "NumpyArray", "primitive": "int64",
+                                              "form_key": "node1"}})
+    g.attrs["length"] = 2
+    g["node0-offsets"] = np.array([0, 1, 3], "<i8")
+    g["node1-data"] = np.arange(3, dtype="<i8")
+    g = f.create_group("ak0")
+    schema = {"awkward0": "0.15.5", "schema": {"call": ["awkward0", "JaggedArray", "fromcounts"],
+              "args": [{"call": ["awkward0", "numpy", "frombuffer"], "args": [
+                  {"read": "1"}, {"dtype": "int64"}, {"json": 2}]},
+                  {"call": ["awkward0", "numpy", "frombuffer"], "args": [
+                      {"read": "2"}, {"dtype": "float64"}, {"json": 3}]}]}}
+    g["schema.json"] = np.frombuffer(json.dumps(schema).encode(), "u1")
+    g["1"] = np.frombuffer(np.array([1, 2], "<i8").tobytes(), "u1")
+    g["2"] = np.frombuffer(np.arange(3, dtype="<f8").tobytes(), "u1")
 fixtures = pathlib.Path(__file__).resolve().parents[3] / "shared" / "fixtures"
-for family in ("arkouda", "exetera"):
+for family in ("arkouda", "exetera", "awkward2", "awkward0"):
     shared = fixtures / family
     if shared.is_dir():
         for p in shared.iterdir():
