@@ -636,7 +636,8 @@ def test_fixtures_awkward0_whitelist(conn):
     shutil.copy(AK0 / "awkward0.hdf5", conn.dir / "fx_ak0.hdf5")
     reader = json.loads((AK0 / "reader.json").read_text())
     hdr, _ = conn.ok("lshdf", path="fx_ak0.hdf5")
-    names = [e["name"] for e in hdr["result"]["entries"] if e.get("objtype") == "awkward0"]
+    entries = {e["name"]: e for e in hdr["result"]["entries"] if e.get("objtype") == "awkward0"}
+    names = list(entries)
     assert set(reader["_keys_top"]) <= set(names)
     cases = json.loads((AK0 / "cases.json").read_text())
     names = reader["_keys_top"] + [f"custom_policies/{k}" for k in reader["_keys_custom_policies"]]
@@ -652,9 +653,13 @@ def test_fixtures_awkward0_whitelist(conn):
             assert AK0_NOT_READ[key] in rep["error"]["message"], (name, rep)
         else:
             assert rep["ok"], (name, rep)
-            f, n, got = conn.get_ak(rep["result"]["objects"][name]["name"])
+            desc = rep["result"]["objects"][name]
+            f, n, got = conn.get_ak(desc["name"])
             expected = json.loads((AK0 / cases[key]["expected"]).read_text())
             assert nan_to_text(to_list(f, n, got)) == expected, name
+            if "/" not in name:  # lshdf says what readhdf makes
+                e = entries[name]
+                assert e["length"] == n and json.loads(e["form"]) == f, (name, e)
 
 
 # what the fixture holds that h5ark does not turn into awkward 2 yet, and why
