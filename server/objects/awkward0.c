@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <lz4.h>
+#include <lzma.h>
 #include <zlib.h>
 
 #define P(...)                                                                                     \
@@ -532,6 +534,77 @@ static val *call_inflate(interp *c, json_t *j, int depth) {
     return v;
 }
 
+static val *bytes_val(interp *c, unsigned char *out, uint64_t len) {
+    val *v = new_val(c, V_BYTES);
+    if (!v || !keep(c, out)) {
+        if (v) oom(c);
+        return NULL;
+    }
+    v->bytes = out;
+    v->nbytes = len;
+    return v;
+}
+
+/* lzma.decompress: .xz or .lzma, as Python's FORMAT_AUTO takes them */
+static val *call_unxz(interp *c, json_t *j, int depth) {
+    val *b = want(c, arg(c, j, 0, depth), V_BYTES, "decompress's buffer");
+    if (!b) return NULL;
+    lzma_stream zs = LZMA_STREAM_INIT;
+    if (lzma_auto_decoder(&zs, AK0_MAX_BLOB, 0) != LZMA_OK) {
+        oom(c);
+        return NULL;
+    }
+    uint64_t cap = b->nbytes * 4 + 64, len = 0;
+    unsigned char *out = malloc(cap);
+    zs.next_in = b->bytes;
+    zs.avail_in = b->nbytes;
+    lzma_ret rc = LZMA_OK;
+    while (out && rc == LZMA_OK) {
+        if (len == cap) {
+            if (cap >= AK0_MAX_BLOB) break;
+            unsigned char *n = realloc(out, cap * 2);
+            if (!n) break;
+            out = n;
+            cap *= 2;
+        }
+        zs.next_out = out + len;
+        zs.avail_out = cap - len;
+        rc = lzma_code(&zs, LZMA_FINISH);
+        len = cap - zs.avail_out;
+    }
+    lzma_end(&zs);
+    if (!out || rc != LZMA_STREAM_END) {
+        free(out);
+        h5ark_fail(c->err, H5ARK_SCHEMA_ERROR,
+                   "awkward0 schema: an lzma blob does not decompress (or is over 4 GiB)");
+        return NULL;
+    }
+    return bytes_val(c, out, len);
+}
+
+/* lz4.block.decompress: the size (4 bytes, little-endian) then one LZ4 block */
+static val *call_unlz4(interp *c, json_t *j, int depth) {
+    val *b = want(c, arg(c, j, 0, depth), V_BYTES, "decompress's buffer");
+    if (!b) return NULL;
+    uint32_t size = 0;
+    if (b->nbytes >= 4)
+        size = (uint32_t)b->bytes[0] | (uint32_t)b->bytes[1] << 8 | (uint32_t)b->bytes[2] << 16 |
+               (uint32_t)b->bytes[3] << 24;
+    unsigned char *out = b->nbytes >= 4 && size <= INT32_MAX && b->nbytes - 4 <= INT32_MAX
+                             ? malloc((size_t)size + 1)
+                             : NULL;
+    int got = out ? LZ4_decompress_safe((const char *)b->bytes + 4, (char *)out,
+                                        (int)(b->nbytes - 4), (int)size)
+                  : -1;
+    if (got < 0 || (uint32_t)got != size) {
+        free(out);
+        h5ark_fail(c->err, H5ARK_SCHEMA_ERROR,
+                   "awkward0 schema: an lz4.block blob does not decompress");
+        return NULL;
+    }
+    return bytes_val(c, out, size);
+}
+
 /* offsets from counts (JaggedArray.fromcounts, StringArray.fromcounts) */
 static int64_t *offsets_of(interp *c, val *counts) {
     int64_t *n = ints_of(c, counts, "counts");
@@ -593,6 +666,9 @@ static val *call(interp *c, json_t *j, int depth) {
         strcmp(n, "util.frombuffer") == 0)
         return call_frombuffer(c, j, depth);
     if (strcmp(name, "zlib.decompress") == 0) return call_inflate(c, j, depth);
+    if (strcmp(name, "lzma.decompress") == 0 || strcmp(name, "backports.lzma.decompress") == 0)
+        return call_unxz(c, j, depth);
+    if (strcmp(name, "lz4.block.decompress") == 0) return call_unlz4(c, j, depth);
     if (strcmp(n, "JaggedArray.fromcounts") == 0 || strcmp(n, "JaggedArray.fromoffsets") == 0) {
         val *cn = want(c, arg(c, j, 0, depth), V_ARRAY, "JaggedArray's counts or offsets");
         val *ct = cn ? want(c, arg(c, j, 1, depth), V_ARRAY, "JaggedArray's content") : NULL;
@@ -899,12 +975,6 @@ static val *call(interp *c, json_t *j, int depth) {
         json_object_set_new(f, "index", json_string("i64"));
         json_object_set_new(f, "contents", contents);
         return array_val(c, f, t->length);
-    }
-    if (strcmp(name, "lzma.decompress") == 0 || strcmp(name, "backports.lzma.decompress") == 0 ||
-        strcmp(name, "lz4.block.decompress") == 0) {
-        h5ark_fail(c->err, H5ARK_TYPE_ERROR,
-                   "awkward0 schema: %s blobs are not decompressed yet (zlib ones are)", name);
-        return NULL;
     }
     char what[260];
     snprintf(what, sizeof what, "the call %s", name);

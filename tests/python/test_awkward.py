@@ -564,9 +564,18 @@ AK0_CASES = {
     "bad_zlib": ({"call": ["awkward0", "numpy", "frombuffer"],
                   "args": [{"call": ["zlib", "decompress"], "args": [{"read": "1"}]},
                            {"dtype": "int64"}, {"json": 1}]}, "schema_error", "zlib"),
-    "lzma": ({"call": ["awkward0", "numpy", "frombuffer"],
-              "args": [{"call": ["lzma", "decompress"], "args": [{"read": "1"}]},
-                       {"dtype": "int64"}, {"json": 1}]}, "type_error", "not decompressed yet"),
+    "bad_lzma": ({"call": ["awkward0", "numpy", "frombuffer"],
+                  "args": [{"call": ["lzma", "decompress"], "args": [{"read": "1"}]},
+                           {"dtype": "int64"}, {"json": 1}]}, "schema_error", "lzma blob"),
+    "bad_lz4": ({"call": ["awkward0", "numpy", "frombuffer"],
+                 "args": [{"call": ["lz4.block", "decompress"], "args": [{"read": "1"}]},
+                          {"dtype": "int64"}, {"json": 1}]}, "schema_error", "lz4.block blob"),
+    "lzma_xz": ({"call": ["awkward0", "numpy", "frombuffer"],
+                 "args": [{"call": ["lzma", "decompress"], "args": [{"read": "xz"}]},
+                          {"dtype": "int64"}, {"json": 3}]}, [0, 1, 2], None),
+    "lzma_alone": ({"call": ["awkward0", "numpy", "frombuffer"],
+                    "args": [{"call": ["lzma", "decompress"], "args": [{"read": "alone"}]},
+                             {"dtype": "int64"}, {"json": 3}]}, [0, 1, 2], None),
     "bad_tag": ({"call": ["awkward0", "UnionArray", "fromtags"],
                  "args": [{"call": ["awkward0", "numpy", "frombuffer"],
                            "args": [{"read": "1"}, {"dtype": "uint8"}, {"json": 9}]},
@@ -594,8 +603,12 @@ AK0_CASES = {
 
 def test_awkward0_whitelist(conn):
     with h5py.File(conn.dir / "ak0.h5", "w") as h:
+        import lzma
+        raw = np.arange(3, dtype="<i8").tobytes()
         for name, (node, _, _) in AK0_CASES.items():
-            ak0_group(h, name, ak0_schema(node), {"1": np.arange(3, dtype="<i8").tobytes()})
+            ak0_group(h, name, ak0_schema(node), {
+                "1": raw, "xz": lzma.compress(raw),
+                "alone": lzma.compress(raw, format=lzma.FORMAT_ALONE)})
         g = h.create_group("not_schema")
         g["schema.json"] = np.frombuffer(b"{not json", "u1")
         g = h.create_group("no_marker")
@@ -664,8 +677,7 @@ def test_fixtures_awkward0_whitelist(conn):
 
 # what the fixture holds that h5ark does not turn into awkward 2 yet, and why
 AK0_NOT_READ = {"chunked": "ChunkedArray", "crossref": "cyclic", "numpy_struct": "dtype",
-                "shared_column": "shared", "compress_lz4_all": "lz4.block",
-                "compress_lzma_floats": "lzma"}
+                "shared_column": "shared"}
 
 
 def nan_to_text(v):
