@@ -145,7 +145,9 @@ forms += [
     {"awkward0": "0.15.5", "schema": {"call": ["awkward0", "numpy", "frombuffer"], "args": [
         {"call": ["zlib", "decompress"], "args": [{"read": "1"}]}, {"dtype": "int64"},
         {"json": 1}]}},
-]
+] + [{"awkward0": "0.15.5", "schema": {"call": ["awkward0", "numpy", "frombuffer"], "args": [
+        {"call": codec, "args": [{"read": "1"}]}, {"dtype": "uint8"}, {"json": 2}]}}
+     for codec in (["lzma", "decompress"], ["lz4.block", "decompress"])]
 for i, f in enumerate(forms):
     tail = bytes([3]) + bytes(range(0, 64, 1))
     (out / "form" / f"seed{i:02d}").write_bytes(json.dumps(f).encode() + b"\0" + tail)
