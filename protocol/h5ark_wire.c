@@ -88,8 +88,8 @@ bool h5ark_dtype_is_float(h5ark_dtype d) {
 }
 
 static const char *const objtype_names[H5ARK_OBJTYPE_COUNT] = {
-    "pdarray", "strings",   "arrayview", "segarray",  "categorical",
-    "groupby", "dataframe", "index",     "multiindex"};
+    "pdarray", "strings",   "arrayview", "segarray",   "categorical",
+    "groupby", "dataframe", "index",     "multiindex", "awkward"};
 
 const char *h5ark_objtype_name(h5ark_objtype t) {
     return (unsigned)t < H5ARK_OBJTYPE_COUNT ? objtype_names[t] : "unknown";

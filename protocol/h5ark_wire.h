@@ -81,6 +81,7 @@ typedef enum {
     H5ARK_DATAFRAME,
     H5ARK_INDEX,
     H5ARK_MULTIINDEX,
+    H5ARK_AWKWARD, /* an awkward 2 array: form, length and buffers */
     H5ARK_OBJTYPE_COUNT
 } h5ark_objtype;
 

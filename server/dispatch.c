@@ -33,6 +33,7 @@ static const char *arg_type_name(arg_type t) {
     case ARG_SCALAR: return "a number or a boolean";
     case ARG_STR_ARRAY: return "an array of strings";
     case ARG_UINT_ARRAY: return "an array of non-negative integers";
+    case ARG_STR_ARRAYS: return "an array of arrays of strings";
     }
     return "?";
 }
@@ -49,9 +50,12 @@ static bool arg_matches(const h5ark_value *v, arg_type t) {
     case ARG_SCALAR: return h5ark_value_is_number(v) || v->kind == H5ARK_BOOL;
     case ARG_STR_ARRAY:
     case ARG_UINT_ARRAY:
+    case ARG_STR_ARRAYS:
         if (v->kind != H5ARK_ARRAY) return false;
         for (size_t k = 0; k < h5ark_value_len(v); k++)
-            if (!arg_matches(h5ark_value_at(v, k), t == ARG_STR_ARRAY ? ARG_STR : ARG_UINT))
+            if (!arg_matches(h5ark_value_at(v, k), t == ARG_STR_ARRAY    ? ARG_STR
+                                                   : t == ARG_STR_ARRAYS ? ARG_STR_ARRAY
+                                                                         : ARG_UINT))
                 return false;
         return true;
     }

@@ -13,14 +13,15 @@
 #include <stdbool.h>
 
 typedef enum {
-    ARG_STR,       /* string */
-    ARG_BOOL,      /* true/false */
-    ARG_INT,       /* integer fitting int64 */
-    ARG_UINT,      /* non-negative integer */
-    ARG_NUMBER,    /* integer or float */
-    ARG_SCALAR,    /* integer, float or boolean */
-    ARG_STR_ARRAY, /* array of strings */
-    ARG_UINT_ARRAY /* array of non-negative integers */
+    ARG_STR,        /* string */
+    ARG_BOOL,       /* true/false */
+    ARG_INT,        /* integer fitting int64 */
+    ARG_UINT,       /* non-negative integer */
+    ARG_NUMBER,     /* integer or float */
+    ARG_SCALAR,     /* integer, float or boolean */
+    ARG_STR_ARRAY,  /* array of strings */
+    ARG_UINT_ARRAY, /* array of non-negative integers */
+    ARG_STR_ARRAYS  /* array of arrays of strings (awkward0 whitelist specs) */
 } arg_type;
 
 typedef struct {

@@ -2,6 +2,7 @@
 #include "commands.h"
 
 #include "locales.h"
+#include "objects/awkward.h"
 #include "objects/bigint.h"
 #include "objects/pdarray.h"
 #include "objects/strings.h"
@@ -204,13 +205,61 @@ static int check_buffer_names(command_ctx *ctx, const char *const *allowed, h5ar
     return 0;
 }
 
+/* The request's payload as the buffers of an awkward array. */
+typedef struct {
+    const h5ark_payload *payload;
+    const h5ark_buffer_list *buffers;
+} payload_source;
+
+static int read_payload(const void *ctx, size_t i, uint64_t offset, void *dst, uint64_t n) {
+    const payload_source *ps = ctx;
+    return h5ark_payload_copy(ps->payload, ps->buffers->items[i].offset + offset, dst, n);
+}
+
+/* put objtype awkward: form + length + the buffers by name (awkward.h checks them all). */
+static int put_awkward(command_ctx *ctx, h5ark_error *err) {
+    static const char *const not_here[] = {"dtype", "shape", "size", "tag", "max_bits", NULL};
+    for (const char *const *a = not_here; *a; a++)
+        if (arg_has(ctx, *a))
+            return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                              "put: '%s' does not apply to objtype awkward (give 'form' and "
+                              "'length')",
+                              *a);
+    if (!arg_has(ctx, "form") || !arg_has(ctx, "length"))
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "put: objtype awkward needs 'form' (JSON) and 'length'");
+    if (ranks_count() > 1) return not_on_ranks("put of awkward", err);
+    const char *form = arg_str(ctx, "form", "");
+    size_t n = ctx->buffers->count;
+    const char **names = calloc(n ? n : 1, sizeof *names);
+    uint64_t *nbytes = calloc(n ? n : 1, sizeof *nbytes);
+    if (!names || !nbytes) {
+        free(names);
+        free(nbytes);
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        names[i] = ctx->buffers->items[i].name;
+        nbytes[i] = ctx->buffers->items[i].nbytes;
+    }
+    payload_source ps = {ctx->payload, ctx->buffers};
+    ak_source src = {n, names, nbytes, read_payload, &ps};
+    object *obj = awkward_build(form, strlen(form), arg_uint(ctx, "length", 0), &src, err);
+    free(names);
+    free(nbytes);
+    if (!obj) return -1;
+    return publish_and_describe(ctx, obj, err);
+}
+
 static int cmd_put(command_ctx *ctx, h5ark_error *err) {
     h5ark_objtype objtype;
     const char *type = arg_str(ctx, "objtype", "pdarray");
+    if (h5ark_objtype_from_name(type, &objtype) && objtype == H5ARK_AWKWARD)
+        return put_awkward(ctx, err);
     if (!h5ark_objtype_from_name(type, &objtype) ||
         (objtype != H5ARK_PDARRAY && objtype != H5ARK_STRINGS))
         return h5ark_fail(err, H5ARK_TYPE_ERROR,
-                          "put: objtype must be pdarray or strings, not '%s'", type);
+                          "put: objtype must be pdarray, strings or awkward, not '%s'", type);
     uint64_t size;
     bool given;
     if (parse_size(ctx, "put", &size, &given, err)) return -1;
@@ -453,6 +502,20 @@ static int add_object_buffers(command_ctx *ctx, object *obj, const char *prefix,
         if (ranks_count() > 1) return add_spans_ranks(ctx, obj->values, from, to, err);
         return add_spans(ctx, obj->values, from, to, err);
     }
+    if (obj->objtype == H5ARK_AWKWARD) { /* the buffers under their own names, as put takes */
+        if (ranks_count() > 1) return not_on_ranks("get of awkward", err);
+        if (from != 0 || to != obj->size)
+            return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                              "get: an awkward array is sent whole (no 'start'/'stop')");
+        for (size_t i = 0; i < obj->ncomponents; i++) {
+            const darray *a = obj->components[i].obj->values;
+            snprintf(name, sizeof name, "%s%s", prefix, obj->components[i].name);
+            if (reply_buffer_begin(ctx, name, a->size * a->itemsize, obj, err) ||
+                add_spans(ctx, a, 0, a->size, err))
+                return -1;
+        }
+        return 0;
+    }
     if (ranks_count() > 1 && obj->objtype == H5ARK_STRINGS) {
         char vname[1024];
         snprintf(name, sizeof name, "%ssegments", prefix);
@@ -556,6 +619,8 @@ const command_def array_commands[] = {
       {"max_bits", ARG_INT, false},
       {"tag", ARG_STR, false},
       {"name", ARG_STR, false},
+      {"form", ARG_STR, false},
+      {"length", ARG_UINT, false},
       {0}},
      .ranks = RANKS_EVERY},
     {"get",

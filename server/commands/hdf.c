@@ -23,9 +23,31 @@ static int cmd_tohdf(command_ctx *ctx, h5ark_error *err) {
                           h5ark_value_len(datasets), n);
     const char *format = arg_str(ctx, "format", "arkouda");
     bool exetera = strcmp(format, "exetera") == 0;
-    if (!exetera && strcmp(format, "arkouda") != 0)
+    /* awkward objects are written in awkward 2's layout whatever the format says of the
+     * others; naming it is allowed, awkward0's layout is not written yet */
+    bool awkward0 = strcmp(format, "awkward0") == 0;
+    bool awkward = awkward0 || strcmp(format, "awkward") == 0;
+    if (!exetera && !awkward && strcmp(format, "arkouda") != 0)
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
-                          "tohdf: format must be arkouda or exetera, not '%.100s'", format);
+                          "tohdf: format must be arkouda, exetera, awkward or awkward0, not "
+                          "'%.100s'",
+                          format);
+    int ak0_policy = 0;
+    if (awkward0) { /* awkward0's own compression policies, not HDF5's */
+        const char *c = arg_str(ctx, "compression", "default");
+        ak0_policy = strcmp(c, "none") == 0      ? AK0_COMPRESS_NONE
+                     : strcmp(c, "default") == 0 ? AK0_COMPRESS_DEFAULT
+                     : strcmp(c, "all") == 0     ? AK0_COMPRESS_ALL
+                                                 : 0;
+        if (!ak0_policy)
+            return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                              "tohdf: format awkward0 takes compression default, all or none, "
+                              "not '%.100s'",
+                              c);
+        if (arg_value(ctx, "compression_level"))
+            return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                              "tohdf: compression_level does not apply to format awkward0");
+    }
     if (exetera) {
         static const char *const arkouda_only[] = {"file_type", "dataframe_layout", "compression",
                                                    "compression_level"};
@@ -74,12 +96,13 @@ static int cmd_tohdf(command_ctx *ctx, h5ark_error *err) {
     else if (strcmp(layout, "group") != 0)
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
                           "tohdf: dataframe_layout must be group or columns, not '%s'", layout);
-    const char *compression = arg_str(ctx, "compression", "none");
+    wopts.awkward0 = ak0_policy;
+    const char *compression = awkward0 ? "none" : arg_str(ctx, "compression", "none");
     bool gzip = strcmp(compression, "gzip") == 0;
     if (!gzip && strcmp(compression, "none") != 0)
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
                           "tohdf: compression must be none or gzip, not '%s'", compression);
-    if (arg_value(ctx, "compression_level")) {
+    if (!awkward0 && arg_value(ctx, "compression_level")) {
         int64_t level = arg_int(ctx, "compression_level", 0);
         if (!gzip)
             return h5ark_fail(err, H5ARK_BAD_REQUEST,
@@ -116,6 +139,16 @@ static int cmd_tohdf(command_ctx *ctx, h5ark_error *err) {
                 got++;
                 goto out;
             }
+    }
+    /* an awkward array is written whole: without a file_type, objects that are all awkward
+     * go to one file */
+    bool all_awkward = true;
+    for (size_t i = 0; i < n; i++)
+        all_awkward &= items[i].obj->objtype == H5ARK_AWKWARD;
+    if (all_awkward && !arg_value(ctx, "file_type")) file_type = STORAGE_SINGLE;
+    if (awkward && !all_awkward) {
+        h5ark_fail(err, H5ARK_BAD_REQUEST, "tohdf: format %s writes awkward objects only", format);
+        goto out;
     }
     h5ark_value *files = h5ark_value_array();
     if (!files) {
@@ -207,6 +240,7 @@ static int cmd_readhdf(command_ctx *ctx, h5ark_error *err) {
         .ranged = arg_value(ctx, "start") || arg_value(ctx, "stop"),
         .start = arg_uint(ctx, "start", 0),
         .stop = arg_uint(ctx, "stop", UINT64_MAX),
+        .ak0_whitelist = arg_value(ctx, "whitelist"),
     };
     h5ark_value *file_errors = h5ark_value_array();
     h5ark_value *objects = h5ark_value_map();
@@ -358,6 +392,7 @@ const command_def hdf_commands[] = {
       {"strict_types", ARG_BOOL, false},
       {"allow_errors", ARG_BOOL, false},
       {"calc_string_offsets", ARG_BOOL, false},
+      {"whitelist", ARG_STR_ARRAYS, false},
       {"tag_data", ARG_BOOL, false},
       {"start", ARG_UINT, false},
       {"stop", ARG_UINT, false},

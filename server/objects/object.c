@@ -163,6 +163,22 @@ object *object_new_pdarray(h5ark_dtype dtype, uint64_t size, h5ark_error *err) {
     return obj;
 }
 
+object *object_new_pdarray_counts(h5ark_dtype dtype, uint64_t size, const uint64_t *counts,
+                                  h5ark_error *err) {
+    if (dtype == H5ARK_STRING) {
+        h5ark_fail(err, H5ARK_TYPE_ERROR, "a pdarray cannot have dtype str");
+        return NULL;
+    }
+    object *obj = object_alloc(H5ARK_PDARRAY, dtype, size, err);
+    if (!obj) return NULL;
+    obj->values = darray_new(dtype, size, counts, err);
+    if (!obj->values) {
+        object_release(obj);
+        return NULL;
+    }
+    return obj;
+}
+
 object *object_new_strings(uint64_t nstrings, const uint64_t *byte_counts, h5ark_error *err) {
     object *obj = object_alloc(H5ARK_STRINGS, H5ARK_STRING, nstrings, err);
     if (!obj) return NULL;

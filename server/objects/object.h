@@ -82,6 +82,10 @@ struct object {
 
 /* A pdarray of `size` elements, block-distributed, contents undefined. */
 object *object_new_pdarray(h5ark_dtype dtype, uint64_t size, h5ark_error *err);
+/* The same with shard b holding counts[b] elements (a layout of the caller's, such as an
+ * awkward array's rows). */
+object *object_new_pdarray_counts(h5ark_dtype dtype, uint64_t size, const uint64_t *counts,
+                                  h5ark_error *err);
 /* A strings object of `nstrings` strings, block-distributed; byte_counts[b] is the number
  * of bytes (NULs included) the strings on locale b take. Contents undefined. */
 object *object_new_strings(uint64_t nstrings, const uint64_t *byte_counts, h5ark_error *err);

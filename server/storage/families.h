@@ -20,6 +20,11 @@ extern const schema_family schema_index;
 extern const schema_family schema_multiindex;
 extern const schema_family schema_exetera_df;
 extern const schema_family schema_exetera_field;
+extern const schema_family schema_awkward;
+extern const schema_family schema_awkward0;
+/* An awkward object as awkward0 stores it: group `name` with schema.json and its blobs,
+ * written at once (awkward0.c). */
+int awkward0_write(hid_t loc, const char *name, const object *obj, int policy, h5ark_error *err);
 
 /* ---- pdarray.c ---- */
 /* ObjType of a pdarray: 1, or 7-9 for its tag. */

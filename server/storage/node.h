@@ -74,6 +74,10 @@ typedef enum {
     KIND_H5STRINGS,     /* a plain HDF5 string dataset */
     KIND_EXETERA_DF,    /* an ExeTera dataframe: a group of field groups */
     KIND_EXETERA_FIELD, /* an ExeTera field: a group with a `fieldtype` attribute */
+    KIND_AWKWARD,       /* an awkward 2 group: `form` and `length` attributes, one dataset a
+                           buffer (its node keeps the form in `fieldtype`, the length in
+                           shape[0]) */
+    KIND_AWKWARD0,      /* an awkward0 group: `schema.json` and byte blobs */
     KIND_COUNT
 } read_kind;
 
@@ -142,7 +146,8 @@ typedef struct {
     const char *path; /* absolute */
     uint64_t size;
     bool calc_offsets;
-    h5u_names *warnings; /* what the read goes on despite (NULL: not told) */
+    const h5ark_value *ak0_whitelist; /* NULL: awkward0's default */
+    h5u_names *warnings;              /* what the read goes on despite (NULL: not told) */
 } probe_ctx;
 
 /* Add a component node (its ds.name points at its path). NULL when out of memory. The

@@ -34,8 +34,9 @@ int write_plan_close(write_plan *plan, h5ark_error *err) {
     free(plan->v);
     free(plan->chunks);
     free(plan->dsets);
-    *plan =
-        (write_plan){.gzip_level = plan->gzip_level, .dataframe_columns = plan->dataframe_columns};
+    *plan = (write_plan){.gzip_level = plan->gzip_level,
+                         .dataframe_columns = plan->dataframe_columns,
+                         .awkward0 = plan->awkward0};
     return rc;
 }
 

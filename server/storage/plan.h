@@ -60,6 +60,7 @@ typedef struct {
     hid_t *dsets; /* the chunked datasets, open until the locales have written them */
     size_t ndsets, dsets_cap;
     int gzip_level;         /* 0: contiguous datasets; 1-9: chunked and compressed by the locales */
+    int awkward0;           /* awkward objects in awkward0's layout: its AK0_COMPRESS_* policy */
     bool dataframe_columns; /* a DataFrame at a file's top level as one object per column */
 } write_plan;
 

@@ -167,6 +167,7 @@ static int probe_file(const read_probe_request *rq, size_t k, read_probe *st, h5
                     .path = path,
                     .size = (uint64_t)size,
                     .calc_offsets = rq->calc_offsets,
+                    .ak0_whitelist = rq->ak0_whitelist,
                     .warnings = &st->warnings};
     size_t warned = st->warnings.n; /* what the files before said */
     if (rc == 0)

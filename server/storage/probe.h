@@ -18,6 +18,7 @@ typedef struct read_probe_request {
     size_t ndatasets;
     bool allow_errors;
     bool calc_offsets;
+    const h5ark_value *ak0_whitelist; /* awkward0's allow-list when the request gives one */
     /* told before each file is probed (the probe process reports how far it got) */
     void (*progress)(size_t k, const char *path);
 } read_probe_request;

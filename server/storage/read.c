@@ -109,7 +109,8 @@ static int read_files(char *const *paths, size_t npaths, const char *const *data
                              .datasets = datasets,
                              .ndatasets = ndatasets,
                              .allow_errors = opts->allow_errors,
-                             .calc_offsets = opts->calc_string_offsets};
+                             .calc_offsets = opts->calc_string_offsets,
+                             .ak0_whitelist = opts->ak0_whitelist};
     read_probe st = {0};
     int prc = ranks_self() == 0 ? sandbox_probe_read(&rq, &st, err) : 0;
     if (ranks_count() > 1) prc = share_probe(prc, &st, paths, npaths, err);

@@ -122,7 +122,9 @@ h5ark_value *read_probe_request_encode(const read_probe_request *rq) {
     if (!bad) {
         bad = put(m, "paths", paths) | put(m, "index", index) | put(m, "datasets", ds) |
               put(m, "allow_errors", h5ark_value_bool(rq->allow_errors)) |
-              put(m, "calc_offsets", h5ark_value_bool(rq->calc_offsets));
+              put(m, "calc_offsets", h5ark_value_bool(rq->calc_offsets)) |
+              put(m, "whitelist",
+                  rq->ak0_whitelist ? h5ark_value_copy(rq->ak0_whitelist) : h5ark_value_nil());
         paths = index = ds = NULL;
     }
     h5ark_value_destroy(&paths);

@@ -629,7 +629,8 @@ static int probe_for_read(size_t len, h5ark_value **answer, h5ark_error *err) {
     const h5ark_value *pv = h5ark_value_get(v, "paths"), *iv = h5ark_value_get(v, "index"),
                       *dv = h5ark_value_get(v, "datasets"),
                       *av = h5ark_value_get(v, "allow_errors"),
-                      *cv = h5ark_value_get(v, "calc_offsets");
+                      *cv = h5ark_value_get(v, "calc_offsets"),
+                      *wv = h5ark_value_get(v, "whitelist");
     size_t n = h5ark_value_len(pv), nd = h5ark_value_len(dv);
     char **paths = calloc(n + 1, sizeof *paths);
     int *index = calloc(n + 1, sizeof *index);
@@ -660,7 +661,8 @@ static int probe_for_read(size_t len, h5ark_value **answer, h5ark_error *err) {
                                  .datasets = datasets,
                                  .ndatasets = nd,
                                  .allow_errors = av->kind == H5ARK_BOOL && av->as.b,
-                                 .calc_offsets = cv->kind == H5ARK_BOOL && cv->as.b};
+                                 .calc_offsets = cv->kind == H5ARK_BOOL && cv->as.b,
+                                 .ak0_whitelist = wv && wv->kind == H5ARK_ARRAY ? wv : NULL};
         read_probe found;
         rc = work.probe_files(&rq, &found, err);
         if (rc == 0) {

@@ -14,7 +14,7 @@ static const schema_family *const table[] = {
     &schema_pdarray,     &schema_bigint,        &schema_arrayview, &schema_h5strings,
     &schema_exetera_df,  &schema_exetera_field, &schema_segarray,  &schema_strings,
     &schema_categorical, &schema_groupby,       &schema_dataframe, &schema_index,
-    &schema_multiindex,
+    &schema_multiindex,  &schema_awkward,       &schema_awkward0,
 };
 
 int storage_init(void) {

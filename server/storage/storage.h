@@ -36,7 +36,14 @@ typedef struct {
     /* 0: contiguous datasets; 1-9: every non-empty data array chunked, shuffled and
      * deflated at this level (h5py's shuffle=True, compression="gzip") */
     int gzip_level;
+    /* awkward objects in awkward0's layout (tohdf format awkward0): an AK0_COMPRESS_*
+     * policy; 0: awkward 2's layout */
+    int awkward0;
 } storage_write_options;
+
+/* awkward0's compression policies: none, its default (zlib for integer and bool blobs of
+ * 8192 bytes or more), all (zlib for every blob) */
+enum { AK0_COMPRESS_NONE = 1, AK0_COMPRESS_DEFAULT = 2, AK0_COMPRESS_ALL = 3 };
 
 /* storage_write with further options (NULL: the defaults). */
 int storage_write_ex(const storage_item *items, size_t nitems, const char *path, storage_mode mode,
@@ -74,6 +81,9 @@ typedef struct {
      * UINT64_MAX: through the last row. Only the bytes of those rows are read. */
     bool ranged;
     uint64_t start, stop;
+    /* awkward0 schemas: the allow-list that replaces the default (an array of arrays of
+     * strings), or NULL */
+    const h5ark_value *ak0_whitelist;
 } storage_read_options;
 
 typedef struct {

@@ -693,7 +693,9 @@ static int write_files(const storage_item *items, size_t nitems, const char *pat
     bool layout_pending = ranks; /* the other ranks wait to hear how the layout went */
     out_file *of = sysio.calloc((size_t)nfiles, sizeof *of);
     locale_set existing = {0};
-    write_plan plan = {.gzip_level = opts ? opts->gzip_level : 0, .dataframe_columns = df_columns};
+    write_plan plan = {.gzip_level = opts ? opts->gzip_level : 0,
+                       .dataframe_columns = df_columns,
+                       .awkward0 = opts ? opts->awkward0 : 0};
     write_job job = {.plan = &plan, .files = of};
     int rc = -1;
     if (!of) {

@@ -1,6 +1,7 @@
 """Seed corpora for the fuzz targets: request headers the tests send, and small HDF5
 files in Arkouda's and ExeTera's layouts (plus the fixtures of both when ../shared is
 there)."""
+import json
 import pathlib
 import shutil
 import struct
@@ -77,11 +78,77 @@ with h5py.File(out / "storage" / "exetera.h5", "w") as f:
     add_field(df, "k", "categorical,int8", chunks=4, values=np.array([0, 1, 1, -1, 0, 1], "i1"),
               key_values=np.array([0, 1], "i1"),
               key_names=np.array(["no", "yes"], dtype=h5py.string_dtype()))
+# awkward 2's layout (form and length attributes, typed buffers) and awkward0's (schema.json
+# and byte blobs)
+with h5py.File(out / "storage" / "awkward.h5", "w") as f:
+    g = f.create_group("ak2")
+    g.attrs["form"] = json.dumps({"class": "ListOffsetArray", "offsets": "i64", "form_key": "node0",
+                                  "content": {"class": "NumpyArray", "primitive": "int64",
+                                              "form_key": "node1"}})
+    g.attrs["length"] = 2
+    g["node0-offsets"] = np.array([0, 1, 3], "<i8")
+    g["node1-data"] = np.arange(3, dtype="<i8")
+    g = f.create_group("ak0")
+    schema = {"awkward0": "0.15.5", "schema": {"call": ["awkward0", "JaggedArray", "fromcounts"],
+              "args": [{"call": ["awkward0", "numpy", "frombuffer"], "args": [
+                  {"read": "1"}, {"dtype": "int64"}, {"json": 2}]},
+                  {"call": ["awkward0", "numpy", "frombuffer"], "args": [
+                      {"read": "2"}, {"dtype": "float64"}, {"json": 3}]}]}}
+    g["schema.json"] = np.frombuffer(json.dumps(schema).encode(), "u1")
+    g["1"] = np.frombuffer(np.array([1, 2], "<i8").tobytes(), "u1")
+    g["2"] = np.frombuffer(np.arange(3, dtype="<f8").tobytes(), "u1")
 fixtures = pathlib.Path(__file__).resolve().parents[3] / "shared" / "fixtures"
-for family in ("arkouda", "exetera"):
+for family in ("arkouda", "exetera", "awkward2", "awkward0"):
     shared = fixtures / family
     if shared.is_dir():
         for p in shared.iterdir():
             if p.is_file() and p.suffix not in (".md", ".json"):
                 shutil.copy(p, out / "storage" / f"{family}-{p.name}")
+# awkward forms: the JSON, a NUL, a length byte, then bytes the buffers are cut from
+(out / "form").mkdir(parents=True, exist_ok=True)
+node = lambda prim, key: {"class": "NumpyArray", "primitive": prim, "form_key": key}
+forms = [
+    node("int64", "n0"),
+    {"class": "ListOffsetArray", "offsets": "i64", "content": node("float32", "n1"), "form_key": "n0"},
+    {"class": "ListArray", "starts": "i32", "stops": "i32", "content": node("uint8", "n1"),
+     "form_key": "n0"},
+    {"class": "RegularArray", "size": 3, "content": node("int16", "n1"), "form_key": "n0"},
+    {"class": "RecordArray", "fields": ["x", "y"], "contents": [node("int8", "n1"),
+     {"class": "IndexedOptionArray", "index": "i64", "content": node("bool", "n3"),
+      "form_key": "n2"}], "form_key": "n0"},
+    {"class": "UnionArray", "tags": "i8", "index": "i64", "form_key": "n0",
+     "contents": [node("float64", "n1"), {"class": "ByteMaskedArray", "mask": "i8",
+                  "valid_when": True, "content": node("int32", "n3"), "form_key": "n2"}]},
+    {"class": "BitMaskedArray", "mask": "u8", "valid_when": False, "lsb_order": True,
+     "content": {"class": "UnmaskedArray", "content": node("complex128", "n2")}, "form_key": "n0"},
+    {"class": "ListOffsetArray", "offsets": "i64", "form_key": "n0",
+     "content": {"class": "EmptyArray"}, "parameters": {"__array__": "x"}},
+]
+forms.append({"awkward0": "0.15.5", "schema": {"call": ["awkward0", "JaggedArray", "fromcounts"],
+              "args": [{"call": ["awkward0", "numpy", "frombuffer"], "args": [{"read": "1"},
+              {"dtype": "int64"}, {"json": 3}]}, {"function": ["os", "system"]},
+              {"tuple": [{"python": "gASV"}]}, {"dict": {"k": {"ref": 1}}}]}})
+fb = lambda key, dt, n: {"call": ["awkward0", "numpy", "frombuffer"],
+                         "args": [{"read": key}, {"dtype": dt}, {"json": n}]}
+forms += [
+    {"awkward0": "0.15.5", "schema": {"call": ["awkward0", "JaggedArray", "fromcounts"],
+                                      "args": [fb("1", "uint8", 4), fb("1", ">i2", 8)]}},
+    {"awkward0": "0.15.5", "schema": {"call": ["awkward0", "Table", "frompairs"], "args": [
+        {"pairs": [["x", fb("1", "int8", 3)], ["y", {"call": ["awkward0", "MaskedArray"],
+                   "args": [fb("1", "bool", 3), fb("1", "<u2", 3), {"json": True}]}]]},
+        {"json": 0}]}},
+    {"awkward0": "0.15.5", "schema": {"call": ["awkward0", "UnionArray", "fromtags"], "args": [
+        fb("1", "uint8", 2), {"list": [fb("1", "int32", 2), {"call": [
+            "awkward0", "StringArray", "fromcounts"], "args": [fb("1", "uint8", 2),
+            fb("1", "uint8", 8), {"json": "utf-8"}]}]}]}},
+    {"awkward0": "0.15.5", "schema": fb("1", ["<u2", [2]], 2) | {"id": 3}},
+    {"awkward0": "0.15.5", "schema": {"call": ["awkward0", "numpy", "frombuffer"], "args": [
+        {"call": ["zlib", "decompress"], "args": [{"read": "1"}]}, {"dtype": "int64"},
+        {"json": 1}]}},
+] + [{"awkward0": "0.15.5", "schema": {"call": ["awkward0", "numpy", "frombuffer"], "args": [
+        {"call": codec, "args": [{"read": "1"}]}, {"dtype": "uint8"}, {"json": 2}]}}
+     for codec in (["lzma", "decompress"], ["lz4.block", "decompress"])]
+for i, f in enumerate(forms):
+    tail = bytes([3]) + bytes(range(0, 64, 1))
+    (out / "form" / f"seed{i:02d}").write_bytes(json.dumps(f).encode() + b"\0" + tail)
 print(f"corpus in {out}")

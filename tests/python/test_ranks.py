@@ -807,6 +807,16 @@ def test_groupby_strings_key_refused(multi):
         "not available on several ranks yet: groupby of a strings key")
 
 
+def test_awkward_refused(multi):
+    form = '{"class": "NumpyArray", "primitive": "int64", "form_key": "n0"}'
+    hdr, _ = call(multi.endpoint, "put", {"objtype": "awkward", "form": form, "length": 1},
+                  [{"name": "n0-data", "nbytes": 8}], [np.zeros(1, "<i8").tobytes()])
+    assert not hdr["ok"] and hdr["error"]["code"] == "unknown_command"
+    assert "not available on several ranks yet: put of awkward" in hdr["error"]["message"]
+    hdr, _ = call(multi.endpoint, "ping")
+    assert hdr["ok"]
+
+
 def cpu_ticks(pid):
     fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return int(fields[11]) + int(fields[12])  # utime + stime

@@ -1046,9 +1046,9 @@ static void test_name_tables(void) {
     CHECK_STR(h5ark_dtype_name(H5ARK_DTYPE_COUNT), "unknown");
     CHECK(h5ark_dtype_size(H5ARK_DTYPE_COUNT) == 0);
 
-    static const char *const objtypes[] = {"pdarray",   "strings",     "arrayview",
-                                           "segarray",  "categorical", "groupby",
-                                           "dataframe", "index",       "multiindex"};
+    static const char *const objtypes[] = {"pdarray",     "strings", "arrayview", "segarray",
+                                           "categorical", "groupby", "dataframe", "index",
+                                           "multiindex",  "awkward"};
     CHECK(sizeof objtypes / sizeof objtypes[0] == H5ARK_OBJTYPE_COUNT);
     for (int t = 0; t < H5ARK_OBJTYPE_COUNT; t++) {
         h5ark_objtype o = H5ARK_OBJTYPE_COUNT;
