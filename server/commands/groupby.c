@@ -170,6 +170,11 @@ static int cmd_categorical(command_ctx *ctx, h5ark_error *err) {
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
                           "categorical: 'keep_groups' applies only when building from 'values'");
     object *cat = NULL;
+    if (has_values && ranks_count() > 1) /* needs groupby of strings across ranks */
+        return h5ark_fail(err, H5ARK_UNKNOWN_COMMAND,
+                          "not available on several ranks yet: categorical from 'values' (this "
+                          "daemon runs as %d ranks); give 'codes' and 'categories'",
+                          ranks_count());
     if (has_values) {
         const char *name = arg_str(ctx, "values", "");
         object *values = get_arg_object("categorical", "values", name, err);
@@ -226,6 +231,7 @@ const command_def groupby_commands[] = {
       {"na_value", ARG_STR, false},
       {"keep_groups", ARG_BOOL, false},
       {"name", ARG_STR, false},
-      {0}}},
+      {0}},
+     .ranks = RANKS_EVERY},
     {0},
 };

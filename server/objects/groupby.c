@@ -1272,11 +1272,22 @@ typedef struct {
 static void find_shard(int b, void *ctx) {
     find_job *j = ctx;
     const shard *seg = &j->src->segments->shards[b];
-    for (uint64_t i = 0; i < seg->count; i++)
-        if (strref_cmp(str_at(j->src, seg->start + i), j->s) == 0) {
+    const shard *val = &j->src->values->shards[b];
+    for (uint64_t i = 0; i < seg->count; i++) {
+        strref here;
+        if (ranks_count() > 1) { /* a shard's strings are in its own values shard */
+            const int64_t *off = seg->data;
+            uint64_t to = i + 1 < seg->count ? (uint64_t)off[i + 1] : val->start + val->count;
+            here = (strref){(const char *)val->data + ((uint64_t)off[i] - val->start),
+                            to - (uint64_t)off[i] - 1};
+        } else {
+            here = str_at(j->src, seg->start + i);
+        }
+        if (strref_cmp(here, j->s) == 0) {
             locales_note_first(&j->found, seg->start + i);
             return;
         }
+    }
 }
 
 uint64_t groupby_find_string(const object *src, const char *s) {

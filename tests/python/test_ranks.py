@@ -277,7 +277,7 @@ def test_concurrent_requests(multi):
 
 
 @pytest.mark.parametrize("cmd,args", [
-    ("categorical", {"codes": "x", "categories": "x"}),
+    ("categorical", {"values": "x"}),
 ])
 def test_not_converted_refused(multi, cmd, args):
     hdr, _ = call(multi.endpoint, cmd, args)
@@ -921,6 +921,58 @@ def test_bigint_max_bits_error_matches_one_rank(multi, single):
         errors.append(hdr["error"])
     assert errors[0] == errors[1]
     assert "element 37 needs 71 bits" in errors[0]["message"]
+
+
+CATEGORIES = {
+    "with the NA text": ["N/A", "apple", "b", "cc" * 40, "", "dog", "e", "f", "g"],
+    "without it": ["zeta", "alpha", "", "x" * 300, "beta", "q", "r"],
+    "NA last, on the last rank": ["a", "b", "c", "d", "e", "f", "g", "N/A"],
+    "one": ["only"],
+    "none": [],
+}
+
+
+@pytest.mark.parametrize("label", list(CATEGORIES))
+def test_categorical_from_codes_matches_one_rank(multi, single, label):
+    cats = CATEGORIES[label]
+    n = 1000
+    codes = np.random.default_rng(3).integers(0, max(len(cats), 1), n if cats else 0)
+    out = []
+    for d in (multi, single):
+        ok(d.endpoint, "clear")
+        hdr, _ = call(d.endpoint, "put", {"dtype": "int64", "shape": [len(codes)],
+                                          "name": "codes"},
+                      [{"name": "values", "nbytes": codes.nbytes}],
+                      [codes.tobytes()] if len(codes) else ())
+        assert hdr["ok"], hdr
+        hdr, _ = put_strings(d.endpoint, cats, "cats")
+        assert hdr["ok"], hdr
+        desc = ok(d.endpoint, "categorical", {"codes": "codes", "categories": "cats",
+                                              "name": "cat"})[0]["object"]
+        hdr, frames = call(d.endpoint, "get", {"name": "cat"})
+        assert hdr["ok"], hdr
+        # a dataframe and a segarray over it, got through their components
+        df = ok(d.endpoint, "dataframe", {"columns": ["cat", "codes"], "name": "df"})[0]
+        hdr2, frames2 = call(d.endpoint, "get", {"name": "df"})
+        assert hdr2["ok"], hdr2
+        out.append((desc, hdr["result"], b"".join(bytes(f) for f in frames), df,
+                    hdr2["result"], b"".join(bytes(f) for f in frames2)))
+    assert out[0] == out[1]
+
+
+def test_categorical_bad_code_matches_one_rank(multi, single):
+    codes = np.zeros(50, "i8")
+    codes[47] = 9  # on the last rank
+    errors = []
+    for d in (multi, single):
+        c = put_array(d.endpoint, codes)
+        hdr, _ = put_strings(d.endpoint, ["a", "b"])
+        hdr, _ = call(d.endpoint, "categorical", {"codes": c,
+                                                  "categories": hdr["result"]["object"]["name"]})
+        assert not hdr["ok"]
+        errors.append(hdr["error"])
+    assert errors[0] == errors[1]
+    assert "codes[47] = 9" in errors[0]["message"]
 
 
 def test_groupby_strings_key_refused(multi):
