@@ -31,7 +31,11 @@ static int store(hid_t loc, int file_index, const char *name, const object *obj,
     uint64_t lo, hi;
     object_part_rows(obj, part, &lo, &hi);
     uint64_t n = seg->size, nvals = vals->size;
-    uint64_t vlo = lo < n ? (uint64_t)darray_int64_at(seg->values, lo) : nvals;
+    /* segments[0] is 0 (checked when made or read): with several ranks it may be
+     * another rank's */
+    uint64_t vlo = lo == 0 && n > 0 ? 0
+                   : lo < n         ? (uint64_t)darray_int64_at(seg->values, lo)
+                                    : nvals;
     uint64_t vhi = hi < n ? (uint64_t)darray_int64_at(seg->values, hi) : nvals;
     if (vlo > vhi || vhi > nvals)
         return h5ark_fail(err, H5ARK_INTERNAL, "SegArray '%s' has segments out of order", name);

@@ -975,6 +975,52 @@ def test_categorical_bad_code_matches_one_rank(multi, single):
     assert "codes[47] = 9" in errors[0]["message"]
 
 
+def composite_files(d, ddir, file_type, names):
+    """Composites of every kind written by tohdf into ddir/<file_type>; the directory."""
+    build_composites(d.endpoint)
+    codes = np.random.default_rng(8).integers(0, 3, 301)
+    hdr, _ = call(d.endpoint, "put", {"dtype": "int64", "shape": [301], "name": "codes"},
+                  [{"name": "values", "nbytes": codes.nbytes}], [codes.tobytes()])
+    assert hdr["ok"], hdr
+    hdr, _ = put_strings(d.endpoint, ["x", "yy", "zzz"], "cats")
+    assert hdr["ok"], hdr
+    named(d.endpoint, "categorical", {"codes": "codes", "categories": "cats"}, "cat")
+    hdr, _ = bigint_put(d.endpoint, [i << (60 + i % 9) for i in range(301)], 2, name="big")
+    assert hdr["ok"], hdr
+    named(d.endpoint, "groupby", {"keys": ["ints", "flags"]}, "gb")
+    named(d.endpoint, "dataframe", {"columns": ["ints", "cat", "big"], "index": "mi"}, "df2")
+    out = ddir / f"composites_{file_type}"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    res, _ = ok(d.endpoint, "tohdf", {"names": names, "path": f"{out.name}/c.h5",
+                                      "file_type": file_type})
+    return out, res
+
+
+TOHDF_COMPOSITES = ["idx", "mi", "df2", "av", "back", "cat", "big", "gb"]
+
+
+@pytest.mark.parametrize("file_type", ["single", "distribute"])
+def test_tohdf_composites_match_one_rank(multi, single, file_type):
+    names = TOHDF_COMPOSITES + (["sa", "saw", "df"] if file_type == "single" else [])
+    got, got_res = composite_files(multi, multi.tmp / "data", file_type, names)
+    want, want_res = composite_files(single, single.data_dir, file_type, names)
+    assert got_res == want_res
+    assert data_files(got) == data_files(want)
+    assert [f for f in os.listdir(got) if f.startswith(".")] == []
+    for f in data_files(got):
+        assert h5_tree(got / f) == h5_tree(want / f), f
+
+
+def test_tohdf_segarray_distribute_refused(multi):
+    build_composites(multi.endpoint)
+    hdr, _ = call(multi.endpoint, "tohdf", {"names": ["df"], "path": "sd.h5",
+                                            "file_type": "distribute"})
+    assert hdr["error"]["message"].startswith(
+        "not available on several ranks yet: tohdf of a segarray into per-locale files")
+    assert not list((multi.tmp / "data").glob("sd*"))
+
+
 def test_groupby_strings_key_refused(multi):
     hdr, _ = put_strings(multi.endpoint, ["a", "b"])
     hdr, _ = call(multi.endpoint, "groupby", {"keys": [hdr["result"]["object"]["name"]]})
