@@ -174,16 +174,15 @@ out:
 object *categorical_from_codes(object *codes, object *categories, const char *na_value,
                                h5ark_error *err) {
     bool several = ranks_count() > 1;
-    uint64_t bad = pdarray_first_outside(codes, 0, (int64_t)categories->size, false), mine = bad;
-    if (several && ranks_allreduce_u64(&bad, 1, RANKS_MIN, err)) return NULL;
+    uint64_t bad;
+    if (pdarray_first_outside_ranks(codes, 0, (int64_t)categories->size, false, &bad, err))
+        return NULL;
     if (bad != UINT64_MAX) {
-        /* the bad code, from the rank that holds it */
-        uint64_t v = mine == bad ? (uint64_t)elem_i64(codes->values, bad) : 0;
-        if (several && ranks_allreduce_u64(&v, 1, RANKS_SUM, err)) return NULL;
+        int64_t v; /* several ranks: from the rank that holds it */
+        if (pdarray_int64_at_ranks(codes, bad, &v, err)) return NULL;
         h5ark_fail(err, H5ARK_BAD_REQUEST,
                    "categorical: codes[%llu] = %lld is not a category index in [0, %llu)",
-                   (unsigned long long)bad, (long long)(int64_t)v,
-                   (unsigned long long)categories->size);
+                   (unsigned long long)bad, (long long)v, (unsigned long long)categories->size);
         return NULL;
     }
     uint64_t na_code = groupby_find_string(categories, na_value);

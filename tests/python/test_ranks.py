@@ -459,7 +459,10 @@ def test_readhdf_matches_one_rank(multi, single, hdf_files, label, args):
 
 
 def test_readhdf_other_kinds_refused(multi, hdf_files):  # noqa: ARG001 - files needed
-    hdr, _ = call(multi.endpoint, "readhdf", {"paths": ["segarray.h5"]})
+    import h5py
+    with h5py.File(multi.tmp / "data" / "plain_strings.h5", "w") as f:
+        f["s"] = [b"a", b"bc"]
+    hdr, _ = call(multi.endpoint, "readhdf", {"paths": ["plain_strings.h5"]})
     assert not hdr["ok"] and hdr["error"]["code"] == "unknown_command"
     assert hdr["error"]["message"].startswith("not available on several ranks yet: readhdf of")
 
@@ -1010,6 +1013,60 @@ def test_tohdf_composites_match_one_rank(multi, single, file_type):
     assert [f for f in os.listdir(got) if f.startswith(".")] == []
     for f in data_files(got):
         assert h5_tree(got / f) == h5_tree(want / f), f
+
+
+def normalized(endpoint, result):
+    """A readhdf result's objects with the names the daemon made replaced by the dataset's,
+    and every object's reply (description and bytes) by dataset."""
+    text = {}
+    for ds, desc in sorted(result.get("objects", {}).items()):
+        hdr, frames = call(endpoint, "get", {"name": desc["name"]})
+        assert hdr["ok"], hdr
+        t = repr((desc, hdr["result"])).replace(desc["name"], "@" + ds)
+        text[ds] = (t, b"".join(bytes(f) for f in frames))
+    return {**result, "objects": None}, text
+
+
+READ_COMPOSITES = [
+    {"paths": ["composites_single/c.h5"]},
+    {"paths": ["composites_distribute/c_LOCALE*"]},
+    {"paths": ["composites_single/c.h5", "composites_distribute/c_LOCALE*"],
+     "datasets": ["idx", "cat", "big", "av", "gb"]},
+    {"paths": ["composites_single/c.h5", "composites_distribute/c_LOCALE*"],
+     "datasets": ["idx"]},
+    {"paths": ["composites_single/c.h5", "composites_distribute/c_LOCALE*"],
+     "datasets": ["cat"]},
+    {"paths": ["composites_single/c.h5", "composites_distribute/c_LOCALE*"],
+     "datasets": ["big"]},
+    {"paths": ["composites_single/c.h5", "composites_distribute/c_LOCALE*"],
+     "datasets": ["av"]},
+    {"paths": ["composites_single/c.h5", "composites_distribute/c_LOCALE*"],
+     "datasets": ["gb"]},
+    {"paths": ["composites_single/c.h5"], "datasets": ["sa", "saw", "df"]},
+    {"paths": ["composites_single/c.h5"], "datasets": ["sa", "cat"], "start": 17, "stop": 150},
+    {"paths": ["composites_distribute/c_LOCALE*"], "datasets": ["av", "big"], "tag_data": True},
+]
+
+
+@pytest.mark.parametrize("args", READ_COMPOSITES)
+def test_readhdf_composites_match_one_rank(multi, single, args):
+    # files written by the one-rank daemon, copied over
+    for file_type in ["single", "distribute"]:
+        names = TOHDF_COMPOSITES + (["sa", "saw", "df"] if file_type == "single" else [])
+        src, _ = composite_files(single, single.data_dir, file_type, names)
+        dest = multi.tmp / "data" / src.name
+        shutil.rmtree(dest, ignore_errors=True)
+        shutil.copytree(src, dest)
+    ok(multi.endpoint, "clear")
+    ok(single.endpoint, "clear")
+    got, _ = call(multi.endpoint, "readhdf", args)
+    want, _ = call(single.endpoint, "readhdf", args)
+    assert got["ok"] == want["ok"], (got, want)
+    if not want["ok"]:
+        assert got["error"] == want["error"]
+        return
+    assert normalized(multi.endpoint, got["result"]) == normalized(single.endpoint,
+                                                                   want["result"])
 
 
 def test_tohdf_segarray_distribute_refused(multi):
