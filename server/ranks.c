@@ -43,6 +43,16 @@ static _Thread_local unsigned call_names; /* names made in this call */
 int ranks_count(void) {
     return nranks;
 }
+int ranks_not_yet(h5ark_error *err, const char *fmt, ...) {
+    char what[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return h5ark_fail(err, H5ARK_UNKNOWN_COMMAND,
+                      "not available on several ranks yet: %s (this daemon runs as %d ranks)", what,
+                      nranks);
+}
 int ranks_self(void) {
     return self_rank;
 }

@@ -38,6 +38,10 @@ void ranks_abort(int code);
 
 int ranks_count(void);
 int ranks_self(void);
+/* The one refusal of work not yet made rank-aware, when ranks_count() > 1: fails err with
+ * unknown_command "not available on several ranks yet: WHAT (this daemon runs as R ranks)",
+ * WHAT formatted from fmt. Returns -1. */
+int ranks_not_yet(h5ark_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool ranks_under_mpi(void);          /* started by mpirun (even with one rank) */
 const char *ranks_host(int rank);    /* host name of `rank` */
 const char *ranks_mpi_library(void); /* "Open MPI v4.1.4, ..." or "" */

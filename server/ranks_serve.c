@@ -575,11 +575,7 @@ int ranks_serve_begin(const char *name, ranks_mode mode, const h5ark_value *head
     if (ranks_count() == 1) return 0;
     char why[512];
     if (ranks_is_broken(why, sizeof why)) return h5ark_fail(err, H5ARK_IO_ERROR, "%s", why);
-    if (mode == RANKS_NOT_YET)
-        return h5ark_fail(err, H5ARK_UNKNOWN_COMMAND,
-                          "not available on several ranks yet: %s (this daemon runs as %d "
-                          "ranks; docs/DESIGN.md lists the commands that are)",
-                          name, ranks_count());
+    if (mode == RANKS_NOT_YET) return ranks_not_yet(err, "%s", name);
     if (mode == RANKS_ZERO) {
         *seq = 0;
         return 0;

@@ -30,13 +30,6 @@ static int publish_and_describe(command_ctx *ctx, object *obj, h5ark_error *err)
     return rc;
 }
 
-/* With several ranks: a part of a command not converted yet (every rank refuses alike). */
-static int not_on_ranks(const char *what, h5ark_error *err) {
-    return h5ark_fail(err, H5ARK_UNKNOWN_COMMAND,
-                      "not available on several ranks yet: %s (this daemon runs as %d ranks)", what,
-                      ranks_count());
-}
-
 static int parse_dtype(command_ctx *ctx, const char *cmd, const char *def, h5ark_dtype *out,
                        h5ark_error *err) {
     const char *name = arg_str(ctx, "dtype", def);
@@ -228,7 +221,7 @@ static int put_awkward(command_ctx *ctx, h5ark_error *err) {
     if (!arg_has(ctx, "form") || !arg_has(ctx, "length"))
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
                           "put: objtype awkward needs 'form' (JSON) and 'length'");
-    if (ranks_count() > 1) return not_on_ranks("put of awkward", err);
+    if (ranks_count() > 1) return ranks_not_yet(err, "put of awkward");
     const char *form = arg_str(ctx, "form", "");
     size_t n = ctx->buffers->count;
     const char **names = calloc(n ? n : 1, sizeof *names);
@@ -272,7 +265,6 @@ static int cmd_put(command_ctx *ctx, h5ark_error *err) {
         return -1;
     if (arg_has(ctx, "max_bits") && dtype != H5ARK_BIGINT)
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "put: 'max_bits' applies to dtype bigint only");
-    if (ranks_count() > 1 && dtype == H5ARK_BIGINT) return not_on_ranks("put of bigint", err);
     /* the payload's bytes, as the locales copy them into the shards */
     progress_start(progress_here(), PROGRESS_BYTES, ctx->payload->total);
     if (objtype == H5ARK_STRINGS) {
@@ -503,7 +495,7 @@ static int add_object_buffers(command_ctx *ctx, object *obj, const char *prefix,
         return add_spans(ctx, obj->values, from, to, err);
     }
     if (obj->objtype == H5ARK_AWKWARD) { /* the buffers under their own names, as put takes */
-        if (ranks_count() > 1) return not_on_ranks("get of awkward", err);
+        if (ranks_count() > 1) return ranks_not_yet(err, "get of awkward");
         if (from != 0 || to != obj->size)
             return h5ark_fail(err, H5ARK_BAD_REQUEST,
                               "get: an awkward array is sent whole (no 'start'/'stop')");
@@ -522,9 +514,7 @@ static int add_object_buffers(command_ctx *ctx, object *obj, const char *prefix,
         snprintf(vname, sizeof vname, "%svalues", prefix);
         return add_strings_ranks(ctx, obj, name, vname, from, to, err);
     }
-    /* several ranks: a composite's components go through the paths above (those not
-     * converted yet are refused there) */
-    if (ranks_count() > 1 && obj->dtype == H5ARK_BIGINT) return not_on_ranks("get of bigint", err);
+    /* several ranks: a composite's components go through the paths above */
     if (obj->objtype == H5ARK_STRINGS) {
         uint64_t b0 = strings_offset(obj, from), b1 = strings_offset(obj, to);
         object *seg = obj;
@@ -551,7 +541,8 @@ static int add_object_buffers(command_ctx *ctx, object *obj, const char *prefix,
             object *limb = obj->components[i].obj;
             snprintf(name, sizeof name, "%s%s", prefix, obj->components[i].name);
             if (reply_buffer_begin(ctx, name, (to - from) * 8, limb, err) ||
-                add_spans(ctx, limb->values, from, to, err))
+                (ranks_count() > 1 ? add_spans_ranks(ctx, limb->values, from, to, err)
+                                   : add_spans(ctx, limb->values, from, to, err)))
                 return -1;
         }
         return 0;

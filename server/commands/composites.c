@@ -6,6 +6,7 @@
 #include "objects/dataframe.h"
 #include "objects/index.h"
 #include "objects/segarray.h"
+#include "ranks.h"
 #include "registry.h"
 
 #include <stdlib.h>
@@ -14,6 +15,11 @@
 /* Publish a freshly built object under args.name (or a generated name) and describe it. */
 static int publish_and_describe(command_ctx *ctx, object *obj, h5ark_error *err) {
     int rc = registry_publish(obj, arg_str(ctx, "name", NULL), err);
+    if (ranks_call_seq()) { /* several ranks: published on every rank or on none */
+        int all = ranks_agree(rc, err);
+        if (all != 0 && rc == 0) registry_remove(obj->name, NULL);
+        rc = all;
+    }
     if (rc == 0) rc = reply_set(ctx, "object", object_describe(obj), err);
     object_release(obj);
     return rc;
@@ -165,22 +171,26 @@ static int cmd_reshape(command_ctx *ctx, h5ark_error *err) {
 const command_def composite_commands[] = {
     {"segarray",
      cmd_segarray,
-     {{"segments", ARG_STR, true}, {"values", ARG_STR, true}, {"name", ARG_STR, false}, {0}}},
+     {{"segments", ARG_STR, true}, {"values", ARG_STR, true}, {"name", ARG_STR, false}, {0}},
+     .ranks = RANKS_EVERY},
     {"dataframe",
      cmd_dataframe,
      {{"columns", ARG_STR_ARRAY, true},
       {"column_names", ARG_STR_ARRAY, false},
       {"index", ARG_STR, false},
       {"name", ARG_STR, false},
-      {0}}},
+      {0}},
+     .ranks = RANKS_EVERY},
     {"index",
      cmd_index,
      {{"levels", ARG_STR_ARRAY, true},
       {"names", ARG_STR_ARRAY, false},
       {"name", ARG_STR, false},
-      {0}}},
+      {0}},
+     .ranks = RANKS_EVERY},
     {"reshape",
      cmd_reshape,
-     {{"array", ARG_STR, true}, {"shape", ARG_UINT_ARRAY, true}, {"name", ARG_STR, false}, {0}}},
+     {{"array", ARG_STR, true}, {"shape", ARG_UINT_ARRAY, true}, {"name", ARG_STR, false}, {0}},
+     .ranks = RANKS_EVERY},
     {0},
 };

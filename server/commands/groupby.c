@@ -81,10 +81,7 @@ static int cmd_aggregate(command_ctx *ctx, h5ark_error *err) {
         goto out;
     if (groupby_check_values(op, values, err)) goto out;
     if (ranks_count() > 1 && values && (values->objtype != H5ARK_PDARRAY || !values->values)) {
-        h5ark_fail(err, H5ARK_UNKNOWN_COMMAND,
-                   "not available on several ranks yet: aggregate of %s values (this daemon "
-                   "runs as %d ranks)",
-                   h5ark_objtype_name(values->objtype), ranks_count());
+        ranks_not_yet(err, "aggregate of %s values", h5ark_objtype_name(values->objtype));
         goto out;
     }
     if (values && values->size != gb->size) {
@@ -170,6 +167,8 @@ static int cmd_categorical(command_ctx *ctx, h5ark_error *err) {
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
                           "categorical: 'keep_groups' applies only when building from 'values'");
     object *cat = NULL;
+    if (has_values && ranks_count() > 1) /* needs groupby of strings across ranks */
+        return ranks_not_yet(err, "categorical from 'values'; give 'codes' and 'categories'");
     if (has_values) {
         const char *name = arg_str(ctx, "values", "");
         object *values = get_arg_object("categorical", "values", name, err);
@@ -226,6 +225,7 @@ const command_def groupby_commands[] = {
       {"na_value", ARG_STR, false},
       {"keep_groups", ARG_BOOL, false},
       {"name", ARG_STR, false},
-      {0}}},
+      {0}},
+     .ranks = RANKS_EVERY},
     {0},
 };

@@ -62,11 +62,7 @@ static int cmd_tohdf(command_ctx *ctx, h5ark_error *err) {
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
                           "tohdf: 'group', 'fieldtype' and 'fieldtypes' need format exetera");
     }
-    if (exetera && ranks_count() > 1)
-        return h5ark_fail(err, H5ARK_UNKNOWN_COMMAND,
-                          "not available on several ranks yet: tohdf with format exetera (this "
-                          "daemon runs as %d ranks)",
-                          ranks_count());
+    if (exetera && ranks_count() > 1) return ranks_not_yet(err, "tohdf with format exetera");
     const h5ark_value *fieldtypes = arg_value(ctx, "fieldtypes");
     if (fieldtypes && arg_value(ctx, "fieldtype"))
         return h5ark_fail(err, H5ARK_BAD_REQUEST,

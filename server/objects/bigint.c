@@ -3,6 +3,7 @@
 
 #include "locales.h"
 #include "pdarray.h"
+#include "ranks.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,26 +55,34 @@ static int check_bits(object *const *limbs, size_t k, int64_t max_bits, h5ark_er
     int L = locales_count();
     bits_job job = {limbs, k, max_bits, calloc((size_t)L, sizeof(uint64_t))};
     if (!job.first_bad) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    for (int b = 0; b < L; b++) /* several ranks: other ranks' locales are not run here */
+        job.first_bad[b] = UINT64_MAX;
     locales_run(check_bits_shard, &job);
     uint64_t bad = UINT64_MAX;
     for (int b = 0; b < L; b++)
         if (job.first_bad[b] < bad) bad = job.first_bad[b];
     free(job.first_bad);
+    uint64_t mine = bad;
+    if (ranks_count() > 1 && ranks_allreduce_u64(&bad, 1, RANKS_MIN, err)) return -1;
     if (bad == UINT64_MAX) return 0;
-    /* the offending value's highest limb that is not zero, for the message */
-    size_t top = 0;
-    for (size_t j = 0; j < k; j++) {
-        const darray *a = limbs[j]->values;
+    /* the offending value's bits, from the rank that holds it */
+    uint64_t bits = 0;
+    if (mine == bad) {
+        size_t top = 0; /* the value's highest limb that is not zero */
+        for (size_t j = 0; j < k; j++) {
+            const darray *a = limbs[j]->values;
+            const shard *sh = &a->shards[darray_shard_of(a, bad)];
+            if (((const uint64_t *)sh->data)[bad - sh->start]) top = j;
+        }
+        const darray *a = limbs[top]->values;
         const shard *sh = &a->shards[darray_shard_of(a, bad)];
-        if (((const uint64_t *)sh->data)[bad - sh->start]) top = j;
+        uint64_t v = ((const uint64_t *)sh->data)[bad - sh->start];
+        bits = 64 * (uint64_t)top + (64 - (uint64_t)__builtin_clzll(v));
     }
-    const darray *a = limbs[top]->values;
-    const shard *sh = &a->shards[darray_shard_of(a, bad)];
-    uint64_t v = ((const uint64_t *)sh->data)[bad - sh->start];
-    unsigned bits = 64 * (unsigned)top + (64 - (unsigned)__builtin_clzll(v));
+    if (ranks_count() > 1 && ranks_allreduce_u64(&bits, 1, RANKS_MAX, err)) return -1;
     return h5ark_fail(err, H5ARK_TYPE_ERROR,
                       "put: bigint element %llu needs %u bits, more than max_bits = %lld",
-                      (unsigned long long)bad, bits, (long long)max_bits);
+                      (unsigned long long)bad, (unsigned)bits, (long long)max_bits);
 }
 
 object *bigint_from_payload(uint64_t n, int64_t max_bits, const h5ark_payload *payload,
@@ -126,7 +135,10 @@ object *bigint_from_payload(uint64_t n, int64_t max_bits, const h5ark_payload *p
     big->max_bits = max_bits;
     for (size_t j = 0; j < k; j++) {
         limbs[j] = object_new_pdarray(H5ARK_UINT64, n, err);
-        if (!limbs[j] || pdarray_copy_in(limbs[j], payload, order[j], err)) goto fail;
+        if (!limbs[j]) goto fail;
+        if (ranks_count() > 1 ? pdarray_copy_in_ranks(limbs[j], payload, order[j], err)
+                              : pdarray_copy_in(limbs[j], payload, order[j], err))
+            goto fail;
     }
     if (max_bits >= 0 && check_bits(limbs, k, max_bits, err)) goto fail;
     for (size_t j = 0; j < k; j++) {

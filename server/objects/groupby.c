@@ -658,16 +658,11 @@ static object *make_ranks(object *const *keys, size_t nkeys, h5ark_error *err) {
     /* numeric keys so far, their rows where the block distribution puts them */
     for (size_t k = 0; k < nkeys && rc == 0; k++)
         if (keys[k]->objtype != H5ARK_PDARRAY || !keys[k]->values)
-            rc = h5ark_fail(err, H5ARK_UNKNOWN_COMMAND,
-                            "not available on several ranks yet: groupby of a %s key (this "
-                            "daemon runs as %d ranks)",
-                            h5ark_objtype_name(keys[k]->objtype), R);
+            rc = ranks_not_yet(err, "groupby of a %s key", h5ark_objtype_name(keys[k]->objtype));
     for (size_t k = 0; k < nkeys && rc == 0; k++)
         for (int b = 0; b < L; b++)
             if (keys[k]->values->shards[b].start != locales_block_start(n, L, b))
-                rc = h5ark_fail(err, H5ARK_UNKNOWN_COMMAND,
-                                "not available on several ranks yet: groupby of keys that are "
-                                "not block distributed");
+                rc = ranks_not_yet(err, "groupby of keys that are not block distributed");
     if (rc) return NULL; /* metadata: the same answer on every rank */
     enum { SAMPLES = 64 };
     cnt = calloc((size_t)R, sizeof *cnt);
@@ -1226,9 +1221,7 @@ object *groupby_take_strings(const object *src, const object *idx, const char *e
 object *groupby_take(const object *src, const object *idx, h5ark_error *err) {
     if (ranks_call_seq()) {
         if (src->objtype == H5ARK_PDARRAY && src->values) return take_ranks(src, idx, err);
-        h5ark_fail(err, H5ARK_UNKNOWN_COMMAND,
-                   "not available on several ranks yet: taking the rows of a %s",
-                   h5ark_objtype_name(src->objtype));
+        ranks_not_yet(err, "taking the rows of a %s", h5ark_objtype_name(src->objtype));
         return NULL;
     }
     if (src->objtype == H5ARK_STRINGS) return groupby_take_strings(src, idx, NULL, err);
@@ -1272,11 +1265,22 @@ typedef struct {
 static void find_shard(int b, void *ctx) {
     find_job *j = ctx;
     const shard *seg = &j->src->segments->shards[b];
-    for (uint64_t i = 0; i < seg->count; i++)
-        if (strref_cmp(str_at(j->src, seg->start + i), j->s) == 0) {
+    const shard *val = &j->src->values->shards[b];
+    for (uint64_t i = 0; i < seg->count; i++) {
+        strref here;
+        if (ranks_count() > 1) { /* a shard's strings are in its own values shard */
+            const int64_t *off = seg->data;
+            uint64_t to = i + 1 < seg->count ? (uint64_t)off[i + 1] : val->start + val->count;
+            here = (strref){(const char *)val->data + ((uint64_t)off[i] - val->start),
+                            to - (uint64_t)off[i] - 1};
+        } else {
+            here = str_at(j->src, seg->start + i);
+        }
+        if (strref_cmp(here, j->s) == 0) {
             locales_note_first(&j->found, seg->start + i);
             return;
         }
+    }
 }
 
 uint64_t groupby_find_string(const object *src, const char *s) {

@@ -351,6 +351,7 @@ typedef struct {
     int64_t lo, hi;
     bool nondecreasing;
     _Atomic uint64_t first_bad;
+    const uint64_t *rank_last; /* several ranks: [R] last elements, then [R] flags */
 } range_job;
 
 static void range_check_shard(int b, void *ctx) {
@@ -381,8 +382,13 @@ static void range_check_shard(int b, void *ctx) {
                 bad = v[i] < v[i - 1];
             else if (s->start > 0) {
                 const darray *a = job->obj->values;
-                const shard *p = &a->shards[darray_shard_of(a, s->start - 1)];
-                bad = v[0] < ((const int64_t *)p->data)[s->start - 1 - p->start];
+                int pb = darray_shard_of(a, s->start - 1);
+                const shard *p = &a->shards[pb];
+                /* the element before may be another rank's: the last that rank holds */
+                int64_t before = locales_is_local(pb)
+                                     ? ((const int64_t *)p->data)[s->start - 1 - p->start]
+                                     : (int64_t)job->rank_last[locales_rank_of(pb)];
+                bad = v[0] < before;
             }
         }
         if (bad) {
@@ -397,4 +403,47 @@ uint64_t pdarray_first_outside(const object *obj, int64_t lo, int64_t hi, bool n
     atomic_init(&job.first_bad, UINT64_MAX);
     locales_run(range_check_shard, &job);
     return atomic_load(&job.first_bad);
+}
+
+int pdarray_first_outside_ranks(const object *obj, int64_t lo, int64_t hi, bool nondecreasing,
+                                uint64_t *first, h5ark_error *err) {
+    if (ranks_count() == 1) {
+        *first = pdarray_first_outside(obj, lo, hi, nondecreasing);
+        return 0;
+    }
+    int R = ranks_count(), me = ranks_self();
+    const darray *a = obj->values;
+    uint64_t *last = calloc(2 * (size_t)R, sizeof *last);
+    if (ranks_agree(last ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory"), err)) {
+        free(last);
+        return -1;
+    }
+    for (int b = a->nshards - 1; b >= 0; b--)
+        if (locales_is_local(b) && a->shards[b].count) {
+            last[me] = (uint64_t)((const int64_t *)a->shards[b].data)[a->shards[b].count - 1];
+            last[R + me] = 1;
+            break;
+        }
+    int rc = nondecreasing ? ranks_allreduce_u64(last, 2 * (size_t)R, RANKS_SUM, err) : 0;
+    if (rc == 0) {
+        range_job job = {.obj = obj, .lo = lo, .hi = hi, .nondecreasing = nondecreasing};
+        job.rank_last = last;
+        atomic_init(&job.first_bad, UINT64_MAX);
+        locales_run(range_check_shard, &job);
+        *first = atomic_load(&job.first_bad);
+        rc = ranks_allreduce_u64(first, 1, RANKS_MIN, err);
+    }
+    free(last);
+    return rc;
+}
+
+int pdarray_int64_at_ranks(const object *obj, uint64_t i, int64_t *out, h5ark_error *err) {
+    const darray *a = obj->values;
+    int b = darray_shard_of(a, i);
+    uint64_t v = 0;
+    if (locales_is_local(b))
+        v = (uint64_t)((const int64_t *)a->shards[b].data)[i - a->shards[b].start];
+    if (ranks_count() > 1 && ranks_allreduce_u64(&v, 1, RANKS_SUM, err)) return -1;
+    *out = (int64_t)v;
+    return 0;
 }

@@ -52,5 +52,10 @@ int pdarray_copy_in_ranks(object *obj, const h5ark_payload *payload, const h5ark
 /* The index of the first element of an int64 pdarray outside [lo, hi) (or, nondecreasing,
  * less than the one before), checked by every locale at once; UINT64_MAX when none. */
 uint64_t pdarray_first_outside(const object *obj, int64_t lo, int64_t hi, bool nondecreasing);
+/* The same over every rank (with one rank, the call above), the result on every rank. */
+int pdarray_first_outside_ranks(const object *obj, int64_t lo, int64_t hi, bool nondecreasing,
+                                uint64_t *first, h5ark_error *err);
+/* Element i of an int64 pdarray on every rank (from the rank that holds it). */
+int pdarray_int64_at_ranks(const object *obj, uint64_t i, int64_t *out, h5ark_error *err);
 
 #endif

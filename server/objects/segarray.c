@@ -2,9 +2,11 @@
 #include "segarray.h"
 
 #include "locales.h"
+#include "ranks.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef enum { SEG_OK, SEG_FIRST_NOT_ZERO, SEG_NEGATIVE, SEG_DECREASING, SEG_PAST_END } seg_fault;
 
@@ -16,17 +18,30 @@ typedef struct {
     uint64_t *bad_at; /* per locale: the index of its first bad element, or UINT64_MAX */
     seg_fault *why;
     int64_t *prev; /* per locale: the offset before the bad element (for the message) */
+    /* several ranks: per rank, the last offset of its shards, and whether it has one */
+    uint64_t *rank_last; /* [R] values, then [R] flags */
 } seg_check_job;
 
 /* The last offset before element `start` (the last element of an earlier non-empty shard),
  * or -1 when `start` is the first element. Other shards are read only: the array is
- * immutable. */
-static bool previous_offset(const darray *a, int locale, int64_t *out) {
-    for (int b = locale - 1; b >= 0; b--)
+ * immutable. Another rank's shards are not in memory: their last offset came with the job. */
+static bool previous_offset(const seg_check_job *job, int locale, int64_t *out) {
+    const darray *a = job->seg;
+    int R = ranks_count();
+    for (int b = locale - 1; b >= 0; b--) {
+        if (!locales_is_local(b)) {
+            for (int r = locales_rank_of(b); r >= 0; r--)
+                if (job->rank_last[R + r]) {
+                    *out = (int64_t)job->rank_last[r];
+                    return true;
+                }
+            return false;
+        }
         if (a->shards[b].count) {
             *out = ((const int64_t *)a->shards[b].data)[a->shards[b].count - 1];
             return true;
         }
+    }
     return false;
 }
 
@@ -37,7 +52,7 @@ static void check_shard(int locale, void *ctx) {
     job->bad_at[locale] = UINT64_MAX;
     if (sh->count == 0) return;
     int64_t prev = 0;
-    bool has_prev = previous_offset(job->seg, locale, &prev);
+    bool has_prev = previous_offset(job, locale, &prev);
     for (uint64_t i = 0; i < sh->count; i++) {
         int64_t v = off[i];
         seg_fault f = SEG_OK;
@@ -61,24 +76,62 @@ static void check_shard(int locale, void *ctx) {
 }
 
 static int check_segments(const object *segments, uint64_t nvalues, h5ark_error *err) {
-    int L = segments->values->nshards;
+    int L = segments->values->nshards, R = ranks_count();
     seg_check_job job = {.seg = segments->values, .nvalues = nvalues, .nlocales = L};
     job.bad_at = calloc((size_t)L, sizeof *job.bad_at);
     job.why = calloc((size_t)L, sizeof *job.why);
     job.prev = calloc((size_t)L, sizeof *job.prev);
+    job.rank_last = calloc(2 * (size_t)R, sizeof *job.rank_last);
     int rc = 0;
-    if (!job.bad_at || !job.why || !job.prev) {
+    if (!job.bad_at || !job.why || !job.prev || !job.rank_last) {
         rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         goto out;
     }
+    for (int b = 0; b < L; b++)
+        job.bad_at[b] = UINT64_MAX;
+    if (R > 1) { /* the last offset of each rank's shards, for the first shard of the next */
+        int64_t last;
+        int me = ranks_self();
+        for (int b = L - 1; b >= 0; b--)
+            if (locales_is_local(b) && job.seg->shards[b].count) {
+                last = ((const int64_t *)job.seg->shards[b].data)[job.seg->shards[b].count - 1];
+                job.rank_last[me] = (uint64_t)last;
+                job.rank_last[R + me] = 1;
+                break;
+            }
+        if (ranks_allreduce_u64(job.rank_last, 2 * (size_t)R, RANKS_SUM, err)) {
+            rc = -1;
+            goto out;
+        }
+    }
     locales_run(check_shard, &job);
-    for (int b = 0; b < L; b++) {
+    /* the first bad element, and on the rank that holds it what was wrong */
+    uint64_t first = UINT64_MAX, detail[3] = {0, 0, 0}; /* why, value, previous */
+    for (int b = 0; b < L && first == UINT64_MAX; b++) {
         uint64_t i = job.bad_at[b];
         if (i == UINT64_MAX) continue;
         const shard *sh = &job.seg->shards[b];
-        long long v = ((const int64_t *)sh->data)[i - sh->start];
-        unsigned long long ui = (unsigned long long)i;
-        switch (job.why[b]) {
+        first = i;
+        detail[0] = (uint64_t)job.why[b];
+        detail[1] = (uint64_t)((const int64_t *)sh->data)[i - sh->start];
+        detail[2] = (uint64_t)job.prev[b];
+    }
+    if (R > 1) {
+        uint64_t mine = first;
+        if (ranks_allreduce_u64(&first, 1, RANKS_MIN, err)) {
+            rc = -1;
+            goto out;
+        }
+        if (mine != first) memset(detail, 0, sizeof detail);
+        if (first != UINT64_MAX && ranks_allreduce_u64(detail, 3, RANKS_SUM, err)) {
+            rc = -1;
+            goto out;
+        }
+    }
+    if (first != UINT64_MAX) {
+        long long v = (long long)(int64_t)detail[1];
+        unsigned long long ui = (unsigned long long)first;
+        switch ((seg_fault)detail[0]) {
         case SEG_FIRST_NOT_ZERO:
             rc = h5ark_fail(err, H5ARK_BAD_REQUEST,
                             "segarray: 'segments' must start at 0, but segments[0] = %lld", v);
@@ -91,7 +144,7 @@ static int check_segments(const object *segments, uint64_t nvalues, h5ark_error 
             rc = h5ark_fail(err, H5ARK_BAD_REQUEST,
                             "segarray: 'segments' must not decrease, but segments[%llu] = %lld "
                             "follows %lld",
-                            ui, v, (long long)job.prev[b]);
+                            ui, v, (long long)(int64_t)detail[2]);
             break;
         default:
             rc = h5ark_fail(err, H5ARK_BAD_REQUEST,
@@ -100,12 +153,12 @@ static int check_segments(const object *segments, uint64_t nvalues, h5ark_error 
                             ui, v, (unsigned long long)nvalues);
             break;
         }
-        break; /* shards are in element order: the first bad shard has the first bad element */
     }
 out:
     free(job.bad_at);
     free(job.why);
     free(job.prev);
+    free(job.rank_last);
     return rc;
 }
 

@@ -195,3 +195,42 @@ object *strings_from_payload(uint64_t n, const h5ark_payload *payload, const h5a
     }
     return obj;
 }
+
+char *strings_dup_ranks(const object *s, uint64_t i, h5ark_error *err) {
+    if (ranks_count() == 1) {
+        char *out = strings_dup(s, i);
+        if (!out) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        return out;
+    }
+    /* a string's bytes lie in the values shard of its segments shard: one rank has both */
+    int b = darray_shard_of(s->segments, i);
+    int holder = locales_rank_of(b);
+    uint64_t len = 0;
+    char *out = NULL;
+    if (locales_is_local(b)) { /* its end is the next offset, or its values shard's end */
+        const shard *seg = &s->segments->shards[b], *val = &s->values->shards[b];
+        const int64_t *off = seg->data;
+        uint64_t from = (uint64_t)off[i - seg->start];
+        uint64_t to = i + 1 < seg->start + seg->count ? (uint64_t)off[i + 1 - seg->start]
+                                                      : val->start + val->count;
+        out = malloc(to - from);
+        if (out) {
+            memcpy(out, (const char *)val->data + (from - val->start), to - from - 1);
+            out[to - from - 1] = '\0';
+            len = to - from;
+        }
+    }
+    if (ranks_bcast(holder, &len, sizeof len, err)) goto fail;
+    if (len == 0) {
+        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", holder);
+        goto fail;
+    }
+    if (!out) out = calloc(1, len);
+    if (ranks_agree(out ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory"), err) ||
+        ranks_bcast(holder, out, len, err))
+        goto fail;
+    return out;
+fail:
+    free(out);
+    return NULL;
+}

@@ -17,6 +17,9 @@ uint64_t strings_offset(const object *strings, uint64_t i);
 
 /* A malloc'd copy of string i, whichever shards its bytes lie in; NULL when out of memory. */
 char *strings_dup(const object *strings, uint64_t i);
+/* The same on every rank, from the rank that holds string i (with one rank, the call above);
+ * NULL with err set when it fails. */
+char *strings_dup_ranks(const object *strings, uint64_t i, h5ark_error *err);
 
 /* Check that a locale's strings are well formed: offsets increasing from values' shard
  * start, each string ending in its one NUL. Returns the index of the first bad string, or

@@ -12,6 +12,7 @@
 #include "objects/pdarray.h"
 #include "objects/strings.h"
 #include "layout.h"
+#include "ranks.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,10 +111,7 @@ static int build(read_node *n, bool strict, bool tags, object **obj, object **ta
     int64_t na_code = -1;
     if (na->kind != KIND_NONE) {
         if (schema_build(na, strict, false, &nac, &x, err)) goto fail;
-        if (nac->size > 0) {
-            const shard *sh = &nac->values->shards[darray_shard_of(nac->values, 0)];
-            na_code = ((const int64_t *)sh->data)[0];
-        }
+        if (nac->size > 0 && pdarray_int64_at_ranks(nac, 0, &na_code, err)) goto fail;
     }
     if (grouped) {
         if (schema_build(perm, strict, false, &p, &x, err) ||
@@ -132,14 +130,17 @@ static int build(read_node *n, bool strict, bool tags, object **obj, object **ta
     cat = object_new_composite(H5ARK_CATEGORICAL, H5ARK_STRING, codes->size, err);
     if (!cat) goto fail;
     if (na_code >= 0 && (uint64_t)na_code < cats->size) {
-        cat->na_value = strings_dup(cats, (uint64_t)na_code);
+        if (!(cat->na_value = strings_dup_ranks(cats, (uint64_t)na_code, err))) goto fail;
     } else {
         cat->na_value = strdup("N/A");
         na_code = find_category(cats, "N/A");
-    }
-    if (!cat->na_value) {
-        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        goto fail;
+        uint64_t u = (uint64_t)na_code; /* several ranks: searched on each rank's shards */
+        if (ranks_count() > 1 && ranks_allreduce_u64(&u, 1, RANKS_MIN, err)) goto fail;
+        na_code = (int64_t)u;
+        if (!cat->na_value) {
+            h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+            goto fail;
+        }
     }
     if (object_add_component(cat, CHILD_CODES, codes, err) ||
         object_add_component(cat, CHILD_CATEGORIES, cats, err) ||

@@ -81,15 +81,27 @@ static int share_probe(int rc, read_probe *st, char *const *paths, size_t npaths
     return ranks_agree(rc, err);
 }
 
-/* Several ranks read pdarrays and Strings so far; the other kinds are refused alike on
- * every rank (the read tree is the same on all). */
+/* Whether several ranks read a node: Arkouda's kinds, built from pdarrays and Strings,
+ * but not plain HDF5 strings or ExeTera's (the node refused, or NULL). */
+static const read_node *ranks_refused_node(const read_node *n) {
+    if (n->kind == KIND_H5STRINGS || n->kind == KIND_EXETERA_DF || n->kind == KIND_EXETERA_FIELD)
+        return n;
+    for (size_t i = 0; i < n->nkids; i++) {
+        const read_node *r = ranks_refused_node(&n->kids[i]);
+        if (r) return r;
+    }
+    return NULL;
+}
+
+/* The kinds several ranks do not read yet are refused alike on every rank (the read tree
+ * is the same on all). */
 static int check_ranks_kinds(const read_probe *st, h5ark_error *err) {
-    for (size_t i = 0; i < st->names.n; i++)
-        if (st->nodes[i].kind != KIND_PDARRAY && st->nodes[i].kind != KIND_STRINGS)
-            return h5ark_fail(err, H5ARK_UNKNOWN_COMMAND,
-                              "not available on several ranks yet: readhdf of %s ('%s'); this "
-                              "daemon runs as %d ranks",
-                              schema_what(st->nodes[i].kind), st->nodes[i].name, ranks_count());
+    for (size_t i = 0; i < st->names.n; i++) {
+        const read_node *r = ranks_refused_node(&st->nodes[i]);
+        if (r)
+            return ranks_not_yet(err, "readhdf of %s ('%s')", schema_what(r->kind),
+                                 st->nodes[i].name);
+    }
     return 0;
 }
 

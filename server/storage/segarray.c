@@ -8,6 +8,7 @@
 #include "families.h"
 
 #include "locales.h"
+#include "objects/pdarray.h"
 #include "objects/strings.h"
 #include "layout.h"
 
@@ -31,7 +32,11 @@ static int store(hid_t loc, int file_index, const char *name, const object *obj,
     uint64_t lo, hi;
     object_part_rows(obj, part, &lo, &hi);
     uint64_t n = seg->size, nvals = vals->size;
-    uint64_t vlo = lo < n ? (uint64_t)darray_int64_at(seg->values, lo) : nvals;
+    /* segments[0] is 0 (checked when made or read): with several ranks it may be
+     * another rank's */
+    uint64_t vlo = lo == 0 && n > 0 ? 0
+                   : lo < n         ? (uint64_t)darray_int64_at(seg->values, lo)
+                                    : nvals;
     uint64_t vhi = hi < n ? (uint64_t)darray_int64_at(seg->values, hi) : nvals;
     if (vlo > vhi || vhi > nvals)
         return h5ark_fail(err, H5ARK_INTERNAL, "SegArray '%s' has segments out of order", name);
@@ -98,8 +103,9 @@ static int build(read_node *n, bool strict, bool tags, object **obj, object **ta
     snprintf(what, sizeof what, "SegArray '%s': 'segments'", n->path);
     if (pdarray_check_range(s, 0, (int64_t)v->size + 1, true, what, err)) goto fail;
     if (s->size > 0) {
-        const shard *first = &s->values->shards[darray_shard_of(s->values, 0)];
-        if (((const int64_t *)first->data)[0] != 0) {
+        int64_t first; /* several ranks: from the rank that holds it */
+        if (pdarray_int64_at_ranks(s, 0, &first, err)) goto fail;
+        if (first != 0) {
             h5ark_fail(err, H5ARK_SCHEMA_ERROR, "%s must start at 0", what);
             goto fail;
         }

@@ -632,25 +632,28 @@ static int write_files_rank(const storage_item *items, size_t nitems, h5ark_erro
     return rc;
 }
 
-/* What several ranks write so far: pdarrays and Strings, uncompressed, in Arkouda's format. */
-static int check_ranks_items(const storage_item *items, size_t nitems,
-                             const storage_write_options *opts, h5ark_error *err) {
-    if (opts && opts->gzip_level > 0)
-        return h5ark_fail(err, H5ARK_UNKNOWN_COMMAND,
-                          "not available on several ranks yet: tohdf with compression (this "
-                          "daemon runs as %d ranks)",
-                          ranks_count());
-    for (size_t i = 0; i < nitems; i++) {
-        const object *obj = items[i].obj;
-        bool pdarray = obj->objtype == H5ARK_PDARRAY && obj->dtype != H5ARK_BIGINT;
-        if (!pdarray && obj->objtype != H5ARK_STRINGS)
-            return h5ark_fail(err, H5ARK_UNKNOWN_COMMAND,
-                              "not available on several ranks yet: tohdf of a %s ('%s'); this "
-                              "daemon runs as %d ranks",
-                              obj->dtype == H5ARK_BIGINT ? "bigint"
-                                                         : h5ark_objtype_name(obj->objtype),
-                              items[i].dataset, ranks_count());
+/* Whether several ranks write obj: rank 0 lays the files out from metadata, which every
+ * rank holds, but a SegArray's per-locale files start at segment values that live on other
+ * ranks (what it returns: the refused object, or NULL). */
+static const object *ranks_refused(const object *obj, bool distributed) {
+    if (obj->objtype == H5ARK_SEGARRAY && distributed) return obj;
+    for (size_t i = 0; i < obj->ncomponents; i++) {
+        const object *r = ranks_refused(obj->components[i].obj, distributed);
+        if (r) return r;
     }
+    return NULL;
+}
+
+/* What several ranks write so far: every kind uncompressed, in Arkouda's format, but a
+ * SegArray into per-locale files. */
+static int check_ranks_items(const storage_item *items, size_t nitems,
+                             const storage_write_options *opts, bool distributed,
+                             h5ark_error *err) {
+    if (opts && opts->gzip_level > 0) return ranks_not_yet(err, "tohdf with compression");
+    for (size_t i = 0; i < nitems; i++)
+        if (ranks_refused(items[i].obj, distributed))
+            return ranks_not_yet(err, "tohdf of a segarray into per-locale files ('%s')",
+                                 items[i].dataset);
     return 0;
 }
 
@@ -682,7 +685,7 @@ static int write_files(const storage_item *items, size_t nitems, const char *pat
     /* several ranks: these checks read metadata only, alike on every rank */
     bool ranks = ranks_call_seq() != 0;
     if (check_items(items, nitems, df_columns, &names, err) ||
-        (ranks && check_ranks_items(items, nitems, opts, err))) {
+        (ranks && check_ranks_items(items, nitems, opts, distributed, err))) {
         free(names.v);
         return -1;
     }

@@ -277,8 +277,7 @@ def test_concurrent_requests(multi):
 
 
 @pytest.mark.parametrize("cmd,args", [
-    ("categorical", {"codes": "x", "categories": "x"}),
-    ("segarray", {"segments": "x", "values": "x"}),
+    ("categorical", {"values": "x"}),
 ])
 def test_not_converted_refused(multi, cmd, args):
     hdr, _ = call(multi.endpoint, cmd, args)
@@ -460,7 +459,10 @@ def test_readhdf_matches_one_rank(multi, single, hdf_files, label, args):
 
 
 def test_readhdf_other_kinds_refused(multi, hdf_files):  # noqa: ARG001 - files needed
-    hdr, _ = call(multi.endpoint, "readhdf", {"paths": ["segarray.h5"]})
+    import h5py
+    with h5py.File(multi.tmp / "data" / "plain_strings.h5", "w") as f:
+        f["s"] = [b"a", b"bc"]
+    hdr, _ = call(multi.endpoint, "readhdf", {"paths": ["plain_strings.h5"]})
     assert not hdr["ok"] and hdr["error"]["code"] == "unknown_command"
     assert hdr["error"]["message"].startswith("not available on several ranks yet: readhdf of")
 
@@ -797,6 +799,283 @@ def test_aggregate_matches_one_rank(multi, single, keys_label, vals_label):
             got.append((op, [{**o, "name": ""} for o in objs], data))
         out[name] = got
     assert out["multi"] == out["single"]
+
+
+def named(endpoint, cmd, args, name):
+    return ok(endpoint, cmd, {**args, "name": name})[0]["object"]
+
+
+def build_composites(endpoint):
+    """Composites of every kind over pdarrays and Strings, under fixed names; their
+    descriptions by name."""
+    ok(endpoint, "clear")
+    rng = np.random.default_rng(21)
+    n = 301
+    vals = rng.integers(-50, 50, 1000)
+    segs = np.sort(rng.integers(0, 1000, n))
+    segs[0] = 0
+    words = [f"w{i % 17}" * (i % 5) for i in range(n)]
+    made = {}
+    for name, a in [("vals", vals), ("segs", segs), ("ints", rng.integers(0, 9, n)),
+                    ("floats", rng.random(n)), ("flags", rng.random(n) < 0.5),
+                    ("grid", np.arange(24.0))]:
+        raw = a.tobytes()
+        dtype = "bool" if a.dtype == np.bool_ else str(a.dtype)
+        hdr, _ = call(endpoint, "put", {"dtype": dtype, "shape": [len(a)], "name": name},
+                      [{"name": "values", "nbytes": len(raw)}], [raw] if raw else ())
+        assert hdr["ok"], hdr
+        made[name] = hdr["result"]["object"]
+    hdr, _ = put_strings(endpoint, words, "words")
+    assert hdr["ok"], hdr
+    seg_w = np.arange(0, n, 7)  # a segarray of Strings
+    hdr, _ = call(endpoint, "put", {"dtype": "int64", "shape": [len(seg_w)], "name": "segw"},
+                  [{"name": "values", "nbytes": seg_w.nbytes}], [seg_w.tobytes()])
+    assert hdr["ok"], hdr
+    made["sa"] = named(endpoint, "segarray", {"segments": "segs", "values": "vals"}, "sa")
+    made["saw"] = named(endpoint, "segarray", {"segments": "segw", "values": "words"}, "saw")
+    made["idx"] = named(endpoint, "index", {"levels": ["ints"], "names": ["k"]}, "idx")
+    made["mi"] = named(endpoint, "index", {"levels": ["ints", "words"], "names": ["a", "b"]},
+                       "mi")
+    made["df"] = named(endpoint, "dataframe", {"columns": ["ints", "words", "sa", "flags"],
+                                               "column_names": ["i", "w", "s", "f"],
+                                               "index": "idx"}, "df")
+    made["av"] = named(endpoint, "reshape", {"array": "grid", "shape": [2, 3, 4]}, "av")
+    made["back"] = named(endpoint, "reshape", {"array": "av", "shape": [24]}, "back")
+    return made
+
+
+def test_composites_match_one_rank(multi, single):
+    got, want = build_composites(multi.endpoint), build_composites(single.endpoint)
+    assert got == want
+    for name in got:
+        g_hdr, g_frames = call(multi.endpoint, "get", {"name": name})
+        w_hdr, w_frames = call(single.endpoint, "get", {"name": name})
+        assert g_hdr["ok"] and w_hdr["ok"], (g_hdr, w_hdr)
+        assert g_hdr["result"] == w_hdr["result"], name
+        assert b"".join(bytes(f) for f in g_frames) == b"".join(bytes(f) for f in w_frames), name
+
+
+@pytest.mark.parametrize("segs", [
+    [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16],  # not starting at 0
+    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 5, 13, 14, 15],  # decreasing on another rank
+    [0, 1, 2, 3, 4, 5, 6, 7, 6, 9, 10, 11, 12, 13, 14, 15],  # decreasing at rank 1 (R = 2)
+    [0, 1, 2, 3, 4, 5, 4, 7, 8, 9, 10, 11, 12, 13, 14, 15],  # decreasing at rank 1 (R = 3)
+    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 99],  # past the end, last rank
+    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, -1],  # negative
+])
+def test_segarray_errors_match_one_rank(multi, single, segs):
+    out = []
+    for d in (multi, single):
+        s = put_array(d.endpoint, np.array(segs, "i8"))
+        v = put_array(d.endpoint, np.arange(20, dtype="i8"))
+        hdr, _ = call(d.endpoint, "segarray", {"segments": s, "values": v, "name": "badsa"})
+        assert not hdr["ok"]
+        out.append(hdr["error"])
+        hdr, _ = call(d.endpoint, "info", {"names": ["badsa"]})
+        assert hdr["error"]["code"] == "not_found"  # published on no rank
+    assert out[0] == out[1]
+
+
+def bigint_put(endpoint, values, k, max_bits=None, name=None):
+    limbs = [np.array([(v >> (64 * j)) & (2**64 - 1) for v in values], dtype="<u8")
+             for j in range(k)]
+    raw = b"".join(a.tobytes() for a in limbs)
+    args = {"objtype": "pdarray", "dtype": "bigint", "shape": [len(values)]}
+    if name:
+        args["name"] = name
+    if max_bits is not None:
+        args["max_bits"] = max_bits
+    frames = [raw[i:i + 1001] for i in range(0, len(raw), 1001)] or [b""]
+    return call(endpoint, "put", args,
+                [{"name": f"Limb_{j}", "nbytes": a.nbytes} for j, a in enumerate(limbs)],
+                frames if raw else ())
+
+
+@pytest.mark.parametrize("n,k", [(1000, 3), (5, 1), (0, 2)])
+def test_bigint_put_get_match_one_rank(multi, single, n, k):
+    rng = np.random.default_rng(n)
+    values = [int(rng.integers(0, 1 << 62)) << (64 * (i % k)) | i for i in range(n)]
+    out = []
+    for d in (multi, single):
+        hdr, _ = bigint_put(d.endpoint, values, k, name=f"big_{n}_{k}")
+        assert hdr["ok"], hdr
+        desc = hdr["result"]["object"]
+        hdr, frames = call(d.endpoint, "get", {"name": desc["name"]})
+        assert hdr["ok"], hdr
+        raw = b"".join(bytes(f) for f in frames)
+        limbs = [np.frombuffer(raw[j * n * 8:(j + 1) * n * 8], "<u8") for j in range(k)]
+        assert [sum(int(limbs[j][i]) << (64 * j) for j in range(k))
+                for i in range(n)] == values
+        hdr2, frames2 = call(d.endpoint, "get", {"name": desc["name"], "start": n // 3,
+                                                 "stop": n // 2})
+        assert hdr2["ok"], hdr2
+        out.append((desc, hdr["result"], raw,
+                    b"".join(bytes(f) for f in frames2)))
+    assert out[0] == out[1]
+
+
+def test_bigint_max_bits_error_matches_one_rank(multi, single):
+    values = [1] * 40
+    values[37] = 1 << 70  # on the last rank
+    errors = []
+    for d in (multi, single):
+        hdr, _ = bigint_put(d.endpoint, values, 2, max_bits=64)
+        assert not hdr["ok"]
+        errors.append(hdr["error"])
+    assert errors[0] == errors[1]
+    assert "element 37 needs 71 bits" in errors[0]["message"]
+
+
+CATEGORIES = {
+    "with the NA text": ["N/A", "apple", "b", "cc" * 40, "", "dog", "e", "f", "g"],
+    "without it": ["zeta", "alpha", "", "x" * 300, "beta", "q", "r"],
+    "NA last, on the last rank": ["a", "b", "c", "d", "e", "f", "g", "N/A"],
+    "one": ["only"],
+    "none": [],
+}
+
+
+@pytest.mark.parametrize("label", list(CATEGORIES))
+def test_categorical_from_codes_matches_one_rank(multi, single, label):
+    cats = CATEGORIES[label]
+    n = 1000
+    codes = np.random.default_rng(3).integers(0, max(len(cats), 1), n if cats else 0)
+    out = []
+    for d in (multi, single):
+        ok(d.endpoint, "clear")
+        hdr, _ = call(d.endpoint, "put", {"dtype": "int64", "shape": [len(codes)],
+                                          "name": "codes"},
+                      [{"name": "values", "nbytes": codes.nbytes}],
+                      [codes.tobytes()] if len(codes) else ())
+        assert hdr["ok"], hdr
+        hdr, _ = put_strings(d.endpoint, cats, "cats")
+        assert hdr["ok"], hdr
+        desc = ok(d.endpoint, "categorical", {"codes": "codes", "categories": "cats",
+                                              "name": "cat"})[0]["object"]
+        hdr, frames = call(d.endpoint, "get", {"name": "cat"})
+        assert hdr["ok"], hdr
+        # a dataframe and a segarray over it, got through their components
+        df = ok(d.endpoint, "dataframe", {"columns": ["cat", "codes"], "name": "df"})[0]
+        hdr2, frames2 = call(d.endpoint, "get", {"name": "df"})
+        assert hdr2["ok"], hdr2
+        out.append((desc, hdr["result"], b"".join(bytes(f) for f in frames), df,
+                    hdr2["result"], b"".join(bytes(f) for f in frames2)))
+    assert out[0] == out[1]
+
+
+def test_categorical_bad_code_matches_one_rank(multi, single):
+    codes = np.zeros(50, "i8")
+    codes[47] = 9  # on the last rank
+    errors = []
+    for d in (multi, single):
+        c = put_array(d.endpoint, codes)
+        hdr, _ = put_strings(d.endpoint, ["a", "b"])
+        hdr, _ = call(d.endpoint, "categorical", {"codes": c,
+                                                  "categories": hdr["result"]["object"]["name"]})
+        assert not hdr["ok"]
+        errors.append(hdr["error"])
+    assert errors[0] == errors[1]
+    assert "codes[47] = 9" in errors[0]["message"]
+
+
+def composite_files(d, ddir, file_type, names):
+    """Composites of every kind written by tohdf into ddir/<file_type>; the directory."""
+    build_composites(d.endpoint)
+    codes = np.random.default_rng(8).integers(0, 3, 301)
+    hdr, _ = call(d.endpoint, "put", {"dtype": "int64", "shape": [301], "name": "codes"},
+                  [{"name": "values", "nbytes": codes.nbytes}], [codes.tobytes()])
+    assert hdr["ok"], hdr
+    hdr, _ = put_strings(d.endpoint, ["x", "yy", "zzz"], "cats")
+    assert hdr["ok"], hdr
+    named(d.endpoint, "categorical", {"codes": "codes", "categories": "cats"}, "cat")
+    hdr, _ = bigint_put(d.endpoint, [i << (60 + i % 9) for i in range(301)], 2, name="big")
+    assert hdr["ok"], hdr
+    named(d.endpoint, "groupby", {"keys": ["ints", "flags"]}, "gb")
+    named(d.endpoint, "dataframe", {"columns": ["ints", "cat", "big"], "index": "mi"}, "df2")
+    out = ddir / f"composites_{file_type}"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    res, _ = ok(d.endpoint, "tohdf", {"names": names, "path": f"{out.name}/c.h5",
+                                      "file_type": file_type})
+    return out, res
+
+
+TOHDF_COMPOSITES = ["idx", "mi", "df2", "av", "back", "cat", "big", "gb"]
+
+
+@pytest.mark.parametrize("file_type", ["single", "distribute"])
+def test_tohdf_composites_match_one_rank(multi, single, file_type):
+    names = TOHDF_COMPOSITES + (["sa", "saw", "df"] if file_type == "single" else [])
+    got, got_res = composite_files(multi, multi.tmp / "data", file_type, names)
+    want, want_res = composite_files(single, single.data_dir, file_type, names)
+    assert got_res == want_res
+    assert data_files(got) == data_files(want)
+    assert [f for f in os.listdir(got) if f.startswith(".")] == []
+    for f in data_files(got):
+        assert h5_tree(got / f) == h5_tree(want / f), f
+
+
+def normalized(endpoint, result):
+    """A readhdf result's objects with the names the daemon made replaced by the dataset's,
+    and every object's reply (description and bytes) by dataset."""
+    text = {}
+    for ds, desc in sorted(result.get("objects", {}).items()):
+        hdr, frames = call(endpoint, "get", {"name": desc["name"]})
+        assert hdr["ok"], hdr
+        t = repr((desc, hdr["result"])).replace(desc["name"], "@" + ds)
+        text[ds] = (t, b"".join(bytes(f) for f in frames))
+    return {**result, "objects": None}, text
+
+
+READ_COMPOSITES = [
+    {"paths": ["composites_single/c.h5"]},
+    {"paths": ["composites_distribute/c_LOCALE*"]},
+    {"paths": ["composites_single/c.h5", "composites_distribute/c_LOCALE*"],
+     "datasets": ["idx", "cat", "big", "av", "gb"]},
+    {"paths": ["composites_single/c.h5", "composites_distribute/c_LOCALE*"],
+     "datasets": ["idx"]},
+    {"paths": ["composites_single/c.h5", "composites_distribute/c_LOCALE*"],
+     "datasets": ["cat"]},
+    {"paths": ["composites_single/c.h5", "composites_distribute/c_LOCALE*"],
+     "datasets": ["big"]},
+    {"paths": ["composites_single/c.h5", "composites_distribute/c_LOCALE*"],
+     "datasets": ["av"]},
+    {"paths": ["composites_single/c.h5", "composites_distribute/c_LOCALE*"],
+     "datasets": ["gb"]},
+    {"paths": ["composites_single/c.h5"], "datasets": ["sa", "saw", "df"]},
+    {"paths": ["composites_single/c.h5"], "datasets": ["sa", "cat"], "start": 17, "stop": 150},
+    {"paths": ["composites_distribute/c_LOCALE*"], "datasets": ["av", "big"], "tag_data": True},
+]
+
+
+@pytest.mark.parametrize("args", READ_COMPOSITES)
+def test_readhdf_composites_match_one_rank(multi, single, args):
+    # files written by the one-rank daemon, copied over
+    for file_type in ["single", "distribute"]:
+        names = TOHDF_COMPOSITES + (["sa", "saw", "df"] if file_type == "single" else [])
+        src, _ = composite_files(single, single.data_dir, file_type, names)
+        dest = multi.tmp / "data" / src.name
+        shutil.rmtree(dest, ignore_errors=True)
+        shutil.copytree(src, dest)
+    ok(multi.endpoint, "clear")
+    ok(single.endpoint, "clear")
+    got, _ = call(multi.endpoint, "readhdf", args)
+    want, _ = call(single.endpoint, "readhdf", args)
+    assert got["ok"] == want["ok"], (got, want)
+    if not want["ok"]:
+        assert got["error"] == want["error"]
+        return
+    assert normalized(multi.endpoint, got["result"]) == normalized(single.endpoint,
+                                                                   want["result"])
+
+
+def test_tohdf_segarray_distribute_refused(multi):
+    build_composites(multi.endpoint)
+    hdr, _ = call(multi.endpoint, "tohdf", {"names": ["df"], "path": "sd.h5",
+                                            "file_type": "distribute"})
+    assert hdr["error"]["message"].startswith(
+        "not available on several ranks yet: tohdf of a segarray into per-locale files")
+    assert not list((multi.tmp / "data").glob("sd*"))
 
 
 def test_groupby_strings_key_refused(multi):
