@@ -643,6 +643,26 @@ static void block_starts(uint64_t n, uint64_t *starts) {
     starts[R] = n;
 }
 
+/* The GroupBy object from its parts (its components take references; the caller keeps
+ * its own): Arkouda's components and the group count, the same at one rank or several. */
+static object *groupby_assemble(uint64_t n, object *perm, object *segments, object *uik,
+                                object *const *keys, size_t nkeys, uint64_t ngroups,
+                                h5ark_error *err) {
+    object *gb = object_new_composite(H5ARK_GROUPBY, H5ARK_INT64, n, err);
+    if (!gb) return NULL;
+    int rc = object_add_component(gb, "permutation", perm, err) ||
+             object_add_component(gb, "segments", segments, err) ||
+             object_add_component(gb, "unique_key_idx", uik, err);
+    for (size_t k = 0; k < nkeys && !rc; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "KEY_%zu", k);
+        rc = object_add_component(gb, name, keys[k], err);
+    }
+    if (!rc) rc = object_set_extra(gb, "ngroups", h5ark_value_uint(ngroups), err);
+    if (rc) object_release(gb);
+    return rc ? NULL : gb;
+}
+
 static object *make_ranks(object *const *keys, size_t nkeys, h5ark_error *err) {
     int R = ranks_count(), me = ranks_self(), L = locales_count(), T = locales_local_count();
     uint64_t n = keys[0]->size, reserved = 0;
@@ -789,21 +809,7 @@ static object *make_ranks(object *const *keys, size_t nkeys, h5ark_error *err) {
             ((int64_t *)us->data)[i] = (int64_t)gpairs[2 * (ss->start - g0 + i) + 1];
         }
     }
-    gb = object_new_composite(H5ARK_GROUPBY, H5ARK_INT64, n, err);
-    if (!gb) goto out;
-    rc = object_add_component(gb, "permutation", perm, err) ||
-         object_add_component(gb, "segments", segments, err) ||
-         object_add_component(gb, "unique_key_idx", uik, err);
-    for (size_t k = 0; k < nkeys && !rc; k++) {
-        char name[32];
-        snprintf(name, sizeof name, "KEY_%zu", k);
-        rc = object_add_component(gb, name, keys[k], err);
-    }
-    if (!rc) rc = object_set_extra(gb, "ngroups", h5ark_value_uint(ngroups), err);
-    if (rc) {
-        object_release(gb);
-        gb = NULL;
-    }
+    gb = groupby_assemble(n, perm, segments, uik, keys, nkeys, ngroups, err);
 out:
     object_release(perm);
     object_release(segments);
@@ -1003,21 +1009,7 @@ object *groupby_make(object *const *keys, size_t nkeys, h5ark_error *err) {
         locales_run(find_group_starts, &p);
         locales_run(fill_groups, &p);
     }
-    gb = object_new_composite(H5ARK_GROUPBY, H5ARK_INT64, p.n, err);
-    if (!gb) goto out;
-    int rc = object_add_component(gb, "permutation", p.perm, err) ||
-             object_add_component(gb, "segments", p.segments, err) ||
-             object_add_component(gb, "unique_key_idx", p.uik, err);
-    for (size_t k = 0; k < nkeys && !rc; k++) {
-        char name[32];
-        snprintf(name, sizeof name, "KEY_%zu", k);
-        rc = object_add_component(gb, name, keys[k], err);
-    }
-    if (!rc) rc = object_set_extra(gb, "ngroups", h5ark_value_uint(ngroups), err);
-    if (rc) {
-        object_release(gb);
-        gb = NULL;
-    }
+    gb = groupby_assemble(p.n, p.perm, p.segments, p.uik, keys, nkeys, ngroups, err);
     goto out;
 oom:
     h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory sorting %llu rows",
