@@ -71,6 +71,10 @@ def _remove_stale():
     for m in re.finditer(r"^\d+: (h5a(\d+)(?:br|v\d+))[@:]", _ip("-o", "link", check=False), re.M):
         if not _alive(int(m.group(2))):
             _ip("link", "del", m.group(1), check=False)
+    for d in pathlib.Path(tempfile.gettempdir()).glob("h5ark-netns-*-*"):
+        pid = d.name.split("-")[2]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(d, ignore_errors=True)
 
 
 def _kill_in(ns):
@@ -125,7 +129,7 @@ class NetnsCluster:
         self.subnet = self.prefix + ".0/24"
         self.bridge_address = self.prefix + ".254"
         self.addresses = [f"{self.prefix}.{i + 1}" for i in range(self.n)]
-        self.tmp = pathlib.Path(tempfile.mkdtemp(prefix="h5ark-netns-"))
+        self.tmp = pathlib.Path(tempfile.mkdtemp(prefix=f"h5ark-netns-{os.getpid()}-"))
         _ip("link", "add", self.bridge, "type", "bridge")
         self.made.append(("link", self.bridge))
         _ip("addr", "add", self.bridge_address + "/24", "dev", self.bridge)
@@ -153,6 +157,9 @@ class NetnsCluster:
                 "--mca", "plm_rsh_agent", str(self.agent),
                 # every orted is started by mpirun's agent, in the root namespace
                 "--mca", "plm_rsh_no_tree_spawn", "1",
+                # orted stays mpirun's descendant (else it daemonizes, and is orphaned to
+                # a pid 1 that may not reap it), so mpirun's process group holds them all
+                "--leave-session-attached",
                 "--bind-to", "none",
                 "--mca", "btl_tcp_if_include", self.subnet,
                 "--mca", "oob_tcp_if_include", self.subnet,

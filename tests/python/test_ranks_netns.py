@@ -5,11 +5,9 @@ endpoint on rank 0's namespace address, and this client outside every namespace 
 namespace, through the bridge). Results and files match a one-rank daemon with as many
 locales; nothing is left behind."""
 import os
-import pathlib
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 
 import numpy as np
@@ -32,9 +30,9 @@ class NetnsDaemon:
 
     def __init__(self, cluster):
         self.cluster = cluster
-        self.tmp = pathlib.Path(tempfile.mkdtemp(prefix="h5ark-netns-data-"))
+        self.tmp = cluster.tmp / "daemon"  # removed with the cluster, even after a SIGKILL
         self.data_dir = self.tmp / "data"  # one file system for all: the cluster's NFS
-        self.data_dir.mkdir()
+        self.data_dir.mkdir(parents=True)
         self.endpoint = f"tcp://{cluster.addresses[0]}:5555"
         self.log = open(self.tmp / "mpirun.log", "w+")
         self.proc = None
