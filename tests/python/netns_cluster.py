@@ -18,6 +18,8 @@ import subprocess
 import tempfile
 import time
 
+from conftest import daemon_binary, request
+
 IP = shutil.which("ip") or "/usr/sbin/ip"
 UNSHARE = shutil.which("unshare")
 
@@ -197,3 +199,57 @@ class NetnsCluster:
         return ([ns for ns in self.names if ns in names] +
                 [ln for ln in [self.bridge, *self.veths] if re.search(rf"^\d+: {ln}[@:]", links,
                                                                       re.M)])
+
+
+class NetnsDaemon:
+    """h5arkd as `ranks` ranks of `threads` locales, one rank per namespace, rank 0 serving
+    tcp://<first namespace's address>:5555; its data directory in the cluster's files."""
+
+    def __init__(self, cluster, ranks, threads):
+        self.cluster, self.ranks, self.threads = cluster, ranks, threads
+        self.tmp = cluster.tmp / f"daemon-{ranks}"  # removed with the cluster, even after a SIGKILL
+        self.data_dir = self.tmp / "data"  # one file system for all: the cluster's NFS
+        self.data_dir.mkdir(parents=True)
+        self.endpoint = f"tcp://{cluster.addresses[0]}:5555"
+        self.log = open(self.tmp / "mpirun.log", "w+")
+        self.proc = None
+        try:
+            self._start()
+        except BaseException:
+            self.cleanup()
+            raise
+
+    def _start(self):
+        cluster = self.cluster
+        # as in test_ranks.MpiDaemon: no leak check of the ranks under a sanitizer build
+        # (Open MPI's unloaded components), every other check on
+        asan = os.environ.get("ASAN_OPTIONS")
+        env = {**os.environ, **({"ASAN_OPTIONS": asan + ":detect_leaks=0"} if asan else {})}
+        self.proc = subprocess.Popen(
+            [*cluster.mpirun_args(self.ranks), daemon_binary(), "--endpoint", self.endpoint,
+             "--locales", str(self.threads), "--data-dir", str(self.data_dir),
+             "--log-level", "info"],
+            stdout=self.log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"mpirun exited with {self.proc.returncode}: {self.read_log()}")
+            try:
+                if request(self.endpoint, {"v": 1, "cmd": "ping"}, timeout_ms=500)[0].get("ok"):
+                    return
+            except TimeoutError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError("h5arkd in the namespaces did not answer ping: " + self.read_log())
+
+    def read_log(self):
+        self.log.flush()
+        return (self.tmp / "mpirun.log").read_text()
+
+    def cleanup(self):
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self.cluster.kill_processes()  # the orteds and ranks, daemonized away from mpirun
+        self.log.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)

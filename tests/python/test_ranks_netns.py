@@ -6,15 +6,14 @@ namespace, through the bridge). Results and files match a one-rank daemon with a
 locales; nothing is left behind."""
 import os
 import shutil
-import signal
 import subprocess
 import time
 
 import numpy as np
 import pytest
 
-from conftest import Daemon, daemon_binary, request
-from netns_cluster import NetnsCluster, unavailable
+from conftest import Daemon, request
+from netns_cluster import NetnsCluster, NetnsDaemon, unavailable
 from test_ranks import (call, group_keys, h5_tree, mpi_build, ok, object_bytes, put_array,
                         put_strings, same_result)
 
@@ -23,59 +22,6 @@ THREADS = 1  # locales per rank: 2 cores here; the one-rank daemon gets RANKS * 
 
 _why = unavailable() or (None if shutil.which("mpirun") else "mpirun is not installed")
 pytestmark = pytest.mark.skipif(_why is not None, reason=str(_why))
-
-
-class NetnsDaemon:
-    """h5arkd as RANKS ranks, one per namespace, rank 0 serving tcp://<ns0 address>:5555."""
-
-    def __init__(self, cluster):
-        self.cluster = cluster
-        self.tmp = cluster.tmp / "daemon"  # removed with the cluster, even after a SIGKILL
-        self.data_dir = self.tmp / "data"  # one file system for all: the cluster's NFS
-        self.data_dir.mkdir(parents=True)
-        self.endpoint = f"tcp://{cluster.addresses[0]}:5555"
-        self.log = open(self.tmp / "mpirun.log", "w+")
-        self.proc = None
-        try:
-            self._start()
-        except BaseException:
-            self.cleanup()
-            raise
-
-    def _start(self):
-        cluster = self.cluster
-        # as in test_ranks.MpiDaemon: no leak check of the ranks under a sanitizer build
-        # (Open MPI's unloaded components), every other check on
-        asan = os.environ.get("ASAN_OPTIONS")
-        env = {**os.environ, **({"ASAN_OPTIONS": asan + ":detect_leaks=0"} if asan else {})}
-        self.proc = subprocess.Popen(
-            [*cluster.mpirun_args(RANKS), daemon_binary(), "--endpoint", self.endpoint,
-             "--locales", str(THREADS), "--data-dir", str(self.data_dir),
-             "--log-level", "info"],
-            stdout=self.log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"mpirun exited with {self.proc.returncode}: {self.read_log()}")
-            try:
-                if request(self.endpoint, {"v": 1, "cmd": "ping"}, timeout_ms=500)[0].get("ok"):
-                    return
-            except TimeoutError:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError("h5arkd in the namespaces did not answer ping: " + self.read_log())
-
-    def read_log(self):
-        self.log.flush()
-        return (self.tmp / "mpirun.log").read_text()
-
-    def cleanup(self):
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-        self.cluster.kill_processes()  # the orteds and ranks, daemonized away from mpirun
-        self.log.close()
-        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +38,7 @@ def cluster():
 
 @pytest.fixture(scope="module")
 def multi(cluster):
-    d = NetnsDaemon(cluster)
+    d = NetnsDaemon(cluster, RANKS, THREADS)
     try:
         yield d
     finally:
