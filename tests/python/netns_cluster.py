@@ -203,14 +203,14 @@ class NetnsCluster:
 
 class NetnsDaemon:
     """h5arkd as `ranks` ranks of `threads` locales, one rank per namespace, rank 0 serving
-    tcp://<first namespace's address>:5555; its data directory in the cluster's files."""
+    tcp://<first namespace's address>:5550+ranks; its data directory in the cluster's files."""
 
     def __init__(self, cluster, ranks, threads):
         self.cluster, self.ranks, self.threads = cluster, ranks, threads
-        self.tmp = cluster.tmp / f"daemon-{ranks}"  # removed with the cluster, even after a SIGKILL
+        self.tmp = cluster.tmp / f"daemon-{ranks}"  # goes with the cluster, even after SIGKILL
         self.data_dir = self.tmp / "data"  # one file system for all: the cluster's NFS
         self.data_dir.mkdir(parents=True)
-        self.endpoint = f"tcp://{cluster.addresses[0]}:5555"
+        self.endpoint = f"tcp://{cluster.addresses[0]}:{5550 + ranks}"  # one port a daemon
         self.log = open(self.tmp / "mpirun.log", "w+")
         self.proc = None
         try:
