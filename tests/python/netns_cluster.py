@@ -9,6 +9,7 @@ the file system is shared, as a cluster's NFS would be. Needs root and `ip netns
 
 Used by tests/python/test_ranks_netns.py and bench/bench.py (group ranks)."""
 import atexit
+import fcntl
 import os
 import pathlib
 import re
@@ -22,6 +23,7 @@ from conftest import daemon_binary, request
 
 IP = shutil.which("ip") or "/usr/sbin/ip"
 UNSHARE = shutil.which("unshare")
+LOCK = "/run/lock/h5ark-netns.lock" if os.path.isdir("/run/lock") else "/tmp/h5ark-netns.lock"
 
 # ssh-style agent: mpirun calls `agent HOST COMMAND...` and expects HOST's shell to run the
 # command. The host name is the namespace's; `unshare --uts` gives it that host name so
@@ -126,15 +128,19 @@ class NetnsCluster:
         self.close()
 
     def _setup(self):
-        _remove_stale()
-        self.prefix = _free_subnet()
-        self.subnet = self.prefix + ".0/24"
-        self.bridge_address = self.prefix + ".254"
-        self.addresses = [f"{self.prefix}.{i + 1}" for i in range(self.n)]
-        self.tmp = pathlib.Path(tempfile.mkdtemp(prefix=f"h5ark-netns-{os.getpid()}-"))
-        _ip("link", "add", self.bridge, "type", "bridge")
-        self.made.append(("link", self.bridge))
-        _ip("addr", "add", self.bridge_address + "/24", "dev", self.bridge)
+        # two runs at once (other checkouts) must not pick the same subnet: the choice and
+        # the bridge's address are made under a lock
+        with open(LOCK, "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            _remove_stale()
+            self.prefix = _free_subnet()
+            self.subnet = self.prefix + ".0/24"
+            self.bridge_address = self.prefix + ".254"
+            self.addresses = [f"{self.prefix}.{i + 1}" for i in range(self.n)]
+            self.tmp = pathlib.Path(tempfile.mkdtemp(prefix=f"h5ark-netns-{os.getpid()}-"))
+            _ip("link", "add", self.bridge, "type", "bridge")
+            self.made.append(("link", self.bridge))
+            _ip("addr", "add", self.bridge_address + "/24", "dev", self.bridge)
         _ip("link", "set", self.bridge, "up")
         for ns, veth, addr in zip(self.names, self.veths, self.addresses):
             _ip("netns", "add", ns)
