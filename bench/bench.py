@@ -1034,7 +1034,12 @@ def main():
     print(f"bench/run: {a.locales} locales, {a.runs} runs, {human_bytes(a.bytes)}, "
           f"{a.pings} pings a run; {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, "
           f"load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end, "
-          f"{time.time() - started:.0f} s\n")
+          f"{time.time() - started:.0f} s")
+    if "ranks" in only:  # its own sizes and locales
+        print(f"group ranks: {RANKS_LOCALES} locales in all at every R, "
+              f"{human_bytes(a.ranks_bytes)}, {a.keys / 1e6:g}M keys"
+              f"{', and in network namespaces' if a.netns else ''}")
+    print()
     print_table(a, results)
     print("\nratio = h5ark / reference, run by run (throughput: higher is better; latency and "
           "memory: lower); GB = 1e9 bytes, MB = 1e6")
