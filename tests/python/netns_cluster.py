@@ -29,11 +29,17 @@ LOCK = "/run/lock/h5ark-netns.lock" if os.path.isdir("/run/lock") else "/tmp/h5a
 # command. The host name is the namespace's; `unshare --uts` gives it that host name so
 # that the daemon's `hosts` and Open MPI's processor names tell the ranks apart. The command
 # is a shell line (mpirun may put `PATH=...; export PATH;` before orted), hence the eval.
+# Without unshare the host name is left alone (it would be the machine's own).
 AGENT = """#!/bin/sh
 host=$1; shift
-exec {ip} netns exec "$host" {unshare} sh -c 'hostname "$0" 2>/dev/null; eval "$*"' \\
-    "$host" "$@"
+exec {ip} netns exec "$host" {prefix}sh -c '{rename}eval "$*"' "$host" "$@"
 """
+
+
+def agent_script():
+    if UNSHARE:
+        return AGENT.format(ip=IP, prefix=UNSHARE + " --uts ", rename='hostname "$0"; ')
+    return AGENT.format(ip=IP, prefix="", rename="")
 
 
 def unavailable():
@@ -44,6 +50,12 @@ def unavailable():
         return "`ip` (iproute2) is not installed"
     if subprocess.run([IP, "netns", "list"], capture_output=True).returncode != 0:
         return "`ip netns` is not available"
+    # root without the capabilities (some containers) cannot make one: try
+    probe = f"h5a{os.getpid()}probe"
+    r = subprocess.run([IP, "netns", "add", probe], capture_output=True, text=True)
+    if r.returncode != 0:
+        return f"`ip netns add` fails here: {r.stderr.strip()}"
+    subprocess.run([IP, "netns", "del", probe], capture_output=True)
     return None
 
 
@@ -152,7 +164,7 @@ class NetnsCluster:
             _ip("-n", ns, "link", "set", "eth0", "up")
             _ip("-n", ns, "link", "set", "lo", "up")
         self.agent = self.tmp / "agent"
-        self.agent.write_text(AGENT.format(ip=IP, unshare=(UNSHARE + " --uts") if UNSHARE else ""))
+        self.agent.write_text(agent_script())
         self.agent.chmod(0o755)
         self.hostfile = self.tmp / "hostfile"
         self.hostfile.write_text("".join(f"{ns} slots=1\n" for ns in self.names))
