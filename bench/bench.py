@@ -4,7 +4,7 @@ with one locale), and their ratio, median of the runs with min and max.
 
 Run it from anywhere after building (bench/run uses the interpreter that has h5py):
 
-    bench/run [--runs N] [--quick] [--only raw,h5py,small,range,exetera,writepart,memory,scaling,gzip]
+    bench/run [--runs N] [--quick] [--only raw,h5py,small,range,exetera,writepart,memory,scaling,gzip,ranks] [--netns]
 
 The raw-socket and raw-I/O measures come from build/bench/h5ark-bench (C); the measures
 against h5py, of many small files, of peak memory and of scaling with locales are made
@@ -110,6 +110,7 @@ def measures(a):
         "gzip_read": ("readhdf of that file, warm", "h5py read of it", *at_least(2)),
         "gzip_read_baseline": ("readhdf of that file, warm", "the same, the --baseline daemon",
                                "(none)", None),
+        **ranks_rows(a),
         # what two threads of this machine do against one, on the work above: its limit
         "limit_memory": ("machine: memory streaming, 2 threads", "the same, 1 thread",
                          "(limit)", None),
@@ -129,6 +130,39 @@ def writepart_measures(a):
                                            "h5py resize+write+flush, no fsync", "(none)", None)
         rows[f"writepart_last_{total}"] = (f"{stream}: the last part",
                                            "write()+fsync: the last part", "(none)", None)
+    return rows
+
+
+RANKS_LOCALES = 6  # total locales at every R: 6 x 1, 3 x 2, 2 x 3 (ranks x threads)
+RANKS_WORK = ("tohdf", "readhdf", "putget", "groupby")
+
+
+def ranks_places(a):
+    return ["local", "netns"] if a.netns else ["local"]
+
+
+def ranks_rows(a):
+    """The rows of the ranks group: each measure at R = 2, 3 against R = 1, and at every R
+    against the raw reference (MPI or I/O) of the same bytes."""
+    size, keys, t = human_bytes(a.ranks_bytes), f"{a.keys / 1e6:g}M", RANKS_LOCALES
+    what = {"tohdf": (f"tohdf {size} int64, distributed", "pwrite()+fsync, as many files+threads"),
+            "readhdf": ("readhdf of those files, warm", "pread() of them, as many threads"),
+            "putget": (f"put + get {size}", "MPI: rank 0 sends each rank its block, and back"),
+            "groupby": (f"groupby {keys} int64, full range", "MPI: alltoall of the keys")}
+    rows = {}
+    for place in ranks_places(a):
+        where = "" if place == "local" else ", netns"
+        for work in RANKS_WORK:
+            measure, raw = what[work]
+            for r in (1, 2, 3):
+                if r == 1 and place == "netns":
+                    continue
+                label = f"{measure}, R={r} x {t // r} loc{where}"
+                if r > 1:
+                    rows[f"ranks_{work}_{place}_{r}_vs1"] = (label, f"the same, R=1 x {t} loc",
+                                                           "(none)", None)
+                if r > 1 or work in ("tohdf", "readhdf"):
+                    rows[f"ranks_{work}_{place}_{r}_raw"] = (label, raw, "(none)", None)
     return rows
 
 
@@ -694,6 +728,124 @@ def thread_limits(a):
     return {"limit_memory": ("GB/s", *mem), "limit_zlib": ("MB/s", *zl)}
 
 
+def ranks_measures(a):
+    """readhdf, tohdf, put + get and groupby on the daemon as R = 1, 2 and 3 ranks on this
+    host (mpirun --oversubscribe, ipc endpoint), each with RANKS_LOCALES locales in all, and
+    with --netns at R = 2, 3 in network namespaces (tests/python/netns_cluster.py, tcp
+    endpoint through the bridge). All the daemons run at once, idle but for the one
+    measured; each measure alternates with its raw reference run by run:
+    h5ark-mpi-move with the same mpirun for the bytes ranks move, and pwrite/pread of the
+    same bytes in as many threads as locales for the files."""
+    from test_ranks import MpiDaemon, mpi_build
+    mover = a.build / "bench" / "h5ark-mpi-move"
+    if shutil.which("mpirun") is None or not mpi_build() or not mover.exists():
+        return {k: "n/a (no MPI build)" for k in ranks_rows(a)}
+    t, n, nbytes = RANKS_LOCALES, a.ranks_bytes // 8, a.ranks_bytes
+    with contextlib.ExitStack() as stack:
+        daemons = {("local", 1): stack.enter_context(daemon(t))}
+        for r in (2, 3):
+            d = MpiDaemon(r, threads=t // r)
+            stack.callback(d.cleanup)
+            d.data_dir = d.tmp / "data"
+            daemons[("local", r)] = d
+        mpirun = {"local": lambda r: [shutil.which("mpirun"), "--allow-run-as-root",
+                                      "--oversubscribe", "--bind-to", "none", "-np", str(r)]}
+        if a.netns:
+            from netns_cluster import NetnsCluster, NetnsDaemon, unavailable
+            why = unavailable()
+            if why:
+                raise RuntimeError(f"--netns: {why}")
+            cluster = stack.enter_context(NetnsCluster(3))
+            for r in (2, 3):
+                d = NetnsDaemon(cluster, r, t // r)
+                stack.callback(d.cleanup)
+                daemons[("netns", r)] = d
+            mpirun["netns"] = cluster.mpirun_args
+        clients = {k: connect(d) for k, d in daemons.items()}
+        data = np.random.default_rng(1).integers(-2**62, 2**62, n)
+        samples = {}  # (work, place, r) -> ([h5ark], [raw])
+
+        def add(work, place, r, mine, raw=None):
+            got = samples.setdefault((work, place, r), ([], []))
+            got[0].append(mine)
+            got[1].append(raw)
+
+        for run in range(a.runs):
+            progress(f"ranks: run {run + 1} of {a.runs}")
+            for (place, r), c in clients.items():
+                ddir = daemons[(place, r)].data_dir
+                (ddir / "rk").mkdir(parents=True, exist_ok=True)
+                arr = c.array(data)
+                secs = timed(lambda: c.request("tohdf", {"names": [arr.name], "path": "rk/x",
+                                                         "file_type": "distribute"}))
+                files = sorted((ddir / "rk").glob("x*"))
+                raw_dir = ddir / "raw"
+                raw_dir.mkdir(exist_ok=True)
+                add("tohdf", place, r, nbytes / 1e9 / secs,
+                    nbytes / 1e9 / timed(lambda: raw_write(raw_dir, data, t)))
+                got = []
+                secs = timed(lambda: got.append(c.request("readhdf", {"paths": ["rk/x*"]})))
+                for o in got[0].result["objects"].values():
+                    c.delete(o["name"])
+                add("readhdf", place, r, nbytes / 1e9 / secs,
+                    nbytes / 1e9 / timed(lambda: raw_read(files)))
+                c.delete(arr)
+                holder = []
+                secs = timed(lambda: (holder.append(c.array(data)), c.get(holder[0])))
+                c.delete(holder[0])
+                keys = c.randint(-2**62, 2**62, a.keys, seed=1)
+                g = []
+                ksecs = timed(lambda: g.append(c.groupby([keys])))
+                c.delete(g[0], keys)
+                move = [None, None]
+                if r > 1:  # the bytes MPI moves for them, by MPI alone, the same mpirun
+                    out = subprocess.run([*mpirun[place](r), str(mover), str(nbytes),
+                                          str(a.keys * 8)], stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL, text=True, check=True)
+                    move = [float(v) for v in out.stdout.split()]
+                add("putget", place, r, 2 * nbytes / 1e9 / secs,
+                    move[0] and 2 * nbytes / 1e9 / move[0])  # as if the array's rate
+                add("groupby", place, r, a.keys / 1e6 / ksecs,
+                    move[1] and a.keys / 1e6 / move[1])
+    results = {}
+    for (work, place, r), (mine, raw) in samples.items():
+        unit = "Mkeys/s" if work == "groupby" else "GB/s"
+        if r > 1:
+            results[f"ranks_{work}_{place}_{r}_vs1"] = (unit, mine, samples[(work, "local", 1)][0])
+        if raw[0] is not None:
+            results[f"ranks_{work}_{place}_{r}_raw"] = (unit, mine, raw)
+    return results
+
+
+def raw_write(folder, data, threads):
+    """pwrite + fsync of `data` into `threads` files, one thread each, as tohdf's blocks."""
+    raw = memoryview(data).cast("B")
+    n = len(raw)
+
+    def one(i):
+        with open(folder / f"part{i}", "wb") as f:
+            os.pwrite(f.fileno(), raw[n * i // threads:n * (i + 1) // threads], 0)
+            os.fsync(f.fileno())
+    run_threads(one, threads)
+
+
+def raw_read(files):
+    """pread of each whole file into fresh memory, one thread a file."""
+    def one(i):
+        with open(files[i], "rb") as f:
+            buf = bytearray(os.fstat(f.fileno()).st_size)
+            f.readinto(buf)
+    run_threads(one, len(files))
+
+
+def run_threads(fn, count):
+    ts = [threading.Thread(target=fn, args=(i,)) for i in range(count)]
+    for th in ts:
+        th.start()
+    for th in ts:
+        th.join()
+
+
 def gzip_measure(a, clients, arrays):
     """tohdf with gzip compression; a daemon that does not know the argument yet answers
     bad_request naming it."""
@@ -828,7 +980,8 @@ GROUPS = {"raw": ("ping, tohdf/readhdf vs write/pread, put + get (h5ark-bench)",
                         writepart_measure),
           "memory": ("peak memory of fresh daemons", memory_measure),
           "scaling": ("groupby and gzip tohdf, 2 locales vs 1", scaling_measures),
-          "gzip": ("gzip tohdf vs zlib on the same chunks", gzip_zlib_measure)}
+          "gzip": ("gzip tohdf vs zlib on the same chunks", gzip_zlib_measure),
+          "ranks": ("the daemon as R = 1, 2, 3 ranks vs R = 1 and raw MPI / I/O", ranks_measures)}
 
 
 def main():
@@ -843,6 +996,8 @@ def main():
                     help="group gzip: also time this h5arkd (another build) on the same work")
     ap.add_argument("--locales", type=int, default=2,
                     help="locales of the daemons, but for the 1 vs 2 scaling (default 2)")
+    ap.add_argument("--netns", action="store_true",
+                    help="group ranks: also R = 2, 3 in network namespaces (root)")
     a = ap.parse_args()
     only = a.only.split(",")
     if not set(only) <= set(GROUPS):
@@ -852,6 +1007,7 @@ def main():
     a.pings = 1000 if a.quick else 5000
     a.small_files, a.small_elems = (200 if a.quick else 1000), 1000
     a.keys = 1_000_000 if a.quick else 10_000_000
+    a.ranks_bytes = (32 if a.quick else 256) * MIB
     a.range_bytes, a.range_rows = (256 if a.quick else 10240) * MIB, 1000
     a.ex_rows = 1_000_000 if a.quick else 10_000_000
     a.wp_sizes = [16 * MIB, (32 if a.quick else 128) * MIB]
@@ -878,7 +1034,12 @@ def main():
     print(f"bench/run: {a.locales} locales, {a.runs} runs, {human_bytes(a.bytes)}, "
           f"{a.pings} pings a run; {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, "
           f"load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end, "
-          f"{time.time() - started:.0f} s\n")
+          f"{time.time() - started:.0f} s")
+    if "ranks" in only:  # its own sizes and locales
+        print(f"group ranks: {RANKS_LOCALES} locales in all at every R, "
+              f"{human_bytes(a.ranks_bytes)}, {a.keys / 1e6:g}M keys"
+              f"{', and in network namespaces' if a.netns else ''}")
+    print()
     print_table(a, results)
     print("\nratio = h5ark / reference, run by run (throughput: higher is better; latency and "
           "memory: lower); GB = 1e9 bytes, MB = 1e6")
