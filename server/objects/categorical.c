@@ -136,7 +136,8 @@ static void fill_appended(int b, void *ctx) {
     shard *seg = &j->out->segments->shards[b], *val = &j->out->values->shards[b];
     for (uint64_t i = 0; i < seg->count; i++)
         ((int64_t *)seg->data)[i] = j->off[seg->start + i];
-    memcpy(val->data, j->bytes + val->start, val->count);
+    if (val->count)
+        memcpy(val->data, j->bytes + val->start, val->count); /* empty shards have no memory */
 }
 
 /* With several ranks: src with the string `extra` appended. Appending moves every shard
