@@ -1037,6 +1037,9 @@ _TAGGED = {codec.TAG_DATETIME: Datetime, codec.TAG_TIMEDELTA: Timedelta,
 
 def class_for(descriptor):
     """The handle class for a descriptor: by objtype, then tag for a pdarray."""
+    if descriptor.get("objtype") == "awkward":
+        from .awkward import Awkward  # awkward.py imports this module
+        return Awkward
     cls = _CLASSES.get(descriptor.get("objtype"), H5arkObject)
     if cls is pdarray and descriptor.get("tag") in _TAGGED:
         cls = _TAGGED[descriptor["tag"]]
