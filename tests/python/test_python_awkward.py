@@ -117,6 +117,17 @@ def test_client_to_hdf_format(client, daemon):
         a.to_hdf("dist.h5", file_type="distribute")
 
 
+@pytest.mark.parametrize("fmt", ["awkward", "awkward0"])
+def test_append_update(client, fmt):
+    rec, strs = CASES["record"], CASES["strings"]
+    a, b = client.put_awkward(*rec[:3]), client.put_awkward(*strs[:3])
+    a.to_hdf(f"au_{fmt}.h5", dataset="x", format=fmt)
+    b.to_hdf(f"au_{fmt}.h5", dataset="y", format=fmt, mode="append")
+    b.update_hdf(f"au_{fmt}.h5", dataset="x", format=fmt)
+    got = client.read_hdf(f"au_{fmt}.h5")
+    assert values(got["x"]) == values(got["y"]) == strs[3]
+
+
 def test_refusals(client):
     form, length, bufs = jagged()
     with pytest.raises(h5ark.BadRequestError, match="JSON"):

@@ -108,5 +108,11 @@ class Awkward(H5arkObject):
                                    file_type=file_type, compression=compression,
                                    compression_level=compression_level, format=format)
 
+    def update_hdf(self, path, dataset=None, format="awkward", compression=None,
+                   compression_level=None):
+        """Replace `dataset` (default: this array's name) in the existing file at `path`."""
+        return self.to_hdf(path, dataset, mode="update", format=format,
+                           compression=compression, compression_level=compression_level)
+
     def __repr__(self):
         return f"Awkward(name={self.name!r}, length={self.length}, form={self.form!r})"
