@@ -4,7 +4,7 @@ with one locale), and their ratio, median of the runs with min and max.
 
 Run it from anywhere after building (bench/run uses the interpreter that has h5py):
 
-    bench/run [--runs N] [--quick] [--only raw,h5py,small,range,exetera,writepart,memory,scaling,gzip,ranks] [--netns]
+    bench/run [--runs N] [--quick] [--only raw,h5py,small,range,exetera,awkward,writepart,memory,scaling,gzip,ranks] [--netns]
 
 The raw-socket and raw-I/O measures come from build/bench/h5ark-bench (C); the measures
 against h5py, of many small files, of peak memory and of scaling with locales are made
@@ -13,6 +13,7 @@ here. bench/RESULTS.md says what each reference is.
 import argparse
 import contextlib
 import functools
+import json
 import math
 import os
 import pathlib
@@ -88,6 +89,7 @@ def measures(a):
                               "h5py: open, slice, close", *at_most(1.5)),
         "exetera_range_str": (f"readhdf {EX_RANGE_STR:,} rows of its indexed strings",
                               "h5py: open, slice index + values", *at_most(1.5)),
+        **awkward_rows(a),
         **writepart_measures(a),
         "mem_tohdf": (f"peak memory: create + tohdf {size}", "the data size",
                       "<= 1.1x + 64 MiB", lambda mine, ref, ratio: mine <= 1.1 * ref + 64),
@@ -117,6 +119,20 @@ def measures(a):
         "limit_zlib": ("machine: zlib level 4, 2 threads", "the same, 1 thread",
                        "(limit)", None),
     }
+
+
+def awkward_rows(a):
+    """The rows of the awkward group: the file uncompressed and with gzip, each against
+    h5py in one process and in a.locales processes."""
+    rows = {}
+    for gz, how in (("", "uncompressed"), ("_gz", "gzip 4 + shuffle")):
+        what = (f"readhdf awkward 2 layout, {a.ak_values / 1e6:g}M float64 in "
+                f"{a.ak_lists / 1e6:g}M lists, {how}")
+        rows[f"awkward{gz}_1"] = (what, "h5py: both buffers read_direct, 1 process",
+                                  *at_least(1.0))
+        rows[f"awkward{gz}_n"] = (what, f"h5py: the same in {a.locales} processes",
+                                  *at_least(1.0))
+    return rows
 
 
 def writepart_measures(a):
@@ -555,6 +571,120 @@ def exetera_runs(a, c, path, gb, local, pool):
             "exetera_range_num": ("ms", rn, rn_ref), "exetera_range_str": ("ms", rs, rs_ref)}
 
 
+_AK_BUFFERS = {}  # the multi-process reference's shared memory, inherited by its workers
+
+
+def _awkward_read_share(args):
+    """A worker of the h5py reference: its block of each buffer into shared memory."""
+    path, share, shares = args
+    with h5py.File(path, "r") as f:
+        for name, buf in _AK_BUFFERS.items():
+            lo, hi = block_bounds(buf.size, shares)[share]
+            if hi > lo:
+                f[name].read_direct(buf, np.s_[lo:hi], np.s_[lo:hi])
+    return share
+
+
+def awkward_file(path, offsets, data, compress):
+    """A jagged array as awkward's documentation stores ak.to_buffers output with h5py:
+    a group with the form and length, a dataset a buffer. Compressed, the chunks are
+    1 MiB (h5py's automatic ones would be far smaller), with shuffle."""
+    form = {"class": "ListOffsetArray", "offsets": "i64", "form_key": "node0",
+            "content": {"class": "NumpyArray", "primitive": "float64", "form_key": "node1"}}
+    def opts(buf):
+        return dict(compression="gzip", shuffle=True, chunks=(min(1 << 17, buf.size),)) \
+            if compress else {}
+
+    with h5py.File(path, "w") as f:
+        g = f.create_group("jagged")
+        g.attrs["form"] = json.dumps(form)
+        g.attrs["length"] = len(offsets) - 1
+        g.create_dataset("node0-offsets", data=offsets, **opts(offsets))
+        g.create_dataset("node1-data", data=data, **opts(data))
+
+
+def awkward_measure(a):
+    """readhdf of a jagged array (ListOffsetArray of float64) in awkward 2's HDF5 layout,
+    uncompressed and gzip, against h5py reading the same two buffers into numpy as an
+    expert would: read_direct into arrays allocated and touched once before the runs, in
+    one process, and in a.locales processes each reading its block of each buffer into
+    shared memory (a pool forked before the runs). GB/s counts the buffers' bytes."""
+    import mmap
+    import multiprocessing
+
+    data_dir = a.tmp / "awkward"
+    data_dir.mkdir()
+    rng = np.random.default_rng(7)
+    counts = rng.integers(0, 2 * a.ak_values // a.ak_lists + 1, a.ak_lists)
+    counts[-1] += a.ak_values - counts.sum()  # exactly ak_values inner values
+    while counts[-1] < 0:  # the draw overshot: take the excess from earlier lists
+        i = int(np.argmax(counts))
+        take = min(counts[i], -counts[-1])
+        counts[i] -= take
+        counts[-1] += take
+    offsets = np.zeros(a.ak_lists + 1, "<i8")
+    np.cumsum(counts, out=offsets[1:])
+    data = rng.random(a.ak_values)
+    sizes = {"jagged/node0-offsets": offsets, "jagged/node1-data": data}
+    gb = (offsets.nbytes + data.nbytes) / 1e9
+    files = {"": "ak.h5", "_gz": "ak_gz.h5"}
+    for gz, name in files.items():
+        awkward_file(data_dir / name, offsets, data, gz == "_gz")
+    local = {n: np.zeros_like(v) for n, v in sizes.items()}
+    for n, v in sizes.items():
+        shared = np.frombuffer(mmap.mmap(-1, max(v.nbytes, 1)), v.dtype)
+        shared[:] = 0
+        _AK_BUFFERS[n] = shared[:v.size]
+    pool = multiprocessing.get_context("fork").Pool(a.locales)
+    out = {}
+    try:
+        with daemon(a.locales, data_dir) as d:
+            c = connect(d)
+            for gz, name in files.items():
+                progress(f"awkward: {name}, {(data_dir / name).stat().st_size / 1e6:.0f} MB")
+                out.update(awkward_runs(a, c, data_dir / name, gz, gb, local, pool, sizes))
+    finally:
+        pool.terminate()
+        pool.join()
+        _AK_BUFFERS.clear()
+    return out
+
+
+def awkward_runs(a, c, path, gz, gb, local, pool, expected):
+    def h5ark_read():
+        got = c.read_hdf(path.name)["jagged"]
+        assert got.objtype == "awkward" and got.length == a.ak_lists
+        return got
+
+    def h5py_read():
+        with h5py.File(path, "r") as f:
+            for name, buf in local.items():
+                f[name].read_direct(buf)
+
+    def h5py_pool():
+        pool.map(_awkward_read_share, [(str(path), k, a.locales) for k in range(a.locales)])
+
+    # one read of each first: pages cached, memory touched; and all three read it right
+    first = h5ark_read()
+    got = first.buffers()
+    h5py_read()
+    h5py_pool()
+    for n, v in expected.items():
+        key = n.split("/")[1]
+        assert np.array_equal(got[key], v) and np.array_equal(local[n], v)
+        assert np.array_equal(_AK_BUFFERS[n], v)
+    del got
+    c.delete(first)
+    mine, one, many = [], [], []
+    for _ in range(a.runs):
+        held = []
+        mine.append(gb / timed(lambda: held.append(h5ark_read())))
+        c.delete(held[0])
+        one.append(gb / timed(h5py_read))
+        many.append(gb / timed(h5py_pool))
+    return {f"awkward{gz}_1": ("GB/s", mine, one), f"awkward{gz}_n": ("GB/s", mine, many)}
+
+
 @on_a_daemon
 def writepart_measure(a, c, data_dir):
     """writepart streaming a float64 field into a new file, a part of WP_PART rows (1 MiB)
@@ -976,6 +1106,7 @@ GROUPS = {"raw": ("ping, tohdf/readhdf vs write/pread, put + get (h5ark-bench)",
           "small": ("readhdf of small files vs an h5py loop", small_files_measure),
           "range": ("readhdf start/stop of a large set vs a small one and h5py", range_measure),
           "exetera": ("readhdf of an ExeTera dataframe vs h5py", exetera_measure),
+          "awkward": ("readhdf of a jagged awkward array vs h5py + numpy", awkward_measure),
           "writepart": ("writepart of a field in 1 MiB parts vs write+fsync and h5py",
                         writepart_measure),
           "memory": ("peak memory of fresh daemons", memory_measure),
@@ -1010,6 +1141,7 @@ def main():
     a.ranks_bytes = (32 if a.quick else 256) * MIB
     a.range_bytes, a.range_rows = (256 if a.quick else 10240) * MIB, 1000
     a.ex_rows = 1_000_000 if a.quick else 10_000_000
+    a.ak_values, a.ak_lists = (1_000_000, 100_000) if a.quick else (10_000_000, 1_000_000)
     a.wp_sizes = [16 * MIB, (32 if a.quick else 128) * MIB]
     # the daemons started from here (tests/python/conftest.py) honour H5ARKD too
     a.daemon = os.environ.setdefault("H5ARKD", str(a.build / "server" / "h5arkd"))

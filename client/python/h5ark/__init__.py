@@ -24,6 +24,7 @@ from .errors import (AlreadyExistsError, BadRequestError, BusyError, ConnectionC
                      NotFoundError, ObjectTypeError, ProtocolError, ReplyTimeoutError,
                      ResourceLimitError, SchemaError, StorageError, UnauthorizedError,
                      UnknownCommandError)
+from .awkward import Awkward
 from .objects import (ArrayView, Categorical, DataFrame, Datetime, GroupBy, H5arkObject,
                       Index, IPv4, MultiIndex, SegArray, Strings, Timedelta, pdarray)
 
@@ -32,7 +33,7 @@ __version__ = "0.1.0"
 
 _FORWARDED = ("ping", "config", "status", "zeros", "ones", "full", "arange", "linspace", "randint",
               "uniform", "array", "ip_address", "reshape", "info", "delete", "clear",
-              "to_hdf", "read_hdf", "repack", "ls", "shutdown")
+              "to_hdf", "read_hdf", "repack", "ls", "shutdown", "put_awkward")
 
 
 def _forward(method_name):
@@ -54,6 +55,12 @@ for _name in _FORWARDED:
 del _name
 
 
+def awkward_array(form, length=None, buffers=None, name=None):
+    """An awkward array in the daemon (an Awkward handle), from an ak.Array or from its
+    form, length and buffers; see Client.put_awkward."""
+    return current_client().put_awkward(form, length, buffers, name=name)
+
+
 def disconnect():
     """Close the client the module-level functions use."""
     current_client().close()
@@ -61,7 +68,7 @@ def disconnect():
 __all__ = ["connect", "current_client", "Client", "Reply", "Result", "ReadResult",
            "H5arkObject", "pdarray", "Strings", "ArrayView", "Datetime", "Timedelta",
            "IPv4", "SegArray", "Categorical", "GroupBy", "DataFrame", "Index",
-           "MultiIndex", "H5arkError", "H5arkWarning",
+           "MultiIndex", "Awkward", "awkward_array", "H5arkError", "H5arkWarning",
            "BadRequestError", "UnknownCommandError", "UnauthorizedError", "NotFoundError",
            "AlreadyExistsError", "ObjectTypeError", "SchemaError", "StorageError",
            "ForbiddenError", "ResourceLimitError", "BusyError", "InternalError",

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import zmq
 
-from . import codec, objects, progress as _progress, wire
+from . import awkward as _awkward, codec, objects, progress as _progress, wire
 from .errors import ConnectionClosedError, H5arkWarning, ReplyTimeoutError, error_for
 from .objects import H5arkObject, make_object
 
@@ -319,6 +319,8 @@ class Client:
             raise TypeError("array() takes a sequence; wrap a single string in a list")
         if isinstance(data, H5arkObject):
             raise TypeError(f"{data.name!r} is already in the daemon")
+        if _awkward.is_awkward_array(data):
+            return self.put_awkward(data, name=name)
         if not isinstance(data, np.ndarray):
             data = list(data)
         if codec.is_bigint_data(data, dtype):
@@ -339,6 +341,19 @@ class Client:
             args, buffers = codec.encode_pdarray(data, dtype, tag)
         args["name"] = name
         return self._object(self.request("put", args, buffers))
+
+    def put_awkward(self, array, length=None, buffers=None, name=None):
+        """An awkward array as an Awkward handle: either an `ak.Array` (sent through
+        `ak.to_buffers`; awkward imported only then), or its form (JSON str or dict),
+        length and buffers ({name: bytes-like}, as `ak.to_buffers` names them)."""
+        form = array
+        if buffers is None:
+            form, length, buffers = _awkward.to_buffers(array)
+        elif length is None:
+            raise TypeError("put_awkward(form, length, buffers): length is missing")
+        args, frames = _awkward.encode(form, length, buffers)
+        args["name"] = name
+        return self._object(self.request("put", args, frames))
 
     def ip_address(self, addresses, name=None):
         """IPv4 addresses (dotted strings, ipaddress objects or integers) as a uint64
@@ -450,7 +465,8 @@ class Client:
     # -- HDF5 ------------------------------------------------------------------------
 
     def to_hdf(self, objects, path, mode="truncate", file_type="distribute",
-               dataframe_layout=None, compression=None, compression_level=None):
+               dataframe_layout=None, compression=None, compression_level=None,
+               format=None):
         """Write objects to HDF5 under `path` (relative to the daemon's data directory).
         `objects` is {dataset name: object or object name}, or objects / names whose
         datasets take the object names. mode: `truncate`, `append`, or `update` (replace
@@ -459,7 +475,9 @@ class Client:
         chunked datasets through shuffle and deflate, at `compression_level` 1-9 (default
         4), as h5py's `compression="gzip", shuffle=True`. Returns the result
         ({"files": [...]}) with `.warnings` (e.g. files overwritten); each warning is also
-        issued as H5arkWarning."""
+        issued as H5arkWarning. `format` names the layout of awkward objects: `awkward`
+        (awkward 2's) or `awkward0` (with `compression` `default`, `all` or `none`); they
+        are written to one file, so `file_type` None leaves the choice to the daemon."""
         if isinstance(objects, Mapping):
             datasets, names = list(objects), [_name_of(o) for o in objects.values()]
         else:
@@ -468,7 +486,8 @@ class Client:
                                        "mode": mode, "file_type": file_type,
                                        "dataframe_layout": dataframe_layout,
                                        "compression": compression,
-                                       "compression_level": compression_level})
+                                       "compression_level": compression_level,
+                                       "format": format})
         return Result(reply.result, reply.warnings)
 
     def repack(self, path):
@@ -505,7 +524,9 @@ class Client:
 
     def ls(self, path, recursive=False):
         """The groups and datasets of an HDF5 file: a list of entry maps. An ExeTera field
-        is one entry of kind `field` with `fieldtype`, `length` and `completed`."""
+        is one entry of kind `field` with `fieldtype`, `length` and `completed`; an awkward
+        array (awkward 2's or awkward0's layout) one entry of kind `group` with objtype
+        `awkward` or `awkward0`, `length` and `form`."""
         return self.request("lshdf", {"path": path, "recursive": recursive}).result["entries"]
 
     # -- ExeTera dataframes ------------------------------------------------------------

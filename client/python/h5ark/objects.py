@@ -8,7 +8,7 @@ meant to outlive the Python session that loaded them. Call `delete()` or `Client
 
 Every descriptor becomes the class for its objtype (and dtype / tag) through
 `make_object`: pdarray, ArrayView, Datetime, Timedelta, IPv4, Strings, SegArray,
-Categorical, GroupBy, DataFrame, Index, MultiIndex. The composite classes are also
+Categorical, GroupBy, DataFrame, Index, MultiIndex, and Awkward (awkward.py). The composite classes are also
 constructors, like Arkouda's: `SegArray(segments, values)`, `Categorical(strings)`,
 `GroupBy(keys)`, `DataFrame({...})`, `Index(values)`, `MultiIndex([...])`. They accept
 handles or Python / numpy / pandas data, which is uploaded first; such uploads are
@@ -1037,6 +1037,9 @@ _TAGGED = {codec.TAG_DATETIME: Datetime, codec.TAG_TIMEDELTA: Timedelta,
 
 def class_for(descriptor):
     """The handle class for a descriptor: by objtype, then tag for a pdarray."""
+    if descriptor.get("objtype") == "awkward":
+        from .awkward import Awkward  # awkward.py imports this module
+        return Awkward
     cls = _CLASSES.get(descriptor.get("objtype"), H5arkObject)
     if cls is pdarray and descriptor.get("tag") in _TAGGED:
         cls = _TAGGED[descriptor["tag"]]
