@@ -5,7 +5,6 @@ reader of the buffers written here from awkward's documented semantics (awkward 
 not needed), and from the shared fixtures' README/expected files when ../shared exists."""
 import json
 import math
-import pathlib
 
 import h5py
 import numpy as np
