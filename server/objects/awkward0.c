@@ -652,6 +652,49 @@ static val *list_offsets(interp *c, val *counts, val *content, json_t *params,
     return array_val(c, f, counts->length);
 }
 
+/* A UnionArray of the arrays in cs with the tags and index the caller made (taken over:
+ * freed on failure); rc is the caller's outcome so far. The schema's own tags (t) and index
+ * (x, when it gave one) give way to the new buffers. */
+static val *union_val(interp *c, int rc, val *t, val *x, val *cs, int8_t *tags, int64_t *xv) {
+    json_t *contents = rc == 0 ? json_array() : NULL;
+    for (size_t i = 0; contents && i < cs->nitems; i++) {
+        val *v = cs->items[i];
+        if (v->kind != V_ARRAY || v->used) {
+            rc = h5ark_fail(c->err, H5ARK_SCHEMA_ERROR,
+                            "awkward0 schema: a union content is not an array");
+            break;
+        }
+        v->used = true;
+        json_array_append_new(contents, v->form);
+        v->form = NULL;
+    }
+    char key[32];
+    next_key(c, key, sizeof key);
+    if (rc || !contents) {
+        free(xv);
+        free(tags);
+        json_decref(contents);
+        if (!rc) oom(c);
+        return NULL;
+    }
+    drop_buf(c, t->buf);
+    if (x) drop_buf(c, x->buf);
+    if (add_buf(c, key, "tags", (unsigned char *)tags, t->length) < 0 ||
+        int64_buf(c, key, "index", xv, t->length) < 0) {
+        json_decref(contents);
+        return NULL;
+    }
+    json_t *f = node("UnionArray", key);
+    if (!f) {
+        json_decref(contents);
+        return array_val(c, NULL, 0);
+    }
+    json_object_set_new(f, "tags", json_string("i8"));
+    json_object_set_new(f, "index", json_string("i64"));
+    json_object_set_new(f, "contents", contents);
+    return array_val(c, f, t->length);
+}
+
 static val *call(interp *c, json_t *j, int depth) {
     json_t *spec = json_object_get(j, "call");
     char name[200] = "";
@@ -882,43 +925,7 @@ static val *call(interp *c, json_t *j, int depth) {
                 tags[i] = (int8_t)tv[i];
         }
         free(tv);
-        json_t *contents = rc == 0 ? json_array() : NULL;
-        for (size_t i = 0; contents && i < cs->nitems; i++) {
-            val *v = cs->items[i];
-            if (v->kind != V_ARRAY || v->used) {
-                rc = h5ark_fail(c->err, H5ARK_SCHEMA_ERROR,
-                                "awkward0 schema: a union content is not an array");
-                break;
-            }
-            v->used = true;
-            json_array_append_new(contents, v->form);
-            v->form = NULL;
-        }
-        char key[32];
-        next_key(c, key, sizeof key);
-        if (rc || !contents) {
-            free(xv);
-            free(tags);
-            json_decref(contents);
-            if (!rc) oom(c);
-            return NULL;
-        }
-        drop_buf(c, t->buf);
-        drop_buf(c, x->buf);
-        if (add_buf(c, key, "tags", (unsigned char *)tags, t->length) < 0 ||
-            int64_buf(c, key, "index", xv, t->length) < 0) {
-            json_decref(contents);
-            return NULL;
-        }
-        json_t *f = node("UnionArray", key);
-        if (!f) {
-            json_decref(contents);
-            return array_val(c, NULL, 0);
-        }
-        json_object_set_new(f, "tags", json_string("i8"));
-        json_object_set_new(f, "index", json_string("i64"));
-        json_object_set_new(f, "contents", contents);
-        return array_val(c, f, t->length);
+        return union_val(c, rc, t, x, cs, tags, xv);
     }
     if (strcmp(n, "UnionArray.fromtags") == 0) {
         val *t = want(c, arg(c, j, 0, depth), V_ARRAY, "the tags");
@@ -939,42 +946,7 @@ static val *call(interp *c, json_t *j, int depth) {
             }
         }
         free(tv);
-        json_t *contents = rc == 0 ? json_array() : NULL;
-        for (size_t i = 0; contents && i < cs->nitems; i++) {
-            val *v = cs->items[i];
-            if (v->kind != V_ARRAY || v->used) {
-                rc = h5ark_fail(c->err, H5ARK_SCHEMA_ERROR,
-                                "awkward0 schema: a union content is not an array");
-                break;
-            }
-            v->used = true;
-            json_array_append_new(contents, v->form);
-            v->form = NULL;
-        }
-        char key[32];
-        next_key(c, key, sizeof key);
-        if (rc || !contents) {
-            free(xv);
-            free(tags);
-            json_decref(contents);
-            if (!rc) oom(c);
-            return NULL;
-        }
-        drop_buf(c, t->buf);
-        if (add_buf(c, key, "tags", (unsigned char *)tags, t->length) < 0 ||
-            int64_buf(c, key, "index", xv, t->length) < 0) {
-            json_decref(contents);
-            return NULL;
-        }
-        json_t *f = node("UnionArray", key);
-        if (!f) {
-            json_decref(contents);
-            return array_val(c, NULL, 0);
-        }
-        json_object_set_new(f, "tags", json_string("i8"));
-        json_object_set_new(f, "index", json_string("i64"));
-        json_object_set_new(f, "contents", contents);
-        return array_val(c, f, t->length);
+        return union_val(c, rc, t, NULL, cs, tags, xv);
     }
     char what[260];
     snprintf(what, sizeof what, "the call %s", name);
