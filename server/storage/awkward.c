@@ -8,6 +8,7 @@
  * group is read from one file: its buffers do not concatenate over files. */
 #include "families.h"
 
+#include "hdf5_util.h"
 #include "layout.h"
 #include "locales.h"
 #include "objects/awkward.h"
@@ -20,39 +21,11 @@
 #define ATTR_FORM   "form"
 #define ATTR_LENGTH "length"
 
-/* A scalar string attribute (fixed or variable length), malloc'd; NULL if absent or not a
- * string of at most AK_MAX_FORM_BYTES. */
+/* A scalar string attribute of at most AK_MAX_FORM_BYTES, malloc'd; NULL if absent or not
+ * such a string. */
 static char *read_text_attr(hid_t obj, const char *name) {
-    if (H5Aexists(obj, name) <= 0) {
-        H5Eclear2(H5E_DEFAULT);
-        return NULL;
-    }
-    char *out = NULL;
-    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
-    hid_t t = a >= 0 ? H5Aget_type(a) : H5I_INVALID_HID;
-    hid_t sp = a >= 0 ? H5Aget_space(a) : H5I_INVALID_HID;
-    if (t < 0 || sp < 0 || H5Tget_class(t) != H5T_STRING || H5Sget_simple_extent_npoints(sp) != 1)
-        goto out;
-    if (H5Tis_variable_str(t) > 0) {
-        char *s = NULL;
-        hid_t m = H5Tcopy(t);
-        if (m >= 0 && H5Aread(a, m, &s) >= 0 && s && strlen(s) <= AK_MAX_FORM_BYTES)
-            out = strdup(s);
-        if (s) H5free_memory(s);
-        if (m >= 0) H5Tclose(m);
-    } else {
-        size_t size = H5Tget_size(t);
-        char *buf = size && size <= AK_MAX_FORM_BYTES ? calloc(1, size + 1) : NULL;
-        if (buf && H5Aread(a, t, buf) >= 0)
-            out = buf;
-        else
-            free(buf);
-    }
-out:
-    if (sp >= 0) H5Sclose(sp);
-    if (t >= 0) H5Tclose(t);
-    if (a >= 0) H5Aclose(a);
-    H5Eclear2(H5E_DEFAULT);
+    char *out;
+    h5u_read_text_attr(obj, name, AK_MAX_FORM_BYTES, &out);
     return out;
 }
 

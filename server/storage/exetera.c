@@ -13,6 +13,7 @@
 #include "families.h"
 
 #include "files.h"
+#include "hdf5_util.h"
 #include "layout.h"
 #include "locales.h"
 #include "objects/categorical.h"
@@ -61,40 +62,10 @@ static void quote(const char *s, char *out, size_t len) {
 }
 
 int exetera_read_str_attr(hid_t obj, const char *name, char *out, size_t len) {
-    out[0] = '\0';
-    if (H5Aexists(obj, name) <= 0) {
-        H5Eclear2(H5E_DEFAULT);
-        return 0;
-    }
-    int rc = -1;
-    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
-    hid_t t = a >= 0 ? H5Aget_type(a) : H5I_INVALID_HID;
-    hid_t sp = a >= 0 ? H5Aget_space(a) : H5I_INVALID_HID;
-    if (t < 0 || sp < 0 || H5Tget_class(t) != H5T_STRING || H5Sget_simple_extent_npoints(sp) != 1)
-        goto out;
-    if (H5Tis_variable_str(t) > 0) {
-        char *s = NULL;
-        hid_t m = H5Tcopy(t);
-        if (m >= 0 && H5Aread(a, m, &s) >= 0 && s) {
-            snprintf(out, len, "%s", s);
-            rc = 1;
-        }
-        if (s) H5free_memory(s);
-        if (m >= 0) H5Tclose(m);
-    } else {
-        size_t size = H5Tget_size(t);
-        char *buf = size && size < (1u << 20) ? calloc(1, size + 1) : NULL;
-        if (buf && H5Aread(a, t, buf) >= 0) {
-            snprintf(out, len, "%s", buf);
-            rc = 1;
-        }
-        free(buf);
-    }
-out:
-    if (sp >= 0) H5Sclose(sp);
-    if (t >= 0) H5Tclose(t);
-    if (a >= 0) H5Aclose(a);
-    H5Eclear2(H5E_DEFAULT);
+    char *s;
+    int rc = h5u_read_text_attr(obj, name, (1u << 20) - 1, &s);
+    snprintf(out, len, "%s", rc == 1 ? s : "");
+    free(s);
     return rc;
 }
 

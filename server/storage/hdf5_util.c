@@ -200,6 +200,39 @@ int h5u_write_object_attrs(hid_t obj, int64_t objtype, bool is_bool, h5ark_error
     return rc;
 }
 
+int h5u_read_text_attr(hid_t obj, const char *name, size_t max, char **out) {
+    *out = NULL;
+    if (H5Aexists(obj, name) <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return 0;
+    }
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+    hid_t t = a >= 0 ? H5Aget_type(a) : H5I_INVALID_HID;
+    hid_t sp = a >= 0 ? H5Aget_space(a) : H5I_INVALID_HID;
+    if (t >= 0 && sp >= 0 && H5Tget_class(t) == H5T_STRING &&
+        H5Sget_simple_extent_npoints(sp) == 1) {
+        if (H5Tis_variable_str(t) > 0) {
+            char *s = NULL;
+            hid_t m = H5Tcopy(t);
+            if (m >= 0 && H5Aread(a, m, &s) >= 0 && s && strlen(s) <= max) *out = strdup(s);
+            if (s) H5free_memory(s);
+            if (m >= 0) H5Tclose(m);
+        } else {
+            size_t size = H5Tget_size(t);
+            char *buf = size && size <= max ? calloc(1, size + 1) : NULL;
+            if (buf && H5Aread(a, t, buf) >= 0)
+                *out = buf;
+            else
+                free(buf);
+        }
+    }
+    if (sp >= 0) H5Sclose(sp);
+    if (t >= 0) H5Tclose(t);
+    if (a >= 0) H5Aclose(a);
+    H5Eclear2(H5E_DEFAULT);
+    return *out ? 1 : -1;
+}
+
 int h5u_read_int_attr(hid_t obj, const char *name, int64_t *out, const char *what,
                       h5ark_error *err) {
     htri_t exists = H5Aexists(obj, name);

@@ -47,6 +47,10 @@ int h5u_write_int_attr(hid_t obj, const char *name, int64_t v, h5ark_error *err)
  * arkouda_version. */
 int h5u_write_object_attrs(hid_t obj, int64_t objtype, bool is_bool, h5ark_error *err);
 
+/* Read a scalar string attribute (fixed or variable length) of at most max bytes: 1 with
+ * *out malloc'd and NUL-terminated, 0 when absent, -1 when present but not such a string.
+ * HDF5's error stack is left clear. */
+int h5u_read_text_attr(hid_t obj, const char *name, size_t max, char **out);
 /* Read a scalar integer attribute. 1 with *out set, 0 when absent, -1 when present but
  * not a scalar integer (err filled, naming `what`). */
 int h5u_read_int_attr(hid_t obj, const char *name, int64_t *out, const char *what,
