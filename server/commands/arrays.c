@@ -320,6 +320,23 @@ static int add_spans(command_ctx *ctx, const darray *a, uint64_t from, uint64_t 
     return 0;
 }
 
+/* Elements [from, to) of a darray over the ranks: each rank's bytes of them in counts
+ * (zeroed by the caller), and this rank's own parts, in shard order, in mine (nshards room). */
+static void range_parts(const darray *a, uint64_t from, uint64_t to, uint64_t *counts,
+                        h5ark_span *mine, size_t *nmine) {
+    *nmine = 0;
+    for (int b = 0; b < a->nshards; b++) {
+        const shard *sh = &a->shards[b];
+        uint64_t lo = from > sh->start ? from : sh->start;
+        uint64_t hi = to < sh->start + sh->count ? to : sh->start + sh->count;
+        if (lo >= hi) continue;
+        counts[locales_rank_of(b)] += (hi - lo) * a->itemsize;
+        if (locales_is_local(b))
+            mine[(*nmine)++] = (h5ark_span){(const char *)sh->data + (lo - sh->start) * a->itemsize,
+                                            (hi - lo) * a->itemsize};
+    }
+}
+
 /* With several ranks: elements [from, to) of a darray, as reply spans on rank 0. Each rank sends
  * rank 0 its shards' part and rank 0 keeps what arrives, in shard order, in scratch memory of
  * `owner` until the reply is sent (a gather on rank 0: the first step; bytes straight from the
@@ -331,15 +348,10 @@ static int add_spans_ranks(command_ctx *ctx, const darray *a, uint64_t from, uin
     h5ark_span *mine = calloc((size_t)L, sizeof *mine);
     size_t nmine = 0;
     if (!counts || !mine) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    for (int b = 0; rc == 0 && b < L; b++) {
-        const shard *sh = &a->shards[b];
-        uint64_t lo = from > sh->start ? from : sh->start;
-        uint64_t hi = to < sh->start + sh->count ? to : sh->start + sh->count;
-        if (lo >= hi) continue;
-        if (locales_rank_of(b) != 0) counts[locales_rank_of(b)] += (hi - lo) * a->itemsize;
-        if (locales_is_local(b) && ranks_self() != 0)
-            mine[nmine++] = (h5ark_span){(const char *)sh->data + (lo - sh->start) * a->itemsize,
-                                         (hi - lo) * a->itemsize};
+    if (rc == 0) {
+        range_parts(a, from, to, counts, mine, &nmine);
+        counts[0] = 0; /* rank 0 replies from its own shards */
+        if (ranks_self() == 0) nmine = 0;
     }
     uint64_t remote = 0;
     for (int r = 1; counts && r < R; r++)
@@ -398,16 +410,7 @@ static int gather_range(const darray *a, uint64_t from, uint64_t to, object **ho
     size_t nmine = 0;
     *hold = NULL;
     if (!counts || !mine) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    for (int b = 0; rc == 0 && b < L; b++) {
-        const shard *sh = &a->shards[b];
-        uint64_t lo = from > sh->start ? from : sh->start;
-        uint64_t hi = to < sh->start + sh->count ? to : sh->start + sh->count;
-        if (lo >= hi) continue;
-        counts[locales_rank_of(b)] += (hi - lo) * a->itemsize;
-        if (locales_is_local(b))
-            mine[nmine++] = (h5ark_span){(const char *)sh->data + (lo - sh->start) * a->itemsize,
-                                         (hi - lo) * a->itemsize};
-    }
+    if (rc == 0) range_parts(a, from, to, counts, mine, &nmine);
     if (rc == 0 && ranks_self() == 0) {
         *hold = object_new_composite(H5ARK_PDARRAY, a->dtype, 0, err);
         if (*hold && registry_reserve(total, err) == 0) {
