@@ -243,6 +243,22 @@ def request(endpoint, header, frames=(), timeout_ms=30000, raw_header=None):
         sock.close()
 
 
+def wait_serving(proc, endpoint, seconds, read_log, what):
+    """Wait until the daemon started as proc (mpirun, say) answers ping at endpoint; raise
+    with its log when it exits first or does not answer within seconds."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode}: {read_log()}")
+        try:
+            if request(endpoint, {"v": 1, "cmd": "ping"}, timeout_ms=500)[0].get("ok"):
+                return
+        except TimeoutError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"{what} did not answer ping within {seconds} s: {read_log()}")
+
+
 def free_tcp_endpoint():
     """A loopback TCP endpoint where, for now, nothing listens."""
     with socket.socket() as s:

@@ -19,7 +19,7 @@ import subprocess
 import tempfile
 import time
 
-from conftest import daemon_binary, request
+from conftest import daemon_binary, wait_serving
 
 IP = shutil.which("ip") or "/usr/sbin/ip"
 UNSHARE = shutil.which("unshare")
@@ -248,17 +248,7 @@ class NetnsDaemon:
              "--locales", str(self.threads), "--data-dir", str(self.data_dir),
              "--log-level", "info"],
             stdout=self.log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"mpirun exited with {self.proc.returncode}: {self.read_log()}")
-            try:
-                if request(self.endpoint, {"v": 1, "cmd": "ping"}, timeout_ms=500)[0].get("ok"):
-                    return
-            except TimeoutError:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError("h5arkd in the namespaces did not answer ping: " + self.read_log())
+        wait_serving(self.proc, self.endpoint, 30, self.read_log, "h5arkd in the namespaces")
 
     def read_log(self):
         self.log.flush()

@@ -13,7 +13,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import Daemon, daemon_binary, request
+from conftest import Daemon, daemon_binary, request, wait_serving
 
 MPIRUN = shutil.which("mpirun")
 THREADS = 2  # locales per rank; the one-rank daemon compared with gets R * THREADS
@@ -49,18 +49,11 @@ class MpiDaemon:
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT,
                                      env={**os.environ, **extra, **(env or {})},
                                      start_new_session=True)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"mpirun exited with {self.proc.returncode}: {self.read_log()}")
-            try:
-                if request(self.endpoint, {"v": 1, "cmd": "ping"}, timeout_ms=500)[0].get("ok"):
-                    return
-            except TimeoutError:
-                pass
-            time.sleep(0.1)
-        self.kill()
-        raise RuntimeError("h5arkd under mpirun did not answer ping in time: " + self.read_log())
+        try:
+            wait_serving(self.proc, self.endpoint, 60, self.read_log, "h5arkd under mpirun")
+        except RuntimeError:
+            self.kill()
+            raise
 
     def read_log(self):
         self.log.flush()
