@@ -485,6 +485,28 @@ static val *call_frombuffer(interp *c, json_t *j, int depth) {
     return v;
 }
 
+static val *bytes_val(interp *c, unsigned char *out, uint64_t len) {
+    val *v = new_val(c, V_BYTES);
+    if (!v || !keep(c, out)) {
+        if (v) oom(c);
+        return NULL;
+    }
+    v->bytes = out;
+    v->nbytes = len;
+    return v;
+}
+
+/* A decompressor's output buffer, full: doubled, up to AK0_MAX_BLOB; false when it may not
+ * grow (the blob is refused) or memory ran out (*out then still valid, freed by the caller). */
+static bool grow_blob(unsigned char **out, uint64_t *cap) {
+    if (*cap >= AK0_MAX_BLOB) return false;
+    unsigned char *n = realloc(*out, *cap * 2);
+    if (!n) return false;
+    *out = n;
+    *cap *= 2;
+    return true;
+}
+
 static val *call_inflate(interp *c, json_t *j, int depth) {
     val *b = want(c, arg(c, j, 0, depth), V_BYTES, "decompress's buffer");
     if (!b) return NULL;
@@ -499,13 +521,7 @@ static val *call_inflate(interp *c, json_t *j, int depth) {
     int rc = Z_OK;
     uint64_t left = b->nbytes;
     while (out && rc != Z_STREAM_END) {
-        if (len == cap) {
-            if (cap >= AK0_MAX_BLOB) break;
-            unsigned char *n = realloc(out, cap * 2);
-            if (!n) break;
-            out = n;
-            cap *= 2;
-        }
+        if (len == cap && !grow_blob(&out, &cap)) break;
         uInt in = left > UINT32_MAX ? UINT32_MAX : (uInt)left;
         zs.avail_in = in;
         uInt room = cap - len > UINT32_MAX ? UINT32_MAX : (uInt)(cap - len);
@@ -524,25 +540,7 @@ static val *call_inflate(interp *c, json_t *j, int depth) {
                    "awkward0 schema: a zlib blob does not decompress (or is over 4 GiB)");
         return NULL;
     }
-    val *v = new_val(c, V_BYTES);
-    if (!v || !keep(c, out)) {
-        if (v) oom(c);
-        return NULL;
-    }
-    v->bytes = out;
-    v->nbytes = len;
-    return v;
-}
-
-static val *bytes_val(interp *c, unsigned char *out, uint64_t len) {
-    val *v = new_val(c, V_BYTES);
-    if (!v || !keep(c, out)) {
-        if (v) oom(c);
-        return NULL;
-    }
-    v->bytes = out;
-    v->nbytes = len;
-    return v;
+    return bytes_val(c, out, len);
 }
 
 /* lzma.decompress: .xz or .lzma, as Python's FORMAT_AUTO takes them */
@@ -560,13 +558,7 @@ static val *call_unxz(interp *c, json_t *j, int depth) {
     zs.avail_in = b->nbytes;
     lzma_ret rc = LZMA_OK;
     while (out && rc == LZMA_OK) {
-        if (len == cap) {
-            if (cap >= AK0_MAX_BLOB) break;
-            unsigned char *n = realloc(out, cap * 2);
-            if (!n) break;
-            out = n;
-            cap *= 2;
-        }
+        if (len == cap && !grow_blob(&out, &cap)) break;
         zs.next_out = out + len;
         zs.avail_out = cap - len;
         rc = lzma_code(&zs, LZMA_FINISH);
