@@ -15,6 +15,7 @@
 #include "storage/twin.h"
 #include "sysio.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
@@ -191,6 +192,13 @@ static int samples_from_list(const char *rel, sample_set *s, h5ark_error *err) {
             rc = h5ark_fail_context(err, "%s, file '%s'", what, lf->file);
             break;
         }
+        struct stat sb;
+        if (stat(fabs, &sb) != 0) {
+            rc = h5ark_fail(err, errno == ENOENT ? H5ARK_NOT_FOUND : H5ARK_IO_ERROR,
+                            "%s names '%s', which cannot be opened: %s", what, joined,
+                            strerror(errno));
+            break;
+        }
         char *copy = strdup(fabs);
         if (!copy || add_file(s, copy, err)) {
             rc = copy ? -1 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
@@ -294,8 +302,8 @@ static void probe_failure(const sample_set *s, const lbann_fields *f, size_t fir
                 return;
             }
         }
-    h5ark_fail(err, code == H5ARK_NOT_FOUND ? H5ARK_SCHEMA_ERROR : code, "samples of '%s': %s",
-               files_display(s->files[s->file_of[first]]), message);
+    h5ark_fail(err, code, "samples of '%s': %s", files_display(s->files[s->file_of[first]]),
+               message);
 }
 
 /* Probe samples [first, first + count) of one file: a node per sample and field. */

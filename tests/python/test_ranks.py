@@ -1181,3 +1181,17 @@ def test_killed_rank_stops_job_with_clear_error(victim):
         assert "the job cannot go on" in log
     finally:
         d.cleanup()
+
+
+def test_pack_refused(multi):
+    """pack and get with `rows` are not rank-aware yet: refused, nothing made."""
+    before = ok(multi.endpoint, "info", {})[0]["objects"]
+    hdr, _ = call(multi.endpoint, "pack", {"data_schema": "a:\n  metadata: {ordering: 0}\n",
+                                           "paths": ["x.h5"]})
+    assert not hdr["ok"] and hdr["error"]["message"].startswith(
+        "not available on several ranks yet: pack"), hdr
+    assert ok(multi.endpoint, "info", {})[0]["objects"] == before
+    name = ok(multi.endpoint, "create", {"dtype": "int64", "size": 4})[0]["object"]["name"]
+    hdr, _ = call(multi.endpoint, "get", {"name": name, "rows": [1, 0]})
+    assert not hdr["ok"] and hdr["error"]["message"].startswith(
+        "not available on several ranks yet: get with 'rows'"), hdr

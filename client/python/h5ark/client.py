@@ -362,9 +362,13 @@ class Client:
             addresses = [addresses]
         return self.array(codec.parse_ipv4(addresses), name=name, tag=codec.TAG_IPV4)
 
-    def get(self, obj, start=None, stop=None):
-        """The raw `get` reply for an object's elements [start, stop)."""
-        return self.request("get", {"name": _name_of(obj), "start": start, "stop": stop})
+    def get(self, obj, start=None, stop=None, rows=None):
+        """The raw `get` reply for an object's elements [start, stop) (an ArrayView's
+        first-axis rows), or with `rows` those rows (any order, repeats allowed)."""
+        args = {"name": _name_of(obj), "start": start, "stop": stop}
+        if rows is not None:
+            args = {"name": _name_of(obj), "rows": [int(r) for r in rows]}
+        return self.request("get", args)
 
     def info(self, names=None):
         """Handles for the named objects (default: every object in the daemon)."""
