@@ -561,3 +561,43 @@ def test_lbann_schema_inheritance(conn, lbann_fixtures):
     assert [res["fields"][f]["offset"] for f in ("Epmax/horse/carrot", "Epmax/horse/partial",
                                                  "alpha")] == [0, 1, 2]
     assert got.tolist() == [15.0 * 0.1 - 1.0, 2.0 * 0.1 + 1234.5, 32.0 * 0.1 + -2.5 * 1.23]
+
+
+# ---- the Python client -------------------------------------------------------------------
+
+def test_python_pack_and_batches(client, made):
+    import h5ark
+    folder, want = made
+    p = client.pack(DATA_SCHEMA, EXPERIMENT_SCHEMA, paths=f"{folder}/part*.h5")
+    assert isinstance(p, h5ark.Packed) and p.samples == len(p) == 6
+    assert p.sample_ids.to_list() == list(want)
+    assert set(p.groups) == {"samples", "responses", "label"}
+    assert isinstance(p.groups["samples"], h5ark.ArrayView)
+    samples, responses, labels = expected_rows(want)
+    assert np.array_equal(p.groups["samples"].to_ndarray(), samples)
+    assert p.fields["images/img"]["dims"] == [3, 4, 2]
+    seen = []
+    for batch in p.batches(4, seed=7):
+        n = batch["samples"].shape[0]
+        assert batch["samples"].dtype == np.float32 and batch["samples"].shape[1] == 24
+        assert batch["responses"].shape == (n, 3) and batch["label"].shape == (n, 2)
+        seen.append(batch)
+    assert [b["samples"].shape[0] for b in seen] == [4, 2]
+    got = np.concatenate([b["samples"] for b in seen])
+    # every sample once, in a shuffled order, rows kept together across groups
+    order = [int(np.flatnonzero((samples == r).all(axis=1))[0]) for r in got]
+    assert sorted(order) == list(range(6)) and order != list(range(6))
+    assert np.array_equal(np.concatenate([b["responses"] for b in seen]), responses[order])
+    again = [b["samples"] for b in p.batches(4, seed=7)]
+    assert all(np.array_equal(a, b["samples"]) for a, b in zip(again, seen))  # seeded
+    plain = list(p.batches(4, shuffle=False, drop_last=True))
+    assert len(plain) == 1 == p.nbatches(4, drop_last=True)
+    assert np.array_equal(plain[0]["samples"], samples[:4])
+    img = p.field(plain[0], "images/img")
+    assert img.shape == (4, 3, 4, 2) and np.array_equal(img.reshape(4, -1), samples[:4])
+    only = next(p.batches(2, shuffle=False, groups=["responses"]))
+    assert list(only) == ["responses"] and np.array_equal(only["responses"], responses[:2])
+    with pytest.raises(h5ark.SchemaError, match="missing 'ordering'"):
+        client.pack("a:\n  metadata: {pack: x}\n", paths=f"{folder}/part1.h5")
+    with pytest.raises(h5ark.BadRequestError, match="out of range"):
+        p.rows([6])

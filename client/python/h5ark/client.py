@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import zmq
 
-from . import awkward as _awkward, codec, objects, progress as _progress, wire
+from . import awkward as _awkward, codec, lbann as _lbann, objects, progress as _progress, wire
 from .errors import ConnectionClosedError, H5arkWarning, ReplyTimeoutError, error_for
 from .objects import H5arkObject, make_object
 
@@ -532,6 +532,24 @@ class Client:
         array (awkward 2's or awkward0's layout) one entry of kind `group` with objtype
         `awkward` or `awkward0`, `length` and `form`."""
         return self.request("lshdf", {"path": path, "recursive": recursive}).result["entries"]
+
+    # -- LBANN sample packing ----------------------------------------------------------
+
+    def pack(self, data_schema, experiment_schema=None, paths=None, sample_list=None,
+             name=None):
+        """LBANN's HDF5 data reader done by the daemon: the schemas (YAML text) applied to
+        the samples of `paths` (files or globs: each top-level group a sample) or of an
+        LBANN `sample_list`. Returns a Packed: `groups` ({group: ArrayView [samples,
+        width]}), `fields` (where each field lies in its group's rows), `sample_ids`, and
+        `batches(batch_size, shuffle, seed, drop_last)` of numpy mini-batches. `name`:
+        a prefix for the objects' names."""
+        if isinstance(paths, str):
+            paths = [paths]
+        reply = self.request("pack", {"data_schema": data_schema,
+                                      "experiment_schema": experiment_schema,
+                                      "paths": list(paths) if paths is not None else None,
+                                      "sample_list": sample_list, "name": name})
+        return _lbann.Packed(self, reply.result, reply.warnings)
 
     # -- ExeTera dataframes ------------------------------------------------------------
 
