@@ -4,7 +4,7 @@ with one locale), and their ratio, median of the runs with min and max.
 
 Run it from anywhere after building (bench/run uses the interpreter that has h5py):
 
-    bench/run [--runs N] [--quick] [--only raw,h5py,small,range,exetera,awkward,writepart,memory,scaling,gzip,ranks] [--netns]
+    bench/run [--runs N] [--quick] [--only raw,h5py,small,range,exetera,awkward,writepart,memory,scaling,gzip,ranks,pack] [--netns]
 
 The raw-socket and raw-I/O measures come from build/bench/h5ark-bench (C); the measures
 against h5py, of many small files, of peak memory and of scaling with locales are made
@@ -112,6 +112,9 @@ def measures(a):
         "gzip_read": ("readhdf of that file, warm", "h5py read of it", *at_least(2)),
         "gzip_read_baseline": ("readhdf of that file, warm", "the same, the --baseline daemon",
                                "(none)", None),
+        "pack": (f"pack {a.pack_files * a.pack_per:,} samples (64x64x4 float32 + 4 scalars), "
+                 f"{a.pack_files} files", "h5py read_direct loop + numpy transforms",
+                 *at_least(10)),
         **ranks_rows(a),
         # what two threads of this machine do against one, on the work above: its limit
         "limit_memory": ("machine: memory streaming, 2 threads", "the same, 1 thread",
@@ -1101,6 +1104,103 @@ def gzip_zlib_measure(a):
     return out
 
 
+PACK_SCALE = [0.5, 2.0, 0.25, 4.0]
+PACK_BIAS = [-1.0, 0.0, 1.0, 0.5]
+PACK_DATA_SCHEMA = f"""
+image:
+  metadata:
+    dims: [64, 64]
+    channels: 4
+    layout: hwc
+    transpose: chw
+    scale: {PACK_SCALE}
+    bias: {PACK_BIAS}
+    ordering: 0
+params:
+  metadata:
+    scale: 0.1
+    bias: -1.0
+  a: {{metadata: {{ordering: 10}}}}
+  b: {{metadata: {{ordering: 20}}}}
+  c: {{metadata: {{ordering: 30}}}}
+  d: {{metadata: {{ordering: 40}}}}
+"""
+PACK_EXPERIMENT_SCHEMA = """
+image:
+  metadata: {pack: samples, coerce: float}
+params:
+  metadata: {pack: responses}
+"""
+
+
+def pack_files(a, folder):
+    """a.pack_files files of a.pack_per samples: a group per sample holding a channels-last
+    64x64x4 float32 image and four float64 scalars (shape (1,), as LBANN's writer stores
+    them)."""
+    folder.mkdir()
+    rng = np.random.default_rng(5)
+    paths = []
+    for k in range(a.pack_files):
+        path = folder / f"samples_{k:04d}.h5"
+        with h5py.File(path, "w") as f:
+            for i in range(a.pack_per):
+                g = f.create_group(f"{k * a.pack_per + i:09d}")
+                g["image"] = rng.random((64, 64, 4), dtype=np.float32)
+                for name in "abcd":
+                    g[f"params/{name}"] = rng.random(1)
+        paths.append(path)
+    return paths
+
+
+def h5py_pack(paths):
+    """What an expert writes with h5py: each file opened once, each sample's datasets read
+    with read_direct into preallocated arrays, then the transforms vectorised in numpy."""
+    ids = []
+    for path in paths:
+        with h5py.File(path, "r") as f:
+            ids.extend((path, sid) for sid in sorted(f))
+    n = len(ids)
+    raw = np.empty((n, 64, 64, 4), np.float32)
+    par = np.empty((n, 4), np.float64)
+    row = 0
+    for path in paths:
+        with h5py.File(path, "r") as f:
+            for sid in sorted(f):
+                g = f[sid]
+                g["image"].read_direct(raw, dest_sel=np.s_[row])
+                for k, name in enumerate("abcd"):
+                    g["params"][name].read_direct(par, dest_sel=np.s_[row, k:k + 1])
+                row += 1
+    raw *= np.array(PACK_SCALE, np.float32)
+    raw += np.array(PACK_BIAS, np.float32)
+    samples = np.ascontiguousarray(raw.transpose(0, 3, 1, 2)).reshape(n, -1)
+    return samples, par * 0.1 - 1.0
+
+
+@on_a_daemon
+def pack_measure(a, c, data_dir):
+    """pack of many sample files (LBANN's HDF5 data reader's work: coerce, per-channel
+    normalize, HWC -> CHW, pack) against h5py + numpy doing the same in this process."""
+    paths = pack_files(a, data_dir / "pack")
+    n = a.pack_files * a.pack_per
+    mine, ref = [], []
+    for run in range(a.runs):
+        got = {}
+        mine.append(n / timed(lambda: got.update(p=c.pack(
+            PACK_DATA_SCHEMA, PACK_EXPERIMENT_SCHEMA, paths="pack/samples_*.h5"))))
+        want = {}
+        ref.append(n / timed(lambda: want.update(zip("sr", h5py_pack(paths)))))
+        if run == 0:  # the same tensors (the reference computes in float32, pack in double)
+            p = got["p"]
+            rows = [0, n // 2, n - 1]
+            batch = p.rows(rows)
+            assert np.allclose(batch["samples"], want["s"][rows], rtol=1e-6, atol=1e-6)
+            assert np.allclose(batch["responses"], want["r"][rows], rtol=1e-12, atol=0)
+        c.clear()
+        want.clear()
+    return {"pack": ("samples/s", mine, ref)}
+
+
 GROUPS = {"raw": ("ping, tohdf/readhdf vs write/pread, put + get (h5ark-bench)", raw_measures),
           "h5py": ("tohdf/readhdf vs h5py", h5py_measures),
           "small": ("readhdf of small files vs an h5py loop", small_files_measure),
@@ -1112,7 +1212,8 @@ GROUPS = {"raw": ("ping, tohdf/readhdf vs write/pread, put + get (h5ark-bench)",
           "memory": ("peak memory of fresh daemons", memory_measure),
           "scaling": ("groupby and gzip tohdf, 2 locales vs 1", scaling_measures),
           "gzip": ("gzip tohdf vs zlib on the same chunks", gzip_zlib_measure),
-          "ranks": ("the daemon as R = 1, 2, 3 ranks vs R = 1 and raw MPI / I/O", ranks_measures)}
+          "ranks": ("the daemon as R = 1, 2, 3 ranks vs R = 1 and raw MPI / I/O", ranks_measures),
+          "pack": ("pack of LBANN samples vs an h5py + numpy loop", pack_measure)}
 
 
 def main():
@@ -1143,6 +1244,7 @@ def main():
     a.ex_rows = 1_000_000 if a.quick else 10_000_000
     a.ak_values, a.ak_lists = (1_000_000, 100_000) if a.quick else (10_000_000, 1_000_000)
     a.wp_sizes = [16 * MIB, (32 if a.quick else 128) * MIB]
+    a.pack_files, a.pack_per = (20 if a.quick else 100), 200
     # the daemons started from here (tests/python/conftest.py) honour H5ARKD too
     a.daemon = os.environ.setdefault("H5ARKD", str(a.build / "server" / "h5arkd"))
     warnings.simplefilter("ignore", h5ark.H5arkWarning)  # "overwrote ..." on every rerun
