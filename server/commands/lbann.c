@@ -295,8 +295,10 @@ static void probe_failure(const sample_set *s, const lbann_fields *f, size_t fir
                            s->ids[i], files_display(s->files[s->file_of[i]]), f->v[k].path);
                 return;
             }
-            if (strstr(message, quoted)) {
-                h5ark_fail(err, code == H5ARK_NOT_FOUND ? H5ARK_SCHEMA_ERROR : code,
+            if (strstr(message, quoted)) { /* a field the reader cannot take */
+                bool keep = code == H5ARK_IO_ERROR || code == H5ARK_RESOURCE_LIMIT ||
+                            code == H5ARK_FORBIDDEN;
+                h5ark_fail(err, keep ? code : H5ARK_SCHEMA_ERROR,
                            "sample '%s' of '%s', field '%s': %s", s->ids[i],
                            files_display(s->files[s->file_of[i]]), f->v[k].path, message);
                 return;

@@ -448,6 +448,11 @@ def test_schema_errors(conn, made):
         f["x1/label"] = np.array([b"ab", b"cd"])
     pack_fails(conn, "schema_error", "sample 'x1', field 'label'", data_schema=DATA_SCHEMA,
                experiment_schema=exp, paths=[f"{odd}/a.h5"])
+    with h5py.File(conn.dir / odd / "a.h5", "a") as f:  # a scalar: LBANN's are shape (1,)
+        del f["x1/label"]
+        f["x1/label"] = 5
+    pack_fails(conn, "schema_error", "sample 'x1' of '", "field 'label'", "scalar",
+               data_schema=DATA_SCHEMA, experiment_schema=exp, paths=[f"{odd}/a.h5"])
 
 
 def test_malformed_yaml(conn, made):
@@ -601,3 +606,22 @@ def test_python_pack_and_batches(client, made):
         client.pack("a:\n  metadata: {pack: x}\n", paths=f"{folder}/part1.h5")
     with pytest.raises(h5ark.BadRequestError, match="out of range"):
         p.rows([6])
+
+
+def test_probe_crash(start_daemon):
+    """A sample file that crashes the library where it is decoded (H5ARK_TEST_PROBE_CRASH
+    makes the probe die on it, as it would) is an error naming it; the daemon goes on and
+    packs the other files."""
+    d = start_daemon(locales=2, env={"H5ARK_TEST_PROBE_CRASH": "_dies"})
+    c = Conn(d)
+    write_samples(c.dir / "ok.h5", ["a0", "a1"], 1)
+    write_samples(c.dir / "x_dies.h5", ["b0"], 2)
+    for paths in (["x_dies.h5"], ["ok.h5", "x_dies.h5"]):
+        err = c.fail("pack", data_schema=DATA_SCHEMA, experiment_schema=EXPERIMENT_SCHEMA,
+                     paths=paths)
+        assert err["code"] == "schema_error" and "x_dies.h5" in err["message"], err
+    assert c.ok("info")[0]["result"]["objects"] == []  # nothing left of a failed pack
+    res, _ = pack(c, data_schema=DATA_SCHEMA, experiment_schema=EXPERIMENT_SCHEMA,
+                  paths=["ok.h5"])
+    assert strings_of(c, res["sample_ids"]) == ["a0", "a1"]
+    assert len(c.ok("info")[0]["result"]["objects"]) == 4  # sample_ids and three groups
