@@ -129,6 +129,14 @@ def test_lbann_cases(conn, lbann_fixtures, case):
                 x = (x.astype(np.float64) * sc + bi).astype(x.dtype)
             assert np.array_equal(part, x)
     assert not [w for w in warnings if "metadata key" in w]
+    # the same by `paths` where the sample is a top-level group
+    if "/" not in spec["inputs"]["sample_id"]:
+        args = case_args(conn, lbann_fixtures, case)
+        folder = args.pop("sample_list").rsplit("/", 1)[0]
+        again, _ = pack(conn, paths=[f"{folder}/*.h5"], **args)
+        assert again["fields"] == res["fields"]
+        for group, desc in res["groups"].items():
+            assert np.array_equal(rows_of(conn, again["groups"][group]), rows_of(conn, desc))
 
 
 def test_lbann_asserted_literals(conn, lbann_fixtures):
@@ -625,3 +633,35 @@ def test_probe_crash(start_daemon):
                   paths=["ok.h5"])
     assert strings_of(c, res["sample_ids"]) == ["a0", "a1"]
     assert len(c.ok("info")[0]["result"]["objects"]) == 4  # sample_ids and three groups
+
+
+def test_storage_layouts(conn):
+    """Fields stored chunked and deflated, compact, big-endian or as narrower integers read
+    as contiguous ones do."""
+    folder = unique("layouts")
+    (conn.dir / folder).mkdir()
+    rng = np.random.default_rng(9)
+    img = rng.normal(size=(3, 4, 2, 3))
+    ints = rng.integers(-100, 100, size=(3, 5)).astype(np.int16)
+    with h5py.File(conn.dir / folder / "s.h5", "w") as f:
+        for i in range(3):
+            g = f.create_group(f"s{i}")
+            g.create_dataset("images/img", data=img[i], chunks=(2, 2, 3), compression="gzip",
+                             shuffle=True)
+            g.create_dataset("scalars/a", data=[1.0 + i], dtype=">f8")
+            sp = h5py.h5s.create_simple((1,))
+            plist = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+            plist.set_layout(h5py.h5d.COMPACT)
+            h5py.h5d.create(g.id, b"scalars/b", h5py.h5t.IEEE_F64LE, sp, plist).write(
+                h5py.h5s.ALL, h5py.h5s.ALL, np.array([2.0 + i]))
+            g["scalars/c"] = np.array([3.0 + i])
+            g["label"] = ints[i]
+            g["unused"] = np.zeros(2)
+    exp = EXPERIMENT_SCHEMA.replace("label:", "label:\n  metadata: {coerce: long}")
+    res, _ = pack(conn, data_schema=DATA_SCHEMA, experiment_schema=exp, paths=[f"{folder}/s.h5"])
+    want = {f"s{i}": (img[i], [1.0 + i, 2.0 + i, 3.0 + i], ints[i]) for i in range(3)}
+    samples, responses, _ = expected_rows(want)
+    assert np.array_equal(rows_of(conn, res["groups"]["samples"]), samples)
+    assert np.array_equal(rows_of(conn, res["groups"]["responses"]), responses)
+    got = rows_of(conn, res["groups"]["label"])
+    assert got.dtype == np.int64 and np.array_equal(got, ints)
