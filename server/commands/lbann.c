@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -113,6 +114,35 @@ static int top_groups(const char *abs, char ***names, size_t *n, h5ark_error *er
     return rc;
 }
 
+/* Each locale lists its block of the files: the probes' round trips overlap. */
+typedef struct {
+    char **files;
+    size_t nfiles;
+    char ***names;
+    size_t *counts;
+    pthread_mutex_t lock;
+    size_t err_file; /* the lowest file that failed */
+    h5ark_error err;
+} list_job;
+
+static void list_locale(int locale, void *ctx) {
+    list_job *j = ctx;
+    int parts = locales_count();
+    uint64_t lo = locales_block_start(j->nfiles, parts, locale);
+    uint64_t hi = locales_block_start(j->nfiles, parts, locale + 1);
+    for (uint64_t f = lo; f < hi; f++) {
+        h5ark_error err = {0};
+        if (top_groups(j->files[f], &j->names[f], &j->counts[f], &err) == 0) continue;
+        pthread_mutex_lock(&j->lock);
+        if (f < j->err_file) {
+            j->err_file = f;
+            j->err = err;
+        }
+        pthread_mutex_unlock(&j->lock);
+        break;
+    }
+}
+
 static int samples_from_paths(const h5ark_value *paths, sample_set *s, h5ark_error *err) {
     size_t np = h5ark_value_len(paths);
     if (np == 0) return h5ark_fail(err, H5ARK_BAD_REQUEST, "pack: 'paths' is empty");
@@ -124,18 +154,32 @@ static int samples_from_paths(const h5ark_value *paths, sample_set *s, h5ark_err
     free(pat);
     if (rc) return -1;
     s->fcap = s->nfiles;
-    for (size_t f = 0; f < s->nfiles; f++) {
-        char **names;
-        size_t n;
-        if (top_groups(s->files[f], &names, &n, err)) return -1;
-        for (size_t i = 0; i < n && rc == 0; i++)
-            rc = add_sample(s, f, names[i], err);
-        for (size_t i = 0; i < n; i++)
-            free(names[i]);
-        free(names);
-        if (rc) return -1;
+    list_job j = {.files = s->files,
+                  .nfiles = s->nfiles,
+                  .names = calloc(s->nfiles, sizeof *j.names),
+                  .counts = calloc(s->nfiles, sizeof *j.counts),
+                  .err_file = SIZE_MAX};
+    if (!j.names || !j.counts) {
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    } else {
+        pthread_mutex_init(&j.lock, NULL);
+        locales_run(list_locale, &j);
+        pthread_mutex_destroy(&j.lock);
+        if (j.err_file != SIZE_MAX) {
+            *err = j.err;
+            rc = -1;
+        }
     }
-    return 0;
+    for (size_t f = 0; f < s->nfiles && j.names; f++) {
+        for (size_t i = 0; i < j.counts[f] && rc == 0; i++)
+            rc = add_sample(s, f, j.names[f][i], err);
+        for (size_t i = 0; i < j.counts[f]; i++)
+            free(j.names[f][i]);
+        free(j.names[f]);
+    }
+    free(j.names);
+    free(j.counts);
+    return rc;
 }
 
 static int read_text(const char *abs, char **text, size_t *len, h5ark_error *err) {
