@@ -20,6 +20,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -38,6 +39,7 @@
 #define FILES_MAX           10000 /* /files/ lists at most this many */
 #define FILES_MAX_DEPTH     16
 #define STATIC_MAX_BYTES    (64u << 20)
+#define TREE_CACHE          4 /* files whose listing is kept */
 
 static http_server *server;
 static char web_dir[PATH_MAX]; /* empty: no viewer page */
@@ -103,12 +105,35 @@ static bool str_is(const char *s, const char *want) {
     return s && strcmp(s, want) == 0;
 }
 
-static const h5ark_value *find_entry(const h5ark_value *entries, const char *path) {
-    for (size_t i = 0; i < h5ark_value_len(entries); i++) {
-        const h5ark_value *e = h5ark_value_at(entries, i);
-        if (str_is(entry_str(e, "path"), path)) return e;
-    }
-    return NULL;
+/* A file's listing (lshdf's entries) with an index by path. Kept for the next requests
+ * while the file stays the same: h5web asks /meta/, /attr/ and /data/ of one file in turn,
+ * and listing a large file costs more than answering. */
+typedef struct {
+    h5ark_value *entries;
+    const h5ark_value **sorted; /* by path */
+    size_t n;
+    char abs[PATH_MAX];
+    struct stat st; /* the file when listed: device, inode, size and times tell a change */
+    unsigned refs;  /* the cache's and each request's */
+    uint64_t used;
+} tree;
+
+static const char *path_of(const h5ark_value *e) {
+    const char *p = entry_str(e, "path");
+    return p ? p : "";
+}
+
+static int by_path(const void *a, const void *b) {
+    return strcmp(path_of(*(const h5ark_value *const *)a), path_of(*(const h5ark_value *const *)b));
+}
+
+static int find_path(const void *key, const void *e) {
+    return strcmp(key, path_of(*(const h5ark_value *const *)e));
+}
+
+static const h5ark_value *find_entry(const tree *tr, const char *path) {
+    const h5ark_value **e = bsearch(path, tr->sorted, tr->n, sizeof *tr->sorted, find_path);
+    return e ? *e : NULL;
 }
 
 /* An h5ark object that a group (or an ExeTera field) holds in parts, shown as the one
@@ -139,7 +164,7 @@ static bool is_string_valued(const h5ark_value *e) {
 }
 
 /* The parts of a collapsed object are no entities of their own. */
-static bool hidden(const h5ark_value *entries, const char *path) {
+static bool hidden(const tree *tr, const char *path) {
     char prefix[PATH_MAX];
     size_t n = strlen(path);
     if (n >= sizeof prefix) return true;
@@ -147,7 +172,7 @@ static bool hidden(const h5ark_value *entries, const char *path) {
     for (char *slash = strrchr(prefix, '/'); slash && slash != prefix;
          slash = strrchr(prefix, '/')) {
         *slash = '\0';
-        const h5ark_value *e = find_entry(entries, prefix);
+        const h5ark_value *e = find_entry(tr, prefix);
         if (e && collapsed(e)) return true;
     }
     return false;
@@ -171,8 +196,7 @@ static const char *link_target(const h5ark_value *e) {
 
 /* The path with every soft or hard link along it replaced by its target: what the path
  * names. not_found when nothing does. */
-static int resolve_path(const h5ark_value *entries, const char *path, char out[PATH_MAX],
-                        h5ark_error *err) {
+static int resolve_path(const tree *tr, const char *path, char out[PATH_MAX], h5ark_error *err) {
     if (path[0] != '/' || strlen(path) >= PATH_MAX)
         return h5ark_fail(err, H5ARK_NOT_FOUND, "'%s' is not a valid path in the file", path);
     snprintf(out, PATH_MAX, "%s", path);
@@ -187,7 +211,7 @@ static int resolve_path(const h5ark_value *entries, const char *path, char out[P
             if (*p != '/' && *p != '\0') continue;
             char keep = *p;
             *p = '\0';
-            const h5ark_value *e = find_entry(entries, out);
+            const h5ark_value *e = find_entry(tr, out);
             const char *target = e ? link_target(e) : NULL;
             *p = keep;
             if (!e) break;
@@ -198,7 +222,7 @@ static int resolve_path(const h5ark_value *entries, const char *path, char out[P
                 replaced = true;
                 break;
             }
-            if (keep == '\0') return hidden(entries, out) ? -1 : 0;
+            if (keep == '\0') return hidden(tr, out) ? -1 : 0;
         }
         if (!replaced) break;
     }
@@ -341,17 +365,17 @@ static const char *base_name(const char *path) {
     return slash ? slash + 1 : path;
 }
 
-static json_t *entity_json(const h5ark_value *entries, const h5ark_value *e, const char *path,
-                           const char *name, bool with_children, int depth);
+static json_t *entity_json(const tree *tr, const h5ark_value *e, const char *path, const char *name,
+                           bool with_children, int depth);
 
-static json_t *children_json(const h5ark_value *entries, const char *path, int depth) {
+static json_t *children_json(const tree *tr, const char *path, int depth) {
     json_t *list = json_array();
-    for (size_t i = 0; list && i < h5ark_value_len(entries); i++) {
-        const h5ark_value *c = h5ark_value_at(entries, i);
+    for (size_t i = 0; list && i < tr->n; i++) {
+        const h5ark_value *c = tr->sorted[i];
         const char *cpath = entry_str(c, "path");
         if (!cpath || !is_child(cpath, path)) continue;
-        if (json_array_append_new(
-                list, entity_json(entries, c, cpath, base_name(cpath), false, depth + 1))) {
+        if (json_array_append_new(list,
+                                  entity_json(tr, c, cpath, base_name(cpath), false, depth + 1))) {
             json_decref(list);
             list = NULL;
         }
@@ -361,15 +385,14 @@ static json_t *children_json(const h5ark_value *entries, const char *path, int d
 
 /* One entity as h5grove's /meta/ describes it, under `name`; a group lists its children
  * when asked (the entity asked for, not its children's children). */
-static json_t *entity_json(const h5ark_value *entries, const h5ark_value *e, const char *path,
-                           const char *name, bool with_children, int depth) {
-    json_t *jname = jstr(name, strlen(name));
+static json_t *entity_json(const tree *tr, const h5ark_value *e, const char *path, const char *name,
+                           bool with_children, int depth) {
     const char *kind = e ? entry_str(e, "kind") : "group";
+    const char *target = str_is(kind, "link") ? link_target(e) : NULL;
+    const h5ark_value *t = target && depth < LINK_MAX_HOPS ? find_entry(tr, target) : NULL;
+    if (t && !hidden(tr, target)) return entity_json(tr, t, target, name, with_children, depth + 1);
+    json_t *jname = jstr(name, strlen(name));
     if (str_is(kind, "link")) {
-        const char *target = link_target(e);
-        const h5ark_value *t = target && depth < LINK_MAX_HOPS ? find_entry(entries, target) : NULL;
-        if (t && !hidden(entries, target))
-            return entity_json(entries, t, target, name, with_children, depth + 1);
         const char *tpath = entry_str(e, "target") ? entry_str(e, "target") : "";
         if (str_is(entry_str(e, "link_type"), "external")) {
             const char *file = entry_str(e, "file") ? entry_str(e, "file") : "";
@@ -390,8 +413,7 @@ static json_t *entity_json(const h5ark_value *entries, const h5ark_value *e, con
     }
     json_t *g = json_pack("{s:o, s:s, s:o}", "name", jname, "kind", "group", "attributes",
                           attributes_json(e));
-    if (g && with_children &&
-        json_object_set_new(g, "children", children_json(entries, path, depth))) {
+    if (g && with_children && json_object_set_new(g, "children", children_json(tr, path, depth))) {
         json_decref(g);
         g = NULL;
     }
@@ -417,32 +439,113 @@ static int check_token(const http_request *req, h5ark_error *err) {
 }
 
 /* The request's `file`, confined to the data directory as every client path is. */
-static int request_file(const http_request *req, char abs[PATH_MAX], h5ark_error *err) {
+static int request_file(const http_request *req, char abs[PATH_MAX], struct stat *st,
+                        h5ark_error *err) {
     const char *file = http_query(req, "file");
     if (!file || !file[0])
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
                           "the query argument 'file' (a path in the data directory) is missing");
     if (files_resolve(file, false, abs, err)) return -1;
-    struct stat st;
-    if (stat(abs, &st) != 0) return h5ark_fail(err, H5ARK_NOT_FOUND, "File not found: '%s'", file);
-    if (!S_ISREG(st.st_mode)) return h5ark_fail(err, H5ARK_BAD_REQUEST, "'%s' is not a file", file);
+    if (stat(abs, st) != 0) return h5ark_fail(err, H5ARK_NOT_FOUND, "File not found: '%s'", file);
+    if (!S_ISREG(st->st_mode))
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "'%s' is not a file", file);
     return 0;
 }
 
+static void tree_free(tree *tr) {
+    if (!tr) return;
+    h5ark_value_destroy(&tr->entries);
+    free(tr->sorted);
+    free(tr);
+}
+
 /* The file's whole tree, listed in a file probe exactly as lshdf lists it. */
-static h5ark_value *list_file(const char *abs, h5ark_error *err) {
-    h5ark_value *entries = h5ark_value_array();
-    if (!entries) {
+static tree *tree_list(const char *abs, const struct stat *st, h5ark_error *err) {
+    tree *tr = calloc(1, sizeof *tr);
+    if (tr) tr->entries = h5ark_value_array();
+    if (!tr || !tr->entries) {
+        tree_free(tr);
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         return NULL;
     }
-    if (sandbox_list(abs, true, entries, err)) h5ark_value_destroy(&entries);
-    return entries;
+    if (sandbox_list(abs, true, tr->entries, err)) {
+        tree_free(tr);
+        return NULL;
+    }
+    tr->n = h5ark_value_len(tr->entries);
+    tr->sorted = malloc((tr->n ? tr->n : 1) * sizeof *tr->sorted);
+    if (!tr->sorted) {
+        tree_free(tr);
+        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        return NULL;
+    }
+    for (size_t i = 0; i < tr->n; i++)
+        tr->sorted[i] = h5ark_value_at(tr->entries, i);
+    qsort(tr->sorted, tr->n, sizeof *tr->sorted, by_path);
+    snprintf(tr->abs, sizeof tr->abs, "%s", abs);
+    tr->st = *st;
+    return tr;
+}
+
+static bool same_file(const struct stat *a, const struct stat *b) {
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+           a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static tree *cache[TREE_CACHE];
+static uint64_t cache_clock;
+
+static void tree_release(tree *tr) {
+    if (!tr) return;
+    pthread_mutex_lock(&cache_lock);
+    bool last = --tr->refs == 0;
+    pthread_mutex_unlock(&cache_lock);
+    if (last) tree_free(tr);
+}
+
+/* The file's tree: the cached one while the file is unchanged, else listed anew (and
+ * cached in place of the least recently used). */
+static tree *tree_get(const char *abs, const struct stat *st, h5ark_error *err) {
+    pthread_mutex_lock(&cache_lock);
+    for (int i = 0; i < TREE_CACHE; i++) {
+        tree *c = cache[i];
+        if (c && strcmp(c->abs, abs) == 0 && same_file(&c->st, st)) {
+            c->refs++;
+            c->used = ++cache_clock;
+            pthread_mutex_unlock(&cache_lock);
+            return c;
+        }
+    }
+    pthread_mutex_unlock(&cache_lock);
+    tree *tr = tree_list(abs, st, err);
+    if (!tr) return NULL;
+    tr->refs = 2; /* the request's and the cache's */
+    pthread_mutex_lock(&cache_lock);
+    /* the file's older listing, else a free slot, else the least recently used */
+    int slot = -1;
+    for (int i = 0; i < TREE_CACHE && slot < 0; i++)
+        if (cache[i] && strcmp(cache[i]->abs, abs) == 0) slot = i;
+    for (int i = 0; i < TREE_CACHE && slot < 0; i++)
+        if (!cache[i]) slot = i;
+    if (slot < 0) {
+        slot = 0;
+        for (int i = 1; i < TREE_CACHE; i++)
+            if (cache[i]->used < cache[slot]->used) slot = i;
+    }
+    tree *old = cache[slot];
+    cache[slot] = tr;
+    tr->used = ++cache_clock;
+    bool last = old && --old->refs == 0;
+    pthread_mutex_unlock(&cache_lock);
+    if (last) tree_free(old);
+    return tr;
 }
 
 typedef struct {
     char abs[PATH_MAX];
-    h5ark_value *entries;
+    tree *tree;
     char path[PATH_MAX];      /* resolved */
     const h5ark_value *entry; /* NULL: the root group */
 } target;
@@ -450,18 +553,19 @@ typedef struct {
 static int open_target(const http_request *req, target *t, h5ark_error *err) {
     const char *path = http_query(req, "path");
     if (!path || !path[0]) path = "/";
-    if (request_file(req, t->abs, err)) return -1;
-    if (!(t->entries = list_file(t->abs, err))) return -1;
-    if (resolve_path(t->entries, path, t->path, err))
+    struct stat st;
+    if (request_file(req, t->abs, &st, err)) return -1;
+    if (!(t->tree = tree_get(t->abs, &st, err))) return -1;
+    if (resolve_path(t->tree, path, t->path, err))
         return h5ark_fail(err, H5ARK_NOT_FOUND, "'%s' is not a valid path in the file", path);
-    t->entry = strcmp(t->path, "/") == 0 ? NULL : find_entry(t->entries, t->path);
+    t->entry = strcmp(t->path, "/") == 0 ? NULL : find_entry(t->tree, t->path);
     return 0;
 }
 
 static void meta(const http_request *req, http_response *out, h5ark_error *err) {
     target t = {0};
     if (open_target(req, &t, err)) {
-        h5ark_value_destroy(&t.entries);
+        tree_release(t.tree);
         reply_error(out, err);
         return;
     }
@@ -471,14 +575,14 @@ static void meta(const http_request *req, http_response *out, h5ark_error *err) 
     snprintf(asked, sizeof asked, "%s", path ? path : "/");
     for (size_t n = strlen(asked); n > 1 && asked[n - 1] == '/'; n--)
         asked[n - 1] = '\0';
-    reply_json(out, entity_json(t.entries, t.entry, t.path, base_name(asked), true, 0));
-    h5ark_value_destroy(&t.entries);
+    reply_json(out, entity_json(t.tree, t.entry, t.path, base_name(asked), true, 0));
+    tree_release(t.tree);
 }
 
 static void attr(const http_request *req, http_response *out, h5ark_error *err) {
     target t = {0};
     if (open_target(req, &t, err)) {
-        h5ark_value_destroy(&t.entries);
+        tree_release(t.tree);
         reply_error(out, err);
         return;
     }
@@ -493,25 +597,25 @@ static void attr(const http_request *req, http_response *out, h5ark_error *err) 
         all = one;
     }
     reply_json(out, all);
-    h5ark_value_destroy(&t.entries);
+    tree_release(t.tree);
 }
 
 static void paths(const http_request *req, http_response *out, h5ark_error *err) {
     target t = {0};
     if (open_target(req, &t, err)) {
-        h5ark_value_destroy(&t.entries);
+        tree_release(t.tree);
         reply_error(out, err);
         return;
     }
     json_t *list = json_array();
     size_t n = strcmp(t.path, "/") == 0 ? 0 : strlen(t.path);
-    for (size_t i = 0; list && i < h5ark_value_len(t.entries); i++) {
-        const char *p = entry_str(h5ark_value_at(t.entries, i), "path");
-        if (!p || strncmp(p, t.path, n) != 0 || p[n] != '/' || hidden(t.entries, p)) continue;
+    for (size_t i = 0; list && i < t.tree->n; i++) {
+        const char *p = entry_str(t.tree->sorted[i], "path");
+        if (!p || strncmp(p, t.path, n) != 0 || p[n] != '/' || hidden(t.tree, p)) continue;
         json_array_append_new(list, jstr(p, strlen(p)));
     }
     reply_json(out, list);
-    h5ark_value_destroy(&t.entries);
+    tree_release(t.tree);
 }
 
 /* ---- /data/ -------------------------------------------------------------------------- */
@@ -1029,7 +1133,7 @@ done:
     free(b.p);
     free(values);
     storage_read_items_free(items, nitems);
-    h5ark_value_destroy(&t.entries);
+    tree_release(t.tree);
 }
 
 /* ---- /files/: the data directory ---------------------------------------------------- */
@@ -1233,6 +1337,10 @@ int gateway_start(const char *address, const char *dir, h5ark_error *err) {
 
 void gateway_stop(void) {
     http_stop(&server);
+    for (int i = 0; i < TREE_CACHE; i++) {
+        tree_release(cache[i]);
+        cache[i] = NULL;
+    }
 }
 
 const char *gateway_address(void) {

@@ -508,3 +508,34 @@ def test_directory_listing_ignores_what_is_not_a_file(gw):
         error(base, "/meta/", 400, {"file": "pipe"})
     finally:
         fifo.unlink()
+
+
+def test_a_changed_file_is_listed_anew(gw):
+    """The listing is kept between requests only while the file is the same one."""
+    d, base = gw
+    for n in (3, 5, 2):
+        with h5py.File(d.data_dir / "changing.h5", "w") as f:
+            f["x"] = np.arange(n) * 2
+            f[f"only_{n}"] = np.zeros(1)
+        meta = ok_json(base, "/meta/", file="changing.h5", path="/")
+        assert sorted(c["name"] for c in meta["children"]) == [f"only_{n}", "x"]
+        assert ok_json(base, "/data/", file="changing.h5", path="/x") == list(range(0, 2 * n, 2))
+    (d.data_dir / "changing.h5").unlink()
+    error(base, "/meta/", 404, {"file": "changing.h5"})
+
+
+def test_many_entries(gw):
+    """A file of 3,000 datasets in 30 groups: every path found, paths listed once each."""
+    d, base = gw
+    with h5py.File(d.data_dir / "many.h5", "w") as f:
+        for g in range(30):
+            for i in range(100):
+                f[f"g{g:02d}/d{i:03d}"] = np.array([g, i])
+    try:
+        paths = ok_json(base, "/paths/", file="many.h5", path="/")
+        assert len(paths) == 30 + 3000 and len(set(paths)) == len(paths)
+        meta = ok_json(base, "/meta/", file="many.h5", path="/g17")
+        assert [c["name"] for c in meta["children"]] == [f"d{i:03d}" for i in range(100)]
+        assert ok_json(base, "/data/", file="many.h5", path="/g29/d099") == [29, 99]
+    finally:
+        (d.data_dir / "many.h5").unlink()
