@@ -607,7 +607,14 @@ static void paths(const http_request *req, http_response *out, h5ark_error *err)
         reply_error(out, err);
         return;
     }
-    json_t *list = json_array();
+    if (t.entry && (shown_as_dataset(t.entry) || str_is(entry_str(t.entry, "kind"), "link"))) {
+        h5ark_fail(err, H5ARK_BAD_REQUEST, "'%s' is not a group", t.path);
+        reply_error(out, err);
+        tree_release(t.tree);
+        return;
+    }
+    /* as h5grove: the group itself, then every path below it */
+    json_t *list = json_pack("[s]", t.path);
     size_t n = strcmp(t.path, "/") == 0 ? 0 : strlen(t.path);
     for (size_t i = 0; list && i < t.tree->n; i++) {
         const char *p = entry_str(t.tree->sorted[i], "path");

@@ -215,7 +215,10 @@ def test_h5ark_objects_are_shown_as_what_they_are(gw):
     # the parts of a Strings are no entities of their own
     error(base, "/meta/", 404, {"file": "ark.h5", "path": "/s/values"})
     paths = ok_json(base, "/paths/", file="ark.h5", path="/")
-    assert "/df/txt" in paths and "/s" in paths and not any(p.startswith("/s/") for p in paths)
+    assert paths[0] == "/" and "/df/txt" in paths and "/s" in paths
+    assert not any(p.startswith("/s/") for p in paths)
+    assert ok_json(base, "/paths/", file="ark.h5", path="/df") == ["/df", "/df/num", "/df/txt"]
+    error(base, "/paths/", 400, {"file": "ark.h5", "path": "/s"})
     with h5py.File(d.data_dir / "ark.h5", "r") as f:
         assert "values" in f["s"] and "segments" in f["s"]  # the raw layout is there
 
@@ -533,7 +536,7 @@ def test_many_entries(gw):
                 f[f"g{g:02d}/d{i:03d}"] = np.array([g, i])
     try:
         paths = ok_json(base, "/paths/", file="many.h5", path="/")
-        assert len(paths) == 30 + 3000 and len(set(paths)) == len(paths)
+        assert len(paths) == 1 + 30 + 3000 and len(set(paths)) == len(paths)
         meta = ok_json(base, "/meta/", file="many.h5", path="/g17")
         assert [c["name"] for c in meta["children"]] == [f"d{i:03d}" for i in range(100)]
         assert ok_json(base, "/data/", file="many.h5", path="/g29/d099") == [29, 99]
