@@ -91,6 +91,9 @@ def make_files(data_dir, client):
     df = client.dataframe([client.array(np.arange(3, dtype=np.int64) * 10),
                            client.array(np.array(["p", "q", "r"]))], column_names=["num", "txt"])
     client.to_hdf({"s": s, "cat": cat, "seg": seg, "df": df}, "ark.h5", file_type="single")
+    client.to_exetera({"temp": client.array(np.array([1.5, -2.0, 3.25])),
+                       "city": client.array(np.array(["Oslo", "Lima", "Pune"]))},
+                      "exetera.h5", group="readings")
     (data_dir / "sub").mkdir()
     with h5py.File(data_dir / "sub" / "nested.h5", "w") as f:
         f["x"] = np.arange(3)
@@ -135,7 +138,8 @@ STRING_TYPE = {"class": 3, "size": 16, "cset": 1, "strPad": 0, "vlen": True}
 def test_files_lists_the_data_directory(gw):
     d, base = gw
     (d.data_dir / ".hidden.h5").write_bytes(b"x")
-    assert ok_json(base, "/files/") == ["ark.h5", "big.h5", "plain.h5", "sub/nested.h5"]
+    assert ok_json(base, "/files/") == ["ark.h5", "big.h5", "exetera.h5", "plain.h5",
+                                        "sub/nested.h5"]
     assert ok_json(base, "/files") == ok_json(base, "/files/")
 
 
@@ -221,6 +225,22 @@ def test_h5ark_objects_are_shown_as_what_they_are(gw):
     error(base, "/paths/", 400, {"file": "ark.h5", "path": "/s"})
     with h5py.File(d.data_dir / "ark.h5", "r") as f:
         assert "values" in f["s"] and "segments" in f["s"]  # the raw layout is there
+
+
+def test_exetera_fields_are_datasets(gw):
+    """An ExeTera dataframe is a group of its fields, each the dataset it reads as."""
+    d, base = gw
+    df = ok_json(base, "/meta/", file="exetera.h5", path="/readings")
+    assert df["kind"] == "group"
+    fields = {c["name"]: c for c in df["children"]}
+    assert fields["temp"]["kind"] == "dataset" and fields["temp"]["shape"] == [3]
+    assert fields["temp"]["type"] == type_of(np.dtype(np.float64))
+    assert fields["city"]["type"] == STRING_TYPE
+    assert ok_json(base, "/data/", file="exetera.h5", path="/readings/temp") == [1.5, -2.0, 3.25]
+    assert ok_json(base, "/data/", file="exetera.h5", path="/readings/city",
+                   selection="1:") == ["Lima", "Pune"]
+    with h5py.File(d.data_dir / "exetera.h5", "r") as f:
+        assert "values" in f["readings/temp"]  # a field is a group in the file
 
 
 # ---- values ----------------------------------------------------------------------------
