@@ -232,8 +232,8 @@ static int resolve_path(const tree *tr, const char *path, char out[PATH_MAX], h5
 /* ---- h5grove's metadata -------------------------------------------------------------- */
 
 static json_t *int_type(size_t size, bool is_signed) {
-    return json_pack("{s:i, s:i, s:i, s:i}", "class", 0, "size", (json_int_t)size, "order", 0,
-                     "sign", is_signed ? 1 : 0);
+    return json_pack("{s:i, s:i, s:i, s:i}", "class", 0, "size", (int)size, "order", 0, "sign",
+                     is_signed ? 1 : 0);
 }
 
 /* The HDF5 type h5grove describes, of the values as the gateway sends them: native
@@ -255,8 +255,7 @@ static json_t *type_json(const char *dtype, bool strings) {
     for (size_t i = 0; dtype && i < sizeof num / sizeof num[0]; i++) {
         if (strcmp(dtype, num[i].name) != 0) continue;
         if (num[i].cls == 0) return int_type(num[i].size, num[i].is_signed);
-        return json_pack("{s:i, s:i, s:i}", "class", 1, "size", (json_int_t)num[i].size, "order",
-                         0);
+        return json_pack("{s:i, s:i, s:i}", "class", 1, "size", (int)num[i].size, "order", 0);
     }
     if (str_is(dtype, "bool"))
         return json_pack("{s:i, s:i, s:{s:i, s:i}, s:o}", "class", 8, "size", 1, "members", "FALSE",
