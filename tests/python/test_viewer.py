@@ -84,6 +84,8 @@ def page(tmp_path_factory):
         f["matrix"] = matrix
         f["matrix"].attrs["units"] = "kelvin"
         f["line"] = np.sin(np.linspace(0, 6, 50))
+        # a stack of images: h5web asks for one image at a time (selection "I,:,:")
+        f["stack"] = np.arange(4 * 6 * 5, dtype=np.int32).reshape(4, 6, 5) + 1000
     c = h5ark.connect(d.endpoint, token=TOKEN, timeout=60)
     c.to_hdf({"names": c.array(np.array(["alpha", "beta", "gamma"]))}, "ark.h5",
              file_type="single")
@@ -171,6 +173,24 @@ def test_a_dataset_shows_its_values_and_a_plot(page, browser):
     while "kelvin" not in browser.find_element(By.TAG_NAME, "body").text:
         assert time.time() < deadline, "the attribute units=kelvin is not shown"
         time.sleep(0.1)
+
+
+def test_a_stack_is_shown_one_slice_at_a_time(page, browser):
+    from selenium.webdriver.common.by import By
+    d, base, _ = page
+    open_dataset(browser, base, "viewer.h5", "/stack")
+    wait_for(browser, "[role=tab]", "the visualizations", count=3)
+    browser.find_element(By.XPATH, "//button[normalize-space()='Matrix']").click()
+    cells = wait_for(browser, "[role=gridcell]", "the matrix's cells", count=5)
+    shown = {int(float(c.text)) for c in cells if c.text.strip()}
+    # the first image only: 1000 .. 1029, nothing of the others
+    assert shown and shown <= set(range(1000, 1030)), sorted(shown)
+    assert 1000 in shown
+    browser.find_element(By.XPATH, "//button[normalize-space()='Heatmap']").click()
+    canvas = wait_for(browser, "canvas", "the heatmap's canvas")[0]
+    time.sleep(1)
+    assert len(png_colors(canvas.screenshot_as_png)) > 20
+    browser.save_screenshot(str(artifact("viewer-stack.png")))
 
 
 def test_h5ark_strings_show_as_strings(page, browser):
