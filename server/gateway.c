@@ -327,8 +327,31 @@ static json_t *attributes_json(const h5ark_value *e) {
 }
 
 /* The dataset's shape: lshdf's, or an ExeTera field's rows. */
-static json_t *shape_json(const h5ark_value *e) {
+/* The shape the object reads as: the dataset's, but for an Arkouda ArrayView, whose flat
+ * dataset keeps its N-d shape in a `Shape` attribute (used when it holds as many
+ * elements). */
+static const h5ark_value *shape_of(const h5ark_value *e) {
     const h5ark_value *shape = h5ark_value_get(e, "shape");
+    const h5ark_value *attrs = h5ark_value_get(e, "attrs");
+    const h5ark_value *logical = attrs ? h5ark_value_get(attrs, "Shape") : NULL;
+    if (!str_is(entry_str(e, "objtype"), "arrayview") || !shape || shape->kind != H5ARK_ARRAY ||
+        !logical || logical->kind != H5ARK_ARRAY || logical->as.a.len == 0 ||
+        logical->as.a.len > OBJECT_MAX_DIMS)
+        return shape;
+    uint64_t want = 1, have = 1, v;
+    for (size_t i = 0; i < shape->as.a.len; i++)
+        if (!h5ark_value_to_uint64(shape->as.a.items[i], &v) ||
+            __builtin_mul_overflow(want, v, &want))
+            return shape;
+    for (size_t i = 0; i < logical->as.a.len; i++)
+        if (!h5ark_value_to_uint64(logical->as.a.items[i], &v) ||
+            __builtin_mul_overflow(have, v, &have))
+            return shape;
+    return have == want ? logical : shape;
+}
+
+static json_t *shape_json(const h5ark_value *e) {
+    const h5ark_value *shape = shape_of(e);
     if (shape && shape->kind == H5ARK_ARRAY) return jvalue(shape);
     const h5ark_value *length = h5ark_value_get(e, "length");
     uint64_t n;
@@ -974,7 +997,7 @@ static void put_npy_header(buf *b, h5ark_dtype dtype, const selection *sel, bool
 }
 
 static int parse_shape(const h5ark_value *e, selection *sel, h5ark_error *err) {
-    const h5ark_value *shape = h5ark_value_get(e, "shape");
+    const h5ark_value *shape = shape_of(e);
     const h5ark_value *length = h5ark_value_get(e, "length");
     uint64_t n;
     if (shape && shape->kind == H5ARK_ARRAY) {

@@ -90,7 +90,9 @@ def make_files(data_dir, client):
                           client.array(np.arange(6, dtype=np.int64)))
     df = client.dataframe([client.array(np.arange(3, dtype=np.int64) * 10),
                            client.array(np.array(["p", "q", "r"]))], column_names=["num", "txt"])
-    client.to_hdf({"s": s, "cat": cat, "seg": seg, "df": df}, "ark.h5", file_type="single")
+    av = client.reshape(client.array(np.arange(24, dtype=np.float64) / 4), [2, 3, 4])
+    client.to_hdf({"s": s, "cat": cat, "seg": seg, "df": df, "av": av}, "ark.h5",
+                  file_type="single")
     client.to_exetera({"temp": client.array(np.array([1.5, -2.0, 3.25])),
                        "city": client.array(np.array(["Oslo", "Lima", "Pune"]))},
                       "exetera.h5", group="readings")
@@ -225,6 +227,18 @@ def test_h5ark_objects_are_shown_as_what_they_are(gw):
     error(base, "/paths/", 400, {"file": "ark.h5", "path": "/s"})
     with h5py.File(d.data_dir / "ark.h5", "r") as f:
         assert "values" in f["s"] and "segments" in f["s"]  # the raw layout is there
+
+
+@pytest.mark.parametrize("sel", [None, "1", "1,:,2", ":,::2,1:3", "-1,-1"])
+def test_arkouda_arrayview_has_its_shape(gw, sel):
+    """Arkouda's ArrayView is a flat dataset with its shape in an attribute: shown and
+    sliced in that shape."""
+    d, base = gw
+    with h5py.File(d.data_dir / "ark.h5", "r") as f:
+        assert f["av"].shape == (24,) and list(f["av"].attrs["Shape"]) == [2, 3, 4]
+        arr = f["av"][()].reshape(2, 3, 4)
+    assert ok_json(base, "/meta/", file="ark.h5", path="/av")["shape"] == [2, 3, 4]
+    check_values(base, "ark.h5", "av", sel, arr)
 
 
 def test_exetera_fields_are_datasets(gw):
