@@ -576,3 +576,64 @@ def test_many_entries(gw):
         assert ok_json(base, "/data/", file="many.h5", path="/g29/d099") == [29, 99]
     finally:
         (d.data_dir / "many.h5").unlink()
+
+
+def shared_hdf5_files():
+    root = pathlib.Path(__file__).resolve().parents[3] / "shared" / "fixtures"
+    if not root.is_dir():
+        return root, []
+    found = []
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            with open(p, "rb") as f:
+                if f.read(8) == b"\x89HDF\r\n\x1a\n":
+                    found.append(p)
+    return root, found
+
+
+def test_every_entity_of_the_shared_fixtures(start_daemon, tmp_path):
+    """Every HDF5 file of ../shared/fixtures (Arkouda's, ExeTera's, awkward's, LBANN's),
+    walked through the gateway: each path's metadata and attributes, and the first rows of
+    each dataset, answer 200 or a clear refusal, and the daemon serves on."""
+    root, files = shared_hdf5_files()
+    if not files:
+        pytest.skip(f"no fixtures at {root} (../shared beside the repository)")
+    port = free_port()
+    d = start_daemon(locales=2, extra_args=["--http-endpoint", f"127.0.0.1:{port}"])
+    base = f"http://127.0.0.1:{port}"
+    for p in files:  # copied: a symbolic link out of the data directory is refused
+        dest = d.data_dir / p.relative_to(root)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(p.read_bytes())
+    answered = {"data": 0, "refused": 0}
+    for p in files:
+        file = str(p.relative_to(root))
+        status, _, body = http(base, "/paths/", {"file": file, "path": "/"}, token=None)
+        assert status == 200, (file, body)
+        for path in json.loads(body):
+            status, _, body = http(base, "/meta/", {"file": file, "path": path}, token=None)
+            assert status == 200, (file, path, body)
+            meta = json.loads(body)
+            status, _, body = http(base, "/attr/", {"file": file, "path": path}, token=None)
+            assert status == 200, (file, path, body)
+            assert sorted(json.loads(body)) == sorted(a["name"] for a in meta.get(
+                "attributes", []))
+            if meta["kind"] != "dataset":
+                continue
+            params = {"file": file, "path": path, "flatten": "true"}
+            if meta["shape"]:
+                params["selection"] = "0:2"
+            status, _, body = http(base, "/data/", params, token=None)
+            if status == 200:
+                values = json.loads(body)
+                if meta["shape"]:
+                    assert len(values) == min(2, meta["shape"][0]) * int(
+                        np.prod(meta["shape"][1:])), (file, path, values)
+                answered["data"] += 1
+            else:
+                assert status in (400, 413, 422), (file, path, status, body)
+                assert json.loads(body)["message"]
+                answered["refused"] += 1
+    print(f"shared fixtures: {len(files)} files, {answered}")
+    assert answered["data"] > 0
+    assert ok_json_noauth(base, "/files/") == sorted(str(p.relative_to(root)) for p in files)
