@@ -637,3 +637,41 @@ def test_every_entity_of_the_shared_fixtures(start_daemon, tmp_path):
     print(f"shared fixtures: {len(files)} files, {answered}")
     assert answered["data"] > 0
     assert ok_json_noauth(base, "/files/") == sorted(str(p.relative_to(root)) for p in files)
+
+
+def test_hostile_files_through_the_gateway(start_daemon):
+    """The damaged files of test_hostile_files (bit flips, overwritten blocks, truncations
+    of Arkouda-like and h5py-made files) through the gateway: every answer is 200 or an
+    error with a message, never a dropped connection, and the daemon serves on."""
+    from test_hostile_files import make_cases
+    port = free_port()
+    d = start_daemon(locales=2, extra_args=["--http-endpoint", f"127.0.0.1:{port}"])
+    base = f"http://127.0.0.1:{port}"
+    cases = make_cases()
+    assert len(cases) > 300
+    statuses = {}
+
+    def get(endpoint, params, what):
+        status, _, body = http(base, endpoint, params, token=None)
+        statuses[status] = statuses.get(status, 0) + 1
+        if status != 200:
+            assert 400 <= status < 600 and json.loads(body)["message"], (what, status, body)
+        return status, body
+
+    for i, (name, label, blob) in enumerate(cases):
+        file = f"case{i % 4}.h5"
+        (d.data_dir / file).write_bytes(blob)
+        what = f"{name} {label}"
+        status, body = get("/paths/", {"file": file, "path": "/"}, what)
+        if status != 200:
+            continue
+        datasets = 0
+        for path in json.loads(body)[:40]:
+            status, body = get("/meta/", {"file": file, "path": path}, what)
+            if status == 200 and json.loads(body).get("kind") == "dataset" and datasets < 5:
+                datasets += 1
+                get("/data/", {"file": file, "path": path, "selection": "0:2"}, what)
+        assert d.alive(), what
+    print(f"hostile files: {len(cases)} cases, answers by status {sorted(statuses.items())}")
+    assert statuses.get(200) and len(statuses) > 1
+    assert ok_json_noauth(base, "/files/") == [f"case{i}.h5" for i in range(4)]
