@@ -835,11 +835,43 @@ static void put_number(buf *b, h5ark_dtype dtype, const void *p) {
  * element alone (every axis indexed) is a bare value. elem(k) writes the k-th. */
 typedef void (*elem_fn)(buf *b, void *arg, uint64_t k);
 
+static unsigned next_kept(const selection *sel, unsigned d) {
+    while (d < sel->ndim && !sel->keep[d])
+        d++;
+    return d;
+}
+
+/* An empty selection of several axes kept, nested as NumPy's tolist() nests it: [[], []]. */
+static void put_empty(buf *b, const selection *sel, unsigned d) {
+    d = next_kept(sel, d);
+    unsigned next = next_kept(sel, d + 1);
+    put_bytes(b, "[", 1);
+    for (uint64_t i = 0; next < sel->ndim && i < sel->count[d]; i++) {
+        if (i) put_bytes(b, ",", 1);
+        put_empty(b, sel, next);
+    }
+    put_bytes(b, "]", 1);
+}
+
+/* The JSON elements an answer writes, brackets of empty lists counted. */
+static uint64_t json_elements(const selection *sel) {
+    uint64_t total = selected_count(sel);
+    if (total) return total;
+    uint64_t lists = 1;
+    for (unsigned d = 0; d < sel->ndim && sel->count[d]; d++)
+        if (__builtin_mul_overflow(lists, sel->count[d], &lists)) return UINT64_MAX;
+    return lists;
+}
+
 static void put_json_elements(buf *b, const selection *sel, bool flatten, elem_fn elem, void *arg) {
     uint64_t total = selected_count(sel);
     unsigned kept = kept_dims(sel);
     if (kept == 0) {
         elem(b, arg, 0);
+        return;
+    }
+    if (total == 0 && !flatten && kept > 1) {
+        put_empty(b, sel, 0);
         return;
     }
     if (flatten || kept == 1 || total == 0) {
@@ -1019,6 +1051,63 @@ static int parse_shape(const h5ark_value *e, selection *sel, h5ark_error *err) {
     return h5ark_fail(err, H5ARK_TYPE_ERROR, "the dataset has no shape h5ark reads");
 }
 
+/* Whether a request may read rows [lo, lo + rows) of `row` elements each (itemsize bytes;
+ * 0 for strings: the file's average) and answer its selection: resource_limit past the
+ * bytes one request may read or the elements one JSON answer may hold. */
+static int check_size(const target *t, const selection *sel, uint64_t itemsize, uint64_t rows,
+                      uint64_t row, bool json, h5ark_error *err) {
+    uint64_t item = itemsize ? itemsize : 8, stored, elems = 1, bytes;
+    const h5ark_value *sb = h5ark_value_get(t->entry, "storage_bytes");
+    for (unsigned d = 0; d < sel->ndim; d++)
+        elems = __builtin_mul_overflow(elems, sel->shape[d], &elems) ? UINT64_MAX : elems;
+    if (!itemsize && sb && h5ark_value_to_uint64(sb, &stored) && elems) item = stored / elems + 1;
+    if (__builtin_mul_overflow(rows, row, &bytes) || __builtin_mul_overflow(bytes, item, &bytes) ||
+        bytes > DATA_MAX_BYTES)
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT,
+                          "'%s': the selection reads %" PRIu64 " rows of %" PRIu64
+                          " elements, more than the %u MiB one request may read: ask for a "
+                          "slice (selection=START:STOP)",
+                          t->path, rows, row, DATA_MAX_BYTES >> 20);
+    uint64_t n = json_elements(sel);
+    if ((json || !itemsize) && n > DATA_MAX_JSON_ELEMS)
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT,
+                          "'%s': %" PRIu64 " elements are more than the %u one JSON answer may "
+                          "hold: ask for a slice or format=bin",
+                          t->path, n, DATA_MAX_JSON_ELEMS);
+    return 0;
+}
+
+/* Rows [lo, hi) of the dataset, read through the storage layer as readhdf reads them, and
+ * checked to be the array the listing describes (rows of `row` elements). */
+static object *read_rows(const target *t, uint64_t lo, uint64_t hi, uint64_t row,
+                         storage_read_item **items, size_t *nitems, h5ark_error *err) {
+    storage_read_options opts = {.strict_types = true, .ranged = true, .start = lo, .stop = hi};
+    char *files[1] = {(char *)t->abs};
+    const char *name = t->path + 1;
+    h5ark_value *file_errors = h5ark_value_array(), *warnings = h5ark_value_array();
+    int rc = file_errors && warnings ? storage_read(files, 1, &name, 1, &opts, items, nitems,
+                                                    file_errors, warnings, err)
+                                     : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    h5ark_value_destroy(&file_errors);
+    h5ark_value_destroy(&warnings);
+    if (rc) return NULL;
+    object *obj = *nitems == 1 ? (*items)[0].obj : NULL;
+    bool fits = false;
+    if (obj && obj->objtype == H5ARK_CATEGORICAL)
+        fits = obj->size == hi - lo && object_component_get(obj, "codes") &&
+               object_component_get(obj, "categories");
+    else if (obj && obj->objtype == H5ARK_STRINGS)
+        fits = obj->size == hi - lo;
+    else if (obj && (obj->objtype == H5ARK_PDARRAY || obj->objtype == H5ARK_ARRAYVIEW))
+        fits = obj->values && obj->dtype != H5ARK_BIGINT && obj->values->size == (hi - lo) * row;
+    if (!fits) {
+        h5ark_fail(err, H5ARK_TYPE_ERROR, "'%s' did not read as the array it is listed as",
+                   t->path);
+        return NULL;
+    }
+    return obj;
+}
+
 static void data(const http_request *req, http_response *out, h5ark_error *err) {
     target t = {0};
     storage_read_item *items = NULL;
@@ -1066,62 +1155,17 @@ static void data(const http_request *req, http_response *out, h5ark_error *err) 
     }
     uint64_t total = selected_count(&sel), row = 1;
     for (unsigned d = 1; d < sel.ndim; d++)
-        row *= sel.shape[d];
+        row = __builtin_mul_overflow(row, sel.shape[d], &row) ? UINT64_MAX : row;
     /* rows [lo, hi) hold the selection: only those are read */
     uint64_t lo = sel.start[0], hi = sel.count[0] ? lo + (sel.count[0] - 1) * sel.step[0] + 1 : lo;
-    const h5ark_value *sb = h5ark_value_get(t.entry, "storage_bytes");
-    uint64_t stored = 0, elems = 1;
-    for (unsigned d = 0; d < sel.ndim; d++)
-        elems *= sel.shape[d];
-    /* the bytes an element takes: its dtype's, for strings the average in the file */
     h5ark_dtype listed = H5ARK_FLOAT64;
     const char *dtname = entry_str(t.entry, "dtype");
-    bool known = !strings && dtname && h5ark_dtype_from_name(dtname, &listed);
-    uint64_t item = known ? h5ark_dtype_size(listed) : 8;
-    if (strings && sb && h5ark_value_to_uint64(sb, &stored) && elems) item = stored / elems + 1;
-    uint64_t bytes = (hi - lo) * row * item;
-    if ((hi - lo) && (bytes / (hi - lo) / row != item || bytes > DATA_MAX_BYTES)) {
-        h5ark_fail(err, H5ARK_RESOURCE_LIMIT,
-                   "'%s': the selection reads %" PRIu64 " rows of %" PRIu64
-                   " elements, more than the %u MiB one request may read: ask for a slice "
-                   "(selection=START:STOP)",
-                   t.path, hi - lo, row, DATA_MAX_BYTES >> 20);
+    if (!strings && dtname) h5ark_dtype_from_name(dtname, &listed);
+    bool json = strcmp(format, "json") == 0;
+    if (check_size(&t, &sel, strings ? 0 : h5ark_dtype_size(listed), hi - lo, row, json, err))
         goto fail;
-    }
-    if ((strcmp(format, "json") == 0 || strings) && total > DATA_MAX_JSON_ELEMS) {
-        h5ark_fail(err, H5ARK_RESOURCE_LIMIT,
-                   "'%s': %" PRIu64 " elements are more than the %u one JSON answer may hold: "
-                   "ask for a slice or format=bin",
-                   t.path, total, DATA_MAX_JSON_ELEMS);
-        goto fail;
-    }
     object *obj = NULL;
-    if (total > 0) {
-        storage_read_options opts = {.strict_types = true, .ranged = true, .start = lo, .stop = hi};
-        char *files[1] = {t.abs};
-        const char *name = t.path + 1;
-        h5ark_value *file_errors = h5ark_value_array(), *warnings = h5ark_value_array();
-        int rc = file_errors && warnings ? storage_read(files, 1, &name, 1, &opts, &items, &nitems,
-                                                        file_errors, warnings, err)
-                                         : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        h5ark_value_destroy(&file_errors);
-        h5ark_value_destroy(&warnings);
-        if (rc) goto fail;
-        obj = nitems == 1 ? items[0].obj : NULL;
-        bool fits =
-            obj && (obj->objtype == H5ARK_CATEGORICAL ? object_component_get(obj, "codes") &&
-                                                            object_component_get(obj, "categories")
-                    : obj->objtype == H5ARK_STRINGS
-                        ? true
-                        : (obj->objtype == H5ARK_PDARRAY || obj->objtype == H5ARK_ARRAYVIEW) &&
-                              obj->values && obj->dtype != H5ARK_BIGINT &&
-                              obj->values->size == (hi - lo) * row);
-        if (!fits) {
-            h5ark_fail(err, H5ARK_TYPE_ERROR, "'%s' did not read as the array it is listed as",
-                       t.path);
-            goto fail;
-        }
-    }
+    if (total > 0 && !(obj = read_rows(&t, lo, hi, row, &items, &nitems, err))) goto fail;
     elements el = {.sel = &sel, .lo = lo};
     if (!obj && strings) {
         put_json_elements(&b, &sel, flatten, string_elem, &el);
@@ -1139,7 +1183,7 @@ static void data(const http_request *req, http_response *out, h5ark_error *err) 
         el.itemsize = h5ark_dtype_size(dt);
         if (obj && !(values = gather(obj, &sel, lo, err))) goto fail;
         el.values = values;
-        if (strcmp(format, "json") == 0) {
+        if (json) {
             put_json_elements(&b, &sel, flatten, number_elem, &el);
         } else {
             if (strcmp(format, "npy") == 0) put_npy_header(&b, dt, &sel, flatten);
@@ -1150,8 +1194,7 @@ static void data(const http_request *req, http_response *out, h5ark_error *err) 
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         goto fail;
     }
-    set_body(out, 200,
-             strcmp(format, "json") == 0 ? "application/json" : "application/octet-stream",
+    set_body(out, 200, json ? "application/json" : "application/octet-stream",
              b.p ? b.p : malloc(1), b.len);
     b.p = NULL;
     if (!out->body) out->status = 500;

@@ -78,6 +78,9 @@ def make_files(data_dir, client):
         f["grp"].attrs["dims"] = np.array([3, 4, 5])
         f["img"].attrs["units"] = "counts"
         f["scalar"] = 3.5
+        f["empty"] = np.zeros(0, dtype=np.float32)
+        f["empty2d"] = np.zeros((4, 0), dtype=np.int16)
+        f["empty2d_rows"] = np.zeros((0, 3), dtype=np.uint32)
         f["soft"] = h5py.SoftLink("/img")
         f["ext"] = h5py.ExternalLink("/etc/passwd.h5", "/x")
     with h5py.File(data_dir / "big.h5", "w") as f:
@@ -306,6 +309,18 @@ def test_data_of_1d_datasets(gw, name, sel):
     d, base = gw
     with h5py.File(d.data_dir / "plain.h5", "r") as f:
         arr = f[name][()]
+    check_values(base, "plain.h5", name, sel, arr)
+
+
+@pytest.mark.parametrize("sel", [None, "1", "1:3", ":,:", "::2,:"])
+@pytest.mark.parametrize("name", ["empty", "empty2d", "empty2d_rows"])
+def test_data_of_empty_datasets(gw, name, sel):
+    d, base = gw
+    with h5py.File(d.data_dir / "plain.h5", "r") as f:
+        arr = f[name][()]
+    if sel and sel.count(",") >= arr.ndim:
+        error(base, "/data/", 400, {"file": "plain.h5", "path": f"/{name}", "selection": sel})
+        return
     check_values(base, "plain.h5", name, sel, arr)
 
 
