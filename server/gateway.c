@@ -708,7 +708,7 @@ static int parse_item(const char *s, size_t n, unsigned d, selection *sel, h5ark
                           "selection: '%.*s': the step must be a positive number", (int)n, s);
     sel->start[d] = (uint64_t)v[0];
     sel->step[d] = (uint64_t)v[2];
-    sel->count[d] = v[1] > v[0] ? (uint64_t)((v[1] - v[0] + v[2] - 1) / v[2]) : 0;
+    sel->count[d] = v[1] > v[0] ? (uint64_t)((v[1] - v[0] - 1) / v[2]) + 1 : 0;
     return 0;
 }
 
@@ -1039,8 +1039,10 @@ static int parse_shape(const h5ark_value *e, selection *sel, h5ark_error *err) {
                               OBJECT_MAX_DIMS, shape->as.a.len);
         sel->ndim = (unsigned)shape->as.a.len;
         for (unsigned d = 0; d < sel->ndim; d++)
-            if (!h5ark_value_to_uint64(shape->as.a.items[d], &sel->shape[d]))
-                return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "the dataset's shape is not numbers");
+            if (!h5ark_value_to_uint64(shape->as.a.items[d], &sel->shape[d]) ||
+                sel->shape[d] > OBJECT_MAX_ELEMENTS)
+                return h5ark_fail(err, H5ARK_TYPE_ERROR,
+                                  "the dataset's axes must be numbers of at most 2^48");
         return 0;
     }
     if (length && h5ark_value_to_uint64(length, &n)) {

@@ -397,7 +397,18 @@ def test_big_array_is_read_in_slices_only(gw):
     assert hdr["result"]["memory_used"] == 0  # nothing kept after the answers
 
 
+@pytest.mark.parametrize("sel", ["0:10:9223372036854775807", "-9223372036854775808:",
+                                 "-9223372036854775808", ":9223372036854775807:3"])
+def test_extreme_selections(gw, sel):
+    d, base = gw
+    with h5py.File(d.data_dir / "plain.h5", "r") as f:
+        arr = f["f64"][()]
+    check_values(base, "plain.h5", "f64", sel, arr)
+
+
 @pytest.mark.parametrize("sel,why", [("x", "not an index"), ("1:2:0", "step"),
+                                     ("99999999999999999999", "not an index"),
+                                     ("1:99999999999999999999", "not a slice"),
                                      ("0,0", "more items"), ("6", "out of range"),
                                      ("1:a", "not a slice"), ("1:2:3:4", "not a slice")])
 def test_bad_selections(gw, sel, why):
