@@ -138,16 +138,19 @@ static int check_header(const h5ark_value *h, const char *decode_error, h5ark_er
     return 0;
 }
 
-/* Every token is compared, whatever matches, so the time taken says nothing about which
- * (or whether one) did. */
+int dispatch_token_match(const char *given, size_t given_len) {
+    int match = -1;
+    for (size_t i = 0; i < config.ntokens; i++)
+        if (token_equal(given, given_len, config.tokens[i].secret)) match = (int)i;
+    return match;
+}
+
 static int check_token(const h5ark_value *h, const command_def *cmd, h5ark_error *err) {
     if (config.ntokens == 0) return 0;
     const h5ark_value *token = h5ark_value_get(h, "token");
     if (!token || token->kind != H5ARK_STR)
         return h5ark_fail(err, H5ARK_UNAUTHORIZED, "this daemon requires a token");
-    int match = -1;
-    for (size_t i = 0; i < config.ntokens; i++)
-        if (token_equal(token->as.s.ptr, token->as.s.len, config.tokens[i].secret)) match = (int)i;
+    int match = dispatch_token_match(token->as.s.ptr, token->as.s.len);
     if (match < 0) return h5ark_fail(err, H5ARK_UNAUTHORIZED, "the token is not valid");
     if (cmd && !cmd->read_only && !config.tokens[match].may_write)
         return h5ark_fail(err, H5ARK_UNAUTHORIZED,

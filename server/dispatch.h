@@ -131,6 +131,10 @@ void dispatch_error_reply(const h5ark_value *header, h5ark_code code, const char
 void reply_free(reply *r);
 /* The names of the command table, i from 0 until it returns NULL. */
 const char *dispatch_command_name(size_t i);
+/* Which of --token-file's tokens `given` is (its index), or -1. Every token is compared,
+ * each without an early exit, so the time taken says nothing about which (or whether one)
+ * matched. The ZeroMQ endpoint and the HTTP gateway check tokens through it. */
+int dispatch_token_match(const char *given, size_t given_len);
 /* Ranks > 0: run a request rank 0 forwarded (header bytes as rank 0 encoded them); the
  * reply is rank 0's to send, so only its status matters here. */
 void dispatch_forwarded(uint64_t seq, const void *header, size_t len);

@@ -1,5 +1,6 @@
 /* h5arkd: command line, configuration, signals, start and stop. */
 #include "config.h"
+#include "gateway.h"
 #include "h5ark_version.h"
 #include "locales.h"
 #include "http.h"
@@ -66,6 +67,10 @@ static void usage(FILE *out) {
             "                       memory limit)\n"
             "  --metrics-endpoint [HOST:]PORT  serve Prometheus metrics at GET /metrics on\n"
             "                       this address (HOST default 127.0.0.1; default: off)\n"
+            "  --http-endpoint [HOST:]PORT  serve the data directory read-only over HTTP:\n"
+            "                       h5grove's API and the viewer page at / (default: off)\n"
+            "  --web-dir DIR        the built viewer page to serve (default: `web` beside\n"
+            "                       h5arkd, or ../share/h5ark/web from it)\n"
             "  --idle-release SECONDS  after this long without requests, give cached and\n"
             "                       freed memory back to the system (default %g; 0: only at\n"
             "                       `clear`)\n"
@@ -236,7 +241,9 @@ static int configure(int argc, char **argv) {
         O_KEYGEN,
         O_METRICS,
         O_VERSION,
-        O_IDLE
+        O_IDLE,
+        O_HTTP,
+        O_WEB
     };
     static const struct option opts[] = {{"endpoint", required_argument, 0, O_ENDPOINT},
                                          {"locales", required_argument, 0, O_LOCALES},
@@ -250,6 +257,8 @@ static int configure(int argc, char **argv) {
                                          {"log-level", required_argument, 0, O_LOG},
                                          {"metrics-endpoint", required_argument, 0, O_METRICS},
                                          {"idle-release", required_argument, 0, O_IDLE},
+                                         {"http-endpoint", required_argument, 0, O_HTTP},
+                                         {"web-dir", required_argument, 0, O_WEB},
                                          {"curve-secret-file", required_argument, 0, O_CURVE},
                                          {"curve-keygen", required_argument, 0, O_KEYGEN},
                                          {"version", no_argument, 0, O_VERSION},
@@ -348,6 +357,17 @@ static int configure(int argc, char **argv) {
             config.metrics = optarg;
             break;
         }
+        case O_HTTP: {
+            char host[256], port[8];
+            h5ark_error e;
+            if (http_parse_address(optarg, "127.0.0.1", host, sizeof host, port, sizeof port, &e)) {
+                fprintf(stderr, "h5arkd: --http-endpoint %s\n", e.message);
+                return -1;
+            }
+            config.http = optarg;
+            break;
+        }
+        case O_WEB: config.web_dir = optarg; break;
         case O_HELP:
         case 'h': usage(stdout); exit(0);
         case O_VERSION: printf("h5arkd %s\n", H5ARK_VERSION_STRING); exit(0);
@@ -439,6 +459,9 @@ int main(int argc, char **argv) {
     int rc = ranks_self() == 0 ? metrics_start(config.metrics, &err) : 0;
     if (rc != 0) {
         fprintf(stderr, "h5arkd: --metrics-endpoint: %s\n", err.message);
+    } else if (ranks_self() == 0 && gateway_start(config.http, config.web_dir, &err) != 0) {
+        fprintf(stderr, "h5arkd: --http-endpoint: %s\n", err.message);
+        rc = -1;
     } else {
         rc = ranks_serve_start(zctx, &err);
         if (rc == 0 && ranks_count() > 1 && ranks_self() == 0)
@@ -456,6 +479,7 @@ int main(int argc, char **argv) {
         else
             log_notice("stopped cleanly");
     }
+    gateway_stop();
     metrics_stop();
     if (rc != 0 && ranks_count() > 1) {
         fflush(stderr);

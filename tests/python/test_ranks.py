@@ -1195,3 +1195,35 @@ def test_pack_refused(multi):
     hdr, _ = call(multi.endpoint, "get", {"name": name, "rows": [1, 0]})
     assert not hdr["ok"] and hdr["error"]["message"].startswith(
         "not available on several ranks yet: get with 'rows'"), hdr
+
+
+def test_http_gateway_at_several_ranks():
+    """Rank 0 serves the HTTP gateway: metadata as at one rank; values are not yet read
+    at several ranks, and say so (501) rather than answer wrong."""
+    if not mpi_build():
+        pytest.skip("h5arkd was built without MPI")
+    import json
+    import socket
+    import urllib.error
+    import urllib.request
+    import h5py
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    d = MpiDaemon(2, extra_args=["--http-endpoint", f"127.0.0.1:{port}"])
+    try:
+        with h5py.File(d.tmp / "data" / "g.h5", "w") as f:
+            f["x"] = np.arange(7, dtype=np.int32)
+        base = f"http://127.0.0.1:{port}"
+        with urllib.request.urlopen(f"{base}/meta/?file=g.h5&path=/x", timeout=30) as r:
+            meta = json.loads(r.read())
+        assert meta["kind"] == "dataset" and meta["shape"] == [7]
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(f"{base}/data/?file=g.h5&path=/x", timeout=30)
+        assert e.value.code == 501
+        assert "not available on several ranks yet" in json.loads(e.value.read())["message"]
+        hdr, _ = call(d.endpoint, "getconfig")
+        assert hdr["result"]["http_endpoint"] == f"127.0.0.1:{port}"
+        assert d.stop() == 0
+    finally:
+        d.cleanup()
