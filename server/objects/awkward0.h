@@ -52,6 +52,7 @@ typedef struct {
     char **names;
     unsigned char **data;
     uint64_t *nbytes;
+    uint64_t reserved; /* of --max-memory, given back by ak0_result_free */
 } ak0_result;
 
 /* Evaluate a schema (already checked by ak0_check_schema) over its blobs: numpy.frombuffer
