@@ -24,7 +24,8 @@ PRIM = {"bool": "?", "int8": "<i1", "uint8": "<u1", "int16": "<i2", "uint16": "<
 
 def to_list(form, length, bufs):
     """ak.from_buffers(...).to_list(), for the node types the protocol lists: a reader
-    of awkward's buffer semantics, to check what the daemon gives back."""
+    of awkward's buffer semantics, to check what the daemon gives back. An index type left
+    out of the form is i64, as the daemon takes it."""
     if form["class"] == "ListOffsetArray64":  # a legacy name: offsets are in the name
         form = {**form, "class": "ListOffsetArray", "offsets": "i64"}
     cls, key = form["class"], form.get("form_key")
@@ -50,12 +51,12 @@ def to_list(form, length, bufs):
         return []
     if cls in ("ListOffsetArray", "ListArray", "RegularArray"):
         if cls == "ListOffsetArray":
-            off = buf("offsets", INDEX[form["offsets"]], length + 1).astype(np.int64)
+            off = buf("offsets", INDEX[form.get("offsets", "i64")], length + 1).astype(np.int64)
             starts, stops = off[:-1], off[1:]
             n = int(off[-1]) if length else 0
         elif cls == "ListArray":
-            starts = buf("starts", INDEX[form["starts"]], length).astype(np.int64)
-            stops = buf("stops", INDEX[form["stops"]], length).astype(np.int64)
+            starts = buf("starts", INDEX[form.get("starts", "i64")], length).astype(np.int64)
+            stops = buf("stops", INDEX[form.get("stops", "i64")], length).astype(np.int64)
             n = int(max(0, stops.max())) if length else 0
         else:
             size = form["size"]
@@ -67,7 +68,7 @@ def to_list(form, length, bufs):
             ckey = form["content"]["form_key"]
             chars = np.frombuffer(bufs[f"{ckey}-data"], "u1")
             out = [chars[s:e].tobytes() for s, e in zip(starts, stops)]
-            return [b.decode() for b in out] if kind == "string" else [{"bytes_hex": b.hex()} for b in out]
+            return [b.decode(errors="surrogateescape") for b in out] if kind == "string" else [{"bytes_hex": b.hex()} for b in out]
         content = to_list(form["content"], n, bufs)
         return [content[s:e] for s, e in zip(starts, stops)]
     if cls == "RecordArray":
@@ -76,7 +77,7 @@ def to_list(form, length, bufs):
             return [[c[i] for c in cols] for i in range(length)]
         return [dict(zip(form["fields"], (c[i] for c in cols))) for i in range(length)]
     if cls in ("IndexedArray", "IndexedOptionArray"):
-        index = buf("index", INDEX[form["index"]], length).astype(np.int64)
+        index = buf("index", INDEX[form.get("index", "i64")], length).astype(np.int64)
         content = to_list(form["content"], int(index.max()) + 1 if length else 0, bufs)
         return [content[i] if i >= 0 else None for i in index]
     if cls == "ByteMaskedArray":
@@ -92,7 +93,7 @@ def to_list(form, length, bufs):
         return to_list(form["content"], length, bufs)
     if cls == "UnionArray":
         tags = buf("tags", "<i1", length).astype(np.int64)
-        index = buf("index", INDEX[form["index"]], length).astype(np.int64)
+        index = buf("index", INDEX[form.get("index", "i64")], length).astype(np.int64)
         contents = []
         for k, c in enumerate(form["contents"]):
             sel = index[tags == k]
