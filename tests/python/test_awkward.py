@@ -31,8 +31,9 @@ def to_list(form, length, bufs):
     cls, key = form["class"], form.get("form_key")
     params = form.get("parameters") or {}
 
-    def buf(attr, dt, n):
-        a = np.frombuffer(bufs[f"{key}-{attr}"], dtype=dt)
+    def buf(attr, dt, n):  # the first n items; bytes past them are not read (awkward's count)
+        raw = bufs[f"{key}-{attr}"]
+        a = np.frombuffer(raw[:len(raw) // np.dtype(dt).itemsize * np.dtype(dt).itemsize], dtype=dt)
         assert len(a) >= n, (key, attr, len(a), n)
         return a[:n]
 
