@@ -2,6 +2,7 @@
 commands give the same results at R = 2 and 3 as at R = 1 with the same total number of
 locales, the others are refused with a clear error, idle ranks use no CPU, and a rank
 killed with SIGKILL stops the daemon with an error naming it."""
+import json
 import os
 import pathlib
 import shutil
@@ -1085,6 +1086,28 @@ def test_awkward_refused(multi):
                   [{"name": "n0-data", "nbytes": 8}], [np.zeros(1, "<i8").tobytes()])
     assert not hdr["ok"] and hdr["error"]["code"] == "unknown_command"
     assert "not available on several ranks yet: put of awkward" in hdr["error"]["message"]
+    # readhdf of both awkward layouts is refused too (the layout reads offsets at locale
+    # bounds, on other ranks' shards)
+    import h5py
+    (multi.tmp / "data").mkdir(exist_ok=True)
+    with h5py.File(multi.tmp / "data" / "ak.h5", "w") as h:
+        g = h.create_group("ak2")
+        g.attrs["form"] = ('{"class": "ListOffsetArray", "offsets": "i64", "form_key": "n0", '
+                           '"content": {"class": "NumpyArray", "primitive": "int64", '
+                           '"form_key": "n1"}}')
+        g.attrs["length"] = 2
+        g["n0-offsets"] = np.array([0, 1, 3], "<i8")
+        g["n1-data"] = np.arange(3, dtype="<i8")
+        g = h.create_group("ak0")
+        schema = {"awkward0": "0.15.5", "schema": {"call": ["awkward0", "numpy", "frombuffer"],
+                  "args": [{"read": "1"}, {"dtype": "int64"}, {"json": 3}]}}
+        g["schema.json"] = np.frombuffer(json.dumps(schema).encode(), "u1")
+        g["1"] = np.frombuffer(np.arange(3, dtype="<i8").tobytes(), "u1")
+    for name in ("ak2", "ak0"):
+        hdr, _ = call(multi.endpoint, "readhdf", {"paths": ["ak.h5"], "datasets": [name]})
+        assert not hdr["ok"] and hdr["error"]["code"] == "unknown_command", hdr
+        assert hdr["error"]["message"].startswith(
+            "not available on several ranks yet: readhdf of an awkward"), hdr
     hdr, _ = call(multi.endpoint, "ping")
     assert hdr["ok"]
 
