@@ -250,7 +250,7 @@ static int build(read_node *n, bool strict, bool tags, object **obj, object **ta
         int file =
             n->kids && n->nkids && n->kids[0].ds.values.n ? n->kids[0].ds.values.src[0].file : 0;
         for (int b = 0; t && b < t->values->nshards; b++)
-            for (uint64_t k = 0; k < t->values->shards[b].count; k++)
+            for (uint64_t k = 0; locales_is_local(b) && k < t->values->shards[b].count; k++)
                 ((int64_t *)t->values->shards[b].data)[k] = file;
         if (!t) rc = -1;
         *tag = t;
