@@ -406,8 +406,10 @@ static int configure(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    if (argc == 3 && strcmp(argv[1], SANDBOX_PROBE_ARG) == 0)
+    if (argc == 3 && strcmp(argv[1], SANDBOX_PROBE_ARG) == 0) {
+        registry_init(SANDBOX_PROBE_MEMORY);
         return storage_init() < 0 ? 1 : sandbox_probe_main(argv[2]);
+    }
     /* Signals are read by the router through a signalfd: block them in every thread, the
      * MPI library's too (ranks_init starts them). */
     sigset_t sigs;

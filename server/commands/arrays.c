@@ -221,25 +221,32 @@ static int put_awkward(command_ctx *ctx, h5ark_error *err) {
     if (!arg_has(ctx, "form") || !arg_has(ctx, "length"))
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
                           "put: objtype awkward needs 'form' (JSON) and 'length'");
-    if (ranks_count() > 1) return ranks_not_yet(err, "put of awkward");
     const char *form = arg_str(ctx, "form", "");
     size_t n = ctx->buffers->count;
     const char **names = calloc(n ? n : 1, sizeof *names);
     uint64_t *nbytes = calloc(n ? n : 1, sizeof *nbytes);
-    if (!names || !nbytes) {
+    uint64_t *offsets = calloc(n ? n : 1, sizeof *offsets);
+    int rc =
+        names && nbytes && offsets ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (ranks_count() > 1) rc = ranks_agree(rc, err);
+    if (rc) {
         free(names);
         free(nbytes);
-        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        free(offsets);
+        return -1;
     }
     for (size_t i = 0; i < n; i++) {
         names[i] = ctx->buffers->items[i].name;
         nbytes[i] = ctx->buffers->items[i].nbytes;
+        offsets[i] = ctx->buffers->items[i].offset;
     }
     payload_source ps = {ctx->payload, ctx->buffers};
-    ak_source src = {n, names, nbytes, read_payload, &ps};
+    /* several ranks: rank 0 alone has the payload, and sends each rank its shards */
+    ak_source src = {n, names, nbytes, read_payload, &ps, true, ctx->payload, offsets};
     object *obj = awkward_build(form, strlen(form), arg_uint(ctx, "length", 0), &src, err);
     free(names);
     free(nbytes);
+    free(offsets);
     if (!obj) return -1;
     return publish_and_describe(ctx, obj, err);
 }
@@ -498,7 +505,6 @@ static int add_object_buffers(command_ctx *ctx, object *obj, const char *prefix,
         return add_spans(ctx, obj->values, from, to, err);
     }
     if (obj->objtype == H5ARK_AWKWARD) { /* the buffers under their own names, as put takes */
-        if (ranks_count() > 1) return ranks_not_yet(err, "get of awkward");
         if (from != 0 || to != obj->size)
             return h5ark_fail(err, H5ARK_BAD_REQUEST,
                               "get: an awkward array is sent whole (no 'start'/'stop')");
@@ -506,7 +512,8 @@ static int add_object_buffers(command_ctx *ctx, object *obj, const char *prefix,
             const darray *a = obj->components[i].obj->values;
             snprintf(name, sizeof name, "%s%s", prefix, obj->components[i].name);
             if (reply_buffer_begin(ctx, name, a->size * a->itemsize, obj, err) ||
-                add_spans(ctx, a, 0, a->size, err))
+                (ranks_count() > 1 ? add_spans_ranks(ctx, a, 0, a->size, err)
+                                   : add_spans(ctx, a, 0, a->size, err)))
                 return -1;
         }
         return 0;

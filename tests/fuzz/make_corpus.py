@@ -148,6 +148,20 @@ forms += [
 ] + [{"awkward0": "0.15.5", "schema": {"call": ["awkward0", "numpy", "frombuffer"], "args": [
         {"call": codec, "args": [{"read": "1"}]}, {"dtype": "uint8"}, {"json": 2}]}}
      for codec in (["lzma", "decompress"], ["lz4.block", "decompress"])]
+# shared arrays (copied per use), chunked arrays (joined), record dtypes
+jag = {"call": ["awkward0", "JaggedArray", "fromcounts"], "args": [fb("1", "uint8", 3) | {"id": 7},
+                                                                   fb("1", "int16", 6)]}
+forms += [
+    {"awkward0": "0.15.5", "schema": {"call": ["awkward0", "Table", "frompairs"], "args": [
+        {"pairs": [["a", jag | {"id": 8}], ["b", {"ref": 8}], ["c", {"ref": 7}]]}]}},
+    {"awkward0": "0.15.5", "schema": {"call": ["awkward0", "ChunkedArray"], "args": [
+        {"list": [jag, {"call": ["awkward0", "JaggedArray", "fromoffsets"],
+                        "args": [fb("1", "uint8", 2), fb("1", "int16", 4)]}]}, {"json": [3, 1]}]}},
+    {"awkward0": "0.15.5", "schema": {"call": ["awkward0", "ChunkedArray"], "args": [
+        {"list": [fb("1", "<f4", 2), fb("1", "<f4", 3)]}]}},
+    {"awkward0": "0.15.5", "schema": fb("1", [["a", ">i2"], ["b", [["x", "uint8"]]],
+                                             ["c", "<f4", [2]]], 2)},
+]
 for i, f in enumerate(forms):
     tail = bytes([3]) + bytes(range(0, 64, 1))
     (out / "form" / f"seed{i:02d}").write_bytes(json.dumps(f).encode() + b"\0" + tail)
