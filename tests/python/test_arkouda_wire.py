@@ -233,3 +233,127 @@ def test_off_by_default(akd):
         assert "Arkouda" not in d.read_log()
     finally:
         d.cleanup()
+
+
+# ---- step 2: transfer ----
+
+import numpy as np  # noqa: E402
+
+
+def upload(ak, arr):
+    dtype = {"int64": "int64", "float64": "float64", "bool": "bool", "uint64": "uint64"}[
+        str(arr.dtype)]
+    return ak.created(f"array<{dtype},1>", {"dtype": dtype, "shape": [str(arr.size)],
+                                            "seg_string": False}, payload=arr.tobytes())
+
+
+def download(ak, name, dtype, n):
+    frames = ak.raw(f"tondarray<{dtype},1>", {"array": name})
+    assert len(frames) == 1
+    assert len(frames[0]) == n * np.dtype(dtype).itemsize
+    return np.frombuffer(frames[0], dtype=dtype)
+
+
+@pytest.mark.parametrize("arr", [
+    np.array([-52, 63, 84, 52] * 250, dtype=np.int64),
+    np.random.default_rng(1).normal(size=1000),
+    np.array([True, False, False, True]),
+    np.array([0, 1, 2**63 + 3, 2**64 - 1], dtype=np.uint64),
+    np.arange(300_000, dtype=np.int64),  # several locales, several frames
+    np.zeros(0, dtype=np.float64),
+], ids=["int64", "float64", "bool", "uint64", "large", "empty"])
+def test_array_round_trip(ak, akd, arr):
+    name, dtype, size = upload(ak, arr)
+    assert dtype == str(arr.dtype) and size == arr.size
+    np.testing.assert_array_equal(download(ak, name, dtype, arr.size), arr)
+    # the same bytes through the native endpoint
+    hdr, frames = native(akd, "get", name=name)
+    assert hdr["ok"]
+    np.testing.assert_array_equal(np.frombuffer(b"".join(frames), dtype=arr.dtype), arr)
+    assert ak.ok("delete", {"name": name}) == f"deleted {name}"
+
+
+def test_array_verbatim_capture(ak):
+    """array<bool,1> as captured: 4 bytes 01000001."""
+    head = (b'{"user": "root", "token": "", "cmd": "array<bool,1>", "format": "BINARY", "args": '
+            b'"[\\"{\\\\\\"key\\\\\\": \\\\\\"dtype\\\\\\", \\\\\\"dtype\\\\\\": \\\\\\"str\\\\\\", '
+            b'\\\\\\"val\\\\\\": \\\\\\"bool\\\\\\"}\\", \\"{\\\\\\"key\\\\\\": \\\\\\"shape\\\\\\", '
+            b'\\\\\\"dtype\\\\\\": \\\\\\"int64\\\\\\", \\\\\\"val\\\\\\": \\\\\\"[\\\\\\\\\\\\\\"4'
+            b'\\\\\\\\\\\\\\"]\\\\\\"}\\", \\"{\\\\\\"key\\\\\\": \\\\\\"seg_string\\\\\\", '
+            b'\\\\\\"dtype\\\\\\": \\\\\\"bool\\\\\\", \\\\\\"val\\\\\\": \\\\\\"False\\\\\\"}\\"]", '
+            b'"size": 3}BINARY_PAYLOAD')
+    r = json.loads(ak.send_raw([head, bytes.fromhex("01000001")])[0])
+    m = CREATED.match(r["msg"])
+    assert m and m.group(2) == "bool" and m.group(3) == "4", r
+    frames = ak.raw("tondarray<bool,1>", {"array": m.group(1)})
+    assert frames == [bytes.fromhex("01000001")]
+
+
+def test_array_errors(ak):
+    arr = np.arange(4, dtype=np.int64)
+    # byte count that does not match the shape
+    msg = ak.error("array<int64,1>", {"dtype": "int64", "shape": ["5"], "seg_string": False},
+                   payload=arr.tobytes())
+    assert "bytes" in msg
+    assert "shape" in ak.error("array<int64,1>", {"dtype": "int64", "shape": ["-1"]},
+                               payload=b"")
+    assert "shape" in ak.error("array<int64,1>", {"dtype": "int64",
+                                                  "shape": ["99999999999999999999999"]},
+                               payload=b"")
+    # huge: refused, not allocated
+    msg = ak.error("array<int64,1>", {"dtype": "int64", "shape": [str(2**60)]}, payload=b"x")
+    assert msg.startswith("Error executing command")
+    assert "bool" in ak.error("array<bool,1>", {"dtype": "bool", "shape": ["2"]},
+                              payload=b"\x00\x07")
+    # BINARY format needed, and a STRING command takes no bytes
+    r = json.loads(ak.send_raw([ak.envelope("array<int64,1>", {"shape": ["1"]}).encode()])[0])
+    assert r["msgType"] == "ERROR" and "BINARY" in r["msg"]
+    assert "dtype" in ak.error("array<str,1>", {"shape": ["1"]}, payload=b"a\x00")
+    assert ak.ok("note", {"message": "x"}) == "noted"
+
+
+def test_tondarray_errors_are_raw_frames(ak):
+    frames = ak.raw("tondarray<int64,1>", {"array": "id_nothere_1"})
+    assert len(frames) == 1 and frames[0].startswith(b"Error: ") and b"id_nothere_1" in frames[0]
+    name, _, _ = upload(ak, np.arange(3, dtype=np.int64))
+    frames = ak.raw("tondarray<float64,1>", {"array": name})
+    assert frames[0].startswith(b"Error: ")
+    frames = ak.raw("tondarray<int64,1>", {})
+    assert frames[0].startswith(b"Error: ") and b"array" in frames[0]
+    ak.ok("delete", {"name": name})
+
+
+def encode_ak_strings(strs):
+    return b"".join(s.encode() + b"\x00" for s in strs)
+
+
+@pytest.mark.parametrize("strs", [["ab", "", "cde", '"q"'], [], ["x" * 1000] * 300,
+                                  ["héllo", "wörld"]], ids=["small", "none", "long", "utf8"])
+def test_strings_round_trip(ak, akd, strs):
+    data = encode_ak_strings(strs)
+    msg = ak.ok("arraySegString<uint8>", {"size": len(data)}, payload=data)
+    m = re.match(r"^created (id_\w+) str (\d+) 1 \[(\d+)\] 1\+created bytes.size (\d+)$", msg)
+    assert m, msg
+    name = m.group(1)
+    assert int(m.group(2)) == len(strs) and int(m.group(4)) == len(data)
+    offsets = ak.raw("segStr-tondarray", {"obj": name, "comp": "offsets"})
+    values = ak.raw("segStr-tondarray", {"obj": name, "comp": "values"})
+    assert len(offsets) == 1 and len(values) == 1
+    off = np.frombuffer(offsets[0], dtype=np.int64)
+    assert values[0] == data
+    expect = np.cumsum([0] + [len(s.encode()) + 1 for s in strs])[:-1]
+    np.testing.assert_array_equal(off, expect)
+    # the native endpoint sees the same strings
+    hdr, _ = native(akd, "info", names=[name])
+    assert hdr["result"]["objects"][0]["objtype"] == "strings"
+    ak.ok("delete", {"name": name})
+
+
+def test_strings_errors(ak):
+    assert "NUL" in ak.error("arraySegString<uint8>", {"size": 2}, payload=b"ab")
+    assert "size" in ak.error("arraySegString<uint8>", {"size": 5}, payload=b"ab\x00")
+    frames = ak.raw("segStr-tondarray", {"obj": "id_nope_1", "comp": "values"})
+    assert frames[0].startswith(b"Error: ")
+    name, _, _ = upload(ak, np.arange(3, dtype=np.int64))
+    assert ak.raw("segStr-tondarray", {"obj": name, "comp": "offsets"})[0].startswith(b"Error: ")
+    ak.ok("delete", {"name": name})
