@@ -357,3 +357,332 @@ def test_strings_errors(ak):
     name, _, _ = upload(ak, np.arange(3, dtype=np.int64))
     assert ak.raw("segStr-tondarray", {"obj": name, "comp": "offsets"})[0].startswith(b"Error: ")
     ak.ok("delete", {"name": name})
+
+
+# ---- step 3: HDF5 I/O ----
+
+import h5py  # noqa: E402
+
+
+def put_strings(ak, strs):
+    data = encode_ak_strings(strs)
+    msg = ak.ok("arraySegString<uint8>", {"size": len(data)}, payload=data)
+    return msg.split()[1]
+
+
+def get_strings(ak, name):
+    off = np.frombuffer(ak.raw("segStr-tondarray", {"obj": name, "comp": "offsets"})[0],
+                        dtype=np.int64)
+    val = ak.raw("segStr-tondarray", {"obj": name, "comp": "values"})[0]
+    ends = list(off[1:]) + [len(val)]
+    return [val[s:e - 1].decode() for s, e in zip(off, ends)]
+
+
+def tohdf(ak, path, dset, obj_type, write_mode=0, file_format=1, **parts):
+    return ak.ok("tohdf", {**parts, "dset": dset, "write_mode": write_mode, "filename": str(path),
+                           "objType": obj_type, "file_format": file_format})
+
+
+def read_all(ak, dsets, filenames, **opts):
+    params = {"strict_types": True, "dset_size": len(dsets), "filename_size": len(filenames),
+              "allow_errors": False, "calc_string_offsets": False, "dsets": list(dsets),
+              "filenames": [str(f) for f in filenames], "tag_data": False}
+    params.update(opts)
+    reply = json.loads(ak.ok("readAllHdf", params))
+    return reply, json.loads(reply["items"])
+
+
+def created_name(text):
+    m = re.match(r"^created (\S+) (\w+) (\d+) 1 \[(\d+)\] (\d+)", text)
+    assert m, text
+    return m.group(1)
+
+
+def locale_files(path, n=3):
+    return [f"{path}_LOCALE{i:04d}" for i in range(n)]
+
+
+def test_pdarray_files(ak, akd):
+    base = akd.data_dir / "ak_pd" / "pda_test"
+    base.parent.mkdir(exist_ok=True)
+    a = np.arange(10, dtype=np.int64) * 7
+    f = np.linspace(0, 1, 10)
+    b = np.array([True, False] * 5)
+    na, _, _ = upload(ak, a)
+    nf, _, _ = upload(ak, f)
+    nb, _, _ = upload(ak, b)
+    assert tohdf(ak, base, "array", "pdarray", 0, values=na) == "Dataset written successfully!"
+    tohdf(ak, base, "floats", "pdarray", 1, values=nf)
+    tohdf(ak, base, "bools", "pdarray", 1, values=nb)
+    parts = locale_files(base)
+    got = []
+    for p in parts:
+        with h5py.File(p, "r") as h:
+            assert h.attrs["File_Format"] == 1
+            assert h["array"].attrs["ObjType"] == 1
+            assert h["bools"].attrs["isBool"] == 1
+            got.append(h["array"][:])
+    np.testing.assert_array_equal(np.concatenate(got), a)
+    # what the client sends before reading
+    assert ak.ok("getfiletype", {"filename": f"{base}_LOCALE*"}) == "HDF5"
+    assert ak.ok("hdffileformat", {"filename": f"{base}*"}) == "distribute"
+    assert json.loads(ak.ok("lsany", {"filename": parts[0], "col_delim": ",",
+                                      "read_nested": True})) == ["array", "bools", "floats"]
+    reply, items = read_all(ak, ["array", "bools", "floats"], [f"{base}_LOCALE*"])
+    assert [i["dataset_name"] for i in items] == ["array", "bools", "floats"]
+    assert [i["arkouda_type"] for i in items] == ["PDARRAY"] * 3
+    assert set(reply) == {"items"}
+    for item, arr in zip(items, (a, b, f)):
+        name = created_name(item["created"])
+        np.testing.assert_array_equal(download(ak, name, str(arr.dtype), arr.size), arr)
+    # single file, and a path relative to the data directory
+    tohdf(ak, "ak_pd/single.h5", "array", "pdarray", 0, 0, values=na)
+    with h5py.File(akd.data_dir / "ak_pd" / "single.h5", "r") as h:
+        assert h.attrs["File_Format"] == 0
+        np.testing.assert_array_equal(h["array"][:], a)
+    assert ak.ok("hdffileformat", {"filename": str(akd.data_dir / "ak_pd" / "single.h5")}) == \
+        "single"
+
+
+def test_update_overwrite(ak, akd):
+    base = akd.data_dir / "ak_upd"
+    na, _, _ = upload(ak, np.arange(5, dtype=np.int64))
+    nb, _, _ = upload(ak, np.arange(5, dtype=np.int64) + 100)
+    tohdf(ak, base, "array", "pdarray", 0, values=na)
+    ak.ok("tohdf", {"values": nb, "dset": "array", "write_mode": 1, "filename": str(base),
+                    "objType": "pdarray", "file_format": 1, "overwrite": True})
+    _, items = read_all(ak, ["array"], [f"{base}*"])
+    got = download(ak, created_name(items[0]["created"]), "int64", 5)
+    np.testing.assert_array_equal(got, np.arange(5) + 100)
+
+
+def test_strings_files(ak, akd):
+    base = akd.data_dir / "ak_str"
+    strs = ["alpha", "", "gamma", "dé", "x" * 50]
+    name = put_strings(ak, strs)
+    ak.ok("tohdf", {"values": name, "dset": "strings_array", "write_mode": 0,
+                    "filename": str(base), "dtype": "<U0", "save_offsets": True,
+                    "objType": "strings", "file_format": 1})
+    got = []
+    for p in locale_files(base):
+        with h5py.File(p, "r") as h:
+            g = h["strings_array"]
+            assert g.attrs["ObjType"] == 2
+            vals = bytes(g["values"][:])
+            got += [s.decode() for s in vals.split(b"\x00")[:-1]]
+    assert got == strs
+    _, items = read_all(ak, ["strings_array"], [f"{base}*"])
+    assert items[0]["arkouda_type"] == "STRINGS"
+    assert re.match(r"^created \S+ str 5 1 \[5\] 1\+created bytes.size \d+$", items[0]["created"])
+    assert get_strings(ak, created_name(items[0]["created"])) == strs
+
+
+def test_segarray_categorical_files(ak, akd):
+    base = akd.data_dir / "ak_seg"
+    seg, _, _ = upload(ak, np.array([0, 2, 2, 5], dtype=np.int64))
+    val, _, _ = upload(ak, np.arange(7, dtype=np.int64))
+    tohdf(ak, base, "segarray", "SegArray", 0, values=val, segments=seg)
+    # a Categorical as the client sends it: codes, categories, NA_codes, grouping
+    cats = put_strings(ak, ["a", "b", "N/A"])
+    codes, _, _ = upload(ak, np.array([1, 0, 1, 2], dtype=np.int64))
+    nac, _, _ = upload(ak, np.array([2], dtype=np.int64))
+    perm, _, _ = upload(ak, np.array([1, 0, 2, 3], dtype=np.int64))
+    segs, _, _ = upload(ak, np.array([0, 1, 3], dtype=np.int64))
+    tohdf(ak, base, "cat", "categorical", 1, codes=codes, categories=cats, NA_codes=nac,
+          permutation=perm, segments=segs)
+    with h5py.File(f"{base}_LOCALE0000", "r") as h:
+        assert h["segarray"].attrs["ObjType"] == 3
+        assert h["cat"].attrs["ObjType"] == 4
+        assert set(h["cat"]) >= {"codes", "categories", "NA_Codes"}
+    _, items = read_all(ak, ["cat", "segarray"], [f"{base}*"])
+    assert [i["arkouda_type"] for i in items] == ["CATEGORICAL", "SEGARRAY"]
+    cat = json.loads(items[0]["created"])
+    assert set(cat) == {"codes", "categories", "_akNAcode", "permutation", "segments"}
+    np.testing.assert_array_equal(download(ak, created_name(cat["codes"]), "int64", 4),
+                                  [1, 0, 1, 2])
+    assert get_strings(ak, created_name(cat["categories"])) == ["a", "b", "N/A"]
+    np.testing.assert_array_equal(download(ak, created_name(cat["_akNAcode"]), "int64", 1), [2])
+    sa = json.loads(items[1]["created"])
+    assert set(sa) == {"segments", "values"}
+    np.testing.assert_array_equal(download(ak, created_name(sa["segments"]), "int64", 4),
+                                  [0, 2, 2, 5])
+    np.testing.assert_array_equal(download(ak, created_name(sa["values"]), "int64", 7),
+                                  np.arange(7))
+    # the parts are objects of their own, as Arkouda's client expects
+    infos = json.loads(ak.ok("info", {"names": "__AllSymbols__"}))
+    names = {i["name"] for i in infos}
+    assert created_name(sa["values"]) in names
+    assert all("/" not in n for n in names)
+
+
+def test_groupby_index_files(ak, akd):
+    base = akd.data_dir / "ak_gb"
+    keys = np.array([3, 1, 3, 2, 1], dtype=np.int64)
+    key, _, _ = upload(ak, keys)
+    perm, _, _ = upload(ak, np.argsort(keys, kind="stable").astype(np.int64))
+    segs, _, _ = upload(ak, np.array([0, 2, 3], dtype=np.int64))
+    uki, _, _ = upload(ak, np.array([1, 3, 0], dtype=np.int64))
+    ak.ok("tohdf", {"num_keys": 1, "key_names": [key], "key_dtypes": ["int64"],
+                    "key_objTypes": ["pdarray"], "unique_key_idx": uki, "permutation": perm,
+                    "segments": segs, "dset": "groupby", "write_mode": 0,
+                    "filename": str(base), "objType": "GroupBy", "file_format": 1})
+    i1, _, _ = upload(ak, np.arange(100, dtype=np.int64))
+    i2, _, _ = upload(ak, np.arange(100, dtype=np.int64) * 2)
+    ak.ok("tohdf", {"dset": "index", "write_mode": 1, "filename": str(base), "objType": "Index",
+                    "num_idx": 1, "idx": [i1], "idx_objTypes": ["pdarray"],
+                    "idx_dtypes": ["int64"], "file_format": 1})
+    ak.ok("tohdf", {"dset": "mindex", "write_mode": 1, "filename": str(base),
+                    "objType": "MultiIndex", "num_idx": 2, "idx": [i1, i2],
+                    "idx_objTypes": ["pdarray", "pdarray"], "idx_dtypes": ["int64", "int64"],
+                    "file_format": 1})
+    with h5py.File(f"{base}_LOCALE0000", "r") as h:
+        assert h["groupby"].attrs["ObjType"] == 5 and h["groupby"].attrs["NumKeys"] == 1
+        assert h["index"].attrs["ObjType"] == 12
+        assert h["mindex"].attrs["ObjType"] == 13 and h["mindex"].attrs["NumIdx"] == 2
+    _, items = read_all(ak, ["groupby", "index", "mindex"], [f"{base}*"])
+    assert [i["arkouda_type"] for i in items] == ["GROUPBY", "INDEX", "MULTIINDEX"]
+    gb = json.loads(items[0]["created"])
+    assert set(gb) == {"permutation", "segments", "uki", "KEY_0"}
+    assert gb["KEY_0"].startswith("PDARRAY+|+created ")
+    np.testing.assert_array_equal(
+        download(ak, created_name(gb["KEY_0"].split("+|+")[1]), "int64", 5), keys)
+    np.testing.assert_array_equal(download(ak, created_name(gb["uki"]), "int64", 3), [1, 3, 0])
+    idx = json.loads(items[1]["created"])
+    assert len(idx) == 1 and idx[0].startswith("PDARRAY+|+created ")
+    midx = json.loads(items[2]["created"])
+    assert len(midx) == 2
+    np.testing.assert_array_equal(
+        download(ak, created_name(midx[1].split("+|+")[1]), "int64", 100), np.arange(100) * 2)
+    # a GroupBy whose parts disagree is refused
+    bad, _, _ = upload(ak, np.array([0, 9, 3], dtype=np.int64))
+    msg = ak.error("tohdf", {"num_keys": 1, "key_names": [key], "unique_key_idx": bad,
+                             "permutation": perm, "segments": segs, "dset": "g2",
+                             "write_mode": 1, "filename": str(base), "objType": "GroupBy"})
+    assert "unique_key_idx" in msg
+
+
+def test_dataframe_snapshot(ak, akd):
+    base = akd.data_dir / "ak_df" / "snapshot_test_SNAPSHOT"
+    base.parent.mkdir(exist_ok=True)
+    c1, _, _ = upload(ak, np.array([1, 2, 3, 4], dtype=np.int64))
+    seg, _, _ = upload(ak, np.array([0, 1, 1, 3], dtype=np.int64))
+    val, _, _ = upload(ak, np.arange(5, dtype=np.float64))
+    s = put_strings(ak, ["w", "x", "y", "z"])
+    index, _, _ = upload(ak, np.arange(4, dtype=np.int64))
+    ak.ok("tohdf", {"filename": str(base), "dset": "df", "file_format": 1, "write_mode": 0,
+                    "objType": "DataFrame", "num_cols": 3,
+                    "column_names": ["c_1", "c_2", "c_3"],
+                    "column_objTypes": ["pdarray", "SegArray", "Strings"],
+                    "column_dtypes": ["int64", "float64", "<U0"],
+                    "columns": [c1, json.dumps({"segments": seg, "values": val}), s],
+                    "index": index})
+    with h5py.File(f"{base}_LOCALE0000", "r") as h:
+        assert h["df"].attrs["ObjType"] == 6 and h["df"].attrs["NumCols"] == 3
+        assert {"Index", "c_1", "c_2", "c_3"} <= set(h["df"])
+    _, items = read_all(ak, ["df"], [f"{base}_LOCALE0000", f"{base}_LOCALE0001",
+                                     f"{base}_LOCALE0002"])
+    assert items[0]["arkouda_type"] == "DATAFRAME"
+    df = json.loads(items[0]["created"])
+    assert set(df) == {"Index", "c_1", "c_2", "c_3"}
+    assert df["Index"].startswith("PDARRAY+|+created ")
+    assert df["c_3"].startswith("STRINGS+|+created ")
+    typ, form = df["c_2"].split("+|+", 1)
+    assert typ == "SEGARRAY"
+    sa = json.loads(form)
+    np.testing.assert_array_equal(download(ak, created_name(sa["values"]), "float64", 5),
+                                  np.arange(5.0))
+    assert get_strings(ak, created_name(df["c_3"].split("+|+")[1])) == ["w", "x", "y", "z"]
+
+
+@pytest.mark.parametrize("obj_type,objtype_code,dtype,read_type", [
+    ("Datetime", 7, "int64", "DATETIME"), ("Timedelta", 8, "int64", "TIMEDELTA"),
+    ("IPv4", 9, "uint64", "IPV4")])
+def test_tagged_pdarrays(ak, akd, obj_type, objtype_code, dtype, read_type):
+    base = akd.data_dir / f"ak_{obj_type}"
+    arr = np.arange(10, dtype=dtype) + 1000
+    name, _, _ = upload(ak, arr)
+    tohdf(ak, base, "array", obj_type, 0, values=name)
+    with h5py.File(f"{base}_LOCALE0000", "r") as h:
+        assert h["array"].attrs["ObjType"] == objtype_code
+    _, items = read_all(ak, ["array"], [f"{base}*"])
+    assert items[0]["arkouda_type"] == read_type
+    assert re.match(rf"^created \S+ {dtype} 10 1 \[10\] 8$", items[0]["created"])
+
+
+def test_read_h5py_file_and_options(ak, akd):
+    d = akd.data_dir / "ak_opts"
+    d.mkdir(exist_ok=True)
+    for i in range(2):
+        with h5py.File(d / f"part{i}.h5", "w") as h:
+            h["x"] = np.arange(3, dtype=np.int64) + 10 * i
+    reply, items = read_all(ak, ["x"], [str(d / "part*.h5")], tag_data=True)
+    assert [i["dataset_name"] for i in items] == ["Filename_Codes", "x"]
+    codes = download(ak, created_name(items[0]["created"]), "int64", 6)
+    np.testing.assert_array_equal(codes, [0, 0, 0, 1, 1, 1])
+    np.testing.assert_array_equal(download(ak, created_name(items[1]["created"]), "int64", 6),
+                                  [0, 1, 2, 10, 11, 12])
+    # allow_errors: a file that is not HDF5 is skipped and reported
+    (d / "part9.h5").write_bytes(b"not hdf5 at all")
+    reply, items = read_all(ak, ["x"], [str(d / "part*.h5")], allow_errors=True)
+    assert reply["allow_errors"] == "true" and reply["file_error_count"] == "1"
+    errors = json.loads(reply["file_errors"])
+    assert len(errors) == 1 and "part9.h5" in errors[0]
+    assert created_name(items[0]["created"])
+    msg = ak.error("readAllHdf", {"dsets": ["x"], "filenames": [str(d / "part*.h5")],
+                                  "allow_errors": False})
+    assert "part9.h5" in msg
+
+
+def test_file_commands_and_errors(ak, akd):
+    d = akd.data_dir / "ak_files"
+    d.mkdir(exist_ok=True)
+    for i in range(3):
+        (d / f"pq_LOCALE{i:04d}").write_bytes(b"PAR1....")
+    (d / "keep_LOCALE0000").write_bytes(b"x")
+    files = json.loads(ak.ok("globExpansion", {"file_count": 1, "filenames": [str(d / "pq*")]}))
+    assert [pathlib_name(f) for f in files] == [f"pq_LOCALE{i:04d}" for i in range(3)]
+    assert ak.ok("getfiletype", {"filename": str(d / "pq_LOCALE*")}) == "Parquet"
+    assert ak.ok("deleteMatchingFilenames", {"prefix": str(d / "pq")}) == \
+        "Files deleted successfully!"
+    assert sorted(p.name for p in d.iterdir()) == ["keep_LOCALE0000"]
+    # missing files: the words the client looks for
+    assert "does not exist" in ak.error("getfiletype", {"filename": str(d / "nope*")})
+    assert "does not exist" in ak.error("lsany", {"filename": str(d / "nope")})
+    assert "does not exist" in ak.error("hdffileformat", {"filename": str(d / "nope*")})
+    assert "nope" in ak.error("readAllHdf", {"dsets": ["a"], "filenames": [str(d / "nope*")]})
+    # absolute paths only inside the data directory
+    for outside in ("/etc/passwd", "/tmp", f"{akd.data_dir}/../escape", "/"):
+        assert "outside the data directory" in ak.error("getfiletype", {"filename": outside})
+    name, _, _ = upload(ak, np.arange(3, dtype=np.int64))
+    msg = ak.error("tohdf", {"values": name, "dset": "a", "write_mode": 0,
+                             "filename": "/tmp/ak_escape", "objType": "pdarray"})
+    assert "outside the data directory" in msg
+    assert not any(p.name.startswith("ak_escape") for p in __import__("pathlib").Path(
+        "/tmp").iterdir())
+    msg = ak.error("tohdf", {"values": name, "dset": "a", "write_mode": 0,
+                             "filename": "../escape", "objType": "pdarray"})
+    assert msg.startswith("Error executing command tohdf") and "leaves the data directory" in msg
+    assert "objType" in ak.error("tohdf", {"values": name, "dset": "a", "write_mode": 0,
+                                           "filename": str(d / "w"), "objType": "Parquet"})
+    assert "write_mode" in ak.error("tohdf", {"values": name, "dset": "a", "write_mode": 7,
+                                              "filename": str(d / "w"), "objType": "pdarray"})
+    assert "no object named" in ak.error("tohdf", {"values": "id_zz_0", "dset": "a",
+                                                   "write_mode": 0, "filename": str(d / "w"),
+                                                   "objType": "pdarray"})
+    assert ak.ok("note", {"message": "alive"}) == "noted"
+
+
+def pathlib_name(p):
+    return p.rsplit("/", 1)[-1]
+
+
+def test_native_reads_what_arkouda_wrote(ak, akd):
+    """One storage: a file written through the Arkouda endpoint reads natively."""
+    base = akd.data_dir / "ak_cross"
+    name, _, _ = upload(ak, np.arange(6, dtype=np.int64))
+    tohdf(ak, base, "array", "pdarray", 0, values=name)
+    hdr, _ = native(akd, "readhdf", paths=["ak_cross*"], datasets=["array"])
+    assert hdr["ok"], hdr
+    desc = hdr["result"]["objects"]["array"]
+    assert desc["size"] == 6
+    np.testing.assert_array_equal(download(ak, desc["name"], "int64", 6), np.arange(6))
