@@ -686,3 +686,185 @@ def test_native_reads_what_arkouda_wrote(ak, akd):
     desc = hdr["result"]["objects"]["array"]
     assert desc["size"] == 6
     np.testing.assert_array_equal(download(ak, desc["name"], "int64", 6), np.arange(6))
+
+
+# ---- step 4: compute ----
+
+def test_arange_randint_create_set(ak):
+    name, dtype, size = ak.created("arange<int64,1>", {"start": -10, "stop": 10, "step": 3})
+    np.testing.assert_array_equal(download(ak, name, "int64", size), np.arange(-10, 10, 3))
+    name, dtype, size = ak.created("arange<uint64,1>", {"start": 9223372036854775811,
+                                                        "stop": 9223372036854775815, "step": 1})
+    assert dtype == "uint64"
+    np.testing.assert_array_equal(download(ak, name, "uint64", 4),
+                                  np.arange(9223372036854775811, 9223372036854775815,
+                                            dtype=np.uint64))
+    msg = ak.error("arange<bigint,1>", {"start": 2**200, "stop": 2**200 + 3, "step": 1})
+    assert msg == ("Error executing command arange<bigint,1>: bigint arange not supported by "
+                   "this server")
+    name, _, _ = ak.created("randint<int64,1>", {"shape": "1000", "low": "-5", "high": "5",
+                                                 "seed": "1"})
+    v = download(ak, name, "int64", 1000)
+    assert v.min() >= -5 and v.max() < 5 and len(set(v)) > 5
+    again, _, _ = ak.created("randint<int64,1>", {"shape": "1000", "low": "-5", "high": "5",
+                                                  "seed": "1"})
+    np.testing.assert_array_equal(download(ak, again, "int64", 1000), v)
+    name, _, _ = ak.created("randint<float64,1>", {
+        "shape": "100", "low": "-4294967296.00000000000000000",
+        "high": "4294967296.00000000000000000", "seed": "-1"})
+    f = download(ak, name, "float64", 100)
+    assert f.min() >= -2**32 and f.max() < 2**32 and len(set(f)) == 100
+    name, _, _ = ak.created("randint<bool,1>", {"shape": "1000", "low": "0", "high": "1",
+                                                "seed": "-1"})
+    b = download(ak, name, "bool", 1000)
+    assert b.any() and not b.all()
+    name, dtype, size = ak.created("create<int64,1>", {"shape": "20"})
+    assert (dtype, size) == ("int64", 20)
+    assert ak.ok("set<int64,1>", {"array": name, "dtype": "int64", "val": "7"}) == \
+        f"set element in {name}"
+    np.testing.assert_array_equal(download(ak, name, "int64", 20), np.full(20, 7))
+    assert "val" in ak.error("set<int64,1>", {"array": name, "dtype": "int64", "val": "x"})
+    assert "shape" in ak.error("randint<int64,1>", {"shape": "-3", "low": "0", "high": "1"})
+    assert ak.error("create<int64,1>", {"shape": str(2**62)}).startswith("Error executing")
+
+
+@pytest.mark.parametrize("src,dst", [("int64", "uint64"), ("int64", "bool"),
+                                     ("int64", "float64"), ("int64", "int64"),
+                                     ("uint64", "uint64"), ("bool", "int64"), ("bool", "bool"),
+                                     ("float64", "float64"), ("float64", "int64")])
+def test_cast(ak, src, dst):
+    base = np.array([-3, 0, 1, 2, 250], dtype=np.int64)
+    arr = {"int64": base, "uint64": base.astype(np.uint64), "bool": base > 0,
+           "float64": base * 1.5}[src]
+    name, _, _ = upload(ak, arr)
+    out, dtype, size = ak.created(f"cast<{src},{dst},1>", {"name": name})
+    assert dtype == dst
+    np.testing.assert_array_equal(download(ak, out, dst, size), arr.astype(dst))
+
+
+@pytest.mark.parametrize("op", ["==", "!=", "<", ">=", "+", "-", "*", "//", "%", "/", "**",
+                                "&", "|", "^", "<<", ">>"])
+def test_binopvv_int(ak, op):
+    a = np.array([-7, 0, 5, 9, 3, 2**62], dtype=np.int64)
+    b = np.array([2, 3, -5, 9, 0, 4], dtype=np.int64)
+    na, _, _ = upload(ak, a)
+    nb, _, _ = upload(ak, b)
+    out, dtype, size = ak.created("binopvv<int64,int64,1>", {"op": op, "a": na, "b": nb})
+    with np.errstate(all="ignore"):
+        if op in ("<<", ">>", "**"):
+            b = np.abs(b)
+            nb, _, _ = upload(ak, b)
+            out, dtype, size = ak.created("binopvv<int64,int64,1>", {"op": op, "a": na, "b": nb})
+        expect = eval(f"a {op} b")
+        if op in ("//", "%"):
+            expect = np.where(b == 0, 0, expect)
+    assert dtype == str(expect.dtype)
+    np.testing.assert_array_equal(download(ak, out, dtype, size), expect)
+
+
+def test_binops_mixed(ak):
+    f = np.array([0.5, -1.5, np.nan, 3.0])
+    g = np.array([0.5, 2.0, np.nan, -1.0])
+    nf, _, _ = upload(ak, f)
+    ng, _, _ = upload(ak, g)
+    out, dtype, _ = ak.created("binopvv<float64,float64,1>", {"op": "==", "a": nf, "b": ng})
+    np.testing.assert_array_equal(download(ak, out, "bool", 4), f == g)
+    u = np.array([1, 2**64 - 1, 3, 0], dtype=np.uint64)
+    nu, _, _ = upload(ak, u)
+    out, dtype, _ = ak.created("binopvv<uint64,uint64,1>", {"op": "+", "a": nu, "b": nu})
+    assert dtype == "uint64"
+    np.testing.assert_array_equal(download(ak, out, "uint64", 4), u + u)
+    bo = np.array([True, False, True, False])
+    nbo, _, _ = upload(ak, bo)
+    out, dtype, _ = ak.created("binopvv<bool,bool,1>", {"op": "^", "a": nbo, "b": nbo})
+    assert dtype == "bool" and not download(ak, out, "bool", 4).any()
+    out, dtype, _ = ak.created("binopvs<bool,bool,1>", {"op": "^", "a": nbo, "value": True})
+    np.testing.assert_array_equal(download(ak, out, "bool", 4), ~bo)
+    i = np.array([5, -3, 0, 12], dtype=np.int64)
+    ni, _, _ = upload(ak, i)
+    for op, expect in ((">", i > 0), (">=", i >= 0), ("!=", i != 0), ("==", i == 0),
+                       ("-", i - 4), ("*", i * 4), ("//", i // 4)):
+        out, dtype, size = ak.created("binopvs<int64,int64,1>", {"op": op, "a": ni,
+                                                                  "value": 4 if op in "-*//"
+                                                                  else 0})
+        np.testing.assert_array_equal(download(ak, out, dtype, size), expect)
+    out, dtype, _ = ak.created("binopsv<int64,int64,1>", {"op": "-", "a": ni, "value": 1})
+    np.testing.assert_array_equal(download(ak, out, "int64", 4), 1 - i)
+    out, dtype, _ = ak.created("binopvv<int64,float64,1>", {"op": "+", "a": ni, "b": nf})
+    assert dtype == "float64"
+    np.testing.assert_array_equal(download(ak, out, "float64", 4), i + f)
+    # errors
+    short, _, _ = upload(ak, np.arange(3, dtype=np.int64))
+    assert "size" in ak.error("binopvv<int64,int64,1>", {"op": "+", "a": ni, "b": short})
+    assert "operator" in ak.error("binopvv<int64,int64,1>", {"op": "@", "a": ni, "b": ni})
+    assert "float64" in ak.error("binopvv<float64,float64,1>", {"op": "&", "a": nf, "b": ng})
+    assert "value" in ak.error("binopvs<int64,int64,1>", {"op": "+", "a": ni, "value": "x"})
+    s = put_strings(ak, ["a"])
+    assert "pdarray" in ak.error("binopvv<int64,int64,1>", {"op": "+", "a": s, "b": s})
+
+
+@pytest.mark.parametrize("arr", [
+    np.array([3, -1, 7, 7, 0, 2], dtype=np.int64),
+    np.arange(100_000, dtype=np.int64) % 977,
+    np.array([0.5, 2.5, -1.0]),
+    np.array([1, 2**64 - 1, 5], dtype=np.uint64),
+    np.array([True, False, True]),
+    np.array([True, True]),
+    np.sort(np.arange(50_000, dtype=np.int64) % 77),
+], ids=["small", "large", "float", "uint", "bool", "alltrue", "sorted"])
+def test_reductions(ak, arr):
+    name, dtype, _ = upload(ak, arr)
+
+    def red(op):
+        return ak.ok(f"{op}<{dtype},1>", {"x": name, "skipNan": False})
+
+    assert red("allAll") == f"bool {str(bool(arr.all())).lower()}"
+    assert red("anyAll") == f"bool {str(bool(arr.any())).lower()}"
+    total = arr.sum()
+    sum_dtype = "uint64" if dtype == "uint64" else "float64" if dtype == "float64" else "int64"
+    assert red("sumAll") == f"{sum_dtype} {total:g}" if dtype == "float64" else \
+        red("sumAll") == f"{sum_dtype} {int(total)}"
+    sorted_ok = bool(np.all(arr[:-1] <= arr[1:]))
+    assert red("isSortedAll") == f"bool {str(sorted_ok).lower()}"
+    assert ak.ok(f"argmaxAll<{dtype},1>", {"x": name}) == f"int64 {int(np.argmax(arr))}"
+    if dtype == "bool":
+        assert red("maxAll") == f"bool {str(bool(arr.max())).lower()}"
+    elif dtype == "float64":
+        assert red("maxAll") == f"float64 {arr.max():g}"
+        assert red("minAll") == f"float64 {arr.min():g}"
+    else:
+        assert red("maxAll") == f"{dtype} {int(arr.max())}"
+        assert red("minAll") == f"{dtype} {int(arr.min())}"
+
+
+def test_reduction_errors(ak):
+    name, _, _ = upload(ak, np.zeros(0, dtype=np.int64))
+    assert ak.ok("sumAll<int64,1>", {"x": name, "skipNan": False}) == "int64 0"
+    assert "empty" in ak.error("maxAll<int64,1>", {"x": name})
+    assert "not" in ak.error("sumAll<float64,1>", {"x": name})
+    assert "no object" in ak.error("sumAll<int64,1>", {"x": "id_none_1"})
+
+
+def test_cumsum_str(ak):
+    arr = np.array([4, -2, 7, 0, 11], dtype=np.int64)
+    name, _, _ = upload(ak, arr)
+    out, dtype, size = ak.created("cumSum<int64,1>", {"x": name, "axis": 0,
+                                                      "includeInitial": False})
+    np.testing.assert_array_equal(download(ak, out, "int64", size), np.cumsum(arr))
+    big = np.arange(200_000, dtype=np.int64)
+    nbig, _, _ = upload(ak, big)
+    out, _, size = ak.created("cumSum<int64,1>", {"x": nbig, "axis": 0, "includeInitial": True})
+    np.testing.assert_array_equal(download(ak, out, "int64", size),
+                                  np.concatenate([[0], np.cumsum(big)]))
+    bo, _, _ = upload(ak, np.array([True, True, False]))
+    out, dtype, _ = ak.created("cumSum<bool,1>", {"x": bo, "axis": 0, "includeInitial": False})
+    assert dtype == "int64"
+    assert ak.ok("str", {"array": name, "printThresh": 100}) == "[4 -2 7 0 11]"
+    assert ak.ok("repr", {"array": name, "printThresh": 100}) == "array([4 -2 7 0 11])"
+    assert ak.ok("str", {"array": nbig, "printThresh": 100}) == \
+        "[0 1 2 ... 199997 199998 199999]"
+    u, _, _ = upload(ak, np.array([2**64 - 116, 2**64 - 115], dtype=np.uint64))
+    assert ak.ok("str", {"array": u, "printThresh": 100}) == \
+        "[18446744073709551500 18446744073709551501]"
+    f, _, _ = upload(ak, np.array([0.1, 2.5, -3.0]))
+    assert ak.ok("str", {"array": f, "printThresh": 100}) == "[0.1 2.5 -3]"
