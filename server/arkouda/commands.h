@@ -39,6 +39,9 @@ extern const ak_command ak_session_commands[];  /* connect getconfig note delete
 extern const ak_command ak_transfer_commands[]; /* array tondarray arraySegString ... */
 extern const ak_command ak_hdf_commands[];      /* tohdf readAllHdf lsany getfiletype ... */
 extern const ak_command ak_compute_commands[];  /* arange randint cast binop reductions ... */
+extern const ak_command ak_select_commands[];   /* [int] [slice] [pdarray] concatenate ... */
+extern const ak_command ak_group_commands[];    /* unique gbbroadcast */
+extern const ak_command ak_strings_commands[];  /* randomStrings segmented* concatenateStr */
 
 const ak_command *ak_command_find(const char *base);
 
@@ -56,6 +59,9 @@ int ak_native(ak_ctx *ctx, const char *name, const h5ark_value *args, const h5ar
 /* Run a native command that makes one object (its result's `object`) and reply that
  * object's `created ...` text. Takes args (NULL when building them ran out of memory). */
 int ak_native_created(ak_ctx *ctx, const char *name, h5ark_value *args, h5ark_error *err);
+/* Strings made from `len` bytes (each string followed by a NUL; malloc'd, taken), reply
+ * their created text. */
+int ak_strings_from_buffer(ak_ctx *ctx, char *bytes, uint64_t len, h5ark_error *err);
 /* An Arkouda number string as a native argument: an integer kept exact (int64, or uint64
  * above it), else a float; NULL with bad_request naming `key` when it is neither. */
 h5ark_value *ak_number_value(const char *key, const char *text, h5ark_error *err);

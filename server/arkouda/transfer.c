@@ -112,15 +112,9 @@ static int cmd_array(ak_ctx *ctx, h5ark_error *err) {
                        err);
 }
 
-/* arraySegString<uint8> {size}: the strings' bytes, each followed by a NUL. The native
- * put takes the start offsets as well: they are found here and sent as a first buffer. */
-static int cmd_array_strings(ak_ctx *ctx, h5ark_error *err) {
-    const h5ark_payload *p = &ctx->req->payload;
-    uint64_t size;
-    if (ak_arg_uint(ctx->in, "size", &size, err)) return -1;
-    if (size != p->total)
-        return h5ark_fail(err, H5ARK_BAD_REQUEST, "argument 'size' is %llu but %llu bytes came",
-                          (unsigned long long)size, (unsigned long long)p->total);
+/* Strings from p's bytes (each string followed by a NUL) through the native put, which
+ * takes the start offsets as well: they are found here and sent as a first buffer. */
+static int strings_created(ak_ctx *ctx, const h5ark_payload *p, h5ark_error *err) {
     uint64_t count = 0;
     for (size_t f = 0; f < p->count; f++) {
         const char *b = zmq_msg_data(&p->frames[f]);
@@ -129,9 +123,9 @@ static int cmd_array_strings(ak_ctx *ctx, h5ark_error *err) {
             count += b[i] == '\0';
     }
     if (p->total) {
-        const zmq_msg_t *last = &p->frames[p->count - 1];
-        size_t n = zmq_msg_size((zmq_msg_t *)last);
-        if (n == 0 || ((const char *)zmq_msg_data((zmq_msg_t *)last))[n - 1] != '\0')
+        zmq_msg_t *last = &p->frames[p->count - 1];
+        size_t n = zmq_msg_size(last);
+        if (n == 0 || ((const char *)zmq_msg_data(last))[n - 1] != '\0')
             return h5ark_fail(err, H5ARK_BAD_REQUEST, "the strings' bytes must end with a NUL");
     }
     if (count > UINT64_MAX / 8 || registry_reserve(count * 8, err)) return -1;
@@ -176,6 +170,42 @@ static int cmd_array_strings(ak_ctx *ctx, h5ark_error *err) {
     h5ark_payload_free(&sub.payload);
     registry_unreserve(count * 8);
     return rc;
+}
+
+static void free_buffer(void *data, void *hint) {
+    (void)hint;
+    free(data);
+}
+
+int ak_strings_from_buffer(ak_ctx *ctx, char *bytes, uint64_t len, h5ark_error *err) {
+    h5ark_payload p;
+    h5ark_payload_init(&p);
+    zmq_msg_t msg;
+    int rc = 0;
+    if (len == 0) {
+        free(bytes);
+    } else if (zmq_msg_init_data(&msg, bytes, (size_t)len, free_buffer, NULL) != 0) {
+        free(bytes);
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    } else {
+        rc = h5ark_payload_append(&p, &msg) ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory")
+                                            : 0;
+        zmq_msg_close(&msg);
+    }
+    if (rc == 0) rc = strings_created(ctx, &p, err);
+    h5ark_payload_free(&p);
+    return rc;
+}
+
+/* arraySegString<uint8> {size}: the strings' bytes, each followed by a NUL. */
+static int cmd_array_strings(ak_ctx *ctx, h5ark_error *err) {
+    const h5ark_payload *p = &ctx->req->payload;
+    uint64_t size;
+    if (ak_arg_uint(ctx->in, "size", &size, err)) return -1;
+    if (size != p->total)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "argument 'size' is %llu but %llu bytes came",
+                          (unsigned long long)size, (unsigned long long)p->total);
+    return strings_created(ctx, p, err);
 }
 
 typedef struct {

@@ -159,3 +159,69 @@ const char *ak_string_at(const object *s, uint64_t i, uint64_t *len) {
     *len = to > from ? to - from - 1 : 0;
     return ak_elem(s->values, from);
 }
+
+void ak_copy_into(darray *a, uint64_t at, const void *src, uint64_t n) {
+    const char *from = src;
+    while (n > 0) {
+        shard *s = &a->shards[darray_shard_of(a, at)];
+        uint64_t off = at - s->start, take = s->count - off;
+        if (take > n) take = n;
+        memcpy((char *)s->data + off * a->itemsize, from, take * a->itemsize);
+        from += take * a->itemsize;
+        at += take;
+        n -= take;
+    }
+}
+
+object *ak_positions(const object *idx, uint64_t size, h5ark_error *err) {
+    if (idx->objtype != H5ARK_PDARRAY || ak_is_float(idx->dtype) || idx->dtype == H5ARK_BIGINT) {
+        h5ark_fail(err, H5ARK_TYPE_ERROR, "an index must be an integer or bool array");
+        return NULL;
+    }
+    const darray *a = idx->values;
+    bool mask = idx->dtype == H5ARK_BOOLEAN;
+    if (mask && idx->size != size) {
+        h5ark_fail(err, H5ARK_BAD_REQUEST, "a bool index of %llu for %llu rows",
+                   (unsigned long long)idx->size, (unsigned long long)size);
+        return NULL;
+    }
+    uint64_t n = 0;
+    for (int b = 0; mask && b < a->nshards; b++)
+        for (uint64_t i = 0; i < a->shards[b].count; i++)
+            n += ((const uint8_t *)a->shards[b].data)[i] != 0;
+    object *out = object_new_pdarray(H5ARK_INT64, mask ? n : idx->size, err);
+    if (!out) return NULL;
+    uint64_t k = 0;
+    for (int b = 0; b < a->nshards; b++) {
+        const shard *s = &a->shards[b];
+        for (uint64_t i = 0; i < s->count; i++) {
+            int64_t v;
+            if (mask) {
+                if (!((const uint8_t *)s->data)[i]) continue;
+                v = (int64_t)(s->start + i);
+            } else if (ak_is_unsigned(idx->dtype)) {
+                uint64_t u = ak_load_u(s->data, idx->dtype, i);
+                v = (int64_t)u;
+                if (u >= size) {
+                    h5ark_fail(err, H5ARK_BAD_REQUEST, "index %llu is out of bounds for %llu rows",
+                               (unsigned long long)u, (unsigned long long)size);
+                    object_release(out);
+                    return NULL;
+                }
+            } else {
+                v = ak_load_i(s->data, idx->dtype, i);
+                int64_t w = v < 0 ? v + (int64_t)size : v;
+                if (w < 0 || (uint64_t)w >= size) {
+                    h5ark_fail(err, H5ARK_BAD_REQUEST, "index %lld is out of bounds for %llu rows",
+                               (long long)v, (unsigned long long)size);
+                    object_release(out);
+                    return NULL;
+                }
+                v = w;
+            }
+            int64_t *dst = (int64_t *)ak_elem(out->values, k++);
+            *dst = v;
+        }
+    }
+    return out;
+}

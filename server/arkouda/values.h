@@ -36,4 +36,11 @@ void ak_value_text(h5ark_dtype t, const void *base, uint64_t i, char *out, size_
 /* String i of a strings object: its bytes (inside one shard) and length without the NUL. */
 const char *ak_string_at(const object *s, uint64_t i, uint64_t *len);
 
+/* The row positions an index array selects from `size` rows: a bool mask of that length
+ * gives where it is true, an integer array its entries with negative ones counted from the
+ * end. A new int64 pdarray; bad_request naming the first index out of bounds. */
+object *ak_positions(const object *idx, uint64_t size, h5ark_error *err);
+/* Copy n elements of a's dtype from src into a at global index `at`. */
+void ak_copy_into(darray *a, uint64_t at, const void *src, uint64_t n);
+
 #endif

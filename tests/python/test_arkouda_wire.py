@@ -868,3 +868,130 @@ def test_cumsum_str(ak):
         "[18446744073709551500 18446744073709551501]"
     f, _, _ = upload(ak, np.array([0.1, 2.5, -3.0]))
     assert ak.ok("str", {"array": f, "printThresh": 100}) == "[0.1 2.5 -3]"
+
+
+def test_indexing(ak):
+    arr = np.arange(20, dtype=np.int64) * 3
+    name, _, _ = upload(ak, arr)
+    assert ak.ok("[int]<int64,1>", {"array": name, "idx": 0}) == "int64 0"
+    assert ak.ok("[int]<int64,1>", {"array": name, "idx": -1}) == "int64 57"
+    assert "out of bounds" in ak.error("[int]<int64,1>", {"array": name, "idx": 20})
+    u, _, _ = upload(ak, np.array([2**64 - 116], dtype=np.uint64))
+    assert ak.ok("[int]<uint64,1>", {"array": u, "idx": 0}) == "uint64 18446744073709551500"
+    for start, stop, stride in ((1, 4, 1), (0, 20, 3), (19, -1, -2), (5, 5, 1), (0, 20, 7)):
+        out, _, size = ak.created("[slice]<int64,1>", {"array": name, "starts": start,
+                                                       "stops": stop, "strides": stride,
+                                                       "max_bits": 0})
+        expect = arr[start:stop if stop >= 0 else None:stride]
+        np.testing.assert_array_equal(download(ak, out, "int64", size), expect)
+    assert "slice" in ak.error("[slice]<int64,1>", {"array": name, "starts": -5, "stops": 4,
+                                                    "strides": 1})
+    assert "step" in ak.error("[slice]<int64,1>", {"array": name, "starts": 0, "stops": 4,
+                                                   "strides": 0})
+    mask, _, _ = upload(ak, arr % 2 == 0)
+    out, _, size = ak.created("[pdarray]", {"array": name, "idx": mask})
+    np.testing.assert_array_equal(download(ak, out, "int64", size), arr[arr % 2 == 0])
+    pos, _, _ = upload(ak, np.array([3, -1, 0, 3], dtype=np.int64))
+    out, _, size = ak.created("[pdarray]", {"array": name, "idx": pos})
+    np.testing.assert_array_equal(download(ak, out, "int64", size), arr[[3, -1, 0, 3]])
+    bad, _, _ = upload(ak, np.array([0, 20], dtype=np.int64))
+    assert "out of bounds" in ak.error("[pdarray]", {"array": name, "idx": bad})
+    short, _, _ = upload(ak, np.array([True]))
+    assert "bool index" in ak.error("[pdarray]", {"array": name, "idx": short})
+    # assignment: in place, under the same name
+    vals, _, _ = upload(ak, np.array([-1, -2], dtype=np.int64))
+    where, _, _ = upload(ak, np.array([0, 19], dtype=np.int64))
+    assert ak.ok("[pdarray]=pdarray", {"array": name, "idx": where, "value": vals}) == \
+        f"{name} success"
+    expect = arr.copy()
+    expect[[0, 19]] = [-1, -2]
+    np.testing.assert_array_equal(download(ak, name, "int64", 20), expect)
+    assert "values" in ak.error("[pdarray]=pdarray", {"array": name, "idx": where,
+                                                      "value": short})
+    # concatenate
+    a2, _, _ = upload(ak, np.array([7, 8], dtype=np.int64))
+    out, _, size = ak.created("concatenate<int64,1>", {"names": [name, a2], "axis": 0,
+                                                        "offsets": ["0", "20"]})
+    np.testing.assert_array_equal(download(ak, out, "int64", size), np.concatenate([expect,
+                                                                                    [7, 8]]))
+    f, _, _ = upload(ak, np.array([1.0]))
+    assert "one dtype" in ak.error("concatenate<int64,1>", {"names": [name, f], "axis": 0})
+
+
+def test_unique_and_broadcast(ak):
+    keys = np.array([5, 1, 5, 3, 1, 5], dtype=np.int64)
+    k, _, _ = upload(ak, keys)
+    msg = ak.ok("unique", {"returnGroupStr": True, "assumeSortedStr": False, "nstr": 1,
+                           "keynames": [k], "keytypes": ["pdarray"]})
+    parts = msg.split("+")
+    assert len(parts) == 3
+    perm = download(ak, created_name(parts[0]), "int64", 6)
+    segs = download(ak, created_name(parts[1]), "int64", 3)
+    uniq = download(ak, created_name(parts[2]), "int64", 3)
+    np.testing.assert_array_equal(perm, np.argsort(keys, kind="stable"))
+    np.testing.assert_array_equal(segs, [0, 2, 3])
+    np.testing.assert_array_equal(uniq, [1, 3, 5])
+    msg = ak.ok("unique", {"returnGroupStr": False, "keynames": [k], "keytypes": ["pdarray"]})
+    np.testing.assert_array_equal(download(ak, created_name(msg), "int64", 3), [1, 3, 5])
+    s = put_strings(ak, ["b", "a", "b"])
+    msg = ak.ok("unique", {"returnGroupStr": False, "keynames": [s], "keytypes": ["Strings"]})
+    assert get_strings(ak, created_name(msg)) == ["a", "b"]
+    # gbbroadcast: each group's value over its rows
+    seg_name = created_name(parts[1])
+    vals, _, _ = upload(ak, np.array([10, 30, 50], dtype=np.int64))
+    out, _, size = ak.created("gbbroadcast", {"permName": "none", "segName": seg_name,
+                                              "valName": vals, "permute": False, "size": 6})
+    np.testing.assert_array_equal(download(ak, out, "int64", size), [10, 10, 30, 50, 50, 50])
+    out, _, size = ak.created("gbbroadcast", {"permName": created_name(parts[0]),
+                                              "segName": seg_name, "valName": vals,
+                                              "permute": True, "size": 6})
+    np.testing.assert_array_equal(download(ak, out, "int64", size), keys * 10)
+    assert "segment" in ak.error("gbbroadcast", {"permName": "none", "segName": vals,
+                                                 "valName": vals, "permute": False, "size": 6})
+    bad_perm, _, _ = upload(ak, np.array([0, 1, 2, 3, 4, 99], dtype=np.int64))
+    assert "permutation" in ak.error("gbbroadcast", {"permName": bad_perm, "segName": seg_name,
+                                                     "valName": vals, "permute": True,
+                                                     "size": 6})
+
+
+def test_strings_compute(ak):
+    msg = ak.ok("randomStrings", {"size": "100", "dist": "uniform", "chars": "uppercase",
+                                  "arg1": "1", "arg2": "16", "seed": "7"})
+    m = re.match(r"^created (\S+) str 100 1 \[100\] 1\+created bytes.size (\d+)$", msg)
+    assert m, msg
+    strs = get_strings(ak, m.group(1))
+    assert len(strs) == 100 and all(1 <= len(x) < 16 and x.isupper() for x in strs)
+    again = ak.ok("randomStrings", {"size": "100", "dist": "uniform", "chars": "uppercase",
+                                    "arg1": "1", "arg2": "16", "seed": "7"})
+    assert get_strings(ak, again.split()[1]) == strs
+    other = put_strings(ak, strs[:50] + ["x"] * 50)
+    out, _, size = ak.created("segmentedBinopvv", {"op": "==", "objType": "Strings",
+                                                   "obj": m.group(1), "otherType": "Strings",
+                                                   "other": other, "left": False, "delim": ""})
+    np.testing.assert_array_equal(download(ak, out, "bool", 100), [True] * 50 + [False] * 50)
+    words = put_strings(ak, ["N/A", "b", "N/A", ""])
+    out, _, _ = ak.created("segmentedBinopvs", {"op": "==", "objType": "Strings", "obj": words,
+                                                "otherType": "str", "other": "N/A"})
+    np.testing.assert_array_equal(download(ak, out, "bool", 4), [True, False, True, False])
+    out, _, _ = ak.created("segmentedBinopvs", {"op": "!=", "objType": "Strings", "obj": words,
+                                                "otherType": "str", "other": ""})
+    np.testing.assert_array_equal(download(ak, out, "bool", 4), [True, True, True, False])
+    assert "==" in ak.error("segmentedBinopvs", {"op": "<", "objType": "Strings", "obj": words,
+                                                 "otherType": "str", "other": ""})
+    assert ak.ok("segmentedIndex", {"subcmd": "intIndex", "objType": "Strings", "dtype": "<U0",
+                                    "obj": words, "key": "1"}) == 'item str "b"'
+    idx, _, _ = upload(ak, np.array([3, 1, 1], dtype=np.int64))
+    msg = ak.ok("segmentedIndex", {"subcmd": "pdarrayIndex", "objType": "Strings",
+                                   "dtype": "<U0", "obj": words, "key": idx})
+    assert get_strings(ak, created_name(msg)) == ["", "b", "b"]
+    msg = ak.ok("segmentedIndex", {"subcmd": "sliceIndex", "objType": "Strings", "dtype": "<U0",
+                                   "obj": words, "key": json.dumps(["1", "4", "2"])})
+    assert get_strings(ak, created_name(msg)) == ["b", ""]
+    assert "bounds" in ak.error("segmentedIndex", {"subcmd": "intIndex", "objType": "Strings",
+                                                   "obj": words, "key": "9"})
+    msg = ak.ok("concatenateStr", {"objType": "Strings", "names": [words, other],
+                                   "mode": "append"})
+    assert get_strings(ak, created_name(msg)) == ["N/A", "b", "N/A", ""] + strs[:50] + \
+        ["x"] * 50
+    assert "Strings" in ak.error("concatenateStr", {"objType": "Strings", "names": [idx],
+                                                    "mode": "append"})
