@@ -71,7 +71,10 @@ void arkouda_handle(request *req, reply *out) {
     const ak_command *cmd = NULL;
     h5ark_code outcome = H5ARK_OK;
     if (!req->text) {
-        h5ark_fail(&err, H5ARK_RESOURCE_LIMIT, "out of memory reading the request");
+        if (req->decode_error)
+            h5ark_fail(&err, H5ARK_BAD_REQUEST, "the request frame %s", req->decode_error);
+        else
+            h5ark_fail(&err, H5ARK_RESOURCE_LIMIT, "out of memory reading the request");
         goto fail;
     }
     if (ak_request_parse(req->text, req->text_len, &in, &err)) goto fail;

@@ -116,7 +116,7 @@ static int cmd_broadcast(ak_ctx *ctx, h5ark_error *err) {
         if (out->values->shards[b].count)
             memset(out->values->shards[b].data, 0,
                    out->values->shards[b].count * out->values->itemsize);
-    size_t item = vals->values ? vals->values->itemsize : 0;
+    size_t item = rc == 0 ? vals->values->itemsize : 0;
     for (uint64_t g = 0; rc == 0 && g < segs->size; g++) {
         uint64_t from = (uint64_t)i64_at(segs, g);
         uint64_t to = g + 1 < segs->size ? (uint64_t)i64_at(segs, g + 1) : size;
