@@ -382,9 +382,12 @@ int router_run(void *zmq_context, h5ark_error *err) {
             bool answered;
             work *w = receive_request(sock, k == 3, &answered);
             if (!w) continue;
-            if (k == 2 && dispatch_is_immediate(&w->req)) {
+            if (k == 2 ? dispatch_is_immediate(&w->req) : arkouda_is_immediate(&w->req)) {
                 reply r;
-                dispatch_handle(&w->req, &r);
+                if (k == 3)
+                    arkouda_handle(&w->req, &r);
+                else
+                    dispatch_handle(&w->req, &r);
                 if (r.shutdown) atomic_store(&stop_requested, true);
                 send_reply(sock, w, &r, false);
                 reply_free(&r);

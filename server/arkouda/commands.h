@@ -27,6 +27,8 @@ enum {
     AK_READ_ONLY = 1,  /* creates and changes nothing: allowed with a read token */
     AK_BINARY_IN = 2,  /* format BINARY, its bytes in a second frame */
     AK_BINARY_OUT = 4, /* answers one raw frame, errors as a raw "Error: ..." frame */
+    /* constant time, no locale or file: answered on the router thread (as native ping) */
+    AK_IMMEDIATE = 8,
 };
 
 typedef struct {

@@ -64,6 +64,19 @@ void arkouda_error_reply(const request *req, const char *message, reply *out) {
     json_reply(text, "ERROR", "", out);
 }
 
+bool arkouda_is_immediate(const request *req) {
+    if (!req->text || req->payload.total) return !req->text;
+    ak_request in;
+    h5ark_error err = {0};
+    bool now = ak_request_parse(req->text, req->text_len, &in, &err) != 0;
+    if (!now) {
+        const ak_command *cmd = ak_command_find(in.base);
+        now = cmd && (cmd->flags & AK_IMMEDIATE);
+    }
+    ak_request_free(&in);
+    return now;
+}
+
 void arkouda_handle(request *req, reply *out) {
     h5ark_error err = {0};
     ak_request in = {0};

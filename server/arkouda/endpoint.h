@@ -7,6 +7,9 @@
 
 #include "dispatch.h"
 
+/* True when the request is one to answer on the router thread: a constant-time session
+ * command (or a request too broken to parse, answered at once). */
+bool arkouda_is_immediate(const request *req);
 /* Handle one request completely; never fails (errors become Arkouda error replies). */
 void arkouda_handle(request *req, reply *out);
 /* The error reply for a request that could not be handed to a handler. */

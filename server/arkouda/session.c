@@ -137,11 +137,11 @@ static int cmd_info(ak_ctx *ctx, h5ark_error *err) {
 }
 
 const ak_command ak_session_commands[] = {
-    {"connect", cmd_connect, AK_READ_ONLY},
-    {"disconnect", cmd_disconnect, AK_READ_ONLY},
-    {"getconfig", cmd_getconfig, AK_READ_ONLY},
-    {"getRegistrationConfig", cmd_registration, AK_READ_ONLY},
-    {"note", cmd_note, AK_READ_ONLY},
+    {"connect", cmd_connect, AK_READ_ONLY | AK_IMMEDIATE},
+    {"disconnect", cmd_disconnect, AK_READ_ONLY | AK_IMMEDIATE},
+    {"getconfig", cmd_getconfig, AK_READ_ONLY | AK_IMMEDIATE},
+    {"getRegistrationConfig", cmd_registration, AK_READ_ONLY | AK_IMMEDIATE},
+    {"note", cmd_note, AK_READ_ONLY | AK_IMMEDIATE},
     {"delete", cmd_delete, 0},
     {"info", cmd_info, AK_READ_ONLY},
     {0},

@@ -4,6 +4,7 @@
  * host's byte order; errors as a raw "Error: ..." frame, see endpoint.c). The bytes go
  * through the native `put` and `get`. */
 #include "arkouda/commands.h"
+#include "locales.h"
 #include "registry.h"
 
 #include <stdlib.h>
@@ -220,6 +221,24 @@ static void free_owned(void *arg) {
     free(o);
 }
 
+typedef struct {
+    char *dst;
+    const char *src;
+    uint64_t len;
+} gather_piece;
+
+typedef struct {
+    gather_piece *pieces;
+    size_t count;
+} gather_job;
+
+/* Locale l copies pieces l, l + L, ...: a pdarray's spans are its shards, one a locale. */
+static void gather_locale(int locale, void *arg) {
+    gather_job *g = arg;
+    for (size_t i = (size_t)locale; i < g->count; i += (size_t)locales_count())
+        memcpy(g->pieces[i].dst, g->pieces[i].src, g->pieces[i].len);
+}
+
 /* Reply bytes [from, from + n) of a native reply's spans as one frame: the span itself when
  * they lie in one (no copy), else gathered into memory counted against --max-memory. */
 static int reply_range(ak_ctx *ctx, dispatch_result *res, uint64_t from, uint64_t n,
@@ -254,15 +273,26 @@ static int reply_range(ak_ctx *ctx, dispatch_result *res, uint64_t from, uint64_
         free(o);
         return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     }
+    /* the pieces, then copied on the locales at once (a GiB is a tenth of a second of one
+     * core's memcpy) */
+    gather_job g = {.pieces = calloc(res->nspans - i, sizeof *g.pieces)};
+    if (!g.pieces) {
+        h5ark_hold_drop(ctx->hold);
+        ctx->hold = NULL;
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
     uint64_t done = 0;
     for (; i < res->nspans && done < n; i++) {
         uint64_t skip = from + done > at ? from + done - at : 0;
         uint64_t take = res->spans[i].len - skip;
         if (take > n - done) take = n - done;
-        memcpy((char *)o->mem + done, (const char *)res->spans[i].ptr + skip, take);
+        g.pieces[g.count++] =
+            (gather_piece){(char *)o->mem + done, (const char *)res->spans[i].ptr + skip, take};
         done += take;
         at += res->spans[i].len;
     }
+    locales_run(gather_locale, &g);
+    free(g.pieces);
     ctx->bytes = o->mem;
     return 0;
 }
