@@ -2,12 +2,15 @@
 nothing but pyzmq and json as Arkouda's client does (../shared/ARKOUDA_WIRE.md), against
 a real daemon that shares its registry with the native endpoint."""
 import json
+import os
 import re
+import shutil
+import subprocess
 
 import pytest
 import zmq
 
-from conftest import Daemon, request
+from conftest import Daemon, daemon_binary, request
 
 CREATED = re.compile(r"^created (id_[0-9A-Za-z]{7}_\d+) (\w+) (\d+) 1 \[(\d+)\] (\d+)$")
 
@@ -138,6 +141,10 @@ def test_unknown_command(ak):
     assert r == {"msg": "Unrecognized command: toParquet_multi", "msgType": "ERROR",
                  "msgFormat": "STRING", "user": "tester"}
     assert ak.error("nosuch<int64,1>", {}) == "Unrecognized command: nosuch<int64,1>"
+    # not served (PROTOCOL.md): regular-expression splits
+    assert ak.error("segmentedSplit", {"parent_name": "x", "objtype": "Matcher", "max": 0,
+                                       "return_segs": True, "pattern": ","}) == \
+        "Unrecognized command: segmentedSplit"
 
 
 @pytest.mark.parametrize("frame", [
@@ -657,8 +664,7 @@ def test_file_commands_and_errors(ak, akd):
     msg = ak.error("tohdf", {"values": name, "dset": "a", "write_mode": 0,
                              "filename": "/tmp/ak_escape", "objType": "pdarray"})
     assert "outside the data directory" in msg
-    assert not any(p.name.startswith("ak_escape") for p in __import__("pathlib").Path(
-        "/tmp").iterdir())
+    assert not any(name.startswith("ak_escape") for name in os.listdir("/tmp"))
     msg = ak.error("tohdf", {"values": name, "dset": "a", "write_mode": 0,
                              "filename": "../escape", "objType": "pdarray"})
     assert msg.startswith("Error executing command tohdf") and "leaves the data directory" in msg
@@ -995,3 +1001,21 @@ def test_strings_compute(ak):
         ["x"] * 50
     assert "Strings" in ak.error("concatenateStr", {"objType": "Strings", "names": [idx],
                                                     "mode": "append"})
+
+
+def test_refused_at_several_ranks(tmp_path):
+    """Its commands are not rank-aware: at R > 1 the daemon will not start with it."""
+    from test_ranks import mpi_build
+    mpirun = shutil.which("mpirun")
+    if mpirun is None or not mpi_build():
+        pytest.skip("needs mpirun and an MPI build of h5arkd")
+    if "valgrind" in os.environ.get("H5ARKD_WRAPPER", ""):
+        pytest.skip("mpirun is not run under the wrapper")
+    out = subprocess.run(
+        [mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np", "2",
+         daemon_binary(), "--endpoint", f"ipc://{tmp_path}/n.sock", "--arkouda-endpoint",
+         f"ipc://{tmp_path}/a.sock", "--data-dir", str(tmp_path / "data"), "--locales", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120,
+        env={**os.environ, "ASAN_OPTIONS": "detect_leaks=0"})
+    assert out.returncode != 0
+    assert "--arkouda-endpoint is not available with several ranks" in out.stdout
