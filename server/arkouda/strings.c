@@ -65,6 +65,11 @@ static int cmd_random_strings(ak_ctx *ctx, h5ark_error *err) {
     /* the bytes are counted against --max-memory as they would be as an object */
     uint64_t cap = 1 << 16, len = 0;
     if (n > OBJECT_MAX_ELEMENTS) return h5ark_fail(err, H5ARK_BAD_REQUEST, "size is too large");
+    /* the least the strings can take (a NUL each, and arg1 bytes when uniform) must fit
+     * --max-memory: an absurd size is refused before anything is generated */
+    uint64_t least = n * (uniform ? (uint64_t)a1 + 1 : 1);
+    if (registry_reserve(least, err)) return -1;
+    registry_unreserve(least);
     char *bytes = malloc(cap);
     if (!bytes) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     for (uint64_t i = 0; i < n; i++) {

@@ -970,6 +970,9 @@ def test_strings_compute(ak):
     again = ak.ok("randomStrings", {"size": "100", "dist": "uniform", "chars": "uppercase",
                                     "arg1": "1", "arg2": "16", "seed": "7"})
     assert get_strings(ak, again.split()[1]) == strs
+    msg = ak.error("randomStrings", {"size": str(2**47), "dist": "uniform", "chars": "numeric",
+                                     "arg1": "1", "arg2": "2", "seed": "1"})
+    assert "memory" in msg or "limit" in msg, msg
     other = put_strings(ak, strs[:50] + ["x"] * 50)
     out, _, size = ak.created("segmentedBinopvv", {"op": "==", "objType": "Strings",
                                                    "obj": m.group(1), "otherType": "Strings",
