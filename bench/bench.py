@@ -119,6 +119,10 @@ def measures(a):
                       *at_least(0.8)),
         "ak_download": (f"Arkouda tondarray<int64,1> {size}", "native get, same bytes",
                         *at_least(0.8)),
+        "ak_upload_raw": (f"Arkouda array<int64,1> upload {size}",
+                          "raw ZeroMQ REQ/REP, the bytes as one frame", *at_least(0.8)),
+        "ak_download_raw": (f"Arkouda tondarray<int64,1> {size}",
+                            "raw ZeroMQ REQ/REP, the bytes as one frame", *at_least(0.8)),
         "ak_ping": ("Arkouda note round trip, median", "native ping, REQ socket",
                     *at_most(1.5)),
         # what two threads of this machine do against one, on the work above: its limit
@@ -1144,6 +1148,26 @@ def arkouda_measure(a):
     chunks = [view[i:i + MIB] for i in range(0, len(view), MIB)]
     gb = a.bytes / 1e9
     up, nup, down, ndown, ping, nping = [], [], [], [], [], []
+    rup, rdown, up2, down2 = [], [], [], []
+    # the dialect's own limit: one frame of the same bytes each way between two REQ/REP
+    # sockets (the far end a thread here: it receives into, and sends from, fresh memory
+    # as a server must)
+    raw_end = free_tcp_endpoint()
+    rep = ctx.socket(zmq.REP)
+    rep.bind(raw_end)
+
+    def raw_server():
+        for _ in range(2 * a.runs):
+            msg = rep.recv(copy=False)
+            if len(msg) > 16:
+                rep.send(b"ok")
+            else:
+                rep.send(np.frombuffer(view, dtype=np.uint8).copy(), copy=False)
+
+    server = threading.Thread(target=raw_server)
+    server.start()
+    raw = ctx.socket(zmq.REQ)
+    raw.connect(raw_end)
     def ak_up():
         t = time.perf_counter()
         reply = json.loads(bytes(ak_call("array<int64,1>", {
@@ -1184,6 +1208,22 @@ def arkouda_measure(a):
                 nat_down(native)
             ak_call("delete", {"name": name})
             nat_call({"v": 1, "cmd": "delete", "args": {"names": [native]}})
+            # the same Arkouda transfers again, each beside its one-frame reference
+            t = time.perf_counter()
+            raw.send(view, copy=False)
+            raw.recv()
+            rup.append(gb / (time.perf_counter() - t))
+            name = ak_up()
+            up2.append(up.pop())
+            t = time.perf_counter()
+            raw.send(b"get")
+            frame = raw.recv(copy=False)
+            rdown.append(gb / (time.perf_counter() - t))
+            assert len(frame) == a.bytes
+            del frame
+            ak_down(name)
+            down2.append(down.pop())
+            ak_call("delete", {"name": name})
             pings, npings = [], []
             for _ in range(a.pings):
                 t = time.perf_counter()
@@ -1197,8 +1237,12 @@ def arkouda_measure(a):
     finally:
         ak.close()
         nat.close()
+        raw.close()
+        server.join(timeout=60)
+        rep.close()
         d.cleanup()
     return {"ak_upload": ("GB/s", up, nup), "ak_download": ("GB/s", down, ndown),
+            "ak_upload_raw": ("GB/s", up2, rup), "ak_download_raw": ("GB/s", down2, rdown),
             "ak_ping": ("us", ping, nping)}
 
 
