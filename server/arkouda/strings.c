@@ -286,8 +286,94 @@ static int cmd_concatenate(ak_ctx *ctx, h5ark_error *err) {
     return rc;
 }
 
+/* Append n bytes to a growing buffer; -1 when out of memory. */
+static int append(char **buf, uint64_t *len, uint64_t *cap, const char *p, uint64_t n) {
+    if (*len + n > *cap) {
+        uint64_t want = (*len + n) * 2;
+        char *bigger = realloc(*buf, want);
+        if (!bigger) return -1;
+        *buf = bigger;
+        *cap = want;
+    }
+    memcpy(*buf + *len, p, n);
+    *len += n;
+    return 0;
+}
+
+/* segmentedSplit {parent_name, objtype Matcher, max, return_segs, pattern}: each string
+ * split at the pattern (at most `max` splits; 0: all), the pieces as new Strings and,
+ * with return_segs, the index of each string's first piece. Literal patterns only:
+ * regular expressions are refused. */
+static int cmd_split(ak_ctx *ctx, h5ark_error *err) {
+    const char *pattern;
+    int64_t max = 0;
+    bool segs_too = false;
+    if (ak_arg_str(ctx->in, "pattern", &pattern, err) ||
+        (ak_arg(ctx->in, "max") && ak_arg_int(ctx->in, "max", &max, err)) ||
+        (ak_arg(ctx->in, "return_segs") && ak_arg_bool(ctx->in, "return_segs", &segs_too, err)))
+        return -1;
+    size_t plen = strlen(pattern);
+    if (plen == 0 || pattern[strcspn(pattern, "\\.^$|?*+()[]{}")] != '\0')
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "only literal split patterns are served, not regular expressions "
+                          "('%.60s')",
+                          pattern);
+    object *s = strings_arg(ctx, "parent_name", err);
+    if (!s) return -1;
+    object *segs = segs_too ? object_new_pdarray(H5ARK_INT64, s->size, err) : NULL;
+    uint64_t len = 0, cap = 1 << 16, pieces = 0;
+    char *buf = malloc(cap);
+    int rc = buf && (segs || !segs_too) ? 0 : -1;
+    if (rc && !buf) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    for (uint64_t i = 0; rc == 0 && i < s->size; i++) {
+        uint64_t n;
+        const char *p = ak_string_at(s, i, &n), *end = p + n;
+        if (segs) *(int64_t *)ak_elem(segs->values, i) = (int64_t)pieces;
+        int64_t splits = 0;
+        for (;;) {
+            const char *hit = (max == 0 || splits < max) && (size_t)(end - p) >= plen
+                                  ? memmem(p, (size_t)(end - p), pattern, plen)
+                                  : NULL;
+            const char *stop = hit ? hit : end;
+            if (append(&buf, &len, &cap, p, (uint64_t)(stop - p)) ||
+                append(&buf, &len, &cap, "", 1)) {
+                rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+                break;
+            }
+            pieces++;
+            if (!hit) break;
+            p = hit + plen;
+            splits++;
+        }
+    }
+    if (rc == 0) {
+        rc = ak_strings_from_buffer(ctx, buf, len, err);
+        buf = NULL;
+    }
+    free(buf);
+    if (rc == 0 && segs) {
+        char *first = ctx->msg, *second = NULL;
+        ctx->msg = NULL;
+        rc = ak_reply_created(ctx, segs, err);
+        if (rc == 0 && asprintf(&second, "%s+%s", first, ctx->msg) < 0)
+            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        free(first);
+        if (rc == 0) {
+            free(ctx->msg);
+            ctx->msg = second;
+        }
+    }
+    object_release(segs);
+    object_release(s);
+    return rc;
+}
+
 const ak_command ak_strings_commands[] = {
-    {"randomStrings", cmd_random_strings, 0}, {"segmentedBinopvv", cmd_binopvv, 0},
-    {"segmentedBinopvs", cmd_binopvs, 0},     {"segmentedIndex", cmd_index, 0},
-    {"concatenateStr", cmd_concatenate, 0},   {0},
+    {"segmentedSplit", cmd_split, 0},
+    {"randomStrings", cmd_random_strings, 0},
+    {"segmentedBinopvv", cmd_binopvv, 0},
+    {"segmentedBinopvs", cmd_binopvs, 0},
+    {"segmentedIndex", cmd_index, 0},
+    {"concatenateStr", cmd_concatenate, 0},
+    {0},
 };

@@ -141,10 +141,7 @@ def test_unknown_command(ak):
     assert r == {"msg": "Unrecognized command: toParquet_multi", "msgType": "ERROR",
                  "msgFormat": "STRING", "user": "tester"}
     assert ak.error("nosuch<int64,1>", {}) == "Unrecognized command: nosuch<int64,1>"
-    # not served (PROTOCOL.md): regular-expression splits
-    assert ak.error("segmentedSplit", {"parent_name": "x", "objtype": "Matcher", "max": 0,
-                                       "return_segs": True, "pattern": ","}) == \
-        "Unrecognized command: segmentedSplit"
+
 
 
 @pytest.mark.parametrize("frame", [
@@ -1022,3 +1019,51 @@ def test_refused_at_several_ranks(tmp_path):
         env={**os.environ, "ASAN_OPTIONS": "detect_leaks=0"})
     assert out.returncode != 0
     assert "--arkouda-endpoint is not available with several ranks" in out.stdout
+
+
+def test_groupby_with_categorical_key(ak, akd):
+    """A GroupBy whose key is a Categorical: the client sends it as a JSON object of its
+    parts, and reads it back as CATEGORICAL+|+{...}."""
+    base = akd.data_dir / "ak_gbcat"
+    cats = put_strings(ak, ["x", "y", "N/A"])
+    codes, _, _ = upload(ak, np.array([1, 0, 1], dtype=np.int64))
+    nac, _, _ = upload(ak, np.array([2], dtype=np.int64))
+    perm, _, _ = upload(ak, np.array([1, 0, 2], dtype=np.int64))
+    segs, _, _ = upload(ak, np.array([0, 1], dtype=np.int64))
+    uki, _, _ = upload(ak, np.array([1, 0], dtype=np.int64))
+    key = {"codes": codes, "categories": cats, "NA_codes": nac}
+    ak.ok("tohdf", {"num_keys": 1, "key_names": json.dumps([key]),
+                    "key_dtypes": ["dtype[int64]"], "key_objTypes": ["Categorical"],
+                    "unique_key_idx": uki, "permutation": perm, "segments": segs,
+                    "dset": "g", "write_mode": 0, "filename": str(base), "objType": "GroupBy",
+                    "file_format": 0})
+    with h5py.File(base, "r") as h:
+        assert h["g"].attrs["ObjType"] == 5
+        assert h["g"]["KEY_0"].attrs["ObjType"] == 4
+    _, items = read_all(ak, ["g"], [str(base)])
+    gb = json.loads(items[0]["created"])
+    typ, form = gb["KEY_0"].split("+|+", 1)
+    assert typ == "CATEGORICAL"
+    cat = json.loads(form)
+    np.testing.assert_array_equal(download(ak, created_name(cat["codes"]), "int64", 3),
+                                  [1, 0, 1])
+    assert get_strings(ak, created_name(cat["categories"])) == ["x", "y", "N/A"]
+
+
+def test_segmented_split(ak):
+    strs = ["a,b,,c", "", "no commas", ",x,"]
+    name = put_strings(ak, strs)
+    msg = ak.ok("segmentedSplit", {"parent_name": name, "objtype": "Matcher", "max": 0,
+                                   "return_segs": True, "pattern": ","})
+    first, second = msg.split("+created bytes.size ")[0], msg.split("+")[-1]
+    pieces = [p for s in strs for p in s.split(",")]
+    assert re.match(rf"^created \S+ str {len(pieces)} 1 ", first), msg
+    assert get_strings(ak, created_name(first)) == pieces
+    np.testing.assert_array_equal(download(ak, created_name(second), "int64", 4),
+                                  np.cumsum([0] + [len(s.split(",")) for s in strs])[:-1])
+    msg = ak.ok("segmentedSplit", {"parent_name": name, "objtype": "Matcher", "max": 1,
+                                   "return_segs": False, "pattern": ","})
+    assert get_strings(ak, created_name(msg)) == [p for s in strs for p in s.split(",", 1)]
+    assert "regular expressions" in ak.error("segmentedSplit", {
+        "parent_name": name, "objtype": "Matcher", "max": 0, "return_segs": True,
+        "pattern": "[,;]"})

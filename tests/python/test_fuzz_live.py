@@ -175,6 +175,10 @@ AK_SEEDS = [
     ("getfiletype", {"filename": "/etc/passwd"}, None),
     ("randomStrings", {"size": "5", "dist": "uniform", "chars": "numeric", "arg1": "1",
                        "arg2": "4", "seed": "1"}, None),
+    ("segmentedSplit", {"parent_name": "keep", "objtype": "Matcher", "max": "0",
+                        "return_segs": "True", "pattern": ","}, None),
+    ("segmentedIndex", {"subcmd": "sliceIndex", "objType": "Strings", "obj": "keep",
+                        "key": '["0", "2", "1"]'}, None),
 ]
 
 AK_VALUES = ["", "x", "-1", "0", "99999999999999999999", str(2**62), "1.5", "nan", "True",
