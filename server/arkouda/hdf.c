@@ -404,21 +404,24 @@ static const char *type_name(const object *obj) {
 }
 
 /* Publish a part under a name of its own (unless it has one) and give its created text. */
-static char *leaf(object *obj, h5ark_error *err) {
+static char *leaf(object *obj, json_t *made, h5ark_error *err) {
     object *same = obj->name ? registry_get(obj->name, &(h5ark_error){0}) : NULL;
     object_release(same);
-    if (same != obj && registry_publish(obj, NULL, err)) return NULL;
+    if (same != obj) {
+        if (registry_publish(obj, NULL, err)) return NULL;
+        json_array_append_new(made, json_string(obj->name));
+    }
     char *text = ak_created(obj);
     if (!text) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     return text;
 }
 
-static char *form_of(object *obj, h5ark_error *err);
+static char *form_of(object *obj, json_t *made, h5ark_error *err);
 
 /* "<TYPE>+|+<form>", as nested parts are given */
-static json_t *typed_form(object *obj, h5ark_error *err) {
+static json_t *typed_form(object *obj, json_t *made, h5ark_error *err) {
     const char *type = type_name(obj);
-    char *form = type ? form_of(obj, err) : NULL;
+    char *form = type ? form_of(obj, made, err) : NULL;
     if (!type)
         h5ark_fail(err, H5ARK_TYPE_ERROR, "a %s cannot be given to Arkouda's client",
                    h5ark_objtype_name(obj->objtype));
@@ -455,14 +458,14 @@ static int64_t na_code_of(const object *cat) {
 
 /* The form of a part: a created text for arrays and Strings, the JSON text of a map or
  * list of its parts' forms for composites. */
-static char *form_of(object *obj, h5ark_error *err) {
+static char *form_of(object *obj, json_t *made, h5ark_error *err) {
     if (obj->objtype == H5ARK_PDARRAY || obj->objtype == H5ARK_ARRAYVIEW ||
         obj->objtype == H5ARK_STRINGS) {
         if (obj->dtype == H5ARK_BIGINT) {
             h5ark_fail(err, H5ARK_TYPE_ERROR, "bigint arrays are not served to Arkouda clients");
             return NULL;
         }
-        return leaf(obj, err);
+        return leaf(obj, made, err);
     }
     json_t *out = obj->objtype == H5ARK_INDEX || obj->objtype == H5ARK_MULTIINDEX ? json_array()
                                                                                   : json_object();
@@ -472,19 +475,19 @@ static char *form_of(object *obj, h5ark_error *err) {
         object *part = obj->components[i].obj;
         switch (obj->objtype) {
         case H5ARK_SEGARRAY:
-        case H5ARK_CATEGORICAL: rc = put_form(out, name, leaf(part, err), err); break;
+        case H5ARK_CATEGORICAL: rc = put_form(out, name, leaf(part, made, err), err); break;
         case H5ARK_GROUPBY:
             if (strncmp(name, "KEY_", 4) == 0) {
-                json_t *t = typed_form(part, err);
+                json_t *t = typed_form(part, made, err);
                 rc = t ? json_object_set_new(out, name, t) : -1;
             } else {
                 rc = put_form(out, strcmp(name, "unique_key_idx") == 0 ? "uki" : name,
-                              leaf(part, err), err);
+                              leaf(part, made, err), err);
             }
             break;
         case H5ARK_INDEX:
         case H5ARK_MULTIINDEX: {
-            json_t *t = typed_form(part, err);
+            json_t *t = typed_form(part, made, err);
             rc = t ? json_array_append_new(out, t) : -1;
             break;
         }
@@ -494,7 +497,7 @@ static char *form_of(object *obj, h5ark_error *err) {
                 strcmp(name, "Index") == 0 && part->objtype == H5ARK_INDEX && part->ncomponents == 1
                     ? part->components[0].obj
                     : part;
-            json_t *t = typed_form(p, err);
+            json_t *t = typed_form(p, made, err);
             rc = t ? json_object_set_new(out, name, t) : -1;
             break;
         }
@@ -505,7 +508,7 @@ static char *form_of(object *obj, h5ark_error *err) {
     }
     if (rc == 0 && obj->objtype == H5ARK_CATEGORICAL) {
         object *na = one_int64(na_code_of(obj), err);
-        rc = na ? put_form(out, "_akNAcode", leaf(na, err), err) : -1;
+        rc = na ? put_form(out, "_akNAcode", leaf(na, made, err), err) : -1;
         object_release(na);
     }
     char *text = rc == 0 ? json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
@@ -514,9 +517,9 @@ static char *form_of(object *obj, h5ark_error *err) {
     return text;
 }
 
-static json_t *item_of(const char *dataset, object *obj, h5ark_error *err) {
+static json_t *item_of(const char *dataset, object *obj, json_t *made, h5ark_error *err) {
     const char *type = type_name(obj);
-    char *form = type ? form_of(obj, err) : NULL;
+    char *form = type ? form_of(obj, made, err) : NULL;
     if (!type)
         h5ark_fail(err, H5ARK_TYPE_ERROR, "dataset %.200s is a %s, which Arkouda cannot hold",
                    dataset, h5ark_objtype_name(obj->objtype));
@@ -544,10 +547,10 @@ static int cmd_read_all(ak_ctx *ctx, h5ark_error *err) {
     h5ark_value *args = h5ark_value_map(), *paths = h5ark_value_array(),
                 *sets = h5ark_value_array();
     dispatch_result res = {0};
-    json_t *items = json_array();
+    json_t *items = json_array(), *made = json_array();
     int rc = -1;
     if (!names) goto out;
-    if (!args || !paths || !sets || !items) {
+    if (!args || !paths || !sets || !items || !made) {
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         goto out;
     }
@@ -586,7 +589,7 @@ static int cmd_read_all(ak_ctx *ctx, h5ark_error *err) {
             if ((strcmp(dataset, "Filename_Codes") == 0) != (pass == 0)) continue;
             const h5ark_value *n = h5ark_value_get(objects->as.m.vals[k], "name");
             object *obj = n && n->kind == H5ARK_STR ? registry_get(n->as.s.ptr, err) : NULL;
-            json_t *it = obj ? item_of(dataset, obj, err) : NULL;
+            json_t *it = obj ? item_of(dataset, obj, made, err) : NULL;
             rc = it && json_array_append_new(items, it) == 0 ? 0 : -1;
             bool composite = obj && obj->objtype != H5ARK_PDARRAY &&
                              obj->objtype != H5ARK_STRINGS && obj->objtype != H5ARK_ARRAYVIEW;
@@ -622,6 +625,20 @@ static int cmd_read_all(ak_ctx *ctx, h5ark_error *err) {
     free(ctx->msg);
     ctx->msg = msg;
 out:
+    if (rc && res.result) {
+        /* nothing of a failed read stays: the parts published so far, and what the native
+         * read published */
+        const h5ark_value *objs = h5ark_value_get(res.result, "objects");
+        size_t m;
+        json_t *name;
+        json_array_foreach(made, m, name)
+            registry_remove(json_string_value(name), &(h5ark_error){0});
+        for (size_t k = 0; k < h5ark_value_len(objs); k++) {
+            const h5ark_value *n = h5ark_value_get(objs->as.m.vals[k], "name");
+            if (n && n->kind == H5ARK_STR) registry_remove(n->as.s.ptr, &(h5ark_error){0});
+        }
+    }
+    json_decref(made);
     dispatch_result_free(&res);
     json_decref(dsets);
     json_decref(names);
@@ -637,15 +654,15 @@ out:
 /* lsany {filename, col_delim, read_nested}: the top-level objects of one file. */
 static int cmd_lsany(ak_ctx *ctx, h5ark_error *err) {
     const char *filename;
-    char rel[PATH_MAX];
-    if (ak_arg_str(ctx->in, "filename", &filename, err) || relative_path(filename, rel, err))
-        return -1;
     char **files = NULL;
     size_t nfiles = 0;
-    if (expand_one(filename, &files, &nfiles, err)) return -1;
-    files_list_free(files, nfiles);
+    if (ak_arg_str(ctx->in, "filename", &filename, err) ||
+        expand_one(filename, &files, &nfiles, err))
+        return -1;
     h5ark_value *args = h5ark_value_map();
-    if (!args || h5ark_value_set(args, "path", h5ark_value_str(rel))) {
+    h5ark_value *path = h5ark_value_str(files_display(files[0]));
+    files_list_free(files, nfiles);
+    if (!path || h5ark_value_set(args, "path", path)) { /* destroys path when it fails */
         h5ark_value_destroy(&args);
         return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     }

@@ -1067,3 +1067,26 @@ def test_segmented_split(ak):
     assert "regular expressions" in ak.error("segmentedSplit", {
         "parent_name": name, "objtype": "Matcher", "max": 0, "return_segs": True,
         "pattern": "[,;]"})
+
+
+def test_failed_read_leaves_nothing(ak, akd):
+    """A readAllHdf that fails part way (a bigint, which Arkouda's client cannot hold, after
+    a pdarray) publishes nothing; lsany takes a glob."""
+    limbs = np.arange(4, dtype=np.uint64)
+    hdr, _ = request(akd.endpoint, {"v": 1, "cmd": "put", "args": {
+        "dtype": "bigint", "shape": [4], "name": "ak_big"},
+        "buffers": [{"name": "Limb_0", "nbytes": 32}]}, [limbs.tobytes()])
+    assert hdr["ok"], hdr
+    name, _, _ = upload(ak, np.arange(4, dtype=np.int64))
+    hdr, _ = request(akd.endpoint, {"v": 1, "cmd": "tohdf", "args": {
+        "names": [name, "ak_big"], "datasets": ["a", "z"], "path": "ak_fail.h5",
+        "file_type": "single"}})
+    assert hdr["ok"], hdr
+    assert json.loads(ak.ok("lsany", {"filename": str(akd.data_dir / "ak_fail*")})) == ["a", "z"]
+    before = {i["name"] for i in json.loads(ak.ok("info", {"names": "__AllSymbols__"}))}
+    msg = ak.error("readAllHdf", {"dsets": ["a", "z"],
+                                  "filenames": [str(akd.data_dir / "ak_fail.h5")]})
+    assert "bigint" in msg
+    after = {i["name"] for i in json.loads(ak.ok("info", {"names": "__AllSymbols__"}))}
+    assert after == before
+    request(akd.endpoint, {"v": 1, "cmd": "delete", "args": {"names": ["ak_big"]}})
