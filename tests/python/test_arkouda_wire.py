@@ -662,6 +662,19 @@ def test_file_commands_and_errors(ak, akd):
                              "filename": "/tmp/ak_escape", "objType": "pdarray"})
     assert "outside the data directory" in msg
     assert not any(name.startswith("ak_escape") for name in os.listdir("/tmp"))
+    # a symbolic link out of the data directory, in the directories or as the file
+    outside = akd.tmp / "outside"
+    outside.mkdir(exist_ok=True)
+    (outside / "f").write_bytes(b"theirs")
+    (akd.data_dir / "ak_link").symlink_to(outside)
+    (akd.data_dir / "ak_file_link_LOCALE0000").symlink_to(outside / "f")
+    for path in (akd.data_dir / "ak_link" / "x", akd.data_dir / "ak_file_link"):
+        msg = ak.error("tohdf", {"values": name, "dset": "a", "write_mode": 0,
+                                 "filename": str(path), "objType": "pdarray",
+                                 "file_format": 0 if "ak_link" in str(path) else 1})
+        assert "outside the data directory" in msg or "leads out of the data directory" in msg, msg
+    assert [p.name for p in outside.iterdir()] == ["f"]
+    assert (outside / "f").read_bytes() == b"theirs"
     msg = ak.error("tohdf", {"values": name, "dset": "a", "write_mode": 0,
                              "filename": "../escape", "objType": "pdarray"})
     assert msg.startswith("Error executing command tohdf") and "leaves the data directory" in msg
