@@ -19,28 +19,14 @@ const char *arkouda_endpoint(void) {
     return bound;
 }
 
-static void free_bytes(void *p) {
-    free(p);
-}
-
-/* A reply of one frame holding `len` bytes copied from text. */
+/* A reply of one frame holding a copy of len bytes at text (the header frame alone is
+ * one frame); an empty frame when out of memory, which the client reports as broken. */
 static void frame_reply(const char *text, size_t len, reply *out) {
     memset(out, 0, sizeof *out);
-    char *copy = malloc(len ? len : 1);
-    out->spans = malloc(sizeof *out->spans);
-    out->hold = copy && out->spans ? h5ark_hold_new(free_bytes, copy) : NULL;
-    if (!out->hold) {
-        free(copy);
-        free(out->spans);
-        memset(out, 0, sizeof *out); /* an empty frame: the client sees a broken reply */
-        out->spans = NULL;
-        out->header = NULL;
-        return;
+    if ((out->header = malloc(len ? len : 1))) {
+        memcpy(out->header, text, len);
+        out->header_len = len;
     }
-    memcpy(copy, text, len);
-    out->spans[0] = (h5ark_span){copy, len};
-    out->nspans = 1;
-    out->one_frame = true;
 }
 
 static void json_reply(const char *msg, const char *type, const char *user, reply *out) {
