@@ -3,6 +3,7 @@ nothing but pyzmq and json as Arkouda's client does (../shared/ARKOUDA_WIRE.md),
 a real daemon that shares its registry with the native endpoint."""
 import json
 import os
+import pathlib
 import re
 import shutil
 import subprocess
@@ -1103,3 +1104,52 @@ def test_failed_read_leaves_nothing(ak, akd):
     after = {i["name"] for i in json.loads(ak.ok("info", {"names": "__AllSymbols__"}))}
     assert after == before
     request(akd.endpoint, {"v": 1, "cmd": "delete", "args": {"names": ["ak_big"]}})
+
+
+WIRE_DOC = pathlib.Path(__file__).resolve().parents[3] / "shared" / "ARKOUDA_WIRE.md"
+
+
+def captured_exchanges():
+    """(cmd, request text, reply) of ARKOUDA_WIRE.md section 4 that name no object and
+    carry no bytes: those a fresh daemon can answer as the capture's server did."""
+    if not WIRE_DOC.is_file():
+        return []
+    text = WIRE_DOC.read_text()
+    out = []
+    for m in re.finditer(r"^## `([^`]+)`\n\nrequest:\n```\n([^`]*)\n```\nreply:\n```\n([^`]*)\n```",
+                         text, re.M):
+        cmd, req, rep = m.groups()
+        if "id_" in req or "BINARY" in req or rep.endswith("[truncated]"):
+            continue
+        if cmd in ("lsany", "getfiletype", "readAllHdf", "hdffileformat"):
+            continue  # they read the capture's files (test_pdarray_files reads ours)
+        out.append((cmd, req, json.loads(rep)))
+    return out
+
+
+@pytest.mark.skipif(not WIRE_DOC.is_file(),
+                    reason=f"the capture {WIRE_DOC} is not there (../shared beside the repository)")
+@pytest.mark.parametrize("cmd,req,captured", captured_exchanges() or [(None, None, None)],
+                         ids=[c[0] for c in captured_exchanges()] or ["none"])
+def test_captured_requests_verbatim(ak, akd, cmd, req, captured):
+    """The captured client's requests, byte for byte (but for the capture's data directory,
+    made ours), get replies of the captured shape."""
+    req = req.replace("/srv/h5ark/data", str(akd.data_dir))
+    frames = ak.send_raw([req.encode()])
+    assert len(frames) == 1
+    mine = json.loads(frames[0])
+    assert mine["msgType"] == captured["msgType"], (mine, captured)
+    assert mine["user"] == captured["user"] and mine["msgFormat"] == "STRING"
+    want, got = captured["msg"], mine["msg"]
+    if want.startswith("created "):
+        # the same dtype, size, shape and itemsize; the name is Arkouda's form, another one
+        # (random strings: their byte count is the draw's)
+        def shape(t):
+            return re.sub(r"bytes.size \d+", "bytes.size N", re.sub(r"id_\w+", "NAME", t))
+        assert shape(got) == shape(want)
+    elif want.startswith("{"):
+        assert set(json.loads(want)) <= set(json.loads(got))
+    elif want.startswith(("connected to", "disconnected from")):
+        assert got.split(" tcp")[0].split(" ipc")[0] == want.split(" tcp")[0]
+    else:
+        assert got == want
