@@ -233,6 +233,7 @@ def test_tokens(tmp_path):
 def test_off_by_default(akd):
     hdr, _ = native(akd, "ping")
     assert hdr["ok"]
+    assert f"Arkouda clients at {akd.ak_endpoint}" in akd.read_log()
     d = Daemon(locales=1)
     try:
         assert "Arkouda" not in d.read_log()
@@ -1153,3 +1154,13 @@ def test_captured_requests_verbatim(ak, akd, cmd, req, captured):
         assert got.split(" tcp")[0].split(" ipc")[0] == want.split(" tcp")[0]
     else:
         assert got == want
+
+
+def test_bad_endpoint_stops_at_start(tmp_path):
+    for value, words in (("bogus://nowhere", "cannot listen on bogus://nowhere"),
+                         ("", "--arkouda-endpoint needs an endpoint")):
+        out = subprocess.run(
+            [daemon_binary(), "--endpoint", f"ipc://{tmp_path}/n.sock", "--data-dir",
+             str(tmp_path / "data"), "--locales", "1", "--arkouda-endpoint", value],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+        assert out.returncode != 0 and words in out.stdout, out.stdout
