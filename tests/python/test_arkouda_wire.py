@@ -1164,3 +1164,14 @@ def test_bad_endpoint_stops_at_start(tmp_path):
              str(tmp_path / "data"), "--locales", "1", "--arkouda-endpoint", value],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
         assert out.returncode != 0 and words in out.stdout, out.stdout
+
+
+@pytest.mark.parametrize("arr", [np.arange(10, dtype=np.uint64) + 2**63, np.arange(10) % 3 == 0,
+                                 np.linspace(0, 1, 10)], ids=["uint64", "bool", "float64"])
+def test_slice_dtypes(ak, arr):
+    name, dtype, _ = upload(ak, arr)
+    out, got_dtype, size = ak.created(f"[slice]<{dtype},1>", {"array": name, "starts": 0,
+                                                             "stops": 4, "strides": 1,
+                                                             "max_bits": 0})
+    assert got_dtype == dtype
+    np.testing.assert_array_equal(download(ak, out, dtype, size), arr[0:4])
