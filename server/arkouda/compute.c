@@ -541,7 +541,7 @@ typedef struct {
     double sf;
     uint64_t at; /* index of the extreme */
     bool have;
-    double first, last; /* for isSorted across shards (as double: order kept for compare) */
+    double first, last; /* a shard's ends, for isSorted across shards (in its kind) */
     int64_t first_i, last_i;
     uint64_t first_u, last_u;
 } red_part;
@@ -552,7 +552,8 @@ typedef struct {
     red_part *parts;
 } red_job;
 
-/* Is x[i] beyond the best so far (max: greater; min: less)? NaN wins, as numpy's max. */
+/* One locale's part of a reduction over its shard. For max and min the first extreme
+ * wins (argmax's tie rule), and a NaN beats every number, as in numpy. */
 static void red_locale(int locale, void *arg) {
     red_job *j = arg;
     const darray *a = j->x->values;

@@ -10,14 +10,13 @@
 #include <string.h>
 
 /* Append obj's created text to *msg ("+" between), publishing it. */
-static int add_created(ak_ctx *ctx, char **msg, object *obj, h5ark_error *err) {
+static int add_created(char **msg, object *obj, h5ark_error *err) {
     if (registry_publish(obj, NULL, err)) return -1;
     char *text = ak_created(obj), *joined = NULL;
     if (!text || asprintf(&joined, "%s%s%s", *msg ? *msg : "", *msg ? "+" : "", text) < 0) {
         free(text);
         return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     }
-    (void)ctx;
     free(text);
     free(*msg);
     *msg = joined;
@@ -49,14 +48,14 @@ static int cmd_unique(ak_ctx *ctx, h5ark_error *err) {
     char *msg = NULL;
     if (rc == 0 && !gb) rc = -1;
     if (rc == 0 && groups)
-        rc = add_created(ctx, &msg, object_component_get(gb, "permutation"), err) ||
-                     add_created(ctx, &msg, object_component_get(gb, "segments"), err)
+        rc = add_created(&msg, object_component_get(gb, "permutation"), err) ||
+                     add_created(&msg, object_component_get(gb, "segments"), err)
                  ? -1
                  : 0;
     object *uki = gb ? object_component_get(gb, "unique_key_idx") : NULL;
     for (size_t k = 0; rc == 0 && k < n; k++) {
         object *u = groupby_take(keys[k], uki, err);
-        rc = u ? add_created(ctx, &msg, u, err) : -1;
+        rc = u ? add_created(&msg, u, err) : -1;
         object_release(u);
     }
     if (rc == 0) {
