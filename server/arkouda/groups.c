@@ -9,17 +9,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Append obj's created text to *msg ("+" between), publishing it. */
-static int add_created(char **msg, object *obj, h5ark_error *err) {
-    if (registry_publish(obj, NULL, err)) return -1;
-    char *text = ak_created(obj), *joined = NULL;
-    if (!text || asprintf(&joined, "%s%s%s", *msg ? *msg : "", *msg ? "+" : "", text) < 0) {
+/* Publish objs[0..n) and reply their created texts joined by "+": all or none. */
+static int reply_all_created(ak_ctx *ctx, object **objs, size_t n, h5ark_error *err) {
+    size_t published = 0;
+    char *msg = NULL;
+    int rc = 0;
+    for (; rc == 0 && published < n; published++)
+        if (registry_publish(objs[published], NULL, err)) rc = -1;
+    if (rc) published--; /* the one that failed is not published */
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        char *text = ak_created(objs[i]), *joined = NULL;
+        if (!text || asprintf(&joined, "%s%s%s", msg ? msg : "", msg ? "+" : "", text) < 0)
+            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         free(text);
-        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        free(msg);
+        msg = joined;
     }
-    free(text);
-    free(*msg);
-    *msg = joined;
+    if (rc) {
+        for (size_t i = 0; i < published; i++)
+            registry_remove(objs[i]->name, &(h5ark_error){0});
+        free(msg);
+        return -1;
+    }
+    free(ctx->msg);
+    ctx->msg = msg;
     return 0;
 }
 
@@ -31,9 +44,9 @@ static int cmd_unique(ak_ctx *ctx, h5ark_error *err) {
         return -1;
     json_t *names = ak_arg_list(ctx->in, "keynames", err);
     if (!names) return -1;
-    size_t n = json_array_size(names);
-    object **keys = calloc(n ? n : 1, sizeof *keys);
-    int rc = keys ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    size_t n = json_array_size(names), m = 0;
+    object **keys = calloc(n ? n : 1, sizeof *keys), **out = calloc(n + 2, sizeof *out);
+    int rc = keys && out ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     if (rc == 0 && n == 0) rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "'keynames' is empty");
     for (size_t k = 0; rc == 0 && k < n; k++) {
         char what[32];
@@ -45,25 +58,18 @@ static int cmd_unique(ak_ctx *ctx, h5ark_error *err) {
             rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "the keys differ in length");
     }
     object *gb = rc == 0 ? groupby_make(keys, n, err) : NULL;
-    char *msg = NULL;
     if (rc == 0 && !gb) rc = -1;
-    if (rc == 0 && groups)
-        rc = add_created(&msg, object_component_get(gb, "permutation"), err) ||
-                     add_created(&msg, object_component_get(gb, "segments"), err)
-                 ? -1
-                 : 0;
+    if (rc == 0 && groups) {
+        out[m++] = object_ref(object_component_get(gb, "permutation"));
+        out[m++] = object_ref(object_component_get(gb, "segments"));
+    }
     object *uki = gb ? object_component_get(gb, "unique_key_idx") : NULL;
-    for (size_t k = 0; rc == 0 && k < n; k++) {
-        object *u = groupby_take(keys[k], uki, err);
-        rc = u ? add_created(&msg, u, err) : -1;
-        object_release(u);
-    }
-    if (rc == 0) {
-        free(ctx->msg);
-        ctx->msg = msg;
-    } else {
-        free(msg);
-    }
+    for (size_t k = 0; rc == 0 && k < n; k++)
+        if (!(out[m++] = groupby_take(keys[k], uki, err))) rc = -1;
+    if (rc == 0) rc = reply_all_created(ctx, out, m, err);
+    for (size_t i = 0; out && i < m; i++)
+        object_release(out[i]);
+    free(out);
     object_release(gb);
     for (size_t k = 0; keys && k < n; k++)
         object_release(keys[k]);
