@@ -7,6 +7,7 @@ import pathlib
 import re
 import shutil
 import subprocess
+import threading
 
 import pytest
 import zmq
@@ -1175,3 +1176,34 @@ def test_slice_dtypes(ak, arr):
                                                              "max_bits": 0})
     assert got_dtype == dtype
     np.testing.assert_array_equal(download(ak, out, dtype, size), arr[0:4])
+
+
+def test_clients_at_once(akd):
+    """Several Arkouda clients at once, each on its own REQ socket, with a native one: every
+    client gets its own replies."""
+    failures = []
+
+    def work(seed):
+        c = Ak(akd.ak_endpoint, user=f"user{seed}")
+        try:
+            for i in range(15):
+                arr = np.arange(1000 + seed * 7 + i, dtype=np.int64) * seed
+                name, _, size = upload(c, arr)
+                assert size == arr.size
+                np.testing.assert_array_equal(download(c, name, "int64", size), arr)
+                assert c.ok("sumAll<int64,1>", {"x": name, "skipNan": False}) == \
+                    f"int64 {int(arr.sum())}"
+                assert c.ok("delete", {"name": name}) == f"deleted {name}"
+        except Exception as e:  # reported by the main thread
+            failures.append(repr(e))
+        finally:
+            c.close()
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(1, 5)]
+    for t in threads:
+        t.start()
+    for _ in range(20):
+        assert native(akd, "ping")[0]["ok"]
+    for t in threads:
+        t.join(120)
+    assert not failures, failures
