@@ -4,7 +4,7 @@ with one locale), and their ratio, median of the runs with min and max.
 
 Run it from anywhere after building (bench/run uses the interpreter that has h5py):
 
-    bench/run [--runs N] [--quick] [--only raw,h5py,small,range,exetera,awkward,writepart,memory,scaling,gzip,ranks,pack] [--netns]
+    bench/run [--runs N] [--quick] [--only raw,h5py,small,range,exetera,awkward,writepart,memory,scaling,gzip,ranks,pack,arkouda] [--netns]
 
 The raw-socket and raw-I/O measures come from build/bench/h5ark-bench (C); the measures
 against h5py, of many small files, of peak memory and of scaling with locales are made
@@ -29,12 +29,14 @@ import warnings
 import zlib
 
 import h5py
+import msgpack
 import numpy as np
+import zmq
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "python"))
 sys.path.insert(0, str(REPO / "client" / "python"))
-from conftest import Daemon, block_bounds, h5_pdarray  # noqa: E402
+from conftest import Daemon, block_bounds, free_tcp_endpoint, h5_pdarray  # noqa: E402
 import h5ark  # noqa: E402
 
 MIB = 1 << 20
@@ -116,6 +118,16 @@ def measures(a):
                  f"{a.pack_files} files", "h5py read_direct loop + numpy transforms",
                  *at_least(10)),
         **ranks_rows(a),
+        "ak_upload": (f"Arkouda array<int64,1> upload {size}", "native put, same bytes",
+                      *at_least(0.8)),
+        "ak_download": (f"Arkouda tondarray<int64,1> {size}", "native get, same bytes",
+                        *at_least(0.8)),
+        "ak_upload_raw": (f"Arkouda array<int64,1> upload {size}",
+                          "raw ZeroMQ REQ/REP, the bytes as one frame", *at_least(0.8)),
+        "ak_download_raw": (f"Arkouda tondarray<int64,1> {size}",
+                            "raw ZeroMQ REQ/REP, the bytes as one frame", *at_least(0.8)),
+        "ak_ping": ("Arkouda note round trip, median", "native ping, REQ socket",
+                    *at_most(1.5)),
         # what two threads of this machine do against one, on the work above: its limit
         "limit_memory": ("machine: memory streaming, 2 threads", "the same, 1 thread",
                          "(limit)", None),
@@ -1201,6 +1213,139 @@ def pack_measure(a, c, data_dir):
     return {"pack": ("samples/s", mine, ref)}
 
 
+def arkouda_measure(a):
+    """The Arkouda endpoint against the native one on one daemon, both over tcp loopback
+    from REQ sockets (as Arkouda's client uses): upload of a.bytes of int64 (array<int64,1>,
+    one frame, against put in 1 MiB frames), download (tondarray, one frame, against get),
+    and a small round trip (note against ping)."""
+    n = a.bytes // 8
+    data = np.arange(n, dtype="<i8")
+    ak_end = free_tcp_endpoint()
+    d = Daemon(locales=a.locales, endpoint=free_tcp_endpoint(),
+               extra_args=["--arkouda-endpoint", ak_end])
+    ctx = zmq.Context.instance()
+    ak, nat = ctx.socket(zmq.REQ), ctx.socket(zmq.REQ)
+    ak.connect(ak_end)
+    nat.connect(d.endpoint)
+
+    def ak_call(cmd, params, payload=None):
+        args = json.dumps([json.dumps({"key": k, "dtype": "str", "val": v})
+                           for k, v in params.items()])
+        env = json.dumps({"user": "bench", "token": "", "cmd": cmd,
+                          "format": "BINARY" if payload is not None else "STRING",
+                          "args": args, "size": len(params)}).encode()
+        if payload is None:
+            ak.send(env)
+        else:
+            ak.send_multipart([env + b"BINARY_PAYLOAD", payload], copy=False)
+        return ak.recv(copy=False)
+
+    def nat_call(header, frames=()):
+        nat.send_multipart([msgpack.packb(header), *frames], copy=False)
+        return nat.recv_multipart(copy=False)
+
+    view = memoryview(data).cast("B")
+    chunks = [view[i:i + MIB] for i in range(0, len(view), MIB)]
+    gb = a.bytes / 1e9
+    up, nup, down, ndown, ping, nping = [], [], [], [], [], []
+    rup, rdown, up2, down2 = [], [], [], []
+    # the dialect's own limit: one frame of the same bytes each way between two REQ/REP
+    # sockets (the far end a thread here: it receives into, and sends from, fresh memory
+    # as a server must)
+    raw_end = free_tcp_endpoint()
+    rep = ctx.socket(zmq.REP)
+    rep.bind(raw_end)
+
+    def raw_server():
+        for _ in range(2 * a.runs):
+            msg = rep.recv(copy=False)
+            if len(msg) > 16:
+                rep.send(b"ok")
+            else:
+                rep.send(np.frombuffer(view, dtype=np.uint8).copy(), copy=False)
+
+    server = threading.Thread(target=raw_server)
+    server.start()
+    raw = ctx.socket(zmq.REQ)
+    raw.connect(raw_end)
+    def ak_up():
+        t = time.perf_counter()
+        reply = json.loads(bytes(ak_call("array<int64,1>", {
+            "dtype": "int64", "shape": json.dumps([str(n)]), "seg_string": "False"}, view)))
+        up.append(gb / (time.perf_counter() - t))
+        return reply["msg"].split()[1]
+
+    def nat_up():
+        t = time.perf_counter()
+        hdr = msgpack.unpackb(bytes(nat_call(
+            {"v": 1, "cmd": "put", "args": {"dtype": "int64", "shape": [n]},
+             "buffers": [{"name": "values", "nbytes": a.bytes}]}, chunks)[0]))
+        nup.append(gb / (time.perf_counter() - t))
+        return hdr["result"]["object"]["name"]
+
+    def ak_down(name):
+        t = time.perf_counter()
+        frame = ak_call("tondarray<int64,1>", {"array": name})
+        down.append(gb / (time.perf_counter() - t))
+        assert len(frame) == a.bytes
+
+    def nat_down(name):
+        t = time.perf_counter()
+        got = sum(len(f) for f in nat_call({"v": 1, "cmd": "get", "args": {"name": name}})[1:])
+        ndown.append(gb / (time.perf_counter() - t))
+        assert got == a.bytes
+
+    try:
+        for run in range(a.runs):
+            # alternate which side goes first, so neither always meets a warmer cache
+            if run % 2:
+                native, name = nat_up(), ak_up()
+                nat_down(native)
+                ak_down(name)
+            else:
+                name, native = ak_up(), nat_up()
+                ak_down(name)
+                nat_down(native)
+            ak_call("delete", {"name": name})
+            nat_call({"v": 1, "cmd": "delete", "args": {"names": [native]}})
+            # the same Arkouda transfers again, each beside its one-frame reference
+            t = time.perf_counter()
+            raw.send(view, copy=False)
+            raw.recv()
+            rup.append(gb / (time.perf_counter() - t))
+            name = ak_up()
+            up2.append(up.pop())
+            t = time.perf_counter()
+            raw.send(b"get")
+            frame = raw.recv(copy=False)
+            rdown.append(gb / (time.perf_counter() - t))
+            assert len(frame) == a.bytes
+            del frame
+            ak_down(name)
+            down2.append(down.pop())
+            ak_call("delete", {"name": name})
+            pings, npings = [], []
+            for _ in range(a.pings):
+                t = time.perf_counter()
+                ak_call("note", {"message": "bench"})
+                pings.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                nat_call({"v": 1, "cmd": "ping"})
+                npings.append(time.perf_counter() - t)
+            ping.append(statistics.median(pings) * 1e6)
+            nping.append(statistics.median(npings) * 1e6)
+    finally:
+        ak.close()
+        nat.close()
+        raw.close()
+        server.join(timeout=60)
+        rep.close()
+        d.cleanup()
+    return {"ak_upload": ("GB/s", up, nup), "ak_download": ("GB/s", down, ndown),
+            "ak_upload_raw": ("GB/s", up2, rup), "ak_download_raw": ("GB/s", down2, rdown),
+            "ak_ping": ("us", ping, nping)}
+
+
 GROUPS = {"raw": ("ping, tohdf/readhdf vs write/pread, put + get (h5ark-bench)", raw_measures),
           "h5py": ("tohdf/readhdf vs h5py", h5py_measures),
           "small": ("readhdf of small files vs an h5py loop", small_files_measure),
@@ -1213,7 +1358,9 @@ GROUPS = {"raw": ("ping, tohdf/readhdf vs write/pread, put + get (h5ark-bench)",
           "scaling": ("groupby and gzip tohdf, 2 locales vs 1", scaling_measures),
           "gzip": ("gzip tohdf vs zlib on the same chunks", gzip_zlib_measure),
           "ranks": ("the daemon as R = 1, 2, 3 ranks vs R = 1 and raw MPI / I/O", ranks_measures),
-          "pack": ("pack of LBANN samples vs an h5py + numpy loop", pack_measure)}
+          "pack": ("pack of LBANN samples vs an h5py + numpy loop", pack_measure),
+          "arkouda": ("the Arkouda endpoint's transfer and round trip vs the native one",
+                      arkouda_measure)}
 
 
 def main():

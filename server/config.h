@@ -9,6 +9,7 @@
 
 typedef struct {
     char endpoint[1024];
+    char arkouda_endpoint[1024]; /* Arkouda's dialect (arkouda/); empty: off */
     int locales;
     char data_dir[PATH_MAX]; /* absolute, symlinks resolved */
     uint64_t max_memory;

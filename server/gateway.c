@@ -455,9 +455,7 @@ static int check_token(const http_request *req, h5ark_error *err) {
         return h5ark_fail(err, H5ARK_UNAUTHORIZED,
                           "this daemon requires a token: send 'Authorization: Bearer TOKEN' or "
                           "the query argument token=TOKEN");
-    if (dispatch_token_match(token, strlen(token)) < 0)
-        return h5ark_fail(err, H5ARK_UNAUTHORIZED, "the token is not valid");
-    return 0;
+    return dispatch_check_token(token, strlen(token), NULL, true, err);
 }
 
 /* The request's `file`, confined to the data directory as every client path is. */

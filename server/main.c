@@ -46,6 +46,8 @@ static void usage(FILE *out) {
             "usage: h5arkd [options]\n"
             "Serve arrays and Arkouda-format HDF5 files over ZeroMQ + MessagePack.\n\n"
             "  --endpoint URL       ZeroMQ endpoint to bind (default %s; ipc:// works too)\n"
+            "  --arkouda-endpoint URL  also serve Arkouda's own client (its JSON dialect) on\n"
+            "                       this ZeroMQ endpoint (default: off; one rank only)\n"
             "  --locales N          locale worker threads (default: one per online CPU, %ld)\n"
             "  --data-dir DIR       directory all file paths are relative to, created if\n"
             "                       missing (default %s)\n"
@@ -240,6 +242,7 @@ static int configure(int argc, char **argv) {
         O_CURVE,
         O_KEYGEN,
         O_METRICS,
+        O_ARKOUDA,
         O_VERSION,
         O_IDLE,
         O_HTTP,
@@ -256,6 +259,7 @@ static int configure(int argc, char **argv) {
                                          {"max-message", required_argument, 0, O_MSG},
                                          {"log-level", required_argument, 0, O_LOG},
                                          {"metrics-endpoint", required_argument, 0, O_METRICS},
+                                         {"arkouda-endpoint", required_argument, 0, O_ARKOUDA},
                                          {"idle-release", required_argument, 0, O_IDLE},
                                          {"http-endpoint", required_argument, 0, O_HTTP},
                                          {"web-dir", required_argument, 0, O_WEB},
@@ -287,6 +291,14 @@ static int configure(int argc, char **argv) {
             if (snprintf(config.endpoint, sizeof config.endpoint, "%s", optarg) >=
                 (int)sizeof config.endpoint) {
                 fprintf(stderr, "h5arkd: --endpoint is too long\n");
+                return -1;
+            }
+            break;
+        case O_ARKOUDA:
+            if (!*optarg || snprintf(config.arkouda_endpoint, sizeof config.arkouda_endpoint, "%s",
+                                     optarg) >= (int)sizeof config.arkouda_endpoint) {
+                fprintf(stderr, "h5arkd: --arkouda-endpoint needs an endpoint of under 1024 "
+                                "characters\n");
                 return -1;
             }
             break;
@@ -421,6 +433,15 @@ int main(int argc, char **argv) {
     if (ranks_init(&argc, &argv) != 0) return 1;
     if (configure(argc, argv) != 0) {
         if (ranks_count() > 1) ranks_abort(2);
+        return 2;
+    }
+    if (config.arkouda_endpoint[0] && ranks_count() > 1) {
+        /* its commands are not rank-aware yet: refused rather than answered from rank 0's
+         * shards alone */
+        if (ranks_self() == 0)
+            fprintf(stderr, "h5arkd: --arkouda-endpoint is not available with several ranks "
+                            "yet; run one rank for Arkouda clients\n");
+        ranks_abort(2);
         return 2;
     }
     if (ranks_count() > 1) {
