@@ -30,10 +30,12 @@ int awkward0_write(hid_t loc, const char *name, const object *obj, int policy, h
 /* ObjType of a pdarray: 1, or 7-9 for its tag. */
 int64_t pdarray_objtype(const object *obj);
 /* Probe a 1-D dataset (open as `dset`, closed here; or H5I_INVALID_HID to open ds->name,
- * or `<name>/booleans` for a v1 bool group) and add its share to ds; flat: an N-d dataset,
- * as its elements in C order. */
+ * or `<name>/booleans` for a v1 bool group) and add its share to ds; `accept` what else
+ * may stand for 1-D numbers: PROBE_FLAT an N-d dataset, as its elements in C order;
+ * PROBE_PAIRS h5py's complex numbers, as their floats (h5u_dset_info's pairs). */
+enum { PROBE_FLAT = 1, PROBE_PAIRS = 2 };
 int pdarray_probe_dataset(const probe_ctx *pc, read_dataset *ds, hid_t dset, bool legacy_group,
-                          bool flat, h5ark_error *err);
+                          unsigned accept, h5ark_error *err);
 /* Decide the in-memory dtype of a pdarray read from several files. */
 int pdarray_settle_dtype(read_dataset *ds, bool strict, h5ark_error *err);
 /* Read the elements into a new pdarray (and with tags, each element's file index). */
