@@ -327,16 +327,32 @@ static int store(hid_t loc, int file_index, const char *name, const object *obj,
     if (plan->awkward0) return awkward0_write(loc, name, obj, plan->awkward0, err);
     const char *form = awkward_form_json(obj);
     if (!form) return h5ark_fail(err, H5ARK_INTERNAL, "awkward array '%s' has no form", name);
+    ak_form *parsed = ak_form_parse(form, strlen(form), err);
+    buffer_list bl = {0};
+    if (!parsed || list_buffers(parsed, &bl, err)) {
+        ak_form_free(parsed);
+        return h5ark_fail_context(err, "awkward array '%s'", name);
+    }
     hid_t g = H5Gcreate2(loc, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    if (g < 0) return h5u_fail(err, H5ARK_IO_ERROR, "cannot create group '%s'", name);
-    int rc = write_text_attr(g, ATTR_FORM, form, err) ||
-             h5u_write_int_attr(g, ATTR_LENGTH, (int64_t)obj->size, err);
+    int rc = g < 0 ? h5u_fail(err, H5ARK_IO_ERROR, "cannot create group '%s'", name)
+                   : write_text_attr(g, ATTR_FORM, form, err) ||
+                         h5u_write_int_attr(g, ATTR_LENGTH, (int64_t)obj->size, err);
     for (size_t i = 0; rc == 0 && i < obj->ncomponents; i++) {
         const darray *a = obj->components[i].obj->values;
-        rc = write_darray_range(g, file_index, obj->components[i].name, a, 0, a->size,
-                                OBJTYPE_PDARRAY, a->dtype == H5ARK_BOOLEAN, 0, plan, err);
+        /* complex as h5py stores it (a compound {r, i}); compressed, the float pairs, as
+         * the chunks are planned in elements of the darray */
+        bool pairs = false;
+        for (size_t k = 0; k < bl.n; k++)
+            if (strcmp(bl.names[k], obj->components[i].name) == 0) pairs = bl.complex[k];
+        rc = pairs && plan->gzip_level == 0
+                 ? write_darray_pairs(g, file_index, obj->components[i].name, a, plan, err)
+                 : write_darray_range(g, file_index, obj->components[i].name, a, 0, a->size,
+                                      OBJTYPE_PDARRAY, a->dtype == H5ARK_BOOLEAN, 0, plan, err);
     }
-    if (H5Gclose(g) < 0 && rc == 0) rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close '%s'", name);
+    if (g >= 0 && H5Gclose(g) < 0 && rc == 0)
+        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close '%s'", name);
+    buffer_list_free(&bl);
+    ak_form_free(parsed);
     return rc ? h5ark_fail_context(err, "awkward array '%s'", name) : 0;
 }
 

@@ -339,8 +339,8 @@ int h5u_link_local(hid_t loc, const char *path, const char *what, h5ark_error *e
     return path[0] ? walk_links(loc, path, what, false, 0, err) : 0;
 }
 
-hid_t h5u_create_dataset(hid_t loc, const char *name, h5ark_dtype dtype, uint64_t n, uint64_t chunk,
-                         int gzip_level, uint64_t *offset, h5ark_error *err) {
+static hid_t create_dataset(hid_t loc, const char *name, hid_t ftype, uint64_t n, uint64_t chunk,
+                            int gzip_level, uint64_t *offset, h5ark_error *err) {
     hsize_t dims[1] = {n}, chunk_dims[1] = {chunk};
     hid_t space = H5Screate_simple(1, dims, NULL);
     hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
@@ -357,7 +357,7 @@ hid_t h5u_create_dataset(hid_t loc, const char *name, h5ark_dtype dtype, uint64_
         h5u_fail(err, H5ARK_INTERNAL, "cannot describe dataset '%s'", name);
         goto out;
     }
-    dset = H5Dcreate2(loc, name, h5u_file_type(dtype), space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    dset = H5Dcreate2(loc, name, ftype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     if (dset < 0) {
         h5u_fail(err, H5ARK_IO_ERROR, "cannot create dataset '%s'", name);
         goto out;
@@ -378,6 +378,26 @@ hid_t h5u_create_dataset(hid_t loc, const char *name, h5ark_dtype dtype, uint64_
 out:
     if (dcpl >= 0) H5Pclose(dcpl);
     if (space >= 0) H5Sclose(space);
+    return dset;
+}
+
+hid_t h5u_create_dataset(hid_t loc, const char *name, h5ark_dtype dtype, uint64_t n, uint64_t chunk,
+                         int gzip_level, uint64_t *offset, h5ark_error *err) {
+    return create_dataset(loc, name, h5u_file_type(dtype), n, chunk, gzip_level, offset, err);
+}
+
+hid_t h5u_create_complex_dataset(hid_t loc, const char *name, h5ark_dtype half, uint64_t n,
+                                 uint64_t *offset, h5ark_error *err) {
+    size_t fs = h5ark_dtype_size(half);
+    hid_t t = H5Tcreate(H5T_COMPOUND, 2 * fs); /* as h5py makes complex: r then i */
+    if (t < 0 || H5Tinsert(t, "r", 0, h5u_file_type(half)) < 0 ||
+        H5Tinsert(t, "i", fs, h5u_file_type(half)) < 0) {
+        if (t >= 0) H5Tclose(t);
+        h5u_fail(err, H5ARK_INTERNAL, "cannot make the type of '%s'", name);
+        return H5I_INVALID_HID;
+    }
+    hid_t dset = create_dataset(loc, name, t, n, 0, 0, offset, err);
+    H5Tclose(t);
     return dset;
 }
 

@@ -100,6 +100,11 @@ int h5u_link_local(hid_t loc, const char *path, const char *what, h5ark_error *e
 hid_t h5u_create_dataset(hid_t loc, const char *name, h5ark_dtype dtype, uint64_t n, uint64_t chunk,
                          int gzip_level, uint64_t *offset, h5ark_error *err);
 
+/* A contiguous rank-1 dataset of n of h5py's complex numbers of float dtype `half`
+ * (float32: complex64), its space allocated now (*offset), as h5u_create_dataset. */
+hid_t h5u_create_complex_dataset(hid_t loc, const char *name, h5ark_dtype half, uint64_t n,
+                                 uint64_t *offset, h5ark_error *err);
+
 /* What a reader needs to know about one rank-1 dataset. */
 typedef struct {
     uint64_t count;

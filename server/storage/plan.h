@@ -96,6 +96,10 @@ void chunk_buffers_free(chunk_buffers *b);
 int write_darray_range(hid_t loc, int file_index, const char *name, const darray *a, uint64_t lo,
                        uint64_t hi, int64_t objtype, bool is_bool, int64_t rebase, write_plan *plan,
                        h5ark_error *err);
+/* Float darray `a` (an even number of elements) as dataset `name` of h5py's complex numbers
+ * (a compound {r, i} of two of its floats), contiguous, without attributes. */
+int write_darray_pairs(hid_t loc, int file_index, const char *name, const darray *a,
+                       write_plan *plan, h5ark_error *err);
 /* The rows of obj that distributed file `part` holds (part < 0: all of them): the rows of
  * the darray that defines its rows (values, strings segments, SegArray segments). */
 void object_part_rows(const object *obj, int part, uint64_t *lo, uint64_t *hi);

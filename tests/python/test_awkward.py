@@ -458,6 +458,9 @@ def test_tohdf_h5py(conn, case):
         assert json.loads(g.attrs["form"]) == form and g.attrs["length"] == length
         got = {k: g[k][()].tobytes() for k in g}
         assert set(got) == set(bufs)
+        for k, v in bufs.items():  # the buffer's type (complex as h5py's; bool as h5ark's)
+            want = np.dtype("u1") if v.dtype == bool else np.dtype(v.dtype).newbyteorder("<")
+            assert g[k].dtype == want, (k, g[k].dtype)
         for k, v in bufs.items():
             assert got[k] == np.ascontiguousarray(v).tobytes(), k
         assert to_list(form, length, got) == to_list(form, length, {k: np.ascontiguousarray(v).tobytes() for k, v in bufs.items()})
@@ -466,6 +469,32 @@ def test_tohdf_h5py(conn, case):
     f, n, got2 = conn.get_ak(hdr["result"]["objects"]["arr"]["name"])
     assert f == form and n == length
     assert got2 == got
+
+
+def test_tohdf_complex(conn):
+    """Complex buffers written as h5py's complex (c8 and c16) over several locales, as
+    awkward reads them with h5py; compressed, as their float pairs (gzip chunks are planned
+    in floats); both read back."""
+    rng = np.random.default_rng(9)
+    c = (rng.normal(size=1001) + 1j * rng.normal(size=1001)).astype("<c16")
+    form = {"class": "RecordArray", "fields": ["a", "b"], "form_key": "n0",
+            "contents": [np_node("complex128", "n1"), np_node("complex64", "n2")]}
+    bufs = {"n1-data": c, "n2-data": c.astype("<c8")}
+    name = conn.put_ak(form, len(c), bufs)["result"]["object"]["name"]
+    conn.ok("tohdf", names=[name], datasets=["c"], path="cx.h5")
+    conn.ok("tohdf", names=[name], datasets=["c"], path="cxz.h5", compression="gzip")
+    with h5py.File(conn.dir / "cx.h5") as h, h5py.File(conn.dir / "cxz.h5") as hz:
+        for k, v in bufs.items():
+            assert h["c"][k].dtype == v.dtype and h["c"][k].shape == v.shape, k
+            np.testing.assert_array_equal(h["c"][k][()], v)
+            z = hz["c"][k]
+            assert z.compression == "gzip" and z.dtype == v.real.dtype, k
+            assert z[()].tobytes() == v.tobytes(), k
+    for path in ("cx.h5", "cxz.h5"):
+        hdr, _ = conn.ok("readhdf", paths=[path])
+        f, n, got = conn.get_ak(hdr["result"]["objects"]["c"]["name"])
+        assert f == form and n == len(c)
+        assert got == {k: v.tobytes() for k, v in bufs.items()}, path
 
 
 def test_tohdf_file_types(conn):
