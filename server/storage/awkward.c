@@ -324,7 +324,12 @@ static int store(hid_t loc, int file_index, const char *name, const object *obj,
                           "tohdf: awkward array '%s' is written whole: use file_type 'single' "
                           "(the default when every object is awkward)",
                           name);
-    if (plan->awkward0) return awkward0_write(loc, name, obj, plan->awkward0, err);
+    if (plan->awkward0) {
+        unsigned char *const *whole = NULL;
+        for (size_t i = 0; i < plan->nak0; i++)
+            if (plan->ak0_objects[i] == obj) whole = plan->ak0_whole[i];
+        return awkward0_write(loc, name, obj, plan->awkward0, whole, err);
+    }
     const char *form = awkward_form_json(obj);
     if (!form) return h5ark_fail(err, H5ARK_INTERNAL, "awkward array '%s' has no form", name);
     ak_form *parsed = ak_form_parse(form, strlen(form), err);

@@ -23,8 +23,15 @@ extern const schema_family schema_exetera_field;
 extern const schema_family schema_awkward;
 extern const schema_family schema_awkward0;
 /* An awkward object as awkward0 stores it: group `name` with schema.json and its blobs,
- * written at once (awkward0.c). */
-int awkward0_write(hid_t loc, const char *name, const object *obj, int policy, h5ark_error *err);
+ * written at once (awkward0.c); `whole`: its buffers gathered by awkward0_gather (several
+ * ranks), or NULL (its shards are all here). */
+int awkward0_write(hid_t loc, const char *name, const object *obj, int policy,
+                   unsigned char *const *whole, h5ark_error *err);
+/* Several ranks (every rank calls it, in the same order): each of obj's buffers whole on
+ * rank 0, in the order of its components (*whole: malloc'd; the other ranks' entries
+ * NULL); free with awkward0_whole_free. */
+int awkward0_gather(const object *obj, unsigned char ***whole, h5ark_error *err);
+void awkward0_whole_free(const object *obj, unsigned char **whole);
 
 /* ---- pdarray.c ---- */
 /* ObjType of a pdarray: 1, or 7-9 for its tag. */

@@ -59,8 +59,12 @@ typedef struct {
     size_t nchunks, chunks_cap;
     hid_t *dsets; /* the chunked datasets, open until the locales have written them */
     size_t ndsets, dsets_cap;
-    int gzip_level;         /* 0: contiguous datasets; 1-9: chunked and compressed by the locales */
-    int awkward0;           /* awkward objects in awkward0's layout: its AK0_COMPRESS_* policy */
+    int gzip_level; /* 0: contiguous datasets; 1-9: chunked and compressed by the locales */
+    int awkward0;   /* awkward objects in awkward0's layout: its AK0_COMPRESS_* policy */
+    /* several ranks, awkward0's layout: objects[i]'s buffers whole on rank 0 */
+    const object **ak0_objects;
+    unsigned char ***ak0_whole;
+    size_t nak0;
     bool dataframe_columns; /* a DataFrame at a file's top level as one object per column */
 } write_plan;
 
