@@ -1287,6 +1287,7 @@ def awkward_files(data_dirs):
                 write_group(h, case, form, length, bufs)
             write_group(h, "big", *big)
             write_group(h, "big_bad", big[0], big[1], {**big[2], "n1-offsets": bad})
+            write_group(h, "big_be", big[0], big[1], {k: v.byteswap() for k, v in big[2].items()})
         with h5py.File(d / "ak0.h5", "w") as h:
             for name, (node, code, _) in AK0_CASES.items():
                 ak0_group(h, name, ak0_schema(node), {
@@ -1323,7 +1324,8 @@ def test_awkward_matches_one_rank(multi, single):
     from test_awkward import H5_CASES
     readable = awkward_files([multi.tmp / "data", single.data_dir])
     for args in [{"paths": ["ak2.h5"], "datasets": [c]} for c in ["big"] + sorted(
-                     set(h5py.File(multi.tmp / "data" / "ak2.h5")) - {"big", "big_bad"})] + \
+                     set(h5py.File(multi.tmp / "data" / "ak2.h5")) - {"big", "big_bad", "big_be"})] + \
+                [{"paths": ["ak2.h5"], "datasets": ["big_be"], "byteorder": ">"}] + \
                 [{"paths": ["ak0.h5"], "datasets": [c]} for c in readable] + \
                 [{"paths": ["ak2.h5"], "datasets": ["big"], "tag_data": True}]:
         got, _ = ok(multi.endpoint, "readhdf", args)
@@ -1339,6 +1341,13 @@ def test_awkward_matches_one_rank(multi, single):
         got, _ = call(multi.endpoint, "readhdf", args)
         want, _ = call(single.endpoint, "readhdf", args)
         assert not got["ok"] and got["error"] == want["error"], (args, got, want)
+    # the big-endian copy, swapped as each rank reads its shards, is `big`
+    be, _ = ok(multi.endpoint, "readhdf", {"paths": ["ak2.h5"], "datasets": ["big_be"],
+                                           "byteorder": ">"})
+    assert not call(multi.endpoint, "readhdf", {"paths": ["ak2.h5"], "datasets": ["big_be"]})[0]["ok"]
+    le, _ = ok(multi.endpoint, "readhdf", {"paths": ["ak2.h5"], "datasets": ["big"]})
+    assert object_bytes(multi.endpoint, be["objects"]["big_be"]) == \
+        object_bytes(multi.endpoint, le["objects"]["big"])
     # tohdf of what was read: the files hold the same groups
     got, _ = ok(multi.endpoint, "readhdf", {"paths": ["ak2.h5"], "datasets": ["big"]})
     want, _ = ok(single.endpoint, "readhdf", {"paths": ["ak2.h5"], "datasets": ["big"]})
