@@ -63,8 +63,6 @@ static int cmd_tohdf(command_ctx *ctx, h5ark_error *err) {
                           "tohdf: 'group', 'fieldtype' and 'fieldtypes' need format exetera");
     }
     if (exetera && ranks_count() > 1) return ranks_not_yet(err, "tohdf with format exetera");
-    /* awkward0's blobs are each made whole from a buffer, which one rank does not hold */
-    if (awkward0 && ranks_count() > 1) return ranks_not_yet(err, "tohdf with format awkward0");
     const h5ark_value *fieldtypes = arg_value(ctx, "fieldtypes");
     if (fieldtypes && arg_value(ctx, "fieldtype"))
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
@@ -212,6 +210,12 @@ static int cmd_readhdf(command_ctx *ctx, h5ark_error *err) {
     const h5ark_value *datasets = arg_value(ctx, "datasets");
     size_t npaths = h5ark_value_len(paths), ndatasets = h5ark_value_len(datasets);
     if (npaths == 0) return h5ark_fail(err, H5ARK_BAD_REQUEST, "readhdf: 'paths' is empty");
+    const char *order = arg_str(ctx, "byteorder", "<");
+    if (strcmp(order, "<") != 0 && strcmp(order, ">") != 0)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "readhdf: 'byteorder' is \"%s\"; it is \"<\" (little-endian, the "
+                          "default) or \">\" (big-endian awkward 2 buffers)",
+                          order);
     const char **patterns = calloc(npaths, sizeof *patterns);
     const char **names = calloc(ndatasets ? ndatasets : 1, sizeof *names);
     char **files = NULL;
@@ -239,6 +243,7 @@ static int cmd_readhdf(command_ctx *ctx, h5ark_error *err) {
         .start = arg_uint(ctx, "start", 0),
         .stop = arg_uint(ctx, "stop", UINT64_MAX),
         .ak0_whitelist = arg_value(ctx, "whitelist"),
+        .awkward_big_endian = strcmp(order, ">") == 0,
     };
     h5ark_value *file_errors = h5ark_value_array();
     h5ark_value *objects = h5ark_value_map();
@@ -391,6 +396,7 @@ const command_def hdf_commands[] = {
       {"allow_errors", ARG_BOOL, false},
       {"calc_string_offsets", ARG_BOOL, false},
       {"whitelist", ARG_STR_ARRAYS, false},
+      {"byteorder", ARG_STR, false},
       {"tag_data", ARG_BOOL, false},
       {"start", ARG_UINT, false},
       {"stop", ARG_UINT, false},

@@ -551,6 +551,15 @@ object *awkward_build(const char *form_json, size_t form_len, uint64_t length, c
     return obj;
 }
 
+void ak_swap_bytes(unsigned char *data, uint64_t nbytes, size_t width) {
+    for (uint64_t k = 0; width > 1 && k + width <= nbytes; k += width)
+        for (size_t x = 0; x < width / 2; x++) {
+            unsigned char t = data[k + x];
+            data[k + x] = data[k + width - 1 - x];
+            data[k + width - 1 - x] = t;
+        }
+}
+
 const char *awkward_form_json(const object *obj) {
     if (!obj || obj->objtype != H5ARK_AWKWARD || !obj->extra) return NULL;
     for (size_t i = 0; i < obj->extra->as.m.len; i++)

@@ -39,6 +39,10 @@ typedef struct {
 object *awkward_build(const char *form, size_t form_len, uint64_t length, const ak_source *src,
                       h5ark_error *err);
 
+/* Reverse the bytes of each `width`-byte element of data (nbytes of it, whole elements):
+ * big-endian buffers into the little-endian ones awkward 2's buffers are. */
+void ak_swap_bytes(unsigned char *data, uint64_t nbytes, size_t width);
+
 /* The form JSON of an awkward object (NULL if obj is none). */
 const char *awkward_form_json(const object *obj);
 

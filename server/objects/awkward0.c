@@ -1,6 +1,8 @@
 /* awkward0 schemas: the allow-list check (see awkward0.h). */
 #include "awkward0.h"
 
+#include "awkward.h"
+
 #include "registry.h"
 
 #include <fnmatch.h>
@@ -635,15 +637,9 @@ static json_t *numpy_form(interp *c, const unsigned char *src, uint64_t n, uint6
     else
         for (uint64_t r = 0; r < n; r++)
             memcpy(data + r * w, src + r * stride + off, w);
-    if (d->swap) { /* awkward 2 buffers are little-endian; complex swaps each half */
-        size_t h = strncmp(d->prim, "complex", 7) == 0 ? d->itemsize / 2 : d->itemsize;
-        for (uint64_t k = 0; k + h <= need; k += h)
-            for (size_t x = 0; x < h / 2; x++) {
-                unsigned char t = data[k + x];
-                data[k + x] = data[k + h - 1 - x];
-                data[k + h - 1 - x] = t;
-            }
-    }
+    if (d->swap) /* awkward 2 buffers are little-endian; complex swaps each half */
+        ak_swap_bytes(data, need,
+                      strncmp(d->prim, "complex", 7) == 0 ? d->itemsize / 2 : d->itemsize);
     char key[32];
     next_key(c, key, sizeof key);
     if ((*bi = add_buf(c, key, "data", data, need)) < 0) return NULL;

@@ -62,7 +62,7 @@ static int probe_plain(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_erro
     }
     n->plain = true;
     n->shape[0] += dims[0];
-    return pdarray_probe_dataset(pc, &n->ds, dset, false, true, err);
+    return pdarray_probe_dataset(pc, &n->ds, dset, false, PROBE_FLAT, err);
 }
 
 static int probe(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err) {
@@ -101,7 +101,7 @@ static int probe(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err
             goto fail;
         }
     }
-    return pdarray_probe_dataset(pc, &n->ds, dset, false, false, err);
+    return pdarray_probe_dataset(pc, &n->ds, dset, false, 0, err);
 fail:
     H5Dclose(dset);
     return -1;

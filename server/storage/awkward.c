@@ -48,14 +48,22 @@ static int detect(const schema_facts *f, schema_match *m) {
 typedef struct {
     char (*names)[AK_MAX_KEY_BYTES + 16];
     h5ark_dtype *dtypes;
+    bool *complex; /* a complex NumpyArray's data: h5py stores it as a compound {r, i} */
     size_t n;
 } buffer_list;
+
+static void buffer_list_free(buffer_list *b) {
+    free(b->names);
+    free(b->dtypes);
+    free(b->complex);
+}
 
 static void collect(const ak_node *node, buffer_list *b) {
     ak_buffer_role roles[3];
     size_t nb = ak_node_buffers(node, roles);
     for (size_t i = 0; i < nb; i++) {
         ak_buffer_name(node, roles[i], b->names[b->n], sizeof b->names[b->n]);
+        b->complex[b->n] = roles[i] == AK_BUF_DATA && node->per_item == 2;
         b->dtypes[b->n++] = ak_buffer_dtype(node, roles[i]);
     }
     for (size_t i = 0; i < node->ncontents; i++)
@@ -66,18 +74,13 @@ static int list_buffers(const ak_form *form, buffer_list *b, h5ark_error *err) {
     b->n = 0;
     b->names = calloc(form->nbuffers ? form->nbuffers : 1, sizeof *b->names);
     b->dtypes = calloc(form->nbuffers ? form->nbuffers : 1, sizeof *b->dtypes);
-    if (!b->names || !b->dtypes) {
-        free(b->names);
-        free(b->dtypes);
+    b->complex = calloc(form->nbuffers ? form->nbuffers : 1, sizeof *b->complex);
+    if (!b->names || !b->dtypes || !b->complex) {
+        buffer_list_free(b);
         return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     }
     collect(form->root, b);
     return 0;
-}
-
-static void buffer_list_free(buffer_list *b) {
-    free(b->names);
-    free(b->dtypes);
 }
 
 /* Where buffer `name` lies under the group: its child, or a child of one of its groups
@@ -151,12 +154,17 @@ static int probe(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err
             break;
         }
         k->component = true;
-        rc = schema_probe(pc, k, err);
+        if (bl.complex[i]) { /* h5py's compound {r, i}, or the floats as they are */
+            k->kind = KIND_PDARRAY;
+            rc = pdarray_probe_dataset(pc, &k->ds, H5I_INVALID_HID, false, PROBE_PAIRS, err);
+        } else {
+            rc = schema_probe(pc, k, err);
+        }
         if (rc == 0 && k->kind != KIND_PDARRAY)
             rc = h5ark_fail(err, H5ARK_SCHEMA_ERROR,
                             "%s: buffer '%s' is %s, not a 1-D numeric dataset", what, bl.names[i],
                             schema_what(k->kind));
-        else if (rc) { /* a buffer h5ark cannot hold (complex, a compound type): this group's */
+        else if (rc) { /* a buffer h5ark cannot hold (a compound type): this group's */
             err->code = H5ARK_SCHEMA_ERROR;
             h5ark_fail_context(err, "%s", what);
         }
@@ -179,6 +187,7 @@ static int probe(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err
  * locale reads its own ranges (no pdarray in between, no second copy of the bytes). */
 typedef struct {
     const read_node *n;
+    bool swap; /* the bytes are big-endian (readhdf's byteorder ">") */
     atomic_flag failed;
     h5ark_error err; /* the first failure's */
 } file_source;
@@ -193,8 +202,11 @@ static int read_file(const void *ctx, size_t i, uint64_t offset, void *dst, uint
     size_t size = h5ark_dtype_size(p->dtype);
     h5ark_error e = {0};
     if (size && offset % size == 0 && n % size == 0 &&
-        read_part_range(p, offset / size, (offset + n) / size, dst, &e) == 0)
+        read_part_range(p, offset / size, (offset + n) / size, dst, &e) == 0) {
+        /* a complex number's floats each on its own, as numpy's byte order has them */
+        if (fs->swap) ak_swap_bytes(dst, n, size);
         return 0;
+    }
     if (!atomic_flag_test_and_set(&fs->failed)) fs->err = e;
     return -1;
 }
@@ -235,7 +247,7 @@ static int build(read_node *n, bool strict, bool tags, object **obj, object **ta
         nbytes[i] = p->total * h5ark_dtype_size(p->dtype);
     }
     if (rc == 0) {
-        file_source fs = {.n = n, .failed = ATOMIC_FLAG_INIT};
+        file_source fs = {.n = n, .swap = n->swap_bytes, .failed = ATOMIC_FLAG_INIT};
         file_source_ref ref = {&fs};
         ak_source src = {n->nkids, names, nbytes, read_file, &ref};
         *obj = awkward_build(text, strlen(text), n->shape[0], &src, err);
@@ -312,19 +324,40 @@ static int store(hid_t loc, int file_index, const char *name, const object *obj,
                           "tohdf: awkward array '%s' is written whole: use file_type 'single' "
                           "(the default when every object is awkward)",
                           name);
-    if (plan->awkward0) return awkward0_write(loc, name, obj, plan->awkward0, err);
+    if (plan->awkward0) {
+        unsigned char *const *whole = NULL;
+        for (size_t i = 0; i < plan->nak0; i++)
+            if (plan->ak0_objects[i] == obj) whole = plan->ak0_whole[i];
+        return awkward0_write(loc, name, obj, plan->awkward0, whole, err);
+    }
     const char *form = awkward_form_json(obj);
     if (!form) return h5ark_fail(err, H5ARK_INTERNAL, "awkward array '%s' has no form", name);
+    ak_form *parsed = ak_form_parse(form, strlen(form), err);
+    buffer_list bl = {0};
+    if (!parsed || list_buffers(parsed, &bl, err)) {
+        ak_form_free(parsed);
+        return h5ark_fail_context(err, "awkward array '%s'", name);
+    }
     hid_t g = H5Gcreate2(loc, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    if (g < 0) return h5u_fail(err, H5ARK_IO_ERROR, "cannot create group '%s'", name);
-    int rc = write_text_attr(g, ATTR_FORM, form, err) ||
-             h5u_write_int_attr(g, ATTR_LENGTH, (int64_t)obj->size, err);
+    int rc = g < 0 ? h5u_fail(err, H5ARK_IO_ERROR, "cannot create group '%s'", name)
+                   : write_text_attr(g, ATTR_FORM, form, err) ||
+                         h5u_write_int_attr(g, ATTR_LENGTH, (int64_t)obj->size, err);
     for (size_t i = 0; rc == 0 && i < obj->ncomponents; i++) {
         const darray *a = obj->components[i].obj->values;
-        rc = write_darray_range(g, file_index, obj->components[i].name, a, 0, a->size,
-                                OBJTYPE_PDARRAY, a->dtype == H5ARK_BOOLEAN, 0, plan, err);
+        /* complex as h5py stores it (a compound {r, i}); compressed, the float pairs, as
+         * the chunks are planned in elements of the darray */
+        bool pairs = false;
+        for (size_t k = 0; k < bl.n; k++)
+            if (strcmp(bl.names[k], obj->components[i].name) == 0) pairs = bl.complex[k];
+        rc = pairs && plan->gzip_level == 0
+                 ? write_darray_pairs(g, file_index, obj->components[i].name, a, plan, err)
+                 : write_darray_range(g, file_index, obj->components[i].name, a, 0, a->size,
+                                      OBJTYPE_PDARRAY, a->dtype == H5ARK_BOOLEAN, 0, plan, err);
     }
-    if (H5Gclose(g) < 0 && rc == 0) rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close '%s'", name);
+    if (g >= 0 && H5Gclose(g) < 0 && rc == 0)
+        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close '%s'", name);
+    buffer_list_free(&bl);
+    ak_form_free(parsed);
     return rc ? h5ark_fail_context(err, "awkward array '%s'", name) : 0;
 }
 

@@ -349,10 +349,58 @@ const schema_family schema_awkward0 = {
 typedef struct {
     hid_t group;
     const object *obj;
-    int policy; /* AK0_COMPRESS_* */
+    unsigned char *const *whole; /* several ranks: obj's buffers whole (awkward0_gather) */
+    int policy;                  /* AK0_COMPRESS_* */
     int next_id;
     h5ark_error *err;
 } writer;
+
+/* Buffer `name` of obj whole, when the ranks gathered it; NULL: its shards are here. */
+static const unsigned char *whole_of(const writer *w, const char *name) {
+    for (size_t i = 0; w->whole && i < w->obj->ncomponents; i++)
+        if (strcmp(w->obj->components[i].name, name) == 0) return w->whole[i];
+    return NULL;
+}
+
+int awkward0_gather(const object *obj, unsigned char ***whole, h5ark_error *err) {
+    *whole = calloc(obj->ncomponents ? obj->ncomponents : 1, sizeof **whole);
+    int R = ranks_count(), rc = *whole ? 0 : -1;
+    uint64_t *counts = calloc((size_t)R, sizeof *counts);
+    if (!counts) rc = -1;
+    if (rc) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    rc = ranks_agree(rc, err);
+    for (size_t i = 0; rc == 0 && i < obj->ncomponents; i++) {
+        const darray *a = obj->components[i].obj->values;
+        h5ark_span *spans = calloc((size_t)a->nshards + 1, sizeof *spans);
+        size_t n = 0;
+        memset(counts, 0, (size_t)R * sizeof *counts);
+        for (int b = 0; spans && b < a->nshards; b++) {
+            counts[locales_rank_of(b)] += a->shards[b].count * a->itemsize;
+            if (locales_is_local(b) && a->shards[b].count)
+                spans[n++] = (h5ark_span){a->shards[b].data, a->shards[b].count * a->itemsize};
+        }
+        /* rank 0 holds it all, as the blobs made from it will be */
+        if (spans && ranks_self() == 0) (*whole)[i] = malloc(a->size * a->itemsize + 1);
+        rc = spans && (ranks_self() != 0 || (*whole)[i])
+                 ? 0
+                 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        rc = ranks_agree(rc, err);
+        if (rc == 0) rc = ranks_gatherv(spans, n, (*whole)[i], counts, err);
+        free(spans);
+    }
+    free(counts);
+    if (rc) {
+        awkward0_whole_free(obj, *whole);
+        *whole = NULL;
+    }
+    return rc;
+}
+
+void awkward0_whole_free(const object *obj, unsigned char **whole) {
+    for (size_t i = 0; whole && i < obj->ncomponents; i++)
+        free(whole[i]);
+    free(whole);
+}
 
 /* The bytes [from, from + n) of buffer `name` of obj, gathered (malloc'd). */
 static unsigned char *gather(writer *w, const char *name, uint64_t from, uint64_t n) {
@@ -366,6 +414,11 @@ static unsigned char *gather(writer *w, const char *name, uint64_t from, uint64_
     if (!out) {
         h5ark_fail(w->err, H5ARK_RESOURCE_LIMIT, "out of memory");
         return NULL;
+    }
+    const unsigned char *all = whole_of(w, name);
+    if (all) {
+        memcpy(out, all + from * a->itemsize, n * a->itemsize);
+        return out;
     }
     for (int b = 0; b < a->nshards; b++) {
         const shard *s = &a->shards[b];
@@ -382,8 +435,10 @@ static unsigned char *gather(writer *w, const char *name, uint64_t from, uint64_
 static int64_t int_at(writer *w, const char *name, uint64_t i) {
     const object *c = object_component_get(w->obj, name);
     const darray *a = c->values;
+    const unsigned char *all = whole_of(w, name);
     const shard *s = &a->shards[darray_shard_of(a, i)];
-    const char *p = (const char *)s->data + (i - s->start) * a->itemsize;
+    const char *p = all ? (const char *)all + i * a->itemsize
+                        : (const char *)s->data + (i - s->start) * a->itemsize;
     switch (a->dtype) {
     case H5ARK_INT8: return *(const int8_t *)p;
     case H5ARK_UINT8: return *(const uint8_t *)p;
@@ -646,7 +701,8 @@ static json_t *write_node(writer *w, const ak_node *n, uint64_t length, int dept
     return NULL;
 }
 
-int awkward0_write(hid_t loc, const char *name, const object *obj, int policy, h5ark_error *err) {
+int awkward0_write(hid_t loc, const char *name, const object *obj, int policy,
+                   unsigned char *const *whole, h5ark_error *err) {
     const char *text = awkward_form_json(obj);
     ak_form *form = text ? ak_form_parse(text, strlen(text), err) : NULL;
     if (!form) return h5ark_fail_context(err, "awkward array '%s'", name);
@@ -655,7 +711,7 @@ int awkward0_write(hid_t loc, const char *name, const object *obj, int policy, h
         ak_form_free(form);
         return h5u_fail(err, H5ARK_IO_ERROR, "cannot create group '%s'", name);
     }
-    writer w = {.group = g, .obj = obj, .policy = policy, .next_id = 1, .err = err};
+    writer w = {.group = g, .obj = obj, .whole = whole, .policy = policy, .next_id = 1, .err = err};
     json_t *schema = write_node(&w, form->root, obj->size, 0);
     int rc = schema ? 0 : -1;
     char prefix[1100];

@@ -23,17 +23,26 @@ extern const schema_family schema_exetera_field;
 extern const schema_family schema_awkward;
 extern const schema_family schema_awkward0;
 /* An awkward object as awkward0 stores it: group `name` with schema.json and its blobs,
- * written at once (awkward0.c). */
-int awkward0_write(hid_t loc, const char *name, const object *obj, int policy, h5ark_error *err);
+ * written at once (awkward0.c); `whole`: its buffers gathered by awkward0_gather (several
+ * ranks), or NULL (its shards are all here). */
+int awkward0_write(hid_t loc, const char *name, const object *obj, int policy,
+                   unsigned char *const *whole, h5ark_error *err);
+/* Several ranks (every rank calls it, in the same order): each of obj's buffers whole on
+ * rank 0, in the order of its components (*whole: malloc'd; the other ranks' entries
+ * NULL); free with awkward0_whole_free. */
+int awkward0_gather(const object *obj, unsigned char ***whole, h5ark_error *err);
+void awkward0_whole_free(const object *obj, unsigned char **whole);
 
 /* ---- pdarray.c ---- */
 /* ObjType of a pdarray: 1, or 7-9 for its tag. */
 int64_t pdarray_objtype(const object *obj);
 /* Probe a 1-D dataset (open as `dset`, closed here; or H5I_INVALID_HID to open ds->name,
- * or `<name>/booleans` for a v1 bool group) and add its share to ds; flat: an N-d dataset,
- * as its elements in C order. */
+ * or `<name>/booleans` for a v1 bool group) and add its share to ds; `accept` what else
+ * may stand for 1-D numbers: PROBE_FLAT an N-d dataset, as its elements in C order;
+ * PROBE_PAIRS h5py's complex numbers, as their floats (h5u_dset_info's pairs). */
+enum { PROBE_FLAT = 1, PROBE_PAIRS = 2 };
 int pdarray_probe_dataset(const probe_ctx *pc, read_dataset *ds, hid_t dset, bool legacy_group,
-                          bool flat, h5ark_error *err);
+                          unsigned accept, h5ark_error *err);
 /* Decide the in-memory dtype of a pdarray read from several files. */
 int pdarray_settle_dtype(read_dataset *ds, bool strict, h5ark_error *err);
 /* Read the elements into a new pdarray (and with tags, each element's file index). */

@@ -339,8 +339,8 @@ int h5u_link_local(hid_t loc, const char *path, const char *what, h5ark_error *e
     return path[0] ? walk_links(loc, path, what, false, 0, err) : 0;
 }
 
-hid_t h5u_create_dataset(hid_t loc, const char *name, h5ark_dtype dtype, uint64_t n, uint64_t chunk,
-                         int gzip_level, uint64_t *offset, h5ark_error *err) {
+static hid_t create_dataset(hid_t loc, const char *name, hid_t ftype, uint64_t n, uint64_t chunk,
+                            int gzip_level, uint64_t *offset, h5ark_error *err) {
     hsize_t dims[1] = {n}, chunk_dims[1] = {chunk};
     hid_t space = H5Screate_simple(1, dims, NULL);
     hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
@@ -357,7 +357,7 @@ hid_t h5u_create_dataset(hid_t loc, const char *name, h5ark_dtype dtype, uint64_
         h5u_fail(err, H5ARK_INTERNAL, "cannot describe dataset '%s'", name);
         goto out;
     }
-    dset = H5Dcreate2(loc, name, h5u_file_type(dtype), space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    dset = H5Dcreate2(loc, name, ftype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     if (dset < 0) {
         h5u_fail(err, H5ARK_IO_ERROR, "cannot create dataset '%s'", name);
         goto out;
@@ -378,6 +378,26 @@ hid_t h5u_create_dataset(hid_t loc, const char *name, h5ark_dtype dtype, uint64_
 out:
     if (dcpl >= 0) H5Pclose(dcpl);
     if (space >= 0) H5Sclose(space);
+    return dset;
+}
+
+hid_t h5u_create_dataset(hid_t loc, const char *name, h5ark_dtype dtype, uint64_t n, uint64_t chunk,
+                         int gzip_level, uint64_t *offset, h5ark_error *err) {
+    return create_dataset(loc, name, h5u_file_type(dtype), n, chunk, gzip_level, offset, err);
+}
+
+hid_t h5u_create_complex_dataset(hid_t loc, const char *name, h5ark_dtype half, uint64_t n,
+                                 uint64_t *offset, h5ark_error *err) {
+    size_t fs = h5ark_dtype_size(half);
+    hid_t t = H5Tcreate(H5T_COMPOUND, 2 * fs); /* as h5py makes complex: r then i */
+    if (t < 0 || H5Tinsert(t, "r", 0, h5u_file_type(half)) < 0 ||
+        H5Tinsert(t, "i", fs, h5u_file_type(half)) < 0) {
+        if (t >= 0) H5Tclose(t);
+        h5u_fail(err, H5ARK_INTERNAL, "cannot make the type of '%s'", name);
+        return H5I_INVALID_HID;
+    }
+    hid_t dset = create_dataset(loc, name, t, n, 0, 0, offset, err);
+    H5Tclose(t);
     return dset;
 }
 
@@ -415,6 +435,24 @@ bool h5u_is_bool_enum(hid_t type) {
     return ok;
 }
 
+bool h5u_is_complex_pair(hid_t type, size_t *half) {
+    if (H5Tget_class(type) != H5T_COMPOUND || H5Tget_nmembers(type) != 2) return false;
+    size_t size = H5Tget_size(type) / 2;
+    bool ok = (size == 4 || size == 8) && H5Tget_size(type) == 2 * size;
+    static const char *const names[2] = {"r", "i"};
+    for (unsigned i = 0; ok && i < 2; i++) {
+        hid_t m = H5Tget_member_type(type, i);
+        char *name = H5Tget_member_name(type, i);
+        ok = m >= 0 && name && strcmp(name, names[i]) == 0 && H5Tget_class(m) == H5T_FLOAT &&
+             H5Tget_size(m) == size && H5Tget_member_offset(type, i) == i * size;
+        if (name) H5free_memory(name);
+        if (m >= 0) H5Tclose(m);
+    }
+    H5Eclear2(H5E_DEFAULT);
+    if (ok) *half = size;
+    return ok;
+}
+
 static int inspect_type(hid_t type, const char *what, h5u_dset_info *info, h5ark_error *err) {
     H5T_class_t cls = H5Tget_class(type);
     size_t size = H5Tget_size(type);
@@ -443,6 +481,10 @@ static int inspect_type(hid_t type, const char *what, h5u_dset_info *info, h5ark
         info->enum_bool = true;
         info->exact = true;
         return 0;
+    } else if (cls == H5T_COMPOUND && info->pairs && h5u_is_complex_pair(type, &size)) {
+        info->dtype = size == 4 ? H5ARK_FLOAT32 : H5ARK_FLOAT64;
+        info->exact = false;
+        return 0;
     } else if (cls == H5T_STRING) {
         return h5ark_fail(err, H5ARK_TYPE_ERROR,
                           "%s holds HDF5 strings; h5ark reads strings in Arkouda's layout (a "
@@ -460,9 +502,10 @@ static int inspect_type(hid_t type, const char *what, h5u_dset_info *info, h5ark
 
 int h5u_inspect_dataset(hid_t dset, uint64_t file_size, const char *what, h5u_dset_info *info,
                         h5ark_error *err) {
-    bool flat = info->flat;
+    bool flat = info->flat, pairs = info->pairs;
     memset(info, 0, sizeof *info);
     info->flat = flat;
+    info->pairs = pairs;
     hid_t type = H5Dget_type(dset);
     hid_t space = H5Dget_space(dset);
     hid_t dcpl = H5Dget_create_plist(dset);
@@ -499,6 +542,14 @@ int h5u_inspect_dataset(hid_t dset, uint64_t file_size, const char *what, h5u_ds
     }
     if (inspect_type(type, what, info, err)) goto out;
     size_t size = H5Tget_size(type);
+    if (H5Tget_class(type) == H5T_COMPOUND) { /* a complex pair: counted in floats */
+        if (info->count > UINT64_MAX / 2) {
+            h5ark_fail(err, H5ARK_SCHEMA_ERROR, "%s: its shape is an impossible size", what);
+            goto out;
+        }
+        info->count *= 2;
+        size /= 2;
+    }
     if (size == 0 || info->count > UINT64_MAX / size) {
         h5ark_fail(err, H5ARK_SCHEMA_ERROR, "%s: %llu elements is an impossible size", what,
                    (unsigned long long)info->count);
@@ -567,10 +618,22 @@ int h5u_read_elems(hid_t loc, const char *dset_path, uint64_t first, uint64_t co
         goto out;
     }
     /* h5py's bools are an enum that HDF5 will not convert to an integer: read it as itself */
-    if (dtype == H5ARK_BOOLEAN && H5Tget_class(ftype) == H5T_ENUM)
+    size_t half = 0;
+    if (dtype == H5ARK_BOOLEAN && H5Tget_class(ftype) == H5T_ENUM) {
         mtype = H5Tget_native_type(ftype, H5T_DIR_ASCEND);
-    else
+    } else if (h5ark_dtype_is_float(dtype) && h5u_is_complex_pair(ftype, &half)) {
+        /* h5py's complex, counted in floats: its pairs as two floats of dtype each */
+        size_t fs = h5ark_dtype_size(dtype);
+        mtype = H5Tcreate(H5T_COMPOUND, 2 * fs);
+        if (mtype >= 0 && (H5Tinsert(mtype, "r", 0, h5u_mem_type(dtype)) < 0 ||
+                           H5Tinsert(mtype, "i", fs, h5u_mem_type(dtype)) < 0)) {
+            H5Tclose(mtype);
+            mtype = H5I_INVALID_HID;
+        }
+    } else {
         mtype = H5Tcopy(h5u_mem_type(dtype));
+    }
+    uint64_t pair = half ? 2 : 1;
     fspace = H5Dget_space(dset);
     int rank = fspace >= 0 ? H5Sget_simple_extent_ndims(fspace) : -1;
     hsize_t dims[H5S_MAX_RANK], start[H5S_MAX_RANK] = {0}, cnt[H5S_MAX_RANK];
@@ -580,24 +643,26 @@ int h5u_read_elems(hid_t loc, const char *dset_path, uint64_t first, uint64_t co
     }
     /* an N-d dataset's elements [first, first + count) in C order: the whole rows that hold
      * them, then the part wanted */
-    uint64_t inner = 1;
+    uint64_t inner = pair; /* a complex pair's two floats are its innermost dimension */
     for (int i = 1; i < rank; i++) {
         inner *= dims[i];
         cnt[i] = dims[i];
     }
+    bool rows_of = rank > 1 || pair > 1;
     uint64_t row0 = inner ? first / inner : 0, skip = first - row0 * inner;
-    start[0] = rank > 1 ? row0 : first;
-    cnt[0] = rank > 1 ? (inner ? (first + count + inner - 1) / inner - row0 : 0) : count;
-    hsize_t total = rank > 1 ? cnt[0] * inner : count;
-    size_t msize = mtype >= 0 ? H5Tget_size(mtype) : 0;
-    if (rank > 1 && (total != count || skip)) {
+    start[0] = rows_of ? row0 : first;
+    cnt[0] = rows_of ? (inner ? (first + count + inner - 1) / inner - row0 : 0) : count;
+    hsize_t total = rows_of ? cnt[0] * inner : count;
+    size_t msize = mtype >= 0 ? H5Tget_size(mtype) / pair : 0;
+    if (rows_of && (total != count || skip)) {
         rows = msize && total <= SIZE_MAX / msize ? sysio.malloc(total * msize) : NULL;
         if (!rows) {
             h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
             goto out;
         }
     }
-    mspace = H5Screate_simple(1, &total, NULL);
+    hsize_t melems = total / pair;
+    mspace = H5Screate_simple(1, &melems, NULL);
     if (mtype < 0 || mspace < 0 ||
         H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, cnt, NULL) < 0) {
         h5u_fail(err, H5ARK_INTERNAL, "cannot select elements %llu..%llu",

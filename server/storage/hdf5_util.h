@@ -100,6 +100,11 @@ int h5u_link_local(hid_t loc, const char *path, const char *what, h5ark_error *e
 hid_t h5u_create_dataset(hid_t loc, const char *name, h5ark_dtype dtype, uint64_t n, uint64_t chunk,
                          int gzip_level, uint64_t *offset, h5ark_error *err);
 
+/* A contiguous rank-1 dataset of n of h5py's complex numbers of float dtype `half`
+ * (float32: complex64), its space allocated now (*offset), as h5u_create_dataset. */
+hid_t h5u_create_complex_dataset(hid_t loc, const char *name, h5ark_dtype half, uint64_t n,
+                                 uint64_t *offset, h5ark_error *err);
+
 /* What a reader needs to know about one rank-1 dataset. */
 typedef struct {
     uint64_t count;
@@ -110,6 +115,9 @@ typedef struct {
     bool contiguous;   /* contiguous and allocated, no external storage: direct I/O */
     uint64_t offset;   /* with contiguous */
     bool flat;         /* in: accept an N-d dataset as its C-order elements */
+    bool pairs;        /* in: accept h5py's complex numbers (a compound {r, i} of two floats
+                          of one width) as their floats, two an element: count is of floats,
+                          and exact is false (HDF5 converts them) */
     unsigned rank;     /* out: its dimensions */
     uint64_t dims[H5S_MAX_RANK];
 } h5u_dset_info;
@@ -123,6 +131,10 @@ int h5u_inspect(hid_t loc, const char *path, uint64_t file_size, const char *wha
 /* The same for a dataset already open (and found local); it stays open. */
 int h5u_inspect_dataset(hid_t dset, uint64_t file_size, const char *what, h5u_dset_info *info,
                         h5ark_error *err);
+
+/* Whether `type` is h5py's complex: a compound of exactly two floats of one width named
+ * r and i, packed; *half: that width. */
+bool h5u_is_complex_pair(hid_t type, size_t *half);
 
 /* Read elements [first, first + count) of rank-1 dataset `dset` in `file` into dest as
  * `dtype`, opening the file once. When the file holds `file_dtype` `exact`ly (its type is

@@ -118,6 +118,8 @@ struct read_node {
     bool component;   /* a part of another object: its absence is a schema error */
     bool optional;    /* may be absent from a file (NA_Codes, permutation): then kind
                          stays KIND_NONE unless another file has it */
+    bool swap_bytes;  /* an awkward 2 group: its buffers' bytes are big-endian whatever their
+                         type says (readhdf's byteorder ">"), set in the daemon before building */
     const char *tag;  /* ObjType 7-9 */
     int64_t max_bits;
     char **names; /* Index: level names from the file */

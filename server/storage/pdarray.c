@@ -34,7 +34,7 @@ static int store(hid_t file, int file_index, const char *name, const object *obj
 }
 
 int pdarray_probe_dataset(const probe_ctx *pc, read_dataset *ds, hid_t obj, bool legacy_group,
-                          bool flat, h5ark_error *err) {
+                          unsigned accept, h5ark_error *err) {
     hid_t file = pc->file;
     char dset[1100], what[1200];
     if (legacy_group)
@@ -47,7 +47,7 @@ int pdarray_probe_dataset(const probe_ctx *pc, read_dataset *ds, hid_t obj, bool
         obj = H5Dopen2(file, dset, H5P_DEFAULT);
         if (obj < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "%s cannot be opened", what);
     }
-    h5u_dset_info info = {.flat = flat};
+    h5u_dset_info info = {.flat = accept & PROBE_FLAT, .pairs = accept & PROBE_PAIRS};
     int r = h5u_inspect_dataset(obj, pc->size, what, &info, err);
     bool is_bool = legacy_group || info.enum_bool;
     if (r == 0 && !is_bool && info.is_integer) {
@@ -231,7 +231,7 @@ static int detect(const schema_facts *f, schema_match *m) {
 }
 
 static int probe(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err) {
-    return pdarray_probe_dataset(pc, &n->ds, dset, n->legacy_bool, false, err);
+    return pdarray_probe_dataset(pc, &n->ds, dset, n->legacy_bool, 0, err);
 }
 
 static bool writes(const object *obj) {

@@ -73,20 +73,10 @@ static int plan_chunks(write_plan *plan, int file_index, hid_t dset, const darra
     return 0;
 }
 
-int write_darray_range(hid_t loc, int file_index, const char *name, const darray *a, uint64_t lo,
-                       uint64_t hi, int64_t objtype, bool is_bool, int64_t rebase, write_plan *plan,
-                       h5ark_error *err) {
-    uint64_t offset = 0;
-    uint64_t chunk = plan->gzip_level > 0 ? chunk_elems(a->itemsize, hi - lo) : 0;
-    hid_t dset =
-        h5u_create_dataset(loc, name, a->dtype, hi - lo, chunk, plan->gzip_level, &offset, err);
-    if (dset < 0) return -1;
-    int rc = h5u_write_object_attrs(dset, objtype, is_bool, err);
-    if (rc == 0 && chunk > 0)
-        return plan_chunks(plan, file_index, dset, a, lo, hi, chunk, rebase, err);
-    if (h5u_close_written(dset) && rc == 0)
-        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close dataset '%s'", name);
-    if (rc) return -1;
+/* One planned region per shard of `a` overlapping [lo, hi), to be written at `offset`
+ * (where element lo goes) by the shard's locale. */
+static int plan_regions(write_plan *plan, int file_index, const darray *a, uint64_t lo, uint64_t hi,
+                        uint64_t offset, int64_t rebase, h5ark_error *err) {
     for (int b = 0; b < a->nshards && lo < hi; b++) {
         const shard *s = &a->shards[b];
         uint64_t first = s->start > lo ? s->start : lo;
@@ -105,6 +95,32 @@ int write_darray_range(hid_t loc, int file_index, const char *name, const darray
         if (write_plan_add(plan, &r, err)) return -1;
     }
     return 0;
+}
+
+int write_darray_range(hid_t loc, int file_index, const char *name, const darray *a, uint64_t lo,
+                       uint64_t hi, int64_t objtype, bool is_bool, int64_t rebase, write_plan *plan,
+                       h5ark_error *err) {
+    uint64_t offset = 0;
+    uint64_t chunk = plan->gzip_level > 0 ? chunk_elems(a->itemsize, hi - lo) : 0;
+    hid_t dset =
+        h5u_create_dataset(loc, name, a->dtype, hi - lo, chunk, plan->gzip_level, &offset, err);
+    if (dset < 0) return -1;
+    int rc = h5u_write_object_attrs(dset, objtype, is_bool, err);
+    if (rc == 0 && chunk > 0)
+        return plan_chunks(plan, file_index, dset, a, lo, hi, chunk, rebase, err);
+    if (h5u_close_written(dset) && rc == 0)
+        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close dataset '%s'", name);
+    return rc ? -1 : plan_regions(plan, file_index, a, lo, hi, offset, rebase, err);
+}
+
+int write_darray_pairs(hid_t loc, int file_index, const char *name, const darray *a,
+                       write_plan *plan, h5ark_error *err) {
+    uint64_t offset = 0;
+    hid_t dset = h5u_create_complex_dataset(loc, name, a->dtype, a->size / 2, &offset, err);
+    if (dset < 0) return -1;
+    if (h5u_close_written(dset))
+        return h5u_fail(err, H5ARK_IO_ERROR, "cannot close dataset '%s'", name);
+    return plan_regions(plan, file_index, a, 0, a->size / 2 * 2, offset, 0, err);
 }
 
 void object_part_rows(const object *obj, int part, uint64_t *lo, uint64_t *hi) {

@@ -59,8 +59,12 @@ typedef struct {
     size_t nchunks, chunks_cap;
     hid_t *dsets; /* the chunked datasets, open until the locales have written them */
     size_t ndsets, dsets_cap;
-    int gzip_level;         /* 0: contiguous datasets; 1-9: chunked and compressed by the locales */
-    int awkward0;           /* awkward objects in awkward0's layout: its AK0_COMPRESS_* policy */
+    int gzip_level; /* 0: contiguous datasets; 1-9: chunked and compressed by the locales */
+    int awkward0;   /* awkward objects in awkward0's layout: its AK0_COMPRESS_* policy */
+    /* several ranks, awkward0's layout: objects[i]'s buffers whole on rank 0 */
+    const object **ak0_objects;
+    unsigned char ***ak0_whole;
+    size_t nak0;
     bool dataframe_columns; /* a DataFrame at a file's top level as one object per column */
 } write_plan;
 
@@ -96,6 +100,10 @@ void chunk_buffers_free(chunk_buffers *b);
 int write_darray_range(hid_t loc, int file_index, const char *name, const darray *a, uint64_t lo,
                        uint64_t hi, int64_t objtype, bool is_bool, int64_t rebase, write_plan *plan,
                        h5ark_error *err);
+/* Float darray `a` (an even number of elements) as dataset `name` of h5py's complex numbers
+ * (a compound {r, i} of two of its floats), contiguous, without attributes. */
+int write_darray_pairs(hid_t loc, int file_index, const char *name, const darray *a,
+                       write_plan *plan, h5ark_error *err);
 /* The rows of obj that distributed file `part` holds (part < 0: all of them): the rows of
  * the darray that defines its rows (values, strings segments, SegArray segments). */
 void object_part_rows(const object *obj, int part, uint64_t *lo, uint64_t *hi);

@@ -177,6 +177,7 @@ static int read_files(char *const *paths, size_t npaths, const char *const *data
     for (; built < st.names.n; built++) {
         read_node *ds = &st.nodes[built];
         storage_read_item *it = &out[built];
+        ds->swap_bytes = opts->awkward_big_endian;
         int r =
             (it->dataset = strdup(ds->name))
                 ? schema_build(ds, opts->strict_types, opts->tag_data, &it->obj, &it->file_tag, err)

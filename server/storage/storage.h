@@ -84,6 +84,9 @@ typedef struct {
     /* awkward0 schemas: the allow-list that replaces the default (an array of arrays of
      * strings), or NULL */
     const h5ark_value *ak0_whitelist;
+    /* awkward 2 groups: the buffers are big-endian whatever their HDF5 type says (as
+     * ak.from_buffers' byteorder=">") */
+    bool awkward_big_endian;
 } storage_read_options;
 
 typedef struct {

@@ -8,6 +8,7 @@
 #include "twin.h"
 
 #include "config.h"
+#include "families.h"
 #include "files.h"
 #include "io.h"
 #include "locales.h"
@@ -671,6 +672,36 @@ int storage_write(const storage_item *items, size_t nitems, const char *path, st
     return storage_write_ex(items, nitems, path, mode, file_type, NULL, files, warnings, err);
 }
 
+/* Several ranks writing awkward0's layout: every item's buffers whole on rank 0. */
+typedef struct {
+    const object **objects;
+    unsigned char ***whole;
+    size_t n;
+} ak0_gathered;
+
+static void ak0_gathered_free(ak0_gathered *g) {
+    for (size_t i = 0; i < g->n; i++)
+        awkward0_whole_free(g->objects[i], g->whole[i]);
+    free(g->objects);
+    free(g->whole);
+    *g = (ak0_gathered){0};
+}
+
+static int ak0_gather_items(const storage_item *items, size_t nitems, ak0_gathered *g,
+                            h5ark_error *err) {
+    g->objects = calloc(nitems ? nitems : 1, sizeof *g->objects);
+    g->whole = calloc(nitems ? nitems : 1, sizeof *g->whole);
+    int rc = g->objects && g->whole ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    rc = ranks_agree(rc, err);
+    for (size_t i = 0; rc == 0 && i < nitems; i++) {
+        if (items[i].obj->objtype != H5ARK_AWKWARD) continue; /* alike on every rank */
+        rc = awkward0_gather(items[i].obj, &g->whole[g->n], err);
+        if (rc == 0) g->objects[g->n++] = items[i].obj;
+    }
+    if (rc) ak0_gathered_free(g);
+    return rc;
+}
+
 static int write_files(const storage_item *items, size_t nitems, const char *path,
                        storage_mode mode, storage_file_type file_type,
                        const storage_write_options *opts, h5ark_value *files, h5ark_value *warnings,
@@ -689,7 +720,14 @@ static int write_files(const storage_item *items, size_t nitems, const char *pat
         free(names.v);
         return -1;
     }
+    /* awkward0's blobs are each made whole from a buffer: rank 0 gathers them first */
+    ak0_gathered ak0 = {0};
+    if (ranks && opts && opts->awkward0 && ak0_gather_items(items, nitems, &ak0, err)) {
+        free(names.v);
+        return -1;
+    }
     if (ranks && ranks_self() != 0) {
+        ak0_gathered_free(&ak0);
         free(names.v);
         return write_files_rank(items, nitems, err);
     }
@@ -698,10 +736,14 @@ static int write_files(const storage_item *items, size_t nitems, const char *pat
     locale_set existing = {0};
     write_plan plan = {.gzip_level = opts ? opts->gzip_level : 0,
                        .dataframe_columns = df_columns,
-                       .awkward0 = opts ? opts->awkward0 : 0};
+                       .awkward0 = opts ? opts->awkward0 : 0,
+                       .ak0_objects = ak0.objects,
+                       .ak0_whole = ak0.whole,
+                       .nak0 = ak0.n};
     write_job job = {.plan = &plan, .files = of};
     int rc = -1;
     if (!of) {
+        ak0_gathered_free(&ak0);
         free(names.v);
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         return ranks ? ranks_agree(-1, err) : -1;
@@ -816,6 +858,7 @@ static int write_files(const storage_item *items, size_t nitems, const char *pat
         }
 out:
     if (layout_pending) ranks_agree(-1, err); /* the lowest failing rank: this one */
+    ak0_gathered_free(&ak0);
     write_plan_close(&plan, NULL);
     close_files(of, nfiles, NULL);
     for (int i = 0; i < nfiles; i++)

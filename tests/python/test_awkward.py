@@ -395,13 +395,9 @@ def write_group(h, name, form, length, bufs, folder=None):
     return g
 
 
-def h5_ready(bufs):
-    """Buffers as h5py stores them typed: complex is not a type h5ark reads (compound), so
-    the h5py-made cases leave it out; everything else is as the test case has it."""
-    return {k: v for k, v in bufs.items()}
-
-
-H5_CASES = sorted(c for c in CASES if c not in ("complex", "float16", "datetime"))
+# h5py stores complex as a compound {r, i} (read as complex); float16 and datetime64 it
+# stores as nothing awkward's form says of them
+H5_CASES = sorted(c for c in CASES if c not in ("float16", "datetime"))
 
 
 def test_readhdf_h5py_groups(conn):
@@ -462,6 +458,9 @@ def test_tohdf_h5py(conn, case):
         assert json.loads(g.attrs["form"]) == form and g.attrs["length"] == length
         got = {k: g[k][()].tobytes() for k in g}
         assert set(got) == set(bufs)
+        for k, v in bufs.items():  # the buffer's type (complex as h5py's; bool as h5ark's)
+            want = np.dtype("u1") if v.dtype == bool else np.dtype(v.dtype).newbyteorder("<")
+            assert g[k].dtype == want, (k, g[k].dtype)
         for k, v in bufs.items():
             assert got[k] == np.ascontiguousarray(v).tobytes(), k
         assert to_list(form, length, got) == to_list(form, length, {k: np.ascontiguousarray(v).tobytes() for k, v in bufs.items()})
@@ -470,6 +469,32 @@ def test_tohdf_h5py(conn, case):
     f, n, got2 = conn.get_ak(hdr["result"]["objects"]["arr"]["name"])
     assert f == form and n == length
     assert got2 == got
+
+
+def test_tohdf_complex(conn):
+    """Complex buffers written as h5py's complex (c8 and c16) over several locales, as
+    awkward reads them with h5py; compressed, as their float pairs (gzip chunks are planned
+    in floats); both read back."""
+    rng = np.random.default_rng(9)
+    c = (rng.normal(size=1001) + 1j * rng.normal(size=1001)).astype("<c16")
+    form = {"class": "RecordArray", "fields": ["a", "b"], "form_key": "n0",
+            "contents": [np_node("complex128", "n1"), np_node("complex64", "n2")]}
+    bufs = {"n1-data": c, "n2-data": c.astype("<c8")}
+    name = conn.put_ak(form, len(c), bufs)["result"]["object"]["name"]
+    conn.ok("tohdf", names=[name], datasets=["c"], path="cx.h5")
+    conn.ok("tohdf", names=[name], datasets=["c"], path="cxz.h5", compression="gzip")
+    with h5py.File(conn.dir / "cx.h5") as h, h5py.File(conn.dir / "cxz.h5") as hz:
+        for k, v in bufs.items():
+            assert h["c"][k].dtype == v.dtype and h["c"][k].shape == v.shape, k
+            np.testing.assert_array_equal(h["c"][k][()], v)
+            z = hz["c"][k]
+            assert z.compression == "gzip" and z.dtype == v.real.dtype, k
+            assert z[()].tobytes() == v.tobytes(), k
+    for path in ("cx.h5", "cxz.h5"):
+        hdr, _ = conn.ok("readhdf", paths=[path])
+        f, n, got = conn.get_ak(hdr["result"]["objects"]["c"]["name"])
+        assert f == form and n == len(c)
+        assert got == {k: v.tobytes() for k, v in bufs.items()}, path
 
 
 def test_tohdf_file_types(conn):
@@ -504,9 +529,9 @@ def ak2_fixtures():
 
 def test_fixtures_awkward2(conn, ak2_fixtures):
     """Every group of fixtures/awkward2/awkward2.hdf5 as its README says ak.from_buffers
-    reads it (expected/<case>.json). h5ark cannot read two of them as awkward does: complex
-    buffers are HDF5 compound types, and `bigendian`'s buffers were byte-swapped while the
-    file says little-endian (its form records no byte order): both are schema_error."""
+    reads it (expected/<case>.json). `complex` is h5py's compound {r, i}; `bigendian`'s
+    buffers were byte-swapped while the file says little-endian, and as awkward 2 it reads
+    only with byteorder ">" (by default its offsets are out of range: schema_error)."""
     import shutil
     shutil.copy(ak2_fixtures / "awkward2.hdf5", conn.dir / "fx_ak2.hdf5")
     cases = json.loads((ak2_fixtures / "cases.json").read_text())
@@ -520,13 +545,84 @@ def test_fixtures_awkward2(conn, ak2_fixtures):
         assert e["objtype"] == "awkward" and e["length"] == cases[name]["length"], e
         assert json.loads(e["form"]) == cases[name]["form"]
         rep, _ = conn.raw("readhdf", paths=["fx_ak2.hdf5"], datasets=[name])
-        if name in ("complex", "bigendian"):
+        if name == "bigendian":
             assert not rep["ok"] and rep["error"]["code"] == "schema_error", rep
-            continue
+            rep, _ = conn.raw("readhdf", paths=["fx_ak2.hdf5"], datasets=[name], byteorder=">")
         assert rep["ok"], rep
         f, n, got = conn.get_ak(rep["result"]["objects"][name]["name"])
         expected = json.loads((ak2_fixtures / cases[name]["expected"]).read_text())
         assert to_list(f, n, got) == expected, name
+
+
+def test_readhdf_complex(conn):
+    """h5py's complex buffers (a compound {r, i} of two floats), contiguous and chunked with
+    gzip, over several locales: the floats as put would take them; a compound that is not
+    h5py's complex, or of the other width, is schema_error naming the group."""
+    rng = np.random.default_rng(5)
+    n = 1003
+    c128 = (rng.normal(size=n) + 1j * rng.normal(size=n)).astype("<c16")
+    c64 = c128.astype("<c8")
+    offsets = np.array([0, 400, 400, n], "<i8")
+    path = conn.dir / "cplx.h5"
+    jag = {"class": "ListOffsetArray", "offsets": "i64", "form_key": "n0",
+           "content": np_node("complex128", "n1")}
+    with h5py.File(path, "w") as h:
+        for name, data, kw in [("contig", c128, {}), ("gz", c128, {"chunks": (7,), "compression": "gzip"})]:
+            g = h.create_group(name)
+            g.attrs["form"] = json.dumps(jag)
+            g.attrs["length"] = 3
+            g["n0-offsets"] = offsets
+            g.create_dataset("n1-data", data=data, **kw)
+        write_group(h, "c64", np_node("complex64", "n0"), n, {"n0-data": c64})
+        write_group(h, "width", np_node("complex64", "n0"), n, {"n0-data": c128})
+        pair = np.dtype([("re", "<f8"), ("im", "<f8")])
+        write_group(h, "names", np_node("complex128", "n0"), 2,
+                    {"n0-data": np.zeros(2, pair)})
+    for name, form, want in [("contig", jag, {"n0-offsets": offsets, "n1-data": c128}),
+                             ("gz", jag, {"n0-offsets": offsets, "n1-data": c128}),
+                             ("c64", np_node("complex64", "n0"), {"n0-data": c64})]:
+        hdr, _ = conn.ok("readhdf", paths=["cplx.h5"], datasets=[name])
+        f, length, got = conn.get_ak(hdr["result"]["objects"][name]["name"])
+        assert f == form, name
+        for k, v in want.items():
+            assert got[k] == v.tobytes(), (name, k)
+    for name, words in [("width", "float64"), ("names", "compound")]:
+        err = conn.fail("readhdf", paths=["cplx.h5"], datasets=[name])
+        assert err["code"] == "schema_error" and name in err["message"], err
+        assert words in err["message"], err
+    check_alive(conn)
+
+
+def test_readhdf_byteorder(conn):
+    """Buffers stored big-endian under little-endian types (ak.to_buffers(byteorder=">")
+    stored with h5py) read with byteorder ">" as ak.from_buffers(byteorder=">") reads
+    them: every width, complex swapped a float at a time; "<" is the default; anything else
+    is bad_request."""
+    def be(a):
+        return np.frombuffer(a.astype(a.dtype.newbyteorder(">")).tobytes(), a.dtype)
+    form = {"class": "RecordArray", "fields": ["i", "f", "c", "b", "s"], "form_key": "n0",
+            "contents": [np_node("int16", "n1"), np_node("float32", "n2"),
+                         np_node("complex128", "n3"), np_node("bool", "n4"),
+                         {"class": "ListOffsetArray", "offsets": "i32", "form_key": "n5",
+                          "content": np_node("uint64", "n6")}]}
+    bufs = {"n1-data": A([1, -2, 300], "<i2"), "n2-data": A([0.5, -1.25, 3], "<f4"),
+            "n3-data": A([1 + 2j, -3.5j, 7], "<c16"), "n4-data": A([True, False, True]),
+            "n5-offsets": A([0, 2, 2, 3], "<i4"), "n6-data": A([1, 2**40, 2**63 + 5], "<u8")}
+    with h5py.File(conn.dir / "be.h5", "w") as h:
+        write_group(h, "be", form, 3, {k: be(v) for k, v in bufs.items()})
+        write_group(h, "le", form, 3, bufs)
+    hdr, _ = conn.ok("readhdf", paths=["be.h5"], datasets=["be"], byteorder=">")
+    _, _, got = conn.get_ak(hdr["result"]["objects"]["be"]["name"])
+    assert got == {k: v.tobytes() for k, v in bufs.items()}
+    hdr, _ = conn.ok("readhdf", paths=["be.h5"], datasets=["le"], byteorder="<")
+    _, _, got = conn.get_ak(hdr["result"]["objects"]["le"]["name"])
+    assert got == {k: v.tobytes() for k, v in bufs.items()}
+    err = conn.fail("readhdf", paths=["be.h5"], datasets=["be"])  # the last offset is 3 << 24
+    assert err["code"] == "schema_error" and "n6-data" in err["message"], err
+    for bad in ["big", "", "=", "<>"]:
+        err = conn.fail("readhdf", paths=["be.h5"], datasets=["le"], byteorder=bad)
+        assert err["code"] == "bad_request" and "byteorder" in err["message"], err
+    check_alive(conn)
 
 
 # ---- awkward0's layout: the whitelist and pickles (interpretation is to come) -------------

@@ -5,6 +5,7 @@ lshdf entries, and refusals as clear exceptions. awkward is not installed here: 
 ak.Array path runs against a small stand-in module (FakeAwkward) with the signatures of
 ak.to_buffers and ak.from_buffers, put in sys.modules for the test."""
 import json
+import shutil
 import sys
 import types
 
@@ -12,6 +13,7 @@ import h5py
 import numpy as np
 import pytest
 
+from conftest import SHARED_FIXTURES
 from test_awkward import CASES, to_list
 
 import h5ark
@@ -90,6 +92,43 @@ def test_hdf_written_by_h5py(client, daemon):
     got = a.buffers()
     for name, buf in bufs.items():
         np.testing.assert_array_equal(got[name], buf)
+
+
+def test_read_hdf_byteorder_and_complex(client, daemon):
+    """read_hdf's byteorder: buffers stored big-endian under little-endian types (as
+    ak.to_buffers(byteorder=">") with h5py) read as ak.from_buffers(byteorder=">") reads
+    them; h5py's complex buffers read as they are; a bad byteorder is an H5arkError.
+    Then the shared fixture's `bigendian` group, when ../shared is there."""
+    form, length, bufs = jagged(6)
+    cform = {"class": "NumpyArray", "primitive": "complex64", "form_key": "c0"}
+    cplx = np.array([1 + 2j, -0.5j, 3], "<c8")
+    with h5py.File(daemon.data_dir / "order.h5", "w") as f:
+        g = f.create_group("jag")
+        g.attrs["form"] = json.dumps(form)
+        g.attrs["length"] = length
+        for name, buf in bufs.items():  # the bytes big-endian, the type little-endian
+            g.create_dataset(name, data=buf.byteswap())
+        g = f.create_group("cplx")
+        g.attrs["form"] = json.dumps(cform)
+        g.attrs["length"] = 3
+        g["c0-data"] = cplx
+    a = client.read_hdf("order.h5", datasets="jag", byteorder=">")["jag"]
+    for name, buf in bufs.items():
+        np.testing.assert_array_equal(a.buffers()[name], buf)
+    c = client.read_hdf("order.h5", datasets="cplx")["cplx"]
+    assert c.buffers()["c0-data"].tobytes() == cplx.tobytes()
+    with pytest.raises(h5ark.H5arkError) as e:
+        client.read_hdf("order.h5", datasets="jag")  # the swapped offsets are out of range
+    assert e.value.code == "schema_error"
+    with pytest.raises(h5ark.H5arkError) as e:
+        client.read_hdf("order.h5", datasets="jag", byteorder="big")
+    assert e.value.code == "bad_request" and "byteorder" in str(e.value)
+    fixture = SHARED_FIXTURES.parent / "awkward2"
+    if not fixture.is_dir():
+        pytest.skip(f"awkward 2 fixtures not found at {fixture} (../shared beside the repository)")
+    shutil.copy(fixture / "awkward2.hdf5", daemon.data_dir / "fx2.h5")
+    b = client.read_hdf("fx2.h5", datasets="bigendian", byteorder=">")["bigendian"]
+    assert values(b) == json.loads((fixture / "expected" / "bigendian.json").read_text())
 
 
 @pytest.mark.parametrize("case", ["listoffset_i32", "record", "bytemasked", "strings"])

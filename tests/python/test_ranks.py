@@ -1287,6 +1287,7 @@ def awkward_files(data_dirs):
                 write_group(h, case, form, length, bufs)
             write_group(h, "big", *big)
             write_group(h, "big_bad", big[0], big[1], {**big[2], "n1-offsets": bad})
+            write_group(h, "big_be", big[0], big[1], {k: v.byteswap() for k, v in big[2].items()})
         with h5py.File(d / "ak0.h5", "w") as h:
             for name, (node, code, _) in AK0_CASES.items():
                 ak0_group(h, name, ak0_schema(node), {
@@ -1318,11 +1319,13 @@ def same_awkward(got, want, got_ep, want_ep):
 def test_awkward_matches_one_rank(multi, single):
     """readhdf of awkward groups (both layouts) gives at R ranks what it gives at one: the
     same descriptions, the same buffers from get, the same errors; tohdf writes the same
-    awkward 2 groups."""
+    awkward 2 groups and the same awkward0 groups."""
     import h5py
+    from test_awkward import H5_CASES
     readable = awkward_files([multi.tmp / "data", single.data_dir])
     for args in [{"paths": ["ak2.h5"], "datasets": [c]} for c in ["big"] + sorted(
-                     set(h5py.File(multi.tmp / "data" / "ak2.h5")) - {"big", "big_bad"})] + \
+                     set(h5py.File(multi.tmp / "data" / "ak2.h5")) - {"big", "big_bad", "big_be"})] + \
+                [{"paths": ["ak2.h5"], "datasets": ["big_be"], "byteorder": ">"}] + \
                 [{"paths": ["ak0.h5"], "datasets": [c]} for c in readable] + \
                 [{"paths": ["ak2.h5"], "datasets": ["big"], "tag_data": True}]:
         got, _ = ok(multi.endpoint, "readhdf", args)
@@ -1338,6 +1341,13 @@ def test_awkward_matches_one_rank(multi, single):
         got, _ = call(multi.endpoint, "readhdf", args)
         want, _ = call(single.endpoint, "readhdf", args)
         assert not got["ok"] and got["error"] == want["error"], (args, got, want)
+    # the big-endian copy, swapped as each rank reads its shards, is `big`
+    be, _ = ok(multi.endpoint, "readhdf", {"paths": ["ak2.h5"], "datasets": ["big_be"],
+                                           "byteorder": ">"})
+    assert not call(multi.endpoint, "readhdf", {"paths": ["ak2.h5"], "datasets": ["big_be"]})[0]["ok"]
+    le, _ = ok(multi.endpoint, "readhdf", {"paths": ["ak2.h5"], "datasets": ["big"]})
+    assert object_bytes(multi.endpoint, be["objects"]["big_be"]) == \
+        object_bytes(multi.endpoint, le["objects"]["big"])
     # tohdf of what was read: the files hold the same groups
     got, _ = ok(multi.endpoint, "readhdf", {"paths": ["ak2.h5"], "datasets": ["big"]})
     want, _ = ok(single.endpoint, "readhdf", {"paths": ["ak2.h5"], "datasets": ["big"]})
@@ -1351,7 +1361,26 @@ def test_awkward_matches_one_rank(multi, single):
                                                   "n3-data"}
         for k in a["big"]:
             assert np.array_equal(a["big"][k][()], b["big"][k][()]), k
-    hdr, _ = call(multi.endpoint, "tohdf", {"names": [got["objects"]["big"]["name"]],
-                                            "path": "back0.h5", "format": "awkward0"})
-    assert not hdr["ok"] and hdr["error"]["message"].startswith(
-        "not available on several ranks yet: tohdf with format awkward0"), hdr
+    # awkward0's layout: rank 0 gathers each buffer for its blobs; the same files as at one
+    # rank (schema.json and every blob, zlib-compressed by the policy or not), read back alike
+    cases = ["big"] + H5_CASES
+    objs = {}
+    for ep in (multi.endpoint, single.endpoint):
+        res, _ = ok(ep, "readhdf", {"paths": ["ak2.h5"], "datasets": cases})
+        objs[ep] = [res["objects"][c]["name"] for c in cases]
+    for policy in ("default", "all", "none"):
+        path = f"back0_{policy}.h5"
+        for ep in (multi.endpoint, single.endpoint):
+            ok(ep, "tohdf", {"names": objs[ep], "datasets": cases, "path": path,
+                             "format": "awkward0", "compression": policy})
+        with h5py.File(multi.tmp / "data" / path) as a, h5py.File(single.data_dir / path) as b:
+            assert set(a) == set(b) == set(cases)
+            for c in cases:
+                assert set(a[c]) == set(b[c]) and len(a[c]) > 1, c
+                for k in a[c]:
+                    assert a[c][k][()].tobytes() == b[c][k][()].tobytes(), (policy, c, k)
+            if policy != "none":  # big's offsets pass 8192 bytes: a zlib blob
+                assert b"zlib" in a["big"]["schema.json"][()].tobytes()
+        got, _ = ok(multi.endpoint, "readhdf", {"paths": [path], "datasets": cases})
+        want, _ = ok(single.endpoint, "readhdf", {"paths": [path], "datasets": cases})
+        same_awkward(got, want, multi.endpoint, single.endpoint)

@@ -501,14 +501,18 @@ class Client:
         return Result(reply.result, reply.warnings)
 
     def read_hdf(self, paths, datasets=None, strict_types=True, allow_errors=False,
-                 calc_string_offsets=False, tag_data=False, start=None, stop=None):
+                 calc_string_offsets=False, tag_data=False, start=None, stop=None,
+                 whitelist=None, byteorder=None):
         """Read datasets (default: every top-level object) from files or glob patterns.
         Returns {dataset: handle of the object's class (pdarray, Strings, SegArray,
         DataFrame, ...)} with `.file_errors` listing files skipped under
         allow_errors, `.warnings` (objects skipped reading whole files, ExeTera fields not
         completed; each also issued as H5arkWarning) and, under tag_data,
         `Filename_Codes`: an int64 array of each row's file index. `start`/`stop` read only
-        those rows of the files' concatenation. An ExeTera dataframe reads as a DataFrame
+        those rows of the files' concatenation. `whitelist`: awkward0's allow-list for
+        awkward0 groups (default: awkward0's own); `byteorder` ">": awkward 2 groups whose
+        buffers were stored big-endian (ak.to_buffers(byteorder=">")), as
+        ak.from_buffers(byteorder=">") reads them. An ExeTera dataframe reads as a DataFrame
         whose columns carry `fieldtype` and `completed`; a field alone
         (`datasets="df/field"`) as a pdarray, Strings or Categorical carrying them."""
         args = {"paths": [paths] if isinstance(paths, str) else list(paths),
@@ -519,6 +523,10 @@ class Client:
             args["start"] = start
         if stop is not None:
             args["stop"] = stop
+        if whitelist is not None:
+            args["whitelist"] = [list(spec) for spec in whitelist]
+        if byteorder is not None:
+            args["byteorder"] = byteorder
         reply = self.request("readhdf", args)
         def handles(descriptors):
             return {ds: make_object(self, d) for ds, d in (descriptors or {}).items()}
