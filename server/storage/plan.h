@@ -50,6 +50,9 @@ typedef struct {
     uint64_t elems; /* the dataset's chunk size */
     uint64_t at;
     int64_t rebase;
+    /* several ranks: the chunk's elements gathered from the ranks holding them, when they
+     * are not all on the rank making it (NULL otherwise: read from the shards) */
+    const void *whole;
 } write_chunk;
 
 typedef struct {
@@ -87,6 +90,13 @@ typedef struct {
 /* The libdeflate level chunks of `dtype` at a requested gzip level (1-9) are made with. */
 int chunk_deflate_level(int gzip_level, h5ark_dtype dtype);
 
+/* Make chunk c on the calling (locale) thread: *out points at its *len stored bytes, in
+ * b's memory until b's next chunk. */
+int chunk_make(const write_plan *plan, const write_chunk *c, chunk_buffers *b,
+               const unsigned char **out, size_t *len, h5ark_error *err);
+/* Write the stored bytes of the chunk at element `at` of the plan's dataset `dset`. */
+int chunk_store(const write_plan *plan, size_t dset, uint64_t at, const void *bytes, size_t len,
+                h5ark_error *err);
 /* Make and write chunk c on the calling (locale) thread. */
 int chunk_write(const write_plan *plan, const write_chunk *c, chunk_buffers *b, h5ark_error *err);
 void chunk_buffers_free(chunk_buffers *b);

@@ -481,8 +481,20 @@ def test_readhdf_errors_match_one_rank(multi, single, hdf_files, args):
     assert len(ok(multi.endpoint, "info")[0]["objects"]) == before  # nothing published
 
 
+def stored_chunks(dset):
+    """A chunked dataset's layout and filters, and every chunk's stored bytes."""
+    if dset.chunks is None:
+        return None
+    out = [dset.chunks, dset.compression, dset.compression_opts, dset.shuffle]
+    for i in range(dset.id.get_num_chunks()):
+        info = dset.id.get_chunk_info(i)
+        out.append((info.chunk_offset, dset.id.read_direct_chunk(info.chunk_offset)))
+    return out
+
+
 def h5_tree(path):
-    """Every group and dataset of an HDF5 file: kind, attributes, dtype, shape and data."""
+    """Every group and dataset of an HDF5 file: kind, attributes, dtype, shape and data,
+    and a chunked dataset's filters and stored chunks."""
     import h5py
     out = {}
 
@@ -494,7 +506,8 @@ def h5_tree(path):
 
         def visit(name, obj):
             if isinstance(obj, h5py.Dataset):
-                out[name] = ("dataset", attrs(obj), str(obj.dtype), obj.shape, obj[()].tobytes())
+                out[name] = ("dataset", attrs(obj), str(obj.dtype), obj.shape, obj[()].tobytes(),
+                             stored_chunks(obj))
             else:
                 out[name] = ("group", attrs(obj))
         f.visititems(visit)
@@ -512,7 +525,12 @@ def make_objects(endpoint, words):
                         ("f", {"dtype": "float32", "fill": "uniform", "seed": 1, "size": 333}),
                         ("b", {"dtype": "bool", "fill": "randint", "low": 0, "high": 2,
                                "seed": 4, "size": 21}),
-                        ("e", {"dtype": "uint16", "fill": "zeros", "size": 0})]:
+                        ("e", {"dtype": "uint16", "fill": "zeros", "size": 0}),
+                        # several chunks of 1 MiB, some across a rank boundary
+                        ("L", {"dtype": "int64", "fill": "randint", "low": 0, "high": 1000,
+                               "seed": 5, "size": 300001}),
+                        ("u", {"dtype": "float64", "fill": "uniform", "seed": 2,
+                               "size": 200003})]:
         names[label] = ok(endpoint, "create", args)[0]["object"]["name"]
     hdr, _ = put_strings(endpoint, words)
     assert hdr["ok"], hdr
@@ -535,6 +553,12 @@ TOHDF = [
                            {"file_type": "distribute", "keys": "bs", "mode": "append"}]),
     ("truncate over", [{"file_type": "single", "keys": "ifbest"},
                        {"file_type": "single", "keys": "t"}]),
+    ("gzip single", [{"file_type": "single", "keys": "ifbestLu", "compression": "gzip"}]),
+    ("gzip distribute", [{"file_type": "distribute", "keys": "ifbestLu",
+                          "compression": "gzip", "compression_level": 1}]),
+    ("gzip append single", [{"file_type": "single", "keys": "iL"},
+                            {"file_type": "single", "keys": "su", "mode": "append",
+                             "compression": "gzip", "compression_level": 9}]),
 ]
 
 
@@ -552,19 +576,26 @@ def test_tohdf_matches_one_rank(multi, single, label, steps):
         out.mkdir(parents=True)
         for step in steps:
             keys = step["keys"]
-            res, _ = ok(d.endpoint, "tohdf", {"names": [objs[k] for k in keys],
-                                              "datasets": list(keys),
-                                              "path": f"{out.name}/x.h5",
-                                              "file_type": step["file_type"],
-                                              "mode": step.get("mode", "truncate")})
+            args = {"names": [objs[k] for k in keys], "datasets": list(keys),
+                    "path": f"{out.name}/x.h5", "file_type": step["file_type"],
+                    "mode": step.get("mode", "truncate")}
+            for k in ("compression", "compression_level"):
+                if k in step:
+                    args[k] = step[k]
+            res, _ = ok(d.endpoint, "tohdf", args)
             dirs.setdefault(name, []).append(res)
         dirs[name + "_dir"] = out
     assert dirs["multi"] == dirs["single"]  # files written and warnings alike
     got, want = dirs["multi_dir"], dirs["single_dir"]
     assert data_files(got) == data_files(want)
     assert [f for f in os.listdir(got) if f.startswith(".")] == []  # no temporaries left
+    chunks = 0
     for f in data_files(got):
-        assert h5_tree(got / f) == h5_tree(want / f), f
+        tree = h5_tree(got / f)
+        assert tree == h5_tree(want / f), f
+        chunks += sum(len(v[5]) - 4 for v in tree.values() if v[0] == "dataset" and v[5])
+    if any("compression" in step for step in steps):
+        assert chunks >= 4  # the chunks compared were there
     # and read back alike at R > 1
     res, _ = ok(multi.endpoint, "readhdf", {"paths": [f"{got.name}/x*"]})
     want_res, _ = ok(single.endpoint, "readhdf", {"paths": [f"{want.name}/x*"]})
@@ -573,10 +604,6 @@ def test_tohdf_matches_one_rank(multi, single, label, steps):
 
 def test_tohdf_other_kinds_refused(multi):
     seg = ok(multi.endpoint, "create", {"dtype": "int64", "size": 2})[0]["object"]["name"]
-    hdr, _ = call(multi.endpoint, "tohdf", {"names": [seg], "path": "c.h5",
-                                            "compression": "gzip"})
-    assert hdr["error"]["message"].startswith(
-        "not available on several ranks yet: tohdf with compression")
     hdr, _ = call(multi.endpoint, "tohdf", {"names": [seg], "path": "c.h5",
                                             "format": "exetera"})
     assert hdr["error"]["message"].startswith(
@@ -636,6 +663,64 @@ def test_tohdf_failing_on_one_rank_replaces_nothing(faulty, file_type, rank):
     assert snapshot(out) != before
 
 
+@pytest.mark.parametrize("cls", ["io", "alloc"])
+@pytest.mark.parametrize("rank", [0, 1, 2])
+def test_tohdf_gzip_failing_on_one_rank_replaces_nothing(cls, rank):
+    """A compressed write whose chunks cross ranks: an I/O error or a failed allocation on
+    any one rank, at any of its first calls, gives an error naming it (or the write
+    succeeds when the fault falls after its last call); never a hang or a partial file.
+    An allocation failing inside a transfer between ranks ends the job, with that error
+    (test_rank_that_gives_up_a_transfer_stops_the_job): the files are then old too."""
+    if not mpi_build():
+        pytest.skip("h5arkd was built without MPI")
+    d = None
+    failed = 0
+    try:
+        for nth in range(1, 41):
+            if d is None:
+                d = MpiDaemon(3, env={"H5ARK_FAULTS": "1"})
+                ep = d.endpoint
+                objs = make_objects(ep, ["abc", "de", "f"] * 50)
+                out = d.tmp / "data" / "gz"
+                out.mkdir(parents=True, exist_ok=True)
+                args = {"names": [objs["i"], objs["s"]], "datasets": ["i", "s"],
+                        "path": "gz/x.h5", "compression": "gzip"}
+                new = {**args, "names": [objs["L"], objs["t"]]}
+                ok(ep, "tohdf", args)
+                before = snapshot(out)
+            # (the fault command's own reply may be what the fault hits)
+            hdr, _ = call(ep, "fault", {"class": cls, "nth": nth, "rank": rank,
+                                        "error": "ENOMEM" if cls == "alloc" else "ENOSPC"})
+            if hdr["ok"]:
+                hdr, _ = call(ep, "tohdf", new)
+            if hdr["ok"]:
+                ok(ep, "fault", {"nth": 0})
+                ok(ep, "tohdf", args)  # the old files again
+                before = snapshot(out)
+                continue
+            failed += 1
+            assert hdr["error"]["code"] in ("io_error", "resource_limit"), hdr
+            if rank:
+                assert f"rank {rank}" in hdr["error"]["message"], (nth, hdr)
+            if "the job cannot go on" in hdr["error"]["message"]:
+                assert d.proc.wait(30) != 0
+                after = snapshot(out)
+                assert {k: v for k, v in after.items() if not k.startswith(".")} == before
+                d.cleanup()
+                d = None
+                continue
+            ok(ep, "fault", {"nth": 0})
+            assert snapshot(out) == before  # every file old, no temporary left
+        # ranks > 0 do no I/O in a compressed write: rank 0 writes every chunk
+        assert failed > 0 or (cls == "io" and rank > 0)
+        if d is not None:
+            ok(ep, "tohdf", new)  # and the daemon goes on
+            assert snapshot(out) != before
+    finally:
+        if d is not None:
+            d.cleanup()
+
+
 def test_tohdf_rank_killed_leaves_old_or_new():
     """A rank killed while a write is under way: every file old or new (here old: the
     rank dies before it writes)."""
@@ -669,6 +754,44 @@ def test_tohdf_rank_killed_leaves_old_or_new():
                  if not f.name.startswith(".")}
         assert not results or not results[0]["ok"], "the write ended before the kill"
         assert files == {f: c for f, c in old.items() if not f.startswith(".")}
+    finally:
+        d.cleanup()
+
+
+def test_rank_that_gives_up_a_transfer_stops_the_job():
+    """A rank that cannot start its part of a transfer (an allocation fails inside the
+    transfer, after the ranks agreed to go on) would leave the others waiting for bytes
+    that never come: it tells rank 0, which answers with an error naming it and ends the
+    job, rather than hanging. Here: rank 1 sends rank 0 its compressed chunks of a tohdf,
+    more of them than a transfer describes without allocating."""
+    if not mpi_build():
+        pytest.skip("h5arkd was built without MPI")
+    d = MpiDaemon(2, env={"H5ARK_FAULTS": "1"})
+    try:
+        ep = d.endpoint
+        name = ok(ep, "create", {"dtype": "int64", "fill": "zeros",
+                                 "size": 5_000_000})[0]["object"]["name"]
+        args = {"names": [name], "path": "z.h5", "compression": "gzip"}
+        ended = None
+        for nth in range(1, 200):
+            hdr, _ = call(ep, "fault", {"class": "alloc", "nth": nth, "error": "ENOMEM",
+                                        "rank": 1})
+            assert hdr["ok"], hdr
+            t = time.time()
+            hdr, _ = call(ep, "tohdf", args)
+            assert time.time() - t < 10
+            if hdr["ok"]:  # past rank 1's last allocation
+                break
+            assert hdr["error"]["code"] in ("io_error", "resource_limit"), hdr
+            assert "rank 1" in hdr["error"]["message"], hdr
+            if "the job cannot go on" in hdr["error"]["message"]:
+                ended = hdr["error"]["message"]
+                break
+        assert ended, "no allocation inside a transfer was failed"
+        assert "rank 1 (host " in ended and "MPI could not start a transfer" in ended, ended
+        assert d.proc.wait(30) != 0
+        assert "the job cannot go on, stopping" in d.read_log()
+        assert not (d.tmp / "data" / "z.h5").exists()
     finally:
         d.cleanup()
 
