@@ -82,10 +82,9 @@ static int share_probe(int rc, read_probe *st, char *const *paths, size_t npaths
 }
 
 /* Whether several ranks read a node: Arkouda's kinds, built from pdarrays and Strings,
- * but not plain HDF5 strings or ExeTera's (the node refused, or NULL). */
+ * and plain HDF5 strings, but not ExeTera's (the node refused, or NULL). */
 static const read_node *ranks_refused_node(const read_node *n) {
-    if (n->kind == KIND_H5STRINGS || n->kind == KIND_EXETERA_DF || n->kind == KIND_EXETERA_FIELD)
-        return n;
+    if (n->kind == KIND_EXETERA_DF || n->kind == KIND_EXETERA_FIELD) return n;
     for (size_t i = 0; i < n->nkids; i++) {
         const read_node *r = ranks_refused_node(&n->kids[i]);
         if (r) return r;

@@ -451,13 +451,50 @@ def test_readhdf_matches_one_rank(multi, single, hdf_files, label, args):
     same_result(got, want, multi.endpoint, single.endpoint)
 
 
-def test_readhdf_other_kinds_refused(multi, hdf_files):  # noqa: ARG001 - files needed
+def plain_strings_files(multi, single):
+    """Plain HDF5 string datasets as h5py writes them, in both daemons' data directories."""
     import h5py
-    with h5py.File(multi.tmp / "data" / "plain_strings.h5", "w") as f:
-        f["s"] = [b"a", b"bc"]
-    hdr, _ = call(multi.endpoint, "readhdf", {"paths": ["plain_strings.h5"]})
-    assert not hdr["ok"] and hdr["error"]["code"] == "unknown_command"
-    assert hdr["error"]["message"].startswith("not available on several ranks yet: readhdf of")
+    words = ["", "alpha", "b", "gamma" * 30, "é", "x y "] * 23 + ["end"]
+    for d in (multi.tmp / "data", single.data_dir):
+        d.mkdir(exist_ok=True)
+        with h5py.File(d / "plain_a.h5", "w") as f:
+            f["v"] = np.array(words, dtype=h5py.string_dtype("utf-8"))
+            f.create_dataset("fixed", data=np.array([w.encode() for w in words], dtype="S160"))
+        with h5py.File(d / "plain_b.h5", "w") as f:
+            f["v"] = np.array(words[:5], dtype=h5py.string_dtype("utf-8"))
+            f.create_dataset("fixed", data=np.array([b"q", b""], dtype="S3"))
+        with h5py.File(d / "plain_c.h5", "w") as f:
+            f["v"] = np.array(["only"], dtype=h5py.string_dtype("utf-8"))
+            f["fixed"] = np.array([b"z"], dtype="S1")
+
+
+PLAIN = [
+    ("one file", {"paths": ["plain_a.h5"]}),
+    ("several files", {"paths": ["plain_a.h5", "plain_b.h5", "plain_c.h5"]}),
+    ("ranged", {"paths": ["plain_a.h5", "plain_b.h5"], "datasets": ["v"], "start": 7,
+                "stop": 141}),
+    ("tag_data", {"paths": ["plain_c.h5", "plain_b.h5", "plain_a.h5"], "tag_data": True}),
+    ("fewer strings than locales", {"paths": ["plain_c.h5", "plain_b.h5"],
+                                    "datasets": ["fixed"]}),
+]
+
+
+@pytest.mark.parametrize("label,args", PLAIN, ids=[r[0] for r in PLAIN])
+def test_readhdf_plain_strings_match_one_rank(multi, single, label, args):
+    plain_strings_files(multi, single)
+    got, _ = ok(multi.endpoint, "readhdf", args)
+    want, _ = ok(single.endpoint, "readhdf", args)
+    same_result(got, want, multi.endpoint, single.endpoint)
+    assert got["objects"]
+
+
+def test_readhdf_other_kinds_refused(multi, hdf_files):  # noqa: ARG001 - files needed
+    from test_exetera import make_session
+    make_session(multi.tmp / "data" / "session.h5")
+    hdr, _ = call(multi.endpoint, "readhdf", {"paths": ["session.h5"]})
+    assert not hdr["ok"] and hdr["error"]["code"] == "unknown_command", hdr
+    assert hdr["error"]["message"].startswith(
+        "not available on several ranks yet: readhdf of an ExeTera dataframe"), hdr
 
 
 def test_readhdf_strings_values(multi, hdf_files):
