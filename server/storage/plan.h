@@ -55,6 +55,14 @@ typedef struct {
     const void *whole;
 } write_chunk;
 
+/* Several ranks: an int64 element of another rank's shard, fetched before rank 0 lays the
+ * files out (a SegArray's segment at each locale's first row). */
+typedef struct {
+    const darray *a;
+    uint64_t i;
+    int64_t v;
+} fetched_int64;
+
 typedef struct {
     write_region *v;
     size_t n, cap;
@@ -65,7 +73,14 @@ typedef struct {
     int gzip_level;         /* 0: contiguous datasets; 1-9: chunked and compressed by the locales */
     int awkward0;           /* awkward objects in awkward0's layout: its AK0_COMPRESS_* policy */
     bool dataframe_columns; /* a DataFrame at a file's top level as one object per column */
+    const fetched_int64 *fetched; /* several ranks: elements of other ranks' shards */
+    size_t nfetched;
 } write_plan;
+
+/* Element i of int64 darray a while laying a file out: from this rank's shard, or from the
+ * elements fetched from the other ranks; -1 (err set) when it is neither. */
+int plan_int64_at(const write_plan *plan, const darray *a, uint64_t i, int64_t *out,
+                  h5ark_error *err);
 
 int write_plan_add(write_plan *plan, const write_region *r, h5ark_error *err);
 /* Close the plan's datasets and free it; -1 (err set, if err is not NULL) when a close

@@ -980,10 +980,14 @@ static int write_files_rank(const storage_item *items, size_t nitems,
 }
 
 /* Whether several ranks write obj: rank 0 lays the files out from metadata, which every
- * rank holds, but a SegArray's per-locale files start at segment values that live on other
- * ranks (what it returns: the refused object, or NULL). */
+ * rank holds, and from a SegArray's segment at each locale's first row (fetched first:
+ * fetch_segments); but a SegArray of Strings into per-locale files would need the Strings'
+ * byte offsets at those rows too (what it returns: the refused object, or NULL). */
 static const object *ranks_refused(const object *obj, bool distributed) {
-    if (obj->objtype == H5ARK_SEGARRAY && distributed) return obj;
+    if (obj->objtype == H5ARK_SEGARRAY && distributed) {
+        const object *vals = object_component_get(obj, CHILD_VALUES);
+        if (vals && vals->objtype == H5ARK_STRINGS) return obj;
+    }
     for (size_t i = 0; i < obj->ncomponents; i++) {
         const object *r = ranks_refused(obj->components[i].obj, distributed);
         if (r) return r;
@@ -991,14 +995,67 @@ static const object *ranks_refused(const object *obj, bool distributed) {
     return NULL;
 }
 
-/* What several ranks write so far: every kind in Arkouda's format, but a SegArray into
- * per-locale files. */
+/* What several ranks write so far: every kind in Arkouda's format, but a SegArray of
+ * Strings into per-locale files. */
 static int check_ranks_items(const storage_item *items, size_t nitems, bool distributed,
                              h5ark_error *err) {
     for (size_t i = 0; i < nitems; i++)
         if (ranks_refused(items[i].obj, distributed))
-            return ranks_not_yet(err, "tohdf of a segarray into per-locale files ('%s')",
+            return ranks_not_yet(err, "tohdf of a segarray of strings into per-locale files ('%s')",
                                  items[i].dataset);
+    return 0;
+}
+
+typedef struct {
+    fetched_int64 *v;
+    size_t n, cap;
+} fetched_list;
+
+static int list_segments(const object *obj, fetched_list *l) {
+    if (obj->objtype == H5ARK_SEGARRAY) {
+        const object *seg = object_component_get(obj, CHILD_SEGMENTS);
+        const darray *a = seg ? seg->values : NULL;
+        for (int b = 0; a && b < a->nshards; b++) {
+            const shard *s = &a->shards[b];
+            if (s->start == 0 || s->start >= a->size) continue; /* 0, or no row */
+            fetched_int64 *v = grow_array(l->v, l->n, &l->cap, sizeof *v);
+            if (!v) return -1;
+            l->v = v;
+            l->v[l->n++] = (fetched_int64){
+                .a = a, .i = s->start, .v = s->data ? ((const int64_t *)s->data)[0] : 0};
+        }
+    }
+    for (size_t i = 0; i < obj->ncomponents; i++)
+        if (list_segments(obj->components[i].obj, l)) return -1;
+    return 0;
+}
+
+/* Several ranks, per-locale files: every SegArray's segment at each locale's first row,
+ * each from the rank holding it (an allreduce), for rank 0's layout (every rank calls it). */
+static int fetch_segments(const storage_item *items, size_t nitems, write_plan *plan,
+                          h5ark_error *err) {
+    fetched_list l = {0};
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < nitems; i++)
+        if (list_segments(items[i].obj, &l))
+            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    uint64_t *v = rc == 0 ? sysio.calloc(l.n + 1, sizeof *v) : NULL;
+    if (rc == 0 && !v) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    rc = ranks_agree(rc, err);
+    if (rc == 0 && l.n > 0) {
+        for (size_t i = 0; i < l.n; i++) /* the others give 0: the sum is the holder's */
+            v[i] = (uint64_t)l.v[i].v;
+        rc = ranks_allreduce_u64(v, l.n, RANKS_SUM, err);
+        for (size_t i = 0; rc == 0 && i < l.n; i++)
+            l.v[i].v = (int64_t)v[i];
+    }
+    free(v);
+    if (rc) {
+        free(l.v);
+        return -1;
+    }
+    plan->fetched = l.v;
+    plan->nfetched = l.n;
     return 0;
 }
 
@@ -1034,8 +1091,14 @@ static int write_files(const storage_item *items, size_t nitems, const char *pat
         free(names.v);
         return -1;
     }
+    write_plan fetched = {0}; /* what rank 0 lays out from other ranks' shards */
+    if (ranks && distributed && fetch_segments(items, nitems, &fetched, err)) {
+        free(names.v);
+        return -1;
+    }
     if (ranks && ranks_self() != 0) {
         free(names.v);
+        free((void *)fetched.fetched);
         return write_files_rank(items, nitems, opts, err);
     }
     bool layout_pending = ranks; /* the other ranks wait to hear how the layout went */
@@ -1043,11 +1106,14 @@ static int write_files(const storage_item *items, size_t nitems, const char *pat
     locale_set existing = {0};
     write_plan plan = {.gzip_level = opts ? opts->gzip_level : 0,
                        .dataframe_columns = df_columns,
-                       .awkward0 = opts ? opts->awkward0 : 0};
+                       .awkward0 = opts ? opts->awkward0 : 0,
+                       .fetched = fetched.fetched,
+                       .nfetched = fetched.nfetched};
     write_job job = {.plan = &plan, .files = of};
     int rc = -1;
     if (!of) {
         free(names.v);
+        free((void *)fetched.fetched);
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         return ranks ? ranks_agree(-1, err) : -1;
     }
@@ -1173,6 +1239,7 @@ out:
     locale_set_free(&existing);
     free(of);
     free(names.v);
+    free((void *)fetched.fetched);
     return rc;
 }
 
