@@ -1237,6 +1237,52 @@ def test_tohdf_segarray_of_strings_distribute_refused(multi):
     assert not list((multi.tmp / "data").glob("sd*"))
 
 
+@pytest.mark.parametrize("with_int", [False, True], ids=["categorical", "categorical and int"])
+def test_groupby_categorical_key_matches_one_rank(multi, single, with_int):
+    """A categorical key sorts by its codes, as with one rank; aggregate gives each group's
+    key as a categorical (its codes taken across ranks, the categories shared)."""
+    rng = np.random.default_rng(17)
+    n = 2001
+    codes = rng.integers(0, 4, n)
+    ints = rng.integers(0, 3, n)
+    vals = rng.integers(-100, 100, n)
+    out = {}
+    for name, d in [("multi", multi), ("single", single)]:
+        ok(d.endpoint, "clear")
+        for k, a in [("codes", codes), ("ints", ints), ("vals", vals)]:
+            hdr, _ = call(d.endpoint, "put", {"dtype": "int64", "shape": [n], "name": k},
+                          [{"name": "values", "nbytes": a.nbytes}], [a.tobytes()])
+            assert hdr["ok"], hdr
+        hdr, _ = put_strings(d.endpoint, ["zeta", "alpha", "", "mid"], "cats")
+        assert hdr["ok"], hdr
+        named(d.endpoint, "categorical", {"codes": "codes", "categories": "cats"}, "cat")
+        keys = ["cat", "ints"] if with_int else ["cat"]
+        gb = named(d.endpoint, "groupby", {"keys": keys}, "gb")
+        hdr, frames = call(d.endpoint, "get", {"name": "gb"})
+        assert hdr["ok"], hdr
+        got = [gb, hdr["result"], b"".join(bytes(f) for f in frames)]
+        for op in ["count", "sum", "first", "nunique"]:
+            args = {"groupby": "gb", "op": op}
+            if op != "count":
+                args["values"] = "vals"
+            res, _ = ok(d.endpoint, "aggregate", args)
+            objs = res["keys"] + [res["values"]]
+            got.append((op, [anonymous(o) for o in objs],
+                        [object_bytes(d.endpoint, o) for o in objs]))
+        out[name] = got
+    assert out["multi"] == out["single"]
+    assert out["multi"][3][1][0]["objtype"] == "categorical"  # the keys came back as such
+
+
+def anonymous(desc):
+    """An object's description without the names the daemon made (its own and its
+    components'), which differ between daemons."""
+    out = {k: v for k, v in desc.items() if k != "name"}
+    if "components" in out:
+        out["components"] = {k: anonymous(v) for k, v in out["components"].items()}
+    return out
+
+
 def test_groupby_strings_key_refused(multi):
     hdr, _ = put_strings(multi.endpoint, ["a", "b"])
     hdr, _ = call(multi.endpoint, "groupby", {"keys": [hdr["result"]["object"]["name"]]})
