@@ -1274,6 +1274,28 @@ def test_groupby_categorical_key_matches_one_rank(multi, single, with_int):
     assert out["multi"][3][1][0]["objtype"] == "categorical"  # the keys came back as such
 
 
+def test_aggregate_count_of_strings_matches_one_rank(multi, single):
+    """count reads no values, so strings values are counted at any R; the ops that read
+    them are refused at R > 1."""
+    keys = np.random.default_rng(4).integers(0, 5, 333)
+    out = {}
+    for name, d in [("multi", multi), ("single", single)]:
+        ok(d.endpoint, "clear")
+        hdr, _ = call(d.endpoint, "put", {"dtype": "int64", "shape": [len(keys)], "name": "k"},
+                      [{"name": "values", "nbytes": keys.nbytes}], [keys.tobytes()])
+        assert hdr["ok"], hdr
+        hdr, _ = put_strings(d.endpoint, [f"s{i % 7}" for i in range(len(keys))], "s")
+        assert hdr["ok"], hdr
+        named(d.endpoint, "groupby", {"keys": ["k"]}, "gb")
+        res, _ = ok(d.endpoint, "aggregate", {"groupby": "gb", "op": "count", "values": "s"})
+        objs = res["keys"] + [res["values"]]
+        out[name] = ([anonymous(o) for o in objs], [object_bytes(d.endpoint, o) for o in objs])
+    assert out["multi"] == out["single"]
+    hdr, _ = call(multi.endpoint, "aggregate", {"groupby": "gb", "op": "first", "values": "s"})
+    assert hdr["error"]["message"].startswith(
+        "not available on several ranks yet: aggregate of strings values"), hdr
+
+
 def anonymous(desc):
     """An object's description without the names the daemon made (its own and its
     components'), which differ between daemons."""
