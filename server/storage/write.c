@@ -980,82 +980,97 @@ static int write_files_rank(const storage_item *items, size_t nitems,
 }
 
 /* Whether several ranks write obj: rank 0 lays the files out from metadata, which every
- * rank holds, and from a SegArray's segment at each locale's first row (fetched first:
- * fetch_segments); but a SegArray of Strings into per-locale files would need the Strings'
- * byte offsets at those rows too (what it returns: the refused object, or NULL). */
-static const object *ranks_refused(const object *obj, bool distributed) {
-    if (obj->objtype == H5ARK_SEGARRAY && distributed) {
-        const object *vals = object_component_get(obj, CHILD_VALUES);
-        if (vals && vals->objtype == H5ARK_STRINGS) return obj;
-    }
-    for (size_t i = 0; i < obj->ncomponents; i++) {
-        const object *r = ranks_refused(obj->components[i].obj, distributed);
-        if (r) return r;
-    }
-    return NULL;
-}
-
-/* What several ranks write so far: every kind in Arkouda's format, but a SegArray of
- * Strings into per-locale files. */
-static int check_ranks_items(const storage_item *items, size_t nitems, bool distributed,
-                             h5ark_error *err) {
-    for (size_t i = 0; i < nitems; i++)
-        if (ranks_refused(items[i].obj, distributed))
-            return ranks_not_yet(err, "tohdf of a segarray of strings into per-locale files ('%s')",
-                                 items[i].dataset);
-    return 0;
-}
+ * rank holds, and from the few elements that say where a SegArray's per-locale files
+ * start, fetched first (fetch_layout). Every kind in Arkouda's format is written. */
 
 typedef struct {
     fetched_int64 *v;
     size_t n, cap;
 } fetched_list;
 
-static int list_segments(const object *obj, fetched_list *l) {
-    if (obj->objtype == H5ARK_SEGARRAY) {
-        const object *seg = object_component_get(obj, CHILD_SEGMENTS);
-        const darray *a = seg ? seg->values : NULL;
-        for (int b = 0; a && b < a->nshards; b++) {
-            const shard *s = &a->shards[b];
-            if (s->start == 0 || s->start >= a->size) continue; /* 0, or no row */
-            fetched_int64 *v = grow_array(l->v, l->n, &l->cap, sizeof *v);
-            if (!v) return -1;
-            l->v = v;
-            l->v[l->n++] = (fetched_int64){
-                .a = a, .i = s->start, .v = s->data ? ((const int64_t *)s->data)[0] : 0};
-        }
-    }
-    for (size_t i = 0; i < obj->ncomponents; i++)
-        if (list_segments(obj->components[i].obj, l)) return -1;
+static int fetch_add(fetched_list *l, const darray *a, uint64_t i) {
+    for (size_t k = 0; k < l->n; k++)
+        if (l->v[k].a == a && l->v[k].i == i) return 0;
+    fetched_int64 *v = grow_array(l->v, l->n, &l->cap, sizeof *v);
+    if (!v) return -1;
+    l->v = v;
+    const shard *s = &a->shards[darray_shard_of(a, i)];
+    l->v[l->n++] = (fetched_int64){
+        .a = a, .i = i, .v = s->data ? ((const int64_t *)s->data)[i - s->start] : 0};
     return 0;
 }
 
-/* Several ranks, per-locale files: every SegArray's segment at each locale's first row,
- * each from the rank holding it (an allreduce), for rank 0's layout (every rank calls it). */
-static int fetch_segments(const storage_item *items, size_t nitems, write_plan *plan,
-                          h5ark_error *err) {
-    fetched_list l = {0};
+/* Pass 0: every SegArray's segment at each locale's first row. Pass 1 (after pass 0's
+ * values are known): for a SegArray of Strings, the Strings' byte offset at each of those
+ * segments, which is where a file's bytes start. */
+static int list_layout(const object *obj, int pass, const fetched_list *known, fetched_list *l) {
+    const object *seg =
+        obj->objtype == H5ARK_SEGARRAY ? object_component_get(obj, CHILD_SEGMENTS) : NULL;
+    const object *vals = seg ? object_component_get(obj, CHILD_VALUES) : NULL;
+    const darray *a = seg ? seg->values : NULL;
+    for (int b = 0; a && b < a->nshards; b++) {
+        uint64_t row = a->shards[b].start;
+        if (row == 0 || row >= a->size) continue; /* 0, or no row */
+        if (pass == 0 && fetch_add(l, a, row)) return -1;
+        if (pass == 1 && vals && vals->objtype == H5ARK_STRINGS) {
+            for (size_t k = 0; k < known->n; k++)
+                if (known->v[k].a == a && known->v[k].i == row && known->v[k].v > 0 &&
+                    (uint64_t)known->v[k].v < vals->size &&
+                    fetch_add(l, vals->segments, (uint64_t)known->v[k].v))
+                    return -1;
+        }
+    }
+    for (size_t i = 0; i < obj->ncomponents; i++)
+        if (list_layout(obj->components[i].obj, pass, known, l)) return -1;
+    return 0;
+}
+
+/* One pass: list the elements, then each comes from the rank holding it (an allreduce:
+ * the others give 0). Every rank calls it. */
+static int fetch_pass(const storage_item *items, size_t nitems, int pass, const fetched_list *known,
+                      fetched_list *l, h5ark_error *err) {
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < nitems; i++)
-        if (list_segments(items[i].obj, &l))
+        if (list_layout(items[i].obj, pass, known, l))
             rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    uint64_t *v = rc == 0 ? sysio.calloc(l.n + 1, sizeof *v) : NULL;
+    uint64_t *v = rc == 0 ? sysio.calloc(l->n + 1, sizeof *v) : NULL;
     if (rc == 0 && !v) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     rc = ranks_agree(rc, err);
-    if (rc == 0 && l.n > 0) {
-        for (size_t i = 0; i < l.n; i++) /* the others give 0: the sum is the holder's */
-            v[i] = (uint64_t)l.v[i].v;
-        rc = ranks_allreduce_u64(v, l.n, RANKS_SUM, err);
-        for (size_t i = 0; rc == 0 && i < l.n; i++)
-            l.v[i].v = (int64_t)v[i];
+    if (rc == 0 && l->n > 0) {
+        for (size_t i = 0; i < l->n; i++)
+            v[i] = (uint64_t)l->v[i].v;
+        rc = ranks_allreduce_u64(v, l->n, RANKS_SUM, err);
+        for (size_t i = 0; rc == 0 && i < l->n; i++)
+            l->v[i].v = (int64_t)v[i];
     }
     free(v);
+    return rc;
+}
+
+/* Several ranks, per-locale files: the elements of other ranks' shards rank 0's layout
+ * reads (plan_int64_at), fetched before it; every rank calls it. */
+static int fetch_layout(const storage_item *items, size_t nitems, write_plan *plan,
+                        h5ark_error *err) {
+    fetched_list seg = {0}, off = {0};
+    int rc = fetch_pass(items, nitems, 0, NULL, &seg, err);
+    if (rc == 0) rc = fetch_pass(items, nitems, 1, &seg, &off, err);
+    fetched_int64 *all = NULL;
+    if (rc == 0 && !(all = sysio.calloc(seg.n + off.n + 1, sizeof *all)))
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (rc == 0) {
+        if (seg.n) memcpy(all, seg.v, seg.n * sizeof *all);
+        if (off.n) memcpy(all + seg.n, off.v, off.n * sizeof *all);
+    }
+    free(seg.v);
+    free(off.v);
+    /* the memory is local: whether every rank has it is agreed, as rank 0 alone uses it */
+    rc = ranks_agree(rc, err);
     if (rc) {
-        free(l.v);
+        free(all);
         return -1;
     }
-    plan->fetched = l.v;
-    plan->nfetched = l.n;
+    plan->fetched = all;
+    plan->nfetched = seg.n + off.n;
     return 0;
 }
 
@@ -1086,13 +1101,12 @@ static int write_files(const storage_item *items, size_t nitems, const char *pat
     top_names names = {0};
     /* several ranks: these checks read metadata only, alike on every rank */
     bool ranks = ranks_call_seq() != 0;
-    if (check_items(items, nitems, df_columns, &names, err) ||
-        (ranks && check_ranks_items(items, nitems, distributed, err))) {
+    if (check_items(items, nitems, df_columns, &names, err)) {
         free(names.v);
         return -1;
     }
     write_plan fetched = {0}; /* what rank 0 lays out from other ranks' shards */
-    if (ranks && distributed && fetch_segments(items, nitems, &fetched, err)) {
+    if (ranks && distributed && fetch_layout(items, nitems, &fetched, err)) {
         free(names.v);
         return -1;
     }

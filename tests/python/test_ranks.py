@@ -1158,8 +1158,7 @@ TOHDF_COMPOSITES = ["idx", "mi", "df2", "av", "back", "cat", "big", "gb"]
 
 @pytest.mark.parametrize("file_type", ["single", "distribute"])
 def test_tohdf_composites_match_one_rank(multi, single, file_type):
-    # a SegArray of Strings into per-locale files is refused (test below)
-    names = TOHDF_COMPOSITES + ["sa", "df"] + (["saw"] if file_type == "single" else [])
+    names = TOHDF_COMPOSITES + ["sa", "saw", "df"]
     got, got_res = composite_files(multi, multi.tmp / "data", file_type, names)
     want, want_res = composite_files(single, single.data_dir, file_type, names)
     assert got_res == want_res
@@ -1199,7 +1198,7 @@ READ_COMPOSITES = [
     {"paths": ["composites_single/c.h5"], "datasets": ["sa", "saw", "df"]},
     {"paths": ["composites_single/c.h5"], "datasets": ["sa", "cat"], "start": 17, "stop": 150},
     {"paths": ["composites_distribute/c_LOCALE*"], "datasets": ["av", "big"], "tag_data": True},
-    {"paths": ["composites_distribute/c_LOCALE*"], "datasets": ["sa", "df"]},
+    {"paths": ["composites_distribute/c_LOCALE*"], "datasets": ["sa", "saw", "df"]},
 ]
 
 
@@ -1207,8 +1206,7 @@ READ_COMPOSITES = [
 def test_readhdf_composites_match_one_rank(multi, single, args):
     # files written by the one-rank daemon, copied over
     for file_type in ["single", "distribute"]:
-        names = TOHDF_COMPOSITES + (["sa", "saw", "df"] if file_type == "single" else
-                                    ["sa", "df"])
+        names = TOHDF_COMPOSITES + ["sa", "saw", "df"]
         src, _ = composite_files(single, single.data_dir, file_type, names)
         dest = multi.tmp / "data" / src.name
         shutil.rmtree(dest, ignore_errors=True)
@@ -1223,18 +1221,6 @@ def test_readhdf_composites_match_one_rank(multi, single, args):
         return
     assert normalized(multi.endpoint, got["result"]) == normalized(single.endpoint,
                                                                    want["result"])
-
-
-def test_tohdf_segarray_of_strings_distribute_refused(multi):
-    build_composites(multi.endpoint)
-    named(multi.endpoint, "dataframe", {"columns": ["saw"], "column_names": ["s"]}, "dfw")
-    for name in ("saw", "dfw"):
-        hdr, _ = call(multi.endpoint, "tohdf", {"names": [name], "path": "sd.h5",
-                                                "file_type": "distribute"})
-        assert hdr["error"]["message"].startswith(
-            "not available on several ranks yet: tohdf of a segarray of strings into "
-            "per-locale files"), hdr
-    assert not list((multi.tmp / "data").glob("sd*"))
 
 
 @pytest.mark.parametrize("with_int", [False, True], ids=["categorical", "categorical and int"])
