@@ -271,6 +271,8 @@ def test_concurrent_requests(multi):
 
 @pytest.mark.parametrize("cmd,args", [
     ("categorical", {"values": "x"}),
+    ("writepart", {"path": "w.h5", "field": "df/a", "name": "x"}),
+    ("complete", {"path": "w.h5", "field": "df/a"}),
 ])
 def test_not_converted_refused(multi, cmd, args):
     hdr, _ = call(multi.endpoint, cmd, args)
@@ -637,6 +639,24 @@ def test_tohdf_matches_one_rank(multi, single, label, steps):
     res, _ = ok(multi.endpoint, "readhdf", {"paths": [f"{got.name}/x*"]})
     want_res, _ = ok(single.endpoint, "readhdf", {"paths": [f"{want.name}/x*"]})
     same_result(res, want_res, multi.endpoint, single.endpoint)
+
+
+def test_repack_matches_one_rank(multi, single):
+    """repack touches no object: rank 0 rewrites the files, as one daemon does."""
+    out = {}
+    for name, d in [("multi", multi), ("single", single)]:
+        ddir = d.tmp / "data" if name == "multi" else d.data_dir
+        (ddir / "rp").mkdir(parents=True, exist_ok=True)
+        objs = make_objects(d.endpoint, ["ab", "c"] * 40)
+        ok(d.endpoint, "tohdf", {"names": [objs["i"], objs["s"]], "datasets": ["i", "s"],
+                                 "path": "rp/x.h5", "file_type": "single"})
+        ok(d.endpoint, "tohdf", {"names": [objs["t"]], "datasets": ["s"], "path": "rp/x.h5",
+                                 "file_type": "single", "mode": "update"})
+        res, _ = ok(d.endpoint, "repack", {"path": "rp/x.h5"})
+        out[name] = ([os.path.basename(f) for f in res["files"]], h5_tree(ddir / "rp" / "x.h5"))
+    assert out["multi"] == out["single"]
+    hdr, _ = call(multi.endpoint, "repack", {"path": "rp/missing.h5"})
+    assert not hdr["ok"] and hdr["error"]["code"] == "not_found", hdr
 
 
 def test_tohdf_other_kinds_refused(multi):
