@@ -490,13 +490,35 @@ def test_readhdf_plain_strings_match_one_rank(multi, single, label, args):
     assert got["objects"]
 
 
-def test_readhdf_other_kinds_refused(multi, hdf_files):  # noqa: ARG001 - files needed
+EXETERA_READS = [
+    {"paths": ["session.h5"], "datasets": ["df"]},
+    {"paths": ["session.h5", "session2.h5"], "datasets": ["df"]},
+    {"paths": ["session.h5"], "datasets": ["people"]},  # fields of several lengths: refused
+    {"paths": ["session.h5"], "datasets": ["people/name", "people/status", "people/code",
+                                           "people/ts"]},
+    {"paths": ["session.h5", "session2.h5"], "datasets": ["people/status16"], "start": 1,
+     "stop": 9},
+]
+
+
+@pytest.mark.parametrize("args", EXETERA_READS)
+def test_readhdf_exetera_matches_one_rank(multi, single, args):
+    """ExeTera dataframes and fields of every type (indexed and fixed strings, numbers,
+    timestamps, categoricals), warnings included."""
     from test_exetera import make_session
-    make_session(multi.tmp / "data" / "session.h5")
-    hdr, _ = call(multi.endpoint, "readhdf", {"paths": ["session.h5"]})
-    assert not hdr["ok"] and hdr["error"]["code"] == "unknown_command", hdr
-    assert hdr["error"]["message"].startswith(
-        "not available on several ranks yet: readhdf of an ExeTera dataframe"), hdr
+    for d in (multi.tmp / "data", single.data_dir):
+        d.mkdir(exist_ok=True)
+        make_session(d / "session.h5")
+        make_session(d / "session2.h5", shift=3)
+    got, _ = call(multi.endpoint, "readhdf", args)
+    want, _ = call(single.endpoint, "readhdf", args)
+    if args["datasets"] == ["people"]:
+        assert not want["ok"] and got["error"] == want["error"], (got, want)
+        return
+    assert got["ok"] and want["ok"], (got, want)
+    assert normalized(multi.endpoint, got["result"]) == \
+        normalized(single.endpoint, want["result"])
+    assert got["result"]["objects"]
 
 
 def test_readhdf_strings_values(multi, hdf_files):
