@@ -144,6 +144,14 @@ static int tag_ub = 32767;
  * keeps polling fast) during a long transfer, and no count passes MPI's int. */
 #define PIECE_BYTES (4u << 20)
 
+/* A wait's deadline (H5ARK_RANK_WAIT, seconds; 0, the default: none). The heartbeats find
+ * a rank that died or went silent, and a rank that gives up a transfer says so; this finds
+ * a live rank that never sends what a wait expects for another reason (a step stalled, a
+ * fault): the job then ends with an error naming the wait, rather than hanging. Off by
+ * default because a peer's step may lawfully take long (rank 0 copying a large file's old
+ * contents for an append). A wait that passes a minute is logged either way. */
+static int64_t wait_limit_ns;
+
 int ranks_init(int *argc, char ***argv) {
     if (!launched_by_mpirun()) return 0;
     int provided = 0;
@@ -158,6 +166,16 @@ int ranks_init(int *argc, char ***argv) {
                 "MPI_THREAD_SERIALIZED or better\n",
                 provided);
         MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    const char *w = getenv("H5ARK_RANK_WAIT");
+    if (w && *w) {
+        char *end;
+        long v = strtol(w, &end, 10);
+        if (*end || v < 0 || v > 86400) {
+            fprintf(stderr, "h5arkd: H5ARK_RANK_WAIT must be seconds, 0 to 86400, not '%s'\n", w);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        wait_limit_ns = (int64_t)v * 1000000000;
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
@@ -199,6 +217,8 @@ void ranks_abort(int code) {
  * 0.82 with 50 us. The long cap keeps a rank that waits long near idle. */
 enum { SLEEP_SHORT_NS = 50000, SLEEP_LONG_NS = 1000000, SHORT_WAIT_NS = 5000000 };
 
+#define WAIT_LOG_NS ((int64_t)60 * 1000000000)
+
 static int64_t mono_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -210,6 +230,8 @@ static int64_t mono_ns(void) {
 static int wait_requests(MPI_Request *reqs, int n, const char *what, h5ark_error *err) {
     long sleep_ns = 0;
     int64_t idle_since = 0; /* when the rounds completing nothing began */
+    int64_t began = mono_ns();
+    bool logged = false;
     int remaining = n;
     int few[32];
     int *idx = n <= 32 ? few : malloc((size_t)n * sizeof *idx);
@@ -240,8 +262,25 @@ static int wait_requests(MPI_Request *reqs, int n, const char *what, h5ark_error
             sleep_ns = 0;
             continue;
         }
-        if (sleep_ns == 0) idle_since = mono_ns();
-        long cap = mono_ns() - idle_since < SHORT_WAIT_NS ? SLEEP_SHORT_NS : SLEEP_LONG_NS;
+        int64_t now = mono_ns();
+        if (sleep_ns == 0) idle_since = now;
+        if (!logged && now - began > WAIT_LOG_NS) {
+            logged = true;
+            log_warn("rank %d: request %llu has waited %lld s for another rank while %s", self_rank,
+                     (unsigned long long)call_seq, (long long)((now - began) / 1000000000), what);
+        }
+        if (wait_limit_ns > 0 && now - began > wait_limit_ns) {
+            /* the others may wait for this rank in turn: the job ends (ranks_serve.c) */
+            ranks_set_broken("rank %d: request %llu waited %lld s (H5ARK_RANK_WAIT) for another "
+                             "rank while %s",
+                             self_rank, (unsigned long long)call_seq,
+                             (long long)(wait_limit_ns / 1000000000), what);
+            char why[512];
+            ranks_is_broken(why, sizeof why);
+            if (idx != few) free(idx);
+            return h5ark_fail(err, H5ARK_IO_ERROR, "%s", why);
+        }
+        long cap = now - idle_since < SHORT_WAIT_NS ? SLEEP_SHORT_NS : SLEEP_LONG_NS;
         sleep_ns = sleep_ns == 0 ? 2000 : (sleep_ns * 2 > cap ? cap : sleep_ns * 2);
         struct timespec ts = {0, sleep_ns};
         nanosleep(&ts, NULL);

@@ -875,6 +875,32 @@ def test_rank_that_gives_up_a_transfer_stops_the_job():
         d.cleanup()
 
 
+def test_wait_deadline_ends_the_job():
+    """H5ARK_RANK_WAIT: a rank that has waited that long for another (alive, heartbeats
+    flowing, but not sending what the wait expects) ends the job with an error naming the
+    wait. Here rank 0 lays a tohdf's file out with every write delayed while rank 1 waits
+    to hear how the layout went."""
+    if not mpi_build():
+        pytest.skip("h5arkd was built without MPI")
+    d = MpiDaemon(2, env={"H5ARK_FAULTS": "1", "H5ARK_RANK_WAIT": "1"})
+    try:
+        ep = d.endpoint
+        name = ok(ep, "create", {"dtype": "int64", "fill": "arange",
+                                 "stop": 1000})[0]["object"]["name"]
+        ok(ep, "tohdf", {"names": [name], "path": "w.h5", "file_type": "single"})  # quick
+        ok(ep, "fault", {"nth": 0, "delay_ms": 1500})
+        t = time.time()
+        hdr, _ = call(ep, "tohdf", {"names": [name], "path": "w2.h5", "file_type": "single"})
+        assert not hdr["ok"] and hdr["error"]["code"] == "io_error", hdr
+        msg = hdr["error"]["message"]
+        assert "rank 1" in msg and "(H5ARK_RANK_WAIT) for another rank" in msg, msg
+        assert time.time() - t < 30
+        assert d.proc.wait(30) != 0
+        assert not (d.tmp / "data" / "w2.h5").exists()
+    finally:
+        d.cleanup()
+
+
 def test_concurrent_strings_and_files(multi):
     """put/get of strings, tohdf and readhdf handled at once on several handler threads."""
     import threading
