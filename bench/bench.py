@@ -4,7 +4,7 @@ with one locale), and their ratio, median of the runs with min and max.
 
 Run it from anywhere after building (bench/run uses the interpreter that has h5py):
 
-    bench/run [--runs N] [--quick] [--only raw,h5py,small,range,exetera,awkward,writepart,memory,scaling,gzip,ranks] [--netns]
+    bench/run [--runs N] [--quick] [--only raw,h5py,small,range,exetera,awkward,writepart,memory,scaling,gzip,ranks,pack,arkouda] [--netns]
 
 The raw-socket and raw-I/O measures come from build/bench/h5ark-bench (C); the measures
 against h5py, of many small files, of peak memory and of scaling with locales are made
@@ -29,12 +29,14 @@ import warnings
 import zlib
 
 import h5py
+import msgpack
 import numpy as np
+import zmq
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "python"))
 sys.path.insert(0, str(REPO / "client" / "python"))
-from conftest import Daemon, block_bounds, h5_pdarray  # noqa: E402
+from conftest import Daemon, block_bounds, free_tcp_endpoint, h5_pdarray  # noqa: E402
 import h5ark  # noqa: E402
 
 MIB = 1 << 20
@@ -112,7 +114,20 @@ def measures(a):
         "gzip_read": ("readhdf of that file, warm", "h5py read of it", *at_least(2)),
         "gzip_read_baseline": ("readhdf of that file, warm", "the same, the --baseline daemon",
                                "(none)", None),
+        "pack": (f"pack {a.pack_files * a.pack_per:,} samples (64x64x4 float32 + 4 scalars), "
+                 f"{a.pack_files} files", "h5py read_direct loop + numpy transforms",
+                 *at_least(10)),
         **ranks_rows(a),
+        "ak_upload": (f"Arkouda array<int64,1> upload {size}", "native put, same bytes",
+                      *at_least(0.8)),
+        "ak_download": (f"Arkouda tondarray<int64,1> {size}", "native get, same bytes",
+                        *at_least(0.8)),
+        "ak_upload_raw": (f"Arkouda array<int64,1> upload {size}",
+                          "raw ZeroMQ REQ/REP, the bytes as one frame", *at_least(0.8)),
+        "ak_download_raw": (f"Arkouda tondarray<int64,1> {size}",
+                            "raw ZeroMQ REQ/REP, the bytes as one frame", *at_least(0.8)),
+        "ak_ping": ("Arkouda note round trip, median", "native ping, REQ socket",
+                    *at_most(1.5)),
         # what two threads of this machine do against one, on the work above: its limit
         "limit_memory": ("machine: memory streaming, 2 threads", "the same, 1 thread",
                          "(limit)", None),
@@ -1106,6 +1121,236 @@ def gzip_zlib_measure(a):
     return out
 
 
+PACK_SCALE = [0.5, 2.0, 0.25, 4.0]
+PACK_BIAS = [-1.0, 0.0, 1.0, 0.5]
+PACK_DATA_SCHEMA = f"""
+image:
+  metadata:
+    dims: [64, 64]
+    channels: 4
+    layout: hwc
+    transpose: chw
+    scale: {PACK_SCALE}
+    bias: {PACK_BIAS}
+    ordering: 0
+params:
+  metadata:
+    scale: 0.1
+    bias: -1.0
+  a: {{metadata: {{ordering: 10}}}}
+  b: {{metadata: {{ordering: 20}}}}
+  c: {{metadata: {{ordering: 30}}}}
+  d: {{metadata: {{ordering: 40}}}}
+"""
+PACK_EXPERIMENT_SCHEMA = """
+image:
+  metadata: {pack: samples, coerce: float}
+params:
+  metadata: {pack: responses}
+"""
+
+
+def pack_files(a, folder):
+    """a.pack_files files of a.pack_per samples: a group per sample holding a channels-last
+    64x64x4 float32 image and four float64 scalars (shape (1,), as LBANN's writer stores
+    them)."""
+    folder.mkdir()
+    rng = np.random.default_rng(5)
+    paths = []
+    for k in range(a.pack_files):
+        path = folder / f"samples_{k:04d}.h5"
+        with h5py.File(path, "w") as f:
+            for i in range(a.pack_per):
+                g = f.create_group(f"{k * a.pack_per + i:09d}")
+                g["image"] = rng.random((64, 64, 4), dtype=np.float32)
+                for name in "abcd":
+                    g[f"params/{name}"] = rng.random(1)
+        paths.append(path)
+    return paths
+
+
+def h5py_pack(paths):
+    """What an expert writes with h5py: each file opened once, each sample's datasets read
+    with read_direct into preallocated arrays, then the transforms vectorised in numpy."""
+    ids = []
+    for path in paths:
+        with h5py.File(path, "r") as f:
+            ids.extend((path, sid) for sid in sorted(f))
+    n = len(ids)
+    raw = np.empty((n, 64, 64, 4), np.float32)
+    par = np.empty((n, 4), np.float64)
+    row = 0
+    for path in paths:
+        with h5py.File(path, "r") as f:
+            for sid in sorted(f):
+                g = f[sid]
+                g["image"].read_direct(raw, dest_sel=np.s_[row])
+                for k, name in enumerate("abcd"):
+                    g["params"][name].read_direct(par, dest_sel=np.s_[row, k:k + 1])
+                row += 1
+    raw *= np.array(PACK_SCALE, np.float32)
+    raw += np.array(PACK_BIAS, np.float32)
+    samples = np.ascontiguousarray(raw.transpose(0, 3, 1, 2)).reshape(n, -1)
+    return samples, par * 0.1 - 1.0
+
+
+@on_a_daemon
+def pack_measure(a, c, data_dir):
+    """pack of many sample files (LBANN's HDF5 data reader's work: coerce, per-channel
+    normalize, HWC -> CHW, pack) against h5py + numpy doing the same in this process."""
+    paths = pack_files(a, data_dir / "pack")
+    n = a.pack_files * a.pack_per
+    mine, ref = [], []
+    for run in range(a.runs):
+        got = {}
+        mine.append(n / timed(lambda: got.update(p=c.pack(
+            PACK_DATA_SCHEMA, PACK_EXPERIMENT_SCHEMA, paths="pack/samples_*.h5"))))
+        want = {}
+        ref.append(n / timed(lambda: want.update(zip("sr", h5py_pack(paths)))))
+        if run == 0:  # the same tensors (the reference computes in float32, pack in double)
+            p = got["p"]
+            rows = [0, n // 2, n - 1]
+            batch = p.rows(rows)
+            assert np.allclose(batch["samples"], want["s"][rows], rtol=1e-6, atol=1e-6)
+            assert np.allclose(batch["responses"], want["r"][rows], rtol=1e-12, atol=0)
+        c.clear()
+        want.clear()
+    return {"pack": ("samples/s", mine, ref)}
+
+
+def arkouda_measure(a):
+    """The Arkouda endpoint against the native one on one daemon, both over tcp loopback
+    from REQ sockets (as Arkouda's client uses): upload of a.bytes of int64 (array<int64,1>,
+    one frame, against put in 1 MiB frames), download (tondarray, one frame, against get),
+    and a small round trip (note against ping)."""
+    n = a.bytes // 8
+    data = np.arange(n, dtype="<i8")
+    ak_end = free_tcp_endpoint()
+    d = Daemon(locales=a.locales, endpoint=free_tcp_endpoint(),
+               extra_args=["--arkouda-endpoint", ak_end])
+    ctx = zmq.Context.instance()
+    ak, nat = ctx.socket(zmq.REQ), ctx.socket(zmq.REQ)
+    ak.connect(ak_end)
+    nat.connect(d.endpoint)
+
+    def ak_call(cmd, params, payload=None):
+        args = json.dumps([json.dumps({"key": k, "dtype": "str", "val": v})
+                           for k, v in params.items()])
+        env = json.dumps({"user": "bench", "token": "", "cmd": cmd,
+                          "format": "BINARY" if payload is not None else "STRING",
+                          "args": args, "size": len(params)}).encode()
+        if payload is None:
+            ak.send(env)
+        else:
+            ak.send_multipart([env + b"BINARY_PAYLOAD", payload], copy=False)
+        return ak.recv(copy=False)
+
+    def nat_call(header, frames=()):
+        nat.send_multipart([msgpack.packb(header), *frames], copy=False)
+        return nat.recv_multipart(copy=False)
+
+    view = memoryview(data).cast("B")
+    chunks = [view[i:i + MIB] for i in range(0, len(view), MIB)]
+    gb = a.bytes / 1e9
+    up, nup, down, ndown, ping, nping = [], [], [], [], [], []
+    rup, rdown, up2, down2 = [], [], [], []
+    # the dialect's own limit: one frame of the same bytes each way between two REQ/REP
+    # sockets (the far end a thread here: it receives into, and sends from, fresh memory
+    # as a server must)
+    raw_end = free_tcp_endpoint()
+    rep = ctx.socket(zmq.REP)
+    rep.bind(raw_end)
+
+    def raw_server():
+        for _ in range(2 * a.runs):
+            msg = rep.recv(copy=False)
+            if len(msg) > 16:
+                rep.send(b"ok")
+            else:
+                rep.send(np.frombuffer(view, dtype=np.uint8).copy(), copy=False)
+
+    server = threading.Thread(target=raw_server)
+    server.start()
+    raw = ctx.socket(zmq.REQ)
+    raw.connect(raw_end)
+    def ak_up():
+        t = time.perf_counter()
+        reply = json.loads(bytes(ak_call("array<int64,1>", {
+            "dtype": "int64", "shape": json.dumps([str(n)]), "seg_string": "False"}, view)))
+        up.append(gb / (time.perf_counter() - t))
+        return reply["msg"].split()[1]
+
+    def nat_up():
+        t = time.perf_counter()
+        hdr = msgpack.unpackb(bytes(nat_call(
+            {"v": 1, "cmd": "put", "args": {"dtype": "int64", "shape": [n]},
+             "buffers": [{"name": "values", "nbytes": a.bytes}]}, chunks)[0]))
+        nup.append(gb / (time.perf_counter() - t))
+        return hdr["result"]["object"]["name"]
+
+    def ak_down(name):
+        t = time.perf_counter()
+        frame = ak_call("tondarray<int64,1>", {"array": name})
+        down.append(gb / (time.perf_counter() - t))
+        assert len(frame) == a.bytes
+
+    def nat_down(name):
+        t = time.perf_counter()
+        got = sum(len(f) for f in nat_call({"v": 1, "cmd": "get", "args": {"name": name}})[1:])
+        ndown.append(gb / (time.perf_counter() - t))
+        assert got == a.bytes
+
+    try:
+        for run in range(a.runs):
+            # alternate which side goes first, so neither always meets a warmer cache
+            if run % 2:
+                native, name = nat_up(), ak_up()
+                nat_down(native)
+                ak_down(name)
+            else:
+                name, native = ak_up(), nat_up()
+                ak_down(name)
+                nat_down(native)
+            ak_call("delete", {"name": name})
+            nat_call({"v": 1, "cmd": "delete", "args": {"names": [native]}})
+            # the same Arkouda transfers again, each beside its one-frame reference
+            t = time.perf_counter()
+            raw.send(view, copy=False)
+            raw.recv()
+            rup.append(gb / (time.perf_counter() - t))
+            name = ak_up()
+            up2.append(up.pop())
+            t = time.perf_counter()
+            raw.send(b"get")
+            frame = raw.recv(copy=False)
+            rdown.append(gb / (time.perf_counter() - t))
+            assert len(frame) == a.bytes
+            del frame
+            ak_down(name)
+            down2.append(down.pop())
+            ak_call("delete", {"name": name})
+            pings, npings = [], []
+            for _ in range(a.pings):
+                t = time.perf_counter()
+                ak_call("note", {"message": "bench"})
+                pings.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                nat_call({"v": 1, "cmd": "ping"})
+                npings.append(time.perf_counter() - t)
+            ping.append(statistics.median(pings) * 1e6)
+            nping.append(statistics.median(npings) * 1e6)
+    finally:
+        ak.close()
+        nat.close()
+        raw.close()
+        server.join(timeout=60)
+        rep.close()
+        d.cleanup()
+    return {"ak_upload": ("GB/s", up, nup), "ak_download": ("GB/s", down, ndown),
+            "ak_upload_raw": ("GB/s", up2, rup), "ak_download_raw": ("GB/s", down2, rdown),
+            "ak_ping": ("us", ping, nping)}
+
+
 GROUPS = {"raw": ("ping, tohdf/readhdf vs write/pread, put + get (h5ark-bench)", raw_measures),
           "h5py": ("tohdf/readhdf vs h5py", h5py_measures),
           "small": ("readhdf of small files vs an h5py loop", small_files_measure),
@@ -1117,7 +1362,10 @@ GROUPS = {"raw": ("ping, tohdf/readhdf vs write/pread, put + get (h5ark-bench)",
           "memory": ("peak memory of fresh daemons", memory_measure),
           "scaling": ("groupby and gzip tohdf, 2 locales vs 1", scaling_measures),
           "gzip": ("gzip tohdf vs zlib on the same chunks", gzip_zlib_measure),
-          "ranks": ("the daemon as R = 1, 2, 3 ranks vs R = 1 and raw MPI / I/O", ranks_measures)}
+          "ranks": ("the daemon as R = 1, 2, 3 ranks vs R = 1 and raw MPI / I/O", ranks_measures),
+          "pack": ("pack of LBANN samples vs an h5py + numpy loop", pack_measure),
+          "arkouda": ("the Arkouda endpoint's transfer and round trip vs the native one",
+                      arkouda_measure)}
 
 
 def main():
@@ -1148,6 +1396,7 @@ def main():
     a.ex_rows = 1_000_000 if a.quick else 10_000_000
     a.ak_values, a.ak_lists = (1_000_000, 100_000) if a.quick else (10_000_000, 1_000_000)
     a.wp_sizes = [16 * MIB, (32 if a.quick else 128) * MIB]
+    a.pack_files, a.pack_per = (20 if a.quick else 100), 200
     # the daemons started from here (tests/python/conftest.py) honour H5ARKD too
     a.daemon = os.environ.setdefault("H5ARKD", str(a.build / "server" / "h5arkd"))
     warnings.simplefilter("ignore", h5ark.H5arkWarning)  # "overwrote ..." on every rerun

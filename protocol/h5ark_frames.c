@@ -165,3 +165,19 @@ int h5ark_send_spans(void *socket, const h5ark_span *spans, size_t count, h5ark_
     }
     return 0;
 }
+
+int h5ark_send_whole(void *socket, const void *ptr, uint64_t len, h5ark_hold *hold) {
+    /* ZeroMQ never calls the free function of an empty message */
+    if (len == 0) return zmq_send(socket, "", 0, 0) < 0 ? -1 : 0;
+    zmq_msg_t msg;
+    atomic_fetch_add(&hold->refs, 1);
+    if (zmq_msg_init_data(&msg, (void *)ptr, (size_t)len, frame_free, hold) != 0) {
+        atomic_fetch_sub(&hold->refs, 1);
+        return -1;
+    }
+    if (zmq_msg_send(&msg, socket, 0) < 0) {
+        zmq_msg_close(&msg);
+        return -1;
+    }
+    return 0;
+}

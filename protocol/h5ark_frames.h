@@ -64,5 +64,8 @@ typedef struct {
  * referenced by the caller until this returns). `more` = another frame follows the last. */
 int h5ark_send_spans(void *socket, const h5ark_span *spans, size_t count, h5ark_hold *hold,
                      bool more);
+/* Send len bytes at ptr as one frame without copying, however long (for peers that read
+ * exactly one frame); hold as for h5ark_send_spans. */
+int h5ark_send_whole(void *socket, const void *ptr, uint64_t len, h5ark_hold *hold);
 
 #endif

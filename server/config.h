@@ -9,6 +9,7 @@
 
 typedef struct {
     char endpoint[1024];
+    char arkouda_endpoint[1024]; /* Arkouda's dialect (arkouda/); empty: off */
     int locales;
     char data_dir[PATH_MAX]; /* absolute, symlinks resolved */
     uint64_t max_memory;
@@ -25,6 +26,8 @@ typedef struct {
     size_t max_queue;      /* requests waiting for a handler before `busy` */
     uint64_t max_message;  /* bytes of one request, payload included */
     const char *metrics;   /* --metrics-endpoint "[HOST:]PORT", or NULL: none */
+    const char *http;      /* --http-endpoint "[HOST:]PORT", or NULL: no HTTP gateway */
+    const char *web_dir;   /* --web-dir, or NULL: looked for beside the program */
     /* Seconds without requests (but ping and getconfig) after which freed memory goes
      * back to the kernel (memory.h); 0: only at `clear`. */
     double idle_release;

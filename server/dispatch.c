@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const command_def *const families[] = {admin_commands, array_commands, hdf_commands,
-                                              composite_commands, groupby_commands};
+static const command_def *const families[] = {admin_commands,     array_commands,   hdf_commands,
+                                              composite_commands, groupby_commands, lbann_commands};
 
 static const command_def *command_find(const char *name) {
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
@@ -140,20 +140,26 @@ static int check_header(const h5ark_value *h, const char *decode_error, h5ark_er
 
 /* Every token is compared, whatever matches, so the time taken says nothing about which
  * (or whether one) did. */
-static int check_token(const h5ark_value *h, const command_def *cmd, h5ark_error *err) {
+int dispatch_check_token(const char *token, size_t len, const char *name, bool read_only,
+                         h5ark_error *err) {
     if (config.ntokens == 0) return 0;
-    const h5ark_value *token = h5ark_value_get(h, "token");
-    if (!token || token->kind != H5ARK_STR)
-        return h5ark_fail(err, H5ARK_UNAUTHORIZED, "this daemon requires a token");
+    if (!token) return h5ark_fail(err, H5ARK_UNAUTHORIZED, "this daemon requires a token");
     int match = -1;
     for (size_t i = 0; i < config.ntokens; i++)
-        if (token_equal(token->as.s.ptr, token->as.s.len, config.tokens[i].secret)) match = (int)i;
+        if (token_equal(token, len, config.tokens[i].secret)) match = (int)i;
     if (match < 0) return h5ark_fail(err, H5ARK_UNAUTHORIZED, "the token is not valid");
-    if (cmd && !cmd->read_only && !config.tokens[match].may_write)
+    if (name && !read_only && !config.tokens[match].may_write)
         return h5ark_fail(err, H5ARK_UNAUTHORIZED,
                           "'%s' creates or changes objects or files, and this token may only read",
-                          cmd->name);
+                          name);
     return 0;
+}
+
+static int check_token(const h5ark_value *h, const command_def *cmd, h5ark_error *err) {
+    const h5ark_value *token = h5ark_value_get(h, "token");
+    bool given = token && token->kind == H5ARK_STR;
+    return dispatch_check_token(given ? token->as.s.ptr : NULL, given ? token->as.s.len : 0,
+                                cmd ? cmd->name : NULL, cmd && cmd->read_only, err);
 }
 
 /* ---- reply building ---- */
@@ -302,6 +308,100 @@ void dispatch_error_reply(const h5ark_value *header, h5ark_code code, const char
     h5ark_value_destroy(&h);
 }
 
+/* A hold releasing the objects the spans point into, taken from ctx; NULL when out of
+ * memory (ctx keeps them then). */
+static h5ark_hold *take_hold(command_ctx *ctx) {
+    held_objects *held = malloc(sizeof *held);
+    h5ark_hold *hold = NULL;
+    if (held) {
+        *held = (held_objects){ctx->held, ctx->nheld};
+        hold = h5ark_hold_new(release_held, held);
+    }
+    if (!hold) {
+        free(held);
+        return NULL;
+    }
+    ctx->held = NULL;
+    ctx->nheld = 0;
+    return hold;
+}
+
+/* Run a command whose arguments have been checked: refused, run here alone, or forwarded
+ * and run everywhere at several ranks (ranks_serve.h), listed for `status` while it runs
+ * (the router thread's own commands end at once). */
+static int run_checked(const command_def *cmd, command_ctx *ctx, const request *req,
+                       const h5ark_value *h, h5ark_error *err) {
+    uint64_t seq = req->forwarded_seq;
+    if (ranks_serve_begin(cmd->name, cmd->ranks, h, &seq, err)) return -1;
+    inflight_entry *flight = cmd->immediate ? NULL : inflight_begin(req, cmd->name);
+    int rc = cmd->fn(ctx, err);
+    inflight_end(flight);
+    if (ranks_serve_end(seq, &rc, err) || rc != 0) return -1;
+    return 0;
+}
+
+static void ctx_free(command_ctx *ctx) {
+    for (size_t i = 0; i < ctx->nheld; i++)
+        object_release(ctx->held[i]);
+    free(ctx->held);
+    free(ctx->spans);
+    h5ark_value_destroy(&ctx->result);
+    h5ark_value_destroy(&ctx->warnings);
+    h5ark_value_destroy(&ctx->reply_buffers);
+}
+
+int dispatch_call(const request *req, const char *name, const h5ark_value *args,
+                  const h5ark_value *buffers, dispatch_result *out, h5ark_error *err) {
+    memset(out, 0, sizeof *out);
+    const command_def *cmd = command_find(name);
+    if (!cmd) return h5ark_fail(err, H5ARK_INTERNAL, "no command '%s'", name);
+    h5ark_buffer_list list = {0};
+    command_ctx ctx = {0};
+    int rc = -1;
+    if (check_args(cmd, args, err) || h5ark_buffer_list_parse(buffers, &list, err)) goto out;
+    if (buffers && list.total != req->payload.total) {
+        h5ark_fail(err, H5ARK_BAD_REQUEST, "%llu bytes of data were expected but %llu arrived",
+                   (unsigned long long)list.total, (unsigned long long)req->payload.total);
+        goto out;
+    }
+    ctx.args = args;
+    ctx.buffers = &list;
+    ctx.payload = &req->payload;
+    ctx.result = h5ark_value_map();
+    ctx.warnings = h5ark_value_array();
+    ctx.reply_buffers = h5ark_value_array();
+    if (!ctx.result || !ctx.warnings || !ctx.reply_buffers) {
+        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        goto out;
+    }
+    if (run_checked(cmd, &ctx, req, NULL, err)) goto out;
+    if (ctx.nheld && !(out->hold = take_hold(&ctx))) {
+        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        goto out;
+    }
+    out->result = ctx.result;
+    out->warnings = ctx.warnings;
+    out->buffers = ctx.reply_buffers;
+    out->spans = ctx.spans;
+    out->nspans = ctx.nspans;
+    ctx.result = ctx.warnings = ctx.reply_buffers = NULL;
+    ctx.spans = NULL;
+    rc = 0;
+out:
+    ctx_free(&ctx);
+    h5ark_buffer_list_free(&list);
+    return rc;
+}
+
+void dispatch_result_free(dispatch_result *r) {
+    h5ark_value_destroy(&r->result);
+    h5ark_value_destroy(&r->warnings);
+    h5ark_value_destroy(&r->buffers);
+    free(r->spans);
+    h5ark_hold_drop(r->hold);
+    memset(r, 0, sizeof *r);
+}
+
 bool dispatch_is_immediate(const request *req) {
     const h5ark_value *h = req->header;
     if (!h || h->kind != H5ARK_MAP) return true;
@@ -354,14 +454,7 @@ void dispatch_handle(request *req, reply *out) {
         goto fail;
     }
     log_debug("request %s", name);
-    /* several ranks: refuse, run here alone, or forward and run everywhere (ranks_serve.h) */
-    uint64_t seq = req->forwarded_seq;
-    if (ranks_serve_begin(cmd->name, cmd->ranks, h, &seq, &err)) goto fail;
-    /* listed for `status` while it runs; the router thread's own commands end at once */
-    inflight_entry *flight = cmd->immediate ? NULL : inflight_begin(req, cmd->name);
-    int rc = cmd->fn(&ctx, &err);
-    inflight_end(flight);
-    if (ranks_serve_end(seq, &rc, &err) || rc != 0) goto fail;
+    if (run_checked(cmd, &ctx, req, h, &err)) goto fail;
 
     h5ark_value *rh = reply_header(h, true);
     if (h5ark_value_set(rh, "result", ctx.result) == 0) ctx.result = NULL;
@@ -378,21 +471,12 @@ void dispatch_handle(request *req, reply *out) {
     out->spans = ctx.spans;
     out->nspans = ctx.nspans;
     ctx.spans = NULL;
-    if (ctx.nheld) {
-        held_objects *held = malloc(sizeof *held);
-        if (held) {
-            *held = (held_objects){ctx.held, ctx.nheld};
-            out->hold = h5ark_hold_new(release_held, held);
-        }
-        if (!out->hold) { /* cannot keep the memory alive: do not send the spans */
-            free(held);
-            free(out->spans);
-            free(out->header);
-            h5ark_fail(&err, H5ARK_RESOURCE_LIMIT, "out of memory");
-            goto fail;
-        }
-        ctx.held = NULL;
-        ctx.nheld = 0;
+    if (ctx.nheld && !(out->hold = take_hold(&ctx))) {
+        /* cannot keep the memory alive: do not send the spans */
+        free(out->spans);
+        free(out->header);
+        h5ark_fail(&err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        goto fail;
     }
     out->shutdown = ctx.shutdown;
     goto done;
@@ -404,13 +488,7 @@ fail:
     outcome = err.code;
 done:
     metrics_request_done(req, outcome, out);
-    for (size_t i = 0; i < ctx.nheld; i++)
-        object_release(ctx.held[i]);
-    free(ctx.held);
-    free(ctx.spans);
-    h5ark_value_destroy(&ctx.result);
-    h5ark_value_destroy(&ctx.warnings);
-    h5ark_value_destroy(&ctx.reply_buffers);
+    ctx_free(&ctx);
     h5ark_value_destroy(&empty_args);
     h5ark_buffer_list_free(&buffers);
 }

@@ -108,6 +108,10 @@ typedef struct request {
     const unsigned char *identity;
     size_t identity_len;
     const char *peer;
+    /* A front end whose headers are not MessagePack (arkouda/): the first frame as it
+     * came, NUL-terminated, and header is NULL. Owned by the router. */
+    char *text;
+    size_t text_len;
 } request;
 
 /* A reply ready to send: the header's bytes and the payload spans (see h5ark_frames.h). */
@@ -118,6 +122,9 @@ typedef struct reply {
     size_t nspans;
     h5ark_hold *hold; /* keeps the objects behind the spans alive; NULL when none */
     bool shutdown;
+    /* The reply is spans[0] alone, sent as one frame with no header (Arkouda's binary
+     * replies, which its client reads as one bare frame). */
+    bool one_frame;
 } reply;
 
 /* True when the request can be answered on the router thread: an immediate command, or
@@ -129,6 +136,28 @@ void dispatch_handle(request *req, reply *out);
 void dispatch_error_reply(const h5ark_value *header, h5ark_code code, const char *message,
                           reply *out);
 void reply_free(reply *r);
+
+/* One command of the table run from inside the daemon, for another front end (the
+ * Arkouda dialect, arkouda/): `args` are checked against the command's list as a
+ * request's are; `buffers` (NULL: none) describes req's payload. The caller checks the
+ * token first (dispatch_check_token). On success `out` holds the result map, the warnings
+ * and the reply's bytes (spans, kept alive by `hold` until dispatch_result_free). */
+typedef struct {
+    h5ark_value *result;
+    h5ark_value *warnings;
+    h5ark_value *buffers; /* [{"name", "nbytes"}...]: how the spans divide */
+    h5ark_span *spans;
+    size_t nspans;
+    h5ark_hold *hold;
+} dispatch_result;
+int dispatch_call(const request *req, const char *name, const h5ark_value *args,
+                  const h5ark_value *buffers, dispatch_result *out, h5ark_error *err);
+void dispatch_result_free(dispatch_result *r);
+/* Check a request's token (NULL: none given) against --token-file; `name` (NULL: not a
+ * command) is refused to a read token unless `read_only`. unauthorized when it fails. The
+ * ZeroMQ endpoint, the Arkouda endpoint and the HTTP gateway all check tokens here. */
+int dispatch_check_token(const char *token, size_t len, const char *name, bool read_only,
+                         h5ark_error *err);
 /* The names of the command table, i from 0 until it returns NULL. */
 const char *dispatch_command_name(size_t i);
 /* Ranks > 0: run a request rank 0 forwarded (header bytes as rank 0 encoded them); the

@@ -181,6 +181,10 @@ const char *http_query(const http_request *req, const char *key) {
     return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, key);
 }
 
+const char *http_header(const http_request *req, const char *name) {
+    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
 void http_stop(http_server **s) {
     if (!*s) return;
     MHD_stop_daemon((*s)->daemon); /* closes the listening socket too */

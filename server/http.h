@@ -1,7 +1,7 @@
-/* A small HTTP server for the daemon's side doors (the metrics endpoint), on
- * libmicrohttpd: the library parses HTTP and runs one thread of its own that answers every
- * connection; the caller only maps a request to a response. Nothing here knows what is
- * served. */
+/* A small HTTP server for the daemon's side doors (the metrics endpoint and the HTTP
+ * gateway), on libmicrohttpd: the library parses HTTP and runs one thread of its own that
+ * answers every connection; the caller only maps a request to a response. Nothing here
+ * knows what is served. */
 #ifndef H5ARK_HTTP_H
 #define H5ARK_HTTP_H
 
@@ -44,6 +44,8 @@ int http_start(const char *address, http_handler fn, void *arg, http_server **ou
 const char *http_address(const http_server *s);
 /* A query-string argument of the request, or NULL. */
 const char *http_query(const http_request *req, const char *key);
+/* A request header (name matched without regard to case), or NULL. */
+const char *http_header(const http_request *req, const char *name);
 /* Close the socket and every connection, join the thread; *s becomes NULL. */
 void http_stop(http_server **s);
 

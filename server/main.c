@@ -1,5 +1,6 @@
 /* h5arkd: command line, configuration, signals, start and stop. */
 #include "config.h"
+#include "gateway.h"
 #include "h5ark_version.h"
 #include "locales.h"
 #include "http.h"
@@ -45,6 +46,8 @@ static void usage(FILE *out) {
             "usage: h5arkd [options]\n"
             "Serve arrays and Arkouda-format HDF5 files over ZeroMQ + MessagePack.\n\n"
             "  --endpoint URL       ZeroMQ endpoint to bind (default %s; ipc:// works too)\n"
+            "  --arkouda-endpoint URL  also serve Arkouda's own client (its JSON dialect) on\n"
+            "                       this ZeroMQ endpoint (default: off; one rank only)\n"
             "  --locales N          locale worker threads (default: one per online CPU, %ld)\n"
             "  --data-dir DIR       directory all file paths are relative to, created if\n"
             "                       missing (default %s)\n"
@@ -66,6 +69,10 @@ static void usage(FILE *out) {
             "                       memory limit)\n"
             "  --metrics-endpoint [HOST:]PORT  serve Prometheus metrics at GET /metrics on\n"
             "                       this address (HOST default 127.0.0.1; default: off)\n"
+            "  --http-endpoint [HOST:]PORT  serve the data directory read-only over HTTP:\n"
+            "                       h5grove's API and the viewer page at / (default: off)\n"
+            "  --web-dir DIR        the built viewer page to serve (default: `web` beside\n"
+            "                       h5arkd, or ../share/h5ark/web from it)\n"
             "  --idle-release SECONDS  after this long without requests, give cached and\n"
             "                       freed memory back to the system (default %g; 0: only at\n"
             "                       `clear`)\n"
@@ -235,8 +242,11 @@ static int configure(int argc, char **argv) {
         O_CURVE,
         O_KEYGEN,
         O_METRICS,
+        O_ARKOUDA,
         O_VERSION,
-        O_IDLE
+        O_IDLE,
+        O_HTTP,
+        O_WEB
     };
     static const struct option opts[] = {{"endpoint", required_argument, 0, O_ENDPOINT},
                                          {"locales", required_argument, 0, O_LOCALES},
@@ -249,7 +259,10 @@ static int configure(int argc, char **argv) {
                                          {"max-message", required_argument, 0, O_MSG},
                                          {"log-level", required_argument, 0, O_LOG},
                                          {"metrics-endpoint", required_argument, 0, O_METRICS},
+                                         {"arkouda-endpoint", required_argument, 0, O_ARKOUDA},
                                          {"idle-release", required_argument, 0, O_IDLE},
+                                         {"http-endpoint", required_argument, 0, O_HTTP},
+                                         {"web-dir", required_argument, 0, O_WEB},
                                          {"curve-secret-file", required_argument, 0, O_CURVE},
                                          {"curve-keygen", required_argument, 0, O_KEYGEN},
                                          {"version", no_argument, 0, O_VERSION},
@@ -278,6 +291,14 @@ static int configure(int argc, char **argv) {
             if (snprintf(config.endpoint, sizeof config.endpoint, "%s", optarg) >=
                 (int)sizeof config.endpoint) {
                 fprintf(stderr, "h5arkd: --endpoint is too long\n");
+                return -1;
+            }
+            break;
+        case O_ARKOUDA:
+            if (!*optarg || snprintf(config.arkouda_endpoint, sizeof config.arkouda_endpoint, "%s",
+                                     optarg) >= (int)sizeof config.arkouda_endpoint) {
+                fprintf(stderr, "h5arkd: --arkouda-endpoint needs an endpoint of under 1024 "
+                                "characters\n");
                 return -1;
             }
             break;
@@ -348,6 +369,17 @@ static int configure(int argc, char **argv) {
             config.metrics = optarg;
             break;
         }
+        case O_HTTP: {
+            char host[256], port[8];
+            h5ark_error e;
+            if (http_parse_address(optarg, "127.0.0.1", host, sizeof host, port, sizeof port, &e)) {
+                fprintf(stderr, "h5arkd: --http-endpoint %s\n", e.message);
+                return -1;
+            }
+            config.http = optarg;
+            break;
+        }
+        case O_WEB: config.web_dir = optarg; break;
         case O_HELP:
         case 'h': usage(stdout); exit(0);
         case O_VERSION: printf("h5arkd %s\n", H5ARK_VERSION_STRING); exit(0);
@@ -386,8 +418,10 @@ static int configure(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    if (argc == 3 && strcmp(argv[1], SANDBOX_PROBE_ARG) == 0)
+    if (argc == 3 && strcmp(argv[1], SANDBOX_PROBE_ARG) == 0) {
+        registry_init(SANDBOX_PROBE_MEMORY);
         return storage_init() < 0 ? 1 : sandbox_probe_main(argv[2]);
+    }
     /* Signals are read by the router through a signalfd: block them in every thread, the
      * MPI library's too (ranks_init starts them). */
     sigset_t sigs;
@@ -399,6 +433,15 @@ int main(int argc, char **argv) {
     if (ranks_init(&argc, &argv) != 0) return 1;
     if (configure(argc, argv) != 0) {
         if (ranks_count() > 1) ranks_abort(2);
+        return 2;
+    }
+    if (config.arkouda_endpoint[0] && ranks_count() > 1) {
+        /* its commands are not rank-aware yet: refused rather than answered from rank 0's
+         * shards alone */
+        if (ranks_self() == 0)
+            fprintf(stderr, "h5arkd: --arkouda-endpoint is not available with several ranks "
+                            "yet; run one rank for Arkouda clients\n");
+        ranks_abort(2);
         return 2;
     }
     if (ranks_count() > 1) {
@@ -439,6 +482,9 @@ int main(int argc, char **argv) {
     int rc = ranks_self() == 0 ? metrics_start(config.metrics, &err) : 0;
     if (rc != 0) {
         fprintf(stderr, "h5arkd: --metrics-endpoint: %s\n", err.message);
+    } else if (ranks_self() == 0 && gateway_start(config.http, config.web_dir, &err) != 0) {
+        fprintf(stderr, "h5arkd: --http-endpoint: %s\n", err.message);
+        rc = -1;
     } else {
         rc = ranks_serve_start(zctx, &err);
         if (rc == 0 && ranks_count() > 1 && ranks_self() == 0)
@@ -456,6 +502,7 @@ int main(int argc, char **argv) {
         else
             log_notice("stopped cleanly");
     }
+    gateway_stop();
     metrics_stop();
     if (rc != 0 && ranks_count() > 1) {
         fflush(stderr);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct entry {
     object *obj;
@@ -119,6 +120,28 @@ static void grow(void) {
     nbuckets = n;
 }
 
+/* Arkouda's form of a name, id_<7 random [0-9A-Za-z]>_<counter>, so that objects made
+ * through either endpoint read the same to Arkouda's client (which parses it). Called
+ * under the lock. */
+static void arkouda_name(char *out, size_t n, uint64_t counter) {
+    static const char alphabet[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    static uint64_t state;
+    if (!state) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        state = ((uint64_t)ts.tv_sec * 1000000007u) ^ (uint64_t)ts.tv_nsec ^ 0x9e3779b97f4a7c15u;
+    }
+    char random[8];
+    for (int i = 0; i < 7; i++) {
+        state ^= state << 13; /* xorshift64 */
+        state ^= state >> 7;
+        state ^= state << 17;
+        random[i] = alphabet[state % 62];
+    }
+    random[7] = '\0';
+    snprintf(out, n, "id_%s_%llu", random, (unsigned long long)counter);
+}
+
 int registry_publish(object *obj, const char *name, h5ark_error *err) {
     char generated[48];
     if (name && registry_check_name(name, err)) return -1;
@@ -131,7 +154,7 @@ int registry_publish(object *obj, const char *name, h5ark_error *err) {
             if (ranks_call_seq())
                 ranks_call_name(generated, sizeof generated);
             else
-                snprintf(generated, sizeof generated, "id_%llu", (unsigned long long)++next_id);
+                arkouda_name(generated, sizeof generated, ++next_id);
         while (*find(generated));
         name = generated;
     }

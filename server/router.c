@@ -3,6 +3,7 @@
  * would cost more than the command, and they cannot hold up anything else. */
 #include "router.h"
 
+#include "arkouda/endpoint.h"
 #include "config.h"
 #include "dispatch.h"
 #include "locales.h"
@@ -30,6 +31,7 @@ typedef struct work {
     zmq_msg_t envelope[MAX_ENVELOPE];
     int nenvelope;
     char peer[64]; /* the client's address, when ZeroMQ gives one */
+    bool arkouda;  /* came on the Arkouda endpoint: its dialect, and its socket's reply */
     request req;
     struct work *next;
 } work;
@@ -50,6 +52,7 @@ static void work_free(work *w) {
         zmq_msg_close(&w->envelope[i]);
     h5ark_value_destroy(&w->req.header);
     h5ark_payload_free(&w->req.payload);
+    free(w->req.text);
     free(w);
 }
 
@@ -66,12 +69,19 @@ static int send_envelope(void *sock, work *w) {
     return 0;
 }
 
-/* Send [envelope, header, payload frames] on `sock`. */
-static void send_reply(void *sock, work *w, reply *r) {
+/* Send [envelope, header, payload frames] on `sock`. On the handlers' socket a first frame
+ * tells the router which endpoint the reply is for. */
+static void send_reply(void *sock, work *w, reply *r, bool tagged) {
     uint64_t payload = 0;
     for (size_t i = 0; i < r->nspans; i++)
         payload += r->spans[i].len;
+    if (tagged && zmq_send(sock, w->arkouda ? "a" : "n", 1, ZMQ_SNDMORE) < 0) return;
     if (send_envelope(sock, w) != 0) return;
+    if (r->one_frame) {
+        if (h5ark_send_whole(sock, r->spans[0].ptr, r->spans[0].len, r->hold) != 0)
+            log_error("sending a reply failed: %s", zmq_strerror(errno));
+        return;
+    }
     zmq_send(sock, r->header, r->header_len, payload ? ZMQ_SNDMORE : 0);
     if (payload && h5ark_send_spans(sock, r->spans, r->nspans, r->hold, false) != 0)
         log_error("sending a reply's payload failed: %s", zmq_strerror(errno));
@@ -95,11 +105,14 @@ static void *handler_main(void *arg) {
         if (!w) break;
 
         reply r;
-        dispatch_handle(&w->req, &r);
+        if (w->arkouda)
+            arkouda_handle(&w->req, &r);
+        else
+            dispatch_handle(&w->req, &r);
         /* the request's payload is no longer needed: free it before the reply goes out */
         h5ark_payload_free(&w->req.payload);
         if (r.shutdown) atomic_store(&stop_requested, true);
-        send_reply(push, w, &r);
+        send_reply(push, w, &r, true);
         reply_free(&r);
         work_free(w);
     }
@@ -125,18 +138,23 @@ static bool enqueue(work *w) {
 
 static void reply_now(void *router, work *w, h5ark_code code, const char *message) {
     reply r;
-    dispatch_error_reply(w->req.header && w->req.header->kind == H5ARK_MAP ? w->req.header : NULL,
-                         code, message, &r);
+    if (w->arkouda)
+        arkouda_error_reply(&w->req, message, &r);
+    else
+        dispatch_error_reply(w->req.header && w->req.header->kind == H5ARK_MAP ? w->req.header
+                                                                               : NULL,
+                             code, message, &r);
     metrics_request_done(&w->req, code, &r);
-    send_reply(router, w, &r);
+    send_reply(router, w, &r, false);
     reply_free(&r);
 }
 
 /* Read one whole multipart message from the ROUTER socket into a work item. Returns NULL
  * (after draining) when the message is unusable: no frames beyond an identity. */
-static work *receive_request(void *router, bool *answered) {
+static work *receive_request(void *router, bool arkouda, bool *answered) {
     *answered = false;
     work *w = calloc(1, sizeof *w);
+    if (w) w->arkouda = arkouda;
     zmq_msg_t msg;
     zmq_msg_init(&msg);
     int more = 1, index = 0;
@@ -161,8 +179,18 @@ static work *receive_request(void *router, bool *answered) {
             /* frames from the wire carry the connection's metadata; the identity does not */
             const char *peer = zmq_msg_gets(&msg, "Peer-Address");
             if (peer) snprintf(w->peer, sizeof w->peer, "%s", peer);
-            w->req.header =
-                h5ark_value_decode(zmq_msg_data(&msg), zmq_msg_size(&msg), &w->req.decode_error);
+            if (arkouda) {
+                w->req.text_len = zmq_msg_size(&msg);
+                if (w->req.text_len > config.max_message) {
+                    too_large = true;
+                } else if ((w->req.text = malloc(w->req.text_len + 1))) {
+                    memcpy(w->req.text, zmq_msg_data(&msg), w->req.text_len);
+                    w->req.text[w->req.text_len] = '\0';
+                }
+            } else {
+                w->req.header = h5ark_value_decode(zmq_msg_data(&msg), zmq_msg_size(&msg),
+                                                   &w->req.decode_error);
+            }
         } else if (received > config.max_message) {
             too_large = true; /* keep draining, drop the bytes */
         } else if (h5ark_payload_append(&w->req.payload, &msg) != 0) {
@@ -199,10 +227,15 @@ static uint64_t now_ms(void) {
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static void forward_reply(void *pull, void *router) {
+static void forward_reply(void *pull, void *router, void *arkouda) {
     zmq_msg_t msg;
     zmq_msg_init(&msg);
     int more = 1;
+    /* the first frame names the endpoint */
+    while (zmq_msg_recv(&msg, pull, 0) < 0 && errno == EINTR) {}
+    if (zmq_msg_size(&msg) == 1 && *(const char *)zmq_msg_data(&msg) == 'a' && arkouda)
+        router = arkouda;
+    more = zmq_msg_more(&msg);
     while (more) {
         if (zmq_msg_recv(&msg, pull, 0) < 0) {
             if (errno == EINTR) continue;
@@ -245,6 +278,30 @@ int router_run(void *zmq_context, h5ark_error *err) {
         return h5ark_fail(err, H5ARK_IO_ERROR, "cannot listen on %s: %s", config.endpoint,
                           zmq_strerror(e));
     }
+    /* Arkouda's dialect on a socket of its own (its clients are REQ sockets, which a ROUTER
+     * serves as it does ours); no CURVE: Arkouda's client has none */
+    void *arkouda = NULL;
+    if (config.arkouda_endpoint[0]) {
+        arkouda = zmq_socket(zctx, ZMQ_ROUTER);
+        zmq_setsockopt(arkouda, ZMQ_LINGER, &linger, sizeof linger);
+        zmq_setsockopt(arkouda, ZMQ_SNDHWM, &hwm, sizeof hwm);
+        if (zmq_bind(arkouda, config.arkouda_endpoint) != 0) {
+            int e = errno;
+            zmq_close(arkouda);
+            zmq_close(router);
+            zmq_close(pull);
+            return h5ark_fail(err, H5ARK_IO_ERROR, "cannot listen on %s: %s",
+                              config.arkouda_endpoint, zmq_strerror(e));
+        }
+        char where[1024];
+        size_t where_len = sizeof where;
+        if (zmq_getsockopt(arkouda, ZMQ_LAST_ENDPOINT, where, &where_len) != 0)
+            snprintf(where, sizeof where, "%s", config.arkouda_endpoint);
+        arkouda_set_endpoint(where);
+        if (config.curve_secret[0])
+            log_warn("the Arkouda endpoint %s is not encrypted: Arkouda's client has no CURVE",
+                     where);
+    }
 
     char bound[1024];
     size_t bound_len = sizeof bound;
@@ -252,13 +309,13 @@ int router_run(void *zmq_context, h5ark_error *err) {
         snprintf(bound, sizeof bound, "%s", config.endpoint);
     const char *metrics = metrics_address();
     printf("h5arkd %s listening on %s with %d locale%s, data directory %s, max memory %llu "
-           "bytes%s%s%s%s%s\n",
+           "bytes%s%s%s%s%s%s%s\n",
            H5ARK_VERSION_STRING, bound, locales_count(), locales_count() == 1 ? "" : "s",
            config.data_dir, (unsigned long long)config.max_memory,
            config.ntokens ? ", token required" : "",
            config.curve_secret[0] ? ", CURVE encryption" : "",
-           metrics ? ", metrics at http://" : "", metrics ? metrics : "",
-           metrics ? "/metrics" : "");
+           metrics ? ", metrics at http://" : "", metrics ? metrics : "", metrics ? "/metrics" : "",
+           arkouda ? ", Arkouda clients at " : "", arkouda ? arkouda_endpoint() : "");
     fflush(stdout);
 
     sigset_t sigs;
@@ -291,19 +348,20 @@ int router_run(void *zmq_context, h5ark_error *err) {
                 timeout = (long)(due - now);
             }
         }
-        zmq_pollitem_t items[3] = {
+        zmq_pollitem_t items[4] = {
             {pull, 0, ZMQ_POLLIN, 0},
             {NULL, sigfd, ZMQ_POLLIN, 0},
             {router, 0, ZMQ_POLLIN, 0},
+            {arkouda, 0, ZMQ_POLLIN, 0},
         };
-        int n = zmq_poll(items, accepting ? 3 : 2, timeout);
+        int n = zmq_poll(items, accepting ? (arkouda ? 4 : 3) : 2, timeout);
         if (n < 0) {
             if (errno == EINTR) continue;
             log_error("poll failed: %s", zmq_strerror(errno));
             break;
         }
         if (items[0].revents & ZMQ_POLLIN) {
-            forward_reply(pull, router);
+            forward_reply(pull, router, arkouda);
             if (--in_flight == 0) idle_since = now_ms();
         }
         if (items[1].revents & ZMQ_POLLIN) {
@@ -318,22 +376,27 @@ int router_run(void *zmq_context, h5ark_error *err) {
                        (unsigned long long)in_flight);
             accepting = false;
         }
-        if (accepting && (items[2].revents & ZMQ_POLLIN)) {
+        for (int k = 2; k < 4 && accepting; k++) {
+            if (!(items[k].revents & ZMQ_POLLIN)) continue;
+            void *sock = items[k].socket;
             bool answered;
-            work *w = receive_request(router, &answered);
+            work *w = receive_request(sock, k == 3, &answered);
             if (!w) continue;
-            if (dispatch_is_immediate(&w->req)) {
+            if (k == 2 ? dispatch_is_immediate(&w->req) : arkouda_is_immediate(&w->req)) {
                 reply r;
-                dispatch_handle(&w->req, &r);
+                if (k == 3)
+                    arkouda_handle(&w->req, &r);
+                else
+                    dispatch_handle(&w->req, &r);
                 if (r.shutdown) atomic_store(&stop_requested, true);
-                send_reply(router, w, &r);
+                send_reply(sock, w, &r, false);
                 reply_free(&r);
                 work_free(w);
             } else if (nhandlers == 0) {
-                reply_now(router, w, H5ARK_INTERNAL, "no handler threads are running");
+                reply_now(sock, w, H5ARK_INTERNAL, "no handler threads are running");
                 work_free(w);
             } else if (!enqueue(w)) {
-                reply_now(router, w, H5ARK_BUSY,
+                reply_now(sock, w, H5ARK_BUSY,
                           "the daemon has too many requests waiting; try again shortly");
                 work_free(w);
             } else {
@@ -353,5 +416,6 @@ int router_run(void *zmq_context, h5ark_error *err) {
     if (sigfd >= 0) close(sigfd);
     zmq_close(pull);
     zmq_close(router);
+    if (arkouda) zmq_close(arkouda);
     return 0;
 }

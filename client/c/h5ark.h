@@ -254,5 +254,12 @@ int h5ark_client_readhdf(h5ark_client_t *self, const char *const *paths, size_t 
 /* List an HDF5 file; the result map holds `entries`. */
 int h5ark_client_lshdf(h5ark_client_t *self, const char *path, bool recursive, h5ark_value **result,
                        h5ark_error *err);
+/* LBANN sample packing (pack): the data schema and the experiment schema (YAML text; NULL:
+ * none), the samples as `npaths` file names or globs or as an LBANN `sample_list` (NULL: the
+ * paths), `name` a prefix for the objects' names (NULL: the daemon's names). The result map
+ * holds `samples`, `sample_ids`, `groups` and `fields`. */
+int h5ark_client_pack(h5ark_client_t *self, const char *data_schema, const char *experiment_schema,
+                      const char *const *paths, size_t npaths, const char *sample_list,
+                      const char *name, h5ark_value **result, h5ark_error *err);
 
 #endif

@@ -959,6 +959,98 @@ out:
     return status;
 }
 
+/* A schema file of this machine, whole (the daemon takes at most 1 MiB of YAML). */
+static char *read_local(const char *path, h5ark_error *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        h5ark_fail(err, H5ARK_IO_ERROR, "cannot read %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = (1u << 20) + 2, n = 0;
+    char *buf = malloc(cap);
+    if (buf) n = fread(buf, 1, cap - 1, f);
+    bool bad = ferror(f);
+    fclose(f);
+    if (!buf || bad || n >= cap - 1) {
+        if (buf && !bad)
+            h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "%s is larger than 1 MiB", path);
+        else
+            h5ark_fail(err, H5ARK_IO_ERROR, "cannot read %s", path);
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+static int cmd_pack(int argc, char **argv) {
+    enum { O_DATA = 1000, O_EXPERIMENT, O_LIST, O_NAME };
+    static const struct option opts[] = {{"data-schema", required_argument, 0, O_DATA},
+                                         {"experiment-schema", required_argument, 0, O_EXPERIMENT},
+                                         {"sample-list", required_argument, 0, O_LIST},
+                                         {"name", required_argument, 0, O_NAME},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0}};
+    const char *data_path = NULL, *exp_path = NULL, *list = NULL, *name = NULL;
+    int status = -1, c;
+    while ((c = next_opt(argc, argv, opts, &status)) != -1) {
+        if (c == -2) return status;
+        if (c == O_DATA) data_path = optarg;
+        if (c == O_EXPERIMENT) exp_path = optarg;
+        if (c == O_LIST) list = optarg;
+        if (c == O_NAME) name = optarg;
+    }
+    size_t n = (size_t)(argc - optind);
+    if (!data_path) return usage_error("pack takes --data-schema FILE");
+    if ((n == 0) == !list)
+        return usage_error("pack takes PATHs (file names or glob patterns) or --sample-list, "
+                           "one of them");
+    h5ark_error err;
+    char *data = read_local(data_path, &err), *exp = NULL;
+    if (!data || (exp_path && !(exp = read_local(exp_path, &err)))) {
+        free(data);
+        return fail(&err);
+    }
+    h5ark_client_t *cl = connect_client(&err);
+    h5ark_value *result = NULL;
+    int rc = cl ? h5ark_client_pack(cl, data, exp, (const char *const *)argv + optind, n, list,
+                                    name, &result, &err)
+                : -1;
+    free(data);
+    free(exp);
+    if (cl) print_warnings(h5ark_client_warnings(cl));
+    if (rc == 0) {
+        char *samples = field_text(result, "samples");
+        char *ids = field_text(h5ark_value_get(result, "sample_ids"), "name");
+        printf("%s samples, their ids in %s\n", samples, ids);
+        free(samples);
+        free(ids);
+        const h5ark_value *groups = h5ark_value_get(result, "groups");
+        table t;
+        objects_table_init(&t, true);
+        t.heads[0] = "GROUP";
+        for (size_t i = 0; groups && groups->kind == H5ARK_MAP && i < groups->as.m.len; i++)
+            objects_table_add(&t, groups->as.m.keys[i], groups->as.m.vals[i]);
+        table_print(&t);
+        table_free(&t);
+        putchar('\n');
+        const h5ark_value *fields = h5ark_value_get(result, "fields");
+        table f = {.ncols = 6, .heads = {"FIELD", "GROUP", "OFFSET", "LENGTH", "DIMS", "DTYPE"}};
+        for (size_t i = 0; fields && fields->kind == H5ARK_MAP && i < fields->as.m.len; i++) {
+            const h5ark_value *e = fields->as.m.vals[i];
+            char *row[6] = {strdup(fields->as.m.keys[i]), field_text(e, "group"),
+                            field_text(e, "offset"),      field_text(e, "length"),
+                            field_text(e, "dims"),        field_text(e, "dtype")};
+            table_add(&f, row);
+        }
+        table_print(&f);
+        table_free(&f);
+    }
+    h5ark_value_destroy(&result);
+    h5ark_client_destroy(&cl);
+    return rc ? fail(&err) : 0;
+}
+
 static int cmd_load(int argc, char **argv) {
     enum { O_DATASET = 1000, O_START, O_STOP };
     static const struct option opts[] = {{"dataset", required_argument, 0, O_DATASET},
@@ -1307,6 +1399,17 @@ static const command commands[] = {
      "  --start ROW      first row of the files' concatenation to read (default 0)\n"
      "  --stop ROW       end of the rows, excluded (default: the last row)\n",
      "load PATH... [--dataset D]... [--start ROW] [--stop ROW]", cmd_load},
+    {"pack",
+     "LBANN sample packing: apply LBANN's data and experiment schemas (YAML files of this\n"
+     "machine) to the samples of HDF5 files (each top-level group a sample) or of an LBANN\n"
+     "sample list, and print the arrays made and where each field lies in them.\n"
+     "  --data-schema FILE        the data schema (required)\n"
+     "  --experiment-schema FILE  the experiment schema (default: every field)\n"
+     "  --sample-list LIST        the samples of this list (relative to the data directory)\n"
+     "  --name PREFIX             a prefix for the arrays' names\n",
+     "pack --data-schema FILE [--experiment-schema FILE] (PATH... | --sample-list LIST) "
+     "[--name PREFIX]",
+     cmd_pack},
     {"get",
      "Print the elements of a pdarray or strings object, one per line; strings are quoted.\n"
      "  --start I        first element (default 0)\n"

@@ -524,3 +524,26 @@ int h5ark_client_lshdf(h5ark_client_t *self, const char *path, bool recursive, h
     }
     return call(self, "lshdf", args, NULL, 0, NULL, result, err);
 }
+
+int h5ark_client_pack(h5ark_client_t *self, const char *data_schema, const char *experiment_schema,
+                      const char *const *paths, size_t npaths, const char *sample_list,
+                      const char *name, h5ark_value **result, h5ark_error *err) {
+    h5ark_value *args = h5ark_value_map();
+    int rc = h5ark_value_set(args, "data_schema", h5ark_value_str(data_schema ? data_schema : ""));
+    if (experiment_schema)
+        rc |= h5ark_value_set(args, "experiment_schema", h5ark_value_str(experiment_schema));
+    if (sample_list) {
+        rc |= h5ark_value_set(args, "sample_list", h5ark_value_str(sample_list));
+    } else {
+        h5ark_value *list = h5ark_value_array();
+        for (size_t i = 0; list && i < npaths; i++)
+            rc |= h5ark_value_push(list, h5ark_value_str(paths[i]));
+        rc |= list ? h5ark_value_set(args, "paths", list) : -1;
+    }
+    if (name) rc |= h5ark_value_set(args, "name", h5ark_value_str(name));
+    if (rc) {
+        h5ark_value_destroy(&args);
+        return oom(err);
+    }
+    return call(self, "pack", args, NULL, 0, NULL, result, err);
+}

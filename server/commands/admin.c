@@ -6,6 +6,7 @@
 #include "inflight.h"
 #include "locales.h"
 #include "memory.h"
+#include "gateway.h"
 #include "metrics.h"
 #include "ranks.h"
 #include "registry.h"
@@ -46,7 +47,10 @@ static int cmd_getconfig(command_ctx *ctx, h5ark_error *err) {
         reply_set(ctx, "zmq_version", h5ark_value_str(zmqv), err) ||
         reply_set(ctx, "data_dir", h5ark_value_str(config.data_dir), err) ||
         reply_set(ctx, "metrics_endpoint",
-                  metrics_address() ? h5ark_value_str(metrics_address()) : h5ark_value_nil(), err))
+                  metrics_address() ? h5ark_value_str(metrics_address()) : h5ark_value_nil(),
+                  err) ||
+        reply_set(ctx, "http_endpoint",
+                  gateway_address() ? h5ark_value_str(gateway_address()) : h5ark_value_nil(), err))
         return -1;
     /* ranks: the processes of the daemon; hosts: each rank's host name, in rank order */
     h5ark_value *hosts = h5ark_value_array();

@@ -221,25 +221,32 @@ static int put_awkward(command_ctx *ctx, h5ark_error *err) {
     if (!arg_has(ctx, "form") || !arg_has(ctx, "length"))
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
                           "put: objtype awkward needs 'form' (JSON) and 'length'");
-    if (ranks_count() > 1) return ranks_not_yet(err, "put of awkward");
     const char *form = arg_str(ctx, "form", "");
     size_t n = ctx->buffers->count;
     const char **names = calloc(n ? n : 1, sizeof *names);
     uint64_t *nbytes = calloc(n ? n : 1, sizeof *nbytes);
-    if (!names || !nbytes) {
+    uint64_t *offsets = calloc(n ? n : 1, sizeof *offsets);
+    int rc =
+        names && nbytes && offsets ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (ranks_count() > 1) rc = ranks_agree(rc, err);
+    if (rc) {
         free(names);
         free(nbytes);
-        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        free(offsets);
+        return -1;
     }
     for (size_t i = 0; i < n; i++) {
         names[i] = ctx->buffers->items[i].name;
         nbytes[i] = ctx->buffers->items[i].nbytes;
+        offsets[i] = ctx->buffers->items[i].offset;
     }
     payload_source ps = {ctx->payload, ctx->buffers};
-    ak_source src = {n, names, nbytes, read_payload, &ps};
+    /* several ranks: rank 0 alone has the payload, and sends each rank its shards */
+    ak_source src = {n, names, nbytes, read_payload, &ps, true, ctx->payload, offsets};
     object *obj = awkward_build(form, strlen(form), arg_uint(ctx, "length", 0), &src, err);
     free(names);
     free(nbytes);
+    free(offsets);
     if (!obj) return -1;
     return publish_and_describe(ctx, obj, err);
 }
@@ -499,7 +506,6 @@ static int add_object_buffers(command_ctx *ctx, object *obj, const char *prefix,
         return add_spans(ctx, obj->values, from, to, err);
     }
     if (obj->objtype == H5ARK_AWKWARD) { /* the buffers under their own names, as put takes */
-        if (ranks_count() > 1) return ranks_not_yet(err, "get of awkward");
         if (from != 0 || to != obj->size)
             return h5ark_fail(err, H5ARK_BAD_REQUEST,
                               "get: an awkward array is sent whole (no 'start'/'stop')");
@@ -507,7 +513,8 @@ static int add_object_buffers(command_ctx *ctx, object *obj, const char *prefix,
             const darray *a = obj->components[i].obj->values;
             snprintf(name, sizeof name, "%s%s", prefix, obj->components[i].name);
             if (reply_buffer_begin(ctx, name, a->size * a->itemsize, obj, err) ||
-                add_spans(ctx, a, 0, a->size, err))
+                (ranks_count() > 1 ? add_spans_ranks(ctx, a, 0, a->size, err)
+                                   : add_spans(ctx, a, 0, a->size, err)))
                 return -1;
         }
         return 0;
@@ -564,24 +571,74 @@ static int add_object_buffers(command_ctx *ctx, object *obj, const char *prefix,
     return 0;
 }
 
+/* get with `rows`: those rows of a pdarray (elements) or an arrayview (first-axis rows), in
+ * the order given, sent straight from the shards (a run of consecutive rows is one span). */
+static int get_rows(command_ctx *ctx, object *obj, const char *name, uint64_t width, uint64_t nrows,
+                    h5ark_error *err) {
+    const h5ark_value *rows = arg_value(ctx, "rows");
+    if ((obj->objtype != H5ARK_PDARRAY && obj->objtype != H5ARK_ARRAYVIEW) ||
+        obj->dtype == H5ARK_BIGINT || !obj->values)
+        return h5ark_fail(err, H5ARK_TYPE_ERROR,
+                          "get: 'rows' selects rows of a pdarray or an arrayview, not of a %s",
+                          h5ark_objtype_name(obj->objtype));
+    if (arg_value(ctx, "start") || arg_value(ctx, "stop"))
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "get: give 'rows' or 'start'/'stop', not both");
+    if (ranks_count() > 1) return ranks_not_yet(err, "get with 'rows'");
+    size_t n = h5ark_value_len(rows);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r = 0;
+        h5ark_value_to_uint64(h5ark_value_at(rows, i), &r);
+        if (r >= nrows)
+            return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                              "get: row %llu (entry %zu of 'rows') is out of range for the %llu "
+                              "rows of '%s'",
+                              (unsigned long long)r, i, (unsigned long long)nrows, name);
+    }
+    if (reply_set(ctx, "object", object_describe_as(obj, name), err) ||
+        reply_set(ctx, "rows", h5ark_value_uint(n), err) ||
+        reply_buffer_begin(ctx, "values", n * width * obj->values->itemsize, obj, err))
+        return -1;
+    for (size_t i = 0; i < n;) {
+        uint64_t first = 0, next;
+        h5ark_value_to_uint64(h5ark_value_at(rows, i), &first);
+        size_t j = i + 1;
+        while (j < n && h5ark_value_to_uint64(h5ark_value_at(rows, j), &next) &&
+               next == first + (j - i))
+            j++;
+        if (add_spans(ctx, obj->values, first * width, (first + (j - i)) * width, err)) return -1;
+        i = j;
+    }
+    return 0;
+}
+
 static int cmd_get(command_ctx *ctx, h5ark_error *err) {
     const char *name = arg_str(ctx, "name", "");
     object *obj = registry_get(name, err);
     if (!obj) return -1;
     int rc = -1;
-    uint64_t from = arg_uint(ctx, "start", 0), to = arg_uint(ctx, "stop", obj->size);
-    if (from > to || to > obj->size) {
+    /* an arrayview's ranges and rows are along its first axis */
+    bool view = obj->objtype == H5ARK_ARRAYVIEW && obj->ndim > 1;
+    uint64_t width = 1;
+    for (unsigned i = 1; view && i < obj->ndim; i++)
+        width *= obj->shape[i];
+    uint64_t nrows = view ? obj->shape[0] : obj->size;
+    if (arg_value(ctx, "rows")) {
+        rc = get_rows(ctx, obj, name, width, nrows, err);
+        goto out;
+    }
+    uint64_t from = arg_uint(ctx, "start", 0), to = arg_uint(ctx, "stop", nrows);
+    if (from > to || to > nrows) {
         h5ark_fail(err, H5ARK_BAD_REQUEST,
-                   "get: range [%llu, %llu) is not within the %llu elements of '%s'",
-                   (unsigned long long)from, (unsigned long long)to, (unsigned long long)obj->size,
-                   name);
+                   "get: range [%llu, %llu) is not within the %llu %s of '%s'",
+                   (unsigned long long)from, (unsigned long long)to, (unsigned long long)nrows,
+                   view ? "rows" : "elements", name);
         goto out;
     }
     if (reply_set(ctx, "object", object_describe_as(obj, name), err) ||
         reply_set(ctx, "start", h5ark_value_uint(from), err) ||
         reply_set(ctx, "stop", h5ark_value_uint(to), err))
         goto out;
-    rc = add_object_buffers(ctx, obj, "", from, to, err);
+    rc = add_object_buffers(ctx, obj, "", from * width, to * width, err);
 out:
     object_release(obj);
     return rc ? -1 : 0;
@@ -620,7 +677,11 @@ const command_def array_commands[] = {
      .ranks = RANKS_EVERY},
     {"get",
      cmd_get,
-     {{"name", ARG_STR, true}, {"start", ARG_UINT, false}, {"stop", ARG_UINT, false}, {0}},
+     {{"name", ARG_STR, true},
+      {"start", ARG_UINT, false},
+      {"stop", ARG_UINT, false},
+      {"rows", ARG_UINT_ARRAY, false},
+      {0}},
      .read_only = true,
      .ranks = RANKS_EVERY},
     {0},

@@ -10,5 +10,6 @@ extern const command_def array_commands[];     /* create put get */
 extern const command_def hdf_commands[];       /* tohdf readhdf lshdf repack writepart complete */
 extern const command_def composite_commands[]; /* segarray dataframe index reshape */
 extern const command_def groupby_commands[];   /* groupby aggregate categorical */
+extern const command_def lbann_commands[];     /* pack */
 
 #endif

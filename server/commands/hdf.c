@@ -63,6 +63,8 @@ static int cmd_tohdf(command_ctx *ctx, h5ark_error *err) {
                           "tohdf: 'group', 'fieldtype' and 'fieldtypes' need format exetera");
     }
     if (exetera && ranks_count() > 1) return ranks_not_yet(err, "tohdf with format exetera");
+    /* awkward0's blobs are each made whole from a buffer, which one rank does not hold */
+    if (awkward0 && ranks_count() > 1) return ranks_not_yet(err, "tohdf with format awkward0");
     const h5ark_value *fieldtypes = arg_value(ctx, "fieldtypes");
     if (fieldtypes && arg_value(ctx, "fieldtype"))
         return h5ark_fail(err, H5ARK_BAD_REQUEST,

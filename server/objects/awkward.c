@@ -3,6 +3,7 @@
 
 #include "awkward_form.h"
 #include "locales.h"
+#include "ranks.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -29,10 +30,29 @@ static int64_t load(const darray *a, const void *data, uint64_t k) {
     }
 }
 
-/* Element i of an integer darray (its shard may be any locale's: one rank). */
+/* Element i of an integer darray, from a shard of this rank. */
 static int64_t elem(const darray *a, uint64_t i) {
     const shard *sh = &a->shards[darray_shard_of(a, i)];
     return load(a, sh->data, i - sh->start);
+}
+
+/* Elements idx[0..n) of an integer darray wherever their shards are: each rank reads those
+ * its own shards hold, then one sum over the ranks (the others gave 0). Collective: every
+ * rank calls it with the same indices. */
+static int elems(const darray *a, const uint64_t *idx, size_t n, int64_t *out, h5ark_error *err) {
+    uint64_t *v = calloc(n ? n : 1, sizeof *v);
+    int rc = v ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        if (locales_is_local(darray_shard_of(a, idx[i]))) v[i] = (uint64_t)elem(a, idx[i]);
+    if (ranks_count() > 1) rc = ranks_agree(rc, err) || ranks_allreduce_u64(v, n, RANKS_SUM, err);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        out[i] = (int64_t)v[i];
+    free(v);
+    return rc ? -1 : 0;
+}
+
+static int elem_at(const darray *a, uint64_t i, int64_t *out, h5ark_error *err) {
+    return elems(a, &i, 1, out, err);
 }
 
 static void atomic_max(_Atomic int64_t *m, int64_t v) {
@@ -55,6 +75,41 @@ static void copy_shard(int locale, void *ctx) {
     if (sh->count && job->src->read(job->src->ctx, job->index, sh->start * job->a->itemsize,
                                     sh->data, sh->count * job->a->itemsize))
         atomic_store(&job->failed, 1);
+}
+
+/* Several ranks, buffers from rank 0's payload: rank 0 sends every other rank's shards
+ * their bytes (straight from the frames) and copies its own; the others receive theirs. */
+static int scatter_in(builder *bd, copy_job *job, size_t i) {
+    const darray *a = job->a;
+    int L = a->nshards, T = locales_local_count(), first = locales_local_first(), rc;
+    if (ranks_self() == 0) {
+        int n = 0, *to = malloc((size_t)L * sizeof *to);
+        uint64_t *offs = malloc((size_t)L * sizeof *offs), *lens = malloc((size_t)L * sizeof *lens);
+        for (int b = 0; to && offs && lens && b < L; b++)
+            if (!locales_is_local(b)) {
+                to[n] = locales_rank_of(b);
+                offs[n] = bd->src->payload_offsets[i] + a->shards[b].start * a->itemsize;
+                lens[n++] = a->shards[b].count * a->itemsize;
+            }
+        locales_run(copy_shard, job);
+        rc = to && offs && lens ? ranks_scatter_payload(bd->src->frames, n, to, offs, lens, bd->err)
+                                : h5ark_fail(bd->err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        free(to);
+        free(offs);
+        free(lens);
+    } else {
+        void **bufs = malloc((size_t)T * sizeof *bufs);
+        uint64_t *lens = malloc((size_t)T * sizeof *lens);
+        for (int t = 0; bufs && lens && t < T; t++) {
+            bufs[t] = a->shards[first + t].data;
+            lens[t] = a->shards[first + t].count * a->itemsize;
+        }
+        rc = bufs && lens ? ranks_recv_many(0, T, bufs, lens, bd->err)
+                          : h5ark_fail(bd->err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        free(bufs);
+        free(lens);
+    }
+    return rc;
 }
 
 static int fail_node(builder *bd, const ak_node *n, const char *msg) {
@@ -99,8 +154,10 @@ static darray *add_buffer(builder *bd, const ak_node *n, ak_buffer_role role, ui
      * array's contents run on); the rest is kept, unread, on the last locale so that get
      * and tohdf give back the buffer as it came. */
     uint64_t *counts = malloc((size_t)bd->L * sizeof *counts);
-    if (!counts) {
-        h5ark_fail(bd->err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    int ok = counts ? 0 : h5ark_fail(bd->err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (ranks_count() > 1) ok = ranks_agree(ok, bd->err);
+    if (ok) {
+        free(counts);
         return NULL;
     }
     memcpy(counts, rows, (size_t)bd->L * sizeof *counts);
@@ -111,16 +168,23 @@ static darray *add_buffer(builder *bd, const ak_node *n, ak_buffer_role role, ui
     if (!buf) return NULL;
     int rc = object_add_component(bd->obj, name, buf, bd->err);
     object_release(buf); /* the component holds it now */
+    if (ranks_count() > 1) rc = ranks_agree(rc, bd->err);
     if (rc) return NULL;
     copy_job job = {.src = bd->src, .index = i, .a = buf->values};
     atomic_init(&job.failed, 0);
-    locales_run(copy_shard, &job);
-    if (atomic_load(&job.failed)) {
-        h5ark_fail(bd->err, H5ARK_BAD_REQUEST, "awkward: buffer '%s' could not be read whole",
-                   name);
-        return NULL;
+    if (ranks_count() > 1 && bd->src->payload) {
+        rc = scatter_in(bd, &job, i);
+    } else {
+        locales_run(copy_shard, &job);
+        rc = 0;
     }
-    return buf->values;
+    if (rc == 0)
+        rc = atomic_load(&job.failed)
+                 ? h5ark_fail(bd->err, H5ARK_BAD_REQUEST,
+                              "awkward: buffer '%s' could not be read whole", name)
+                 : 0;
+    if (ranks_count() > 1) rc = ranks_agree(rc, bd->err); /* each rank read its own shards */
+    return rc ? NULL : buf->values;
 }
 
 /* ---- checks, per shard on the locales ------------------------------------------------------ */
@@ -133,6 +197,7 @@ typedef struct {
     int64_t limit;       /* offsets: the content length */
     uint64_t n;          /* elements that the form reads (the rest is not interpreted) */
     int ntags;
+    const int64_t *prev; /* offsets: per locale, the element before its shard's first */
     _Atomic uint64_t first_bad;
     _Atomic int64_t max[128]; /* largest stop / index (per tag for unions) */
 } check_job;
@@ -148,7 +213,7 @@ static void check_shard(int locale, void *ctx) {
         switch (job->kind) {
         case V_OFFSETS: {
             int64_t v = load(job->a, sa->data, k);
-            int64_t prev = k ? load(job->a, sa->data, k - 1) : g ? elem(job->a, g - 1) : 0;
+            int64_t prev = k ? load(job->a, sa->data, k - 1) : g ? job->prev[locale] : 0;
             bad = v < 0 || v > job->limit || v < prev;
             break;
         }
@@ -181,39 +246,88 @@ static void check_shard(int locale, void *ctx) {
     if (job->kind != V_UNION) atomic_max(&job->max[0], best);
 }
 
+/* Several ranks: the first bad element and the largest values over every rank's shards
+ * (maxima carried as max + 1, so that -1, none, is 0). */
+static int reduce_check(check_job *job, uint64_t *bad, int64_t *max, int nmax, h5ark_error *err) {
+    uint64_t v[129];
+    v[0] = *bad;
+    if (ranks_allreduce_u64(v, 1, RANKS_MIN, err)) return -1;
+    *bad = v[0];
+    for (int t = 0; t < nmax; t++)
+        v[t] = (uint64_t)(max[t] + 1);
+    if (nmax && ranks_allreduce_u64(v, (size_t)nmax, RANKS_MAX, err)) return -1;
+    for (int t = 0; t < nmax; t++)
+        max[t] = (int64_t)v[t] - 1;
+    (void)job;
+    return 0;
+}
+
 static int run_check(builder *bd, const ak_node *n, check_job *job, int64_t *max) {
+    int64_t *prev = NULL;
+    if (job->kind == V_OFFSETS) { /* each shard's predecessor, maybe on another rank */
+        prev = calloc((size_t)bd->L, sizeof *prev);
+        uint64_t *idx = calloc((size_t)bd->L, sizeof *idx);
+        size_t ni = 0;
+        int rc = prev && idx ? 0 : h5ark_fail(bd->err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        if (ranks_count() > 1) rc = ranks_agree(rc, bd->err);
+        for (int k = 0; rc == 0 && k < bd->L; k++)
+            if (job->a->shards[k].start > 0 && job->a->shards[k].start < job->n)
+                idx[ni++] = job->a->shards[k].start - 1;
+        int64_t *got = rc == 0 ? calloc(ni ? ni : 1, sizeof *got) : NULL;
+        if (rc == 0 && !got) rc = h5ark_fail(bd->err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        if (ranks_count() > 1) rc = ranks_agree(rc, bd->err);
+        if (rc == 0) rc = elems(job->a, idx, ni, got, bd->err);
+        for (int k = 0, j = 0; rc == 0 && k < bd->L; k++)
+            if (job->a->shards[k].start > 0 && job->a->shards[k].start < job->n) prev[k] = got[j++];
+        free(idx);
+        free(got);
+        if (rc) {
+            free(prev);
+            return -1;
+        }
+        job->prev = prev;
+    }
     atomic_init(&job->first_bad, UINT64_MAX);
     for (int t = 0; t < 128; t++)
         atomic_init(&job->max[t], -1);
     locales_run(check_shard, job);
+    free(prev);
+    job->prev = NULL;
     uint64_t bad = atomic_load(&job->first_bad);
-    for (int t = 0; max && t < (job->kind == V_UNION ? job->ntags : 1); t++)
-        max[t] = atomic_load(&job->max[t]);
+    int64_t all[128];
+    int nmax = job->kind == V_UNION ? job->ntags : 1;
+    for (int t = 0; t < nmax; t++)
+        all[t] = atomic_load(&job->max[t]);
+    if (ranks_count() > 1 && reduce_check(job, &bad, all, nmax, bd->err)) return -1;
+    for (int t = 0; max && t < nmax; t++)
+        max[t] = all[t];
     if (bad == UINT64_MAX) return 0;
+    int64_t va = 0, vb = 0; /* the bad element(s), for the message (a bool's is its index) */
+    if (job->kind != V_BOOL &&
+        (elem_at(job->a, bad, &va, bd->err) || (job->b && elem_at(job->b, bad, &vb, bd->err))))
+        return -1;
     char msg[400];
     switch (job->kind) {
     case V_OFFSETS:
         snprintf(msg, sizeof msg,
                  "offsets[%llu] = %lld: offsets must be non-decreasing and within the %lld "
                  "elements of the content",
-                 (unsigned long long)bad, (long long)elem(job->a, bad), (long long)job->limit);
+                 (unsigned long long)bad, (long long)va, (long long)job->limit);
         break;
     case V_STARTSTOPS:
         snprintf(msg, sizeof msg,
                  "list %llu: starts = %lld, stops = %lld (a non-empty list needs 0 <= start < "
                  "stop)",
-                 (unsigned long long)bad, (long long)elem(job->a, bad),
-                 (long long)elem(job->b, bad));
+                 (unsigned long long)bad, (long long)va, (long long)vb);
         break;
     case V_INDEX:
         snprintf(msg, sizeof msg, "index[%llu] = %lld is negative", (unsigned long long)bad,
-                 (long long)elem(job->a, bad));
+                 (long long)va);
         break;
     case V_UNION:
         snprintf(msg, sizeof msg,
                  "row %llu: tag %lld, index %lld (tags must be 0 to %d, indices non-negative)",
-                 (unsigned long long)bad, (long long)elem(job->a, bad),
-                 (long long)elem(job->b, bad), job->ntags - 1);
+                 (unsigned long long)bad, (long long)va, (long long)vb, job->ntags - 1);
         break;
     case V_BOOL:
         snprintf(msg, sizeof msg, "bool element %llu is neither 0 nor 1", (unsigned long long)bad);
@@ -297,7 +411,21 @@ static int lay(builder *bd, const ak_node *n, uint64_t length, const uint64_t *b
         row_counts(bd, bounds, 1, 1, counts);
         darray *a = add_buffer(bd, n, AK_BUF_OFFSETS, length + 1, counts);
         if (!a) goto out;
-        int64_t last = elem(a, length);
+        /* the last offset, and the offsets at the locales' row bounds (cb[1..L-1]) */
+        uint64_t *at = calloc((size_t)L + 1, sizeof *at);
+        int64_t *got = calloc((size_t)L + 1, sizeof *got);
+        int r = at && got ? 0 : h5ark_fail(bd->err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        if (ranks_count() > 1) r = ranks_agree(r, bd->err);
+        for (int k = 1; r == 0 && k < L; k++)
+            at[k] = bounds[k];
+        if (r == 0) at[0] = length;
+        if (r == 0) r = elems(a, at, (size_t)L, got, bd->err);
+        int64_t last = got ? got[0] : 0;
+        for (int k = 1; r == 0 && k < L; k++)
+            cb[k] = (uint64_t)got[k];
+        free(at);
+        free(got);
+        if (r) goto out;
         if (last < 0 || (uint64_t)last > OBJECT_MAX_ELEMENTS) {
             fail_node(bd, n, "the last offset is negative or past 2^48");
             goto out;
@@ -305,9 +433,7 @@ static int lay(builder *bd, const ak_node *n, uint64_t length, const uint64_t *b
         check_job job = {.kind = V_OFFSETS, .a = a, .limit = last, .n = length + 1};
         if (run_check(bd, n, &job, NULL)) goto out;
         /* a locale's content is what its rows' offsets span (rows before offsets[0]
-         * belong to no row: the first locale keeps them) */
-        for (int k = 1; k < L; k++)
-            cb[k] = (uint64_t)elem(a, bounds[k]);
+         * belong to no row: the first locale keeps them); cb[1..L-1] read above */
         cb[0] = 0;
         cb[L] = (uint64_t)last;
         if (lay(bd, n->contents[0], (uint64_t)last, cb)) goto out;

@@ -11,16 +11,23 @@
 #ifndef H5ARK_AWKWARD_H
 #define H5ARK_AWKWARD_H
 
+#include "h5ark_frames.h"
 #include "object.h"
 
 /* Where the buffers come from: `count` named buffers of nbytes[i] bytes each, read with
- * read(ctx, i, offset, dst, n) (called from several locales at once). */
+ * read(ctx, i, offset, dst, n) (called from several locales at once). At several ranks,
+ * every rank reads its own shards this way, unless `payload` says the buffers are a
+ * request's payload, which rank 0 alone holds (buffer i from payload_offsets[i]): rank 0
+ * then sends the other ranks their shards' bytes. */
 typedef struct {
     size_t count;
     const char *const *names;
     const uint64_t *nbytes;
     int (*read)(const void *ctx, size_t i, uint64_t offset, void *dst, uint64_t n);
     const void *ctx;
+    bool payload;
+    const h5ark_payload *frames; /* rank 0's */
+    const uint64_t *payload_offsets;
 } ak_source;
 
 /* Build an awkward object from a form, a length and its buffers. Every buffer is checked

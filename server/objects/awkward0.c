@@ -1,6 +1,8 @@
 /* awkward0 schemas: the allow-list check (see awkward0.h). */
 #include "awkward0.h"
 
+#include "registry.h"
+
 #include <fnmatch.h>
 #include <jansson.h>
 #include <stdbool.h>
@@ -197,6 +199,9 @@ struct val {
     bool swap, is_int, is_bool;
     uint64_t inner;
     json_t *shape; /* inner shape (a new array) */
+    val **fields;  /* a record dtype's fields, packed in order (names in fnames) */
+    const char **fnames;
+    size_t nfields;
     /* V_BYTES (borrowed from a blob or from ctx->blocks) */
     const unsigned char *bytes;
     uint64_t nbytes;
@@ -209,7 +214,8 @@ struct val {
     /* V_LIST */
     val **items;
     size_t nitems;
-    bool used; /* an array given to a parent: a second use would be a shared array */
+    bool used;     /* an array given to a parent: a second use gets a copy (clone) */
+    json_t *given; /* its form as it was given, for those copies */
 };
 
 typedef struct {
@@ -224,6 +230,7 @@ typedef struct {
         char name[40];
         unsigned char *data;
         uint64_t nbytes;
+        bool out; /* false: turned into another buffer, kept for a shared array's copy */
     } * bufs;
     size_t nbufs, capbufs;
     struct {
@@ -232,7 +239,21 @@ typedef struct {
     } * memo;
     size_t nmemo, capmemo;
     int next_key;
+    json_t *owned;     /* JSON made along the way (shapes), freed at the end */
+    uint64_t reserved; /* bytes made, accounted against --max-memory */
+    bool limited;      /* a reservation was refused (the error says so) */
 } interp;
+
+/* What the schema makes counts against --max-memory: a small schema may reference a big
+ * blob many times, or a blob may decompress to far more than it holds. */
+static int reserve(interp *c, uint64_t n) {
+    if (registry_reserve(n, c->err)) {
+        c->limited = true;
+        return -1;
+    }
+    c->reserved += n;
+    return 0;
+}
 
 static void *keep(interp *c, void *p) {
     if (!p) return NULL;
@@ -247,6 +268,14 @@ static void *keep(interp *c, void *p) {
         c->capallocs = cap;
     }
     return c->allocs[c->nallocs++] = p;
+}
+
+static json_t *keep_json(interp *c, json_t *j) {
+    if (json_array_append_new(c->owned, j)) {
+        h5ark_fail(c->err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        return NULL;
+    }
+    return j;
 }
 
 static val *new_val(interp *c, vkind kind) {
@@ -293,17 +322,20 @@ static int add_buf(interp *c, const char *key, const char *attr, unsigned char *
         c->bufs = n;
         c->capbufs = cap;
     }
+    if (reserve(c, nbytes)) {
+        free(data);
+        return -1;
+    }
     snprintf(c->bufs[c->nbufs].name, sizeof c->bufs[c->nbufs].name, "%s-%s", key, attr);
     c->bufs[c->nbufs].data = data;
     c->bufs[c->nbufs].nbytes = nbytes;
+    c->bufs[c->nbufs].out = true;
     return (int)c->nbufs++;
 }
 
+/* Not in the result; its bytes stay until the end, as a shared array's copy may need them. */
 static void drop_buf(interp *c, int i) {
-    if (i < 0) return;
-    free(c->bufs[i].data);
-    c->bufs[i].data = NULL;
-    c->bufs[i].name[0] = '\0';
+    if (i >= 0) c->bufs[i].out = false;
 }
 
 static void next_key(interp *c, char *out, size_t size) {
@@ -349,6 +381,102 @@ static bool parse_dtype(const char *s, val *d) {
 
 static val *eval(interp *c, json_t *node, int depth);
 
+/* A shape: an integer or an array of them (numpy takes both), none negative. */
+static bool shape_of(json_t *s, uint64_t *n) {
+    *n = 1;
+    if (json_is_integer(s)) {
+        json_int_t k = json_integer_value(s);
+        *n = (uint64_t)k;
+        return k >= 0 && k <= (1 << 24);
+    }
+    if (!json_is_array(s) || json_array_size(s) > 8) return false;
+    for (size_t i = 0; i < json_array_size(s); i++) {
+        json_t *k = json_array_get(s, i);
+        if (!json_is_integer(k) || json_integer_value(k) < 0 || json_integer_value(k) > (1 << 24))
+            return false;
+        *n *= (uint64_t)json_integer_value(k);
+    }
+    return *n <= (1 << 24);
+}
+
+/* awkward0's JSON of a numpy dtype: "int64" or ">u2"; [base, shape] (a sub-array); or a
+ * record, [[name, dtype], ...] or [[name, dtype, shape], ...], its fields packed in order. */
+static val *dtype_val(interp *c, json_t *x, int depth) {
+    if (depth > AK0_MAX_DEPTH) {
+        h5ark_fail(c->err, H5ARK_SCHEMA_ERROR, "awkward0 schema: nested deeper than %d levels",
+                   AK0_MAX_DEPTH);
+        return NULL;
+    }
+    val *v = new_val(c, V_DTYPE);
+    if (!v) return NULL;
+    v->inner = 1;
+    if (json_is_string(x)) {
+        if (parse_dtype(json_string_value(x), v)) return v;
+        not_read(c, "a numpy dtype other than a number, a bool or a record of them");
+        return NULL;
+    }
+    json_t *shape = json_array_get(x, 1);
+    if (json_array_size(x) == 2 &&
+        (json_is_integer(shape) ||
+         (json_is_array(shape) &&
+          (json_array_size(shape) == 0 || json_is_integer(json_array_get(shape, 0)))))) {
+        val *base = dtype_val(c, json_array_get(x, 0), depth + 1);
+        if (!base) return NULL;
+        if (base->nfields) {
+            not_read(c, "a sub-array of records");
+            return NULL;
+        }
+        uint64_t n;
+        if (!shape_of(shape, &n) || base->inner * n > (1 << 24)) {
+            not_read(c, "that sub-array dtype");
+            return NULL;
+        }
+        *v = *base;
+        v->inner = base->inner * n;
+        /* inner_shape: the base's then this one's, as numpy nests them */
+        json_t *s = json_is_integer(shape) ? json_pack("[O]", shape) : json_copy(shape);
+        if (!s || !keep_json(c, s)) return NULL;
+        if (base->shape) json_array_extend(s, base->shape);
+        v->shape = s;
+        return v;
+    }
+    size_t nf = json_array_size(x);
+    if (!json_is_array(x) || nf == 0 || nf > 4096) {
+        not_read(c, "that numpy dtype");
+        return NULL;
+    }
+    v->fields = keep(c, calloc(nf, sizeof *v->fields));
+    v->fnames = keep(c, calloc(nf, sizeof *v->fnames));
+    if (!v->fields || !v->fnames) {
+        oom(c);
+        return NULL;
+    }
+    v->nfields = nf;
+    for (size_t i = 0; i < nf; i++) {
+        json_t *f = json_array_get(x, i);
+        size_t fl = json_array_size(f);
+        if ((fl != 2 && fl != 3) || !json_is_string(json_array_get(f, 0))) {
+            h5ark_fail(c->err, H5ARK_SCHEMA_ERROR,
+                       "awkward0 schema: a record dtype's field is not [name, dtype]");
+            return NULL;
+        }
+        json_t *sub = json_array_get(f, 1);
+        json_t *pair = fl == 3 ? json_pack("[OO]", sub, json_array_get(f, 2)) : NULL;
+        if (fl == 3 && (!pair || !keep_json(c, pair))) return NULL;
+        val *fd = dtype_val(c, pair ? pair : sub, depth + 1);
+        if (!fd) return NULL;
+        v->fields[i] = fd;
+        v->fnames[i] = json_string_value(json_array_get(f, 0));
+        v->itemsize += fd->itemsize * fd->inner;
+        if (v->itemsize > (1u << 28)) { /* so that count * itemsize cannot overflow */
+            not_read(c, "a record dtype of more than 256 MiB");
+            return NULL;
+        }
+    }
+    snprintf(v->prim, sizeof v->prim, "record");
+    return v;
+}
+
 static val *arg(interp *c, json_t *call, size_t i, int depth) {
     json_t *args = json_object_get(call, "args");
     json_t *a = json_is_array(args) ? json_array_get(args, i) : NULL;
@@ -359,20 +487,15 @@ static val *arg(interp *c, json_t *call, size_t i, int depth) {
     return eval(c, a, depth + 1);
 }
 
+static val *take(interp *c, val *v);
+
 static val *want(interp *c, val *v, vkind kind, const char *what) {
     if (!v) return NULL;
     if (v->kind != kind) {
         h5ark_fail(c->err, H5ARK_SCHEMA_ERROR, "awkward0 schema: %s is not what it must be", what);
         return NULL;
     }
-    if (kind == V_ARRAY) {
-        if (v->used) {
-            not_read(c, "an array used in two places (shared)");
-            return NULL;
-        }
-        v->used = true;
-    }
-    return v;
+    return kind == V_ARRAY ? take(c, v) : v;
 }
 
 /* The integers of a 1-D integer (or bool) NumpyArray, as int64 (malloc'd). */
@@ -431,9 +554,138 @@ static int64_t json_int_or(json_t *j, int64_t def) {
     return json_is_integer(j) ? (int64_t)json_integer_value(j) : def;
 }
 
+/* The form f (a copy, changed in place) and everything under it with fresh form keys, each
+ * buffer of the old keys copied under the new; *dst is the copy of buffer src. Only the
+ * buffers there were before (nold) are looked at. */
+static int rekey(interp *c, json_t *f, int src, int *dst, size_t nold) {
+    json_t *k = json_object_get(f, "form_key");
+    if (json_is_string(k)) {
+        char old[48], key[32];
+        snprintf(old, sizeof old, "%s-", json_string_value(k));
+        size_t ol = strlen(old);
+        next_key(c, key, sizeof key);
+        for (size_t i = 0; i < nold; i++) {
+            if (strncmp(c->bufs[i].name, old, ol) != 0) continue;
+            char attr[40];
+            snprintf(attr, sizeof attr, "%s", c->bufs[i].name + ol);
+            uint64_t nb = c->bufs[i].nbytes;
+            unsigned char *d = malloc(nb ? nb : 1);
+            if (!d) return oom(c);
+            memcpy(d, c->bufs[i].data, nb);
+            int bi = add_buf(c, key, attr, d, nb);
+            if (bi < 0) return -1;
+            if ((int)i == src) *dst = bi;
+        }
+        if (json_object_set_new(f, "form_key", json_string(key))) return oom(c);
+    }
+    json_t *ct = json_object_get(f, "content");
+    if (json_is_object(ct) && rekey(c, ct, src, dst, nold)) return -1;
+    size_t i;
+    json_t *x;
+    json_array_foreach(json_object_get(f, "contents"), i, x) {
+        if (rekey(c, x, src, dst, nold)) return -1;
+    }
+    return 0;
+}
+
+/* An array for a parent. awkward0 lets one array appear in several places (a {"ref": id});
+ * an awkward 2 form is a tree, so every use after the first gets a copy of its own. */
+static val *take(interp *c, val *v) {
+    if (!v->used) {
+        v->used = true;
+        if (!v->given) v->given = json_incref(v->form);
+        return v;
+    }
+    json_t *f = json_deep_copy(v->given);
+    int bi = -1;
+    if (!f) {
+        oom(c);
+        return NULL;
+    }
+    if (rekey(c, f, v->buf, &bi, c->nbufs)) {
+        json_decref(f);
+        return NULL;
+    }
+    val *n = array_val(c, f, v->length);
+    if (n) {
+        n->buf = bi;
+        n->dt = v->dt;
+        n->used = true;
+    }
+    return n;
+}
+
 /* int64 values as a new buffer "<key>-<attr>" */
 static int int64_buf(interp *c, const char *key, const char *attr, int64_t *v, uint64_t n) {
     return add_buf(c, key, attr, (unsigned char *)v, n * 8);
+}
+
+/* A NumpyArray of the items of dtype d at byte `off` of each of n records of `stride` bytes
+ * (a plain array: stride is the item, off 0), little-endian; *bi its buffer. */
+static json_t *numpy_form(interp *c, const unsigned char *src, uint64_t n, uint64_t stride,
+                          uint64_t off, const val *d, int *bi) {
+    uint64_t w = d->itemsize * d->inner, need = n * w;
+    unsigned char *data = malloc(need ? need : 1);
+    if (!data) {
+        oom(c);
+        return NULL;
+    }
+    if (stride == w)
+        memcpy(data, src + off, need);
+    else
+        for (uint64_t r = 0; r < n; r++)
+            memcpy(data + r * w, src + r * stride + off, w);
+    if (d->swap) { /* awkward 2 buffers are little-endian; complex swaps each half */
+        size_t h = strncmp(d->prim, "complex", 7) == 0 ? d->itemsize / 2 : d->itemsize;
+        for (uint64_t k = 0; k + h <= need; k += h)
+            for (size_t x = 0; x < h / 2; x++) {
+                unsigned char t = data[k + x];
+                data[k + x] = data[k + h - 1 - x];
+                data[k + h - 1 - x] = t;
+            }
+    }
+    char key[32];
+    next_key(c, key, sizeof key);
+    if ((*bi = add_buf(c, key, "data", data, need)) < 0) return NULL;
+    json_t *f = node("NumpyArray", key);
+    if (!f || json_object_set_new(f, "primitive", json_string(d->prim)) ||
+        json_object_set_new(f, "inner_shape", d->shape ? json_copy(d->shape) : json_array())) {
+        json_decref(f);
+        oom(c);
+        return NULL;
+    }
+    return f;
+}
+
+/* A RecordArray of a record dtype's fields (numpy's structured arrays: awkward 2 makes
+ * records of them too), each field's column taken out of the packed records. */
+static json_t *record_form(interp *c, const unsigned char *src, uint64_t n, uint64_t stride,
+                           uint64_t off, const val *d) {
+    char key[32];
+    next_key(c, key, sizeof key);
+    json_t *f = node("RecordArray", key), *fields = json_array(), *contents = json_array();
+    if (!f || !fields || !contents || json_object_set(f, "fields", fields) ||
+        json_object_set(f, "contents", contents)) {
+        oom(c);
+        f = NULL;
+    }
+    for (size_t i = 0; f && i < d->nfields; i++) {
+        const val *fd = d->fields[i];
+        int bi;
+        json_t *sub = fd->nfields ? record_form(c, src, n, stride, off, fd)
+                                  : numpy_form(c, src, n, stride, off, fd, &bi);
+        if (sub && (json_array_append_new(contents, sub) ||
+                    json_array_append_new(fields, json_string(d->fnames[i]))))
+            sub = NULL, oom(c);
+        if (!sub) { /* the error is said */
+            json_decref(f);
+            f = NULL;
+        }
+        off += fd->itemsize * fd->inner;
+    }
+    json_decref(fields);
+    json_decref(contents);
+    return f;
 }
 
 static val *call_frombuffer(interp *c, json_t *j, int depth) {
@@ -453,31 +705,14 @@ static val *call_frombuffer(interp *c, json_t *j, int depth) {
                    (unsigned long long)b->nbytes, (long long)count, d->prim);
         return NULL;
     }
-    unsigned char *data = malloc(need ? need : 1);
-    if (!data) {
-        oom(c);
-        return NULL;
+    if (d->nfields) { /* a record array: a column per field */
+        json_t *f = record_form(c, b->bytes, (uint64_t)count, d->itemsize, 0, d);
+        return f ? array_val(c, f, (uint64_t)count) : NULL;
     }
-    memcpy(data, b->bytes, need);
-    if (d->swap) { /* awkward 2 buffers are little-endian */
-        size_t w = strncmp(d->prim, "complex", 7) == 0 ? d->itemsize / 2 : d->itemsize;
-        for (uint64_t k = 0; k + w <= need; k += w)
-            for (size_t x = 0; x < w / 2; x++) {
-                unsigned char t = data[k + x];
-                data[k + x] = data[k + w - 1 - x];
-                data[k + w - 1 - x] = t;
-            }
-    }
-    char key[32];
-    next_key(c, key, sizeof key);
-    int bi = add_buf(c, key, "data", data, need);
-    if (bi < 0) return NULL;
-    json_t *f = node("NumpyArray", key);
-    if (f) {
-        json_object_set_new(f, "primitive", json_string(d->prim));
-        json_object_set_new(f, "inner_shape", d->shape ? json_copy(d->shape) : json_array());
-    }
-    val *v = array_val(c, f, (uint64_t)count);
+    int bi;
+    json_t *f =
+        numpy_form(c, b->bytes, (uint64_t)count, need / (count ? (uint64_t)count : 1), 0, d, &bi);
+    val *v = f ? array_val(c, f, (uint64_t)count) : NULL;
     if (v) {
         v->buf = bi;
         v->dt = d;
@@ -496,10 +731,15 @@ static val *bytes_val(interp *c, unsigned char *out, uint64_t len) {
     return v;
 }
 
+/* A decompressor's output buffer of cap bytes (reserved first), or NULL. */
+static unsigned char *blob_out(interp *c, uint64_t cap) {
+    return reserve(c, cap) ? NULL : malloc(cap);
+}
+
 /* A decompressor's output buffer, full: doubled, up to AK0_MAX_BLOB; false when it may not
  * grow (the blob is refused) or memory ran out (*out then still valid, freed by the caller). */
-static bool grow_blob(unsigned char **out, uint64_t *cap) {
-    if (*cap >= AK0_MAX_BLOB) return false;
+static bool grow_blob(interp *c, unsigned char **out, uint64_t *cap) {
+    if (*cap >= AK0_MAX_BLOB || reserve(c, *cap)) return false;
     unsigned char *n = realloc(*out, *cap * 2);
     if (!n) return false;
     *out = n;
@@ -516,12 +756,12 @@ static val *call_inflate(interp *c, json_t *j, int depth) {
         return NULL;
     }
     uint64_t cap = b->nbytes * 4 + 64, len = 0;
-    unsigned char *out = malloc(cap);
+    unsigned char *out = blob_out(c, cap);
     zs.next_in = (unsigned char *)b->bytes;
     int rc = Z_OK;
     uint64_t left = b->nbytes;
     while (out && rc != Z_STREAM_END) {
-        if (len == cap && !grow_blob(&out, &cap)) break;
+        if (len == cap && !grow_blob(c, &out, &cap)) break;
         uInt in = left > UINT32_MAX ? UINT32_MAX : (uInt)left;
         zs.avail_in = in;
         uInt room = cap - len > UINT32_MAX ? UINT32_MAX : (uInt)(cap - len);
@@ -536,8 +776,9 @@ static val *call_inflate(interp *c, json_t *j, int depth) {
     inflateEnd(&zs);
     if (!out || rc != Z_STREAM_END) {
         free(out);
-        h5ark_fail(c->err, H5ARK_SCHEMA_ERROR,
-                   "awkward0 schema: a zlib blob does not decompress (or is over 4 GiB)");
+        if (!c->limited)
+            h5ark_fail(c->err, H5ARK_SCHEMA_ERROR,
+                       "awkward0 schema: a zlib blob does not decompress (or is over 4 GiB)");
         return NULL;
     }
     return bytes_val(c, out, len);
@@ -553,12 +794,12 @@ static val *call_unxz(interp *c, json_t *j, int depth) {
         return NULL;
     }
     uint64_t cap = b->nbytes * 4 + 64, len = 0;
-    unsigned char *out = malloc(cap);
+    unsigned char *out = blob_out(c, cap);
     zs.next_in = b->bytes;
     zs.avail_in = b->nbytes;
     lzma_ret rc = LZMA_OK;
     while (out && rc == LZMA_OK) {
-        if (len == cap && !grow_blob(&out, &cap)) break;
+        if (len == cap && !grow_blob(c, &out, &cap)) break;
         zs.next_out = out + len;
         zs.avail_out = cap - len;
         rc = lzma_code(&zs, LZMA_FINISH);
@@ -567,8 +808,9 @@ static val *call_unxz(interp *c, json_t *j, int depth) {
     lzma_end(&zs);
     if (!out || rc != LZMA_STREAM_END) {
         free(out);
-        h5ark_fail(c->err, H5ARK_SCHEMA_ERROR,
-                   "awkward0 schema: an lzma blob does not decompress (or is over 4 GiB)");
+        if (!c->limited)
+            h5ark_fail(c->err, H5ARK_SCHEMA_ERROR,
+                       "awkward0 schema: an lzma blob does not decompress (or is over 4 GiB)");
         return NULL;
     }
     return bytes_val(c, out, len);
@@ -583,15 +825,16 @@ static val *call_unlz4(interp *c, json_t *j, int depth) {
         size = (uint32_t)b->bytes[0] | (uint32_t)b->bytes[1] << 8 | (uint32_t)b->bytes[2] << 16 |
                (uint32_t)b->bytes[3] << 24;
     unsigned char *out = b->nbytes >= 4 && size <= INT32_MAX && b->nbytes - 4 <= INT32_MAX
-                             ? malloc((size_t)size + 1)
+                             ? blob_out(c, (uint64_t)size + 1)
                              : NULL;
     int got = out ? LZ4_decompress_safe((const char *)b->bytes + 4, (char *)out,
                                         (int)(b->nbytes - 4), (int)size)
                   : -1;
     if (got < 0 || (uint32_t)got != size) {
         free(out);
-        h5ark_fail(c->err, H5ARK_SCHEMA_ERROR,
-                   "awkward0 schema: an lz4.block blob does not decompress");
+        if (!c->limited)
+            h5ark_fail(c->err, H5ARK_SCHEMA_ERROR,
+                       "awkward0 schema: an lz4.block blob does not decompress");
         return NULL;
     }
     return bytes_val(c, out, size);
@@ -638,9 +881,17 @@ static val *list_offsets(interp *c, val *counts, val *content, json_t *params,
     if (!f) return array_val(c, NULL, 0);
     json_object_set_new(f, "offsets", json_string("i64"));
     if (params) json_object_set_new(f, "parameters", params);
-    if (content_params) json_object_set_new(content->form, "parameters", content_params);
-    json_object_set_new(f, "content", content->form);
+    json_t *cf = content->form;
     content->form = NULL;
+    if (content_params) { /* on a copy: the form as given stays as it was for other uses */
+        json_t *copy = json_copy(cf);
+        json_decref(cf);
+        if ((cf = copy))
+            json_object_set_new(cf, "parameters", content_params);
+        else
+            json_decref(content_params);
+    }
+    json_object_set_new(f, "content", cf);
     return array_val(c, f, counts->length);
 }
 
@@ -651,12 +902,15 @@ static val *union_val(interp *c, int rc, val *t, val *x, val *cs, int8_t *tags, 
     json_t *contents = rc == 0 ? json_array() : NULL;
     for (size_t i = 0; contents && i < cs->nitems; i++) {
         val *v = cs->items[i];
-        if (v->kind != V_ARRAY || v->used) {
+        if (v->kind != V_ARRAY) {
             rc = h5ark_fail(c->err, H5ARK_SCHEMA_ERROR,
                             "awkward0 schema: a union content is not an array");
             break;
         }
-        v->used = true;
+        if (!(v = take(c, v))) {
+            rc = -1;
+            break;
+        }
         json_array_append_new(contents, v->form);
         v->form = NULL;
     }
@@ -685,6 +939,217 @@ static val *union_val(interp *c, int rc, val *t, val *x, val *cs, int8_t *tags, 
     json_object_set_new(f, "index", json_string("i64"));
     json_object_set_new(f, "contents", contents);
     return array_val(c, f, t->length);
+}
+
+static int find_buf(interp *c, json_t *f, const char *attr) {
+    char name[48];
+    snprintf(name, sizeof name, "%s-%s", json_string_value(json_object_get(f, "form_key")), attr);
+    for (size_t i = 0; i < c->nbufs; i++)
+        if (strcmp(c->bufs[i].name, name) == 0) return (int)i;
+    return -1;
+}
+
+static bool is_class(json_t *f, const char *cls) {
+    const char *s = json_string_value(json_object_get(f, "class"));
+    return s && strcmp(s, cls) == 0;
+}
+
+/* Items in a NumpyArray's buffer (0 when an item has no bytes), rows of a ListOffsetArray:
+ * the lengths of the nodes concat takes. */
+static uint64_t node_len(interp *c, json_t *f) {
+    int b = find_buf(c, f, is_class(f, "NumpyArray") ? "data" : "offsets");
+    if (b < 0) return 0;
+    if (is_class(f, "ListOffsetArray"))
+        return c->bufs[b].nbytes < 8 ? 0 : c->bufs[b].nbytes / 8 - 1;
+    val d = {0};
+    parse_dtype(json_string_value(json_object_get(f, "primitive")), &d);
+    uint64_t w = d.itemsize;
+    size_t i;
+    json_t *k;
+    json_array_foreach(json_object_get(f, "inner_shape"), i, k) {
+        w *= (uint64_t)json_integer_value(k);
+    }
+    return w ? c->bufs[b].nbytes / w : 0;
+}
+
+/* The int64 offsets of a ListOffsetArray of this interpreter, as an array of n + 1. */
+static const int64_t *offsets_at(interp *c, json_t *f, uint64_t *n) {
+    int b = find_buf(c, f, "offsets");
+    if (b < 0 || c->bufs[b].nbytes < 8) return NULL;
+    *n = c->bufs[b].nbytes / 8 - 1;
+    return (const int64_t *)c->bufs[b].data;
+}
+
+/* ChunkedArray: the n chunks' forms (all of one type) as one array, their buffers joined.
+ * NumpyArray chunks join their data; ListOffsetArray chunks their contents, with offsets
+ * moved by the contents before them (a ListArray when the rows do not tile the contents). */
+static json_t *concat(interp *c, json_t **f, size_t n, int depth) {
+    if (depth > AK0_MAX_DEPTH) {
+        h5ark_fail(c->err, H5ARK_SCHEMA_ERROR, "awkward0 schema: nested deeper than %d levels",
+                   AK0_MAX_DEPTH);
+        return NULL;
+    }
+    bool numpy = is_class(f[0], "NumpyArray"), list = is_class(f[0], "ListOffsetArray");
+    for (size_t i = 1; i < n; i++) {
+        static const char *const same[] = {"class", "parameters", "primitive", "inner_shape"};
+        for (size_t k = 0; k < sizeof same / sizeof same[0]; k++)
+            if (!json_equal(json_object_get(f[0], same[k]), json_object_get(f[i], same[k])) &&
+                (json_object_get(f[0], same[k]) || json_object_get(f[i], same[k]))) {
+                not_read(c, "a ChunkedArray whose chunks differ in type");
+                return NULL;
+            }
+    }
+    if (!numpy && !list) {
+        char what[120];
+        snprintf(what, sizeof what, "a ChunkedArray of %.40s chunks",
+                 json_string_value(json_object_get(f[0], "class")));
+        not_read(c, what);
+        return NULL;
+    }
+    char key[32];
+    next_key(c, key, sizeof key);
+    json_t *out = json_copy(f[0]);
+    if (!out || json_object_set_new(out, "form_key", json_string(key))) {
+        json_decref(out);
+        oom(c);
+        return NULL;
+    }
+    if (numpy) {
+        uint64_t total = 0;
+        for (size_t i = 0; i < n; i++) {
+            int b = find_buf(c, f[i], "data");
+            total += b < 0 ? 0 : c->bufs[b].nbytes;
+        }
+        unsigned char *data = malloc(total ? total : 1);
+        uint64_t pos = 0;
+        for (size_t i = 0; data && i < n; i++) {
+            int b = find_buf(c, f[i], "data");
+            if (b < 0) continue;
+            memcpy(data + pos, c->bufs[b].data, c->bufs[b].nbytes);
+            pos += c->bufs[b].nbytes;
+            drop_buf(c, b);
+        }
+        if (!data) oom(c);
+        if (!data || add_buf(c, key, "data", data, total) < 0) {
+            json_decref(out);
+            return NULL;
+        }
+        return out;
+    }
+    json_t **cs = calloc(n, sizeof *cs);
+    uint64_t rows = 0, *clen = calloc(n, sizeof *clen);
+    bool tiled = true;
+    int rc = cs && clen ? 0 : oom(c);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        uint64_t r = 0;
+        const int64_t *o = offsets_at(c, f[i], &r);
+        if (!o || !(cs[i] = json_object_get(f[i], "content"))) {
+            rc = h5ark_fail(c->err, H5ARK_SCHEMA_ERROR, "awkward0 schema: a chunk has no offsets");
+            break;
+        }
+        clen[i] = node_len(c, cs[i]);
+        for (uint64_t k = 0; rc == 0 && k <= r; k++)
+            if (o[k] < 0 || (uint64_t)o[k] > clen[i] || (k && o[k] < o[k - 1]))
+                rc = h5ark_fail(c->err, H5ARK_SCHEMA_ERROR,
+                                "awkward0 schema: a ChunkedArray chunk's offsets are out of its "
+                                "content");
+        tiled = tiled && o[0] == 0 && (uint64_t)o[r] == clen[i];
+        rows += r;
+    }
+    json_t *content = rc == 0 ? concat(c, cs, n, depth + 1) : NULL;
+    int64_t *a = content ? malloc((rows + 1) * 8) : NULL, *b = NULL;
+    if (content && !a) oom(c);
+    if (a && !tiled && !(b = malloc((rows ? rows : 1) * 8))) oom(c);
+    if (a && (tiled || b)) {
+        uint64_t pos = 0, shift = 0;
+        a[0] = 0;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t r = 0;
+            const int64_t *o = offsets_at(c, f[i], &r);
+            for (uint64_t k = 0; k < r; k++, pos++) {
+                if (tiled) {
+                    a[pos + 1] = o[k + 1] + (int64_t)shift;
+                } else {
+                    a[pos] = o[k] + (int64_t)shift;
+                    b[pos] = o[k + 1] + (int64_t)shift;
+                }
+            }
+            drop_buf(c, find_buf(c, f[i], "offsets"));
+            shift += clen[i];
+        }
+        if (tiled) {
+            rc = int64_buf(c, key, "offsets", a, rows + 1);
+        } else if ((rc = int64_buf(c, key, "starts", a, rows)) >= 0) {
+            rc = int64_buf(c, key, "stops", b, rows);
+        } else {
+            free(b); /* add_buf took a, even failing */
+        }
+        a = b = NULL;
+    } else {
+        rc = -1;
+    }
+    free(a);
+    free(b);
+    free(cs);
+    free(clen);
+    if (rc < 0 || (!tiled && (json_object_del(out, "offsets") ||
+                              json_object_set_new(out, "class", json_string("ListArray")) ||
+                              json_object_set_new(out, "starts", json_string("i64")) ||
+                              json_object_set_new(out, "stops", json_string("i64"))))) {
+        if (rc == 0) oom(c);
+        json_decref(content);
+        json_decref(out);
+        return NULL;
+    }
+    json_object_set_new(out, "content", content);
+    return out;
+}
+
+static val *call_chunked(interp *c, json_t *j, int depth) {
+    val *cs = want(c, arg(c, j, 0, depth), V_LIST, "ChunkedArray's chunks");
+    if (!cs) return NULL;
+    json_t *counts = NULL;
+    if (json_array_size(json_object_get(j, "args")) > 1) {
+        val *cn = want(c, arg(c, j, 1, depth), V_JSON, "ChunkedArray's counts");
+        if (!cn) return NULL;
+        counts = cn->json;
+    }
+    char key[32];
+    if (cs->nitems == 0) { /* no chunks, no type: awkward 2's EmptyArray */
+        next_key(c, key, sizeof key);
+        return array_val(c, node("EmptyArray", key), 0);
+    }
+    json_t **fs = calloc(cs->nitems, sizeof *fs);
+    uint64_t total = 0;
+    int rc = fs ? 0 : oom(c);
+    for (size_t i = 0; rc == 0 && i < cs->nitems; i++) {
+        val *v = cs->items[i];
+        if (v->kind != V_ARRAY) {
+            rc = h5ark_fail(c->err, H5ARK_SCHEMA_ERROR,
+                            "awkward0 schema: a ChunkedArray chunk is not an array");
+            break;
+        }
+        if (!(v = take(c, v))) {
+            rc = -1;
+            break;
+        }
+        json_t *k = json_is_array(counts) ? json_array_get(counts, i) : NULL;
+        if (k && json_int_or(k, -1) != (int64_t)v->length) {
+            rc = h5ark_fail(c->err, H5ARK_SCHEMA_ERROR,
+                            "awkward0 schema: ChunkedArray's counts do not match its chunks");
+            break;
+        }
+        fs[i] = v->form;
+        v->form = NULL;
+        total += v->length;
+    }
+    json_t *f = NULL;
+    if (rc == 0) f = cs->nitems == 1 ? json_incref(fs[0]) : concat(c, fs, cs->nitems, depth + 1);
+    for (size_t i = 0; fs && i < cs->nitems; i++)
+        json_decref(fs[i]);
+    free(fs);
+    if (!f) return NULL;
+    return array_val(c, f, total);
 }
 
 static val *call(interp *c, json_t *j, int depth) {
@@ -772,30 +1237,22 @@ static val *call(interp *c, json_t *j, int depth) {
         json_t *f = node("RecordArray", key), *fields = json_array(), *contents = json_array();
         uint64_t length = UINT64_MAX;
         for (size_t i = 0; f && fields && contents && i < pairs->nitems; i++) {
-            val *p = pairs->items[i];
-            if (p->kind == V_LIST && p->nitems == 2 && p->items[1]->kind == V_ARRAY &&
-                p->items[1]->used) {
-                json_decref(f);
-                json_decref(fields);
-                json_decref(contents);
-                not_read(c, "an array used in two places (shared)");
-                return NULL;
-            }
-            if (p->kind != V_LIST || p->nitems != 2 || p->items[0]->kind != V_JSON ||
-                !json_is_string(p->items[0]->json) || p->items[1]->kind != V_ARRAY ||
-                p->items[1]->used) {
-                json_decref(f);
-                json_decref(fields);
-                json_decref(contents);
+            val *p = pairs->items[i], *col = NULL;
+            bool pair = p->kind == V_LIST && p->nitems == 2 && p->items[0]->kind == V_JSON &&
+                        json_is_string(p->items[0]->json) && p->items[1]->kind == V_ARRAY;
+            if (!pair)
                 h5ark_fail(c->err, H5ARK_SCHEMA_ERROR,
                            "awkward0 schema: a Table column is not a (name, array) pair");
+            if (!pair || !(col = take(c, p->items[1]))) {
+                json_decref(f);
+                json_decref(fields);
+                json_decref(contents);
                 return NULL;
             }
-            p->items[1]->used = true;
             json_array_append_new(fields, json_string(json_string_value(p->items[0]->json)));
-            json_array_append_new(contents, p->items[1]->form);
-            p->items[1]->form = NULL;
-            if (p->items[1]->length < length) length = p->items[1]->length;
+            json_array_append_new(contents, col->form);
+            col->form = NULL;
+            if (col->length < length) length = col->length;
         }
         if (!f || !fields || !contents) {
             json_decref(f);
@@ -898,6 +1355,7 @@ static val *call(interp *c, json_t *j, int depth) {
         ct->form = NULL;
         return array_val(c, f, x->length);
     }
+    if (strcmp(n, "ChunkedArray") == 0) return call_chunked(c, j, depth);
     if (strcmp(n, "UnionArray") == 0) { /* tags, index, contents as given */
         val *t = want(c, arg(c, j, 0, depth), V_ARRAY, "the tags");
         val *x = t ? want(c, arg(c, j, 1, depth), V_ARRAY, "the index") : NULL;
@@ -1010,34 +1468,7 @@ static val *eval(interp *c, json_t *j, int depth) {
     if ((x = json_object_get(j, "json"))) {
         if ((v = new_val(c, V_JSON))) v->json = x;
     } else if ((x = json_object_get(j, "dtype"))) {
-        v = new_val(c, V_DTYPE);
-        json_t *base = x, *shape = NULL;
-        if (json_is_array(x) && json_array_size(x) == 2) {
-            base = json_array_get(x, 0);
-            shape = json_array_get(x, 1);
-        }
-        if (v && (!json_is_string(base) || !parse_dtype(json_string_value(base), v))) {
-            not_read(c, "a numpy dtype other than a plain number or bool");
-            return NULL;
-        }
-        if (v) {
-            v->inner = 1;
-            if (shape) {
-                if (!json_is_array(shape) || json_array_size(shape) > 8) {
-                    not_read(c, "that sub-array dtype");
-                    return NULL;
-                }
-                for (size_t i = 0; i < json_array_size(shape); i++) {
-                    int64_t s = json_int_or(json_array_get(shape, i), -1);
-                    if (s < 0 || s > (1 << 24)) {
-                        not_read(c, "that sub-array dtype");
-                        return NULL;
-                    }
-                    v->inner *= (uint64_t)s;
-                }
-                v->shape = shape;
-            }
-        }
+        v = dtype_val(c, x, depth + 1);
     } else if ((x = json_object_get(j, "read"))) {
         v = new_val(c, V_BYTES);
         if (v &&
@@ -1067,6 +1498,7 @@ static val *eval(interp *c, json_t *j, int depth) {
 }
 
 void ak0_result_free(ak0_result *r) {
+    registry_unreserve(r->reserved);
     for (size_t i = 0; i < r->n; i++) {
         free(r->names[i]);
         free(r->data[i]);
@@ -1083,8 +1515,9 @@ int ak0_interpret(const char *json, size_t len, ak0_blob_fn blob, void *bctx, ak
     memset(out, 0, sizeof *out);
     json_t *root = load(json, len, err);
     if (!root) return -1;
-    interp c = {.blob = blob, .bctx = bctx, .err = err};
-    val *v = eval(&c, json_object_get(root, "schema"), 1);
+    interp c = {.blob = blob, .bctx = bctx, .err = err, .owned = json_array()};
+    val *v = c.owned ? eval(&c, json_object_get(root, "schema"), 1) : NULL;
+    if (!c.owned) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     int rc = v ? 0 : -1;
     if (v && v->kind != V_ARRAY)
         rc = h5ark_fail(err, H5ARK_SCHEMA_ERROR, "awkward0 schema: it makes no array");
@@ -1097,19 +1530,21 @@ int ak0_interpret(const char *json, size_t len, ak0_blob_fn blob, void *bctx, ak
         out->nbytes = calloc(c.nbufs + 1, sizeof *out->nbytes);
         if (!out->names || !out->data || !out->nbytes) rc = oom(&c);
         for (size_t i = 0; rc == 0 && i < c.nbufs; i++) {
-            if (!c.bufs[i].name[0]) continue;
+            if (!c.bufs[i].out) continue;
             if (!(out->names[out->n] = strdup(c.bufs[i].name))) {
                 rc = oom(&c);
                 break;
             }
             out->data[out->n] = c.bufs[i].data;
             out->nbytes[out->n++] = c.bufs[i].nbytes;
+            out->reserved += c.bufs[i].nbytes;
             c.bufs[i].data = NULL;
         }
     }
     /* forms of values never given to a parent (the root's, dumped), then the values */
     for (size_t i = 0; i < c.nvals; i++) {
         json_decref(c.vals[i]->form);
+        json_decref(c.vals[i]->given);
         free(c.vals[i]);
     }
     free(c.vals);
@@ -1120,7 +1555,9 @@ int ak0_interpret(const char *json, size_t len, ak0_blob_fn blob, void *bctx, ak
     for (size_t i = 0; i < c.nallocs; i++)
         free(c.allocs[i]);
     free(c.allocs);
+    json_decref(c.owned);
     json_decref(root);
+    registry_unreserve(c.reserved - out->reserved); /* the result's are freed with it */
     if (rc) ak0_result_free(out);
     return rc;
 }

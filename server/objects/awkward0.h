@@ -52,15 +52,17 @@ typedef struct {
     char **names;
     unsigned char **data;
     uint64_t *nbytes;
+    uint64_t reserved; /* of --max-memory, given back by ak0_result_free */
 } ak0_result;
 
 /* Evaluate a schema (already checked by ak0_check_schema) over its blobs: numpy.frombuffer
- * of simple and sub-array dtypes (either byte order), zlib, lzma and lz4.block blobs,
- * JaggedArray (fromcounts, fromoffsets, starts/stops), Table.frompairs, StringArray,
- * MaskedArray, BitMaskedArray, IndexedArray, IndexedMaskedArray, UnionArray. What has no
- * awkward 2 equivalent here (a cycle, a shared array, an object, virtual or chunked array,
- * a record dtype, other calls) is type_error naming it; blobs missing, shorter than the
- * schema says or not decompressing are schema_error. */
+ * of simple, sub-array and record dtypes (either byte order), zlib, lzma and lz4.block
+ * blobs, JaggedArray (fromcounts, fromoffsets, starts/stops), Table.frompairs, StringArray,
+ * MaskedArray, BitMaskedArray, IndexedArray, IndexedMaskedArray, UnionArray, ChunkedArray
+ * (joined); an array referenced twice is copied. What has no awkward 2 equivalent here (a
+ * cycle, an object or virtual array, other calls) is type_error naming it; blobs missing,
+ * shorter than the schema says or not decompressing are schema_error; what it makes counts
+ * against --max-memory (registry_reserve: resource_limit). */
 int ak0_interpret(const char *json, size_t len, ak0_blob_fn blob, void *ctx, ak0_result *out,
                   h5ark_error *err);
 void ak0_result_free(ak0_result *r);

@@ -14,6 +14,7 @@
 #include "objects/awkward.h"
 #include "objects/awkward_form.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,24 +175,28 @@ static int probe(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err
     return -1;
 }
 
-/* The buffers as pdarrays read from the file, as an ak_source. */
+/* The buffers straight from the file into the object's shards, as an ak_source: each
+ * locale reads its own ranges (no pdarray in between, no second copy of the bytes). */
 typedef struct {
-    object **bufs;
-} darray_source;
+    const read_node *n;
+    atomic_flag failed;
+    h5ark_error err; /* the first failure's */
+} file_source;
 
-static int read_darray(const void *ctx, size_t i, uint64_t offset, void *dst, uint64_t n) {
-    const darray *a = ((const darray_source *)ctx)->bufs[i]->values;
-    for (int b = 0; b < a->nshards && n; b++) {
-        const shard *s = &a->shards[b];
-        uint64_t lo = s->start * a->itemsize, hi = (s->start + s->count) * a->itemsize;
-        if (offset >= hi || offset < lo) continue;
-        uint64_t take = hi - offset < n ? hi - offset : n;
-        memcpy(dst, (const char *)s->data + (offset - lo), take);
-        dst = (char *)dst + take;
-        offset += take;
-        n -= take;
-    }
-    return n ? -1 : 0;
+typedef struct {
+    file_source *fs;
+} file_source_ref;
+
+static int read_file(const void *ctx, size_t i, uint64_t offset, void *dst, uint64_t n) {
+    file_source *fs = ((const file_source_ref *)ctx)->fs;
+    const read_part *p = &fs->n->kids[i].ds.values;
+    size_t size = h5ark_dtype_size(p->dtype);
+    h5ark_error e = {0};
+    if (size && offset % size == 0 && n % size == 0 &&
+        read_part_range(p, offset / size, (offset + n) / size, dst, &e) == 0)
+        return 0;
+    if (!atomic_flag_test_and_set(&fs->failed)) fs->err = e;
+    return -1;
 }
 
 static int build(read_node *n, bool strict, bool tags, object **obj, object **tag,
@@ -204,11 +209,10 @@ static int build(read_node *n, bool strict, bool tags, object **obj, object **ta
         return h5ark_fail_context(err, "awkward group '%s'", n->path);
     }
     buffer_list bl = {0};
-    object **bufs = calloc(n->nkids ? n->nkids : 1, sizeof *bufs);
     const char **names = calloc(n->nkids ? n->nkids : 1, sizeof *names);
     uint64_t *nbytes = calloc(n->nkids ? n->nkids : 1, sizeof *nbytes);
-    int rc = bufs && names && nbytes ? list_buffers(form, &bl, err)
-                                     : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    int rc = names && nbytes ? list_buffers(form, &bl, err)
+                             : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     if (rc == 0 && bl.n != n->nkids)
         rc = h5ark_fail(err, H5ARK_INTERNAL, "awkward group '%s': %zu buffers, %zu read", n->path,
                         bl.n, n->nkids);
@@ -219,41 +223,38 @@ static int build(read_node *n, bool strict, bool tags, object **obj, object **ta
                             "read from one file",
                             n->path);
     for (size_t i = 0; rc == 0 && i < n->nkids; i++) {
-        object *t = NULL;
-        rc = schema_build(&n->kids[i], strict, false, &bufs[i], &t, err);
-        object_release(t);
-        if (rc) break;
+        read_part *p = &n->kids[i].ds.values;
+        rc = pdarray_settle_dtype(&n->kids[i].ds, strict, err);
         /* the file's type must be the form's: the bytes are taken as the form says */
-        if (bufs[i]->dtype != bl.dtypes[i])
+        if (rc == 0 && p->dtype != bl.dtypes[i])
             rc = h5ark_fail(err, H5ARK_SCHEMA_ERROR,
                             "awkward group '%s': buffer '%s' holds %s but the form makes it %s",
-                            n->path, n->kids[i].name, h5ark_dtype_name(bufs[i]->dtype),
+                            n->path, n->kids[i].name, h5ark_dtype_name(p->dtype),
                             h5ark_dtype_name(bl.dtypes[i]));
         names[i] = n->kids[i].name;
-        nbytes[i] = bufs[i]->size * bufs[i]->values->itemsize;
+        nbytes[i] = p->total * h5ark_dtype_size(p->dtype);
     }
     if (rc == 0) {
-        darray_source ds = {bufs};
-        ak_source src = {n->nkids, names, nbytes, read_darray, &ds};
+        file_source fs = {.n = n, .failed = ATOMIC_FLAG_INIT};
+        file_source_ref ref = {&fs};
+        ak_source src = {n->nkids, names, nbytes, read_file, &ref};
         *obj = awkward_build(text, strlen(text), n->shape[0], &src, err);
-        if (!*obj) {
-            if (err->code == H5ARK_BAD_REQUEST) err->code = H5ARK_SCHEMA_ERROR;
-            rc = h5ark_fail_context(err, "awkward group '%s'", n->path);
-        }
+        if (!*obj && atomic_flag_test_and_set(&fs.failed)) /* the file's error, as it was */
+            *err = fs.err;
+        else if (!*obj && err->code == H5ARK_BAD_REQUEST)
+            err->code = H5ARK_SCHEMA_ERROR;
+        if (!*obj) rc = h5ark_fail_context(err, "awkward group '%s'", n->path);
     }
     if (rc == 0 && tags) { /* every row comes from the one file */
         object *t = object_new_pdarray(H5ARK_INT64, (*obj)->size, err);
         int file =
             n->kids && n->nkids && n->kids[0].ds.values.n ? n->kids[0].ds.values.src[0].file : 0;
         for (int b = 0; t && b < t->values->nshards; b++)
-            for (uint64_t k = 0; k < t->values->shards[b].count; k++)
+            for (uint64_t k = 0; locales_is_local(b) && k < t->values->shards[b].count; k++)
                 ((int64_t *)t->values->shards[b].data)[k] = file;
         if (!t) rc = -1;
         *tag = t;
     }
-    for (size_t i = 0; bufs && i < n->nkids; i++)
-        object_release(bufs[i]);
-    free(bufs);
     free(names);
     free(nbytes);
     buffer_list_free(&bl);

@@ -7,9 +7,11 @@
 #include "families.h"
 
 #include "layout.h"
+#include "locales.h"
 #include "objects/awkward.h"
 #include "objects/awkward0.h"
 #include "objects/awkward_form.h"
+#include "ranks.h"
 #include "storage.h"
 
 #include <jansson.h>
@@ -177,7 +179,6 @@ static int probe(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err
 
 typedef struct {
     read_node *n;
-    object **blobs;
     unsigned char **bytes;
 } blob_ctx;
 
@@ -186,7 +187,7 @@ static int get_blob(void *ctx, const char *key, const unsigned char **data, uint
     for (size_t i = 0; i < b->n->nkids; i++)
         if (strcmp(b->n->kids[i].name, key) == 0) {
             *data = b->bytes[i];
-            *len = b->blobs[i]->size;
+            *len = b->n->kids[i].ds.values.total;
             return 0;
         }
     return -1;
@@ -206,37 +207,39 @@ static int read_result(const void *ctx, size_t i, uint64_t offset, void *dst, ui
 static int build(read_node *n, bool strict, bool tags, object **obj, object **tag,
                  h5ark_error *err) {
     *obj = *tag = NULL;
+    (void)strict; /* blobs are bytes: uint8 whatever the request says of types */
     size_t nk = n->nkids;
-    object **blobs = calloc(nk ? nk : 1, sizeof *blobs);
     unsigned char **bytes = calloc(nk ? nk : 1, sizeof *bytes);
-    int rc = blobs && bytes ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    int rc = bytes ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     for (size_t i = 0; rc == 0 && i < nk; i++) {
-        object *t = NULL;
-        if (n->kids[i].ds.values.n > 1) {
+        read_part *p = &n->kids[i].ds.values;
+        if (p->n > 1) {
             rc = h5ark_fail(err, H5ARK_SCHEMA_ERROR, "awkward0 group '%s' is in more than one file",
                             n->path);
             break;
         }
-        rc = schema_build(&n->kids[i], strict, false, &blobs[i], &t, err);
-        object_release(t);
-        if (rc) break;
-        /* the blob whole in one piece: the schema reads it as bytes */
-        const darray *a = blobs[i]->values;
-        if (!(bytes[i] = malloc(a->size ? a->size : 1))) {
+        /* the blob whole in one piece, straight from the file: the schema reads it as bytes
+         * (on every rank: each interprets the schema and lays out its own shards) */
+        p->dtype = H5ARK_UINT8;
+        if (!(bytes[i] = malloc(p->total ? p->total : 1))) {
             rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
             break;
         }
-        for (int b = 0; b < a->nshards; b++)
-            if (a->shards[b].count)
-                memcpy(bytes[i] + a->shards[b].start, a->shards[b].data, a->shards[b].count);
+        if (p->total && read_part_range(p, 0, p->total, bytes[i], err)) {
+            rc =
+                h5ark_fail_context(err, "awkward0 group '%s', blob '%s'", n->path, n->kids[i].name);
+            break;
+        }
     }
     ak0_result r = {0};
     if (rc == 0) {
-        blob_ctx bc = {n, blobs, bytes};
+        blob_ctx bc = {n, bytes};
         const char *schema = n->fieldtype ? n->fieldtype : "";
         rc = ak0_interpret(schema, strlen(schema), get_blob, &bc, &r, err);
         if (rc) h5ark_fail_context(err, "awkward0 group '%s'", n->path);
     }
+    /* the build below is collective: every rank goes on, or none */
+    if (ranks_count() > 1) rc = ranks_agree(rc, err);
     if (rc == 0) {
         result_source rs = {&r};
         ak_source src = {r.n, (const char *const *)r.names, r.nbytes, read_result, &rs};
@@ -250,17 +253,14 @@ static int build(read_node *n, bool strict, bool tags, object **obj, object **ta
         object *t = object_new_pdarray(H5ARK_INT64, (*obj)->size, err);
         int file = nk && n->kids[0].ds.values.n ? n->kids[0].ds.values.src[0].file : 0;
         for (int b = 0; t && b < t->values->nshards; b++)
-            for (uint64_t k = 0; k < t->values->shards[b].count; k++)
+            for (uint64_t k = 0; locales_is_local(b) && k < t->values->shards[b].count; k++)
                 ((int64_t *)t->values->shards[b].data)[k] = file;
         if (!t) rc = -1;
         *tag = t;
     }
     ak0_result_free(&r);
-    for (size_t i = 0; i < nk; i++) {
-        if (blobs) object_release(blobs[i]);
-        if (bytes) free(bytes[i]);
-    }
-    free(blobs);
+    for (size_t i = 0; bytes && i < nk; i++)
+        free(bytes[i]);
     free(bytes);
     if (rc) {
         object_release(*obj);

@@ -12,9 +12,13 @@
 #include "h5ark_wire.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 
 /* The argument that makes h5arkd a probe (main.c checks it before anything else). */
 #define SANDBOX_PROBE_ARG "--file-probe"
+/* What a probe's work may take (its registry's limit): it holds no objects, but lshdf of an
+ * awkward0 group decompresses blobs, which a hostile file can make huge. */
+#define SANDBOX_PROBE_MEMORY (UINT64_C(1) << 30)
 
 /* Start the probe process; without it (or with H5ARK_NO_SANDBOX set) checks pass. */
 int sandbox_start(void);

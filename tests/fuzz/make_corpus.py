@@ -148,7 +148,37 @@ forms += [
 ] + [{"awkward0": "0.15.5", "schema": {"call": ["awkward0", "numpy", "frombuffer"], "args": [
         {"call": codec, "args": [{"read": "1"}]}, {"dtype": "uint8"}, {"json": 2}]}}
      for codec in (["lzma", "decompress"], ["lz4.block", "decompress"])]
+# shared arrays (copied per use), chunked arrays (joined), record dtypes
+jag = {"call": ["awkward0", "JaggedArray", "fromcounts"], "args": [fb("1", "uint8", 3) | {"id": 7},
+                                                                   fb("1", "int16", 6)]}
+forms += [
+    {"awkward0": "0.15.5", "schema": {"call": ["awkward0", "Table", "frompairs"], "args": [
+        {"pairs": [["a", jag | {"id": 8}], ["b", {"ref": 8}], ["c", {"ref": 7}]]}]}},
+    {"awkward0": "0.15.5", "schema": {"call": ["awkward0", "ChunkedArray"], "args": [
+        {"list": [jag, {"call": ["awkward0", "JaggedArray", "fromoffsets"],
+                        "args": [fb("1", "uint8", 2), fb("1", "int16", 4)]}]}, {"json": [3, 1]}]}},
+    {"awkward0": "0.15.5", "schema": {"call": ["awkward0", "ChunkedArray"], "args": [
+        {"list": [fb("1", "<f4", 2), fb("1", "<f4", 3)]}]}},
+    {"awkward0": "0.15.5", "schema": fb("1", [["a", ">i2"], ["b", [["x", "uint8"]]],
+                                             ["c", "<f4", [2]]], 2)},
+]
 for i, f in enumerate(forms):
     tail = bytes([3]) + bytes(range(0, 64, 1))
     (out / "form" / f"seed{i:02d}").write_bytes(json.dumps(f).encode() + b"\0" + tail)
+
+# pack: a data schema, NUL, an experiment schema, NUL, a field's bytes; and sample lists
+(out / "lbann").mkdir(parents=True, exist_ok=True)
+lbann = [
+    b"img:\n  metadata:\n    dims: [2, 2]\n    channels: 2\n    layout: hwc\n"
+    b"    transpose: chw\n    scale: [0.5, 2.0]\n    bias: [1, 0]\n    ordering: 0\n"
+    b"x:\n  metadata: {ordering: 1, scale: 0.1, bias: -1.0}\n\0"
+    b"img:\n  metadata: {pack: samples, coerce: float}\nx:\n  metadata: {pack: samples}\n\0"
+    + bytes(range(64)),
+    b"a:\n  metadata:\n    ordering: 0\n  b:\n    c:\n    metadata: {bias: 1}\n\0a/b:\n\0",
+    b"CONDUIT_HDF5_INCLUSION\n2 0 1\n.\nf.h5 2 0 RUN_ID/000000001 RUN_ID/000000002\n",
+    b"CONDUIT_HDF5_EXCLUSION\n1 1 1\nbase\nf.h5 1 1 x\n",
+    b"MULTI-SAMPLE_INCLUSION_V2\n1 1\n.\nf.h5 1 s0\n",
+]
+for i, seed in enumerate(lbann):
+    (out / "lbann" / f"seed{i:02d}").write_bytes(seed)
 print(f"corpus in {out}")

@@ -18,7 +18,7 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 CLI = os.environ.get("H5ARK_CLI", str(REPO / "build" / "client" / "c" / "h5ark"))
 CLIENT_TEST = os.environ.get("H5ARK_CLIENT_TEST",
                              str(REPO / "build" / "client" / "c" / "test_h5ark_client"))
-COMMANDS = ["ping", "config", "status", "ls", "info", "create", "save", "writepart", "complete", "load", "get", "delete", "shutdown", "help"]
+COMMANDS = ["ping", "config", "status", "ls", "info", "create", "save", "writepart", "complete", "load", "pack", "get", "delete", "shutdown", "help"]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -153,6 +153,9 @@ def test_version():
     ["load", "f.h5", "--stop", "x"],
     ["ls"],
     ["ls", "a.h5", "b.h5"],
+    ["pack", "x.h5"],
+    ["pack", "--data-schema", "d.yaml"],
+    ["pack", "--data-schema", "d.yaml", "--sample-list", "l.txt", "x.h5"],
     ["delete"],
 ])
 def test_usage_errors(args):
@@ -610,3 +613,35 @@ def test_c_library_over_tcp(start_daemon):
     run_client_test(d.endpoint, "basic")
     out = ok(run("ping", endpoint=None, env_extra={"H5ARK_ENDPOINT": d.endpoint}))
     assert d.endpoint in out
+
+
+def test_pack(h5, daemon, tmp_path):
+    """pack from the tool: schemas read from files here, samples in the daemon's data
+    directory; the arrays and the field map printed; errors as every command's."""
+    folder = unique("clipack")
+    (daemon.data_dir / folder).mkdir()
+    with h5py.File(daemon.data_dir / folder / "s.h5", "w") as f:
+        for i in range(3):
+            f[f"s{i}/x"] = np.array([1.0 + i])
+            f[f"s{i}/y"] = np.array([2.0 + i, 3.0])
+            f[f"s{i}/n"] = np.arange(4, dtype=np.int32)
+    data = tmp_path / "data.yaml"
+    data.write_text("x:\n  metadata: {ordering: 2, scale: 2.0}\ny:\n  metadata: {ordering: 1}\n"
+                    "n:\n")
+    exp = tmp_path / "exp.yaml"
+    exp.write_text("x:\n  metadata: {pack: v}\ny:\n  metadata: {pack: v}\nn:\n")
+    prefix = unique("p") + "_"
+    out = ok(h5("pack", "--data-schema", data, "--experiment-schema", exp, "--name", prefix,
+                f"{folder}/*.h5"))
+    assert out.startswith(f"3 samples, their ids in {prefix}sample_ids\n"), out
+    assert re.search(rf"^v\s+{prefix}v\s+arrayview\s+float64\s+9\s+\[3, 3\]", out, re.M), out
+    assert re.search(rf"^n\s+{prefix}n\s+arrayview\s+int32\s+12\s+\[3, 4\]", out, re.M), out
+    assert re.search(r"^x\s+v\s+2\s+1\s+\[1\]\s+float64$", out, re.M), out
+    assert re.search(r"^y\s+v\s+0\s+2\s+\[2\]\s+float64$", out, re.M), out
+    (daemon.data_dir / folder / "l.txt").write_text("MULTI-SAMPLE_INCLUSION_V2\n1 1\n.\ns.h5 1 s2\n")
+    out = ok(h5("pack", "--data-schema", data, "--sample-list", f"{folder}/l.txt"))
+    assert out.startswith("1 samples"), out
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("x: [1,\n")
+    assert "line 2" in failed(h5("pack", "--data-schema", bad, f"{folder}/s.h5"), "schema_error")
+    failed(h5("pack", "--data-schema", tmp_path / "none.yaml", f"{folder}/s.h5"), "io_error")

@@ -1,6 +1,7 @@
 """A running daemon takes a stream of random and mutated messages: it stays up, answers
 every well-framed request (exactly once, with its id when one could be read), and still
 serves correct results afterwards."""
+import json
 import os
 import random
 
@@ -138,3 +139,132 @@ def test_live_fuzz(start_daemon):
     hdr, frames = request(d.endpoint, {"v": 1, "cmd": "get", "args": {"name": "untouched"}})
     assert hdr["ok"] and np.array_equal(np.frombuffer(b"".join(frames), np.int64), np.arange(10))
     print(f"{MESSAGES} messages, all answered; error codes: {codes}")
+
+
+# ---- the Arkouda endpoint: Arkouda's JSON envelope, mutated ----
+
+AK_MESSAGES = int(os.environ.get("H5ARK_FUZZ_AK_MESSAGES", "20000"))
+
+AK_SEEDS = [
+    ("connect", None, None),
+    ("getconfig", {}, None),
+    ("note", {"message": "fuzz"}, None),
+    ("info", {"names": "__AllSymbols__"}, None),
+    ("delete", {"name": "nothing-here"}, None),
+    ("arange<int64,1>", {"start": "0", "stop": "10", "step": "1"}, None),
+    ("randint<float64,1>", {"shape": "9", "low": "0", "high": "1", "seed": "3"}, None),
+    ("array<int64,1>", {"dtype": "int64", "shape": '["2"]', "seg_string": "False"},
+     np.arange(2, dtype=np.int64).tobytes()),
+    ("arraySegString<uint8>", {"size": "5"}, b"a\x00bc\x00"),
+    ("tondarray<int64,1>", {"array": "keep"}, None),
+    ("segStr-tondarray", {"obj": "keep", "comp": "values"}, None),
+    ("binopvs<int64,int64,1>", {"op": "+", "a": "keep", "value": "3"}, None),
+    ("binopvv<int64,int64,1>", {"op": "==", "a": "keep", "b": "keep"}, None),
+    ("sumAll<int64,1>", {"x": "keep", "skipNan": "False"}, None),
+    ("[slice]<int64,1>", {"array": "keep", "starts": "1", "stops": "8", "strides": "2"}, None),
+    ("[pdarray]", {"array": "keep", "idx": "keep"}, None),
+    ("cumSum<int64,1>", {"x": "keep", "axis": "0", "includeInitial": "True"}, None),
+    ("unique", {"returnGroupStr": "True", "keynames": '["keep"]', "keytypes": '["pdarray"]'},
+     None),
+    ("gbbroadcast", {"permName": "none", "segName": "keep", "valName": "keep",
+                     "permute": "False", "size": "10"}, None),
+    ("tohdf", {"values": "keep", "dset": "a", "write_mode": "0", "filename": "akfuzz",
+               "objType": "pdarray", "file_format": "0"}, None),
+    ("readAllHdf", {"dsets": '["a"]', "filenames": '["akfuzz"]'}, None),
+    ("lsany", {"filename": "akfuzz"}, None),
+    ("getfiletype", {"filename": "/etc/passwd"}, None),
+    ("randomStrings", {"size": "5", "dist": "uniform", "chars": "numeric", "arg1": "1",
+                       "arg2": "4", "seed": "1"}, None),
+    ("segmentedSplit", {"parent_name": "keep", "objtype": "Matcher", "max": "0",
+                        "return_segs": "True", "pattern": ","}, None),
+    ("segmentedIndex", {"subcmd": "sliceIndex", "objType": "Strings", "obj": "keep",
+                        "key": '["0", "2", "1"]'}, None),
+]
+
+AK_VALUES = ["", "x", "-1", "0", "99999999999999999999", str(2**62), "1.5", "nan", "True",
+             "[", "[]", '["keep"]', '[1, 2]', '{"segments": "keep"}', "keep",
+             "../../etc/passwd", "/", "\x00", "é" * 20, "None"]
+
+
+def ak_envelope(rng, cmd, params, binary):
+    args = "" if params is None else json.dumps(
+        [json.dumps({"key": k, "dtype": "str", "val": v}) for k, v in params.items()])
+    env = {"user": "fuzz", "token": "", "cmd": cmd, "format": "BINARY" if binary else "STRING",
+           "args": args, "size": -1 if params is None else len(params)}
+    return env
+
+
+def ak_message(rng):
+    kind = rng.random()
+    if kind < 0.08:
+        return [rng.randbytes(rng.randrange(0, 64))]
+    cmd, params, payload = rng.choice(AK_SEEDS)
+    params = dict(params) if params is not None else None
+    if params and kind < 0.6:
+        for _ in range(rng.randrange(1, 3)):
+            key = rng.choice(list(params) + ["extra"])
+            op = rng.random()
+            if op < 0.2 and key in params:
+                del params[key]
+            else:
+                params[key] = rng.choice(AK_VALUES)
+            if not params:
+                break
+    if kind > 0.9:
+        cmd = rng.choice([cmd + "x", cmd.split("<")[0], cmd + ">", "<", "", "[pdarray]=pdarray",
+                          "cast<int64,bool,1>", "set<int64,1>", "create<int64,1>"])
+    env = ak_envelope(rng, cmd, params, payload is not None)
+    if rng.random() < 0.1:
+        env[rng.choice(list(env))] = rng.choice([None, 1, [], {}, "x"])
+    text = json.dumps(env).encode()
+    if rng.random() < 0.08:
+        b = bytearray(text)
+        b[rng.randrange(len(b))] ^= 1 << rng.randrange(8)
+        text = bytes(b)
+    if payload is not None:
+        if rng.random() < 0.2:
+            payload = payload[: rng.randrange(len(payload) + 1)]
+        return [text + b"BINARY_PAYLOAD", payload]
+    return [text]
+
+
+def test_live_fuzz_arkouda(tmp_path, start_daemon):
+    sock_path = f"ipc://{tmp_path}/ak.sock"
+    d = start_daemon(locales=3, max_memory="256M", extra_args=["--arkouda-endpoint", sock_path])
+    for name in ("keep", "untouched"):
+        assert request(d.endpoint, {"v": 1, "cmd": "create", "args": {
+            "dtype": "int64", "size": 10, "fill": "arange", "stop": 10, "name": name}})[0]["ok"]
+    rng = random.Random(int(os.environ.get("H5ARK_FUZZ_SEED", "20261125")))
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(sock_path)
+    sent = answered = 0
+    kinds = {}
+    try:
+        while sent < AK_MESSAGES or answered < sent:
+            while sent < AK_MESSAGES and sent - answered < IN_FLIGHT:
+                sock.send_multipart(ak_message(rng))
+                sent += 1
+            if not sock.poll(30000):
+                pytest.fail(f"no reply for 30 s after {sent} sent, {answered} answered")
+            parts = sock.recv_multipart()
+            if parts[0] == b"" and len(parts) > 1:
+                parts = parts[1:]  # the request began with an empty frame: a REQ delimiter, echoed
+            answered += 1
+            assert len(parts) == 1, parts  # Arkouda's client reads one frame
+            frame = parts[0]
+            if frame.startswith(b"{"):
+                rep = json.loads(frame)
+                assert rep["msgType"] in ("NORMAL", "WARNING", "ERROR") and "user" in rep, rep
+                assert "without a reason" not in rep["msg"], rep
+                kinds[rep["msgType"]] = kinds.get(rep["msgType"], 0) + 1
+            else:  # a binary reply or a raw error frame
+                kinds["binary"] = kinds.get("binary", 0) + 1
+    finally:
+        sock.close()
+    assert answered == sent == AK_MESSAGES
+    assert d.alive()
+    hdr, frames = request(d.endpoint, {"v": 1, "cmd": "get", "args": {"name": "untouched"}})
+    assert hdr["ok"] and np.array_equal(np.frombuffer(b"".join(frames), np.int64), np.arange(10))
+    assert kinds.get("NORMAL") and kinds.get("ERROR") and kinds.get("binary")
+    print(f"{AK_MESSAGES} Arkouda messages, all answered: {kinds}")

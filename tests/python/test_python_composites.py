@@ -126,7 +126,7 @@ def test_nd_array_roundtrip(client, daemon):
     assert a.shape == (2, 3, 4) and a.ndim == 3 and a.size == 24 and a.dtype == np.float32
     got = a.to_ndarray()
     assert got.shape == want.shape and np.array_equal(got, want)
-    assert np.array_equal(a.to_ndarray(5, 9), want.ravel()[5:9])
+    assert np.array_equal(a.to_ndarray(1, 2), want[1:2])  # first-axis rows
     # Only the view is left in the registry (the flat upload is gone).
     assert [o.name for o in client.info()] == [a.name]
 

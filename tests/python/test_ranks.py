@@ -2,6 +2,7 @@
 commands give the same results at R = 2 and 3 as at R = 1 with the same total number of
 locales, the others are refused with a clear error, idle ranks use no CPU, and a rank
 killed with SIGKILL stops the daemon with an error naming it."""
+import json
 import os
 import pathlib
 import shutil
@@ -13,7 +14,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import Daemon, daemon_binary, request, wait_serving
+from conftest import SHARED_FIXTURES, Daemon, daemon_binary, request, wait_serving
 
 MPIRUN = shutil.which("mpirun")
 THREADS = 2  # locales per rank; the one-rank daemon compared with gets R * THREADS
@@ -1367,12 +1368,39 @@ def test_groupby_strings_key_refused(multi):
         "not available on several ranks yet: groupby of a strings key")
 
 
-def test_awkward_refused(multi):
-    form = '{"class": "NumpyArray", "primitive": "int64", "form_key": "n0"}'
-    hdr, _ = call(multi.endpoint, "put", {"objtype": "awkward", "form": form, "length": 1},
-                  [{"name": "n0-data", "nbytes": 8}], [np.zeros(1, "<i8").tobytes()])
-    assert not hdr["ok"] and hdr["error"]["code"] == "unknown_command"
-    assert "not available on several ranks yet: put of awkward" in hdr["error"]["message"]
+def put_awkward(endpoint, form, length, bufs):
+    names = list(bufs)
+    data = [np.ascontiguousarray(bufs[k]).tobytes() for k in names]
+    return call(endpoint, "put", {"objtype": "awkward", "form": json.dumps(form),
+                                  "length": length},
+                [{"name": k, "nbytes": len(d)} for k, d in zip(names, data)], data)
+
+
+def test_awkward_put_matches_one_rank(multi, single):
+    """put of awkward arrays (every node type of the awkward suite, and one whose rows and
+    contents split over the ranks), get back, and the errors of bad buffers: at R ranks as
+    at one."""
+    from test_awkward import CASES, lo, np_node
+    rng = np.random.default_rng(3)
+    n = 3000
+    off = np.concatenate([[0], np.cumsum(rng.integers(0, 6, n))]).astype("<i8")
+    cases = {k: v[:3] for k, v in CASES.items()}
+    cases["big"] = (lo(np_node("int32", "n1"), "n0"), n,
+                    {"n0-offsets": off, "n1-data": rng.integers(-9, 9, off[-1]).astype("<i4")})
+    bad = off.copy()
+    bad[n * 3 // 4] = 10**9
+    cases["big_bad"] = (cases["big"][0], n, {**cases["big"][2], "n0-offsets": bad})
+    cases["short"] = (cases["big"][0], n, {**cases["big"][2], "n1-data": np.zeros(3, "<i4")})
+    for name, (form, length, bufs) in cases.items():
+        got, _ = put_awkward(multi.endpoint, form, length, bufs)
+        want, _ = put_awkward(single.endpoint, form, length, bufs)
+        assert got["ok"] == want["ok"], (name, got, want)
+        if not got["ok"]:
+            assert got["error"] == want["error"], (name, got, want)
+            continue
+        g, w = got["result"]["object"], want["result"]["object"]
+        assert unnamed(g) == unnamed(w), name
+        assert object_bytes(multi.endpoint, g) == object_bytes(single.endpoint, w), name
     hdr, _ = call(multi.endpoint, "ping")
     assert hdr["ok"]
 
@@ -1469,3 +1497,149 @@ def test_killed_rank_stops_job_with_clear_error(victim):
         assert "the job cannot go on" in log
     finally:
         d.cleanup()
+
+
+def test_pack_refused(multi):
+    """pack and get with `rows` are not rank-aware yet: refused, nothing made."""
+    before = ok(multi.endpoint, "info", {})[0]["objects"]
+    hdr, _ = call(multi.endpoint, "pack", {"data_schema": "a:\n  metadata: {ordering: 0}\n",
+                                           "paths": ["x.h5"]})
+    assert not hdr["ok"] and hdr["error"]["message"].startswith(
+        "not available on several ranks yet: pack"), hdr
+    assert ok(multi.endpoint, "info", {})[0]["objects"] == before
+    name = ok(multi.endpoint, "create", {"dtype": "int64", "size": 4})[0]["object"]["name"]
+    hdr, _ = call(multi.endpoint, "get", {"name": name, "rows": [1, 0]})
+    assert not hdr["ok"] and hdr["error"]["message"].startswith(
+        "not available on several ranks yet: get with 'rows'"), hdr
+
+
+def test_http_gateway_at_several_ranks():
+    """Rank 0 serves the HTTP gateway: metadata as at one rank; values are not yet read
+    at several ranks, and say so (501) rather than answer wrong."""
+    if not mpi_build():
+        pytest.skip("h5arkd was built without MPI")
+    import json
+    import socket
+    import urllib.error
+    import urllib.request
+    import h5py
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    d = MpiDaemon(2, extra_args=["--http-endpoint", f"127.0.0.1:{port}"])
+    try:
+        with h5py.File(d.tmp / "data" / "g.h5", "w") as f:
+            f["x"] = np.arange(7, dtype=np.int32)
+        base = f"http://127.0.0.1:{port}"
+        with urllib.request.urlopen(f"{base}/meta/?file=g.h5&path=/x", timeout=30) as r:
+            meta = json.loads(r.read())
+        assert meta["kind"] == "dataset" and meta["shape"] == [7]
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(f"{base}/data/?file=g.h5&path=/x", timeout=30)
+        assert e.value.code == 501
+        assert "not available on several ranks yet" in json.loads(e.value.read())["message"]
+        hdr, _ = call(d.endpoint, "getconfig")
+        assert hdr["result"]["http_endpoint"] == f"127.0.0.1:{port}"
+        assert d.stop() == 0
+    finally:
+        d.cleanup()
+
+
+def awkward_files(data_dirs):
+    """Awkward groups in both layouts, in each daemon's data directory: every awkward 2
+    node type of the awkward suite, a large nested array whose rows and contents split at
+    locale (and rank) bounds, broken ones, and awkward0 groups (the suite's and, when
+    present, the shared fixtures')."""
+    import lzma
+
+    import h5py
+    from test_awkward import (AK0_BLOBS, AK0_CASES, CASES, H5_CASES, ak0_group, ak0_schema,
+                              lo, np_node, write_group)
+    rng = np.random.default_rng(11)
+    n = 5000
+    off = np.concatenate([[0], np.cumsum(rng.integers(0, 5, n))]).astype("<i8")
+    ioff = np.concatenate([[0], np.cumsum(rng.integers(0, 3, off[-1]))]).astype("<i8")
+    idx = np.where(rng.random(ioff[-1]) < 0.2, -1, np.arange(ioff[-1])).astype("<i8")
+    big = (lo(lo({"class": "IndexedOptionArray", "index": "i64",
+                  "content": np_node("float64", "n3"), "form_key": "n2"}, "n1"), "n0"), n,
+           {"n0-offsets": off, "n1-offsets": ioff, "n2-index": idx,
+            "n3-data": rng.standard_normal(ioff[-1])})
+    bad = ioff.copy()
+    bad[len(bad) * 2 // 3] = -5  # found on whichever rank holds it
+    raw = np.arange(3, dtype="<i8").tobytes()
+    for d in data_dirs:
+        d.mkdir(exist_ok=True)
+        with h5py.File(d / "ak2.h5", "w") as h:
+            for case in H5_CASES:
+                form, length, bufs, _ = CASES[case]
+                write_group(h, case, form, length, bufs)
+            write_group(h, "big", *big)
+            write_group(h, "big_bad", big[0], big[1], {**big[2], "n1-offsets": bad})
+        with h5py.File(d / "ak0.h5", "w") as h:
+            for name, (node, code, _) in AK0_CASES.items():
+                ak0_group(h, name, ak0_schema(node), {
+                    "1": raw, "xz": lzma.compress(raw),
+                    "alone": lzma.compress(raw, format=lzma.FORMAT_ALONE), **AK0_BLOBS})
+        fixture = SHARED_FIXTURES.parent / "awkward0" / "awkward0.hdf5"
+        if fixture.exists():
+            shutil.copy(fixture, d / "fx_ak0.h5")
+    return [name for name, (_, code, _) in AK0_CASES.items() if not isinstance(code, str)]
+
+
+def unnamed(desc):
+    """A description without the names the daemon chose (its own and its components')."""
+    out = {**desc, "name": ""}
+    if "components" in out:
+        out["components"] = {k: unnamed(v) for k, v in out["components"].items()}
+    return out
+
+
+def same_awkward(got, want, got_ep, want_ep):
+    assert got["files"] == want["files"] and got["file_errors"] == want["file_errors"]
+    assert sorted(got["objects"]) == sorted(want["objects"])
+    for k, g in got["objects"].items():
+        w = want["objects"][k]
+        assert unnamed(g) == unnamed(w), k
+        assert object_bytes(got_ep, g) == object_bytes(want_ep, w), k
+
+
+def test_awkward_matches_one_rank(multi, single):
+    """readhdf of awkward groups (both layouts) gives at R ranks what it gives at one: the
+    same descriptions, the same buffers from get, the same errors; tohdf writes the same
+    awkward 2 groups."""
+    import h5py
+    readable = awkward_files([multi.tmp / "data", single.data_dir])
+    for args in [{"paths": ["ak2.h5"], "datasets": [c]} for c in ["big"] + sorted(
+                     set(h5py.File(multi.tmp / "data" / "ak2.h5")) - {"big", "big_bad"})] + \
+                [{"paths": ["ak0.h5"], "datasets": [c]} for c in readable] + \
+                [{"paths": ["ak2.h5"], "datasets": ["big"], "tag_data": True}]:
+        got, _ = ok(multi.endpoint, "readhdf", args)
+        want, _ = ok(single.endpoint, "readhdf", args)
+        same_awkward(got, want, multi.endpoint, single.endpoint)
+    if (multi.tmp / "data" / "fx_ak0.h5").exists():
+        got, _ = ok(multi.endpoint, "readhdf", {"paths": ["fx_ak0.h5"], "datasets": ["chunked"]})
+        want, _ = ok(single.endpoint, "readhdf", {"paths": ["fx_ak0.h5"], "datasets": ["chunked"]})
+        same_awkward(got, want, multi.endpoint, single.endpoint)
+    for args in [{"paths": ["ak2.h5"], "datasets": ["big_bad"]},
+                 {"paths": ["ak0.h5"], "datasets": ["indexed_out"]},
+                 {"paths": ["ak0.h5"], "datasets": ["cycle"]}]:
+        got, _ = call(multi.endpoint, "readhdf", args)
+        want, _ = call(single.endpoint, "readhdf", args)
+        assert not got["ok"] and got["error"] == want["error"], (args, got, want)
+    # tohdf of what was read: the files hold the same groups
+    got, _ = ok(multi.endpoint, "readhdf", {"paths": ["ak2.h5"], "datasets": ["big"]})
+    want, _ = ok(single.endpoint, "readhdf", {"paths": ["ak2.h5"], "datasets": ["big"]})
+    for ep, res in [(multi.endpoint, got), (single.endpoint, want)]:
+        ok(ep, "tohdf", {"names": [res["objects"]["big"]["name"]], "datasets": ["big"],
+                         "path": "back.h5"})
+    with h5py.File(multi.tmp / "data" / "back.h5") as a, \
+            h5py.File(single.data_dir / "back.h5") as b:
+        assert dict(a["big"].attrs) == dict(b["big"].attrs)
+        assert set(a["big"]) == set(b["big"]) == {"n0-offsets", "n1-offsets", "n2-index",
+                                                  "n3-data"}
+        for k in a["big"]:
+            assert np.array_equal(a["big"][k][()], b["big"][k][()]), k
+    hdr, _ = call(multi.endpoint, "tohdf", {"names": [got["objects"]["big"]["name"]],
+                                            "path": "back0.h5", "format": "awkward0"})
+    assert not hdr["ok"] and hdr["error"]["message"].startswith(
+        "not available on several ranks yet: tohdf with format awkward0"), hdr

@@ -25,6 +25,7 @@ from .errors import (AlreadyExistsError, BadRequestError, BusyError, ConnectionC
                      ResourceLimitError, SchemaError, StorageError, UnauthorizedError,
                      UnknownCommandError)
 from .awkward import Awkward
+from .lbann import Packed
 from .objects import (ArrayView, Categorical, DataFrame, Datetime, GroupBy, H5arkObject,
                       Index, IPv4, MultiIndex, SegArray, Strings, Timedelta, pdarray)
 
@@ -33,7 +34,7 @@ __version__ = "0.1.0"
 
 _FORWARDED = ("ping", "config", "status", "zeros", "ones", "full", "arange", "linspace", "randint",
               "uniform", "array", "ip_address", "reshape", "info", "delete", "clear",
-              "to_hdf", "read_hdf", "repack", "ls", "shutdown", "put_awkward")
+              "to_hdf", "read_hdf", "repack", "ls", "shutdown", "put_awkward", "pack")
 
 
 def _forward(method_name):
@@ -68,7 +69,7 @@ def disconnect():
 __all__ = ["connect", "current_client", "Client", "Reply", "Result", "ReadResult",
            "H5arkObject", "pdarray", "Strings", "ArrayView", "Datetime", "Timedelta",
            "IPv4", "SegArray", "Categorical", "GroupBy", "DataFrame", "Index",
-           "MultiIndex", "Awkward", "awkward_array", "H5arkError", "H5arkWarning",
+           "MultiIndex", "Awkward", "Packed", "awkward_array", "H5arkError", "H5arkWarning",
            "BadRequestError", "UnknownCommandError", "UnauthorizedError", "NotFoundError",
            "AlreadyExistsError", "ObjectTypeError", "SchemaError", "StorageError",
            "ForbiddenError", "ResourceLimitError", "BusyError", "InternalError",

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import zmq
 
-from . import awkward as _awkward, codec, objects, progress as _progress, wire
+from . import awkward as _awkward, codec, lbann as _lbann, objects, progress as _progress, wire
 from .errors import ConnectionClosedError, H5arkWarning, ReplyTimeoutError, error_for
 from .objects import H5arkObject, make_object
 
@@ -362,9 +362,13 @@ class Client:
             addresses = [addresses]
         return self.array(codec.parse_ipv4(addresses), name=name, tag=codec.TAG_IPV4)
 
-    def get(self, obj, start=None, stop=None):
-        """The raw `get` reply for an object's elements [start, stop)."""
-        return self.request("get", {"name": _name_of(obj), "start": start, "stop": stop})
+    def get(self, obj, start=None, stop=None, rows=None):
+        """The raw `get` reply for an object's elements [start, stop) (an ArrayView's
+        first-axis rows), or with `rows` those rows (any order, repeats allowed)."""
+        args = {"name": _name_of(obj), "start": start, "stop": stop}
+        if rows is not None:
+            args = {"name": _name_of(obj), "rows": [int(r) for r in rows]}
+        return self.request("get", args)
 
     def info(self, names=None):
         """Handles for the named objects (default: every object in the daemon)."""
@@ -528,6 +532,24 @@ class Client:
         array (awkward 2's or awkward0's layout) one entry of kind `group` with objtype
         `awkward` or `awkward0`, `length` and `form`."""
         return self.request("lshdf", {"path": path, "recursive": recursive}).result["entries"]
+
+    # -- LBANN sample packing ----------------------------------------------------------
+
+    def pack(self, data_schema, experiment_schema=None, paths=None, sample_list=None,
+             name=None):
+        """LBANN's HDF5 data reader done by the daemon: the schemas (YAML text) applied to
+        the samples of `paths` (files or globs: each top-level group a sample) or of an
+        LBANN `sample_list`. Returns a Packed: `groups` ({group: ArrayView [samples,
+        width]}), `fields` (where each field lies in its group's rows), `sample_ids`, and
+        `batches(batch_size, shuffle, seed, drop_last)` of numpy mini-batches. `name`:
+        a prefix for the objects' names."""
+        if isinstance(paths, str):
+            paths = [paths]
+        reply = self.request("pack", {"data_schema": data_schema,
+                                      "experiment_schema": experiment_schema,
+                                      "paths": list(paths) if paths is not None else None,
+                                      "sample_list": sample_list, "name": name})
+        return _lbann.Packed(self, reply.result, reply.warnings)
 
     # -- ExeTera dataframes ------------------------------------------------------------
 

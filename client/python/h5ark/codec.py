@@ -165,8 +165,9 @@ def decode_pdarray(descriptor, buffers, prefix=""):
                                          f"of {dtype.name} elements")
     arr = np.frombuffer(values, dtype=dtype)
     shape = tuple(descriptor.get("shape") or ())
-    if len(shape) > 1 and int(np.prod(shape)) == arr.size:
-        arr = arr.reshape(shape)
+    width = int(np.prod(shape[1:])) if len(shape) > 1 else 0
+    if width and arr.size % width == 0:  # the whole array, or a range of its rows
+        arr = arr.reshape((arr.size // width, *shape[1:]))
     arr = arr.astype(dtype.newbyteorder("="), copy=False)
     tag = descriptor.get("tag")
     if tag in TIME_TAGS and arr.dtype.itemsize == 8:

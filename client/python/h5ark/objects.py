@@ -345,9 +345,9 @@ class pdarray(_Rows, H5arkObject):
         return self.descriptor.get("max_bits")
 
     def to_ndarray(self, start=None, stop=None):
-        """The elements [start, stop) (default: all) as a numpy array: N-d for an
-        ArrayView read whole, datetime64[ns] / timedelta64[ns] for tagged times, an object
-        array of Python ints for a bigint."""
+        """The elements [start, stop) (default: all; an ArrayView's first-axis rows) as a
+        numpy array: N-d for an ArrayView, datetime64[ns] / timedelta64[ns] for tagged
+        times, an object array of Python ints for a bigint."""
         reply = self._client.get(self.name, start=start, stop=stop)
         return self._python(reply.result["object"],
                             codec.decode_pdarray(reply.result["object"], reply.buffers))
@@ -358,11 +358,11 @@ class pdarray(_Rows, H5arkObject):
     @classmethod
     def _select(cls, client, descriptor, rows):
         shape = tuple(descriptor.get("shape") or (descriptor["size"],))
-        width = math.prod(shape[1:])  # `get` ranges count elements, not rows
+        width = math.prod(shape[1:])  # `get` ranges count first-axis rows
         ranges, positions = _plan(rows, shape[0], width * (descriptor.get("itemsize") or 8))
         parts = []
         for start, stop in ranges:
-            reply = client.get(descriptor["name"], start=start * width, stop=stop * width)
+            reply = client.get(descriptor["name"], start=start, stop=stop)
             data = codec.decode_pdarray(reply.result["object"], reply.buffers)
             parts.append(data.reshape((stop - start, *shape[1:])))
         return _joined(parts, positions)

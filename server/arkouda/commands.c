@@ -1,0 +1,96 @@
+/* The Arkouda command table lookup and the helpers every family shares (see commands.h). */
+#include "arkouda/commands.h"
+
+#include "registry.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const ak_command *const families[] = {
+    ak_session_commands, ak_transfer_commands, ak_hdf_commands,    ak_compute_commands,
+    ak_select_commands,  ak_group_commands,    ak_strings_commands};
+
+const ak_command *ak_command_find(const char *base) {
+    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
+        for (const ak_command *c = families[f]; c->name; c++)
+            if (strcmp(c->name, base) == 0) return c;
+    return NULL;
+}
+
+int ak_reply(ak_ctx *ctx, h5ark_error *err, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *text = NULL;
+    int n = vasprintf(&text, fmt, ap);
+    va_end(ap);
+    if (n < 0) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    free(ctx->msg);
+    ctx->msg = text;
+    return 0;
+}
+
+int ak_reply_created(ak_ctx *ctx, object *obj, h5ark_error *err) {
+    if (registry_publish(obj, NULL, err)) return -1;
+    char *text = ak_created(obj);
+    if (!text) {
+        registry_remove(obj->name, &(h5ark_error){0});
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    free(ctx->msg);
+    ctx->msg = text;
+    return 0;
+}
+
+object *ak_object_arg(ak_ctx *ctx, const char *key, h5ark_objtype want, h5ark_error *err) {
+    const char *name;
+    if (ak_arg_str(ctx->in, key, &name, err)) return NULL;
+    object *obj = registry_get(name, err);
+    if (!obj) return NULL;
+    if (want != H5ARK_OBJTYPE_COUNT && obj->objtype != want) {
+        h5ark_fail(err, H5ARK_BAD_REQUEST, "'%s' names %s %.200s, not %s", key,
+                   h5ark_objtype_name(obj->objtype), name, h5ark_objtype_name(want));
+        object_release(obj);
+        return NULL;
+    }
+    return obj;
+}
+
+int ak_native(ak_ctx *ctx, const char *name, const h5ark_value *args, const h5ark_value *buffers,
+              dispatch_result *out, h5ark_error *err) {
+    return dispatch_call(ctx->req, name, args, buffers, out, err);
+}
+
+int ak_native_created(ak_ctx *ctx, const char *name, h5ark_value *args, h5ark_error *err) {
+    if (!args) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    dispatch_result res;
+    int rc = ak_native(ctx, name, args, NULL, &res, err);
+    h5ark_value_destroy(&args);
+    if (rc) return -1;
+    const h5ark_value *desc = h5ark_value_get(res.result, "object");
+    const h5ark_value *made = h5ark_value_get(desc, "name");
+    object *obj = made && made->kind == H5ARK_STR ? registry_get(made->as.s.ptr, err) : NULL;
+    dispatch_result_free(&res);
+    if (!obj) return h5ark_fail(err, H5ARK_INTERNAL, "%s made no object", name);
+    char *text = ak_created(obj);
+    object_release(obj);
+    if (!text) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    free(ctx->msg);
+    ctx->msg = text;
+    return 0;
+}
+
+h5ark_value *ak_number_value(const char *key, const char *text, h5ark_error *err) {
+    int64_t i;
+    uint64_t u;
+    double d;
+    if (ak_parse_int(text, &i)) return h5ark_value_int(i);
+    if (ak_parse_uint(text, &u)) return h5ark_value_uint(u);
+    if (ak_parse_double(text, &d)) {
+        /* "4294967296.00000000000000000": a whole number written as a float */
+        return h5ark_value_float(d);
+    }
+    h5ark_fail(err, H5ARK_BAD_REQUEST, "argument '%s' must be a number, not '%.60s'", key, text);
+    return NULL;
+}

@@ -1,0 +1,71 @@
+/* The Arkouda dialect's command table. Each file of arkouda/ defines one family, a table
+ * ending with an entry whose name is NULL; ak_command_find looks a command's base name
+ * (the part before any `<...>` template) up across all of them. To add a command, add a
+ * handler and a line to its family's table. */
+#ifndef H5ARK_AK_COMMANDS_H
+#define H5ARK_AK_COMMANDS_H
+
+#include "arkouda/codec.h"
+#include "dispatch.h"
+
+/* One request being handled, and its reply. */
+typedef struct {
+    const request *req;   /* the raw request: its payload, for binary uploads */
+    const ak_request *in; /* the parsed envelope and arguments */
+    /* a JSON reply: the msg text (malloc'd), NORMAL or WARNING */
+    char *msg;
+    bool warning;
+    /* a binary reply (AK_BINARY_OUT): one frame of nbytes at bytes, kept alive by hold */
+    const void *bytes;
+    uint64_t nbytes;
+    h5ark_hold *hold;
+} ak_ctx;
+
+typedef int (*ak_fn)(ak_ctx *ctx, h5ark_error *err);
+
+enum {
+    AK_READ_ONLY = 1,  /* creates and changes nothing: allowed with a read token */
+    AK_BINARY_IN = 2,  /* format BINARY, its bytes in a second frame */
+    AK_BINARY_OUT = 4, /* answers one raw frame, errors as a raw "Error: ..." frame */
+    /* constant time, no locale or file: answered on the router thread (as native ping) */
+    AK_IMMEDIATE = 8,
+};
+
+typedef struct {
+    const char *name;
+    ak_fn fn;
+    unsigned flags;
+} ak_command;
+
+extern const ak_command ak_session_commands[];  /* connect getconfig note delete info ... */
+extern const ak_command ak_transfer_commands[]; /* array tondarray arraySegString ... */
+extern const ak_command ak_hdf_commands[];      /* tohdf readAllHdf lsany getfiletype ... */
+extern const ak_command ak_compute_commands[];  /* arange randint cast binop reductions ... */
+extern const ak_command ak_select_commands[];   /* [int] [slice] [pdarray] concatenate ... */
+extern const ak_command ak_group_commands[];    /* unique gbbroadcast */
+extern const ak_command ak_strings_commands[];  /* randomStrings segmented* concatenateStr */
+
+const ak_command *ak_command_find(const char *base);
+
+/* Reply helpers. */
+int ak_reply(ak_ctx *ctx, h5ark_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Publish obj under a fresh name and reply its `created ...` text. */
+int ak_reply_created(ak_ctx *ctx, object *obj, h5ark_error *err);
+/* The object named by argument `key`, which must be of objtype `want` (or any when
+ * want == H5ARK_OBJTYPE_COUNT): a new reference, or NULL. */
+object *ak_object_arg(ak_ctx *ctx, const char *key, h5ark_objtype want, h5ark_error *err);
+/* Run a command of the native table (dispatch_call) for this request. */
+int ak_native(ak_ctx *ctx, const char *name, const h5ark_value *args, const h5ark_value *buffers,
+              dispatch_result *out, h5ark_error *err);
+/* Run a native command that makes one object (its result's `object`) and reply that
+ * object's `created ...` text. Takes args (NULL when building them ran out of memory). */
+int ak_native_created(ak_ctx *ctx, const char *name, h5ark_value *args, h5ark_error *err);
+/* Strings made from `len` bytes (each string followed by a NUL; malloc'd, taken), reply
+ * their created text. */
+int ak_strings_from_buffer(ak_ctx *ctx, char *bytes, uint64_t len, h5ark_error *err);
+/* An Arkouda number string as a native argument: an integer kept exact (int64, or uint64
+ * above it), else a float; NULL with bad_request naming `key` when it is neither. */
+h5ark_value *ak_number_value(const char *key, const char *text, h5ark_error *err);
+
+#endif

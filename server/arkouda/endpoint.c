@@ -1,0 +1,140 @@
+/* The Arkouda front end's request handling (see endpoint.h). */
+#include "arkouda/endpoint.h"
+
+#include "arkouda/commands.h"
+#include "log.h"
+#include "metrics.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char bound[1024] = "tcp://*";
+
+void arkouda_set_endpoint(const char *endpoint) {
+    snprintf(bound, sizeof bound, "%s", endpoint);
+}
+
+const char *arkouda_endpoint(void) {
+    return bound;
+}
+
+/* A reply of one frame holding a copy of len bytes at text (the header frame alone is
+ * one frame); an empty frame when out of memory, which the client reports as broken. */
+static void frame_reply(const char *text, size_t len, reply *out) {
+    memset(out, 0, sizeof *out);
+    if ((out->header = malloc(len ? len : 1))) {
+        memcpy(out->header, text, len);
+        out->header_len = len;
+    }
+}
+
+static void json_reply(const char *msg, const char *type, const char *user, reply *out) {
+    memset(out, 0, sizeof *out);
+    size_t len = 0;
+    char *text = ak_reply_json(msg, type, user, &len);
+    if (!text) {
+        static const char oom[] = "{\"msg\":\"Error: out of memory\",\"msgType\":\"ERROR\","
+                                  "\"msgFormat\":\"STRING\",\"user\":\"\"}";
+        frame_reply(oom, sizeof oom - 1, out);
+        return;
+    }
+    out->header = text;
+    out->header_len = len;
+}
+
+void arkouda_error_reply(const request *req, const char *message, reply *out) {
+    (void)req;
+    char text[1200];
+    snprintf(text, sizeof text, "Error: %s", message);
+    json_reply(text, "ERROR", "", out);
+}
+
+bool arkouda_is_immediate(const request *req) {
+    if (!req->text || req->payload.total) return !req->text;
+    ak_request in;
+    h5ark_error err = {0};
+    bool now = ak_request_parse(req->text, req->text_len, &in, &err) != 0;
+    if (!now) {
+        const ak_command *cmd = ak_command_find(in.base);
+        now = cmd && (cmd->flags & AK_IMMEDIATE);
+    }
+    ak_request_free(&in);
+    return now;
+}
+
+void arkouda_handle(request *req, reply *out) {
+    h5ark_error err = {0};
+    ak_request in = {0};
+    ak_ctx ctx = {.req = req, .in = &in};
+    const ak_command *cmd = NULL;
+    h5ark_code outcome = H5ARK_OK;
+    if (!req->text) {
+        if (req->decode_error)
+            h5ark_fail(&err, H5ARK_BAD_REQUEST, "the request frame %s", req->decode_error);
+        else
+            h5ark_fail(&err, H5ARK_RESOURCE_LIMIT, "out of memory reading the request");
+        goto fail;
+    }
+    if (ak_request_parse(req->text, req->text_len, &in, &err)) goto fail;
+    cmd = ak_command_find(in.base);
+    /* the token before anything that reveals which commands exist */
+    if (dispatch_check_token(in.token, in.token_len, in.cmd, cmd && (cmd->flags & AK_READ_ONLY),
+                             &err))
+        goto fail;
+    if (!cmd) {
+        char text[600];
+        snprintf(text, sizeof text, "Unrecognized command: %.500s", in.cmd);
+        json_reply(text, "ERROR", in.user, out);
+        outcome = H5ARK_UNKNOWN_COMMAND;
+        goto done;
+    }
+    if (in.binary != !!(cmd->flags & AK_BINARY_IN)) {
+        h5ark_fail(&err, H5ARK_BAD_REQUEST, "%s takes format %s", in.base,
+                   cmd->flags & AK_BINARY_IN ? "BINARY" : "STRING");
+        goto fail;
+    }
+    if (!in.binary && req->payload.total) {
+        h5ark_fail(&err, H5ARK_BAD_REQUEST, "a STRING request carries no further frames");
+        goto fail;
+    }
+    log_debug("arkouda request %s", in.cmd);
+    if (cmd->fn(&ctx, &err)) goto fail;
+    if (cmd->flags & AK_BINARY_OUT) {
+        memset(out, 0, sizeof *out);
+        out->spans = malloc(sizeof *out->spans);
+        if (!out->spans) {
+            h5ark_fail(&err, H5ARK_RESOURCE_LIMIT, "out of memory");
+            goto fail;
+        }
+        out->spans[0] = (h5ark_span){ctx.bytes, ctx.nbytes};
+        out->nspans = 1;
+        out->one_frame = true;
+        out->hold = ctx.hold;
+        ctx.hold = NULL;
+    } else {
+        json_reply(ctx.msg ? ctx.msg : "", ctx.warning ? "WARNING" : "NORMAL", in.user, out);
+    }
+    goto done;
+
+fail:
+    if (err.code == H5ARK_OK) h5ark_fail(&err, H5ARK_INTERNAL, "command failed without a reason");
+    outcome = err.code;
+    log_debug("arkouda request failed: %s", err.message);
+    if (cmd && (cmd->flags & AK_BINARY_OUT)) {
+        /* the client reads binary replies as one bare frame and knows only this error */
+        char text[1200];
+        int n = snprintf(text, sizeof text, "Error: %s", err.message);
+        frame_reply(text, n < 0 ? 0 : (size_t)n < sizeof text ? (size_t)n : sizeof text - 1, out);
+    } else {
+        char text[1400];
+        snprintf(text, sizeof text, "Error executing command %.200s: %s",
+                 in.cmd ? in.cmd : "(none)", err.message);
+        json_reply(text, "ERROR", in.user, out);
+    }
+done:
+    metrics_request_done(req, outcome, out);
+    free(ctx.msg);
+    h5ark_hold_drop(ctx.hold);
+    ak_request_free(&in);
+}

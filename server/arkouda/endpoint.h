@@ -1,0 +1,21 @@
+/* The Arkouda front end (`--arkouda-endpoint`): Arkouda's own wire dialect
+ * (../shared/ARKOUDA_WIRE.md) over the same handler threads, registry and storage as the
+ * native protocol. The router reads a request's first frame into request.text and its
+ * binary bytes into the payload; arkouda_handle runs it on a handler thread. */
+#ifndef H5ARK_AK_ENDPOINT_H
+#define H5ARK_AK_ENDPOINT_H
+
+#include "dispatch.h"
+
+/* True when the request is one to answer on the router thread: a constant-time session
+ * command (or a request too broken to parse, answered at once). */
+bool arkouda_is_immediate(const request *req);
+/* Handle one request completely; never fails (errors become Arkouda error replies). */
+void arkouda_handle(request *req, reply *out);
+/* The error reply for a request that could not be handed to a handler. */
+void arkouda_error_reply(const request *req, const char *message, reply *out);
+/* The endpoint as bound (for `connect`'s reply and the start-up line). */
+void arkouda_set_endpoint(const char *endpoint);
+const char *arkouda_endpoint(void);
+
+#endif

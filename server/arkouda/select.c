@@ -1,0 +1,187 @@
+/* Indexing commands of the Arkouda dialect: [int] [slice] [pdarray] [pdarray]=pdarray and
+ * concatenate. Gathers go through the native groupby_take (pdarrays and strings alike). */
+#include "arkouda/commands.h"
+#include "arkouda/values.h"
+#include "objects/groupby.h"
+#include "registry.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* [int]<T,1> {array, idx}: one element, "<dtype> <value>". */
+static int cmd_int_index(ak_ctx *ctx, h5ark_error *err) {
+    int64_t i;
+    if (ak_arg_int(ctx->in, "idx", &i, err)) return -1;
+    object *a = ak_object_arg(ctx, "array", H5ARK_PDARRAY, err);
+    if (!a) return -1;
+    int64_t w = i < 0 ? i + (int64_t)a->size : i;
+    int rc = 0;
+    if (a->dtype == H5ARK_BIGINT)
+        rc = h5ark_fail(err, H5ARK_TYPE_ERROR, "bigint arrays are not served to Arkouda clients");
+    else if (w < 0 || (uint64_t)w >= a->size)
+        rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "index %lld is out of bounds for %llu elements",
+                        (long long)i, (unsigned long long)a->size);
+    if (rc == 0) {
+        char text[96];
+        ak_scalar_text(a->dtype, ak_elem(a->values, (uint64_t)w), 0, text, sizeof text);
+        rc = ak_reply(ctx, err, "%s", text);
+    }
+    object_release(a);
+    return rc;
+}
+
+/* The rows of src at the positions of idx (checked), published. */
+static int take_created(ak_ctx *ctx, const object *src, const object *idx, h5ark_error *err) {
+    object *out = groupby_take(src, idx, err);
+    if (!out) return -1;
+    int rc = ak_reply_created(ctx, out, err);
+    object_release(out);
+    return rc;
+}
+
+/* [slice]<T,1> {array, starts, stops, strides, max_bits}: Python's slice, as the client
+ * gives it after slice.indices(). */
+static int cmd_slice(ak_ctx *ctx, h5ark_error *err) {
+    int64_t start, stop, stride;
+    if (ak_arg_int(ctx->in, "starts", &start, err) || ak_arg_int(ctx->in, "stops", &stop, err) ||
+        ak_arg_int(ctx->in, "strides", &stride, err))
+        return -1;
+    if (stride == 0) return h5ark_fail(err, H5ARK_BAD_REQUEST, "the slice step is 0");
+    object *a = ak_object_arg(ctx, "array", H5ARK_OBJTYPE_COUNT, err);
+    if (!a) return -1;
+    int64_t size = (int64_t)a->size;
+    int rc = 0;
+    if (a->objtype != H5ARK_PDARRAY && a->objtype != H5ARK_STRINGS)
+        rc = h5ark_fail(err, H5ARK_TYPE_ERROR, "'array' must be a pdarray");
+    uint64_t n = 0;
+    /* the span is checked before it is divided, so nothing below overflows */
+    if (start < -1 || start > size || stop < -1 || stop > size)
+        n = 1, start = -1, stride = 1;
+    else if (stride > 0 && stop > start)
+        n = (uint64_t)((stop - start - 1) / stride) + 1;
+    else if (stride < 0 && start > stop)
+        n = (uint64_t)((start - stop - 1) / -stride) + 1;
+    int64_t last = n ? start + (int64_t)(n - 1) * stride : 0;
+    if (rc == 0 && n && (start < 0 || start >= size || last < 0 || last >= size))
+        rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "the slice is outside the %lld elements",
+                        (long long)size);
+    object *idx = rc == 0 ? object_new_pdarray(H5ARK_INT64, n, err) : NULL;
+    if (idx) {
+        for (int b = 0; b < idx->values->nshards; b++) {
+            shard *s = &idx->values->shards[b];
+            for (uint64_t k = 0; k < s->count; k++)
+                ((int64_t *)s->data)[k] = start + (int64_t)(s->start + k) * stride;
+        }
+        rc = take_created(ctx, a, idx, err);
+    } else {
+        rc = -1;
+    }
+    object_release(idx);
+    object_release(a);
+    return rc;
+}
+
+/* [pdarray] {array, idx}: a bool mask or integer positions. */
+static int cmd_pdarray_index(ak_ctx *ctx, h5ark_error *err) {
+    object *a = ak_object_arg(ctx, "array", H5ARK_OBJTYPE_COUNT, err);
+    object *i = a ? ak_object_arg(ctx, "idx", H5ARK_PDARRAY, err) : NULL;
+    int rc = i ? 0 : -1;
+    if (rc == 0 && a->objtype != H5ARK_PDARRAY && a->objtype != H5ARK_STRINGS)
+        rc = h5ark_fail(err, H5ARK_TYPE_ERROR, "'array' must be a pdarray");
+    object *pos = rc == 0 ? ak_positions(i, a->size, err) : NULL;
+    if (pos)
+        rc = take_created(ctx, a, pos, err);
+    else
+        rc = -1;
+    object_release(pos);
+    object_release(i);
+    object_release(a);
+    return rc;
+}
+
+/* [pdarray]=pdarray {array, idx, value}: array[idx] = value, in Arkouda's place (here: a
+ * changed copy published under the array's name). */
+static int cmd_pdarray_assign(ak_ctx *ctx, h5ark_error *err) {
+    const char *name;
+    if (ak_arg_str(ctx->in, "array", &name, err)) return -1;
+    object *a = ak_object_arg(ctx, "array", H5ARK_PDARRAY, err);
+    object *i = a ? ak_object_arg(ctx, "idx", H5ARK_PDARRAY, err) : NULL;
+    object *v = i ? ak_object_arg(ctx, "value", H5ARK_PDARRAY, err) : NULL;
+    object *pos = v ? ak_positions(i, a->size, err) : NULL;
+    object *out = NULL;
+    int rc = pos ? 0 : -1;
+    if (rc == 0 && (a->dtype == H5ARK_BIGINT || v->dtype == H5ARK_BIGINT))
+        rc = h5ark_fail(err, H5ARK_TYPE_ERROR, "bigint arrays are not served to Arkouda clients");
+    if (rc == 0 && v->size != pos->size)
+        rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "%llu values for %llu positions",
+                        (unsigned long long)v->size, (unsigned long long)pos->size);
+    if (rc == 0 && !(out = object_new_pdarray(a->dtype, a->size, err))) rc = -1;
+    for (int b = 0; rc == 0 && b < a->values->nshards; b++) {
+        const shard *s = &a->values->shards[b];
+        ak_copy_into(out->values, s->start, s->data, s->count);
+    }
+    for (uint64_t k = 0; rc == 0 && k < pos->size; k++) {
+        uint64_t at = (uint64_t) * (const int64_t *)ak_elem(pos->values, k);
+        const void *e = ak_elem(v->values, k);
+        void *dst = (void *)ak_elem(out->values, at);
+        if (ak_is_float(v->dtype))
+            ak_store_f(dst, a->dtype, 0, ak_load_f(e, v->dtype, 0));
+        else if (ak_is_unsigned(v->dtype))
+            ak_store_u(dst, a->dtype, 0, ak_load_u(e, v->dtype, 0));
+        else
+            ak_store_i(dst, a->dtype, 0, ak_load_i(e, v->dtype, 0));
+    }
+    if (rc == 0) {
+        out->tag = a->tag;
+        rc = registry_remove(name, err) || registry_publish(out, name, err) ? -1 : 0;
+    }
+    object_release(out);
+    object_release(pos);
+    object_release(v);
+    object_release(i);
+    object_release(a);
+    return rc ? -1 : ak_reply(ctx, err, "%s success", name);
+}
+
+/* concatenate<T,1> {names, axis, offsets}: arrays of one dtype end to end. */
+static int cmd_concatenate(ak_ctx *ctx, h5ark_error *err) {
+    json_t *names = ak_arg_list(ctx->in, "names", err);
+    if (!names) return -1;
+    size_t n = json_array_size(names);
+    object **parts = calloc(n ? n : 1, sizeof *parts);
+    int rc = parts ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    uint64_t total = 0;
+    if (rc == 0 && n == 0) rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "nothing to concatenate");
+    for (size_t k = 0; rc == 0 && k < n; k++) {
+        if (!(parts[k] = registry_get(json_string_value(json_array_get(names, k)), err)))
+            rc = -1;
+        else if (parts[k]->objtype != H5ARK_PDARRAY || parts[k]->dtype != parts[0]->dtype ||
+                 parts[k]->dtype == H5ARK_BIGINT)
+            rc = h5ark_fail(err, H5ARK_TYPE_ERROR,
+                            "concatenate takes pdarrays of one dtype; %s differs", parts[k]->name);
+        else
+            total += parts[k]->size;
+    }
+    object *out = rc == 0 ? object_new_pdarray(parts[0]->dtype, total, err) : NULL;
+    if (rc == 0 && !out) rc = -1;
+    uint64_t at = 0;
+    for (size_t k = 0; rc == 0 && k < n; k++)
+        for (int b = 0; b < parts[k]->values->nshards; b++) {
+            const shard *s = &parts[k]->values->shards[b];
+            ak_copy_into(out->values, at, s->data, s->count);
+            at += s->count;
+        }
+    if (rc == 0) rc = ak_reply_created(ctx, out, err);
+    object_release(out);
+    for (size_t k = 0; parts && k < n; k++)
+        object_release(parts[k]);
+    free(parts);
+    json_decref(names);
+    return rc;
+}
+
+const ak_command ak_select_commands[] = {
+    {"[int]", cmd_int_index, AK_READ_ONLY}, {"[slice]", cmd_slice, 0},
+    {"[pdarray]", cmd_pdarray_index, 0},    {"[pdarray]=pdarray", cmd_pdarray_assign, 0},
+    {"concatenate", cmd_concatenate, 0},    {0},
+};

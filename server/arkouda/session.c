@@ -1,0 +1,148 @@
+/* Session commands of the Arkouda dialect: connect disconnect getconfig
+ * getRegistrationConfig note delete info (ARKOUDA_WIRE.md sections 2 and 3). */
+#include "arkouda/commands.h"
+#include "arkouda/endpoint.h"
+#include "config.h"
+#include "locales.h"
+#include "registry.h"
+
+#include <hdf5.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zmq.h>
+
+/* The release of Arkouda's client whose dialect this is: reporting it keeps the client
+ * from warning of a version mismatch. */
+#define AK_CLIENT_RELEASE "2026.07.15"
+
+static int reply_json(ak_ctx *ctx, json_t *value, h5ark_error *err) {
+    char *text = value ? json_dumps(value, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(value);
+    if (!text) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    free(ctx->msg);
+    ctx->msg = text;
+    return 0;
+}
+
+static int cmd_connect(ak_ctx *ctx, h5ark_error *err) {
+    return ak_reply(ctx, err, "connected to arkouda server %s", arkouda_endpoint());
+}
+
+static int cmd_disconnect(ak_ctx *ctx, h5ark_error *err) {
+    return ak_reply(ctx, err, "disconnected from arkouda server %s", arkouda_endpoint());
+}
+
+static int cmd_note(ak_ctx *ctx, h5ark_error *err) {
+    return ak_reply(ctx, err, "noted");
+}
+
+/* The port of a tcp endpoint ("tcp://host:port"), 0 otherwise. */
+static long endpoint_port(void) {
+    const char *e = arkouda_endpoint(), *colon = strrchr(e, ':');
+    return strncmp(e, "tcp://", 6) == 0 && colon ? strtol(colon + 1, NULL, 10) : 0;
+}
+
+static int cmd_getconfig(ak_ctx *ctx, h5ark_error *err) {
+    unsigned maj, min, rel;
+    H5get_libversion(&maj, &min, &rel);
+    int zmaj, zmin, zpatch;
+    zmq_version(&zmaj, &zmin, &zpatch);
+    char hdf5[32], zmqv[32], host[256] = "localhost";
+    snprintf(hdf5, sizeof hdf5, "%u.%u.%u", maj, min, rel);
+    snprintf(zmqv, sizeof zmqv, "%d.%d.%d", zmaj, zmin, zpatch);
+    gethostname(host, sizeof host - 1);
+    long pus = sysconf(_SC_NPROCESSORS_ONLN);
+    json_int_t mem = (json_int_t)registry_memory_limit();
+    const uint16_t probe = 1;
+    json_t *locale =
+        json_pack("{s:i,s:s,s:I,s:i,s:i,s:I}", "id", 0, "name", host, "numPUs", (json_int_t)pus,
+                  "numColocales", 0, "maxTaskPar", locales_count(), "physicalMemory", mem);
+    json_t *c = json_pack(
+        "{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:I,s:i,s:I,s:s,s:[o],s:b,s:s,s:s,s:i,s:s,"
+        "s:b,s:b}",
+        "arkoudaVersion", AK_CLIENT_RELEASE, "serverImplementation", "h5ark " H5ARK_VERSION_STRING,
+        "chplVersion", "none", "pythonVersion", "none", "ZMQVersion", zmqv, "HDF5Version", hdf5,
+        "serverHostname", host, "ServerPort", (int)endpoint_port(), "numLocales", locales_count(),
+        "numNodes", 1, "numPUs", (json_int_t)pus, "maxTaskPar", locales_count(), "physicalMemory",
+        mem, "distributionType", "domain(1,int(64),one)", "LocaleConfigs", locale, "authenticate",
+        config.ntokens > 0, "logLevel", "INFO", "logChannel", "CONSOLE", "regexMaxCaptures", 20,
+        "byteorder", *(const uint8_t *)&probe ? "little" : "big", "autoShutdown", 0,
+        "serverInfoNoSplash", 0);
+    return reply_json(ctx, c, err);
+}
+
+static int cmd_registration(ak_ctx *ctx, h5ark_error *err) {
+    json_t *c = json_pack("{s:{s:{s:[i],s:[s,s,s,s]},s:{s:[s,s,s,s]},s:{s:[s,s,s,s]}}}",
+                          "parameter_classes", "array", "nd", 1, "dtype", "int", "uint", "real",
+                          "bool", "binop", "dtype", "int", "uint", "real", "bool", "scalar",
+                          "dtype", "int", "uint", "real", "bool");
+    return reply_json(ctx, c, err);
+}
+
+static int cmd_delete(ak_ctx *ctx, h5ark_error *err) {
+    const char *name;
+    if (ak_arg_str(ctx->in, "name", &name, err) || registry_remove(name, err)) return -1;
+    return ak_reply(ctx, err, "deleted %s", name);
+}
+
+static json_t *describe(const object *obj) {
+    json_t *shape = json_array();
+    unsigned ndim = obj->ndim ? obj->ndim : 1;
+    for (unsigned d = 0; d < ndim; d++)
+        json_array_append_new(shape,
+                              json_integer((json_int_t)(obj->ndim ? obj->shape[d] : obj->size)));
+    bool strings = obj->objtype == H5ARK_STRINGS;
+    return json_pack("{s:s,s:s,s:I,s:i,s:o,s:i,s:b}", "name", obj->name, "dtype",
+                     strings ? "str" : ak_dtype_name(obj->dtype), "size", (json_int_t)obj->size,
+                     "ndim", (int)ndim, "shape", shape, "itemsize",
+                     strings ? 1 : (int)h5ark_dtype_size(obj->dtype), "registered", 0);
+}
+
+/* names: "__AllSymbols__", "__RegisteredSymbols__" (nothing is registered here), a name,
+ * or a JSON list of names. */
+static int cmd_info(ak_ctx *ctx, h5ark_error *err) {
+    const char *names;
+    if (ak_arg_str(ctx->in, "names", &names, err)) return -1;
+    json_t *list = json_array();
+    if (!list) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (strcmp(names, "__AllSymbols__") == 0) {
+        size_t n;
+        object **all = registry_list(&n);
+        for (size_t i = 0; i < n; i++)
+            json_array_append_new(list, describe(all[i]));
+        registry_list_free(all, n);
+    } else if (strcmp(names, "__RegisteredSymbols__") != 0) {
+        json_t *given =
+            names[0] == '[' ? ak_arg_list(ctx->in, "names", err) : json_pack("[s]", names);
+        if (!given) {
+            json_decref(list);
+            return -1;
+        }
+        size_t i;
+        json_t *item;
+        json_array_foreach(given, i, item) {
+            object *obj = registry_get(json_string_value(item), err);
+            if (!obj) {
+                json_decref(given);
+                json_decref(list);
+                return -1;
+            }
+            json_array_append_new(list, describe(obj));
+            object_release(obj);
+        }
+        json_decref(given);
+    }
+    return reply_json(ctx, list, err);
+}
+
+const ak_command ak_session_commands[] = {
+    {"connect", cmd_connect, AK_READ_ONLY | AK_IMMEDIATE},
+    {"disconnect", cmd_disconnect, AK_READ_ONLY | AK_IMMEDIATE},
+    {"getconfig", cmd_getconfig, AK_READ_ONLY | AK_IMMEDIATE},
+    {"getRegistrationConfig", cmd_registration, AK_READ_ONLY | AK_IMMEDIATE},
+    {"note", cmd_note, AK_READ_ONLY | AK_IMMEDIATE},
+    {"delete", cmd_delete, 0},
+    {"info", cmd_info, AK_READ_ONLY},
+    {0},
+};

@@ -1,0 +1,379 @@
+/* Strings commands of the Arkouda dialect, as its Strings and Categorical code sends them:
+ * randomStrings segmentedIndex segmentedBinopvv segmentedBinopvs concatenateStr. New
+ * strings are made through the native put (ak_strings_from_buffer), gathers through
+ * groupby_take. */
+#include "arkouda/commands.h"
+#include "arkouda/values.h"
+#include "locales.h"
+#include "objects/groupby.h"
+#include "registry.h"
+
+#include <math.h>
+#include <time.h>
+#include <stdlib.h>
+#include <string.h>
+
+static object *strings_arg(ak_ctx *ctx, const char *key, h5ark_error *err) {
+    return ak_object_arg(ctx, key, H5ARK_STRINGS, err);
+}
+
+static uint64_t next_random(uint64_t *s) {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* randomStrings {size, dist uniform|lognormal, chars, arg1, arg2, seed}: uniform lengths
+ * in [arg1, arg2), or lognormal ones of log-mean arg1 and log-sd arg2. */
+static int cmd_random_strings(ak_ctx *ctx, h5ark_error *err) {
+    uint64_t n;
+    const char *dist, *chars;
+    double a1, a2;
+    if (ak_arg_uint(ctx->in, "size", &n, err) || ak_arg_str(ctx->in, "dist", &dist, err) ||
+        ak_arg_str(ctx->in, "chars", &chars, err) || ak_arg_double(ctx->in, "arg1", &a1, err) ||
+        ak_arg_double(ctx->in, "arg2", &a2, err))
+        return -1;
+    static const struct {
+        const char *name, *set;
+    } sets[] = {{"uppercase", "ABCDEFGHIJKLMNOPQRSTUVWXYZ"},
+                {"lowercase", "abcdefghijklmnopqrstuvwxyz"},
+                {"numeric", "0123456789"},
+                {"alphabetic", "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"},
+                {"alphanumeric", "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"},
+                {"printable", " !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                              "[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~"}};
+    const char *set = NULL;
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
+        if (strcmp(sets[i].name, chars) == 0) set = sets[i].set;
+    if (!set) return h5ark_fail(err, H5ARK_BAD_REQUEST, "unknown chars '%.40s'", chars);
+    bool uniform = strcmp(dist, "uniform") == 0;
+    if (!uniform && strcmp(dist, "lognormal") != 0)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "dist must be uniform or lognormal");
+    if (uniform && !(a1 >= 0 && a2 > a1 && a2 <= 1e6))
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "lengths must be 0 <= arg1 < arg2 <= 1000000");
+    if (!uniform && !(a2 >= 0 && a1 < 13))
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "bad lognormal parameters");
+    const char *seedtext = ak_arg(ctx->in, "seed");
+    int64_t seed = -1;
+    if (seedtext && strcmp(seedtext, "None") != 0 && !ak_parse_int(seedtext, &seed))
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "argument 'seed' must be an int64");
+    uint64_t state = seed >= 0 ? (uint64_t)seed * 0x9e3779b97f4a7c15u + 1
+                               : (uint64_t)time(NULL) ^ (uint64_t)clock() << 20 ^ 0x5bd1e995u;
+    if (!state) state = 1; /* xorshift's one fixed point */
+    size_t nset = strlen(set);
+    /* the bytes are counted against --max-memory as they would be as an object */
+    uint64_t cap = 1 << 16, len = 0;
+    if (n > OBJECT_MAX_ELEMENTS) return h5ark_fail(err, H5ARK_BAD_REQUEST, "size is too large");
+    /* the least the strings can take (a NUL each, and arg1 bytes when uniform) must fit
+     * --max-memory: an absurd size is refused before anything is generated */
+    uint64_t least = n * (uniform ? (uint64_t)a1 + 1 : 1);
+    if (registry_reserve(least, err)) return -1;
+    registry_unreserve(least);
+    char *bytes = malloc(cap);
+    if (!bytes) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    for (uint64_t i = 0; i < n; i++) {
+        double l;
+        if (uniform) {
+            l = floor(a1 + (double)(next_random(&state) >> 11) / 9007199254740992.0 * (a2 - a1));
+        } else {
+            double u1 = ((double)(next_random(&state) >> 11) + 1) / 9007199254740993.0;
+            double u2 = (double)(next_random(&state) >> 11) / 9007199254740992.0;
+            l = floor(exp(a1 + a2 * sqrt(-2 * log(u1)) * cos(2 * M_PI * u2)));
+            if (l > 1e6) l = 1e6;
+        }
+        uint64_t m = (uint64_t)l;
+        if (len + m + 1 > cap) {
+            uint64_t want = (len + m + 1) * 2;
+            h5ark_error limit = {0};
+            if (registry_reserve(want, &limit)) {
+                free(bytes);
+                *err = limit;
+                return -1;
+            }
+            registry_unreserve(want);
+            char *bigger = realloc(bytes, want);
+            if (!bigger) {
+                free(bytes);
+                return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+            }
+            bytes = bigger;
+            cap = want;
+        }
+        for (uint64_t k = 0; k < m; k++)
+            bytes[len++] = set[next_random(&state) % nset];
+        bytes[len++] = '\0';
+    }
+    return ak_strings_from_buffer(ctx, bytes, len, err);
+}
+
+typedef struct {
+    const object *a, *b; /* b NULL: compare with text */
+    const char *text;
+    size_t text_len;
+    bool equal; /* == (else !=) */
+    darray *out;
+} cmp_job;
+
+static void cmp_locale(int locale, void *arg) {
+    cmp_job *j = arg;
+    shard *o = &j->out->shards[locale];
+    for (uint64_t k = 0; k < o->count; k++) {
+        uint64_t i = o->start + k, la, lb = j->text_len;
+        const char *sa = ak_string_at(j->a, i, &la);
+        const char *sb = j->b ? ak_string_at(j->b, i, &lb) : j->text;
+        bool same = la == lb && memcmp(sa, sb, la) == 0;
+        ((uint8_t *)o->data)[k] = same == j->equal;
+    }
+}
+
+static int compare(ak_ctx *ctx, cmp_job *j, uint64_t n, h5ark_error *err) {
+    const char *op;
+    if (ak_arg_str(ctx->in, "op", &op, err)) return -1;
+    if (strcmp(op, "==") != 0 && strcmp(op, "!=") != 0)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "strings compare with == and != only, not %.20s",
+                          op);
+    j->equal = op[0] == '=';
+    object *out = object_new_pdarray(H5ARK_BOOLEAN, n, err);
+    if (!out) return -1;
+    j->out = out->values;
+    locales_run(cmp_locale, j);
+    int rc = ak_reply_created(ctx, out, err);
+    object_release(out);
+    return rc;
+}
+
+/* segmentedBinopvv {op, objType, obj, otherType, other, left, delim} */
+static int cmd_binopvv(ak_ctx *ctx, h5ark_error *err) {
+    object *a = strings_arg(ctx, "obj", err);
+    object *b = a ? strings_arg(ctx, "other", err) : NULL;
+    int rc = b ? 0 : -1;
+    if (rc == 0 && a->size != b->size)
+        rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "the Strings differ in size");
+    cmp_job j = {.a = a, .b = b};
+    if (rc == 0) rc = compare(ctx, &j, a->size, err);
+    object_release(a);
+    object_release(b);
+    return rc;
+}
+
+/* segmentedBinopvs {op, objType, obj, otherType, other (the string)} */
+static int cmd_binopvs(ak_ctx *ctx, h5ark_error *err) {
+    const char *text;
+    if (ak_arg_str(ctx->in, "other", &text, err)) return -1;
+    object *a = strings_arg(ctx, "obj", err);
+    if (!a) return -1;
+    cmp_job j = {.a = a, .text = text, .text_len = strlen(text)};
+    int rc = compare(ctx, &j, a->size, err);
+    object_release(a);
+    return rc;
+}
+
+/* segmentedIndex {subcmd intIndex|sliceIndex|pdarrayIndex, objType, dtype, obj, key} */
+static int cmd_index(ak_ctx *ctx, h5ark_error *err) {
+    const char *sub, *key;
+    if (ak_arg_str(ctx->in, "subcmd", &sub, err) || ak_arg_str(ctx->in, "key", &key, err))
+        return -1;
+    object *s = strings_arg(ctx, "obj", err);
+    if (!s) return -1;
+    int rc = 0;
+    object *idx = NULL;
+    if (strcmp(sub, "intIndex") == 0) {
+        int64_t i;
+        if (!ak_parse_int(key, &i)) {
+            rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "argument 'key' must be an int64");
+        } else {
+            int64_t w = i < 0 ? i + (int64_t)s->size : i;
+            if (w < 0 || (uint64_t)w >= s->size) {
+                rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "index %lld is out of bounds for %llu",
+                                (long long)i, (unsigned long long)s->size);
+            } else {
+                uint64_t len;
+                const char *p = ak_string_at(s, (uint64_t)w, &len);
+                json_t *str = json_stringn(p, len);
+                char *text = str ? json_dumps(str, JSON_ENCODE_ANY) : NULL;
+                rc = text ? ak_reply(ctx, err, "item str %s", text)
+                          : h5ark_fail(err, H5ARK_BAD_REQUEST, "string %lld is not UTF-8",
+                                       (long long)i);
+                free(text);
+                json_decref(str);
+            }
+        }
+        object_release(s);
+        return rc;
+    }
+    if (strcmp(sub, "sliceIndex") == 0) {
+        /* key: a JSON list [start, stop, stride] (strings or numbers) */
+        json_t *list = json_loads(key, 0, NULL);
+        int64_t v[3];
+        bool ok = json_is_array(list) && json_array_size(list) == 3;
+        for (size_t k = 0; ok && k < 3; k++) {
+            json_t *e = json_array_get(list, k);
+            ok = json_is_integer(e) ? (v[k] = json_integer_value(e), true)
+                                    : ak_parse_int(json_string_value(e), &v[k]);
+        }
+        json_decref(list);
+        int64_t size = (int64_t)s->size;
+        uint64_t n = 0;
+        if (!ok || v[2] == 0 || v[0] < -1 || v[0] > size || v[1] < -1 || v[1] > size)
+            rc = h5ark_fail(err, H5ARK_BAD_REQUEST,
+                            "'key' must be [start, stop, stride] within %lld", (long long)size);
+        else if (v[2] > 0 && v[1] > v[0])
+            n = (uint64_t)((v[1] - v[0] - 1) / v[2]) + 1;
+        else if (v[2] < 0 && v[0] > v[1])
+            n = (uint64_t)((v[0] - v[1] - 1) / -v[2]) + 1;
+        if (rc == 0 && n &&
+            (v[0] < 0 || v[0] >= size || v[0] + (int64_t)(n - 1) * v[2] < 0 ||
+             v[0] + (int64_t)(n - 1) * v[2] >= size))
+            rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "the slice is outside the Strings");
+        if (rc == 0 && (idx = object_new_pdarray(H5ARK_INT64, n, err)))
+            for (int b = 0; b < idx->values->nshards; b++)
+                for (uint64_t k = 0; k < idx->values->shards[b].count; k++)
+                    ((int64_t *)idx->values->shards[b].data)[k] =
+                        v[0] + (int64_t)(idx->values->shards[b].start + k) * v[2];
+    } else if (strcmp(sub, "pdarrayIndex") == 0) {
+        object *key_obj = registry_get(key, err);
+        idx = key_obj ? ak_positions(key_obj, s->size, err) : NULL;
+        object_release(key_obj);
+    } else {
+        rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "unknown subcmd '%.40s'", sub);
+    }
+    if (rc == 0 && !idx) rc = -1;
+    object *out = rc == 0 ? groupby_take(s, idx, err) : NULL;
+    if (rc == 0) rc = out ? ak_reply_created(ctx, out, err) : -1;
+    object_release(out);
+    object_release(idx);
+    object_release(s);
+    return rc;
+}
+
+/* concatenateStr {objType Strings, names, mode}: the Strings end to end (interleave, which
+ * Arkouda allows to reorder, is the same here). */
+static int cmd_concatenate(ak_ctx *ctx, h5ark_error *err) {
+    json_t *names = ak_arg_list(ctx->in, "names", err);
+    if (!names) return -1;
+    size_t n = json_array_size(names);
+    object **parts = calloc(n ? n : 1, sizeof *parts);
+    int rc = parts ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    uint64_t total = 0;
+    for (size_t k = 0; rc == 0 && k < n; k++) {
+        parts[k] = registry_get(json_string_value(json_array_get(names, k)), err);
+        if (!parts[k])
+            rc = -1;
+        else if (parts[k]->objtype != H5ARK_STRINGS)
+            rc = h5ark_fail(err, H5ARK_TYPE_ERROR, "%s is not Strings", parts[k]->name);
+        else
+            total += parts[k]->values->size;
+    }
+    char *bytes = rc == 0 ? malloc(total ? total : 1) : NULL;
+    if (rc == 0 && !bytes) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    uint64_t at = 0;
+    for (size_t k = 0; rc == 0 && k < n; k++)
+        for (int b = 0; b < parts[k]->values->nshards; b++) {
+            const shard *s = &parts[k]->values->shards[b];
+            memcpy(bytes + at, s->data, s->count);
+            at += s->count;
+        }
+    if (rc == 0) {
+        rc = ak_strings_from_buffer(ctx, bytes, total, err);
+        bytes = NULL;
+    }
+    free(bytes);
+    for (size_t k = 0; parts && k < n; k++)
+        object_release(parts[k]);
+    free(parts);
+    json_decref(names);
+    return rc;
+}
+
+/* Append n bytes to a growing buffer; -1 when out of memory. */
+static int append(char **buf, uint64_t *len, uint64_t *cap, const char *p, uint64_t n) {
+    if (*len + n > *cap) {
+        uint64_t want = (*len + n) * 2;
+        char *bigger = realloc(*buf, want);
+        if (!bigger) return -1;
+        *buf = bigger;
+        *cap = want;
+    }
+    memcpy(*buf + *len, p, n);
+    *len += n;
+    return 0;
+}
+
+/* segmentedSplit {parent_name, objtype Matcher, max, return_segs, pattern}: each string
+ * split at the pattern (at most `max` splits; 0: all), the pieces as new Strings and,
+ * with return_segs, the index of each string's first piece. Literal patterns only:
+ * regular expressions are refused. */
+static int cmd_split(ak_ctx *ctx, h5ark_error *err) {
+    const char *pattern;
+    int64_t max = 0;
+    bool segs_too = false;
+    if (ak_arg_str(ctx->in, "pattern", &pattern, err) ||
+        (ak_arg(ctx->in, "max") && ak_arg_int(ctx->in, "max", &max, err)) ||
+        (ak_arg(ctx->in, "return_segs") && ak_arg_bool(ctx->in, "return_segs", &segs_too, err)))
+        return -1;
+    size_t plen = strlen(pattern);
+    if (plen == 0 || pattern[strcspn(pattern, "\\.^$|?*+()[]{}")] != '\0')
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "only literal split patterns are served, not regular expressions "
+                          "('%.60s')",
+                          pattern);
+    object *s = strings_arg(ctx, "parent_name", err);
+    if (!s) return -1;
+    object *segs = segs_too ? object_new_pdarray(H5ARK_INT64, s->size, err) : NULL;
+    uint64_t len = 0, cap = 1 << 16, pieces = 0;
+    char *buf = malloc(cap);
+    int rc = buf && (segs || !segs_too) ? 0 : -1;
+    if (rc && !buf) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    for (uint64_t i = 0; rc == 0 && i < s->size; i++) {
+        uint64_t n;
+        const char *p = ak_string_at(s, i, &n), *end = p + n;
+        if (segs) *(int64_t *)ak_elem(segs->values, i) = (int64_t)pieces;
+        int64_t splits = 0;
+        for (;;) {
+            const char *hit = (max == 0 || splits < max) && (size_t)(end - p) >= plen
+                                  ? memmem(p, (size_t)(end - p), pattern, plen)
+                                  : NULL;
+            const char *stop = hit ? hit : end;
+            if (append(&buf, &len, &cap, p, (uint64_t)(stop - p)) ||
+                append(&buf, &len, &cap, "", 1)) {
+                rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+                break;
+            }
+            pieces++;
+            if (!hit) break;
+            p = hit + plen;
+            splits++;
+        }
+    }
+    if (rc == 0) {
+        rc = ak_strings_from_buffer(ctx, buf, len, err);
+        buf = NULL;
+    }
+    free(buf);
+    if (rc == 0 && segs) {
+        char *first = ctx->msg, *second = NULL;
+        ctx->msg = NULL;
+        rc = ak_reply_created(ctx, segs, err);
+        if (rc == 0 && asprintf(&second, "%s+%s", first, ctx->msg) < 0)
+            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        free(first);
+        if (rc == 0) {
+            free(ctx->msg);
+            ctx->msg = second;
+        }
+    }
+    object_release(segs);
+    object_release(s);
+    return rc;
+}
+
+const ak_command ak_strings_commands[] = {
+    {"segmentedSplit", cmd_split, 0},
+    {"randomStrings", cmd_random_strings, 0},
+    {"segmentedBinopvv", cmd_binopvv, 0},
+    {"segmentedBinopvs", cmd_binopvs, 0},
+    {"segmentedIndex", cmd_index, 0},
+    {"concatenateStr", cmd_concatenate, 0},
+    {0},
+};

@@ -1,0 +1,227 @@
+/* Element access for the Arkouda compute commands (see values.h). */
+#include "arkouda/values.h"
+
+#include "objects/strings.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LOAD(T, base, i) (((const T *)(base))[i])
+
+int64_t ak_load_i(const void *b, h5ark_dtype t, uint64_t i) {
+    switch (t) {
+    case H5ARK_INT8: return LOAD(int8_t, b, i);
+    case H5ARK_INT16: return LOAD(int16_t, b, i);
+    case H5ARK_INT32: return LOAD(int32_t, b, i);
+    case H5ARK_INT64: return LOAD(int64_t, b, i);
+    case H5ARK_UINT8:
+    case H5ARK_BOOLEAN: return LOAD(uint8_t, b, i);
+    case H5ARK_UINT16: return LOAD(uint16_t, b, i);
+    case H5ARK_UINT32: return LOAD(uint32_t, b, i);
+    case H5ARK_UINT64: return (int64_t)LOAD(uint64_t, b, i);
+    case H5ARK_FLOAT32: {
+        float f = LOAD(float, b, i);
+        return f >= -9.2233720368547758e18f && f < 9.2233720368547758e18f ? (int64_t)f : INT64_MIN;
+    }
+    case H5ARK_FLOAT64: {
+        double f = LOAD(double, b, i);
+        return f >= -9.2233720368547758e18 && f < 9.2233720368547758e18 ? (int64_t)f : INT64_MIN;
+    }
+    default: return 0;
+    }
+}
+
+uint64_t ak_load_u(const void *b, h5ark_dtype t, uint64_t i) {
+    if (t == H5ARK_UINT64) return LOAD(uint64_t, b, i);
+    if (t == H5ARK_FLOAT64 || t == H5ARK_FLOAT32) {
+        double f = ak_load_f(b, t, i);
+        return f >= 0 && f < 1.8446744073709552e19 ? (uint64_t)f : 0;
+    }
+    return (uint64_t)ak_load_i(b, t, i);
+}
+
+double ak_load_f(const void *b, h5ark_dtype t, uint64_t i) {
+    switch (t) {
+    case H5ARK_FLOAT64: return LOAD(double, b, i);
+    case H5ARK_FLOAT32: return LOAD(float, b, i);
+    case H5ARK_UINT64: return (double)LOAD(uint64_t, b, i);
+    default: return (double)ak_load_i(b, t, i);
+    }
+}
+
+void ak_store_i(void *b, h5ark_dtype t, uint64_t i, int64_t v) {
+    switch (t) {
+    case H5ARK_INT64: ((int64_t *)b)[i] = v; break;
+    case H5ARK_UINT64: ((uint64_t *)b)[i] = (uint64_t)v; break;
+    case H5ARK_FLOAT64: ((double *)b)[i] = (double)v; break;
+    case H5ARK_BOOLEAN: ((uint8_t *)b)[i] = v != 0; break;
+    default: break;
+    }
+}
+
+void ak_store_u(void *b, h5ark_dtype t, uint64_t i, uint64_t v) {
+    switch (t) {
+    case H5ARK_INT64: ((int64_t *)b)[i] = (int64_t)v; break;
+    case H5ARK_UINT64: ((uint64_t *)b)[i] = v; break;
+    case H5ARK_FLOAT64: ((double *)b)[i] = (double)v; break;
+    case H5ARK_BOOLEAN: ((uint8_t *)b)[i] = v != 0; break;
+    default: break;
+    }
+}
+
+void ak_store_f(void *b, h5ark_dtype t, uint64_t i, double v) {
+    switch (t) {
+    case H5ARK_INT64:
+        ((int64_t *)b)[i] = v >= -9.2233720368547758e18 && v < 9.2233720368547758e18
+                                ? (int64_t)v
+                                : INT64_MIN; /* numpy's value for NaN and overflow */
+        break;
+    case H5ARK_UINT64:
+        ((uint64_t *)b)[i] = v >= 0 && v < 1.8446744073709552e19   ? (uint64_t)v
+                             : v < 0 && v > -9.2233720368547758e18 ? (uint64_t)(int64_t)v
+                                                                   : UINT64_C(1) << 63;
+        break;
+    case H5ARK_FLOAT64: ((double *)b)[i] = v; break;
+    case H5ARK_BOOLEAN: ((uint8_t *)b)[i] = v != 0; break;
+    default: break;
+    }
+}
+
+bool ak_is_float(h5ark_dtype t) {
+    return t == H5ARK_FLOAT64 || t == H5ARK_FLOAT32;
+}
+
+bool ak_is_unsigned(h5ark_dtype t) {
+    return t == H5ARK_UINT64 || t == H5ARK_UINT32 || t == H5ARK_UINT16 || t == H5ARK_UINT8;
+}
+
+const void *ak_elem(const darray *a, uint64_t i) {
+    const shard *s = &a->shards[darray_shard_of(a, i)];
+    return (const char *)s->data + (i - s->start) * a->itemsize;
+}
+
+const void *ak_range(const darray *a, uint64_t start, uint64_t count, void **scratch) {
+    *scratch = NULL;
+    if (count == 0) return "";
+    const shard *s = &a->shards[darray_shard_of(a, start)];
+    if (start + count <= s->start + s->count)
+        return (const char *)s->data + (start - s->start) * a->itemsize;
+    char *copy = malloc(count * a->itemsize);
+    if (!copy) return NULL;
+    uint64_t done = 0;
+    while (done < count) {
+        const shard *t = &a->shards[darray_shard_of(a, start + done)];
+        uint64_t off = start + done - t->start, take = t->count - off;
+        if (take > count - done) take = count - done;
+        memcpy(copy + done * a->itemsize, (const char *)t->data + off * a->itemsize,
+               take * a->itemsize);
+        done += take;
+    }
+    *scratch = copy;
+    return copy;
+}
+
+void ak_value_text(h5ark_dtype t, const void *b, uint64_t i, char *out, size_t n) {
+    if (t == H5ARK_BOOLEAN) {
+        snprintf(out, n, "%s", LOAD(uint8_t, b, i) ? "True" : "False");
+    } else if (ak_is_float(t)) {
+        double v = ak_load_f(b, t, i);
+        /* the shortest text that reads back as the same double */
+        for (int p = 1; p <= 17; p++) {
+            snprintf(out, n, "%.*g", p, v);
+            if (isnan(v) || strtod(out, NULL) == v) break;
+        }
+        if (isnan(v))
+            snprintf(out, n, "nan");
+        else if (isinf(v))
+            snprintf(out, n, "%s", v < 0 ? "-inf" : "inf");
+    } else if (ak_is_unsigned(t)) {
+        snprintf(out, n, "%" PRIu64, ak_load_u(b, t, i));
+    } else {
+        snprintf(out, n, "%" PRId64, ak_load_i(b, t, i));
+    }
+}
+
+void ak_scalar_text(h5ark_dtype t, const void *b, uint64_t i, char *out, size_t n) {
+    char v[64];
+    if (t == H5ARK_BOOLEAN)
+        snprintf(v, sizeof v, "%s", LOAD(uint8_t, b, i) ? "true" : "false");
+    else
+        ak_value_text(t, b, i, v, sizeof v);
+    snprintf(out, n, "%s %s", h5ark_dtype_name(t), v);
+}
+
+const char *ak_string_at(const object *s, uint64_t i, uint64_t *len) {
+    uint64_t from = strings_offset(s, i), to = strings_offset(s, i + 1);
+    *len = to > from ? to - from - 1 : 0;
+    return ak_elem(s->values, from);
+}
+
+void ak_copy_into(darray *a, uint64_t at, const void *src, uint64_t n) {
+    const char *from = src;
+    while (n > 0) {
+        shard *s = &a->shards[darray_shard_of(a, at)];
+        uint64_t off = at - s->start, take = s->count - off;
+        if (take > n) take = n;
+        memcpy((char *)s->data + off * a->itemsize, from, take * a->itemsize);
+        from += take * a->itemsize;
+        at += take;
+        n -= take;
+    }
+}
+
+object *ak_positions(const object *idx, uint64_t size, h5ark_error *err) {
+    if (idx->objtype != H5ARK_PDARRAY || ak_is_float(idx->dtype) || idx->dtype == H5ARK_BIGINT) {
+        h5ark_fail(err, H5ARK_TYPE_ERROR, "an index must be an integer or bool array");
+        return NULL;
+    }
+    const darray *a = idx->values;
+    bool mask = idx->dtype == H5ARK_BOOLEAN;
+    if (mask && idx->size != size) {
+        h5ark_fail(err, H5ARK_BAD_REQUEST, "a bool index of %llu for %llu rows",
+                   (unsigned long long)idx->size, (unsigned long long)size);
+        return NULL;
+    }
+    uint64_t n = 0;
+    for (int b = 0; mask && b < a->nshards; b++)
+        for (uint64_t i = 0; i < a->shards[b].count; i++)
+            n += ((const uint8_t *)a->shards[b].data)[i] != 0;
+    object *out = object_new_pdarray(H5ARK_INT64, mask ? n : idx->size, err);
+    if (!out) return NULL;
+    uint64_t k = 0;
+    for (int b = 0; b < a->nshards; b++) {
+        const shard *s = &a->shards[b];
+        for (uint64_t i = 0; i < s->count; i++) {
+            int64_t v;
+            if (mask) {
+                if (!((const uint8_t *)s->data)[i]) continue;
+                v = (int64_t)(s->start + i);
+            } else if (ak_is_unsigned(idx->dtype)) {
+                uint64_t u = ak_load_u(s->data, idx->dtype, i);
+                v = (int64_t)u;
+                if (u >= size) {
+                    h5ark_fail(err, H5ARK_BAD_REQUEST, "index %llu is out of bounds for %llu rows",
+                               (unsigned long long)u, (unsigned long long)size);
+                    object_release(out);
+                    return NULL;
+                }
+            } else {
+                v = ak_load_i(s->data, idx->dtype, i);
+                int64_t w = v < 0 ? v + (int64_t)size : v;
+                if (w < 0 || (uint64_t)w >= size) {
+                    h5ark_fail(err, H5ARK_BAD_REQUEST, "index %lld is out of bounds for %llu rows",
+                               (long long)v, (unsigned long long)size);
+                    object_release(out);
+                    return NULL;
+                }
+                v = w;
+            }
+            int64_t *dst = (int64_t *)ak_elem(out->values, k++);
+            *dst = v;
+        }
+    }
+    return out;
+}

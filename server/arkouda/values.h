@@ -1,0 +1,46 @@
+/* Element access for the Arkouda compute commands: numbers of any stored dtype read as
+ * int64, uint64 or double, written back as one of Arkouda's four dtypes; a range of a
+ * darray as one pointer whatever its shards; Arkouda's scalar reply text; and the strings
+ * of a strings object. */
+#ifndef H5ARK_AK_VALUES_H
+#define H5ARK_AK_VALUES_H
+
+#include "objects/object.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+int64_t ak_load_i(const void *base, h5ark_dtype t, uint64_t i);
+uint64_t ak_load_u(const void *base, h5ark_dtype t, uint64_t i);
+double ak_load_f(const void *base, h5ark_dtype t, uint64_t i);
+void ak_store_i(void *base, h5ark_dtype t, uint64_t i, int64_t v);
+void ak_store_u(void *base, h5ark_dtype t, uint64_t i, uint64_t v);
+void ak_store_f(void *base, h5ark_dtype t, uint64_t i, double v);
+
+/* The dtypes of Arkouda's four kinds here. */
+bool ak_is_float(h5ark_dtype t);
+bool ak_is_unsigned(h5ark_dtype t); /* unsigned integers, not bool */
+
+/* Elements [start, start + count) of a: a pointer into one shard when they lie in it,
+ * else a copy in *scratch (malloc'd; the caller frees it). NULL when out of memory. */
+const void *ak_range(const darray *a, uint64_t start, uint64_t count, void **scratch);
+/* Element i's address. */
+const void *ak_elem(const darray *a, uint64_t i);
+
+/* "<dtype> <value>" (bool true, int64 3, uint64 18446744073709551500, float64 0.5) into
+ * out. */
+void ak_scalar_text(h5ark_dtype t, const void *base, uint64_t i, char *out, size_t n);
+/* The value alone, as Arkouda prints array elements. */
+void ak_value_text(h5ark_dtype t, const void *base, uint64_t i, char *out, size_t n);
+
+/* String i of a strings object: its bytes (inside one shard) and length without the NUL. */
+const char *ak_string_at(const object *s, uint64_t i, uint64_t *len);
+
+/* The row positions an index array selects from `size` rows: a bool mask of that length
+ * gives where it is true, an integer array its entries with negative ones counted from the
+ * end. A new int64 pdarray; bad_request naming the first index out of bounds. */
+object *ak_positions(const object *idx, uint64_t size, h5ark_error *err);
+/* Copy n elements of a's dtype from src into a at global index `at`. */
+void ak_copy_into(darray *a, uint64_t at, const void *src, uint64_t n);
+
+#endif

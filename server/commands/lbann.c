@@ -1,0 +1,722 @@
+/* pack: LBANN's HDF5 data reader done once, in parallel (docs/LBANN.md). The schemas and
+ * transforms are lbann/'s; the sample files are probed in the file probe processes and
+ * their data read where the probes found it, as readhdf does. */
+#include "commands.h"
+
+#include "lbann/lbann.h"
+#include "locales.h"
+#include "objects/arrayview.h"
+#include "ranks.h"
+#include "registry.h"
+#include "storage/files.h"
+#include "storage/io.h"
+#include "storage/probe.h"
+#include "storage/sandbox.h"
+#include "storage/twin.h"
+#include "sysio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SAMPLE_LIST_MAX_BYTES (64u << 20)
+
+typedef struct {
+    char **files; /* absolute */
+    size_t nfiles, fcap;
+    char **ids; /* sample ids (group paths inside their file) */
+    size_t *file_of;
+    size_t n, cap;
+} sample_set;
+
+static void samples_free(sample_set *s) {
+    files_list_free(s->files, s->nfiles);
+    for (size_t i = 0; i < s->n; i++)
+        free(s->ids[i]);
+    free(s->ids);
+    free(s->file_of);
+    *s = (sample_set){0};
+}
+
+/* Adopt abs (a malloc'd absolute path) as the next file. */
+static int add_file(sample_set *s, char *abs, h5ark_error *err) {
+    if (s->nfiles == s->fcap) {
+        size_t cap = s->fcap ? 2 * s->fcap : 16;
+        char **v = realloc(s->files, cap * sizeof *v);
+        if (!v) {
+            free(abs);
+            return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        }
+        s->files = v;
+        s->fcap = cap;
+    }
+    s->files[s->nfiles++] = abs;
+    return 0;
+}
+
+static int add_sample(sample_set *s, size_t file, const char *id, h5ark_error *err) {
+    while (*id == '/')
+        id++;
+    if (!*id || strstr(id, "//"))
+        return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "sample id '%s' in '%s' is not a group path", id,
+                          files_display(s->files[file]));
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 64;
+        char **v = realloc(s->ids, cap * sizeof *v);
+        if (v) s->ids = v;
+        size_t *f = v ? realloc(s->file_of, cap * sizeof *f) : NULL;
+        if (!f) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        s->file_of = f;
+        s->cap = cap;
+    }
+    if (!(s->ids[s->n] = strdup(id))) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    s->file_of[s->n++] = file;
+    return 0;
+}
+
+static int by_name(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The top-level groups of a file, by name (the probe lists it: the daemon never walks an
+ * untrusted file itself). */
+static int top_groups(const char *abs, char ***names, size_t *n, h5ark_error *err) {
+    *names = NULL;
+    *n = 0;
+    h5ark_value *entries = h5ark_value_array();
+    if (!entries) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (sandbox_list(abs, false, entries, err)) {
+        h5ark_value_destroy(&entries);
+        return h5ark_fail_context(err, "cannot list the samples of '%s'", files_display(abs));
+    }
+    size_t len = h5ark_value_len(entries);
+    *names = calloc(len ? len : 1, sizeof **names);
+    int rc = *names ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    for (size_t i = 0; rc == 0 && i < len; i++) {
+        const h5ark_value *e = h5ark_value_at(entries, i);
+        const h5ark_value *kind = h5ark_value_get(e, "kind"), *name = h5ark_value_get(e, "name");
+        if (!kind || kind->kind != H5ARK_STR || strcmp(kind->as.s.ptr, "group") != 0 || !name ||
+            name->kind != H5ARK_STR)
+            continue;
+        if (!((*names)[*n] = strdup(name->as.s.ptr)))
+            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        else
+            (*n)++;
+    }
+    h5ark_value_destroy(&entries);
+    if (rc == 0) qsort(*names, *n, sizeof **names, by_name);
+    return rc;
+}
+
+/* Each locale lists its block of the files: the probes' round trips overlap. */
+typedef struct {
+    char **files;
+    size_t nfiles;
+    char ***names;
+    size_t *counts;
+    pthread_mutex_t lock;
+    size_t err_file; /* the lowest file that failed */
+    h5ark_error err;
+} list_job;
+
+static void list_locale(int locale, void *ctx) {
+    list_job *j = ctx;
+    int parts = locales_count();
+    uint64_t lo = locales_block_start(j->nfiles, parts, locale);
+    uint64_t hi = locales_block_start(j->nfiles, parts, locale + 1);
+    for (uint64_t f = lo; f < hi; f++) {
+        h5ark_error err = {0};
+        if (top_groups(j->files[f], &j->names[f], &j->counts[f], &err) == 0) continue;
+        pthread_mutex_lock(&j->lock);
+        if (f < j->err_file) {
+            j->err_file = f;
+            j->err = err;
+        }
+        pthread_mutex_unlock(&j->lock);
+        break;
+    }
+}
+
+static int samples_from_paths(const h5ark_value *paths, sample_set *s, h5ark_error *err) {
+    size_t np = h5ark_value_len(paths);
+    if (np == 0) return h5ark_fail(err, H5ARK_BAD_REQUEST, "pack: 'paths' is empty");
+    const char **pat = calloc(np, sizeof *pat);
+    if (!pat) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    for (size_t i = 0; i < np; i++)
+        pat[i] = h5ark_value_at(paths, i)->as.s.ptr;
+    int rc = files_expand(pat, np, false, &s->files, &s->nfiles, err);
+    free(pat);
+    if (rc) return -1;
+    s->fcap = s->nfiles;
+    list_job j = {.files = s->files,
+                  .nfiles = s->nfiles,
+                  .names = calloc(s->nfiles, sizeof *j.names),
+                  .counts = calloc(s->nfiles, sizeof *j.counts),
+                  .err_file = SIZE_MAX};
+    if (!j.names || !j.counts) {
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    } else {
+        pthread_mutex_init(&j.lock, NULL);
+        locales_run(list_locale, &j);
+        pthread_mutex_destroy(&j.lock);
+        if (j.err_file != SIZE_MAX) {
+            *err = j.err;
+            rc = -1;
+        }
+    }
+    for (size_t f = 0; f < s->nfiles && j.names; f++) {
+        for (size_t i = 0; i < j.counts[f] && rc == 0; i++)
+            rc = add_sample(s, f, j.names[f][i], err);
+        for (size_t i = 0; i < j.counts[f]; i++)
+            free(j.names[f][i]);
+        free(j.names[f]);
+    }
+    free(j.names);
+    free(j.counts);
+    return rc;
+}
+
+static int read_text(const char *abs, char **text, size_t *len, h5ark_error *err) {
+    int fd = sysio.open(abs, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0)
+        return h5ark_fail(err, errno == ENOENT ? H5ARK_NOT_FOUND : H5ARK_IO_ERROR,
+                          "cannot open sample list '%s': %s", files_display(abs), strerror(errno));
+    struct stat sb;
+    int rc = 0;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))
+        rc = h5ark_fail(err, H5ARK_IO_ERROR, "sample list '%s' is not a regular file",
+                        files_display(abs));
+    else if ((uint64_t)sb.st_size > SAMPLE_LIST_MAX_BYTES)
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "sample list '%s' is larger than %u bytes",
+                        files_display(abs), SAMPLE_LIST_MAX_BYTES);
+    else if (!(*text = malloc((size_t)sb.st_size + 1)))
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    else if (io_pread_full(fd, *text, (uint64_t)sb.st_size, 0)) {
+        free(*text);
+        *text = NULL;
+        rc = h5ark_fail(err, H5ARK_IO_ERROR, "cannot read sample list '%s'", files_display(abs));
+    } else {
+        (*text)[sb.st_size] = '\0';
+        *len = (size_t)sb.st_size;
+    }
+    sysio.close(fd);
+    return rc;
+}
+
+static int samples_from_list(const char *rel, sample_set *s, h5ark_error *err) {
+    char abs[PATH_MAX];
+    if (files_resolve(rel, false, abs, err)) return -1;
+    char *text = NULL;
+    size_t len = 0;
+    if (read_text(abs, &text, &len, err)) return -1;
+    lbann_sample_list l;
+    char what[PATH_MAX + 20];
+    snprintf(what, sizeof what, "sample list '%s'", rel);
+    int rc = lbann_sample_list_parse(text, len, what, &l, err);
+    free(text);
+    if (rc) return -1;
+    /* the base directory is relative to the data directory; "." is the list's own folder */
+    char base[PATH_MAX];
+    const char *slash = strrchr(rel, '/');
+    if (strcmp(l.base, ".") == 0 || strcmp(l.base, "./") == 0)
+        snprintf(base, sizeof base, "%.*s", slash ? (int)(slash - rel) : 1, slash ? rel : ".");
+    else
+        snprintf(base, sizeof base, "%s", l.base);
+    for (size_t i = 0; rc == 0 && i < l.nfiles; i++) {
+        const lbann_list_file *lf = &l.files[i];
+        char joined[2 * PATH_MAX], fabs[PATH_MAX];
+        snprintf(joined, sizeof joined, "%s/%s", base, lf->file);
+        if (files_resolve(joined, false, fabs, err)) {
+            rc = h5ark_fail_context(err, "%s, file '%s'", what, lf->file);
+            break;
+        }
+        struct stat sb;
+        if (stat(fabs, &sb) != 0) {
+            rc = h5ark_fail(err, errno == ENOENT ? H5ARK_NOT_FOUND : H5ARK_IO_ERROR,
+                            "%s names '%s', which cannot be opened: %s", what, joined,
+                            strerror(errno));
+            break;
+        }
+        char *copy = strdup(fabs);
+        if (!copy || add_file(s, copy, err)) {
+            rc = copy ? -1 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+            break;
+        }
+        size_t f = s->nfiles - 1;
+        if (!l.exclude) {
+            for (size_t k = 0; rc == 0 && k < lf->nids; k++)
+                rc = add_sample(s, f, lf->ids[k], err);
+            continue;
+        }
+        /* exclusion: every top-level group but the ones named */
+        char **names;
+        size_t n, kept = 0;
+        if (top_groups(fabs, &names, &n, err)) {
+            rc = -1;
+            break;
+        }
+        for (size_t g = 0; g < n; g++) {
+            bool out = false;
+            for (size_t k = 0; k < lf->nids && !out; k++)
+                out = strcmp(names[g], lf->ids[k] + (lf->ids[k][0] == '/')) == 0;
+            if (!out && rc == 0) rc = add_sample(s, f, names[g], err), kept++;
+        }
+        for (size_t g = 0; g < n; g++)
+            free(names[g]);
+        free(names);
+        if (rc == 0 && kept != lf->nincluded)
+            rc = h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                            "%s: '%s' has %zu samples besides the %zu excluded, the list says "
+                            "%llu",
+                            what, lf->file, kept, lf->nids, (unsigned long long)lf->nincluded);
+    }
+    lbann_sample_list_free(&l);
+    return rc;
+}
+
+/* ---- reading and packing on the locales ------------------------------------------- */
+
+typedef struct {
+    h5ark_dtype dtype; /* in the file, for the first sample */
+    h5ark_dtype out;   /* in the row */
+    uint64_t count;
+    size_t group;
+    uint64_t offset; /* in the group's row, elements */
+} field_plan;
+
+typedef struct {
+    const lbann_fields *fields;
+    const lbann_groups *groups;
+    const sample_set *samples;
+    field_plan *plan;
+    uint64_t *width; /* per group */
+    object **arrays; /* per group, flat pdarrays [samples * width] */
+    uint64_t max_count;
+    pthread_mutex_t lock;
+    uint64_t err_sample; /* the lowest sample that failed */
+    h5ark_error err;
+} pack_job;
+
+static void note_error(pack_job *j, uint64_t sample, const h5ark_error *e) {
+    pthread_mutex_lock(&j->lock);
+    if (sample < j->err_sample) {
+        j->err_sample = sample;
+        j->err = *e;
+    }
+    pthread_mutex_unlock(&j->lock);
+}
+
+/* Write n elements at global element `at` of a block-distributed darray. */
+static void darray_put(darray *a, uint64_t at, const void *src, uint64_t n) {
+    const char *p = src;
+    while (n) {
+        int b = darray_shard_of(a, at);
+        shard *s = &a->shards[b];
+        uint64_t k = s->start + s->count - at;
+        if (k > n) k = n;
+        memcpy((char *)s->data + (at - s->start) * a->itemsize, p, k * a->itemsize);
+        p += k * a->itemsize;
+        at += k;
+        n -= k;
+    }
+}
+
+/* A probe's failure as the sample and field it concerns. */
+static void probe_failure(const sample_set *s, const lbann_fields *f, size_t first, size_t count,
+                          h5ark_code code, const char *message, h5ark_error *err) {
+    for (size_t i = first; i < first + count; i++)
+        for (size_t k = 0; k < f->n; k++) {
+            char quoted[2048];
+            snprintf(quoted, sizeof quoted, "'%s/%s'", s->ids[i], f->v[k].path);
+            if (code == H5ARK_NOT_FOUND && strstr(message, quoted)) {
+                h5ark_fail(err, H5ARK_SCHEMA_ERROR, "sample '%s' of '%s' lacks field '%s'",
+                           s->ids[i], files_display(s->files[s->file_of[i]]), f->v[k].path);
+                return;
+            }
+            if (strstr(message, quoted)) { /* a field the reader cannot take */
+                bool keep = code == H5ARK_IO_ERROR || code == H5ARK_RESOURCE_LIMIT ||
+                            code == H5ARK_FORBIDDEN;
+                h5ark_fail(err, keep ? code : H5ARK_SCHEMA_ERROR,
+                           "sample '%s' of '%s', field '%s': %s", s->ids[i],
+                           files_display(s->files[s->file_of[i]]), f->v[k].path, message);
+                return;
+            }
+        }
+    h5ark_fail(err, code, "samples of '%s': %s", files_display(s->files[s->file_of[first]]),
+               message);
+}
+
+/* Probe samples [first, first + count) of one file: a node per sample and field. */
+static int probe_run(const sample_set *s, const lbann_fields *f, size_t first, size_t count,
+                     read_probe *st, h5ark_error *err) {
+    size_t nd = count * f->n;
+    char **names = calloc(nd, sizeof *names);
+    if (!names) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    int rc = 0;
+    for (size_t i = 0; i < count && rc == 0; i++)
+        for (size_t k = 0; k < f->n && rc == 0; k++) {
+            size_t len = strlen(s->ids[first + i]) + strlen(f->v[k].path) + 2;
+            char *p = malloc(len);
+            if (!p) {
+                rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+                break;
+            }
+            snprintf(p, len, "%s/%s", s->ids[first + i], f->v[k].path);
+            names[i * f->n + k] = p;
+        }
+    read_probe_request rq = {.paths = &s->files[s->file_of[first]],
+                             .npaths = 1,
+                             .datasets = (const char *const *)names,
+                             .ndatasets = nd};
+    *st = (read_probe){0};
+    if (rc == 0 && sandbox_probe_read(&rq, st, err)) rc = -1;
+    if (rc == 0 && st->nerrors) {
+        probe_failure(s, f, first, count, st->errors[0].code, st->errors[0].message, err);
+        rc = -1;
+    }
+    if (rc == 0 && st->names.n != nd)
+        rc = h5ark_fail(err, H5ARK_INTERNAL, "the probe of '%s' found %zu of %zu datasets",
+                        files_display(s->files[s->file_of[first]]), st->names.n, nd);
+    for (size_t i = 0; i < nd; i++)
+        free(names[i]);
+    free(names);
+    if (rc) read_probe_clear(st);
+    return rc;
+}
+
+/* The field's count and file dtype as the probe found them. */
+static int field_facts(const read_node *n, const char *sample, const char *field, uint64_t *count,
+                       h5ark_dtype *dtype, h5ark_error *err) {
+    if ((n->kind != KIND_PDARRAY && n->kind != KIND_ARRAYVIEW) || n->ds.values.n != 1)
+        return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "sample '%s', field '%s': not a numeric dataset",
+                          sample, field);
+    *count = n->ds.values.total;
+    *dtype = n->ds.values.src[0].info.dtype;
+    if (*dtype == H5ARK_STRING || *dtype == H5ARK_BIGINT)
+        return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "sample '%s', field '%s': not a numeric dataset",
+                          sample, field);
+    return 0;
+}
+
+static int pack_run(pack_job *j, size_t first, size_t count, void *raw, void *tmp, void *row,
+                    h5ark_error *err) {
+    const sample_set *s = j->samples;
+    const lbann_fields *f = j->fields;
+    read_probe st;
+    if (probe_run(s, f, first, count, &st, err)) return -1;
+    int rc = 0;
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        uint64_t sample = first + i;
+        for (size_t k = 0; k < f->n && rc == 0; k++) {
+            const field_plan *p = &j->plan[k];
+            read_node *n = &st.nodes[i * f->n + k];
+            uint64_t cnt;
+            h5ark_dtype dt;
+            if (field_facts(n, s->ids[sample], f->v[k].path, &cnt, &dt, err)) {
+                rc = -1;
+                break;
+            }
+            if (cnt != p->count) {
+                rc = h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                                "sample '%s', field '%s': %llu elements where the first sample "
+                                "has %llu",
+                                s->ids[sample], f->v[k].path, (unsigned long long)cnt,
+                                (unsigned long long)p->count);
+                break;
+            }
+            if (!f->v[k].has_coerce && dt != p->dtype) {
+                rc = h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                                "sample '%s', field '%s': %s where the first sample has %s (a "
+                                "'coerce' makes them one type)",
+                                s->ids[sample], f->v[k].path, h5ark_dtype_name(dt),
+                                h5ark_dtype_name(p->dtype));
+                break;
+            }
+            n->ds.values.dtype = dt; /* read as stored; converted by the transform */
+            if (read_part_range(&n->ds.values, 0, cnt, raw, err)) {
+                h5ark_fail_context(err, "sample '%s', field '%s'", s->ids[sample], f->v[k].path);
+                rc = -1;
+                break;
+            }
+            lbann_field_transform(&f->v[k], raw, dt, cnt, row, tmp);
+            darray_put(j->arrays[p->group]->values, sample * j->width[p->group] + p->offset, row,
+                       cnt);
+        }
+    }
+    read_probe_clear(&st);
+    return rc;
+}
+
+/* Each locale packs its block of samples, a probe per run of samples in one file. */
+static void pack_locale(int locale, void *ctx) {
+    pack_job *j = ctx;
+    uint64_t n = j->samples->n;
+    int parts = locales_count();
+    uint64_t lo = locales_block_start(n, parts, locale),
+             hi = locales_block_start(n, parts, locale + 1);
+    if (lo >= hi) return;
+    size_t bytes = (size_t)(j->max_count ? j->max_count : 1) * 8;
+    void *raw = malloc(bytes), *tmp = malloc(bytes), *row = malloc(bytes);
+    h5ark_error err = {0};
+    if (!raw || !tmp || !row) {
+        h5ark_fail(&err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        note_error(j, lo, &err);
+    } else {
+        /* runs of at most 256 samples: a probe's answer stays small */
+        for (uint64_t a = lo; a < hi;) {
+            uint64_t b = a + 1;
+            while (b < hi && b - a < 256 && j->samples->file_of[b] == j->samples->file_of[a])
+                b++;
+            pthread_mutex_lock(&j->lock);
+            bool stop = j->err_sample < a;
+            pthread_mutex_unlock(&j->lock);
+            if (stop) break;
+            if (pack_run(j, a, b - a, raw, tmp, row, &err)) {
+                note_error(j, a, &err);
+                break;
+            }
+            a = b;
+        }
+    }
+    free(raw);
+    free(tmp);
+    free(row);
+}
+
+/* The sample ids as a Strings object. */
+static object *ids_object(const sample_set *s, h5ark_error *err) {
+    int L = locales_count();
+    uint64_t *counts = calloc((size_t)L, sizeof *counts);
+    if (!counts) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory"), NULL;
+    for (int b = 0; b < L; b++)
+        for (uint64_t i = locales_block_start(s->n, L, b); i < locales_block_start(s->n, L, b + 1);
+             i++)
+            counts[b] += strlen(s->ids[i]) + 1;
+    object *o = object_new_strings(s->n, counts, err);
+    free(counts);
+    if (!o) return NULL;
+    uint64_t off = 0;
+    for (uint64_t i = 0; i < s->n; i++) {
+        size_t len = strlen(s->ids[i]) + 1;
+        ((int64_t *)o->segments->shards[darray_shard_of(o->segments, i)]
+             .data)[i - o->segments->shards[darray_shard_of(o->segments, i)].start] = (int64_t)off;
+        darray_put(o->values, off, s->ids[i], len);
+        off += len;
+    }
+    return o;
+}
+
+static int prefixed_name(const char *prefix, const char *what, char *out, size_t cap,
+                         h5ark_error *err) {
+    int n = snprintf(out, cap, "%s%s", prefix, what);
+    if (n < 0 || (size_t)n >= cap) return h5ark_fail(err, H5ARK_BAD_REQUEST, "pack: name too long");
+    for (char *p = out; *p; p++)
+        if (*p == '/') *p = '.'; /* object names hold no '/' */
+    return 0;
+}
+
+static int cmd_pack(command_ctx *ctx, h5ark_error *err) {
+    if (ranks_count() > 1) return ranks_not_yet(err, "pack");
+    const h5ark_value *paths = arg_value(ctx, "paths");
+    const char *list = arg_str(ctx, "sample_list", NULL);
+    if (!paths == !list)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "pack: give the samples as 'paths' or as 'sample_list' (one of them)");
+    const char *prefix = arg_str(ctx, "name", NULL);
+    const h5ark_value *ds_arg = arg_value(ctx, "data_schema");
+    const h5ark_value *es_arg = arg_value(ctx, "experiment_schema");
+    h5ark_value *data = NULL, *exp = NULL;
+    lbann_fields fields = {0};
+    lbann_groups groups = {0};
+    sample_set samples = {0};
+    pack_job job = {0};
+    object *ids = NULL;
+    int rc = -1;
+    bool entered = false;
+    if (lbann_yaml_parse(ds_arg->as.s.ptr, ds_arg->as.s.len, "data_schema", &data, err)) goto out;
+    if (es_arg &&
+        lbann_yaml_parse(es_arg->as.s.ptr, es_arg->as.s.len, "experiment_schema", &exp, err))
+        goto out;
+    if (lbann_fields_make(data, exp, &fields, ctx->warnings, err) ||
+        lbann_groups_make(&fields, &groups, err))
+        goto out;
+    twin_readers_enter();
+    entered = true;
+    if (paths ? samples_from_paths(paths, &samples, err) : samples_from_list(list, &samples, err))
+        goto out;
+    if (samples.n == 0) {
+        h5ark_fail(err, H5ARK_SCHEMA_ERROR, "pack: the %s name no samples",
+                   paths ? "files" : "sample list");
+        goto out;
+    }
+    job.plan = calloc(fields.n, sizeof *job.plan);
+    job.width = calloc(groups.n, sizeof *job.width);
+    job.arrays = calloc(groups.n, sizeof *job.arrays);
+    if (!job.plan || !job.width || !job.arrays) {
+        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        goto out;
+    }
+    /* the first sample decides every field's size and type */
+    {
+        read_probe st;
+        if (probe_run(&samples, &fields, 0, 1, &st, err)) goto out;
+        int frc = 0;
+        for (size_t k = 0; k < fields.n && frc == 0; k++) {
+            field_plan *p = &job.plan[k];
+            frc = field_facts(&st.nodes[k], samples.ids[0], fields.v[k].path, &p->count, &p->dtype,
+                              err);
+            if (frc == 0 && lbann_field_check(&fields.v[k], p->count, err))
+                frc = h5ark_fail_context(err, "sample '%s'", samples.ids[0]);
+            p->out = lbann_field_dtype(&fields.v[k], p->dtype);
+            if (p->count > job.max_count) job.max_count = p->count;
+        }
+        read_probe_clear(&st);
+        if (frc) goto out;
+    }
+    for (size_t g = 0; g < groups.n; g++) {
+        const lbann_group *gr = &groups.v[g];
+        h5ark_dtype dt = job.plan[gr->members[0]].out;
+        for (size_t m = 0; m < gr->n; m++) {
+            field_plan *p = &job.plan[gr->members[m]];
+            const char *path = fields.v[gr->members[m]].path;
+            if (gr->packed && p->out != H5ARK_FLOAT32 && p->out != H5ARK_FLOAT64) {
+                h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                           "pack group '%s': field '%s' is %s; packed fields must be float32 or "
+                           "float64 (coerce: float or double)",
+                           gr->name, path, h5ark_dtype_name(p->out));
+                goto out;
+            }
+            if (p->out != dt) {
+                h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                           "pack group '%s' mixes dtypes: field '%s' is %s, field '%s' is %s",
+                           gr->name, fields.v[gr->members[0]].path, h5ark_dtype_name(dt), path,
+                           h5ark_dtype_name(p->out));
+                goto out;
+            }
+            p->group = g;
+            p->offset = job.width[g];
+            job.width[g] += p->count;
+        }
+        if (job.width[g] && samples.n > OBJECT_MAX_ELEMENTS / job.width[g]) {
+            h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "pack group '%s' would be too large", gr->name);
+            goto out;
+        }
+        if (!(job.arrays[g] = object_new_pdarray(dt, samples.n * job.width[g], err))) goto out;
+    }
+    if (!(ids = ids_object(&samples, err))) goto out;
+    job.fields = &fields;
+    job.groups = &groups;
+    job.samples = &samples;
+    job.err_sample = UINT64_MAX;
+    pthread_mutex_init(&job.lock, NULL);
+    locales_run(pack_locale, &job);
+    pthread_mutex_destroy(&job.lock);
+    twin_readers_leave();
+    entered = false;
+    if (job.err_sample != UINT64_MAX) {
+        *err = job.err;
+        goto out;
+    }
+    /* the 2-D results, published all or none */
+    object **views = calloc(groups.n, sizeof *views);
+    if (!views) {
+        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        goto out;
+    }
+    int prc = 0;
+    for (size_t g = 0; g < groups.n && prc == 0; g++) {
+        uint64_t shape[2] = {samples.n, job.width[g]};
+        if (!(views[g] = arrayview_reshape(job.arrays[g], groups.v[g].name, shape, 2, err)))
+            prc = -1;
+    }
+    size_t published = 0;
+    char nm[512];
+    if (prc == 0 && (!prefix || prefixed_name(prefix, "sample_ids", nm, sizeof nm, err) == 0) &&
+        registry_publish(ids, prefix ? nm : NULL, err) == 0) {
+        for (; published < groups.n; published++)
+            if ((prefix && prefixed_name(prefix, groups.v[published].name, nm, sizeof nm, err)) ||
+                registry_publish(views[published], prefix ? nm : NULL, err))
+                break;
+        if (published < groups.n) {
+            for (size_t g = 0; g < published; g++)
+                registry_remove(views[g]->name, &(h5ark_error){0});
+            registry_remove(ids->name, &(h5ark_error){0});
+        } else {
+            rc = 0;
+        }
+    }
+    if (rc == 0) {
+        h5ark_value *gmap = h5ark_value_map(), *fmap = h5ark_value_map();
+        for (size_t g = 0; gmap && g < groups.n; g++)
+            h5ark_value_set(gmap, groups.v[g].name, object_describe(views[g]));
+        for (size_t k = 0; fmap && k < fields.n; k++) {
+            const field_plan *p = &job.plan[k];
+            h5ark_value *e = h5ark_value_map(), *dims = h5ark_value_array();
+            uint64_t d[34];
+            size_t nd = lbann_field_dims(&fields.v[k], p->count, d);
+            for (size_t i = 0; dims && i < nd; i++)
+                h5ark_value_push(dims, h5ark_value_uint(d[i]));
+            if (!e || !dims ||
+                h5ark_value_set(e, "group", h5ark_value_str(groups.v[p->group].name)) ||
+                h5ark_value_set(e, "offset", h5ark_value_uint(p->offset)) ||
+                h5ark_value_set(e, "length", h5ark_value_uint(p->count)) ||
+                h5ark_value_set(e, "dims", dims) ||
+                h5ark_value_set(e, "dtype", h5ark_value_str(h5ark_dtype_name(p->out))) ||
+                h5ark_value_set(fmap, fields.v[k].path, e)) {
+                rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+                break;
+            }
+        }
+        if (rc == 0 && (!gmap || !fmap))
+            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        if (rc == 0 && (reply_set(ctx, "samples", h5ark_value_uint(samples.n), err) ||
+                        reply_set(ctx, "sample_ids", object_describe(ids), err) ||
+                        reply_set(ctx, "groups", gmap, err) || reply_set(ctx, "fields", fmap, err)))
+            rc = -1;
+        else
+            gmap = fmap = NULL;
+        h5ark_value_destroy(&gmap);
+        h5ark_value_destroy(&fmap);
+        if (rc) { /* the objects stay only with a reply that names them */
+            for (size_t g = 0; g < groups.n; g++)
+                registry_remove(views[g]->name, &(h5ark_error){0});
+            registry_remove(ids->name, &(h5ark_error){0});
+        }
+    }
+    for (size_t g = 0; g < groups.n; g++)
+        object_release(views[g]);
+    free(views);
+out:
+    if (entered) twin_readers_leave();
+    for (size_t g = 0; job.arrays && g < groups.n; g++)
+        object_release(job.arrays[g]);
+    object_release(ids);
+    free(job.arrays);
+    free(job.width);
+    free(job.plan);
+    samples_free(&samples);
+    lbann_groups_free(&groups);
+    lbann_fields_free(&fields);
+    h5ark_value_destroy(&data);
+    h5ark_value_destroy(&exp);
+    return rc;
+}
+
+const command_def lbann_commands[] = {
+    {"pack",
+     cmd_pack,
+     {{"data_schema", ARG_STR, true},
+      {"experiment_schema", ARG_STR, false},
+      {"paths", ARG_STR_ARRAY, false},
+      {"sample_list", ARG_STR, false},
+      {"name", ARG_STR, false},
+      {0}},
+     .ranks = RANKS_NOT_YET},
+    {0},
+};

@@ -1,0 +1,1209 @@
+"""The Arkouda endpoint (--arkouda-endpoint): Arkouda's own wire dialect, spoken here with
+nothing but pyzmq and json as Arkouda's client does (../shared/ARKOUDA_WIRE.md), against
+a real daemon that shares its registry with the native endpoint."""
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import threading
+
+import pytest
+import zmq
+
+from conftest import Daemon, daemon_binary, request
+
+CREATED = re.compile(r"^created (id_[0-9A-Za-z]{7}_\d+) (\w+) (\d+) 1 \[(\d+)\] (\d+)$")
+
+
+def ak_args(**params):
+    """Arkouda's double encoding: a JSON list of JSON strings of {key, dtype, val}."""
+    items = []
+    for key, val in params.items():
+        dtype = "str"
+        if isinstance(val, bool):
+            val, dtype = ("True" if val else "False"), "bool"
+        elif isinstance(val, int):
+            val, dtype = str(val), "int64"
+        elif isinstance(val, (list, tuple)):
+            val = json.dumps([str(v) for v in val])
+        items.append(json.dumps({"key": key, "dtype": dtype, "val": val}))
+    return json.dumps(items)
+
+
+class Ak:
+    """A REQ socket speaking Arkouda's envelope."""
+
+    def __init__(self, endpoint, token="", user="tester"):
+        self.endpoint, self.token, self.user = endpoint, token, user
+        self.ctx = zmq.Context.instance()
+        self._open()
+
+    def _open(self):
+        self.sock = self.ctx.socket(zmq.REQ)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.setsockopt(zmq.RCVTIMEO, 30000)
+        self.sock.connect(self.endpoint)
+
+    def close(self):
+        self.sock.close()
+
+    def send_raw(self, frames):
+        self.sock.send_multipart(frames)
+        return self.sock.recv_multipart()
+
+    def envelope(self, cmd, params=None, binary=False, size=None):
+        args = "" if params is None else ak_args(**params)
+        n = -1 if params is None else len(params)
+        return json.dumps({"user": self.user, "token": self.token, "cmd": cmd,
+                           "format": "BINARY" if binary else "STRING", "args": args,
+                           "size": n if size is None else size})
+
+    def raw(self, cmd, params=None, payload=None):
+        """The reply frames of one request."""
+        head = self.envelope(cmd, params, binary=payload is not None)
+        if payload is None:
+            return self.send_raw([head.encode()])
+        return self.send_raw([head.encode() + b"BINARY_PAYLOAD", payload])
+
+    def reply(self, cmd, params=None, payload=None):
+        frames = self.raw(cmd, params, payload)
+        assert len(frames) == 1
+        return json.loads(frames[0])
+
+    def ok(self, cmd, params=None, payload=None):
+        r = self.reply(cmd, params, payload)
+        assert r["msgType"] == "NORMAL", r
+        assert r["user"] == self.user and r["msgFormat"] == "STRING"
+        return r["msg"]
+
+    def error(self, cmd, params=None, payload=None):
+        r = self.reply(cmd, params, payload)
+        assert r["msgType"] == "ERROR", r
+        return r["msg"]
+
+    def created(self, cmd, params=None, payload=None):
+        msg = self.ok(cmd, params, payload)
+        m = CREATED.match(msg)
+        assert m, msg
+        return m.group(1), m.group(2), int(m.group(3))
+
+
+@pytest.fixture(scope="module")
+def akd(tmp_path_factory):
+    sock = tmp_path_factory.mktemp("ak") / "ak.sock"
+    d = Daemon(locales=3, extra_args=["--arkouda-endpoint", f"ipc://{sock}"])
+    d.ak_endpoint = f"ipc://{sock}"
+    yield d
+    d.cleanup()
+
+
+@pytest.fixture
+def ak(akd):
+    c = Ak(akd.ak_endpoint)
+    yield c
+    c.close()
+
+
+def native(akd, cmd, **args):
+    hdr, frames = request(akd.endpoint, {"v": 1, "cmd": cmd, "args": args})
+    return hdr, frames
+
+
+# ---- step 1: envelope, handshake, session, errors ----
+
+def test_connect_handshake(ak, akd):
+    msg = ak.ok("connect")
+    assert msg.startswith("connected to arkouda server ipc://")
+    config = json.loads(ak.ok("getconfig", {}))
+    for key in ("arkoudaVersion", "regexMaxCaptures", "byteorder", "pythonVersion",
+                "numLocales", "serverHostname", "ServerPort", "maxTaskPar", "physicalMemory"):
+        assert key in config, key
+    assert config["byteorder"] == "little"
+    assert config["numLocales"] == 3
+    assert isinstance(config["regexMaxCaptures"], int)
+    reg = json.loads(ak.ok("getRegistrationConfig", {}))
+    assert reg["parameter_classes"]["array"]["nd"] == [1]
+    assert ak.ok("note", {"message": "testing: TestHDF5"}) == "noted"
+    assert ak.ok("disconnect").startswith("disconnected from arkouda server")
+
+
+def test_connect_verbatim_envelope(ak):
+    """The bytes the client sends, as captured."""
+    frames = ak.send_raw([b'{"user": "root", "token": "", "cmd": "connect", "format": "STRING", '
+                          b'"args": "", "size": -1}'])
+    r = json.loads(frames[0])
+    assert r["msgType"] == "NORMAL" and r["user"] == "root"
+    assert set(r) == {"msg", "msgType", "msgFormat", "user"}
+
+
+def test_unknown_command(ak):
+    r = ak.reply("toParquet_multi", {"columns": ["a"], "num_cols": 1})
+    assert r == {"msg": "Unrecognized command: toParquet_multi", "msgType": "ERROR",
+                 "msgFormat": "STRING", "user": "tester"}
+    assert ak.error("nosuch<int64,1>", {}) == "Unrecognized command: nosuch<int64,1>"
+
+
+
+@pytest.mark.parametrize("frame", [
+    b"not json",
+    b"[1, 2]",
+    b'{"user": "u", "cmd": 5, "format": "STRING", "args": "", "size": -1}',
+    b'{"user": "u", "format": "STRING", "args": "", "size": -1}',
+    b'{"user": "u", "cmd": "note", "format": "STRING", "args": "[1, 2", "size": 1}',
+    b'{"user": "u", "cmd": "note", "format": "STRING", "args": "[\\"{}\\"]", "size": 1}',
+    b'{"user": "u", "cmd": "note", "format": "STRING", "args": 7, "size": 1}',
+    b'{"user": 3, "cmd": "note", "format": "STRING", "args": "", "size": 1}',
+    b'{"user": "u", "cmd": "arange<int64", "format": "STRING", "args": "[]", "size": 0}',
+    b'{"user": "u", "cmd": "note", "format": "BINARY", "args": "[]", "size": 0}',
+    b'',
+])
+def test_malformed_requests(ak, frame):
+    r = json.loads(ak.send_raw([frame])[0])
+    assert r["msgType"] == "ERROR"
+    assert r["msg"].startswith("Error")
+    assert "msgFormat" in r and "user" in r
+    assert ak.ok("note", {"message": "still here"}) == "noted"
+
+
+def test_wrong_arg_types(ak):
+    assert "argument 'stop' must be a number" in ak.error(
+        "arange<int64,1>", {"start": 0, "stop": "ten", "step": 1})
+    assert "missing argument 'name'" in ak.error("delete", {})
+    assert "must be a JSON list" in ak.error("info", {"names": "[1, 2]"})
+    assert ak.ok("note", {"message": "x"}) == "noted"
+
+
+def test_delete_and_info(ak, akd):
+    name, dtype, size = ak.created("arange<int64,1>", {"start": 0, "stop": 10, "step": 1})
+    assert (dtype, size) == ("int64", 10)
+    infos = json.loads(ak.ok("info", {"names": "__AllSymbols__"}))
+    mine = [i for i in infos if i["name"] == name]
+    assert mine == [{"name": name, "dtype": "int64", "size": 10, "ndim": 1, "shape": [10],
+                     "itemsize": 8, "registered": False}]
+    assert json.loads(ak.ok("info", {"names": "__RegisteredSymbols__"})) == []
+    assert ak.ok("delete", {"name": name}) == f"deleted {name}"
+    assert "no object named" in ak.error("delete", {"name": name})
+    hdr, _ = native(akd, "info", names=[name])
+    assert not hdr["ok"]
+
+
+def test_one_registry(ak, akd):
+    """An object made through either endpoint is visible through both, by one name."""
+    hdr, _ = native(akd, "create", dtype="int64", size=5, fill="arange", stop=5)
+    assert hdr["ok"]
+    name = hdr["result"]["object"]["name"]
+    assert re.match(r"^id_[0-9A-Za-z]{7}_\d+$", name)
+    infos = json.loads(ak.ok("info", {"names": json.dumps([name])}))
+    assert infos[0]["name"] == name and infos[0]["size"] == 5
+    made, _, _ = ak.created("arange<int64,1>", {"start": 0, "stop": 4, "step": 1})
+    hdr, _ = native(akd, "info", names=[made])
+    assert hdr["ok"] and hdr["result"]["objects"][0]["size"] == 4
+    assert ak.ok("delete", {"name": name}) == f"deleted {name}"
+    native(akd, "delete", names=[made])
+
+
+def test_tokens(tmp_path):
+    tokens = tmp_path / "tokens"
+    tokens.write_text("sekrit write\nlooker read\n")
+    sock = tmp_path / "akt.sock"
+    d = Daemon(locales=2, token="sekrit", token_file=tokens,
+               extra_args=["--arkouda-endpoint", f"ipc://{sock}"])
+    try:
+        anon = Ak(f"ipc://{sock}")
+        r = anon.reply("connect")
+        assert r["msgType"] == "ERROR" and "requires a token" in r["msg"]
+        # an unknown command is not revealed without a token
+        assert "requires a token" in anon.error("nosuch", {})
+        bad = Ak(f"ipc://{sock}", token="wrong")
+        assert "not valid" in bad.error("getconfig", {})
+        good = Ak(f"ipc://{sock}", token="sekrit")
+        assert good.ok("connect").startswith("connected")
+        good.created("arange<int64,1>", {"start": 0, "stop": 3, "step": 1})
+        reader = Ak(f"ipc://{sock}", token="looker")
+        assert reader.ok("getconfig", {})
+        assert "may only read" in reader.error("arange<int64,1>", {"start": 0, "stop": 3,
+                                                                    "step": 1})
+        for c in (anon, bad, good, reader):
+            c.close()
+    finally:
+        d.cleanup()
+
+
+def test_off_by_default(akd):
+    hdr, _ = native(akd, "ping")
+    assert hdr["ok"]
+    assert f"Arkouda clients at {akd.ak_endpoint}" in akd.read_log()
+    d = Daemon(locales=1)
+    try:
+        assert "Arkouda" not in d.read_log()
+    finally:
+        d.cleanup()
+
+
+# ---- step 2: transfer ----
+
+import numpy as np  # noqa: E402
+
+
+def upload(ak, arr):
+    dtype = {"int64": "int64", "float64": "float64", "bool": "bool", "uint64": "uint64"}[
+        str(arr.dtype)]
+    return ak.created(f"array<{dtype},1>", {"dtype": dtype, "shape": [str(arr.size)],
+                                            "seg_string": False}, payload=arr.tobytes())
+
+
+def download(ak, name, dtype, n):
+    frames = ak.raw(f"tondarray<{dtype},1>", {"array": name})
+    assert len(frames) == 1
+    assert len(frames[0]) == n * np.dtype(dtype).itemsize
+    return np.frombuffer(frames[0], dtype=dtype)
+
+
+@pytest.mark.parametrize("arr", [
+    np.array([-52, 63, 84, 52] * 250, dtype=np.int64),
+    np.random.default_rng(1).normal(size=1000),
+    np.array([True, False, False, True]),
+    np.array([0, 1, 2**63 + 3, 2**64 - 1], dtype=np.uint64),
+    np.arange(300_000, dtype=np.int64),  # several locales, several frames
+    np.zeros(0, dtype=np.float64),
+], ids=["int64", "float64", "bool", "uint64", "large", "empty"])
+def test_array_round_trip(ak, akd, arr):
+    name, dtype, size = upload(ak, arr)
+    assert dtype == str(arr.dtype) and size == arr.size
+    np.testing.assert_array_equal(download(ak, name, dtype, arr.size), arr)
+    # the same bytes through the native endpoint
+    hdr, frames = native(akd, "get", name=name)
+    assert hdr["ok"]
+    np.testing.assert_array_equal(np.frombuffer(b"".join(frames), dtype=arr.dtype), arr)
+    assert ak.ok("delete", {"name": name}) == f"deleted {name}"
+
+
+def test_array_verbatim_capture(ak):
+    """array<bool,1> as captured: 4 bytes 01000001."""
+    head = (b'{"user": "root", "token": "", "cmd": "array<bool,1>", "format": "BINARY", "args": '
+            b'"[\\"{\\\\\\"key\\\\\\": \\\\\\"dtype\\\\\\", \\\\\\"dtype\\\\\\": \\\\\\"str\\\\\\", '
+            b'\\\\\\"val\\\\\\": \\\\\\"bool\\\\\\"}\\", \\"{\\\\\\"key\\\\\\": \\\\\\"shape\\\\\\", '
+            b'\\\\\\"dtype\\\\\\": \\\\\\"int64\\\\\\", \\\\\\"val\\\\\\": \\\\\\"[\\\\\\\\\\\\\\"4'
+            b'\\\\\\\\\\\\\\"]\\\\\\"}\\", \\"{\\\\\\"key\\\\\\": \\\\\\"seg_string\\\\\\", '
+            b'\\\\\\"dtype\\\\\\": \\\\\\"bool\\\\\\", \\\\\\"val\\\\\\": \\\\\\"False\\\\\\"}\\"]", '
+            b'"size": 3}BINARY_PAYLOAD')
+    r = json.loads(ak.send_raw([head, bytes.fromhex("01000001")])[0])
+    m = CREATED.match(r["msg"])
+    assert m and m.group(2) == "bool" and m.group(3) == "4", r
+    frames = ak.raw("tondarray<bool,1>", {"array": m.group(1)})
+    assert frames == [bytes.fromhex("01000001")]
+
+
+def test_array_errors(ak):
+    arr = np.arange(4, dtype=np.int64)
+    # byte count that does not match the shape
+    msg = ak.error("array<int64,1>", {"dtype": "int64", "shape": ["5"], "seg_string": False},
+                   payload=arr.tobytes())
+    assert "bytes" in msg
+    assert "shape" in ak.error("array<int64,1>", {"dtype": "int64", "shape": ["-1"]},
+                               payload=b"")
+    assert "shape" in ak.error("array<int64,1>", {"dtype": "int64",
+                                                  "shape": ["99999999999999999999999"]},
+                               payload=b"")
+    # huge: refused, not allocated
+    msg = ak.error("array<int64,1>", {"dtype": "int64", "shape": [str(2**60)]}, payload=b"x")
+    assert msg.startswith("Error executing command")
+    assert "bool" in ak.error("array<bool,1>", {"dtype": "bool", "shape": ["2"]},
+                              payload=b"\x00\x07")
+    # BINARY format needed, and a STRING command takes no bytes
+    r = json.loads(ak.send_raw([ak.envelope("array<int64,1>", {"shape": ["1"]}).encode()])[0])
+    assert r["msgType"] == "ERROR" and "BINARY" in r["msg"]
+    assert "dtype" in ak.error("array<str,1>", {"shape": ["1"]}, payload=b"a\x00")
+    assert ak.ok("note", {"message": "x"}) == "noted"
+
+
+def test_tondarray_errors_are_raw_frames(ak):
+    frames = ak.raw("tondarray<int64,1>", {"array": "id_nothere_1"})
+    assert len(frames) == 1 and frames[0].startswith(b"Error: ") and b"id_nothere_1" in frames[0]
+    name, _, _ = upload(ak, np.arange(3, dtype=np.int64))
+    frames = ak.raw("tondarray<float64,1>", {"array": name})
+    assert frames[0].startswith(b"Error: ")
+    frames = ak.raw("tondarray<int64,1>", {})
+    assert frames[0].startswith(b"Error: ") and b"array" in frames[0]
+    ak.ok("delete", {"name": name})
+
+
+def encode_ak_strings(strs):
+    return b"".join(s.encode() + b"\x00" for s in strs)
+
+
+@pytest.mark.parametrize("strs", [["ab", "", "cde", '"q"'], [], ["x" * 1000] * 300,
+                                  ["héllo", "wörld"]], ids=["small", "none", "long", "utf8"])
+def test_strings_round_trip(ak, akd, strs):
+    data = encode_ak_strings(strs)
+    msg = ak.ok("arraySegString<uint8>", {"size": len(data)}, payload=data)
+    m = re.match(r"^created (id_\w+) str (\d+) 1 \[(\d+)\] 1\+created bytes.size (\d+)$", msg)
+    assert m, msg
+    name = m.group(1)
+    assert int(m.group(2)) == len(strs) and int(m.group(4)) == len(data)
+    offsets = ak.raw("segStr-tondarray", {"obj": name, "comp": "offsets"})
+    values = ak.raw("segStr-tondarray", {"obj": name, "comp": "values"})
+    assert len(offsets) == 1 and len(values) == 1
+    off = np.frombuffer(offsets[0], dtype=np.int64)
+    assert values[0] == data
+    expect = np.cumsum([0] + [len(s.encode()) + 1 for s in strs])[:-1]
+    np.testing.assert_array_equal(off, expect)
+    # the native endpoint sees the same strings
+    hdr, _ = native(akd, "info", names=[name])
+    assert hdr["result"]["objects"][0]["objtype"] == "strings"
+    ak.ok("delete", {"name": name})
+
+
+def test_strings_errors(ak):
+    assert "NUL" in ak.error("arraySegString<uint8>", {"size": 2}, payload=b"ab")
+    assert "size" in ak.error("arraySegString<uint8>", {"size": 5}, payload=b"ab\x00")
+    frames = ak.raw("segStr-tondarray", {"obj": "id_nope_1", "comp": "values"})
+    assert frames[0].startswith(b"Error: ")
+    name, _, _ = upload(ak, np.arange(3, dtype=np.int64))
+    assert ak.raw("segStr-tondarray", {"obj": name, "comp": "offsets"})[0].startswith(b"Error: ")
+    ak.ok("delete", {"name": name})
+
+
+# ---- step 3: HDF5 I/O ----
+
+import h5py  # noqa: E402
+
+
+def put_strings(ak, strs):
+    data = encode_ak_strings(strs)
+    msg = ak.ok("arraySegString<uint8>", {"size": len(data)}, payload=data)
+    return msg.split()[1]
+
+
+def get_strings(ak, name):
+    off = np.frombuffer(ak.raw("segStr-tondarray", {"obj": name, "comp": "offsets"})[0],
+                        dtype=np.int64)
+    val = ak.raw("segStr-tondarray", {"obj": name, "comp": "values"})[0]
+    ends = list(off[1:]) + [len(val)]
+    return [val[s:e - 1].decode() for s, e in zip(off, ends)]
+
+
+def tohdf(ak, path, dset, obj_type, write_mode=0, file_format=1, **parts):
+    return ak.ok("tohdf", {**parts, "dset": dset, "write_mode": write_mode, "filename": str(path),
+                           "objType": obj_type, "file_format": file_format})
+
+
+def read_all(ak, dsets, filenames, **opts):
+    params = {"strict_types": True, "dset_size": len(dsets), "filename_size": len(filenames),
+              "allow_errors": False, "calc_string_offsets": False, "dsets": list(dsets),
+              "filenames": [str(f) for f in filenames], "tag_data": False}
+    params.update(opts)
+    reply = json.loads(ak.ok("readAllHdf", params))
+    return reply, json.loads(reply["items"])
+
+
+def created_name(text):
+    m = re.match(r"^created (\S+) (\w+) (\d+) 1 \[(\d+)\] (\d+)", text)
+    assert m, text
+    return m.group(1)
+
+
+def locale_files(path, n=3):
+    return [f"{path}_LOCALE{i:04d}" for i in range(n)]
+
+
+def test_pdarray_files(ak, akd):
+    base = akd.data_dir / "ak_pd" / "pda_test"
+    base.parent.mkdir(exist_ok=True)
+    a = np.arange(10, dtype=np.int64) * 7
+    f = np.linspace(0, 1, 10)
+    b = np.array([True, False] * 5)
+    na, _, _ = upload(ak, a)
+    nf, _, _ = upload(ak, f)
+    nb, _, _ = upload(ak, b)
+    assert tohdf(ak, base, "array", "pdarray", 0, values=na) == "Dataset written successfully!"
+    tohdf(ak, base, "floats", "pdarray", 1, values=nf)
+    tohdf(ak, base, "bools", "pdarray", 1, values=nb)
+    parts = locale_files(base)
+    got = []
+    for p in parts:
+        with h5py.File(p, "r") as h:
+            assert h.attrs["File_Format"] == 1
+            assert h["array"].attrs["ObjType"] == 1
+            assert h["bools"].attrs["isBool"] == 1
+            got.append(h["array"][:])
+    np.testing.assert_array_equal(np.concatenate(got), a)
+    # what the client sends before reading
+    assert ak.ok("getfiletype", {"filename": f"{base}_LOCALE*"}) == "HDF5"
+    assert ak.ok("hdffileformat", {"filename": f"{base}*"}) == "distribute"
+    assert json.loads(ak.ok("lsany", {"filename": parts[0], "col_delim": ",",
+                                      "read_nested": True})) == ["array", "bools", "floats"]
+    reply, items = read_all(ak, ["array", "bools", "floats"], [f"{base}_LOCALE*"])
+    assert [i["dataset_name"] for i in items] == ["array", "bools", "floats"]
+    assert [i["arkouda_type"] for i in items] == ["PDARRAY"] * 3
+    assert set(reply) == {"items"}
+    for item, arr in zip(items, (a, b, f)):
+        name = created_name(item["created"])
+        np.testing.assert_array_equal(download(ak, name, str(arr.dtype), arr.size), arr)
+    # single file, and a path relative to the data directory
+    tohdf(ak, "ak_pd/single.h5", "array", "pdarray", 0, 0, values=na)
+    with h5py.File(akd.data_dir / "ak_pd" / "single.h5", "r") as h:
+        assert h.attrs["File_Format"] == 0
+        np.testing.assert_array_equal(h["array"][:], a)
+    assert ak.ok("hdffileformat", {"filename": str(akd.data_dir / "ak_pd" / "single.h5")}) == \
+        "single"
+
+
+def test_update_overwrite(ak, akd):
+    base = akd.data_dir / "ak_upd"
+    na, _, _ = upload(ak, np.arange(5, dtype=np.int64))
+    nb, _, _ = upload(ak, np.arange(5, dtype=np.int64) + 100)
+    tohdf(ak, base, "array", "pdarray", 0, values=na)
+    ak.ok("tohdf", {"values": nb, "dset": "array", "write_mode": 1, "filename": str(base),
+                    "objType": "pdarray", "file_format": 1, "overwrite": True})
+    _, items = read_all(ak, ["array"], [f"{base}*"])
+    got = download(ak, created_name(items[0]["created"]), "int64", 5)
+    np.testing.assert_array_equal(got, np.arange(5) + 100)
+
+
+def test_strings_files(ak, akd):
+    base = akd.data_dir / "ak_str"
+    strs = ["alpha", "", "gamma", "dé", "x" * 50]
+    name = put_strings(ak, strs)
+    ak.ok("tohdf", {"values": name, "dset": "strings_array", "write_mode": 0,
+                    "filename": str(base), "dtype": "<U0", "save_offsets": True,
+                    "objType": "strings", "file_format": 1})
+    got = []
+    for p in locale_files(base):
+        with h5py.File(p, "r") as h:
+            g = h["strings_array"]
+            assert g.attrs["ObjType"] == 2
+            vals = bytes(g["values"][:])
+            got += [s.decode() for s in vals.split(b"\x00")[:-1]]
+    assert got == strs
+    _, items = read_all(ak, ["strings_array"], [f"{base}*"])
+    assert items[0]["arkouda_type"] == "STRINGS"
+    assert re.match(r"^created \S+ str 5 1 \[5\] 1\+created bytes.size \d+$", items[0]["created"])
+    assert get_strings(ak, created_name(items[0]["created"])) == strs
+
+
+def test_segarray_categorical_files(ak, akd):
+    base = akd.data_dir / "ak_seg"
+    seg, _, _ = upload(ak, np.array([0, 2, 2, 5], dtype=np.int64))
+    val, _, _ = upload(ak, np.arange(7, dtype=np.int64))
+    tohdf(ak, base, "segarray", "SegArray", 0, values=val, segments=seg)
+    # a Categorical as the client sends it: codes, categories, NA_codes, grouping
+    cats = put_strings(ak, ["a", "b", "N/A"])
+    codes, _, _ = upload(ak, np.array([1, 0, 1, 2], dtype=np.int64))
+    nac, _, _ = upload(ak, np.array([2], dtype=np.int64))
+    perm, _, _ = upload(ak, np.array([1, 0, 2, 3], dtype=np.int64))
+    segs, _, _ = upload(ak, np.array([0, 1, 3], dtype=np.int64))
+    tohdf(ak, base, "cat", "categorical", 1, codes=codes, categories=cats, NA_codes=nac,
+          permutation=perm, segments=segs)
+    with h5py.File(f"{base}_LOCALE0000", "r") as h:
+        assert h["segarray"].attrs["ObjType"] == 3
+        assert h["cat"].attrs["ObjType"] == 4
+        assert set(h["cat"]) >= {"codes", "categories", "NA_Codes"}
+    _, items = read_all(ak, ["cat", "segarray"], [f"{base}*"])
+    assert [i["arkouda_type"] for i in items] == ["CATEGORICAL", "SEGARRAY"]
+    cat = json.loads(items[0]["created"])
+    assert set(cat) == {"codes", "categories", "_akNAcode", "permutation", "segments"}
+    np.testing.assert_array_equal(download(ak, created_name(cat["codes"]), "int64", 4),
+                                  [1, 0, 1, 2])
+    assert get_strings(ak, created_name(cat["categories"])) == ["a", "b", "N/A"]
+    np.testing.assert_array_equal(download(ak, created_name(cat["_akNAcode"]), "int64", 1), [2])
+    sa = json.loads(items[1]["created"])
+    assert set(sa) == {"segments", "values"}
+    np.testing.assert_array_equal(download(ak, created_name(sa["segments"]), "int64", 4),
+                                  [0, 2, 2, 5])
+    np.testing.assert_array_equal(download(ak, created_name(sa["values"]), "int64", 7),
+                                  np.arange(7))
+    # the parts are objects of their own, as Arkouda's client expects
+    infos = json.loads(ak.ok("info", {"names": "__AllSymbols__"}))
+    names = {i["name"] for i in infos}
+    assert created_name(sa["values"]) in names
+    assert all("/" not in n for n in names)
+
+
+def test_groupby_index_files(ak, akd):
+    base = akd.data_dir / "ak_gb"
+    keys = np.array([3, 1, 3, 2, 1], dtype=np.int64)
+    key, _, _ = upload(ak, keys)
+    perm, _, _ = upload(ak, np.argsort(keys, kind="stable").astype(np.int64))
+    segs, _, _ = upload(ak, np.array([0, 2, 3], dtype=np.int64))
+    uki, _, _ = upload(ak, np.array([1, 3, 0], dtype=np.int64))
+    ak.ok("tohdf", {"num_keys": 1, "key_names": [key], "key_dtypes": ["int64"],
+                    "key_objTypes": ["pdarray"], "unique_key_idx": uki, "permutation": perm,
+                    "segments": segs, "dset": "groupby", "write_mode": 0,
+                    "filename": str(base), "objType": "GroupBy", "file_format": 1})
+    i1, _, _ = upload(ak, np.arange(100, dtype=np.int64))
+    i2, _, _ = upload(ak, np.arange(100, dtype=np.int64) * 2)
+    ak.ok("tohdf", {"dset": "index", "write_mode": 1, "filename": str(base), "objType": "Index",
+                    "num_idx": 1, "idx": [i1], "idx_objTypes": ["pdarray"],
+                    "idx_dtypes": ["int64"], "file_format": 1})
+    ak.ok("tohdf", {"dset": "mindex", "write_mode": 1, "filename": str(base),
+                    "objType": "MultiIndex", "num_idx": 2, "idx": [i1, i2],
+                    "idx_objTypes": ["pdarray", "pdarray"], "idx_dtypes": ["int64", "int64"],
+                    "file_format": 1})
+    with h5py.File(f"{base}_LOCALE0000", "r") as h:
+        assert h["groupby"].attrs["ObjType"] == 5 and h["groupby"].attrs["NumKeys"] == 1
+        assert h["index"].attrs["ObjType"] == 12
+        assert h["mindex"].attrs["ObjType"] == 13 and h["mindex"].attrs["NumIdx"] == 2
+    _, items = read_all(ak, ["groupby", "index", "mindex"], [f"{base}*"])
+    assert [i["arkouda_type"] for i in items] == ["GROUPBY", "INDEX", "MULTIINDEX"]
+    gb = json.loads(items[0]["created"])
+    assert set(gb) == {"permutation", "segments", "uki", "KEY_0"}
+    assert gb["KEY_0"].startswith("PDARRAY+|+created ")
+    np.testing.assert_array_equal(
+        download(ak, created_name(gb["KEY_0"].split("+|+")[1]), "int64", 5), keys)
+    np.testing.assert_array_equal(download(ak, created_name(gb["uki"]), "int64", 3), [1, 3, 0])
+    idx = json.loads(items[1]["created"])
+    assert len(idx) == 1 and idx[0].startswith("PDARRAY+|+created ")
+    midx = json.loads(items[2]["created"])
+    assert len(midx) == 2
+    np.testing.assert_array_equal(
+        download(ak, created_name(midx[1].split("+|+")[1]), "int64", 100), np.arange(100) * 2)
+    # a GroupBy whose parts disagree is refused
+    bad, _, _ = upload(ak, np.array([0, 9, 3], dtype=np.int64))
+    msg = ak.error("tohdf", {"num_keys": 1, "key_names": [key], "unique_key_idx": bad,
+                             "permutation": perm, "segments": segs, "dset": "g2",
+                             "write_mode": 1, "filename": str(base), "objType": "GroupBy"})
+    assert "unique_key_idx" in msg
+
+
+def test_dataframe_snapshot(ak, akd):
+    base = akd.data_dir / "ak_df" / "snapshot_test_SNAPSHOT"
+    base.parent.mkdir(exist_ok=True)
+    c1, _, _ = upload(ak, np.array([1, 2, 3, 4], dtype=np.int64))
+    seg, _, _ = upload(ak, np.array([0, 1, 1, 3], dtype=np.int64))
+    val, _, _ = upload(ak, np.arange(5, dtype=np.float64))
+    s = put_strings(ak, ["w", "x", "y", "z"])
+    index, _, _ = upload(ak, np.arange(4, dtype=np.int64))
+    ak.ok("tohdf", {"filename": str(base), "dset": "df", "file_format": 1, "write_mode": 0,
+                    "objType": "DataFrame", "num_cols": 3,
+                    "column_names": ["c_1", "c_2", "c_3"],
+                    "column_objTypes": ["pdarray", "SegArray", "Strings"],
+                    "column_dtypes": ["int64", "float64", "<U0"],
+                    "columns": [c1, json.dumps({"segments": seg, "values": val}), s],
+                    "index": index})
+    with h5py.File(f"{base}_LOCALE0000", "r") as h:
+        assert h["df"].attrs["ObjType"] == 6 and h["df"].attrs["NumCols"] == 3
+        assert {"Index", "c_1", "c_2", "c_3"} <= set(h["df"])
+    _, items = read_all(ak, ["df"], [f"{base}_LOCALE0000", f"{base}_LOCALE0001",
+                                     f"{base}_LOCALE0002"])
+    assert items[0]["arkouda_type"] == "DATAFRAME"
+    df = json.loads(items[0]["created"])
+    assert set(df) == {"Index", "c_1", "c_2", "c_3"}
+    assert df["Index"].startswith("PDARRAY+|+created ")
+    assert df["c_3"].startswith("STRINGS+|+created ")
+    typ, form = df["c_2"].split("+|+", 1)
+    assert typ == "SEGARRAY"
+    sa = json.loads(form)
+    np.testing.assert_array_equal(download(ak, created_name(sa["values"]), "float64", 5),
+                                  np.arange(5.0))
+    assert get_strings(ak, created_name(df["c_3"].split("+|+")[1])) == ["w", "x", "y", "z"]
+
+
+@pytest.mark.parametrize("obj_type,objtype_code,dtype,read_type", [
+    ("Datetime", 7, "int64", "DATETIME"), ("Timedelta", 8, "int64", "TIMEDELTA"),
+    ("IPv4", 9, "uint64", "IPV4")])
+def test_tagged_pdarrays(ak, akd, obj_type, objtype_code, dtype, read_type):
+    base = akd.data_dir / f"ak_{obj_type}"
+    arr = np.arange(10, dtype=dtype) + 1000
+    name, _, _ = upload(ak, arr)
+    tohdf(ak, base, "array", obj_type, 0, values=name)
+    with h5py.File(f"{base}_LOCALE0000", "r") as h:
+        assert h["array"].attrs["ObjType"] == objtype_code
+    _, items = read_all(ak, ["array"], [f"{base}*"])
+    assert items[0]["arkouda_type"] == read_type
+    assert re.match(rf"^created \S+ {dtype} 10 1 \[10\] 8$", items[0]["created"])
+
+
+def test_read_h5py_file_and_options(ak, akd):
+    d = akd.data_dir / "ak_opts"
+    d.mkdir(exist_ok=True)
+    for i in range(2):
+        with h5py.File(d / f"part{i}.h5", "w") as h:
+            h["x"] = np.arange(3, dtype=np.int64) + 10 * i
+    reply, items = read_all(ak, ["x"], [str(d / "part*.h5")], tag_data=True)
+    assert [i["dataset_name"] for i in items] == ["Filename_Codes", "x"]
+    codes = download(ak, created_name(items[0]["created"]), "int64", 6)
+    np.testing.assert_array_equal(codes, [0, 0, 0, 1, 1, 1])
+    np.testing.assert_array_equal(download(ak, created_name(items[1]["created"]), "int64", 6),
+                                  [0, 1, 2, 10, 11, 12])
+    # allow_errors: a file that is not HDF5 is skipped and reported
+    (d / "part9.h5").write_bytes(b"not hdf5 at all")
+    reply, items = read_all(ak, ["x"], [str(d / "part*.h5")], allow_errors=True)
+    assert reply["allow_errors"] == "true" and reply["file_error_count"] == "1"
+    errors = json.loads(reply["file_errors"])
+    assert len(errors) == 1 and "part9.h5" in errors[0]
+    assert created_name(items[0]["created"])
+    msg = ak.error("readAllHdf", {"dsets": ["x"], "filenames": [str(d / "part*.h5")],
+                                  "allow_errors": False})
+    assert "part9.h5" in msg
+
+
+def test_file_commands_and_errors(ak, akd):
+    d = akd.data_dir / "ak_files"
+    d.mkdir(exist_ok=True)
+    for i in range(3):
+        (d / f"pq_LOCALE{i:04d}").write_bytes(b"PAR1....")
+    (d / "keep_LOCALE0000").write_bytes(b"x")
+    files = json.loads(ak.ok("globExpansion", {"file_count": 1, "filenames": [str(d / "pq*")]}))
+    assert [pathlib_name(f) for f in files] == [f"pq_LOCALE{i:04d}" for i in range(3)]
+    assert ak.ok("getfiletype", {"filename": str(d / "pq_LOCALE*")}) == "Parquet"
+    assert ak.ok("deleteMatchingFilenames", {"prefix": str(d / "pq")}) == \
+        "Files deleted successfully!"
+    assert sorted(p.name for p in d.iterdir()) == ["keep_LOCALE0000"]
+    # missing files: the words the client looks for
+    assert "does not exist" in ak.error("getfiletype", {"filename": str(d / "nope*")})
+    assert "does not exist" in ak.error("lsany", {"filename": str(d / "nope")})
+    assert "does not exist" in ak.error("hdffileformat", {"filename": str(d / "nope*")})
+    assert "nope" in ak.error("readAllHdf", {"dsets": ["a"], "filenames": [str(d / "nope*")]})
+    # absolute paths only inside the data directory
+    for outside in ("/etc/passwd", "/tmp", f"{akd.data_dir}/../escape", "/"):
+        assert "outside the data directory" in ak.error("getfiletype", {"filename": outside})
+    name, _, _ = upload(ak, np.arange(3, dtype=np.int64))
+    msg = ak.error("tohdf", {"values": name, "dset": "a", "write_mode": 0,
+                             "filename": "/tmp/ak_escape", "objType": "pdarray"})
+    assert "outside the data directory" in msg
+    assert not any(name.startswith("ak_escape") for name in os.listdir("/tmp"))
+    # a symbolic link out of the data directory, in the directories or as the file
+    outside = akd.tmp / "outside"
+    outside.mkdir(exist_ok=True)
+    (outside / "f").write_bytes(b"theirs")
+    (akd.data_dir / "ak_link").symlink_to(outside)
+    (akd.data_dir / "ak_file_link_LOCALE0000").symlink_to(outside / "f")
+    for path in (akd.data_dir / "ak_link" / "x", akd.data_dir / "ak_file_link"):
+        msg = ak.error("tohdf", {"values": name, "dset": "a", "write_mode": 0,
+                                 "filename": str(path), "objType": "pdarray",
+                                 "file_format": 0 if "ak_link" in str(path) else 1})
+        assert "outside the data directory" in msg or "leads out of the data directory" in msg, msg
+    assert [p.name for p in outside.iterdir()] == ["f"]
+    assert (outside / "f").read_bytes() == b"theirs"
+    msg = ak.error("tohdf", {"values": name, "dset": "a", "write_mode": 0,
+                             "filename": "../escape", "objType": "pdarray"})
+    assert msg.startswith("Error executing command tohdf") and "leaves the data directory" in msg
+    assert "objType" in ak.error("tohdf", {"values": name, "dset": "a", "write_mode": 0,
+                                           "filename": str(d / "w"), "objType": "Parquet"})
+    assert "write_mode" in ak.error("tohdf", {"values": name, "dset": "a", "write_mode": 7,
+                                              "filename": str(d / "w"), "objType": "pdarray"})
+    assert "no object named" in ak.error("tohdf", {"values": "id_zz_0", "dset": "a",
+                                                   "write_mode": 0, "filename": str(d / "w"),
+                                                   "objType": "pdarray"})
+    assert ak.ok("note", {"message": "alive"}) == "noted"
+
+
+def pathlib_name(p):
+    return p.rsplit("/", 1)[-1]
+
+
+def test_native_reads_what_arkouda_wrote(ak, akd):
+    """One storage: a file written through the Arkouda endpoint reads natively."""
+    base = akd.data_dir / "ak_cross"
+    name, _, _ = upload(ak, np.arange(6, dtype=np.int64))
+    tohdf(ak, base, "array", "pdarray", 0, values=name)
+    hdr, _ = native(akd, "readhdf", paths=["ak_cross*"], datasets=["array"])
+    assert hdr["ok"], hdr
+    desc = hdr["result"]["objects"]["array"]
+    assert desc["size"] == 6
+    np.testing.assert_array_equal(download(ak, desc["name"], "int64", 6), np.arange(6))
+
+
+# ---- step 4: compute ----
+
+def test_arange_randint_create_set(ak):
+    name, dtype, size = ak.created("arange<int64,1>", {"start": -10, "stop": 10, "step": 3})
+    np.testing.assert_array_equal(download(ak, name, "int64", size), np.arange(-10, 10, 3))
+    name, dtype, size = ak.created("arange<uint64,1>", {"start": 9223372036854775811,
+                                                        "stop": 9223372036854775815, "step": 1})
+    assert dtype == "uint64"
+    np.testing.assert_array_equal(download(ak, name, "uint64", 4),
+                                  np.arange(9223372036854775811, 9223372036854775815,
+                                            dtype=np.uint64))
+    msg = ak.error("arange<bigint,1>", {"start": 2**200, "stop": 2**200 + 3, "step": 1})
+    assert msg == ("Error executing command arange<bigint,1>: bigint arange not supported by "
+                   "this server")
+    name, _, _ = ak.created("randint<int64,1>", {"shape": "1000", "low": "-5", "high": "5",
+                                                 "seed": "1"})
+    v = download(ak, name, "int64", 1000)
+    assert v.min() >= -5 and v.max() < 5 and len(set(v)) > 5
+    again, _, _ = ak.created("randint<int64,1>", {"shape": "1000", "low": "-5", "high": "5",
+                                                  "seed": "1"})
+    np.testing.assert_array_equal(download(ak, again, "int64", 1000), v)
+    name, _, _ = ak.created("randint<float64,1>", {
+        "shape": "100", "low": "-4294967296.00000000000000000",
+        "high": "4294967296.00000000000000000", "seed": "-1"})
+    f = download(ak, name, "float64", 100)
+    assert f.min() >= -2**32 and f.max() < 2**32 and len(set(f)) == 100
+    name, _, _ = ak.created("randint<bool,1>", {"shape": "1000", "low": "0", "high": "1",
+                                                "seed": "-1"})
+    b = download(ak, name, "bool", 1000)
+    assert b.any() and not b.all()
+    name, dtype, size = ak.created("create<int64,1>", {"shape": "20"})
+    assert (dtype, size) == ("int64", 20)
+    assert ak.ok("set<int64,1>", {"array": name, "dtype": "int64", "val": "7"}) == \
+        f"set element in {name}"
+    np.testing.assert_array_equal(download(ak, name, "int64", 20), np.full(20, 7))
+    assert "val" in ak.error("set<int64,1>", {"array": name, "dtype": "int64", "val": "x"})
+    assert "shape" in ak.error("randint<int64,1>", {"shape": "-3", "low": "0", "high": "1"})
+    assert ak.error("create<int64,1>", {"shape": str(2**62)}).startswith("Error executing")
+
+
+@pytest.mark.parametrize("src,dst", [("int64", "uint64"), ("int64", "bool"),
+                                     ("int64", "float64"), ("int64", "int64"),
+                                     ("uint64", "uint64"), ("bool", "int64"), ("bool", "bool"),
+                                     ("float64", "float64"), ("float64", "int64")])
+def test_cast(ak, src, dst):
+    base = np.array([-3, 0, 1, 2, 250], dtype=np.int64)
+    arr = {"int64": base, "uint64": base.astype(np.uint64), "bool": base > 0,
+           "float64": base * 1.5}[src]
+    name, _, _ = upload(ak, arr)
+    out, dtype, size = ak.created(f"cast<{src},{dst},1>", {"name": name})
+    assert dtype == dst
+    np.testing.assert_array_equal(download(ak, out, dst, size), arr.astype(dst))
+
+
+@pytest.mark.parametrize("op", ["==", "!=", "<", ">=", "+", "-", "*", "//", "%", "/", "**",
+                                "&", "|", "^", "<<", ">>"])
+def test_binopvv_int(ak, op):
+    a = np.array([-7, 0, 5, 9, 3, 2**62], dtype=np.int64)
+    b = np.array([2, 3, -5, 9, 0, 4], dtype=np.int64)
+    na, _, _ = upload(ak, a)
+    nb, _, _ = upload(ak, b)
+    out, dtype, size = ak.created("binopvv<int64,int64,1>", {"op": op, "a": na, "b": nb})
+    with np.errstate(all="ignore"):
+        if op in ("<<", ">>", "**"):
+            b = np.abs(b)
+            nb, _, _ = upload(ak, b)
+            out, dtype, size = ak.created("binopvv<int64,int64,1>", {"op": op, "a": na, "b": nb})
+        expect = eval(f"a {op} b")
+        if op in ("//", "%"):
+            expect = np.where(b == 0, 0, expect)
+    assert dtype == str(expect.dtype)
+    np.testing.assert_array_equal(download(ak, out, dtype, size), expect)
+
+
+def test_binops_mixed(ak):
+    f = np.array([0.5, -1.5, np.nan, 3.0])
+    g = np.array([0.5, 2.0, np.nan, -1.0])
+    nf, _, _ = upload(ak, f)
+    ng, _, _ = upload(ak, g)
+    out, dtype, _ = ak.created("binopvv<float64,float64,1>", {"op": "==", "a": nf, "b": ng})
+    np.testing.assert_array_equal(download(ak, out, "bool", 4), f == g)
+    u = np.array([1, 2**64 - 1, 3, 0], dtype=np.uint64)
+    nu, _, _ = upload(ak, u)
+    out, dtype, _ = ak.created("binopvv<uint64,uint64,1>", {"op": "+", "a": nu, "b": nu})
+    assert dtype == "uint64"
+    np.testing.assert_array_equal(download(ak, out, "uint64", 4), u + u)
+    bo = np.array([True, False, True, False])
+    nbo, _, _ = upload(ak, bo)
+    out, dtype, _ = ak.created("binopvv<bool,bool,1>", {"op": "^", "a": nbo, "b": nbo})
+    assert dtype == "bool" and not download(ak, out, "bool", 4).any()
+    out, dtype, _ = ak.created("binopvs<bool,bool,1>", {"op": "^", "a": nbo, "value": True})
+    np.testing.assert_array_equal(download(ak, out, "bool", 4), ~bo)
+    i = np.array([5, -3, 0, 12], dtype=np.int64)
+    ni, _, _ = upload(ak, i)
+    for op, expect in ((">", i > 0), (">=", i >= 0), ("!=", i != 0), ("==", i == 0),
+                       ("-", i - 4), ("*", i * 4), ("//", i // 4)):
+        out, dtype, size = ak.created("binopvs<int64,int64,1>", {"op": op, "a": ni,
+                                                                  "value": 4 if op in "-*//"
+                                                                  else 0})
+        np.testing.assert_array_equal(download(ak, out, dtype, size), expect)
+    out, dtype, _ = ak.created("binopsv<int64,int64,1>", {"op": "-", "a": ni, "value": 1})
+    np.testing.assert_array_equal(download(ak, out, "int64", 4), 1 - i)
+    out, dtype, _ = ak.created("binopvv<int64,float64,1>", {"op": "+", "a": ni, "b": nf})
+    assert dtype == "float64"
+    np.testing.assert_array_equal(download(ak, out, "float64", 4), i + f)
+    # errors
+    short, _, _ = upload(ak, np.arange(3, dtype=np.int64))
+    assert "size" in ak.error("binopvv<int64,int64,1>", {"op": "+", "a": ni, "b": short})
+    assert "operator" in ak.error("binopvv<int64,int64,1>", {"op": "@", "a": ni, "b": ni})
+    assert "float64" in ak.error("binopvv<float64,float64,1>", {"op": "&", "a": nf, "b": ng})
+    assert "value" in ak.error("binopvs<int64,int64,1>", {"op": "+", "a": ni, "value": "x"})
+    s = put_strings(ak, ["a"])
+    assert "pdarray" in ak.error("binopvv<int64,int64,1>", {"op": "+", "a": s, "b": s})
+
+
+@pytest.mark.parametrize("arr", [
+    np.array([3, -1, 7, 7, 0, 2], dtype=np.int64),
+    np.arange(100_000, dtype=np.int64) % 977,
+    np.array([0.5, 2.5, -1.0]),
+    np.array([1, 2**64 - 1, 5], dtype=np.uint64),
+    np.array([True, False, True]),
+    np.array([True, True]),
+    np.sort(np.arange(50_000, dtype=np.int64) % 77),
+], ids=["small", "large", "float", "uint", "bool", "alltrue", "sorted"])
+def test_reductions(ak, arr):
+    name, dtype, _ = upload(ak, arr)
+
+    def red(op):
+        return ak.ok(f"{op}<{dtype},1>", {"x": name, "skipNan": False})
+
+    assert red("allAll") == f"bool {str(bool(arr.all())).lower()}"
+    assert red("anyAll") == f"bool {str(bool(arr.any())).lower()}"
+    total = arr.sum()
+    sum_dtype = "uint64" if dtype == "uint64" else "float64" if dtype == "float64" else "int64"
+    assert red("sumAll") == f"{sum_dtype} {total:g}" if dtype == "float64" else \
+        red("sumAll") == f"{sum_dtype} {int(total)}"
+    sorted_ok = bool(np.all(arr[:-1] <= arr[1:]))
+    assert red("isSortedAll") == f"bool {str(sorted_ok).lower()}"
+    assert ak.ok(f"argmaxAll<{dtype},1>", {"x": name}) == f"int64 {int(np.argmax(arr))}"
+    if dtype == "bool":
+        assert red("maxAll") == f"bool {str(bool(arr.max())).lower()}"
+    elif dtype == "float64":
+        assert red("maxAll") == f"float64 {arr.max():g}"
+        assert red("minAll") == f"float64 {arr.min():g}"
+    else:
+        assert red("maxAll") == f"{dtype} {int(arr.max())}"
+        assert red("minAll") == f"{dtype} {int(arr.min())}"
+
+
+def test_reduction_errors(ak):
+    name, _, _ = upload(ak, np.zeros(0, dtype=np.int64))
+    assert ak.ok("sumAll<int64,1>", {"x": name, "skipNan": False}) == "int64 0"
+    assert "empty" in ak.error("maxAll<int64,1>", {"x": name})
+    assert "not" in ak.error("sumAll<float64,1>", {"x": name})
+    assert "no object" in ak.error("sumAll<int64,1>", {"x": "id_none_1"})
+
+
+def test_cumsum_str(ak):
+    arr = np.array([4, -2, 7, 0, 11], dtype=np.int64)
+    name, _, _ = upload(ak, arr)
+    out, dtype, size = ak.created("cumSum<int64,1>", {"x": name, "axis": 0,
+                                                      "includeInitial": False})
+    np.testing.assert_array_equal(download(ak, out, "int64", size), np.cumsum(arr))
+    big = np.arange(200_000, dtype=np.int64)
+    nbig, _, _ = upload(ak, big)
+    out, _, size = ak.created("cumSum<int64,1>", {"x": nbig, "axis": 0, "includeInitial": True})
+    np.testing.assert_array_equal(download(ak, out, "int64", size),
+                                  np.concatenate([[0], np.cumsum(big)]))
+    bo, _, _ = upload(ak, np.array([True, True, False]))
+    out, dtype, _ = ak.created("cumSum<bool,1>", {"x": bo, "axis": 0, "includeInitial": False})
+    assert dtype == "int64"
+    assert ak.ok("str", {"array": name, "printThresh": 100}) == "[4 -2 7 0 11]"
+    assert ak.ok("repr", {"array": name, "printThresh": 100}) == "array([4 -2 7 0 11])"
+    assert ak.ok("str", {"array": nbig, "printThresh": 100}) == \
+        "[0 1 2 ... 199997 199998 199999]"
+    u, _, _ = upload(ak, np.array([2**64 - 116, 2**64 - 115], dtype=np.uint64))
+    assert ak.ok("str", {"array": u, "printThresh": 100}) == \
+        "[18446744073709551500 18446744073709551501]"
+    f, _, _ = upload(ak, np.array([0.1, 2.5, -3.0]))
+    assert ak.ok("str", {"array": f, "printThresh": 100}) == "[0.1 2.5 -3]"
+
+
+def test_indexing(ak):
+    arr = np.arange(20, dtype=np.int64) * 3
+    name, _, _ = upload(ak, arr)
+    assert ak.ok("[int]<int64,1>", {"array": name, "idx": 0}) == "int64 0"
+    assert ak.ok("[int]<int64,1>", {"array": name, "idx": -1}) == "int64 57"
+    assert "out of bounds" in ak.error("[int]<int64,1>", {"array": name, "idx": 20})
+    u, _, _ = upload(ak, np.array([2**64 - 116], dtype=np.uint64))
+    assert ak.ok("[int]<uint64,1>", {"array": u, "idx": 0}) == "uint64 18446744073709551500"
+    for start, stop, stride in ((1, 4, 1), (0, 20, 3), (19, -1, -2), (5, 5, 1), (0, 20, 7)):
+        out, _, size = ak.created("[slice]<int64,1>", {"array": name, "starts": start,
+                                                       "stops": stop, "strides": stride,
+                                                       "max_bits": 0})
+        expect = arr[start:stop if stop >= 0 else None:stride]
+        np.testing.assert_array_equal(download(ak, out, "int64", size), expect)
+    assert "slice" in ak.error("[slice]<int64,1>", {"array": name, "starts": -5, "stops": 4,
+                                                    "strides": 1})
+    assert "step" in ak.error("[slice]<int64,1>", {"array": name, "starts": 0, "stops": 4,
+                                                   "strides": 0})
+    mask, _, _ = upload(ak, arr % 2 == 0)
+    out, _, size = ak.created("[pdarray]", {"array": name, "idx": mask})
+    np.testing.assert_array_equal(download(ak, out, "int64", size), arr[arr % 2 == 0])
+    pos, _, _ = upload(ak, np.array([3, -1, 0, 3], dtype=np.int64))
+    out, _, size = ak.created("[pdarray]", {"array": name, "idx": pos})
+    np.testing.assert_array_equal(download(ak, out, "int64", size), arr[[3, -1, 0, 3]])
+    bad, _, _ = upload(ak, np.array([0, 20], dtype=np.int64))
+    assert "out of bounds" in ak.error("[pdarray]", {"array": name, "idx": bad})
+    short, _, _ = upload(ak, np.array([True]))
+    assert "bool index" in ak.error("[pdarray]", {"array": name, "idx": short})
+    # assignment: in place, under the same name
+    vals, _, _ = upload(ak, np.array([-1, -2], dtype=np.int64))
+    where, _, _ = upload(ak, np.array([0, 19], dtype=np.int64))
+    assert ak.ok("[pdarray]=pdarray", {"array": name, "idx": where, "value": vals}) == \
+        f"{name} success"
+    expect = arr.copy()
+    expect[[0, 19]] = [-1, -2]
+    np.testing.assert_array_equal(download(ak, name, "int64", 20), expect)
+    assert "values" in ak.error("[pdarray]=pdarray", {"array": name, "idx": where,
+                                                      "value": short})
+    # concatenate
+    a2, _, _ = upload(ak, np.array([7, 8], dtype=np.int64))
+    out, _, size = ak.created("concatenate<int64,1>", {"names": [name, a2], "axis": 0,
+                                                        "offsets": ["0", "20"]})
+    np.testing.assert_array_equal(download(ak, out, "int64", size), np.concatenate([expect,
+                                                                                    [7, 8]]))
+    f, _, _ = upload(ak, np.array([1.0]))
+    assert "one dtype" in ak.error("concatenate<int64,1>", {"names": [name, f], "axis": 0})
+
+
+def test_unique_and_broadcast(ak):
+    keys = np.array([5, 1, 5, 3, 1, 5], dtype=np.int64)
+    k, _, _ = upload(ak, keys)
+    msg = ak.ok("unique", {"returnGroupStr": True, "assumeSortedStr": False, "nstr": 1,
+                           "keynames": [k], "keytypes": ["pdarray"]})
+    parts = msg.split("+")
+    assert len(parts) == 3
+    perm = download(ak, created_name(parts[0]), "int64", 6)
+    segs = download(ak, created_name(parts[1]), "int64", 3)
+    uniq = download(ak, created_name(parts[2]), "int64", 3)
+    np.testing.assert_array_equal(perm, np.argsort(keys, kind="stable"))
+    np.testing.assert_array_equal(segs, [0, 2, 3])
+    np.testing.assert_array_equal(uniq, [1, 3, 5])
+    msg = ak.ok("unique", {"returnGroupStr": False, "keynames": [k], "keytypes": ["pdarray"]})
+    np.testing.assert_array_equal(download(ak, created_name(msg), "int64", 3), [1, 3, 5])
+    s = put_strings(ak, ["b", "a", "b"])
+    msg = ak.ok("unique", {"returnGroupStr": False, "keynames": [s], "keytypes": ["Strings"]})
+    assert get_strings(ak, created_name(msg)) == ["a", "b"]
+    # gbbroadcast: each group's value over its rows
+    seg_name = created_name(parts[1])
+    vals, _, _ = upload(ak, np.array([10, 30, 50], dtype=np.int64))
+    out, _, size = ak.created("gbbroadcast", {"permName": "none", "segName": seg_name,
+                                              "valName": vals, "permute": False, "size": 6})
+    np.testing.assert_array_equal(download(ak, out, "int64", size), [10, 10, 30, 50, 50, 50])
+    out, _, size = ak.created("gbbroadcast", {"permName": created_name(parts[0]),
+                                              "segName": seg_name, "valName": vals,
+                                              "permute": True, "size": 6})
+    np.testing.assert_array_equal(download(ak, out, "int64", size), keys * 10)
+    assert "segment" in ak.error("gbbroadcast", {"permName": "none", "segName": vals,
+                                                 "valName": vals, "permute": False, "size": 6})
+    bad_perm, _, _ = upload(ak, np.array([0, 1, 2, 3, 4, 99], dtype=np.int64))
+    assert "permutation" in ak.error("gbbroadcast", {"permName": bad_perm, "segName": seg_name,
+                                                     "valName": vals, "permute": True,
+                                                     "size": 6})
+
+
+def test_strings_compute(ak):
+    msg = ak.ok("randomStrings", {"size": "100", "dist": "uniform", "chars": "uppercase",
+                                  "arg1": "1", "arg2": "16", "seed": "7"})
+    m = re.match(r"^created (\S+) str 100 1 \[100\] 1\+created bytes.size (\d+)$", msg)
+    assert m, msg
+    strs = get_strings(ak, m.group(1))
+    assert len(strs) == 100 and all(1 <= len(x) < 16 and x.isupper() for x in strs)
+    again = ak.ok("randomStrings", {"size": "100", "dist": "uniform", "chars": "uppercase",
+                                    "arg1": "1", "arg2": "16", "seed": "7"})
+    assert get_strings(ak, again.split()[1]) == strs
+    msg = ak.error("randomStrings", {"size": str(2**47), "dist": "uniform", "chars": "numeric",
+                                     "arg1": "1", "arg2": "2", "seed": "1"})
+    assert "memory" in msg or "limit" in msg, msg
+    other = put_strings(ak, strs[:50] + ["x"] * 50)
+    out, _, size = ak.created("segmentedBinopvv", {"op": "==", "objType": "Strings",
+                                                   "obj": m.group(1), "otherType": "Strings",
+                                                   "other": other, "left": False, "delim": ""})
+    np.testing.assert_array_equal(download(ak, out, "bool", 100), [True] * 50 + [False] * 50)
+    words = put_strings(ak, ["N/A", "b", "N/A", ""])
+    out, _, _ = ak.created("segmentedBinopvs", {"op": "==", "objType": "Strings", "obj": words,
+                                                "otherType": "str", "other": "N/A"})
+    np.testing.assert_array_equal(download(ak, out, "bool", 4), [True, False, True, False])
+    out, _, _ = ak.created("segmentedBinopvs", {"op": "!=", "objType": "Strings", "obj": words,
+                                                "otherType": "str", "other": ""})
+    np.testing.assert_array_equal(download(ak, out, "bool", 4), [True, True, True, False])
+    assert "==" in ak.error("segmentedBinopvs", {"op": "<", "objType": "Strings", "obj": words,
+                                                 "otherType": "str", "other": ""})
+    assert ak.ok("segmentedIndex", {"subcmd": "intIndex", "objType": "Strings", "dtype": "<U0",
+                                    "obj": words, "key": "1"}) == 'item str "b"'
+    idx, _, _ = upload(ak, np.array([3, 1, 1], dtype=np.int64))
+    msg = ak.ok("segmentedIndex", {"subcmd": "pdarrayIndex", "objType": "Strings",
+                                   "dtype": "<U0", "obj": words, "key": idx})
+    assert get_strings(ak, created_name(msg)) == ["", "b", "b"]
+    msg = ak.ok("segmentedIndex", {"subcmd": "sliceIndex", "objType": "Strings", "dtype": "<U0",
+                                   "obj": words, "key": json.dumps(["1", "4", "2"])})
+    assert get_strings(ak, created_name(msg)) == ["b", ""]
+    assert "bounds" in ak.error("segmentedIndex", {"subcmd": "intIndex", "objType": "Strings",
+                                                   "obj": words, "key": "9"})
+    msg = ak.ok("concatenateStr", {"objType": "Strings", "names": [words, other],
+                                   "mode": "append"})
+    assert get_strings(ak, created_name(msg)) == ["N/A", "b", "N/A", ""] + strs[:50] + \
+        ["x"] * 50
+    assert "Strings" in ak.error("concatenateStr", {"objType": "Strings", "names": [idx],
+                                                    "mode": "append"})
+
+
+def test_refused_at_several_ranks(tmp_path):
+    """Its commands are not rank-aware: at R > 1 the daemon will not start with it."""
+    from test_ranks import mpi_build
+    mpirun = shutil.which("mpirun")
+    if mpirun is None or not mpi_build():
+        pytest.skip("needs mpirun and an MPI build of h5arkd")
+    if "valgrind" in os.environ.get("H5ARKD_WRAPPER", ""):
+        pytest.skip("mpirun is not run under the wrapper")
+    out = subprocess.run(
+        [mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np", "2",
+         daemon_binary(), "--endpoint", f"ipc://{tmp_path}/n.sock", "--arkouda-endpoint",
+         f"ipc://{tmp_path}/a.sock", "--data-dir", str(tmp_path / "data"), "--locales", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120,
+        env={**os.environ, "ASAN_OPTIONS": "detect_leaks=0"})
+    assert out.returncode != 0
+    assert "--arkouda-endpoint is not available with several ranks" in out.stdout
+
+
+def test_groupby_with_categorical_key(ak, akd):
+    """A GroupBy whose key is a Categorical: the client sends it as a JSON object of its
+    parts, and reads it back as CATEGORICAL+|+{...}."""
+    base = akd.data_dir / "ak_gbcat"
+    cats = put_strings(ak, ["x", "y", "N/A"])
+    codes, _, _ = upload(ak, np.array([1, 0, 1], dtype=np.int64))
+    nac, _, _ = upload(ak, np.array([2], dtype=np.int64))
+    perm, _, _ = upload(ak, np.array([1, 0, 2], dtype=np.int64))
+    segs, _, _ = upload(ak, np.array([0, 1], dtype=np.int64))
+    uki, _, _ = upload(ak, np.array([1, 0], dtype=np.int64))
+    key = {"codes": codes, "categories": cats, "NA_codes": nac}
+    ak.ok("tohdf", {"num_keys": 1, "key_names": json.dumps([key]),
+                    "key_dtypes": ["dtype[int64]"], "key_objTypes": ["Categorical"],
+                    "unique_key_idx": uki, "permutation": perm, "segments": segs,
+                    "dset": "g", "write_mode": 0, "filename": str(base), "objType": "GroupBy",
+                    "file_format": 0})
+    with h5py.File(base, "r") as h:
+        assert h["g"].attrs["ObjType"] == 5
+        assert h["g"]["KEY_0"].attrs["ObjType"] == 4
+    _, items = read_all(ak, ["g"], [str(base)])
+    gb = json.loads(items[0]["created"])
+    typ, form = gb["KEY_0"].split("+|+", 1)
+    assert typ == "CATEGORICAL"
+    cat = json.loads(form)
+    np.testing.assert_array_equal(download(ak, created_name(cat["codes"]), "int64", 3),
+                                  [1, 0, 1])
+    assert get_strings(ak, created_name(cat["categories"])) == ["x", "y", "N/A"]
+
+
+def test_segmented_split(ak):
+    strs = ["a,b,,c", "", "no commas", ",x,"]
+    name = put_strings(ak, strs)
+    msg = ak.ok("segmentedSplit", {"parent_name": name, "objtype": "Matcher", "max": 0,
+                                   "return_segs": True, "pattern": ","})
+    first, second = msg.split("+created bytes.size ")[0], msg.split("+")[-1]
+    pieces = [p for s in strs for p in s.split(",")]
+    assert re.match(rf"^created \S+ str {len(pieces)} 1 ", first), msg
+    assert get_strings(ak, created_name(first)) == pieces
+    np.testing.assert_array_equal(download(ak, created_name(second), "int64", 4),
+                                  np.cumsum([0] + [len(s.split(",")) for s in strs])[:-1])
+    msg = ak.ok("segmentedSplit", {"parent_name": name, "objtype": "Matcher", "max": 1,
+                                   "return_segs": False, "pattern": ","})
+    assert get_strings(ak, created_name(msg)) == [p for s in strs for p in s.split(",", 1)]
+    assert "regular expressions" in ak.error("segmentedSplit", {
+        "parent_name": name, "objtype": "Matcher", "max": 0, "return_segs": True,
+        "pattern": "[,;]"})
+
+
+def test_failed_read_leaves_nothing(ak, akd):
+    """A readAllHdf that fails part way (a bigint, which Arkouda's client cannot hold, after
+    a pdarray) publishes nothing; lsany takes a glob."""
+    limbs = np.arange(4, dtype=np.uint64)
+    hdr, _ = request(akd.endpoint, {"v": 1, "cmd": "put", "args": {
+        "dtype": "bigint", "shape": [4], "name": "ak_big"},
+        "buffers": [{"name": "Limb_0", "nbytes": 32}]}, [limbs.tobytes()])
+    assert hdr["ok"], hdr
+    name, _, _ = upload(ak, np.arange(4, dtype=np.int64))
+    hdr, _ = request(akd.endpoint, {"v": 1, "cmd": "tohdf", "args": {
+        "names": [name, "ak_big"], "datasets": ["a", "z"], "path": "ak_fail.h5",
+        "file_type": "single"}})
+    assert hdr["ok"], hdr
+    assert json.loads(ak.ok("lsany", {"filename": str(akd.data_dir / "ak_fail*")})) == ["a", "z"]
+    before = {i["name"] for i in json.loads(ak.ok("info", {"names": "__AllSymbols__"}))}
+    msg = ak.error("readAllHdf", {"dsets": ["a", "z"],
+                                  "filenames": [str(akd.data_dir / "ak_fail.h5")]})
+    assert "bigint" in msg
+    after = {i["name"] for i in json.loads(ak.ok("info", {"names": "__AllSymbols__"}))}
+    assert after == before
+    request(akd.endpoint, {"v": 1, "cmd": "delete", "args": {"names": ["ak_big"]}})
+
+
+WIRE_DOC = pathlib.Path(__file__).resolve().parents[3] / "shared" / "ARKOUDA_WIRE.md"
+
+
+def captured_exchanges():
+    """(cmd, request text, reply) of ARKOUDA_WIRE.md section 4 that name no object and
+    carry no bytes: those a fresh daemon can answer as the capture's server did."""
+    if not WIRE_DOC.is_file():
+        return []
+    text = WIRE_DOC.read_text()
+    out = []
+    for m in re.finditer(r"^## `([^`]+)`\n\nrequest:\n```\n([^`]*)\n```\nreply:\n```\n([^`]*)\n```",
+                         text, re.M):
+        cmd, req, rep = m.groups()
+        if "id_" in req or "BINARY" in req or rep.endswith("[truncated]"):
+            continue
+        if cmd in ("lsany", "getfiletype", "readAllHdf", "hdffileformat"):
+            continue  # they read the capture's files (test_pdarray_files reads ours)
+        out.append((cmd, req, json.loads(rep)))
+    return out
+
+
+@pytest.mark.skipif(not WIRE_DOC.is_file(),
+                    reason=f"the capture {WIRE_DOC} is not there (../shared beside the repository)")
+@pytest.mark.parametrize("cmd,req,captured", captured_exchanges() or [(None, None, None)],
+                         ids=[c[0] for c in captured_exchanges()] or ["none"])
+def test_captured_requests_verbatim(ak, akd, cmd, req, captured):
+    """The captured client's requests, byte for byte (but for the capture's data directory,
+    made ours), get replies of the captured shape."""
+    req = req.replace("/srv/h5ark/data", str(akd.data_dir))
+    frames = ak.send_raw([req.encode()])
+    assert len(frames) == 1
+    mine = json.loads(frames[0])
+    assert mine["msgType"] == captured["msgType"], (mine, captured)
+    assert mine["user"] == captured["user"] and mine["msgFormat"] == "STRING"
+    want, got = captured["msg"], mine["msg"]
+    if want.startswith("created "):
+        # the same dtype, size, shape and itemsize; the name is Arkouda's form, another one
+        # (random strings: their byte count is the draw's)
+        def shape(t):
+            return re.sub(r"bytes.size \d+", "bytes.size N", re.sub(r"id_\w+", "NAME", t))
+        assert shape(got) == shape(want)
+    elif want.startswith("{"):
+        assert set(json.loads(want)) <= set(json.loads(got))
+    elif want.startswith(("connected to", "disconnected from")):
+        assert got.split(" tcp")[0].split(" ipc")[0] == want.split(" tcp")[0]
+    else:
+        assert got == want
+
+
+def test_bad_endpoint_stops_at_start(tmp_path):
+    for value, words in (("bogus://nowhere", "cannot listen on bogus://nowhere"),
+                         ("", "--arkouda-endpoint needs an endpoint")):
+        out = subprocess.run(
+            [daemon_binary(), "--endpoint", f"ipc://{tmp_path}/n.sock", "--data-dir",
+             str(tmp_path / "data"), "--locales", "1", "--arkouda-endpoint", value],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+        assert out.returncode != 0 and words in out.stdout, out.stdout
+
+
+@pytest.mark.parametrize("arr", [np.arange(10, dtype=np.uint64) + 2**63, np.arange(10) % 3 == 0,
+                                 np.linspace(0, 1, 10)], ids=["uint64", "bool", "float64"])
+def test_slice_dtypes(ak, arr):
+    name, dtype, _ = upload(ak, arr)
+    out, got_dtype, size = ak.created(f"[slice]<{dtype},1>", {"array": name, "starts": 0,
+                                                             "stops": 4, "strides": 1,
+                                                             "max_bits": 0})
+    assert got_dtype == dtype
+    np.testing.assert_array_equal(download(ak, out, dtype, size), arr[0:4])
+
+
+def test_clients_at_once(akd):
+    """Several Arkouda clients at once, each on its own REQ socket, with a native one: every
+    client gets its own replies."""
+    failures = []
+
+    def work(seed):
+        c = Ak(akd.ak_endpoint, user=f"user{seed}")
+        try:
+            for i in range(15):
+                arr = np.arange(1000 + seed * 7 + i, dtype=np.int64) * seed
+                name, _, size = upload(c, arr)
+                assert size == arr.size
+                np.testing.assert_array_equal(download(c, name, "int64", size), arr)
+                assert c.ok("sumAll<int64,1>", {"x": name, "skipNan": False}) == \
+                    f"int64 {int(arr.sum())}"
+                assert c.ok("delete", {"name": name}) == f"deleted {name}"
+        except Exception as e:  # reported by the main thread
+            failures.append(repr(e))
+        finally:
+            c.close()
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(1, 5)]
+    for t in threads:
+        t.start()
+    for _ in range(20):
+        assert native(akd, "ping")[0]["ok"]
+    for t in threads:
+        t.join(120)
+    assert not failures, failures

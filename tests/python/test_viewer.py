@@ -1,0 +1,202 @@
+"""The viewer page in a real browser: headless Chromium, driven through chromedriver,
+opens the page the daemon serves at / of --http-endpoint (built by CMake beside h5arkd),
+against a daemon with tokens and files made by h5py and by the daemon itself. It browses
+to a dataset, checks the values the matrix shows and that the heatmap is drawn (a
+screenshot of it is kept in the build tree), and that h5ark's Strings show as strings."""
+import os
+import pathlib
+import shutil
+import socket
+import struct
+import time
+import zlib
+
+import h5py
+import numpy as np
+import pytest
+
+from conftest import Daemon, daemon_binary
+
+TOKEN = "viewer-token"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+WAIT = 20  # seconds for the page to show what it was asked for
+
+
+def png_colors(data):
+    """The distinct RGB colours of an 8-bit RGB or RGBA PNG (what Chromium's screenshots
+    are): enough to tell a drawn plot from a blank canvas."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, width = 8, b"", 0
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            width, height, depth, ctype, _, _, interlace = struct.unpack(">IIBBBBB", body)
+            assert depth == 8 and ctype in (2, 6) and interlace == 0
+            bpp = 4 if ctype == 6 else 3
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    raw, stride = zlib.decompress(idat), width * bpp
+    prev, colors = bytearray(stride), set()
+    for y in range(height):
+        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        colors.update(bytes(line[i:i + 3]) for i in range(0, stride, bpp))
+        prev = line
+    return colors
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    """(daemon, base URL, the values of /matrix) with the page and a browser ready."""
+    if os.environ.get("H5ARKD_WRAPPER"):
+        pytest.skip("the browser test measures the page, not the daemon under a tool: the "
+                    "gateway's own tests run there")
+    web = pathlib.Path(daemon_binary()).resolve().parent / "web" / "index.html"
+    if not web.is_file():
+        pytest.skip(f"the viewer page was not built (no {web}): npm was not found when "
+                    "h5arkd was built")
+    pytest.importorskip("selenium", reason="python3-selenium is not installed")
+    for tool in (CHROMIUM, CHROMEDRIVER):
+        if not os.access(tool, os.X_OK):
+            pytest.skip(f"{tool} not found: install Debian's chromium and chromium-driver")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    d = Daemon(locales=2, token=TOKEN, extra_args=["--http-endpoint", f"127.0.0.1:{port}"])
+    import h5ark
+    matrix = np.arange(12 * 9, dtype=np.float64).reshape(12, 9) * 0.5 - 7
+    with h5py.File(d.data_dir / "viewer.h5", "w") as f:
+        f["matrix"] = matrix
+        f["matrix"].attrs["units"] = "kelvin"
+        f["line"] = np.sin(np.linspace(0, 6, 50))
+        # a stack of images: h5web asks for one image at a time (selection "I,:,:")
+        f["stack"] = np.arange(4 * 6 * 5, dtype=np.int32).reshape(4, 6, 5) + 1000
+    c = h5ark.connect(d.endpoint, token=TOKEN, timeout=60)
+    c.to_hdf({"names": c.array(np.array(["alpha", "beta", "gamma"]))}, "ark.h5",
+             file_type="single")
+    c.close()
+    yield d, f"http://127.0.0.1:{port}", matrix
+    d.cleanup()
+
+
+@pytest.fixture(scope="module")
+def browser(page):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    # software WebGL (SwiftShader) draws h5web's plots without a GPU
+    for arg in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
+                "--window-size=1280,900", "--enable-unsafe-swiftshader", "--use-angle=swiftshader"]:
+        opts.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    driver.set_page_load_timeout(WAIT)
+    yield driver
+    driver.quit()
+
+
+def artifact(name):
+    """Where a screenshot is kept: test-artifacts in the build tree of the daemon tested."""
+    out = pathlib.Path(daemon_binary()).resolve().parent.parent / "test-artifacts"
+    out.mkdir(exist_ok=True)
+    return out / name
+
+
+def wait_for(driver, css, what, count=1):
+    """The elements matching css once there are at least `count`, else fail saying what
+    the page shows."""
+    from selenium.webdriver.common.by import By
+    deadline = time.time() + WAIT
+    while time.time() < deadline:
+        found = driver.find_elements(By.CSS_SELECTOR, css)
+        if len(found) >= count:
+            return found
+        time.sleep(0.1)
+    body = driver.find_element(By.TAG_NAME, "body").text
+    pytest.fail(f"no {what} ({css}) within {WAIT} s; the page shows: {body[:1000]}")
+
+
+def open_dataset(driver, base, file, path):
+    driver.get(f"{base}/?token={TOKEN}&file={file}")
+    wait_for(driver, f'[role=treeitem][data-path="{path}"]', f"{path} in the explorer")[0].click()
+
+
+def test_the_page_lists_the_files_and_needs_the_token(page, browser):
+    from selenium.webdriver.common.by import By
+    d, base, _ = page
+    browser.get(f"{base}/")
+    wait_for(browser, "form.h5ark-token", "the token form")
+    assert "requires a token" in browser.find_element(By.TAG_NAME, "body").text
+    browser.find_element(By.CSS_SELECTOR, "form.h5ark-token input").send_keys(TOKEN)
+    browser.find_element(By.CSS_SELECTOR, "form.h5ark-token button").click()
+    options = wait_for(browser, "select[aria-label=File] option", "the file list", count=3)
+    assert [o.text for o in options[1:]] == ["ark.h5", "viewer.h5"]
+
+
+def test_a_dataset_shows_its_values_and_a_plot(page, browser):
+    from selenium.webdriver.common.by import By
+    d, base, matrix = page
+    open_dataset(browser, base, "viewer.h5", "/matrix")
+    # the default view of a 2-D dataset: a heatmap on a WebGL canvas
+    canvas = wait_for(browser, "canvas", "the heatmap's canvas")[0]
+    time.sleep(1)  # the first frames
+    shot = artifact("viewer-heatmap.png")
+    browser.save_screenshot(str(shot))
+    print(f"screenshot: {shot}")
+    assert canvas.size["width"] > 100 and canvas.size["height"] > 100
+    colors = png_colors(canvas.screenshot_as_png)
+    assert len(colors) > 20, f"the heatmap looks blank: {len(colors)} colours"
+    # its values, as the matrix view shows them (h5web's format: 4 significant digits)
+    browser.find_element(By.XPATH, "//button[normalize-space()='Matrix']").click()
+    cells = wait_for(browser, "[role=gridcell]", "the matrix's cells", count=9)
+    shown = [float(c.text.replace("\u2212", "-")) for c in cells if c.text.strip()]  # U+2212: minus
+    assert shown[:9] == matrix[0].tolist() or shown[:9] == matrix[:, 0].tolist()[:9], shown[:9]
+    assert -7.0 in shown and set(shown) <= set(matrix.ravel().tolist())
+    # the attribute, in the Inspect view
+    browser.find_element(By.XPATH, "//button[normalize-space()='Inspect']").click()
+    deadline = time.time() + WAIT
+    while "kelvin" not in browser.find_element(By.TAG_NAME, "body").text:
+        assert time.time() < deadline, "the attribute units=kelvin is not shown"
+        time.sleep(0.1)
+
+
+def test_a_stack_is_shown_one_slice_at_a_time(page, browser):
+    from selenium.webdriver.common.by import By
+    d, base, _ = page
+    open_dataset(browser, base, "viewer.h5", "/stack")
+    wait_for(browser, "[role=tab]", "the visualizations", count=3)
+    browser.find_element(By.XPATH, "//button[normalize-space()='Matrix']").click()
+    cells = wait_for(browser, "[role=gridcell]", "the matrix's cells", count=5)
+    shown = {int(float(c.text)) for c in cells if c.text.strip()}
+    # the first image only: 1000 .. 1029, nothing of the others
+    assert shown and shown <= set(range(1000, 1030)), sorted(shown)
+    assert 1000 in shown
+    browser.find_element(By.XPATH, "//button[normalize-space()='Heatmap']").click()
+    canvas = wait_for(browser, "canvas", "the heatmap's canvas")[0]
+    time.sleep(1)
+    assert len(png_colors(canvas.screenshot_as_png)) > 20
+    browser.save_screenshot(str(artifact("viewer-stack.png")))
+
+
+def test_h5ark_strings_show_as_strings(page, browser):
+    d, base, _ = page
+    open_dataset(browser, base, "ark.h5", "/names")
+    cells = wait_for(browser, "[role=gridcell]", "the strings' cells", count=3)
+    texts = [c.text for c in cells]
+    assert [t for t in texts if t in ("alpha", "beta", "gamma")] == ["alpha", "beta", "gamma"]
+    browser.save_screenshot(str(artifact("viewer-strings.png")))
