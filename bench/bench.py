@@ -165,7 +165,7 @@ def writepart_measures(a):
 
 
 RANKS_LOCALES = 6  # total locales at every R: 6 x 1, 3 x 2, 2 x 3 (ranks x threads)
-RANKS_WORK = ("tohdf", "readhdf", "putget", "groupby")
+RANKS_WORK = ("tohdf", "tohdfgz", "readhdf", "putget", "groupby")
 
 
 def ranks_places(a):
@@ -177,6 +177,7 @@ def ranks_rows(a):
     against the raw reference (MPI or I/O) of the same bytes."""
     size, keys, t = human_bytes(a.ranks_bytes), f"{a.keys / 1e6:g}M", RANKS_LOCALES
     what = {"tohdf": (f"tohdf {size} int64, distributed", "pwrite()+fsync, as many files+threads"),
+            "tohdfgz": (f"tohdf {size} int64, one file, gzip", None),
             "readhdf": ("readhdf of those files, warm", "pread() of them, as many threads"),
             "putget": (f"put + get {size}", "MPI: rank 0 sends each rank its block, and back"),
             "groupby": (f"groupby {keys} int64, full range", "MPI: alltoall of the keys")}
@@ -192,7 +193,7 @@ def ranks_rows(a):
                 if r > 1:
                     rows[f"ranks_{work}_{place}_{r}_vs1"] = (label, f"the same, R=1 x {t} loc",
                                                            "(none)", None)
-                if r > 1 or work in ("tohdf", "readhdf"):
+                if raw and (r > 1 or work in ("tohdf", "readhdf")):
                     rows[f"ranks_{work}_{place}_{r}_raw"] = (label, raw, "(none)", None)
     return rows
 
@@ -934,6 +935,10 @@ def ranks_measures(a):
                     c.delete(o["name"])
                 add("readhdf", place, r, nbytes / 1e9 / secs,
                     nbytes / 1e9 / timed(lambda: raw_read(files)))
+                # compressed into one file: at R > 1 every chunk goes to rank 0, which writes
+                secs = timed(lambda: c.request("tohdf", {"names": [arr.name], "path": "rk/z.h5",
+                                                         "compression": "gzip"}))
+                add("tohdfgz", place, r, nbytes / 1e9 / secs)
                 c.delete(arr)
                 holder = []
                 secs = timed(lambda: (holder.append(c.array(data)), c.get(holder[0])))

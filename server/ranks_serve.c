@@ -6,6 +6,8 @@
  *   rank 0 -> rank r:  'R' seq request-header   'H' heartbeat   'S' stop
  *                      'X' reason (the job is broken: rank 0 ends it)
  *   rank r -> rank 0:  'Y' ready   'H' heartbeat   'B' stopped
+ *                      'K' reason (this rank broke: a transfer it could not start or take
+ *                      part in, so the other ranks would wait for it forever)
  * On rank 0 a control thread owns the ROUTER; handler threads hand it requests to forward
  * through an inproc PUSH. On the other ranks the main thread owns the DEALER and a pool of
  * handler threads runs the forwarded requests. */
@@ -135,12 +137,18 @@ static int send_to(int r, char type, zmq_msg_t *rest, int nrest) {
 
 /* Rank 0: the daemon stops when the job breaks (the router reads SIGTERM from its signalfd,
  * finishes what is in flight, whose waits fail at once, and main exits with an error). */
+static atomic_bool term_sent;
+
+static void stop_rank0(void) {
+    if (!atomic_exchange(&term_sent, true)) kill(getpid(), SIGTERM);
+}
+
 static void break_job(int rank, const char *what) {
     char why[512];
     if (!ranks_is_broken(why, sizeof why)) {
         ranks_set_broken("rank %d (host %s) %s: the job cannot go on, stopping", rank,
                          ranks_host(rank), what);
-        kill(getpid(), SIGTERM);
+        stop_rank0();
     }
 }
 
@@ -217,8 +225,15 @@ static void *control_main(void *arg) {
                 r = atoi((const char *)zmq_msg_data(&f[0]) + 1); /* "r<rank>", no NUL: digits */
             if (r > 0 && r < nranks) {
                 heard[r] = t;
-                if (zmq_msg_size(&f[1]) == 1 && *(char *)zmq_msg_data(&f[1]) == 'B')
-                    stopped[r] = true;
+                char type = zmq_msg_size(&f[1]) == 1 ? *(char *)zmq_msg_data(&f[1]) : 0;
+                if (type == 'B') stopped[r] = true;
+                if (type == 'K') {
+                    char what[400];
+                    snprintf(what, sizeof what, "failed (%.*s)",
+                             n >= 3 ? (int)zmq_msg_size(&f[2]) : 0,
+                             n >= 3 ? (const char *)zmq_msg_data(&f[2]) : "");
+                    break_job(r, what);
+                }
             }
             close_frames(f, n);
         }
@@ -234,6 +249,8 @@ static void *control_main(void *arg) {
                                      "its host went away)");
                 }
         }
+        /* broken here, on rank 0 (a transfer it could not take part in): stop as above */
+        if (!stop_sent && ranks_is_broken(NULL, 0)) stop_rank0();
         if (t - last_beat >= HEARTBEAT_MS && !stop_sent) {
             last_beat = t;
             for (int r = 1; r < nranks; r++) {
@@ -447,7 +464,7 @@ int ranks_worker_run(h5ark_error *err) {
     for (int i = 0; threads && i < nthreads; i++)
         if (pthread_create(&threads[started], NULL, worker_handler, NULL) == 0) started++;
     int64_t heard = now_ms(), last_beat = heard;
-    bool stopping = false, told_by_rank0 = false;
+    bool stopping = false, rank0_ends_job = false;
     int rc = 0;
     while (!stopping) {
         zmq_pollitem_t items[2] = {{worker_dealer, 0, ZMQ_POLLIN, 0}, {mon, 0, ZMQ_POLLIN, 0}};
@@ -483,7 +500,7 @@ int ranks_worker_run(h5ark_error *err) {
                 ranks_set_broken("stopping, as rank 0 does: %.*s",
                                  n >= 2 ? (int)zmq_msg_size(&f[1]) : 0,
                                  n >= 2 ? (const char *)zmq_msg_data(&f[1]) : "");
-                told_by_rank0 = true;
+                rank0_ends_job = true;
                 rc = -1;
                 stopping = true;
             }
@@ -491,6 +508,22 @@ int ranks_worker_run(h5ark_error *err) {
         }
         if (items[1].revents & ZMQ_POLLIN && monitor_disconnected(mon)) {
             ranks_set_broken("rank 0 (host %s) has gone: its connection closed", ranks_host(0));
+            rc = -1;
+            break;
+        }
+        /* broken here (not told by rank 0): the other ranks may be waiting for this one in a
+         * transfer it gave up, and would wait forever; rank 0 ends the job with the reason */
+        char why[512];
+        if (!rank0_ends_job && ranks_is_broken(why, sizeof why)) {
+            zmq_msg_t reason;
+            zmq_msg_init_size(&reason, strlen(why));
+            memcpy(zmq_msg_data(&reason), why, strlen(why));
+            int linger = 2000;
+            zmq_setsockopt(worker_dealer, ZMQ_LINGER, &linger, sizeof linger);
+            if (send_type(worker_dealer, 'K', ZMQ_SNDMORE) == 0)
+                zmq_msg_send(&reason, worker_dealer, 0);
+            zmq_msg_close(&reason);
+            rank0_ends_job = true;
             rc = -1;
             break;
         }
@@ -530,7 +563,7 @@ int ranks_worker_run(h5ark_error *err) {
     }
     zmq_close(mon);
     zmq_close(worker_dealer);
-    if (told_by_rank0) {
+    if (rank0_ends_job) {
         /* rank 0 ends the job with its own error: leave it the time to, so mpirun reports
          * the cause rather than this rank's echo of it */
         struct timespec ts = {5, 0};

@@ -345,9 +345,10 @@ static void range_parts(const darray *a, uint64_t from, uint64_t to, uint64_t *c
 }
 
 /* With several ranks: elements [from, to) of a darray, as reply spans on rank 0. Each rank sends
- * rank 0 its shards' part and rank 0 keeps what arrives, in shard order, in scratch memory of
- * `owner` until the reply is sent (a gather on rank 0: the first step; bytes straight from the
- * ranks to the client are to come). */
+ * rank 0 its shards' part and rank 0 keeps what arrives, in shard order, in the scratch memory
+ * of an object the reply holds until it is sent: a reply is one ZeroMQ message, delivered
+ * whole, so every part must be on rank 0 before any leaves (docs/DESIGN.md, "get at
+ * R > 1"). */
 static int add_spans_ranks(command_ctx *ctx, const darray *a, uint64_t from, uint64_t to,
                            h5ark_error *err) {
     int R = ranks_count(), L = a->nshards, rc = 0;

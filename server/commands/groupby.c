@@ -80,7 +80,9 @@ static int cmd_aggregate(command_ctx *ctx, h5ark_error *err) {
         !(values = get_arg_object("aggregate", "values", arg_str(ctx, "values", ""), err)))
         goto out;
     if (groupby_check_values(op, values, err)) goto out;
-    if (ranks_count() > 1 && values && (values->objtype != H5ARK_PDARRAY || !values->values)) {
+    /* count reads no values: any kind the check let through is counted alike */
+    if (ranks_count() > 1 && values && op != AGG_COUNT &&
+        (values->objtype != H5ARK_PDARRAY || !values->values)) {
         ranks_not_yet(err, "aggregate of %s values", h5ark_objtype_name(values->objtype));
         goto out;
     }
@@ -120,7 +122,7 @@ static int cmd_aggregate(command_ctx *ctx, h5ark_error *err) {
             goto out;
         }
     }
-    result = groupby_aggregate(gb, op, values, err);
+    result = groupby_aggregate(gb, op, op == AGG_COUNT && ranks_count() > 1 ? NULL : values, err);
     int prc = result ? registry_publish(result, arg_str(ctx, "name", NULL), err) : -1;
     if (ranks_call_seq()) { /* several ranks: published on every rank or on none */
         int all = ranks_agree(prc, err);

@@ -407,7 +407,8 @@ const command_def hdf_commands[] = {
      cmd_lshdf,
      {{"path", ARG_STR, true}, {"recursive", ARG_BOOL, false}, {0}},
      .ranks = RANKS_ZERO},
-    {"repack", cmd_repack, {{"path", ARG_STR, true}, {0}}},
+    /* repack rewrites files and touches no object: rank 0 alone, with its HDF5 */
+    {"repack", cmd_repack, {{"path", ARG_STR, true}, {0}}, .ranks = RANKS_ZERO},
     {"writepart",
      cmd_writepart,
      {{"path", ARG_STR, true},

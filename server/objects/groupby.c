@@ -675,13 +675,14 @@ static object *make_ranks(object *const *keys, size_t nkeys, h5ark_error *err) {
     uint64_t *pairs = NULL, *gpairs = NULL, *gstarts = NULL, *pstarts = NULL, *tgt = NULL;
     object *perm = NULL, *segments = NULL, *uik = NULL, *gb = NULL;
     int rc = 0;
-    /* numeric keys so far, their rows where the block distribution puts them */
+    /* numeric keys (a categorical's codes) so far, their rows where the block distribution
+     * puts them */
     for (size_t k = 0; k < nkeys && rc == 0; k++)
-        if (keys[k]->objtype != H5ARK_PDARRAY || !keys[k]->values)
+        if (sort_source(keys[k])->objtype != H5ARK_PDARRAY || !sort_source(keys[k])->values)
             rc = ranks_not_yet(err, "groupby of a %s key", h5ark_objtype_name(keys[k]->objtype));
     for (size_t k = 0; k < nkeys && rc == 0; k++)
         for (int b = 0; b < L; b++)
-            if (keys[k]->values->shards[b].start != locales_block_start(n, L, b))
+            if (sort_source(keys[k])->values->shards[b].start != locales_block_start(n, L, b))
                 rc = ranks_not_yet(err, "groupby of keys that are not block distributed");
     if (rc) return NULL; /* metadata: the same answer on every rank */
     enum { SAMPLES = 64 };
@@ -699,7 +700,7 @@ static object *make_ranks(object *const *keys, size_t nkeys, h5ark_error *err) {
         goto out;
     /* 1. this rank's records, sorted */
     for (size_t k = 0; k < nkeys; k++) {
-        encode_range(keys[k]->values, lo, hi, col);
+        encode_range(sort_source(keys[k])->values, lo, hi, col);
         for (uint64_t i = 0; i < nloc; i++)
             rec[i * w + k] = col[i];
     }
@@ -1211,7 +1212,9 @@ object *groupby_take_strings(const object *src, const object *idx, const char *e
 }
 
 object *groupby_take(const object *src, const object *idx, h5ark_error *err) {
-    if (ranks_call_seq()) {
+    /* several ranks: pdarrays, and categoricals through their codes (the categories are
+     * shared, and every rank holds the object) */
+    if (ranks_call_seq() && src->objtype != H5ARK_CATEGORICAL) {
         if (src->objtype == H5ARK_PDARRAY && src->values) return take_ranks(src, idx, err);
         ranks_not_yet(err, "taking the rows of a %s", h5ark_objtype_name(src->objtype));
         return NULL;

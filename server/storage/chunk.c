@@ -19,6 +19,10 @@ static void gather(const write_chunk *c, unsigned char *out) {
     const darray *a = c->src;
     size_t isz = a->itemsize;
     uint64_t i = c->first, end = c->first + c->count;
+    if (c->whole) {
+        memcpy(out, c->whole, c->count * isz);
+        i = end;
+    }
     for (int b = darray_shard_of(a, i); i < end && b < a->nshards; b++) {
         const shard *s = &a->shards[b];
         uint64_t stop = s->start + s->count < end ? s->start + s->count : end;
@@ -39,7 +43,7 @@ static void gather(const write_chunk *c, unsigned char *out) {
  * rebase, no padding), to be shuffled from there without a copy; NULL otherwise. */
 static const unsigned char *in_place(const write_chunk *c) {
     const darray *a = c->src;
-    if (c->rebase || c->count != c->elems || c->count == 0) return NULL;
+    if (c->rebase || c->count != c->elems || c->count == 0 || c->whole) return NULL;
     const shard *s = &a->shards[darray_shard_of(a, c->first)];
     if (c->first < s->start || c->first + c->count > s->start + s->count) return NULL;
     return (const unsigned char *)s->data + (c->first - s->start) * a->itemsize;
@@ -147,7 +151,8 @@ static size_t deflate_chunk(chunk_buffers *b, int level, const unsigned char *in
  * times zlib's bytes), and level 9 finds them as fast as the first pass ran. */
 enum { AGAIN_RATIO = 16, AGAIN_LEVEL = 9 };
 
-int chunk_write(const write_plan *plan, const write_chunk *c, chunk_buffers *b, h5ark_error *err) {
+int chunk_make(const write_plan *plan, const write_chunk *c, chunk_buffers *b,
+               const unsigned char **outp, size_t *len, h5ark_error *err) {
     size_t isz = c->src->itemsize;
     size_t nbytes = (size_t)(c->elems * isz);
     int level = chunk_deflate_level(plan->gzip_level, c->src->dtype);
@@ -176,13 +181,27 @@ int chunk_write(const write_plan *plan, const write_chunk *c, chunk_buffers *b, 
     if (packed == 0)
         return h5ark_fail_context(err, "cannot compress the chunk at element %llu",
                                   (unsigned long long)c->at);
-    h5u_quiet();
-    hsize_t at[1] = {c->at};
-    /* filter mask 0: both filters applied */
-    if (H5Dwrite_chunk(plan->dsets[c->dset], H5P_DEFAULT, 0, at, packed, out) < 0)
-        return h5u_fail(err, H5ARK_IO_ERROR, "cannot write the chunk at element %llu",
-                        (unsigned long long)c->at);
+    *outp = out;
+    *len = packed;
     return 0;
+}
+
+int chunk_store(const write_plan *plan, size_t dset, uint64_t at, const void *bytes, size_t len,
+                h5ark_error *err) {
+    h5u_quiet();
+    hsize_t where[1] = {at};
+    /* filter mask 0: both filters applied */
+    if (H5Dwrite_chunk(plan->dsets[dset], H5P_DEFAULT, 0, where, len, bytes) < 0)
+        return h5u_fail(err, H5ARK_IO_ERROR, "cannot write the chunk at element %llu",
+                        (unsigned long long)at);
+    return 0;
+}
+
+int chunk_write(const write_plan *plan, const write_chunk *c, chunk_buffers *b, h5ark_error *err) {
+    const unsigned char *out;
+    size_t len;
+    if (chunk_make(plan, c, b, &out, &len, err)) return -1;
+    return chunk_store(plan, c->dset, c->at, out, len, err);
 }
 
 void chunk_buffers_free(chunk_buffers *b) {

@@ -17,7 +17,9 @@
 #include "layout.h"
 #include "locales.h"
 #include "objects/categorical.h"
+#include "objects/pdarray.h"
 #include "objects/strings.h"
+#include "ranks.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -322,12 +324,14 @@ static int probe_df(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *
 
 /* ---- building ------------------------------------------------------------------------- */
 
-/* A strings object of `count` strings (small: key names), spread over the locales. */
+/* A strings object of `count` strings (small: key names, which every rank holds), spread
+ * over the locales; each rank fills its own. */
 static object *strings_of(char *const *v, size_t count, h5ark_error *err) {
     int L = locales_count();
     uint64_t *counts = calloc((size_t)L, sizeof *counts);
-    if (!counts) {
-        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    int rc = counts ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (ranks_agree(rc, err)) { /* object_new_strings is made on every rank or none */
+        free(counts);
         return NULL;
     }
     for (int b = 0; b < L; b++)
@@ -339,6 +343,7 @@ static object *strings_of(char *const *v, size_t count, h5ark_error *err) {
     if (!s) return NULL;
     for (int b = 0; b < L; b++) {
         shard *ss = &s->segments->shards[b], *vs = &s->values->shards[b];
+        if (!locales_is_local(b)) continue;
         uint64_t at = vs->start;
         for (uint64_t i = 0; i < ss->count; i++) {
             const char *t = v[ss->start + i];
@@ -348,11 +353,6 @@ static object *strings_of(char *const *v, size_t count, h5ark_error *err) {
         }
     }
     return s;
-}
-
-static int64_t elem_i64(const object *p, uint64_t i) {
-    const shard *sh = &p->values->shards[darray_shard_of(p->values, i)];
-    return ((const int64_t *)sh->data)[i - sh->start];
 }
 
 typedef struct {
@@ -374,7 +374,8 @@ static void map_shard(int b, void *ctx) {
 static int build_categorical(read_node *n, bool strict, bool tags, object **obj, object **tag,
                              h5ark_error *err) {
     object *codes = NULL, *kv = NULL, *kn = NULL, *t = NULL, *x = NULL, *cats = NULL;
-    char **names = NULL;
+    char **names = NULL, **texts = NULL;
+    int64_t *keys = NULL;
     size_t nnames = 0;
     int rc = -1;
     if (schema_build(&n->kids[0], strict, tags, &codes, &t, err) ||
@@ -395,19 +396,25 @@ static int build_categorical(read_node *n, bool strict, bool tags, object **obj,
     }
     int64_t lookup[256];
     names = calloc(kv->size + 1, sizeof *names);
-    if (!names) {
-        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        goto out;
+    keys = calloc(kv->size + 1, sizeof *keys);
+    texts = calloc(kv->size + 1, sizeof *texts);
+    int mrc = names && keys && texts ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (ranks_agree(mrc, err)) goto out;
+    /* the keys (at most 256) on every rank, each from the rank holding it; every rank takes
+     * part in every one, and then they agree */
+    h5ark_error kerr = {0};
+    for (uint64_t i = 0; i < kv->size; i++) {
+        if (pdarray_int64_at_ranks(kv, i, &keys[i], &kerr)) mrc = -1;
+        if (!(texts[i] = strings_dup_ranks(kn, i, &kerr))) mrc = -1;
     }
+    if (mrc) *err = kerr;
+    if (ranks_agree(mrc, err)) goto out;
     for (int i = 0; i < 256; i++)
         lookup[i] = -1;
     for (uint64_t i = 0; i < kv->size; i++) {
-        int64_t k = elem_i64(kv, i);
-        char *text = strings_dup(kn, i);
-        if (!text) {
-            h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-            goto out;
-        }
+        int64_t k = keys[i];
+        char *text = texts[i];
+        texts[i] = NULL;
         size_t c = 0;
         while (c < nnames && strcmp(names[c], text) != 0)
             c++;
@@ -454,6 +461,10 @@ out:
     for (size_t i = 0; i < nnames; i++)
         free(names[i]);
     free(names);
+    for (uint64_t i = 0; texts && kv && i < kv->size; i++)
+        free(texts[i]);
+    free(texts);
+    free(keys);
     object_release(codes);
     object_release(kv);
     object_release(kn);

@@ -2,12 +2,14 @@
  * ObjType, as h5py writes a list of str or bytes — fixed length (padding removed) or
  * variable length, ASCII or UTF-8. Read into a Strings object; h5ark never writes this
  * layout (it writes Arkouda's Strings group). The strings cannot be pread: HDF5 converts
- * them, a slab per file, on the handler thread. */
+ * them, a slab per file, on the handler thread. With several ranks each rank converts the
+ * rows of its own locales, and an allreduce of the byte counts lays the object out. */
 #include "families.h"
 
 #include "files.h"
 #include "locales.h"
 #include "progress.h"
+#include "ranks.h"
 #include "sysio.h"
 
 #include <stdio.h>
@@ -142,6 +144,7 @@ typedef struct {
     const gathered *g;
     object *obj, *tag;
     const read_part *part;
+    uint64_t first, base; /* this rank's first string and the byte offset of its first */
 } fill_job;
 
 static void fill_shard(int b, void *ctx) {
@@ -149,8 +152,8 @@ static void fill_shard(int b, void *ctx) {
     const shard *seg = &j->obj->segments->shards[b], *val = &j->obj->values->shards[b];
     int64_t *starts = seg->data;
     for (uint64_t i = 0; i < seg->count; i++)
-        starts[i] = (int64_t)j->g->starts[seg->start + i];
-    if (val->count) memcpy(val->data, j->g->bytes + val->start, val->count);
+        starts[i] = (int64_t)(j->base + j->g->starts[seg->start - j->first + i]);
+    if (val->count) memcpy(val->data, j->g->bytes + (val->start - j->base), val->count);
     if (j->tag) {
         const shard *t = &j->tag->values->shards[b];
         read_part_tags(j->part, t->start, t->start + t->count, t->data);
@@ -163,22 +166,39 @@ static int build(read_node *n, bool strict, bool tags, object **obj, object **ta
     *obj = *tag = NULL;
     const read_part *part = &n->ds.values;
     gathered g = {0};
-    int L = locales_count();
+    int L = locales_count(), first = locales_local_first(), nlocal = locales_local_count();
+    uint64_t total = 0;
+    for (size_t i = 0; i < part->n; i++)
+        total += part->src[i].info.count;
+    /* this rank's strings: those of its locales (all of them with one rank) */
+    uint64_t lo = locales_block_start(total, L, first);
+    uint64_t hi = locales_block_start(total, L, first + nlocal);
     uint64_t *counts = calloc((size_t)L, sizeof *counts);
-    g.starts = malloc((part->total ? part->total : 1) * sizeof *g.starts);
+    g.starts = malloc((hi > lo ? hi - lo : 1) * sizeof *g.starts);
     int rc = counts && g.starts ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    for (size_t i = 0; i < part->n && rc == 0; i++)
-        if (part->src[i].info.count)
-            rc = gather_src(&part->src[i], part->src[i].first, part->src[i].info.count,
-                            n->ds.nul_padded, &g, err);
-    for (int b = 0; b < L && rc == 0; b++) {
-        uint64_t lo = locales_block_start(g.n, L, b), hi = locales_block_start(g.n, L, b + 1);
-        counts[b] = (hi < g.n ? g.starts[hi] : g.nbytes) - (lo < g.n ? g.starts[lo] : g.nbytes);
+    uint64_t at = 0; /* the first string of source i in the concatenation */
+    for (size_t i = 0; i < part->n && rc == 0; i++) {
+        const read_src *src = &part->src[i];
+        uint64_t c = src->info.count;
+        uint64_t a = at > lo ? at : lo, z = at + c < hi ? at + c : hi;
+        if (a < z) rc = gather_src(src, src->first + (a - at), z - a, n->ds.nul_padded, &g, err);
+        at += c;
     }
-    if (rc == 0 && !(*obj = object_new_strings(g.n, counts, err))) rc = -1;
-    if (rc == 0 && tags && !(*tag = object_new_pdarray(H5ARK_INT64, g.n, err))) rc = -1;
+    /* the lowest failing rank's error: that of the first failing string, as with one rank */
+    rc = ranks_agree(rc, err);
+    for (int b = first; b < first + nlocal && rc == 0; b++) {
+        uint64_t blo = locales_block_start(total, L, b) - lo;
+        uint64_t bhi = locales_block_start(total, L, b + 1) - lo;
+        counts[b] = (bhi < g.n ? g.starts[bhi] : g.nbytes) - (blo < g.n ? g.starts[blo] : g.nbytes);
+    }
+    if (rc == 0) rc = ranks_allreduce_u64(counts, (size_t)L, RANKS_SUM, err);
+    uint64_t base = 0;
+    for (int b = 0; b < first && rc == 0; b++)
+        base += counts[b];
+    if (rc == 0 && !(*obj = object_new_strings(total, counts, err))) rc = -1;
+    if (rc == 0 && tags && !(*tag = object_new_pdarray(H5ARK_INT64, total, err))) rc = -1;
     if (rc == 0) {
-        fill_job j = {.g = &g, .obj = *obj, .tag = *tag, .part = part};
+        fill_job j = {.g = &g, .obj = *obj, .tag = *tag, .part = part, .first = lo, .base = base};
         locales_run(fill_shard, &j);
     }
     if (rc) {

@@ -123,6 +123,22 @@ int write_darray_pairs(hid_t loc, int file_index, const char *name, const darray
     return plan_regions(plan, file_index, a, 0, a->size / 2 * 2, offset, 0, err);
 }
 
+int plan_int64_at(const write_plan *plan, const darray *a, uint64_t i, int64_t *out,
+                  h5ark_error *err) {
+    const shard *s = &a->shards[darray_shard_of(a, i)];
+    if (s->data) {
+        *out = ((const int64_t *)s->data)[i - s->start];
+        return 0;
+    }
+    for (size_t k = 0; k < plan->nfetched; k++)
+        if (plan->fetched[k].a == a && plan->fetched[k].i == i) {
+            *out = plan->fetched[k].v;
+            return 0;
+        }
+    return h5ark_fail(err, H5ARK_INTERNAL, "element %llu lies on another rank and was not fetched",
+                      (unsigned long long)i);
+}
+
 void object_part_rows(const object *obj, int part, uint64_t *lo, uint64_t *hi) {
     const darray *rows = obj->objtype == H5ARK_STRINGS ? obj->segments : obj->values;
     if (obj->objtype == H5ARK_SEGARRAY) {

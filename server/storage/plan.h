@@ -50,7 +50,18 @@ typedef struct {
     uint64_t elems; /* the dataset's chunk size */
     uint64_t at;
     int64_t rebase;
+    /* several ranks: the chunk's elements gathered from the ranks holding them, when they
+     * are not all on the rank making it (NULL otherwise: read from the shards) */
+    const void *whole;
 } write_chunk;
+
+/* Several ranks: an int64 element of another rank's shard, fetched before rank 0 lays the
+ * files out (a SegArray's segment at each locale's first row). */
+typedef struct {
+    const darray *a;
+    uint64_t i;
+    int64_t v;
+} fetched_int64;
 
 typedef struct {
     write_region *v;
@@ -66,7 +77,14 @@ typedef struct {
     unsigned char ***ak0_whole;
     size_t nak0;
     bool dataframe_columns; /* a DataFrame at a file's top level as one object per column */
+    const fetched_int64 *fetched; /* several ranks: elements of other ranks' shards */
+    size_t nfetched;
 } write_plan;
+
+/* Element i of int64 darray a while laying a file out: from this rank's shard, or from the
+ * elements fetched from the other ranks; -1 (err set) when it is neither. */
+int plan_int64_at(const write_plan *plan, const darray *a, uint64_t i, int64_t *out,
+                  h5ark_error *err);
 
 int write_plan_add(write_plan *plan, const write_region *r, h5ark_error *err);
 /* Close the plan's datasets and free it; -1 (err set, if err is not NULL) when a close
@@ -91,6 +109,13 @@ typedef struct {
 /* The libdeflate level chunks of `dtype` at a requested gzip level (1-9) are made with. */
 int chunk_deflate_level(int gzip_level, h5ark_dtype dtype);
 
+/* Make chunk c on the calling (locale) thread: *out points at its *len stored bytes, in
+ * b's memory until b's next chunk. */
+int chunk_make(const write_plan *plan, const write_chunk *c, chunk_buffers *b,
+               const unsigned char **out, size_t *len, h5ark_error *err);
+/* Write the stored bytes of the chunk at element `at` of the plan's dataset `dset`. */
+int chunk_store(const write_plan *plan, size_t dset, uint64_t at, const void *bytes, size_t len,
+                h5ark_error *err);
 /* Make and write chunk c on the calling (locale) thread. */
 int chunk_write(const write_plan *plan, const write_chunk *c, chunk_buffers *b, h5ark_error *err);
 void chunk_buffers_free(chunk_buffers *b);

@@ -81,30 +81,6 @@ static int share_probe(int rc, read_probe *st, char *const *paths, size_t npaths
     return ranks_agree(rc, err);
 }
 
-/* Whether several ranks read a node: Arkouda's kinds, built from pdarrays and Strings,
- * and awkward arrays, but not plain HDF5 strings or ExeTera's (the node refused, or NULL). */
-static const read_node *ranks_refused_node(const read_node *n) {
-    if (n->kind == KIND_H5STRINGS || n->kind == KIND_EXETERA_DF || n->kind == KIND_EXETERA_FIELD)
-        return n;
-    for (size_t i = 0; i < n->nkids; i++) {
-        const read_node *r = ranks_refused_node(&n->kids[i]);
-        if (r) return r;
-    }
-    return NULL;
-}
-
-/* The kinds several ranks do not read yet are refused alike on every rank (the read tree
- * is the same on all). */
-static int check_ranks_kinds(const read_probe *st, h5ark_error *err) {
-    for (size_t i = 0; i < st->names.n; i++) {
-        const read_node *r = ranks_refused_node(&st->nodes[i]);
-        if (r)
-            return ranks_not_yet(err, "readhdf of %s ('%s')", schema_what(r->kind),
-                                 st->nodes[i].name);
-    }
-    return 0;
-}
-
 static int read_files(char *const *paths, size_t npaths, const char *const *datasets,
                       size_t ndatasets, const storage_read_options *opts, storage_read_item **items,
                       size_t *nitems, h5ark_value *file_errors, h5ark_value *warnings,
@@ -158,7 +134,6 @@ static int read_files(char *const *paths, size_t npaths, const char *const *data
                    files_display(paths[last->index]), last->message);
         goto out;
     }
-    if (ranks_count() > 1 && check_ranks_kinds(&st, err)) goto out;
     int src = 0;
     for (size_t i = 0; opts->ranged && src == 0 && i < st.names.n; i++)
         src = schema_slice(&st.nodes[i], opts->start, opts->stop, err);

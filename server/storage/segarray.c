@@ -16,12 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Element i of an int64 darray (on the calling thread: the data is read only). */
-static int64_t darray_int64_at(const darray *a, uint64_t i) {
-    const shard *s = &a->shards[darray_shard_of(a, i)];
-    return ((const int64_t *)s->data)[i - s->start];
-}
-
 static int store(hid_t loc, int file_index, const char *name, const object *obj, int part,
                  write_plan *plan, h5ark_error *err) {
     const object *seg = object_component_get(obj, CHILD_SEGMENTS);
@@ -32,13 +26,14 @@ static int store(hid_t loc, int file_index, const char *name, const object *obj,
     uint64_t lo, hi;
     object_part_rows(obj, part, &lo, &hi);
     uint64_t n = seg->size, nvals = vals->size;
-    /* segments[0] is 0 (checked when made or read): with several ranks it may be
-     * another rank's */
-    uint64_t vlo = lo == 0 && n > 0 ? 0
-                   : lo < n         ? (uint64_t)darray_int64_at(seg->values, lo)
-                                    : nvals;
-    uint64_t vhi = hi < n ? (uint64_t)darray_int64_at(seg->values, hi) : nvals;
-    if (vlo > vhi || vhi > nvals)
+    /* segments[0] is 0 (checked when made or read); with several ranks the others may be
+     * another rank's, fetched before the layout (write.c) */
+    int64_t at_lo = 0, at_hi = (int64_t)nvals;
+    if (lo > 0 && lo < n && plan_int64_at(plan, seg->values, lo, &at_lo, err)) return -1;
+    if (lo >= n) at_lo = (int64_t)nvals;
+    if (hi < n && plan_int64_at(plan, seg->values, hi, &at_hi, err)) return -1;
+    uint64_t vlo = (uint64_t)at_lo, vhi = (uint64_t)at_hi;
+    if (at_lo < 0 || vlo > vhi || vhi > nvals)
         return h5ark_fail(err, H5ARK_INTERNAL, "SegArray '%s' has segments out of order", name);
     hid_t group = write_group(loc, name, OBJTYPE_SEGARRAY, err);
     if (group < 0) return h5ark_fail_context(err, "SegArray '%s'", name);

@@ -20,12 +20,23 @@
 /* Where string i starts. With several ranks the segments of another rank's shard are not
  * here, but a file's rows start a shard (or are all of them), and each values shard starts
  * at the offset of its shard's first string: the metadata says it. */
-static uint64_t row_offset(const object *obj, uint64_t i) {
-    if (ranks_count() == 1 || i >= obj->size) return strings_offset(obj, i);
+static int row_offset(const object *obj, uint64_t i, const write_plan *plan, uint64_t *out,
+                      h5ark_error *err) {
+    if (ranks_count() == 1 || i >= obj->size) {
+        *out = strings_offset(obj, i);
+        return 0;
+    }
     const darray *seg = obj->segments;
     int b = darray_shard_of(seg, i);
-    if (seg->shards[b].start == i) return obj->values->shards[b].start;
-    return strings_offset(obj, i);
+    if (seg->shards[b].start == i) {
+        *out = obj->values->shards[b].start;
+        return 0;
+    }
+    /* inside a shard: this rank's, or fetched from the rank holding it (write.c) */
+    int64_t v;
+    if (plan_int64_at(plan, seg, i, &v, err)) return -1;
+    *out = (uint64_t)v;
+    return 0;
 }
 
 int strings_write_rows(hid_t loc, int file_index, const char *name, const object *obj, uint64_t lo,
@@ -35,7 +46,11 @@ int strings_write_rows(hid_t loc, int file_index, const char *name, const object
                           h5ark_objtype_name(obj->objtype));
     hid_t group = write_group(loc, name, OBJTYPE_STRINGS, err);
     if (group < 0) return -1;
-    uint64_t blo = row_offset(obj, lo), bhi = row_offset(obj, hi);
+    uint64_t blo, bhi;
+    if (row_offset(obj, lo, plan, &blo, err) || row_offset(obj, hi, plan, &bhi, err)) {
+        H5Gclose(group);
+        return h5ark_fail_context(err, "Strings '%s'", name);
+    }
     int rc = write_darray_range(group, file_index, CHILD_VALUES, obj->values, blo, bhi,
                                 OBJTYPE_PDARRAY, false, 0, plan, err);
     /* a file's offsets restart at 0 */

@@ -387,6 +387,7 @@ typedef struct {
     const write_plan *plan;
     const out_file *files;
     locale_errors le;
+    bool chunks_apart; /* several ranks: the chunks are written by write_chunks_ranks */
 } write_job;
 
 /* A region's bytes, in pieces so that the request's progress moves while a large shard
@@ -483,7 +484,7 @@ static void write_chunks(int locale, write_job *job) {
 
 static void write_locale(int locale, void *ctx) {
     write_job *job = ctx;
-    write_chunks(locale, job);
+    if (!job->chunks_apart) write_chunks(locale, job);
     if (job->le.errs[locale].code == H5ARK_OK) pwrite_shards(locale, job);
 }
 
@@ -525,27 +526,48 @@ typedef struct {
     int64_t rebase;
 } region_wire;
 
+typedef struct {
+    uint64_t file, locale, dset, src, first, count, elems, at;
+    int64_t rebase;
+} chunk_wire;
+
+static size_t darray_number(const darray_list *dl, const darray *a) {
+    size_t k = 0;
+    while (k < dl->n && dl->v[k] != a)
+        k++;
+    return k;
+}
+
 static h5ark_value *encode_plan(const out_file *of, int nfiles, const write_plan *plan,
                                 const darray_list *dl) {
     h5ark_value *v = h5ark_value_map(), *tmp = h5ark_value_array(), *rel = h5ark_value_array();
     region_wire *w = sysio.calloc(plan->n ? plan->n : 1, sizeof *w);
-    bool ok = v && tmp && rel && w;
+    chunk_wire *cw = sysio.calloc(plan->nchunks ? plan->nchunks : 1, sizeof *cw);
+    bool ok = v && tmp && rel && w && cw;
     for (int i = 0; ok && i < nfiles; i++)
         ok = h5ark_value_push(tmp, h5ark_value_str(of[i].tmp)) == 0 &&
              h5ark_value_push(rel, h5ark_value_str(of[i].rel)) == 0;
     for (size_t i = 0; ok && i < plan->n; i++) {
         const write_region *r = &plan->v[i];
-        size_t k = 0;
-        while (k < dl->n && dl->v[k] != r->src)
-            k++;
+        size_t k = darray_number(dl, r->src);
         ok = k < dl->n;
         w[i] = (region_wire){(uint64_t)r->file, (uint64_t)r->locale, k,        r->first,
                              r->nbytes,         r->offset,           r->rebase};
     }
     if (ok) ok = h5ark_value_set(v, "tmp", tmp) == 0, tmp = NULL;
     if (ok) ok = h5ark_value_set(v, "rel", rel) == 0, rel = NULL;
+    for (size_t i = 0; ok && i < plan->nchunks; i++) {
+        const write_chunk *c = &plan->chunks[i];
+        size_t k = darray_number(dl, c->src);
+        ok = k < dl->n;
+        cw[i] = (chunk_wire){
+            (uint64_t)c->file, (uint64_t)c->locale, c->dset, k, c->first, c->count, c->elems, c->at,
+            c->rebase};
+    }
     if (ok) ok = h5ark_value_set(v, "regions", h5ark_value_bin(w, plan->n * sizeof *w)) == 0;
+    if (ok) ok = h5ark_value_set(v, "chunks", h5ark_value_bin(cw, plan->nchunks * sizeof *cw)) == 0;
     free(w);
+    free(cw);
     h5ark_value_destroy(&tmp);
     h5ark_value_destroy(&rel);
     if (!ok) h5ark_value_destroy(&v);
@@ -587,6 +609,30 @@ static int decode_plan(const h5ark_value *v, const darray_list *dl, out_file **o
                             .first = r.first};
         if (write_plan_add(plan, &out, err)) return -1;
     }
+    /* every chunk, not only this rank's: each rank works out the same exchanges from them */
+    const h5ark_value *chunks = h5ark_value_get(v, "chunks");
+    const chunk_wire *cw = (const chunk_wire *)chunks->as.s.ptr;
+    size_t nc = chunks->as.s.len / sizeof *cw;
+    for (size_t i = 0; i < nc; i++) {
+        chunk_wire c;
+        memcpy(&c, &cw[i], sizeof c);
+        if (c.src >= dl->n || c.file >= n || c.locale >= (uint64_t)locales_count())
+            return h5ark_fail(err, H5ARK_INTERNAL, "rank %d: a chunk of rank 0's plan is unknown",
+                              ranks_self());
+        write_chunk *g = grow_array(plan->chunks, plan->nchunks, &plan->chunks_cap, sizeof *g);
+        if (!g)
+            return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", ranks_self());
+        plan->chunks = g;
+        plan->chunks[plan->nchunks++] = (write_chunk){.file = (int)c.file,
+                                                      .locale = (int)c.locale,
+                                                      .dset = c.dset,
+                                                      .src = dl->v[c.src],
+                                                      .first = c.first,
+                                                      .count = c.count,
+                                                      .elems = c.elems,
+                                                      .at = c.at,
+                                                      .rebase = c.rebase};
+    }
     return 0;
 }
 
@@ -608,24 +654,325 @@ static int share_plan(const storage_item *items, size_t nitems, out_file **of, i
     return ranks_agree(rc, err);
 }
 
+/* ---- compressed chunks on several ranks ---------------------------------------------- */
+
+/* Serial HDF5 cannot have several processes add chunks to one file (each chunk's place is
+ * allocated in the file's metadata, held in the memory of the process writing it), so at
+ * R > 1 the rank owning a chunk (the owner of its middle element, as with one rank) makes
+ * it on its locales, in parallel with the other ranks, and sends the stored bytes to rank
+ * 0, whose file is open; rank 0 writes them with H5Dwrite_chunk as its own locales do.
+ * Cost over one rank: the compressed bytes of ranks > 0 cross to rank 0, and the elements
+ * of a chunk lying on another rank than its owner's (at most a chunk per rank boundary of
+ * each dataset) cross first. Memory: ROUND_BYTES of a rank's chunks are made at a time,
+ * and rank 0 holds one rank's made chunks of a round at a time. */
+enum { ROUND_BYTES = 64u << 20 };
+
+static uint64_t chunk_bytes(const write_chunk *c) {
+    return c->count * c->src->itemsize;
+}
+
+/* Calls back for each shard of c's elements on another rank than c's owner: its rank and
+ * the overlap [lo, hi) of elements. */
+typedef void (*span_fn)(const write_chunk *c, int owner, int rank, int b, uint64_t lo, uint64_t hi,
+                        void *ctx);
+
+static void foreign_spans(const write_chunk *c, span_fn fn, void *ctx) {
+    const darray *a = c->src;
+    int owner = locales_rank_of(c->locale);
+    uint64_t end = c->first + c->count;
+    for (int b = c->count ? darray_shard_of(a, c->first) : a->nshards; b < a->nshards; b++) {
+        const shard *s = &a->shards[b];
+        if (s->start >= end) break;
+        uint64_t lo = s->start > c->first ? s->start : c->first;
+        uint64_t hi = s->start + s->count < end ? s->start + s->count : end;
+        if (lo < hi && locales_rank_of(b) != owner)
+            fn(c, owner, locales_rank_of(b), b, lo, hi, ctx);
+    }
+}
+
+typedef struct {
+    uint64_t *send, *recv; /* bytes per rank, then (second pass) positions */
+    char *sendbuf;
+    bool *straddles; /* per chunk */
+    size_t chunk;
+} edge_pass;
+
+static void count_edge(const write_chunk *c, int owner, int rank, int b, uint64_t lo, uint64_t hi,
+                       void *ctx) {
+    (void)b;
+    edge_pass *e = ctx;
+    uint64_t n = (hi - lo) * c->src->itemsize;
+    if (rank == ranks_self()) e->send[owner] += n;
+    if (owner == ranks_self()) e->recv[rank] += n, e->straddles[e->chunk] = true;
+}
+
+static void pack_edge(const write_chunk *c, int owner, int rank, int b, uint64_t lo, uint64_t hi,
+                      void *ctx) {
+    edge_pass *e = ctx;
+    if (rank != ranks_self()) return;
+    const shard *s = &c->src->shards[b];
+    size_t isz = c->src->itemsize;
+    memcpy(e->sendbuf + e->send[owner], (const char *)s->data + (lo - s->start) * isz,
+           (hi - lo) * isz);
+    e->send[owner] += (hi - lo) * isz;
+}
+
+/* Each of this rank's chunks with elements on other ranks gets them all in c->whole (one
+ * all-to-all of those elements); *wholes lists the memory to free. */
+static int gather_edges(write_plan *plan, void ***wholes, h5ark_error *err) {
+    int R = ranks_count(), self = ranks_self();
+    /* per rank: bytes to send, to receive, the send and receive positions, the send counts */
+    uint64_t *t = sysio.calloc((size_t)R * 5, sizeof *t);
+    edge_pass e = {.straddles = sysio.calloc(plan->nchunks + 1, sizeof *e.straddles)};
+    char *recvbuf = NULL;
+    *wholes = sysio.calloc(plan->nchunks + 1, sizeof **wholes);
+    int rc = 0;
+    if (!t || !e.straddles || !*wholes)
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", self);
+    uint64_t *soff = t ? t + 2 * R : NULL, *roff = t ? t + 3 * R : NULL;
+    uint64_t *counts = t ? t + 4 * R : NULL;
+    if (rc == 0) {
+        e.send = t;
+        e.recv = t + R;
+        for (e.chunk = 0; e.chunk < plan->nchunks; e.chunk++)
+            foreign_spans(&plan->chunks[e.chunk], count_edge, &e);
+        uint64_t st = 0, rt = 0;
+        for (int r = 0; r < R; r++)
+            soff[r] = st, roff[r] = rt, st += e.send[r], rt += e.recv[r];
+        e.sendbuf = sysio.malloc(st ? st : 1);
+        recvbuf = sysio.malloc(rt ? rt : 1);
+        if (!e.sendbuf || !recvbuf)
+            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", self);
+    }
+    /* the memory is there on every rank before anything moves */
+    rc = ranks_agree(rc, err);
+    if (rc == 0) {
+        memcpy(counts, e.send, (size_t)R * sizeof *counts);
+        memcpy(e.send, soff, (size_t)R * sizeof *e.send); /* now positions */
+        for (size_t i = 0; i < plan->nchunks; i++)
+            foreign_spans(&plan->chunks[i], pack_edge, &e);
+        rc = ranks_alltoallv(e.sendbuf, counts, recvbuf, e.recv, err);
+    }
+    /* the owners put their chunks together: their own shards, then what came, in plan order */
+    for (size_t i = 0; rc == 0 && i < plan->nchunks; i++) {
+        write_chunk *c = &plan->chunks[i];
+        if (!e.straddles[i]) continue;
+        const darray *a = c->src;
+        size_t isz = a->itemsize;
+        char *w = sysio.malloc(chunk_bytes(c) ? chunk_bytes(c) : 1);
+        if (!w) {
+            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", self);
+            break;
+        }
+        (*wholes)[i] = w;
+        uint64_t end = c->first + c->count;
+        for (int b = darray_shard_of(a, c->first); b < a->nshards; b++) {
+            const shard *s = &a->shards[b];
+            if (s->start >= end) break;
+            uint64_t lo = s->start > c->first ? s->start : c->first;
+            uint64_t hi = s->start + s->count < end ? s->start + s->count : end;
+            if (lo >= hi) continue;
+            int r = locales_rank_of(b);
+            char *to = w + (lo - c->first) * isz;
+            if (r == self) {
+                memcpy(to, (const char *)s->data + (lo - s->start) * isz, (hi - lo) * isz);
+            } else {
+                memcpy(to, recvbuf + roff[r], (hi - lo) * isz);
+                roff[r] += (hi - lo) * isz;
+            }
+        }
+        c->whole = w;
+    }
+    free(t);
+    free(e.straddles);
+    free(e.sendbuf);
+    free(recvbuf);
+    return ranks_agree(rc, err);
+}
+
+typedef struct {
+    write_job *job;
+    locale_errors le;
+    const uint32_t *round; /* per chunk */
+    uint32_t k;
+    unsigned char **made; /* ranks > 0: per chunk, its stored bytes (sizes in len) */
+    uint64_t *len;
+} round_job;
+
+static void make_round(int locale, void *ctx) {
+    round_job *rj = ctx;
+    write_job *job = rj->job;
+    h5ark_error *err = &rj->le.errs[locale];
+    chunk_buffers b = {0};
+    for (size_t i = 0; i < job->plan->nchunks; i++) {
+        const write_chunk *c = &job->plan->chunks[i];
+        if (c->locale != locale || rj->round[i] != rj->k) continue;
+        const unsigned char *out;
+        size_t len;
+        int rc = chunk_make(job->plan, c, &b, &out, &len, err);
+        if (rc == 0 && ranks_self() == 0) {
+            rc = chunk_store(job->plan, c->dset, c->at, out, len, err);
+        } else if (rc == 0) {
+            if (!(rj->made[i] = sysio.malloc(len)))
+                rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory for a chunk");
+            else
+                memcpy(rj->made[i], out, len), rj->len[i] = len;
+        }
+        if (rc) {
+            h5ark_fail_context(err, "cannot write '%s'", job->files[c->file].rel);
+            locale_errors_set(&rj->le, locale);
+            break;
+        }
+        progress_add(progress_here(), chunk_bytes(c));
+    }
+    chunk_buffers_free(&b);
+}
+
+/* Round k: every rank makes its chunks of the round, rank 0 writing its own; the other
+ * ranks' go to rank 0, which writes them. */
+static int write_round(round_job *rj, h5ark_error *err) {
+    write_job *job = rj->job;
+    const write_plan *plan = job->plan;
+    int R = ranks_count(), self = ranks_self();
+    int rc = locale_errors_init(&rj->le, err);
+    if (rc == 0) {
+        locales_run(make_round, rj);
+        rc = locale_errors_take(&rj->le, err);
+    }
+    locale_errors_free(&rj->le);
+    /* how many chunks each rank made (metadata), this rank's sizes, rank 0's room for all */
+    uint64_t *counts = sysio.calloc((size_t)R, sizeof *counts);
+    uint64_t *mine = sysio.calloc(plan->nchunks + 1, sizeof *mine), nmine = 0, nsizes = 0;
+    uint64_t *sizes = NULL;
+    unsigned char *buf = NULL;
+    if ((!counts || !mine) && rc == 0)
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", self);
+    for (size_t i = 0; counts && mine && i < plan->nchunks; i++) {
+        if (rj->round[i] != rj->k) continue;
+        int owner = locales_rank_of(plan->chunks[i].locale);
+        if (owner != 0) counts[owner] += 8, nsizes++;
+        if (owner == self && self != 0) mine[nmine++] = rj->len[i];
+    }
+    if (self == 0 && rc == 0 && !(sizes = sysio.malloc((nsizes + 1) * 8)))
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    h5ark_span *spans = self != 0 ? sysio.calloc(nmine + 1, sizeof *spans) : NULL;
+    if (self != 0 && rc == 0 && !spans) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    /* every rank made its chunks and has its memory before anything moves */
+    rc = ranks_agree(rc, err);
+    if (rc == 0) {
+        h5ark_span span = {mine, nmine * 8};
+        rc = ranks_gatherv(&span, 1, sizes, counts, err);
+    }
+    if (rc == 0 && self == 0) { /* room for the largest rank's chunks */
+        uint64_t most = 0, at = 0;
+        for (int r = 1; r < R; r++) {
+            uint64_t total = 0;
+            for (uint64_t j = 0; j < counts[r] / 8; j++)
+                total += sizes[at + j];
+            at += counts[r] / 8;
+            most = total > most ? total : most;
+        }
+        if (!(buf = sysio.malloc(most ? most : 1)))
+            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory for %llu bytes of chunks",
+                            (unsigned long long)most);
+    }
+    rc = ranks_agree(rc, err);
+    if (rc == 0 && self != 0 && nmine > 0) {
+        size_t n = 0;
+        for (size_t i = 0; i < plan->nchunks; i++)
+            if (rj->round[i] == rj->k && locales_rank_of(plan->chunks[i].locale) == self)
+                spans[n++] = (h5ark_span){rj->made[i], rj->len[i]};
+        rc = ranks_send(0, spans, n, err);
+    } else if (rc == 0 && self == 0) {
+        /* a rank at a time; a failed write still takes the bytes the other ranks send */
+        uint64_t at = 0;
+        int wrc = 0;
+        for (int r = 1; r < R && rc == 0; r++) {
+            uint64_t n = counts[r] / 8, total = 0;
+            for (uint64_t j = 0; j < n; j++)
+                total += sizes[at + j];
+            if (n > 0) rc = ranks_recv(r, buf, total, err);
+            uint64_t off = 0, j = at;
+            for (size_t i = 0; rc == 0 && wrc == 0 && i < plan->nchunks; i++) {
+                const write_chunk *c = &plan->chunks[i];
+                if (rj->round[i] != rj->k || locales_rank_of(c->locale) != r) continue;
+                wrc = chunk_store(plan, c->dset, c->at, buf + off, sizes[j], err);
+                if (wrc) h5ark_fail_context(err, "cannot write '%s'", job->files[c->file].rel);
+                off += sizes[j++];
+            }
+            at += n;
+        }
+        if (rc == 0) rc = wrc;
+    }
+    for (size_t i = 0; i < plan->nchunks; i++) {
+        free(rj->made[i]);
+        rj->made[i] = NULL;
+    }
+    free(buf);
+    free(sizes);
+    free(spans);
+    free(mine);
+    free(counts);
+    return ranks_agree(rc, err);
+}
+
+/* The compressed chunks of a write at R > 1: every rank calls it after share_plan, with its
+ * status so far (rc), and every rank gets the same outcome. */
+static int write_chunks_ranks(write_job *job, write_plan *plan, int rc, h5ark_error *err) {
+    void **wholes = NULL;
+    uint32_t *round = sysio.calloc(plan->nchunks + 1, sizeof *round);
+    unsigned char **made = sysio.calloc(plan->nchunks + 1, sizeof *made);
+    uint64_t *len = sysio.calloc(plan->nchunks + 1, sizeof *len);
+    uint64_t *acc = sysio.calloc((size_t)ranks_count(), sizeof *acc);
+    if (rc == 0 && !(round && made && len && acc))
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", ranks_self());
+    rc = ranks_agree(rc, err);
+    if (rc == 0 && plan->nchunks > 0) rc = gather_edges(plan, &wholes, err);
+    /* rounds of ROUND_BYTES per rank, alike on every rank (all hold the whole plan) */
+    uint32_t nrounds = 0;
+    for (size_t i = 0; rc == 0 && i < plan->nchunks; i++) {
+        int owner = locales_rank_of(plan->chunks[i].locale);
+        round[i] = (uint32_t)(acc[owner] / ROUND_BYTES);
+        acc[owner] += chunk_bytes(&plan->chunks[i]);
+        nrounds = round[i] + 1 > nrounds ? round[i] + 1 : nrounds;
+    }
+    round_job rj = {.job = job, .round = round, .made = made, .len = len};
+    for (rj.k = 0; rc == 0 && rj.k < nrounds; rj.k++)
+        rc = write_round(&rj, err);
+    for (size_t i = 0; wholes && i < plan->nchunks; i++) {
+        free(wholes[i]);
+        plan->chunks[i].whole = NULL;
+    }
+    free(wholes);
+    free(round);
+    free(made);
+    free(len);
+    free(acc);
+    return rc;
+}
+
 /* A rank other than 0: wait for rank 0's layout, then write this rank's shards into the
  * temporaries; rank 0 renames them once every rank has written. */
-static int write_files_rank(const storage_item *items, size_t nitems, h5ark_error *err) {
+static int write_files_rank(const storage_item *items, size_t nitems,
+                            const storage_write_options *opts, h5ark_error *err) {
     if (ranks_agree(0, err)) return -1; /* rank 0's checks and layout */
     out_file *of = NULL;
     int nfiles = 0;
-    write_plan plan = {0};
-    write_job job = {.plan = &plan};
+    write_plan plan = {.gzip_level = opts ? opts->gzip_level : 0};
+    write_job job = {.plan = &plan, .chunks_apart = true};
     int rc = share_plan(items, nitems, &of, &nfiles, &plan, err);
     if (rc == 0) {
         job.files = of;
         int wrc = locale_errors_init(&job.le, err);
+        wrc = write_chunks_ranks(&job, &plan, wrc, err);
         if (wrc == 0) {
             locales_run(write_locale, &job);
             wrc = locale_errors_take(&job.le, err);
+            if (wrc) h5ark_fail_context(err, "rank %d", ranks_self());
+            rc = ranks_agree(wrc, err);
+        } else {
+            rc = -1;
         }
-        if (wrc) h5ark_fail_context(err, "rank %d", ranks_self());
-        rc = ranks_agree(wrc, err);
     }
     locale_errors_free(&job.le);
     write_plan_close(&plan, NULL);
@@ -634,27 +981,97 @@ static int write_files_rank(const storage_item *items, size_t nitems, h5ark_erro
 }
 
 /* Whether several ranks write obj: rank 0 lays the files out from metadata, which every
- * rank holds, but a SegArray's per-locale files start at segment values that live on other
- * ranks (what it returns: the refused object, or NULL). */
-static const object *ranks_refused(const object *obj, bool distributed) {
-    if (obj->objtype == H5ARK_SEGARRAY && distributed) return obj;
-    for (size_t i = 0; i < obj->ncomponents; i++) {
-        const object *r = ranks_refused(obj->components[i].obj, distributed);
-        if (r) return r;
-    }
-    return NULL;
+ * rank holds, and from the few elements that say where a SegArray's per-locale files
+ * start, fetched first (fetch_layout). Every kind in Arkouda's format is written. */
+
+typedef struct {
+    fetched_int64 *v;
+    size_t n, cap;
+} fetched_list;
+
+static int fetch_add(fetched_list *l, const darray *a, uint64_t i) {
+    for (size_t k = 0; k < l->n; k++)
+        if (l->v[k].a == a && l->v[k].i == i) return 0;
+    fetched_int64 *v = grow_array(l->v, l->n, &l->cap, sizeof *v);
+    if (!v) return -1;
+    l->v = v;
+    const shard *s = &a->shards[darray_shard_of(a, i)];
+    l->v[l->n++] = (fetched_int64){
+        .a = a, .i = i, .v = s->data ? ((const int64_t *)s->data)[i - s->start] : 0};
+    return 0;
 }
 
-/* What several ranks write so far: every kind uncompressed, in Arkouda's format, but a
- * SegArray into per-locale files. */
-static int check_ranks_items(const storage_item *items, size_t nitems,
-                             const storage_write_options *opts, bool distributed,
-                             h5ark_error *err) {
-    if (opts && opts->gzip_level > 0) return ranks_not_yet(err, "tohdf with compression");
-    for (size_t i = 0; i < nitems; i++)
-        if (ranks_refused(items[i].obj, distributed))
-            return ranks_not_yet(err, "tohdf of a segarray into per-locale files ('%s')",
-                                 items[i].dataset);
+/* Pass 0: every SegArray's segment at each locale's first row. Pass 1 (after pass 0's
+ * values are known): for a SegArray of Strings, the Strings' byte offset at each of those
+ * segments, which is where a file's bytes start. */
+static int list_layout(const object *obj, int pass, const fetched_list *known, fetched_list *l) {
+    const object *seg =
+        obj->objtype == H5ARK_SEGARRAY ? object_component_get(obj, CHILD_SEGMENTS) : NULL;
+    const object *vals = seg ? object_component_get(obj, CHILD_VALUES) : NULL;
+    const darray *a = seg ? seg->values : NULL;
+    for (int b = 0; a && b < a->nshards; b++) {
+        uint64_t row = a->shards[b].start;
+        if (row == 0 || row >= a->size) continue; /* 0, or no row */
+        if (pass == 0 && fetch_add(l, a, row)) return -1;
+        if (pass == 1 && vals && vals->objtype == H5ARK_STRINGS) {
+            for (size_t k = 0; k < known->n; k++)
+                if (known->v[k].a == a && known->v[k].i == row && known->v[k].v > 0 &&
+                    (uint64_t)known->v[k].v < vals->size &&
+                    fetch_add(l, vals->segments, (uint64_t)known->v[k].v))
+                    return -1;
+        }
+    }
+    for (size_t i = 0; i < obj->ncomponents; i++)
+        if (list_layout(obj->components[i].obj, pass, known, l)) return -1;
+    return 0;
+}
+
+/* One pass: list the elements, then each comes from the rank holding it (an allreduce:
+ * the others give 0). Every rank calls it. */
+static int fetch_pass(const storage_item *items, size_t nitems, int pass, const fetched_list *known,
+                      fetched_list *l, h5ark_error *err) {
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < nitems; i++)
+        if (list_layout(items[i].obj, pass, known, l))
+            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    uint64_t *v = rc == 0 ? sysio.calloc(l->n + 1, sizeof *v) : NULL;
+    if (rc == 0 && !v) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    rc = ranks_agree(rc, err);
+    if (rc == 0 && l->n > 0) {
+        for (size_t i = 0; i < l->n; i++)
+            v[i] = (uint64_t)l->v[i].v;
+        rc = ranks_allreduce_u64(v, l->n, RANKS_SUM, err);
+        for (size_t i = 0; rc == 0 && i < l->n; i++)
+            l->v[i].v = (int64_t)v[i];
+    }
+    free(v);
+    return rc;
+}
+
+/* Several ranks, per-locale files: the elements of other ranks' shards rank 0's layout
+ * reads (plan_int64_at), fetched before it; every rank calls it. */
+static int fetch_layout(const storage_item *items, size_t nitems, write_plan *plan,
+                        h5ark_error *err) {
+    fetched_list seg = {0}, off = {0};
+    int rc = fetch_pass(items, nitems, 0, NULL, &seg, err);
+    if (rc == 0) rc = fetch_pass(items, nitems, 1, &seg, &off, err);
+    fetched_int64 *all = NULL;
+    if (rc == 0 && !(all = sysio.calloc(seg.n + off.n + 1, sizeof *all)))
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (rc == 0) {
+        if (seg.n) memcpy(all, seg.v, seg.n * sizeof *all);
+        if (off.n) memcpy(all + seg.n, off.v, off.n * sizeof *all);
+    }
+    free(seg.v);
+    free(off.v);
+    /* the memory is local: whether every rank has it is agreed, as rank 0 alone uses it */
+    rc = ranks_agree(rc, err);
+    if (rc) {
+        free(all);
+        return -1;
+    }
+    plan->fetched = all;
+    plan->nfetched = seg.n + off.n;
     return 0;
 }
 
@@ -715,8 +1132,12 @@ static int write_files(const storage_item *items, size_t nitems, const char *pat
     top_names names = {0};
     /* several ranks: these checks read metadata only, alike on every rank */
     bool ranks = ranks_call_seq() != 0;
-    if (check_items(items, nitems, df_columns, &names, err) ||
-        (ranks && check_ranks_items(items, nitems, opts, distributed, err))) {
+    if (check_items(items, nitems, df_columns, &names, err)) {
+        free(names.v);
+        return -1;
+    }
+    write_plan fetched = {0}; /* what rank 0 lays out from other ranks' shards */
+    if (ranks && distributed && fetch_layout(items, nitems, &fetched, err)) {
         free(names.v);
         return -1;
     }
@@ -729,7 +1150,8 @@ static int write_files(const storage_item *items, size_t nitems, const char *pat
     if (ranks && ranks_self() != 0) {
         ak0_gathered_free(&ak0);
         free(names.v);
-        return write_files_rank(items, nitems, err);
+        free((void *)fetched.fetched);
+        return write_files_rank(items, nitems, opts, err);
     }
     bool layout_pending = ranks; /* the other ranks wait to hear how the layout went */
     out_file *of = sysio.calloc((size_t)nfiles, sizeof *of);
@@ -739,12 +1161,15 @@ static int write_files(const storage_item *items, size_t nitems, const char *pat
                        .awkward0 = opts ? opts->awkward0 : 0,
                        .ak0_objects = ak0.objects,
                        .ak0_whole = ak0.whole,
-                       .nak0 = ak0.n};
+                       .nak0 = ak0.n,
+                       .fetched = fetched.fetched,
+                       .nfetched = fetched.nfetched};
     write_job job = {.plan = &plan, .files = of};
     int rc = -1;
     if (!of) {
         ak0_gathered_free(&ak0);
         free(names.v);
+        free((void *)fetched.fetched);
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         return ranks ? ranks_agree(-1, err) : -1;
     }
@@ -812,8 +1237,12 @@ static int write_files(const storage_item *items, size_t nitems, const char *pat
     }
     int wrc = locale_errors_init(&job.le, err);
     if (mode == STORAGE_TRUNCATE) drop_cached_pages(of, nfiles);
+    progress_start(progress_here(), PROGRESS_BYTES, plan_bytes(&plan));
+    if (ranks) {
+        job.chunks_apart = true;
+        if (write_chunks_ranks(&job, &plan, wrc, err)) goto out;
+    }
     if (wrc == 0) {
-        progress_start(progress_here(), PROGRESS_BYTES, plan_bytes(&plan));
         locales_run(write_locale, &job);
         wrc = locale_errors_take(&job.le, err);
     }
@@ -867,6 +1296,7 @@ out:
     locale_set_free(&existing);
     free(of);
     free(names.v);
+    free((void *)fetched.fetched);
     return rc;
 }
 

@@ -86,8 +86,9 @@ def test_create_put_get_match_one_rank(multi, single):
     assert out["multi"][3] == big.tobytes()
 
 
-@pytest.mark.parametrize("file_type", ["single", "distribute"])
+@pytest.mark.parametrize("file_type", ["single", "distribute", "gzip"])
 def test_tohdf_readhdf_match_one_rank(multi, single, file_type):
+    """gzip: one compressed file, every rank's chunks sent over the bridge to rank 0."""
     words = ["w%d" % (i * i) for i in range(3000)] + ["", "ü" * 40]
     dirs, res = {}, {}
     for name, d in [("multi", multi), ("single", single)]:
@@ -101,14 +102,16 @@ def test_tohdf_readhdf_match_one_rank(multi, single, file_type):
         out = d.data_dir / file_type
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir()
-        res[name] = ok(d.endpoint, "tohdf", {"names": names, "datasets": ["i", "f", "s"],
-                                             "path": f"{file_type}/x.h5",
-                                             "file_type": file_type})[0]
+        args = {"names": names, "datasets": ["i", "f", "s"], "path": f"{file_type}/x.h5",
+                "file_type": "distribute" if file_type == "distribute" else "single"}
+        if file_type == "gzip":
+            args["compression"] = "gzip"
+        res[name] = ok(d.endpoint, "tohdf", args)[0]
         dirs[name] = out
     assert res["multi"] == res["single"]
     files = sorted(os.listdir(dirs["multi"]))
     assert files == sorted(os.listdir(dirs["single"]))
-    assert len(files) == (1 if file_type == "single" else RANKS * THREADS)
+    assert len(files) == (RANKS * THREADS if file_type == "distribute" else 1)
     for f in files:  # h5py reads what every rank wrote into the shared directory
         assert h5_tree(dirs["multi"] / f) == h5_tree(dirs["single"] / f), f
     got, _ = ok(multi.endpoint, "readhdf", {"paths": [f"{file_type}/x*"]})
