@@ -3,6 +3,7 @@
 
 #include "awkward_form.h"
 #include "locales.h"
+#include "pdarray.h"
 #include "ranks.h"
 
 #include <stdatomic.h>
@@ -77,39 +78,10 @@ static void copy_shard(int locale, void *ctx) {
         atomic_store(&job->failed, 1);
 }
 
-/* Several ranks, buffers from rank 0's payload: rank 0 sends every other rank's shards
- * their bytes (straight from the frames) and copies its own; the others receive theirs. */
+/* Several ranks, buffers from rank 0's payload (pdarray's scatter). */
 static int scatter_in(builder *bd, copy_job *job, size_t i) {
-    const darray *a = job->a;
-    int L = a->nshards, T = locales_local_count(), first = locales_local_first(), rc;
-    if (ranks_self() == 0) {
-        int n = 0, *to = malloc((size_t)L * sizeof *to);
-        uint64_t *offs = malloc((size_t)L * sizeof *offs), *lens = malloc((size_t)L * sizeof *lens);
-        for (int b = 0; to && offs && lens && b < L; b++)
-            if (!locales_is_local(b)) {
-                to[n] = locales_rank_of(b);
-                offs[n] = bd->src->payload_offsets[i] + a->shards[b].start * a->itemsize;
-                lens[n++] = a->shards[b].count * a->itemsize;
-            }
-        locales_run(copy_shard, job);
-        rc = to && offs && lens ? ranks_scatter_payload(bd->src->frames, n, to, offs, lens, bd->err)
-                                : h5ark_fail(bd->err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        free(to);
-        free(offs);
-        free(lens);
-    } else {
-        void **bufs = malloc((size_t)T * sizeof *bufs);
-        uint64_t *lens = malloc((size_t)T * sizeof *lens);
-        for (int t = 0; bufs && lens && t < T; t++) {
-            bufs[t] = a->shards[first + t].data;
-            lens[t] = a->shards[first + t].count * a->itemsize;
-        }
-        rc = bufs && lens ? ranks_recv_many(0, T, bufs, lens, bd->err)
-                          : h5ark_fail(bd->err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        free(bufs);
-        free(lens);
-    }
-    return rc;
+    return darray_scatter_in(job->a, bd->src->frames, bd->src->payload_offsets[i], copy_shard, job,
+                             bd->err);
 }
 
 static int fail_node(builder *bd, const ak_node *n, const char *msg) {

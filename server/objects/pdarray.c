@@ -301,25 +301,22 @@ static void check_bool_shard(int locale, void *ctx) {
         }
 }
 
-int pdarray_copy_in_ranks(object *obj, const h5ark_payload *payload, const h5ark_buffer *buf,
-                          h5ark_error *err) {
-    darray *a = obj->values;
-    uint64_t want = a->size * a->itemsize;
-    if (buf->nbytes != want) /* the header's sizes: every rank sees the same */
-        return pdarray_copy_in(obj, payload, buf, err);
-    int rc = 0, L = a->nshards, first = locales_local_first(), T = locales_local_count();
-    copy_job job = {.obj = obj, .payload = payload, .offset = buf->offset};
+/* Several ranks, a buffer in rank 0's payload at `offset` laid out as `a`: rank 0 sends
+ * every other rank's shards their bytes straight from the frames, then copies its own
+ * with copy_own(locale, job) meanwhile; the other ranks receive theirs into their shards. */
+int darray_scatter_in(const darray *a, const h5ark_payload *payload, uint64_t offset,
+                      locale_fn copy_own, void *job, h5ark_error *err) {
+    int rc, L = a->nshards, first = locales_local_first(), T = locales_local_count();
     if (ranks_self() == 0) {
-        /* the other ranks' shards leave first, then rank 0 copies its own meanwhile */
         int n = 0, *to = malloc((size_t)L * sizeof *to);
         uint64_t *offs = malloc((size_t)L * sizeof *offs), *lens = malloc((size_t)L * sizeof *lens);
         for (int b = 0; to && offs && lens && b < L; b++)
             if (!locales_is_local(b)) {
                 to[n] = locales_rank_of(b);
-                offs[n] = buf->offset + a->shards[b].start * a->itemsize;
+                offs[n] = offset + a->shards[b].start * a->itemsize;
                 lens[n++] = a->shards[b].count * a->itemsize;
             }
-        locales_run(copy_shard, &job);
+        locales_run(copy_own, job);
         rc = to && offs && lens ? ranks_scatter_payload(payload, n, to, offs, lens, err)
                                 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         free(to);
@@ -334,10 +331,22 @@ int pdarray_copy_in_ranks(object *obj, const h5ark_payload *payload, const h5ark
         }
         rc = bufs && lens ? ranks_recv_many(0, T, bufs, lens, err)
                           : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        if (rc == 0 && a->dtype == H5ARK_BOOLEAN) locales_run(check_bool_shard, &job);
         free(bufs);
         free(lens);
     }
+    return rc;
+}
+
+int pdarray_copy_in_ranks(object *obj, const h5ark_payload *payload, const h5ark_buffer *buf,
+                          h5ark_error *err) {
+    darray *a = obj->values;
+    uint64_t want = a->size * a->itemsize;
+    if (buf->nbytes != want) /* the header's sizes: every rank sees the same */
+        return pdarray_copy_in(obj, payload, buf, err);
+    copy_job job = {.obj = obj, .payload = payload, .offset = buf->offset};
+    int rc = darray_scatter_in(a, payload, buf->offset, copy_shard, &job, err);
+    if (rc == 0 && ranks_self() != 0 && a->dtype == H5ARK_BOOLEAN)
+        locales_run(check_bool_shard, &job);
     if (rc == 0 && atomic_load(&job.failed))
         rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "buffer '%s' is shorter than declared", buf->name);
     if (rc == 0 && atomic_load(&job.bad_bool))

@@ -3,6 +3,7 @@
 #define H5ARK_PDARRAY_H
 
 #include "h5ark_frames.h"
+#include "locales.h"
 #include "object.h"
 
 typedef enum {
@@ -48,6 +49,12 @@ int pdarray_copy_in(object *obj, const h5ark_payload *payload, const h5ark_buffe
  * straight from the frames; each rank checks its own. */
 int pdarray_copy_in_ranks(object *obj, const h5ark_payload *payload, const h5ark_buffer *buf,
                           h5ark_error *err);
+
+/* Several ranks: a buffer at `offset` in rank 0's payload, laid out as `a`, into every
+ * rank's shards (rank 0 sends the others theirs from the frames and runs copy_own(locale,
+ * job) on its own locales meanwhile). */
+int darray_scatter_in(const darray *a, const h5ark_payload *payload, uint64_t offset,
+                      locale_fn copy_own, void *job, h5ark_error *err);
 
 /* The index of the first element of an int64 pdarray outside [lo, hi) (or, nondecreasing,
  * less than the one before), checked by every locale at once; UINT64_MAX when none. */
