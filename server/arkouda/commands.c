@@ -68,10 +68,13 @@ int ak_native_created(ak_ctx *ctx, const char *name, h5ark_value *args, h5ark_er
     int rc = ak_native(ctx, name, args, NULL, &res, err);
     h5ark_value_destroy(&args);
     if (rc) return -1;
-    const h5ark_value *desc = h5ark_value_get(res.result, "object");
-    const h5ark_value *made = h5ark_value_get(desc, "name");
+    return ak_reply_made(ctx, &res, name, err);
+}
+
+int ak_reply_made(ak_ctx *ctx, dispatch_result *res, const char *name, h5ark_error *err) {
+    const h5ark_value *made = h5ark_value_get(h5ark_value_get(res->result, "object"), "name");
     object *obj = made && made->kind == H5ARK_STR ? registry_get(made->as.s.ptr, err) : NULL;
-    dispatch_result_free(&res);
+    dispatch_result_free(res);
     if (!obj) return h5ark_fail(err, H5ARK_INTERNAL, "%s made no object", name);
     char *text = ak_created(obj);
     object_release(obj);

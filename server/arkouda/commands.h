@@ -61,6 +61,9 @@ int ak_native(ak_ctx *ctx, const char *name, const h5ark_value *args, const h5ar
 /* Run a native command that makes one object (its result's `object`) and reply that
  * object's `created ...` text. Takes args (NULL when building them ran out of memory). */
 int ak_native_created(ak_ctx *ctx, const char *name, h5ark_value *args, h5ark_error *err);
+/* Reply `created ...` for the object a native command `name` made (its result `res`, freed
+ * here). */
+int ak_reply_made(ak_ctx *ctx, dispatch_result *res, const char *name, h5ark_error *err);
 /* Strings made from `len` bytes (each string followed by a NUL; malloc'd, taken), reply
  * their created text. */
 int ak_strings_from_buffer(ak_ctx *ctx, char *bytes, uint64_t len, h5ark_error *err);

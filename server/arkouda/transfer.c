@@ -71,16 +71,7 @@ static int put_created(ak_ctx *ctx, const request *req, h5ark_value *args, h5ark
     h5ark_value_destroy(&args);
     h5ark_value_destroy(&buffers);
     if (rc) return -1;
-    const h5ark_value *name = h5ark_value_get(h5ark_value_get(res.result, "object"), "name");
-    object *obj = name && name->kind == H5ARK_STR ? registry_get(name->as.s.ptr, err) : NULL;
-    dispatch_result_free(&res);
-    if (!obj) return h5ark_fail(err, H5ARK_INTERNAL, "put made no object");
-    char *text = ak_created(obj);
-    object_release(obj);
-    if (!text) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    free(ctx->msg);
-    ctx->msg = text;
-    return 0;
+    return ak_reply_made(ctx, &res, "put", err);
 }
 
 /* array<T,1> {dtype, shape, seg_string}: the elements, raw. */
