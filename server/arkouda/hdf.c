@@ -724,17 +724,23 @@ static int cmd_getfiletype(ak_ctx *ctx, h5ark_error *err) {
     return rc;
 }
 
-/* hdffileformat {filename}: distribute when the name stands for a `_LOCALE####` set. */
+/* hdffileformat {filename}: the File_Format root attribute of the first file the name
+ * stands for (0 single, 1 distribute), which Arkouda's writer puts in every file it
+ * creates. Files without it (written by other tools) are told by their names: a
+ * `_LOCALE####` one is part of a distributed set. */
 static int cmd_hdffileformat(ak_ctx *ctx, h5ark_error *err) {
     const char *filename;
     char **files = NULL;
     size_t n = 0;
     if (ak_arg_str(ctx->in, "filename", &filename, err) || expand_one(filename, &files, &n, err))
         return -1;
+    int64_t format = -1;
+    int has = storage_file_format(files[0], &format, err);
     const char *base = strrchr(files[0], '/');
     const char *mark = strstr(base ? base : files[0], "_LOCALE");
-    bool distributed = mark && strspn(mark + 7, "0123456789") == 4;
+    bool distributed = has == 1 ? format != 0 : mark && strspn(mark + 7, "0123456789") == 4;
     files_list_free(files, n);
+    if (has < 0) return -1;
     return ak_reply(ctx, err, "%s", distributed ? "distribute" : "single");
 }
 

@@ -107,4 +107,8 @@ void storage_read_items_free(storage_read_item *items, size_t nitems);
  * attrs}. */
 int storage_list(const char *abs_path, bool recursive, h5ark_value *entries, h5ark_error *err);
 
+/* The root attribute File_Format (0 single, 1 distributed) of the file at `abs_path`, read
+ * after the checks storage_list makes: 1 when read, 0 when the file has none, -1 on error. */
+int storage_file_format(const char *abs_path, int64_t *format, h5ark_error *err);
+
 #endif

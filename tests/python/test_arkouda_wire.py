@@ -463,6 +463,31 @@ def test_update_overwrite(ak, akd):
     np.testing.assert_array_equal(got, np.arange(5) + 100)
 
 
+def test_hdffileformat_from_the_attribute(ak, akd):
+    """The File_Format root attribute decides, not the name; names only when it is absent."""
+    d = akd.data_dir / "ak_fmt"
+    d.mkdir(exist_ok=True)
+    cases = {"single_LOCALE0000": 0, "plain.h5": 1, "bare_LOCALE0001": None, "bare.h5": None}
+    for fname, fmt in cases.items():
+        with h5py.File(d / fname, "w") as h:
+            h["x"] = np.arange(3)
+            if fmt is not None:
+                h.attrs["File_Format"] = np.int64(fmt)
+    want = {"single_LOCALE0000": "single", "plain.h5": "distribute",
+            "bare_LOCALE0001": "distribute", "bare.h5": "single"}
+    for fname, form in want.items():
+        assert ak.ok("hdffileformat", {"filename": str(d / fname)}) == form, fname
+    # what tohdf wrote in single mode under a _LOCALE-like name
+    na, _, _ = upload(ak, np.arange(4, dtype=np.int64))
+    tohdf(ak, d / "one_LOCALE0000", "array", "pdarray", 0, 0, values=na)
+    assert ak.ok("hdffileformat", {"filename": str(d / "one_LOCALE*")}) == "single"
+    (d / "junk.h5").write_bytes(b"not hdf5 at all")
+    assert "HDF5" in ak.error("hdffileformat", {"filename": str(d / "junk.h5")})
+    with h5py.File(d / "odd.h5", "w") as h:
+        h.attrs["File_Format"] = "text"
+    assert "File_Format" in ak.error("hdffileformat", {"filename": str(d / "odd.h5")})
+
+
 def test_strings_files(ak, akd):
     base = akd.data_dir / "ak_str"
     strs = ["alpha", "", "gamma", "dé", "x" * 50]
