@@ -62,6 +62,7 @@ typedef struct {
     int gzip_level;         /* 0: contiguous datasets; 1-9: chunked and compressed by the locales */
     int awkward0;           /* awkward objects in awkward0's layout: its AK0_COMPRESS_* policy */
     bool dataframe_columns; /* a DataFrame at a file's top level as one object per column */
+    bool strings_without_segments; /* top-level Strings: `values` alone */
 } write_plan;
 
 int write_plan_add(write_plan *plan, const write_region *r, h5ark_error *err);

@@ -39,6 +39,9 @@ typedef struct {
     /* awkward objects in awkward0's layout (tohdf format awkward0): an AK0_COMPRESS_*
      * policy; 0: awkward 2's layout */
     int awkward0;
+    /* top-level Strings without their `segments` dataset (Arkouda's save_offsets False):
+     * readers count the strings by their NULs */
+    bool strings_without_segments;
 } storage_write_options;
 
 /* awkward0's compression policies: none, its default (zlib for integer and bool blobs of

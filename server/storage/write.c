@@ -650,6 +650,8 @@ static int check_ranks_items(const storage_item *items, size_t nitems,
                              const storage_write_options *opts, bool distributed,
                              h5ark_error *err) {
     if (opts && opts->gzip_level > 0) return ranks_not_yet(err, "tohdf with compression");
+    if (opts && opts->strings_without_segments)
+        return ranks_not_yet(err, "tohdf of strings without segments");
     for (size_t i = 0; i < nitems; i++)
         if (ranks_refused(items[i].obj, distributed))
             return ranks_not_yet(err, "tohdf of a segarray into per-locale files ('%s')",
@@ -698,7 +700,8 @@ static int write_files(const storage_item *items, size_t nitems, const char *pat
     locale_set existing = {0};
     write_plan plan = {.gzip_level = opts ? opts->gzip_level : 0,
                        .dataframe_columns = df_columns,
-                       .awkward0 = opts ? opts->awkward0 : 0};
+                       .awkward0 = opts ? opts->awkward0 : 0,
+                       .strings_without_segments = opts && opts->strings_without_segments};
     write_job job = {.plan = &plan, .files = of};
     int rc = -1;
     if (!of) {

@@ -14,6 +14,7 @@ import zmq
 
 from conftest import Daemon, daemon_binary, request
 
+FIXTURES = pathlib.Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "arkouda"
 CREATED = re.compile(r"^created (id_[0-9A-Za-z]{7}_\d+) (\w+) (\d+) 1 \[(\d+)\] (\d+)$")
 
 
@@ -507,6 +508,45 @@ def test_strings_files(ak, akd):
     assert items[0]["arkouda_type"] == "STRINGS"
     assert re.match(r"^created \S+ str 5 1 \[5\] 1\+created bytes.size \d+$", items[0]["created"])
     assert get_strings(ak, created_name(items[0]["created"])) == strs
+
+
+def test_strings_without_offsets(ak, akd):
+    """save_offsets False: `values` alone, and readAllHdf counts the strings by their NULs."""
+    base = akd.data_dir / "ak_nooff"
+    strs = ["alpha", "", "gamma", "dé", "x" * 50, ""]
+    name = put_strings(ak, strs)
+    for fmt in (1, 0):
+        ak.ok("tohdf", {"values": name, "dset": "s", "write_mode": 0, "filename": str(base),
+                        "dtype": "<U0", "save_offsets": False, "objType": "strings",
+                        "file_format": fmt})
+        files = locale_files(base) if fmt else [base]
+        got = []
+        for p in files:
+            with h5py.File(p, "r") as h:
+                assert h["s"].attrs["ObjType"] == 2
+                assert set(h["s"]) == {"values"}
+                got += [b.decode() for b in bytes(h["s/values"][:]).split(b"\x00")[:-1]]
+        assert got == strs
+        _, items = read_all(ak, ["s"], [f"{base}*" if fmt else str(base)])
+        assert items[0]["arkouda_type"] == "STRINGS"
+        assert get_strings(ak, created_name(items[0]["created"])) == strs
+    # save_offsets True keeps them; a wrong type is refused
+    ak.ok("tohdf", {"values": name, "dset": "s", "write_mode": 0, "filename": str(base),
+                    "save_offsets": True, "objType": "strings", "file_format": 0})
+    with h5py.File(base, "r") as h:
+        assert set(h["s"]) == {"values", "segments"}
+    assert "save_offsets" in ak.error("tohdf", {"values": name, "dset": "s", "write_mode": 0,
+                                                "filename": str(base), "save_offsets": "maybe",
+                                                "objType": "strings"})
+    fixture = FIXTURES / "UnitTestHDF5_noOffsets_LOCALE0000"
+    if fixture.is_file():
+        d = akd.data_dir / "ak_fix"
+        d.mkdir(exist_ok=True)
+        shutil.copy(fixture, d / fixture.name)
+        _, items = read_all(ak, ["strings"], [str(d / fixture.name)])
+        with h5py.File(fixture, "r") as h:
+            want = [b.decode() for b in bytes(h["strings/values"][:]).split(b"\x00")[:-1]]
+        assert get_strings(ak, created_name(items[0]["created"])) == want
 
 
 def test_segarray_categorical_files(ak, akd):
