@@ -282,6 +282,8 @@ char *ak_created(const object *obj) {
                      (unsigned long long)(obj->values ? obj->values->size : 0));
     else
         n = asprintf(&text, "created %s %s %llu %u %s %zu", obj->name, ak_dtype_name(obj->dtype),
-                     (unsigned long long)obj->size, ndim, shape, h5ark_dtype_size(obj->dtype));
+                     (unsigned long long)obj->size, ndim, shape,
+                     /* Arkouda's server gives a bigint's item size as 16 */
+                     obj->dtype == H5ARK_BIGINT ? (size_t)16 : h5ark_dtype_size(obj->dtype));
     return n < 0 ? NULL : text;
 }

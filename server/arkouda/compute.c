@@ -325,15 +325,24 @@ static void ew_locale(int locale, void *arg) {
     free(sb);
 }
 
-/* Run the job into a new array of `dtype` and `size`, reply its created text. */
-static int ew_run(ak_ctx *ctx, ew_job *j, h5ark_dtype dtype, uint64_t size, h5ark_error *err) {
+/* Run the job into a new array of `dtype` and `size` (unpublished). */
+static object *ew_make(ew_job *j, h5ark_dtype dtype, uint64_t size, h5ark_error *err) {
     object *out = object_new_pdarray(dtype, size, err);
-    if (!out) return -1;
+    if (!out) return NULL;
     j->out = out->values;
     atomic_init(&j->failed, false);
     locales_run(ew_locale, j);
-    int rc = atomic_load(&j->failed) ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory")
-                                     : ak_reply_created(ctx, out, err);
+    if (!atomic_load(&j->failed)) return out;
+    object_release(out);
+    h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    return NULL;
+}
+
+/* Run the job into a new array of `dtype` and `size`, reply its created text. */
+static int ew_run(ak_ctx *ctx, ew_job *j, h5ark_dtype dtype, uint64_t size, h5ark_error *err) {
+    object *out = ew_make(j, dtype, size, err);
+    if (!out) return -1;
+    int rc = ak_reply_created(ctx, out, err);
     object_release(out);
     return rc;
 }
@@ -351,6 +360,64 @@ static int cmd_cast(ak_ctx *ctx, h5ark_error *err) {
                         h5ark_dtype_name(a->dtype), h5ark_dtype_name(from));
     ew_job j = {.op = OP_CAST, .a = a->values, .adt = a->dtype};
     if (rc == 0) rc = ew_run(ctx, &j, to, a->size, err);
+    object_release(a);
+    return rc;
+}
+
+static bool all_zero(const darray *a) {
+    for (int b = 0; b < a->nshards; b++) {
+        const uint64_t *v = a->shards[b].data;
+        for (uint64_t i = 0; i < a->shards[b].count; i++)
+            if (v[i]) return false;
+    }
+    return true;
+}
+
+/* bigint_to_uint_list<bigint,1> {array}: the limbs as new uint64 arrays, least significant
+ * first and as many as the largest value needs (at least one), as Arkouda's server gives
+ * them: a JSON list of their created texts (the client reverses it and downloads each). */
+static int cmd_bigint_limbs(ak_ctx *ctx, h5ark_error *err) {
+    if (ctx->in->nparams && check_rank(ctx, err)) return -1; /* older clients send no template */
+    object *a = ak_object_arg(ctx, "array", H5ARK_PDARRAY, err);
+    if (!a) return -1;
+    json_t *list = json_array(), *made = json_array();
+    int rc = list && made ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (rc == 0 && a->dtype != H5ARK_BIGINT)
+        rc = h5ark_fail(err, H5ARK_TYPE_ERROR, "%s is %s, not bigint", a->name,
+                        h5ark_dtype_name(a->dtype));
+    size_t k = rc == 0 ? a->ncomponents : 0;
+    char limb[32];
+    for (; k > 1; k--) {
+        snprintf(limb, sizeof limb, "Limb_%zu", k - 1);
+        object *top = object_component_get(a, limb);
+        if (!top || !all_zero(top->values)) break;
+    }
+    for (size_t i = 0; rc == 0 && i < k; i++) {
+        snprintf(limb, sizeof limb, "Limb_%zu", i);
+        object *src = object_component_get(a, limb);
+        ew_job j = {.op = OP_CAST, .a = src ? src->values : NULL, .adt = H5ARK_UINT64};
+        object *out = src ? ew_make(&j, H5ARK_UINT64, a->size, err) : NULL;
+        if (!src) h5ark_fail(err, H5ARK_SCHEMA_ERROR, "%s has no %s", a->name, limb);
+        char *text = out && registry_publish(out, NULL, err) == 0 ? ak_created(out) : NULL;
+        if (out && out->name) json_array_append_new(made, json_string(out->name));
+        if (out && out->name && !text) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        rc = text && json_array_append_new(list, json_string(text)) == 0 ? 0 : -1;
+        free(text);
+        object_release(out);
+    }
+    char *msg = rc == 0 ? json_dumps(list, JSON_COMPACT) : NULL;
+    if (rc == 0 && !msg) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (rc) { /* all or none */
+        size_t m;
+        json_t *name;
+        json_array_foreach(made, m, name)
+            registry_remove(json_string_value(name), &(h5ark_error){0});
+    } else {
+        free(ctx->msg);
+        ctx->msg = msg;
+    }
+    json_decref(list);
+    json_decref(made);
     object_release(a);
     return rc;
 }
@@ -831,5 +898,6 @@ const ak_command ak_compute_commands[] = {
     {"cumSum", cmd_cumsum, 0},
     {"str", cmd_str, AK_READ_ONLY},
     {"repr", cmd_str, AK_READ_ONLY},
+    {"bigint_to_uint_list", cmd_bigint_limbs, 0},
     {0},
 };

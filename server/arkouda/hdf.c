@@ -466,13 +466,8 @@ static int64_t na_code_of(const object *cat) {
  * list of its parts' forms for composites. */
 static char *form_of(object *obj, json_t *made, h5ark_error *err) {
     if (obj->objtype == H5ARK_PDARRAY || obj->objtype == H5ARK_ARRAYVIEW ||
-        obj->objtype == H5ARK_STRINGS) {
-        if (obj->dtype == H5ARK_BIGINT) {
-            h5ark_fail(err, H5ARK_TYPE_ERROR, "bigint arrays are not served to Arkouda clients");
-            return NULL;
-        }
-        return leaf(obj, made, err);
-    }
+        obj->objtype == H5ARK_STRINGS)
+        return leaf(obj, made, err); /* a bigint too: its limbs are fetched by name */
     json_t *out = obj->objtype == H5ARK_INDEX || obj->objtype == H5ARK_MULTIINDEX ? json_array()
                                                                                   : json_object();
     int rc = out ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");

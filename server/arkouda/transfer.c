@@ -341,6 +341,10 @@ static int cmd_tondarray(ak_ctx *ctx, h5ark_error *err) {
     if (!obj) return -1;
     bool same = obj->dtype == dtype;
     object_release(obj);
+    if (dtype == H5ARK_BIGINT) /* Arkouda's client fetches a bigint's limbs one by one */
+        return h5ark_fail(err, H5ARK_TYPE_ERROR,
+                          "a bigint is downloaded as its limbs: bigint_to_uint_list, then "
+                          "tondarray<uint64,1> of each");
     if (!same)
         return h5ark_fail(err, H5ARK_TYPE_ERROR, "%.100s is not of dtype %s", ak_arg(in, "array"),
                           in->params[0]);

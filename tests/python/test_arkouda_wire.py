@@ -549,6 +549,95 @@ def test_strings_without_offsets(ak, akd):
         assert get_strings(ak, created_name(items[0]["created"])) == want
 
 
+BIG = [0, 1, 2**64, 5 * 2**64 + 7, 2**130 + 3, 10**38, 2**192 - 1]
+
+
+def write_bigint_file(path, dset, values, nlimbs, max_bits=-1):
+    """Arkouda's bigint layout: a group of uint64 limbs, least significant first."""
+    with h5py.File(path, "a") as h:
+        h.attrs["File_Format"] = np.int64(0)
+        g = h.create_group(dset)
+        for key, v in (("ObjType", 1), ("isBigInt", 1), ("MaxBits", max_bits),
+                       ("NumLimbs", nlimbs)):
+            g.attrs[key] = np.int64(v)
+        g.attrs["file_version"] = np.float32(2.0)
+        for i in range(nlimbs):
+            g[f"Limb_{i}"] = np.array([(v >> (64 * i)) & (2**64 - 1) for v in values],
+                                      dtype=np.uint64)
+
+
+def bigint_values(ak, name, n):
+    """What Arkouda's client does for to_ndarray of a bigint: bigint_to_uint_arrays
+    (the limbs, least significant first, reversed by the client), tondarray of each."""
+    limbs = json.loads(ak.ok("bigint_to_uint_list<bigint,1>", {"array": name}))
+    for text in limbs:
+        assert CREATED.match(text).group(2) == "uint64", text
+    arrs = [download(ak, created_name(t), "uint64", n).astype(object)
+            for t in reversed(limbs)]
+    return [sum(int(a[i]) << (64 * (len(arrs) - k - 1)) for k, a in enumerate(arrs))
+            for i in range(n)], len(limbs)
+
+
+def test_bigint_read_fetch_write(ak, akd):
+    d = akd.data_dir / "ak_big"
+    d.mkdir(exist_ok=True)
+    write_bigint_file(d / "big.h5", "big", BIG, 3)
+    write_bigint_file(d / "big.h5", "small", [3, 2**64 - 1, 0], 2)  # a high limb all zero
+    _, items = read_all(ak, ["big", "small"], [d / "big.h5"])
+    assert [i["arkouda_type"] for i in items] == ["PDARRAY", "PDARRAY"]
+    m = CREATED.match(items[0]["created"])
+    assert m and m.groups()[1:] == ("bigint", str(len(BIG)), str(len(BIG)), "16"), m
+    name = m.group(1)
+    assert bigint_values(ak, name, len(BIG)) == (BIG, 3)
+    small = created_name(items[1]["created"])
+    assert bigint_values(ak, small, 3) == ([3, 2**64 - 1, 0], 1)
+    # the limb arrays are objects of their own: deleting one leaves the bigint whole
+    limbs = json.loads(ak.ok("bigint_to_uint_list", {"array": name}))
+    ak.ok("delete", {"name": created_name(limbs[0])})
+    assert bigint_values(ak, name, len(BIG))[0] == BIG
+    for i, v in enumerate(BIG):
+        assert ak.ok("[int]<bigint,1>", {"array": name, "idx": i}) == f"bigint {v}"
+    assert ak.ok("[int]<bigint,1>", {"array": name, "idx": -1}) == f"bigint {BIG[-1]}"
+    assert "out of bounds" in ak.error("[int]<bigint,1>", {"array": name, "idx": len(BIG)})
+    # tohdf of the bigint, as pdarray.to_hdf sends it, in Arkouda's layout
+    for fmt in (0, 1):
+        out = d / f"out{fmt}"
+        tohdf(ak, out, "b", "pdarray", 0, fmt, values=name, dtype="bigint")
+        files = locale_files(out) if fmt else [out]
+        got = []
+        for f in files:
+            with h5py.File(f, "r") as h:
+                g = h["b"]
+                assert g.attrs["isBigInt"] == 1 and g.attrs["ObjType"] == 1
+                k = int(g.attrs["NumLimbs"])
+                assert set(g) == {f"Limb_{i}" for i in range(k)}
+                limb = [g[f"Limb_{i}"][:] for i in range(k)]
+                got += [sum(int(limb[i][r]) << (64 * i) for i in range(k))
+                        for r in range(len(limb[0]))]
+        assert got == BIG
+        _, back = read_all(ak, ["b"], [f"{out}*" if fmt else out])
+        assert bigint_values(ak, created_name(back[0]["created"]), len(BIG))[0] == BIG
+    # what is not served on bigint answers an error, and the daemon goes on
+    idx, _, _ = upload(ak, np.array([0, 2], dtype=np.int64))
+    for cmd, params in (("[slice]<bigint,1>", {"array": name, "starts": 0, "stops": 2,
+                                               "strides": 1, "max_bits": -1}),
+                        ("[pdarray]", {"array": name, "idx": idx}),
+                        ("sumAll<bigint,1>", {"x": name, "skipNan": False}),
+                        ("cast<bigint,uint64,1>", {"name": name}),
+                        ("tondarray<bigint,1>", None)):
+        if params is None:
+            frames = ak.raw(cmd, {"array": name})
+            assert frames[0].startswith(b"Error: "), frames
+        else:
+            assert ak.reply(cmd, params)["msgType"] == "ERROR", cmd
+    # bad inputs
+    ints, _, _ = upload(ak, np.arange(3, dtype=np.int64))
+    assert "not bigint" in ak.error("bigint_to_uint_list<bigint,1>", {"array": ints})
+    assert "no object named" in ak.error("bigint_to_uint_list<bigint,1>", {"array": "id_nope_1"})
+    assert "'array'" in ak.error("bigint_to_uint_list<bigint,1>", {})
+    assert "1-dimensional" in ak.error("bigint_to_uint_list<bigint,2>", {"array": name})
+
+
 def test_segarray_categorical_files(ak, akd):
     base = akd.data_dir / "ak_seg"
     seg, _, _ = upload(ak, np.array([0, 2, 2, 5], dtype=np.int64))
@@ -1151,12 +1240,14 @@ def test_segmented_split(ak):
 
 
 def test_failed_read_leaves_nothing(ak, akd):
-    """A readAllHdf that fails part way (a bigint, which Arkouda's client cannot hold, after
-    a pdarray) publishes nothing; lsany takes a glob."""
-    limbs = np.arange(4, dtype=np.uint64)
+    """A readAllHdf that fails part way (an awkward array, which Arkouda's client cannot
+    hold, after a pdarray) publishes nothing; lsany takes a glob."""
+    data = np.arange(4, dtype=np.int64)
+    form = {"class": "NumpyArray", "primitive": "int64", "inner_shape": [], "parameters": {},
+            "form_key": "n0"}
     hdr, _ = request(akd.endpoint, {"v": 1, "cmd": "put", "args": {
-        "dtype": "bigint", "shape": [4], "name": "ak_big"},
-        "buffers": [{"name": "Limb_0", "nbytes": 32}]}, [limbs.tobytes()])
+        "objtype": "awkward", "form": json.dumps(form), "length": 4, "name": "ak_big"},
+        "buffers": [{"name": "n0-data", "nbytes": 32}]}, [data.tobytes()])
     assert hdr["ok"], hdr
     name, _, _ = upload(ak, np.arange(4, dtype=np.int64))
     hdr, _ = request(akd.endpoint, {"v": 1, "cmd": "tohdf", "args": {
@@ -1167,7 +1258,7 @@ def test_failed_read_leaves_nothing(ak, akd):
     before = {i["name"] for i in json.loads(ak.ok("info", {"names": "__AllSymbols__"}))}
     msg = ak.error("readAllHdf", {"dsets": ["a", "z"],
                                   "filenames": [str(akd.data_dir / "ak_fail.h5")]})
-    assert "bigint" in msg
+    assert "awkward" in msg
     after = {i["name"] for i in json.loads(ak.ok("info", {"names": "__AllSymbols__"}))}
     assert after == before
     request(akd.endpoint, {"v": 1, "cmd": "delete", "args": {"names": ["ak_big"]}})
