@@ -591,6 +591,8 @@ def test_bigint_read_fetch_write(ak, akd):
     assert bigint_values(ak, name, len(BIG)) == (BIG, 3)
     small = created_name(items[1]["created"])
     assert bigint_values(ak, small, 3) == ([3, 2**64 - 1, 0], 1)
+    info = json.loads(ak.ok("info", {"names": name}))
+    assert [(i["dtype"], i["size"], i["itemsize"]) for i in info] == [("bigint", len(BIG), 16)]
     # the limb arrays are objects of their own: deleting one leaves the bigint whole
     limbs = json.loads(ak.ok("bigint_to_uint_list", {"array": name}))
     ak.ok("delete", {"name": created_name(limbs[0])})
