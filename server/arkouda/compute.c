@@ -422,6 +422,64 @@ static int cmd_bigint_limbs(ak_ctx *ctx, h5ark_error *err) {
     return rc;
 }
 
+/* big_int_creation<bigint,1> {num_arrays, shape, arrays, max_bits}: a bigint from uint64
+ * arrays of one length given most significant first (the client's bigint_from_uint_arrays
+ * and ak.array of Python ints), each copied into a limb, the values cut to max_bits (-1:
+ * unbounded) as Arkouda's server cuts them. */
+static int cmd_bigint_create(ak_ctx *ctx, h5ark_error *err) {
+    int64_t max_bits = -1;
+    if ((ctx->in->nparams && check_rank(ctx, err)) ||
+        (ak_arg(ctx->in, "max_bits") && ak_arg_int(ctx->in, "max_bits", &max_bits, err)))
+        return -1;
+    if (max_bits < -1) return h5ark_fail(err, H5ARK_BAD_REQUEST, "max_bits must be -1 or more");
+    json_t *names = ak_arg_list(ctx->in, "arrays", err);
+    if (!names) return -1;
+    size_t k = json_array_size(names);
+    object **parts = k && k <= 4096 ? calloc(k, sizeof *parts) : NULL;
+    int rc = parts            ? 0
+             : k && k <= 4096 ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory")
+                              : h5ark_fail(err, H5ARK_BAD_REQUEST,
+                                           "argument 'arrays' must name 1 to 4096 arrays");
+    for (size_t i = 0; rc == 0 && i < k; i++) {
+        const char *name = json_string_value(json_array_get(names, i));
+        if (!name || !(parts[i] = registry_get(name, err)))
+            rc = name ? -1 : h5ark_fail(err, H5ARK_BAD_REQUEST, "'arrays' must list names");
+        else if (parts[i]->objtype != H5ARK_PDARRAY || parts[i]->dtype != H5ARK_UINT64)
+            rc = h5ark_fail(err, H5ARK_TYPE_ERROR, "%s is not a uint64 pdarray", name);
+        else if (parts[i]->size != parts[0]->size)
+            rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "%s has %llu elements, %s %llu", name,
+                            (unsigned long long)parts[i]->size, parts[0]->name,
+                            (unsigned long long)parts[0]->size);
+    }
+    object *big =
+        rc == 0 ? object_new_composite(H5ARK_PDARRAY, H5ARK_BIGINT, parts[0]->size, err) : NULL;
+    if (rc == 0 && !big) rc = -1;
+    if (big) big->max_bits = max_bits;
+    /* limb j from the j-th array from the end; limbs wholly above max_bits are left out */
+    for (size_t j = 0; rc == 0 && j < k && (j == 0 || max_bits < 0 || (int64_t)j * 64 < max_bits);
+         j++) {
+        int64_t keep = max_bits < 0 ? 64 : max_bits - (int64_t)j * 64;
+        uint64_t mask = keep >= 64 ? UINT64_MAX : (UINT64_C(1) << keep) - 1;
+        ew_job jj = {.op = keep >= 64 ? OP_CAST : OP_AND,
+                     .calc = CALC_U,
+                     .a = parts[k - 1 - j]->values,
+                     .adt = H5ARK_UINT64,
+                     .su = mask};
+        object *limb = ew_make(&jj, H5ARK_UINT64, big->size, err);
+        char name[32];
+        snprintf(name, sizeof name, "Limb_%zu", j);
+        rc = limb && object_add_component(big, name, limb, err) == 0 ? 0 : -1;
+        object_release(limb);
+    }
+    if (rc == 0) rc = ak_reply_created(ctx, big, err);
+    object_release(big);
+    for (size_t i = 0; parts && i < k; i++)
+        object_release(parts[i]);
+    free(parts);
+    json_decref(names);
+    return rc;
+}
+
 static int op_of(const char *name, op_kind *op, h5ark_error *err) {
     for (size_t i = 0; i < sizeof op_names / sizeof op_names[0]; i++)
         if (strcmp(op_names[i], name) == 0) {
@@ -899,5 +957,6 @@ const ak_command ak_compute_commands[] = {
     {"str", cmd_str, AK_READ_ONLY},
     {"repr", cmd_str, AK_READ_ONLY},
     {"bigint_to_uint_list", cmd_bigint_limbs, 0},
+    {"big_int_creation", cmd_bigint_create, 0},
     {0},
 };

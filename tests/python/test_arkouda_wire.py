@@ -640,6 +640,30 @@ def test_bigint_read_fetch_write(ak, akd):
     assert "1-dimensional" in ak.error("bigint_to_uint_list<bigint,2>", {"array": name})
 
 
+def test_bigint_from_uint_arrays(ak):
+    """big_int_creation, as bigint_from_uint_arrays sends it: limbs most significant first."""
+    vals = [0, 1, 2**64 + 5, 2**127 + 2**64 * 9 + 3, 2**128 - 1]
+    hi = np.array([v >> 64 for v in vals], dtype=np.uint64)
+    lo = np.array([v & (2**64 - 1) for v in vals], dtype=np.uint64)
+    nhi, _, _ = upload(ak, hi)
+    nlo, _, _ = upload(ak, lo)
+    for max_bits in (-1, 70, 64, 3, 0):
+        m = CREATED.match(ak.ok("big_int_creation<bigint,1>", {
+            "arrays": [nhi, nlo], "num_arrays": 2, "shape": [str(len(vals))],
+            "max_bits": max_bits}))
+        assert m and m.group(2) == "bigint" and m.group(5) == "16", m
+        want = [v if max_bits < 0 else v & ((1 << max_bits) - 1) for v in vals]
+        assert bigint_values(ak, m.group(1), len(vals))[0] == want, max_bits
+    ints, _, _ = upload(ak, np.arange(5, dtype=np.int64))
+    short, _, _ = upload(ak, np.arange(2, dtype=np.uint64))
+    for arrays, words in (([ints], "not a uint64"), ([nhi, short], "elements"),
+                          ([], "1 to 4096"), (["id_none_9"], "no object named")):
+        assert words in ak.error("big_int_creation<bigint,1>", {
+            "arrays": arrays, "num_arrays": len(arrays), "shape": ["5"], "max_bits": -1})
+    assert "max_bits" in ak.error("big_int_creation<bigint,1>", {
+        "arrays": [nlo], "num_arrays": 1, "shape": ["5"], "max_bits": -2})
+
+
 def test_segarray_categorical_files(ak, akd):
     base = akd.data_dir / "ak_seg"
     seg, _, _ = upload(ak, np.array([0, 2, 2, 5], dtype=np.int64))

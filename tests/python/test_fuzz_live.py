@@ -165,6 +165,8 @@ AK_SEEDS = [
     ("tohdf", {"values": "big", "dset": "b", "write_mode": "0", "filename": "fz_big",
                "objType": "pdarray", "file_format": "0", "save_offsets": "False"}, None),
     ("hdffileformat", {"filename": "fz_big*"}, None),
+    ("big_int_creation<bigint,1>", {"arrays": '["keep", "untouched"]', "num_arrays": "2",
+                                    "shape": '["10"]', "max_bits": "70"}, None),
     ("segStr-tondarray", {"obj": "keep", "comp": "values"}, None),
     ("binopvs<int64,int64,1>", {"op": "+", "a": "keep", "value": "3"}, None),
     ("binopvv<int64,int64,1>", {"op": "==", "a": "keep", "b": "keep"}, None),
