@@ -266,6 +266,10 @@ const char *ak_dtype_name(h5ark_dtype dtype) {
     return h5ark_dtype_name(dtype);
 }
 
+size_t ak_itemsize(const object *obj) {
+    return obj->dtype == H5ARK_BIGINT ? 16 : h5ark_dtype_size(obj->dtype);
+}
+
 char *ak_created(const object *obj) {
     char shape[OBJECT_MAX_DIMS * 21 + 3] = "[";
     size_t at = 1;
@@ -282,6 +286,6 @@ char *ak_created(const object *obj) {
                      (unsigned long long)(obj->values ? obj->values->size : 0));
     else
         n = asprintf(&text, "created %s %s %llu %u %s %zu", obj->name, ak_dtype_name(obj->dtype),
-                     (unsigned long long)obj->size, ndim, shape, h5ark_dtype_size(obj->dtype));
+                     (unsigned long long)obj->size, ndim, shape, ak_itemsize(obj));
     return n < 0 ? NULL : text;
 }

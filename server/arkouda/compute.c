@@ -325,15 +325,24 @@ static void ew_locale(int locale, void *arg) {
     free(sb);
 }
 
-/* Run the job into a new array of `dtype` and `size`, reply its created text. */
-static int ew_run(ak_ctx *ctx, ew_job *j, h5ark_dtype dtype, uint64_t size, h5ark_error *err) {
+/* Run the job into a new array of `dtype` and `size` (unpublished). */
+static object *ew_make(ew_job *j, h5ark_dtype dtype, uint64_t size, h5ark_error *err) {
     object *out = object_new_pdarray(dtype, size, err);
-    if (!out) return -1;
+    if (!out) return NULL;
     j->out = out->values;
     atomic_init(&j->failed, false);
     locales_run(ew_locale, j);
-    int rc = atomic_load(&j->failed) ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory")
-                                     : ak_reply_created(ctx, out, err);
+    if (!atomic_load(&j->failed)) return out;
+    object_release(out);
+    h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    return NULL;
+}
+
+/* Run the job into a new array of `dtype` and `size`, reply its created text. */
+static int ew_run(ak_ctx *ctx, ew_job *j, h5ark_dtype dtype, uint64_t size, h5ark_error *err) {
+    object *out = ew_make(j, dtype, size, err);
+    if (!out) return -1;
+    int rc = ak_reply_created(ctx, out, err);
     object_release(out);
     return rc;
 }
@@ -352,6 +361,122 @@ static int cmd_cast(ak_ctx *ctx, h5ark_error *err) {
     ew_job j = {.op = OP_CAST, .a = a->values, .adt = a->dtype};
     if (rc == 0) rc = ew_run(ctx, &j, to, a->size, err);
     object_release(a);
+    return rc;
+}
+
+static bool all_zero(const darray *a) {
+    for (int b = 0; b < a->nshards; b++) {
+        const uint64_t *v = a->shards[b].data;
+        for (uint64_t i = 0; i < a->shards[b].count; i++)
+            if (v[i]) return false;
+    }
+    return true;
+}
+
+/* bigint_to_uint_list<bigint,1> {array}: the limbs as new uint64 arrays, least significant
+ * first and as many as the largest value needs (at least one), as Arkouda's server gives
+ * them: a JSON list of their created texts (the client reverses it and downloads each). */
+static int cmd_bigint_limbs(ak_ctx *ctx, h5ark_error *err) {
+    if (ctx->in->nparams && check_rank(ctx, err)) return -1; /* older clients send no template */
+    object *a = ak_object_arg(ctx, "array", H5ARK_PDARRAY, err);
+    if (!a) return -1;
+    json_t *list = json_array(), *made = json_array();
+    int rc = list && made ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (rc == 0 && a->dtype != H5ARK_BIGINT)
+        rc = h5ark_fail(err, H5ARK_TYPE_ERROR, "%s is %s, not bigint", a->name,
+                        h5ark_dtype_name(a->dtype));
+    size_t k = rc == 0 ? a->ncomponents : 0;
+    char limb[32];
+    for (; k > 1; k--) {
+        snprintf(limb, sizeof limb, "Limb_%zu", k - 1);
+        object *top = object_component_get(a, limb);
+        if (!top || !all_zero(top->values)) break;
+    }
+    for (size_t i = 0; rc == 0 && i < k; i++) {
+        snprintf(limb, sizeof limb, "Limb_%zu", i);
+        object *src = object_component_get(a, limb);
+        ew_job j = {.op = OP_CAST, .a = src ? src->values : NULL, .adt = H5ARK_UINT64};
+        object *out = src ? ew_make(&j, H5ARK_UINT64, a->size, err) : NULL;
+        if (!src) h5ark_fail(err, H5ARK_SCHEMA_ERROR, "%s has no %s", a->name, limb);
+        char *text = out && registry_publish(out, NULL, err) == 0 ? ak_created(out) : NULL;
+        if (out && out->name) json_array_append_new(made, json_string(out->name));
+        if (out && out->name && !text) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        rc = text && json_array_append_new(list, json_string(text)) == 0 ? 0 : -1;
+        free(text);
+        object_release(out);
+    }
+    char *msg = rc == 0 ? json_dumps(list, JSON_COMPACT) : NULL;
+    if (rc == 0 && !msg) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (rc) { /* all or none */
+        size_t m;
+        json_t *name;
+        json_array_foreach(made, m, name)
+            registry_remove(json_string_value(name), &(h5ark_error){0});
+    } else {
+        free(ctx->msg);
+        ctx->msg = msg;
+    }
+    json_decref(list);
+    json_decref(made);
+    object_release(a);
+    return rc;
+}
+
+/* big_int_creation<bigint,1> {num_arrays, shape, arrays, max_bits}: a bigint from uint64
+ * arrays of one length given most significant first (the client's bigint_from_uint_arrays
+ * and ak.array of Python ints), each copied into a limb, the values cut to max_bits (-1:
+ * unbounded) as Arkouda's server cuts them. */
+static int cmd_bigint_create(ak_ctx *ctx, h5ark_error *err) {
+    int64_t max_bits = -1;
+    if ((ctx->in->nparams && check_rank(ctx, err)) ||
+        (ak_arg(ctx->in, "max_bits") && ak_arg_int(ctx->in, "max_bits", &max_bits, err)))
+        return -1;
+    if (max_bits < -1) return h5ark_fail(err, H5ARK_BAD_REQUEST, "max_bits must be -1 or more");
+    json_t *names = ak_arg_list(ctx->in, "arrays", err);
+    if (!names) return -1;
+    size_t k = json_array_size(names);
+    object **parts = k && k <= 4096 ? calloc(k, sizeof *parts) : NULL;
+    int rc = parts            ? 0
+             : k && k <= 4096 ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory")
+                              : h5ark_fail(err, H5ARK_BAD_REQUEST,
+                                           "argument 'arrays' must name 1 to 4096 arrays");
+    for (size_t i = 0; rc == 0 && i < k; i++) {
+        const char *name = json_string_value(json_array_get(names, i));
+        if (!name || !(parts[i] = registry_get(name, err)))
+            rc = name ? -1 : h5ark_fail(err, H5ARK_BAD_REQUEST, "'arrays' must list names");
+        else if (parts[i]->objtype != H5ARK_PDARRAY || parts[i]->dtype != H5ARK_UINT64)
+            rc = h5ark_fail(err, H5ARK_TYPE_ERROR, "%s is not a uint64 pdarray", name);
+        else if (parts[i]->size != parts[0]->size)
+            rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "%s has %llu elements, %s %llu", name,
+                            (unsigned long long)parts[i]->size, parts[0]->name,
+                            (unsigned long long)parts[0]->size);
+    }
+    object *big =
+        rc == 0 ? object_new_composite(H5ARK_PDARRAY, H5ARK_BIGINT, parts[0]->size, err) : NULL;
+    if (rc == 0 && !big) rc = -1;
+    if (big) big->max_bits = max_bits;
+    /* limb j from the j-th array from the end; limbs wholly above max_bits are left out */
+    for (size_t j = 0; rc == 0 && j < k && (j == 0 || max_bits < 0 || (int64_t)j * 64 < max_bits);
+         j++) {
+        int64_t keep = max_bits < 0 ? 64 : max_bits - (int64_t)j * 64;
+        uint64_t mask = keep >= 64 ? UINT64_MAX : (UINT64_C(1) << keep) - 1;
+        ew_job jj = {.op = keep >= 64 ? OP_CAST : OP_AND,
+                     .calc = CALC_U,
+                     .a = parts[k - 1 - j]->values,
+                     .adt = H5ARK_UINT64,
+                     .su = mask};
+        object *limb = ew_make(&jj, H5ARK_UINT64, big->size, err);
+        char name[32];
+        snprintf(name, sizeof name, "Limb_%zu", j);
+        rc = limb && object_add_component(big, name, limb, err) == 0 ? 0 : -1;
+        object_release(limb);
+    }
+    if (rc == 0) rc = ak_reply_created(ctx, big, err);
+    object_release(big);
+    for (size_t i = 0; parts && i < k; i++)
+        object_release(parts[i]);
+    free(parts);
+    json_decref(names);
     return rc;
 }
 
@@ -831,5 +956,7 @@ const ak_command ak_compute_commands[] = {
     {"cumSum", cmd_cumsum, 0},
     {"str", cmd_str, AK_READ_ONLY},
     {"repr", cmd_str, AK_READ_ONLY},
+    {"bigint_to_uint_list", cmd_bigint_limbs, 0},
+    {"big_int_creation", cmd_bigint_create, 0},
     {0},
 };

@@ -344,16 +344,19 @@ static object *object_to_write(ak_ctx *ctx, const char *type, h5ark_error *err) 
 }
 
 /* tohdf {objType, dset, filename, write_mode 0 truncate / 1 append, file_format 0 single /
- * 1 distribute, overwrite (update: replace the dataset), and the object's parts} */
+ * 1 distribute, overwrite (update: replace the dataset), save_offsets (Strings), and the
+ * object's parts} */
 static int cmd_tohdf(ak_ctx *ctx, h5ark_error *err) {
     const char *type, *dset, *filename;
     int64_t write_mode = 0, file_format = 1;
-    bool overwrite = false;
+    bool overwrite = false, save_offsets = true;
     if (ak_arg_str(ctx->in, "objType", &type, err) || ak_arg_str(ctx->in, "dset", &dset, err) ||
         ak_arg_str(ctx->in, "filename", &filename, err) ||
         ak_arg_int(ctx->in, "write_mode", &write_mode, err) ||
         (ak_arg(ctx->in, "file_format") && ak_arg_int(ctx->in, "file_format", &file_format, err)) ||
-        (ak_arg(ctx->in, "overwrite") && ak_arg_bool(ctx->in, "overwrite", &overwrite, err)))
+        (ak_arg(ctx->in, "overwrite") && ak_arg_bool(ctx->in, "overwrite", &overwrite, err)) ||
+        (ak_arg(ctx->in, "save_offsets") &&
+         ak_arg_bool(ctx->in, "save_offsets", &save_offsets, err)))
         return -1;
     if (write_mode != 0 && write_mode != 1)
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "write_mode must be 0 (truncate) or 1 (append)");
@@ -367,14 +370,17 @@ static int cmd_tohdf(ak_ctx *ctx, h5ark_error *err) {
     storage_item item = {.obj = obj, .dataset = dset};
     storage_mode mode = overwrite ? STORAGE_UPDATE : write_mode ? STORAGE_APPEND : STORAGE_TRUNCATE;
     storage_file_type ft = file_format ? STORAGE_DISTRIBUTE : STORAGE_SINGLE;
+    /* save_offsets False (Strings): the offsets are left out, a reader finds the NULs */
+    storage_write_options opts = {.strings_without_segments =
+                                      !save_offsets && obj->objtype == H5ARK_STRINGS};
     h5ark_value *files = h5ark_value_array(), *warnings = h5ark_value_array();
     int rc = files && warnings
-                 ? storage_write_ex(&item, 1, rel, mode, ft, NULL, files, warnings, err)
+                 ? storage_write_ex(&item, 1, rel, mode, ft, &opts, files, warnings, err)
                  : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     if (rc && mode == STORAGE_UPDATE && err->code == H5ARK_NOT_FOUND) {
         /* update_hdf of a dataset the files do not have yet: added */
         *err = (h5ark_error){0};
-        rc = storage_write_ex(&item, 1, rel, STORAGE_APPEND, ft, NULL, files, warnings, err);
+        rc = storage_write_ex(&item, 1, rel, STORAGE_APPEND, ft, &opts, files, warnings, err);
     }
     h5ark_value_destroy(&files);
     h5ark_value_destroy(&warnings);
@@ -460,13 +466,8 @@ static int64_t na_code_of(const object *cat) {
  * list of its parts' forms for composites. */
 static char *form_of(object *obj, json_t *made, h5ark_error *err) {
     if (obj->objtype == H5ARK_PDARRAY || obj->objtype == H5ARK_ARRAYVIEW ||
-        obj->objtype == H5ARK_STRINGS) {
-        if (obj->dtype == H5ARK_BIGINT) {
-            h5ark_fail(err, H5ARK_TYPE_ERROR, "bigint arrays are not served to Arkouda clients");
-            return NULL;
-        }
-        return leaf(obj, made, err);
-    }
+        obj->objtype == H5ARK_STRINGS)
+        return leaf(obj, made, err); /* a bigint too: its limbs are fetched by name */
     json_t *out = obj->objtype == H5ARK_INDEX || obj->objtype == H5ARK_MULTIINDEX ? json_array()
                                                                                   : json_object();
     int rc = out ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
@@ -724,17 +725,23 @@ static int cmd_getfiletype(ak_ctx *ctx, h5ark_error *err) {
     return rc;
 }
 
-/* hdffileformat {filename}: distribute when the name stands for a `_LOCALE####` set. */
+/* hdffileformat {filename}: the File_Format root attribute of the first file the name
+ * stands for (0 single, 1 distribute), which Arkouda's writer puts in every file it
+ * creates. Files without it (written by other tools) are told by their names: a
+ * `_LOCALE####` one is part of a distributed set. */
 static int cmd_hdffileformat(ak_ctx *ctx, h5ark_error *err) {
     const char *filename;
     char **files = NULL;
     size_t n = 0;
     if (ak_arg_str(ctx->in, "filename", &filename, err) || expand_one(filename, &files, &n, err))
         return -1;
+    int64_t format = -1;
+    int has = storage_file_format(files[0], &format, err);
     const char *base = strrchr(files[0], '/');
     const char *mark = strstr(base ? base : files[0], "_LOCALE");
-    bool distributed = mark && strspn(mark + 7, "0123456789") == 4;
+    bool distributed = has == 1 ? format != 0 : mark && strspn(mark + 7, "0123456789") == 4;
     files_list_free(files, n);
+    if (has < 0) return -1;
     return ak_reply(ctx, err, "%s", distributed ? "distribute" : "single");
 }
 

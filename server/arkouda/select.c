@@ -8,7 +8,54 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* [int]<T,1> {array, idx}: one element, "<dtype> <value>". */
+/* A bigint has no data of its own, only limbs: refused where one would be gathered. */
+static int no_bigint(const object *a, h5ark_error *err) {
+    return h5ark_fail(err, H5ARK_TYPE_ERROR,
+                      "%s is a bigint array, which this command does not take",
+                      a->name ? a->name : "the array");
+}
+
+/* Element w of a bigint array in decimal (malloc'd; NULL when out of memory): its limbs
+ * divided by 10^19 from the top until nothing is left. */
+static char *bigint_decimal(const object *a, uint64_t w) {
+    size_t k = a->ncomponents ? a->ncomponents : 1;
+    uint64_t *x = calloc(k, sizeof *x);
+    char *text = malloc(20 * k + 2), *end = text ? text + 20 * k + 1 : NULL;
+    if (!x || !text) {
+        free(x);
+        free(text);
+        return NULL;
+    }
+    for (size_t j = 0; j < a->ncomponents; j++) {
+        char name[32];
+        snprintf(name, sizeof name, "Limb_%zu", j);
+        const object *limb = object_component_get(a, name);
+        if (limb) x[j] = *(const uint64_t *)ak_elem(limb->values, w);
+    }
+    *end = '\0';
+    char *at = end;
+    const uint64_t base = 10000000000000000000ULL;
+    for (size_t top = k; top > 0;) {
+        unsigned __int128 rem = 0;
+        for (size_t j = top; j-- > 0;) {
+            unsigned __int128 cur = rem << 64 | x[j];
+            x[j] = (uint64_t)(cur / base);
+            rem = cur % base;
+        }
+        while (top > 0 && x[top - 1] == 0)
+            top--;
+        uint64_t r = (uint64_t)rem;
+        for (int d = 0; d < 19 && (top > 0 || r || at == end); d++) { /* zeros only inside */
+            *--at = (char)('0' + r % 10);
+            r /= 10;
+        }
+    }
+    memmove(text, at, (size_t)(end - at) + 1);
+    free(x);
+    return text;
+}
+
+/* [int]<T,1> {array, idx}: one element, "<dtype> <value>" (a bigint's in decimal). */
 static int cmd_int_index(ak_ctx *ctx, h5ark_error *err) {
     int64_t i;
     if (ak_arg_int(ctx->in, "idx", &i, err)) return -1;
@@ -16,12 +63,15 @@ static int cmd_int_index(ak_ctx *ctx, h5ark_error *err) {
     if (!a) return -1;
     int64_t w = i < 0 ? i + (int64_t)a->size : i;
     int rc = 0;
-    if (a->dtype == H5ARK_BIGINT)
-        rc = h5ark_fail(err, H5ARK_TYPE_ERROR, "bigint arrays are not served to Arkouda clients");
-    else if (w < 0 || (uint64_t)w >= a->size)
+    if (w < 0 || (uint64_t)w >= a->size)
         rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "index %lld is out of bounds for %llu elements",
                         (long long)i, (unsigned long long)a->size);
-    if (rc == 0) {
+    if (rc == 0 && a->dtype == H5ARK_BIGINT) {
+        char *text = bigint_decimal(a, (uint64_t)w);
+        rc = text ? ak_reply(ctx, err, "bigint %s", text)
+                  : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        free(text);
+    } else if (rc == 0) {
         char text[96];
         ak_scalar_text(a->dtype, ak_elem(a->values, (uint64_t)w), 0, text, sizeof text);
         rc = ak_reply(ctx, err, "%s", text);
@@ -53,6 +103,8 @@ static int cmd_slice(ak_ctx *ctx, h5ark_error *err) {
     int rc = 0;
     if (a->objtype != H5ARK_PDARRAY && a->objtype != H5ARK_STRINGS)
         rc = h5ark_fail(err, H5ARK_TYPE_ERROR, "'array' must be a pdarray");
+    else if (a->dtype == H5ARK_BIGINT)
+        rc = no_bigint(a, err);
     uint64_t n = 0;
     /* the span is checked before it is divided, so nothing below overflows */
     if (start < -1 || start > size || stop < -1 || stop > size)
@@ -88,6 +140,7 @@ static int cmd_pdarray_index(ak_ctx *ctx, h5ark_error *err) {
     int rc = i ? 0 : -1;
     if (rc == 0 && a->objtype != H5ARK_PDARRAY && a->objtype != H5ARK_STRINGS)
         rc = h5ark_fail(err, H5ARK_TYPE_ERROR, "'array' must be a pdarray");
+    if (rc == 0 && a->dtype == H5ARK_BIGINT) rc = no_bigint(a, err);
     object *pos = rc == 0 ? ak_positions(i, a->size, err) : NULL;
     if (pos)
         rc = take_created(ctx, a, pos, err);
@@ -111,7 +164,7 @@ static int cmd_pdarray_assign(ak_ctx *ctx, h5ark_error *err) {
     object *out = NULL;
     int rc = pos ? 0 : -1;
     if (rc == 0 && (a->dtype == H5ARK_BIGINT || v->dtype == H5ARK_BIGINT))
-        rc = h5ark_fail(err, H5ARK_TYPE_ERROR, "bigint arrays are not served to Arkouda clients");
+        rc = no_bigint(a->dtype == H5ARK_BIGINT ? a : v, err);
     if (rc == 0 && v->size != pos->size)
         rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "%llu values for %llu positions",
                         (unsigned long long)v->size, (unsigned long long)pos->size);

@@ -96,7 +96,7 @@ static json_t *describe(const object *obj) {
     return json_pack("{s:s,s:s,s:I,s:i,s:o,s:i,s:b}", "name", obj->name, "dtype",
                      strings ? "str" : ak_dtype_name(obj->dtype), "size", (json_int_t)obj->size,
                      "ndim", (int)ndim, "shape", shape, "itemsize",
-                     strings ? 1 : (int)h5ark_dtype_size(obj->dtype), "registered", 0);
+                     strings ? 1 : (int)ak_itemsize(obj), "registered", 0);
 }
 
 /* names: "__AllSymbols__", "__RegisteredSymbols__" (nothing is registered here), a name,

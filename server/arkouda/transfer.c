@@ -6,6 +6,7 @@
 #include "arkouda/commands.h"
 #include "locales.h"
 #include "registry.h"
+#include "shardcache.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -206,20 +207,28 @@ typedef struct {
     uint64_t reserved;
 } owned_bytes;
 
+/* Gathered replies are kept, when freed, in the shard cache under a locale of their own (no
+ * shard takes one): the next download of a similar size reuses pages already faulted in,
+ * where fresh ones cost the kernel a page fault and a zeroed page each (most of the time a
+ * one-frame download took). The cache gives them back when live objects need the room. */
+#define GATHER_LOCALE (-1)
+
 static void free_owned(void *arg) {
     owned_bytes *o = arg;
-    munmap(o->mem, o->reserved);
     registry_unreserve(o->reserved);
+    shardcache_give(GATHER_LOCALE, o->mem, o->reserved);
     free(o);
 }
 
-/* Memory for a gathered reply: mapped with huge pages where the kernel gives them (THP
- * "madvise"), since the copy into it faults in every page of what may be a GiB. */
+/* Memory for a gathered reply: a cached one, or fresh and mapped with huge pages where the
+ * kernel gives them (THP "madvise"), since the copy into it faults in every page of what
+ * may be a GiB. */
 static void *gather_memory(uint64_t n) {
-    void *p = mmap(NULL, (size_t)n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return NULL;
+    void *p = shardcache_alloc(GATHER_LOCALE, n);
 #ifdef MADV_HUGEPAGE
-    if (n >= (2u << 20)) madvise(p, (size_t)n, MADV_HUGEPAGE);
+    uintptr_t page = 4096, lo = ((uintptr_t)p + page - 1) & ~(page - 1),
+              hi = ((uintptr_t)p + n) & ~(page - 1);
+    if (p && n >= (2u << 20) && hi > lo) madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
 #endif
     return p;
 }
@@ -271,7 +280,7 @@ static int reply_range(ak_ctx *ctx, dispatch_result *res, uint64_t from, uint64_
     o->mem = gather_memory(n);
     ctx->hold = o->mem ? h5ark_hold_new(free_owned, o) : NULL;
     if (!ctx->hold) {
-        if (o->mem) munmap(o->mem, n);
+        free(o->mem);
         registry_unreserve(n);
         free(o);
         return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
@@ -332,6 +341,10 @@ static int cmd_tondarray(ak_ctx *ctx, h5ark_error *err) {
     if (!obj) return -1;
     bool same = obj->dtype == dtype;
     object_release(obj);
+    if (dtype == H5ARK_BIGINT) /* Arkouda's client fetches a bigint's limbs one by one */
+        return h5ark_fail(err, H5ARK_TYPE_ERROR,
+                          "a bigint is downloaded as its limbs: bigint_to_uint_list, then "
+                          "tondarray<uint64,1> of each");
     if (!same)
         return h5ark_fail(err, H5ARK_TYPE_ERROR, "%.100s is not of dtype %s", ak_arg(in, "array"),
                           in->params[0]);

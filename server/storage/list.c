@@ -1113,18 +1113,17 @@ static int check_file(const char *abs_path, const char *shown, h5ark_error *err)
     return 0;
 }
 
-static int list_file(const char *abs_path, bool recursive, h5ark_value *entries, h5ark_error *err) {
+/* Open the file at abs_path read-only after the checks every read makes (a regular file
+ * inside the data directory, sound in the sandbox, an HDF5 signature); -1 with err set. */
+static hid_t open_checked(const char *abs_path, const char *shown, h5ark_error *err) {
     /* the error stack and its printing are per thread: silence it in this one */
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     captured.set = false;
-    const char *shown = files_display(abs_path);
     if (check_file(abs_path, shown, err)) return -1;
     if (sandbox_check_file(abs_path, err)) return h5ark_fail_context(err, "'%s'", shown);
-
-    lister ls = {.file = shown, .fid = -1, .recursive = recursive, .entries = entries, .err = err};
     htri_t is = H5Fis_hdf5(abs_path);
+    char why[600];
     if (is <= 0) {
-        char why[600];
         h5ark_code code = h5u_reason(why, sizeof why, H5ARK_SCHEMA_ERROR);
         if (is == 0)
             return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
@@ -1132,24 +1131,28 @@ static int list_file(const char *abs_path, bool recursive, h5ark_value *entries,
         return h5ark_fail(err, code, "'%s' cannot be read as HDF5: %s", shown, why);
     }
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    if (fapl < 0) return h5_fail(&ls, "cannot set up file access");
+    if (fapl < 0) return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "cannot set up file access");
     /* whatever is left open on an error path is closed with the file */
     H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
-    ls.fid = H5Fopen(abs_path, H5F_ACC_RDONLY, fapl);
-    char why[600];
-    h5ark_code code = ls.fid < 0 ? h5u_reason(why, sizeof why, H5ARK_SCHEMA_ERROR) : H5ARK_OK;
+    hid_t fid = H5Fopen(abs_path, H5F_ACC_RDONLY, fapl);
+    h5ark_code code = fid < 0 ? h5u_reason(why, sizeof why, H5ARK_SCHEMA_ERROR) : H5ARK_OK;
     H5Pclose(fapl);
-    if (ls.fid < 0) {
-        if (code == H5ARK_BUSY)
-            return h5ark_fail(err, code,
-                              "'%s' is locked by another program writing it; try again when it "
-                              "is closed: %s",
-                              shown, why);
-        if (code == H5ARK_IO_ERROR)
-            return h5ark_fail(err, code, "cannot read '%s': %s", shown, why);
-        return h5ark_fail(err, code, "'%s' is not a readable HDF5 file (truncated or corrupt?): %s",
+    if (fid >= 0) return fid;
+    if (code == H5ARK_BUSY)
+        return h5ark_fail(err, code,
+                          "'%s' is locked by another program writing it; try again when it "
+                          "is closed: %s",
                           shown, why);
-    }
+    if (code == H5ARK_IO_ERROR) return h5ark_fail(err, code, "cannot read '%s': %s", shown, why);
+    return h5ark_fail(err, code, "'%s' is not a readable HDF5 file (truncated or corrupt?): %s",
+                      shown, why);
+}
+
+static int list_file(const char *abs_path, bool recursive, h5ark_value *entries, h5ark_error *err) {
+    const char *shown = files_display(abs_path);
+    lister ls = {.file = shown, .fid = -1, .recursive = recursive, .entries = entries, .err = err};
+    ls.fid = open_checked(abs_path, shown, err);
+    if (ls.fid < 0) return -1;
     int rc = -1;
     hid_t root = H5Gopen2(ls.fid, "/", H5P_DEFAULT);
     H5O_info_t oi;
@@ -1168,6 +1171,16 @@ static int list_file(const char *abs_path, bool recursive, h5ark_value *entries,
 int storage_list(const char *abs_path, bool recursive, h5ark_value *entries, h5ark_error *err) {
     twin_readers_enter();
     int rc = list_file(abs_path, recursive, entries, err);
+    twin_readers_leave();
+    return rc;
+}
+
+int storage_file_format(const char *abs_path, int64_t *format, h5ark_error *err) {
+    twin_readers_enter();
+    const char *shown = files_display(abs_path);
+    hid_t fid = open_checked(abs_path, shown, err);
+    int rc = fid < 0 ? -1 : h5u_read_int_attr(fid, ATTR_FILE_FORMAT, format, shown, err);
+    if (fid >= 0 && H5Fclose(fid) < 0) H5Eclear2(H5E_DEFAULT);
     twin_readers_leave();
     return rc;
 }

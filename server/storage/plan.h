@@ -76,9 +76,10 @@ typedef struct {
     const object **ak0_objects;
     unsigned char ***ak0_whole;
     size_t nak0;
-    bool dataframe_columns; /* a DataFrame at a file's top level as one object per column */
+    bool dataframe_columns;       /* a DataFrame at a file's top level as one object per column */
     const fetched_int64 *fetched; /* several ranks: elements of other ranks' shards */
     size_t nfetched;
+    bool strings_without_segments; /* top-level Strings: `values` alone */
 } write_plan;
 
 /* Element i of int64 darray a while laying a file out: from this rank's shard, or from the

@@ -39,6 +39,9 @@ typedef struct {
     /* awkward objects in awkward0's layout (tohdf format awkward0): an AK0_COMPRESS_*
      * policy; 0: awkward 2's layout */
     int awkward0;
+    /* top-level Strings without their `segments` dataset (Arkouda's save_offsets False):
+     * readers count the strings by their NULs */
+    bool strings_without_segments;
 } storage_write_options;
 
 /* awkward0's compression policies: none, its default (zlib for integer and bool blobs of
@@ -109,5 +112,9 @@ void storage_read_items_free(storage_read_item *items, size_t nitems);
  * whole tree when recursive) to `entries`: {name, path, kind, objtype, dtype, shape,
  * attrs}. */
 int storage_list(const char *abs_path, bool recursive, h5ark_value *entries, h5ark_error *err);
+
+/* The root attribute File_Format (0 single, 1 distributed) of the file at `abs_path`, read
+ * after the checks storage_list makes: 1 when read, 0 when the file has none, -1 on error. */
+int storage_file_format(const char *abs_path, int64_t *format, h5ark_error *err);
 
 #endif

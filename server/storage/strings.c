@@ -39,8 +39,9 @@ static int row_offset(const object *obj, uint64_t i, const write_plan *plan, uin
     return 0;
 }
 
-int strings_write_rows(hid_t loc, int file_index, const char *name, const object *obj, uint64_t lo,
-                       uint64_t hi, write_plan *plan, h5ark_error *err) {
+/* Rows [lo, hi) of obj as the Strings group `name`, its segments when `segments`. */
+static int write_rows(hid_t loc, int file_index, const char *name, const object *obj, uint64_t lo,
+                      uint64_t hi, bool segments, write_plan *plan, h5ark_error *err) {
     if (obj->objtype != H5ARK_STRINGS)
         return h5ark_fail(err, H5ARK_TYPE_ERROR, "'%s' is a %s, not strings", name,
                           h5ark_objtype_name(obj->objtype));
@@ -54,7 +55,7 @@ int strings_write_rows(hid_t loc, int file_index, const char *name, const object
     int rc = write_darray_range(group, file_index, CHILD_VALUES, obj->values, blo, bhi,
                                 OBJTYPE_PDARRAY, false, 0, plan, err);
     /* a file's offsets restart at 0 */
-    if (rc == 0)
+    if (rc == 0 && segments)
         rc = write_darray_range(group, file_index, CHILD_SEGMENTS, obj->segments, lo, hi,
                                 OBJTYPE_PDARRAY, false, (int64_t)blo, plan, err);
     if (H5Gclose(group) < 0 && rc == 0)
@@ -62,11 +63,17 @@ int strings_write_rows(hid_t loc, int file_index, const char *name, const object
     return rc ? h5ark_fail_context(err, "Strings '%s'", name) : 0;
 }
 
+int strings_write_rows(hid_t loc, int file_index, const char *name, const object *obj, uint64_t lo,
+                       uint64_t hi, write_plan *plan, h5ark_error *err) {
+    return write_rows(loc, file_index, name, obj, lo, hi, true, plan, err);
+}
+
 static int store(hid_t file, int file_index, const char *name, const object *obj, int part,
                  write_plan *plan, h5ark_error *err) {
     uint64_t lo, hi;
     object_part_rows(obj, part, &lo, &hi);
-    return strings_write_rows(file, file_index, name, obj, lo, hi, plan, err);
+    return write_rows(file, file_index, name, obj, lo, hi, !plan->strings_without_segments, plan,
+                      err);
 }
 
 /* What can be told of a file's strings from three elements, so that allow_errors can skip

@@ -1132,7 +1132,9 @@ static int write_files(const storage_item *items, size_t nitems, const char *pat
     top_names names = {0};
     /* several ranks: these checks read metadata only, alike on every rank */
     bool ranks = ranks_call_seq() != 0;
-    if (check_items(items, nitems, df_columns, &names, err)) {
+    if (check_items(items, nitems, df_columns, &names, err) ||
+        (ranks && opts && opts->strings_without_segments &&
+         ranks_not_yet(err, "tohdf of strings without segments"))) {
         free(names.v);
         return -1;
     }
@@ -1163,7 +1165,8 @@ static int write_files(const storage_item *items, size_t nitems, const char *pat
                        .ak0_whole = ak0.whole,
                        .nak0 = ak0.n,
                        .fetched = fetched.fetched,
-                       .nfetched = fetched.nfetched};
+                       .nfetched = fetched.nfetched,
+                       .strings_without_segments = opts && opts->strings_without_segments};
     write_job job = {.plan = &plan, .files = of};
     int rc = -1;
     if (!of) {

@@ -14,6 +14,7 @@ import zmq
 
 from conftest import Daemon, daemon_binary, request
 
+FIXTURES = pathlib.Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "arkouda"
 CREATED = re.compile(r"^created (id_[0-9A-Za-z]{7}_\d+) (\w+) (\d+) 1 \[(\d+)\] (\d+)$")
 
 
@@ -463,6 +464,31 @@ def test_update_overwrite(ak, akd):
     np.testing.assert_array_equal(got, np.arange(5) + 100)
 
 
+def test_hdffileformat_from_the_attribute(ak, akd):
+    """The File_Format root attribute decides, not the name; names only when it is absent."""
+    d = akd.data_dir / "ak_fmt"
+    d.mkdir(exist_ok=True)
+    cases = {"single_LOCALE0000": 0, "plain.h5": 1, "bare_LOCALE0001": None, "bare.h5": None}
+    for fname, fmt in cases.items():
+        with h5py.File(d / fname, "w") as h:
+            h["x"] = np.arange(3)
+            if fmt is not None:
+                h.attrs["File_Format"] = np.int64(fmt)
+    want = {"single_LOCALE0000": "single", "plain.h5": "distribute",
+            "bare_LOCALE0001": "distribute", "bare.h5": "single"}
+    for fname, form in want.items():
+        assert ak.ok("hdffileformat", {"filename": str(d / fname)}) == form, fname
+    # what tohdf wrote in single mode under a _LOCALE-like name
+    na, _, _ = upload(ak, np.arange(4, dtype=np.int64))
+    tohdf(ak, d / "one_LOCALE0000", "array", "pdarray", 0, 0, values=na)
+    assert ak.ok("hdffileformat", {"filename": str(d / "one_LOCALE*")}) == "single"
+    (d / "junk.h5").write_bytes(b"not hdf5 at all")
+    assert "HDF5" in ak.error("hdffileformat", {"filename": str(d / "junk.h5")})
+    with h5py.File(d / "odd.h5", "w") as h:
+        h.attrs["File_Format"] = "text"
+    assert "File_Format" in ak.error("hdffileformat", {"filename": str(d / "odd.h5")})
+
+
 def test_strings_files(ak, akd):
     base = akd.data_dir / "ak_str"
     strs = ["alpha", "", "gamma", "dé", "x" * 50]
@@ -482,6 +508,160 @@ def test_strings_files(ak, akd):
     assert items[0]["arkouda_type"] == "STRINGS"
     assert re.match(r"^created \S+ str 5 1 \[5\] 1\+created bytes.size \d+$", items[0]["created"])
     assert get_strings(ak, created_name(items[0]["created"])) == strs
+
+
+def test_strings_without_offsets(ak, akd):
+    """save_offsets False: `values` alone, and readAllHdf counts the strings by their NULs."""
+    base = akd.data_dir / "ak_nooff"
+    strs = ["alpha", "", "gamma", "dé", "x" * 50, ""]
+    name = put_strings(ak, strs)
+    for fmt in (1, 0):
+        ak.ok("tohdf", {"values": name, "dset": "s", "write_mode": 0, "filename": str(base),
+                        "dtype": "<U0", "save_offsets": False, "objType": "strings",
+                        "file_format": fmt})
+        files = locale_files(base) if fmt else [base]
+        got = []
+        for p in files:
+            with h5py.File(p, "r") as h:
+                assert h["s"].attrs["ObjType"] == 2
+                assert set(h["s"]) == {"values"}
+                got += [b.decode() for b in bytes(h["s/values"][:]).split(b"\x00")[:-1]]
+        assert got == strs
+        _, items = read_all(ak, ["s"], [f"{base}*" if fmt else str(base)])
+        assert items[0]["arkouda_type"] == "STRINGS"
+        assert get_strings(ak, created_name(items[0]["created"])) == strs
+    # save_offsets True keeps them; a wrong type is refused
+    ak.ok("tohdf", {"values": name, "dset": "s", "write_mode": 0, "filename": str(base),
+                    "save_offsets": True, "objType": "strings", "file_format": 0})
+    with h5py.File(base, "r") as h:
+        assert set(h["s"]) == {"values", "segments"}
+    assert "save_offsets" in ak.error("tohdf", {"values": name, "dset": "s", "write_mode": 0,
+                                                "filename": str(base), "save_offsets": "maybe",
+                                                "objType": "strings"})
+    fixture = FIXTURES / "UnitTestHDF5_noOffsets_LOCALE0000"
+    if fixture.is_file():
+        d = akd.data_dir / "ak_fix"
+        d.mkdir(exist_ok=True)
+        shutil.copy(fixture, d / fixture.name)
+        _, items = read_all(ak, ["strings"], [str(d / fixture.name)])
+        with h5py.File(fixture, "r") as h:
+            want = [b.decode() for b in bytes(h["strings/values"][:]).split(b"\x00")[:-1]]
+        assert get_strings(ak, created_name(items[0]["created"])) == want
+
+
+BIG = [0, 1, 2**64, 5 * 2**64 + 7, 2**130 + 3, 10**38, 2**192 - 1]
+
+
+def write_bigint_file(path, dset, values, nlimbs, max_bits=-1):
+    """Arkouda's bigint layout: a group of uint64 limbs, least significant first."""
+    with h5py.File(path, "a") as h:
+        h.attrs["File_Format"] = np.int64(0)
+        g = h.create_group(dset)
+        for key, v in (("ObjType", 1), ("isBigInt", 1), ("MaxBits", max_bits),
+                       ("NumLimbs", nlimbs)):
+            g.attrs[key] = np.int64(v)
+        g.attrs["file_version"] = np.float32(2.0)
+        for i in range(nlimbs):
+            g[f"Limb_{i}"] = np.array([(v >> (64 * i)) & (2**64 - 1) for v in values],
+                                      dtype=np.uint64)
+
+
+def bigint_values(ak, name, n):
+    """What Arkouda's client does for to_ndarray of a bigint: bigint_to_uint_arrays
+    (the limbs, least significant first, reversed by the client), tondarray of each."""
+    limbs = json.loads(ak.ok("bigint_to_uint_list<bigint,1>", {"array": name}))
+    for text in limbs:
+        assert CREATED.match(text).group(2) == "uint64", text
+    arrs = [download(ak, created_name(t), "uint64", n).astype(object)
+            for t in reversed(limbs)]
+    return [sum(int(a[i]) << (64 * (len(arrs) - k - 1)) for k, a in enumerate(arrs))
+            for i in range(n)], len(limbs)
+
+
+def test_bigint_read_fetch_write(ak, akd):
+    d = akd.data_dir / "ak_big"
+    d.mkdir(exist_ok=True)
+    write_bigint_file(d / "big.h5", "big", BIG, 3)
+    write_bigint_file(d / "big.h5", "small", [3, 2**64 - 1, 0], 2)  # a high limb all zero
+    _, items = read_all(ak, ["big", "small"], [d / "big.h5"])
+    assert [i["arkouda_type"] for i in items] == ["PDARRAY", "PDARRAY"]
+    m = CREATED.match(items[0]["created"])
+    assert m and m.groups()[1:] == ("bigint", str(len(BIG)), str(len(BIG)), "16"), m
+    name = m.group(1)
+    assert bigint_values(ak, name, len(BIG)) == (BIG, 3)
+    small = created_name(items[1]["created"])
+    assert bigint_values(ak, small, 3) == ([3, 2**64 - 1, 0], 1)
+    info = json.loads(ak.ok("info", {"names": name}))
+    assert [(i["dtype"], i["size"], i["itemsize"]) for i in info] == [("bigint", len(BIG), 16)]
+    # the limb arrays are objects of their own: deleting one leaves the bigint whole
+    limbs = json.loads(ak.ok("bigint_to_uint_list", {"array": name}))
+    ak.ok("delete", {"name": created_name(limbs[0])})
+    assert bigint_values(ak, name, len(BIG))[0] == BIG
+    for i, v in enumerate(BIG):
+        assert ak.ok("[int]<bigint,1>", {"array": name, "idx": i}) == f"bigint {v}"
+    assert ak.ok("[int]<bigint,1>", {"array": name, "idx": -1}) == f"bigint {BIG[-1]}"
+    assert "out of bounds" in ak.error("[int]<bigint,1>", {"array": name, "idx": len(BIG)})
+    # tohdf of the bigint, as pdarray.to_hdf sends it, in Arkouda's layout
+    for fmt in (0, 1):
+        out = d / f"out{fmt}"
+        tohdf(ak, out, "b", "pdarray", 0, fmt, values=name, dtype="bigint")
+        files = locale_files(out) if fmt else [out]
+        got = []
+        for f in files:
+            with h5py.File(f, "r") as h:
+                g = h["b"]
+                assert g.attrs["isBigInt"] == 1 and g.attrs["ObjType"] == 1
+                k = int(g.attrs["NumLimbs"])
+                assert set(g) == {f"Limb_{i}" for i in range(k)}
+                limb = [g[f"Limb_{i}"][:] for i in range(k)]
+                got += [sum(int(limb[i][r]) << (64 * i) for i in range(k))
+                        for r in range(len(limb[0]))]
+        assert got == BIG
+        _, back = read_all(ak, ["b"], [f"{out}*" if fmt else out])
+        assert bigint_values(ak, created_name(back[0]["created"]), len(BIG))[0] == BIG
+    # what is not served on bigint answers an error, and the daemon goes on
+    idx, _, _ = upload(ak, np.array([0, 2], dtype=np.int64))
+    for cmd, params in (("[slice]<bigint,1>", {"array": name, "starts": 0, "stops": 2,
+                                               "strides": 1, "max_bits": -1}),
+                        ("[pdarray]", {"array": name, "idx": idx}),
+                        ("sumAll<bigint,1>", {"x": name, "skipNan": False}),
+                        ("cast<bigint,uint64,1>", {"name": name}),
+                        ("tondarray<bigint,1>", None)):
+        if params is None:
+            frames = ak.raw(cmd, {"array": name})
+            assert frames[0].startswith(b"Error: "), frames
+        else:
+            assert ak.reply(cmd, params)["msgType"] == "ERROR", cmd
+    # bad inputs
+    ints, _, _ = upload(ak, np.arange(3, dtype=np.int64))
+    assert "not bigint" in ak.error("bigint_to_uint_list<bigint,1>", {"array": ints})
+    assert "no object named" in ak.error("bigint_to_uint_list<bigint,1>", {"array": "id_nope_1"})
+    assert "'array'" in ak.error("bigint_to_uint_list<bigint,1>", {})
+    assert "1-dimensional" in ak.error("bigint_to_uint_list<bigint,2>", {"array": name})
+
+
+def test_bigint_from_uint_arrays(ak):
+    """big_int_creation, as bigint_from_uint_arrays sends it: limbs most significant first."""
+    vals = [0, 1, 2**64 + 5, 2**127 + 2**64 * 9 + 3, 2**128 - 1]
+    hi = np.array([v >> 64 for v in vals], dtype=np.uint64)
+    lo = np.array([v & (2**64 - 1) for v in vals], dtype=np.uint64)
+    nhi, _, _ = upload(ak, hi)
+    nlo, _, _ = upload(ak, lo)
+    for max_bits in (-1, 70, 64, 3, 0):
+        m = CREATED.match(ak.ok("big_int_creation<bigint,1>", {
+            "arrays": [nhi, nlo], "num_arrays": 2, "shape": [str(len(vals))],
+            "max_bits": max_bits}))
+        assert m and m.group(2) == "bigint" and m.group(5) == "16", m
+        want = [v if max_bits < 0 else v & ((1 << max_bits) - 1) for v in vals]
+        assert bigint_values(ak, m.group(1), len(vals))[0] == want, max_bits
+    ints, _, _ = upload(ak, np.arange(5, dtype=np.int64))
+    short, _, _ = upload(ak, np.arange(2, dtype=np.uint64))
+    for arrays, words in (([ints], "not a uint64"), ([nhi, short], "elements"),
+                          ([], "1 to 4096"), (["id_none_9"], "no object named")):
+        assert words in ak.error("big_int_creation<bigint,1>", {
+            "arrays": arrays, "num_arrays": len(arrays), "shape": ["5"], "max_bits": -1})
+    assert "max_bits" in ak.error("big_int_creation<bigint,1>", {
+        "arrays": [nlo], "num_arrays": 1, "shape": ["5"], "max_bits": -2})
 
 
 def test_segarray_categorical_files(ak, akd):
@@ -1086,12 +1266,14 @@ def test_segmented_split(ak):
 
 
 def test_failed_read_leaves_nothing(ak, akd):
-    """A readAllHdf that fails part way (a bigint, which Arkouda's client cannot hold, after
-    a pdarray) publishes nothing; lsany takes a glob."""
-    limbs = np.arange(4, dtype=np.uint64)
+    """A readAllHdf that fails part way (an awkward array, which Arkouda's client cannot
+    hold, after a pdarray) publishes nothing; lsany takes a glob."""
+    data = np.arange(4, dtype=np.int64)
+    form = {"class": "NumpyArray", "primitive": "int64", "inner_shape": [], "parameters": {},
+            "form_key": "n0"}
     hdr, _ = request(akd.endpoint, {"v": 1, "cmd": "put", "args": {
-        "dtype": "bigint", "shape": [4], "name": "ak_big"},
-        "buffers": [{"name": "Limb_0", "nbytes": 32}]}, [limbs.tobytes()])
+        "objtype": "awkward", "form": json.dumps(form), "length": 4, "name": "ak_big"},
+        "buffers": [{"name": "n0-data", "nbytes": 32}]}, [data.tobytes()])
     assert hdr["ok"], hdr
     name, _, _ = upload(ak, np.arange(4, dtype=np.int64))
     hdr, _ = request(akd.endpoint, {"v": 1, "cmd": "tohdf", "args": {
@@ -1102,7 +1284,7 @@ def test_failed_read_leaves_nothing(ak, akd):
     before = {i["name"] for i in json.loads(ak.ok("info", {"names": "__AllSymbols__"}))}
     msg = ak.error("readAllHdf", {"dsets": ["a", "z"],
                                   "filenames": [str(akd.data_dir / "ak_fail.h5")]})
-    assert "bigint" in msg
+    assert "awkward" in msg
     after = {i["name"] for i in json.loads(ak.ok("info", {"names": "__AllSymbols__"}))}
     assert after == before
     request(akd.endpoint, {"v": 1, "cmd": "delete", "args": {"names": ["ak_big"]}})

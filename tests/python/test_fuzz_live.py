@@ -157,6 +157,16 @@ AK_SEEDS = [
      np.arange(2, dtype=np.int64).tobytes()),
     ("arraySegString<uint8>", {"size": "5"}, b"a\x00bc\x00"),
     ("tondarray<int64,1>", {"array": "keep"}, None),
+    ("bigint_to_uint_list<bigint,1>", {"array": "big"}, None),
+    ("[int]<bigint,1>", {"array": "big", "idx": "1"}, None),
+    ("[slice]<bigint,1>", {"array": "big", "starts": "0", "stops": "2", "strides": "1",
+                           "max_bits": "-1"}, None),
+    ("tondarray<bigint,1>", {"array": "big"}, None),
+    ("tohdf", {"values": "big", "dset": "b", "write_mode": "0", "filename": "fz_big",
+               "objType": "pdarray", "file_format": "0", "save_offsets": "False"}, None),
+    ("hdffileformat", {"filename": "fz_big*"}, None),
+    ("big_int_creation<bigint,1>", {"arrays": '["keep", "untouched"]', "num_arrays": "2",
+                                    "shape": '["10"]', "max_bits": "70"}, None),
     ("segStr-tondarray", {"obj": "keep", "comp": "values"}, None),
     ("binopvs<int64,int64,1>", {"op": "+", "a": "keep", "value": "3"}, None),
     ("binopvv<int64,int64,1>", {"op": "==", "a": "keep", "b": "keep"}, None),
@@ -182,7 +192,7 @@ AK_SEEDS = [
 ]
 
 AK_VALUES = ["", "x", "-1", "0", "99999999999999999999", str(2**62), "1.5", "nan", "True",
-             "[", "[]", '["keep"]', '[1, 2]', '{"segments": "keep"}', "keep",
+             "[", "[]", '["keep"]', '[1, 2]', '{"segments": "keep"}', "keep", "big",
              "../../etc/passwd", "/", "\x00", "é" * 20, "None"]
 
 
@@ -234,6 +244,11 @@ def test_live_fuzz_arkouda(tmp_path, start_daemon):
     for name in ("keep", "untouched"):
         assert request(d.endpoint, {"v": 1, "cmd": "create", "args": {
             "dtype": "int64", "size": 10, "fill": "arange", "stop": 10, "name": name}})[0]["ok"]
+    limbs = np.arange(6, dtype=np.uint64) << np.uint64(60)  # a bigint of two limbs
+    assert request(d.endpoint, {"v": 1, "cmd": "put", "args": {
+        "dtype": "bigint", "shape": [3], "name": "big"},
+        "buffers": [{"name": "Limb_0", "nbytes": 24}, {"name": "Limb_1", "nbytes": 24}]},
+        [limbs[:3].tobytes(), limbs[3:].tobytes()])[0]["ok"]
     rng = random.Random(int(os.environ.get("H5ARK_FUZZ_SEED", "20261125")))
     sock = zmq.Context.instance().socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)
