@@ -566,6 +566,67 @@ int sandbox_probe_read(const read_probe_request *rq, read_probe *out, h5ark_erro
     return rc;
 }
 
+/* ---- pack's probe of sample files ------------------------------------------------------ */
+
+static h5ark_value *names_value(const char *const *v, size_t n) {
+    h5ark_value *a = h5ark_value_array();
+    for (size_t i = 0; a && i < n; i++)
+        if (h5ark_value_push(a, h5ark_value_bin(v[i], strlen(v[i])))) h5ark_value_destroy(&a);
+    return a;
+}
+
+int sandbox_probe_samples(const char *abs_path, const char *const *groups, size_t ngroups,
+                          const char *const *fields, size_t nfields, sample_probe *out,
+                          h5ark_error *err) {
+    *out = (sample_probe){0};
+    probe *p;
+    if (!enabled || !acquire(&p, 1))
+        return work.probe_samples(abs_path, groups, ngroups, fields, nfields, out, err);
+    h5ark_value *rq = h5ark_value_map();
+    char *data = NULL, line[32];
+    size_t len = 0;
+    int rc = rq && !h5ark_value_set(rq, "path", h5ark_value_bin(abs_path, strlen(abs_path))) &&
+                     !h5ark_value_set(rq, "groups",
+                                      groups ? names_value(groups, ngroups) : h5ark_value_nil()) &&
+                     !h5ark_value_set(rq, "fields", names_value(fields, nfields)) &&
+                     h5ark_value_encode(rq, &data, &len) == 0
+                 ? 0
+                 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    h5ark_value_destroy(&rq);
+    snprintf(line, sizeof line, "S %zu", len);
+    char status = '?';
+    char *body = NULL;
+    size_t blen = 0;
+    if (rc == 0 && probe_send(p, line, data, len)) {
+        probe_stop(p); /* it died since its last request: a new one gets this one */
+        metrics_probe_restarted();
+        if (probe_send(p, line, data, len))
+            status = '?';
+        else
+            status = probe_receive(p, abs_path, &body, &blen, NULL);
+    } else if (rc == 0) {
+        status = probe_receive(p, abs_path, &body, &blen, NULL);
+    }
+    free(data);
+    release(&p, 1);
+    if (rc) return -1;
+    if (status == '?') /* no probe can be started: in process, unisolated */
+        return work.probe_samples(abs_path, groups, ngroups, fields, nfields, out, err);
+    if (status == 0) {
+        rc = crashed_error(err);
+    } else if (status == 'o') {
+        const char *why;
+        h5ark_value *v = h5ark_value_decode(body, blen, &why);
+        rc = v ? sample_probe_decode(v, nfields, out, err)
+               : h5ark_fail(err, H5ARK_INTERNAL, "the file probe's answer %s", why);
+        h5ark_value_destroy(&v);
+    } else {
+        rc = answer_error(status, body, err);
+    }
+    free(body);
+    return rc;
+}
+
 static void probe_progress(size_t k, const char *path) {
     if (!my_progress) return;
     atomic_store(my_progress, (int64_t)k);
@@ -678,9 +739,52 @@ static int probe_for_read(size_t len, h5ark_value **answer, h5ark_error *err) {
     return rc;
 }
 
+/* "S LENGTH": a sample file for pack. */
+static int probe_for_samples(size_t len, h5ark_value **answer, h5ark_error *err) {
+    char *body = len < (1u << 30) ? malloc(len + 1) : NULL;
+    if (!body || fread(body, 1, len, stdin) != len) {
+        free(body);
+        return h5ark_fail(err, H5ARK_INTERNAL, "cannot read the request");
+    }
+    const char *why;
+    h5ark_value *v = h5ark_value_decode(body, len, &why);
+    free(body);
+    const h5ark_value *pv = h5ark_value_get(v, "path"), *gv = h5ark_value_get(v, "groups"),
+                      *fv = h5ark_value_get(v, "fields");
+    bool listing = gv && gv->kind == H5ARK_NIL;
+    size_t ng = listing ? 0 : h5ark_value_len(gv), nf = h5ark_value_len(fv);
+    const char **groups = calloc(ng + 1, sizeof *groups), **fields = calloc(nf + 1, sizeof *fields);
+    int rc = v && pv && pv->kind == H5ARK_BIN && gv && (listing || gv->kind == H5ARK_ARRAY) && fv &&
+                     fv->kind == H5ARK_ARRAY && groups && fields
+                 ? 0
+                 : h5ark_fail(err, H5ARK_INTERNAL, "a malformed request");
+    for (size_t i = 0; rc == 0 && i < ng + nf; i++) {
+        const h5ark_value *s = h5ark_value_at(i < ng ? gv : fv, i < ng ? i : i - ng);
+        if (s->kind != H5ARK_BIN) rc = h5ark_fail(err, H5ARK_INTERNAL, "a malformed request");
+        if (i < ng)
+            groups[i] = s->as.s.ptr;
+        else
+            fields[i - ng] = s->as.s.ptr;
+    }
+    if (rc == 0) {
+        probe_progress(0, pv->as.s.ptr);
+        sample_probe found;
+        rc = work.probe_samples(pv->as.s.ptr, listing ? NULL : groups, ng, fields, nf, &found, err);
+        if (rc == 0) {
+            *answer = sample_probe_encode(&found);
+            sample_probe_clear(&found);
+            if (!*answer) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        }
+    }
+    free(groups);
+    free(fields);
+    h5ark_value_destroy(&v);
+    return rc;
+}
+
 /* Probe side: "c PATH" walks the file (the answer is only that it survived), "L PATH" /
  * "R PATH" answer lshdf's entries (top level / recursive) as MessagePack, "P LENGTH" and
- * a MessagePack request probes files for readhdf. */
+ * a MessagePack request probes files for readhdf, "S LENGTH" and one a sample file for pack. */
 int sandbox_probe_main(const char *data_dir) {
     snprintf(config.data_dir, sizeof config.data_dir, "%s", data_dir);
     void *map = mmap(NULL, sizeof *my_progress, PROT_READ | PROT_WRITE, MAP_SHARED, PROGRESS_FD, 0);
@@ -701,6 +805,8 @@ int sandbox_probe_main(const char *data_dir) {
             probe_read_path(path);
         } else if (line[0] == 'P') {
             rc = probe_for_read(strtoul(path, NULL, 10), &answer, &err);
+        } else if (line[0] == 'S') {
+            rc = probe_for_samples(strtoul(path, NULL, 10), &answer, &err);
         } else {
             answer = h5ark_value_array();
             rc = answer ? work.list(path, line[0] != 'L', answer, &err)

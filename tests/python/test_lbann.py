@@ -454,7 +454,8 @@ def test_schema_errors(conn, made):
     with h5py.File(conn.dir / odd / "a.h5", "a") as f:
         del f["x1/label"]
         f["x1/label"] = np.array([b"ab", b"cd"])
-    pack_fails(conn, "schema_error", "sample 'x1', field 'label'", data_schema=DATA_SCHEMA,
+    pack_fails(conn, "schema_error", "sample 'x1' of '", "field 'label'", "strings",
+               data_schema=DATA_SCHEMA,
                experiment_schema=exp, paths=[f"{odd}/a.h5"])
     with h5py.File(conn.dir / odd / "a.h5", "a") as f:  # a scalar: LBANN's are shape (1,)
         del f["x1/label"]
