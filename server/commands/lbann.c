@@ -435,9 +435,14 @@ static void pack_locale(int locale, void *ctx) {
         for (; k < f->n; k++) {
             const field_plan *p = &j->plan[k];
             if (read_field(s, i, f, k, &sf[k], fd, raw, &err)) break;
-            lbann_field_transform(&f->v[k], raw, sf[k].dtype, sf[k].count, row, tmp);
-            darray_put(j->arrays[p->group]->values, i * j->width[p->group] + p->offset, row,
-                       sf[k].count);
+            /* straight into the row when it lies in one shard (all but a few) */
+            darray *a = j->arrays[p->group]->values;
+            uint64_t at = i * j->width[p->group] + p->offset;
+            shard *sh = &a->shards[darray_shard_of(a, at)];
+            bool whole = at + sf[k].count <= sh->start + sh->count;
+            void *dst = whole ? (char *)sh->data + (at - sh->start) * a->itemsize : row;
+            lbann_field_transform(&f->v[k], raw, sf[k].dtype, sf[k].count, dst, tmp);
+            if (!whole) darray_put(a, at, row, sf[k].count);
         }
         if (k < f->n) {
             note_error(j, i, &err);

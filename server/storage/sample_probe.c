@@ -19,19 +19,50 @@ void sample_probe_clear(sample_probe *p) {
     *p = (sample_probe){0};
 }
 
-/* One field under an open sample group. */
-static int probe_field(hid_t g, const char *group, const char *field, uint64_t size,
-                       sample_field *out, h5ark_error *err) {
-    char what[2100];
-    snprintf(what, sizeof what, "'%s/%s'", group, field);
+/* Open child `name` (one component) of g when it is a hard link, by its address: one
+ * lookup of the name, not two (-1 quietly when it is not: the caller then takes the general
+ * path, which says why). */
+static hid_t open_hard(hid_t g, const char *name) {
+    H5L_info_t li;
+    hid_t o = -1;
+    if (!strchr(name, '/') && H5Lget_info(g, name, &li, H5P_DEFAULT) >= 0 &&
+        li.type == H5L_TYPE_HARD)
+        o = H5Oopen_by_addr(g, li.u.address);
+    H5Eclear2(H5E_DEFAULT);
+    return o;
+}
+
+/* A field's dataset under an open sample group: its own groups opened once a sample
+ * (`parents`, one per field, shared by fields under the same one), the dataset by its
+ * address; anything else (a soft link, a missing step) by the general lookup, which checks
+ * every step is inside the file. -1 with err; 0 with *d. */
+static int open_field(hid_t g, const char *field, const char *what, hid_t *d, h5ark_error *err) {
+    *d = open_hard(g, field);
+    if (*d >= 0) {
+        if (H5Iget_type(*d) == H5I_DATASET) return 0;
+        H5Oclose(*d);
+        *d = -1;
+        return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "%s is not a dataset", what);
+    }
     int r = h5u_link_local(g, field, what, err);
     if (r < 0) return -1;
     if (r == 0) return h5ark_fail(err, H5ARK_NOT_FOUND, "%s does not exist", what);
-    hid_t d = H5Dopen2(g, field, H5P_DEFAULT);
-    if (d < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "%s is not a dataset", what);
+    *d = H5Dopen2(g, field, H5P_DEFAULT);
+    if (*d < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "%s is not a dataset", what);
+    return 0;
+}
+
+/* One field under an open sample group (loc: its parent group, open, when the field has
+ * one; `leaf` its last component). */
+static int probe_field(hid_t loc, const char *leaf, const char *group, const char *field,
+                       uint64_t size, sample_field *out, h5ark_error *err) {
+    char what[2100];
+    snprintf(what, sizeof what, "'%s/%s'", group, field);
+    hid_t d;
+    if (open_field(loc, leaf, what, &d, err)) return -1;
     h5u_dset_info info = {.flat = true}; /* an image is its C-order elements */
     int rc = h5u_inspect_dataset(d, size, what, &info, err);
-    H5Dclose(d);
+    H5Oclose(d);
     if (rc) return -1;
     *out = (sample_field){.count = info.count,
                           .offset = info.offset,
@@ -41,17 +72,62 @@ static int probe_field(hid_t g, const char *group, const char *field, uint64_t s
     return 0;
 }
 
+/* Open child `name` of g when it is a group reached through a hard link, -1 otherwise. */
+static hid_t open_hard_group(hid_t g, const char *name) {
+    hid_t o = open_hard(g, name);
+    if (o >= 0 && H5Iget_type(o) != H5I_GROUP) {
+        H5Oclose(o);
+        o = -1;
+    }
+    return o;
+}
+
 /* A named sample group (a path; soft links inside the file are followed as for a field),
  * or -1 with err: not_found when it is absent. */
 static hid_t open_group(hid_t file, const char *name, h5ark_error *err) {
+    hid_t g = open_hard_group(file, name);
+    if (g >= 0) return g;
     char what[1100];
     snprintf(what, sizeof what, "sample '%s'", name);
     int r = h5u_link_local(file, name, what, err);
     if (r < 0) return -1;
     if (r == 0) return h5ark_fail(err, H5ARK_NOT_FOUND, "%s does not exist", what);
-    hid_t g = H5Gopen2(file, name, H5P_DEFAULT);
+    g = H5Gopen2(file, name, H5P_DEFAULT);
     if (g < 0) h5u_fail(err, H5ARK_SCHEMA_ERROR, "%s is not a group", what);
     return g;
+}
+
+/* The fields of one open sample group, their parent groups opened once each. k: how many
+ * were probed before one failed (nfields when none did). */
+static size_t probe_fields(hid_t g, const char *name, const char *const *fields, size_t nfields,
+                           uint64_t size, sample_field *out, h5ark_error *err) {
+    hid_t parent = -1;
+    size_t plen = 0; /* fields[k][0, plen) is the parent's path, with its '/' */
+    const char *pname = NULL;
+    size_t k = 0;
+    for (; k < nfields; k++) {
+        const char *f = fields[k], *slash = strrchr(f, '/');
+        hid_t loc = g;
+        const char *leaf = f;
+        if (slash) {
+            size_t len = (size_t)(slash - f) + 1;
+            if (!pname || len != plen || strncmp(f, pname, len) != 0) {
+                if (parent >= 0) H5Oclose(parent);
+                char path[1024];
+                snprintf(path, sizeof path, "%.*s", (int)(len - 1), f);
+                parent = strchr(path, '/') ? -1 : open_hard_group(g, path);
+                pname = f;
+                plen = len;
+            }
+            if (parent >= 0) {
+                loc = parent;
+                leaf = slash + 1;
+            }
+        }
+        if (probe_field(loc, leaf, name, f, size, &out[k], err)) break;
+    }
+    if (parent >= 0) H5Oclose(parent);
+    return k;
 }
 
 int sample_probe_file(const char *path, const char *const *groups, size_t ngroups,
@@ -71,7 +147,7 @@ int sample_probe_file(const char *path, const char *const *groups, size_t ngroup
         if (rc == 0 && !listed) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         for (size_t i = 0; rc == 0 && i < all.n; i++) {
             /* groups only, through hard links (lshdf's "group"): in name order */
-            hid_t g = h5u_open_child(file, all.v[i], H5O_TYPE_GROUP);
+            hid_t g = open_hard_group(file, all.v[i]);
             if (g < 0) continue;
             if (h5u_names_push(&out->groups, all.v[i])) {
                 H5Oclose(g);
@@ -97,11 +173,9 @@ int sample_probe_file(const char *path, const char *const *groups, size_t ngroup
         const char *name = out->groups.v[i];
         h5ark_error ferr = {0};
         hid_t g = listed ? listed[i] : open_group(file, name, &ferr);
-        size_t k = 0;
-        if (g >= 0)
-            for (; k < nfields; k++)
-                if (probe_field(g, name, fields[k], size, &out->facts[i * nfields + k], &ferr))
-                    break;
+        size_t k =
+            g >= 0 ? probe_fields(g, name, fields, nfields, size, &out->facts[i * nfields], &ferr)
+                   : 0;
         if (g < 0 || k < nfields) {
             h5u_io_blame(file, &ferr);
             if (ferr.code == H5ARK_RESOURCE_LIMIT && strcmp(ferr.message, "out of memory") == 0) {

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <hdf5.h>
@@ -786,6 +787,12 @@ static int probe_for_samples(size_t len, h5ark_value **answer, h5ark_error *err)
  * "R PATH" answer lshdf's entries (top level / recursive) as MessagePack, "P LENGTH" and
  * a MessagePack request probes files for readhdf, "S LENGTH" and one a sample file for pack. */
 int sandbox_probe_main(const char *data_dir) {
+    /* Each file opened makes the library allocate its metadata cache's index (half a MiB)
+     * and free it on close; glibc would map and unmap it every time, the pages faulted in
+     * afresh, and trim the heap after each request. Serve such blocks from the heap and
+     * keep up to 64 MiB of free heap for the next file. */
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 64 << 20);
     snprintf(config.data_dir, sizeof config.data_dir, "%s", data_dir);
     void *map = mmap(NULL, sizeof *my_progress, PROT_READ | PROT_WRITE, MAP_SHARED, PROGRESS_FD, 0);
     if (map != MAP_FAILED) my_progress = map;
