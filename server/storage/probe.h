@@ -88,6 +88,9 @@ int sample_probe_file(const char *path, const char *const *groups, size_t ngroup
                       const char *const *fields, size_t nfields, sample_probe *out,
                       h5ark_error *err);
 void sample_probe_clear(sample_probe *p);
+/* A deep copy of src into *dst; -1 when out of memory (dst then empty). Its size in memory
+ * in *bytes when not NULL. */
+int sample_probe_copy(sample_probe *dst, const sample_probe *src, size_t *bytes);
 /* As MessagePack, between the probe and the daemon (decoding checks every length). */
 h5ark_value *sample_probe_encode(const sample_probe *p);
 int sample_probe_decode(const h5ark_value *v, size_t nfields, sample_probe *p, h5ark_error *err);

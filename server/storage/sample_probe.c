@@ -19,6 +19,26 @@ void sample_probe_clear(sample_probe *p) {
     *p = (sample_probe){0};
 }
 
+int sample_probe_copy(sample_probe *dst, const sample_probe *src, size_t *bytes) {
+    *dst = (sample_probe){.nfields = src->nfields,
+                          .failed = src->failed,
+                          .failed_field = src->failed_field,
+                          .error = src->error};
+    size_t nrec = src->failed * src->nfields, total = sizeof *dst + nrec * sizeof *src->facts;
+    dst->facts = malloc(nrec ? nrec * sizeof *dst->facts : 1);
+    if (!dst->facts) return -1;
+    if (nrec) memcpy(dst->facts, src->facts, nrec * sizeof *dst->facts);
+    for (size_t i = 0; i < src->groups.n; i++) {
+        if (h5u_names_push(&dst->groups, src->groups.v[i])) {
+            sample_probe_clear(dst);
+            return -1;
+        }
+        total += strlen(src->groups.v[i]) + 1 + sizeof(char *);
+    }
+    if (bytes) *bytes = total;
+    return 0;
+}
+
 /* Open child `name` (one component) of g when it is a hard link, by its address: one
  * lookup of the name, not two (-1 quietly when it is not: the caller then takes the general
  * path, which says why). */

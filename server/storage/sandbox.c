@@ -32,6 +32,8 @@ extern char **environ;
 #define CACHE_SLOTS      4096
 #define PROBE_TIMEOUT_MS 60000 /* per file: a file that sends the library into a loop */
 #define MAX_PROBES       8
+#define MEMO_SLOTS       1024
+#define MEMO_MAX_BYTES   (64u << 20) /* what the remembered answers may hold in all */
 
 typedef struct {
     dev_t dev;
@@ -59,6 +61,16 @@ static probe pool[MAX_PROBES];
 static int npool;
 static bool enabled;
 static verdict cache[CACHE_SLOTS];
+/* pack's probe answers by file version and request: packing the same files again (another
+ * experiment schema, or the next run) reads them without probing them again */
+typedef struct {
+    verdict version;
+    char *request; /* the fields and the groups asked for, NUL-separated */
+    size_t rlen, bytes;
+    sample_probe found;
+} sample_memo;
+static sample_memo memo[MEMO_SLOTS];
+static size_t memo_bytes;
 static _Atomic int64_t *my_progress; /* in a probe: where to say which file it is at */
 static sandbox_work work;
 
@@ -234,6 +246,12 @@ void sandbox_stop(void) {
         probe_stop(&pool[i]);
     npool = 0;
     enabled = false;
+    for (int i = 0; i < MEMO_SLOTS; i++) {
+        free(memo[i].request);
+        sample_probe_clear(&memo[i].found);
+        memo[i] = (sample_memo){0};
+    }
+    memo_bytes = 0;
     pthread_mutex_unlock(&lock);
 }
 
@@ -569,6 +587,69 @@ int sandbox_probe_read(const read_probe_request *rq, read_probe *out, h5ark_erro
 
 /* ---- pack's probe of sample files ------------------------------------------------------ */
 
+/* The request as one string: the fields, then the groups ("\1" alone when listing). */
+static char *request_key(const char *const *groups, size_t ngroups, const char *const *fields,
+                         size_t nfields, size_t *len) {
+    size_t n = 2;
+    for (size_t i = 0; i < nfields; i++)
+        n += strlen(fields[i]) + 1;
+    for (size_t i = 0; groups && i < ngroups; i++)
+        n += strlen(groups[i]) + 1;
+    char *k = malloc(n), *p = k;
+    if (!k) return NULL;
+    for (size_t i = 0; i < nfields; i++)
+        p = stpcpy(p, fields[i]) + 1;
+    *p++ = '\2'; /* no name holds it: fields end here */
+    if (!groups) *p++ = '\1';
+    for (size_t i = 0; groups && i < ngroups; i++)
+        p = stpcpy(p, groups[i]) + 1;
+    *len = (size_t)(p - k);
+    return k;
+}
+
+/* A remembered answer to the same request about the same version of the file: 1 (in *out),
+ * or 0. */
+static int memo_get(const struct stat *st, const char *key, size_t len, sample_probe *out) {
+    pthread_mutex_lock(&lock);
+    sample_memo *m = &memo[slot_of(st) % MEMO_SLOTS];
+    int hit = same_version(&m->version, st) && m->rlen == len &&
+              memcmp(m->request, key, len) == 0 && sample_probe_copy(out, &m->found, NULL) == 0;
+    pthread_mutex_unlock(&lock);
+    return hit;
+}
+
+/* Remember an answer (taking key), the slot's older one forgotten. */
+static void memo_put(const struct stat *st, char *key, size_t len, const sample_probe *found) {
+    sample_probe copy;
+    size_t bytes;
+    if (sample_probe_copy(&copy, found, &bytes)) {
+        free(key);
+        return;
+    }
+    pthread_mutex_lock(&lock);
+    sample_memo *m = &memo[slot_of(st) % MEMO_SLOTS];
+    if (m->request) {
+        memo_bytes -= m->bytes;
+        free(m->request);
+        sample_probe_clear(&m->found);
+        *m = (sample_memo){0};
+    }
+    if (memo_bytes + bytes + len <= MEMO_MAX_BYTES) {
+        *m = (sample_memo){
+            .version = {st->st_dev, st->st_ino, st->st_size, st->st_mtim, true, false},
+            .request = key,
+            .rlen = len,
+            .bytes = bytes + len,
+            .found = copy};
+        memo_bytes += m->bytes;
+        key = NULL;
+        copy = (sample_probe){0};
+    }
+    pthread_mutex_unlock(&lock);
+    free(key);
+    sample_probe_clear(&copy);
+}
+
 static h5ark_value *names_value(const char *const *v, size_t n) {
     h5ark_value *a = h5ark_value_array();
     for (size_t i = 0; a && i < n; i++)
@@ -576,9 +657,9 @@ static h5ark_value *names_value(const char *const *v, size_t n) {
     return a;
 }
 
-int sandbox_probe_samples(const char *abs_path, const char *const *groups, size_t ngroups,
-                          const char *const *fields, size_t nfields, sample_probe *out,
-                          h5ark_error *err) {
+static int probe_samples_now(const char *abs_path, const char *const *groups, size_t ngroups,
+                             const char *const *fields, size_t nfields, sample_probe *out,
+                             h5ark_error *err) {
     *out = (sample_probe){0};
     probe *p;
     if (!enabled || !acquire(&p, 1))
@@ -625,6 +706,29 @@ int sandbox_probe_samples(const char *abs_path, const char *const *groups, size_
         rc = answer_error(status, body, err);
     }
     free(body);
+    return rc;
+}
+
+int sandbox_probe_samples(const char *abs_path, const char *const *groups, size_t ngroups,
+                          const char *const *fields, size_t nfields, sample_probe *out,
+                          h5ark_error *err) {
+    /* the version is taken before the probe: a file that changes while it is probed is
+     * another version the next time */
+    struct stat st;
+    size_t len = 0;
+    char *key = stat(abs_path, &st) == 0 && S_ISREG(st.st_mode)
+                    ? request_key(groups, ngroups, fields, nfields, &len)
+                    : NULL;
+    if (key && memo_get(&st, key, len, out)) {
+        free(key);
+        return 0;
+    }
+    int rc = probe_samples_now(abs_path, groups, ngroups, fields, nfields, out, err);
+    /* only answers that found every sample whole are kept */
+    if (rc == 0 && key && out->failed == out->groups.n)
+        memo_put(&st, key, len, out);
+    else
+        free(key);
     return rc;
 }
 
