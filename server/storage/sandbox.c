@@ -33,6 +33,7 @@ extern char **environ;
 #define PROBE_TIMEOUT_MS 60000 /* per file: a file that sends the library into a loop */
 #define MAX_PROBES       8
 #define MEMO_SLOTS       1024
+#define MEMO_WAYS        4           /* the slots a file's answer may take, from its own */
 #define MEMO_MAX_BYTES   (64u << 20) /* what the remembered answers may hold in all */
 
 typedef struct {
@@ -607,13 +608,24 @@ static char *request_key(const char *const *groups, size_t ngroups, const char *
     return k;
 }
 
+/* A file's first slot: by device and inode only, so that a file's newer version takes its
+ * older one's place. */
+static size_t memo_slot(const struct stat *st) {
+    uint64_t h = (uint64_t)st->st_dev * 0x9e3779b97f4a7c15ULL ^ (uint64_t)st->st_ino;
+    h ^= h >> 29;
+    return (size_t)(h * 0xbf58476d1ce4e5b9ULL >> 40) % MEMO_SLOTS;
+}
+
 /* A remembered answer to the same request about the same version of the file: 1 (in *out),
  * or 0. */
 static int memo_get(const struct stat *st, const char *key, size_t len, sample_probe *out) {
     pthread_mutex_lock(&lock);
-    sample_memo *m = &memo[slot_of(st) % MEMO_SLOTS];
-    int hit = same_version(&m->version, st) && m->rlen == len &&
+    int hit = 0;
+    for (size_t w = 0; w < MEMO_WAYS && !hit; w++) {
+        const sample_memo *m = &memo[(memo_slot(st) + w) % MEMO_SLOTS];
+        hit = same_version(&m->version, st) && m->rlen == len &&
               memcmp(m->request, key, len) == 0 && sample_probe_copy(out, &m->found, NULL) == 0;
+    }
     pthread_mutex_unlock(&lock);
     return hit;
 }
@@ -627,7 +639,18 @@ static void memo_put(const struct stat *st, char *key, size_t len, const sample_
         return;
     }
     pthread_mutex_lock(&lock);
-    sample_memo *m = &memo[slot_of(st) % MEMO_SLOTS];
+    /* the slot of the same file (another version or request), else a free one, else the
+     * file's own */
+    sample_memo *m = NULL;
+    for (size_t w = 0; w < MEMO_WAYS && !m; w++) {
+        sample_memo *c = &memo[(memo_slot(st) + w) % MEMO_SLOTS];
+        if (c->request && c->version.dev == st->st_dev && c->version.ino == st->st_ino) m = c;
+    }
+    for (size_t w = 0; w < MEMO_WAYS && !m; w++) {
+        sample_memo *c = &memo[(memo_slot(st) + w) % MEMO_SLOTS];
+        if (!c->request) m = c;
+    }
+    if (!m) m = &memo[memo_slot(st)];
     if (m->request) {
         memo_bytes -= m->bytes;
         free(m->request);
