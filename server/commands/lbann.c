@@ -33,9 +33,18 @@ typedef struct {
     char **ids; /* sample ids (group paths inside their file) */
     size_t *file_of;
     size_t n, cap;
+    /* what the probes found, a file each: its samples' fields, or why it failed */
+    sample_probe *probes;
+    h5ark_error *file_err; /* code 0: none */
+    size_t *fstart;        /* each file's first sample */
 } sample_set;
 
 static void samples_free(sample_set *s) {
+    for (size_t f = 0; s->probes && f < s->nfiles; f++)
+        sample_probe_clear(&s->probes[f]);
+    free(s->probes);
+    free(s->file_err);
+    free(s->fstart);
     files_list_free(s->files, s->nfiles);
     for (size_t i = 0; i < s->n; i++)
         free(s->ids[i]);
@@ -80,67 +89,69 @@ static int add_sample(sample_set *s, size_t file, const char *id, h5ark_error *e
     return 0;
 }
 
-static int by_name(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The top-level groups of a file, by name (the probe lists it: the daemon never walks an
+/* The top-level groups of a file, by name (the probe lists them: the daemon never walks an
  * untrusted file itself). */
-static int top_groups(const char *abs, char ***names, size_t *n, h5ark_error *err) {
-    *names = NULL;
-    *n = 0;
-    h5ark_value *entries = h5ark_value_array();
-    if (!entries) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    if (sandbox_list(abs, false, entries, err)) {
-        h5ark_value_destroy(&entries);
+static int top_groups(const char *abs, sample_probe *names, h5ark_error *err) {
+    if (sandbox_probe_samples(abs, NULL, 0, NULL, 0, names, err))
         return h5ark_fail_context(err, "cannot list the samples of '%s'", files_display(abs));
-    }
-    size_t len = h5ark_value_len(entries);
-    *names = calloc(len ? len : 1, sizeof **names);
-    int rc = *names ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    for (size_t i = 0; rc == 0 && i < len; i++) {
-        const h5ark_value *e = h5ark_value_at(entries, i);
-        const h5ark_value *kind = h5ark_value_get(e, "kind"), *name = h5ark_value_get(e, "name");
-        if (!kind || kind->kind != H5ARK_STR || strcmp(kind->as.s.ptr, "group") != 0 || !name ||
-            name->kind != H5ARK_STR)
-            continue;
-        if (!((*names)[*n] = strdup(name->as.s.ptr)))
-            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        else
-            (*n)++;
-    }
-    h5ark_value_destroy(&entries);
-    if (rc == 0) qsort(*names, *n, sizeof **names, by_name);
-    return rc;
+    return 0;
 }
 
-/* Each locale lists its block of the files: the probes' round trips overlap. */
+/* Each locale probes its block of the files, each file in one request: the probes' round
+ * trips overlap, and the locales then only read. With `listing` a file's samples are its
+ * top-level groups, found by the same request. */
 typedef struct {
-    char **files;
-    size_t nfiles;
-    char ***names;
-    size_t *counts;
-    pthread_mutex_t lock;
-    size_t err_file; /* the lowest file that failed */
-    h5ark_error err;
-} list_job;
+    sample_set *s;
+    const char **fields;
+    size_t nfields;
+    bool listing;
+} probe_job;
 
-static void list_locale(int locale, void *ctx) {
-    list_job *j = ctx;
+static void probe_locale(int locale, void *ctx) {
+    probe_job *j = ctx;
+    sample_set *s = j->s;
     int parts = locales_count();
-    uint64_t lo = locales_block_start(j->nfiles, parts, locale);
-    uint64_t hi = locales_block_start(j->nfiles, parts, locale + 1);
+    uint64_t lo = locales_block_start(s->nfiles, parts, locale);
+    uint64_t hi = locales_block_start(s->nfiles, parts, locale + 1);
     for (uint64_t f = lo; f < hi; f++) {
-        h5ark_error err = {0};
-        if (top_groups(j->files[f], &j->names[f], &j->counts[f], &err) == 0) continue;
-        pthread_mutex_lock(&j->lock);
-        if (f < j->err_file) {
-            j->err_file = f;
-            j->err = err;
-        }
-        pthread_mutex_unlock(&j->lock);
-        break;
+        size_t first = j->listing ? 0 : s->fstart[f];
+        size_t count = j->listing ? 0 : (f + 1 < s->nfiles ? s->fstart[f + 1] : s->n) - first;
+        if (!j->listing && count == 0) continue;
+        h5ark_error *e = &s->file_err[f];
+        if (sandbox_probe_samples(s->files[f], j->listing ? NULL : (const char **)s->ids + first,
+                                  count, j->fields, j->nfields, &s->probes[f], e))
+            h5ark_fail_context(e, "samples of '%s'", files_display(s->files[f]));
     }
+}
+
+/* Probe every file of s (with listing, adding their groups as the samples). */
+static int probe_files(sample_set *s, const lbann_fields *fields, bool listing, h5ark_error *err) {
+    const char **names = calloc(fields->n ? fields->n : 1, sizeof *names);
+    s->probes = calloc(s->nfiles ? s->nfiles : 1, sizeof *s->probes);
+    s->file_err = calloc(s->nfiles ? s->nfiles : 1, sizeof *s->file_err);
+    s->fstart = calloc(s->nfiles ? s->nfiles : 1, sizeof *s->fstart);
+    if (!names || !s->probes || !s->file_err || !s->fstart) {
+        free(names);
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    for (size_t f = 0, i = 0; !listing && f < s->nfiles; f++) { /* a file's samples are a run */
+        while (i < s->n && s->file_of[i] < f)
+            i++;
+        s->fstart[f] = i;
+    }
+    for (size_t k = 0; k < fields->n; k++)
+        names[k] = fields->v[k].path;
+    probe_job j = {.s = s, .fields = names, .nfields = fields->n, .listing = listing};
+    locales_run(probe_locale, &j);
+    free(names);
+    int rc = 0;
+    for (size_t f = 0; listing && f < s->nfiles; f++) {
+        s->fstart[f] = s->n;
+        const sample_probe *p = &s->probes[f];
+        for (size_t i = 0; rc == 0 && i < p->groups.n; i++)
+            rc = add_sample(s, f, p->groups.v[i], err);
+    }
+    return rc;
 }
 
 static int samples_from_paths(const h5ark_value *paths, sample_set *s, h5ark_error *err) {
@@ -154,32 +165,7 @@ static int samples_from_paths(const h5ark_value *paths, sample_set *s, h5ark_err
     free(pat);
     if (rc) return -1;
     s->fcap = s->nfiles;
-    list_job j = {.files = s->files,
-                  .nfiles = s->nfiles,
-                  .names = calloc(s->nfiles, sizeof *j.names),
-                  .counts = calloc(s->nfiles, sizeof *j.counts),
-                  .err_file = SIZE_MAX};
-    if (!j.names || !j.counts) {
-        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    } else {
-        pthread_mutex_init(&j.lock, NULL);
-        locales_run(list_locale, &j);
-        pthread_mutex_destroy(&j.lock);
-        if (j.err_file != SIZE_MAX) {
-            *err = j.err;
-            rc = -1;
-        }
-    }
-    for (size_t f = 0; f < s->nfiles && j.names; f++) {
-        for (size_t i = 0; i < j.counts[f] && rc == 0; i++)
-            rc = add_sample(s, f, j.names[f][i], err);
-        for (size_t i = 0; i < j.counts[f]; i++)
-            free(j.names[f][i]);
-        free(j.names[f]);
-    }
-    free(j.names);
-    free(j.counts);
-    return rc;
+    return 0;
 }
 
 static int read_text(const char *abs, char **text, size_t *len, h5ark_error *err) {
@@ -255,21 +241,19 @@ static int samples_from_list(const char *rel, sample_set *s, h5ark_error *err) {
             continue;
         }
         /* exclusion: every top-level group but the ones named */
-        char **names;
-        size_t n, kept = 0;
-        if (top_groups(fabs, &names, &n, err)) {
+        sample_probe names;
+        size_t kept = 0;
+        if (top_groups(fabs, &names, err)) {
             rc = -1;
             break;
         }
-        for (size_t g = 0; g < n; g++) {
+        for (size_t g = 0; g < names.groups.n; g++) {
             bool out = false;
             for (size_t k = 0; k < lf->nids && !out; k++)
-                out = strcmp(names[g], lf->ids[k] + (lf->ids[k][0] == '/')) == 0;
-            if (!out && rc == 0) rc = add_sample(s, f, names[g], err), kept++;
+                out = strcmp(names.groups.v[g], lf->ids[k] + (lf->ids[k][0] == '/')) == 0;
+            if (!out && rc == 0) rc = add_sample(s, f, names.groups.v[g], err), kept++;
         }
-        for (size_t g = 0; g < n; g++)
-            free(names[g]);
-        free(names);
+        sample_probe_clear(&names);
         if (rc == 0 && kept != lf->nincluded)
             rc = h5ark_fail(err, H5ARK_SCHEMA_ERROR,
                             "%s: '%s' has %zu samples besides the %zu excluded, the list says "
@@ -327,163 +311,145 @@ static void darray_put(darray *a, uint64_t at, const void *src, uint64_t n) {
     }
 }
 
-/* A probe's failure as the sample and field it concerns. */
-static void probe_failure(const sample_set *s, const lbann_fields *f, size_t first, size_t count,
-                          h5ark_code code, const char *message, h5ark_error *err) {
-    for (size_t i = first; i < first + count; i++)
-        for (size_t k = 0; k < f->n; k++) {
-            char quoted[2048];
-            snprintf(quoted, sizeof quoted, "'%s/%s'", s->ids[i], f->v[k].path);
-            if (code == H5ARK_NOT_FOUND && strstr(message, quoted)) {
-                h5ark_fail(err, H5ARK_SCHEMA_ERROR, "sample '%s' of '%s' lacks field '%s'",
-                           s->ids[i], files_display(s->files[s->file_of[i]]), f->v[k].path);
-                return;
-            }
-            if (strstr(message, quoted)) { /* a field the reader cannot take */
-                bool keep = code == H5ARK_IO_ERROR || code == H5ARK_RESOURCE_LIMIT ||
-                            code == H5ARK_FORBIDDEN;
-                h5ark_fail(err, keep ? code : H5ARK_SCHEMA_ERROR,
-                           "sample '%s' of '%s', field '%s': %s", s->ids[i],
-                           files_display(s->files[s->file_of[i]]), f->v[k].path, message);
-                return;
-            }
-        }
-    h5ark_fail(err, code, "samples of '%s': %s", files_display(s->files[s->file_of[first]]),
-               message);
+/* What the probe found of sample i's fields. */
+static const sample_field *facts_of(const sample_set *s, size_t i) {
+    size_t f = s->file_of[i];
+    return s->probes[f].facts + (i - s->fstart[f]) * s->probes[f].nfields;
 }
 
-/* Probe samples [first, first + count) of one file: a node per sample and field. */
-static int probe_run(const sample_set *s, const lbann_fields *f, size_t first, size_t count,
-                     read_probe *st, h5ark_error *err) {
-    size_t nd = count * f->n;
-    char **names = calloc(nd, sizeof *names);
-    if (!names) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    int rc = 0;
-    for (size_t i = 0; i < count && rc == 0; i++)
-        for (size_t k = 0; k < f->n && rc == 0; k++) {
-            size_t len = strlen(s->ids[first + i]) + strlen(f->v[k].path) + 2;
-            char *p = malloc(len);
-            if (!p) {
-                rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-                break;
-            }
-            snprintf(p, len, "%s/%s", s->ids[first + i], f->v[k].path);
-            names[i * f->n + k] = p;
+/* Sample i's failure as the probe found it. */
+static int sample_failure(const sample_set *s, const lbann_fields *fields, size_t i,
+                          h5ark_error *err) {
+    size_t f = s->file_of[i];
+    const sample_probe *p = &s->probes[f];
+    const char *field = fields->v[p->failed_field].path, *file = files_display(s->files[f]);
+    h5ark_code code = p->error.code;
+    if (code == H5ARK_NOT_FOUND)
+        return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "sample '%s' of '%s' lacks field '%s'",
+                          s->ids[i], file, field);
+    bool keep = code == H5ARK_IO_ERROR || code == H5ARK_RESOURCE_LIMIT || code == H5ARK_FORBIDDEN;
+    return h5ark_fail(err, keep ? code : H5ARK_SCHEMA_ERROR, "sample '%s' of '%s', field '%s': %s",
+                      s->ids[i], file, field, p->error.message);
+}
+
+/* The first problem of samples [0, upto) in order (a file that failed counts as at its
+ * first sample, an empty one before the next), checked against the plan when given. */
+static int check_samples(const sample_set *s, const lbann_fields *fields, const field_plan *plan,
+                         size_t upto, h5ark_error *err) {
+    for (size_t f = 0; f < s->nfiles; f++) {
+        if (s->fstart[f] >= upto && upto < s->n) break;
+        if (s->file_err[f].code) {
+            *err = s->file_err[f];
+            return -1;
         }
-    read_probe_request rq = {.paths = &s->files[s->file_of[first]],
-                             .npaths = 1,
-                             .datasets = (const char *const *)names,
-                             .ndatasets = nd};
-    *st = (read_probe){0};
-    if (rc == 0 && sandbox_probe_read(&rq, st, err)) rc = -1;
-    if (rc == 0 && st->nerrors) {
-        probe_failure(s, f, first, count, st->errors[0].code, st->errors[0].message, err);
-        rc = -1;
+        size_t end = f + 1 < s->nfiles ? s->fstart[f + 1] : s->n;
+        for (size_t i = s->fstart[f]; i < end && i < upto; i++) {
+            if (i - s->fstart[f] >= s->probes[f].failed) return sample_failure(s, fields, i, err);
+            const sample_field *sf = facts_of(s, i);
+            for (size_t k = 0; plan && k < fields->n; k++) {
+                const field_plan *p = &plan[k];
+                if (sf[k].count != p->count)
+                    return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                                      "sample '%s', field '%s': %llu elements where the first "
+                                      "sample has %llu",
+                                      s->ids[i], fields->v[k].path, (unsigned long long)sf[k].count,
+                                      (unsigned long long)p->count);
+                if (!fields->v[k].has_coerce && sf[k].dtype != p->dtype)
+                    return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                                      "sample '%s', field '%s': %s where the first sample has %s "
+                                      "(a 'coerce' makes them one type)",
+                                      s->ids[i], fields->v[k].path, h5ark_dtype_name(sf[k].dtype),
+                                      h5ark_dtype_name(p->dtype));
+            }
+        }
     }
-    if (rc == 0 && st->names.n != nd)
-        rc = h5ark_fail(err, H5ARK_INTERNAL, "the probe of '%s' found %zu of %zu datasets",
-                        files_display(s->files[s->file_of[first]]), st->names.n, nd);
-    for (size_t i = 0; i < nd; i++)
-        free(names[i]);
-    free(names);
-    if (rc) read_probe_clear(st);
-    return rc;
-}
-
-/* The field's count and file dtype as the probe found them. */
-static int field_facts(const read_node *n, const char *sample, const char *field, uint64_t *count,
-                       h5ark_dtype *dtype, h5ark_error *err) {
-    if ((n->kind != KIND_PDARRAY && n->kind != KIND_ARRAYVIEW) || n->ds.values.n != 1)
-        return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "sample '%s', field '%s': not a numeric dataset",
-                          sample, field);
-    *count = n->ds.values.total;
-    *dtype = n->ds.values.src[0].info.dtype;
-    if (*dtype == H5ARK_STRING || *dtype == H5ARK_BIGINT)
-        return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "sample '%s', field '%s': not a numeric dataset",
-                          sample, field);
     return 0;
 }
 
-static int pack_run(pack_job *j, size_t first, size_t count, void *raw, void *tmp, void *row,
-                    h5ark_error *err) {
-    const sample_set *s = j->samples;
-    const lbann_fields *f = j->fields;
-    read_probe st;
-    if (probe_run(s, f, first, count, &st, err)) return -1;
-    int rc = 0;
-    for (size_t i = 0; i < count && rc == 0; i++) {
-        uint64_t sample = first + i;
-        for (size_t k = 0; k < f->n && rc == 0; k++) {
-            const field_plan *p = &j->plan[k];
-            read_node *n = &st.nodes[i * f->n + k];
-            uint64_t cnt;
-            h5ark_dtype dt;
-            if (field_facts(n, s->ids[sample], f->v[k].path, &cnt, &dt, err)) {
-                rc = -1;
-                break;
-            }
-            if (cnt != p->count) {
-                rc = h5ark_fail(err, H5ARK_SCHEMA_ERROR,
-                                "sample '%s', field '%s': %llu elements where the first sample "
-                                "has %llu",
-                                s->ids[sample], f->v[k].path, (unsigned long long)cnt,
-                                (unsigned long long)p->count);
-                break;
-            }
-            if (!f->v[k].has_coerce && dt != p->dtype) {
-                rc = h5ark_fail(err, H5ARK_SCHEMA_ERROR,
-                                "sample '%s', field '%s': %s where the first sample has %s (a "
-                                "'coerce' makes them one type)",
-                                s->ids[sample], f->v[k].path, h5ark_dtype_name(dt),
-                                h5ark_dtype_name(p->dtype));
-                break;
-            }
-            n->ds.values.dtype = dt; /* read as stored; converted by the transform */
-            if (read_part_range(&n->ds.values, 0, cnt, raw, err)) {
-                h5ark_fail_context(err, "sample '%s', field '%s'", s->ids[sample], f->v[k].path);
-                rc = -1;
-                break;
-            }
-            lbann_field_transform(&f->v[k], raw, dt, cnt, row, tmp);
-            darray_put(j->arrays[p->group]->values, sample * j->width[p->group] + p->offset, row,
-                       cnt);
-        }
+/* Read one field of sample i where the probe found it, as stored. fd: the sample's file,
+ * open. */
+static int read_field(const sample_set *s, size_t i, const lbann_fields *fields, size_t k,
+                      const sample_field *sf, int fd, void *raw, h5ark_error *err) {
+    const char *file = s->files[s->file_of[i]];
+    size_t itemsize = h5ark_dtype_size(sf->dtype);
+    if (sf->contiguous && sf->exact) {
+        if (io_pread_full(fd, raw, sf->count * itemsize, sf->offset) == 0) return 0;
+        return h5ark_fail(err, H5ARK_IO_ERROR,
+                          "sample '%s' of '%s', field '%s': cannot read it: %s", s->ids[i],
+                          files_display(file), fields->v[k].path,
+                          errno == ENODATA ? "the file ends early" : strerror(errno));
     }
-    read_probe_clear(&st);
-    return rc;
+    /* chunked, filtered, compact or of a foreign byte order: HDF5 reads it, from where the
+     * probe found it to be */
+    char dset[2 * PATH_MAX];
+    snprintf(dset, sizeof dset, "%s/%s", s->ids[i], fields->v[k].path);
+    read_src src = {
+        .file = 0,
+        .path = file,
+        .dset = dset,
+        .info = {.count = sf->count, .dtype = sf->dtype, .exact = sf->exact, .contiguous = false}};
+    read_part part = {.src = &src, .n = 1, .cap = 1, .total = sf->count, .dtype = sf->dtype};
+    if (read_part_range(&part, 0, sf->count, raw, err) == 0) return 0;
+    return h5ark_fail_context(err, "sample '%s', field '%s'", s->ids[i], fields->v[k].path);
 }
 
-/* Each locale packs its block of samples, a probe per run of samples in one file. */
+/* Each locale reads, transforms and places its block of samples; every file was probed
+ * and every sample checked before. */
 static void pack_locale(int locale, void *ctx) {
     pack_job *j = ctx;
-    uint64_t n = j->samples->n;
+    const sample_set *s = j->samples;
+    const lbann_fields *f = j->fields;
     int parts = locales_count();
-    uint64_t lo = locales_block_start(n, parts, locale),
-             hi = locales_block_start(n, parts, locale + 1);
+    uint64_t lo = locales_block_start(s->n, parts, locale),
+             hi = locales_block_start(s->n, parts, locale + 1);
     if (lo >= hi) return;
     size_t bytes = (size_t)(j->max_count ? j->max_count : 1) * 8;
     void *raw = malloc(bytes), *tmp = malloc(bytes), *row = malloc(bytes);
     h5ark_error err = {0};
+    int fd = -1;
+    size_t open_file = SIZE_MAX;
+    uint64_t i = lo;
     if (!raw || !tmp || !row) {
         h5ark_fail(&err, H5ARK_RESOURCE_LIMIT, "out of memory");
         note_error(j, lo, &err);
-    } else {
-        /* runs of at most 256 samples: a probe's answer stays small */
-        for (uint64_t a = lo; a < hi;) {
-            uint64_t b = a + 1;
-            while (b < hi && b - a < 256 && j->samples->file_of[b] == j->samples->file_of[a])
-                b++;
-            pthread_mutex_lock(&j->lock);
-            bool stop = j->err_sample < a;
-            pthread_mutex_unlock(&j->lock);
-            if (stop) break;
-            if (pack_run(j, a, b - a, raw, tmp, row, &err)) {
-                note_error(j, a, &err);
+        i = hi;
+    }
+    for (; i < hi; i++) {
+        if (s->file_of[i] != open_file) { /* one open a file: its samples are a run */
+            if (fd >= 0) sysio.close(fd);
+            open_file = s->file_of[i];
+            fd = sysio.open(s->files[open_file], O_RDONLY | O_CLOEXEC, 0);
+            if (fd < 0) {
+                h5ark_fail(&err, H5ARK_IO_ERROR, "cannot open '%s': %s",
+                           files_display(s->files[open_file]), strerror(errno));
+                note_error(j, i, &err);
                 break;
             }
-            a = b;
+            pthread_mutex_lock(&j->lock);
+            bool stop = j->err_sample < i;
+            pthread_mutex_unlock(&j->lock);
+            if (stop) break;
+        }
+        const sample_field *sf = facts_of(s, i);
+        size_t k = 0;
+        for (; k < f->n; k++) {
+            const field_plan *p = &j->plan[k];
+            if (read_field(s, i, f, k, &sf[k], fd, raw, &err)) break;
+            /* straight into the row when it lies in one shard (all but a few) */
+            darray *a = j->arrays[p->group]->values;
+            uint64_t at = i * j->width[p->group] + p->offset;
+            shard *sh = &a->shards[darray_shard_of(a, at)];
+            bool whole = at + sf[k].count <= sh->start + sh->count;
+            void *dst = whole ? (char *)sh->data + (at - sh->start) * a->itemsize : row;
+            lbann_field_transform(&f->v[k], raw, sf[k].dtype, sf[k].count, dst, tmp);
+            if (!whole) darray_put(a, at, row, sf[k].count);
+        }
+        if (k < f->n) {
+            note_error(j, i, &err);
+            break;
         }
     }
+    if (fd >= 0) sysio.close(fd);
     free(raw);
     free(tmp);
     free(row);
@@ -550,6 +516,9 @@ static int cmd_pack(command_ctx *ctx, h5ark_error *err) {
     entered = true;
     if (paths ? samples_from_paths(paths, &samples, err) : samples_from_list(list, &samples, err))
         goto out;
+    if (probe_files(&samples, &fields, paths != NULL, err) ||
+        check_samples(&samples, &fields, NULL, 1, err))
+        goto out;
     if (samples.n == 0) {
         h5ark_fail(err, H5ARK_SCHEMA_ERROR, "pack: the %s name no samples",
                    paths ? "files" : "sample list");
@@ -564,20 +533,18 @@ static int cmd_pack(command_ctx *ctx, h5ark_error *err) {
     }
     /* the first sample decides every field's size and type */
     {
-        read_probe st;
-        if (probe_run(&samples, &fields, 0, 1, &st, err)) goto out;
-        int frc = 0;
-        for (size_t k = 0; k < fields.n && frc == 0; k++) {
+        const sample_field *sf = facts_of(&samples, 0);
+        for (size_t k = 0; k < fields.n; k++) {
             field_plan *p = &job.plan[k];
-            frc = field_facts(&st.nodes[k], samples.ids[0], fields.v[k].path, &p->count, &p->dtype,
-                              err);
-            if (frc == 0 && lbann_field_check(&fields.v[k], p->count, err))
-                frc = h5ark_fail_context(err, "sample '%s'", samples.ids[0]);
+            p->count = sf[k].count;
+            p->dtype = sf[k].dtype;
+            if (lbann_field_check(&fields.v[k], p->count, err)) {
+                h5ark_fail_context(err, "sample '%s'", samples.ids[0]);
+                goto out;
+            }
             p->out = lbann_field_dtype(&fields.v[k], p->dtype);
             if (p->count > job.max_count) job.max_count = p->count;
         }
-        read_probe_clear(&st);
-        if (frc) goto out;
     }
     for (size_t g = 0; g < groups.n; g++) {
         const lbann_group *gr = &groups.v[g];
@@ -609,6 +576,8 @@ static int cmd_pack(command_ctx *ctx, h5ark_error *err) {
         }
         if (!(job.arrays[g] = object_new_pdarray(dt, samples.n * job.width[g], err))) goto out;
     }
+    /* every sample against the first, before anything is read */
+    if (check_samples(&samples, &fields, job.plan, samples.n, err)) goto out;
     if (!(ids = ids_object(&samples, err))) goto out;
     job.fields = &fields;
     job.groups = &groups;

@@ -421,7 +421,9 @@ size_t lbann_field_dims(const lbann_field *f, uint64_t count, uint64_t *dims) {
 }
 
 /* dst[i] = (D)src[i], then with scale/bias (D)((double)dst[i] * s + b), s and b those of
- * element i's channel: LBANN coerces, then normalizes in double into the field's type. */
+ * element i's channel: LBANN coerces, then normalizes in double into the field's type. With
+ * `first`, channels-last elements go to their channels-first places in the same pass (the
+ * repack, without a second one over the field). */
 #define NORM_LOOP(S, D)                                                                            \
     do {                                                                                           \
         const S *s = src;                                                                          \
@@ -433,6 +435,11 @@ size_t lbann_field_dims(const lbann_field *f, uint64_t count, uint64_t *dims) {
             double sc = scale[0], bi = bias[0];                                                    \
             for (uint64_t i = 0; i < count; i++)                                                   \
                 d[i] = (D)((double)(D)s[i] * sc + bi);                                             \
+        } else if (last && first) {                                                                \
+            uint64_t per = count / nch;                                                            \
+            for (uint64_t p = 0; p < per; p++)                                                     \
+                for (uint64_t c = 0; c < nch; c++)                                                 \
+                    d[c * per + p] = (D)((double)(D)s[p * nch + c] * scale[c] + bias[c]);          \
         } else if (last) {                                                                         \
             for (uint64_t i = 0; i < count; i += nch)                                              \
                 for (uint64_t c = 0; c < nch; c++)                                                 \
@@ -461,7 +468,8 @@ size_t lbann_field_dims(const lbann_field *f, uint64_t count, uint64_t *dims) {
     }
 
 static void normalize(const void *src, h5ark_dtype st, void *dst, h5ark_dtype dt, uint64_t count,
-                      bool norm, const double *scale, const double *bias, uint64_t nch, bool last) {
+                      bool norm, const double *scale, const double *bias, uint64_t nch, bool last,
+                      bool first) {
     switch (st) {
     case H5ARK_INT8: BY_DST(int8_t); break;
     case H5ARK_INT16: BY_DST(int16_t); break;
@@ -507,9 +515,11 @@ void lbann_field_transform(const lbann_field *f, const void *src, h5ark_dtype sr
     }
     bool last = !(f->layout == LBANN_LAYOUT_CHW || f->layout == LBANN_LAYOUT_CDHW);
     bool repack = repacks(f);
-    void *out = repack ? tmp : dst;
-    normalize(src, src_dtype, out, dt, count, norm, scale, bias, nch, last);
-    if (repack) { /* channels last -> channels first: dst[c][p] = tmp[p][c] */
+    /* normalizing channels-last elements per channel repacks them as it goes */
+    bool fused = repack && norm && last && nch == f->channels;
+    void *out = repack && !fused ? tmp : dst;
+    normalize(src, src_dtype, out, dt, count, norm, scale, bias, nch, last, fused);
+    if (repack && !fused) { /* channels last -> channels first: dst[c][p] = tmp[p][c] */
         size_t size = h5ark_dtype_size(dt);
         uint64_t c = f->channels, per = count / c;
         const char *t = tmp;

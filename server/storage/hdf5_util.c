@@ -508,9 +508,9 @@ int h5u_inspect_dataset(hid_t dset, uint64_t file_size, const char *what, h5u_ds
     info->pairs = pairs;
     hid_t type = H5Dget_type(dset);
     hid_t space = H5Dget_space(dset);
-    hid_t dcpl = H5Dget_create_plist(dset);
+    hid_t dcpl = H5I_INVALID_HID;
     int rc = -1;
-    if (type < 0 || space < 0 || dcpl < 0) {
+    if (type < 0 || space < 0) {
         h5u_fail(err, H5ARK_SCHEMA_ERROR, "%s cannot be inspected", what);
         goto out;
     }
@@ -555,35 +555,40 @@ int h5u_inspect_dataset(hid_t dset, uint64_t file_size, const char *what, h5u_ds
                    (unsigned long long)info->count);
         goto out;
     }
-    /* raw data kept in other files (external storage, virtual datasets) could be anywhere */
-    H5D_layout_t layout = H5Pget_layout(dcpl);
-    if (H5Pget_external_count(dcpl) != 0 || layout == H5D_VIRTUAL) {
-        h5ark_fail(err, H5ARK_FORBIDDEN,
-                   "%s keeps its data in other files; h5ark reads only files inside its data "
-                   "directory",
-                   what);
-        goto out;
-    }
-    if (layout == H5D_CONTIGUOUS && H5Pget_nfilters(dcpl) == 0) {
-        /* H5Dget_offset alone is not enough: with a user block, unallocated storage comes
-         * back as HADDR_UNDEF plus the block's size */
-        H5D_space_status_t status = H5D_SPACE_STATUS_ERROR;
-        haddr_t addr =
-            H5Dget_space_status(dset, &status) >= 0 && status == H5D_SPACE_STATUS_ALLOCATED
-                ? H5Dget_offset(dset)
-                : HADDR_UNDEF;
-        if (addr != HADDR_UNDEF) {
-            uint64_t nbytes = info->count * size;
-            if ((uint64_t)addr > file_size || nbytes > file_size - (uint64_t)addr) {
-                h5ark_fail(err, H5ARK_SCHEMA_ERROR,
-                           "%s: its data lies past the end of the file (is the file "
-                           "truncated?)",
-                           what);
-                goto out;
-            }
-            info->contiguous = true;
-            info->offset = (uint64_t)addr;
+    /* Only contiguous storage in this file has an offset (the library gives none for
+     * chunked, compact, external or virtual storage), and it has no filters: then the
+     * creation properties, costly to copy, need not be asked. H5Dget_offset alone is not
+     * enough: with a user block, unallocated storage comes back as HADDR_UNDEF plus the
+     * block's size. */
+    H5D_space_status_t status = H5D_SPACE_STATUS_ERROR;
+    haddr_t addr = H5Dget_space_status(dset, &status) >= 0 && status == H5D_SPACE_STATUS_ALLOCATED
+                       ? H5Dget_offset(dset)
+                       : HADDR_UNDEF;
+    if (addr == HADDR_UNDEF) {
+        dcpl = H5Dget_create_plist(dset);
+        if (dcpl < 0) {
+            h5u_fail(err, H5ARK_SCHEMA_ERROR, "%s cannot be inspected", what);
+            goto out;
         }
+        /* raw data kept in other files (external storage, virtual datasets) could be
+         * anywhere */
+        if (H5Pget_external_count(dcpl) != 0 || H5Pget_layout(dcpl) == H5D_VIRTUAL) {
+            h5ark_fail(err, H5ARK_FORBIDDEN,
+                       "%s keeps its data in other files; h5ark reads only files inside its "
+                       "data directory",
+                       what);
+            goto out;
+        }
+    }
+    if (addr != HADDR_UNDEF) {
+        uint64_t nbytes = info->count * size;
+        if ((uint64_t)addr > file_size || nbytes > file_size - (uint64_t)addr) {
+            h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                       "%s: its data lies past the end of the file (is the file truncated?)", what);
+            goto out;
+        }
+        info->contiguous = true;
+        info->offset = (uint64_t)addr;
     }
     H5Eclear2(H5E_DEFAULT); /* H5Dget_offset reports unallocated storage as an error */
     rc = 0;

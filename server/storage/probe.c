@@ -122,9 +122,7 @@ static int skip_object(read_probe *st, size_t i, h5ark_error *err) {
     return 0;
 }
 
-/* Probe the request's file k; on failure it adds nothing to st. */
-static int probe_file(const read_probe_request *rq, size_t k, read_probe *st, h5ark_error *err) {
-    const char *path = rq->paths[k];
+int read_probe_open(const char *path, hid_t *file_out, uint64_t *size_out, h5ark_error *err) {
     /* one open of each file: what kind of failure it was is asked only after one */
     h5u_io_clear();
     hid_t file = H5Fopen(path, H5F_ACC_RDONLY, h5u_fapl());
@@ -154,6 +152,17 @@ static int probe_file(const read_probe_request *rq, size_t k, read_probe *st, h5
         H5Fclose(file);
         return -1;
     }
+    *file_out = file;
+    *size_out = (uint64_t)size;
+    return 0;
+}
+
+/* Probe the request's file k; on failure it adds nothing to st. */
+static int probe_file(const read_probe_request *rq, size_t k, read_probe *st, h5ark_error *err) {
+    const char *path = rq->paths[k];
+    hid_t file;
+    uint64_t size;
+    if (read_probe_open(path, &file, &size, err)) return -1;
     int rc = 0;
     bool listed_here = false;
     if (!st->nodes) {
@@ -165,7 +174,7 @@ static int probe_file(const read_probe_request *rq, size_t k, read_probe *st, h5
     probe_ctx pc = {.file = file,
                     .index = rq->index ? rq->index[k] : (int)k,
                     .path = path,
-                    .size = (uint64_t)size,
+                    .size = size,
                     .calc_offsets = rq->calc_offsets,
                     .ak0_whitelist = rq->ak0_whitelist,
                     .warnings = &st->warnings};

@@ -54,4 +54,45 @@ h5ark_value *read_probe_request_encode(const read_probe_request *rq);
  * decides as a single reader would). */
 int read_probe_merge(read_probe *a, read_probe *b, h5ark_error *err);
 
+/* Open a file to probe it, read-only: its HDF5 handle and the size the library found (where
+ * every dataset must end). -1 with err saying why it could not be opened (not HDF5, not
+ * readable, absent, an I/O error). */
+int read_probe_open(const char *path, hid_t *file, uint64_t *size, h5ark_error *err);
+
+/* ---- pack's probe of sample files (LBANN, docs/LBANN.md) ---------------------------------
+ * One request and one answer a file: the sample groups (the ones named, or every top-level
+ * group the file has, by name) and where each field's dataset lies under each of them. The
+ * fields are plain numeric datasets (any rank, read as their C-order elements), so nothing
+ * of readhdf's families is looked for; the answer is a packed record per sample and field. */
+typedef struct {
+    uint64_t count;  /* elements */
+    uint64_t offset; /* where its bytes start, with contiguous */
+    h5ark_dtype dtype;
+    bool exact;      /* its bytes are dtype's as memory holds them */
+    bool contiguous; /* allocated in one piece without filters: pread */
+} sample_field;
+
+typedef struct sample_probe {
+    h5u_names groups; /* the samples, as named or listed */
+    size_t nfields;
+    sample_field *facts; /* [sample * nfields + field], for the samples before `failed` */
+    size_t failed;       /* the first sample that failed (groups.n when none did) */
+    size_t failed_field; /* and which of its fields; not_found: the field is absent */
+    h5ark_error error;
+} sample_probe;
+
+/* Probe one file: groups == NULL lists its top-level groups (hard links only, by name);
+ * nfields == 0 only names them. -1 with err when the file itself cannot be read; 0
+ * otherwise, a sample that fails saying so in out->failed. */
+int sample_probe_file(const char *path, const char *const *groups, size_t ngroups,
+                      const char *const *fields, size_t nfields, sample_probe *out,
+                      h5ark_error *err);
+void sample_probe_clear(sample_probe *p);
+/* A deep copy of src into *dst; -1 when out of memory (dst then empty). Its size in memory
+ * in *bytes when not NULL. */
+int sample_probe_copy(sample_probe *dst, const sample_probe *src, size_t *bytes);
+/* As MessagePack, between the probe and the daemon (decoding checks every length). */
+h5ark_value *sample_probe_encode(const sample_probe *p);
+int sample_probe_decode(const h5ark_value *v, size_t nfields, sample_probe *p, h5ark_error *err);
+
 #endif

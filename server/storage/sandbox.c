@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <hdf5.h>
@@ -31,6 +32,9 @@ extern char **environ;
 #define CACHE_SLOTS      4096
 #define PROBE_TIMEOUT_MS 60000 /* per file: a file that sends the library into a loop */
 #define MAX_PROBES       8
+#define MEMO_SLOTS       1024
+#define MEMO_WAYS        4           /* the slots a file's answer may take, from its own */
+#define MEMO_MAX_BYTES   (64u << 20) /* what the remembered answers may hold in all */
 
 typedef struct {
     dev_t dev;
@@ -58,6 +62,16 @@ static probe pool[MAX_PROBES];
 static int npool;
 static bool enabled;
 static verdict cache[CACHE_SLOTS];
+/* pack's probe answers by file version and request: packing the same files again (another
+ * experiment schema, or the next run) reads them without probing them again */
+typedef struct {
+    verdict version;
+    char *request; /* the fields and the groups asked for, NUL-separated */
+    size_t rlen, bytes;
+    sample_probe found;
+} sample_memo;
+static sample_memo memo[MEMO_SLOTS];
+static size_t memo_bytes;
 static _Atomic int64_t *my_progress; /* in a probe: where to say which file it is at */
 static sandbox_work work;
 
@@ -233,6 +247,12 @@ void sandbox_stop(void) {
         probe_stop(&pool[i]);
     npool = 0;
     enabled = false;
+    for (int i = 0; i < MEMO_SLOTS; i++) {
+        free(memo[i].request);
+        sample_probe_clear(&memo[i].found);
+        memo[i] = (sample_memo){0};
+    }
+    memo_bytes = 0;
     pthread_mutex_unlock(&lock);
 }
 
@@ -566,6 +586,175 @@ int sandbox_probe_read(const read_probe_request *rq, read_probe *out, h5ark_erro
     return rc;
 }
 
+/* ---- pack's probe of sample files ------------------------------------------------------ */
+
+/* The request as one string: the fields, then the groups ("\1" alone when listing). */
+static char *request_key(const char *const *groups, size_t ngroups, const char *const *fields,
+                         size_t nfields, size_t *len) {
+    size_t n = 2;
+    for (size_t i = 0; i < nfields; i++)
+        n += strlen(fields[i]) + 1;
+    for (size_t i = 0; groups && i < ngroups; i++)
+        n += strlen(groups[i]) + 1;
+    char *k = malloc(n), *p = k;
+    if (!k) return NULL;
+    for (size_t i = 0; i < nfields; i++)
+        p = stpcpy(p, fields[i]) + 1;
+    *p++ = '\2'; /* no name holds it: fields end here */
+    if (!groups) *p++ = '\1';
+    for (size_t i = 0; groups && i < ngroups; i++)
+        p = stpcpy(p, groups[i]) + 1;
+    *len = (size_t)(p - k);
+    return k;
+}
+
+/* A file's first slot: by device and inode only, so that a file's newer version takes its
+ * older one's place. */
+static size_t memo_slot(const struct stat *st) {
+    uint64_t h = (uint64_t)st->st_dev * 0x9e3779b97f4a7c15ULL ^ (uint64_t)st->st_ino;
+    h ^= h >> 29;
+    return (size_t)(h * 0xbf58476d1ce4e5b9ULL >> 40) % MEMO_SLOTS;
+}
+
+/* A remembered answer to the same request about the same version of the file: 1 (in *out),
+ * or 0. */
+static int memo_get(const struct stat *st, const char *key, size_t len, sample_probe *out) {
+    pthread_mutex_lock(&lock);
+    int hit = 0;
+    for (size_t w = 0; w < MEMO_WAYS && !hit; w++) {
+        const sample_memo *m = &memo[(memo_slot(st) + w) % MEMO_SLOTS];
+        hit = same_version(&m->version, st) && m->rlen == len &&
+              memcmp(m->request, key, len) == 0 && sample_probe_copy(out, &m->found, NULL) == 0;
+    }
+    pthread_mutex_unlock(&lock);
+    return hit;
+}
+
+/* Remember an answer (taking key), the slot's older one forgotten. */
+static void memo_put(const struct stat *st, char *key, size_t len, const sample_probe *found) {
+    sample_probe copy;
+    size_t bytes;
+    if (sample_probe_copy(&copy, found, &bytes)) {
+        free(key);
+        return;
+    }
+    pthread_mutex_lock(&lock);
+    /* the slot of the same file (another version or request), else a free one, else the
+     * file's own */
+    sample_memo *m = NULL;
+    for (size_t w = 0; w < MEMO_WAYS && !m; w++) {
+        sample_memo *c = &memo[(memo_slot(st) + w) % MEMO_SLOTS];
+        if (c->request && c->version.dev == st->st_dev && c->version.ino == st->st_ino) m = c;
+    }
+    for (size_t w = 0; w < MEMO_WAYS && !m; w++) {
+        sample_memo *c = &memo[(memo_slot(st) + w) % MEMO_SLOTS];
+        if (!c->request) m = c;
+    }
+    if (!m) m = &memo[memo_slot(st)];
+    if (m->request) {
+        memo_bytes -= m->bytes;
+        free(m->request);
+        sample_probe_clear(&m->found);
+        *m = (sample_memo){0};
+    }
+    if (memo_bytes + bytes + len <= MEMO_MAX_BYTES) {
+        *m = (sample_memo){
+            .version = {st->st_dev, st->st_ino, st->st_size, st->st_mtim, true, false},
+            .request = key,
+            .rlen = len,
+            .bytes = bytes + len,
+            .found = copy};
+        memo_bytes += m->bytes;
+        key = NULL;
+        copy = (sample_probe){0};
+    }
+    pthread_mutex_unlock(&lock);
+    free(key);
+    sample_probe_clear(&copy);
+}
+
+static h5ark_value *names_value(const char *const *v, size_t n) {
+    h5ark_value *a = h5ark_value_array();
+    for (size_t i = 0; a && i < n; i++)
+        if (h5ark_value_push(a, h5ark_value_bin(v[i], strlen(v[i])))) h5ark_value_destroy(&a);
+    return a;
+}
+
+static int probe_samples_now(const char *abs_path, const char *const *groups, size_t ngroups,
+                             const char *const *fields, size_t nfields, sample_probe *out,
+                             h5ark_error *err) {
+    *out = (sample_probe){0};
+    probe *p;
+    if (!enabled || !acquire(&p, 1))
+        return work.probe_samples(abs_path, groups, ngroups, fields, nfields, out, err);
+    h5ark_value *rq = h5ark_value_map();
+    char *data = NULL, line[32];
+    size_t len = 0;
+    int rc = rq && !h5ark_value_set(rq, "path", h5ark_value_bin(abs_path, strlen(abs_path))) &&
+                     !h5ark_value_set(rq, "groups",
+                                      groups ? names_value(groups, ngroups) : h5ark_value_nil()) &&
+                     !h5ark_value_set(rq, "fields", names_value(fields, nfields)) &&
+                     h5ark_value_encode(rq, &data, &len) == 0
+                 ? 0
+                 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    h5ark_value_destroy(&rq);
+    snprintf(line, sizeof line, "S %zu", len);
+    char status = '?';
+    char *body = NULL;
+    size_t blen = 0;
+    if (rc == 0 && probe_send(p, line, data, len)) {
+        probe_stop(p); /* it died since its last request: a new one gets this one */
+        metrics_probe_restarted();
+        if (probe_send(p, line, data, len))
+            status = '?';
+        else
+            status = probe_receive(p, abs_path, &body, &blen, NULL);
+    } else if (rc == 0) {
+        status = probe_receive(p, abs_path, &body, &blen, NULL);
+    }
+    free(data);
+    release(&p, 1);
+    if (rc) return -1;
+    if (status == '?') /* no probe can be started: in process, unisolated */
+        return work.probe_samples(abs_path, groups, ngroups, fields, nfields, out, err);
+    if (status == 0) {
+        rc = crashed_error(err);
+    } else if (status == 'o') {
+        const char *why;
+        h5ark_value *v = h5ark_value_decode(body, blen, &why);
+        rc = v ? sample_probe_decode(v, nfields, out, err)
+               : h5ark_fail(err, H5ARK_INTERNAL, "the file probe's answer %s", why);
+        h5ark_value_destroy(&v);
+    } else {
+        rc = answer_error(status, body, err);
+    }
+    free(body);
+    return rc;
+}
+
+int sandbox_probe_samples(const char *abs_path, const char *const *groups, size_t ngroups,
+                          const char *const *fields, size_t nfields, sample_probe *out,
+                          h5ark_error *err) {
+    /* the version is taken before the probe: a file that changes while it is probed is
+     * another version the next time */
+    struct stat st;
+    size_t len = 0;
+    char *key = stat(abs_path, &st) == 0 && S_ISREG(st.st_mode)
+                    ? request_key(groups, ngroups, fields, nfields, &len)
+                    : NULL;
+    if (key && memo_get(&st, key, len, out)) {
+        free(key);
+        return 0;
+    }
+    int rc = probe_samples_now(abs_path, groups, ngroups, fields, nfields, out, err);
+    /* only answers that found every sample whole are kept */
+    if (rc == 0 && key && out->failed == out->groups.n)
+        memo_put(&st, key, len, out);
+    else
+        free(key);
+    return rc;
+}
+
 static void probe_progress(size_t k, const char *path) {
     if (!my_progress) return;
     atomic_store(my_progress, (int64_t)k);
@@ -678,10 +867,59 @@ static int probe_for_read(size_t len, h5ark_value **answer, h5ark_error *err) {
     return rc;
 }
 
+/* "S LENGTH": a sample file for pack. */
+static int probe_for_samples(size_t len, h5ark_value **answer, h5ark_error *err) {
+    char *body = len < (1u << 30) ? malloc(len + 1) : NULL;
+    if (!body || fread(body, 1, len, stdin) != len) {
+        free(body);
+        return h5ark_fail(err, H5ARK_INTERNAL, "cannot read the request");
+    }
+    const char *why;
+    h5ark_value *v = h5ark_value_decode(body, len, &why);
+    free(body);
+    const h5ark_value *pv = h5ark_value_get(v, "path"), *gv = h5ark_value_get(v, "groups"),
+                      *fv = h5ark_value_get(v, "fields");
+    bool listing = gv && gv->kind == H5ARK_NIL;
+    size_t ng = listing ? 0 : h5ark_value_len(gv), nf = h5ark_value_len(fv);
+    const char **groups = calloc(ng + 1, sizeof *groups), **fields = calloc(nf + 1, sizeof *fields);
+    int rc = v && pv && pv->kind == H5ARK_BIN && gv && (listing || gv->kind == H5ARK_ARRAY) && fv &&
+                     fv->kind == H5ARK_ARRAY && groups && fields
+                 ? 0
+                 : h5ark_fail(err, H5ARK_INTERNAL, "a malformed request");
+    for (size_t i = 0; rc == 0 && i < ng + nf; i++) {
+        const h5ark_value *s = h5ark_value_at(i < ng ? gv : fv, i < ng ? i : i - ng);
+        if (s->kind != H5ARK_BIN) rc = h5ark_fail(err, H5ARK_INTERNAL, "a malformed request");
+        if (i < ng)
+            groups[i] = s->as.s.ptr;
+        else
+            fields[i - ng] = s->as.s.ptr;
+    }
+    if (rc == 0) {
+        probe_progress(0, pv->as.s.ptr);
+        sample_probe found;
+        rc = work.probe_samples(pv->as.s.ptr, listing ? NULL : groups, ng, fields, nf, &found, err);
+        if (rc == 0) {
+            *answer = sample_probe_encode(&found);
+            sample_probe_clear(&found);
+            if (!*answer) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        }
+    }
+    free(groups);
+    free(fields);
+    h5ark_value_destroy(&v);
+    return rc;
+}
+
 /* Probe side: "c PATH" walks the file (the answer is only that it survived), "L PATH" /
  * "R PATH" answer lshdf's entries (top level / recursive) as MessagePack, "P LENGTH" and
- * a MessagePack request probes files for readhdf. */
+ * a MessagePack request probes files for readhdf, "S LENGTH" and one a sample file for pack. */
 int sandbox_probe_main(const char *data_dir) {
+    /* Each file opened makes the library allocate its metadata cache's index (half a MiB)
+     * and free it on close; glibc would map and unmap it every time, the pages faulted in
+     * afresh, and trim the heap after each request. Serve such blocks from the heap and
+     * keep up to 64 MiB of free heap for the next file. */
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 64 << 20);
     snprintf(config.data_dir, sizeof config.data_dir, "%s", data_dir);
     void *map = mmap(NULL, sizeof *my_progress, PROT_READ | PROT_WRITE, MAP_SHARED, PROGRESS_FD, 0);
     if (map != MAP_FAILED) my_progress = map;
@@ -701,6 +939,8 @@ int sandbox_probe_main(const char *data_dir) {
             probe_read_path(path);
         } else if (line[0] == 'P') {
             rc = probe_for_read(strtoul(path, NULL, 10), &answer, &err);
+        } else if (line[0] == 'S') {
+            rc = probe_for_samples(strtoul(path, NULL, 10), &answer, &err);
         } else {
             answer = h5ark_value_array();
             rc = answer ? work.list(path, line[0] != 'L', answer, &err)

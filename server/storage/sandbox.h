@@ -31,6 +31,7 @@ int sandbox_check_file(const char *abs_path, h5ark_error *err);
 int sandbox_list(const char *abs_path, bool recursive, h5ark_value *entries, h5ark_error *err);
 struct read_probe_request;
 struct read_probe;
+struct sample_probe;
 
 /* What the probes run (in the probe processes, and in process when there are none), set at
  * start by the storage layer above: the sandbox only carries requests and answers. */
@@ -38,6 +39,9 @@ typedef struct {
     int (*list)(const char *abs_path, bool recursive, h5ark_value *entries, h5ark_error *err);
     int (*probe_files)(const struct read_probe_request *rq, struct read_probe *out,
                        h5ark_error *err);
+    int (*probe_samples)(const char *abs_path, const char *const *groups, size_t ngroups,
+                         const char *const *fields, size_t nfields, struct sample_probe *out,
+                         h5ark_error *err);
 } sandbox_work;
 void sandbox_set_work(const sandbox_work *work);
 
@@ -46,6 +50,12 @@ void sandbox_set_work(const sandbox_work *work);
  * the rest are probed again without it when errors are allowed. In process without probes. */
 int sandbox_probe_read(const struct read_probe_request *rq, struct read_probe *out,
                        h5ark_error *err);
+/* pack's probe of one sample file (probe.h, sample_probe_file), in a probe: the daemon
+ * never opens a sample file's metadata itself. A file that crashes the probe is
+ * schema_error. In process without probes. */
+int sandbox_probe_samples(const char *abs_path, const char *const *groups, size_t ngroups,
+                          const char *const *fields, size_t nfields, struct sample_probe *out,
+                          h5ark_error *err);
 /* Tests set this to a string: probes then die (SIGSEGV) on every file whose path holds it,
  * as they would on a file that crashes the library. */
 #define SANDBOX_FAULT_ENV "H5ARK_TEST_PROBE_CRASH"

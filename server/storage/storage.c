@@ -21,6 +21,7 @@ int storage_init(void) {
     if (h5u_init() < 0) return -1;
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         schema_register(table[i]);
-    sandbox_set_work(&(sandbox_work){.list = storage_list, .probe_files = read_probe_files});
+    sandbox_set_work(&(sandbox_work){
+        .list = storage_list, .probe_files = read_probe_files, .probe_samples = sample_probe_file});
     return 0;
 }

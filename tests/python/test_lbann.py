@@ -454,7 +454,8 @@ def test_schema_errors(conn, made):
     with h5py.File(conn.dir / odd / "a.h5", "a") as f:
         del f["x1/label"]
         f["x1/label"] = np.array([b"ab", b"cd"])
-    pack_fails(conn, "schema_error", "sample 'x1', field 'label'", data_schema=DATA_SCHEMA,
+    pack_fails(conn, "schema_error", "sample 'x1' of '", "field 'label'", "strings",
+               data_schema=DATA_SCHEMA,
                experiment_schema=exp, paths=[f"{odd}/a.h5"])
     with h5py.File(conn.dir / odd / "a.h5", "a") as f:  # a scalar: LBANN's are shape (1,)
         del f["x1/label"]
@@ -665,3 +666,33 @@ def test_storage_layouts(conn):
     assert np.array_equal(rows_of(conn, res["groups"]["responses"]), responses)
     got = rows_of(conn, res["groups"]["label"])
     assert got.dtype == np.int64 and np.array_equal(got, ints)
+
+
+def test_changed_files_probed_again(conn):
+    """The probes' answers are remembered by file version (device, inode, size, mtime): the
+    same files pack the same again, and a file rewritten in place, its samples and their
+    places changed, is probed again, whatever was remembered of it."""
+    folder = unique("again")
+    (conn.dir / folder).mkdir()
+    path = conn.dir / folder / "s.h5"
+    args = dict(data_schema=DATA_SCHEMA, experiment_schema=EXPERIMENT_SCHEMA,
+                paths=[f"{folder}/s.h5"])
+    for ids, seed in ((["a0", "a1"], 1), (["a0", "a1"], 1), (["b0", "a0", "a1"], 2)):
+        ino = path.stat().st_ino if path.exists() else None
+        if ino is not None:
+            with open(path, "r+b") as f:  # the same inode, rewritten
+                f.truncate(0)
+        want = write_samples(path, ids, seed)
+        with h5py.File(path, "a") as f:  # the datasets' places differ with the seed
+            f.attrs["pad"] = np.zeros(seed * 100)
+        assert ino is None or path.stat().st_ino == ino
+        want = {sid: want[sid] for sid in sorted(want)}
+        res, _ = pack(conn, **args)
+        assert strings_of(conn, res["sample_ids"]) == list(want)
+        samples, responses, labels = expected_rows(want)
+        assert np.array_equal(rows_of(conn, res["groups"]["samples"]), samples)
+        assert np.array_equal(rows_of(conn, res["groups"]["responses"]), responses)
+        assert np.array_equal(rows_of(conn, res["groups"]["label"]), labels)
+    with h5py.File(path, "a") as f:  # a field gone: an error, not the remembered answer
+        del f["a1/scalars/b"]
+    pack_fails(conn, "schema_error", "sample 'a1' of '", "lacks field 'scalars/b'", **args)

@@ -1,0 +1,299 @@
+/* pack's probe of a sample file (probe.h): every sample group's fields in one pass over the
+ * file, opened once, each group opened once and its fields looked up under it. Runs in the
+ * file probe processes (sandbox.c), or in process without them. */
+#include "probe.h"
+
+#include "sysio.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RECORD_BYTES    18 /* count, offset, dtype, flags */
+#define FLAG_EXACT      1u
+#define FLAG_CONTIGUOUS 2u
+
+void sample_probe_clear(sample_probe *p) {
+    h5u_names_free(&p->groups);
+    free(p->facts);
+    *p = (sample_probe){0};
+}
+
+int sample_probe_copy(sample_probe *dst, const sample_probe *src, size_t *bytes) {
+    *dst = (sample_probe){.nfields = src->nfields,
+                          .failed = src->failed,
+                          .failed_field = src->failed_field,
+                          .error = src->error};
+    size_t nrec = src->failed * src->nfields, total = sizeof *dst + nrec * sizeof *src->facts;
+    dst->facts = malloc(nrec ? nrec * sizeof *dst->facts : 1);
+    if (!dst->facts) return -1;
+    if (nrec) memcpy(dst->facts, src->facts, nrec * sizeof *dst->facts);
+    for (size_t i = 0; i < src->groups.n; i++) {
+        if (h5u_names_push(&dst->groups, src->groups.v[i])) {
+            sample_probe_clear(dst);
+            return -1;
+        }
+        total += strlen(src->groups.v[i]) + 1 + sizeof(char *);
+    }
+    if (bytes) *bytes = total;
+    return 0;
+}
+
+/* Open child `name` (one component) of g when it is a hard link, by its address: one
+ * lookup of the name, not two (-1 quietly when it is not: the caller then takes the general
+ * path, which says why). */
+static hid_t open_hard(hid_t g, const char *name) {
+    H5L_info_t li;
+    hid_t o = -1;
+    if (!strchr(name, '/') && H5Lget_info(g, name, &li, H5P_DEFAULT) >= 0 &&
+        li.type == H5L_TYPE_HARD)
+        o = H5Oopen_by_addr(g, li.u.address);
+    H5Eclear2(H5E_DEFAULT);
+    return o;
+}
+
+/* A field's dataset under an open sample group: its own groups opened once a sample
+ * (`parents`, one per field, shared by fields under the same one), the dataset by its
+ * address; anything else (a soft link, a missing step) by the general lookup, which checks
+ * every step is inside the file. -1 with err; 0 with *d. */
+static int open_field(hid_t g, const char *field, const char *what, hid_t *d, h5ark_error *err) {
+    *d = open_hard(g, field);
+    if (*d >= 0) {
+        if (H5Iget_type(*d) == H5I_DATASET) return 0;
+        H5Oclose(*d);
+        *d = -1;
+        return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "%s is not a dataset", what);
+    }
+    int r = h5u_link_local(g, field, what, err);
+    if (r < 0) return -1;
+    if (r == 0) return h5ark_fail(err, H5ARK_NOT_FOUND, "%s does not exist", what);
+    *d = H5Dopen2(g, field, H5P_DEFAULT);
+    if (*d < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "%s is not a dataset", what);
+    return 0;
+}
+
+/* One field under an open sample group (loc: its parent group, open, when the field has
+ * one; `leaf` its last component). */
+static int probe_field(hid_t loc, const char *leaf, const char *group, const char *field,
+                       uint64_t size, sample_field *out, h5ark_error *err) {
+    char what[2100];
+    snprintf(what, sizeof what, "'%s/%s'", group, field);
+    hid_t d;
+    if (open_field(loc, leaf, what, &d, err)) return -1;
+    h5u_dset_info info = {.flat = true}; /* an image is its C-order elements */
+    int rc = h5u_inspect_dataset(d, size, what, &info, err);
+    H5Oclose(d);
+    if (rc) return -1;
+    *out = (sample_field){.count = info.count,
+                          .offset = info.offset,
+                          .dtype = info.dtype,
+                          .exact = info.exact,
+                          .contiguous = info.contiguous};
+    return 0;
+}
+
+/* Open child `name` of g when it is a group reached through a hard link, -1 otherwise. */
+static hid_t open_hard_group(hid_t g, const char *name) {
+    hid_t o = open_hard(g, name);
+    if (o >= 0 && H5Iget_type(o) != H5I_GROUP) {
+        H5Oclose(o);
+        o = -1;
+    }
+    return o;
+}
+
+/* A named sample group (a path; soft links inside the file are followed as for a field),
+ * or -1 with err: not_found when it is absent. */
+static hid_t open_group(hid_t file, const char *name, h5ark_error *err) {
+    hid_t g = open_hard_group(file, name);
+    if (g >= 0) return g;
+    char what[1100];
+    snprintf(what, sizeof what, "sample '%s'", name);
+    int r = h5u_link_local(file, name, what, err);
+    if (r < 0) return -1;
+    if (r == 0) return h5ark_fail(err, H5ARK_NOT_FOUND, "%s does not exist", what);
+    g = H5Gopen2(file, name, H5P_DEFAULT);
+    if (g < 0) h5u_fail(err, H5ARK_SCHEMA_ERROR, "%s is not a group", what);
+    return g;
+}
+
+/* The fields of one open sample group, their parent groups opened once each. k: how many
+ * were probed before one failed (nfields when none did). */
+static size_t probe_fields(hid_t g, const char *name, const char *const *fields, size_t nfields,
+                           uint64_t size, sample_field *out, h5ark_error *err) {
+    hid_t parent = -1;
+    size_t plen = 0; /* fields[k][0, plen) is the parent's path, with its '/' */
+    const char *pname = NULL;
+    size_t k = 0;
+    for (; k < nfields; k++) {
+        const char *f = fields[k], *slash = strrchr(f, '/');
+        hid_t loc = g;
+        const char *leaf = f;
+        if (slash) {
+            size_t len = (size_t)(slash - f) + 1;
+            if (!pname || len != plen || strncmp(f, pname, len) != 0) {
+                if (parent >= 0) H5Oclose(parent);
+                char path[1024];
+                snprintf(path, sizeof path, "%.*s", (int)(len - 1), f);
+                parent = strchr(path, '/') ? -1 : open_hard_group(g, path);
+                pname = f;
+                plen = len;
+            }
+            if (parent >= 0) {
+                loc = parent;
+                leaf = slash + 1;
+            }
+        }
+        if (probe_field(loc, leaf, name, f, size, &out[k], err)) break;
+    }
+    if (parent >= 0) H5Oclose(parent);
+    return k;
+}
+
+int sample_probe_file(const char *path, const char *const *groups, size_t ngroups,
+                      const char *const *fields, size_t nfields, sample_probe *out,
+                      h5ark_error *err) {
+    h5u_quiet();
+    *out = (sample_probe){.nfields = nfields};
+    hid_t file;
+    uint64_t size;
+    if (read_probe_open(path, &file, &size, err)) return -1;
+    int rc = 0;
+    hid_t *listed = NULL; /* the groups found listing, kept open for their fields */
+    if (!groups) {
+        h5u_names all = {0};
+        rc = h5u_link_names(file, NULL, &all, "its samples", err);
+        listed = rc == 0 ? calloc(all.n ? all.n : 1, sizeof *listed) : NULL;
+        if (rc == 0 && !listed) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        for (size_t i = 0; rc == 0 && i < all.n; i++) {
+            /* groups only, through hard links (lshdf's "group"): in name order */
+            hid_t g = open_hard_group(file, all.v[i]);
+            if (g < 0) continue;
+            if (h5u_names_push(&out->groups, all.v[i])) {
+                H5Oclose(g);
+                rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+                break;
+            }
+            listed[out->groups.n - 1] = g;
+        }
+        h5u_names_free(&all);
+    } else {
+        for (size_t i = 0; rc == 0 && i < ngroups; i++)
+            if (h5u_names_push(&out->groups, groups[i]))
+                rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    size_t n = out->groups.n;
+    out->failed = n;
+    if (rc == 0 && nfields) {
+        size_t nrec = n * nfields;
+        out->facts = sysio.calloc(nrec ? nrec : 1, sizeof *out->facts);
+        if (!out->facts) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    for (size_t i = 0; rc == 0 && nfields && i < n && out->failed == n; i++) {
+        const char *name = out->groups.v[i];
+        h5ark_error ferr = {0};
+        hid_t g = listed ? listed[i] : open_group(file, name, &ferr);
+        size_t k =
+            g >= 0 ? probe_fields(g, name, fields, nfields, size, &out->facts[i * nfields], &ferr)
+                   : 0;
+        if (g < 0 || k < nfields) {
+            h5u_io_blame(file, &ferr);
+            if (ferr.code == H5ARK_RESOURCE_LIMIT && strcmp(ferr.message, "out of memory") == 0) {
+                *err = ferr;
+                rc = -1;
+            }
+            out->failed = i;
+            out->failed_field = g < 0 ? 0 : k;
+            out->error = ferr;
+        }
+        if (g >= 0) H5Oclose(g);
+        if (listed) listed[i] = -1;
+    }
+    for (size_t i = 0; listed && i < n; i++)
+        if (listed[i] >= 0) H5Oclose(listed[i]);
+    free(listed);
+    H5Eclear2(H5E_DEFAULT);
+    if (H5Fclose(file) < 0 && rc == 0) rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close it");
+    if (rc) sample_probe_clear(out);
+    return rc;
+}
+
+h5ark_value *sample_probe_encode(const sample_probe *p) {
+    h5ark_value *v = h5ark_value_map(), *names = h5ark_value_array();
+    size_t nrec = p->failed * p->nfields;
+    unsigned char *rec = malloc(nrec ? nrec * RECORD_BYTES : 1);
+    int rc = v && names && rec ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < p->groups.n; i++)
+        rc = h5ark_value_push(names, h5ark_value_bin(p->groups.v[i], strlen(p->groups.v[i])));
+    for (size_t i = 0; rec && i < nrec; i++) {
+        const sample_field *f = &p->facts[i];
+        unsigned char *r = rec + i * RECORD_BYTES;
+        memcpy(r, &f->count, 8);
+        memcpy(r + 8, &f->offset, 8);
+        r[16] = (unsigned char)f->dtype;
+        r[17] =
+            (unsigned char)((f->exact ? FLAG_EXACT : 0) | (f->contiguous ? FLAG_CONTIGUOUS : 0));
+    }
+    if (rc == 0 && (h5ark_value_set(v, "groups", names) ||
+                    h5ark_value_set(v, "facts", h5ark_value_bin(rec, nrec * RECORD_BYTES)) ||
+                    h5ark_value_set(v, "failed", h5ark_value_uint(p->failed)) ||
+                    h5ark_value_set(v, "field", h5ark_value_uint(p->failed_field)) ||
+                    h5ark_value_set(v, "code", h5ark_value_uint((uint64_t)p->error.code)) ||
+                    h5ark_value_set(v, "message", h5ark_value_str(p->error.message))))
+        rc = -1;
+    else if (rc)
+        h5ark_value_destroy(&names);
+    free(rec);
+    if (rc) h5ark_value_destroy(&v);
+    return v;
+}
+
+int sample_probe_decode(const h5ark_value *v, size_t nfields, sample_probe *p, h5ark_error *err) {
+    *p = (sample_probe){.nfields = nfields};
+    const h5ark_value *names = h5ark_value_get(v, "groups"), *facts = h5ark_value_get(v, "facts"),
+                      *msg = h5ark_value_get(v, "message");
+    uint64_t failed, field, code;
+    if (!names || names->kind != H5ARK_ARRAY || !facts || facts->kind != H5ARK_BIN || !msg ||
+        msg->kind != H5ARK_STR || !h5ark_value_to_uint64(h5ark_value_get(v, "failed"), &failed) ||
+        !h5ark_value_to_uint64(h5ark_value_get(v, "field"), &field) ||
+        !h5ark_value_to_uint64(h5ark_value_get(v, "code"), &code) ||
+        failed > h5ark_value_len(names) || code >= H5ARK_CODE_COUNT ||
+        facts->as.s.len != failed * nfields * RECORD_BYTES ||
+        (failed < h5ark_value_len(names) && (field >= nfields || code == 0)))
+        return h5ark_fail(err, H5ARK_INTERNAL, "a malformed answer from the file probe");
+    for (size_t i = 0; i < h5ark_value_len(names); i++) {
+        const h5ark_value *s = h5ark_value_at(names, i);
+        if (s->kind != H5ARK_BIN || memchr(s->as.s.ptr, 0, s->as.s.len)) {
+            sample_probe_clear(p);
+            return h5ark_fail(err, H5ARK_INTERNAL, "a malformed answer from the file probe");
+        }
+        if (h5u_names_push(&p->groups, s->as.s.ptr)) {
+            sample_probe_clear(p);
+            return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        }
+    }
+    size_t nrec = (size_t)failed * nfields;
+    p->facts = malloc(nrec ? nrec * sizeof *p->facts : 1);
+    if (!p->facts) {
+        sample_probe_clear(p);
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    const unsigned char *rec = (const unsigned char *)facts->as.s.ptr;
+    for (size_t i = 0; i < nrec; i++, rec += RECORD_BYTES) {
+        sample_field *f = &p->facts[i];
+        memcpy(&f->count, rec, 8);
+        memcpy(&f->offset, rec + 8, 8);
+        if (rec[16] >= H5ARK_DTYPE_COUNT) {
+            sample_probe_clear(p);
+            return h5ark_fail(err, H5ARK_INTERNAL, "a malformed answer from the file probe");
+        }
+        f->dtype = (h5ark_dtype)rec[16];
+        f->exact = rec[17] & FLAG_EXACT;
+        f->contiguous = rec[17] & FLAG_CONTIGUOUS;
+    }
+    p->failed = (size_t)failed;
+    p->failed_field = (size_t)field;
+    p->error.code = (h5ark_code)code;
+    snprintf(p->error.message, sizeof p->error.message, "%s", msg->as.s.ptr);
+    return 0;
+}
