@@ -805,16 +805,24 @@ static void probe_read_path(const char *path) {
     H5Fclose(f);
 }
 
-/* "P LENGTH": read the request, probe its files, answer what they hold. */
-static int probe_for_read(size_t len, h5ark_value **answer, h5ark_error *err) {
+/* A request's LENGTH bytes from stdin, decoded (*v NULL when they do not decode: each
+ * request's own checks say so). */
+static int read_request(size_t len, h5ark_value **v, h5ark_error *err) {
     char *body = len < (1u << 30) ? malloc(len + 1) : NULL;
     if (!body || fread(body, 1, len, stdin) != len) {
         free(body);
         return h5ark_fail(err, H5ARK_INTERNAL, "cannot read the request");
     }
     const char *why;
-    h5ark_value *v = h5ark_value_decode(body, len, &why);
+    *v = h5ark_value_decode(body, len, &why);
     free(body);
+    return 0;
+}
+
+/* "P LENGTH": read the request, probe its files, answer what they hold. */
+static int probe_for_read(size_t len, h5ark_value **answer, h5ark_error *err) {
+    h5ark_value *v;
+    if (read_request(len, &v, err)) return -1;
     const h5ark_value *pv = h5ark_value_get(v, "paths"), *iv = h5ark_value_get(v, "index"),
                       *dv = h5ark_value_get(v, "datasets"),
                       *av = h5ark_value_get(v, "allow_errors"),
@@ -869,14 +877,8 @@ static int probe_for_read(size_t len, h5ark_value **answer, h5ark_error *err) {
 
 /* "S LENGTH": a sample file for pack. */
 static int probe_for_samples(size_t len, h5ark_value **answer, h5ark_error *err) {
-    char *body = len < (1u << 30) ? malloc(len + 1) : NULL;
-    if (!body || fread(body, 1, len, stdin) != len) {
-        free(body);
-        return h5ark_fail(err, H5ARK_INTERNAL, "cannot read the request");
-    }
-    const char *why;
-    h5ark_value *v = h5ark_value_decode(body, len, &why);
-    free(body);
+    h5ark_value *v;
+    if (read_request(len, &v, err)) return -1;
     const h5ark_value *pv = h5ark_value_get(v, "path"), *gv = h5ark_value_get(v, "groups"),
                       *fv = h5ark_value_get(v, "fields");
     bool listing = gv && gv->kind == H5ARK_NIL;
