@@ -1500,17 +1500,57 @@ def test_killed_rank_stops_job_with_clear_error(victim):
 
 
 def test_pack_refused(multi):
-    """pack and get with `rows` are not rank-aware yet: refused, nothing made."""
+    """pack is not rank-aware yet: refused, nothing made."""
     before = ok(multi.endpoint, "info", {})[0]["objects"]
     hdr, _ = call(multi.endpoint, "pack", {"data_schema": "a:\n  metadata: {ordering: 0}\n",
                                            "paths": ["x.h5"]})
     assert not hdr["ok"] and hdr["error"]["message"].startswith(
         "not available on several ranks yet: pack"), hdr
     assert ok(multi.endpoint, "info", {})[0]["objects"] == before
-    name = ok(multi.endpoint, "create", {"dtype": "int64", "size": 4})[0]["object"]["name"]
-    hdr, _ = call(multi.endpoint, "get", {"name": name, "rows": [1, 0]})
-    assert not hdr["ok"] and hdr["error"]["message"].startswith(
-        "not available on several ranks yet: get with 'rows'"), hdr
+
+
+def get_rows_of(endpoint, create_args, rows, reshape=None):
+    name = ok(endpoint, "create", create_args)[0]["object"]["name"]
+    if reshape:
+        name = ok(endpoint, "reshape", {"array": name, "shape": reshape})[0]["object"]["name"]
+    return call(endpoint, "get", {"name": name, "rows": rows})
+
+
+ROWS_CASES = [
+    # rows across every rank, out of order, repeated, runs crossing shard and rank bounds
+    ("pdarray", {"dtype": "int64", "fill": "arange", "stop": 1000}, None,
+     [999, 0, 500, 501, 502, 3, 3, 250, 251, 749, 750, 998, 1, 0]),
+    ("pdarray, one run over all", {"dtype": "float32", "fill": "uniform", "seed": 5,
+                                   "size": 777}, None, list(range(777))),
+    ("arrayview", {"dtype": "int16", "fill": "arange", "stop": 3 * 301}, [301, 3],
+     [300, 0, 150, 151, 75, 76, 77, 225, 0]),
+    ("bool", {"dtype": "bool", "fill": "ones", "size": 50}, None, [49, 0, 25]),
+    ("no rows", {"dtype": "int64", "fill": "zeros", "size": 10}, None, []),
+]
+
+
+@pytest.mark.parametrize("label,args,shape,rows", ROWS_CASES, ids=[c[0] for c in ROWS_CASES])
+def test_get_rows_matches_one_rank(multi, single, label, args, shape, rows):
+    """get with `rows` gathers each rank's pieces to rank 0 in the order given: the same
+    reply as one rank's."""
+    got_hdr, got = get_rows_of(multi.endpoint, args, rows, shape)
+    want_hdr, want = get_rows_of(single.endpoint, args, rows, shape)
+    assert got_hdr["ok"] and want_hdr["ok"], (got_hdr, want_hdr)
+    assert got_hdr["result"]["rows"] == want_hdr["result"]["rows"] == len(rows)
+    assert b"".join(bytes(f) for f in got) == b"".join(bytes(f) for f in want)
+    if label == "pdarray":
+        np.testing.assert_array_equal(values(got, "i8"), rows)
+
+
+def test_get_rows_bad_at_several_ranks(multi, single):
+    """A row out of range is refused as at one rank, and the daemon goes on."""
+    args = {"dtype": "int64", "fill": "arange", "stop": 10, "name": "rows_bad"}
+    got, _ = get_rows_of(multi.endpoint, args, [1, 10])
+    want, _ = get_rows_of(single.endpoint, args, [1, 10])
+    assert not got["ok"] and got["error"] == want["error"], (got, want)
+    assert call(multi.endpoint, "ping")[0]["ok"]
+    for ep in (multi.endpoint, single.endpoint):
+        ok(ep, "delete", {"names": ["rows_bad"]})
 
 
 def test_http_gateway_at_several_ranks():
