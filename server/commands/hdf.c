@@ -354,8 +354,13 @@ static int cmd_writepart(command_ctx *ctx, h5ark_error *err) {
     if (!obj) return -1;
     int64_t rows = 0;
     const char *path = arg_str(ctx, "path", ""), *field = arg_str(ctx, "field", "");
-    int rc =
-        storage_exetera_part(path, field, obj, name, arg_str(ctx, "fieldtype", NULL), &rows, err);
+    /* several ranks: rank 0 writes the part alone, from the object gathered to it */
+    object *whole = NULL;
+    int rc = ranks_count() > 1 ? object_gather_whole(obj, &whole, err) : 0;
+    if (rc == 0 && ranks_self() == 0)
+        rc = storage_exetera_part(path, field, whole ? whole : obj, name,
+                                  arg_str(ctx, "fieldtype", NULL), &rows, err);
+    object_whole_free(whole);
     object_release(obj);
     if (rc == 0) rc = reply_set(ctx, "field", h5ark_value_str(field), err);
     if (rc == 0) rc = reply_set(ctx, "rows", h5ark_value_int(rows), err);
@@ -415,7 +420,12 @@ const command_def hdf_commands[] = {
       {"field", ARG_STR, true},
       {"name", ARG_STR, true},
       {"fieldtype", ARG_STR, false},
-      {0}}},
-    {"complete", cmd_complete, {{"path", ARG_STR, true}, {"field", ARG_STR, true}, {0}}},
+      {0}},
+     .ranks = RANKS_EVERY},
+    /* complete marks a field in a file and touches no object: rank 0 alone */
+    {"complete",
+     cmd_complete,
+     {{"path", ARG_STR, true}, {"field", ARG_STR, true}, {0}},
+     .ranks = RANKS_ZERO},
     {0},
 };
