@@ -683,13 +683,44 @@ def test_repack_matches_one_rank(multi, single):
     assert not hdr["ok"] and hdr["error"]["code"] == "not_found", hdr
 
 
-def test_tohdf_other_kinds_refused(multi):
-    seg = ok(multi.endpoint, "create", {"dtype": "int64", "size": 2})[0]["object"]["name"]
-    hdr, _ = call(multi.endpoint, "tohdf", {"names": [seg], "path": "c.h5",
-                                            "format": "exetera"})
-    assert hdr["error"]["message"].startswith(
-        "not available on several ranks yet: tohdf with format exetera")
-    assert not (multi.tmp / "data" / "c.h5").exists()
+def test_tohdf_exetera_matches_one_rank(multi, single):
+    """tohdf in ExeTera's format: the objects gathered to rank 0, which writes the file as
+    one rank does (numbers, strings indexed and fixed, a categorical, a dataframe, then
+    appending and updating fields); its errors are one rank's."""
+    words = ["w%d" % (i * 3) for i in range(300)] + ["", "é" * 9]
+    out = []
+    for d in (multi, single):
+        names = make_objects(d.endpoint, words)
+        codes = np.random.default_rng(9).integers(0, 3, len(words))
+        ok(d.endpoint, "put", {"dtype": "int64", "shape": [len(codes)], "name": "xc"},
+           [{"name": "values", "nbytes": codes.nbytes}], [codes.tobytes()])
+        put_strings(d.endpoint, ["lo", "mid", "hi"], "xk")
+        ok(d.endpoint, "categorical", {"codes": "xc", "categories": "xk", "name": "xcat"})
+        put_strings(d.endpoint, words, "xs")
+        ok(d.endpoint, "dataframe", {"columns": ["xs", "xcat", "xc"], "name": "xdf"})
+        steps = [
+            {"names": [names["L"], names["u"], names["s"], names["t"], "xcat"],
+             "datasets": ["L", "u", "s", "t", "c"],
+             "fieldtypes": ["", "", "", "fixedstring,4", ""]},
+            {"names": [names["i"]], "datasets": ["i"], "mode": "append"},
+            {"names": [names["f"]], "datasets": ["L"], "mode": "update"},
+            {"names": ["xdf"], "group": "frame", "mode": "append"},
+        ]
+        replies = [ok(d.endpoint, "tohdf", {"path": "ex.h5", "format": "exetera", **st})[0]
+                   for st in steps]
+        # the wrong fieldtype for a pdarray: the file is left as it was
+        err = call(d.endpoint, "tohdf", {"names": [names["i"]], "datasets": ["z"],
+                                         "path": "ex.h5", "format": "exetera",
+                                         "mode": "append",
+                                         "fieldtype": "indexedstring"})[0]["error"]
+        err["message"] = err["message"].replace(names["i"], "I")
+        out.append((replies, err, h5_tree(d.tmp / "data" / "ex.h5")))
+        for n in ("xdf", "xcat", "xc", "xk", "xs"):
+            ok(d.endpoint, "delete", {"names": [n]})
+    assert out[0][0] == out[1][0]
+    assert out[0][1] == out[1][1] and out[0][1]["code"] == "type_error"
+    assert out[0][2] == out[1][2]
+    assert "df/L/values" in out[0][2] and "frame/xcat/values" in out[0][2], list(out[0][2])
 
 
 def test_exetera_parts_match_one_rank(multi, single):
