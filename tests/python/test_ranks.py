@@ -1782,3 +1782,29 @@ def test_awkward_matches_one_rank(multi, single):
         got, _ = ok(multi.endpoint, "readhdf", {"paths": [path], "datasets": cases})
         want, _ = ok(single.endpoint, "readhdf", {"paths": [path], "datasets": cases})
         same_awkward(got, want, multi.endpoint, single.endpoint)
+
+
+def test_gather_to_rank0_within_max_memory():
+    """writepart and tohdf exetera hold the other ranks' shards on rank 0: past its
+    --max-memory that is resource_limit, no file is written, and the daemon goes on."""
+    if not mpi_build():
+        pytest.skip("h5arkd was built without MPI")
+    d = MpiDaemon(2, extra_args=["--max-memory", str(1200 * 1024)])
+    try:
+        n = 200000  # 1.6 MB of int64: 0.8 MB on each rank, 1.6 MB on rank 0 gathered
+        name = ok(d.endpoint, "create", {"dtype": "int64", "fill": "arange", "stop": n})[0][
+            "object"]["name"]
+        for cmd, args in [("writepart", {"path": "m.h5", "field": "df/n", "name": name}),
+                          ("tohdf", {"names": [name], "path": "m.h5", "format": "exetera"})]:
+            hdr, _ = call(d.endpoint, cmd, args)
+            assert not hdr["ok"] and hdr["error"]["code"] == "resource_limit", hdr
+            assert not (d.tmp / "data" / "m.h5").exists()
+        # within the limit it is written, and memory was given back
+        small = ok(d.endpoint, "create", {"dtype": "int64", "fill": "arange",
+                                          "stop": 1000})[0]["object"]["name"]
+        assert ok(d.endpoint, "writepart", {"path": "m.h5", "field": "df/n",
+                                            "name": small})[0]["rows"] == 1000
+        ok(d.endpoint, "delete", {"names": [name, small]})
+        assert ok(d.endpoint, "getconfig")[0]["memory_used"] == 0
+    finally:
+        d.cleanup()
