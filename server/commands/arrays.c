@@ -344,6 +344,18 @@ static void range_parts(const darray *a, uint64_t from, uint64_t to, uint64_t *c
     }
 }
 
+/* Rank 0: a new object *hold whose scratch memory (reserved against --max-memory) takes
+ * `bytes` gathered from the other ranks. */
+static int hold_scratch(const darray *a, uint64_t bytes, object **hold, h5ark_error *err) {
+    *hold = object_new_composite(H5ARK_PDARRAY, a->dtype, 0, err);
+    if (!*hold || registry_reserve(bytes, err)) return -1;
+    (*hold)->scratch_reserved = bytes;
+    if (!((*hold)->scratch = malloc(bytes ? bytes : 1)))
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank 0: out of memory gathering %llu bytes",
+                          (unsigned long long)bytes);
+    return 0;
+}
+
 /* With several ranks: elements [from, to) of a darray, as reply spans on rank 0. Each rank sends
  * rank 0 its shards' part and rank 0 keeps what arrives, in shard order, in the scratch memory
  * of an object the reply holds until it is sent: a reply is one ZeroMQ message, delivered
@@ -366,19 +378,7 @@ static int add_spans_ranks(command_ctx *ctx, const darray *a, uint64_t from, uin
         remote += counts[r];
     /* rank 0 makes room for what it gathers; every rank learns whether it could */
     object *hold = NULL;
-    if (rc == 0 && ranks_self() == 0 && remote) {
-        hold = object_new_composite(H5ARK_PDARRAY, a->dtype, 0, err);
-        if (hold && registry_reserve(remote, err) == 0) {
-            hold->scratch_reserved = remote;
-            if (!(hold->scratch = malloc(remote)))
-                rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT,
-                                "rank 0: out of memory gathering "
-                                "%llu bytes",
-                                (unsigned long long)remote);
-        } else {
-            rc = -1;
-        }
-    }
+    if (rc == 0 && ranks_self() == 0 && remote) rc = hold_scratch(a, remote, &hold, err);
     rc = ranks_agree(rc, err);
     if (rc == 0 && remote)
         rc = ranks_gatherv(mine, nmine, hold ? hold->scratch : NULL, counts, err);
@@ -419,18 +419,7 @@ static int gather_range(const darray *a, uint64_t from, uint64_t to, object **ho
     *hold = NULL;
     if (!counts || !mine) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     if (rc == 0) range_parts(a, from, to, counts, mine, &nmine);
-    if (rc == 0 && ranks_self() == 0) {
-        *hold = object_new_composite(H5ARK_PDARRAY, a->dtype, 0, err);
-        if (*hold && registry_reserve(total, err) == 0) {
-            (*hold)->scratch_reserved = total;
-            if (!((*hold)->scratch = malloc(total ? total : 1)))
-                rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT,
-                                "rank 0: out of memory gathering %llu bytes",
-                                (unsigned long long)total);
-        } else {
-            rc = -1;
-        }
-    }
+    if (rc == 0 && ranks_self() == 0) rc = hold_scratch(a, total, hold, err);
     rc = ranks_agree(rc, err);
     if (rc == 0 && total)
         rc = ranks_gatherv(mine, nmine, *hold ? (*hold)->scratch : NULL, counts, err);
@@ -571,6 +560,98 @@ static int add_object_buffers(command_ctx *ctx, object *obj, const char *prefix,
     return 0;
 }
 
+/* The run of consecutive rows at entry *i of `rows` (n entries): its first row and its length;
+ * *i moves past it. */
+static uint64_t next_run(const h5ark_value *rows, size_t n, size_t *i, uint64_t *first) {
+    uint64_t next;
+    *first = 0;
+    h5ark_value_to_uint64(h5ark_value_at(rows, *i), first);
+    size_t j = *i + 1;
+    while (j < n && h5ark_value_to_uint64(h5ark_value_at(rows, j), &next) &&
+           next == *first + (j - *i))
+        j++;
+    uint64_t len = j - *i;
+    *i = j;
+    return len;
+}
+
+/* With several ranks: the rows' elements (runs of `width` elements) as reply spans on rank 0,
+ * in the order given. Every rank sends rank 0 its pieces of the runs, in that order, as one
+ * stream; rank 0 takes its own pieces from shard memory and each other rank's from where its
+ * stream arrived, so the reply is the one R = 1 gives. */
+static int add_rows_ranks(command_ctx *ctx, const darray *a, const h5ark_value *rows, size_t n,
+                          uint64_t width, h5ark_error *err) {
+    int R = ranks_count(), rc = 0;
+    bool zero = ranks_self() == 0;
+    uint64_t *counts = calloc((size_t)R, sizeof *counts);
+    uint64_t *cursor = calloc((size_t)R, sizeof *cursor);
+    h5ark_span *mine = NULL;
+    size_t nmine = 0, room = 0;
+    if (!counts || !cursor) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    /* each piece: a run's part within one shard; rank 0 sends none (it replies from its own) */
+    for (size_t i = 0; rc == 0 && i < n;) {
+        uint64_t first, len = next_run(rows, n, &i, &first);
+        uint64_t from = first * width, to = (first + len) * width;
+        for (int b = 0; rc == 0 && b < a->nshards; b++) {
+            const shard *sh = &a->shards[b];
+            uint64_t lo = from > sh->start ? from : sh->start;
+            uint64_t hi = to < sh->start + sh->count ? to : sh->start + sh->count;
+            if (lo >= hi) continue;
+            int r = locales_rank_of(b);
+            if (r == 0) continue;
+            counts[r] += (hi - lo) * a->itemsize;
+            if (!locales_is_local(b)) continue;
+            if (nmine == room) {
+                room = room ? 2 * room : 64;
+                h5ark_span *more = realloc(mine, room * sizeof *mine);
+                if (!more) {
+                    rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+                    break;
+                }
+                mine = more;
+            }
+            mine[nmine++] = (h5ark_span){(const char *)sh->data + (lo - sh->start) * a->itemsize,
+                                         (hi - lo) * a->itemsize};
+        }
+    }
+    uint64_t remote = 0;
+    for (int r = 1; counts && r < R; r++) {
+        cursor[r] = remote; /* where rank r's stream starts in the scratch */
+        remote += counts[r];
+    }
+    object *hold = NULL;
+    if (rc == 0 && zero && remote) rc = hold_scratch(a, remote, &hold, err);
+    rc = ranks_agree(rc, err);
+    if (rc == 0 && remote)
+        rc = ranks_gatherv(mine, nmine, hold ? hold->scratch : NULL, counts, err);
+    for (size_t i = 0; rc == 0 && zero && i < n;) {
+        uint64_t first, len = next_run(rows, n, &i, &first);
+        uint64_t from = first * width, to = (first + len) * width;
+        for (int b = 0; rc == 0 && b < a->nshards; b++) {
+            const shard *sh = &a->shards[b];
+            uint64_t lo = from > sh->start ? from : sh->start;
+            uint64_t hi = to < sh->start + sh->count ? to : sh->start + sh->count;
+            if (lo >= hi) continue;
+            uint64_t bytes = (hi - lo) * a->itemsize;
+            int r = locales_rank_of(b);
+            if (r == 0) {
+                rc = reply_buffer_span(ctx, (const char *)sh->data + (lo - sh->start) * a->itemsize,
+                                       bytes, err);
+            } else {
+                rc = reply_buffer_span(ctx, (const char *)hold->scratch + cursor[r], bytes, err);
+                cursor[r] += bytes;
+            }
+        }
+    }
+    /* the scratch must outlive the reply */
+    if (rc == 0 && hold) rc = reply_hold(ctx, hold, err);
+    object_release(hold);
+    free(counts);
+    free(cursor);
+    free(mine);
+    return rc;
+}
+
 /* get with `rows`: those rows of a pdarray (elements) or an arrayview (first-axis rows), in
  * the order given, sent straight from the shards (a run of consecutive rows is one span). */
 static int get_rows(command_ctx *ctx, object *obj, const char *name, uint64_t width, uint64_t nrows,
@@ -583,7 +664,6 @@ static int get_rows(command_ctx *ctx, object *obj, const char *name, uint64_t wi
                           h5ark_objtype_name(obj->objtype));
     if (arg_value(ctx, "start") || arg_value(ctx, "stop"))
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "get: give 'rows' or 'start'/'stop', not both");
-    if (ranks_count() > 1) return ranks_not_yet(err, "get with 'rows'");
     size_t n = h5ark_value_len(rows);
     for (size_t i = 0; i < n; i++) {
         uint64_t r = 0;
@@ -598,15 +678,10 @@ static int get_rows(command_ctx *ctx, object *obj, const char *name, uint64_t wi
         reply_set(ctx, "rows", h5ark_value_uint(n), err) ||
         reply_buffer_begin(ctx, "values", n * width * obj->values->itemsize, obj, err))
         return -1;
+    if (ranks_count() > 1) return add_rows_ranks(ctx, obj->values, rows, n, width, err);
     for (size_t i = 0; i < n;) {
-        uint64_t first = 0, next;
-        h5ark_value_to_uint64(h5ark_value_at(rows, i), &first);
-        size_t j = i + 1;
-        while (j < n && h5ark_value_to_uint64(h5ark_value_at(rows, j), &next) &&
-               next == first + (j - i))
-            j++;
-        if (add_spans(ctx, obj->values, first * width, (first + (j - i)) * width, err)) return -1;
-        i = j;
+        uint64_t first, len = next_run(rows, n, &i, &first);
+        if (add_spans(ctx, obj->values, first * width, (first + len) * width, err)) return -1;
     }
     return 0;
 }

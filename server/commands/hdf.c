@@ -12,6 +12,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* tohdf in ExeTera's format. Several ranks: HDF5 is serial and ExeTera's fields are written
+ * row after row, so rank 0 writes the file alone, from the objects gathered to it. */
+static int exetera_write(command_ctx *ctx, storage_item *items, size_t n, storage_mode mode,
+                         h5ark_value *files, h5ark_error *err) {
+    int rc = 0;
+    object **whole = NULL, **own = NULL;
+    if (ranks_count() > 1) {
+        whole = calloc(n ? n : 1, sizeof *whole);
+        own = calloc(n ? n : 1, sizeof *own);
+        if (!whole || !own) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        rc = ranks_agree(rc, err);
+        for (size_t i = 0; rc == 0 && i < n; i++) {
+            own[i] = items[i].obj;
+            rc = object_gather_whole(own[i], &whole[i], err);
+            if (rc == 0 && whole[i]) items[i].obj = whole[i];
+        }
+    }
+    if (rc == 0 && ranks_self() == 0)
+        rc = storage_exetera_write(items, n, arg_str(ctx, "path", ""), arg_str(ctx, "group", "df"),
+                                   mode, files, ctx->warnings, err);
+    /* the caller releases the registry's objects */
+    for (size_t i = 0; whole && own && i < n; i++) {
+        if (own[i]) items[i].obj = own[i];
+        object_whole_free(whole[i]);
+    }
+    free(whole);
+    free(own);
+    return rc;
+}
+
 static int cmd_tohdf(command_ctx *ctx, h5ark_error *err) {
     const h5ark_value *names = arg_value(ctx, "names");
     const h5ark_value *datasets = arg_value(ctx, "datasets");
@@ -62,7 +92,6 @@ static int cmd_tohdf(command_ctx *ctx, h5ark_error *err) {
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
                           "tohdf: 'group', 'fieldtype' and 'fieldtypes' need format exetera");
     }
-    if (exetera && ranks_count() > 1) return ranks_not_yet(err, "tohdf with format exetera");
     const h5ark_value *fieldtypes = arg_value(ctx, "fieldtypes");
     if (fieldtypes && arg_value(ctx, "fieldtype"))
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
@@ -158,8 +187,7 @@ static int cmd_tohdf(command_ctx *ctx, h5ark_error *err) {
             const char *ft = fieldtypes ? h5ark_value_at(fieldtypes, i)->as.s.ptr : all;
             items[i].fieldtype = ft && *ft ? ft : NULL;
         }
-        rc = storage_exetera_write(items, n, arg_str(ctx, "path", ""), arg_str(ctx, "group", "df"),
-                                   mode, files, ctx->warnings, err);
+        rc = exetera_write(ctx, items, n, mode, files, err);
     } else
         rc = storage_write_ex(items, n, arg_str(ctx, "path", ""), mode, file_type, &wopts, files,
                               ctx->warnings, err);
@@ -354,8 +382,13 @@ static int cmd_writepart(command_ctx *ctx, h5ark_error *err) {
     if (!obj) return -1;
     int64_t rows = 0;
     const char *path = arg_str(ctx, "path", ""), *field = arg_str(ctx, "field", "");
-    int rc =
-        storage_exetera_part(path, field, obj, name, arg_str(ctx, "fieldtype", NULL), &rows, err);
+    /* several ranks: rank 0 writes the part alone, from the object gathered to it */
+    object *whole = NULL;
+    int rc = ranks_count() > 1 ? object_gather_whole(obj, &whole, err) : 0;
+    if (rc == 0 && ranks_self() == 0)
+        rc = storage_exetera_part(path, field, whole ? whole : obj, name,
+                                  arg_str(ctx, "fieldtype", NULL), &rows, err);
+    object_whole_free(whole);
     object_release(obj);
     if (rc == 0) rc = reply_set(ctx, "field", h5ark_value_str(field), err);
     if (rc == 0) rc = reply_set(ctx, "rows", h5ark_value_int(rows), err);
@@ -415,7 +448,12 @@ const command_def hdf_commands[] = {
       {"field", ARG_STR, true},
       {"name", ARG_STR, true},
       {"fieldtype", ARG_STR, false},
-      {0}}},
-    {"complete", cmd_complete, {{"path", ARG_STR, true}, {"field", ARG_STR, true}, {0}}},
+      {0}},
+     .ranks = RANKS_EVERY},
+    /* complete marks a field in a file and touches no object: rank 0 alone */
+    {"complete",
+     cmd_complete,
+     {{"path", ARG_STR, true}, {"field", ARG_STR, true}, {0}},
+     .ranks = RANKS_ZERO},
     {0},
 };

@@ -309,3 +309,132 @@ h5ark_value *object_describe_as(const object *obj, const char *name) {
 h5ark_value *object_describe(const object *obj) {
     return object_describe_as(obj, obj->name);
 }
+
+/* ---- an object whole on rank 0 -------------------------------------------------------- */
+
+/* A darray of object_gather_whole: a copy whose other ranks' shards point into buf. */
+typedef struct {
+    darray a;
+    void *buf;
+} whole_darray;
+
+static void whole_darray_free(darray *a) {
+    if (!a) return;
+    whole_darray *w = (whole_darray *)a;
+    free(w->buf);
+    registry_unreserve(a->reserved);
+    free(a->shards);
+    free(w);
+}
+
+/* Every rank: the other ranks' shards of a gathered to rank 0, into *out there (a copy of a
+ * sharing rank 0's own shards). */
+static int gather_darray(const darray *a, darray **out, h5ark_error *err) {
+    int R = ranks_count(), rc = 0;
+    bool zero = ranks_self() == 0;
+    uint64_t *counts = calloc((size_t)R, sizeof *counts);
+    h5ark_span *mine = calloc((size_t)a->nshards + 1, sizeof *mine);
+    size_t nmine = 0;
+    whole_darray *w = NULL;
+    if (!counts || !mine) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    uint64_t remote = 0;
+    for (int b = 0; rc == 0 && b < a->nshards; b++) {
+        uint64_t bytes = a->shards[b].count * a->itemsize;
+        int r = locales_rank_of(b);
+        if (r == 0) continue;
+        counts[r] += bytes;
+        remote += bytes;
+        if (locales_is_local(b) && bytes) mine[nmine++] = (h5ark_span){a->shards[b].data, bytes};
+    }
+    if (rc == 0 && zero) {
+        w = calloc(1, sizeof *w);
+        if (!w || !(w->a.shards = malloc((size_t)a->nshards * sizeof *a->shards)) ||
+            !(w->buf = malloc(remote ? remote : 1)))
+            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank 0: out of memory gathering %llu bytes",
+                            (unsigned long long)remote);
+        else if ((rc = registry_reserve(remote, err)) == 0)
+            w->a.reserved = remote;
+    }
+    rc = ranks_agree(rc, err);
+    if (rc == 0 && remote) rc = ranks_gatherv(mine, nmine, w ? w->buf : NULL, counts, err);
+    if (rc == 0 && w) {
+        /* the ranks' shards are in shard order (a rank's locales are consecutive) */
+        w->a.dtype = a->dtype;
+        w->a.itemsize = a->itemsize;
+        w->a.size = a->size;
+        w->a.nshards = a->nshards;
+        uint64_t off = 0;
+        for (int b = 0; b < a->nshards; b++) {
+            w->a.shards[b] = a->shards[b];
+            if (locales_rank_of(b) == 0) continue;
+            w->a.shards[b].data = a->shards[b].count ? (char *)w->buf + off : NULL;
+            off += a->shards[b].count * a->itemsize;
+        }
+        *out = &w->a;
+        w = NULL;
+    }
+    if (w) {
+        free(w->a.shards);
+        free(w->buf);
+        registry_unreserve(w->a.reserved);
+        free(w);
+    }
+    free(counts);
+    free(mine);
+    return rc;
+}
+
+/* Every rank, in the same order: obj's darrays and components'; *out built on rank 0. */
+static int gather_object(const object *obj, object **out, h5ark_error *err) {
+    bool zero = ranks_self() == 0;
+    object *w = NULL;
+    int rc = 0;
+    if (zero) {
+        w = calloc(1, sizeof *w);
+        if (w) {
+            *w = *obj; /* the metadata, shared: the copy frees only what it made */
+            w->refs = 1;
+            w->values = w->segments = NULL;
+            w->components = NULL;
+            w->ncomponents = 0;
+            w->scratch = NULL;
+            w->scratch_reserved = 0;
+            if (obj->ncomponents &&
+                !(w->components = calloc(obj->ncomponents, sizeof *w->components)))
+                rc = -1;
+        }
+        if (!w || rc) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        *out = w;
+    }
+    rc = ranks_agree(rc, err);
+    if (rc == 0 && obj->values) rc = gather_darray(obj->values, w ? &w->values : NULL, err);
+    if (rc == 0 && obj->segments) rc = gather_darray(obj->segments, w ? &w->segments : NULL, err);
+    for (size_t i = 0; rc == 0 && i < obj->ncomponents; i++) {
+        rc = gather_object(obj->components[i].obj, w ? &w->components[i].obj : NULL, err);
+        if (w) {
+            w->components[i].name = obj->components[i].name;
+            w->ncomponents = i + 1;
+        }
+    }
+    return rc;
+}
+
+void object_whole_free(object *whole) {
+    if (!whole) return;
+    whole_darray_free(whole->values);
+    whole_darray_free(whole->segments);
+    for (size_t i = 0; i < whole->ncomponents; i++)
+        object_whole_free(whole->components[i].obj);
+    free(whole->components);
+    free(whole);
+}
+
+int object_gather_whole(const object *obj, object **whole, h5ark_error *err) {
+    *whole = NULL;
+    int rc = gather_object(obj, whole, err);
+    if (rc) {
+        object_whole_free(*whole);
+        *whole = NULL;
+    }
+    return rc;
+}

@@ -113,6 +113,14 @@ h5ark_value *object_describe(const object *obj);
 /* The same, under another name (a component reached by its path). */
 h5ark_value *object_describe_as(const object *obj, const char *name);
 
+/* Several ranks, every rank calling: a copy of obj on rank 0 (*whole; NULL elsewhere) whose
+ * every shard is readable there, for code that rank 0 runs alone over a whole object (a file
+ * format rank 0 writes by itself). Rank 0's own shards are shared, the other ranks' gathered
+ * (reserved against rank 0's --max-memory); the metadata is obj's, so obj must outlive it.
+ * Never published; free with object_whole_free. */
+int object_gather_whole(const object *obj, object **whole, h5ark_error *err);
+void object_whole_free(object *whole);
+
 /* Maximum number of elements of any object; larger sizes are refused before allocating
  * (a request for 2^62 elements is an absurd size, not an allocation to try). */
 #define OBJECT_MAX_ELEMENTS (UINT64_C(1) << 48)

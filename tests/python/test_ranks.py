@@ -272,8 +272,6 @@ def test_concurrent_requests(multi):
 
 @pytest.mark.parametrize("cmd,args", [
     ("categorical", {"values": "x"}),
-    ("writepart", {"path": "w.h5", "field": "df/a", "name": "x"}),
-    ("complete", {"path": "w.h5", "field": "df/a"}),
 ])
 def test_not_converted_refused(multi, cmd, args):
     hdr, _ = call(multi.endpoint, cmd, args)
@@ -568,7 +566,10 @@ def h5_tree(path):
 
         def visit(name, obj):
             if isinstance(obj, h5py.Dataset):
-                out[name] = ("dataset", attrs(obj), str(obj.dtype), obj.shape, obj[()].tobytes(),
+                data = obj[()]
+                # variable-length strings: their values, not the pointers h5py gives
+                data = data.tolist() if data.dtype == object else data.tobytes()
+                out[name] = ("dataset", attrs(obj), str(obj.dtype), obj.shape, data,
                              stored_chunks(obj))
             else:
                 out[name] = ("group", attrs(obj))
@@ -682,13 +683,82 @@ def test_repack_matches_one_rank(multi, single):
     assert not hdr["ok"] and hdr["error"]["code"] == "not_found", hdr
 
 
-def test_tohdf_other_kinds_refused(multi):
-    seg = ok(multi.endpoint, "create", {"dtype": "int64", "size": 2})[0]["object"]["name"]
-    hdr, _ = call(multi.endpoint, "tohdf", {"names": [seg], "path": "c.h5",
-                                            "format": "exetera"})
-    assert hdr["error"]["message"].startswith(
-        "not available on several ranks yet: tohdf with format exetera")
-    assert not (multi.tmp / "data" / "c.h5").exists()
+def test_tohdf_exetera_matches_one_rank(multi, single):
+    """tohdf in ExeTera's format: the objects gathered to rank 0, which writes the file as
+    one rank does (numbers, strings indexed and fixed, a categorical, a dataframe, then
+    appending and updating fields); its errors are one rank's."""
+    words = ["w%d" % (i * 3) for i in range(300)] + ["", "é" * 9]
+    out = []
+    for d in (multi, single):
+        names = make_objects(d.endpoint, words)
+        codes = np.random.default_rng(9).integers(0, 3, len(words))
+        ok(d.endpoint, "put", {"dtype": "int64", "shape": [len(codes)], "name": "xc"},
+           [{"name": "values", "nbytes": codes.nbytes}], [codes.tobytes()])
+        put_strings(d.endpoint, ["lo", "mid", "hi"], "xk")
+        ok(d.endpoint, "categorical", {"codes": "xc", "categories": "xk", "name": "xcat"})
+        put_strings(d.endpoint, words, "xs")
+        ok(d.endpoint, "dataframe", {"columns": ["xs", "xcat", "xc"], "name": "xdf"})
+        steps = [
+            {"names": [names["L"], names["u"], names["s"], names["t"], "xcat"],
+             "datasets": ["L", "u", "s", "t", "c"],
+             "fieldtypes": ["", "", "", "fixedstring,4", ""]},
+            {"names": [names["i"]], "datasets": ["i"], "mode": "append"},
+            {"names": [names["f"]], "datasets": ["L"], "mode": "update"},
+            {"names": ["xdf"], "group": "frame", "mode": "append"},
+        ]
+        replies = [ok(d.endpoint, "tohdf", {"path": "ex.h5", "format": "exetera", **st})[0]
+                   for st in steps]
+        # the wrong fieldtype for a pdarray: the file is left as it was
+        err = call(d.endpoint, "tohdf", {"names": [names["i"]], "datasets": ["z"],
+                                         "path": "ex.h5", "format": "exetera",
+                                         "mode": "append",
+                                         "fieldtype": "indexedstring"})[0]["error"]
+        err["message"] = err["message"].replace(names["i"], "I")
+        out.append((replies, err, h5_tree(d.tmp / "data" / "ex.h5")))
+        for n in ("xdf", "xcat", "xc", "xk", "xs"):
+            ok(d.endpoint, "delete", {"names": [n]})
+    assert out[0][0] == out[1][0]
+    assert out[0][1] == out[1][1] and out[0][1]["code"] == "type_error"
+    assert out[0][2] == out[1][2]
+    assert "df/L/values" in out[0][2] and "frame/xcat/values" in out[0][2], list(out[0][2])
+
+
+def test_exetera_parts_match_one_rank(multi, single):
+    """writepart gathers the part to rank 0, which writes it; complete is rank 0's alone:
+    the files are those one rank writes, part by part (numbers over every rank, strings,
+    a categorical), and the errors are its errors."""
+    words = ["w%d" % (i * 7) for i in range(400)] + ["", "ü" * 30]
+    out = []
+    for d in (multi, single):
+        names = make_objects(d.endpoint, words)
+        codes = np.random.default_rng(5).integers(0, 3, 500)
+        ok(d.endpoint, "put", {"dtype": "int64", "shape": [len(codes)], "name": "pc"},
+           [{"name": "values", "nbytes": codes.nbytes}], [codes.tobytes()])
+        put_strings(d.endpoint, ["lo", "mid", "hi"], "pk")
+        ok(d.endpoint, "categorical", {"codes": "pc", "categories": "pk", "name": "pcat"})
+        replies = []
+        for field, name in [("df/n", names["L"]), ("df/n", names["i"]),
+                            ("df/s", names["s"]), ("df/s", names["t"]), ("df/c", "pcat"),
+                            ("df/c", "pcat"), ("df/f", names["u"])]:
+            replies.append(ok(d.endpoint, "writepart", {"path": "parts.h5", "field": field,
+                                                        "name": name})[0])
+        for field in ("df/n", "df/s", "df/c"):
+            replies.append(ok(d.endpoint, "complete", {"path": "parts.h5",
+                                                       "field": field})[0])
+        # a part of another type, and a field that is not there: the same errors
+        errs = [call(d.endpoint, "writepart", {"path": "parts.h5", "field": "df/n",
+                                               "name": names["s"]})[0]["error"],
+                call(d.endpoint, "complete", {"path": "parts.h5",
+                                              "field": "df/none"})[0]["error"]]
+        for e in errs:
+            e["message"] = e["message"].replace(names["s"], "S")
+        out.append((replies, errs, h5_tree(d.tmp / "data" / "parts.h5")))
+        for n in ("pc", "pk", "pcat"):
+            ok(d.endpoint, "delete", {"names": [n]})
+    assert out[0][0] == out[1][0]
+    assert out[0][1] == out[1][1]
+    assert out[0][2] == out[1][2]
+    assert out[0][0][0]["rows"] == 300001 and out[0][1][0]["code"] == "type_error"
 
 
 @pytest.fixture(scope="module")
@@ -1500,17 +1570,57 @@ def test_killed_rank_stops_job_with_clear_error(victim):
 
 
 def test_pack_refused(multi):
-    """pack and get with `rows` are not rank-aware yet: refused, nothing made."""
+    """pack is not rank-aware yet: refused, nothing made."""
     before = ok(multi.endpoint, "info", {})[0]["objects"]
     hdr, _ = call(multi.endpoint, "pack", {"data_schema": "a:\n  metadata: {ordering: 0}\n",
                                            "paths": ["x.h5"]})
     assert not hdr["ok"] and hdr["error"]["message"].startswith(
         "not available on several ranks yet: pack"), hdr
     assert ok(multi.endpoint, "info", {})[0]["objects"] == before
-    name = ok(multi.endpoint, "create", {"dtype": "int64", "size": 4})[0]["object"]["name"]
-    hdr, _ = call(multi.endpoint, "get", {"name": name, "rows": [1, 0]})
-    assert not hdr["ok"] and hdr["error"]["message"].startswith(
-        "not available on several ranks yet: get with 'rows'"), hdr
+
+
+def get_rows_of(endpoint, create_args, rows, reshape=None):
+    name = ok(endpoint, "create", create_args)[0]["object"]["name"]
+    if reshape:
+        name = ok(endpoint, "reshape", {"array": name, "shape": reshape})[0]["object"]["name"]
+    return call(endpoint, "get", {"name": name, "rows": rows})
+
+
+ROWS_CASES = [
+    # rows across every rank, out of order, repeated, runs crossing shard and rank bounds
+    ("pdarray", {"dtype": "int64", "fill": "arange", "stop": 1000}, None,
+     [999, 0, 500, 501, 502, 3, 3, 250, 251, 749, 750, 998, 1, 0]),
+    ("pdarray, one run over all", {"dtype": "float32", "fill": "uniform", "seed": 5,
+                                   "size": 777}, None, list(range(777))),
+    ("arrayview", {"dtype": "int16", "fill": "arange", "stop": 3 * 301}, [301, 3],
+     [300, 0, 150, 151, 75, 76, 77, 225, 0]),
+    ("bool", {"dtype": "bool", "fill": "ones", "size": 50}, None, [49, 0, 25]),
+    ("no rows", {"dtype": "int64", "fill": "zeros", "size": 10}, None, []),
+]
+
+
+@pytest.mark.parametrize("label,args,shape,rows", ROWS_CASES, ids=[c[0] for c in ROWS_CASES])
+def test_get_rows_matches_one_rank(multi, single, label, args, shape, rows):
+    """get with `rows` gathers each rank's pieces to rank 0 in the order given: the same
+    reply as one rank's."""
+    got_hdr, got = get_rows_of(multi.endpoint, args, rows, shape)
+    want_hdr, want = get_rows_of(single.endpoint, args, rows, shape)
+    assert got_hdr["ok"] and want_hdr["ok"], (got_hdr, want_hdr)
+    assert got_hdr["result"]["rows"] == want_hdr["result"]["rows"] == len(rows)
+    assert b"".join(bytes(f) for f in got) == b"".join(bytes(f) for f in want)
+    if label == "pdarray":
+        np.testing.assert_array_equal(values(got, "i8"), rows)
+
+
+def test_get_rows_bad_at_several_ranks(multi, single):
+    """A row out of range is refused as at one rank, and the daemon goes on."""
+    args = {"dtype": "int64", "fill": "arange", "stop": 10, "name": "rows_bad"}
+    got, _ = get_rows_of(multi.endpoint, args, [1, 10])
+    want, _ = get_rows_of(single.endpoint, args, [1, 10])
+    assert not got["ok"] and got["error"] == want["error"], (got, want)
+    assert call(multi.endpoint, "ping")[0]["ok"]
+    for ep in (multi.endpoint, single.endpoint):
+        ok(ep, "delete", {"names": ["rows_bad"]})
 
 
 def test_http_gateway_at_several_ranks():
@@ -1672,3 +1782,29 @@ def test_awkward_matches_one_rank(multi, single):
         got, _ = ok(multi.endpoint, "readhdf", {"paths": [path], "datasets": cases})
         want, _ = ok(single.endpoint, "readhdf", {"paths": [path], "datasets": cases})
         same_awkward(got, want, multi.endpoint, single.endpoint)
+
+
+def test_gather_to_rank0_within_max_memory():
+    """writepart and tohdf exetera hold the other ranks' shards on rank 0: past its
+    --max-memory that is resource_limit, no file is written, and the daemon goes on."""
+    if not mpi_build():
+        pytest.skip("h5arkd was built without MPI")
+    d = MpiDaemon(2, extra_args=["--max-memory", str(1200 * 1024)])
+    try:
+        n = 200000  # 1.6 MB of int64: 0.8 MB on each rank, 1.6 MB on rank 0 gathered
+        name = ok(d.endpoint, "create", {"dtype": "int64", "fill": "arange", "stop": n})[0][
+            "object"]["name"]
+        for cmd, args in [("writepart", {"path": "m.h5", "field": "df/n", "name": name}),
+                          ("tohdf", {"names": [name], "path": "m.h5", "format": "exetera"})]:
+            hdr, _ = call(d.endpoint, cmd, args)
+            assert not hdr["ok"] and hdr["error"]["code"] == "resource_limit", hdr
+            assert not (d.tmp / "data" / "m.h5").exists()
+        # within the limit it is written, and memory was given back
+        small = ok(d.endpoint, "create", {"dtype": "int64", "fill": "arange",
+                                          "stop": 1000})[0]["object"]["name"]
+        assert ok(d.endpoint, "writepart", {"path": "m.h5", "field": "df/n",
+                                            "name": small})[0]["rows"] == 1000
+        ok(d.endpoint, "delete", {"names": [name, small]})
+        assert ok(d.endpoint, "getconfig")[0]["memory_used"] == 0
+    finally:
+        d.cleanup()
