@@ -354,7 +354,7 @@ int dispatch_call(const request *req, const char *name, const h5ark_value *args,
                   const h5ark_value *buffers, dispatch_result *out, h5ark_error *err) {
     memset(out, 0, sizeof *out);
     const command_def *cmd = command_find(name);
-    if (!cmd) return h5ark_fail(err, H5ARK_INTERNAL, "no command '%s'", name);
+    if (!cmd || cmd->internal) return h5ark_fail(err, H5ARK_INTERNAL, "no command '%s'", name);
     h5ark_buffer_list list = {0};
     command_ctx ctx = {0};
     int rc = -1;
@@ -424,6 +424,7 @@ void dispatch_handle(request *req, reply *out) {
     if (check_header(h, req->decode_error, &err)) goto fail;
     const char *name = h5ark_value_get(h, "cmd")->as.s.ptr;
     cmd = command_find(name);
+    if (cmd && cmd->internal && !req->forwarded_seq) cmd = NULL;
     if (!req->forwarded_seq && check_token(h, cmd, &err))
         goto fail; /* before revealing which commands exist */
     if (!cmd) {
@@ -496,7 +497,7 @@ done:
 const char *dispatch_command_name(size_t i) {
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
         for (const command_def *c = families[f]; c->name; c++)
-            if (i-- == 0) return c->name;
+            if (!c->internal && i-- == 0) return c->name;
     return NULL;
 }
 

@@ -53,6 +53,9 @@ typedef struct {
     /* Creates and changes nothing (no object, no file): allowed with a read token. */
     bool read_only;
     ranks_mode ranks;
+    /* No client command: only run as forwarded by rank 0 for a front end's own collective
+     * call (the HTTP gateway's reads); a client asking for it gets unknown_command. */
+    bool internal;
 } command_def;
 
 /* One request being handled, and the reply it builds. */

@@ -9,6 +9,7 @@
 #include "objects/object.h"
 #include "objects/strings.h"
 #include "ranks.h"
+#include "ranks_serve.h"
 #include "storage/files.h"
 #include "storage/sandbox.h"
 #include "storage/storage.h"
@@ -1077,21 +1078,44 @@ static int check_size(const target *t, const selection *sel, uint64_t itemsize, 
     return 0;
 }
 
+/* The header rank 0 forwards for the gateway's read at several ranks (gateway_read). */
+static h5ark_value *read_header(const target *t, uint64_t lo, uint64_t hi) {
+    h5ark_value *h = h5ark_value_map(), *args = h5ark_value_map();
+    h5ark_value_set(h, "v", h5ark_value_uint(H5ARK_PROTOCOL_VERSION));
+    h5ark_value_set(h, "cmd", h5ark_value_str("gateway_read"));
+    h5ark_value_set(args, "path", h5ark_value_str(t->abs));
+    h5ark_value_set(args, "dataset", h5ark_value_str(t->path + 1));
+    h5ark_value_set(args, "start", h5ark_value_uint(lo));
+    h5ark_value_set(args, "stop", h5ark_value_uint(hi));
+    if (h5ark_value_len(args) != 4 || h5ark_value_set(h, "args", args) != 0)
+        h5ark_value_destroy(&args);
+    if (h5ark_value_len(h) != 3) h5ark_value_destroy(&h);
+    return h;
+}
+
 /* Rows [lo, hi) of the dataset, read through the storage layer as readhdf reads them, and
- * checked to be the array the listing describes (rows of `row` elements). */
+ * checked to be the array the listing describes (rows of `row` elements). At several ranks
+ * every rank reads its part, as a request that runs everywhere, and rank 0 gathers them
+ * (*whole, which the answer is made from). */
 static object *read_rows(const target *t, uint64_t lo, uint64_t hi, uint64_t row,
-                         storage_read_item **items, size_t *nitems, h5ark_error *err) {
-    storage_read_options opts = {.strict_types = true, .ranged = true, .start = lo, .stop = hi};
-    char *files[1] = {(char *)t->abs};
-    const char *name = t->path + 1;
-    h5ark_value *file_errors = h5ark_value_array(), *warnings = h5ark_value_array();
-    int rc = file_errors && warnings ? storage_read(files, 1, &name, 1, &opts, items, nitems,
-                                                    file_errors, warnings, err)
-                                     : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    h5ark_value_destroy(&file_errors);
-    h5ark_value_destroy(&warnings);
+                         storage_read_item **items, size_t *nitems, object **whole,
+                         h5ark_error *err) {
+    int rc;
+    if (ranks_count() > 1) {
+        h5ark_value *h = read_header(t, lo, hi);
+        uint64_t seq = 0;
+        rc = !h ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory")
+                : ranks_serve_begin("gateway_read", RANKS_EVERY, h, &seq, err);
+        h5ark_value_destroy(&h);
+        if (rc == 0) {
+            rc = storage_read_rows(t->abs, t->path + 1, lo, hi, items, nitems, whole, err);
+            ranks_serve_end(seq, &rc, err);
+        }
+    } else {
+        rc = storage_read_rows(t->abs, t->path + 1, lo, hi, items, nitems, whole, err);
+    }
     if (rc) return NULL;
-    object *obj = *nitems == 1 ? (*items)[0].obj : NULL;
+    object *obj = *whole ? *whole : *nitems == 1 ? (*items)[0].obj : NULL;
     bool fits = false;
     if (obj && obj->objtype == H5ARK_CATEGORICAL)
         fits = obj->size == hi - lo && object_component_get(obj, "codes") &&
@@ -1112,6 +1136,7 @@ static void data(const http_request *req, http_response *out, h5ark_error *err) 
     target t = {0};
     storage_read_item *items = NULL;
     size_t nitems = 0;
+    object *whole = NULL;
     buf b = {0};
     char *values = NULL;
     const char *format = http_query(req, "format"), *dtype = http_query(req, "dtype");
@@ -1127,10 +1152,6 @@ static void data(const http_request *req, http_response *out, h5ark_error *err) 
     /* every type the daemon reads is one h5grove's "safe" conversion keeps */
     if (dtype && strcmp(dtype, "origin") != 0 && strcmp(dtype, "safe") != 0) {
         h5ark_fail(err, H5ARK_BAD_REQUEST, "dtype '%s': origin or safe", dtype);
-        goto fail;
-    }
-    if (ranks_count() > 1) {
-        ranks_not_yet(err, "the HTTP gateway's /data/");
         goto fail;
     }
     if (open_target(req, &t, err)) goto fail;
@@ -1165,7 +1186,7 @@ static void data(const http_request *req, http_response *out, h5ark_error *err) 
     if (check_size(&t, &sel, strings ? 0 : h5ark_dtype_size(listed), hi - lo, row, json, err))
         goto fail;
     object *obj = NULL;
-    if (total > 0 && !(obj = read_rows(&t, lo, hi, row, &items, &nitems, err))) goto fail;
+    if (total > 0 && !(obj = read_rows(&t, lo, hi, row, &items, &nitems, &whole, err))) goto fail;
     elements el = {.sel = &sel, .lo = lo};
     if (!obj && strings) {
         put_json_elements(&b, &sel, flatten, string_elem, &el);
@@ -1204,6 +1225,7 @@ fail:
 done:
     free(b.p);
     free(values);
+    object_whole_free(whole);
     storage_read_items_free(items, nitems);
     tree_release(t.tree);
 }

@@ -344,6 +344,21 @@ out:
     return rc;
 }
 
+/* The HTTP gateway's read at several ranks, on a rank > 0: the rows rank 0 reads, this rank's
+ * part of them read and sent to rank 0 (storage_read_rows), nothing kept. The path is
+ * rank 0's, already resolved in the data directory. */
+static int cmd_gateway_read(command_ctx *ctx, h5ark_error *err) {
+    storage_read_item *items = NULL;
+    size_t nitems = 0;
+    object *whole = NULL;
+    int rc = storage_read_rows(arg_str(ctx, "path", ""), arg_str(ctx, "dataset", ""),
+                               arg_uint(ctx, "start", 0), arg_uint(ctx, "stop", 0), &items, &nitems,
+                               &whole, err);
+    object_whole_free(whole);
+    storage_read_items_free(items, nitems);
+    return rc;
+}
+
 static int cmd_lshdf(command_ctx *ctx, h5ark_error *err) {
     char abs[PATH_MAX];
     if (files_resolve(arg_str(ctx, "path", ""), false, abs, err)) return -1;
@@ -435,6 +450,16 @@ const command_def hdf_commands[] = {
       {"stop", ARG_UINT, false},
       {0}},
      .ranks = RANKS_EVERY},
+    {"gateway_read",
+     cmd_gateway_read,
+     {{"path", ARG_STR, true},
+      {"dataset", ARG_STR, true},
+      {"start", ARG_UINT, true},
+      {"stop", ARG_UINT, true},
+      {0}},
+     .read_only = true,
+     .ranks = RANKS_EVERY,
+     .internal = true},
     /* lshdf reads a file in a probe and no object: rank 0 alone */
     {"lshdf",
      cmd_lshdf,

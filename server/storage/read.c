@@ -184,3 +184,22 @@ int storage_read(char *const *paths, size_t npaths, const char *const *datasets,
     twin_readers_leave();
     return rc;
 }
+
+int storage_read_rows(const char *abs_path, const char *dataset, uint64_t start, uint64_t stop,
+                      storage_read_item **items, size_t *nitems, object **whole, h5ark_error *err) {
+    storage_read_options opts = {
+        .strict_types = true, .ranged = true, .start = start, .stop = stop};
+    char *files[1] = {(char *)abs_path};
+    *whole = NULL;
+    h5ark_value *file_errors = h5ark_value_array(), *warnings = h5ark_value_array();
+    int rc = file_errors && warnings ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (ranks_count() > 1) rc = ranks_agree(rc, err);
+    if (rc == 0)
+        rc = storage_read(files, 1, &dataset, 1, &opts, items, nitems, file_errors, warnings, err);
+    h5ark_value_destroy(&file_errors);
+    h5ark_value_destroy(&warnings);
+    /* every rank read the same item (or failed together): gather it to rank 0 */
+    if (rc == 0 && ranks_count() > 1 && *nitems == 1)
+        rc = object_gather_whole((*items)[0].obj, whole, err);
+    return rc;
+}

@@ -108,6 +108,15 @@ int storage_read(char *const *paths, size_t npaths, const char *const *datasets,
                  h5ark_value *file_errors, h5ark_value *warnings, h5ark_error *err);
 void storage_read_items_free(storage_read_item *items, size_t nitems);
 
+/* Rows [start, stop) of one dataset of the file at `abs_path`, read as a strict-typed
+ * ranged readhdf reads them into *items (never published). At several ranks every rank
+ * calls it in the same call, and rank 0 also gets *whole, the object with every shard
+ * readable there (object_gather_whole; NULL elsewhere and at one rank, free it with
+ * object_whole_free before the items): for a reader that rank 0 runs alone (the HTTP
+ * gateway). */
+int storage_read_rows(const char *abs_path, const char *dataset, uint64_t start, uint64_t stop,
+                      storage_read_item **items, size_t *nitems, object **whole, h5ark_error *err);
+
 /* lshdf: append one entry per group/dataset of the file at `abs_path` (top level, or the
  * whole tree when recursive) to `entries`: {name, path, kind, objtype, dtype, shape,
  * attrs}. */

@@ -1624,32 +1624,63 @@ def test_get_rows_bad_at_several_ranks(multi, single):
 
 
 def test_http_gateway_at_several_ranks():
-    """Rank 0 serves the HTTP gateway: metadata as at one rank; values are not yet read
-    at several ranks, and say so (501) rather than answer wrong."""
+    """Rank 0 serves the HTTP gateway: metadata as at one rank, and /data/ reads values
+    spread over every rank's locales (each rank reads its part, rank 0 gathers them) that
+    are the file's, as at one rank; a bad read is an error and the ranks go on."""
     if not mpi_build():
         pytest.skip("h5arkd was built without MPI")
+    import io
     import json
     import socket
     import urllib.error
+    import urllib.parse
     import urllib.request
     import h5py
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     d = MpiDaemon(2, extra_args=["--http-endpoint", f"127.0.0.1:{port}"])
+    base = f"http://127.0.0.1:{port}"
+
+    def get(route, **q):
+        url = f"{base}{route}?{urllib.parse.urlencode(q)}"
+        with urllib.request.urlopen(url, timeout=60) as r:
+            return r.read()
+
     try:
+        rng = np.random.default_rng(5)
+        x = np.arange(7, dtype=np.int32)
+        big = rng.standard_normal(10_001)
+        grid = np.arange(97 * 5, dtype=np.int64).reshape(97, 5)
+        words = [f"w{i}" * (i % 4) for i in range(41)]
         with h5py.File(d.tmp / "data" / "g.h5", "w") as f:
-            f["x"] = np.arange(7, dtype=np.int32)
-        base = f"http://127.0.0.1:{port}"
-        with urllib.request.urlopen(f"{base}/meta/?file=g.h5&path=/x", timeout=30) as r:
-            meta = json.loads(r.read())
+            f["x"] = x
+            f["big"] = big
+            f["grid"] = grid
+            f["words"] = np.array(words, dtype=h5py.string_dtype())
+        meta = json.loads(get("/meta/", file="g.h5", path="/x"))
         assert meta["kind"] == "dataset" and meta["shape"] == [7]
+        assert json.loads(get("/data/", file="g.h5", path="/x")) == x.tolist()
+        got = np.frombuffer(get("/data/", file="g.h5", path="/big", format="bin"), np.float64)
+        np.testing.assert_array_equal(got, big)
+        got = np.load(io.BytesIO(get("/data/", file="g.h5", path="/big", format="npy",
+                                     selection="4990:5020:3")))
+        np.testing.assert_array_equal(got, big[4990:5020:3])
+        assert json.loads(get("/data/", file="g.h5", path="/grid",
+                              selection="40:60:7,1:4")) == grid[40:60:7, 1:4].tolist()
+        assert json.loads(get("/data/", file="g.h5", path="/words")) == words
+        assert json.loads(get("/data/", file="g.h5", path="/words",
+                              selection="15:30")) == words[15:30]
         with pytest.raises(urllib.error.HTTPError) as e:
-            urllib.request.urlopen(f"{base}/data/?file=g.h5&path=/x", timeout=30)
-        assert e.value.code == 501
-        assert "not available on several ranks yet" in json.loads(e.value.read())["message"]
+            get("/data/", file="g.h5", path="/nothing")
+        assert e.value.code == 404
+        # a client cannot call the ranks' internal read
+        hdr, _ = call(d.endpoint, "gateway_read", {"path": str(d.tmp / "data" / "g.h5"),
+                                                  "dataset": "x", "start": 0, "stop": 7})
+        assert hdr["error"]["code"] == "unknown_command"
         hdr, _ = call(d.endpoint, "getconfig")
         assert hdr["result"]["http_endpoint"] == f"127.0.0.1:{port}"
+        assert hdr["result"]["memory_used"] == 0  # nothing kept after the answers
         assert d.stop() == 0
     finally:
         d.cleanup()
