@@ -58,6 +58,14 @@ static void *control_router;
 static pthread_t control_thread;
 static bool control_running;
 static atomic_bool stop_workers;
+/* Rank 0's calls forwarded and not ended: the HTTP gateway's reads may still run after the
+ * router has stopped, so stopping waits for them and refuses new ones. */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t done;
+    unsigned running;
+    bool closed;
+} calls = {.lock = PTHREAD_MUTEX_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
 
 /* ranks > 0 */
 static void *worker_dealer;
@@ -407,6 +415,11 @@ int ranks_serve_start(void *zmq_context, h5ark_error *err) {
 
 void ranks_serve_stop(void) {
     if (!control_running) return;
+    pthread_mutex_lock(&calls.lock);
+    calls.closed = true;
+    while (calls.running)
+        pthread_cond_wait(&calls.done, &calls.lock);
+    pthread_mutex_unlock(&calls.lock);
     atomic_store(&stop_workers, true);
     pthread_join(control_thread, NULL);
     control_running = false;
@@ -579,6 +592,12 @@ int ranks_worker_run(h5ark_error *err) {
 
 /* ---- dispatch's hooks ---- */
 
+static void call_done(void) {
+    pthread_mutex_lock(&calls.lock);
+    if (--calls.running == 0) pthread_cond_broadcast(&calls.done);
+    pthread_mutex_unlock(&calls.lock);
+}
+
 /* Rank 0: the header as the other ranks need it (without the token: they do not check it). */
 static int forward(uint64_t seq, const h5ark_value *header, h5ark_error *err) {
     h5ark_value *copy = h5ark_value_map();
@@ -614,9 +633,15 @@ int ranks_serve_begin(const char *name, ranks_mode mode, const h5ark_value *head
         return 0;
     }
     if (*seq == 0) { /* rank 0: number it and send it to the others */
+        pthread_mutex_lock(&calls.lock);
+        bool closed = calls.closed;
+        if (!closed) calls.running++;
+        pthread_mutex_unlock(&calls.lock);
+        if (closed) return h5ark_fail(err, H5ARK_IO_ERROR, "the daemon is stopping");
         *seq = atomic_fetch_add(&next_seq, 1) + 1;
         if (forward(*seq, header, err)) {
             *seq = 0;
+            call_done();
             return -1;
         }
     }
@@ -628,5 +653,6 @@ int ranks_serve_end(uint64_t seq, int *rc, h5ark_error *err) {
     if (seq == 0) return 0;
     *rc = ranks_agree(*rc, err);
     ranks_call_leave();
+    if (ranks_self() == 0) call_done();
     return 0;
 }

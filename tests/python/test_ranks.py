@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -1639,7 +1640,8 @@ def test_http_gateway_at_several_ranks():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    d = MpiDaemon(2, extra_args=["--http-endpoint", f"127.0.0.1:{port}"])
+    d = MpiDaemon(2, env={"H5ARK_FAULTS": "1"},
+                  extra_args=["--http-endpoint", f"127.0.0.1:{port}"])
     base = f"http://127.0.0.1:{port}"
 
     def get(route, **q):
@@ -1681,7 +1683,16 @@ def test_http_gateway_at_several_ranks():
         hdr, _ = call(d.endpoint, "getconfig")
         assert hdr["result"]["http_endpoint"] == f"127.0.0.1:{port}"
         assert hdr["result"]["memory_used"] == 0  # nothing kept after the answers
+        # a shutdown during a read waits for it: the read is answered, every rank stops
+        assert call(d.endpoint, "fault", {"nth": 0, "delay_ms": 300})[0]["ok"]
+        got = []
+        reader = threading.Thread(target=lambda: got.append(
+            get("/data/", file="g.h5", path="/big", format="bin")))
+        reader.start()
+        time.sleep(0.1)
         assert d.stop() == 0
+        reader.join(60)
+        np.testing.assert_array_equal(np.frombuffer(got[0], np.float64), big)
     finally:
         d.cleanup()
 
