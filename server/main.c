@@ -41,6 +41,16 @@ config_t config;
  * never pays that, and one that works longer pays at most that against its own pause. */
 #define DEFAULT_IDLE_RELEASE 5.0
 
+/* An HTTP endpoint option's [HOST:]PORT, checked now so a typo stops the start. */
+static int check_http_address(const char *option, const char *arg) {
+    char host[256], port[8];
+    h5ark_error e;
+    if (http_parse_address(arg, "127.0.0.1", host, sizeof host, port, sizeof port, &e) == 0)
+        return 0;
+    fprintf(stderr, "h5arkd: %s %s\n", option, e.message);
+    return -1;
+}
+
 static void usage(FILE *out) {
     fprintf(out,
             "usage: h5arkd [options]\n"
@@ -359,26 +369,14 @@ static int configure(int argc, char **argv) {
                 return -1;
             }
             break;
-        case O_METRICS: {
-            char host[256], port[8];
-            h5ark_error e;
-            if (http_parse_address(optarg, "127.0.0.1", host, sizeof host, port, sizeof port, &e)) {
-                fprintf(stderr, "h5arkd: --metrics-endpoint %s\n", e.message);
-                return -1;
-            }
+        case O_METRICS:
+            if (check_http_address("--metrics-endpoint", optarg)) return -1;
             config.metrics = optarg;
             break;
-        }
-        case O_HTTP: {
-            char host[256], port[8];
-            h5ark_error e;
-            if (http_parse_address(optarg, "127.0.0.1", host, sizeof host, port, sizeof port, &e)) {
-                fprintf(stderr, "h5arkd: --http-endpoint %s\n", e.message);
-                return -1;
-            }
+        case O_HTTP:
+            if (check_http_address("--http-endpoint", optarg)) return -1;
             config.http = optarg;
             break;
-        }
         case O_WEB: config.web_dir = optarg; break;
         case O_HELP:
         case 'h': usage(stdout); exit(0);

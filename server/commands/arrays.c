@@ -312,14 +312,20 @@ static int cmd_put(command_ctx *ctx, h5ark_error *err) {
     return publish_and_describe(ctx, obj, err);
 }
 
+/* The part [lo, hi) of elements [from, to) that shard sh holds; false when none. */
+static bool shard_part(const shard *sh, uint64_t from, uint64_t to, uint64_t *lo, uint64_t *hi) {
+    *lo = from > sh->start ? from : sh->start;
+    *hi = to < sh->start + sh->count ? to : sh->start + sh->count;
+    return *lo < *hi;
+}
+
 /* Reply spans for elements [from, to) of a darray, straight from shard memory. */
 static int add_spans(command_ctx *ctx, const darray *a, uint64_t from, uint64_t to,
                      h5ark_error *err) {
     for (int b = 0; b < a->nshards && from < to; b++) {
         const shard *sh = &a->shards[b];
-        uint64_t lo = from > sh->start ? from : sh->start;
-        uint64_t hi = to < sh->start + sh->count ? to : sh->start + sh->count;
-        if (lo >= hi) continue;
+        uint64_t lo, hi;
+        if (!shard_part(sh, from, to, &lo, &hi)) continue;
         if (reply_buffer_span(ctx, (const char *)sh->data + (lo - sh->start) * a->itemsize,
                               (hi - lo) * a->itemsize, err))
             return -1;
@@ -334,9 +340,8 @@ static void range_parts(const darray *a, uint64_t from, uint64_t to, uint64_t *c
     *nmine = 0;
     for (int b = 0; b < a->nshards; b++) {
         const shard *sh = &a->shards[b];
-        uint64_t lo = from > sh->start ? from : sh->start;
-        uint64_t hi = to < sh->start + sh->count ? to : sh->start + sh->count;
-        if (lo >= hi) continue;
+        uint64_t lo, hi;
+        if (!shard_part(sh, from, to, &lo, &hi)) continue;
         counts[locales_rank_of(b)] += (hi - lo) * a->itemsize;
         if (locales_is_local(b))
             mine[(*nmine)++] = (h5ark_span){(const char *)sh->data + (lo - sh->start) * a->itemsize,
@@ -387,9 +392,8 @@ static int add_spans_ranks(command_ctx *ctx, const darray *a, uint64_t from, uin
         uint64_t off = 0;
         for (int b = 0; rc == 0 && b < L && from < to; b++) {
             const shard *sh = &a->shards[b];
-            uint64_t lo = from > sh->start ? from : sh->start;
-            uint64_t hi = to < sh->start + sh->count ? to : sh->start + sh->count;
-            if (lo >= hi) continue;
+            uint64_t lo, hi;
+            if (!shard_part(sh, from, to, &lo, &hi)) continue;
             uint64_t len = (hi - lo) * a->itemsize;
             if (locales_is_local(b)) {
                 rc = reply_buffer_span(ctx, (const char *)sh->data + (lo - sh->start) * a->itemsize,
@@ -594,9 +598,8 @@ static int add_rows_ranks(command_ctx *ctx, const darray *a, const h5ark_value *
         uint64_t from = first * width, to = (first + len) * width;
         for (int b = 0; rc == 0 && b < a->nshards; b++) {
             const shard *sh = &a->shards[b];
-            uint64_t lo = from > sh->start ? from : sh->start;
-            uint64_t hi = to < sh->start + sh->count ? to : sh->start + sh->count;
-            if (lo >= hi) continue;
+            uint64_t lo, hi;
+            if (!shard_part(sh, from, to, &lo, &hi)) continue;
             int r = locales_rank_of(b);
             if (r == 0) continue;
             counts[r] += (hi - lo) * a->itemsize;
@@ -629,9 +632,8 @@ static int add_rows_ranks(command_ctx *ctx, const darray *a, const h5ark_value *
         uint64_t from = first * width, to = (first + len) * width;
         for (int b = 0; rc == 0 && b < a->nshards; b++) {
             const shard *sh = &a->shards[b];
-            uint64_t lo = from > sh->start ? from : sh->start;
-            uint64_t hi = to < sh->start + sh->count ? to : sh->start + sh->count;
-            if (lo >= hi) continue;
+            uint64_t lo, hi;
+            if (!shard_part(sh, from, to, &lo, &hi)) continue;
             uint64_t bytes = (hi - lo) * a->itemsize;
             int r = locales_rank_of(b);
             if (r == 0) {
