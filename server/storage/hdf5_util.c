@@ -1221,27 +1221,47 @@ void h5u_names_free(h5u_names *l) {
 typedef struct {
     h5u_names *out;
     const char *skip;
+    haddr_t **addrs; /* when wanted: in step with out */
+    size_t cap;
     bool oom, too_many;
 } link_walk;
 
 static herr_t link_name_cb(hid_t g, const char *name, const H5L_info_t *info, void *data) {
-    (void)g, (void)info;
+    (void)g;
     link_walk *w = data;
     if (w->skip && strcmp(name, w->skip) == 0) return 0;
     if (w->out->n >= 100000) {
         w->too_many = true;
         return -1;
     }
+    if (w->addrs && w->out->n >= w->cap) {
+        size_t cap = w->cap ? 2 * w->cap : 64;
+        haddr_t *a = realloc(*w->addrs, cap * sizeof *a);
+        if (!a) {
+            w->oom = true;
+            return -1;
+        }
+        *w->addrs = a;
+        w->cap = cap;
+    }
     if (h5u_names_push(w->out, name)) {
         w->oom = true;
         return -1;
     }
+    if (w->addrs)
+        (*w->addrs)[w->out->n - 1] = info->type == H5L_TYPE_HARD ? info->u.address : HADDR_UNDEF;
     return 0;
 }
 
 int h5u_link_names(hid_t g, const char *skip, h5u_names *out, const char *what, h5ark_error *err) {
-    link_walk w = {.out = out, .skip = skip};
+    return h5u_link_addrs(g, skip, out, NULL, what, err);
+}
+
+int h5u_link_addrs(hid_t g, const char *skip, h5u_names *out, haddr_t **addrs, const char *what,
+                   h5ark_error *err) {
+    link_walk w = {.out = out, .skip = skip, .addrs = addrs};
     hsize_t idx = 0;
+    if (addrs) *addrs = NULL;
     if (H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, link_name_cb, &w) >= 0) return 0;
     if (w.oom) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory listing %s", what);
     if (w.too_many)

@@ -80,6 +80,10 @@ void h5u_names_free(h5u_names *l);
 /* Append the names of group g's links in name order, leaving out `skip` (may be NULL);
  * at most 100,000. -1 with err (resource_limit or schema_error, naming `what`). */
 int h5u_link_names(hid_t g, const char *skip, h5u_names *out, const char *what, h5ark_error *err);
+/* h5u_link_names, with each link's address in *addrs (malloc'd, in step with out's names):
+ * a hard link's object, HADDR_UNDEF for any other link. */
+int h5u_link_addrs(hid_t g, const char *skip, h5u_names *out, haddr_t **addrs, const char *what,
+                   h5ark_error *err);
 
 /* Whether `path` (components separated by '/') names a link under loc: 1, 0, or -1. */
 int h5u_link_exists(hid_t loc, const char *path);

@@ -52,12 +52,67 @@ static hid_t open_hard(hid_t g, const char *name) {
     return o;
 }
 
+/* The hard links of one small group, found in one pass over its links: a look-up by name in
+ * an old-style group walks its B-tree and heap each time, a pass does so once. Only a
+ * shortcut: a name not in it (any other link, a long name, a group of many links) is
+ * looked up as before, which says why it fails. */
+#define CHILDREN_MAX  16
+#define CHILD_NAMELEN 48
+typedef struct {
+    size_t n;
+    struct {
+        char name[CHILD_NAMELEN];
+        haddr_t addr;
+    } v[CHILDREN_MAX];
+} children;
+
+static herr_t child_cb(hid_t g, const char *name, const H5L_info_t *info, void *data) {
+    (void)g;
+    children *c = data;
+    if (c->n == CHILDREN_MAX) return 1; /* stop: the rest are looked up by name */
+    size_t len = strlen(name);
+    if (info->type != H5L_TYPE_HARD || len >= CHILD_NAMELEN) return 0;
+    memcpy(c->v[c->n].name, name, len + 1);
+    c->v[c->n++].addr = info->u.address;
+    return 0;
+}
+
+static void list_children(hid_t g, children *c) {
+    c->n = 0;
+    hsize_t idx = 0;
+    if (H5Literate(g, H5_INDEX_NAME, H5_ITER_NATIVE, &idx, child_cb, c) < 0) c->n = 0;
+    H5Eclear2(H5E_DEFAULT);
+}
+
+/* Open g's child `name` by its address when the pass found it, else as open_hard. */
+static hid_t open_child(hid_t g, const children *c, const char *name) {
+    for (size_t i = 0; c && i < c->n; i++)
+        if (strcmp(c->v[i].name, name) == 0) {
+            hid_t o = H5Oopen_by_addr(g, c->v[i].addr);
+            H5Eclear2(H5E_DEFAULT);
+            return o;
+        }
+    return open_hard(g, name);
+}
+
+/* The group at addr (a hard link's), -1 when it is not one. */
+static hid_t addr_group(hid_t loc, haddr_t addr) {
+    hid_t o = addr == HADDR_UNDEF ? -1 : H5Oopen_by_addr(loc, addr);
+    H5Eclear2(H5E_DEFAULT);
+    if (o >= 0 && H5Iget_type(o) != H5I_GROUP) {
+        H5Oclose(o);
+        o = -1;
+    }
+    return o;
+}
+
 /* A field's dataset under an open sample group: its own groups opened once a sample
  * (`parents`, one per field, shared by fields under the same one), the dataset by its
  * address; anything else (a soft link, a missing step) by the general lookup, which checks
  * every step is inside the file. -1 with err; 0 with *d. */
-static int open_field(hid_t g, const char *field, const char *what, hid_t *d, h5ark_error *err) {
-    *d = open_hard(g, field);
+static int open_field(hid_t g, const children *c, const char *field, const char *what, hid_t *d,
+                      h5ark_error *err) {
+    *d = open_child(g, c, field);
     if (*d >= 0) {
         if (H5Iget_type(*d) == H5I_DATASET) return 0;
         H5Oclose(*d);
@@ -74,12 +129,12 @@ static int open_field(hid_t g, const char *field, const char *what, hid_t *d, h5
 
 /* One field under an open sample group (loc: its parent group, open, when the field has
  * one; `leaf` its last component). */
-static int probe_field(hid_t loc, const char *leaf, const char *group, const char *field,
-                       uint64_t size, sample_field *out, h5ark_error *err) {
+static int probe_field(hid_t loc, const children *c, const char *leaf, const char *group,
+                       const char *field, uint64_t size, sample_field *out, h5ark_error *err) {
     char what[2100];
     snprintf(what, sizeof what, "'%s/%s'", group, field);
     hid_t d;
-    if (open_field(loc, leaf, what, &d, err)) return -1;
+    if (open_field(loc, c, leaf, what, &d, err)) return -1;
     h5u_dset_info info = {.flat = true}; /* an image is its C-order elements */
     int rc = h5u_inspect_dataset(d, size, what, &info, err);
     H5Oclose(d);
@@ -93,8 +148,8 @@ static int probe_field(hid_t loc, const char *leaf, const char *group, const cha
 }
 
 /* Open child `name` of g when it is a group reached through a hard link, -1 otherwise. */
-static hid_t open_hard_group(hid_t g, const char *name) {
-    hid_t o = open_hard(g, name);
+static hid_t open_hard_group(hid_t g, const children *c, const char *name) {
+    hid_t o = open_child(g, c, name);
     if (o >= 0 && H5Iget_type(o) != H5I_GROUP) {
         H5Oclose(o);
         o = -1;
@@ -105,7 +160,7 @@ static hid_t open_hard_group(hid_t g, const char *name) {
 /* A named sample group (a path; soft links inside the file are followed as for a field),
  * or -1 with err: not_found when it is absent. */
 static hid_t open_group(hid_t file, const char *name, h5ark_error *err) {
-    hid_t g = open_hard_group(file, name);
+    hid_t g = open_hard_group(file, NULL, name);
     if (g >= 0) return g;
     char what[1100];
     snprintf(what, sizeof what, "sample '%s'", name);
@@ -117,6 +172,33 @@ static hid_t open_group(hid_t file, const char *name, h5ark_error *err) {
     return g;
 }
 
+/* A pass over a small group's links costs a little less than two look-ups by name in it. */
+#define PASS_FROM 2
+
+/* The length of field f's parent path with its '/', 0 when it has none. */
+static size_t parent_len(const char *f) {
+    const char *slash = strrchr(f, '/');
+    return slash ? (size_t)(slash - f) + 1 : 0;
+}
+
+/* How many look-ups fields make in one group: with plen 0 the sample's own (a field there,
+ * or the first of a run under one parent), else those of the run under the parent
+ * fields[0][0, plen). */
+static size_t lookups(const char *const *fields, size_t nfields, size_t plen) {
+    size_t n = 0;
+    for (size_t k = 0; k < nfields; k++) {
+        size_t len = parent_len(fields[k]);
+        if (plen) {
+            if (len != plen || strncmp(fields[k], fields[0], plen) != 0) break;
+            n++;
+        } else if (len == 0 || k == 0 || parent_len(fields[k - 1]) != len ||
+                   strncmp(fields[k - 1], fields[k], len) != 0) {
+            n++;
+        }
+    }
+    return n;
+}
+
 /* The fields of one open sample group, their parent groups opened once each. k: how many
  * were probed before one failed (nfields when none did). */
 static size_t probe_fields(hid_t g, const char *name, const char *const *fields, size_t nfields,
@@ -125,6 +207,8 @@ static size_t probe_fields(hid_t g, const char *name, const char *const *fields,
     size_t plen = 0; /* fields[k][0, plen) is the parent's path, with its '/' */
     const char *pname = NULL;
     size_t k = 0;
+    children top = {0}, sub = {0}; /* g's links, parent's: listed when it saves look-ups */
+    if (lookups(fields, nfields, 0) >= PASS_FROM) list_children(g, &top);
     for (; k < nfields; k++) {
         const char *f = fields[k], *slash = strrchr(f, '/');
         hid_t loc = g;
@@ -135,7 +219,10 @@ static size_t probe_fields(hid_t g, const char *name, const char *const *fields,
                 if (parent >= 0) H5Oclose(parent);
                 char path[1024];
                 snprintf(path, sizeof path, "%.*s", (int)(len - 1), f);
-                parent = strchr(path, '/') ? -1 : open_hard_group(g, path);
+                parent = strchr(path, '/') ? -1 : open_hard_group(g, &top, path);
+                sub.n = 0;
+                if (parent >= 0 && lookups(fields + k, nfields - k, len) >= PASS_FROM)
+                    list_children(parent, &sub);
                 pname = f;
                 plen = len;
             }
@@ -144,7 +231,7 @@ static size_t probe_fields(hid_t g, const char *name, const char *const *fields,
                 leaf = slash + 1;
             }
         }
-        if (probe_field(loc, leaf, name, f, size, &out[k], err)) break;
+        if (probe_field(loc, loc == g ? &top : &sub, leaf, name, f, size, &out[k], err)) break;
     }
     if (parent >= 0) H5Oclose(parent);
     return k;
@@ -162,12 +249,13 @@ int sample_probe_file(const char *path, const char *const *groups, size_t ngroup
     hid_t *listed = NULL; /* the groups found listing, kept open for their fields */
     if (!groups) {
         h5u_names all = {0};
-        rc = h5u_link_names(file, NULL, &all, "its samples", err);
+        haddr_t *addrs = NULL; /* one pass over the links: no look-up of each by name */
+        rc = h5u_link_addrs(file, NULL, &all, &addrs, "its samples", err);
         listed = rc == 0 ? calloc(all.n ? all.n : 1, sizeof *listed) : NULL;
         if (rc == 0 && !listed) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         for (size_t i = 0; rc == 0 && i < all.n; i++) {
             /* groups only, through hard links (lshdf's "group"): in name order */
-            hid_t g = open_hard_group(file, all.v[i]);
+            hid_t g = addr_group(file, addrs[i]);
             if (g < 0) continue;
             if (h5u_names_push(&out->groups, all.v[i])) {
                 H5Oclose(g);
@@ -177,6 +265,7 @@ int sample_probe_file(const char *path, const char *const *groups, size_t ngroup
             listed[out->groups.n - 1] = g;
         }
         h5u_names_free(&all);
+        free(addrs);
     } else {
         for (size_t i = 0; rc == 0 && i < ngroups; i++)
             if (h5u_names_push(&out->groups, groups[i]))

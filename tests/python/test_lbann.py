@@ -696,3 +696,35 @@ def test_changed_files_probed_again(conn):
     with h5py.File(path, "a") as f:  # a field gone: an error, not the remembered answer
         del f["a1/scalars/b"]
     pack_fails(conn, "schema_error", "sample 'a1' of '", "lacks field 'scalars/b'", **args)
+
+
+def test_links_found_any_way(conn):
+    """Fields are found the same whatever their groups hold: many other children, long
+    names, soft links inside the file to a field or its group; top-level soft links and
+    datasets are not samples."""
+    folder = unique("links")
+    (conn.dir / folder).mkdir()
+    path = conn.dir / folder / "s.h5"
+    want = write_samples(path, ["a0", "a1", "a2"], 4)
+    with h5py.File(path, "a") as f:
+        for k in range(40):  # more children than one pass keeps
+            f[f"a0/{'x' * 60}{k:02d}"] = np.zeros(1)
+            f[f"a0/scalars/{'y' * 60}{k:02d}"] = np.zeros(1)
+        f.move("a1/label", "a1/" + "l" * 70)  # the field a soft link to a long name
+        f["a1/label"] = h5py.SoftLink("/a1/" + "l" * 70)
+        f.move("a2/scalars", "a2/elsewhere")  # its group a soft link
+        f["a2/scalars"] = h5py.SoftLink("/a2/elsewhere")
+        f["zz"] = h5py.SoftLink("/a0")  # not samples
+        f["top"] = np.zeros(3)
+    res, _ = pack(conn, data_schema=DATA_SCHEMA, experiment_schema=EXPERIMENT_SCHEMA,
+                  paths=[f"{folder}/s.h5"])
+    assert strings_of(conn, res["sample_ids"]) == ["a0", "a1", "a2"]
+    samples, responses, labels = expected_rows(want)
+    assert np.array_equal(rows_of(conn, res["groups"]["samples"]), samples)
+    assert np.array_equal(rows_of(conn, res["groups"]["responses"]), responses)
+    assert np.array_equal(rows_of(conn, res["groups"]["label"]), labels)
+    with h5py.File(path, "a") as f:  # a soft link out of a sample: still an error
+        del f["a1/label"]
+        f["a1/label"] = h5py.SoftLink("/nowhere")
+    pack_fails(conn, "schema_error", "sample 'a1'", "lacks field 'label'", data_schema=DATA_SCHEMA,
+               experiment_schema=EXPERIMENT_SCHEMA, paths=[f"{folder}/s.h5"])
