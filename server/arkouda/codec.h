@@ -1,4 +1,4 @@
-/* Arkouda's envelope and replies (ARKOUDA_WIRE.md sections 1.1 and 3): a request is one
+/* Arkouda's envelope and replies (protocol/PROTOCOL.md, "The Arkouda endpoint"): a request is one
  * JSON object {user, token, cmd, format, args, size} whose `args` is a JSON string holding
  * a list of JSON strings, each {"key", "dtype", "val"} with `val` always a string (the
  * `dtype` fields are untidy and ignored). A binary request ends its JSON with the literal

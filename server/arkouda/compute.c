@@ -1,8 +1,8 @@
 /* Compute commands of the Arkouda dialect that build and check numeric arrays, as
- * Arkouda's client sends them (ARKOUDA_WIRE.md section 2): arange randint create set cast
- * binopvv binopvs binopsv the reductions (allAll ... argmaxAll) cumSum str repr.
- * Construction goes through the native `create`; elementwise work runs on the locales,
- * each on its shard of the result. */
+ * Arkouda's client sends them (protocol/PROTOCOL.md, "The Arkouda endpoint": Commands): arange
+ * randint create set cast binopvv binopvs binopsv the reductions (allAll ... argmaxAll) cumSum str
+ * repr. Construction goes through the native `create`; elementwise work runs on the locales, each
+ * on its shard of the result. */
 #include "arkouda/commands.h"
 #include "arkouda/values.h"
 #include "locales.h"

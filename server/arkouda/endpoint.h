@@ -1,7 +1,7 @@
 /* The Arkouda front end (`--arkouda-endpoint`): Arkouda's own wire dialect
- * (../shared/ARKOUDA_WIRE.md) over the same handler threads, registry and storage as the
- * native protocol. The router reads a request's first frame into request.text and its
- * binary bytes into the payload; arkouda_handle runs it on a handler thread. */
+ * (protocol/PROTOCOL.md, "The Arkouda endpoint") over the same handler threads, registry and
+ * storage as the native protocol. The router reads a request's first frame into request.text and
+ * its binary bytes into the payload; arkouda_handle runs it on a handler thread. */
 #ifndef H5ARK_AK_ENDPOINT_H
 #define H5ARK_AK_ENDPOINT_H
 

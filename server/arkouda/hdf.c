@@ -1,11 +1,11 @@
-/* HDF5 I/O of the Arkouda dialect (ARKOUDA_WIRE.md section 1.3): tohdf readAllHdf lsany
- * getfiletype hdffileformat globExpansion deleteMatchingFilenames. Arguments are
- * translated to the native storage layer, which writes and reads Arkouda's own formats:
- * tohdf assembles the object the client describes by its parts and hands it to
- * storage_write_ex; readAllHdf runs the native readhdf and answers in Arkouda's forms, each
- * part of a composite published under a name of its own (Arkouda's client keeps
- * composites on its side, as names of their parts). Paths may be absolute: they are made
- * relative to the data directory, and the native confinement (files.c) then applies. */
+/* HDF5 I/O of the Arkouda dialect (protocol/PROTOCOL.md, "The Arkouda endpoint"): tohdf readAllHdf
+ * lsany getfiletype hdffileformat globExpansion deleteMatchingFilenames. Arguments are translated
+ * to the native storage layer, which writes and reads Arkouda's own formats: tohdf assembles the
+ * object the client describes by its parts and hands it to storage_write_ex; readAllHdf runs the
+ * native readhdf and answers in Arkouda's forms, each part of a composite published under a name of
+ * its own (Arkouda's client keeps composites on its side, as names of their parts). Paths may be
+ * absolute: they are made relative to the data directory, and the native confinement (files.c) then
+ * applies. */
 #include "arkouda/commands.h"
 #include "config.h"
 #include "objects/arrayview.h"

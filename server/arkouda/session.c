@@ -1,5 +1,5 @@
 /* Session commands of the Arkouda dialect: connect disconnect getconfig
- * getRegistrationConfig note delete info (ARKOUDA_WIRE.md sections 2 and 3). */
+ * getRegistrationConfig note delete info (protocol/PROTOCOL.md, "The Arkouda endpoint"). */
 #include "arkouda/commands.h"
 #include "arkouda/endpoint.h"
 #include "config.h"

@@ -1,4 +1,4 @@
-/* Transfer commands of the Arkouda dialect (ARKOUDA_WIRE.md section 1.2): uploads
+/* Transfer commands of the Arkouda dialect (protocol/PROTOCOL.md, "The Arkouda endpoint"): uploads
  * `array<T,1>` and `arraySegString<uint8>` (a JSON frame ending BINARY_PAYLOAD, then the
  * raw bytes) and downloads `tondarray<T,1>` and `segStr-tondarray` (one raw frame in the
  * host's byte order; errors as a raw "Error: ..." frame, see endpoint.c). The bytes go
