@@ -56,16 +56,24 @@ static int set_number(h5ark_value *args, const char *native, ak_ctx *ctx, const 
 
 /* ---- construction ---- */
 
+/* The native `create`'s args: dtype, size (none when NULL) and fill; NULL without memory. */
+static h5ark_value *create_args(h5ark_dtype dtype, const uint64_t *size, const char *fill) {
+    h5ark_value *args = h5ark_value_map();
+    if (!args) return NULL;
+    h5ark_value_set(args, "dtype", h5ark_value_str(h5ark_dtype_name(dtype)));
+    if (size) h5ark_value_set(args, "size", h5ark_value_uint(*size));
+    h5ark_value_set(args, "fill", h5ark_value_str(fill));
+    return args;
+}
+
 /* arange<T,1> {start, stop, step} */
 static int cmd_arange(ak_ctx *ctx, h5ark_error *err) {
     h5ark_dtype dtype;
     if (ctx->in->nparams && strcmp(ctx->in->params[0], "bigint") == 0)
         return h5ark_fail(err, H5ARK_TYPE_ERROR, "bigint arange not supported by this server");
     if (param_dtype(ctx, 0, &dtype, err) || check_rank(ctx, err)) return -1;
-    h5ark_value *args = h5ark_value_map();
+    h5ark_value *args = create_args(dtype, NULL, "arange");
     if (!args) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    h5ark_value_set(args, "dtype", h5ark_value_str(h5ark_dtype_name(dtype)));
-    h5ark_value_set(args, "fill", h5ark_value_str("arange"));
     if (set_number(args, "start", ctx, "start", err) ||
         set_number(args, "stop", ctx, "stop", err) || set_number(args, "step", ctx, "step", err)) {
         h5ark_value_destroy(&args);
@@ -82,12 +90,9 @@ static int cmd_randint(ak_ctx *ctx, h5ark_error *err) {
     if (param_dtype(ctx, 0, &dtype, err) || check_rank(ctx, err) ||
         ak_arg_uint(ctx->in, "shape", &size, err))
         return -1;
-    h5ark_value *args = h5ark_value_map();
+    h5ark_value *args =
+        create_args(dtype, &size, h5ark_dtype_is_float(dtype) ? "uniform" : "randint");
     if (!args) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    h5ark_value_set(args, "dtype", h5ark_value_str(h5ark_dtype_name(dtype)));
-    h5ark_value_set(args, "size", h5ark_value_uint(size));
-    h5ark_value_set(args, "fill",
-                    h5ark_value_str(h5ark_dtype_is_float(dtype) ? "uniform" : "randint"));
     if (dtype == H5ARK_BOOLEAN) {
         h5ark_value_set(args, "low", h5ark_value_int(0));
         h5ark_value_set(args, "high", h5ark_value_int(2));
@@ -115,13 +120,7 @@ static int cmd_create(ak_ctx *ctx, h5ark_error *err) {
     if (param_dtype(ctx, 0, &dtype, err) || check_rank(ctx, err) ||
         ak_arg_uint(ctx->in, "shape", &size, err))
         return -1;
-    h5ark_value *args = h5ark_value_map();
-    if (args) {
-        h5ark_value_set(args, "dtype", h5ark_value_str(h5ark_dtype_name(dtype)));
-        h5ark_value_set(args, "size", h5ark_value_uint(size));
-        h5ark_value_set(args, "fill", h5ark_value_str("zeros"));
-    }
-    return ak_native_created(ctx, "create", args, err);
+    return ak_native_created(ctx, "create", create_args(dtype, &size, "zeros"), err);
 }
 
 /* Publish `obj` under `name` in place of the object there: Arkouda's commands that change
