@@ -97,9 +97,9 @@ static int top_groups(const char *abs, sample_probe *names, h5ark_error *err) {
     return 0;
 }
 
-/* Each locale probes its block of the files, each file in one request: the probes' round
- * trips overlap, and the locales then only read. With `listing` a file's samples are its
- * top-level groups, found by the same request. */
+/* Each of this rank's locales probes its block of the files, each file in one request: the
+ * probes' round trips overlap, and the locales then only read. With `listing` a file's
+ * samples are its top-level groups, found by the same request. */
 typedef struct {
     sample_set *s;
     const char **fields;
@@ -110,9 +110,10 @@ typedef struct {
 static void probe_locale(int locale, void *ctx) {
     probe_job *j = ctx;
     sample_set *s = j->s;
-    int parts = locales_count();
-    uint64_t lo = locales_block_start(s->nfiles, parts, locale);
-    uint64_t hi = locales_block_start(s->nfiles, parts, locale + 1);
+    /* this rank's locales share the files (at several ranks only rank 0 probes) */
+    int parts = locales_local_count(), part = locale - locales_local_first();
+    uint64_t lo = locales_block_start(s->nfiles, parts, part);
+    uint64_t hi = locales_block_start(s->nfiles, parts, part + 1);
     for (uint64_t f = lo; f < hi; f++) {
         size_t first = j->listing ? 0 : s->fstart[f];
         size_t count = j->listing ? 0 : (f + 1 < s->nfiles ? s->fstart[f + 1] : s->n) - first;
@@ -283,32 +284,18 @@ typedef struct {
     object **arrays; /* per group, flat pdarrays [samples * width] */
     uint64_t max_count;
     pthread_mutex_t lock;
-    uint64_t err_sample; /* the lowest sample that failed */
+    /* the first failure in (sample, field) order: sample * nfields + field */
+    uint64_t err_key;
     h5ark_error err;
 } pack_job;
 
-static void note_error(pack_job *j, uint64_t sample, const h5ark_error *e) {
+static void note_error(pack_job *j, uint64_t key, const h5ark_error *e) {
     pthread_mutex_lock(&j->lock);
-    if (sample < j->err_sample) {
-        j->err_sample = sample;
+    if (key < j->err_key) {
+        j->err_key = key;
         j->err = *e;
     }
     pthread_mutex_unlock(&j->lock);
-}
-
-/* Write n elements at global element `at` of a block-distributed darray. */
-static void darray_put(darray *a, uint64_t at, const void *src, uint64_t n) {
-    const char *p = src;
-    while (n) {
-        int b = darray_shard_of(a, at);
-        shard *s = &a->shards[b];
-        uint64_t k = s->start + s->count - at;
-        if (k > n) k = n;
-        memcpy((char *)s->data + (at - s->start) * a->itemsize, p, k * a->itemsize);
-        p += k * a->itemsize;
-        at += k;
-        n -= k;
-    }
 }
 
 /* What the probe found of sample i's fields. */
@@ -393,15 +380,253 @@ static int read_field(const sample_set *s, size_t i, const lbann_fields *fields,
     return h5ark_fail_context(err, "sample '%s', field '%s'", s->ids[i], fields->v[k].path);
 }
 
-/* Each locale reads, transforms and places its block of samples; every file was probed
- * and every sample checked before. */
+/* The row layout, from the first sample: every field's size and type (the first sample
+ * decides them), its group and offset in the group's row, each group's width; the checks
+ * LBANN makes of them. */
+static int make_plan(const sample_set *s, const lbann_fields *fields, const lbann_groups *groups,
+                     pack_job *job, h5ark_error *err) {
+    const sample_field *sf = facts_of(s, 0);
+    for (size_t k = 0; k < fields->n; k++) {
+        field_plan *p = &job->plan[k];
+        p->count = sf[k].count;
+        p->dtype = sf[k].dtype;
+        if (lbann_field_check(&fields->v[k], p->count, err))
+            return h5ark_fail_context(err, "sample '%s'", s->ids[0]);
+        p->out = lbann_field_dtype(&fields->v[k], p->dtype);
+    }
+    for (size_t g = 0; g < groups->n; g++) {
+        const lbann_group *gr = &groups->v[g];
+        h5ark_dtype dt = job->plan[gr->members[0]].out;
+        for (size_t m = 0; m < gr->n; m++) {
+            field_plan *p = &job->plan[gr->members[m]];
+            const char *path = fields->v[gr->members[m]].path;
+            if (gr->packed && p->out != H5ARK_FLOAT32 && p->out != H5ARK_FLOAT64)
+                return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                                  "pack group '%s': field '%s' is %s; packed fields must be "
+                                  "float32 or float64 (coerce: float or double)",
+                                  gr->name, path, h5ark_dtype_name(p->out));
+            if (p->out != dt)
+                return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                                  "pack group '%s' mixes dtypes: field '%s' is %s, field '%s' "
+                                  "is %s",
+                                  gr->name, fields->v[gr->members[0]].path, h5ark_dtype_name(dt),
+                                  path, h5ark_dtype_name(p->out));
+            p->group = g;
+            p->offset = job->width[g];
+            job->width[g] += p->count;
+        }
+        if (job->width[g] && s->n > OBJECT_MAX_ELEMENTS / job->width[g])
+            return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "pack group '%s' would be too large",
+                              gr->name);
+    }
+    return 0;
+}
+
+/* ---- several ranks: rank 0's plan to every rank ------------------------------------------
+ * Rank 0 alone resolves the samples and asks the probes; every rank then needs what its
+ * locales read and place: the files, each file's first sample, the sample ids, each
+ * sample's field facts, and the row layout. One buffer, broadcast:
+ *   u64 nfiles, n, nfields, ngroups
+ *   nfields x {u64 count, offset, group; u8 dtype, out}   ngroups x u64 width
+ *   nfiles x {u64 first sample; path NUL}   n x {id NUL}
+ *   n x nfields x {u64 count, offset; u8 dtype, flags}                                      */
+
+#define PLAN_FIELD_BYTES 26
+#define PLAN_FACT_BYTES  18
+
+typedef struct {
+    unsigned char *p, *end;
+} plan_buf;
+
+static void put_u64(plan_buf *b, uint64_t v) {
+    memcpy(b->p, &v, 8);
+    b->p += 8;
+}
+
+static void put_bytes(plan_buf *b, const void *v, size_t n) {
+    memcpy(b->p, v, n);
+    b->p += n;
+}
+
+static bool get_u64(plan_buf *b, uint64_t *v) {
+    if (b->end - b->p < 8) return false;
+    memcpy(v, b->p, 8);
+    b->p += 8;
+    return true;
+}
+
+/* A NUL-terminated string within the buffer, or NULL. */
+static const char *get_str(plan_buf *b) {
+    unsigned char *z = memchr(b->p, 0, (size_t)(b->end - b->p));
+    if (!z) return NULL;
+    const char *s = (const char *)b->p;
+    b->p = z + 1;
+    return s;
+}
+
+static unsigned char *plan_encode(const sample_set *s, const pack_job *job, size_t nfields,
+                                  size_t ngroups, uint64_t *len) {
+    uint64_t n = 32 + nfields * PLAN_FIELD_BYTES + ngroups * 8 + s->n * nfields * PLAN_FACT_BYTES;
+    for (size_t f = 0; f < s->nfiles; f++)
+        n += 8 + strlen(s->files[f]) + 1;
+    for (size_t i = 0; i < s->n; i++)
+        n += strlen(s->ids[i]) + 1;
+    unsigned char *out = malloc(n);
+    if (!out) return NULL;
+    plan_buf b = {out, out + n};
+    put_u64(&b, s->nfiles);
+    put_u64(&b, s->n);
+    put_u64(&b, nfields);
+    put_u64(&b, ngroups);
+    for (size_t k = 0; k < nfields; k++) {
+        const field_plan *p = &job->plan[k];
+        put_u64(&b, p->count);
+        put_u64(&b, p->offset);
+        put_u64(&b, p->group);
+        unsigned char t[2] = {(unsigned char)p->dtype, (unsigned char)p->out};
+        put_bytes(&b, t, 2);
+    }
+    for (size_t g = 0; g < ngroups; g++)
+        put_u64(&b, job->width[g]);
+    for (size_t f = 0; f < s->nfiles; f++) {
+        put_u64(&b, s->fstart[f]);
+        put_bytes(&b, s->files[f], strlen(s->files[f]) + 1);
+    }
+    for (size_t i = 0; i < s->n; i++)
+        put_bytes(&b, s->ids[i], strlen(s->ids[i]) + 1);
+    for (size_t i = 0; i < s->n; i++) {
+        const sample_field *sf = facts_of(s, i);
+        for (size_t k = 0; k < nfields; k++) {
+            put_u64(&b, sf[k].count);
+            put_u64(&b, sf[k].offset);
+            unsigned char t[2] = {
+                (unsigned char)sf[k].dtype,
+                (unsigned char)((sf[k].exact ? 1 : 0) | (sf[k].contiguous ? 2 : 0))};
+            put_bytes(&b, t, 2);
+        }
+    }
+    *len = n;
+    return out;
+}
+
+/* Rank 0's plan into this rank's sample set and job (its arrays of nfields and ngroups
+ * entries allocated). The facts go in as one probe answer a file, as rank 0 holds them. */
+static int plan_decode(unsigned char *buf, uint64_t len, size_t nfields, size_t ngroups,
+                       sample_set *s, pack_job *job, h5ark_error *err) {
+    plan_buf b = {buf, buf + len};
+    uint64_t nfiles, n, nf, ng;
+    if (!get_u64(&b, &nfiles) || !get_u64(&b, &n) || !get_u64(&b, &nf) || !get_u64(&b, &ng) ||
+        nf != nfields || ng != ngroups || nfiles > len || n > len)
+        goto malformed;
+    for (size_t k = 0; k < nfields; k++) {
+        field_plan *p = &job->plan[k];
+        uint64_t group;
+        if (!get_u64(&b, &p->count) || !get_u64(&b, &p->offset) || !get_u64(&b, &group) ||
+            group >= ngroups || b.end - b.p < 2 || b.p[0] >= H5ARK_DTYPE_COUNT ||
+            b.p[1] >= H5ARK_DTYPE_COUNT)
+            goto malformed;
+        p->group = (size_t)group;
+        p->dtype = (h5ark_dtype)b.p[0];
+        p->out = (h5ark_dtype)b.p[1];
+        b.p += 2;
+    }
+    for (size_t g = 0; g < ngroups; g++)
+        if (!get_u64(&b, &job->width[g])) goto malformed;
+    s->files = calloc(nfiles ? nfiles : 1, sizeof *s->files);
+    s->probes = calloc(nfiles ? nfiles : 1, sizeof *s->probes);
+    s->file_err = calloc(nfiles ? nfiles : 1, sizeof *s->file_err);
+    s->fstart = calloc(nfiles ? nfiles : 1, sizeof *s->fstart);
+    s->ids = calloc(n ? n : 1, sizeof *s->ids);
+    s->file_of = calloc(n ? n : 1, sizeof *s->file_of);
+    if (!s->files || !s->probes || !s->file_err || !s->fstart || !s->ids || !s->file_of)
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", ranks_self());
+    s->fcap = s->cap = n;
+    for (; s->nfiles < nfiles; s->nfiles++) {
+        uint64_t first;
+        const char *path;
+        if (!get_u64(&b, &first) || first > n || (s->nfiles && first < s->fstart[s->nfiles - 1]) ||
+            !(path = get_str(&b)))
+            goto malformed;
+        s->fstart[s->nfiles] = (size_t)first;
+        if (!(s->files[s->nfiles] = strdup(path)))
+            return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", ranks_self());
+    }
+    for (size_t f = 0, i = 0; i < n; i++) {
+        const char *id = get_str(&b);
+        if (!id) goto malformed;
+        while (f + 1 < nfiles && s->fstart[f + 1] <= i)
+            f++;
+        if (f >= nfiles) goto malformed;
+        s->file_of[i] = f;
+        if (!(s->ids[s->n++] = strdup(id)))
+            return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", ranks_self());
+    }
+    if ((uint64_t)(b.end - b.p) != n * nfields * PLAN_FACT_BYTES) goto malformed;
+    for (size_t f = 0; f < nfiles; f++) {
+        size_t count = (f + 1 < nfiles ? s->fstart[f + 1] : n) - s->fstart[f];
+        size_t nrec = count * nfields;
+        sample_probe *p = &s->probes[f];
+        p->nfields = nfields;
+        p->failed = count;
+        if (!(p->facts = calloc(nrec ? nrec : 1, sizeof *p->facts)))
+            return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", ranks_self());
+        for (size_t r = 0; r < nrec; r++) {
+            sample_field *sf = &p->facts[r];
+            get_u64(&b, &sf->count);
+            get_u64(&b, &sf->offset);
+            if (b.p[0] >= H5ARK_DTYPE_COUNT) goto malformed;
+            sf->dtype = (h5ark_dtype)b.p[0];
+            sf->exact = b.p[1] & 1;
+            sf->contiguous = b.p[1] & 2;
+            b.p += 2;
+        }
+    }
+    return 0;
+malformed:
+    return h5ark_fail(err, H5ARK_INTERNAL, "rank %d: a malformed pack plan from rank 0",
+                      ranks_self());
+}
+
+/* Several ranks: rank 0 planned (rc its outcome); every rank gets the plan. */
+static int share_plan(int rc, sample_set *s, pack_job *job, size_t nfields, size_t ngroups,
+                      h5ark_error *err) {
+    unsigned char *buf = NULL;
+    uint64_t len = 0;
+    if (rc == 0 && ranks_self() == 0 && !(buf = plan_encode(s, job, nfields, ngroups, &len)))
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if ((rc = ranks_agree(rc, err)) == 0) rc = ranks_bcast(0, &len, sizeof len, err);
+    if (rc == 0 && ranks_self() != 0 && !(buf = malloc(len ? len : 1)))
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", ranks_self());
+    if ((rc = ranks_agree(rc, err)) == 0) rc = ranks_bcast(0, buf, len, err);
+    if (rc == 0 && ranks_self() != 0) rc = plan_decode(buf, len, nfields, ngroups, s, job, err);
+    free(buf);
+    return ranks_agree(rc, err);
+}
+
+/* The samples whose rows touch this locale's shard of any group: [*lo, *hi). A locale
+ * fills its own shards only (at several ranks the others may be another rank's), so a row
+ * that straddles two shards is read by both locales, each placing its own part. */
+static void locale_samples(const pack_job *j, int locale, uint64_t *lo, uint64_t *hi) {
+    *lo = UINT64_MAX;
+    *hi = 0;
+    for (size_t g = 0; g < j->groups->n; g++) {
+        const shard *sh = &j->arrays[g]->values->shards[locale];
+        uint64_t w = j->width[g];
+        if (!w || !sh->count) continue;
+        uint64_t a = sh->start / w, b = (sh->start + sh->count - 1) / w + 1;
+        if (a < *lo) *lo = a;
+        if (b > *hi) *hi = b;
+    }
+}
+
+/* Each locale reads, transforms and places the parts of rows that lie in its shards; every
+ * file was probed and every sample checked before. */
 static void pack_locale(int locale, void *ctx) {
     pack_job *j = ctx;
     const sample_set *s = j->samples;
     const lbann_fields *f = j->fields;
-    int parts = locales_count();
-    uint64_t lo = locales_block_start(s->n, parts, locale),
-             hi = locales_block_start(s->n, parts, locale + 1);
+    uint64_t lo, hi;
+    locale_samples(j, locale, &lo, &hi);
     if (lo >= hi) return;
     size_t bytes = (size_t)(j->max_count ? j->max_count : 1) * 8;
     void *raw = malloc(bytes), *tmp = malloc(bytes), *row = malloc(bytes);
@@ -411,42 +636,47 @@ static void pack_locale(int locale, void *ctx) {
     uint64_t i = lo;
     if (!raw || !tmp || !row) {
         h5ark_fail(&err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        note_error(j, lo, &err);
+        note_error(j, lo * f->n, &err);
         i = hi;
     }
-    for (; i < hi; i++) {
-        if (s->file_of[i] != open_file) { /* one open a file: its samples are a run */
-            if (fd >= 0) sysio.close(fd);
-            open_file = s->file_of[i];
-            fd = sysio.open(s->files[open_file], O_RDONLY | O_CLOEXEC, 0);
-            if (fd < 0) {
-                h5ark_fail(&err, H5ARK_IO_ERROR, "cannot open '%s': %s",
-                           files_display(s->files[open_file]), strerror(errno));
-                note_error(j, i, &err);
+    bool failed = false;
+    for (; i < hi && !failed; i++) {
+        pthread_mutex_lock(&j->lock);
+        bool stop = j->err_key < i * f->n; /* an earlier sample failed already */
+        pthread_mutex_unlock(&j->lock);
+        if (stop) break;
+        const sample_field *sf = facts_of(s, i);
+        for (size_t k = 0; k < f->n; k++) {
+            const field_plan *p = &j->plan[k];
+            darray *a = j->arrays[p->group]->values;
+            shard *sh = &a->shards[locale];
+            uint64_t at = i * j->width[p->group] + p->offset, end = at + sf[k].count;
+            uint64_t from = at > sh->start ? at : sh->start;
+            uint64_t to = end < sh->start + sh->count ? end : sh->start + sh->count;
+            if (from >= to) continue;         /* none of this field is here */
+            if (s->file_of[i] != open_file) { /* one open a file: its samples are a run */
+                if (fd >= 0) sysio.close(fd);
+                open_file = s->file_of[i];
+                fd = sysio.open(s->files[open_file], O_RDONLY | O_CLOEXEC, 0);
+                if (fd < 0) {
+                    h5ark_fail(&err, H5ARK_IO_ERROR, "cannot open '%s': %s",
+                               files_display(s->files[open_file]), strerror(errno));
+                    note_error(j, i * f->n + k, &err);
+                    failed = true;
+                    break;
+                }
+            }
+            if (read_field(s, i, f, k, &sf[k], fd, raw, &err)) {
+                note_error(j, i * f->n + k, &err);
+                failed = true;
                 break;
             }
-            pthread_mutex_lock(&j->lock);
-            bool stop = j->err_sample < i;
-            pthread_mutex_unlock(&j->lock);
-            if (stop) break;
-        }
-        const sample_field *sf = facts_of(s, i);
-        size_t k = 0;
-        for (; k < f->n; k++) {
-            const field_plan *p = &j->plan[k];
-            if (read_field(s, i, f, k, &sf[k], fd, raw, &err)) break;
-            /* straight into the row when it lies in one shard (all but a few) */
-            darray *a = j->arrays[p->group]->values;
-            uint64_t at = i * j->width[p->group] + p->offset;
-            shard *sh = &a->shards[darray_shard_of(a, at)];
-            bool whole = at + sf[k].count <= sh->start + sh->count;
-            void *dst = whole ? (char *)sh->data + (at - sh->start) * a->itemsize : row;
-            lbann_field_transform(&f->v[k], raw, sf[k].dtype, sf[k].count, dst, tmp);
-            if (!whole) darray_put(a, at, row, sf[k].count);
-        }
-        if (k < f->n) {
-            note_error(j, i, &err);
-            break;
+            /* straight into the shard when the field lies in it whole (all but a few) */
+            bool whole = from == at && to == end;
+            char *dst = (char *)sh->data + (from - sh->start) * a->itemsize;
+            lbann_field_transform(&f->v[k], raw, sf[k].dtype, sf[k].count, whole ? dst : row, tmp);
+            if (!whole)
+                memcpy(dst, (char *)row + (from - at) * a->itemsize, (to - from) * a->itemsize);
         }
     }
     if (fd >= 0) sysio.close(fd);
@@ -455,11 +685,14 @@ static void pack_locale(int locale, void *ctx) {
     free(row);
 }
 
-/* The sample ids as a Strings object. */
+/* The sample ids as a Strings object, each locale's shards filled by its rank. */
 static object *ids_object(const sample_set *s, h5ark_error *err) {
     int L = locales_count();
     uint64_t *counts = calloc((size_t)L, sizeof *counts);
-    if (!counts) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory"), NULL;
+    if (!counts) {
+        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        return ranks_agree(-1, err), NULL;
+    }
     for (int b = 0; b < L; b++)
         for (uint64_t i = locales_block_start(s->n, L, b); i < locales_block_start(s->n, L, b + 1);
              i++)
@@ -467,13 +700,16 @@ static object *ids_object(const sample_set *s, h5ark_error *err) {
     object *o = object_new_strings(s->n, counts, err);
     free(counts);
     if (!o) return NULL;
-    uint64_t off = 0;
-    for (uint64_t i = 0; i < s->n; i++) {
-        size_t len = strlen(s->ids[i]) + 1;
-        ((int64_t *)o->segments->shards[darray_shard_of(o->segments, i)]
-             .data)[i - o->segments->shards[darray_shard_of(o->segments, i)].start] = (int64_t)off;
-        darray_put(o->values, off, s->ids[i], len);
-        off += len;
+    for (int b = 0; b < L; b++) {
+        if (!locales_is_local(b)) continue;
+        const shard *seg = &o->segments->shards[b], *val = &o->values->shards[b];
+        uint64_t off = val->start; /* a byte shard starts at its first string */
+        for (uint64_t i = seg->start; i < seg->start + seg->count; i++) {
+            size_t len = strlen(s->ids[i]) + 1;
+            ((int64_t *)seg->data)[i - seg->start] = (int64_t)off;
+            memcpy((char *)val->data + (off - val->start), s->ids[i], len);
+            off += len;
+        }
     }
     return o;
 }
@@ -487,8 +723,88 @@ static int prefixed_name(const char *prefix, const char *what, char *out, size_t
     return 0;
 }
 
+/* Rank 0 (or the one rank): the samples, their probes, every check, the row layout. */
+static int plan_samples(const h5ark_value *paths, const char *list, const lbann_fields *fields,
+                        const lbann_groups *groups, sample_set *samples, pack_job *job,
+                        h5ark_error *err) {
+    if (paths ? samples_from_paths(paths, samples, err) : samples_from_list(list, samples, err))
+        return -1;
+    if (probe_files(samples, fields, paths != NULL, err) ||
+        check_samples(samples, fields, NULL, 1, err))
+        return -1;
+    if (samples->n == 0)
+        return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "pack: the %s name no samples",
+                          paths ? "files" : "sample list");
+    /* every sample against the first, before anything is made or read */
+    if (make_plan(samples, fields, groups, job, err) ||
+        check_samples(samples, fields, job->plan, samples->n, err))
+        return -1;
+    return 0;
+}
+
+/* Publish the ids and the groups' views (all or none; with several ranks, on every rank or
+ * on none). */
+static int publish(const char *prefix, object *ids, object **views, const lbann_groups *groups,
+                   h5ark_error *err) {
+    size_t published = 0;
+    bool ids_in = false;
+    char nm[512];
+    int rc = prefix ? prefixed_name(prefix, "sample_ids", nm, sizeof nm, err) : 0;
+    if (rc == 0 && (rc = registry_publish(ids, prefix ? nm : NULL, err)) == 0) ids_in = true;
+    for (; rc == 0 && published < groups->n; published++)
+        if ((prefix &&
+             (rc = prefixed_name(prefix, groups->v[published].name, nm, sizeof nm, err))) ||
+            (rc = registry_publish(views[published], prefix ? nm : NULL, err)))
+            break;
+    if ((rc = ranks_agree(rc, err)) != 0) {
+        for (size_t g = 0; g < published; g++)
+            registry_remove(views[g]->name, &(h5ark_error){0});
+        if (ids_in) registry_remove(ids->name, &(h5ark_error){0});
+    }
+    return rc;
+}
+
+static int reply_pack(command_ctx *ctx, const lbann_fields *fields, const lbann_groups *groups,
+                      const pack_job *job, uint64_t nsamples, object *ids, object **views,
+                      h5ark_error *err) {
+    int rc = 0;
+    h5ark_value *gmap = h5ark_value_map(), *fmap = h5ark_value_map();
+    for (size_t g = 0; gmap && g < groups->n; g++)
+        h5ark_value_set(gmap, groups->v[g].name, object_describe(views[g]));
+    for (size_t k = 0; fmap && k < fields->n; k++) {
+        const field_plan *p = &job->plan[k];
+        h5ark_value *e = h5ark_value_map(), *dims = h5ark_value_array();
+        uint64_t d[34];
+        size_t nd = lbann_field_dims(&fields->v[k], p->count, d);
+        for (size_t i = 0; dims && i < nd; i++)
+            h5ark_value_push(dims, h5ark_value_uint(d[i]));
+        if (!e || !dims || h5ark_value_set(e, "group", h5ark_value_str(groups->v[p->group].name)) ||
+            h5ark_value_set(e, "offset", h5ark_value_uint(p->offset)) ||
+            h5ark_value_set(e, "length", h5ark_value_uint(p->count)) ||
+            h5ark_value_set(e, "dims", dims) ||
+            h5ark_value_set(e, "dtype", h5ark_value_str(h5ark_dtype_name(p->out))) ||
+            h5ark_value_set(fmap, fields->v[k].path, e)) {
+            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+            break;
+        }
+    }
+    if (rc == 0 && (!gmap || !fmap)) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (rc == 0 && (reply_set(ctx, "samples", h5ark_value_uint(nsamples), err) ||
+                    reply_set(ctx, "sample_ids", object_describe(ids), err) ||
+                    reply_set(ctx, "groups", gmap, err) || reply_set(ctx, "fields", fmap, err)))
+        rc = -1;
+    else
+        gmap = fmap = NULL;
+    h5ark_value_destroy(&gmap);
+    h5ark_value_destroy(&fmap);
+    return rc;
+}
+
+/* At several ranks: every rank parses the schemas (they are in the request each rank has,
+ * and fields and transforms are a function of them alone); rank 0 alone resolves the
+ * samples and asks the probes, then broadcasts the plan; each rank's locales read and place
+ * the parts of rows in their own shards, from the files in the shared data directory. */
 static int cmd_pack(command_ctx *ctx, h5ark_error *err) {
-    if (ranks_count() > 1) return ranks_not_yet(err, "pack");
     const h5ark_value *paths = arg_value(ctx, "paths");
     const char *list = arg_str(ctx, "sample_list", NULL);
     if (!paths == !list)
@@ -497,172 +813,82 @@ static int cmd_pack(command_ctx *ctx, h5ark_error *err) {
     const char *prefix = arg_str(ctx, "name", NULL);
     const h5ark_value *ds_arg = arg_value(ctx, "data_schema");
     const h5ark_value *es_arg = arg_value(ctx, "experiment_schema");
+    bool several = ranks_count() > 1;
     h5ark_value *data = NULL, *exp = NULL;
     lbann_fields fields = {0};
     lbann_groups groups = {0};
     sample_set samples = {0};
     pack_job job = {0};
-    object *ids = NULL;
+    object *ids = NULL, **views = NULL;
     int rc = -1;
     bool entered = false;
-    if (lbann_yaml_parse(ds_arg->as.s.ptr, ds_arg->as.s.len, "data_schema", &data, err)) goto out;
-    if (es_arg &&
-        lbann_yaml_parse(es_arg->as.s.ptr, es_arg->as.s.len, "experiment_schema", &exp, err))
-        goto out;
-    if (lbann_fields_make(data, exp, &fields, ctx->warnings, err) ||
-        lbann_groups_make(&fields, &groups, err))
-        goto out;
+    int prc = lbann_yaml_parse(ds_arg->as.s.ptr, ds_arg->as.s.len, "data_schema", &data, err);
+    if (prc == 0 && es_arg)
+        prc = lbann_yaml_parse(es_arg->as.s.ptr, es_arg->as.s.len, "experiment_schema", &exp, err);
+    if (prc == 0)
+        prc = lbann_fields_make(data, exp, &fields, ctx->warnings, err) ||
+                      lbann_groups_make(&fields, &groups, err)
+                  ? -1
+                  : 0;
+    if (prc == 0) {
+        job.plan = calloc(fields.n ? fields.n : 1, sizeof *job.plan);
+        job.width = calloc(groups.n ? groups.n : 1, sizeof *job.width);
+        job.arrays = calloc(groups.n ? groups.n : 1, sizeof *job.arrays);
+        views = calloc(groups.n ? groups.n : 1, sizeof *views);
+        if (!job.plan || !job.width || !job.arrays || !views)
+            prc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    if (ranks_agree(prc, err)) goto out;
     twin_readers_enter();
     entered = true;
-    if (paths ? samples_from_paths(paths, &samples, err) : samples_from_list(list, &samples, err))
-        goto out;
-    if (probe_files(&samples, &fields, paths != NULL, err) ||
-        check_samples(&samples, &fields, NULL, 1, err))
-        goto out;
-    if (samples.n == 0) {
-        h5ark_fail(err, H5ARK_SCHEMA_ERROR, "pack: the %s name no samples",
-                   paths ? "files" : "sample list");
-        goto out;
-    }
-    job.plan = calloc(fields.n, sizeof *job.plan);
-    job.width = calloc(groups.n, sizeof *job.width);
-    job.arrays = calloc(groups.n, sizeof *job.arrays);
-    if (!job.plan || !job.width || !job.arrays) {
-        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        goto out;
-    }
-    /* the first sample decides every field's size and type */
-    {
-        const sample_field *sf = facts_of(&samples, 0);
-        for (size_t k = 0; k < fields.n; k++) {
-            field_plan *p = &job.plan[k];
-            p->count = sf[k].count;
-            p->dtype = sf[k].dtype;
-            if (lbann_field_check(&fields.v[k], p->count, err)) {
-                h5ark_fail_context(err, "sample '%s'", samples.ids[0]);
-                goto out;
-            }
-            p->out = lbann_field_dtype(&fields.v[k], p->dtype);
-            if (p->count > job.max_count) job.max_count = p->count;
-        }
-    }
-    for (size_t g = 0; g < groups.n; g++) {
-        const lbann_group *gr = &groups.v[g];
-        h5ark_dtype dt = job.plan[gr->members[0]].out;
-        for (size_t m = 0; m < gr->n; m++) {
-            field_plan *p = &job.plan[gr->members[m]];
-            const char *path = fields.v[gr->members[m]].path;
-            if (gr->packed && p->out != H5ARK_FLOAT32 && p->out != H5ARK_FLOAT64) {
-                h5ark_fail(err, H5ARK_SCHEMA_ERROR,
-                           "pack group '%s': field '%s' is %s; packed fields must be float32 or "
-                           "float64 (coerce: float or double)",
-                           gr->name, path, h5ark_dtype_name(p->out));
-                goto out;
-            }
-            if (p->out != dt) {
-                h5ark_fail(err, H5ARK_SCHEMA_ERROR,
-                           "pack group '%s' mixes dtypes: field '%s' is %s, field '%s' is %s",
-                           gr->name, fields.v[gr->members[0]].path, h5ark_dtype_name(dt), path,
-                           h5ark_dtype_name(p->out));
-                goto out;
-            }
-            p->group = g;
-            p->offset = job.width[g];
-            job.width[g] += p->count;
-        }
-        if (job.width[g] && samples.n > OBJECT_MAX_ELEMENTS / job.width[g]) {
-            h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "pack group '%s' would be too large", gr->name);
+    prc = ranks_self() == 0 ? plan_samples(paths, list, &fields, &groups, &samples, &job, err) : 0;
+    if (several && share_plan(prc, &samples, &job, fields.n, groups.n, err)) goto out;
+    if (!several && prc) goto out;
+    for (size_t k = 0; k < fields.n; k++)
+        if (job.plan[k].count > job.max_count) job.max_count = job.plan[k].count;
+    /* every rank makes the objects (agreeing on the memory), then fills its own shards */
+    for (size_t g = 0; g < groups.n; g++)
+        if (!(job.arrays[g] = object_new_pdarray(job.plan[groups.v[g].members[0]].out,
+                                                 samples.n * job.width[g], err)))
             goto out;
-        }
-        if (!(job.arrays[g] = object_new_pdarray(dt, samples.n * job.width[g], err))) goto out;
-    }
-    /* every sample against the first, before anything is read */
-    if (check_samples(&samples, &fields, job.plan, samples.n, err)) goto out;
     if (!(ids = ids_object(&samples, err))) goto out;
     job.fields = &fields;
     job.groups = &groups;
     job.samples = &samples;
-    job.err_sample = UINT64_MAX;
+    job.err_key = UINT64_MAX;
     pthread_mutex_init(&job.lock, NULL);
     locales_run(pack_locale, &job);
     pthread_mutex_destroy(&job.lock);
     twin_readers_leave();
     entered = false;
-    if (job.err_sample != UINT64_MAX) {
-        *err = job.err;
+    /* the first failure of all in (sample, field) order, as one rank finds it */
+    uint64_t first = job.err_key;
+    if (several && ranks_allreduce_u64(&first, 1, RANKS_MIN, err)) goto out;
+    if (first != UINT64_MAX) {
+        if (job.err_key == first) *err = job.err;
+        if (several) ranks_agree(job.err_key == first ? -1 : 0, err);
         goto out;
     }
-    /* the 2-D results, published all or none */
-    object **views = calloc(groups.n, sizeof *views);
-    if (!views) {
-        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        goto out;
-    }
-    int prc = 0;
-    for (size_t g = 0; g < groups.n && prc == 0; g++) {
+    /* the 2-D results */
+    int vrc = 0;
+    for (size_t g = 0; g < groups.n && vrc == 0; g++) {
         uint64_t shape[2] = {samples.n, job.width[g]};
         if (!(views[g] = arrayview_reshape(job.arrays[g], groups.v[g].name, shape, 2, err)))
-            prc = -1;
+            vrc = -1;
     }
-    size_t published = 0;
-    char nm[512];
-    if (prc == 0 && (!prefix || prefixed_name(prefix, "sample_ids", nm, sizeof nm, err) == 0) &&
-        registry_publish(ids, prefix ? nm : NULL, err) == 0) {
-        for (; published < groups.n; published++)
-            if ((prefix && prefixed_name(prefix, groups.v[published].name, nm, sizeof nm, err)) ||
-                registry_publish(views[published], prefix ? nm : NULL, err))
-                break;
-        if (published < groups.n) {
-            for (size_t g = 0; g < published; g++)
-                registry_remove(views[g]->name, &(h5ark_error){0});
-            registry_remove(ids->name, &(h5ark_error){0});
-        } else {
-            rc = 0;
-        }
+    if (ranks_agree(vrc, err) || publish(prefix, ids, views, &groups, err)) goto out;
+    /* the objects stay only with a reply that names them */
+    rc = ranks_agree(reply_pack(ctx, &fields, &groups, &job, samples.n, ids, views, err), err);
+    if (rc) {
+        for (size_t g = 0; g < groups.n; g++)
+            registry_remove(views[g]->name, &(h5ark_error){0});
+        registry_remove(ids->name, &(h5ark_error){0});
     }
-    if (rc == 0) {
-        h5ark_value *gmap = h5ark_value_map(), *fmap = h5ark_value_map();
-        for (size_t g = 0; gmap && g < groups.n; g++)
-            h5ark_value_set(gmap, groups.v[g].name, object_describe(views[g]));
-        for (size_t k = 0; fmap && k < fields.n; k++) {
-            const field_plan *p = &job.plan[k];
-            h5ark_value *e = h5ark_value_map(), *dims = h5ark_value_array();
-            uint64_t d[34];
-            size_t nd = lbann_field_dims(&fields.v[k], p->count, d);
-            for (size_t i = 0; dims && i < nd; i++)
-                h5ark_value_push(dims, h5ark_value_uint(d[i]));
-            if (!e || !dims ||
-                h5ark_value_set(e, "group", h5ark_value_str(groups.v[p->group].name)) ||
-                h5ark_value_set(e, "offset", h5ark_value_uint(p->offset)) ||
-                h5ark_value_set(e, "length", h5ark_value_uint(p->count)) ||
-                h5ark_value_set(e, "dims", dims) ||
-                h5ark_value_set(e, "dtype", h5ark_value_str(h5ark_dtype_name(p->out))) ||
-                h5ark_value_set(fmap, fields.v[k].path, e)) {
-                rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-                break;
-            }
-        }
-        if (rc == 0 && (!gmap || !fmap))
-            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        if (rc == 0 && (reply_set(ctx, "samples", h5ark_value_uint(samples.n), err) ||
-                        reply_set(ctx, "sample_ids", object_describe(ids), err) ||
-                        reply_set(ctx, "groups", gmap, err) || reply_set(ctx, "fields", fmap, err)))
-            rc = -1;
-        else
-            gmap = fmap = NULL;
-        h5ark_value_destroy(&gmap);
-        h5ark_value_destroy(&fmap);
-        if (rc) { /* the objects stay only with a reply that names them */
-            for (size_t g = 0; g < groups.n; g++)
-                registry_remove(views[g]->name, &(h5ark_error){0});
-            registry_remove(ids->name, &(h5ark_error){0});
-        }
-    }
-    for (size_t g = 0; g < groups.n; g++)
-        object_release(views[g]);
-    free(views);
 out:
     if (entered) twin_readers_leave();
+    for (size_t g = 0; views && g < groups.n; g++)
+        object_release(views[g]);
+    free(views);
     for (size_t g = 0; job.arrays && g < groups.n; g++)
         object_release(job.arrays[g]);
     object_release(ids);
@@ -686,6 +912,6 @@ const command_def lbann_commands[] = {
       {"sample_list", ARG_STR, false},
       {"name", ARG_STR, false},
       {0}},
-     .ranks = RANKS_NOT_YET},
+     .ranks = RANKS_EVERY},
     {0},
 };

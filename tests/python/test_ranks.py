@@ -12,6 +12,7 @@ import tempfile
 import threading
 import time
 
+import h5py
 import numpy as np
 import pytest
 
@@ -1570,14 +1571,157 @@ def test_killed_rank_stops_job_with_clear_error(victim):
         d.cleanup()
 
 
-def test_pack_refused(multi):
-    """pack is not rank-aware yet: refused, nothing made."""
+PACK_FILES = {"p0.h5": ["s2", "s0", "s1", "s4", "s3"], "p1.h5": ["t0"],
+              "p2.h5": ["u%d" % i for i in range(7)], "tiny.h5": ["v1", "v0"]}
+
+
+@pytest.fixture
+def pack_files(multi, single):
+    """LBANN sample files (test_lbann's schemas) in both daemons' data directories: three
+    files of 13 samples (more than the locales), a file of 2 (fewer), one stored chunked and
+    compressed (read through HDF5, not pread), a sample list, and a file whose last sample
+    lacks a field. Returns {sample id: what write_samples wrote}."""
+    from test_lbann import write_samples
+    src = single.data_dir / "pk"
+    src.mkdir(parents=True, exist_ok=True)
+    want = {}
+    for k, (name, ids) in enumerate(PACK_FILES.items()):
+        got = write_samples(src / name, ids, k)
+        want.update({sid: got[sid] for sid in sorted(got)})
+    with h5py.File(src / "p2.h5", "a") as f:  # one sample's image chunked and compressed
+        img = f["u3/images/img"][()]
+        del f["u3/images/img"]
+        f.create_dataset("u3/images/img", data=img, chunks=(2, 2, 3), compression="gzip")
+    write_samples(src / "bad.h5", ["w0", "w1", "w2"], 9)
+    with h5py.File(src / "bad.h5", "a") as f:
+        del f["w2/scalars/b"]
+    (src / "inc.txt").write_text("CONDUIT_HDF5_INCLUSION\n6 0 3\n.\np2.h5 4 0 u5 u0 u3 u6\n"
+                                 "p1.h5 1 0 t0\ntiny.h5 1 0 v1\n")
+    (src / "exc.txt").write_text("CONDUIT_HDF5_EXCLUSION\n10 2 2\n.\np0.h5 4 1 s1\n"
+                                 "p2.h5 6 1 u2\n")
+    dest = multi.tmp / "data" / "pk"
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(src, dest)
+    return want
+
+
+PACKS = [
+    ("paths, glob", {"paths": ["pk/p*.h5"]}),
+    ("paths, fewer samples than locales", {"paths": ["pk/tiny.h5"]}),
+    ("paths, one sample", {"paths": ["pk/p1.h5"]}),
+    ("inclusion list", {"sample_list": "pk/inc.txt"}),
+    ("exclusion list", {"sample_list": "pk/exc.txt"}),
+    ("no experiment schema", {"paths": ["pk/p0.h5", "pk/tiny.h5"], "experiment_schema": None}),
+]
+
+
+def pack_args(args):
+    from test_lbann import DATA_SCHEMA, EXPERIMENT_SCHEMA
+    out = {"data_schema": DATA_SCHEMA, "experiment_schema": EXPERIMENT_SCHEMA, **args}
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def ids_of(endpoint, desc):
+    _, raw, _ = get_strings(endpoint, desc["name"])
+    return [s.decode() for s in raw[8 * desc["size"]:].split(b"\0")[:-1]]
+
+
+@pytest.mark.parametrize("label,args", PACKS, ids=[p[0] for p in PACKS])
+def test_pack_matches_one_rank(multi, single, pack_files, label, args):
+    """pack at several ranks: the same fields, groups (shape, dtype, block distribution) and
+    values as one rank with as many locales, and the values LBANN's rules give."""
+    from test_lbann import expected_rows
+    got, _ = ok(multi.endpoint, "pack", pack_args(args))
+    want, _ = ok(single.endpoint, "pack", pack_args(args))
+    assert got["samples"] == want["samples"] and got["fields"] == want["fields"]
+    assert sorted(got["groups"]) == sorted(want["groups"])
+    ids = ids_of(multi.endpoint, got["sample_ids"])
+    assert ids == ids_of(single.endpoint, want["sample_ids"]) and len(ids) == got["samples"]
+    for g, desc in got["groups"].items():
+        w = want["groups"][g]
+        assert {**desc, "name": ""} == {**w, "name": ""}, g
+        assert object_bytes(multi.endpoint, desc) == object_bytes(single.endpoint, w), g
+    if args.get("experiment_schema", "") is not None:  # test_lbann's schemas
+        samples, responses, labels = expected_rows({i: pack_files[i] for i in ids})
+        for g, rows in (("samples", samples), ("responses", responses), ("label", labels)):
+            desc = got["groups"][g]
+            _, frames = ok(multi.endpoint, "get", {"name": desc["name"]})
+            np.testing.assert_array_equal(
+                values(frames, desc["dtype"]).reshape(desc["shape"]), rows)
+    for ep, res in ((multi.endpoint, got), (single.endpoint, want)):
+        ok(ep, "delete", {"names": [res["sample_ids"]["name"]] +
+                          [d["name"] for d in res["groups"].values()]})
+
+
+def test_pack_named_and_batches(multi, single, pack_files):
+    """Named results, and a shuffled mini-batch by `get` with `rows` across ranks."""
+    got, _ = ok(multi.endpoint, "pack", pack_args({"paths": ["pk/p*.h5"], "name": "pk_"}))
+    want, _ = ok(single.endpoint, "pack", pack_args({"paths": ["pk/p*.h5"], "name": "pk_"}))
+    assert got["groups"]["samples"]["name"] == "pk_samples"
+    assert got["sample_ids"]["name"] == "pk_sample_ids"
+    rows = list(np.random.default_rng(3).permutation(got["samples"]))[:9] + [0, 12, 0]
+    rows = [int(r) for r in rows]
+    for g in got["groups"]:
+        a, fa = call(multi.endpoint, "get", {"name": f"pk_{g}", "rows": rows})
+        b, fb = call(single.endpoint, "get", {"name": f"pk_{g}", "rows": rows})
+        assert a["ok"] and b["ok"], (a, b)
+        assert b"".join(bytes(f) for f in fa) == b"".join(bytes(f) for f in fb)
+    desc = got["groups"]["samples"]
+    _, whole = ok(multi.endpoint, "get", {"name": desc["name"]})
+    _, batch = ok(multi.endpoint, "get", {"name": desc["name"], "rows": rows})
+    np.testing.assert_array_equal(values(batch, "f4").reshape(-1, 24),
+                                  values(whole, "f4").reshape(-1, 24)[rows])
+    hdr, _ = call(multi.endpoint, "pack", pack_args({"paths": ["pk/p1.h5"], "name": "pk_"}))
+    assert hdr["error"]["code"] == "already_exists", hdr
+    for ep in (multi.endpoint, single.endpoint):
+        ok(ep, "delete", {"names": ["pk_sample_ids", "pk_samples", "pk_responses", "pk_label"]})
+
+
+PACK_ERRORS = [
+    ("missing field", {"paths": ["pk/p0.h5", "pk/p2.h5", "pk/bad.h5"]}),
+    ("missing sample", {"paths": ["pk/nothere*.h5"]}),
+    ("bad schema", {"paths": ["pk/p0.h5"], "experiment_schema": "nothere:\n"}),
+    ("mixed dtypes", {"paths": ["pk/p0.h5"],
+                      "experiment_schema": "images:\n  metadata: {pack: x, coerce: float}\n"
+                                           "label:\n  metadata: {pack: x}\n"}),
+]
+
+
+@pytest.mark.parametrize("label,args", PACK_ERRORS, ids=[p[0] for p in PACK_ERRORS])
+def test_pack_errors_match_one_rank(multi, single, pack_files, label, args):
+    """A sample lacking a field in the last rank's block, and the other refusals: the error
+    one rank gives, nothing published, and the daemon goes on."""
     before = ok(multi.endpoint, "info", {})[0]["objects"]
-    hdr, _ = call(multi.endpoint, "pack", {"data_schema": "a:\n  metadata: {ordering: 0}\n",
-                                           "paths": ["x.h5"]})
-    assert not hdr["ok"] and hdr["error"]["message"].startswith(
-        "not available on several ranks yet: pack"), hdr
+    got, _ = call(multi.endpoint, "pack", pack_args(args))
+    want, _ = call(single.endpoint, "pack", pack_args(args))
+    assert not got["ok"] and got["error"] == want["error"], (got, want)
+    if label == "missing field":
+        assert got["error"]["code"] == "schema_error"
+        assert "sample 'w2' of 'pk/bad.h5' lacks field 'scalars/b'" in got["error"]["message"]
     assert ok(multi.endpoint, "info", {})[0]["objects"] == before
+    assert call(multi.endpoint, "ping")[0]["ok"]
+
+
+@pytest.mark.parametrize("rank", [1, 2])
+def test_pack_read_failing_on_one_rank_publishes_nothing(faulty, rank):
+    """A sample file that cannot be read on a rank > 0 (an I/O error injected on its first
+    read): every rank fails with that one error, nothing is published, and pack works
+    after."""
+    from test_lbann import write_samples
+    data = faulty.tmp / "data" / "pkf"
+    data.mkdir(parents=True, exist_ok=True)
+    write_samples(data / "a.h5", ["x%d" % i for i in range(9)], 1)
+    args = pack_args({"paths": ["pkf/a.h5"]})
+    ok(faulty.endpoint, "clear")
+    before = ok(faulty.endpoint, "info", {})[0]["objects"]
+    ok(faulty.endpoint, "fault", {"class": "io", "nth": 1, "error": "EIO", "rank": rank})
+    hdr, _ = call(faulty.endpoint, "pack", args)
+    fired = ok(faulty.endpoint, "fault", {"nth": 0})[0]
+    assert not hdr["ok"] and hdr["error"]["code"] == "io_error", (hdr, fired)
+    assert "pkf/a.h5" in hdr["error"]["message"], hdr
+    assert ok(faulty.endpoint, "info", {})[0]["objects"] == before
+    res, _ = ok(faulty.endpoint, "pack", args)
+    assert res["samples"] == 9
 
 
 def get_rows_of(endpoint, create_args, rows, reshape=None):
