@@ -167,7 +167,7 @@ def writepart_measures(a):
 
 
 RANKS_LOCALES = 6  # total locales at every R: 6 x 1, 3 x 2, 2 x 3 (ranks x threads)
-RANKS_WORK = ("tohdf", "tohdfgz", "readhdf", "putget", "groupby")
+RANKS_WORK = ("tohdf", "tohdfgz", "readhdf", "putget", "groupby", "pack")
 
 
 def ranks_places(a):
@@ -182,7 +182,9 @@ def ranks_rows(a):
             "tohdfgz": (f"tohdf {size} int64, one file, gzip", None),
             "readhdf": ("readhdf of those files, warm", "pread() of them, as many threads"),
             "putget": (f"put + get {size}", "MPI: rank 0 sends each rank its block, and back"),
-            "groupby": (f"groupby {keys} int64, full range", "MPI: alltoall of the keys")}
+            "groupby": (f"groupby {keys} int64, full range", "MPI: alltoall of the keys"),
+            "pack": (f"pack {ranks_pack_samples(a):,} samples (64x64x4 float32 + 4 scalars), "
+                     "probes not remembered", None)}
     rows = {}
     for place in ranks_places(a):
         where = "" if place == "local" else ", netns"
@@ -198,6 +200,11 @@ def ranks_rows(a):
                 if raw and (r > 1 or work in ("tohdf", "readhdf")):
                     rows[f"ranks_{work}_{place}_{r}_raw"] = (label, raw, "(none)", None)
     return rows
+
+
+def ranks_pack_samples(a):
+    """The ranks group's pack: files of a.pack_per samples, fewer than the pack group's."""
+    return (5 if a.quick else 10) * a.pack_per
 
 
 def human_bytes(n):
@@ -912,6 +919,13 @@ def ranks_measures(a):
         clients = {k: connect(d) for k, d in daemons.items()}
         data = np.random.default_rng(1).integers(-2**62, 2**62, n)
         samples = {}  # (work, place, r) -> ([h5ark], [raw])
+        # the same sample files in every daemon's data directory
+        made = pathlib.Path(stack.enter_context(tempfile.TemporaryDirectory())) / "rkpack"
+        pack_files(argparse.Namespace(pack_files=ranks_pack_samples(a) // a.pack_per,
+                                      pack_per=a.pack_per), made)
+        for d in daemons.values():
+            shutil.copytree(made, d.data_dir / "rkpack")
+        npack, first_pack = ranks_pack_samples(a), {}
 
         def add(work, place, r, mine, raw=None):
             got = samples.setdefault((work, place, r), ([], []))
@@ -959,9 +973,24 @@ def ranks_measures(a):
                     move[0] and 2 * nbytes / 1e9 / move[0])  # as if the array's rate
                 add("groupby", place, r, a.keys / 1e6 / ksecs,
                     move[1] and a.keys / 1e6 / move[1])
+                # pack: a new mtime, so that the probes' remembered answers are not used
+                stamp = time.time_ns() + run
+                for path in (ddir / "rkpack").iterdir():
+                    os.utime(path, ns=(stamp, stamp))
+                got = {}
+                secs = timed(lambda: got.update(p=c.pack(PACK_DATA_SCHEMA, PACK_EXPERIMENT_SCHEMA,
+                                                         paths="rkpack/samples_*.h5")))
+                if run == 0:  # every R packs the same rows
+                    rows = [0, npack // 3, npack - 1]
+                    batch = got["p"].rows(rows)
+                    first = first_pack.setdefault("rows", batch)
+                    for g in ("samples", "responses"):
+                        assert np.array_equal(batch[g], first[g]), (place, r, g)
+                c.clear()
+                add("pack", place, r, npack / secs)
     results = {}
     for (work, place, r), (mine, raw) in samples.items():
-        unit = "Mkeys/s" if work == "groupby" else "GB/s"
+        unit = {"groupby": "Mkeys/s", "pack": "samples/s"}.get(work, "GB/s")
         if r > 1:
             results[f"ranks_{work}_{place}_{r}_vs1"] = (unit, mine, samples[(work, "local", 1)][0])
         if raw[0] is not None:
