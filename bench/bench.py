@@ -884,8 +884,8 @@ def thread_limits(a):
 
 
 def ranks_measures(a):
-    """readhdf, tohdf, put + get and groupby on the daemon as R = 1, 2 and 3 ranks on this
-    host (mpirun --oversubscribe, ipc endpoint), each with RANKS_LOCALES locales in all, and
+    """readhdf, tohdf, put + get, groupby and pack on the daemon as R = 1, 2 and 3 ranks on
+    this host (mpirun --oversubscribe, ipc endpoint), each with RANKS_LOCALES locales in all, and
     with --netns at R = 2, 3 in network namespaces (tests/python/netns_cluster.py, tcp
     endpoint through the bridge). All the daemons run at once, idle but for the one
     measured; each measure alternates with its raw reference run by run:
