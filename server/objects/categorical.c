@@ -74,27 +74,33 @@ static void scatter_codes(int b, void *ctx) {
 
 object *categorical_from_values(object *values, const char *na_value, bool keep_groups,
                                 h5ark_error *err) {
-    object *gb = groupby_make(&values, 1, err);
+    /* several ranks: the grouping gives each row's group number, its code, too */
+    bool several = ranks_count() > 1;
+    object *codes = NULL, *categories = NULL, *cat = NULL;
+    object *gb =
+        several ? groupby_make_codes(&values, 1, &codes, err) : groupby_make(&values, 1, err);
     if (!gb) return NULL;
     object *perm = object_component_get(gb, "permutation");
     object *seg = object_component_get(gb, "segments");
     object *uik = object_component_get(gb, "unique_key_idx");
-    object *codes = NULL, *categories = NULL, *cat = NULL;
     /* the categories are in byte order: the NA text, if present, is one of them */
     uint64_t na_code = UINT64_MAX;
     categories = groupby_take_strings(values, uik, NULL, err);
     if (!categories) goto out;
     na_code = groupby_find_string(categories, na_value);
+    if (several && ranks_allreduce_u64(&na_code, 1, RANKS_MIN, err)) goto out;
     if (na_code == UINT64_MAX) {
         object_release(categories);
         categories = groupby_take_strings(values, uik, na_value, err);
         if (!categories) goto out;
         na_code = categories->size - 1;
     }
-    codes = object_new_pdarray(H5ARK_INT64, values->size, err);
-    if (!codes) goto out;
-    codes_job j = {perm->values, seg->values, values->size, codes->values};
-    locales_run(scatter_codes, &j);
+    if (!several) {
+        codes = object_new_pdarray(H5ARK_INT64, values->size, err);
+        if (!codes) goto out;
+        codes_job j = {perm->values, seg->values, values->size, codes->values};
+        locales_run(scatter_codes, &j);
+    }
     cat =
         categorical_new(codes, categories, keep_groups ? perm : NULL, seg, na_value, na_code, err);
 out:
