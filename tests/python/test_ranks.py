@@ -666,6 +666,46 @@ def test_tohdf_matches_one_rank(multi, single, label, steps):
     same_result(res, want_res, multi.endpoint, single.endpoint)
 
 
+@pytest.mark.parametrize("file_type", ["single", "distribute"])
+@pytest.mark.parametrize("gzip", [False, True], ids=["plain", "gzip"])
+def test_tohdf_strings_without_segments_matches_one_rank(multi, single, file_type, gzip):
+    """strings_segments false (Arkouda's save_offsets False): each file holds the strings'
+    bytes alone, every rank's bytes where one daemon puts them."""
+    import h5py
+    words = ["w%d" % (i * 7) for i in range(300)] + ["", "ü" * 40, "x" * 70_000, ""]
+    trees = {}
+    for name, d in [("multi", multi), ("single", single)]:
+        ok(d.endpoint, "clear")
+        hdr, _ = put_strings(d.endpoint, words, "s")
+        assert hdr["ok"], hdr
+        hdr, _ = put_strings(d.endpoint, ["kept", "segments"], "t")
+        assert hdr["ok"], hdr
+        ddir = d.tmp / "data" if name == "multi" else d.data_dir
+        out = ddir / f"noseg_{file_type}_{gzip}"
+        shutil.rmtree(out, ignore_errors=True)
+        args = {"names": ["s", "t"], "path": f"{out.name}/x.h5", "file_type": file_type,
+                "strings_segments": False}
+        if gzip:
+            args["compression"] = "gzip"
+        res, _ = ok(d.endpoint, "tohdf", args)
+        trees[name] = (res, data_files(out), {f: h5_tree(out / f) for f in data_files(out)})
+        got = b""
+        for f in data_files(out):
+            with h5py.File(out / f, "r") as h:
+                assert set(h["s"]) == {"values"}, f
+                got += h["s/values"][()].tobytes()
+        assert got == b"".join(w.encode() + b"\0" for w in words)
+        # read back at this R: the strings found by their NULs
+        res, _ = ok(d.endpoint, "readhdf", {"paths": [f"{out.name}/x*"], "datasets": ["s"]})
+        (desc,) = res["objects"].values()
+        _, raw, _ = get_strings(d.endpoint, desc["name"])
+        assert raw == b"".join(strings_payload(words))
+    assert trees["multi"] == trees["single"]
+    hdr, _ = call(multi.endpoint, "tohdf", {"names": ["s"], "path": "bad.h5",
+                                            "strings_segments": "no"})
+    assert not hdr["ok"] and hdr["error"]["code"] == "bad_request", hdr
+
+
 def test_repack_matches_one_rank(multi, single):
     """repack touches no object: rank 0 rewrites the files, as one daemon does."""
     out = {}
