@@ -667,7 +667,7 @@ enum { SAMPLES = 64 }; /* records a rank sends every rank to pick the splitters 
 
 /* Steps 1-4 for numeric keys: *fin gets this rank's block of the permutation's records, each
  * the keys' nkeys encodings then the row (w = nkeys + 1 words). */
-static int sort_words(object *const *keys, size_t nkeys, uint64_t n, uint64_t **fin,
+static int sort_words(const object *const *src, size_t nkeys, uint64_t n, uint64_t **fin,
                       uint64_t *reserved, h5ark_error *err) {
     int R = ranks_count(), me = ranks_self();
     size_t w = nkeys + 1;
@@ -686,7 +686,7 @@ static int sort_words(object *const *keys, size_t nkeys, uint64_t n, uint64_t **
         goto fail;
     /* 1. this rank's records, sorted */
     for (size_t k = 0; k < nkeys; k++) {
-        encode_range(sort_source(keys[k])->values, lo, hi, col);
+        encode_range(src[k]->values, lo, hi, col);
         for (uint64_t i = 0; i < nloc; i++)
             rec[i * w + k] = col[i];
     }
@@ -827,11 +827,11 @@ static strref local_str(const object *s, uint64_t row) {
 }
 
 /* Bytes of row's record after its length; the record written at out when out is not NULL. */
-static uint64_t brec_make(object *const *keys, size_t nkeys, uint64_t row, char *out) {
+static uint64_t brec_make(const object *const *src, size_t nkeys, uint64_t row, char *out) {
     uint64_t len = 8; /* the row */
     char *q = out ? out + 8 : NULL;
     for (size_t k = 0; k < nkeys; k++) {
-        const object *s = sort_source(keys[k]);
+        const object *s = src[k];
         if (s->objtype == H5ARK_STRINGS) {
             strref t = local_str(s, row);
             if (q) {
@@ -858,7 +858,7 @@ static uint64_t brec_make(object *const *keys, size_t nkeys, uint64_t row, char 
 /* Steps 1-4 for keys with strings, a sample sort of the records above. *fin gets this
  * rank's block of the permutation as 2 words a record: the group's number (the same for
  * the rows of a group and rising from one group to the next), then the row. */
-static int sort_bytes(object *const *keys, size_t nkeys, uint64_t n, uint64_t **fin,
+static int sort_bytes(const object *const *src, size_t nkeys, uint64_t n, uint64_t **fin,
                       uint64_t *reserved, h5ark_error *err) {
     int R = ranks_count(), me = ranks_self();
     uint64_t lo, hi;
@@ -874,12 +874,12 @@ static int sort_bytes(object *const *keys, size_t nkeys, uint64_t n, uint64_t **
                  : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me);
     /* 1. this rank's records, sorted */
     for (uint64_t i = 0; i < nloc; i++)
-        bytes += 8 + brec_make(keys, nkeys, lo + i, NULL);
+        bytes += 8 + brec_make(src, nkeys, lo + i, NULL);
     if (ranks_agree(rc, err) || ranks_scratch(bytes, (void **)&buf, reserved, err) ||
         ranks_scratch(nloc * 8, (void **)&off, reserved, err))
         goto fail;
     for (uint64_t i = 0, p = 0; i < nloc; i++)
-        p += 8 + brec_make(keys, nkeys, lo + i, buf + p);
+        p += 8 + brec_make(src, nkeys, lo + i, buf + p);
     brec_sort(buf, bytes, off, nloc);
     /* 2. samples from every rank, the same splitters on all */
     uint64_t ns = nloc < SAMPLES ? nloc : SAMPLES, sbytes = 0, total = 0, tbytes = 0;
@@ -1007,10 +1007,16 @@ out:
     return rc;
 }
 
-/* The array of a key whose shards must be the block distribution of the rows. */
-static const darray *key_rows(const object *key) {
-    const object *s = sort_source(key);
-    return s->objtype == H5ARK_STRINGS ? s->segments : s->values;
+static int fetch_rows(const darray *a, const int64_t *rows, uint64_t nrows, void *out,
+                      h5ark_error *err);
+
+/* Whether the key's rows are the block distribution (else its shards are laid out as,
+ * say, an awkward array's buffer). */
+static bool key_in_blocks(const object *s, uint64_t n) {
+    const darray *a = s->objtype == H5ARK_STRINGS ? s->segments : s->values;
+    for (int b = 0; b < a->nshards; b++)
+        if (a->shards[b].start != locales_block_start(n, a->nshards, b)) return false;
+    return true;
 }
 
 /* The groupby across ranks; with codes, also *codes: each row's group number (the codes
@@ -1032,16 +1038,44 @@ static object *make_ranks(object *const *keys, size_t nkeys, object **codes, h5a
         bytes |= s->objtype == H5ARK_STRINGS;
         if (s->objtype == H5ARK_STRINGS ? !s->segments || !s->values : !s->values)
             rc = ranks_not_yet(err, "groupby of a %s key", h5ark_objtype_name(keys[k]->objtype));
+        else if (s->objtype == H5ARK_STRINGS && !key_in_blocks(s, n))
+            rc = ranks_not_yet(err, "groupby of strings keys that are not block distributed");
     }
-    for (size_t k = 0; k < nkeys && rc == 0; k++)
-        for (int b = 0; b < L; b++)
-            if (key_rows(keys[k])->shards[b].start != locales_block_start(n, L, b))
-                rc = ranks_not_yet(err, "groupby of keys that are not block distributed");
     if (rc) return NULL; /* metadata: the same answer on every rank */
+    /* what each key sorts by; a pdarray laid out otherwise than in blocks is first fetched
+     * to the ranks whose block of rows it is, as one shard of the rows [lo, hi) */
+    const object **src = calloc(nkeys, sizeof *src);
+    object *fobj = calloc(nkeys, sizeof *fobj);
+    darray *fd = calloc(nkeys, sizeof *fd);
+    shard *fs = calloc(nkeys, sizeof *fs);
+    int64_t *rows = NULL;
+    rc = src && fobj && fd && fs
+             ? 0
+             : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me);
+    if (ranks_agree(rc, err)) goto out;
+    for (size_t k = 0; k < nkeys; k++) {
+        const object *s = src[k] = sort_source(keys[k]);
+        if (s->objtype == H5ARK_STRINGS || key_in_blocks(s, n)) continue;
+        if (!rows) {
+            if (ranks_scratch(nloc * 8, (void **)&rows, &reserved, err)) goto out;
+            for (uint64_t i = 0; i < nloc; i++)
+                rows[i] = (int64_t)(lo + i);
+        }
+        size_t is = s->values->itemsize;
+        void *buf = NULL;
+        if (ranks_scratch(nloc * is, &buf, &reserved, err)) goto out;
+        fs[k] = (shard){buf, lo, nloc};
+        fd[k] = (darray){
+            .dtype = s->values->dtype, .itemsize = is, .size = n, .nshards = 1, .shards = &fs[k]};
+        fobj[k] =
+            (object){.objtype = H5ARK_PDARRAY, .dtype = s->dtype, .size = n, .values = &fd[k]};
+        src[k] = &fobj[k];
+        if (fetch_rows(s->values, rows, nloc, buf, err)) goto out;
+    }
     /* records sorted and evened out: kw words of keys, then the row */
     size_t w = bytes ? 2 : nkeys + 1, kw = w - 1;
-    if (bytes ? sort_bytes(keys, nkeys, n, &fin, &reserved, err)
-              : sort_words(keys, nkeys, n, &fin, &reserved, err))
+    if (bytes ? sort_bytes(src, nkeys, n, &fin, &reserved, err)
+              : sort_words(src, nkeys, n, &fin, &reserved, err))
         goto out;
     gstarts = calloc((size_t)R + 1, sizeof *gstarts);
     last = calloc((size_t)R * (w + 1), sizeof *last);
@@ -1149,6 +1183,13 @@ static object *make_ranks(object *const *keys, size_t nkeys, object **codes, h5a
     }
     gb = groupby_assemble(n, perm, segments, uik, keys, nkeys, ngroups, err);
 out:
+    for (size_t k = 0; fs && k < nkeys; k++)
+        free(fs[k].data);
+    free(src);
+    free(fobj);
+    free(fd);
+    free(fs);
+    free(rows);
     if (!gb && codes) {
         object_release(*codes);
         *codes = NULL;
@@ -1172,12 +1213,12 @@ out:
     return gb;
 }
 
-/* Several ranks: out[i] = element rows[i] of the block-distributed darray a (a->itemsize
- * bytes each), whichever rank holds it: each rank sends the owners the rows it wants and
+/* Several ranks: out[i] = element rows[i] of the darray a (a->itemsize bytes each, any
+ * distribution), whichever rank holds it: each rank sends the owners the rows it wants and
  * gets their elements back (all-to-alls of the counts, the rows and the elements). */
 static int fetch_rows(const darray *a, const int64_t *rows, uint64_t nrows, void *out,
                       h5ark_error *err) {
-    int R = ranks_count(), L = locales_count(), me = ranks_self(), rc = 0;
+    int R = ranks_count(), me = ranks_self(), rc = 0;
     size_t is = a->itemsize;
     uint64_t reserved = 0, nin = 0;
     uint64_t *cnt = calloc((size_t)R, sizeof *cnt), *rcnt = calloc((size_t)R, sizeof *rcnt);
@@ -1194,11 +1235,11 @@ static int fetch_rows(const darray *a, const int64_t *rows, uint64_t nrows, void
     }
     order = req + nrows;
     for (uint64_t i = 0; i < nrows; i++)
-        cnt[locales_rank_of(block_of(a->size, L, (uint64_t)rows[i]))]++;
+        cnt[locales_rank_of(darray_shard_of(a, (uint64_t)rows[i]))]++;
     for (int r = 0; r < R; r++)
         pos[r + 1] = pos[r] + cnt[r];
     for (uint64_t i = 0; i < nrows; i++) { /* grouped by owner, in order within each */
-        uint64_t k = pos[locales_rank_of(block_of(a->size, L, (uint64_t)rows[i]))]++;
+        uint64_t k = pos[locales_rank_of(darray_shard_of(a, (uint64_t)rows[i]))]++;
         req[k] = (uint64_t)rows[i];
         order[k] = i;
     }

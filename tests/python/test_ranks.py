@@ -1617,6 +1617,49 @@ def test_categorical_from_values_matches_one_rank(multi, single, label, na):
     assert [cats[c] for c in codes] == [w.encode() for w in words]
 
 
+def test_groupby_keys_not_in_blocks_match_one_rank(multi, single):
+    """An awkward array's buffer is laid out as its rows lie, not in blocks: as a key (alone,
+    with a strings key) and as values it is fetched to where the block distribution puts
+    its rows, and every groupby and aggregate is that of one rank."""
+    from test_awkward import lo, np_node
+    rng = np.random.default_rng(29)
+    n = 2500
+    off = np.concatenate([[0], np.cumsum(rng.integers(0, 9, n))]).astype("<i8")
+    m = int(off[-1])
+    data = rng.integers(-6, 6, m).astype("<i4")
+    words = [["p", "", "qq", "ä"][int(v)] for v in rng.integers(0, 4, m)]
+    ints = rng.integers(0, 50, m)
+    form = lo(np_node("int32", "n1"), "n0")
+    out = {}
+    for name, d in [("multi", multi), ("single", single)]:
+        ok(d.endpoint, "clear")
+        hdr, _ = call(d.endpoint, "put", {"objtype": "awkward", "form": json.dumps(form),
+                                          "length": n, "name": "aw"},
+                      [{"name": "n0-offsets", "nbytes": off.nbytes},
+                       {"name": "n1-data", "nbytes": data.nbytes}],
+                      [off.tobytes(), data.tobytes()])
+        assert hdr["ok"], hdr
+        s = put_key(d.endpoint, words)
+        v = put_array(d.endpoint, ints)
+        got = []
+        for g, keys in enumerate((["aw/n1-data"], [s, "aw/n1-data"], [v, "aw/n1-data"])):
+            gb = named(d.endpoint, "groupby", {"keys": keys}, f"gb{g}")
+            got.append(anonymous(gb))
+            got.append(object_bytes(d.endpoint, gb))
+            for op, vals in [("sum", "aw/n1-data"), ("first", "aw/n1-data"),
+                             ("nunique", s), ("max", v)]:
+                res, _ = ok(d.endpoint, "aggregate",
+                            {"groupby": f"gb{g}", "op": op, "values": vals})
+                objs = res["keys"] + [res["values"]]
+                got.append((op, [anonymous(o) for o in objs],
+                            [object_bytes(d.endpoint, o) for o in objs]))
+        out[name] = got
+    assert out["multi"] == out["single"]
+    perm, seg, _ = numpy_groups([data])
+    gb_bytes = out["single"][1]
+    assert np.array_equal(np.frombuffer(gb_bytes[:m * 8], "<i8"), perm)  # permutation first
+
+
 def put_awkward(endpoint, form, length, bufs):
     names = list(bufs)
     data = [np.ascontiguousarray(bufs[k]).tobytes() for k in names]
