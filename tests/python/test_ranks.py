@@ -2071,3 +2071,29 @@ def test_gather_to_rank0_within_max_memory():
         assert ok(d.endpoint, "getconfig")[0]["memory_used"] == 0
     finally:
         d.cleanup()
+
+
+def test_groupby_strings_within_max_memory():
+    """A groupby of strings keys reserves its records and scratch against each rank's
+    --max-memory: past it that is resource_limit, nothing is published, the daemon goes on
+    and gives the memory back."""
+    if not mpi_build():
+        pytest.skip("h5arkd was built without MPI")
+    d = MpiDaemon(2, extra_args=["--max-memory", str(1500 * 1024)])
+    try:
+        words = [f"key-{i % 5000:07d}-{'x' * 12}" for i in range(40000)]  # ~1.3 MB in all
+        hdr, _ = put_strings(d.endpoint, words, "big")
+        assert hdr["ok"], hdr
+        used = ok(d.endpoint, "getconfig")[0]["memory_used"]
+        hdr, _ = call(d.endpoint, "groupby", {"keys": ["big"], "name": "gb"})
+        assert not hdr["ok"] and hdr["error"]["code"] == "resource_limit", hdr
+        assert call(d.endpoint, "info", {"names": ["gb"]})[0]["error"]["code"] == "not_found"
+        assert ok(d.endpoint, "getconfig")[0]["memory_used"] == used
+        hdr, _ = put_strings(d.endpoint, words[:300], "small")
+        assert hdr["ok"], hdr
+        gb = named(d.endpoint, "groupby", {"keys": ["small"]}, "gb")
+        assert gb["components"]["segments"]["size"] == len(set(words[:300]))
+        ok(d.endpoint, "clear")
+        assert ok(d.endpoint, "getconfig")[0]["memory_used"] == 0
+    finally:
+        d.cleanup()
