@@ -167,7 +167,7 @@ def writepart_measures(a):
 
 
 RANKS_LOCALES = 6  # total locales at every R: 6 x 1, 3 x 2, 2 x 3 (ranks x threads)
-RANKS_WORK = ("tohdf", "tohdfgz", "readhdf", "putget", "groupby")
+RANKS_WORK = ("tohdf", "tohdfgz", "readhdf", "putget", "groupby", "groupbystr")
 
 
 def ranks_places(a):
@@ -182,7 +182,9 @@ def ranks_rows(a):
             "tohdfgz": (f"tohdf {size} int64, one file, gzip", None),
             "readhdf": ("readhdf of those files, warm", "pread() of them, as many threads"),
             "putget": (f"put + get {size}", "MPI: rank 0 sends each rank its block, and back"),
-            "groupby": (f"groupby {keys} int64, full range", "MPI: alltoall of the keys")}
+            "groupby": (f"groupby {keys} int64, full range", "MPI: alltoall of the keys"),
+            "groupbystr": (f"groupby {a.keys / 4e6:g}M strings keys, 'key' + hex, ~1/4 distinct",
+                           None)}
     rows = {}
     for place in ranks_places(a):
         where = "" if place == "local" else ", netns"
@@ -911,6 +913,8 @@ def ranks_measures(a):
             mpirun["netns"] = cluster.mpirun_args
         clients = {k: connect(d) for k, d in daemons.items()}
         data = np.random.default_rng(1).integers(-2**62, 2**62, n)
+        nwords = a.keys // 4
+        words = [f"key{v:x}" for v in np.random.default_rng(2).integers(0, nwords // 4, nwords)]
         samples = {}  # (work, place, r) -> ([h5ark], [raw])
 
         def add(work, place, r, mine, raw=None):
@@ -959,9 +963,14 @@ def ranks_measures(a):
                     move[0] and 2 * nbytes / 1e9 / move[0])  # as if the array's rate
                 add("groupby", place, r, a.keys / 1e6 / ksecs,
                     move[1] and a.keys / 1e6 / move[1])
+                skeys = c.array(words)
+                g = []
+                ssecs = timed(lambda: g.append(c.groupby([skeys])))
+                c.delete(g[0], skeys)
+                add("groupbystr", place, r, nwords / 1e6 / ssecs)
     results = {}
     for (work, place, r), (mine, raw) in samples.items():
-        unit = "Mkeys/s" if work == "groupby" else "GB/s"
+        unit = "Mkeys/s" if work.startswith("groupby") else "GB/s"
         if r > 1:
             results[f"ranks_{work}_{place}_{r}_vs1"] = (unit, mine, samples[(work, "local", 1)][0])
         if raw[0] is not None:
