@@ -1588,6 +1588,34 @@ def test_aggregate_strings_keys_match_one_rank(multi, single, label):
     assert by[("strings", "first")][-1] == seg_bytes + val_bytes
 
 
+def test_strings_group_errors_match_one_rank(multi, single):
+    """Bad requests around strings groups: the same error at R ranks as at one, and the
+    daemon goes on."""
+    out = {}
+    for name, d in [("multi", multi), ("single", single)]:
+        ok(d.endpoint, "clear")
+        put_key(d.endpoint, ["a", "b", "a"])
+        hdr, _ = put_strings(d.endpoint, ["a", "b", "a"], "s3")
+        assert hdr["ok"], hdr
+        hdr, _ = put_strings(d.endpoint, ["x", "y"], "s2")
+        assert hdr["ok"], hdr
+        named(d.endpoint, "groupby", {"keys": ["s3"]}, "gb")
+        got = []
+        for cmd, args in [("groupby", {"keys": ["s3", "s2"]}),
+                          ("groupby", {"keys": ["s3", "nothing"]}),
+                          ("aggregate", {"groupby": "gb", "op": "first", "values": "s2"}),
+                          ("aggregate", {"groupby": "gb", "op": "sum", "values": "s3"}),
+                          ("aggregate", {"groupby": "s3", "op": "first", "values": "s3"}),
+                          ("categorical", {"values": "gb"}),
+                          ("categorical", {"values": "s3", "codes": "s3"})]:
+            hdr, _ = call(d.endpoint, cmd, args)
+            got.append(hdr["error"] if not hdr["ok"] else hdr)
+        out[name] = got
+        assert call(d.endpoint, "ping")[0]["ok"]
+    assert out["multi"] == out["single"]
+    assert all("code" in e and e["code"] != "unknown_command" for e in out["multi"]), out
+
+
 @pytest.mark.parametrize("label", ["many duplicates", "empty strings", "long strings", "unicode",
                                    "empty"])
 @pytest.mark.parametrize("na", ["N/A", "apple", ""])
