@@ -167,7 +167,7 @@ def writepart_measures(a):
 
 
 RANKS_LOCALES = 6  # total locales at every R: 6 x 1, 3 x 2, 2 x 3 (ranks x threads)
-RANKS_WORK = ("tohdf", "tohdfgz", "readhdf", "putget", "groupby", "pack")
+RANKS_WORK = ("tohdf", "tohdfgz", "readhdf", "putget", "groupby", "groupbystr", "pack")
 
 
 def ranks_places(a):
@@ -184,7 +184,9 @@ def ranks_rows(a):
             "putget": (f"put + get {size}", "MPI: rank 0 sends each rank its block, and back"),
             "groupby": (f"groupby {keys} int64, full range", "MPI: alltoall of the keys"),
             "pack": (f"pack {ranks_pack_samples(a):,} samples (64x64x4 float32 + 4 scalars), "
-                     "probes not remembered", None)}
+                     "probes not remembered", None),
+            "groupbystr": (f"groupby {a.keys / 4e6:g}M strings keys, 'key' + hex, ~1/4 distinct",
+                           None)}
     rows = {}
     for place in ranks_places(a):
         where = "" if place == "local" else ", netns"
@@ -918,6 +920,8 @@ def ranks_measures(a):
             mpirun["netns"] = cluster.mpirun_args
         clients = {k: connect(d) for k, d in daemons.items()}
         data = np.random.default_rng(1).integers(-2**62, 2**62, n)
+        nwords = a.keys // 4
+        words = [f"key{v:x}" for v in np.random.default_rng(2).integers(0, nwords // 4, nwords)]
         samples = {}  # (work, place, r) -> ([h5ark], [raw])
         # the same sample files in every daemon's data directory
         made = pathlib.Path(stack.enter_context(tempfile.TemporaryDirectory())) / "rkpack"
@@ -973,6 +977,11 @@ def ranks_measures(a):
                     move[0] and 2 * nbytes / 1e9 / move[0])  # as if the array's rate
                 add("groupby", place, r, a.keys / 1e6 / ksecs,
                     move[1] and a.keys / 1e6 / move[1])
+                skeys = c.array(words)
+                g = []
+                ssecs = timed(lambda: g.append(c.groupby([skeys])))
+                c.delete(g[0], skeys)
+                add("groupbystr", place, r, nwords / 1e6 / ssecs)
                 # pack: a new mtime, so that the probes' remembered answers are not used
                 stamp = time.time_ns() + run
                 for path in (ddir / "rkpack").iterdir():
@@ -984,13 +993,13 @@ def ranks_measures(a):
                     rows = [0, npack // 3, npack - 1]
                     batch = got["p"].rows(rows)
                     first = first_pack.setdefault("rows", batch)
-                    for g in ("samples", "responses"):
-                        assert np.array_equal(batch[g], first[g]), (place, r, g)
+                    for grp in ("samples", "responses"):
+                        assert np.array_equal(batch[grp], first[grp]), (place, r, grp)
                 c.clear()
                 add("pack", place, r, npack / secs)
     results = {}
     for (work, place, r), (mine, raw) in samples.items():
-        unit = {"groupby": "Mkeys/s", "pack": "samples/s"}.get(work, "GB/s")
+        unit = "samples/s" if work == "pack" else "Mkeys/s" if work.startswith("groupby") else "GB/s"
         if r > 1:
             results[f"ranks_{work}_{place}_{r}_vs1"] = (unit, mine, samples[(work, "local", 1)][0])
         if raw[0] is not None:

@@ -215,13 +215,14 @@ int h5ark_client_tohdf(h5ark_client_t *self, const char *const *names, size_t co
 
 /* The same with every option tohdf takes; a NULL or 0 field is left to the daemon. */
 typedef struct {
-    const char *mode;        /* "truncate", "append" or "update" */
-    const char *file_type;   /* "distribute" or "single" */
-    const char *compression; /* "none" (contiguous datasets) or "gzip" (chunked, shuffled) */
-    int compression_level;   /* 1-9, with gzip */
-    const char *format;      /* "arkouda" or "exetera" (an ExeTera dataframe's fields) */
-    const char *group;       /* exetera: the dataframe group ("df") */
-    const char *fieldtype;   /* exetera: the fields' fieldtype (each object's own) */
+    const char *mode;             /* "truncate", "append" or "update" */
+    const char *file_type;        /* "distribute" or "single" */
+    const char *compression;      /* "none" (contiguous datasets) or "gzip" (chunked, shuffled) */
+    int compression_level;        /* 1-9, with gzip */
+    const char *format;           /* "arkouda" or "exetera" (an ExeTera dataframe's fields) */
+    const char *group;            /* exetera: the dataframe group ("df") */
+    const char *fieldtype;        /* exetera: the fields' fieldtype (each object's own) */
+    int strings_without_segments; /* nonzero: Strings as their bytes alone (no offsets) */
 } h5ark_tohdf_opts;
 int h5ark_client_tohdf_opts(h5ark_client_t *self, const char *const *names, size_t count,
                             const char *const *datasets, const char *path,

@@ -448,6 +448,8 @@ int h5ark_client_tohdf_opts(h5ark_client_t *self, const char *const *names, size
     if (opts->format) rc |= h5ark_value_set(args, "format", h5ark_value_str(opts->format));
     if (opts->group) rc |= h5ark_value_set(args, "group", h5ark_value_str(opts->group));
     if (opts->fieldtype) rc |= h5ark_value_set(args, "fieldtype", h5ark_value_str(opts->fieldtype));
+    if (opts->strings_without_segments)
+        rc |= h5ark_value_set(args, "strings_segments", h5ark_value_bool(false));
     if (rc) {
         h5ark_value_destroy(&args);
         return oom(err);

@@ -81,7 +81,7 @@ static int cmd_aggregate(command_ctx *ctx, h5ark_error *err) {
         goto out;
     if (groupby_check_values(op, values, err)) goto out;
     /* count reads no values: any kind the check let through is counted alike */
-    if (ranks_count() > 1 && values && op != AGG_COUNT &&
+    if (ranks_count() > 1 && values && op != AGG_COUNT && values->objtype != H5ARK_STRINGS &&
         (values->objtype != H5ARK_PDARRAY || !values->values)) {
         ranks_not_yet(err, "aggregate of %s values", h5ark_objtype_name(values->objtype));
         goto out;
@@ -169,8 +169,6 @@ static int cmd_categorical(command_ctx *ctx, h5ark_error *err) {
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
                           "categorical: 'keep_groups' applies only when building from 'values'");
     object *cat = NULL;
-    if (has_values && ranks_count() > 1) /* needs groupby of strings across ranks */
-        return ranks_not_yet(err, "categorical from 'values'; give 'codes' and 'categories'");
     if (has_values) {
         const char *name = arg_str(ctx, "values", "");
         object *values = get_arg_object("categorical", "values", name, err);

@@ -122,6 +122,8 @@ static int cmd_tohdf(command_ctx *ctx, h5ark_error *err) {
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
                           "tohdf: dataframe_layout must be group or columns, not '%s'", layout);
     wopts.awkward0 = ak0_policy;
+    /* false: top-level Strings as `values` alone (Arkouda's save_offsets False) */
+    wopts.strings_without_segments = !arg_bool(ctx, "strings_segments", true);
     const char *compression = awkward0 ? "none" : arg_str(ctx, "compression", "none");
     bool gzip = strcmp(compression, "gzip") == 0;
     if (!gzip && strcmp(compression, "none") != 0)
@@ -434,6 +436,7 @@ const command_def hdf_commands[] = {
       {"group", ARG_STR, false},
       {"fieldtype", ARG_STR, false},
       {"fieldtypes", ARG_STR_ARRAY, false},
+      {"strings_segments", ARG_BOOL, false},
       {0}},
      .ranks = RANKS_EVERY},
     {"readhdf",

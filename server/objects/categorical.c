@@ -74,27 +74,33 @@ static void scatter_codes(int b, void *ctx) {
 
 object *categorical_from_values(object *values, const char *na_value, bool keep_groups,
                                 h5ark_error *err) {
-    object *gb = groupby_make(&values, 1, err);
+    /* several ranks: the grouping gives each row's group number, its code, too */
+    bool several = ranks_count() > 1;
+    object *codes = NULL, *categories = NULL, *cat = NULL;
+    object *gb =
+        several ? groupby_make_codes(&values, 1, &codes, err) : groupby_make(&values, 1, err);
     if (!gb) return NULL;
     object *perm = object_component_get(gb, "permutation");
     object *seg = object_component_get(gb, "segments");
     object *uik = object_component_get(gb, "unique_key_idx");
-    object *codes = NULL, *categories = NULL, *cat = NULL;
     /* the categories are in byte order: the NA text, if present, is one of them */
     uint64_t na_code = UINT64_MAX;
     categories = groupby_take_strings(values, uik, NULL, err);
     if (!categories) goto out;
     na_code = groupby_find_string(categories, na_value);
+    if (several && ranks_allreduce_u64(&na_code, 1, RANKS_MIN, err)) goto out;
     if (na_code == UINT64_MAX) {
         object_release(categories);
         categories = groupby_take_strings(values, uik, na_value, err);
         if (!categories) goto out;
         na_code = categories->size - 1;
     }
-    codes = object_new_pdarray(H5ARK_INT64, values->size, err);
-    if (!codes) goto out;
-    codes_job j = {perm->values, seg->values, values->size, codes->values};
-    locales_run(scatter_codes, &j);
+    if (!several) {
+        codes = object_new_pdarray(H5ARK_INT64, values->size, err);
+        if (!codes) goto out;
+        codes_job j = {perm->values, seg->values, values->size, codes->values};
+        locales_run(scatter_codes, &j);
+    }
     cat =
         categorical_new(codes, categories, keep_groups ? perm : NULL, seg, na_value, na_code, err);
 out:
@@ -102,74 +108,6 @@ out:
     object_release(categories);
     object_release(gb);
     return cat;
-}
-
-/* ---- several ranks ---- */
-
-/* Every rank's shards of a darray, whole, on every rank (gathered on rank 0, then sent to
- * all): for categories, which are few. out holds a->size * a->itemsize bytes. */
-static int replicate(const darray *a, char *out, h5ark_error *err) {
-    int R = ranks_count(), L = a->nshards, n = 0;
-    uint64_t *counts = calloc((size_t)R, sizeof *counts);
-    h5ark_span *spans = calloc((size_t)L + 1, sizeof *spans);
-    int rc = counts && spans ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    for (int b = 0; rc == 0 && b < L; b++) {
-        counts[locales_rank_of(b)] += a->shards[b].count * a->itemsize;
-        if (locales_is_local(b) && a->shards[b].count)
-            spans[n++] = (h5ark_span){a->shards[b].data, a->shards[b].count * a->itemsize};
-    }
-    if (rc == 0) rc = ranks_gatherv(spans, (size_t)n, out, counts, err);
-    if (rc == 0) rc = ranks_bcast(0, out, a->size * a->itemsize, err);
-    free(counts);
-    free(spans);
-    return rc;
-}
-
-typedef struct {
-    object *out;
-    const int64_t *off; /* the strings' offsets, one past the last included */
-    const char *bytes;
-} append_job;
-
-static void fill_appended(int b, void *ctx) {
-    append_job *j = ctx;
-    shard *seg = &j->out->segments->shards[b], *val = &j->out->values->shards[b];
-    for (uint64_t i = 0; i < seg->count; i++)
-        ((int64_t *)seg->data)[i] = j->off[seg->start + i];
-    if (val->count)
-        memcpy(val->data, j->bytes + val->start, val->count); /* empty shards have no memory */
-}
-
-/* With several ranks: src with the string `extra` appended. Appending moves every shard
- * line, so the strings are replicated on every rank and each rank fills its new shards. */
-static object *append_string_ranks(const object *src, const char *extra, h5ark_error *err) {
-    uint64_t n = src->size, nbytes = src->values->size, elen = strlen(extra) + 1;
-    int L = locales_count();
-    int64_t *off = malloc((n + 2) * sizeof *off);
-    char *bytes = malloc(nbytes + elen);
-    uint64_t *counts = calloc((size_t)L, sizeof *counts);
-    object *out = NULL;
-    int rc = off && bytes && counts ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    /* every rank fails alike or goes on: the collectives below are made by all */
-    if (ranks_agree(rc, err) || replicate(src->segments, (char *)off, err) ||
-        replicate(src->values, bytes, err))
-        goto out;
-    memcpy(bytes + nbytes, extra, elen);
-    off[n] = (int64_t)nbytes;
-    off[n + 1] = (int64_t)(nbytes + elen);
-    for (int c = 0; c < L; c++)
-        counts[c] = (uint64_t)(off[locales_block_start(n + 1, L, c + 1)] -
-                               off[locales_block_start(n + 1, L, c)]);
-    out = object_new_strings(n + 1, counts, err);
-    if (out) {
-        append_job j = {out, off, bytes};
-        locales_run(fill_appended, &j);
-    }
-out:
-    free(off);
-    free(bytes);
-    free(counts);
-    return out;
 }
 
 object *categorical_from_codes(object *codes, object *categories, const char *na_value,
@@ -190,8 +128,8 @@ object *categorical_from_codes(object *codes, object *categories, const char *na
     if (several && ranks_allreduce_u64(&na_code, 1, RANKS_MIN, err)) return NULL;
     object *cats = categories;
     if (na_code == UINT64_MAX) {
-        cats = several ? append_string_ranks(categories, na_value, err)
-                       : groupby_take_strings(categories, NULL, na_value, err);
+        /* several ranks: each rank fetches the strings of its new shards */
+        cats = groupby_take_strings(categories, NULL, na_value, err);
         if (!cats) return NULL;
         na_code = categories->size;
     } else {

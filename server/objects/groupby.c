@@ -663,44 +663,30 @@ static object *groupby_assemble(uint64_t n, object *perm, object *segments, obje
     return rc ? NULL : gb;
 }
 
-static object *make_ranks(object *const *keys, size_t nkeys, h5ark_error *err) {
-    int R = ranks_count(), me = ranks_self(), L = locales_count(), T = locales_local_count();
-    uint64_t n = keys[0]->size, reserved = 0;
+enum { SAMPLES = 64 }; /* records a rank sends every rank to pick the splitters */
+
+/* Steps 1-4 for numeric keys: *fin gets this rank's block of the permutation's records, each
+ * the keys' nkeys encodings then the row (w = nkeys + 1 words). */
+static int sort_words(const object *const *src, size_t nkeys, uint64_t n, uint64_t **fin,
+                      uint64_t *reserved, h5ark_error *err) {
+    int R = ranks_count(), me = ranks_self();
     size_t w = nkeys + 1;
     rec_words = w;
     uint64_t lo, hi;
     rank_range(n, me, &lo, &hi);
     uint64_t nloc = hi - lo, *rec = NULL, *col = NULL, *samples = NULL, *got = NULL;
-    uint64_t *fin = NULL, *cnt = NULL, *sc = NULL, *rcv = NULL, *last = NULL, *gcount = NULL;
-    uint64_t *pairs = NULL, *gpairs = NULL, *gstarts = NULL, *pstarts = NULL, *tgt = NULL;
-    object *perm = NULL, *segments = NULL, *uik = NULL, *gb = NULL;
-    int rc = 0;
-    /* numeric keys (a categorical's codes) so far, their rows where the block distribution
-     * puts them */
-    for (size_t k = 0; k < nkeys && rc == 0; k++)
-        if (sort_source(keys[k])->objtype != H5ARK_PDARRAY || !sort_source(keys[k])->values)
-            rc = ranks_not_yet(err, "groupby of a %s key", h5ark_objtype_name(keys[k]->objtype));
-    for (size_t k = 0; k < nkeys && rc == 0; k++)
-        for (int b = 0; b < L; b++)
-            if (sort_source(keys[k])->values->shards[b].start != locales_block_start(n, L, b))
-                rc = ranks_not_yet(err, "groupby of keys that are not block distributed");
-    if (rc) return NULL; /* metadata: the same answer on every rank */
-    enum { SAMPLES = 64 };
-    cnt = calloc((size_t)R, sizeof *cnt);
-    sc = calloc((size_t)R, sizeof *sc);
-    rcv = calloc((size_t)R, sizeof *rcv);
-    pstarts = calloc((size_t)R + 1, sizeof *pstarts);
-    gstarts = calloc((size_t)R + 1, sizeof *gstarts);
-    last = calloc((size_t)R * (w + 1), sizeof *last);
-    gcount = calloc((size_t)L, sizeof *gcount);
-    if (!cnt || !sc || !rcv || !pstarts || !gstarts || !last || !gcount)
-        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me);
-    if (ranks_agree(rc, err) || ranks_scratch(nloc * w * 8, (void **)&rec, &reserved, err) ||
-        ranks_scratch(nloc * 8, (void **)&col, &reserved, err))
-        goto out;
+    uint64_t *cnt = calloc((size_t)R, sizeof *cnt), *sc = calloc((size_t)R, sizeof *sc);
+    uint64_t *rcv = calloc((size_t)R, sizeof *rcv), *pstarts = calloc((size_t)R + 1, 8);
+    uint64_t *tgt = calloc((size_t)R + 1, sizeof *tgt);
+    int rc = cnt && sc && rcv && pstarts && tgt
+                 ? 0
+                 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me);
+    if (ranks_agree(rc, err) || ranks_scratch(nloc * w * 8, (void **)&rec, reserved, err) ||
+        ranks_scratch(nloc * 8, (void **)&col, reserved, err))
+        goto fail;
     /* 1. this rank's records, sorted */
     for (size_t k = 0; k < nkeys; k++) {
-        encode_range(sort_source(keys[k])->values, lo, hi, col);
+        encode_range(src[k]->values, lo, hi, col);
         for (uint64_t i = 0; i < nloc; i++)
             rec[i * w + k] = col[i];
     }
@@ -710,11 +696,11 @@ static object *make_ranks(object *const *keys, size_t nkeys, h5ark_error *err) {
     /* 2. samples from every rank, the same splitters on all */
     uint64_t ns = nloc < SAMPLES ? nloc : SAMPLES, total = 0;
     cnt[me] = ns;
-    if (ranks_allreduce_u64(cnt, (size_t)R, RANKS_SUM, err)) goto out;
+    if (ranks_allreduce_u64(cnt, (size_t)R, RANKS_SUM, err)) goto fail;
     for (int r = 0; r < R; r++)
         total += cnt[r];
-    if (ranks_scratch((total + (uint64_t)R * ns) * w * 8, (void **)&samples, &reserved, err))
-        goto out;
+    if (ranks_scratch((total + (uint64_t)R * ns) * w * 8, (void **)&samples, reserved, err))
+        goto fail;
     uint64_t *mine = samples + total * w; /* my samples, once for every rank */
     for (int r = 0; r < R; r++) {
         for (uint64_t j = 0; j < ns; j++)
@@ -722,7 +708,7 @@ static object *make_ranks(object *const *keys, size_t nkeys, h5ark_error *err) {
         sc[r] = ns * w * 8;
         rcv[r] = cnt[r] * w * 8;
     }
-    if (ranks_alltoallv(mine, sc, samples, rcv, err)) goto out;
+    if (ranks_alltoallv(mine, sc, samples, rcv, err)) goto fail;
     qsort(samples, total, w * 8, rec_cmp);
     /* 3. each record to the rank whose range of the order holds it */
     memset(cnt, 0, (size_t)R * sizeof *cnt);
@@ -735,29 +721,374 @@ static object *make_ranks(object *const *keys, size_t nkeys, h5ark_error *err) {
     }
     for (int r = 0; r < R; r++)
         sc[r] = 8;
-    if (ranks_alltoallv(cnt, sc, rcv, sc, err)) goto out; /* how many each rank sends me */
+    if (ranks_alltoallv(cnt, sc, rcv, sc, err)) goto fail; /* how many each rank sends me */
     uint64_t ngot = 0;
     for (int r = 0; r < R; r++) {
         ngot += rcv[r];
         rcv[r] *= w * 8;
         sc[r] = cnt[r] * w * 8;
     }
-    if (ranks_scratch(ngot * w * 8, (void **)&got, &reserved, err) ||
+    if (ranks_scratch(ngot * w * 8, (void **)&got, reserved, err) ||
         ranks_alltoallv(rec, sc, got, rcv, err))
-        goto out;
+        goto fail;
     qsort(got, ngot, w * 8, rec_cmp);
     /* 4. evened out to permutation's block distribution */
-    memset(pstarts, 0, ((size_t)R + 1) * sizeof *pstarts);
     pstarts[me + 1] = ngot;
-    if (ranks_allreduce_u64(pstarts, (size_t)R + 1, RANKS_SUM, err)) goto out;
+    if (ranks_allreduce_u64(pstarts, (size_t)R + 1, RANKS_SUM, err)) goto fail;
     for (int r = 0; r < R; r++)
         pstarts[r + 1] += pstarts[r];
-    tgt = calloc((size_t)R + 1, sizeof *tgt);
-    if (tgt) block_starts(n, tgt);
-    rc = tgt ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me);
-    if (ranks_agree(rc, err) || ranks_scratch(nloc * w * 8, (void **)&fin, &reserved, err) ||
-        rebalance(got, pstarts, tgt, w * 8, fin, err))
+    block_starts(n, tgt);
+    if (ranks_scratch(nloc * w * 8, (void **)fin, reserved, err) ||
+        rebalance(got, pstarts, tgt, w * 8, *fin, err))
+        goto fail;
+    rc = 0;
+    goto out;
+fail:
+    rc = -1;
+out:
+    free(rec);
+    free(col);
+    free(samples);
+    free(got);
+    free(cnt);
+    free(sc);
+    free(rcv);
+    free(pstarts);
+    free(tgt);
+    return rc;
+}
+
+/* ---- records of varying length: keys with strings ----
+ *
+ * A record is its length (a native uint64) then its bytes: each key in turn, a numeric
+ * key as its encoding in 8 big-endian bytes, a strings key as its bytes and the NUL (no
+ * string holds a NUL, so no key's bytes are a prefix of another's), then the row in 8
+ * big-endian bytes. memcmp of two records' bytes (the shorter first when one is a prefix
+ * of the other) is then the order (key tuple, row) of the one-rank sort, and two rows
+ * have the same keys exactly when their records agree up to the row. */
+
+static void put_be64(char *p, uint64_t v) {
+    for (int i = 7; i >= 0; i--) {
+        p[i] = (char)(v & 0xff);
+        v >>= 8;
+    }
+}
+
+static uint64_t get_be64(const char *p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = v << 8 | (uint8_t)p[i];
+    return v;
+}
+
+static uint64_t brec_len(const char *r) {
+    uint64_t l;
+    memcpy(&l, r, 8);
+    return l;
+}
+
+static int brec_cmp(const char *x, const char *y) {
+    uint64_t lx = brec_len(x), ly = brec_len(y), m = lx < ly ? lx : ly;
+    int c = memcmp(x + 8, y + 8, m);
+    if (c) return c < 0 ? -1 : 1;
+    return (lx > ly) - (lx < ly);
+}
+
+/* Whether two records hold the same keys (they may differ only in the row). */
+static bool brec_same_keys(const char *x, const char *y) {
+    uint64_t lx = brec_len(x);
+    return lx == brec_len(y) && memcmp(x + 8, y + 8, lx - 8) == 0;
+}
+
+static _Thread_local const char *brec_base; /* for brec_off_cmp (qsort has no context) */
+
+static int brec_off_cmp(const void *a, const void *b) {
+    return brec_cmp(brec_base + *(const uint64_t *)a, brec_base + *(const uint64_t *)b);
+}
+
+/* The offsets of the records back to back in buf[0..bytes), sorted by record. */
+static void brec_sort(const char *buf, uint64_t bytes, uint64_t *off, uint64_t count) {
+    uint64_t k = 0;
+    for (uint64_t p = 0; p < bytes && k < count; p += 8 + brec_len(buf + p))
+        off[k++] = p;
+    brec_base = buf;
+    qsort(off, count, 8, brec_off_cmp);
+}
+
+/* Several ranks: string `row` of s, on this rank. A shard's strings are in its own values
+ * shard, so the last string of a shard ends where that values shard ends. */
+static strref local_str(const object *s, uint64_t row) {
+    const shard *seg = &s->segments->shards[darray_shard_of(s->segments, row)];
+    const shard *val = &s->values->shards[darray_shard_of(s->segments, row)];
+    const int64_t *off = seg->data;
+    uint64_t i = row - seg->start, from = (uint64_t)off[i];
+    uint64_t to = i + 1 < seg->count ? (uint64_t)off[i + 1] : val->start + val->count;
+    return (strref){(const char *)val->data + (from - val->start), to - from - 1};
+}
+
+/* Bytes of row's record after its length; the record written at out when out is not NULL. */
+static uint64_t brec_make(const object *const *src, size_t nkeys, uint64_t row, char *out) {
+    uint64_t len = 8; /* the row */
+    char *q = out ? out + 8 : NULL;
+    for (size_t k = 0; k < nkeys; k++) {
+        const object *s = src[k];
+        if (s->objtype == H5ARK_STRINGS) {
+            strref t = local_str(s, row);
+            if (q) {
+                memcpy(q, t.p, t.len);
+                q[t.len] = '\0';
+                q += t.len + 1;
+            }
+            len += t.len + 1;
+        } else {
+            if (q) {
+                put_be64(q, enc_elem(span_at(s->values, row, NULL), s->values->dtype));
+                q += 8;
+            }
+            len += 8;
+        }
+    }
+    if (q) {
+        put_be64(q, row);
+        memcpy(out, &len, 8);
+    }
+    return len;
+}
+
+/* Steps 1-4 for keys with strings, a sample sort of the records above. *fin gets this
+ * rank's block of the permutation as 2 words a record: the group's number (the same for
+ * the rows of a group and rising from one group to the next), then the row. */
+static int sort_bytes(const object *const *src, size_t nkeys, uint64_t n, uint64_t **fin,
+                      uint64_t *reserved, h5ark_error *err) {
+    int R = ranks_count(), me = ranks_self();
+    uint64_t lo, hi;
+    rank_range(n, me, &lo, &hi);
+    uint64_t nloc = hi - lo, bytes = 0;
+    char *buf = NULL, *samples = NULL, *sorted = NULL, *got = NULL, *lasts = NULL;
+    uint64_t *off = NULL, *soff = NULL, *goff = NULL, *pairs = NULL;
+    uint64_t *cnt = calloc(2 * (size_t)R, sizeof *cnt), *rcnt = calloc(2 * (size_t)R, 8);
+    uint64_t *sc = calloc((size_t)R, sizeof *sc), *rcv = calloc((size_t)R, sizeof *rcv);
+    uint64_t *pstarts = calloc((size_t)R + 1, 8), *tgt = calloc((size_t)R + 1, sizeof *tgt);
+    int rc = cnt && rcnt && sc && rcv && pstarts && tgt
+                 ? 0
+                 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me);
+    /* 1. this rank's records, sorted */
+    for (uint64_t i = 0; i < nloc; i++)
+        bytes += 8 + brec_make(src, nkeys, lo + i, NULL);
+    if (ranks_agree(rc, err) || ranks_scratch(bytes, (void **)&buf, reserved, err) ||
+        ranks_scratch(nloc * 8, (void **)&off, reserved, err))
+        goto fail;
+    for (uint64_t i = 0, p = 0; i < nloc; i++)
+        p += 8 + brec_make(src, nkeys, lo + i, buf + p);
+    brec_sort(buf, bytes, off, nloc);
+    /* 2. samples from every rank, the same splitters on all */
+    uint64_t ns = nloc < SAMPLES ? nloc : SAMPLES, sbytes = 0, total = 0, tbytes = 0;
+    for (uint64_t j = 0; j < ns; j++)
+        sbytes += 8 + brec_len(buf + off[j * nloc / ns]);
+    cnt[2 * me] = ns;
+    cnt[2 * me + 1] = sbytes;
+    if (ranks_allreduce_u64(cnt, 2 * (size_t)R, RANKS_SUM, err)) goto fail;
+    for (int r = 0; r < R; r++) {
+        total += cnt[2 * r];
+        tbytes += cnt[2 * r + 1];
+    }
+    if (ranks_scratch(tbytes + (uint64_t)R * sbytes, (void **)&samples, reserved, err) ||
+        ranks_scratch(total * 8, (void **)&soff, reserved, err))
+        goto fail;
+    char *mine = samples + tbytes; /* my samples, once for every rank */
+    for (uint64_t r = 0, p = 0; r < (uint64_t)R; r++) {
+        for (uint64_t j = 0; j < ns; j++) {
+            const char *x = buf + off[j * nloc / ns];
+            memcpy(mine + p, x, 8 + brec_len(x));
+            p += 8 + brec_len(x);
+        }
+        sc[r] = sbytes;
+        rcv[r] = cnt[2 * r + 1];
+    }
+    if (ranks_alltoallv(mine, sc, samples, rcv, err)) goto fail;
+    brec_sort(samples, tbytes, soff, total);
+    /* 3. each record to the rank whose range of the order holds it, in order */
+    memset(cnt, 0, 2 * (size_t)R * sizeof *cnt);
+    if (ranks_scratch(bytes, (void **)&sorted, reserved, err)) goto fail;
+    for (uint64_t i = 0, d = 0, p = 0; i < nloc; i++) {
+        const char *x = buf + off[i];
+        while (d + 1 < (uint64_t)R &&
+               brec_cmp(x, samples + soff[(d + 1) * total / (uint64_t)R]) >= 0)
+            d++;
+        uint64_t l = 8 + brec_len(x);
+        memcpy(sorted + p, x, l);
+        p += l;
+        cnt[2 * d]++;
+        cnt[2 * d + 1] += l;
+    }
+    free(buf);
+    buf = NULL;
+    for (int r = 0; r < R; r++)
+        sc[r] = 16;
+    if (ranks_alltoallv(cnt, sc, rcnt, sc, err)) goto fail; /* records and bytes to me */
+    uint64_t ngot = 0, gbytes = 0;
+    for (int r = 0; r < R; r++) {
+        ngot += rcnt[2 * r];
+        gbytes += rcnt[2 * r + 1];
+        sc[r] = cnt[2 * r + 1];
+        rcv[r] = rcnt[2 * r + 1];
+    }
+    if (ranks_scratch(gbytes, (void **)&got, reserved, err) ||
+        ranks_scratch(ngot * 8, (void **)&goff, reserved, err) ||
+        ranks_alltoallv(sorted, sc, got, rcv, err))
+        goto fail;
+    brec_sort(got, gbytes, goff, ngot);
+    /* 4. group starts: a record whose keys differ from the one before, the one before a
+     * rank's first being the last record of the nearest earlier rank holding any */
+    memset(cnt, 0, 2 * (size_t)R * sizeof *cnt);
+    uint64_t lastlen = ngot ? 8 + brec_len(got + goff[ngot - 1]) : 0, lbytes = 0;
+    cnt[me] = lastlen;
+    if (ranks_allreduce_u64(cnt, (size_t)R, RANKS_SUM, err)) goto fail;
+    for (int r = 0; r < R; r++)
+        lbytes += cnt[r];
+    if (ranks_scratch(lbytes + (uint64_t)R * lastlen, (void **)&lasts, reserved, err)) goto fail;
+    for (int r = 0; r < R; r++) {
+        memcpy(lasts + lbytes + (uint64_t)r * lastlen, ngot ? got + goff[ngot - 1] : "", lastlen);
+        sc[r] = lastlen;
+        rcv[r] = cnt[r];
+    }
+    if (ranks_alltoallv(lasts + lbytes, sc, lasts, rcv, err)) goto fail;
+    const char *prev = NULL;
+    for (uint64_t r = 0, p = 0; r < (uint64_t)me; p += cnt[r], r++)
+        if (cnt[r]) prev = lasts + p;
+    if (ranks_scratch(ngot * 16, (void **)&pairs, reserved, err)) goto fail;
+    uint64_t nstart = 0;
+    for (uint64_t i = 0; i < ngot; i++) {
+        const char *x = got + goff[i], *y = i ? got + goff[i - 1] : prev;
+        pairs[2 * i] = !y || !brec_same_keys(x, y);
+        pairs[2 * i + 1] = get_be64(x + brec_len(x));
+        nstart += pairs[2 * i];
+    }
+    memset(cnt, 0, 2 * (size_t)R * sizeof *cnt);
+    cnt[me] = nstart;
+    if (ranks_allreduce_u64(cnt, (size_t)R, RANKS_SUM, err)) goto fail;
+    uint64_t g = 0; /* groups started before my first record, then the group's number */
+    for (int r = 0; r < me; r++)
+        g += cnt[r];
+    g--; /* wraps when no group came before: my first record then starts one */
+    for (uint64_t i = 0; i < ngot; i++) {
+        g += pairs[2 * i];
+        pairs[2 * i] = g;
+    }
+    /* 5. evened out to permutation's block distribution */
+    pstarts[me + 1] = ngot;
+    if (ranks_allreduce_u64(pstarts, (size_t)R + 1, RANKS_SUM, err)) goto fail;
+    for (int r = 0; r < R; r++)
+        pstarts[r + 1] += pstarts[r];
+    block_starts(n, tgt);
+    if (ranks_scratch(nloc * 16, (void **)fin, reserved, err) ||
+        rebalance(pairs, pstarts, tgt, 16, *fin, err))
+        goto fail;
+    rc = 0;
+    goto out;
+fail:
+    rc = -1;
+out:
+    free(buf);
+    free(samples);
+    free(sorted);
+    free(got);
+    free(lasts);
+    free(off);
+    free(soff);
+    free(goff);
+    free(pairs);
+    free(cnt);
+    free(rcnt);
+    free(sc);
+    free(rcv);
+    free(pstarts);
+    free(tgt);
+    return rc;
+}
+
+static int fetch_rows(const darray *a, const int64_t *rows, uint64_t nrows, void *out,
+                      h5ark_error *err);
+
+/* Whether the key's rows are the block distribution (else its shards are laid out as,
+ * say, an awkward array's buffer). */
+static bool key_in_blocks(const object *s, uint64_t n) {
+    const darray *a = s->objtype == H5ARK_STRINGS ? s->segments : s->values;
+    for (int b = 0; b < a->nshards; b++)
+        if (a->shards[b].start != locales_block_start(n, a->nshards, b)) return false;
+    return true;
+}
+
+/* The groupby across ranks; with codes, also *codes: each row's group number (the codes
+ * of a categorical made from the key). */
+static object *make_ranks(object *const *keys, size_t nkeys, object **codes, h5ark_error *err) {
+    int R = ranks_count(), me = ranks_self(), L = locales_count(), T = locales_local_count();
+    uint64_t n = keys[0]->size, reserved = 0;
+    uint64_t lo, hi;
+    rank_range(n, me, &lo, &hi);
+    uint64_t nloc = hi - lo, *fin = NULL, *last = NULL, *gcount = NULL, *cpairs = NULL;
+    uint64_t *pairs = NULL, *gpairs = NULL, *gstarts = NULL, *tgt = NULL, *cin = NULL;
+    uint64_t *cnt = NULL, *rcnt = NULL, *sc = NULL, *rcv = NULL;
+    object *perm = NULL, *segments = NULL, *uik = NULL, *gb = NULL;
+    bool bytes = false;
+    int rc = 0;
+    if (codes) *codes = NULL;
+    for (size_t k = 0; k < nkeys && rc == 0; k++) {
+        const object *s = sort_source(keys[k]);
+        bytes |= s->objtype == H5ARK_STRINGS;
+        if (s->objtype == H5ARK_STRINGS ? !s->segments || !s->values : !s->values)
+            rc = ranks_not_yet(err, "groupby of a %s key", h5ark_objtype_name(keys[k]->objtype));
+        else if (s->objtype == H5ARK_STRINGS && !key_in_blocks(s, n))
+            rc = ranks_not_yet(err, "groupby of strings keys that are not block distributed");
+    }
+    if (rc) return NULL; /* metadata: the same answer on every rank */
+    /* what each key sorts by; a pdarray laid out otherwise than in blocks is first fetched
+     * to the ranks whose block of rows it is, as one shard of the rows [lo, hi) */
+    const object **src = calloc(nkeys, sizeof *src);
+    object *fobj = calloc(nkeys, sizeof *fobj);
+    darray *fd = calloc(nkeys, sizeof *fd);
+    shard *fs = calloc(nkeys, sizeof *fs);
+    int64_t *rows = NULL;
+    rc = src && fobj && fd && fs
+             ? 0
+             : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me);
+    if (ranks_agree(rc, err)) goto out;
+    for (size_t k = 0; k < nkeys; k++) {
+        const object *s = src[k] = sort_source(keys[k]);
+        if (s->objtype == H5ARK_STRINGS || key_in_blocks(s, n)) continue;
+        if (!rows) {
+            if (ranks_scratch(nloc * 8, (void **)&rows, &reserved, err)) goto out;
+            for (uint64_t i = 0; i < nloc; i++)
+                rows[i] = (int64_t)(lo + i);
+        }
+        size_t is = s->values->itemsize;
+        void *buf = NULL;
+        if (ranks_scratch(nloc * is, &buf, &reserved, err)) goto out;
+        fs[k] = (shard){buf, lo, nloc};
+        fd[k] = (darray){
+            .dtype = s->values->dtype, .itemsize = is, .size = n, .nshards = 1, .shards = &fs[k]};
+        fobj[k] =
+            (object){.objtype = H5ARK_PDARRAY, .dtype = s->dtype, .size = n, .values = &fd[k]};
+        src[k] = &fobj[k];
+        if (fetch_rows(s->values, rows, nloc, buf, err)) goto out;
+    }
+    /* records sorted and evened out: kw words of keys, then the row */
+    size_t w = bytes ? 2 : nkeys + 1, kw = w - 1;
+    if (bytes ? sort_bytes(src, nkeys, n, &fin, &reserved, err)
+              : sort_words(src, nkeys, n, &fin, &reserved, err))
         goto out;
+    gstarts = calloc((size_t)R + 1, sizeof *gstarts);
+    last = calloc((size_t)R * (w + 1), sizeof *last);
+    gcount = calloc((size_t)L, sizeof *gcount);
+    tgt = calloc((size_t)R + 1, sizeof *tgt);
+    cnt = calloc((size_t)R, sizeof *cnt);
+    rcnt = calloc((size_t)R, sizeof *rcnt);
+    sc = calloc((size_t)R, sizeof *sc);
+    rcv = calloc((size_t)R, sizeof *rcv);
+    rc = gstarts && last && gcount && tgt && cnt && rcnt && sc && rcv
+             ? 0
+             : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me);
+    if (ranks_agree(rc, err)) goto out;
     /* 5. group starts: a record whose keys differ from the one before (maybe a rank's) */
     if (nloc) {
         last[(size_t)me * (w + 1)] = 1;
@@ -771,9 +1102,9 @@ static object *make_ranks(object *const *keys, size_t nkeys, h5ark_error *err) {
     uint64_t nmine = 0;
     for (uint64_t i = 0; i < nloc; i++) {
         const uint64_t *x = fin + i * w, *y = i ? fin + (i - 1) * w : prev;
-        if (y && memcmp(x, y, nkeys * 8) == 0) continue;
-        pairs[2 * nmine] = lo + i;       /* where the group starts */
-        pairs[2 * nmine + 1] = x[nkeys]; /* its first row */
+        if (y && memcmp(x, y, kw * 8) == 0) continue;
+        pairs[2 * nmine] = lo + i;    /* where the group starts */
+        pairs[2 * nmine + 1] = x[kw]; /* its first row */
         nmine++;
         gcount[block_of(n, L, lo + i)]++;
     }
@@ -794,7 +1125,7 @@ static object *make_ranks(object *const *keys, size_t nkeys, h5ark_error *err) {
         shard *sh = &perm->values->shards[locales_local_first() + t];
         int64_t *out = sh->data;
         for (uint64_t i = 0; i < sh->count; i++)
-            out[i] = (int64_t)fin[(sh->start - lo + i) * w + nkeys];
+            out[i] = (int64_t)fin[(sh->start - lo + i) * w + kw];
     }
     uint64_t g0, g1;
     rank_range(ngroups, me, &g0, &g1);
@@ -810,36 +1141,84 @@ static object *make_ranks(object *const *keys, size_t nkeys, h5ark_error *err) {
             ((int64_t *)us->data)[i] = (int64_t)gpairs[2 * (ss->start - g0 + i) + 1];
         }
     }
+    /* 7. each row's group number to the rank holding the row */
+    if (codes) {
+        if (!(*codes = object_new_pdarray(H5ARK_INT64, n, err)) ||
+            ranks_scratch(nloc * 2 * 16, (void **)&cpairs, &reserved, err))
+            goto out;
+        cin = cpairs + 2 * nloc;
+        block_starts(n, tgt);
+        uint64_t g = gstarts[me] - 1; /* wraps: my first record then starts a group */
+        for (uint64_t i = 0; i < nloc; i++) {
+            const uint64_t *x = fin + i * w, *y = i ? fin + (i - 1) * w : prev;
+            if (!y || memcmp(x, y, kw * 8) != 0) g++;
+            int q = 0;
+            while (q + 1 < R && tgt[q + 1] <= x[kw])
+                q++;
+            cnt[q]++;
+            pairs[2 * i] = g; /* pairs is no longer needed: a scratch of the codes */
+            pairs[2 * i + 1] = x[kw];
+        }
+        for (int r = 0; r < R; r++)
+            sc[r] = 8;
+        if (ranks_alltoallv(cnt, sc, rcnt, sc, err)) goto out;
+        uint64_t *pos = gstarts; /* no longer needed: where each rank's pairs go */
+        for (int r = 0; r < R; r++) {
+            pos[r] = r ? pos[r - 1] + cnt[r - 1] : 0;
+            sc[r] = cnt[r] * 16;
+            rcv[r] = rcnt[r] * 16;
+        }
+        for (uint64_t i = 0; i < nloc; i++) {
+            int q = 0;
+            while (q + 1 < R && tgt[q + 1] <= pairs[2 * i + 1])
+                q++;
+            memcpy(cpairs + 2 * pos[q]++, pairs + 2 * i, 16);
+        }
+        if (ranks_alltoallv(cpairs, sc, cin, rcv, err)) goto out;
+        for (uint64_t i = 0; i < nloc; i++) {
+            shard *sh =
+                &(*codes)->values->shards[darray_shard_of((*codes)->values, cin[2 * i + 1])];
+            ((int64_t *)sh->data)[cin[2 * i + 1] - sh->start] = (int64_t)cin[2 * i];
+        }
+    }
     gb = groupby_assemble(n, perm, segments, uik, keys, nkeys, ngroups, err);
 out:
+    for (size_t k = 0; fs && k < nkeys; k++)
+        free(fs[k].data);
+    free(src);
+    free(fobj);
+    free(fd);
+    free(fs);
+    free(rows);
+    if (!gb && codes) {
+        object_release(*codes);
+        *codes = NULL;
+    }
     object_release(perm);
     object_release(segments);
     object_release(uik);
-    free(rec);
-    free(col);
-    free(samples);
-    free(got);
     free(fin);
     free(pairs);
     free(gpairs);
-    free(cnt);
-    free(sc);
-    free(rcv);
+    free(cpairs);
     free(last);
     free(gcount);
-    free(pstarts);
     free(gstarts);
     free(tgt);
+    free(cnt);
+    free(rcnt);
+    free(sc);
+    free(rcv);
     if (reserved) registry_unreserve(reserved);
     return gb;
 }
 
-/* Several ranks: out[i] = element rows[i] of the block-distributed darray a (a->itemsize
- * bytes each), whichever rank holds it: each rank sends the owners the rows it wants and
+/* Several ranks: out[i] = element rows[i] of the darray a (a->itemsize bytes each, any
+ * distribution), whichever rank holds it: each rank sends the owners the rows it wants and
  * gets their elements back (all-to-alls of the counts, the rows and the elements). */
 static int fetch_rows(const darray *a, const int64_t *rows, uint64_t nrows, void *out,
                       h5ark_error *err) {
-    int R = ranks_count(), L = locales_count(), me = ranks_self(), rc = 0;
+    int R = ranks_count(), me = ranks_self(), rc = 0;
     size_t is = a->itemsize;
     uint64_t reserved = 0, nin = 0;
     uint64_t *cnt = calloc((size_t)R, sizeof *cnt), *rcnt = calloc((size_t)R, sizeof *rcnt);
@@ -856,11 +1235,11 @@ static int fetch_rows(const darray *a, const int64_t *rows, uint64_t nrows, void
     }
     order = req + nrows;
     for (uint64_t i = 0; i < nrows; i++)
-        cnt[locales_rank_of(block_of(a->size, L, (uint64_t)rows[i]))]++;
+        cnt[locales_rank_of(darray_shard_of(a, (uint64_t)rows[i]))]++;
     for (int r = 0; r < R; r++)
         pos[r + 1] = pos[r] + cnt[r];
     for (uint64_t i = 0; i < nrows; i++) { /* grouped by owner, in order within each */
-        uint64_t k = pos[locales_rank_of(block_of(a->size, L, (uint64_t)rows[i]))]++;
+        uint64_t k = pos[locales_rank_of(darray_shard_of(a, (uint64_t)rows[i]))]++;
         req[k] = (uint64_t)rows[i];
         order[k] = i;
     }
@@ -943,8 +1322,161 @@ static object *take_ranks(const object *src, const object *idx, h5ark_error *err
     return out;
 }
 
+/* Several ranks: the strings of src at rows[0..nrows), wherever they lie: lens[i] the bytes
+ * of string i with its NUL, *bytes (scratch reserved into *reserved) the strings back to
+ * back in that order. Each rank asks the ranks holding the rows (all-to-alls of the
+ * counts, the rows, the lengths and the bytes). */
+static int fetch_strings(const object *src, const uint64_t *rows, uint64_t nrows, uint64_t *lens,
+                         char **bytes, uint64_t *reserved, h5ark_error *err) {
+    int R = ranks_count(), me = ranks_self(), rc = 0;
+    uint64_t nin = 0, inbytes = 0, outbytes = 0;
+    uint64_t *cnt = calloc((size_t)R, 8), *rcnt = calloc((size_t)R, 8);
+    uint64_t *sc = calloc((size_t)R, 8), *rcv = calloc((size_t)R, 8), *bsc = calloc((size_t)R, 8);
+    uint64_t *pos = calloc((size_t)R + 1, 8), *req = NULL, *inreq = NULL, *glen = NULL;
+    char *rep = NULL, *back = NULL;
+    if (!cnt || !rcnt || !sc || !rcv || !bsc || !pos)
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me);
+    if (ranks_agree(rc, err) || ranks_scratch(nrows * 24, (void **)&req, reserved, err)) goto fail;
+    uint64_t *order = req + nrows;
+    glen = req + 2 * nrows;
+    for (uint64_t i = 0; i < nrows; i++)
+        cnt[locales_rank_of(darray_shard_of(src->segments, rows[i]))]++;
+    for (int r = 0; r < R; r++)
+        pos[r + 1] = pos[r] + cnt[r];
+    for (uint64_t i = 0; i < nrows; i++) { /* grouped by owner, in order within each */
+        uint64_t k = pos[locales_rank_of(darray_shard_of(src->segments, rows[i]))]++;
+        req[k] = rows[i];
+        order[k] = i;
+    }
+    for (int r = 0; r < R; r++)
+        sc[r] = 8;
+    if (ranks_alltoallv(cnt, sc, rcnt, sc, err)) goto fail;
+    for (int r = 0; r < R; r++) {
+        nin += rcnt[r];
+        sc[r] = cnt[r] * 8;
+        rcv[r] = rcnt[r] * 8;
+    }
+    if (ranks_scratch(nin * 16, (void **)&inreq, reserved, err) ||
+        ranks_alltoallv(req, sc, inreq, rcv, err))
+        goto fail;
+    uint64_t *inlen = inreq + nin;
+    for (uint64_t k = 0, r = 0, left = rcnt[0]; k < nin; k++, left--) {
+        while (left == 0)
+            left = rcnt[++r];
+        inlen[k] = local_str(src, inreq[k]).len + 1;
+        bsc[r] += inlen[k];
+        inbytes += inlen[k];
+    }
+    if (ranks_alltoallv(inlen, rcv, glen, sc, err)) goto fail; /* the lengths back */
+    memset(rcv, 0, (size_t)R * 8);
+    for (uint64_t k = 0, r = 0, left = cnt[0]; k < nrows; k++, left--) {
+        while (left == 0)
+            left = cnt[++r];
+        rcv[r] += glen[k];
+        outbytes += glen[k];
+    }
+    if (ranks_scratch(inbytes, (void **)&rep, reserved, err) ||
+        ranks_scratch(outbytes, (void **)&back, reserved, err) ||
+        ranks_scratch(outbytes, (void **)bytes, reserved, err))
+        goto fail;
+    for (uint64_t k = 0, p = 0; k < nin; k++) {
+        memcpy(rep + p, local_str(src, inreq[k]).p, inlen[k] - 1);
+        rep[p + inlen[k] - 1] = '\0';
+        p += inlen[k];
+    }
+    if (ranks_alltoallv(rep, bsc, back, rcv, err)) goto fail;
+    /* back in the order asked: where each string starts in the result */
+    for (uint64_t k = 0; k < nrows; k++)
+        lens[order[k]] = glen[k];
+    uint64_t *at = NULL; /* where each request's string goes in the result */
+    if (ranks_scratch(nrows * 8, (void **)&at, reserved, err)) goto fail;
+    for (uint64_t i = 0, p = 0; i < nrows; i++) {
+        uint64_t l = lens[i];
+        lens[i] = p; /* for now: the offset */
+        p += l;
+    }
+    for (uint64_t k = 0; k < nrows; k++)
+        at[k] = lens[order[k]];
+    for (uint64_t k = 0, p = 0; k < nrows; k++) {
+        memcpy(*bytes + at[k], back + p, glen[k]);
+        p += glen[k];
+    }
+    for (uint64_t k = 0; k < nrows; k++)
+        lens[order[k]] = glen[k];
+    free(at);
+    goto out;
+fail:
+    rc = -1;
+out:
+    free(cnt);
+    free(rcnt);
+    free(sc);
+    free(rcv);
+    free(bsc);
+    free(pos);
+    free(req);
+    free(inreq);
+    free(rep);
+    free(back);
+    return rc;
+}
+
+/* Several ranks: groupby_take_strings. Each rank fetches the strings of its block of the
+ * result (the rows first, when idx gives them), the ranks add up each locale's bytes and
+ * make the strings, and each rank fills its own shards. */
+static object *take_strings_ranks(const object *src, const object *idx, const char *extra,
+                                  h5ark_error *err) {
+    int L = locales_count(), me = ranks_self(), first = locales_local_first();
+    uint64_t ntake = idx ? idx->size : src->size, count = ntake + (extra ? 1 : 0);
+    uint64_t elen = extra ? strlen(extra) + 1 : 0, o0, o1, reserved = 0;
+    rank_range(count, me, &o0, &o1);
+    uint64_t m = o1 < ntake ? o1 - o0 : ntake > o0 ? ntake - o0 : 0; /* rows from src */
+    uint64_t *rows = NULL, *lens = NULL, *bc = calloc((size_t)L, 8);
+    char *bytes = NULL;
+    object *out = NULL;
+    int rc = bc ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me);
+    if (ranks_agree(rc, err) || ranks_scratch(m * 16, (void **)&rows, &reserved, err)) goto out;
+    lens = rows + m;
+    for (uint64_t i = 0; i < m; i++)
+        rows[i] = o0 + i;
+    /* fetch_rows reads every row asked before it writes a result: in place is safe */
+    if (idx && fetch_rows(idx->values, (const int64_t *)rows, m, rows, err)) goto out;
+    if (fetch_strings(src, rows, m, lens, &bytes, &reserved, err)) goto out;
+    for (int t = 0; t < locales_local_count(); t++) {
+        uint64_t c0 = locales_block_start(count, L, first + t);
+        uint64_t c1 = locales_block_start(count, L, first + t + 1);
+        for (uint64_t j = c0; j < c1; j++)
+            bc[first + t] += j < ntake ? lens[j - o0] : elen;
+    }
+    if (ranks_allreduce_u64(bc, (size_t)L, RANKS_SUM, err) ||
+        !(out = object_new_strings(count, bc, err)))
+        goto out;
+    const char *p = bytes;
+    for (int t = 0; t < locales_local_count(); t++) {
+        shard *seg = &out->segments->shards[first + t], *val = &out->values->shards[first + t];
+        uint64_t q = 0;
+        for (uint64_t i = 0; i < seg->count; i++) {
+            uint64_t j = seg->start + i, l = j < ntake ? lens[j - o0] : elen;
+            ((int64_t *)seg->data)[i] = (int64_t)(val->start + q);
+            memcpy((char *)val->data + q, j < ntake ? p : extra, l);
+            if (j < ntake) p += l;
+            q += l;
+        }
+    }
+out:
+    free(rows);
+    free(bytes);
+    free(bc);
+    if (reserved) registry_unreserve(reserved);
+    return out;
+}
+
+object *groupby_make_codes(object *const *keys, size_t nkeys, object **codes, h5ark_error *err) {
+    return make_ranks(keys, nkeys, codes, err);
+}
+
 object *groupby_make(object *const *keys, size_t nkeys, h5ark_error *err) {
-    if (ranks_call_seq()) return make_ranks(keys, nkeys, err);
+    if (ranks_call_seq()) return make_ranks(keys, nkeys, NULL, err);
     plan p = {.L = locales_count(), .n = keys[0]->size, .nkeys = nkeys};
     int L = p.L;
     object *gb = NULL;
@@ -1195,6 +1727,7 @@ static void take_fill_strings(int c, void *ctx) {
 
 object *groupby_take_strings(const object *src, const object *idx, const char *extra,
                              h5ark_error *err) {
+    if (ranks_call_seq()) return take_strings_ranks(src, idx, extra, err);
     int L = locales_count();
     take_job j = {.src = src, .idx = idx, .extra = extra, .extra_len = extra ? strlen(extra) : 0};
     uint64_t count = j.count = (idx ? idx->size : src->size) + (extra ? 1 : 0);
@@ -1212,9 +1745,9 @@ object *groupby_take_strings(const object *src, const object *idx, const char *e
 }
 
 object *groupby_take(const object *src, const object *idx, h5ark_error *err) {
-    /* several ranks: pdarrays, and categoricals through their codes (the categories are
-     * shared, and every rank holds the object) */
-    if (ranks_call_seq() && src->objtype != H5ARK_CATEGORICAL) {
+    /* several ranks: pdarrays, strings, and categoricals through their codes (the categories
+     * are shared, and every rank holds the object) */
+    if (ranks_call_seq() && src->objtype != H5ARK_CATEGORICAL && src->objtype != H5ARK_STRINGS) {
         if (src->objtype == H5ARK_PDARRAY && src->values) return take_ranks(src, idx, err);
         ranks_not_yet(err, "taking the rows of a %s", h5ark_objtype_name(src->objtype));
         return NULL;
@@ -1571,6 +2104,15 @@ done:
 }
 
 object *groupby_aggregate(const object *gb, agg_op op, const object *values, h5ark_error *err) {
+    if (ranks_call_seq() && op == AGG_NUNIQUE && values && values->objtype == H5ARK_STRINGS) {
+        /* the strings' group numbers in a grouping of their own: as many distinct in a
+         * group as the strings themselves */
+        object *codes = NULL, *vgb = make_ranks((object *const *)&values, 1, &codes, err);
+        object_release(vgb);
+        object *out = codes ? aggregate_ranks(gb, op, codes, err) : NULL;
+        object_release(codes);
+        return out;
+    }
     if (ranks_call_seq() && op != AGG_FIRST) return aggregate_ranks(gb, op, values, err);
     const object *seg = object_component_get(gb, "segments");
     if (op == AGG_FIRST)

@@ -1132,9 +1132,7 @@ static int write_files(const storage_item *items, size_t nitems, const char *pat
     top_names names = {0};
     /* several ranks: these checks read metadata only, alike on every rank */
     bool ranks = ranks_call_seq() != 0;
-    if (check_items(items, nitems, df_columns, &names, err) ||
-        (ranks && opts && opts->strings_without_segments &&
-         ranks_not_yet(err, "tohdf of strings without segments"))) {
+    if (check_items(items, nitems, df_columns, &names, err)) {
         free(names.v);
         return -1;
     }

@@ -626,6 +626,33 @@ static void test_hdf(h5ark_client_t *c) {
     CHECK_ERR(h5ark_client_tohdf_opts(c, names, 1, datasets, gz, &gzip, NULL, &err),
               H5ARK_BAD_REQUEST);
 
+    /* strings without offsets: the group holds `values` alone, and reads back by the NULs */
+    char noseg[128];
+    snprintf(noseg, sizeof noseg, "%s_noseg.h5", prefix);
+    h5ark_tohdf_opts bare = {.file_type = "single", .strings_without_segments = 1};
+    CHECK_OK(h5ark_client_tohdf_opts(c, names + 1, 1, datasets + 1, noseg, &bare, NULL, &err));
+    CHECK_OK(h5ark_client_lshdf(c, noseg, true, &result, &err));
+    entries = h5ark_value_get(result, "entries");
+    int segs = 0, vals = 0;
+    for (size_t i = 0; i < h5ark_value_len(entries); i++) {
+        const char *p = desc_str(h5ark_value_at(entries, i), "path");
+        segs += strstr(p, "segments") != NULL;
+        vals += strstr(p, "values") != NULL;
+    }
+    CHECK(segs == 0 && vals == 1, "strings without segments: %d segments, %d values", segs, vals);
+    h5ark_value_destroy(&result);
+    const char *nopaths[] = {noseg};
+    CHECK_OK(h5ark_client_readhdf(c, nopaths, 1, NULL, 0, NULL, &result, &err));
+    const h5ark_value *nos = h5ark_value_get(h5ark_value_get(result, "objects"), "strs");
+    CHECK(nos != NULL, "readhdf of strings without segments lacks strs");
+    if (nos) {
+        h5ark_data nd;
+        CHECK_OK(h5ark_client_get(c, desc_str(nos, "name"), 0, H5ARK_END, &nd, &err));
+        check_strings(&nd, strs, 5, "strings without segments after the round trip");
+        h5ark_data_free(&nd);
+    }
+    h5ark_value_destroy(&result);
+
     const char *paths[] = {path};
     CHECK_OK(h5ark_client_readhdf(c, paths, 1, NULL, 0, NULL, &result, &err));
     const h5ark_value *objects = h5ark_value_get(result, "objects");

@@ -567,6 +567,26 @@ def test_strings_across_files_without_segments(conn):
     assert conn.get(res["objects"]["Filename_Codes"]["name"]).tolist() == [0, 0, 2, 2, 2, 3]
 
 
+@pytest.mark.parametrize("file_type", ["single", "distribute"])
+def test_strings_written_without_segments(conn, file_type):
+    """strings_segments false: each file holds the strings' bytes alone, which read back
+    by their NULs."""
+    words = ["a", "", "bb", "é" * 9, "ccc", "", "d"]
+    s = conn.put_strings(words)
+    path = unique("noseg") + ".h5"
+    conn.tohdf([s], path, datasets=["s"], file_type=file_type, strings_segments=False)
+    got = b""
+    for f in files_of(path, file_type):
+        with h5py.File(conn.dir / f, "r") as h:
+            assert set(h["s"]) == {"values"}
+            assert h["s"].attrs["ObjType"] == 2
+            got += h["s/values"][()].tobytes()
+    assert got == b"".join(w.encode() + b"\0" for w in words)
+    assert conn.read_values(files_of(path, file_type), "s") == words
+    err = conn.fail("tohdf", names=[s], path=path, strings_segments="no")
+    assert err["code"] == "bad_request"
+
+
 def test_default_datasets_skip_metadata(conn):
     path = unique("dflt") + ".h5"
     with h5py.File(conn.dir / path, "w") as h:

@@ -122,6 +122,18 @@ def test_long_request_outlasts_connect_timeout(client, daemon):
         assert (f["x"][()] == big.to_ndarray()).all()
 
 
+def test_strings_without_segments(client, daemon):
+    """to_hdf(strings_segments=False): the strings' bytes alone, read back by their NULs."""
+    words = ["x", "", "yz", "é"]
+    s = client.array(words)
+    path = unique("noseg") + ".h5"
+    client.to_hdf({"w": s}, path, file_type="single", strings_segments=False)
+    with h5py.File(daemon.data_dir / path, "r") as f:
+        assert set(f["w"]) == {"values"}
+        assert f["w/values"][()].tobytes() == "x\0\0yz\0é\0".encode()
+    assert client.read_hdf(path)["w"].to_list() == words
+
+
 def test_context_manager_closes(daemon):
     with h5ark.connect(daemon.endpoint) as c:
         assert c.ping()

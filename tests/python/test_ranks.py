@@ -273,7 +273,7 @@ def test_concurrent_requests(multi):
 
 
 @pytest.mark.parametrize("cmd,args", [
-    ("categorical", {"values": "x"}),
+    ("pack", {"data_schema": "x"}),
 ])
 def test_not_converted_refused(multi, cmd, args):
     hdr, _ = call(multi.endpoint, cmd, args)
@@ -665,6 +665,46 @@ def test_tohdf_matches_one_rank(multi, single, label, steps):
     res, _ = ok(multi.endpoint, "readhdf", {"paths": [f"{got.name}/x*"]})
     want_res, _ = ok(single.endpoint, "readhdf", {"paths": [f"{want.name}/x*"]})
     same_result(res, want_res, multi.endpoint, single.endpoint)
+
+
+@pytest.mark.parametrize("file_type", ["single", "distribute"])
+@pytest.mark.parametrize("gzip", [False, True], ids=["plain", "gzip"])
+def test_tohdf_strings_without_segments_matches_one_rank(multi, single, file_type, gzip):
+    """strings_segments false (Arkouda's save_offsets False): each file holds the strings'
+    bytes alone, every rank's bytes where one daemon puts them."""
+    import h5py
+    words = ["w%d" % (i * 7) for i in range(300)] + ["", "ü" * 40, "x" * 70_000, ""]
+    trees = {}
+    for name, d in [("multi", multi), ("single", single)]:
+        ok(d.endpoint, "clear")
+        hdr, _ = put_strings(d.endpoint, words, "s")
+        assert hdr["ok"], hdr
+        hdr, _ = put_strings(d.endpoint, ["kept", "segments"], "t")
+        assert hdr["ok"], hdr
+        ddir = d.tmp / "data" if name == "multi" else d.data_dir
+        out = ddir / f"noseg_{file_type}_{gzip}"
+        shutil.rmtree(out, ignore_errors=True)
+        args = {"names": ["s", "t"], "path": f"{out.name}/x.h5", "file_type": file_type,
+                "strings_segments": False}
+        if gzip:
+            args["compression"] = "gzip"
+        res, _ = ok(d.endpoint, "tohdf", args)
+        trees[name] = (res, data_files(out), {f: h5_tree(out / f) for f in data_files(out)})
+        got = b""
+        for f in data_files(out):
+            with h5py.File(out / f, "r") as h:
+                assert set(h["s"]) == {"values"}, f
+                got += h["s/values"][()].tobytes()
+        assert got == b"".join(w.encode() + b"\0" for w in words)
+        # read back at this R: the strings found by their NULs
+        res, _ = ok(d.endpoint, "readhdf", {"paths": [f"{out.name}/x*"], "datasets": ["s"]})
+        (desc,) = res["objects"].values()
+        _, raw, _ = get_strings(d.endpoint, desc["name"])
+        assert raw == b"".join(strings_payload(words))
+    assert trees["multi"] == trees["single"]
+    hdr, _ = call(multi.endpoint, "tohdf", {"names": ["s"], "path": "bad.h5",
+                                            "strings_segments": "no"})
+    assert not hdr["ok"] and hdr["error"]["code"] == "bad_request", hdr
 
 
 def test_repack_matches_one_rank(multi, single):
@@ -1418,9 +1458,6 @@ def test_aggregate_count_of_strings_matches_one_rank(multi, single):
         objs = res["keys"] + [res["values"]]
         out[name] = ([anonymous(o) for o in objs], [object_bytes(d.endpoint, o) for o in objs])
     assert out["multi"] == out["single"]
-    hdr, _ = call(multi.endpoint, "aggregate", {"groupby": "gb", "op": "first", "values": "s"})
-    assert hdr["error"]["message"].startswith(
-        "not available on several ranks yet: aggregate of strings values"), hdr
 
 
 def anonymous(desc):
@@ -1432,12 +1469,224 @@ def anonymous(desc):
     return out
 
 
-def test_groupby_strings_key_refused(multi):
-    hdr, _ = put_strings(multi.endpoint, ["a", "b"])
-    hdr, _ = call(multi.endpoint, "groupby", {"keys": [hdr["result"]["object"]["name"]]})
-    assert not hdr["ok"]
-    assert hdr["error"]["message"].startswith(
-        "not available on several ranks yet: groupby of a strings key")
+def strings_keys(label):
+    """Keys of a strings groupby: lists of str (strings keys) or numpy arrays."""
+    rng = np.random.default_rng(23)
+    words = ["pear", "apple", "", "fig", "apple pie", "äpfel", "日本", "z", "a\u00e9", "ß"]
+    return {
+        "many duplicates": [[words[i] for i in rng.integers(0, len(words), 3001)]],
+        "all unique": [[f"u{v:x}" for v in rng.permutation(1700)]],
+        "empty strings": [["" if v else "x" for v in rng.random(500) < 0.8]],
+        "one group": [["same"] * 411],
+        "fewer rows than locales": [["b", "", "b"]],
+        "empty": [[]],
+        "long strings": [["L" * 70_000, "short", "M" * 65_537, "short", "L" * 70_000, ""]
+                         + ["x"] * 40],
+        "unicode": [[chr(0x41 + int(v)) * int(v % 3) + "\u00ff\U0001F600"[: int(v % 3)]
+                     for v in rng.integers(0, 300, 900)]],
+        "strings and int": [[words[i] for i in rng.integers(0, 4, 1200)],
+                            rng.integers(0, 3, 1200)],
+        "int and strings": [rng.integers(-2, 2, 1200).astype("i2"),
+                            [words[i] for i in rng.integers(0, 5, 1200)]],
+        "two strings": [[words[i] for i in rng.integers(0, 3, 999)],
+                        [words[i] for i in rng.integers(3, 6, 999)]],
+    }[label]
+
+
+STRINGS_GROUPS = ["many duplicates", "all unique", "empty strings", "one group",
+                  "fewer rows than locales", "empty", "long strings", "unicode",
+                  "strings and int", "int and strings", "two strings"]
+
+
+def put_key(endpoint, key):
+    if isinstance(key, list):
+        hdr, _ = put_strings(endpoint, key)
+        assert hdr["ok"], hdr
+        return hdr["result"]["object"]["name"]
+    return put_array(endpoint, key)
+
+
+def numpy_groups(keys):
+    """The permutation, segments and first rows numpy gives: a stable sort by the key
+    tuple, strings by their UTF-8 bytes."""
+    cols = [np.array([w.encode() for w in k] + [b""], dtype=object)[:-1]
+            if isinstance(k, list) else np.asarray(k) for k in keys]
+    n = len(cols[0])
+    perm = np.arange(n)
+    for c in reversed(cols):  # LSD: each a stable sort
+        perm = perm[np.argsort(c[perm], kind="stable")]
+    starts = [i for i in range(n)
+              if i == 0 or any(c[perm[i]] != c[perm[i - 1]] for c in cols)]
+    return perm, np.array(starts, "i8"), perm[starts] if n else perm
+
+
+@pytest.mark.parametrize("label", STRINGS_GROUPS)
+def test_groupby_strings_keys_match_one_rank(multi, single, label):
+    """A groupby of strings keys (alone or with numeric keys) sorts the strings' records
+    across ranks: the same groupby as one rank, and as numpy."""
+    keys = strings_keys(label)
+    out = {}
+    for name, d in [("multi", multi), ("single", single)]:
+        ok(d.endpoint, "clear")
+        knames = [put_key(d.endpoint, k) for k in keys]
+        gb = named(d.endpoint, "groupby", {"keys": knames}, "gb")
+        parts = {}
+        for c in ["permutation", "segments", "unique_key_idx"]:
+            _, frames = ok(d.endpoint, "get", {"name": gb["components"][c]["name"]})
+            parts[c] = values(frames, "<i8")
+        out[name] = (anonymous(gb), parts)
+    assert out["multi"][0] == out["single"][0]
+    perm, seg, uik = numpy_groups(keys)
+    for name in out:
+        got = out[name][1]
+        assert np.array_equal(got["permutation"], perm), name
+        assert np.array_equal(got["segments"], seg), name
+        assert np.array_equal(got["unique_key_idx"], uik), name
+
+
+@pytest.mark.parametrize("label", ["many duplicates", "empty strings", "fewer rows than locales",
+                                   "empty", "long strings", "strings and int"])
+def test_aggregate_strings_keys_match_one_rank(multi, single, label):
+    """Every op over the groups of strings keys, with numeric and strings values: the group
+    keys come back as strings taken across ranks, as with one rank."""
+    keys = strings_keys(label)
+    n = len(keys[0])
+    rng = np.random.default_rng(8)
+    vals = {"int64": rng.integers(-1000, 1000, n),
+            "float64": np.where(rng.random(n) < 0.1, np.nan, rng.random(n)),
+            "bool": rng.random(n) < 0.4}
+    words = [["q", "", "r", "ä"][int(v)] for v in rng.integers(0, 4, n)]
+    out = {}
+    for name, d in [("multi", multi), ("single", single)]:
+        ok(d.endpoint, "clear")
+        knames = [put_key(d.endpoint, k) for k in keys]
+        vnames = {k: put_array(d.endpoint, v) for k, v in vals.items()}
+        vnames["strings"] = put_key(d.endpoint, words)
+        named(d.endpoint, "groupby", {"keys": knames}, "gb")
+        got = []
+        for vk, vname in vnames.items():
+            ops = ["count", "first", "nunique"] if vk == "strings" else \
+                ["count", "sum", "min", "max", "mean", "first", "nunique"]
+            for op in ops:
+                res, _ = ok(d.endpoint, "aggregate", {"groupby": "gb", "op": op, "values": vname})
+                objs = res["keys"] + [res["values"]]
+                got.append((vk, op, [anonymous(o) for o in objs],
+                            [object_bytes(d.endpoint, o) for o in objs]))
+        out[name] = got
+    assert out["multi"] == out["single"]
+    # and against numpy: the keys of each group, the int64 sums, the strings' nunique
+    perm, seg, uik = numpy_groups(keys)
+    bounds = list(seg) + [n]
+    by = {(vk, op): data for vk, op, _, data in out["multi"]}
+    if isinstance(keys[0], list):
+        seg_bytes, val_bytes = strings_payload([keys[0][i] for i in uik])
+        assert by[("int64", "sum")][0] == seg_bytes + val_bytes
+    sums = [vals["int64"][perm[a:b]].sum() for a, b in zip(bounds, bounds[1:])]
+    assert by[("int64", "sum")][-1] == np.array(sums, "<i8").tobytes()
+    nun = [len({words[i] for i in perm[a:b]}) for a, b in zip(bounds, bounds[1:])]
+    assert by[("strings", "nunique")][-1] == np.array(nun, "<i8").tobytes()
+    seg_bytes, val_bytes = strings_payload([words[i] for i in uik])
+    assert by[("strings", "first")][-1] == seg_bytes + val_bytes
+
+
+def test_strings_group_errors_match_one_rank(multi, single):
+    """Bad requests around strings groups: the same error at R ranks as at one, and the
+    daemon goes on."""
+    out = {}
+    for name, d in [("multi", multi), ("single", single)]:
+        ok(d.endpoint, "clear")
+        put_key(d.endpoint, ["a", "b", "a"])
+        hdr, _ = put_strings(d.endpoint, ["a", "b", "a"], "s3")
+        assert hdr["ok"], hdr
+        hdr, _ = put_strings(d.endpoint, ["x", "y"], "s2")
+        assert hdr["ok"], hdr
+        named(d.endpoint, "groupby", {"keys": ["s3"]}, "gb")
+        got = []
+        for cmd, args in [("groupby", {"keys": ["s3", "s2"]}),
+                          ("groupby", {"keys": ["s3", "nothing"]}),
+                          ("aggregate", {"groupby": "gb", "op": "first", "values": "s2"}),
+                          ("aggregate", {"groupby": "gb", "op": "sum", "values": "s3"}),
+                          ("aggregate", {"groupby": "s3", "op": "first", "values": "s3"}),
+                          ("categorical", {"values": "gb"}),
+                          ("categorical", {"values": "s3", "codes": "s3"})]:
+            hdr, _ = call(d.endpoint, cmd, args)
+            got.append(hdr["error"] if not hdr["ok"] else hdr)
+        out[name] = got
+        assert call(d.endpoint, "ping")[0]["ok"]
+    assert out["multi"] == out["single"]
+    assert all("code" in e and e["code"] != "unknown_command" for e in out["multi"]), out
+
+
+@pytest.mark.parametrize("label", ["many duplicates", "empty strings", "long strings", "unicode",
+                                   "empty"])
+@pytest.mark.parametrize("na", ["N/A", "apple", ""])
+def test_categorical_from_values_matches_one_rank(multi, single, label, na):
+    """A categorical made from strings values (the distributed groupby of the strings): the
+    same codes, categories (NA appended when absent) and groups as one rank."""
+    words = strings_keys(label)[0]
+    out = {}
+    for name, d in [("multi", multi), ("single", single)]:
+        ok(d.endpoint, "clear")
+        vname = put_key(d.endpoint, words)
+        got = []
+        for keep in [False, True]:
+            cat = named(d.endpoint, "categorical",
+                        {"values": vname, "na_value": na, "keep_groups": keep}, f"c{keep}")
+            got.append((anonymous(cat), {c: object_bytes(d.endpoint, v)
+                                         for c, v in sorted(cat["components"].items())}))
+        out[name] = got
+    assert out["multi"] == out["single"]
+    cats = sorted({w.encode() for w in words})
+    if na.encode() not in cats:
+        cats.append(na.encode())
+    comps = out["multi"][0][1]
+    seg_bytes, val_bytes = strings_payload([c.decode() for c in cats])
+    assert comps["categories"] == seg_bytes + val_bytes
+    codes = np.frombuffer(comps["codes"], "<i8")
+    assert [cats[c] for c in codes] == [w.encode() for w in words]
+
+
+def test_groupby_keys_not_in_blocks_match_one_rank(multi, single):
+    """An awkward array's buffer is laid out as its rows lie, not in blocks: as a key (alone,
+    with a strings key) and as values it is fetched to where the block distribution puts
+    its rows, and every groupby and aggregate is that of one rank."""
+    from test_awkward import lo, np_node
+    rng = np.random.default_rng(29)
+    n = 2500
+    off = np.concatenate([[0], np.cumsum(rng.integers(0, 9, n))]).astype("<i8")
+    m = int(off[-1])
+    data = rng.integers(-6, 6, m).astype("<i4")
+    words = [["p", "", "qq", "ä"][int(v)] for v in rng.integers(0, 4, m)]
+    ints = rng.integers(0, 50, m)
+    form = lo(np_node("int32", "n1"), "n0")
+    out = {}
+    for name, d in [("multi", multi), ("single", single)]:
+        ok(d.endpoint, "clear")
+        hdr, _ = call(d.endpoint, "put", {"objtype": "awkward", "form": json.dumps(form),
+                                          "length": n, "name": "aw"},
+                      [{"name": "n0-offsets", "nbytes": off.nbytes},
+                       {"name": "n1-data", "nbytes": data.nbytes}],
+                      [off.tobytes(), data.tobytes()])
+        assert hdr["ok"], hdr
+        s = put_key(d.endpoint, words)
+        v = put_array(d.endpoint, ints)
+        got = []
+        for g, keys in enumerate((["aw/n1-data"], [s, "aw/n1-data"], [v, "aw/n1-data"])):
+            gb = named(d.endpoint, "groupby", {"keys": keys}, f"gb{g}")
+            got.append(anonymous(gb))
+            got.append(object_bytes(d.endpoint, gb))
+            for op, vals in [("sum", "aw/n1-data"), ("first", "aw/n1-data"),
+                             ("nunique", s), ("max", v)]:
+                res, _ = ok(d.endpoint, "aggregate",
+                            {"groupby": f"gb{g}", "op": op, "values": vals})
+                objs = res["keys"] + [res["values"]]
+                got.append((op, [anonymous(o) for o in objs],
+                            [object_bytes(d.endpoint, o) for o in objs]))
+        out[name] = got
+    assert out["multi"] == out["single"]
+    perm, seg, _ = numpy_groups([data])
+    gb_bytes = out["single"][1]
+    assert np.array_equal(np.frombuffer(gb_bytes[:m * 8], "<i8"), perm)  # permutation first
 
 
 def put_awkward(endpoint, form, length, bufs):
@@ -1991,6 +2240,32 @@ def test_gather_to_rank0_within_max_memory():
         assert ok(d.endpoint, "writepart", {"path": "m.h5", "field": "df/n",
                                             "name": small})[0]["rows"] == 1000
         ok(d.endpoint, "delete", {"names": [name, small]})
+        assert ok(d.endpoint, "getconfig")[0]["memory_used"] == 0
+    finally:
+        d.cleanup()
+
+
+def test_groupby_strings_within_max_memory():
+    """A groupby of strings keys reserves its records and scratch against each rank's
+    --max-memory: past it that is resource_limit, nothing is published, the daemon goes on
+    and gives the memory back."""
+    if not mpi_build():
+        pytest.skip("h5arkd was built without MPI")
+    d = MpiDaemon(2, extra_args=["--max-memory", str(1500 * 1024)])
+    try:
+        words = [f"key-{i % 5000:07d}-{'x' * 12}" for i in range(40000)]  # ~1.3 MB in all
+        hdr, _ = put_strings(d.endpoint, words, "big")
+        assert hdr["ok"], hdr
+        used = ok(d.endpoint, "getconfig")[0]["memory_used"]
+        hdr, _ = call(d.endpoint, "groupby", {"keys": ["big"], "name": "gb"})
+        assert not hdr["ok"] and hdr["error"]["code"] == "resource_limit", hdr
+        assert call(d.endpoint, "info", {"names": ["gb"]})[0]["error"]["code"] == "not_found"
+        assert ok(d.endpoint, "getconfig")[0]["memory_used"] == used
+        hdr, _ = put_strings(d.endpoint, words[:300], "small")
+        assert hdr["ok"], hdr
+        gb = named(d.endpoint, "groupby", {"keys": ["small"]}, "gb")
+        assert gb["components"]["segments"]["size"] == len(set(words[:300]))
+        ok(d.endpoint, "clear")
         assert ok(d.endpoint, "getconfig")[0]["memory_used"] == 0
     finally:
         d.cleanup()

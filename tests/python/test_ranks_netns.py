@@ -15,7 +15,7 @@ import pytest
 from conftest import Daemon, request
 from netns_cluster import UNSHARE, NetnsCluster, NetnsDaemon, unavailable
 from test_ranks import (call, group_keys, h5_tree, mpi_build, ok, object_bytes, put_array,
-                        put_strings, same_result)
+                        put_key, put_strings, same_result, strings_keys)
 
 RANKS = 3
 THREADS = 1  # locales per rank: 2 cores here; the one-rank daemon gets RANKS * THREADS
@@ -137,6 +137,25 @@ def test_groupby_aggregate_match_one_rank(multi, single, label):
             if op != "count":
                 args["values"] = vname
             r = ok(d.endpoint, "aggregate", args)[0]
+            got.append([object_bytes(d.endpoint, o) for o in r["keys"] + [r["values"]]])
+        out[name] = got
+    assert out["multi"] == out["single"]
+
+
+@pytest.mark.parametrize("label", ["many duplicates", "strings and int", "long strings"])
+def test_groupby_strings_keys_match_one_rank(multi, single, label):
+    """Strings keys: their records sorted across the namespaces' ranks over TCP."""
+    keys = strings_keys(label)
+    words = [["q", "", "ä"][i % 3] for i in range(len(keys[0]))]
+    out = {}
+    for name, d in [("multi", multi), ("single", single)]:
+        ok(d.endpoint, "clear")
+        knames = [put_key(d.endpoint, k) for k in keys]
+        gb = ok(d.endpoint, "groupby", {"keys": knames})[0]["object"]
+        got = [object_bytes(d.endpoint, gb)]
+        vname = put_key(d.endpoint, words)
+        for op in ["count", "first", "nunique"]:
+            r = ok(d.endpoint, "aggregate", {"groupby": gb["name"], "op": op, "values": vname})[0]
             got.append([object_bytes(d.endpoint, o) for o in r["keys"] + [r["values"]]])
         out[name] = got
     assert out["multi"] == out["single"]

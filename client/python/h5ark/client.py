@@ -470,7 +470,7 @@ class Client:
 
     def to_hdf(self, objects, path, mode="truncate", file_type="distribute",
                dataframe_layout=None, compression=None, compression_level=None,
-               format=None):
+               format=None, strings_segments=None):
         """Write objects to HDF5 under `path` (relative to the daemon's data directory).
         `objects` is {dataset name: object or object name}, or objects / names whose
         datasets take the object names. mode: `truncate`, `append`, or `update` (replace
@@ -481,7 +481,9 @@ class Client:
         ({"files": [...]}) with `.warnings` (e.g. files overwritten); each warning is also
         issued as H5arkWarning. `format` names the layout of awkward objects: `awkward`
         (awkward 2's) or `awkward0` (with `compression` `default`, `all` or `none`); they
-        are written to one file, so `file_type` None leaves the choice to the daemon."""
+        are written to one file, so `file_type` None leaves the choice to the daemon.
+        `strings_segments=False` writes Strings as their bytes alone, without offsets
+        (Arkouda's `save_offsets=False`)."""
         if isinstance(objects, Mapping):
             datasets, names = list(objects), [_name_of(o) for o in objects.values()]
         else:
@@ -491,7 +493,8 @@ class Client:
                                        "dataframe_layout": dataframe_layout,
                                        "compression": compression,
                                        "compression_level": compression_level,
-                                       "format": format})
+                                       "format": format,
+                                       "strings_segments": strings_segments})
         return Result(reply.result, reply.warnings)
 
     def repack(self, path):
