@@ -272,15 +272,6 @@ def test_concurrent_requests(multi):
     assert not errors, errors
 
 
-@pytest.mark.parametrize("cmd,args", [
-    ("pack", {"data_schema": "x"}),
-])
-def test_not_converted_refused(multi, cmd, args):
-    hdr, _ = call(multi.endpoint, cmd, args)
-    assert not hdr["ok"]
-    assert hdr["error"]["message"].startswith(f"not available on several ranks yet: {cmd}")
-
-
 def strings_payload(words):
     """segments and values buffers of a strings put."""
     data = [w.encode() + b"\0" for w in words]
