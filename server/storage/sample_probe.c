@@ -7,7 +7,6 @@
 #include "sysio.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,7 +114,7 @@ static hid_t open_child(hid_t g, const children *c, const char *name) {
 #define FALLBACK_ENV "H5ARK_PROBE_FALLBACK"
 
 typedef struct {
-    int fd; /* the file's own descriptor, beside the library's */
+    int fd; /* the library's descriptor of the file (h5u_vfd_fd): the very file it opened */
     ohdr_file f;
 } headers;
 
@@ -132,7 +131,7 @@ static int fd_read(void *ctx, uint64_t offset, void *buf, size_t n) {
 }
 
 /* Ready h to read file's headers: false when the library's path is to be taken. */
-static bool headers_open(hid_t file, const char *path, uint64_t size, headers *h) {
+static bool headers_open(hid_t file, uint64_t size, headers *h) {
     const char *off = getenv(FALLBACK_ENV);
     h->fd = -1;
     if (off && strcmp(off, "1") == 0) return false;
@@ -143,7 +142,7 @@ static bool headers_open(hid_t file, const char *path, uint64_t size, headers *h
     if (fcpl >= 0) H5Pclose(fcpl);
     H5Eclear2(H5E_DEFAULT);
     if (!ok) return false;
-    h->fd = sysio.open(path, O_RDONLY | O_CLOEXEC, 0);
+    h->fd = h5u_vfd_fd(file);
     if (h->fd < 0) return false;
     h->f = (ohdr_file){.read = fd_read,
                        .ctx = h,
@@ -152,11 +151,6 @@ static bool headers_open(hid_t file, const char *path, uint64_t size, headers *h
                        .sizeof_addr = (unsigned)so,
                        .sizeof_size = (unsigned)sl};
     return true;
-}
-
-static void headers_close(headers *h) {
-    if (h->fd >= 0) sysio.close(h->fd);
-    h->fd = -1;
 }
 
 /* A field's facts from its header: false when the library is to be asked. */
@@ -330,7 +324,7 @@ int sample_probe_file(const char *path, const char *const *groups, size_t ngroup
     if (read_probe_open(path, &file, &size, err)) return -1;
     int rc = 0;
     headers h;
-    bool fast = nfields && headers_open(file, path, size, &h);
+    bool fast = nfields && headers_open(file, size, &h);
     hid_t *listed = NULL; /* the groups found listing, kept open for their fields */
     if (!groups) {
         h5u_names all = {0};
@@ -386,7 +380,6 @@ int sample_probe_file(const char *path, const char *const *groups, size_t ngroup
     for (size_t i = 0; listed && i < n; i++)
         if (listed[i] >= 0) H5Oclose(listed[i]);
     free(listed);
-    if (fast) headers_close(&h);
     H5Eclear2(H5E_DEFAULT);
     if (H5Fclose(file) < 0 && rc == 0) rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close it");
     if (rc) sample_probe_clear(out);
