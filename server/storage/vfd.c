@@ -318,18 +318,28 @@ int h5u_close_written(hid_t id) {
     return r < 0 || last_errno ? -1 : 0;
 }
 
-/* The first failed call of an open file (0: none, or not opened through h5u_fapl). */
-static int file_error(hid_t file) {
+/* The driver's own record of a file opened through h5u_fapl, NULL for any other. */
+static const vfd_file *our_file(hid_t file) {
     hid_t access = H5Fget_access_plist(file);
     bool ours = access >= 0 && H5Pget_driver(access) == driver;
     if (access >= 0) H5Pclose(access);
     int *fd = NULL;
     if (!ours || H5Fget_vfd_handle(file, H5P_DEFAULT, (void **)&fd) < 0 || !fd) {
         H5Eclear2(H5E_DEFAULT);
-        return 0;
+        return NULL;
     }
-    const vfd_file *f = (const vfd_file *)((const char *)fd - offsetof(vfd_file, fd));
-    return f->error;
+    return (const vfd_file *)((const char *)fd - offsetof(vfd_file, fd));
+}
+
+int h5u_vfd_fd(hid_t file) {
+    const vfd_file *f = our_file(file);
+    return f ? f->fd : -1;
+}
+
+/* The first failed call of an open file (0: none, or not opened through h5u_fapl). */
+static int file_error(hid_t file) {
+    const vfd_file *f = our_file(file);
+    return f ? f->error : 0;
 }
 
 void h5u_io_blame(hid_t file, h5ark_error *err) {

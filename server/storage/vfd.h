@@ -34,6 +34,10 @@ typedef struct {
     bool lost; /* a run could not be noted (out of memory): the log is no use */
 } h5u_write_log;
 void h5u_vfd_record(h5u_write_log *log);
+/* The descriptor of a file opened through h5u_fapl (-1 otherwise), for reads of its bytes
+ * beside the library's (pread: no shared position); it is the library's, never closed by
+ * the caller. */
+int h5u_vfd_fd(hid_t file);
 /* The errno of this thread's last failed call in the file driver (0: none since the last
  * h5u_io_clear). h5u_fail turns a failure the driver saw into io_error (resource_limit for
  * ENOMEM), whatever code the caller chose: a file that could not be read is not to be

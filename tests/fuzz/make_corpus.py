@@ -181,4 +181,32 @@ lbann = [
 ]
 for i, seed in enumerate(lbann):
     (out / "lbann" / f"seed{i:02d}").write_bytes(seed)
+# object headers: settings (sizes of offsets and lengths, base address, the header's
+# address: fuzz_ohdr.c) and a small file's bytes, a seed per dataset of every kind
+(out / "ohdr").mkdir(parents=True, exist_ok=True)
+seeds = 0
+for libver in ("earliest", "latest"):
+    for userblock in (0, 512):
+        path = out / "ohdr" / "file.h5"
+        kw = {"libver": libver, **({"userblock_size": userblock} if userblock else {})}
+        with h5py.File(path, "w", **kw) as f:
+            f["contig"] = np.arange(6, dtype=">i2").reshape(2, 3)
+            f.create_dataset("chunked", data=np.arange(8.0), chunks=(4,))
+            f.create_dataset("unwritten", shape=(3,), dtype="<f4")
+            d = f.create_dataset("attrs", data=np.arange(3, dtype="u8"))
+            f["after"] = np.zeros(2)  # the header cannot grow in place: a continuation
+            for k in range(12):
+                d.attrs[f"a{k}"] = np.arange(k + 1)
+            plist = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+            plist.set_layout(h5py.h5d.COMPACT)
+            h5py.h5d.create(f.id, b"compact", h5py.h5t.IEEE_F64LE, h5py.h5s.create_simple((2,)),
+                            plist).write(h5py.h5s.ALL, h5py.h5s.ALL, np.array([1.0, 2.0]))
+            addrs = [h5py.h5o.get_info(f[name].id).addr for name in f]
+        raw = path.read_bytes()
+        path.unlink()
+        for addr in addrs:
+            settings = bytes([2 | 2 << 2, userblock & 0xff, userblock >> 8, addr & 0xff,
+                              addr >> 8 & 0xff, addr >> 16 & 0xff, 0, 0])
+            (out / "ohdr" / f"seed{seeds:02d}").write_bytes(settings + raw)
+            seeds += 1
 print(f"corpus in {out}")

@@ -728,3 +728,167 @@ def test_links_found_any_way(conn):
         f["a1/label"] = h5py.SoftLink("/nowhere")
     pack_fails(conn, "schema_error", "sample 'a1'", "lacks field 'label'", data_schema=DATA_SCHEMA,
                experiment_schema=EXPERIMENT_SCHEMA, paths=[f"{folder}/s.h5"])
+
+
+# ---- the probe's two ways to a field's metadata (docs/LBANN.md "Field metadata") ----
+
+HEADER_FIELDS = ("contig", "compact", "chunked", "gzip", "attrs", "unwritten")
+HEADER_DATA_SCHEMA = "".join(f"{name}:\n  metadata: {{ordering: {k}}}\n"
+                             for k, name in enumerate(HEADER_FIELDS))
+HEADER_EXPERIMENT_SCHEMA = "".join(f"{name}:\n" for name in HEADER_FIELDS)
+HEADER_DTYPES = ("i1", "u1", "<i2", ">i2", "<u2", "<i4", ">u4", "<u4", "<i8", ">i8", "<u8",
+                 "<f4", ">f4", "<f8", ">f8", "<f2")
+
+
+def compact_dataset(g, name, data):
+    plist = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+    plist.set_layout(h5py.h5d.COMPACT)
+    space = h5py.h5s.create_simple(data.shape)
+    h5py.h5d.create(g.id, name.encode(), h5py.h5t.py_create(data.dtype), space, plist).write(
+        h5py.h5s.ALL, h5py.h5s.ALL, data)
+
+
+def write_header_samples(path, dtype, seed, **file_args):
+    """Three samples whose fields are stored every way a file can keep a plain dataset."""
+    rng = np.random.default_rng(seed)
+    want = {name: [] for name in HEADER_FIELDS}
+    with h5py.File(path, "w", **file_args) as f:
+        for i in range(3):
+            g = f.create_group(f"s{i}")
+            vals = {name: rng.integers(0, 100, size=(2, 3)).astype(dtype)
+                    for name in HEADER_FIELDS}
+            vals["unwritten"] = np.zeros((2, 3), dtype)  # its fill value
+            g["contig"] = vals["contig"]
+            compact_dataset(g, "compact", vals["compact"])
+            g.create_dataset("chunked", data=vals["chunked"], chunks=(1, 3))
+            g.create_dataset("gzip", data=vals["gzip"], compression="gzip", shuffle=True)
+            d = g.create_dataset("attrs", data=vals["attrs"])
+            g.create_dataset("unwritten", shape=(2, 3), dtype=dtype)
+            for k in range(40):  # a header that cannot grow in place: continuation messages
+                d.attrs[f"attribute_{k:02d}"] = np.arange(k + 1)
+            for name in HEADER_FIELDS:
+                want[name].append(vals[name].ravel())
+    return want
+
+
+@pytest.fixture(scope="module")
+def header_files(conn):
+    """For each dtype, files with old (libver earliest: version 1 object headers) and new
+    (latest: version 2) headers, with and without a user block."""
+    folder = unique("headers")
+    (conn.dir / folder).mkdir()
+    files = {}
+    for k, dtype in enumerate(HEADER_DTYPES):
+        want = {name: [] for name in HEADER_FIELDS}
+        paths = []
+        for libver in ("earliest", "latest"):
+            for userblock in (0, 512):
+                rel = f"{folder}/{k:02d}_{libver}_{userblock}.h5"
+                args = {"libver": libver, **({"userblock_size": userblock} if userblock else {})}
+                got = write_header_samples(conn.dir / rel, dtype, len(paths) + 10 * k, **args)
+                for name in HEADER_FIELDS:
+                    want[name] += got[name]
+                paths.append(rel)
+        files[dtype] = (paths, want)
+    return folder, files
+
+
+def test_header_reader_matches_library(conn, start_daemon, header_files):
+    """Fields packed with their metadata read from their object headers, and with every one
+    asked of the library (H5ARK_PROBE_FALLBACK=1 in the probes' environment), come out bit
+    for bit the same, and as h5py reads them, over every dtype, byte order, storage, header
+    version and a user block; the errors of fields neither reads (a scalar, data in another
+    file) are the same too."""
+    folder, files = header_files
+    lib = Conn(start_daemon(locales=2, data_dir=conn.dir, env={"H5ARK_PROBE_FALLBACK": "1"}))
+    for dtype, (paths, want) in files.items():
+        got = []
+        for c in (conn, lib):
+            res, _ = pack(c, data_schema=HEADER_DATA_SCHEMA,
+                          experiment_schema=HEADER_EXPERIMENT_SCHEMA, paths=paths)
+            got.append({name: rows_of(c, res["groups"][name]) for name in HEADER_FIELDS})
+            c.ok("clear")
+        for name in HEADER_FIELDS:
+            mine, theirs = got[0][name], got[1][name]
+            assert mine.dtype == theirs.dtype and mine.tobytes() == theirs.tobytes(), (dtype, name)
+            assert np.array_equal(mine, np.array(want[name]).astype(mine.dtype)), (dtype, name)
+    for libver in ("earliest", "latest"):
+        odd = f"{folder}/odd_{libver}.h5"
+        with h5py.File(conn.dir / odd, "w", libver=libver) as f:
+            g = f.create_group("s0")
+            g["contig"] = np.zeros(3)
+            g["scalar"] = 1.0
+            g.create_dataset("outside", shape=(4,), dtype="f8", external=[("ext.bin", 0, 32)])
+        for field, words in (("scalar", "is a scalar"), ("outside", "in other files")):
+            schema = f"contig:\n{field}:\n"
+            errs = [c.fail("pack", data_schema=schema, experiment_schema=schema, paths=[odd])
+                    for c in (conn, lib)]
+            assert errs[0] == errs[1] and words in errs[0]["message"], errs
+    conn.ok("ping")
+
+
+def header_messages(raw, addr):
+    """A version 1 object header's messages in its first chunk: (type, place of its data)."""
+    size = int.from_bytes(raw[addr + 8:addr + 12], "little")
+    at, end, found = addr + 16, addr + 16 + size, []
+    while at + 8 <= end:
+        mtype = int.from_bytes(raw[at:at + 2], "little")
+        msize = int.from_bytes(raw[at + 2:at + 4], "little")
+        found.append((mtype, at + 8))
+        at += 8 + msize
+    return found
+
+
+def test_hostile_headers(conn):
+    """Fields whose object headers are damaged (bytes flipped, cut short, a continuation
+    pointing at itself or past the end of the file) give a clear error naming the file, or
+    the right values, and the daemon stays up."""
+    folder = unique("hostile")
+    (conn.dir / folder).mkdir()
+    cases = []
+    for libver in ("earliest", "latest"):
+        path = conn.dir / folder / f"clean_{libver}.h5"
+        want = write_header_samples(path, "<f8", 3, libver=libver)
+        with h5py.File(path, "r") as f:
+            addrs = {name: h5py.h5o.get_info(f[f"s1/{name}"].id).addr
+                     for name in ("contig", "attrs")}
+        raw = path.read_bytes()
+        for start, stop in ((0, 4), (4, 16), (16, 40), (40, 120)):
+            bad = bytearray(raw)
+            for k in range(addrs["contig"] + start, addrs["contig"] + stop):
+                bad[k] ^= 0xff
+            cases.append((f"flip{start}_{libver}", bytes(bad)))
+        cases.append((f"cut_{libver}", raw[:addrs["attrs"] + 20]))
+        if libver == "earliest":
+            msgs = header_messages(raw, addrs["attrs"])
+            cont = [at for mtype, at in msgs if mtype == 0x10]
+            assert cont, msgs  # the attributes overflowed the first chunk
+            size = int.from_bytes(raw[addrs["attrs"] + 8:addrs["attrs"] + 12], "little")
+            for name, target, length in (("self", addrs["attrs"] + 16, size),
+                                         ("eof", len(raw) + 4096, 64),
+                                         ("huge", 1 << 60, 1 << 40)):
+                bad = bytearray(raw)
+                bad[cont[0]:cont[0] + 16] = (target.to_bytes(8, "little")
+                                             + length.to_bytes(8, "little"))
+                cases.append((f"cont_{name}", bytes(bad)))
+            # absurd dimensions: every byte of the dataspace's (the first message) sizes set
+            bad = bytearray(raw)
+            assert header_messages(raw, addrs["contig"])[0][0] == 1
+            for k in range(addrs["contig"] + 32, addrs["contig"] + 48):
+                bad[k] = 0xff
+            cases.append(("dims", bytes(bad)))
+    schema = "contig:\nattrs:\n"
+    for name, data in cases:
+        rel = f"{folder}/{name}.h5"
+        (conn.dir / rel).write_bytes(data)
+        hdr, frames = conn.raw("pack", data_schema=schema, experiment_schema=schema, paths=[rel])
+        if "error" in hdr:
+            err = hdr["error"]
+            assert err["code"] in ("schema_error", "io_error", "type_error"), (name, err)
+            assert rel in err["message"], (name, err)
+        else:
+            res = hdr["result"]
+            for field in ("contig", "attrs"):
+                assert np.array_equal(rows_of(conn, res["groups"][field]), want[field]), name
+        conn.ok("clear")
+        conn.ok("ping")
