@@ -31,10 +31,15 @@ enum {
     AK_IMMEDIATE = 8,
 };
 
+/* Where a command runs when the daemon is several ranks (ranks_mode, as the native
+ * table's `.ranks`): RANKS_ZERO on rank 0, its objects' data reached only through native
+ * calls (forwarded as native requests of their own); RANKS_EVERY forwarded whole to every
+ * rank, each running the handler on its own shards; RANKS_NOT_YET (left out) refused. */
 typedef struct {
     const char *name;
     ak_fn fn;
     unsigned flags;
+    ranks_mode ranks;
 } ak_command;
 
 extern const ak_command ak_session_commands[];  /* connect getconfig note delete info ... */
@@ -46,6 +51,11 @@ extern const ak_command ak_group_commands[];    /* unique gbbroadcast */
 extern const ak_command ak_strings_commands[];  /* randomStrings segmented* concatenateStr */
 
 const ak_command *ak_command_find(const char *base);
+
+/* At several ranks, inside a command that runs on every rank: whether `d` is laid out as
+ * a new array of its size is (the block distribution), so that a locale's rows of it are
+ * in its own shard. Always true with one rank. */
+bool ak_block_layout(const darray *d);
 
 /* Reply helpers. */
 int ak_reply(ak_ctx *ctx, h5ark_error *err, const char *fmt, ...)

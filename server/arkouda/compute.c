@@ -6,6 +6,7 @@
 #include "arkouda/commands.h"
 #include "arkouda/values.h"
 #include "locales.h"
+#include "ranks.h"
 #include "registry.h"
 
 #include <math.h>
@@ -126,8 +127,8 @@ static int cmd_create(ak_ctx *ctx, h5ark_error *err) {
 /* Publish `obj` under `name` in place of the object there: Arkouda's commands that change
  * an array in place (objects here are immutable: readers of the old one keep it). */
 static int replace(const char *name, object *obj, h5ark_error *err) {
-    if (registry_remove(name, err)) return -1;
-    return registry_publish(obj, name, err);
+    int rc = registry_remove(name, err) || registry_publish(obj, name, err) ? -1 : 0;
+    return ranks_call_seq() ? ranks_agree(rc, err) : rc; /* the same metadata on every rank */
 }
 
 /* ---- elementwise work on the locales ---- */
@@ -326,6 +327,11 @@ static void ew_locale(int locale, void *arg) {
 
 /* Run the job into a new array of `dtype` and `size` (unpublished). */
 static object *ew_make(ew_job *j, h5ark_dtype dtype, uint64_t size, h5ark_error *err) {
+    /* at several ranks a locale reads its rows of the operands from its own shards */
+    if ((j->a && !ak_block_layout(j->a)) || (j->b && !ak_block_layout(j->b))) {
+        ranks_not_yet(err, "elementwise work on an array that is not block distributed");
+        return NULL;
+    }
     object *out = object_new_pdarray(dtype, size, err);
     if (!out) return NULL;
     j->out = out->values;
@@ -744,6 +750,27 @@ static void red_locale(int locale, void *arg) {
     }
 }
 
+/* At several ranks: every rank's parts (its locales') to rank 0, into j->parts. */
+static int gather_parts(red_job *j, h5ark_error *err) {
+    int R = ranks_count(), T = locales_local_count();
+    uint64_t piece = (uint64_t)T * sizeof *j->parts;
+    uint64_t *counts = calloc((size_t)R, sizeof *counts);
+    red_part *all = calloc((size_t)R * (size_t)T, sizeof *all);
+    int rc = counts && all ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    for (int r = 0; counts && r < R; r++)
+        counts[r] = piece;
+    if (ranks_agree(rc, err) == 0) {
+        h5ark_span mine = {j->parts + locales_local_first(), piece};
+        rc = ranks_gatherv(&mine, 1, all, counts, err);
+        if (rc == 0 && ranks_self() == 0) memcpy(j->parts, all, (size_t)R * (size_t)piece);
+    } else {
+        rc = -1;
+    }
+    free(counts);
+    free(all);
+    return rc;
+}
+
 /* <op>All<T,1> {x, skipNan} */
 static int cmd_reduce(ak_ctx *ctx, h5ark_error *err) {
     red_kind kind = R_ALL;
@@ -766,6 +793,16 @@ static int cmd_reduce(ak_ctx *ctx, h5ark_error *err) {
         return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     }
     if (x->size) locales_run(red_locale, &j);
+    if (ranks_count() > 1 && gather_parts(&j, err)) {
+        free(j.parts);
+        object_release(x);
+        return -1;
+    }
+    if (ranks_self() != 0) { /* the answer is rank 0's */
+        free(j.parts);
+        object_release(x);
+        return 0;
+    }
     bool f = ak_is_float(t), u = ak_is_unsigned(t);
     red_part r = {.all = true,
                   .sorted = true,
@@ -935,23 +972,23 @@ static int cmd_str(ak_ctx *ctx, h5ark_error *err) {
 }
 
 const ak_command ak_compute_commands[] = {
-    {"arange", cmd_arange, 0},
-    {"randint", cmd_randint, 0},
-    {"create", cmd_create, 0},
-    {"set", cmd_set, 0},
-    {"cast", cmd_cast, 0},
-    {"binopvv", cmd_binopvv, 0},
-    {"binopvs", cmd_binopvs, 0},
-    {"binopsv", cmd_binopsv, 0},
-    {"allAll", cmd_reduce, AK_READ_ONLY},
-    {"anyAll", cmd_reduce, AK_READ_ONLY},
-    {"sumAll", cmd_reduce, AK_READ_ONLY},
-    {"prodAll", cmd_reduce, AK_READ_ONLY},
-    {"maxAll", cmd_reduce, AK_READ_ONLY},
-    {"minAll", cmd_reduce, AK_READ_ONLY},
-    {"isSortedAll", cmd_reduce, AK_READ_ONLY},
-    {"argmaxAll", cmd_reduce, AK_READ_ONLY},
-    {"argminAll", cmd_reduce, AK_READ_ONLY},
+    {"arange", cmd_arange, 0, RANKS_ZERO},
+    {"randint", cmd_randint, 0, RANKS_ZERO},
+    {"create", cmd_create, 0, RANKS_ZERO},
+    {"set", cmd_set, 0, RANKS_EVERY},
+    {"cast", cmd_cast, 0, RANKS_EVERY},
+    {"binopvv", cmd_binopvv, 0, RANKS_EVERY},
+    {"binopvs", cmd_binopvs, 0, RANKS_EVERY},
+    {"binopsv", cmd_binopsv, 0, RANKS_EVERY},
+    {"allAll", cmd_reduce, AK_READ_ONLY, RANKS_EVERY},
+    {"anyAll", cmd_reduce, AK_READ_ONLY, RANKS_EVERY},
+    {"sumAll", cmd_reduce, AK_READ_ONLY, RANKS_EVERY},
+    {"prodAll", cmd_reduce, AK_READ_ONLY, RANKS_EVERY},
+    {"maxAll", cmd_reduce, AK_READ_ONLY, RANKS_EVERY},
+    {"minAll", cmd_reduce, AK_READ_ONLY, RANKS_EVERY},
+    {"isSortedAll", cmd_reduce, AK_READ_ONLY, RANKS_EVERY},
+    {"argmaxAll", cmd_reduce, AK_READ_ONLY, RANKS_EVERY},
+    {"argminAll", cmd_reduce, AK_READ_ONLY, RANKS_EVERY},
     {"cumSum", cmd_cumsum, 0},
     {"str", cmd_str, AK_READ_ONLY},
     {"repr", cmd_str, AK_READ_ONLY},

@@ -3,6 +3,8 @@
 #include "arkouda/commands.h"
 #include "arkouda/values.h"
 #include "objects/groupby.h"
+#include "locales.h"
+#include "ranks.h"
 #include "registry.h"
 
 #include <stdlib.h>
@@ -121,6 +123,7 @@ static int cmd_slice(ak_ctx *ctx, h5ark_error *err) {
     if (idx) {
         for (int b = 0; b < idx->values->nshards; b++) {
             shard *s = &idx->values->shards[b];
+            if (!locales_is_local(b)) continue; /* another rank's */
             for (uint64_t k = 0; k < s->count; k++)
                 ((int64_t *)s->data)[k] = start + (int64_t)(s->start + k) * stride;
         }
@@ -142,6 +145,10 @@ static int cmd_pdarray_index(ak_ctx *ctx, h5ark_error *err) {
         rc = h5ark_fail(err, H5ARK_TYPE_ERROR, "'array' must be a pdarray");
     if (rc == 0 && a->dtype == H5ARK_BIGINT) rc = no_bigint(a, err);
     object *pos = rc == 0 ? ak_positions(i, a->size, err) : NULL;
+    if (ranks_call_seq() && ranks_agree(pos ? 0 : -1, err)) { /* the first bad index of all */
+        object_release(pos);
+        pos = NULL;
+    }
     if (pos)
         rc = take_created(ctx, a, pos, err);
     else
@@ -234,7 +241,10 @@ static int cmd_concatenate(ak_ctx *ctx, h5ark_error *err) {
 }
 
 const ak_command ak_select_commands[] = {
-    {"[int]", cmd_int_index, AK_READ_ONLY}, {"[slice]", cmd_slice, 0},
-    {"[pdarray]", cmd_pdarray_index, 0},    {"[pdarray]=pdarray", cmd_pdarray_assign, 0},
-    {"concatenate", cmd_concatenate, 0},    {0},
+    {"[int]", cmd_int_index, AK_READ_ONLY},
+    {"[slice]", cmd_slice, 0, RANKS_EVERY},
+    {"[pdarray]", cmd_pdarray_index, 0, RANKS_EVERY},
+    {"[pdarray]=pdarray", cmd_pdarray_assign, 0},
+    {"concatenate", cmd_concatenate, 0},
+    {0},
 };

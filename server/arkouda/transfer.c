@@ -244,10 +244,12 @@ typedef struct {
     size_t count;
 } gather_job;
 
-/* Locale l copies pieces l, l + L, ...: a pdarray's spans are its shards, one a locale. */
+/* This rank's locale l copies pieces l, l + T, ... (T: its locales): a pdarray's spans are
+ * its shards, one a locale (at several ranks the other ranks' parts are one more). */
 static void gather_locale(int locale, void *arg) {
     gather_job *g = arg;
-    for (size_t i = (size_t)locale; i < g->count; i += (size_t)locales_count())
+    size_t T = (size_t)locales_local_count();
+    for (size_t i = (size_t)(locale - locales_local_first()); i < g->count; i += T)
         memcpy(g->pieces[i].dst, g->pieces[i].src, g->pieces[i].len);
 }
 
@@ -372,9 +374,9 @@ static int cmd_strings_tondarray(ak_ctx *ctx, h5ark_error *err) {
 }
 
 const ak_command ak_transfer_commands[] = {
-    {"array", cmd_array, AK_BINARY_IN},
-    {"arraySegString", cmd_array_strings, AK_BINARY_IN},
-    {"tondarray", cmd_tondarray, AK_READ_ONLY | AK_BINARY_OUT},
-    {"segStr-tondarray", cmd_strings_tondarray, AK_READ_ONLY | AK_BINARY_OUT},
+    {"array", cmd_array, AK_BINARY_IN, RANKS_ZERO},
+    {"arraySegString", cmd_array_strings, AK_BINARY_IN, RANKS_ZERO},
+    {"tondarray", cmd_tondarray, AK_READ_ONLY | AK_BINARY_OUT, RANKS_ZERO},
+    {"segStr-tondarray", cmd_strings_tondarray, AK_READ_ONLY | AK_BINARY_OUT, RANKS_ZERO},
     {0},
 };

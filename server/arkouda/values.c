@@ -1,5 +1,8 @@
 /* Element access for the Arkouda compute commands (see values.h). */
 #include "arkouda/values.h"
+#include "arkouda/commands.h"
+#include "locales.h"
+#include "ranks.h"
 
 #include "objects/strings.h"
 
@@ -185,6 +188,14 @@ object *ak_positions(const object *idx, uint64_t size, h5ark_error *err) {
                    (unsigned long long)idx->size, (unsigned long long)size);
         return NULL;
     }
+    /* at several ranks, integer positions of a block distributed index: each rank makes its
+     * rows of the result from its own shards (a mask's rows move between ranks: not yet) */
+    bool ranks = ranks_count() > 1;
+    if (ranks && (mask || !ak_block_layout(a))) {
+        ranks_not_yet(err, mask ? "indexing with a bool mask"
+                                : "indexing with positions that are not block distributed");
+        return NULL;
+    }
     uint64_t n = 0;
     for (int b = 0; mask && b < a->nshards; b++)
         for (uint64_t i = 0; i < a->shards[b].count; i++)
@@ -194,6 +205,8 @@ object *ak_positions(const object *idx, uint64_t size, h5ark_error *err) {
     uint64_t k = 0;
     for (int b = 0; b < a->nshards; b++) {
         const shard *s = &a->shards[b];
+        if (ranks && !locales_is_local(b)) continue;
+        if (!mask) k = s->start; /* position i of idx is element i of out */
         for (uint64_t i = 0; i < s->count; i++) {
             int64_t v;
             if (mask) {

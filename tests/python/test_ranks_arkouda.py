@@ -1,0 +1,180 @@
+"""The Arkouda endpoint of a daemon run as several ranks (docs/DESIGN.md, "Ranks"): the
+commands converted give what they give at R = 1 (the wire tests below are those of
+test_arkouda_wire.py, run against R = 2 and 3; they compare with numpy, which the one-rank
+daemon matches in test_arkouda_wire.py), the seeded ones are compared with a one-rank
+daemon of the same total locales, and every command not converted answers Arkouda's error
+with the ranks_not_yet message while the daemon goes on."""
+import json
+
+import numpy as np
+import pytest
+
+from conftest import Daemon
+from test_ranks import MPIRUN, MpiDaemon, mpi_build
+import test_arkouda_wire as wire
+from test_arkouda_wire import Ak, download, put_strings, upload
+
+# the wire tests run here again, against the daemon as several ranks (the fixtures below)
+WIRE_TESTS = [
+    "test_connect_handshake", "test_unknown_command", "test_malformed_requests",
+    "test_wrong_arg_types", "test_delete_and_info", "test_array_round_trip",
+    "test_array_verbatim_capture", "test_array_errors", "test_strings_round_trip",
+    "test_strings_errors", "test_pdarray_files", "test_update_overwrite",
+    "test_hdffileformat_from_the_attribute", "test_strings_files",
+    "test_segarray_categorical_files", "test_groupby_index_files", "test_dataframe_snapshot",
+    "test_tagged_pdarrays", "test_read_h5py_file_and_options", "test_file_commands_and_errors",
+    "test_native_reads_what_arkouda_wrote", "test_failed_read_leaves_nothing",
+    "test_arange_randint_create_set", "test_cast", "test_binopvv_int", "test_binops_mixed",
+    "test_reductions", "test_reduction_errors",
+]
+globals().update({name: getattr(wire, name) for name in WIRE_TESTS})
+
+pytestmark = pytest.mark.skipif(MPIRUN is None, reason="mpirun is not installed (openmpi-bin)")
+
+# (ranks, locales a rank): R = 3 has the one-rank wire suite's 3 locales, R = 2 has 4
+LAYOUTS = [(2, 2), (3, 1)]
+
+
+@pytest.fixture(scope="module", params=LAYOUTS, ids=["R2", "R3"])
+def akd(request, tmp_path_factory):
+    if not mpi_build():
+        pytest.skip("h5arkd was built without MPI")
+    ranks, threads = request.param
+    sock = tmp_path_factory.mktemp("akr") / "ak.sock"
+    d = MpiDaemon(ranks, threads, extra_args=["--arkouda-endpoint", f"ipc://{sock}"])
+    d.ak_endpoint = f"ipc://{sock}"
+    d.ranks, d.locales, d.data_dir = ranks, ranks * threads, d.tmp / "data"
+    yield d
+    d.cleanup()
+
+
+@pytest.fixture
+def ak(akd):
+    c = Ak(akd.ak_endpoint)
+    yield c
+    c.close()
+
+
+@pytest.fixture(scope="module")
+def single_ak(akd):
+    """A one-rank daemon with the same total locales, its Arkouda endpoint."""
+    sock = akd.tmp / "one.sock"
+    d = Daemon(locales=akd.locales, extra_args=["--arkouda-endpoint", f"ipc://{sock}"])
+    c = Ak(f"ipc://{sock}")
+    yield c
+    c.close()
+    d.cleanup()
+
+
+def test_getconfig_counts_every_rank(ak, akd):
+    config = json.loads(ak.ok("getconfig", {}))
+    assert config["numLocales"] == config["maxTaskPar"] == akd.locales
+    assert config["numNodes"] == 1  # every rank on this host
+
+
+def test_seeded_construction_matches_one_rank(ak, single_ak):
+    for cmd, params, dtype, n in (
+            ("randint<int64,1>", {"shape": "5000", "low": "-9", "high": "9", "seed": "3"},
+             "int64", 5000),
+            ("randint<float64,1>", {"shape": "777", "low": "0", "high": "1", "seed": "5"},
+             "float64", 777),
+            ("arange<int64,1>", {"start": 5, "stop": 4000, "step": 7}, "int64", 571)):
+        got = download(ak, ak.created(cmd, params)[0], dtype, n)
+        want = download(single_ak, single_ak.created(cmd, params)[0], dtype, n)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_indexing_across_ranks(ak):
+    arr = np.arange(1001, dtype=np.int64) * 3 - 100
+    name, _, _ = upload(ak, arr)
+    for start, stop, stride in ((1, 4, 1), (0, 1001, 3), (1000, -1, -2), (5, 5, 1), (0, 999, 7)):
+        out, _, size = ak.created("[slice]<int64,1>", {"array": name, "starts": start,
+                                                       "stops": stop, "strides": stride,
+                                                       "max_bits": 0})
+        np.testing.assert_array_equal(download(ak, out, "int64", size),
+                                      arr[start:stop if stop >= 0 else None:stride])
+    where = np.array([1000, -1, 0, 3, 500, 999, 2] * 30, dtype=np.int64)
+    pos, _, _ = upload(ak, where)
+    out, _, size = ak.created("[pdarray]", {"array": name, "idx": pos})
+    np.testing.assert_array_equal(download(ak, out, "int64", size), arr[where])
+    # the first bad position of all, whichever rank holds it
+    bad = np.zeros(600, dtype=np.int64)
+    bad[450], bad[590] = 1001, -2000
+    nbad, _, _ = upload(ak, bad)
+    assert "index 1001 is out of bounds" in ak.error("[pdarray]", {"array": name, "idx": nbad})
+    assert "step" in ak.error("[slice]<int64,1>", {"array": name, "starts": 0, "stops": 4,
+                                                   "strides": 0})
+    assert ak.ok("set<int64,1>", {"array": name, "dtype": "int64", "val": "-4"}) == \
+        f"set element in {name}"
+    np.testing.assert_array_equal(download(ak, name, "int64", 1001), np.full(1001, -4))
+
+
+def test_reductions_across_ranks(ak):
+    """Extremes and order breaks on the last rank, ties across ranks."""
+    arr = np.arange(9000, dtype=np.int64)
+    arr[8999], arr[10], arr[6000] = -5, 10**12, 10**12
+    name, _, _ = upload(ak, arr)
+    assert ak.ok("argmaxAll<int64,1>", {"x": name}) == "int64 10"
+    assert ak.ok("argminAll<int64,1>", {"x": name}) == "int64 8999"
+    assert ak.ok("minAll<int64,1>", {"x": name}) == "int64 -5"
+    assert ak.ok("sumAll<int64,1>", {"x": name, "skipNan": False}) == f"int64 {int(arr.sum())}"
+    assert ak.ok("isSortedAll<int64,1>", {"x": name}) == "bool false"
+    s, _, _ = upload(ak, np.arange(9000, dtype=np.int64))
+    assert ak.ok("isSortedAll<int64,1>", {"x": s}) == "bool true"
+    f, _, _ = upload(ak, np.concatenate([np.ones(5000), [np.nan], np.ones(10)]))
+    assert ak.ok("maxAll<float64,1>", {"x": f}) == "float64 nan"
+
+
+REFUSED = [
+    ("cumSum<int64,1>", {"x": "A", "axis": 0, "includeInitial": False}),
+    ("str", {"array": "A", "printThresh": 100}),
+    ("repr", {"array": "A", "printThresh": 100}),
+    ("[int]<int64,1>", {"array": "A", "idx": 0}),
+    ("[pdarray]=pdarray", {"array": "A", "idx": "A", "value": "A"}),
+    ("concatenate<int64,1>", {"names": ["A", "A"], "axis": 0}),
+    ("unique", {"name": "A", "objType": "pdarray"}),
+    ("gbbroadcast", {"perm": "A", "segs": "A", "vals": "A", "size": 3}),
+    ("bigint_to_uint_list<bigint,1>", {"array": "A"}),
+    ("big_int_creation<bigint,1>", {"num_arrays": 1, "arrays": ["A"], "max_bits": -1}),
+    ("segmentedSplit", {"objType": "Strings", "obj": "A", "delim": ","}),
+    ("randomStrings", {"size": 3, "dist": "uniform", "charset": "uppercase", "arg1": 1,
+                       "arg2": 3, "seed": 1}),
+    ("segmentedBinopvv", {"op": "==", "objType": "Strings", "obj": "A", "otherType": "Strings",
+                          "other": "A"}),
+    ("segmentedBinopvs", {"op": "==", "objType": "Strings", "obj": "A", "otherType": "str",
+                          "other": "x"}),
+    ("segmentedIndex", {"subcmd": "intIndex", "objType": "Strings", "obj": "A", "key": 0}),
+    ("concatenateStr", {"objType": "Strings", "names": ["A", "A"], "mode": "append"}),
+]
+
+
+@pytest.mark.parametrize("cmd,params", REFUSED, ids=[c for c, _ in REFUSED])
+def test_not_converted_refused(ak, akd, cmd, params):
+    a, _, _ = upload(ak, np.arange(10, dtype=np.int64))
+    params = {k: ([a if x == "A" else x for x in v] if isinstance(v, list) else
+                  a if v == "A" else v) for k, v in params.items()}
+    msg = ak.error(cmd, params)
+    base = cmd.split("<")[0]
+    assert msg == (f"Error executing command {cmd}: not available on several ranks yet: {base} "
+                   f"(this daemon runs as {akd.ranks} ranks)")
+    assert ak.ok("note", {"message": "still here"}) == "noted"
+    np.testing.assert_array_equal(download(ak, a, "int64", 10), np.arange(10))
+
+
+def test_refused_parts_of_converted_commands(ak, akd):
+    """A bool mask, strings taken by position, Strings written without their offsets."""
+    arr = np.arange(20, dtype=np.int64)
+    name, _, _ = upload(ak, arr)
+    mask, _, _ = upload(ak, arr % 2 == 0)
+    assert "not available on several ranks yet: indexing with a bool mask" in \
+        ak.error("[pdarray]", {"array": name, "idx": mask})
+    s = put_strings(ak, ["a", "bc", "d"])
+    assert "not available on several ranks yet" in \
+        ak.error("[slice]<int64,1>", {"array": s, "starts": 0, "stops": 2, "strides": 1,
+                                      "max_bits": 0})
+    msg = ak.error("tohdf", {"values": s, "dset": "s", "write_mode": 0,
+                             "filename": str(akd.data_dir / "nooff"), "save_offsets": False,
+                             "objType": "strings", "file_format": 1})
+    assert "not available on several ranks yet: tohdf of strings without segments" in msg
+    assert not list(akd.data_dir.glob("nooff*"))
+    assert ak.ok("note", {"message": "still here"}) == "noted"
