@@ -369,13 +369,17 @@ static int cmd_cast(ak_ctx *ctx, h5ark_error *err) {
     return rc;
 }
 
-static bool all_zero(const darray *a) {
-    for (int b = 0; b < a->nshards; b++) {
+/* Whether a uint64 array is all zeros (each rank looks at its own shards). */
+static int all_zero(const darray *a, bool *zero, h5ark_error *err) {
+    uint64_t nonzero = 0;
+    for (int b = 0; b < a->nshards && !nonzero; b++) {
         const uint64_t *v = a->shards[b].data;
-        for (uint64_t i = 0; i < a->shards[b].count; i++)
-            if (v[i]) return false;
+        for (uint64_t i = 0; locales_is_local(b) && i < a->shards[b].count && !nonzero; i++)
+            nonzero = v[i] != 0;
     }
-    return true;
+    if (ranks_call_seq() && ranks_allreduce_u64(&nonzero, 1, RANKS_MAX, err)) return -1;
+    *zero = !nonzero;
+    return 0;
 }
 
 /* bigint_to_uint_list<bigint,1> {array}: the limbs as new uint64 arrays, least significant
@@ -390,12 +394,15 @@ static int cmd_bigint_limbs(ak_ctx *ctx, h5ark_error *err) {
     if (rc == 0 && a->dtype != H5ARK_BIGINT)
         rc = h5ark_fail(err, H5ARK_TYPE_ERROR, "%s is %s, not bigint", a->name,
                         h5ark_dtype_name(a->dtype));
+    if (ranks_call_seq()) rc = ranks_agree(rc, err); /* each step on every rank or none */
     size_t k = rc == 0 ? a->ncomponents : 0;
     char limb[32];
     for (; k > 1; k--) {
         snprintf(limb, sizeof limb, "Limb_%zu", k - 1);
         object *top = object_component_get(a, limb);
-        if (!top || !all_zero(top->values)) break;
+        bool zero = false;
+        if (top && all_zero(top->values, &zero, err)) rc = -1;
+        if (!top || !zero) break;
     }
     for (size_t i = 0; rc == 0 && i < k; i++) {
         snprintf(limb, sizeof limb, "Limb_%zu", i);
@@ -403,10 +410,17 @@ static int cmd_bigint_limbs(ak_ctx *ctx, h5ark_error *err) {
         ew_job j = {.op = OP_CAST, .a = src ? src->values : NULL, .adt = H5ARK_UINT64};
         object *out = src ? ew_make(&j, H5ARK_UINT64, a->size, err) : NULL;
         if (!src) h5ark_fail(err, H5ARK_SCHEMA_ERROR, "%s has no %s", a->name, limb);
-        char *text = out && registry_publish(out, NULL, err) == 0 ? ak_created(out) : NULL;
-        if (out && out->name) json_array_append_new(made, json_string(out->name));
-        if (out && out->name && !text) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        int published = out ? registry_publish(out, NULL, err) : -1;
+        if (out && ranks_call_seq()) { /* on every rank or on none */
+            int all = ranks_agree(published, err);
+            if (all && published == 0) registry_remove(out->name, &(h5ark_error){0});
+            published = all;
+        }
+        char *text = published == 0 ? ak_created(out) : NULL;
+        if (published == 0) json_array_append_new(made, json_string(out->name));
+        if (published == 0 && !text) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         rc = text && json_array_append_new(list, json_string(text)) == 0 ? 0 : -1;
+        if (ranks_call_seq()) rc = ranks_agree(rc, err);
         free(text);
         object_release(out);
     }
@@ -948,16 +962,23 @@ static int cmd_str(ak_ctx *ctx, h5ark_error *err) {
     bool cut = thresh >= 0 && a->size > (uint64_t)thresh && a->size > 6;
     int rc = text ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     if (text) len = (size_t)snprintf(text, cap, "%s[", repr ? "array(" : "");
-    for (uint64_t i = 0; rc == 0 && i < a->size; i++) {
+    /* a rank that ran out of memory still takes part in every element's fetch */
+    for (uint64_t i = 0; i < a->size; i++) {
         if (cut && i == 3) i = a->size - 3;
         char v[72];
-        ak_value_text(a->dtype, ak_elem(a->values, i), 0, v, sizeof v);
+        uint64_t e[2];                             /* an element, from the rank holding it */
+        if (ak_elem_ranks(a->values, i, e, err)) { /* the job is broken: every rank fails */
+            rc = -1;
+            break;
+        }
+        if (rc) continue;
+        ak_value_text(a->dtype, e, 0, v, sizeof v);
         size_t need = len + strlen(v) + 8;
         if (need > cap) {
             char *bigger = realloc(text, need * 2);
             if (!bigger) {
                 rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-                break;
+                continue;
             }
             text = bigger;
             cap = need * 2;
@@ -990,9 +1011,9 @@ const ak_command ak_compute_commands[] = {
     {"argmaxAll", cmd_reduce, AK_READ_ONLY, RANKS_EVERY},
     {"argminAll", cmd_reduce, AK_READ_ONLY, RANKS_EVERY},
     {"cumSum", cmd_cumsum, 0},
-    {"str", cmd_str, AK_READ_ONLY},
-    {"repr", cmd_str, AK_READ_ONLY},
-    {"bigint_to_uint_list", cmd_bigint_limbs, 0},
-    {"big_int_creation", cmd_bigint_create, 0},
+    {"str", cmd_str, AK_READ_ONLY, RANKS_EVERY},
+    {"repr", cmd_str, AK_READ_ONLY, RANKS_EVERY},
+    {"bigint_to_uint_list", cmd_bigint_limbs, 0, RANKS_EVERY},
+    {"big_int_creation", cmd_bigint_create, 0, RANKS_EVERY},
     {0},
 };

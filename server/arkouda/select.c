@@ -19,11 +19,13 @@ static int no_bigint(const object *a, h5ark_error *err) {
 
 /* Element w of a bigint array in decimal (malloc'd; NULL when out of memory): its limbs
  * divided by 10^19 from the top until nothing is left. */
-static char *bigint_decimal(const object *a, uint64_t w) {
+static char *bigint_decimal(const object *a, uint64_t w, h5ark_error *err) {
     size_t k = a->ncomponents ? a->ncomponents : 1;
     uint64_t *x = calloc(k, sizeof *x);
     char *text = malloc(20 * k + 2), *end = text ? text + 20 * k + 1 : NULL;
-    if (!x || !text) {
+    int rc = x && text ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (ranks_call_seq()) rc = ranks_agree(rc, err); /* before the limbs' fetches */
+    if (rc) {
         free(x);
         free(text);
         return NULL;
@@ -32,7 +34,11 @@ static char *bigint_decimal(const object *a, uint64_t w) {
         char name[32];
         snprintf(name, sizeof name, "Limb_%zu", j);
         const object *limb = object_component_get(a, name);
-        if (limb) x[j] = *(const uint64_t *)ak_elem(limb->values, w);
+        if (limb && ak_elem_ranks(limb->values, w, &x[j], err)) {
+            free(x);
+            free(text);
+            return NULL;
+        }
     }
     *end = '\0';
     char *at = end;
@@ -69,14 +75,15 @@ static int cmd_int_index(ak_ctx *ctx, h5ark_error *err) {
         rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "index %lld is out of bounds for %llu elements",
                         (long long)i, (unsigned long long)a->size);
     if (rc == 0 && a->dtype == H5ARK_BIGINT) {
-        char *text = bigint_decimal(a, (uint64_t)w);
-        rc = text ? ak_reply(ctx, err, "bigint %s", text)
-                  : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        char *text = bigint_decimal(a, (uint64_t)w, err);
+        rc = text ? ak_reply(ctx, err, "bigint %s", text) : -1;
         free(text);
     } else if (rc == 0) {
         char text[96];
-        ak_scalar_text(a->dtype, ak_elem(a->values, (uint64_t)w), 0, text, sizeof text);
-        rc = ak_reply(ctx, err, "%s", text);
+        uint64_t e[2]; /* an element, from the rank holding it */
+        rc = ak_elem_ranks(a->values, (uint64_t)w, e, err);
+        if (rc == 0) ak_scalar_text(a->dtype, e, 0, text, sizeof text);
+        if (rc == 0) rc = ak_reply(ctx, err, "%s", text);
     }
     object_release(a);
     return rc;
@@ -241,7 +248,7 @@ static int cmd_concatenate(ak_ctx *ctx, h5ark_error *err) {
 }
 
 const ak_command ak_select_commands[] = {
-    {"[int]", cmd_int_index, AK_READ_ONLY},
+    {"[int]", cmd_int_index, AK_READ_ONLY, RANKS_EVERY},
     {"[slice]", cmd_slice, 0, RANKS_EVERY},
     {"[pdarray]", cmd_pdarray_index, 0, RANKS_EVERY},
     {"[pdarray]=pdarray", cmd_pdarray_assign, 0},

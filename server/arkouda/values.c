@@ -106,6 +106,13 @@ const void *ak_elem(const darray *a, uint64_t i) {
     return (const char *)s->data + (i - s->start) * a->itemsize;
 }
 
+int ak_elem_ranks(const darray *a, uint64_t i, void *out, h5ark_error *err) {
+    int b = darray_shard_of(a, i);
+    if (ranks_count() == 1 || locales_is_local(b)) memcpy(out, ak_elem(a, i), a->itemsize);
+    if (ranks_count() == 1) return 0;
+    return ranks_bcast(locales_rank_of(b), out, a->itemsize, err);
+}
+
 const void *ak_range(const darray *a, uint64_t start, uint64_t count, void **scratch) {
     *scratch = NULL;
     if (count == 0) return "";

@@ -26,6 +26,9 @@ bool ak_is_unsigned(h5ark_dtype t); /* unsigned integers, not bool */
 const void *ak_range(const darray *a, uint64_t start, uint64_t count, void **scratch);
 /* Element i's address. */
 const void *ak_elem(const darray *a, uint64_t i);
+/* Element i's itemsize bytes into out on every rank of the call, from the rank holding it
+ * (with one rank, a copy from ak_elem). */
+int ak_elem_ranks(const darray *a, uint64_t i, void *out, h5ark_error *err);
 
 /* "<dtype> <value>" (bool true, int64 3, uint64 18446744073709551500, float64 0.5) into
  * out. */

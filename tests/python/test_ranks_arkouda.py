@@ -25,7 +25,8 @@ WIRE_TESTS = [
     "test_tagged_pdarrays", "test_read_h5py_file_and_options", "test_file_commands_and_errors",
     "test_native_reads_what_arkouda_wrote", "test_failed_read_leaves_nothing",
     "test_arange_randint_create_set", "test_cast", "test_binopvv_int", "test_binops_mixed",
-    "test_reductions", "test_reduction_errors",
+    "test_reductions", "test_reduction_errors", "test_bigint_read_fetch_write",
+    "test_bigint_from_uint_arrays", "test_slice_dtypes",
 ]
 globals().update({name: getattr(wire, name) for name in WIRE_TESTS})
 
@@ -109,6 +110,21 @@ def test_indexing_across_ranks(ak):
     np.testing.assert_array_equal(download(ak, name, "int64", 1001), np.full(1001, -4))
 
 
+def test_elements_across_ranks(ak):
+    """[int], str and repr read elements from the ranks holding them."""
+    arr = np.arange(1000, dtype=np.int64) * 7 - 3
+    name, _, _ = upload(ak, arr)
+    for i in (0, 1, 249, 250, 499, 500, 998, -1, -1000):
+        assert ak.ok("[int]<int64,1>", {"array": name, "idx": i}) == f"int64 {arr[i]}"
+    assert "out of bounds" in ak.error("[int]<int64,1>", {"array": name, "idx": 1000})
+    assert ak.ok("str", {"array": name, "printThresh": 100}) == "[-3 4 11 ... 6976 6983 6990]"
+    small, _, _ = upload(ak, arr[:9])
+    assert ak.ok("repr", {"array": small, "printThresh": 100}) == \
+        "array([" + " ".join(str(v) for v in arr[:9]) + "])"
+    f, _, _ = upload(ak, np.array([0.1, 2.5, -3.0, 4.0]))
+    assert ak.ok("str", {"array": f, "printThresh": 100}) == "[0.1 2.5 -3 4]"
+
+
 def test_reductions_across_ranks(ak):
     """Extremes and order breaks on the last rank, ties across ranks."""
     arr = np.arange(9000, dtype=np.int64)
@@ -127,15 +143,10 @@ def test_reductions_across_ranks(ak):
 
 REFUSED = [
     ("cumSum<int64,1>", {"x": "A", "axis": 0, "includeInitial": False}),
-    ("str", {"array": "A", "printThresh": 100}),
-    ("repr", {"array": "A", "printThresh": 100}),
-    ("[int]<int64,1>", {"array": "A", "idx": 0}),
     ("[pdarray]=pdarray", {"array": "A", "idx": "A", "value": "A"}),
     ("concatenate<int64,1>", {"names": ["A", "A"], "axis": 0}),
     ("unique", {"name": "A", "objType": "pdarray"}),
     ("gbbroadcast", {"perm": "A", "segs": "A", "vals": "A", "size": 3}),
-    ("bigint_to_uint_list<bigint,1>", {"array": "A"}),
-    ("big_int_creation<bigint,1>", {"num_arrays": 1, "arrays": ["A"], "max_bits": -1}),
     ("segmentedSplit", {"objType": "Strings", "obj": "A", "delim": ","}),
     ("randomStrings", {"size": 3, "dist": "uniform", "charset": "uppercase", "arg1": 1,
                        "arg2": 3, "seed": 1}),
