@@ -183,6 +183,72 @@ void ak_copy_into(darray *a, uint64_t at, const void *src, uint64_t n) {
     }
 }
 
+/* How many of [lo, hi) are in [lo2, hi2). */
+static uint64_t overlap(uint64_t lo, uint64_t hi, uint64_t lo2, uint64_t hi2) {
+    uint64_t a = lo > lo2 ? lo : lo2, b = hi < hi2 ? hi : hi2;
+    return b > a ? b - a : 0;
+}
+
+/* A bool mask's true positions at several ranks (a block distributed mask): each locale
+ * counts its trues, an allreduce gives every rank where each locale's positions go in the
+ * result, and one all to all moves them to the ranks holding those rows of it. */
+static object *mask_positions_ranks(const darray *a, h5ark_error *err) {
+    int L = locales_count(), R = ranks_count(), T = locales_local_count(), me = ranks_self();
+    uint64_t *off = calloc((size_t)L + 1, sizeof *off);
+    uint64_t *sc = calloc((size_t)R, sizeof *sc), *rc_ = calloc((size_t)R, sizeof *rc_);
+    int64_t *send = NULL, *recv = NULL;
+    object *out = NULL;
+    int rc = off && sc && rc_ ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (ranks_agree(rc, err)) goto out;
+    for (int b = locales_local_first(); b < locales_local_first() + T; b++)
+        for (uint64_t i = 0; i < a->shards[b].count; i++)
+            off[b + 1] += ((const uint8_t *)a->shards[b].data)[i] != 0;
+    if (ranks_allreduce_u64(off + 1, (size_t)L, RANKS_SUM, err)) goto out;
+    for (int b = 0; b < L; b++)
+        off[b + 1] += off[b];
+    uint64_t n = off[L];
+    if (!(out = object_new_pdarray(H5ARK_INT64, n, err))) goto out;
+    /* rank r gives result rows [off[r T], off[(r + 1) T]) and holds the rows its locales'
+     * shards of the result start at */
+    uint64_t lo = off[me * T], hi = off[(me + 1) * T];
+    uint64_t my_lo = locales_block_start(n, L, me * T),
+             my_hi = locales_block_start(n, L, me * T + T);
+    for (int r = 0; r < R; r++) {
+        uint64_t r_lo = locales_block_start(n, L, r * T),
+                 r_hi = locales_block_start(n, L, r * T + T);
+        sc[r] = 8 * overlap(lo, hi, r_lo, r_hi);
+        rc_[r] = 8 * overlap(off[r * T], off[(r + 1) * T], my_lo, my_hi);
+    }
+    send = malloc((hi - lo) * 8 + 1);
+    recv = malloc((my_hi - my_lo) * 8 + 1);
+    rc = send && recv ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (ranks_agree(rc, err)) goto fail;
+    uint64_t k = 0;
+    for (int b = locales_local_first(); b < locales_local_first() + T; b++)
+        for (uint64_t i = 0; i < a->shards[b].count; i++)
+            if (((const uint8_t *)a->shards[b].data)[i])
+                send[k++] = (int64_t)(a->shards[b].start + i);
+    if (ranks_alltoallv(send, sc, recv, rc_, err)) goto fail;
+    /* what arrived is this rank's rows of the result, in order */
+    k = 0;
+    for (int b = locales_local_first(); b < locales_local_first() + T; b++) {
+        shard *s = &out->values->shards[b];
+        if (s->count) memcpy(s->data, recv + k, s->count * 8);
+        k += s->count;
+    }
+    goto out;
+fail:
+    object_release(out);
+    out = NULL;
+out:
+    free(off);
+    free(sc);
+    free(rc_);
+    free(send);
+    free(recv);
+    return out;
+}
+
 object *ak_positions(const object *idx, uint64_t size, h5ark_error *err) {
     if (idx->objtype != H5ARK_PDARRAY || ak_is_float(idx->dtype) || idx->dtype == H5ARK_BIGINT) {
         h5ark_fail(err, H5ARK_TYPE_ERROR, "an index must be an integer or bool array");
@@ -196,13 +262,14 @@ object *ak_positions(const object *idx, uint64_t size, h5ark_error *err) {
         return NULL;
     }
     /* at several ranks, integer positions of a block distributed index: each rank makes its
-     * rows of the result from its own shards (a mask's rows move between ranks: not yet) */
+     * rows of the result from its own shards (a mask's positions move between ranks) */
     bool ranks = ranks_count() > 1;
-    if (ranks && (mask || !ak_block_layout(a))) {
-        ranks_not_yet(err, mask ? "indexing with a bool mask"
-                                : "indexing with positions that are not block distributed");
+    if (ranks && !ak_block_layout(a)) {
+        ranks_not_yet(err, "indexing with %s that are not block distributed",
+                      mask ? "a mask" : "positions");
         return NULL;
     }
+    if (ranks && mask) return mask_positions_ranks(a, err);
     uint64_t n = 0;
     for (int b = 0; mask && b < a->nshards; b++)
         for (uint64_t i = 0; i < a->shards[b].count; i++)

@@ -98,6 +98,13 @@ def test_indexing_across_ranks(ak):
     pos, _, _ = upload(ak, where)
     out, _, size = ak.created("[pdarray]", {"array": name, "idx": pos})
     np.testing.assert_array_equal(download(ak, out, "int64", size), arr[where])
+    rng = np.random.default_rng(4)
+    for keep in (arr % 2 == 0, rng.random(1001) < 0.05, arr < 0, np.zeros(1001, bool),
+                 np.ones(1001, bool), np.arange(1001) > 900):
+        mask, _, _ = upload(ak, keep)
+        out, _, size = ak.created("[pdarray]", {"array": name, "idx": mask})
+        assert size == keep.sum()
+        np.testing.assert_array_equal(download(ak, out, "int64", size), arr[keep])
     # the first bad position of all, whichever rank holds it
     bad = np.zeros(600, dtype=np.int64)
     bad[450], bad[590] = 1001, -2000
@@ -173,12 +180,7 @@ def test_not_converted_refused(ak, akd, cmd, params):
 
 
 def test_refused_parts_of_converted_commands(ak, akd):
-    """A bool mask, strings taken by position, Strings written without their offsets."""
-    arr = np.arange(20, dtype=np.int64)
-    name, _, _ = upload(ak, arr)
-    mask, _, _ = upload(ak, arr % 2 == 0)
-    assert "not available on several ranks yet: indexing with a bool mask" in \
-        ak.error("[pdarray]", {"array": name, "idx": mask})
+    """Strings taken by position, Strings written without their offsets."""
     s = put_strings(ak, ["a", "bc", "d"])
     assert "not available on several ranks yet" in \
         ak.error("[slice]<int64,1>", {"array": s, "starts": 0, "stops": 2, "strides": 1,
