@@ -3,6 +3,7 @@
 #include "arkouda/commands.h"
 #include "arkouda/values.h"
 #include "objects/groupby.h"
+#include "ranks.h"
 #include "registry.h"
 
 #include <stdio.h>
@@ -25,6 +26,7 @@ static int reply_all_created(ak_ctx *ctx, object **objs, size_t n, h5ark_error *
         free(msg);
         msg = joined;
     }
+    if (ranks_call_seq()) rc = ranks_agree(rc, err); /* published on every rank or none */
     if (rc) {
         for (size_t i = 0; i < published; i++)
             registry_remove(objs[i]->name, &(h5ark_error){0});
@@ -144,7 +146,7 @@ static int cmd_broadcast(ak_ctx *ctx, h5ark_error *err) {
 }
 
 const ak_command ak_group_commands[] = {
-    {"unique", cmd_unique, 0},
+    {"unique", cmd_unique, 0, RANKS_EVERY},
     {"gbbroadcast", cmd_broadcast, 0},
     {0},
 };

@@ -12,7 +12,7 @@ import pytest
 from conftest import Daemon
 from test_ranks import MPIRUN, MpiDaemon, mpi_build
 import test_arkouda_wire as wire
-from test_arkouda_wire import Ak, download, put_strings, upload
+from test_arkouda_wire import Ak, created_name, download, put_strings, upload
 
 # the wire tests run here again, against the daemon as several ranks (the fixtures below)
 WIRE_TESTS = [
@@ -132,6 +132,34 @@ def test_elements_across_ranks(ak):
     assert ak.ok("str", {"array": f, "printThresh": 100}) == "[0.1 2.5 -3 4]"
 
 
+def test_unique_matches_one_rank(ak, single_ak):
+    keys = np.random.default_rng(2).integers(-40, 40, 3001)
+    two = np.arange(3001) % 3
+
+    def run(c):
+        k, _, _ = upload(c, keys)
+        t, _, _ = upload(c, two)
+        msg = c.ok("unique", {"returnGroupStr": True, "assumeSortedStr": False, "nstr": 2,
+                              "keynames": [k, t], "keytypes": ["pdarray", "pdarray"]})
+        parts = [created_name(p) for p in msg.split("+")]
+        sizes = [int(p.split()[3]) for p in msg.split("+")]
+        return [download(c, p, "int64", n) for p, n in zip(parts, sizes)]
+
+    got, want = run(ak), run(single_ak)
+    assert len(got) == 4
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    uniq = sorted(set(zip(keys.tolist(), two.tolist())))
+    np.testing.assert_array_equal(got[2], [u[0] for u in uniq])
+    perm = got[0]
+    assert sorted(perm.tolist()) == list(range(3001))
+    rows = list(zip(keys[perm].tolist(), two[perm].tolist()))
+    assert rows == sorted(rows)
+    s = put_strings(ak, ["b", "a", "b"])
+    assert "not available on several ranks yet: groupby of a strings key" in \
+        ak.error("unique", {"returnGroupStr": False, "keynames": [s], "keytypes": ["Strings"]})
+
+
 def test_reductions_across_ranks(ak):
     """Extremes and order breaks on the last rank, ties across ranks."""
     arr = np.arange(9000, dtype=np.int64)
@@ -152,7 +180,6 @@ REFUSED = [
     ("cumSum<int64,1>", {"x": "A", "axis": 0, "includeInitial": False}),
     ("[pdarray]=pdarray", {"array": "A", "idx": "A", "value": "A"}),
     ("concatenate<int64,1>", {"names": ["A", "A"], "axis": 0}),
-    ("unique", {"name": "A", "objType": "pdarray"}),
     ("gbbroadcast", {"perm": "A", "segs": "A", "vals": "A", "size": 3}),
     ("segmentedSplit", {"objType": "Strings", "obj": "A", "delim": ","}),
     ("randomStrings", {"size": 3, "dist": "uniform", "charset": "uppercase", "arg1": 1,
