@@ -905,6 +905,23 @@ static int cmd_reduce(ak_ctx *ctx, h5ark_error *err) {
     return rc;
 }
 
+typedef struct {
+    double sf;
+    uint64_t su;
+} cum_run;
+
+/* Output element k (of dtype ot) of the running sum, adding element e (of dtype t). */
+static void cum_step(cum_run *r, h5ark_dtype ot, void *out, uint64_t k, h5ark_dtype t,
+                     const void *e) {
+    if (ot == H5ARK_FLOAT64) {
+        r->sf += ak_load_f(e, t, 0);
+        ak_store_f(out, ot, k, r->sf);
+    } else {
+        r->su += ot == H5ARK_UINT64 ? ak_load_u(e, t, 0) : (uint64_t)ak_load_i(e, t, 0);
+        ak_store_u(out, ot, k, r->su);
+    }
+}
+
 /* cumSum<T,1> {x, axis, includeInitial}: running sums in order (int64 for bool and
  * signed, uint64, float64). */
 static int cmd_cumsum(ak_ctx *ctx, h5ark_error *err) {
@@ -919,27 +936,38 @@ static int cmd_cumsum(ak_ctx *ctx, h5ark_error *err) {
                      : ak_is_unsigned(t) ? H5ARK_UINT64
                                          : H5ARK_INT64;
     uint64_t n = x->size + (initial ? 1 : 0);
-    object *out = object_new_pdarray(ot, n, err);
-    int rc = out ? 0 : -1;
-    double sf = 0;
-    uint64_t su = 0;
+    int rc = 0;
+    if (ranks_count() > 1 && initial)
+        rc = ranks_not_yet(err, "cumSum with includeInitial"); /* its rows shift by one */
+    else if (!ak_block_layout(x->values))
+        rc = ranks_not_yet(err, "cumSum of an array that is not block distributed");
+    object *out = rc == 0 ? object_new_pdarray(ot, n, err) : NULL;
+    if (rc == 0 && !out) rc = -1;
+    cum_run run = {0};
+    if (rc == 0 && ranks_count() > 1) {
+        /* in order, as one daemon: each rank goes on from the running sum of the rank
+         * before it and hands its own on */
+        int me = ranks_self();
+        if (me > 0) rc = ranks_recv(me - 1, &run, sizeof run, err);
+        for (int b = locales_local_first();
+             rc == 0 && b < locales_local_first() + locales_local_count(); b++) {
+            const shard *o = &out->values->shards[b];
+            for (uint64_t k = 0; k < o->count; k++)
+                cum_step(&run, ot, o->data, k, t,
+                         (const char *)x->values->shards[b].data + k * x->values->itemsize);
+        }
+        h5ark_span span = {&run, sizeof run};
+        if (rc == 0 && me + 1 < ranks_count()) rc = ranks_send(me + 1, &span, 1, err);
+    }
     /* one pass in order: each output element's shard is looked up once per shard run */
-    for (uint64_t i = 0; rc == 0 && i < n;) {
+    for (uint64_t i = 0; rc == 0 && ranks_count() == 1 && i < n;) {
         const shard *o = &out->values->shards[darray_shard_of(out->values, i)];
         for (uint64_t k = i - o->start; k < o->count; k++, i++) {
             if (initial && i == 0) {
                 ak_store_u(o->data, ot, k, 0);
                 continue;
             }
-            uint64_t src = initial ? i - 1 : i;
-            const void *e = ak_elem(x->values, src);
-            if (ot == H5ARK_FLOAT64) {
-                sf += ak_load_f(e, t, 0);
-                ak_store_f(o->data, ot, k, sf);
-            } else {
-                su += ot == H5ARK_UINT64 ? ak_load_u(e, t, 0) : (uint64_t)ak_load_i(e, t, 0);
-                ak_store_u(o->data, ot, k, su);
-            }
+            cum_step(&run, ot, o->data, k, t, ak_elem(x->values, initial ? i - 1 : i));
         }
     }
     if (rc == 0) rc = ak_reply_created(ctx, out, err);
@@ -1010,7 +1038,7 @@ const ak_command ak_compute_commands[] = {
     {"isSortedAll", cmd_reduce, AK_READ_ONLY, RANKS_EVERY},
     {"argmaxAll", cmd_reduce, AK_READ_ONLY, RANKS_EVERY},
     {"argminAll", cmd_reduce, AK_READ_ONLY, RANKS_EVERY},
-    {"cumSum", cmd_cumsum, 0},
+    {"cumSum", cmd_cumsum, 0, RANKS_EVERY},
     {"str", cmd_str, AK_READ_ONLY, RANKS_EVERY},
     {"repr", cmd_str, AK_READ_ONLY, RANKS_EVERY},
     {"bigint_to_uint_list", cmd_bigint_limbs, 0, RANKS_EVERY},

@@ -160,6 +160,29 @@ def test_unique_matches_one_rank(ak, single_ak):
         ak.error("unique", {"returnGroupStr": False, "keynames": [s], "keytypes": ["Strings"]})
 
 
+def test_cumsum_matches_one_rank(ak, single_ak, akd):
+    """Running sums carried from rank to rank: floats added in the one daemon's order."""
+    rng = np.random.default_rng(9)
+    for arr in (rng.integers(-10**15, 10**15, 5003), rng.normal(size=5003) * 1e10,
+                rng.random(5003) < 0.5, rng.integers(0, 2**63, 5003).astype(np.uint64),
+                np.zeros(0, dtype=np.int64), np.array([7], dtype=np.int64)):
+        dtype = str(arr.dtype)
+        out_dtype = {"bool": "int64"}.get(dtype, dtype)
+        got = ak.created(f"cumSum<{dtype},1>", {"x": upload(ak, arr)[0], "axis": 0,
+                                                "includeInitial": False})
+        want = single_ak.created(f"cumSum<{dtype},1>", {"x": upload(single_ak, arr)[0],
+                                                        "axis": 0, "includeInitial": False})
+        assert got[1:] == want[1:] == (out_dtype, arr.size)
+        g = download(ak, got[0], out_dtype, arr.size)
+        np.testing.assert_array_equal(g, download(single_ak, want[0], out_dtype, arr.size))
+        if dtype != "float64":
+            np.testing.assert_array_equal(g, np.cumsum(arr, dtype=out_dtype))
+    name, _, _ = upload(ak, np.arange(5, dtype=np.int64))
+    assert ak.error("cumSum<int64,1>", {"x": name, "axis": 0, "includeInitial": True}) == (
+        "Error executing command cumSum<int64,1>: not available on several ranks yet: cumSum "
+        f"with includeInitial (this daemon runs as {akd.ranks} ranks)")
+
+
 def test_reductions_across_ranks(ak):
     """Extremes and order breaks on the last rank, ties across ranks."""
     arr = np.arange(9000, dtype=np.int64)
@@ -177,7 +200,6 @@ def test_reductions_across_ranks(ak):
 
 
 REFUSED = [
-    ("cumSum<int64,1>", {"x": "A", "axis": 0, "includeInitial": False}),
     ("[pdarray]=pdarray", {"array": "A", "idx": "A", "value": "A"}),
     ("concatenate<int64,1>", {"names": ["A", "A"], "axis": 0}),
     ("gbbroadcast", {"perm": "A", "segs": "A", "vals": "A", "size": 3}),
