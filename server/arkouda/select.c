@@ -174,23 +174,40 @@ static int cmd_pdarray_assign(ak_ctx *ctx, h5ark_error *err) {
     object *a = ak_object_arg(ctx, "array", H5ARK_PDARRAY, err);
     object *i = a ? ak_object_arg(ctx, "idx", H5ARK_PDARRAY, err) : NULL;
     object *v = i ? ak_object_arg(ctx, "value", H5ARK_PDARRAY, err) : NULL;
-    object *pos = v ? ak_positions(i, a->size, err) : NULL;
-    object *out = NULL;
-    int rc = pos ? 0 : -1;
+    int rc = v ? 0 : -1;
     if (rc == 0 && (a->dtype == H5ARK_BIGINT || v->dtype == H5ARK_BIGINT))
         rc = no_bigint(a->dtype == H5ARK_BIGINT ? a : v, err);
+    /* at several ranks each rank sends its values to the rows' ranks (ak_put_rows) */
+    bool ranks = ranks_count() > 1;
+    if (rc == 0 && ranks && (!ak_block_layout(a->values) || !ak_block_layout(v->values)))
+        rc = ranks_not_yet(err, "assigning to or from arrays that are not block distributed");
+    object *pos = rc == 0 ? ak_positions(i, a->size, err) : NULL;
+    object *out = NULL;
+    if (rc == 0 && !pos) rc = -1;
     if (rc == 0 && v->size != pos->size)
         rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "%llu values for %llu positions",
                         (unsigned long long)v->size, (unsigned long long)pos->size);
+    if (ranks_call_seq()) rc = ranks_agree(rc, err); /* the first bad position of all */
     if (rc == 0 && !(out = object_new_pdarray(a->dtype, a->size, err))) rc = -1;
     for (int b = 0; rc == 0 && b < a->values->nshards; b++) {
         const shard *s = &a->values->shards[b];
-        ak_copy_into(out->values, s->start, s->data, s->count);
+        if (!ranks || locales_is_local(b)) ak_copy_into(out->values, s->start, s->data, s->count);
     }
-    for (uint64_t k = 0; rc == 0 && k < pos->size; k++) {
-        uint64_t at = (uint64_t) * (const int64_t *)ak_elem(pos->values, k);
-        const void *e = ak_elem(v->values, k);
-        void *dst = (void *)ak_elem(out->values, at);
+    uint64_t nloc = 0, *rows = NULL;
+    char *vals = NULL;
+    if (rc == 0 && ranks) { /* this rank's (row, value) pairs, in order */
+        for (int b = locales_local_first(); b < locales_local_first() + locales_local_count(); b++)
+            nloc += pos->values->shards[b].count;
+        rows = malloc(nloc * 8 + 1);
+        vals = malloc(nloc * out->values->itemsize + 1);
+        if (!rows || !vals) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    uint64_t first = ranks && pos ? pos->values->shards[locales_local_first()].start : 0;
+    for (uint64_t k = 0; rc == 0 && k < (ranks ? nloc : pos->size); k++) {
+        uint64_t at = (uint64_t) * (const int64_t *)ak_elem(pos->values, first + k);
+        const void *e = ak_elem(v->values, first + k);
+        void *dst = ranks ? vals + k * out->values->itemsize : (void *)ak_elem(out->values, at);
+        if (ranks) rows[k] = at;
         if (ak_is_float(v->dtype))
             ak_store_f(dst, a->dtype, 0, ak_load_f(e, v->dtype, 0));
         else if (ak_is_unsigned(v->dtype))
@@ -198,9 +215,16 @@ static int cmd_pdarray_assign(ak_ctx *ctx, h5ark_error *err) {
         else
             ak_store_i(dst, a->dtype, 0, ak_load_i(e, v->dtype, 0));
     }
+    if (out && ranks) { /* every rank made `out`: each takes part, then they agree */
+        int moved = ak_put_rows(out->values, rows, vals, rc == 0 ? nloc : 0, err);
+        rc = ranks_agree(moved || rc ? -1 : 0, err);
+    }
+    free(rows);
+    free(vals);
     if (rc == 0) {
         out->tag = a->tag;
         rc = registry_remove(name, err) || registry_publish(out, name, err) ? -1 : 0;
+        if (ranks_call_seq()) rc = ranks_agree(rc, err);
     }
     object_release(out);
     object_release(pos);
@@ -231,8 +255,33 @@ static int cmd_concatenate(ak_ctx *ctx, h5ark_error *err) {
     }
     object *out = rc == 0 ? object_new_pdarray(parts[0]->dtype, total, err) : NULL;
     if (rc == 0 && !out) rc = -1;
+    if (rc == 0 && ranks_count() > 1) {
+        /* this rank's rows of every part, to the ranks holding their rows of the result */
+        size_t item = out->values->itemsize;
+        uint64_t nloc = 0, at = 0, j = 0;
+        for (size_t k = 0; k < n; k++)
+            for (int b = locales_local_first(); b < locales_local_first() + locales_local_count();
+                 b++)
+                nloc += parts[k]->values->shards[b].count;
+        uint64_t *rows = malloc(nloc * 8 + 1);
+        char *vals = malloc(nloc * item + 1);
+        bool ok = rows && vals;
+        for (size_t k = 0; ok && k < n; at += parts[k++]->size)
+            for (int b = 0; b < parts[k]->values->nshards; b++) {
+                const shard *s = &parts[k]->values->shards[b];
+                if (!locales_is_local(b)) continue;
+                for (uint64_t r = 0; r < s->count; r++, j++)
+                    rows[j] = at + s->start + r;
+                if (s->count) memcpy(vals + (j - s->count) * item, s->data, s->count * item);
+            }
+        rc = ok ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        int moved = ak_put_rows(out->values, rows, vals, ok ? nloc : 0, err);
+        rc = ranks_agree(moved || rc ? -1 : 0, err);
+        free(rows);
+        free(vals);
+    }
     uint64_t at = 0;
-    for (size_t k = 0; rc == 0 && k < n; k++)
+    for (size_t k = 0; rc == 0 && ranks_count() == 1 && k < n; k++)
         for (int b = 0; b < parts[k]->values->nshards; b++) {
             const shard *s = &parts[k]->values->shards[b];
             ak_copy_into(out->values, at, s->data, s->count);
@@ -251,7 +300,7 @@ const ak_command ak_select_commands[] = {
     {"[int]", cmd_int_index, AK_READ_ONLY, RANKS_EVERY},
     {"[slice]", cmd_slice, 0, RANKS_EVERY},
     {"[pdarray]", cmd_pdarray_index, 0, RANKS_EVERY},
-    {"[pdarray]=pdarray", cmd_pdarray_assign, 0},
-    {"concatenate", cmd_concatenate, 0},
+    {"[pdarray]=pdarray", cmd_pdarray_assign, 0, RANKS_EVERY},
+    {"concatenate", cmd_concatenate, 0, RANKS_EVERY},
     {0},
 };

@@ -249,6 +249,53 @@ out:
     return out;
 }
 
+int ak_put_rows(darray *out, const uint64_t *at, const void *items, uint64_t n, h5ark_error *err) {
+    int R = ranks_count();
+    size_t item = out->itemsize, rec = 8 + item;
+    uint64_t *sc = calloc((size_t)R, sizeof *sc), *rcv = calloc((size_t)R, sizeof *rcv);
+    uint64_t *eight = calloc((size_t)R, sizeof *eight), *fill = calloc((size_t)R, sizeof *fill);
+    char *send = malloc(n * rec + 1), *recv = NULL;
+    int rc = sc && rcv && eight && fill && send
+                 ? 0
+                 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if ((rc = ranks_agree(rc, err))) goto out;
+    /* records (row, element) grouped by the rank holding the row, in the order given */
+    for (uint64_t j = 0; j < n; j++)
+        sc[locales_rank_of(darray_shard_of(out, at[j]))]++;
+    for (int r = 0; r < R; r++) {
+        fill[r] = r ? fill[r - 1] + sc[r - 1] : 0;
+        eight[r] = 8;
+    }
+    for (uint64_t j = 0; j < n; j++) {
+        char *to = send + fill[locales_rank_of(darray_shard_of(out, at[j]))]++ * rec;
+        memcpy(to, &at[j], 8);
+        memcpy(to + 8, (const char *)items + j * item, item);
+    }
+    for (int r = 0; r < R; r++)
+        sc[r] *= rec;
+    if ((rc = ranks_alltoallv(sc, eight, rcv, eight, err))) goto out;
+    uint64_t total = 0;
+    for (int r = 0; r < R; r++)
+        total += rcv[r];
+    recv = malloc(total + 1);
+    rc = recv ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if ((rc = ranks_agree(rc, err)) || (rc = ranks_alltoallv(send, sc, recv, rcv, err))) goto out;
+    for (uint64_t o = 0; o < total; o += rec) {
+        uint64_t row;
+        memcpy(&row, recv + o, 8);
+        shard *s = &out->shards[darray_shard_of(out, row)];
+        memcpy((char *)s->data + (row - s->start) * item, recv + o + 8, item);
+    }
+out:
+    free(sc);
+    free(rcv);
+    free(eight);
+    free(fill);
+    free(send);
+    free(recv);
+    return rc;
+}
+
 object *ak_positions(const object *idx, uint64_t size, h5ark_error *err) {
     if (idx->objtype != H5ARK_PDARRAY || ak_is_float(idx->dtype) || idx->dtype == H5ARK_BIGINT) {
         h5ark_fail(err, H5ARK_TYPE_ERROR, "an index must be an integer or bool array");

@@ -183,6 +183,40 @@ def test_cumsum_matches_one_rank(ak, single_ak, akd):
         f"with includeInitial (this daemon runs as {akd.ranks} ranks)")
 
 
+def test_assign_and_concatenate_across_ranks(ak):
+    """Rows sent to the ranks holding them; a row given twice keeps the last value."""
+    rng = np.random.default_rng(6)
+    arr = np.arange(2000, dtype=np.int64)
+    name, _, _ = upload(ak, arr)
+    where = rng.integers(-2000, 2000, 700)
+    where[[10, 650]] = 1999  # twice, from different ranks: the later wins
+    vals = rng.normal(size=700) * 1000
+    w, _, _ = upload(ak, where)
+    v, _, _ = upload(ak, vals)
+    assert ak.ok("[pdarray]=pdarray", {"array": name, "idx": w, "value": v}) == \
+        f"{name} success"
+    expect = arr.copy()
+    for k in range(700):
+        expect[where[k]] = vals[k]
+    np.testing.assert_array_equal(download(ak, name, "int64", 2000), expect)
+    mask, _, _ = upload(ak, arr % 3 == 0)
+    three, _, _ = upload(ak, -np.arange(667, dtype=np.int64))
+    ak.ok("[pdarray]=pdarray", {"array": name, "idx": mask, "value": three})
+    expect[arr % 3 == 0] = -np.arange(667)
+    np.testing.assert_array_equal(download(ak, name, "int64", 2000), expect)
+    bad, _, _ = upload(ak, np.array([0] * 1500 + [2000] + [5] * 10, dtype=np.int64))
+    eleven, _, _ = upload(ak, np.zeros(1511, dtype=np.int64))
+    assert "index 2000 is out of bounds" in ak.error(
+        "[pdarray]=pdarray", {"array": name, "idx": bad, "value": eleven})
+    np.testing.assert_array_equal(download(ak, name, "int64", 2000), expect)
+    parts = [np.arange(n, dtype=np.int64) * (k + 1) for k, n in enumerate((0, 1, 999, 5, 3001))]
+    names = [upload(ak, p)[0] for p in parts]
+    out, _, size = ak.created("concatenate<int64,1>", {"names": names, "axis": 0})
+    np.testing.assert_array_equal(download(ak, out, "int64", size), np.concatenate(parts))
+    f, _, _ = upload(ak, np.array([1.0]))
+    assert "one dtype" in ak.error("concatenate<int64,1>", {"names": [names[2], f], "axis": 0})
+
+
 def test_reductions_across_ranks(ak):
     """Extremes and order breaks on the last rank, ties across ranks."""
     arr = np.arange(9000, dtype=np.int64)
@@ -200,8 +234,6 @@ def test_reductions_across_ranks(ak):
 
 
 REFUSED = [
-    ("[pdarray]=pdarray", {"array": "A", "idx": "A", "value": "A"}),
-    ("concatenate<int64,1>", {"names": ["A", "A"], "axis": 0}),
     ("gbbroadcast", {"perm": "A", "segs": "A", "vals": "A", "size": 3}),
     ("segmentedSplit", {"objType": "Strings", "obj": "A", "delim": ","}),
     ("randomStrings", {"size": 3, "dist": "uniform", "charset": "uppercase", "arg1": 1,
