@@ -3,6 +3,7 @@
 #include "arkouda/commands.h"
 #include "arkouda/values.h"
 #include "objects/groupby.h"
+#include "locales.h"
 #include "ranks.h"
 #include "registry.h"
 
@@ -84,6 +85,101 @@ static int64_t i64_at(const object *a, uint64_t i) {
     return ak_load_i(ak_elem(a->values, i), a->dtype, 0);
 }
 
+/* At several ranks: a copy of the whole of `a` on every rank (each rank's shards, the rest
+ * zeros, summed word by word over the ranks); NULL with err set (on every rank) when it
+ * fails. Its segments and values are one per group: few beside the rows. */
+static void *whole_copy(const object *a, h5ark_error *err) {
+    const darray *d = a->values;
+    uint64_t words = (d->size * d->itemsize + 7) / 8;
+    uint64_t *w = calloc(words ? words : 1, 8);
+    if (ranks_agree(w ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory"), err)) {
+        free(w);
+        return NULL;
+    }
+    for (int b = 0; b < d->nshards; b++)
+        if (locales_is_local(b) && d->shards[b].count)
+            memcpy((char *)w + d->shards[b].start * d->itemsize, d->shards[b].data,
+                   d->shards[b].count * d->itemsize);
+    if (ranks_allreduce_u64(w, words, RANKS_SUM, err)) {
+        free(w);
+        return NULL;
+    }
+    return w;
+}
+
+/* gbbroadcast at several ranks: segments and values copied to every rank, which checks
+ * them as one daemon does; each rank then gives its rows of the grouping their group's
+ * value, written in place or (permute) sent to the rows' ranks. */
+static int broadcast_ranks(ak_ctx *ctx, object *segs, object *vals, object *perm, uint64_t size,
+                           h5ark_error *err) {
+    if ((perm && !ak_block_layout(perm->values)))
+        return ranks_not_yet(err, "gbbroadcast with a permutation not block distributed");
+    int64_t *sg = whole_copy(segs, err);
+    char *vl = sg ? whole_copy(vals, err) : NULL;
+    if (!vl) {
+        free(sg);
+        return -1;
+    }
+    int rc = 0;
+    uint64_t G = segs->size;
+    for (uint64_t g = 0; rc == 0 && g < G; g++)
+        if ((g == 0 && sg[g] != 0) || (g && sg[g] < sg[g - 1]) || (uint64_t)sg[g] > size)
+            rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "segment %llu (%lld) is out of order",
+                            (unsigned long long)g, (long long)sg[g]);
+    if (rc == 0 && G == 0 && size)
+        rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "no segments for %llu rows",
+                        (unsigned long long)size);
+    object *out = rc == 0 ? object_new_pdarray(vals->dtype, size, err) : NULL;
+    if (rc == 0 && !out) rc = -1;
+    size_t item = vals->values->itemsize;
+    /* this rank's rows [lo, hi) of the grouping (out's, or the permutation's: one layout) */
+    int first = locales_local_first(), T = locales_local_count();
+    uint64_t lo = out ? out->values->shards[first].start : 0;
+    uint64_t hi =
+        out ? out->values->shards[first + T - 1].start + out->values->shards[first + T - 1].count
+            : 0;
+    uint64_t *rows = NULL;
+    char *items = NULL;
+    if (out) {
+        for (int b = first; b < first + T; b++)
+            if (out->values->shards[b].count)
+                memset(out->values->shards[b].data, 0, out->values->shards[b].count * item);
+        rows = perm ? malloc((hi - lo) * 8 + 1) : NULL;
+        items = perm ? malloc((hi - lo) * item + 1) : NULL;
+        if (perm && (!rows || !items)) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    /* the group of row lo: the last segment starting at or before it */
+    uint64_t g = 0;
+    while (out && g + 1 < G && (uint64_t)sg[g + 1] <= lo)
+        g++;
+    for (uint64_t j = lo; rc == 0 && j < hi; j++) {
+        while (g + 1 < G && (uint64_t)sg[g + 1] <= j)
+            g++;
+        const char *v = vl + g * item;
+        if (!perm) {
+            memcpy((void *)ak_elem(out->values, j), v, item);
+            continue;
+        }
+        int64_t at = *(const int64_t *)ak_elem(perm->values, j);
+        if (at < 0 || (uint64_t)at >= size) {
+            rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "permutation entry %lld is out of bounds",
+                            (long long)at);
+            break;
+        }
+        rows[j - lo] = (uint64_t)at;
+        memcpy(items + (j - lo) * item, v, item);
+    }
+    if (out) rc = ranks_agree(rc, err); /* the first bad entry of all */
+    if (rc == 0 && perm) rc = ak_put_rows(out->values, rows, items, hi - lo, err);
+    if (rc == 0) rc = ak_reply_created(ctx, out, err);
+    object_release(out);
+    free(rows);
+    free(items);
+    free(sg);
+    free(vl);
+    return rc;
+}
+
 /* gbbroadcast {permName ("none" unless permute), segName, valName, permute, size}: each
  * group's value over the rows of its segment, in the grouping's order or (permute) back
  * in the rows' own. */
@@ -105,6 +201,13 @@ static int cmd_broadcast(ak_ctx *ctx, h5ark_error *err) {
     if (rc == 0 && perm && perm->size != size)
         rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "the permutation has %llu rows, not %llu",
                         (unsigned long long)perm->size, (unsigned long long)size);
+    if (rc == 0 && ranks_count() > 1) {
+        rc = broadcast_ranks(ctx, segs, vals, perm, size, err);
+        object_release(segs);
+        object_release(vals);
+        object_release(perm);
+        return rc;
+    }
     /* segments start at 0, never decrease, stay within the rows */
     for (uint64_t g = 0; rc == 0 && g < segs->size; g++) {
         int64_t s = i64_at(segs, g), prev = g ? i64_at(segs, g - 1) : 0;
@@ -147,6 +250,6 @@ static int cmd_broadcast(ak_ctx *ctx, h5ark_error *err) {
 
 const ak_command ak_group_commands[] = {
     {"unique", cmd_unique, 0, RANKS_EVERY},
-    {"gbbroadcast", cmd_broadcast, 0},
+    {"gbbroadcast", cmd_broadcast, 0, RANKS_EVERY},
     {0},
 };

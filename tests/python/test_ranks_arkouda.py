@@ -217,6 +217,43 @@ def test_assign_and_concatenate_across_ranks(ak):
     assert "one dtype" in ak.error("concatenate<int64,1>", {"names": [names[2], f], "axis": 0})
 
 
+def test_unique_and_broadcast_across_ranks(ak, single_ak):
+    """GroupBy's broadcast: each group's value over its rows, in the grouping's order or
+    back in the rows' own (rows sent to other ranks)."""
+    keys = np.random.default_rng(8).integers(0, 50, 4001)
+
+    def run(c, permute, dtype):
+        k, _, _ = upload(c, keys)
+        parts = [created_name(p) for p in c.ok("unique", {
+            "returnGroupStr": True, "assumeSortedStr": False, "nstr": 1, "keynames": [k],
+            "keytypes": ["pdarray"]}).split("+")]
+        ngroups = len(np.unique(keys))
+        vals, _, _ = upload(c, (np.arange(ngroups) * 3 + 1).astype(dtype))
+        out, _, size = c.created("gbbroadcast", {
+            "permName": parts[0] if permute else "none", "segName": parts[1],
+            "valName": vals, "permute": permute, "size": keys.size})
+        return download(c, out, dtype, size)
+
+    for permute in (False, True):
+        for dtype in ("int64", "float64", "bool"):
+            got = run(ak, permute, dtype)
+            np.testing.assert_array_equal(got, run(single_ak, permute, dtype))
+            rank_of = np.searchsorted(np.unique(keys), keys)
+            want = (rank_of * 3 + 1).astype(dtype) if permute else \
+                (np.sort(rank_of) * 3 + 1).astype(dtype)
+            np.testing.assert_array_equal(got, want)
+    seg, _, _ = upload(ak, np.array([0, 5, 3], dtype=np.int64))
+    vals, _, _ = upload(ak, np.arange(3, dtype=np.int64))
+    assert "segment 2 (3) is out of order" in ak.error("gbbroadcast", {
+        "permName": "none", "segName": seg, "valName": vals, "permute": False, "size": 9})
+    seg, _, _ = upload(ak, np.array([0, 1000, 2000], dtype=np.int64))
+    perm = np.arange(3000, dtype=np.int64)
+    perm[2500], perm[2999] = 3000, -1
+    p, _, _ = upload(ak, perm)
+    assert "permutation entry 3000 is out of bounds" in ak.error("gbbroadcast", {
+        "permName": p, "segName": seg, "valName": vals, "permute": True, "size": 3000})
+
+
 def test_reductions_across_ranks(ak):
     """Extremes and order breaks on the last rank, ties across ranks."""
     arr = np.arange(9000, dtype=np.int64)
@@ -234,7 +271,6 @@ def test_reductions_across_ranks(ak):
 
 
 REFUSED = [
-    ("gbbroadcast", {"perm": "A", "segs": "A", "vals": "A", "size": 3}),
     ("segmentedSplit", {"objType": "Strings", "obj": "A", "delim": ","}),
     ("randomStrings", {"size": 3, "dist": "uniform", "charset": "uppercase", "arg1": 1,
                        "arg2": 3, "seed": 1}),
