@@ -6,6 +6,8 @@
 #include "arkouda/values.h"
 #include "locales.h"
 #include "objects/groupby.h"
+#include "objects/strings.h"
+#include "ranks.h"
 #include "registry.h"
 
 #include <math.h>
@@ -115,13 +117,28 @@ typedef struct {
     darray *out;
 } cmp_job;
 
+/* String k of shard b, read from that shard alone: a shard's strings' bytes are in its own
+ * values shard, the last ending where that shard ends (so at several ranks a locale reads
+ * only its own shards). */
+static const char *string_in_shard(const object *s, int b, uint64_t k, uint64_t *len) {
+    const shard *seg = &s->segments->shards[b], *val = &s->values->shards[b];
+    const int64_t *off = seg->data;
+    uint64_t from = (uint64_t)off[k];
+    uint64_t to = k + 1 < seg->count ? (uint64_t)off[k + 1] : val->start + val->count;
+    *len = to > from ? to - from - 1 : 0;
+    return (const char *)val->data + (from - val->start);
+}
+
 static void cmp_locale(int locale, void *arg) {
     cmp_job *j = arg;
     shard *o = &j->out->shards[locale];
+    bool ranks = ranks_count() > 1; /* the operands laid out as the result (compare) */
     for (uint64_t k = 0; k < o->count; k++) {
         uint64_t i = o->start + k, la, lb = j->text_len;
-        const char *sa = ak_string_at(j->a, i, &la);
-        const char *sb = j->b ? ak_string_at(j->b, i, &lb) : j->text;
+        const char *sa = ranks ? string_in_shard(j->a, locale, k, &la) : ak_string_at(j->a, i, &la);
+        const char *sb = !j->b   ? j->text
+                         : ranks ? string_in_shard(j->b, locale, k, &lb)
+                                 : ak_string_at(j->b, i, &lb);
         bool same = la == lb && memcmp(sa, sb, la) == 0;
         ((uint8_t *)o->data)[k] = same == j->equal;
     }
@@ -134,6 +151,8 @@ static int compare(ak_ctx *ctx, cmp_job *j, uint64_t n, h5ark_error *err) {
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "strings compare with == and != only, not %.20s",
                           op);
     j->equal = op[0] == '=';
+    if (!ak_block_layout(j->a->segments) || (j->b && !ak_block_layout(j->b->segments)))
+        return ranks_not_yet(err, "comparing Strings that are not block distributed");
     object *out = object_new_pdarray(H5ARK_BOOLEAN, n, err);
     if (!out) return -1;
     j->out = out->values;
@@ -188,9 +207,14 @@ static int cmd_index(ak_ctx *ctx, h5ark_error *err) {
                 rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "index %lld is out of bounds for %llu",
                                 (long long)i, (unsigned long long)s->size);
             } else {
-                uint64_t len;
-                const char *p = ak_string_at(s, (uint64_t)w, &len);
-                json_t *str = json_stringn(p, len);
+                /* from the rank holding it (strings hold no NUL: its length is strlen) */
+                char *p = strings_dup_ranks(s, (uint64_t)w, err);
+                if (!p) {
+                    object_release(s);
+                    return -1;
+                }
+                json_t *str = json_stringn(p, strlen(p));
+                free(p);
                 char *text = str ? json_dumps(str, JSON_ENCODE_ANY) : NULL;
                 rc = text ? ak_reply(ctx, err, "item str %s", text)
                           : h5ark_fail(err, H5ARK_BAD_REQUEST, "string %lld is not UTF-8",
@@ -228,13 +252,15 @@ static int cmd_index(ak_ctx *ctx, h5ark_error *err) {
             rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "the slice is outside the Strings");
         if (rc == 0 && (idx = object_new_pdarray(H5ARK_INT64, n, err)))
             for (int b = 0; b < idx->values->nshards; b++)
-                for (uint64_t k = 0; k < idx->values->shards[b].count; k++)
+                for (uint64_t k = 0; locales_is_local(b) && k < idx->values->shards[b].count; k++)
                     ((int64_t *)idx->values->shards[b].data)[k] =
                         v[0] + (int64_t)(idx->values->shards[b].start + k) * v[2];
     } else if (strcmp(sub, "pdarrayIndex") == 0) {
         object *key_obj = registry_get(key, err);
         idx = key_obj ? ak_positions(key_obj, s->size, err) : NULL;
         object_release(key_obj);
+        if (key_obj && ranks_call_seq() && ranks_agree(idx ? 0 : -1, err))
+            object_release(idx), idx = NULL; /* the first bad position of all */
     } else {
         rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "unknown subcmd '%.40s'", sub);
     }
@@ -370,10 +396,10 @@ static int cmd_split(ak_ctx *ctx, h5ark_error *err) {
 
 const ak_command ak_strings_commands[] = {
     {"segmentedSplit", cmd_split, 0},
-    {"randomStrings", cmd_random_strings, 0},
-    {"segmentedBinopvv", cmd_binopvv, 0},
-    {"segmentedBinopvs", cmd_binopvs, 0},
-    {"segmentedIndex", cmd_index, 0},
+    {"randomStrings", cmd_random_strings, 0, RANKS_ZERO},
+    {"segmentedBinopvv", cmd_binopvv, 0, RANKS_EVERY},
+    {"segmentedBinopvs", cmd_binopvs, 0, RANKS_EVERY},
+    {"segmentedIndex", cmd_index, 0, RANKS_EVERY},
     {"concatenateStr", cmd_concatenate, 0},
     {0},
 };

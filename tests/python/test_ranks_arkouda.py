@@ -12,7 +12,7 @@ import pytest
 from conftest import Daemon
 from test_ranks import MPIRUN, MpiDaemon, mpi_build
 import test_arkouda_wire as wire
-from test_arkouda_wire import Ak, created_name, download, put_strings, upload
+from test_arkouda_wire import Ak, created_name, download, get_strings, put_strings, upload
 
 # the wire tests run here again, against the daemon as several ranks (the fixtures below)
 WIRE_TESTS = [
@@ -254,6 +254,38 @@ def test_unique_and_broadcast_across_ranks(ak, single_ak):
         "permName": p, "segName": seg, "valName": vals, "permute": True, "size": 3000})
 
 
+def test_strings_compute_across_ranks(ak, single_ak):
+    params = {"size": "3000", "dist": "uniform", "chars": "alphanumeric", "arg1": "0",
+              "arg2": "9", "seed": "11"}
+    mine = ak.ok("randomStrings", params).split()[1]
+    strs = get_strings(ak, mine)
+    assert strs == get_strings(single_ak, single_ak.ok("randomStrings", params).split()[1])
+    assert len(strs) == 3000 and len(set(strs)) > 2000
+    other = put_strings(ak, strs[:1500] + ["zz"] * 1500)
+    out, _, size = ak.created("segmentedBinopvv", {"op": "!=", "objType": "Strings",
+                                                   "obj": mine, "otherType": "Strings",
+                                                   "other": other, "left": False, "delim": ""})
+    np.testing.assert_array_equal(download(ak, out, "bool", size),
+                                  [a != b for a, b in zip(strs, strs[:1500] + ["zz"] * 1500)])
+    for text in ("", strs[2999], strs[0], "nope"):
+        out, _, size = ak.created("segmentedBinopvs", {"op": "==", "objType": "Strings",
+                                                       "obj": mine, "otherType": "str",
+                                                       "other": text})
+        np.testing.assert_array_equal(download(ak, out, "bool", size), [x == text for x in strs])
+    for i in (0, 1, 1499, 1500, 2999, -1, -3000):
+        assert ak.ok("segmentedIndex", {"subcmd": "intIndex", "objType": "Strings",
+                                        "dtype": "<U0", "obj": mine, "key": str(i)}) == \
+            "item str " + json.dumps(strs[i])
+    assert "bounds" in ak.error("segmentedIndex", {"subcmd": "intIndex", "objType": "Strings",
+                                                   "obj": mine, "key": "3000"})
+    # taking strings by position moves their bytes between ranks: refused
+    idx, _, _ = upload(ak, np.array([3, 1, 1], dtype=np.int64))
+    for sub, key in (("pdarrayIndex", idx), ("sliceIndex", json.dumps(["1", "4", "2"]))):
+        assert "not available on several ranks yet: taking the rows of a strings" in ak.error(
+            "segmentedIndex", {"subcmd": sub, "objType": "Strings", "dtype": "<U0",
+                               "obj": mine, "key": key})
+
+
 def test_reductions_across_ranks(ak):
     """Extremes and order breaks on the last rank, ties across ranks."""
     arr = np.arange(9000, dtype=np.int64)
@@ -272,13 +304,6 @@ def test_reductions_across_ranks(ak):
 
 REFUSED = [
     ("segmentedSplit", {"objType": "Strings", "obj": "A", "delim": ","}),
-    ("randomStrings", {"size": 3, "dist": "uniform", "charset": "uppercase", "arg1": 1,
-                       "arg2": 3, "seed": 1}),
-    ("segmentedBinopvv", {"op": "==", "objType": "Strings", "obj": "A", "otherType": "Strings",
-                          "other": "A"}),
-    ("segmentedBinopvs", {"op": "==", "objType": "Strings", "obj": "A", "otherType": "str",
-                          "other": "x"}),
-    ("segmentedIndex", {"subcmd": "intIndex", "objType": "Strings", "obj": "A", "key": 0}),
     ("concatenateStr", {"objType": "Strings", "names": ["A", "A"], "mode": "append"}),
 ]
 
