@@ -26,7 +26,7 @@ WIRE_TESTS = [
     "test_native_reads_what_arkouda_wrote", "test_failed_read_leaves_nothing",
     "test_arange_randint_create_set", "test_cast", "test_binopvv_int", "test_binops_mixed",
     "test_reductions", "test_reduction_errors", "test_bigint_read_fetch_write",
-    "test_bigint_from_uint_arrays", "test_slice_dtypes",
+    "test_bigint_from_uint_arrays", "test_slice_dtypes", "test_indexing", "test_clients_at_once",
 ]
 globals().update({name: getattr(wire, name) for name in WIRE_TESTS})
 
