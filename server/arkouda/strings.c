@@ -294,7 +294,18 @@ static int cmd_concatenate(ak_ctx *ctx, h5ark_error *err) {
     char *bytes = rc == 0 ? malloc(total ? total : 1) : NULL;
     if (rc == 0 && !bytes) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     uint64_t at = 0;
-    for (size_t k = 0; rc == 0 && k < n; k++)
+    for (size_t k = 0; rc == 0 && ranks_count() > 1 && k < n; k++) {
+        /* at several ranks each part's bytes come to rank 0 through the native get */
+        char *part = NULL;
+        uint64_t len = 0;
+        rc = ak_strings_values(ctx, parts[k]->name, &part, &len, err);
+        if (rc == 0 && len != parts[k]->values->size)
+            rc = h5ark_fail(err, H5ARK_INTERNAL, "%s changed while it was read", parts[k]->name);
+        if (rc == 0) memcpy(bytes + at, part, len);
+        at += len;
+        free(part);
+    }
+    for (size_t k = 0; rc == 0 && ranks_count() == 1 && k < n; k++)
         for (int b = 0; b < parts[k]->values->nshards; b++) {
             const shard *s = &parts[k]->values->shards[b];
             memcpy(bytes + at, s->data, s->count);
@@ -346,15 +357,33 @@ static int cmd_split(ak_ctx *ctx, h5ark_error *err) {
                           pattern);
     object *s = strings_arg(ctx, "parent_name", err);
     if (!s) return -1;
-    object *segs = segs_too ? object_new_pdarray(H5ARK_INT64, s->size, err) : NULL;
+    /* at several ranks the strings come to rank 0 through the native get (`all`, walked in
+     * order) and the first pieces' indexes go back through the native put (`first`) */
+    bool ranks = ranks_count() > 1;
+    char *all = NULL, *walk = NULL;
+    uint64_t all_len = 0;
+    int64_t *first = NULL;
+    int rc = ranks ? ak_strings_values(ctx, s->name, &all, &all_len, err) : 0;
+    walk = all;
+    if (rc == 0 && ranks && segs_too && !(first = malloc(s->size * 8 + 8)))
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    object *segs =
+        rc == 0 && segs_too && !ranks ? object_new_pdarray(H5ARK_INT64, s->size, err) : NULL;
     uint64_t len = 0, cap = 1 << 16, pieces = 0;
-    char *buf = malloc(cap);
-    int rc = buf && (segs || !segs_too) ? 0 : -1;
-    if (rc && !buf) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    char *buf = rc == 0 ? malloc(cap) : NULL;
+    if (rc == 0 && !buf) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (rc == 0 && segs_too && !ranks && !segs) rc = -1;
     for (uint64_t i = 0; rc == 0 && i < s->size; i++) {
         uint64_t n;
-        const char *p = ak_string_at(s, i, &n), *end = p + n;
+        const char *p = ranks ? walk : ak_string_at(s, i, &n), *end;
+        if (ranks) { /* each string ends at its NUL (the last, at the bytes' end) */
+            size_t left = walk < all + all_len ? (size_t)(all + all_len - walk) : 0;
+            n = strnlen(walk, left);
+            walk += n + (n < left);
+        }
+        end = p + n;
         if (segs) *(int64_t *)ak_elem(segs->values, i) = (int64_t)pieces;
+        if (first) first[i] = (int64_t)pieces;
         int64_t splits = 0;
         for (;;) {
             const char *hit = (max == 0 || splits < max) && (size_t)(end - p) >= plen
@@ -377,29 +406,33 @@ static int cmd_split(ak_ctx *ctx, h5ark_error *err) {
         buf = NULL;
     }
     free(buf);
-    if (rc == 0 && segs) {
-        char *first = ctx->msg, *second = NULL;
+    free(all);
+    if (rc == 0 && segs_too) {
+        char *made = ctx->msg, *both = NULL;
         ctx->msg = NULL;
-        rc = ak_reply_created(ctx, segs, err);
-        if (rc == 0 && asprintf(&second, "%s+%s", first, ctx->msg) < 0)
+        rc = ranks ? ak_int64_from_buffer(ctx, first, s->size, err)
+                   : ak_reply_created(ctx, segs, err);
+        first = NULL;
+        if (rc == 0 && asprintf(&both, "%s+%s", made, ctx->msg) < 0)
             rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        free(first);
+        free(made);
         if (rc == 0) {
             free(ctx->msg);
-            ctx->msg = second;
+            ctx->msg = both;
         }
     }
+    free(first);
     object_release(segs);
     object_release(s);
     return rc;
 }
 
 const ak_command ak_strings_commands[] = {
-    {"segmentedSplit", cmd_split, 0},
+    {"segmentedSplit", cmd_split, 0, RANKS_ZERO},
     {"randomStrings", cmd_random_strings, 0, RANKS_ZERO},
     {"segmentedBinopvv", cmd_binopvv, 0, RANKS_EVERY},
     {"segmentedBinopvs", cmd_binopvs, 0, RANKS_EVERY},
     {"segmentedIndex", cmd_index, 0, RANKS_EVERY},
-    {"concatenateStr", cmd_concatenate, 0},
+    {"concatenateStr", cmd_concatenate, 0, RANKS_ZERO},
     {0},
 };

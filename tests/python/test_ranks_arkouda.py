@@ -278,6 +278,29 @@ def test_strings_compute_across_ranks(ak, single_ak):
             "item str " + json.dumps(strs[i])
     assert "bounds" in ak.error("segmentedIndex", {"subcmd": "intIndex", "objType": "Strings",
                                                    "obj": mine, "key": "3000"})
+    # through rank 0: concatenated, split
+    words = put_strings(ak, ["a,b", "", ",x,,", "héllo"] * 400)
+    msg = ak.ok("concatenateStr", {"objType": "Strings", "names": [mine, words, mine],
+                                   "mode": "append"})
+    both = get_strings(ak, created_name(msg))
+    assert both == strs + ["a,b", "", ",x,,", "héllo"] * 400 + strs
+    msg = ak.ok("segmentedSplit", {"parent_name": words, "objtype": "Matcher", "max": 0,
+                                   "return_segs": True, "pattern": ","})
+    pieces_text, first_text = msg.split("+created ", 1)[0], msg.rsplit("+", 1)[1]
+    pieces = get_strings(ak, pieces_text.split()[1])
+    first = download(ak, created_name(first_text), "int64", 1600)
+    want, want_first = [], []
+    for w in ["a,b", "", ",x,,", "héllo"] * 400:
+        want_first.append(len(want))
+        want += w.split(",")
+    assert pieces == want
+    np.testing.assert_array_equal(first, want_first)
+    want_msg = single_ak.ok("segmentedSplit", {
+        "parent_name": put_strings(single_ak, ["a,b", "", ",x,,", "héllo"] * 400),
+        "objtype": "Matcher", "max": 1, "return_segs": False, "pattern": ","})
+    msg = ak.ok("segmentedSplit", {"parent_name": words, "objtype": "Matcher", "max": 1,
+                                   "return_segs": False, "pattern": ","})
+    assert get_strings(ak, msg.split()[1]) == get_strings(single_ak, want_msg.split()[1])
     # taking strings by position moves their bytes between ranks: refused
     idx, _, _ = upload(ak, np.array([3, 1, 1], dtype=np.int64))
     for sub, key in (("pdarrayIndex", idx), ("sliceIndex", json.dumps(["1", "4", "2"]))):
@@ -302,34 +325,24 @@ def test_reductions_across_ranks(ak):
     assert ak.ok("maxAll<float64,1>", {"x": f}) == "float64 nan"
 
 
-REFUSED = [
-    ("segmentedSplit", {"objType": "Strings", "obj": "A", "delim": ","}),
-    ("concatenateStr", {"objType": "Strings", "names": ["A", "A"], "mode": "append"}),
-]
-
-
-@pytest.mark.parametrize("cmd,params", REFUSED, ids=[c for c, _ in REFUSED])
-def test_not_converted_refused(ak, akd, cmd, params):
-    a, _, _ = upload(ak, np.arange(10, dtype=np.int64))
-    params = {k: ([a if x == "A" else x for x in v] if isinstance(v, list) else
-                  a if v == "A" else v) for k, v in params.items()}
-    msg = ak.error(cmd, params)
-    base = cmd.split("<")[0]
-    assert msg == (f"Error executing command {cmd}: not available on several ranks yet: {base} "
-                   f"(this daemon runs as {akd.ranks} ranks)")
-    assert ak.ok("note", {"message": "still here"}) == "noted"
-    np.testing.assert_array_equal(download(ak, a, "int64", 10), np.arange(10))
-
-
 def test_refused_parts_of_converted_commands(ak, akd):
-    """Strings taken by position, Strings written without their offsets."""
+    """What is left refused at several ranks answers the clear error, changes nothing, and
+    the daemon goes on: Strings taken by position, Strings written without their offsets
+    (also: unique of Strings, cumSum with includeInitial, segmentedIndex by slice or
+    positions, in the tests above)."""
+    a, _, _ = upload(ak, np.arange(10, dtype=np.int64))
     s = put_strings(ak, ["a", "bc", "d"])
-    assert "not available on several ranks yet" in \
-        ak.error("[slice]<int64,1>", {"array": s, "starts": 0, "stops": 2, "strides": 1,
-                                      "max_bits": 0})
+    pos, _, _ = upload(ak, np.array([2, 0], dtype=np.int64))
+    before = {i["name"] for i in json.loads(ak.ok("info", {"names": "__AllSymbols__"}))}
+    prefix = "not available on several ranks yet: taking the rows of a strings"
+    assert prefix in ak.error("[slice]<int64,1>", {"array": s, "starts": 0, "stops": 2,
+                                                   "strides": 1, "max_bits": 0})
+    assert prefix in ak.error("[pdarray]", {"array": s, "idx": pos})
     msg = ak.error("tohdf", {"values": s, "dset": "s", "write_mode": 0,
                              "filename": str(akd.data_dir / "nooff"), "save_offsets": False,
                              "objType": "strings", "file_format": 1})
     assert "not available on several ranks yet: tohdf of strings without segments" in msg
     assert not list(akd.data_dir.glob("nooff*"))
+    assert {i["name"] for i in json.loads(ak.ok("info", {"names": "__AllSymbols__"}))} == before
     assert ak.ok("note", {"message": "still here"}) == "noted"
+    np.testing.assert_array_equal(download(ak, a, "int64", 10), np.arange(10))
