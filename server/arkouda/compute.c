@@ -937,27 +937,41 @@ static int cmd_cumsum(ak_ctx *ctx, h5ark_error *err) {
                                          : H5ARK_INT64;
     uint64_t n = x->size + (initial ? 1 : 0);
     int rc = 0;
-    if (ranks_count() > 1 && initial)
-        rc = ranks_not_yet(err, "cumSum with includeInitial"); /* its rows shift by one */
-    else if (!ak_block_layout(x->values))
+    if (!ak_block_layout(x->values))
         rc = ranks_not_yet(err, "cumSum of an array that is not block distributed");
     object *out = rc == 0 ? object_new_pdarray(ot, n, err) : NULL;
     if (rc == 0 && !out) rc = -1;
     cum_run run = {0};
     if (rc == 0 && ranks_count() > 1) {
         /* in order, as one daemon: each rank goes on from the running sum of the rank
-         * before it and hands its own on */
-        int me = ranks_self();
-        if (me > 0) rc = ranks_recv(me - 1, &run, sizeof run, err);
-        for (int b = locales_local_first();
-             rc == 0 && b < locales_local_first() + locales_local_count(); b++) {
-            const shard *o = &out->values->shards[b];
-            for (uint64_t k = 0; k < o->count; k++)
-                cum_step(&run, ot, o->data, k, t,
-                         (const char *)x->values->shards[b].data + k * x->values->itemsize);
+         * before it and hands its own on; with includeInitial every sum moves one row on,
+         * some onto the next rank (ak_put_rows) */
+        int me = ranks_self(), first = locales_local_first(), T = locales_local_count();
+        uint64_t nloc = 0, j = 0, *rows = NULL;
+        char *vals = NULL;
+        for (int b = first; b < first + T; b++)
+            nloc += x->values->shards[b].count;
+        if (initial && (!(rows = malloc(nloc * 8 + 1)) || !(vals = malloc(nloc * 8 + 1))))
+            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        rc = ranks_agree(rc, err);
+        if (rc == 0 && me > 0) rc = ranks_recv(me - 1, &run, sizeof run, err);
+        for (int b = first; rc == 0 && b < first + T; b++) {
+            const shard *xs = &x->values->shards[b];
+            for (uint64_t k = 0; k < xs->count; k++, j++) {
+                const char *e = (const char *)xs->data + k * x->values->itemsize;
+                if (initial) rows[j] = xs->start + k + 1;
+                cum_step(&run, ot, initial ? (void *)vals : out->values->shards[b].data,
+                         initial ? j : k, t, e);
+            }
         }
         h5ark_span span = {&run, sizeof run};
         if (rc == 0 && me + 1 < ranks_count()) rc = ranks_send(me + 1, &span, 1, err);
+        if (rc == 0 && initial) {
+            if (locales_is_local(0)) ak_store_u(out->values->shards[0].data, ot, 0, 0);
+            rc = ak_put_rows(out->values, rows, vals, nloc, err);
+        }
+        free(rows);
+        free(vals);
     }
     /* one pass in order: each output element's shard is looked up once per shard run */
     for (uint64_t i = 0; rc == 0 && ranks_count() == 1 && i < n;) {
