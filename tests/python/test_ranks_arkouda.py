@@ -27,6 +27,7 @@ WIRE_TESTS = [
     "test_arange_randint_create_set", "test_cast", "test_binopvv_int", "test_binops_mixed",
     "test_reductions", "test_reduction_errors", "test_bigint_read_fetch_write",
     "test_bigint_from_uint_arrays", "test_slice_dtypes", "test_indexing", "test_clients_at_once",
+    "test_strings_compute", "test_segmented_split",
 ]
 globals().update({name: getattr(wire, name) for name in WIRE_TESTS})
 
@@ -301,12 +302,23 @@ def test_strings_compute_across_ranks(ak, single_ak):
     msg = ak.ok("segmentedSplit", {"parent_name": words, "objtype": "Matcher", "max": 1,
                                    "return_segs": False, "pattern": ","})
     assert get_strings(ak, msg.split()[1]) == get_strings(single_ak, want_msg.split()[1])
-    # taking strings by position moves their bytes between ranks: refused
-    idx, _, _ = upload(ak, np.array([3, 1, 1], dtype=np.int64))
-    for sub, key in (("pdarrayIndex", idx), ("sliceIndex", json.dumps(["1", "4", "2"]))):
-        assert "not available on several ranks yet: taking the rows of a strings" in ak.error(
-            "segmentedIndex", {"subcmd": sub, "objType": "Strings", "dtype": "<U0",
-                               "obj": mine, "key": key})
+    # taken by position: gathered to rank 0, taken there, put back
+    rng = np.random.default_rng(3)
+    where = rng.integers(-3000, 3000, 2500)
+    pos, _, _ = upload(ak, where)
+    for sub, key, want in (("pdarrayIndex", pos, [strs[i] for i in where]),
+                           ("sliceIndex", json.dumps(["2999", "-1", "-7"]), strs[::-7])):
+        msg = ak.ok("segmentedIndex", {"subcmd": sub, "objType": "Strings", "dtype": "<U0",
+                                       "obj": mine, "key": key})
+        assert get_strings(ak, created_name(msg)) == want
+    msg = ak.ok("[slice]<int64,1>", {"array": mine, "starts": 5, "stops": 2500, "strides": 3,
+                                     "max_bits": 0})
+    assert get_strings(ak, created_name(msg)) == strs[5:2500:3]
+    mask, _, _ = upload(ak, np.array([len(x) % 2 == 0 for x in strs]))
+    msg = ak.ok("[pdarray]", {"array": mine, "idx": mask})
+    assert get_strings(ak, created_name(msg)) == [x for x in strs if len(x) % 2 == 0]
+    bad, _, _ = upload(ak, np.array([0] * 2000 + [3000], dtype=np.int64))
+    assert "out of bounds" in ak.error("[pdarray]", {"array": mine, "idx": bad})
 
 
 def test_reductions_across_ranks(ak):
@@ -327,16 +339,12 @@ def test_reductions_across_ranks(ak):
 
 def test_refused_parts_of_converted_commands(ak, akd):
     """What is left refused at several ranks answers the clear error, changes nothing, and
-    the daemon goes on: Strings taken by position, Strings written without their offsets
-    (also: unique of Strings, segmentedIndex by slice or positions, in the tests above)."""
+    the daemon goes on: unique of Strings keys, Strings written without their offsets."""
     a, _, _ = upload(ak, np.arange(10, dtype=np.int64))
     s = put_strings(ak, ["a", "bc", "d"])
-    pos, _, _ = upload(ak, np.array([2, 0], dtype=np.int64))
     before = {i["name"] for i in json.loads(ak.ok("info", {"names": "__AllSymbols__"}))}
-    prefix = "not available on several ranks yet: taking the rows of a strings"
-    assert prefix in ak.error("[slice]<int64,1>", {"array": s, "starts": 0, "stops": 2,
-                                                   "strides": 1, "max_bits": 0})
-    assert prefix in ak.error("[pdarray]", {"array": s, "idx": pos})
+    assert "not available on several ranks yet: groupby of a strings key" in ak.error(
+        "unique", {"returnGroupStr": False, "keynames": [s], "keytypes": ["Strings"]})
     msg = ak.error("tohdf", {"values": s, "dset": "s", "write_mode": 0,
                              "filename": str(akd.data_dir / "nooff"), "save_offsets": False,
                              "objType": "strings", "file_format": 1})
