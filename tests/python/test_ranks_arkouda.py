@@ -1,9 +1,9 @@
 """The Arkouda endpoint of a daemon run as several ranks (docs/DESIGN.md, "Ranks"): the
 commands converted give what they give at R = 1 (the wire tests below are those of
 test_arkouda_wire.py, run against R = 2 and 3; they compare with numpy, which the one-rank
-daemon matches in test_arkouda_wire.py), the seeded ones are compared with a one-rank
-daemon of the same total locales, and every command not converted answers Arkouda's error
-with the ranks_not_yet message while the daemon goes on."""
+daemon matches in test_arkouda_wire.py), the seeded and order-dependent ones are compared
+with a one-rank daemon of the same total locales, and what is still refused answers
+Arkouda's error with the ranks_not_yet message, changes nothing, and the daemon goes on."""
 import json
 
 import numpy as np
