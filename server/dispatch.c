@@ -375,9 +375,11 @@ int dispatch_call(const request *req, const char *name, const h5ark_value *args,
     command_ctx ctx = {0};
     h5ark_value *fwd = NULL;
     int rc = -1;
-    bool nested = ranks_call_seq() != 0; /* from a front end's command run on every rank */
-    if (nested && cmd->ranks != RANKS_EVERY)
-        return h5ark_fail(err, H5ARK_INTERNAL, "'%s' called inside a call of every rank", name);
+    bool nested = ranks_call_seq() != 0, agreed = false; /* from a command every rank runs */
+    if (nested && cmd->ranks != RANKS_EVERY) {
+        h5ark_fail(err, H5ARK_INTERNAL, "'%s' called inside a call of every rank", name);
+        goto out;
+    }
     if (check_args(cmd, args, err) || h5ark_buffer_list_parse(buffers, &list, err)) goto out;
     /* nested on a rank > 0, the payload is rank 0's, which scatters it */
     if (buffers && list.total != req->payload.total && !(nested && ranks_self() > 0)) {
@@ -399,18 +401,22 @@ int dispatch_call(const request *req, const char *name, const h5ark_value *args,
      * end's own request has none the other ranks could run) */
     if (nested) {
         /* every rank is running the caller: the command runs within its call, and the
-         * ranks agree on its outcome as after a request of its own */
-        if (ranks_agree(cmd->fn(&ctx, err), err)) goto out;
+         * ranks agree on its whole outcome as after a request of its own */
+        int ran = cmd->fn(&ctx, err);
+        if (ran == 0 && ctx.nheld && !(out->hold = take_hold(&ctx)))
+            ran = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        agreed = true;
+        if (ranks_agree(ran, err)) goto out;
     } else {
         if (ranks_count() > 1 && !(fwd = call_header(name, args, buffers))) {
             h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
             goto out;
         }
         if (run_checked(cmd, &ctx, req, fwd, err)) goto out;
-    }
-    if (ctx.nheld && !(out->hold = take_hold(&ctx))) {
-        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        goto out;
+        if (ctx.nheld && !(out->hold = take_hold(&ctx))) {
+            h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+            goto out;
+        }
     }
     out->result = ctx.result;
     out->warnings = ctx.warnings;
@@ -421,6 +427,11 @@ int dispatch_call(const request *req, const char *name, const h5ark_value *args,
     ctx.spans = NULL;
     rc = 0;
 out:
+    if (nested && !agreed) ranks_agree(-1, err); /* failed before running: the others know */
+    if (rc) {
+        h5ark_hold_drop(out->hold);
+        out->hold = NULL;
+    }
     ctx_free(&ctx);
     h5ark_value_destroy(&fwd);
     h5ark_buffer_list_free(&list);
