@@ -89,7 +89,8 @@ int ak_strings_take(ak_ctx *ctx, const object *s, const object *idx, h5ark_error
  * a malloc'd copy of *len bytes. */
 int ak_strings_values(ak_ctx *ctx, const char *name, char **out, uint64_t *len, h5ark_error *err);
 /* An int64 pdarray of n values (malloc'd, taken) through the native put; reply its
- * created text. */
+ * created text. In a command every rank runs at several ranks: rank 0's values (NULL on
+ * the others), every rank making the put within the call. */
 int ak_int64_from_buffer(ak_ctx *ctx, int64_t *values, uint64_t n, h5ark_error *err);
 /* An Arkouda number string as a native argument: an integer kept exact (int64, or uint64
  * above it), else a float; NULL with bad_request naming `key` when it is neither. */

@@ -395,11 +395,17 @@ int ak_strings_values(ak_ctx *ctx, const char *name, char **out, uint64_t *len, 
 }
 
 int ak_int64_from_buffer(ak_ctx *ctx, int64_t *values, uint64_t n, h5ark_error *err) {
+    /* in a command every rank runs: rank 0's values, every rank making the put */
+    bool every = ranks_call_seq() != 0;
+    if (every && ranks_bcast(0, &n, sizeof n, err)) {
+        free(values);
+        return -1;
+    }
     h5ark_payload p;
     h5ark_payload_init(&p);
     zmq_msg_t msg;
     int rc = 0;
-    if (n == 0) {
+    if (!values || n == 0) {
         free(values);
     } else if (zmq_msg_init_data(&msg, values, (size_t)(n * 8), free_buffer, NULL) != 0) {
         free(values);
@@ -409,7 +415,7 @@ int ak_int64_from_buffer(ak_ctx *ctx, int64_t *values, uint64_t n, h5ark_error *
                                             : 0;
         zmq_msg_close(&msg);
     }
-    h5ark_value *args = rc == 0 ? h5ark_value_map() : NULL, *shape = h5ark_value_array();
+    h5ark_value *args = h5ark_value_map(), *shape = h5ark_value_array();
     if (shape && h5ark_value_push(shape, h5ark_value_uint(n))) h5ark_value_destroy(&shape);
     if (args) {
         h5ark_value_set(args, "objtype", h5ark_value_str("pdarray"));
@@ -419,10 +425,14 @@ int ak_int64_from_buffer(ak_ctx *ctx, int64_t *values, uint64_t n, h5ark_error *
     } else {
         h5ark_value_destroy(&shape);
     }
+    if (rc == 0 && !args) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (every) rc = ranks_agree(rc, err);
     if (rc == 0) {
         request sub = *ctx->req;
         sub.payload = p;
         rc = put_created(ctx, &sub, args, buffer_list("values", n * 8, NULL, 0), err);
+    } else {
+        h5ark_value_destroy(&args);
     }
     h5ark_payload_free(&p);
     return rc;

@@ -27,7 +27,7 @@ WIRE_TESTS = [
     "test_arange_randint_create_set", "test_cast", "test_binopvv_int", "test_binops_mixed",
     "test_reductions", "test_reduction_errors", "test_bigint_read_fetch_write",
     "test_bigint_from_uint_arrays", "test_slice_dtypes", "test_indexing", "test_clients_at_once",
-    "test_strings_compute", "test_segmented_split",
+    "test_strings_compute", "test_segmented_split", "test_unique_and_broadcast",
 ]
 globals().update({name: getattr(wire, name) for name in WIRE_TESTS})
 
@@ -156,9 +156,24 @@ def test_unique_matches_one_rank(ak, single_ak):
     assert sorted(perm.tolist()) == list(range(3001))
     rows = list(zip(keys[perm].tolist(), two[perm].tolist()))
     assert rows == sorted(rows)
-    s = put_strings(ak, ["b", "a", "b"])
-    assert "not available on several ranks yet: groupby of a strings key" in \
-        ak.error("unique", {"returnGroupStr": False, "keynames": [s], "keytypes": ["Strings"]})
+    # one Strings key: sorted on rank 0 as groupby sorts (bytes, then length, then row)
+    words = [w for w in np.random.default_rng(5).choice(
+        ["b", "a", "ab", "", "ba", "aa", "b\u00e9", "zz"], 2001).tolist()]
+
+    def run_strings(c, groups):
+        msg = c.ok("unique", {"returnGroupStr": groups, "assumeSortedStr": False, "nstr": 1,
+                              "keynames": [put_strings(c, words)], "keytypes": ["Strings"]})
+        parts = msg.split("+")
+        if not groups:
+            return [get_strings(c, created_name(parts[0]))]
+        sizes = [int(p.split()[3]) for p in parts[:2]]
+        return [download(c, created_name(p), "int64", k).tolist()
+                for p, k in zip(parts[:2], sizes)] + [get_strings(c, parts[2].split()[1])]
+
+    for groups in (True, False):
+        got = run_strings(ak, groups)
+        assert got == run_strings(single_ak, groups)
+    assert got[0] == sorted(set(words), key=lambda w: w.encode())
 
 
 def test_cumsum_matches_one_rank(ak, single_ak):
@@ -339,12 +354,15 @@ def test_reductions_across_ranks(ak):
 
 def test_refused_parts_of_converted_commands(ak, akd):
     """What is left refused at several ranks answers the clear error, changes nothing, and
-    the daemon goes on: unique of Strings keys, Strings written without their offsets."""
+    the daemon goes on: unique of several keys with Strings among them, Strings written
+    without their offsets."""
     a, _, _ = upload(ak, np.arange(10, dtype=np.int64))
     s = put_strings(ak, ["a", "bc", "d"])
+    t, _, _ = upload(ak, np.arange(3, dtype=np.int64))
     before = {i["name"] for i in json.loads(ak.ok("info", {"names": "__AllSymbols__"}))}
     assert "not available on several ranks yet: groupby of a strings key" in ak.error(
-        "unique", {"returnGroupStr": False, "keynames": [s], "keytypes": ["Strings"]})
+        "unique", {"returnGroupStr": False, "keynames": [s, t], "keytypes": ["Strings",
+                                                                              "pdarray"]})
     msg = ak.error("tohdf", {"values": s, "dset": "s", "write_mode": 0,
                              "filename": str(akd.data_dir / "nooff"), "save_offsets": False,
                              "objType": "strings", "file_format": 1})
