@@ -1,11 +1,13 @@
 /* Request checking and the command table (see dispatch.h). */
 #include "dispatch.h"
 
+#include "arkouda/endpoint.h"
 #include "commands/commands.h"
 #include "config.h"
 #include "inflight.h"
 #include "log.h"
 #include "metrics.h"
+#include "ranks.h"
 #include "ranks_serve.h"
 
 #include <stdarg.h>
@@ -13,8 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const command_def *const families[] = {admin_commands,     array_commands,   hdf_commands,
-                                              composite_commands, groupby_commands, lbann_commands};
+static const command_def *const families[] = {admin_commands,      array_commands,   hdf_commands,
+                                              composite_commands,  groupby_commands, lbann_commands,
+                                              ak_internal_commands};
 
 static const command_def *command_find(const char *name) {
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
@@ -350,6 +353,19 @@ static void ctx_free(command_ctx *ctx) {
     h5ark_value_destroy(&ctx->reply_buffers);
 }
 
+/* The header of a native call: {v, cmd, args, buffers}, no token (rank 0 checked it). */
+static h5ark_value *call_header(const char *name, const h5ark_value *args,
+                                const h5ark_value *buffers) {
+    h5ark_value *h = h5ark_value_map();
+    size_t want = buffers ? 4 : 3;
+    h5ark_value_set(h, "v", h5ark_value_uint(H5ARK_PROTOCOL_VERSION));
+    h5ark_value_set(h, "cmd", h5ark_value_str(name));
+    h5ark_value_set(h, "args", h5ark_value_copy(args));
+    if (buffers) h5ark_value_set(h, "buffers", h5ark_value_copy(buffers));
+    if (h5ark_value_len(h) != want) h5ark_value_destroy(&h);
+    return h;
+}
+
 int dispatch_call(const request *req, const char *name, const h5ark_value *args,
                   const h5ark_value *buffers, dispatch_result *out, h5ark_error *err) {
     memset(out, 0, sizeof *out);
@@ -357,9 +373,16 @@ int dispatch_call(const request *req, const char *name, const h5ark_value *args,
     if (!cmd || cmd->internal) return h5ark_fail(err, H5ARK_INTERNAL, "no command '%s'", name);
     h5ark_buffer_list list = {0};
     command_ctx ctx = {0};
+    h5ark_value *fwd = NULL;
     int rc = -1;
+    bool nested = ranks_call_seq() != 0, agreed = false; /* from a command every rank runs */
+    if (nested && cmd->ranks != RANKS_EVERY) {
+        h5ark_fail(err, H5ARK_INTERNAL, "'%s' called inside a call of every rank", name);
+        goto out;
+    }
     if (check_args(cmd, args, err) || h5ark_buffer_list_parse(buffers, &list, err)) goto out;
-    if (buffers && list.total != req->payload.total) {
+    /* nested on a rank > 0, the payload is rank 0's, which scatters it */
+    if (buffers && list.total != req->payload.total && !(nested && ranks_self() > 0)) {
         h5ark_fail(err, H5ARK_BAD_REQUEST, "%llu bytes of data were expected but %llu arrived",
                    (unsigned long long)list.total, (unsigned long long)req->payload.total);
         goto out;
@@ -374,10 +397,26 @@ int dispatch_call(const request *req, const char *name, const h5ark_value *args,
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         goto out;
     }
-    if (run_checked(cmd, &ctx, req, NULL, err)) goto out;
-    if (ctx.nheld && !(out->hold = take_hold(&ctx))) {
-        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        goto out;
+    /* at several ranks a command that runs everywhere is forwarded with this header (a front
+     * end's own request has none the other ranks could run) */
+    if (nested) {
+        /* every rank is running the caller: the command runs within its call, and the
+         * ranks agree on its whole outcome as after a request of its own */
+        int ran = cmd->fn(&ctx, err);
+        if (ran == 0 && ctx.nheld && !(out->hold = take_hold(&ctx)))
+            ran = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        agreed = true;
+        if (ranks_agree(ran, err)) goto out;
+    } else {
+        if (ranks_count() > 1 && !(fwd = call_header(name, args, buffers))) {
+            h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+            goto out;
+        }
+        if (run_checked(cmd, &ctx, req, fwd, err)) goto out;
+        if (ctx.nheld && !(out->hold = take_hold(&ctx))) {
+            h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+            goto out;
+        }
     }
     out->result = ctx.result;
     out->warnings = ctx.warnings;
@@ -388,7 +427,13 @@ int dispatch_call(const request *req, const char *name, const h5ark_value *args,
     ctx.spans = NULL;
     rc = 0;
 out:
+    if (nested && !agreed) ranks_agree(-1, err); /* failed before running: the others know */
+    if (rc) {
+        h5ark_hold_drop(out->hold);
+        out->hold = NULL;
+    }
     ctx_free(&ctx);
+    h5ark_value_destroy(&fwd);
     h5ark_buffer_list_free(&list);
     return rc;
 }

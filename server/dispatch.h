@@ -144,7 +144,12 @@ void reply_free(reply *r);
  * Arkouda dialect, arkouda/): `args` are checked against the command's list as a
  * request's are; `buffers` (NULL: none) describes req's payload. The caller checks the
  * token first (dispatch_check_token). On success `out` holds the result map, the warnings
- * and the reply's bytes (spans, kept alive by `hold` until dispatch_result_free). */
+ * and the reply's bytes (spans, kept alive by `hold` until dispatch_result_free).
+ * At several ranks, called on rank 0 alone it runs as a request of its own: one that runs
+ * everywhere is forwarded (its name, args and buffers) to the other ranks, as a client's
+ * would be. Called by a command that every rank is running (inside its call), it runs
+ * within that call on every rank, and the ranks agree on its outcome; only a command that
+ * runs everywhere may be called so (internal error otherwise). */
 typedef struct {
     h5ark_value *result;
     h5ark_value *warnings;

@@ -433,15 +433,6 @@ int main(int argc, char **argv) {
         if (ranks_count() > 1) ranks_abort(2);
         return 2;
     }
-    if (config.arkouda_endpoint[0] && ranks_count() > 1) {
-        /* its commands are not rank-aware yet: refused rather than answered from rank 0's
-         * shards alone */
-        if (ranks_self() == 0)
-            fprintf(stderr, "h5arkd: --arkouda-endpoint is not available with several ranks "
-                            "yet; run one rank for Arkouda clients\n");
-        ranks_abort(2);
-        return 2;
-    }
     if (ranks_count() > 1) {
         /* every rank runs rank 0's number of locales: the distribution is R x T */
         log_rank = ranks_self();

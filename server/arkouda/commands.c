@@ -1,6 +1,8 @@
 /* The Arkouda command table lookup and the helpers every family shares (see commands.h). */
 #include "arkouda/commands.h"
 
+#include "locales.h"
+#include "ranks.h"
 #include "registry.h"
 
 #include <stdarg.h>
@@ -31,8 +33,25 @@ int ak_reply(ak_ctx *ctx, h5ark_error *err, const char *fmt, ...) {
     return 0;
 }
 
+bool ak_block_layout(const darray *d) {
+    if (ranks_count() == 1) return true;
+    int L = locales_count();
+    if (!d || d->nshards != L) return false;
+    for (int b = 0; b < L; b++)
+        if (d->shards[b].start != locales_block_start(d->size, L, b) ||
+            d->shards[b].count != locales_block_start(d->size, L, b + 1) - d->shards[b].start)
+            return false;
+    return true;
+}
+
 int ak_reply_created(ak_ctx *ctx, object *obj, h5ark_error *err) {
-    if (registry_publish(obj, NULL, err)) return -1;
+    int rc = registry_publish(obj, NULL, err);
+    if (ranks_call_seq()) { /* published on every rank or on none */
+        int all = ranks_agree(rc, err);
+        if (all != 0 && rc == 0) registry_remove(obj->name, &(h5ark_error){0});
+        rc = all;
+    }
+    if (rc) return -1;
     char *text = ak_created(obj);
     if (!text) {
         registry_remove(obj->name, &(h5ark_error){0});

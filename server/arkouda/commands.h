@@ -31,10 +31,15 @@ enum {
     AK_IMMEDIATE = 8,
 };
 
+/* Where a command runs when the daemon is several ranks (ranks_mode, as the native
+ * table's `.ranks`): RANKS_ZERO on rank 0, its objects' data reached only through native
+ * calls (forwarded as native requests of their own); RANKS_EVERY forwarded whole to every
+ * rank, each running the handler on its own shards; RANKS_NOT_YET (left out) refused. */
 typedef struct {
     const char *name;
     ak_fn fn;
     unsigned flags;
+    ranks_mode ranks;
 } ak_command;
 
 extern const ak_command ak_session_commands[];  /* connect getconfig note delete info ... */
@@ -46,6 +51,11 @@ extern const ak_command ak_group_commands[];    /* unique gbbroadcast */
 extern const ak_command ak_strings_commands[];  /* randomStrings segmented* concatenateStr */
 
 const ak_command *ak_command_find(const char *base);
+
+/* At several ranks, inside a command that runs on every rank: whether `d` is laid out as
+ * a new array of its size is (the block distribution), so that a locale's rows of it are
+ * in its own shard. Always true with one rank. */
+bool ak_block_layout(const darray *d);
 
 /* Reply helpers. */
 int ak_reply(ak_ctx *ctx, h5ark_error *err, const char *fmt, ...)
@@ -67,6 +77,21 @@ int ak_reply_made(ak_ctx *ctx, dispatch_result *res, const char *name, h5ark_err
 /* Strings made from `len` bytes (each string followed by a NUL; malloc'd, taken), reply
  * their created text. */
 int ak_strings_from_buffer(ak_ctx *ctx, char *bytes, uint64_t len, h5ark_error *err);
+/* In a command every rank runs at several ranks: Strings from rank 0's bytes (each string
+ * followed by a NUL; malloc'd, taken; NULL on the other ranks) through the native put run
+ * within the call; reply their created text. */
+int ak_strings_from_rank0(ak_ctx *ctx, char *bytes, uint64_t len, h5ark_error *err);
+/* In a command every rank runs at several ranks: the Strings of s's strings at the int64
+ * positions idx (checked), both gathered whole to rank 0 (object_gather_whole), which takes
+ * them; published through ak_strings_from_rank0. */
+int ak_strings_take(ak_ctx *ctx, const object *s, const object *idx, h5ark_error *err);
+/* The bytes of Strings `name` (each string and its NUL), gathered through the native get:
+ * a malloc'd copy of *len bytes. */
+int ak_strings_values(ak_ctx *ctx, const char *name, char **out, uint64_t *len, h5ark_error *err);
+/* An int64 pdarray of n values (malloc'd, taken) through the native put; reply its
+ * created text. In a command every rank runs at several ranks: rank 0's values (NULL on
+ * the others), every rank making the put within the call. */
+int ak_int64_from_buffer(ak_ctx *ctx, int64_t *values, uint64_t n, h5ark_error *err);
 /* An Arkouda number string as a native argument: an integer kept exact (int64, or uint64
  * above it), else a float; NULL with bad_request naming `key` when it is neither. */
 h5ark_value *ak_number_value(const char *key, const char *text, h5ark_error *err);

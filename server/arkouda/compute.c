@@ -6,6 +6,7 @@
 #include "arkouda/commands.h"
 #include "arkouda/values.h"
 #include "locales.h"
+#include "ranks.h"
 #include "registry.h"
 
 #include <math.h>
@@ -126,8 +127,8 @@ static int cmd_create(ak_ctx *ctx, h5ark_error *err) {
 /* Publish `obj` under `name` in place of the object there: Arkouda's commands that change
  * an array in place (objects here are immutable: readers of the old one keep it). */
 static int replace(const char *name, object *obj, h5ark_error *err) {
-    if (registry_remove(name, err)) return -1;
-    return registry_publish(obj, name, err);
+    int rc = registry_remove(name, err) || registry_publish(obj, name, err) ? -1 : 0;
+    return ranks_call_seq() ? ranks_agree(rc, err) : rc; /* the same metadata on every rank */
 }
 
 /* ---- elementwise work on the locales ---- */
@@ -326,6 +327,11 @@ static void ew_locale(int locale, void *arg) {
 
 /* Run the job into a new array of `dtype` and `size` (unpublished). */
 static object *ew_make(ew_job *j, h5ark_dtype dtype, uint64_t size, h5ark_error *err) {
+    /* at several ranks a locale reads its rows of the operands from its own shards */
+    if ((j->a && !ak_block_layout(j->a)) || (j->b && !ak_block_layout(j->b))) {
+        ranks_not_yet(err, "elementwise work on an array that is not block distributed");
+        return NULL;
+    }
     object *out = object_new_pdarray(dtype, size, err);
     if (!out) return NULL;
     j->out = out->values;
@@ -363,13 +369,17 @@ static int cmd_cast(ak_ctx *ctx, h5ark_error *err) {
     return rc;
 }
 
-static bool all_zero(const darray *a) {
-    for (int b = 0; b < a->nshards; b++) {
+/* Whether a uint64 array is all zeros (each rank looks at its own shards). */
+static int all_zero(const darray *a, bool *zero, h5ark_error *err) {
+    uint64_t nonzero = 0;
+    for (int b = 0; b < a->nshards && !nonzero; b++) {
         const uint64_t *v = a->shards[b].data;
-        for (uint64_t i = 0; i < a->shards[b].count; i++)
-            if (v[i]) return false;
+        for (uint64_t i = 0; locales_is_local(b) && i < a->shards[b].count && !nonzero; i++)
+            nonzero = v[i] != 0;
     }
-    return true;
+    if (ranks_call_seq() && ranks_allreduce_u64(&nonzero, 1, RANKS_MAX, err)) return -1;
+    *zero = !nonzero;
+    return 0;
 }
 
 /* bigint_to_uint_list<bigint,1> {array}: the limbs as new uint64 arrays, least significant
@@ -384,12 +394,15 @@ static int cmd_bigint_limbs(ak_ctx *ctx, h5ark_error *err) {
     if (rc == 0 && a->dtype != H5ARK_BIGINT)
         rc = h5ark_fail(err, H5ARK_TYPE_ERROR, "%s is %s, not bigint", a->name,
                         h5ark_dtype_name(a->dtype));
+    if (ranks_call_seq()) rc = ranks_agree(rc, err); /* each step on every rank or none */
     size_t k = rc == 0 ? a->ncomponents : 0;
     char limb[32];
     for (; k > 1; k--) {
         snprintf(limb, sizeof limb, "Limb_%zu", k - 1);
         object *top = object_component_get(a, limb);
-        if (!top || !all_zero(top->values)) break;
+        bool zero = false;
+        if (top && all_zero(top->values, &zero, err)) rc = -1;
+        if (!top || !zero) break;
     }
     for (size_t i = 0; rc == 0 && i < k; i++) {
         snprintf(limb, sizeof limb, "Limb_%zu", i);
@@ -397,10 +410,17 @@ static int cmd_bigint_limbs(ak_ctx *ctx, h5ark_error *err) {
         ew_job j = {.op = OP_CAST, .a = src ? src->values : NULL, .adt = H5ARK_UINT64};
         object *out = src ? ew_make(&j, H5ARK_UINT64, a->size, err) : NULL;
         if (!src) h5ark_fail(err, H5ARK_SCHEMA_ERROR, "%s has no %s", a->name, limb);
-        char *text = out && registry_publish(out, NULL, err) == 0 ? ak_created(out) : NULL;
-        if (out && out->name) json_array_append_new(made, json_string(out->name));
-        if (out && out->name && !text) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        int published = out ? registry_publish(out, NULL, err) : -1;
+        if (out && ranks_call_seq()) { /* on every rank or on none */
+            int all = ranks_agree(published, err);
+            if (all && published == 0) registry_remove(out->name, &(h5ark_error){0});
+            published = all;
+        }
+        char *text = published == 0 ? ak_created(out) : NULL;
+        if (published == 0) json_array_append_new(made, json_string(out->name));
+        if (published == 0 && !text) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         rc = text && json_array_append_new(list, json_string(text)) == 0 ? 0 : -1;
+        if (ranks_call_seq()) rc = ranks_agree(rc, err);
         free(text);
         object_release(out);
     }
@@ -744,6 +764,27 @@ static void red_locale(int locale, void *arg) {
     }
 }
 
+/* At several ranks: every rank's parts (its locales') to rank 0, into j->parts. */
+static int gather_parts(red_job *j, h5ark_error *err) {
+    int R = ranks_count(), T = locales_local_count();
+    uint64_t piece = (uint64_t)T * sizeof *j->parts;
+    uint64_t *counts = calloc((size_t)R, sizeof *counts);
+    red_part *all = calloc((size_t)R * (size_t)T, sizeof *all);
+    int rc = counts && all ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    for (int r = 0; counts && r < R; r++)
+        counts[r] = piece;
+    if (ranks_agree(rc, err) == 0) {
+        h5ark_span mine = {j->parts + locales_local_first(), piece};
+        rc = ranks_gatherv(&mine, 1, all, counts, err);
+        if (rc == 0 && ranks_self() == 0) memcpy(j->parts, all, (size_t)R * (size_t)piece);
+    } else {
+        rc = -1;
+    }
+    free(counts);
+    free(all);
+    return rc;
+}
+
 /* <op>All<T,1> {x, skipNan} */
 static int cmd_reduce(ak_ctx *ctx, h5ark_error *err) {
     red_kind kind = R_ALL;
@@ -766,6 +807,16 @@ static int cmd_reduce(ak_ctx *ctx, h5ark_error *err) {
         return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     }
     if (x->size) locales_run(red_locale, &j);
+    if (ranks_count() > 1 && gather_parts(&j, err)) {
+        free(j.parts);
+        object_release(x);
+        return -1;
+    }
+    if (ranks_self() != 0) { /* the answer is rank 0's */
+        free(j.parts);
+        object_release(x);
+        return 0;
+    }
     bool f = ak_is_float(t), u = ak_is_unsigned(t);
     red_part r = {.all = true,
                   .sorted = true,
@@ -854,6 +905,23 @@ static int cmd_reduce(ak_ctx *ctx, h5ark_error *err) {
     return rc;
 }
 
+typedef struct {
+    double sf;
+    uint64_t su;
+} cum_run;
+
+/* Output element k (of dtype ot) of the running sum, adding element e (of dtype t). */
+static void cum_step(cum_run *r, h5ark_dtype ot, void *out, uint64_t k, h5ark_dtype t,
+                     const void *e) {
+    if (ot == H5ARK_FLOAT64) {
+        r->sf += ak_load_f(e, t, 0);
+        ak_store_f(out, ot, k, r->sf);
+    } else {
+        r->su += ot == H5ARK_UINT64 ? ak_load_u(e, t, 0) : (uint64_t)ak_load_i(e, t, 0);
+        ak_store_u(out, ot, k, r->su);
+    }
+}
+
 /* cumSum<T,1> {x, axis, includeInitial}: running sums in order (int64 for bool and
  * signed, uint64, float64). */
 static int cmd_cumsum(ak_ctx *ctx, h5ark_error *err) {
@@ -868,27 +936,52 @@ static int cmd_cumsum(ak_ctx *ctx, h5ark_error *err) {
                      : ak_is_unsigned(t) ? H5ARK_UINT64
                                          : H5ARK_INT64;
     uint64_t n = x->size + (initial ? 1 : 0);
-    object *out = object_new_pdarray(ot, n, err);
-    int rc = out ? 0 : -1;
-    double sf = 0;
-    uint64_t su = 0;
+    int rc = 0;
+    if (!ak_block_layout(x->values))
+        rc = ranks_not_yet(err, "cumSum of an array that is not block distributed");
+    object *out = rc == 0 ? object_new_pdarray(ot, n, err) : NULL;
+    if (rc == 0 && !out) rc = -1;
+    cum_run run = {0};
+    if (rc == 0 && ranks_count() > 1) {
+        /* in order, as one daemon: each rank goes on from the running sum of the rank
+         * before it and hands its own on; with includeInitial every sum moves one row on,
+         * some onto the next rank (ak_put_rows) */
+        int me = ranks_self(), first = locales_local_first(), T = locales_local_count();
+        uint64_t nloc = 0, j = 0, *rows = NULL;
+        char *vals = NULL;
+        for (int b = first; b < first + T; b++)
+            nloc += x->values->shards[b].count;
+        if (initial && (!(rows = malloc(nloc * 8 + 1)) || !(vals = malloc(nloc * 8 + 1))))
+            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        rc = ranks_agree(rc, err);
+        if (rc == 0 && me > 0) rc = ranks_recv(me - 1, &run, sizeof run, err);
+        for (int b = first; rc == 0 && b < first + T; b++) {
+            const shard *xs = &x->values->shards[b];
+            for (uint64_t k = 0; k < xs->count; k++, j++) {
+                const char *e = (const char *)xs->data + k * x->values->itemsize;
+                if (initial) rows[j] = xs->start + k + 1;
+                cum_step(&run, ot, initial ? (void *)vals : out->values->shards[b].data,
+                         initial ? j : k, t, e);
+            }
+        }
+        h5ark_span span = {&run, sizeof run};
+        if (rc == 0 && me + 1 < ranks_count()) rc = ranks_send(me + 1, &span, 1, err);
+        if (rc == 0 && initial) {
+            if (locales_is_local(0)) ak_store_u(out->values->shards[0].data, ot, 0, 0);
+            rc = ak_put_rows(out->values, rows, vals, nloc, err);
+        }
+        free(rows);
+        free(vals);
+    }
     /* one pass in order: each output element's shard is looked up once per shard run */
-    for (uint64_t i = 0; rc == 0 && i < n;) {
+    for (uint64_t i = 0; rc == 0 && ranks_count() == 1 && i < n;) {
         const shard *o = &out->values->shards[darray_shard_of(out->values, i)];
         for (uint64_t k = i - o->start; k < o->count; k++, i++) {
             if (initial && i == 0) {
                 ak_store_u(o->data, ot, k, 0);
                 continue;
             }
-            uint64_t src = initial ? i - 1 : i;
-            const void *e = ak_elem(x->values, src);
-            if (ot == H5ARK_FLOAT64) {
-                sf += ak_load_f(e, t, 0);
-                ak_store_f(o->data, ot, k, sf);
-            } else {
-                su += ot == H5ARK_UINT64 ? ak_load_u(e, t, 0) : (uint64_t)ak_load_i(e, t, 0);
-                ak_store_u(o->data, ot, k, su);
-            }
+            cum_step(&run, ot, o->data, k, t, ak_elem(x->values, initial ? i - 1 : i));
         }
     }
     if (rc == 0) rc = ak_reply_created(ctx, out, err);
@@ -911,16 +1004,23 @@ static int cmd_str(ak_ctx *ctx, h5ark_error *err) {
     bool cut = thresh >= 0 && a->size > (uint64_t)thresh && a->size > 6;
     int rc = text ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     if (text) len = (size_t)snprintf(text, cap, "%s[", repr ? "array(" : "");
-    for (uint64_t i = 0; rc == 0 && i < a->size; i++) {
+    /* a rank that ran out of memory still takes part in every element's fetch */
+    for (uint64_t i = 0; i < a->size; i++) {
         if (cut && i == 3) i = a->size - 3;
         char v[72];
-        ak_value_text(a->dtype, ak_elem(a->values, i), 0, v, sizeof v);
+        uint64_t e[2];                             /* an element, from the rank holding it */
+        if (ak_elem_ranks(a->values, i, e, err)) { /* the job is broken: every rank fails */
+            rc = -1;
+            break;
+        }
+        if (rc) continue;
+        ak_value_text(a->dtype, e, 0, v, sizeof v);
         size_t need = len + strlen(v) + 8;
         if (need > cap) {
             char *bigger = realloc(text, need * 2);
             if (!bigger) {
                 rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-                break;
+                continue;
             }
             text = bigger;
             cap = need * 2;
@@ -935,27 +1035,27 @@ static int cmd_str(ak_ctx *ctx, h5ark_error *err) {
 }
 
 const ak_command ak_compute_commands[] = {
-    {"arange", cmd_arange, 0},
-    {"randint", cmd_randint, 0},
-    {"create", cmd_create, 0},
-    {"set", cmd_set, 0},
-    {"cast", cmd_cast, 0},
-    {"binopvv", cmd_binopvv, 0},
-    {"binopvs", cmd_binopvs, 0},
-    {"binopsv", cmd_binopsv, 0},
-    {"allAll", cmd_reduce, AK_READ_ONLY},
-    {"anyAll", cmd_reduce, AK_READ_ONLY},
-    {"sumAll", cmd_reduce, AK_READ_ONLY},
-    {"prodAll", cmd_reduce, AK_READ_ONLY},
-    {"maxAll", cmd_reduce, AK_READ_ONLY},
-    {"minAll", cmd_reduce, AK_READ_ONLY},
-    {"isSortedAll", cmd_reduce, AK_READ_ONLY},
-    {"argmaxAll", cmd_reduce, AK_READ_ONLY},
-    {"argminAll", cmd_reduce, AK_READ_ONLY},
-    {"cumSum", cmd_cumsum, 0},
-    {"str", cmd_str, AK_READ_ONLY},
-    {"repr", cmd_str, AK_READ_ONLY},
-    {"bigint_to_uint_list", cmd_bigint_limbs, 0},
-    {"big_int_creation", cmd_bigint_create, 0},
+    {"arange", cmd_arange, 0, RANKS_ZERO},
+    {"randint", cmd_randint, 0, RANKS_ZERO},
+    {"create", cmd_create, 0, RANKS_ZERO},
+    {"set", cmd_set, 0, RANKS_EVERY},
+    {"cast", cmd_cast, 0, RANKS_EVERY},
+    {"binopvv", cmd_binopvv, 0, RANKS_EVERY},
+    {"binopvs", cmd_binopvs, 0, RANKS_EVERY},
+    {"binopsv", cmd_binopsv, 0, RANKS_EVERY},
+    {"allAll", cmd_reduce, AK_READ_ONLY, RANKS_EVERY},
+    {"anyAll", cmd_reduce, AK_READ_ONLY, RANKS_EVERY},
+    {"sumAll", cmd_reduce, AK_READ_ONLY, RANKS_EVERY},
+    {"prodAll", cmd_reduce, AK_READ_ONLY, RANKS_EVERY},
+    {"maxAll", cmd_reduce, AK_READ_ONLY, RANKS_EVERY},
+    {"minAll", cmd_reduce, AK_READ_ONLY, RANKS_EVERY},
+    {"isSortedAll", cmd_reduce, AK_READ_ONLY, RANKS_EVERY},
+    {"argmaxAll", cmd_reduce, AK_READ_ONLY, RANKS_EVERY},
+    {"argminAll", cmd_reduce, AK_READ_ONLY, RANKS_EVERY},
+    {"cumSum", cmd_cumsum, 0, RANKS_EVERY},
+    {"str", cmd_str, AK_READ_ONLY, RANKS_EVERY},
+    {"repr", cmd_str, AK_READ_ONLY, RANKS_EVERY},
+    {"bigint_to_uint_list", cmd_bigint_limbs, 0, RANKS_EVERY},
+    {"big_int_creation", cmd_bigint_create, 0, RANKS_EVERY},
     {0},
 };

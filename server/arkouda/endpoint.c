@@ -4,6 +4,8 @@
 #include "arkouda/commands.h"
 #include "log.h"
 #include "metrics.h"
+#include "ranks.h"
+#include "ranks_serve.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +51,79 @@ void arkouda_error_reply(const request *req, const char *message, reply *out) {
     snprintf(text, sizeof text, "Error: %s", message);
     json_reply(text, "ERROR", "", out);
 }
+
+/* The request rank 0 forwards for a command that runs on every rank: the command and its
+ * arguments as an Arkouda request of their own, without the token (rank 0 checked it). */
+static h5ark_value *every_header(const ak_request *in) {
+    json_t *list = json_array(), *val;
+    const char *key;
+    json_object_foreach(in->args, key, val) {
+        if (list && json_array_append_new(list, json_pack("{s:s,s:O}", "key", key, "val", val)))
+            json_decref(list), list = NULL;
+    }
+    char *args = list ? json_dumps(list, JSON_COMPACT) : NULL;
+    json_decref(list);
+    json_t *r =
+        args ? json_pack("{s:s,s:s,s:s}", "cmd", in->cmd, "format", "STRING", "args", args) : NULL;
+    char *text = r ? json_dumps(r, JSON_COMPACT) : NULL;
+    json_decref(r);
+    free(args);
+    h5ark_value *h = text ? h5ark_value_map() : NULL, *a = h ? h5ark_value_map() : NULL;
+    if (a && h5ark_value_set(a, "request", h5ark_value_str(text)) == 0) {
+        h5ark_value_set(h, "v", h5ark_value_uint(H5ARK_PROTOCOL_VERSION));
+        h5ark_value_set(h, "cmd", h5ark_value_str("arkouda_run"));
+        if (h5ark_value_set(h, "args", a) != 0 || h5ark_value_len(h) != 3) h5ark_value_destroy(&h);
+    } else {
+        h5ark_value_destroy(&a);
+        h5ark_value_destroy(&h);
+    }
+    free(text);
+    return h;
+}
+
+/* Run the command: here alone, or at several ranks refused or run on every rank (as the
+ * gateway's reads: forwarded, then every rank agrees on the outcome). */
+static int run(const ak_command *cmd, ak_ctx *ctx, h5ark_error *err) {
+    if (ranks_count() == 1 || cmd->ranks == RANKS_ZERO) return cmd->fn(ctx, err);
+    if (cmd->ranks != RANKS_EVERY) return ranks_not_yet(err, "%s", ctx->in->base);
+    h5ark_value *h = every_header(ctx->in);
+    uint64_t seq = 0;
+    int rc = !h ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory")
+                : ranks_serve_begin("arkouda_run", RANKS_EVERY, h, &seq, err);
+    h5ark_value_destroy(&h);
+    if (rc) return -1;
+    rc = cmd->fn(ctx, err);
+    ranks_serve_end(seq, &rc, err);
+    return rc;
+}
+
+/* arkouda_run {request} on a rank > 0: the command on this rank's shards; its reply is
+ * rank 0's to give. */
+static int cmd_arkouda_run(command_ctx *cctx, h5ark_error *err) {
+    const char *text = arg_str(cctx, "request", "");
+    ak_request in;
+    request req = {0};
+    h5ark_payload_init(&req.payload);
+    ak_ctx ctx = {.req = &req, .in = &in};
+    int rc = ak_request_parse(text, strlen(text), &in, err);
+    const ak_command *cmd = rc == 0 ? ak_command_find(in.base) : NULL;
+    if (rc == 0 && (!cmd || cmd->ranks != RANKS_EVERY))
+        rc = h5ark_fail(err, H5ARK_INTERNAL, "'%s' does not run on every rank", in.base);
+    if (rc == 0) rc = cmd->fn(&ctx, err);
+    free(ctx.msg);
+    h5ark_hold_drop(ctx.hold);
+    ak_request_free(&in);
+    return rc;
+}
+
+const command_def ak_internal_commands[] = {
+    {"arkouda_run",
+     cmd_arkouda_run,
+     {{"request", ARG_STR, true}, {0}},
+     .ranks = RANKS_EVERY,
+     .internal = true},
+    {0},
+};
 
 bool arkouda_is_immediate(const request *req) {
     if (!req->text || req->payload.total) return !req->text;
@@ -99,7 +174,7 @@ void arkouda_handle(request *req, reply *out) {
         goto fail;
     }
     log_debug("arkouda request %s", in.cmd);
-    if (cmd->fn(&ctx, &err)) goto fail;
+    if (run(cmd, &ctx, &err)) goto fail;
     if (cmd->flags & AK_BINARY_OUT) {
         memset(out, 0, sizeof *out);
         out->spans = malloc(sizeof *out->spans);

@@ -14,6 +14,9 @@ bool arkouda_is_immediate(const request *req);
 void arkouda_handle(request *req, reply *out);
 /* The error reply for a request that could not be handed to a handler. */
 void arkouda_error_reply(const request *req, const char *message, reply *out);
+/* The internal native command `arkouda_run` that runs a RANKS_EVERY Arkouda command on
+ * the other ranks, as rank 0 forwards it (dispatch's table). */
+extern const command_def ak_internal_commands[];
 /* The endpoint as bound (for `connect`'s reply and the start-up line). */
 void arkouda_set_endpoint(const char *endpoint);
 const char *arkouda_endpoint(void);

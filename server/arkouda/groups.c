@@ -3,6 +3,9 @@
 #include "arkouda/commands.h"
 #include "arkouda/values.h"
 #include "objects/groupby.h"
+#include "objects/object.h"
+#include "locales.h"
+#include "ranks.h"
 #include "registry.h"
 
 #include <stdio.h>
@@ -25,6 +28,7 @@ static int reply_all_created(ak_ctx *ctx, object **objs, size_t n, h5ark_error *
         free(msg);
         msg = joined;
     }
+    if (ranks_call_seq()) rc = ranks_agree(rc, err); /* published on every rank or none */
     if (rc) {
         for (size_t i = 0; i < published; i++)
             registry_remove(objs[i]->name, &(h5ark_error){0});
@@ -33,6 +37,103 @@ static int reply_all_created(ak_ctx *ctx, object **objs, size_t n, h5ark_error *
     }
     free(ctx->msg);
     ctx->msg = msg;
+    return 0;
+}
+
+/* The Strings being grouped at several ranks (whole, on rank 0), for the comparison. */
+static _Thread_local const object *sorting;
+
+/* Rows by their strings (bytes, then length: groupby's order), then by row: stable. */
+static int cmp_rows(const void *x, const void *y) {
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y, la, lb;
+    const char *pa = ak_string_at(sorting, a, &la), *pb = ak_string_at(sorting, b, &lb);
+    int c = memcmp(pa, pb, la < lb ? la : lb);
+    if (c) return c;
+    if (la != lb) return la < lb ? -1 : 1;
+    return (a > b) - (a < b);
+}
+
+/* unique of one Strings key at several ranks: the strings gathered whole to rank 0
+ * (object_gather_whole), which sorts the rows as groupby does, and the permutation,
+ * segments and unique strings put back through the native put within the call. */
+static int unique_strings_ranks(ak_ctx *ctx, const object *key, bool groups, h5ark_error *err) {
+    object *ws = NULL;
+    uint64_t n = key->size, ngroups = 0, len = 0;
+    int64_t *perm = NULL, *segs = NULL;
+    char *bytes = NULL;
+    int rc = object_gather_whole(key, &ws, err);
+    if (rc == 0 && ws) {
+        perm = malloc(n * 8 + 8), segs = malloc(n * 8 + 8);
+        if (!perm || !segs) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    if (rc == 0 && ws) {
+        for (uint64_t i = 0; i < n; i++)
+            perm[i] = (int64_t)i;
+        sorting = ws;
+        qsort(perm, n, 8, cmp_rows);
+        for (uint64_t i = 0; i < n; i++) {
+            uint64_t la, lb;
+            const char *pa = ak_string_at(ws, (uint64_t)perm[i], &la);
+            const char *pb = i ? ak_string_at(ws, (uint64_t)perm[i - 1], &lb) : NULL;
+            if (!i || la != lb || memcmp(pa, pb, la) != 0) {
+                segs[ngroups++] = (int64_t)i;
+                len += la + 1;
+            }
+        }
+        if (!(bytes = malloc(len + 1))) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        for (uint64_t g = 0, at = 0; bytes && g < ngroups; g++) {
+            uint64_t l;
+            const char *p = ak_string_at(ws, (uint64_t)perm[segs[g]], &l);
+            memcpy(bytes + at, p, l + 1);
+            at += l + 1;
+        }
+    }
+    object_whole_free(ws);
+    if (ranks_agree(rc, err)) {
+        free(perm);
+        free(segs);
+        free(bytes);
+        return -1;
+    }
+    /* published in order, every rank or none: each put agrees; a later failure removes
+     * the earlier ones on every rank */
+    char *made[3] = {0};
+    int m = 0;
+    if (groups) {
+        rc = ak_int64_from_buffer(ctx, perm, n, err);
+        perm = NULL;
+        if (rc == 0) made[m++] = ctx->msg, ctx->msg = NULL;
+        if (rc == 0) rc = ak_int64_from_buffer(ctx, segs, ngroups, err);
+        segs = NULL;
+        if (rc == 0) made[m++] = ctx->msg, ctx->msg = NULL;
+    }
+    if (rc == 0)
+        rc = ak_strings_from_rank0(ctx, bytes, len, err);
+    else
+        free(bytes);
+    if (rc == 0) made[m++] = ctx->msg, ctx->msg = NULL;
+    char *joined = NULL;
+    if (rc == 0 && asprintf(&joined, "%s%s%s%s%s", made[0], m > 1 ? "+" : "", m > 1 ? made[1] : "",
+                            m > 2 ? "+" : "", m > 2 ? made[2] : "") < 0)
+        joined = NULL;
+    if (rc == 0 && !joined) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    rc = ranks_agree(rc, err);
+    if (rc) /* the names made (the second word of each created text), on every rank */
+        for (int i = 0; i < m; i++) {
+            char name[256];
+            if (made[i] && sscanf(made[i], "created %255s", name) == 1)
+                registry_remove(name, &(h5ark_error){0});
+        }
+    for (int i = 0; i < m; i++)
+        free(made[i]);
+    free(perm);
+    free(segs);
+    if (rc) {
+        free(joined);
+        return -1;
+    }
+    free(ctx->msg);
+    ctx->msg = joined;
     return 0;
 }
 
@@ -56,6 +157,14 @@ static int cmd_unique(ak_ctx *ctx, h5ark_error *err) {
             rc = -1;
         else if (keys[k]->size != keys[0]->size)
             rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "the keys differ in length");
+    }
+    if (rc == 0 && n == 1 && keys[0]->objtype == H5ARK_STRINGS && ranks_call_seq()) {
+        rc = unique_strings_ranks(ctx, keys[0], groups, err);
+        object_release(keys[0]);
+        free(keys);
+        free(out);
+        json_decref(names);
+        return rc;
     }
     object *gb = rc == 0 ? groupby_make(keys, n, err) : NULL;
     if (rc == 0 && !gb) rc = -1;
@@ -82,6 +191,101 @@ static int64_t i64_at(const object *a, uint64_t i) {
     return ak_load_i(ak_elem(a->values, i), a->dtype, 0);
 }
 
+/* At several ranks: a copy of the whole of `a` on every rank (each rank's shards, the rest
+ * zeros, summed word by word over the ranks); NULL with err set (on every rank) when it
+ * fails. Its segments and values are one per group: few beside the rows. */
+static void *whole_copy(const object *a, h5ark_error *err) {
+    const darray *d = a->values;
+    uint64_t words = (d->size * d->itemsize + 7) / 8;
+    uint64_t *w = calloc(words ? words : 1, 8);
+    if (ranks_agree(w ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory"), err)) {
+        free(w);
+        return NULL;
+    }
+    for (int b = 0; b < d->nshards; b++)
+        if (locales_is_local(b) && d->shards[b].count)
+            memcpy((char *)w + d->shards[b].start * d->itemsize, d->shards[b].data,
+                   d->shards[b].count * d->itemsize);
+    if (ranks_allreduce_u64(w, words, RANKS_SUM, err)) {
+        free(w);
+        return NULL;
+    }
+    return w;
+}
+
+/* gbbroadcast at several ranks: segments and values copied to every rank, which checks
+ * them as one daemon does; each rank then gives its rows of the grouping their group's
+ * value, written in place or (permute) sent to the rows' ranks. */
+static int broadcast_ranks(ak_ctx *ctx, object *segs, object *vals, object *perm, uint64_t size,
+                           h5ark_error *err) {
+    if ((perm && !ak_block_layout(perm->values)))
+        return ranks_not_yet(err, "gbbroadcast with a permutation not block distributed");
+    int64_t *sg = whole_copy(segs, err);
+    char *vl = sg ? whole_copy(vals, err) : NULL;
+    if (!vl) {
+        free(sg);
+        return -1;
+    }
+    int rc = 0;
+    uint64_t G = segs->size;
+    for (uint64_t g = 0; rc == 0 && g < G; g++)
+        if ((g == 0 && sg[g] != 0) || (g && sg[g] < sg[g - 1]) || (uint64_t)sg[g] > size)
+            rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "segment %llu (%lld) is out of order",
+                            (unsigned long long)g, (long long)sg[g]);
+    if (rc == 0 && G == 0 && size)
+        rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "no segments for %llu rows",
+                        (unsigned long long)size);
+    object *out = rc == 0 ? object_new_pdarray(vals->dtype, size, err) : NULL;
+    if (rc == 0 && !out) rc = -1;
+    size_t item = vals->values->itemsize;
+    /* this rank's rows [lo, hi) of the grouping (out's, or the permutation's: one layout) */
+    int first = locales_local_first(), T = locales_local_count();
+    uint64_t lo = out ? out->values->shards[first].start : 0;
+    uint64_t hi =
+        out ? out->values->shards[first + T - 1].start + out->values->shards[first + T - 1].count
+            : 0;
+    uint64_t *rows = NULL;
+    char *items = NULL;
+    if (out) {
+        for (int b = first; b < first + T; b++)
+            if (out->values->shards[b].count)
+                memset(out->values->shards[b].data, 0, out->values->shards[b].count * item);
+        rows = perm ? malloc((hi - lo) * 8 + 1) : NULL;
+        items = perm ? malloc((hi - lo) * item + 1) : NULL;
+        if (perm && (!rows || !items)) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    /* the group of row lo: the last segment starting at or before it */
+    uint64_t g = 0;
+    while (out && g + 1 < G && (uint64_t)sg[g + 1] <= lo)
+        g++;
+    for (uint64_t j = lo; rc == 0 && j < hi; j++) {
+        while (g + 1 < G && (uint64_t)sg[g + 1] <= j)
+            g++;
+        const char *v = vl + g * item;
+        if (!perm) {
+            memcpy((void *)ak_elem(out->values, j), v, item);
+            continue;
+        }
+        int64_t at = *(const int64_t *)ak_elem(perm->values, j);
+        if (at < 0 || (uint64_t)at >= size) {
+            rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "permutation entry %lld is out of bounds",
+                            (long long)at);
+            break;
+        }
+        rows[j - lo] = (uint64_t)at;
+        memcpy(items + (j - lo) * item, v, item);
+    }
+    if (out) rc = ranks_agree(rc, err); /* the first bad entry of all */
+    if (rc == 0 && perm) rc = ak_put_rows(out->values, rows, items, hi - lo, err);
+    if (rc == 0) rc = ak_reply_created(ctx, out, err);
+    object_release(out);
+    free(rows);
+    free(items);
+    free(sg);
+    free(vl);
+    return rc;
+}
+
 /* gbbroadcast {permName ("none" unless permute), segName, valName, permute, size}: each
  * group's value over the rows of its segment, in the grouping's order or (permute) back
  * in the rows' own. */
@@ -103,6 +307,13 @@ static int cmd_broadcast(ak_ctx *ctx, h5ark_error *err) {
     if (rc == 0 && perm && perm->size != size)
         rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "the permutation has %llu rows, not %llu",
                         (unsigned long long)perm->size, (unsigned long long)size);
+    if (rc == 0 && ranks_count() > 1) {
+        rc = broadcast_ranks(ctx, segs, vals, perm, size, err);
+        object_release(segs);
+        object_release(vals);
+        object_release(perm);
+        return rc;
+    }
     /* segments start at 0, never decrease, stay within the rows */
     for (uint64_t g = 0; rc == 0 && g < segs->size; g++) {
         int64_t s = i64_at(segs, g), prev = g ? i64_at(segs, g - 1) : 0;
@@ -144,7 +355,7 @@ static int cmd_broadcast(ak_ctx *ctx, h5ark_error *err) {
 }
 
 const ak_command ak_group_commands[] = {
-    {"unique", cmd_unique, 0},
-    {"gbbroadcast", cmd_broadcast, 0},
+    {"unique", cmd_unique, 0, RANKS_EVERY},
+    {"gbbroadcast", cmd_broadcast, 0, RANKS_EVERY},
     {0},
 };

@@ -8,6 +8,8 @@
  * applies. */
 #include "arkouda/commands.h"
 #include "config.h"
+#include "locales.h"
+#include "ranks.h"
 #include "objects/arrayview.h"
 #include "objects/categorical.h"
 #include "objects/dataframe.h"
@@ -109,10 +111,8 @@ static object *categorical_of(object *codes, object *categories, object *na_code
     }
     if (na_codes && pdarray_int64_at_ranks(na_codes, 0, &na, err)) return NULL;
     if (na >= 0 && (uint64_t)na < categories->size &&
-        !(na_value = strings_dup(categories, (uint64_t)na))) {
-        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        !(na_value = strings_dup_ranks(categories, (uint64_t)na, err)))
         return NULL;
-    }
     object *cat = categorical_from_codes(codes, categories, na_value ? na_value : "N/A", err);
     free(na_value);
     if (cat && perm && segs &&
@@ -451,7 +451,8 @@ static int put_form(json_t *map, const char *key, char *text, h5ark_error *err) 
 static object *one_int64(int64_t v, h5ark_error *err) {
     object *o = object_new_pdarray(H5ARK_INT64, 1, err);
     for (int s = 0; o && s < o->values->nshards; s++)
-        if (o->values->shards[s].count) *(int64_t *)o->values->shards[s].data = v;
+        if (o->values->shards[s].count && locales_is_local(s)) /* each rank its own */
+            *(int64_t *)o->values->shards[s].data = v;
     return o;
 }
 
@@ -626,6 +627,8 @@ static int cmd_read_all(ak_ctx *ctx, h5ark_error *err) {
     free(ctx->msg);
     ctx->msg = msg;
 out:
+    /* every rank read (res.result) or none did: the parts stay on every rank or on none */
+    if (res.result && ranks_call_seq()) rc = ranks_agree(rc, err);
     if (rc && res.result) {
         /* nothing of a failed read stays: the parts published so far, and what the native
          * read published */
@@ -796,12 +799,12 @@ static int cmd_delete_files(ak_ctx *ctx, h5ark_error *err) {
 }
 
 const ak_command ak_hdf_commands[] = {
-    {"tohdf", cmd_tohdf, 0},
-    {"readAllHdf", cmd_read_all, 0},
-    {"lsany", cmd_lsany, AK_READ_ONLY},
-    {"getfiletype", cmd_getfiletype, AK_READ_ONLY},
-    {"hdffileformat", cmd_hdffileformat, AK_READ_ONLY},
-    {"globExpansion", cmd_glob, AK_READ_ONLY},
-    {"deleteMatchingFilenames", cmd_delete_files, 0},
+    {"tohdf", cmd_tohdf, 0, RANKS_EVERY},
+    {"readAllHdf", cmd_read_all, 0, RANKS_EVERY},
+    {"lsany", cmd_lsany, AK_READ_ONLY, RANKS_ZERO},
+    {"getfiletype", cmd_getfiletype, AK_READ_ONLY, RANKS_ZERO},
+    {"hdffileformat", cmd_hdffileformat, AK_READ_ONLY, RANKS_ZERO},
+    {"globExpansion", cmd_glob, AK_READ_ONLY, RANKS_ZERO},
+    {"deleteMatchingFilenames", cmd_delete_files, 0, RANKS_ZERO},
     {0},
 };

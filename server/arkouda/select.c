@@ -3,6 +3,8 @@
 #include "arkouda/commands.h"
 #include "arkouda/values.h"
 #include "objects/groupby.h"
+#include "locales.h"
+#include "ranks.h"
 #include "registry.h"
 
 #include <stdlib.h>
@@ -17,11 +19,13 @@ static int no_bigint(const object *a, h5ark_error *err) {
 
 /* Element w of a bigint array in decimal (malloc'd; NULL when out of memory): its limbs
  * divided by 10^19 from the top until nothing is left. */
-static char *bigint_decimal(const object *a, uint64_t w) {
+static char *bigint_decimal(const object *a, uint64_t w, h5ark_error *err) {
     size_t k = a->ncomponents ? a->ncomponents : 1;
     uint64_t *x = calloc(k, sizeof *x);
     char *text = malloc(20 * k + 2), *end = text ? text + 20 * k + 1 : NULL;
-    if (!x || !text) {
+    int rc = x && text ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (ranks_call_seq()) rc = ranks_agree(rc, err); /* before the limbs' fetches */
+    if (rc) {
         free(x);
         free(text);
         return NULL;
@@ -30,7 +34,11 @@ static char *bigint_decimal(const object *a, uint64_t w) {
         char name[32];
         snprintf(name, sizeof name, "Limb_%zu", j);
         const object *limb = object_component_get(a, name);
-        if (limb) x[j] = *(const uint64_t *)ak_elem(limb->values, w);
+        if (limb && ak_elem_ranks(limb->values, w, &x[j], err)) {
+            free(x);
+            free(text);
+            return NULL;
+        }
     }
     *end = '\0';
     char *at = end;
@@ -67,14 +75,15 @@ static int cmd_int_index(ak_ctx *ctx, h5ark_error *err) {
         rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "index %lld is out of bounds for %llu elements",
                         (long long)i, (unsigned long long)a->size);
     if (rc == 0 && a->dtype == H5ARK_BIGINT) {
-        char *text = bigint_decimal(a, (uint64_t)w);
-        rc = text ? ak_reply(ctx, err, "bigint %s", text)
-                  : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        char *text = bigint_decimal(a, (uint64_t)w, err);
+        rc = text ? ak_reply(ctx, err, "bigint %s", text) : -1;
         free(text);
     } else if (rc == 0) {
         char text[96];
-        ak_scalar_text(a->dtype, ak_elem(a->values, (uint64_t)w), 0, text, sizeof text);
-        rc = ak_reply(ctx, err, "%s", text);
+        uint64_t e[2]; /* an element, from the rank holding it */
+        rc = ak_elem_ranks(a->values, (uint64_t)w, e, err);
+        if (rc == 0) ak_scalar_text(a->dtype, e, 0, text, sizeof text);
+        if (rc == 0) rc = ak_reply(ctx, err, "%s", text);
     }
     object_release(a);
     return rc;
@@ -82,6 +91,8 @@ static int cmd_int_index(ak_ctx *ctx, h5ark_error *err) {
 
 /* The rows of src at the positions of idx (checked), published. */
 static int take_created(ak_ctx *ctx, const object *src, const object *idx, h5ark_error *err) {
+    if (ranks_call_seq() && src->objtype == H5ARK_STRINGS)
+        return ak_strings_take(ctx, src, idx, err);
     object *out = groupby_take(src, idx, err);
     if (!out) return -1;
     int rc = ak_reply_created(ctx, out, err);
@@ -121,6 +132,7 @@ static int cmd_slice(ak_ctx *ctx, h5ark_error *err) {
     if (idx) {
         for (int b = 0; b < idx->values->nshards; b++) {
             shard *s = &idx->values->shards[b];
+            if (!locales_is_local(b)) continue; /* another rank's */
             for (uint64_t k = 0; k < s->count; k++)
                 ((int64_t *)s->data)[k] = start + (int64_t)(s->start + k) * stride;
         }
@@ -142,6 +154,10 @@ static int cmd_pdarray_index(ak_ctx *ctx, h5ark_error *err) {
         rc = h5ark_fail(err, H5ARK_TYPE_ERROR, "'array' must be a pdarray");
     if (rc == 0 && a->dtype == H5ARK_BIGINT) rc = no_bigint(a, err);
     object *pos = rc == 0 ? ak_positions(i, a->size, err) : NULL;
+    if (ranks_call_seq() && ranks_agree(pos ? 0 : -1, err)) { /* the first bad index of all */
+        object_release(pos);
+        pos = NULL;
+    }
     if (pos)
         rc = take_created(ctx, a, pos, err);
     else
@@ -160,23 +176,40 @@ static int cmd_pdarray_assign(ak_ctx *ctx, h5ark_error *err) {
     object *a = ak_object_arg(ctx, "array", H5ARK_PDARRAY, err);
     object *i = a ? ak_object_arg(ctx, "idx", H5ARK_PDARRAY, err) : NULL;
     object *v = i ? ak_object_arg(ctx, "value", H5ARK_PDARRAY, err) : NULL;
-    object *pos = v ? ak_positions(i, a->size, err) : NULL;
-    object *out = NULL;
-    int rc = pos ? 0 : -1;
+    int rc = v ? 0 : -1;
     if (rc == 0 && (a->dtype == H5ARK_BIGINT || v->dtype == H5ARK_BIGINT))
         rc = no_bigint(a->dtype == H5ARK_BIGINT ? a : v, err);
+    /* at several ranks each rank sends its values to the rows' ranks (ak_put_rows) */
+    bool ranks = ranks_count() > 1;
+    if (rc == 0 && ranks && (!ak_block_layout(a->values) || !ak_block_layout(v->values)))
+        rc = ranks_not_yet(err, "assigning to or from arrays that are not block distributed");
+    object *pos = rc == 0 ? ak_positions(i, a->size, err) : NULL;
+    object *out = NULL;
+    if (rc == 0 && !pos) rc = -1;
     if (rc == 0 && v->size != pos->size)
         rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "%llu values for %llu positions",
                         (unsigned long long)v->size, (unsigned long long)pos->size);
+    if (ranks_call_seq()) rc = ranks_agree(rc, err); /* the first bad position of all */
     if (rc == 0 && !(out = object_new_pdarray(a->dtype, a->size, err))) rc = -1;
     for (int b = 0; rc == 0 && b < a->values->nshards; b++) {
         const shard *s = &a->values->shards[b];
-        ak_copy_into(out->values, s->start, s->data, s->count);
+        if (!ranks || locales_is_local(b)) ak_copy_into(out->values, s->start, s->data, s->count);
     }
-    for (uint64_t k = 0; rc == 0 && k < pos->size; k++) {
-        uint64_t at = (uint64_t) * (const int64_t *)ak_elem(pos->values, k);
-        const void *e = ak_elem(v->values, k);
-        void *dst = (void *)ak_elem(out->values, at);
+    uint64_t nloc = 0, *rows = NULL;
+    char *vals = NULL;
+    if (rc == 0 && ranks) { /* this rank's (row, value) pairs, in order */
+        for (int b = locales_local_first(); b < locales_local_first() + locales_local_count(); b++)
+            nloc += pos->values->shards[b].count;
+        rows = malloc(nloc * 8 + 1);
+        vals = malloc(nloc * out->values->itemsize + 1);
+        if (!rows || !vals) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    uint64_t first = ranks && pos ? pos->values->shards[locales_local_first()].start : 0;
+    for (uint64_t k = 0; rc == 0 && k < (ranks ? nloc : pos->size); k++) {
+        uint64_t at = (uint64_t) * (const int64_t *)ak_elem(pos->values, first + k);
+        const void *e = ak_elem(v->values, first + k);
+        void *dst = ranks ? vals + k * out->values->itemsize : (void *)ak_elem(out->values, at);
+        if (ranks) rows[k] = at;
         if (ak_is_float(v->dtype))
             ak_store_f(dst, a->dtype, 0, ak_load_f(e, v->dtype, 0));
         else if (ak_is_unsigned(v->dtype))
@@ -184,9 +217,16 @@ static int cmd_pdarray_assign(ak_ctx *ctx, h5ark_error *err) {
         else
             ak_store_i(dst, a->dtype, 0, ak_load_i(e, v->dtype, 0));
     }
+    if (out && ranks) { /* every rank made `out`: each takes part, then they agree */
+        int moved = ak_put_rows(out->values, rows, vals, rc == 0 ? nloc : 0, err);
+        rc = ranks_agree(moved || rc ? -1 : 0, err);
+    }
+    free(rows);
+    free(vals);
     if (rc == 0) {
         out->tag = a->tag;
         rc = registry_remove(name, err) || registry_publish(out, name, err) ? -1 : 0;
+        if (ranks_call_seq()) rc = ranks_agree(rc, err);
     }
     object_release(out);
     object_release(pos);
@@ -217,8 +257,33 @@ static int cmd_concatenate(ak_ctx *ctx, h5ark_error *err) {
     }
     object *out = rc == 0 ? object_new_pdarray(parts[0]->dtype, total, err) : NULL;
     if (rc == 0 && !out) rc = -1;
+    if (rc == 0 && ranks_count() > 1) {
+        /* this rank's rows of every part, to the ranks holding their rows of the result */
+        size_t item = out->values->itemsize;
+        uint64_t nloc = 0, at = 0, j = 0;
+        for (size_t k = 0; k < n; k++)
+            for (int b = locales_local_first(); b < locales_local_first() + locales_local_count();
+                 b++)
+                nloc += parts[k]->values->shards[b].count;
+        uint64_t *rows = malloc(nloc * 8 + 1);
+        char *vals = malloc(nloc * item + 1);
+        bool ok = rows && vals;
+        for (size_t k = 0; ok && k < n; at += parts[k++]->size)
+            for (int b = 0; b < parts[k]->values->nshards; b++) {
+                const shard *s = &parts[k]->values->shards[b];
+                if (!locales_is_local(b)) continue;
+                for (uint64_t r = 0; r < s->count; r++, j++)
+                    rows[j] = at + s->start + r;
+                if (s->count) memcpy(vals + (j - s->count) * item, s->data, s->count * item);
+            }
+        rc = ok ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        int moved = ak_put_rows(out->values, rows, vals, ok ? nloc : 0, err);
+        rc = ranks_agree(moved || rc ? -1 : 0, err);
+        free(rows);
+        free(vals);
+    }
     uint64_t at = 0;
-    for (size_t k = 0; rc == 0 && k < n; k++)
+    for (size_t k = 0; rc == 0 && ranks_count() == 1 && k < n; k++)
         for (int b = 0; b < parts[k]->values->nshards; b++) {
             const shard *s = &parts[k]->values->shards[b];
             ak_copy_into(out->values, at, s->data, s->count);
@@ -234,7 +299,10 @@ static int cmd_concatenate(ak_ctx *ctx, h5ark_error *err) {
 }
 
 const ak_command ak_select_commands[] = {
-    {"[int]", cmd_int_index, AK_READ_ONLY}, {"[slice]", cmd_slice, 0},
-    {"[pdarray]", cmd_pdarray_index, 0},    {"[pdarray]=pdarray", cmd_pdarray_assign, 0},
-    {"concatenate", cmd_concatenate, 0},    {0},
+    {"[int]", cmd_int_index, AK_READ_ONLY, RANKS_EVERY},
+    {"[slice]", cmd_slice, 0, RANKS_EVERY},
+    {"[pdarray]", cmd_pdarray_index, 0, RANKS_EVERY},
+    {"[pdarray]=pdarray", cmd_pdarray_assign, 0, RANKS_EVERY},
+    {"concatenate", cmd_concatenate, 0, RANKS_EVERY},
+    {0},
 };

@@ -4,6 +4,7 @@
 #include "arkouda/endpoint.h"
 #include "config.h"
 #include "locales.h"
+#include "ranks.h"
 #include "registry.h"
 
 #include <hdf5.h>
@@ -53,6 +54,15 @@ static int cmd_getconfig(ak_ctx *ctx, h5ark_error *err) {
     snprintf(zmqv, sizeof zmqv, "%d.%d.%d", zmaj, zmin, zpatch);
     gethostname(host, sizeof host - 1);
     long pus = sysconf(_SC_NPROCESSORS_ONLN);
+    /* numLocales is every rank's locales together (what the client divides work by);
+     * numNodes the hosts the ranks run on */
+    int nodes = 0;
+    for (int r = 0; r < ranks_count(); r++) {
+        bool seen = false;
+        for (int q = 0; q < r; q++)
+            seen |= strcmp(ranks_host(q), ranks_host(r)) == 0;
+        nodes += !seen;
+    }
     json_int_t mem = (json_int_t)registry_memory_limit();
     const uint16_t probe = 1;
     json_t *locale =
@@ -64,11 +74,11 @@ static int cmd_getconfig(ak_ctx *ctx, h5ark_error *err) {
         "arkoudaVersion", AK_CLIENT_RELEASE, "serverImplementation", "h5ark " H5ARK_VERSION_STRING,
         "chplVersion", "none", "pythonVersion", "none", "ZMQVersion", zmqv, "HDF5Version", hdf5,
         "serverHostname", host, "ServerPort", (int)endpoint_port(), "numLocales", locales_count(),
-        "numNodes", 1, "numPUs", (json_int_t)pus, "maxTaskPar", locales_count(), "physicalMemory",
-        mem, "distributionType", "domain(1,int(64),one)", "LocaleConfigs", locale, "authenticate",
-        config.ntokens > 0, "logLevel", "INFO", "logChannel", "CONSOLE", "regexMaxCaptures", 20,
-        "byteorder", *(const uint8_t *)&probe ? "little" : "big", "autoShutdown", 0,
-        "serverInfoNoSplash", 0);
+        "numNodes", nodes, "numPUs", (json_int_t)pus, "maxTaskPar", locales_count(),
+        "physicalMemory", mem, "distributionType", "domain(1,int(64),one)", "LocaleConfigs", locale,
+        "authenticate", config.ntokens > 0, "logLevel", "INFO", "logChannel", "CONSOLE",
+        "regexMaxCaptures", 20, "byteorder", *(const uint8_t *)&probe ? "little" : "big",
+        "autoShutdown", 0, "serverInfoNoSplash", 0);
     return reply_json(ctx, c, err);
 }
 
@@ -80,9 +90,21 @@ static int cmd_registration(ak_ctx *ctx, h5ark_error *err) {
     return reply_json(ctx, c, err);
 }
 
+/* through the native delete, which runs on every rank */
 static int cmd_delete(ak_ctx *ctx, h5ark_error *err) {
     const char *name;
-    if (ak_arg_str(ctx->in, "name", &name, err) || registry_remove(name, err)) return -1;
+    if (ak_arg_str(ctx->in, "name", &name, err)) return -1;
+    h5ark_value *args = h5ark_value_map(), *names = h5ark_value_array();
+    if (names && h5ark_value_push(names, h5ark_value_str(name)) != 0) h5ark_value_destroy(&names);
+    if (!args || h5ark_value_set(args, "names", names) != 0) {
+        h5ark_value_destroy(&args);
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    dispatch_result res;
+    int rc = ak_native(ctx, "delete", args, NULL, &res, err);
+    h5ark_value_destroy(&args);
+    if (rc) return -1;
+    dispatch_result_free(&res);
     return ak_reply(ctx, err, "deleted %s", name);
 }
 
@@ -137,12 +159,12 @@ static int cmd_info(ak_ctx *ctx, h5ark_error *err) {
 }
 
 const ak_command ak_session_commands[] = {
-    {"connect", cmd_connect, AK_READ_ONLY | AK_IMMEDIATE},
-    {"disconnect", cmd_disconnect, AK_READ_ONLY | AK_IMMEDIATE},
-    {"getconfig", cmd_getconfig, AK_READ_ONLY | AK_IMMEDIATE},
-    {"getRegistrationConfig", cmd_registration, AK_READ_ONLY | AK_IMMEDIATE},
-    {"note", cmd_note, AK_READ_ONLY | AK_IMMEDIATE},
-    {"delete", cmd_delete, 0},
-    {"info", cmd_info, AK_READ_ONLY},
+    {"connect", cmd_connect, AK_READ_ONLY | AK_IMMEDIATE, RANKS_ZERO},
+    {"disconnect", cmd_disconnect, AK_READ_ONLY | AK_IMMEDIATE, RANKS_ZERO},
+    {"getconfig", cmd_getconfig, AK_READ_ONLY | AK_IMMEDIATE, RANKS_ZERO},
+    {"getRegistrationConfig", cmd_registration, AK_READ_ONLY | AK_IMMEDIATE, RANKS_ZERO},
+    {"note", cmd_note, AK_READ_ONLY | AK_IMMEDIATE, RANKS_ZERO},
+    {"delete", cmd_delete, 0, RANKS_ZERO},
+    {"info", cmd_info, AK_READ_ONLY, RANKS_ZERO},
     {0},
 };

@@ -6,6 +6,8 @@
 #include "arkouda/values.h"
 #include "locales.h"
 #include "objects/groupby.h"
+#include "objects/strings.h"
+#include "ranks.h"
 #include "registry.h"
 
 #include <math.h>
@@ -115,13 +117,28 @@ typedef struct {
     darray *out;
 } cmp_job;
 
+/* String k of shard b, read from that shard alone: a shard's strings' bytes are in its own
+ * values shard, the last ending where that shard ends (so at several ranks a locale reads
+ * only its own shards). */
+static const char *string_in_shard(const object *s, int b, uint64_t k, uint64_t *len) {
+    const shard *seg = &s->segments->shards[b], *val = &s->values->shards[b];
+    const int64_t *off = seg->data;
+    uint64_t from = (uint64_t)off[k];
+    uint64_t to = k + 1 < seg->count ? (uint64_t)off[k + 1] : val->start + val->count;
+    *len = to > from ? to - from - 1 : 0;
+    return (const char *)val->data + (from - val->start);
+}
+
 static void cmp_locale(int locale, void *arg) {
     cmp_job *j = arg;
     shard *o = &j->out->shards[locale];
+    bool ranks = ranks_count() > 1; /* the operands laid out as the result (compare) */
     for (uint64_t k = 0; k < o->count; k++) {
         uint64_t i = o->start + k, la, lb = j->text_len;
-        const char *sa = ak_string_at(j->a, i, &la);
-        const char *sb = j->b ? ak_string_at(j->b, i, &lb) : j->text;
+        const char *sa = ranks ? string_in_shard(j->a, locale, k, &la) : ak_string_at(j->a, i, &la);
+        const char *sb = !j->b   ? j->text
+                         : ranks ? string_in_shard(j->b, locale, k, &lb)
+                                 : ak_string_at(j->b, i, &lb);
         bool same = la == lb && memcmp(sa, sb, la) == 0;
         ((uint8_t *)o->data)[k] = same == j->equal;
     }
@@ -134,6 +151,8 @@ static int compare(ak_ctx *ctx, cmp_job *j, uint64_t n, h5ark_error *err) {
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "strings compare with == and != only, not %.20s",
                           op);
     j->equal = op[0] == '=';
+    if (!ak_block_layout(j->a->segments) || (j->b && !ak_block_layout(j->b->segments)))
+        return ranks_not_yet(err, "comparing Strings that are not block distributed");
     object *out = object_new_pdarray(H5ARK_BOOLEAN, n, err);
     if (!out) return -1;
     j->out = out->values;
@@ -169,6 +188,32 @@ static int cmd_binopvs(ak_ctx *ctx, h5ark_error *err) {
     return rc;
 }
 
+int ak_strings_take(ak_ctx *ctx, const object *s, const object *idx, h5ark_error *err) {
+    object *ws = NULL, *wi = NULL; /* whole on rank 0 */
+    int rc = object_gather_whole(s, &ws, err);
+    if (rc == 0) rc = object_gather_whole(idx, &wi, err);
+    char *bytes = NULL;
+    uint64_t len = 0, n;
+    for (int pass = 0; rc == 0 && ws && pass < 2; pass++) {
+        uint64_t at = 0;
+        for (uint64_t k = 0; k < idx->size; k++) {
+            const char *p =
+                ak_string_at(ws, (uint64_t) * (const int64_t *)ak_elem(wi->values, k), &n);
+            if (pass) memcpy(bytes + at, p, n + 1);
+            at += n + 1;
+        }
+        if (!pass && !(bytes = malloc((len = at) + 1)))
+            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    if (ws) object_whole_free(ws);
+    if (wi) object_whole_free(wi);
+    if (ranks_agree(rc, err)) {
+        free(bytes);
+        return -1;
+    }
+    return ak_strings_from_rank0(ctx, bytes, len, err);
+}
+
 /* segmentedIndex {subcmd intIndex|sliceIndex|pdarrayIndex, objType, dtype, obj, key} */
 static int cmd_index(ak_ctx *ctx, h5ark_error *err) {
     const char *sub, *key;
@@ -188,9 +233,14 @@ static int cmd_index(ak_ctx *ctx, h5ark_error *err) {
                 rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "index %lld is out of bounds for %llu",
                                 (long long)i, (unsigned long long)s->size);
             } else {
-                uint64_t len;
-                const char *p = ak_string_at(s, (uint64_t)w, &len);
-                json_t *str = json_stringn(p, len);
+                /* from the rank holding it (strings hold no NUL: its length is strlen) */
+                char *p = strings_dup_ranks(s, (uint64_t)w, err);
+                if (!p) {
+                    object_release(s);
+                    return -1;
+                }
+                json_t *str = json_stringn(p, strlen(p));
+                free(p);
                 char *text = str ? json_dumps(str, JSON_ENCODE_ANY) : NULL;
                 rc = text ? ak_reply(ctx, err, "item str %s", text)
                           : h5ark_fail(err, H5ARK_BAD_REQUEST, "string %lld is not UTF-8",
@@ -228,19 +278,25 @@ static int cmd_index(ak_ctx *ctx, h5ark_error *err) {
             rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "the slice is outside the Strings");
         if (rc == 0 && (idx = object_new_pdarray(H5ARK_INT64, n, err)))
             for (int b = 0; b < idx->values->nshards; b++)
-                for (uint64_t k = 0; k < idx->values->shards[b].count; k++)
+                for (uint64_t k = 0; locales_is_local(b) && k < idx->values->shards[b].count; k++)
                     ((int64_t *)idx->values->shards[b].data)[k] =
                         v[0] + (int64_t)(idx->values->shards[b].start + k) * v[2];
     } else if (strcmp(sub, "pdarrayIndex") == 0) {
         object *key_obj = registry_get(key, err);
         idx = key_obj ? ak_positions(key_obj, s->size, err) : NULL;
         object_release(key_obj);
+        if (key_obj && ranks_call_seq() && ranks_agree(idx ? 0 : -1, err))
+            object_release(idx), idx = NULL; /* the first bad position of all */
     } else {
         rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "unknown subcmd '%.40s'", sub);
     }
     if (rc == 0 && !idx) rc = -1;
-    object *out = rc == 0 ? groupby_take(s, idx, err) : NULL;
-    if (rc == 0) rc = out ? ak_reply_created(ctx, out, err) : -1;
+    object *out = NULL;
+    if (rc == 0 && ranks_call_seq()) /* the strings' bytes gathered, taken on rank 0 */
+        rc = ak_strings_take(ctx, s, idx, err);
+    else if (rc == 0 && !(out = groupby_take(s, idx, err)))
+        rc = -1;
+    if (rc == 0 && out) rc = ak_reply_created(ctx, out, err);
     object_release(out);
     object_release(idx);
     object_release(s);
@@ -268,7 +324,18 @@ static int cmd_concatenate(ak_ctx *ctx, h5ark_error *err) {
     char *bytes = rc == 0 ? malloc(total ? total : 1) : NULL;
     if (rc == 0 && !bytes) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     uint64_t at = 0;
-    for (size_t k = 0; rc == 0 && k < n; k++)
+    for (size_t k = 0; rc == 0 && ranks_count() > 1 && k < n; k++) {
+        /* at several ranks each part's bytes come to rank 0 through the native get */
+        char *part = NULL;
+        uint64_t len = 0;
+        rc = ak_strings_values(ctx, parts[k]->name, &part, &len, err);
+        if (rc == 0 && len != parts[k]->values->size)
+            rc = h5ark_fail(err, H5ARK_INTERNAL, "%s changed while it was read", parts[k]->name);
+        if (rc == 0) memcpy(bytes + at, part, len);
+        at += len;
+        free(part);
+    }
+    for (size_t k = 0; rc == 0 && ranks_count() == 1 && k < n; k++)
         for (int b = 0; b < parts[k]->values->nshards; b++) {
             const shard *s = &parts[k]->values->shards[b];
             memcpy(bytes + at, s->data, s->count);
@@ -320,15 +387,33 @@ static int cmd_split(ak_ctx *ctx, h5ark_error *err) {
                           pattern);
     object *s = strings_arg(ctx, "parent_name", err);
     if (!s) return -1;
-    object *segs = segs_too ? object_new_pdarray(H5ARK_INT64, s->size, err) : NULL;
+    /* at several ranks the strings come to rank 0 through the native get (`all`, walked in
+     * order) and the first pieces' indexes go back through the native put (`first`) */
+    bool ranks = ranks_count() > 1;
+    char *all = NULL, *walk = NULL;
+    uint64_t all_len = 0;
+    int64_t *first = NULL;
+    int rc = ranks ? ak_strings_values(ctx, s->name, &all, &all_len, err) : 0;
+    walk = all;
+    if (rc == 0 && ranks && segs_too && !(first = malloc(s->size * 8 + 8)))
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    object *segs =
+        rc == 0 && segs_too && !ranks ? object_new_pdarray(H5ARK_INT64, s->size, err) : NULL;
     uint64_t len = 0, cap = 1 << 16, pieces = 0;
-    char *buf = malloc(cap);
-    int rc = buf && (segs || !segs_too) ? 0 : -1;
-    if (rc && !buf) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    char *buf = rc == 0 ? malloc(cap) : NULL;
+    if (rc == 0 && !buf) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (rc == 0 && segs_too && !ranks && !segs) rc = -1;
     for (uint64_t i = 0; rc == 0 && i < s->size; i++) {
         uint64_t n;
-        const char *p = ak_string_at(s, i, &n), *end = p + n;
+        const char *p = ranks ? walk : ak_string_at(s, i, &n), *end;
+        if (ranks) { /* each string ends at its NUL (the last, at the bytes' end) */
+            size_t left = walk < all + all_len ? (size_t)(all + all_len - walk) : 0;
+            n = strnlen(walk, left);
+            walk += n + (n < left);
+        }
+        end = p + n;
         if (segs) *(int64_t *)ak_elem(segs->values, i) = (int64_t)pieces;
+        if (first) first[i] = (int64_t)pieces;
         int64_t splits = 0;
         for (;;) {
             const char *hit = (max == 0 || splits < max) && (size_t)(end - p) >= plen
@@ -351,29 +436,33 @@ static int cmd_split(ak_ctx *ctx, h5ark_error *err) {
         buf = NULL;
     }
     free(buf);
-    if (rc == 0 && segs) {
-        char *first = ctx->msg, *second = NULL;
+    free(all);
+    if (rc == 0 && segs_too) {
+        char *made = ctx->msg, *both = NULL;
         ctx->msg = NULL;
-        rc = ak_reply_created(ctx, segs, err);
-        if (rc == 0 && asprintf(&second, "%s+%s", first, ctx->msg) < 0)
+        rc = ranks ? ak_int64_from_buffer(ctx, first, s->size, err)
+                   : ak_reply_created(ctx, segs, err);
+        first = NULL;
+        if (rc == 0 && asprintf(&both, "%s+%s", made, ctx->msg) < 0)
             rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        free(first);
+        free(made);
         if (rc == 0) {
             free(ctx->msg);
-            ctx->msg = second;
+            ctx->msg = both;
         }
     }
+    free(first);
     object_release(segs);
     object_release(s);
     return rc;
 }
 
 const ak_command ak_strings_commands[] = {
-    {"segmentedSplit", cmd_split, 0},
-    {"randomStrings", cmd_random_strings, 0},
-    {"segmentedBinopvv", cmd_binopvv, 0},
-    {"segmentedBinopvs", cmd_binopvs, 0},
-    {"segmentedIndex", cmd_index, 0},
-    {"concatenateStr", cmd_concatenate, 0},
+    {"segmentedSplit", cmd_split, 0, RANKS_ZERO},
+    {"randomStrings", cmd_random_strings, 0, RANKS_ZERO},
+    {"segmentedBinopvv", cmd_binopvv, 0, RANKS_EVERY},
+    {"segmentedBinopvs", cmd_binopvs, 0, RANKS_EVERY},
+    {"segmentedIndex", cmd_index, 0, RANKS_EVERY},
+    {"concatenateStr", cmd_concatenate, 0, RANKS_ZERO},
     {0},
 };

@@ -5,6 +5,7 @@
  * through the native `put` and `get`. */
 #include "arkouda/commands.h"
 #include "locales.h"
+#include "ranks.h"
 #include "registry.h"
 #include "shardcache.h"
 
@@ -116,40 +117,48 @@ static int strings_created(ak_ctx *ctx, const h5ark_payload *p, h5ark_error *err
         for (size_t i = 0; i < n; i++)
             count += b[i] == '\0';
     }
+    int rc = 0;
     if (p->total) {
         zmq_msg_t *last = &p->frames[p->count - 1];
         size_t n = zmq_msg_size(last);
         if (n == 0 || ((const char *)zmq_msg_data(last))[n - 1] != '\0')
-            return h5ark_fail(err, H5ARK_BAD_REQUEST, "the strings' bytes must end with a NUL");
+            rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "the strings' bytes must end with a NUL");
     }
-    if (count > UINT64_MAX / 8 || registry_reserve(count * 8, err)) return -1;
+    if (rc == 0 && count > UINT64_MAX / 8)
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "too many strings");
+    bool reserved = rc == 0 && registry_reserve(count * 8, err) == 0;
+    if (!reserved) rc = -1;
     zmq_msg_t segs;
-    if (zmq_msg_init_size(&segs, (size_t)(count * 8))) {
-        registry_unreserve(count * 8);
-        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    }
-    int64_t *offsets = zmq_msg_data(&segs);
-    uint64_t at = 0, k = 0;
-    bool start = true;
-    for (size_t f = 0; f < p->count; f++) {
-        const char *b = zmq_msg_data(&p->frames[f]);
-        size_t n = zmq_msg_size(&p->frames[f]);
-        for (size_t i = 0; i < n; i++, at++) {
-            if (start) offsets[k++] = (int64_t)at;
-            start = b[i] == '\0';
-        }
-    }
+    bool have = rc == 0 && zmq_msg_init_size(&segs, (size_t)(count * 8)) == 0;
+    if (rc == 0 && !have) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     /* a payload of the offsets, then the bytes (frames shared, not copied) */
     request sub = *ctx->req;
     h5ark_payload_init(&sub.payload);
-    int rc = h5ark_payload_append(&sub.payload, &segs);
-    for (size_t f = 0; rc == 0 && f < p->count; f++) {
-        zmq_msg_t copy;
-        zmq_msg_init(&copy);
-        rc = zmq_msg_copy(&copy, &p->frames[f]) || h5ark_payload_append(&sub.payload, &copy);
-        zmq_msg_close(&copy);
+    if (have) {
+        int64_t *offsets = zmq_msg_data(&segs);
+        uint64_t at = 0, k = 0;
+        bool start = true;
+        for (size_t f = 0; f < p->count; f++) {
+            const char *b = zmq_msg_data(&p->frames[f]);
+            size_t n = zmq_msg_size(&p->frames[f]);
+            for (size_t i = 0; i < n; i++, at++) {
+                if (start) offsets[k++] = (int64_t)at;
+                start = b[i] == '\0';
+            }
+        }
+        int bad = h5ark_payload_append(&sub.payload, &segs);
+        for (size_t f = 0; !bad && f < p->count; f++) {
+            zmq_msg_t copy;
+            zmq_msg_init(&copy);
+            bad = zmq_msg_copy(&copy, &p->frames[f]) || h5ark_payload_append(&sub.payload, &copy);
+            zmq_msg_close(&copy);
+        }
+        zmq_msg_close(&segs);
+        if (bad) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     }
-    zmq_msg_close(&segs);
+    /* in a command every rank runs, the other ranks are waiting to put these with rank 0
+     * (ak_strings_from_rank0) */
+    if (ranks_call_seq()) rc = ranks_agree(rc, err);
     if (rc == 0) {
         h5ark_value *args = h5ark_value_map();
         if (args) {
@@ -158,11 +167,9 @@ static int strings_created(ak_ctx *ctx, const h5ark_payload *p, h5ark_error *err
         }
         rc = put_created(ctx, &sub, args, buffer_list("segments", count * 8, "values", p->total),
                          err);
-    } else {
-        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     }
     h5ark_payload_free(&sub.payload);
-    registry_unreserve(count * 8);
+    if (reserved) registry_unreserve(count * 8);
     return rc;
 }
 
@@ -186,9 +193,33 @@ int ak_strings_from_buffer(ak_ctx *ctx, char *bytes, uint64_t len, h5ark_error *
                                             : 0;
         zmq_msg_close(&msg);
     }
-    if (rc == 0) rc = strings_created(ctx, &p, err);
+    if (rc == 0)
+        rc = strings_created(ctx, &p, err);
+    else if (ranks_call_seq()) /* the agreement strings_created makes */
+        ranks_agree(rc, err);
     h5ark_payload_free(&p);
     return rc;
+}
+
+int ak_strings_from_rank0(ak_ctx *ctx, char *bytes, uint64_t len, h5ark_error *err) {
+    uint64_t sizes[2] = {len, 0}; /* bytes, strings */
+    for (uint64_t i = 0; bytes && i < len; i++)
+        sizes[1] += bytes[i] == '\0';
+    if (ranks_bcast(0, sizes, sizeof sizes, err)) {
+        free(bytes);
+        return -1;
+    }
+    if (ranks_self() == 0) return ak_strings_from_buffer(ctx, bytes, len, err);
+    free(bytes);
+    /* rank 0's put, run here on this rank's shards: the same arguments, no payload */
+    if (ranks_agree(0, err)) return -1;
+    h5ark_value *args = h5ark_value_map();
+    if (args) {
+        h5ark_value_set(args, "objtype", h5ark_value_str("strings"));
+        h5ark_value_set(args, "size", h5ark_value_uint(sizes[1]));
+    }
+    return put_created(ctx, ctx->req, args,
+                       buffer_list("segments", sizes[1] * 8, "values", sizes[0]), err);
 }
 
 /* arraySegString<uint8> {size}: the strings' bytes, each followed by a NUL. */
@@ -244,10 +275,12 @@ typedef struct {
     size_t count;
 } gather_job;
 
-/* Locale l copies pieces l, l + L, ...: a pdarray's spans are its shards, one a locale. */
+/* This rank's locale l copies pieces l, l + T, ... (T: its locales): a pdarray's spans are
+ * its shards, one a locale (at several ranks the other ranks' parts are one more). */
 static void gather_locale(int locale, void *arg) {
     gather_job *g = arg;
-    for (size_t i = (size_t)locale; i < g->count; i += (size_t)locales_count())
+    size_t T = (size_t)locales_local_count();
+    for (size_t i = (size_t)(locale - locales_local_first()); i < g->count; i += T)
         memcpy(g->pieces[i].dst, g->pieces[i].src, g->pieces[i].len);
 }
 
@@ -331,6 +364,80 @@ static uint64_t buffer_bytes(const dispatch_result *res, size_t i) {
     return n;
 }
 
+int ak_strings_values(ak_ctx *ctx, const char *name, char **out, uint64_t *len, h5ark_error *err) {
+    dispatch_result res;
+    h5ark_value *args = h5ark_value_map();
+    if (!args || h5ark_value_set(args, "name", h5ark_value_str(name))) {
+        h5ark_value_destroy(&args);
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    int rc = ak_native(ctx, "get", args, NULL, &res, err);
+    h5ark_value_destroy(&args);
+    if (rc) return -1;
+    uint64_t skip = buffer_bytes(&res, 0), n = buffer_bytes(&res, 1), done = 0;
+    char *bytes = malloc(n ? n : 1);
+    if (!bytes) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    for (size_t i = 0; bytes && i < res.nspans && done < n; i++) {
+        uint64_t l = res.spans[i].len, from = skip < l ? skip : l;
+        skip -= from;
+        uint64_t take = l - from < n - done ? l - from : n - done;
+        memcpy(bytes + done, (const char *)res.spans[i].ptr + from, take);
+        done += take;
+    }
+    dispatch_result_free(&res);
+    if (rc == 0 && done != n) {
+        free(bytes);
+        return h5ark_fail(err, H5ARK_INTERNAL, "the reply is shorter than its buffers");
+    }
+    *out = bytes;
+    *len = n;
+    return rc;
+}
+
+int ak_int64_from_buffer(ak_ctx *ctx, int64_t *values, uint64_t n, h5ark_error *err) {
+    /* in a command every rank runs: rank 0's values, every rank making the put */
+    bool every = ranks_call_seq() != 0;
+    if (every && ranks_bcast(0, &n, sizeof n, err)) {
+        free(values);
+        return -1;
+    }
+    h5ark_payload p;
+    h5ark_payload_init(&p);
+    zmq_msg_t msg;
+    int rc = 0;
+    if (!values || n == 0) {
+        free(values);
+    } else if (zmq_msg_init_data(&msg, values, (size_t)(n * 8), free_buffer, NULL) != 0) {
+        free(values);
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    } else {
+        rc = h5ark_payload_append(&p, &msg) ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory")
+                                            : 0;
+        zmq_msg_close(&msg);
+    }
+    h5ark_value *args = h5ark_value_map(), *shape = h5ark_value_array();
+    if (shape && h5ark_value_push(shape, h5ark_value_uint(n))) h5ark_value_destroy(&shape);
+    if (args) {
+        h5ark_value_set(args, "objtype", h5ark_value_str("pdarray"));
+        h5ark_value_set(args, "dtype", h5ark_value_str("int64"));
+        if (h5ark_value_set(args, "shape", shape) || h5ark_value_len(args) != 3)
+            h5ark_value_destroy(&args);
+    } else {
+        h5ark_value_destroy(&shape);
+    }
+    if (rc == 0 && !args) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (every) rc = ranks_agree(rc, err);
+    if (rc == 0) {
+        request sub = *ctx->req;
+        sub.payload = p;
+        rc = put_created(ctx, &sub, args, buffer_list("values", n * 8, NULL, 0), err);
+    } else {
+        h5ark_value_destroy(&args);
+    }
+    h5ark_payload_free(&p);
+    return rc;
+}
+
 /* tondarray<T,1> {array} */
 static int cmd_tondarray(ak_ctx *ctx, h5ark_error *err) {
     const ak_request *in = ctx->in;
@@ -372,9 +479,9 @@ static int cmd_strings_tondarray(ak_ctx *ctx, h5ark_error *err) {
 }
 
 const ak_command ak_transfer_commands[] = {
-    {"array", cmd_array, AK_BINARY_IN},
-    {"arraySegString", cmd_array_strings, AK_BINARY_IN},
-    {"tondarray", cmd_tondarray, AK_READ_ONLY | AK_BINARY_OUT},
-    {"segStr-tondarray", cmd_strings_tondarray, AK_READ_ONLY | AK_BINARY_OUT},
+    {"array", cmd_array, AK_BINARY_IN, RANKS_ZERO},
+    {"arraySegString", cmd_array_strings, AK_BINARY_IN, RANKS_ZERO},
+    {"tondarray", cmd_tondarray, AK_READ_ONLY | AK_BINARY_OUT, RANKS_ZERO},
+    {"segStr-tondarray", cmd_strings_tondarray, AK_READ_ONLY | AK_BINARY_OUT, RANKS_ZERO},
     {0},
 };

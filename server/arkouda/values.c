@@ -1,5 +1,8 @@
 /* Element access for the Arkouda compute commands (see values.h). */
 #include "arkouda/values.h"
+#include "arkouda/commands.h"
+#include "locales.h"
+#include "ranks.h"
 
 #include "objects/strings.h"
 
@@ -103,6 +106,13 @@ const void *ak_elem(const darray *a, uint64_t i) {
     return (const char *)s->data + (i - s->start) * a->itemsize;
 }
 
+int ak_elem_ranks(const darray *a, uint64_t i, void *out, h5ark_error *err) {
+    int b = darray_shard_of(a, i);
+    if (ranks_count() == 1 || locales_is_local(b)) memcpy(out, ak_elem(a, i), a->itemsize);
+    if (ranks_count() == 1) return 0;
+    return ranks_bcast(locales_rank_of(b), out, a->itemsize, err);
+}
+
 const void *ak_range(const darray *a, uint64_t start, uint64_t count, void **scratch) {
     *scratch = NULL;
     if (count == 0) return "";
@@ -173,6 +183,119 @@ void ak_copy_into(darray *a, uint64_t at, const void *src, uint64_t n) {
     }
 }
 
+/* How many of [lo, hi) are in [lo2, hi2). */
+static uint64_t overlap(uint64_t lo, uint64_t hi, uint64_t lo2, uint64_t hi2) {
+    uint64_t a = lo > lo2 ? lo : lo2, b = hi < hi2 ? hi : hi2;
+    return b > a ? b - a : 0;
+}
+
+/* A bool mask's true positions at several ranks (a block distributed mask): each locale
+ * counts its trues, an allreduce gives every rank where each locale's positions go in the
+ * result, and one all to all moves them to the ranks holding those rows of it. */
+static object *mask_positions_ranks(const darray *a, h5ark_error *err) {
+    int L = locales_count(), R = ranks_count(), T = locales_local_count(), me = ranks_self();
+    uint64_t *off = calloc((size_t)L + 1, sizeof *off);
+    uint64_t *sc = calloc((size_t)R, sizeof *sc), *rc_ = calloc((size_t)R, sizeof *rc_);
+    int64_t *send = NULL, *recv = NULL;
+    object *out = NULL;
+    int rc = off && sc && rc_ ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (ranks_agree(rc, err)) goto out;
+    for (int b = locales_local_first(); b < locales_local_first() + T; b++)
+        for (uint64_t i = 0; i < a->shards[b].count; i++)
+            off[b + 1] += ((const uint8_t *)a->shards[b].data)[i] != 0;
+    if (ranks_allreduce_u64(off + 1, (size_t)L, RANKS_SUM, err)) goto out;
+    for (int b = 0; b < L; b++)
+        off[b + 1] += off[b];
+    uint64_t n = off[L];
+    if (!(out = object_new_pdarray(H5ARK_INT64, n, err))) goto out;
+    /* rank r gives result rows [off[r T], off[(r + 1) T]) and holds the rows its locales'
+     * shards of the result start at */
+    uint64_t lo = off[me * T], hi = off[(me + 1) * T];
+    uint64_t my_lo = locales_block_start(n, L, me * T),
+             my_hi = locales_block_start(n, L, me * T + T);
+    for (int r = 0; r < R; r++) {
+        uint64_t r_lo = locales_block_start(n, L, r * T),
+                 r_hi = locales_block_start(n, L, r * T + T);
+        sc[r] = 8 * overlap(lo, hi, r_lo, r_hi);
+        rc_[r] = 8 * overlap(off[r * T], off[(r + 1) * T], my_lo, my_hi);
+    }
+    send = malloc((hi - lo) * 8 + 1);
+    recv = malloc((my_hi - my_lo) * 8 + 1);
+    rc = send && recv ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (ranks_agree(rc, err)) goto fail;
+    uint64_t k = 0;
+    for (int b = locales_local_first(); b < locales_local_first() + T; b++)
+        for (uint64_t i = 0; i < a->shards[b].count; i++)
+            if (((const uint8_t *)a->shards[b].data)[i])
+                send[k++] = (int64_t)(a->shards[b].start + i);
+    if (ranks_alltoallv(send, sc, recv, rc_, err)) goto fail;
+    /* what arrived is this rank's rows of the result, in order */
+    k = 0;
+    for (int b = locales_local_first(); b < locales_local_first() + T; b++) {
+        shard *s = &out->values->shards[b];
+        if (s->count) memcpy(s->data, recv + k, s->count * 8);
+        k += s->count;
+    }
+    goto out;
+fail:
+    object_release(out);
+    out = NULL;
+out:
+    free(off);
+    free(sc);
+    free(rc_);
+    free(send);
+    free(recv);
+    return out;
+}
+
+int ak_put_rows(darray *out, const uint64_t *at, const void *items, uint64_t n, h5ark_error *err) {
+    int R = ranks_count();
+    size_t item = out->itemsize, rec = 8 + item;
+    uint64_t *sc = calloc((size_t)R, sizeof *sc), *rcv = calloc((size_t)R, sizeof *rcv);
+    uint64_t *eight = calloc((size_t)R, sizeof *eight), *fill = calloc((size_t)R, sizeof *fill);
+    char *send = malloc(n * rec + 1), *recv = NULL;
+    int rc = sc && rcv && eight && fill && send
+                 ? 0
+                 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if ((rc = ranks_agree(rc, err))) goto out;
+    /* records (row, element) grouped by the rank holding the row, in the order given */
+    for (uint64_t j = 0; j < n; j++)
+        sc[locales_rank_of(darray_shard_of(out, at[j]))]++;
+    for (int r = 0; r < R; r++) {
+        fill[r] = r ? fill[r - 1] + sc[r - 1] : 0;
+        eight[r] = 8;
+    }
+    for (uint64_t j = 0; j < n; j++) {
+        char *to = send + fill[locales_rank_of(darray_shard_of(out, at[j]))]++ * rec;
+        memcpy(to, &at[j], 8);
+        memcpy(to + 8, (const char *)items + j * item, item);
+    }
+    for (int r = 0; r < R; r++)
+        sc[r] *= rec;
+    if ((rc = ranks_alltoallv(sc, eight, rcv, eight, err))) goto out;
+    uint64_t total = 0;
+    for (int r = 0; r < R; r++)
+        total += rcv[r];
+    recv = malloc(total + 1);
+    rc = recv ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if ((rc = ranks_agree(rc, err)) || (rc = ranks_alltoallv(send, sc, recv, rcv, err))) goto out;
+    for (uint64_t o = 0; o < total; o += rec) {
+        uint64_t row;
+        memcpy(&row, recv + o, 8);
+        shard *s = &out->shards[darray_shard_of(out, row)];
+        memcpy((char *)s->data + (row - s->start) * item, recv + o + 8, item);
+    }
+out:
+    free(sc);
+    free(rcv);
+    free(eight);
+    free(fill);
+    free(send);
+    free(recv);
+    return rc;
+}
+
 object *ak_positions(const object *idx, uint64_t size, h5ark_error *err) {
     if (idx->objtype != H5ARK_PDARRAY || ak_is_float(idx->dtype) || idx->dtype == H5ARK_BIGINT) {
         h5ark_fail(err, H5ARK_TYPE_ERROR, "an index must be an integer or bool array");
@@ -185,6 +308,15 @@ object *ak_positions(const object *idx, uint64_t size, h5ark_error *err) {
                    (unsigned long long)idx->size, (unsigned long long)size);
         return NULL;
     }
+    /* at several ranks, integer positions of a block distributed index: each rank makes its
+     * rows of the result from its own shards (a mask's positions move between ranks) */
+    bool ranks = ranks_count() > 1;
+    if (ranks && !ak_block_layout(a)) {
+        ranks_not_yet(err, "indexing with %s that are not block distributed",
+                      mask ? "a mask" : "positions");
+        return NULL;
+    }
+    if (ranks && mask) return mask_positions_ranks(a, err);
     uint64_t n = 0;
     for (int b = 0; mask && b < a->nshards; b++)
         for (uint64_t i = 0; i < a->shards[b].count; i++)
@@ -194,6 +326,8 @@ object *ak_positions(const object *idx, uint64_t size, h5ark_error *err) {
     uint64_t k = 0;
     for (int b = 0; b < a->nshards; b++) {
         const shard *s = &a->shards[b];
+        if (ranks && !locales_is_local(b)) continue;
+        if (!mask) k = s->start; /* position i of idx is element i of out */
         for (uint64_t i = 0; i < s->count; i++) {
             int64_t v;
             if (mask) {

@@ -26,6 +26,9 @@ bool ak_is_unsigned(h5ark_dtype t); /* unsigned integers, not bool */
 const void *ak_range(const darray *a, uint64_t start, uint64_t count, void **scratch);
 /* Element i's address. */
 const void *ak_elem(const darray *a, uint64_t i);
+/* Element i's itemsize bytes into out on every rank of the call, from the rank holding it
+ * (with one rank, a copy from ak_elem). */
+int ak_elem_ranks(const darray *a, uint64_t i, void *out, h5ark_error *err);
 
 /* "<dtype> <value>" (bool true, int64 3, uint64 18446744073709551500, float64 0.5) into
  * out. */
@@ -40,6 +43,11 @@ const char *ak_string_at(const object *s, uint64_t i, uint64_t *len);
  * gives where it is true, an integer array its entries with negative ones counted from the
  * end. A new int64 pdarray; bad_request naming the first index out of bounds. */
 object *ak_positions(const object *idx, uint64_t size, h5ark_error *err);
+/* At several ranks, in a command every rank runs: n elements (out's itemsize each, at
+ * items) written to rows at[0..n) of `out`, wherever they are held: each rank sends its
+ * elements to the ranks holding their rows, which write them in rank order, then in the
+ * order given (a row given twice keeps the last, as one daemon writing them in order). */
+int ak_put_rows(darray *out, const uint64_t *at, const void *items, uint64_t n, h5ark_error *err);
 /* Copy n elements of a's dtype from src into a at global index `at`. */
 void ak_copy_into(darray *a, uint64_t at, const void *src, uint64_t n);
 

@@ -15,7 +15,9 @@ import zmq
 from conftest import Daemon, daemon_binary, request
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "arkouda"
-CREATED = re.compile(r"^created (id_[0-9A-Za-z]{7}_\d+) (\w+) (\d+) 1 \[(\d+)\] (\d+)$")
+# names: id_<7 letters>_<n>; at several ranks id_<request>[_<k>], the same on every rank
+CREATED = re.compile(r"^created (id_(?:[0-9A-Za-z]{7}_)?\d+(?:_\d+)?) (\w+) (\d+) 1 \[(\d+)\] "
+                     r"(\d+)$")
 
 
 def ak_args(**params):
@@ -96,6 +98,7 @@ def akd(tmp_path_factory):
     sock = tmp_path_factory.mktemp("ak") / "ak.sock"
     d = Daemon(locales=3, extra_args=["--arkouda-endpoint", f"ipc://{sock}"])
     d.ak_endpoint = f"ipc://{sock}"
+    d.locales = 3  # every rank's together (test_ranks_arkouda.py runs these tests at R > 1)
     yield d
     d.cleanup()
 
@@ -122,7 +125,7 @@ def test_connect_handshake(ak, akd):
                 "numLocales", "serverHostname", "ServerPort", "maxTaskPar", "physicalMemory"):
         assert key in config, key
     assert config["byteorder"] == "little"
-    assert config["numLocales"] == 3
+    assert config["numLocales"] == akd.locales
     assert isinstance(config["regexMaxCaptures"], int)
     reg = json.loads(ak.ok("getRegistrationConfig", {}))
     assert reg["parameter_classes"]["array"]["nd"] == [1]
@@ -406,7 +409,7 @@ def created_name(text):
     return m.group(1)
 
 
-def locale_files(path, n=3):
+def locale_files(path, n):
     return [f"{path}_LOCALE{i:04d}" for i in range(n)]
 
 
@@ -422,7 +425,7 @@ def test_pdarray_files(ak, akd):
     assert tohdf(ak, base, "array", "pdarray", 0, values=na) == "Dataset written successfully!"
     tohdf(ak, base, "floats", "pdarray", 1, values=nf)
     tohdf(ak, base, "bools", "pdarray", 1, values=nb)
-    parts = locale_files(base)
+    parts = locale_files(base, akd.locales)
     got = []
     for p in parts:
         with h5py.File(p, "r") as h:
@@ -497,7 +500,7 @@ def test_strings_files(ak, akd):
                     "filename": str(base), "dtype": "<U0", "save_offsets": True,
                     "objType": "strings", "file_format": 1})
     got = []
-    for p in locale_files(base):
+    for p in locale_files(base, akd.locales):
         with h5py.File(p, "r") as h:
             g = h["strings_array"]
             assert g.attrs["ObjType"] == 2
@@ -519,7 +522,7 @@ def test_strings_without_offsets(ak, akd):
         ak.ok("tohdf", {"values": name, "dset": "s", "write_mode": 0, "filename": str(base),
                         "dtype": "<U0", "save_offsets": False, "objType": "strings",
                         "file_format": fmt})
-        files = locale_files(base) if fmt else [base]
+        files = locale_files(base, akd.locales) if fmt else [base]
         got = []
         for p in files:
             with h5py.File(p, "r") as h:
@@ -605,7 +608,7 @@ def test_bigint_read_fetch_write(ak, akd):
     for fmt in (0, 1):
         out = d / f"out{fmt}"
         tohdf(ak, out, "b", "pdarray", 0, fmt, values=name, dtype="bigint")
-        files = locale_files(out) if fmt else [out]
+        files = locale_files(out, akd.locales) if fmt else [out]
         got = []
         for f in files:
             with h5py.File(f, "r") as h:
@@ -766,8 +769,7 @@ def test_dataframe_snapshot(ak, akd):
     with h5py.File(f"{base}_LOCALE0000", "r") as h:
         assert h["df"].attrs["ObjType"] == 6 and h["df"].attrs["NumCols"] == 3
         assert {"Index", "c_1", "c_2", "c_3"} <= set(h["df"])
-    _, items = read_all(ak, ["df"], [f"{base}_LOCALE0000", f"{base}_LOCALE0001",
-                                     f"{base}_LOCALE0002"])
+    _, items = read_all(ak, ["df"], locale_files(base, akd.locales))
     assert items[0]["arkouda_type"] == "DATAFRAME"
     df = json.loads(items[0]["created"])
     assert set(df) == {"Index", "c_1", "c_2", "c_3"}
@@ -1197,24 +1199,6 @@ def test_strings_compute(ak):
         ["x"] * 50
     assert "Strings" in ak.error("concatenateStr", {"objType": "Strings", "names": [idx],
                                                     "mode": "append"})
-
-
-def test_refused_at_several_ranks(tmp_path):
-    """Its commands are not rank-aware: at R > 1 the daemon will not start with it."""
-    from test_ranks import mpi_build
-    mpirun = shutil.which("mpirun")
-    if mpirun is None or not mpi_build():
-        pytest.skip("needs mpirun and an MPI build of h5arkd")
-    if "valgrind" in os.environ.get("H5ARKD_WRAPPER", ""):
-        pytest.skip("mpirun is not run under the wrapper")
-    out = subprocess.run(
-        [mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np", "2",
-         daemon_binary(), "--endpoint", f"ipc://{tmp_path}/n.sock", "--arkouda-endpoint",
-         f"ipc://{tmp_path}/a.sock", "--data-dir", str(tmp_path / "data"), "--locales", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120,
-        env={**os.environ, "ASAN_OPTIONS": "detect_leaks=0"})
-    assert out.returncode != 0
-    assert "--arkouda-endpoint is not available with several ranks" in out.stdout
 
 
 def test_groupby_with_categorical_key(ak, akd):
