@@ -662,11 +662,19 @@ int ranks_scatter_payload(const h5ark_payload *p, int npieces, const int *to,
     return npieces ? h5ark_fail(err, H5ARK_INTERNAL, "ranks_scatter_payload with one rank") : 0;
 }
 
+/* Arkouda's form, id_<7 of [0-9A-Za-z]>_<n> (registry.c), made from the call's number and
+ * how many names it made before: the same on every rank, yet reading as Arkouda's do. */
 void ranks_call_name(char *out, size_t n) {
-    if (call_names++ == 0)
-        snprintf(out, n, "id_%llu", (unsigned long long)call_seq);
-    else
-        snprintf(out, n, "id_%llu_%u", (unsigned long long)call_seq, call_names);
+    static const char alphabet[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    uint64_t x = call_seq * 0x10000u + call_names++ + 0x9e3779b97f4a7c15u; /* splitmix64 */
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+    x ^= x >> 31;
+    char seven[8];
+    for (int i = 0; i < 7; i++, x /= 62)
+        seven[i] = alphabet[x % 62];
+    seven[7] = '\0';
+    snprintf(out, n, "id_%s_%llu", seven, (unsigned long long)call_seq);
 }
 
 int ranks_bcast_value(h5ark_value **v, h5ark_error *err) {

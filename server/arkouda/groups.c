@@ -40,103 +40,6 @@ static int reply_all_created(ak_ctx *ctx, object **objs, size_t n, h5ark_error *
     return 0;
 }
 
-/* The Strings being grouped at several ranks (whole, on rank 0), for the comparison. */
-static _Thread_local const object *sorting;
-
-/* Rows by their strings (bytes, then length: groupby's order), then by row: stable. */
-static int cmp_rows(const void *x, const void *y) {
-    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y, la, lb;
-    const char *pa = ak_string_at(sorting, a, &la), *pb = ak_string_at(sorting, b, &lb);
-    int c = memcmp(pa, pb, la < lb ? la : lb);
-    if (c) return c;
-    if (la != lb) return la < lb ? -1 : 1;
-    return (a > b) - (a < b);
-}
-
-/* unique of one Strings key at several ranks: the strings gathered whole to rank 0
- * (object_gather_whole), which sorts the rows as groupby does, and the permutation,
- * segments and unique strings put back through the native put within the call. */
-static int unique_strings_ranks(ak_ctx *ctx, const object *key, bool groups, h5ark_error *err) {
-    object *ws = NULL;
-    uint64_t n = key->size, ngroups = 0, len = 0;
-    int64_t *perm = NULL, *segs = NULL;
-    char *bytes = NULL;
-    int rc = object_gather_whole(key, &ws, err);
-    if (rc == 0 && ws) {
-        perm = malloc(n * 8 + 8), segs = malloc(n * 8 + 8);
-        if (!perm || !segs) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    }
-    if (rc == 0 && ws) {
-        for (uint64_t i = 0; i < n; i++)
-            perm[i] = (int64_t)i;
-        sorting = ws;
-        qsort(perm, n, 8, cmp_rows);
-        for (uint64_t i = 0; i < n; i++) {
-            uint64_t la, lb;
-            const char *pa = ak_string_at(ws, (uint64_t)perm[i], &la);
-            const char *pb = i ? ak_string_at(ws, (uint64_t)perm[i - 1], &lb) : NULL;
-            if (!i || la != lb || memcmp(pa, pb, la) != 0) {
-                segs[ngroups++] = (int64_t)i;
-                len += la + 1;
-            }
-        }
-        if (!(bytes = malloc(len + 1))) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        for (uint64_t g = 0, at = 0; bytes && g < ngroups; g++) {
-            uint64_t l;
-            const char *p = ak_string_at(ws, (uint64_t)perm[segs[g]], &l);
-            memcpy(bytes + at, p, l + 1);
-            at += l + 1;
-        }
-    }
-    object_whole_free(ws);
-    if (ranks_agree(rc, err)) {
-        free(perm);
-        free(segs);
-        free(bytes);
-        return -1;
-    }
-    /* published in order, every rank or none: each put agrees; a later failure removes
-     * the earlier ones on every rank */
-    char *made[3] = {0};
-    int m = 0;
-    if (groups) {
-        rc = ak_int64_from_buffer(ctx, perm, n, err);
-        perm = NULL;
-        if (rc == 0) made[m++] = ctx->msg, ctx->msg = NULL;
-        if (rc == 0) rc = ak_int64_from_buffer(ctx, segs, ngroups, err);
-        segs = NULL;
-        if (rc == 0) made[m++] = ctx->msg, ctx->msg = NULL;
-    }
-    if (rc == 0)
-        rc = ak_strings_from_rank0(ctx, bytes, len, err);
-    else
-        free(bytes);
-    if (rc == 0) made[m++] = ctx->msg, ctx->msg = NULL;
-    char *joined = NULL;
-    if (rc == 0 && asprintf(&joined, "%s%s%s%s%s", made[0], m > 1 ? "+" : "", m > 1 ? made[1] : "",
-                            m > 2 ? "+" : "", m > 2 ? made[2] : "") < 0)
-        joined = NULL;
-    if (rc == 0 && !joined) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    rc = ranks_agree(rc, err);
-    if (rc) /* the names made (the second word of each created text), on every rank */
-        for (int i = 0; i < m; i++) {
-            char name[256];
-            if (made[i] && sscanf(made[i], "created %255s", name) == 1)
-                registry_remove(name, &(h5ark_error){0});
-        }
-    for (int i = 0; i < m; i++)
-        free(made[i]);
-    free(perm);
-    free(segs);
-    if (rc) {
-        free(joined);
-        return -1;
-    }
-    free(ctx->msg);
-    ctx->msg = joined;
-    return 0;
-}
-
 /* unique {returnGroupStr, assumeSortedStr, nstr, keynames, keytypes}: the permutation and
  * segments of the grouping (with returnGroupStr), then each key's unique values. */
 static int cmd_unique(ak_ctx *ctx, h5ark_error *err) {
@@ -157,14 +60,6 @@ static int cmd_unique(ak_ctx *ctx, h5ark_error *err) {
             rc = -1;
         else if (keys[k]->size != keys[0]->size)
             rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "the keys differ in length");
-    }
-    if (rc == 0 && n == 1 && keys[0]->objtype == H5ARK_STRINGS && ranks_call_seq()) {
-        rc = unique_strings_ranks(ctx, keys[0], groups, err);
-        object_release(keys[0]);
-        free(keys);
-        free(out);
-        json_decref(names);
-        return rc;
     }
     object *gb = rc == 0 ? groupby_make(keys, n, err) : NULL;
     if (rc == 0 && !gb) rc = -1;

@@ -2,10 +2,10 @@
 commands converted give what they give at R = 1 (the wire tests below are those of
 test_arkouda_wire.py, run against R = 2 and 3; they compare with numpy, which the one-rank
 daemon matches in test_arkouda_wire.py), the seeded and order-dependent ones are compared
-with a one-rank daemon of the same total locales, and what is still refused answers
-Arkouda's error with the ranks_not_yet message, changes nothing, and the daemon goes on."""
+with a one-rank daemon of the same total locales."""
 import json
 
+import h5py
 import numpy as np
 import pytest
 
@@ -63,6 +63,7 @@ def single_ak(akd):
     sock = akd.tmp / "one.sock"
     d = Daemon(locales=akd.locales, extra_args=["--arkouda-endpoint", f"ipc://{sock}"])
     c = Ak(f"ipc://{sock}")
+    c.data_dir = d.data_dir
     yield c
     c.close()
     d.cleanup()
@@ -352,22 +353,37 @@ def test_reductions_across_ranks(ak):
     assert ak.ok("maxAll<float64,1>", {"x": f}) == "float64 nan"
 
 
-def test_refused_parts_of_converted_commands(ak, akd):
-    """What is left refused at several ranks answers the clear error, changes nothing, and
-    the daemon goes on: unique of several keys with Strings among them, Strings written
-    without their offsets."""
-    a, _, _ = upload(ak, np.arange(10, dtype=np.int64))
-    s = put_strings(ak, ["a", "bc", "d"])
-    t, _, _ = upload(ak, np.arange(3, dtype=np.int64))
-    before = {i["name"] for i in json.loads(ak.ok("info", {"names": "__AllSymbols__"}))}
-    assert "not available on several ranks yet: groupby of a strings key" in ak.error(
-        "unique", {"returnGroupStr": False, "keynames": [s, t], "keytypes": ["Strings",
-                                                                              "pdarray"]})
-    msg = ak.error("tohdf", {"values": s, "dset": "s", "write_mode": 0,
-                             "filename": str(akd.data_dir / "nooff"), "save_offsets": False,
-                             "objType": "strings", "file_format": 1})
-    assert "not available on several ranks yet: tohdf of strings without segments" in msg
-    assert not list(akd.data_dir.glob("nooff*"))
-    assert {i["name"] for i in json.loads(ak.ok("info", {"names": "__AllSymbols__"}))} == before
+def test_strings_among_keys_and_without_offsets(ak, single_ak, akd):
+    """unique of a Strings key beside a pdarray key, and Strings written without their
+    offsets (one file and per locale): the same as one daemon."""
+    words = np.random.default_rng(8).choice(["x", "", "yy", "x\u00e9", "ab"], 1501).tolist()
+    nums = np.arange(1501, dtype=np.int64) % 4
+
+    def run(c, data_dir):
+        s = put_strings(c, words)
+        t, _, _ = upload(c, nums)
+        parts = c.ok("unique", {"returnGroupStr": True, "assumeSortedStr": False, "nstr": 2,
+                                "keynames": [s, t], "keytypes": ["Strings", "pdarray"]}).split("+")
+        sizes = [int(p.split()[3]) for p in parts[:2]]
+        got = [download(c, created_name(p), "int64", k).tolist()
+               for p, k in zip(parts[:2], sizes)]
+        got += [get_strings(c, parts[2].split()[1]),
+                download(c, created_name(parts[4]), "int64", sizes[1]).tolist()]  # [3]: the bytes
+        files = {}
+        for fmt in (0, 1):
+            c.ok("tohdf", {"values": s, "dset": "s", "write_mode": 0, "save_offsets": False,
+                           "objType": "strings", "file_format": fmt,
+                           "filename": str(data_dir / f"nooff{fmt}")})
+            for path in sorted(data_dir.glob(f"nooff{fmt}*")):
+                with h5py.File(path, "r") as f:
+                    assert "segments" not in f["s"]
+                    files[path.name] = f["s/values"][()].tobytes()
+        return got, files
+
+    got, files = run(ak, akd.data_dir)
+    assert (got, files) == run(single_ak, single_ak.data_dir)
+    pairs = sorted(set(zip([w.encode() for w in words], nums.tolist())))
+    assert got[2] == [p[0].decode() for p in pairs] and got[3] == [p[1] for p in pairs]
+    assert files["nooff0"] == b"".join(w.encode() + b"\0" for w in words)
+    assert b"".join(v for k, v in sorted(files.items()) if k != "nooff0") == files["nooff0"]
     assert ak.ok("note", {"message": "still here"}) == "noted"
-    np.testing.assert_array_equal(download(ak, a, "int64", 10), np.arange(10))
