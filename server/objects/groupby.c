@@ -643,6 +643,25 @@ static void block_starts(uint64_t n, uint64_t *starts) {
     starts[R] = n;
 }
 
+/* Records held in sorted order, `nheld` here, evened out to the block distribution of
+ * all n over the ranks (*fin: this rank's nloc, `width` bytes each). pstarts and tgt are
+ * R + 1 words of scratch. */
+static int even_out(const void *in, uint64_t nheld, uint64_t n, uint64_t nloc, size_t width,
+                    uint64_t *pstarts, uint64_t *tgt, void **fin, uint64_t *reserved,
+                    h5ark_error *err) {
+    int R = ranks_count();
+    memset(pstarts, 0, ((size_t)R + 1) * sizeof *pstarts);
+    pstarts[ranks_self() + 1] = nheld;
+    if (ranks_allreduce_u64(pstarts, (size_t)R + 1, RANKS_SUM, err)) return -1;
+    for (int r = 0; r < R; r++)
+        pstarts[r + 1] += pstarts[r];
+    block_starts(n, tgt);
+    if (ranks_scratch(nloc * width, fin, reserved, err) ||
+        rebalance(in, pstarts, tgt, width, *fin, err))
+        return -1;
+    return 0;
+}
+
 /* The GroupBy object from its parts (its components take references; the caller keeps
  * its own): Arkouda's components and the group count, the same at one rank or several. */
 static object *groupby_assemble(uint64_t n, object *perm, object *segments, object *uik,
@@ -733,14 +752,7 @@ static int sort_words(const object *const *src, size_t nkeys, uint64_t n, uint64
         goto fail;
     qsort(got, ngot, w * 8, rec_cmp);
     /* 4. evened out to permutation's block distribution */
-    pstarts[me + 1] = ngot;
-    if (ranks_allreduce_u64(pstarts, (size_t)R + 1, RANKS_SUM, err)) goto fail;
-    for (int r = 0; r < R; r++)
-        pstarts[r + 1] += pstarts[r];
-    block_starts(n, tgt);
-    if (ranks_scratch(nloc * w * 8, (void **)fin, reserved, err) ||
-        rebalance(got, pstarts, tgt, w * 8, *fin, err))
-        goto fail;
+    if (even_out(got, ngot, n, nloc, w * 8, pstarts, tgt, (void **)fin, reserved, err)) goto fail;
     rc = 0;
     goto out;
 fail:
@@ -976,14 +988,7 @@ static int sort_bytes(const object *const *src, size_t nkeys, uint64_t n, uint64
         pairs[2 * i] = g;
     }
     /* 5. evened out to permutation's block distribution */
-    pstarts[me + 1] = ngot;
-    if (ranks_allreduce_u64(pstarts, (size_t)R + 1, RANKS_SUM, err)) goto fail;
-    for (int r = 0; r < R; r++)
-        pstarts[r + 1] += pstarts[r];
-    block_starts(n, tgt);
-    if (ranks_scratch(nloc * 16, (void **)fin, reserved, err) ||
-        rebalance(pairs, pstarts, tgt, 16, *fin, err))
-        goto fail;
+    if (even_out(pairs, ngot, n, nloc, 16, pstarts, tgt, (void **)fin, reserved, err)) goto fail;
     rc = 0;
     goto out;
 fail:
