@@ -77,14 +77,6 @@ int ak_reply_made(ak_ctx *ctx, dispatch_result *res, const char *name, h5ark_err
 /* Strings made from `len` bytes (each string followed by a NUL; malloc'd, taken), reply
  * their created text. */
 int ak_strings_from_buffer(ak_ctx *ctx, char *bytes, uint64_t len, h5ark_error *err);
-/* In a command every rank runs at several ranks: Strings from rank 0's bytes (each string
- * followed by a NUL; malloc'd, taken; NULL on the other ranks) through the native put run
- * within the call; reply their created text. */
-int ak_strings_from_rank0(ak_ctx *ctx, char *bytes, uint64_t len, h5ark_error *err);
-/* In a command every rank runs at several ranks: the Strings of s's strings at the int64
- * positions idx (checked), both gathered whole to rank 0 (object_gather_whole), which takes
- * them; published through ak_strings_from_rank0. */
-int ak_strings_take(ak_ctx *ctx, const object *s, const object *idx, h5ark_error *err);
 /* The bytes of Strings `name` (each string and its NUL), gathered through the native get:
  * a malloc'd copy of *len bytes. */
 int ak_strings_values(ak_ctx *ctx, const char *name, char **out, uint64_t *len, h5ark_error *err);

@@ -91,8 +91,6 @@ static int cmd_int_index(ak_ctx *ctx, h5ark_error *err) {
 
 /* The rows of src at the positions of idx (checked), published. */
 static int take_created(ak_ctx *ctx, const object *src, const object *idx, h5ark_error *err) {
-    if (ranks_call_seq() && src->objtype == H5ARK_STRINGS)
-        return ak_strings_take(ctx, src, idx, err);
     object *out = groupby_take(src, idx, err);
     if (!out) return -1;
     int rc = ak_reply_created(ctx, out, err);

@@ -188,32 +188,6 @@ static int cmd_binopvs(ak_ctx *ctx, h5ark_error *err) {
     return rc;
 }
 
-int ak_strings_take(ak_ctx *ctx, const object *s, const object *idx, h5ark_error *err) {
-    object *ws = NULL, *wi = NULL; /* whole on rank 0 */
-    int rc = object_gather_whole(s, &ws, err);
-    if (rc == 0) rc = object_gather_whole(idx, &wi, err);
-    char *bytes = NULL;
-    uint64_t len = 0, n;
-    for (int pass = 0; rc == 0 && ws && pass < 2; pass++) {
-        uint64_t at = 0;
-        for (uint64_t k = 0; k < idx->size; k++) {
-            const char *p =
-                ak_string_at(ws, (uint64_t) * (const int64_t *)ak_elem(wi->values, k), &n);
-            if (pass) memcpy(bytes + at, p, n + 1);
-            at += n + 1;
-        }
-        if (!pass && !(bytes = malloc((len = at) + 1)))
-            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    }
-    if (ws) object_whole_free(ws);
-    if (wi) object_whole_free(wi);
-    if (ranks_agree(rc, err)) {
-        free(bytes);
-        return -1;
-    }
-    return ak_strings_from_rank0(ctx, bytes, len, err);
-}
-
 /* segmentedIndex {subcmd intIndex|sliceIndex|pdarrayIndex, objType, dtype, obj, key} */
 static int cmd_index(ak_ctx *ctx, h5ark_error *err) {
     const char *sub, *key;
@@ -292,10 +266,7 @@ static int cmd_index(ak_ctx *ctx, h5ark_error *err) {
     }
     if (rc == 0 && !idx) rc = -1;
     object *out = NULL;
-    if (rc == 0 && ranks_call_seq()) /* the strings' bytes gathered, taken on rank 0 */
-        rc = ak_strings_take(ctx, s, idx, err);
-    else if (rc == 0 && !(out = groupby_take(s, idx, err)))
-        rc = -1;
+    if (rc == 0 && !(out = groupby_take(s, idx, err))) rc = -1;
     if (rc == 0 && out) rc = ak_reply_created(ctx, out, err);
     object_release(out);
     object_release(idx);

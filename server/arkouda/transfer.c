@@ -156,8 +156,7 @@ static int strings_created(ak_ctx *ctx, const h5ark_payload *p, h5ark_error *err
         zmq_msg_close(&segs);
         if (bad) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     }
-    /* in a command every rank runs, the other ranks are waiting to put these with rank 0
-     * (ak_strings_from_rank0) */
+    /* in a command every rank runs, the ranks agree before the put they make together */
     if (ranks_call_seq()) rc = ranks_agree(rc, err);
     if (rc == 0) {
         h5ark_value *args = h5ark_value_map();
@@ -199,27 +198,6 @@ int ak_strings_from_buffer(ak_ctx *ctx, char *bytes, uint64_t len, h5ark_error *
         ranks_agree(rc, err);
     h5ark_payload_free(&p);
     return rc;
-}
-
-int ak_strings_from_rank0(ak_ctx *ctx, char *bytes, uint64_t len, h5ark_error *err) {
-    uint64_t sizes[2] = {len, 0}; /* bytes, strings */
-    for (uint64_t i = 0; bytes && i < len; i++)
-        sizes[1] += bytes[i] == '\0';
-    if (ranks_bcast(0, sizes, sizeof sizes, err)) {
-        free(bytes);
-        return -1;
-    }
-    if (ranks_self() == 0) return ak_strings_from_buffer(ctx, bytes, len, err);
-    free(bytes);
-    /* rank 0's put, run here on this rank's shards: the same arguments, no payload */
-    if (ranks_agree(0, err)) return -1;
-    h5ark_value *args = h5ark_value_map();
-    if (args) {
-        h5ark_value_set(args, "objtype", h5ark_value_str("strings"));
-        h5ark_value_set(args, "size", h5ark_value_uint(sizes[1]));
-    }
-    return put_created(ctx, ctx->req, args,
-                       buffer_list("segments", sizes[1] * 8, "values", sizes[0]), err);
 }
 
 /* arraySegString<uint8> {size}: the strings' bytes, each followed by a NUL. */
