@@ -1077,11 +1077,15 @@ static object *make_ranks(object *const *keys, size_t nkeys, object **codes, h5a
         src[k] = &fobj[k];
         if (fetch_rows(s->values, rows, nloc, buf, err)) goto out;
     }
-    /* records sorted and evened out: kw words of keys, then the row */
+    /* records sorted and evened out: kw words of keys, then the row. Progress as at one
+     * rank (n rows a key's sort, then n for the groups), each counted once the collective
+     * step that ends it is over: rank 0's status then holds for every rank */
     size_t w = bytes ? 2 : nkeys + 1, kw = w - 1;
+    progress_start(progress_here(), PROGRESS_ROWS, n * (nkeys + 1));
     if (bytes ? sort_bytes(src, nkeys, n, &fin, &reserved, err)
               : sort_words(src, nkeys, n, &fin, &reserved, err))
         goto out;
+    progress_add(progress_here(), n * nkeys);
     gstarts = calloc((size_t)R + 1, sizeof *gstarts);
     last = calloc((size_t)R * (w + 1), sizeof *last);
     gcount = calloc((size_t)L, sizeof *gcount);
@@ -1187,6 +1191,7 @@ static object *make_ranks(object *const *keys, size_t nkeys, object **codes, h5a
         }
     }
     gb = groupby_assemble(n, perm, segments, uik, keys, nkeys, ngroups, err);
+    if (gb) progress_add(progress_here(), n);
 out:
     for (size_t k = 0; fs && k < nkeys; k++)
         free(fs[k].data);

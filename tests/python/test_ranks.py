@@ -1066,6 +1066,39 @@ def group_keys(label):
     }[label]
 
 
+def test_groupby_reports_progress(multi):
+    """`status` on rank 0 shows a groupby's rows as one daemon counts them (a sort a key,
+    then the groups), rising, and nothing once it is done."""
+    rows = 6_000_000
+    name = f"prog{multi.ranks}"
+    hdr, _ = call(multi.endpoint, "create", {"dtype": "int64", "fill": "randint", "low": 0,
+                                             "high": 1 << 40, "size": rows, "seed": 3,
+                                             "name": name})
+    assert hdr["ok"], hdr
+    reply = {}
+    worker = threading.Thread(target=lambda: reply.update(
+        call(multi.endpoint, "groupby", {"keys": [name, name]})[0]))
+    worker.start()
+    seen = []
+    while worker.is_alive():
+        hdr, _ = call(multi.endpoint, "status")
+        assert hdr["ok"], hdr
+        seen += [e for e in hdr["result"]["requests"] if e["cmd"] == "groupby"]
+        time.sleep(0.005)
+    worker.join()
+    assert reply["ok"], reply
+    measured = [e for e in seen if e["unit"] is not None]
+    assert measured, seen
+    for e in measured:
+        assert e["unit"] == "rows" and e["total"] == 3 * rows, e
+        assert e["done"] in (0, 2 * rows, 3 * rows), e
+    dones = [e["done"] for e in measured]
+    assert dones == sorted(dones), dones
+    hdr, _ = call(multi.endpoint, "status")
+    assert not [e for e in hdr["result"]["requests"] if e["cmd"] == "groupby"]
+    call(multi.endpoint, "delete", {"names": [name, reply["result"]["object"]["name"]]})
+
+
 GROUPS = ["int64 few values", "int64 many values", "float64 nan and zeros", "uint64 high bits",
           "two keys", "three keys", "one group", "sorted", "reversed",
           "fewer rows than locales", "empty", "large, skewed"]
