@@ -139,15 +139,15 @@ static int broadcast_ranks(ak_ctx *ctx, object *segs, object *vals, object *perm
     uint64_t hi =
         out ? out->values->shards[first + T - 1].start + out->values->shards[first + T - 1].count
             : 0;
-    uint64_t *rows = NULL;
+    uint64_t *rows = NULL, reserved = 0; /* rows and items, counted against --max-memory */
     char *items = NULL;
     if (out) {
         for (int b = first; b < first + T; b++)
             if (out->values->shards[b].count)
                 memset(out->values->shards[b].data, 0, out->values->shards[b].count * item);
-        rows = perm ? malloc((hi - lo) * 8 + 1) : NULL;
-        items = perm ? malloc((hi - lo) * item + 1) : NULL;
-        if (perm && (!rows || !items)) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        if (perm && (registry_scratch((hi - lo) * 8, (void **)&rows, &reserved, err) ||
+                     registry_scratch((hi - lo) * item, (void **)&items, &reserved, err)))
+            rc = -1;
     }
     /* the group of row lo: the last segment starting at or before it */
     uint64_t g = 0;
@@ -176,6 +176,7 @@ static int broadcast_ranks(ak_ctx *ctx, object *segs, object *vals, object *perm
     object_release(out);
     free(rows);
     free(items);
+    registry_unreserve(reserved);
     free(sg);
     free(vl);
     return rc;

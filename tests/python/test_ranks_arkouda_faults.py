@@ -3,6 +3,7 @@ daemon run as two ranks: an allocation or I/O call failing on rank 0 or rank 1 g
 clear Arkouda error, publishes nothing, leaves no partial file, and the next command
 works."""
 import json
+import tempfile
 
 import h5py
 import numpy as np
@@ -171,3 +172,44 @@ def test_fault_on_one_rank(akd, inputs, what, rank, cls):
     finally:
         ok(ep, "fault", {"nth": 0})
         c.close()
+
+
+def test_scratch_within_max_memory():
+    """The buffers that move rows between ranks ([pdarray]=pdarray's pairs and records, a
+    bool mask's positions) are counted against each rank's --max-memory as the objects are:
+    past it that is resource_limit, nothing changes or is published, the memory comes back,
+    and a smaller operation works."""
+    if not mpi_build():
+        pytest.skip("h5arkd was built without MPI")
+    sock = f"ipc://{tempfile.mkdtemp(prefix='akmem-')}/ak.sock"
+    d = MpiDaemon(2, 2, extra_args=["--arkouda-endpoint", sock, "--max-memory", "56M"])
+    c = Ak(sock)
+    try:
+        n = 2_000_000  # 8 MB of int64 a rank; the objects below take 32 MB of it
+        a = np.arange(n, dtype=np.int64)
+        names = [upload(c, arr)[0] for arr in (a, a[::-1].copy(), np.ones(n, bool))]
+        target, pos = names[0], names[1]
+        used = ok(d.endpoint, "getconfig")[0]["memory_used"]
+        before = symbols(c)
+        for _ in range(2):  # the same again: what the first took was given back
+            msg = c.error("[pdarray]=pdarray", {"array": target, "idx": pos, "value": pos})
+            assert "--max-memory" in msg, msg
+            assert ok(d.endpoint, "getconfig")[0]["memory_used"] == used
+            assert symbols(c) == before
+            np.testing.assert_array_equal(download(c, target, "int64", n), a)  # unchanged
+        # positions of a mask of n trues: n int64 of result and twice that moving them
+        hold = upload(c, np.zeros(n // 2, np.int64))[0]  # 4 MB a rank more
+        msg = c.error("[pdarray]", {"array": target, "idx": names[2]})
+        assert "--max-memory" in msg, msg
+        assert ok(d.endpoint, "getconfig")[0]["memory_used"] == used + n // 2 * 8 // 2
+        c.ok("delete", {"name": hold})
+        small = upload(c, np.arange(1000, dtype=np.int64))[0]
+        idx = upload(c, np.arange(1000, dtype=np.int64)[::-1].copy())[0]
+        vals = upload(c, np.arange(1000, dtype=np.int64) * 3)[0]
+        assert c.ok("[pdarray]=pdarray", {"array": small, "idx": idx, "value": vals}) == \
+            f"{small} success"
+        np.testing.assert_array_equal(download(c, small, "int64", 1000),
+                                      np.arange(1000)[::-1] * 3)
+    finally:
+        c.close()
+        d.cleanup()
