@@ -74,6 +74,13 @@ def commands(a, n):
                                       "allow_errors": False, "calc_string_offsets": False,
                                       "dsets": ["a"], "filenames": ["in"], "tag_data": False},
                        None),
+        "concatenate": ("concatenate<int64,1>", {"names": [n["a"], n["b"]], "axis": 0,
+                                                 "offsets": ["0", str(N)]},
+                        lambda c, out: (out, np.concatenate([a, a[::-1]]))),
+        "uniqueStrings": ("unique", {"returnGroupStr": False, "keynames": [n["words"]],
+                                     "keytypes": ["Strings"]}, None),
+        "slice": ("[slice]<int64,1>", {"array": n["a"], "starts": 7, "stops": N, "strides": 3,
+                                       "max_bits": 0}, lambda c, out: (out, a[7::3])),
         "segmentedIndex": ("segmentedIndex", {"subcmd": "pdarrayIndex", "objType": "Strings",
                                               "dtype": "<U0", "obj": n["words"],
                                               "key": n["pos"]}, None),
@@ -97,6 +104,9 @@ def check_success(c, akd, a, what, r, p, check):
         want = a.copy()
         want[(a * 7) % N] = a[::-1]
         np.testing.assert_array_equal(download(c, p["array"], "int64", N), want)
+    elif what == "uniqueStrings":
+        words = [str(v % 17) * (v % 4) for v in a.tolist()]
+        assert get_strings(c, created_name(r["msg"])) == sorted(set(words))
     elif what == "segmentedIndex":
         words = [str(v % 17) * (v % 4) for v in a.tolist()]
         assert get_strings(c, created_name(r["msg"])) == [words[i] for i in (a * 7) % N]
@@ -115,7 +125,8 @@ def check_success(c, akd, a, what, r, p, check):
 
 @pytest.mark.parametrize("what,rank,cls", [
     (what, rank, cls) for what in ("binopvv", "mask", "assign", "cumSum", "unique", "gbbroadcast",
-                                   "tohdf", "readAllHdf", "segmentedIndex")
+                                   "tohdf", "readAllHdf", "segmentedIndex", "concatenate",
+                                   "uniqueStrings", "slice")
     for rank in (1, 0) for cls in ("alloc", "io") if cls == "alloc" or what in ("tohdf",
                                                                                 "readAllHdf")])
 def test_fault_on_one_rank(akd, inputs, what, rank, cls):

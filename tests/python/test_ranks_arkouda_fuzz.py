@@ -13,6 +13,7 @@ from test_fuzz_live import ak_fuzz
 pytestmark = pytest.mark.skipif(MPIRUN is None, reason="mpirun is not installed (openmpi-bin)")
 
 MESSAGES = int(os.environ.get("H5ARK_FUZZ_AK_RANKS_MESSAGES", "2500"))
+RANKS = int(os.environ.get("H5ARK_FUZZ_AK_RANKS", "2"))  # by hand: 3 and more
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +21,7 @@ def akd(tmp_path_factory):
     if not mpi_build():
         pytest.skip("h5arkd was built without MPI")
     sock = tmp_path_factory.mktemp("akfz") / "ak.sock"
-    d = MpiDaemon(2, 2, extra_args=["--arkouda-endpoint", f"ipc://{sock}",
+    d = MpiDaemon(RANKS, 2, extra_args=["--arkouda-endpoint", f"ipc://{sock}",
                                     "--max-memory", "256M"])
     d.ak_endpoint = f"ipc://{sock}"
     yield d
@@ -29,7 +30,7 @@ def akd(tmp_path_factory):
 
 def test_live_fuzz_arkouda_two_ranks(akd):
     ranks = akd.rank_pids()
-    assert len(ranks) == 2
+    assert len(ranks) == RANKS
     kinds = ak_fuzz(akd.endpoint, akd.ak_endpoint, MESSAGES,
                     int(os.environ.get("H5ARK_FUZZ_SEED", "20261125")))
     assert akd.proc.poll() is None, akd.read_log()
@@ -46,4 +47,4 @@ def test_live_fuzz_arkouda_two_ranks(akd):
         np.testing.assert_array_equal(download(c, out, "int64", size), np.cumsum(arr))
     finally:
         c.close()
-    print(f"{MESSAGES} Arkouda messages at two ranks, all answered: {kinds}")
+    print(f"{MESSAGES} Arkouda messages at {RANKS} ranks, all answered: {kinds}")
