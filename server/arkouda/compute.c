@@ -8,6 +8,7 @@
 #include "locales.h"
 #include "ranks.h"
 #include "registry.h"
+#include "sysio.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -764,13 +765,15 @@ static void red_locale(int locale, void *arg) {
     }
 }
 
-/* At several ranks: every rank's parts (its locales') to rank 0, into j->parts. */
-static int gather_parts(red_job *j, h5ark_error *err) {
+/* At several ranks: every rank's parts (its locales') to rank 0, into j->parts; rc is this
+ * rank's outcome so far, agreed on before anything moves (a rank failing alone before the
+ * gather must not leave the others waiting in it). */
+static int gather_parts(red_job *j, int rc, h5ark_error *err) {
     int R = ranks_count(), T = locales_local_count();
     uint64_t piece = (uint64_t)T * sizeof *j->parts;
-    uint64_t *counts = calloc((size_t)R, sizeof *counts);
-    red_part *all = calloc((size_t)R * (size_t)T, sizeof *all);
-    int rc = counts && all ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    uint64_t *counts = rc ? NULL : sysio.calloc((size_t)R, sizeof *counts);
+    red_part *all = rc ? NULL : sysio.calloc((size_t)R * (size_t)T, sizeof *all);
+    if (rc == 0 && !(counts && all)) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     for (int r = 0; counts && r < R; r++)
         counts[r] = piece;
     if (ranks_agree(rc, err) == 0) {
@@ -801,13 +804,11 @@ static int cmd_reduce(ak_ctx *ctx, h5ark_error *err) {
                           h5ark_dtype_name(dt));
     }
     int n = x->values->nshards;
-    red_job j = {.x = x, .kind = kind, .parts = calloc((size_t)n, sizeof *j.parts)};
-    if (!j.parts) {
-        object_release(x);
-        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    }
-    if (x->size) locales_run(red_locale, &j);
-    if (ranks_count() > 1 && gather_parts(&j, err)) {
+    red_job j = {.x = x, .kind = kind, .parts = sysio.calloc((size_t)n, sizeof *j.parts)};
+    int rc = j.parts ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (rc == 0 && x->size) locales_run(red_locale, &j);
+    if (ranks_count() > 1) rc = gather_parts(&j, rc, err);
+    if (rc) {
         free(j.parts);
         object_release(x);
         return -1;
@@ -863,7 +864,7 @@ static int cmd_reduce(ak_ctx *ctx, h5ark_error *err) {
     free(j.parts);
     object_release(x);
     char text[96];
-    int rc = 0;
+    rc = 0;
     switch (kind) {
     case R_ALL: rc = ak_reply(ctx, err, "bool %s", r.all ? "true" : "false"); break;
     case R_ANY: rc = ak_reply(ctx, err, "bool %s", r.any ? "true" : "false"); break;

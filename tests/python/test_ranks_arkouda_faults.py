@@ -79,6 +79,7 @@ def commands(a, n):
                         lambda c, out: (out, np.concatenate([a, a[::-1]]))),
         "uniqueStrings": ("unique", {"returnGroupStr": False, "keynames": [n["words"]],
                                      "keytypes": ["Strings"]}, None),
+        "sumAll": ("sumAll<int64,1>", {"x": n["a"], "skipNan": False}, None),
         "slice": ("[slice]<int64,1>", {"array": n["a"], "starts": 7, "stops": N, "strides": 3,
                                        "max_bits": 0}, lambda c, out: (out, a[7::3])),
         "segmentedIndex": ("segmentedIndex", {"subcmd": "pdarrayIndex", "objType": "Strings",
@@ -104,6 +105,8 @@ def check_success(c, akd, a, what, r, p, check):
         want = a.copy()
         want[(a * 7) % N] = a[::-1]
         np.testing.assert_array_equal(download(c, p["array"], "int64", N), want)
+    elif what == "sumAll":
+        assert r["msg"] == f"int64 {int(a.sum())}", r
     elif what == "uniqueStrings":
         words = [str(v % 17) * (v % 4) for v in a.tolist()]
         assert get_strings(c, created_name(r["msg"])) == sorted(set(words))
@@ -126,7 +129,7 @@ def check_success(c, akd, a, what, r, p, check):
 @pytest.mark.parametrize("what,rank,cls", [
     (what, rank, cls) for what in ("binopvv", "mask", "assign", "cumSum", "unique", "gbbroadcast",
                                    "tohdf", "readAllHdf", "segmentedIndex", "concatenate",
-                                   "uniqueStrings", "slice")
+                                   "uniqueStrings", "slice", "sumAll")
     for rank in (1, 0) for cls in ("alloc", "io") if cls == "alloc" or what in ("tohdf",
                                                                                 "readAllHdf")])
 def test_fault_on_one_rank(akd, inputs, what, rank, cls):
