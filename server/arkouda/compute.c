@@ -948,12 +948,13 @@ static int cmd_cumsum(ak_ctx *ctx, h5ark_error *err) {
          * before it and hands its own on; with includeInitial every sum moves one row on,
          * some onto the next rank (ak_put_rows) */
         int me = ranks_self(), first = locales_local_first(), T = locales_local_count();
-        uint64_t nloc = 0, j = 0, *rows = NULL;
+        uint64_t nloc = 0, j = 0, *rows = NULL, reserved = 0; /* against --max-memory */
         char *vals = NULL;
         for (int b = first; b < first + T; b++)
             nloc += x->values->shards[b].count;
-        if (initial && (!(rows = malloc(nloc * 8 + 1)) || !(vals = malloc(nloc * 8 + 1))))
-            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        if (initial && (registry_scratch(nloc * 8, (void **)&rows, &reserved, err) ||
+                        registry_scratch(nloc * 8, (void **)&vals, &reserved, err)))
+            rc = -1;
         rc = ranks_agree(rc, err);
         if (rc == 0 && me > 0) rc = ranks_recv(me - 1, &run, sizeof run, err);
         for (int b = first; rc == 0 && b < first + T; b++) {
@@ -973,6 +974,7 @@ static int cmd_cumsum(ak_ctx *ctx, h5ark_error *err) {
         }
         free(rows);
         free(vals);
+        registry_unreserve(reserved);
     }
     /* one pass in order: each output element's shard is looked up once per shard run */
     for (uint64_t i = 0; rc == 0 && ranks_count() == 1 && i < n;) {

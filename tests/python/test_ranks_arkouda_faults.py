@@ -189,8 +189,8 @@ def test_fault_on_one_rank(akd, inputs, what, rank, cls):
 
 
 def test_scratch_within_max_memory():
-    """The buffers that move rows between ranks ([pdarray]=pdarray's pairs and records, a
-    bool mask's positions) are counted against each rank's --max-memory as the objects are:
+    """The buffers that move rows between ranks ([pdarray]=pdarray's pairs and records,
+    cumSum's sums moved one row on, a bool mask's positions) are counted against each rank's --max-memory as the objects are:
     past it that is resource_limit, nothing changes or is published, the memory comes back,
     and a smaller operation works."""
     if not mpi_build():
@@ -211,6 +211,11 @@ def test_scratch_within_max_memory():
             assert ok(d.endpoint, "getconfig")[0]["memory_used"] == used
             assert symbols(c) == before
             np.testing.assert_array_equal(download(c, target, "int64", n), a)  # unchanged
+            # cumSum with includeInitial: every sum one row on, through the same records
+            msg = c.error("cumSum<int64,1>", {"x": target, "axis": 0, "includeInitial": True})
+            assert "--max-memory" in msg, msg
+            assert ok(d.endpoint, "getconfig")[0]["memory_used"] == used
+            assert symbols(c) == before
         # positions of a mask of n trues: n int64 of result and twice that moving them
         hold = upload(c, np.zeros(n // 2, np.int64))[0]  # 4 MB a rank more
         msg = c.error("[pdarray]", {"array": target, "idx": names[2]})
