@@ -6,6 +6,7 @@
 #include "locales.h"
 #include "ranks.h"
 #include "registry.h"
+#include "sysio.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -240,7 +241,7 @@ static int cmd_concatenate(ak_ctx *ctx, h5ark_error *err) {
     json_t *names = ak_arg_list(ctx->in, "names", err);
     if (!names) return -1;
     size_t n = json_array_size(names);
-    object **parts = calloc(n ? n : 1, sizeof *parts);
+    object **parts = sysio.calloc(n ? n : 1, sizeof *parts);
     int rc = parts ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     uint64_t total = 0;
     if (rc == 0 && n == 0) rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "nothing to concatenate");
@@ -254,6 +255,9 @@ static int cmd_concatenate(ak_ctx *ctx, h5ark_error *err) {
         else
             total += parts[k]->size;
     }
+    /* a rank failing alone so far (out of memory) must not leave the others in the next
+     * collective (making `out`) */
+    if (ranks_call_seq()) rc = ranks_agree(rc, err);
     object *out = rc == 0 ? object_new_pdarray(parts[0]->dtype, total, err) : NULL;
     if (rc == 0 && !out) rc = -1;
     if (rc == 0 && ranks_count() > 1) {
