@@ -471,6 +471,9 @@ static int cmd_bigint_create(ak_ctx *ctx, h5ark_error *err) {
                             (unsigned long long)parts[i]->size, parts[0]->name,
                             (unsigned long long)parts[0]->size);
     }
+    /* every failure of one rank alone (out of memory) goes through an agreement before the
+     * next collective: making `big`, and each limb */
+    if (ranks_call_seq()) rc = ranks_agree(rc, err);
     object *big =
         rc == 0 ? object_new_composite(H5ARK_PDARRAY, H5ARK_BIGINT, parts[0]->size, err) : NULL;
     if (rc == 0 && !big) rc = -1;
@@ -489,6 +492,7 @@ static int cmd_bigint_create(ak_ctx *ctx, h5ark_error *err) {
         char name[32];
         snprintf(name, sizeof name, "Limb_%zu", j);
         rc = limb && object_add_component(big, name, limb, err) == 0 ? 0 : -1;
+        if (ranks_call_seq()) rc = ranks_agree(rc, err);
         object_release(limb);
     }
     if (rc == 0) rc = ak_reply_created(ctx, big, err);
