@@ -190,9 +190,10 @@ def test_fault_on_one_rank(akd, inputs, what, rank, cls):
 
 def test_scratch_within_max_memory():
     """The buffers that move rows between ranks ([pdarray]=pdarray's pairs and records,
-    cumSum's sums moved one row on, a bool mask's positions) are counted against each rank's --max-memory as the objects are:
-    past it that is resource_limit, nothing changes or is published, the memory comes back,
-    and a smaller operation works."""
+    cumSum's sums moved one row on, a bool mask's positions, gbbroadcast's whole copies)
+    are counted against each rank's --max-memory as the objects are: past it that is
+    resource_limit, nothing changes or is published, the memory comes back, and a smaller
+    operation works."""
     if not mpi_build():
         pytest.skip("h5arkd was built without MPI")
     sock = f"ipc://{tempfile.mkdtemp(prefix='akmem-')}/ak.sock"
@@ -222,6 +223,15 @@ def test_scratch_within_max_memory():
         assert "--max-memory" in msg, msg
         assert ok(d.endpoint, "getconfig")[0]["memory_used"] == used + n // 2 * 8 // 2
         c.ok("delete", {"name": hold})
+        # gbbroadcast of one group a row: the segments and values copied whole to every rank
+        segs, gvals = upload(c, a)[0], upload(c, a * 2)[0]
+        used = ok(d.endpoint, "getconfig")[0]["memory_used"]
+        before = symbols(c)
+        msg = c.error("gbbroadcast", {"permName": "none", "segName": segs, "valName": gvals,
+                                      "permute": False, "size": n})
+        assert "--max-memory" in msg, msg
+        assert ok(d.endpoint, "getconfig")[0]["memory_used"] == used
+        assert symbols(c) == before
         small = upload(c, np.arange(1000, dtype=np.int64))[0]
         idx = upload(c, np.arange(1000, dtype=np.int64)[::-1].copy())[0]
         vals = upload(c, np.arange(1000, dtype=np.int64) * 3)[0]
