@@ -71,6 +71,18 @@ int registry_reserve(uint64_t bytes, h5ark_error *err) {
 void registry_unreserve(uint64_t bytes) {
     atomic_fetch_sub(&memory_used, bytes);
 }
+int registry_scratch(uint64_t bytes, void **p, uint64_t *reserved, h5ark_error *err) {
+    *p = NULL;
+    if (registry_reserve(bytes, err)) return -1;
+    if (!(*p = malloc(bytes ? bytes : 1))) {
+        registry_unreserve(bytes);
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory allocating %llu bytes",
+                          (unsigned long long)bytes);
+    }
+    *reserved += bytes;
+    return 0;
+}
+
 uint64_t registry_memory_used(void) {
     return atomic_load(&memory_used);
 }

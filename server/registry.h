@@ -22,6 +22,10 @@ int registry_reserve(uint64_t bytes, h5ark_error *err);
 int registry_reserve_only(uint64_t bytes, h5ark_error *err);
 void registry_make_room(void); /* shrink the cache to what live objects leave free */
 void registry_unreserve(uint64_t bytes);
+/* Scratch memory of a command, counted as above: reserve `bytes`, then allocate them into
+ * *p (NULL on failure; resource_limit past --max-memory or out of memory). *reserved grows
+ * by what stays reserved: registry_unreserve it once the buffers are freed. */
+int registry_scratch(uint64_t bytes, void **p, uint64_t *reserved, h5ark_error *err);
 uint64_t registry_memory_used(void);
 uint64_t registry_memory_limit(void);
 size_t registry_count(void); /* objects published under a name */

@@ -8,6 +8,7 @@
 #include "locales.h"
 #include "ranks.h"
 #include "registry.h"
+#include "sysio.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -470,6 +471,9 @@ static int cmd_bigint_create(ak_ctx *ctx, h5ark_error *err) {
                             (unsigned long long)parts[i]->size, parts[0]->name,
                             (unsigned long long)parts[0]->size);
     }
+    /* every failure of one rank alone (out of memory) goes through an agreement before the
+     * next collective: making `big`, and each limb */
+    if (ranks_call_seq()) rc = ranks_agree(rc, err);
     object *big =
         rc == 0 ? object_new_composite(H5ARK_PDARRAY, H5ARK_BIGINT, parts[0]->size, err) : NULL;
     if (rc == 0 && !big) rc = -1;
@@ -488,6 +492,7 @@ static int cmd_bigint_create(ak_ctx *ctx, h5ark_error *err) {
         char name[32];
         snprintf(name, sizeof name, "Limb_%zu", j);
         rc = limb && object_add_component(big, name, limb, err) == 0 ? 0 : -1;
+        if (ranks_call_seq()) rc = ranks_agree(rc, err);
         object_release(limb);
     }
     if (rc == 0) rc = ak_reply_created(ctx, big, err);
@@ -764,13 +769,15 @@ static void red_locale(int locale, void *arg) {
     }
 }
 
-/* At several ranks: every rank's parts (its locales') to rank 0, into j->parts. */
-static int gather_parts(red_job *j, h5ark_error *err) {
+/* At several ranks: every rank's parts (its locales') to rank 0, into j->parts; rc is this
+ * rank's outcome so far, agreed on before anything moves (a rank failing alone before the
+ * gather must not leave the others waiting in it). */
+static int gather_parts(red_job *j, int rc, h5ark_error *err) {
     int R = ranks_count(), T = locales_local_count();
     uint64_t piece = (uint64_t)T * sizeof *j->parts;
-    uint64_t *counts = calloc((size_t)R, sizeof *counts);
-    red_part *all = calloc((size_t)R * (size_t)T, sizeof *all);
-    int rc = counts && all ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    uint64_t *counts = rc ? NULL : sysio.calloc((size_t)R, sizeof *counts);
+    red_part *all = rc ? NULL : sysio.calloc((size_t)R * (size_t)T, sizeof *all);
+    if (rc == 0 && !(counts && all)) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     for (int r = 0; counts && r < R; r++)
         counts[r] = piece;
     if (ranks_agree(rc, err) == 0) {
@@ -801,13 +808,11 @@ static int cmd_reduce(ak_ctx *ctx, h5ark_error *err) {
                           h5ark_dtype_name(dt));
     }
     int n = x->values->nshards;
-    red_job j = {.x = x, .kind = kind, .parts = calloc((size_t)n, sizeof *j.parts)};
-    if (!j.parts) {
-        object_release(x);
-        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    }
-    if (x->size) locales_run(red_locale, &j);
-    if (ranks_count() > 1 && gather_parts(&j, err)) {
+    red_job j = {.x = x, .kind = kind, .parts = sysio.calloc((size_t)n, sizeof *j.parts)};
+    int rc = j.parts ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (rc == 0 && x->size) locales_run(red_locale, &j);
+    if (ranks_count() > 1) rc = gather_parts(&j, rc, err);
+    if (rc) {
         free(j.parts);
         object_release(x);
         return -1;
@@ -863,7 +868,7 @@ static int cmd_reduce(ak_ctx *ctx, h5ark_error *err) {
     free(j.parts);
     object_release(x);
     char text[96];
-    int rc = 0;
+    rc = 0;
     switch (kind) {
     case R_ALL: rc = ak_reply(ctx, err, "bool %s", r.all ? "true" : "false"); break;
     case R_ANY: rc = ak_reply(ctx, err, "bool %s", r.any ? "true" : "false"); break;
@@ -947,12 +952,13 @@ static int cmd_cumsum(ak_ctx *ctx, h5ark_error *err) {
          * before it and hands its own on; with includeInitial every sum moves one row on,
          * some onto the next rank (ak_put_rows) */
         int me = ranks_self(), first = locales_local_first(), T = locales_local_count();
-        uint64_t nloc = 0, j = 0, *rows = NULL;
+        uint64_t nloc = 0, j = 0, *rows = NULL, reserved = 0; /* against --max-memory */
         char *vals = NULL;
         for (int b = first; b < first + T; b++)
             nloc += x->values->shards[b].count;
-        if (initial && (!(rows = malloc(nloc * 8 + 1)) || !(vals = malloc(nloc * 8 + 1))))
-            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        if (initial && (registry_scratch(nloc * 8, (void **)&rows, &reserved, err) ||
+                        registry_scratch(nloc * 8, (void **)&vals, &reserved, err)))
+            rc = -1;
         rc = ranks_agree(rc, err);
         if (rc == 0 && me > 0) rc = ranks_recv(me - 1, &run, sizeof run, err);
         for (int b = first; rc == 0 && b < first + T; b++) {
@@ -972,6 +978,7 @@ static int cmd_cumsum(ak_ctx *ctx, h5ark_error *err) {
         }
         free(rows);
         free(vals);
+        registry_unreserve(reserved);
     }
     /* one pass in order: each output element's shard is looked up once per shard run */
     for (uint64_t i = 0; rc == 0 && ranks_count() == 1 && i < n;) {

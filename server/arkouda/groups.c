@@ -88,15 +88,17 @@ static int64_t i64_at(const object *a, uint64_t i) {
 
 /* At several ranks: a copy of the whole of `a` on every rank (each rank's shards, the rest
  * zeros, summed word by word over the ranks); NULL with err set (on every rank) when it
- * fails. Its segments and values are one per group: few beside the rows. */
-static void *whole_copy(const object *a, h5ark_error *err) {
+ * fails. Its segments and values are one per group: few beside the rows, but as many as
+ * the rows at worst, so counted against --max-memory (*reserved grows). */
+static void *whole_copy(const object *a, uint64_t *reserved, h5ark_error *err) {
     const darray *d = a->values;
     uint64_t words = (d->size * d->itemsize + 7) / 8;
-    uint64_t *w = calloc(words ? words : 1, 8);
-    if (ranks_agree(w ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory"), err)) {
+    uint64_t *w = NULL;
+    if (ranks_agree(registry_scratch(words * 8, (void **)&w, reserved, err), err)) {
         free(w);
         return NULL;
     }
+    memset(w, 0, words * 8);
     for (int b = 0; b < d->nshards; b++)
         if (locales_is_local(b) && d->shards[b].count)
             memcpy((char *)w + d->shards[b].start * d->itemsize, d->shards[b].data,
@@ -115,10 +117,12 @@ static int broadcast_ranks(ak_ctx *ctx, object *segs, object *vals, object *perm
                            h5ark_error *err) {
     if ((perm && !ak_block_layout(perm->values)))
         return ranks_not_yet(err, "gbbroadcast with a permutation not block distributed");
-    int64_t *sg = whole_copy(segs, err);
-    char *vl = sg ? whole_copy(vals, err) : NULL;
+    uint64_t reserved = 0; /* the copies, rows and items: against --max-memory */
+    int64_t *sg = whole_copy(segs, &reserved, err);
+    char *vl = sg ? whole_copy(vals, &reserved, err) : NULL;
     if (!vl) {
         free(sg);
+        registry_unreserve(reserved);
         return -1;
     }
     int rc = 0;
@@ -145,9 +149,9 @@ static int broadcast_ranks(ak_ctx *ctx, object *segs, object *vals, object *perm
         for (int b = first; b < first + T; b++)
             if (out->values->shards[b].count)
                 memset(out->values->shards[b].data, 0, out->values->shards[b].count * item);
-        rows = perm ? malloc((hi - lo) * 8 + 1) : NULL;
-        items = perm ? malloc((hi - lo) * item + 1) : NULL;
-        if (perm && (!rows || !items)) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        if (perm && (registry_scratch((hi - lo) * 8, (void **)&rows, &reserved, err) ||
+                     registry_scratch((hi - lo) * item, (void **)&items, &reserved, err)))
+            rc = -1;
     }
     /* the group of row lo: the last segment starting at or before it */
     uint64_t g = 0;
@@ -176,6 +180,7 @@ static int broadcast_ranks(ak_ctx *ctx, object *segs, object *vals, object *perm
     object_release(out);
     free(rows);
     free(items);
+    registry_unreserve(reserved);
     free(sg);
     free(vl);
     return rc;

@@ -6,6 +6,7 @@
 #include "locales.h"
 #include "ranks.h"
 #include "registry.h"
+#include "sysio.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -193,14 +194,14 @@ static int cmd_pdarray_assign(ak_ctx *ctx, h5ark_error *err) {
         const shard *s = &a->values->shards[b];
         if (!ranks || locales_is_local(b)) ak_copy_into(out->values, s->start, s->data, s->count);
     }
-    uint64_t nloc = 0, *rows = NULL;
+    uint64_t nloc = 0, *rows = NULL, reserved = 0; /* rows and vals, against --max-memory */
     char *vals = NULL;
     if (rc == 0 && ranks) { /* this rank's (row, value) pairs, in order */
         for (int b = locales_local_first(); b < locales_local_first() + locales_local_count(); b++)
             nloc += pos->values->shards[b].count;
-        rows = malloc(nloc * 8 + 1);
-        vals = malloc(nloc * out->values->itemsize + 1);
-        if (!rows || !vals) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        if (registry_scratch(nloc * 8, (void **)&rows, &reserved, err) ||
+            registry_scratch(nloc * out->values->itemsize, (void **)&vals, &reserved, err))
+            rc = -1;
     }
     uint64_t first = ranks && pos ? pos->values->shards[locales_local_first()].start : 0;
     for (uint64_t k = 0; rc == 0 && k < (ranks ? nloc : pos->size); k++) {
@@ -221,6 +222,7 @@ static int cmd_pdarray_assign(ak_ctx *ctx, h5ark_error *err) {
     }
     free(rows);
     free(vals);
+    registry_unreserve(reserved);
     if (rc == 0) {
         out->tag = a->tag;
         rc = registry_remove(name, err) || registry_publish(out, name, err) ? -1 : 0;
@@ -239,7 +241,7 @@ static int cmd_concatenate(ak_ctx *ctx, h5ark_error *err) {
     json_t *names = ak_arg_list(ctx->in, "names", err);
     if (!names) return -1;
     size_t n = json_array_size(names);
-    object **parts = calloc(n ? n : 1, sizeof *parts);
+    object **parts = sysio.calloc(n ? n : 1, sizeof *parts);
     int rc = parts ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     uint64_t total = 0;
     if (rc == 0 && n == 0) rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "nothing to concatenate");
@@ -253,6 +255,9 @@ static int cmd_concatenate(ak_ctx *ctx, h5ark_error *err) {
         else
             total += parts[k]->size;
     }
+    /* a rank failing alone so far (out of memory) must not leave the others in the next
+     * collective (making `out`) */
+    if (ranks_call_seq()) rc = ranks_agree(rc, err);
     object *out = rc == 0 ? object_new_pdarray(parts[0]->dtype, total, err) : NULL;
     if (rc == 0 && !out) rc = -1;
     if (rc == 0 && ranks_count() > 1) {
@@ -263,9 +268,10 @@ static int cmd_concatenate(ak_ctx *ctx, h5ark_error *err) {
             for (int b = locales_local_first(); b < locales_local_first() + locales_local_count();
                  b++)
                 nloc += parts[k]->values->shards[b].count;
-        uint64_t *rows = malloc(nloc * 8 + 1);
-        char *vals = malloc(nloc * item + 1);
-        bool ok = rows && vals;
+        uint64_t *rows = NULL, reserved = 0; /* rows and vals, against --max-memory */
+        char *vals = NULL;
+        bool ok = registry_scratch(nloc * 8, (void **)&rows, &reserved, err) == 0 &&
+                  registry_scratch(nloc * item, (void **)&vals, &reserved, err) == 0;
         for (size_t k = 0; ok && k < n; at += parts[k++]->size)
             for (int b = 0; b < parts[k]->values->nshards; b++) {
                 const shard *s = &parts[k]->values->shards[b];
@@ -274,11 +280,12 @@ static int cmd_concatenate(ak_ctx *ctx, h5ark_error *err) {
                     rows[j] = at + s->start + r;
                 if (s->count) memcpy(vals + (j - s->count) * item, s->data, s->count * item);
             }
-        rc = ok ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        rc = ok ? 0 : -1;
         int moved = ak_put_rows(out->values, rows, vals, ok ? nloc : 0, err);
         rc = ranks_agree(moved || rc ? -1 : 0, err);
         free(rows);
         free(vals);
+        registry_unreserve(reserved);
     }
     uint64_t at = 0;
     for (size_t k = 0; rc == 0 && ranks_count() == 1 && k < n; k++)

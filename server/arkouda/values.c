@@ -3,6 +3,7 @@
 #include "arkouda/commands.h"
 #include "locales.h"
 #include "ranks.h"
+#include "registry.h"
 
 #include "objects/strings.h"
 
@@ -197,6 +198,7 @@ static object *mask_positions_ranks(const darray *a, h5ark_error *err) {
     uint64_t *off = calloc((size_t)L + 1, sizeof *off);
     uint64_t *sc = calloc((size_t)R, sizeof *sc), *rc_ = calloc((size_t)R, sizeof *rc_);
     int64_t *send = NULL, *recv = NULL;
+    uint64_t reserved = 0; /* send and recv, counted against --max-memory */
     object *out = NULL;
     int rc = off && sc && rc_ ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     if (ranks_agree(rc, err)) goto out;
@@ -219,9 +221,10 @@ static object *mask_positions_ranks(const darray *a, h5ark_error *err) {
         sc[r] = 8 * overlap(lo, hi, r_lo, r_hi);
         rc_[r] = 8 * overlap(off[r * T], off[(r + 1) * T], my_lo, my_hi);
     }
-    send = malloc((hi - lo) * 8 + 1);
-    recv = malloc((my_hi - my_lo) * 8 + 1);
-    rc = send && recv ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    rc = registry_scratch((hi - lo) * 8, (void **)&send, &reserved, err) ||
+                 registry_scratch((my_hi - my_lo) * 8, (void **)&recv, &reserved, err)
+             ? -1
+             : 0;
     if (ranks_agree(rc, err)) goto fail;
     uint64_t k = 0;
     for (int b = locales_local_first(); b < locales_local_first() + T; b++)
@@ -246,6 +249,7 @@ out:
     free(rc_);
     free(send);
     free(recv);
+    registry_unreserve(reserved);
     return out;
 }
 
@@ -254,10 +258,11 @@ int ak_put_rows(darray *out, const uint64_t *at, const void *items, uint64_t n, 
     size_t item = out->itemsize, rec = 8 + item;
     uint64_t *sc = calloc((size_t)R, sizeof *sc), *rcv = calloc((size_t)R, sizeof *rcv);
     uint64_t *eight = calloc((size_t)R, sizeof *eight), *fill = calloc((size_t)R, sizeof *fill);
-    char *send = malloc(n * rec + 1), *recv = NULL;
-    int rc = sc && rcv && eight && fill && send
-                 ? 0
-                 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    char *send = NULL, *recv = NULL;
+    uint64_t reserved = 0; /* the records sent and received, counted against --max-memory */
+    int rc = !(sc && rcv && eight && fill)
+                 ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory")
+                 : registry_scratch(n * rec, (void **)&send, &reserved, err);
     if ((rc = ranks_agree(rc, err))) goto out;
     /* records (row, element) grouped by the rank holding the row, in the order given */
     for (uint64_t j = 0; j < n; j++)
@@ -277,8 +282,7 @@ int ak_put_rows(darray *out, const uint64_t *at, const void *items, uint64_t n, 
     uint64_t total = 0;
     for (int r = 0; r < R; r++)
         total += rcv[r];
-    recv = malloc(total + 1);
-    rc = recv ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    rc = registry_scratch(total, (void **)&recv, &reserved, err);
     if ((rc = ranks_agree(rc, err)) || (rc = ranks_alltoallv(send, sc, recv, rcv, err))) goto out;
     for (uint64_t o = 0; o < total; o += rec) {
         uint64_t row;
@@ -293,6 +297,7 @@ out:
     free(fill);
     free(send);
     free(recv);
+    registry_unreserve(reserved);
     return rc;
 }
 

@@ -575,14 +575,7 @@ static int rec_cmp(const void *a, const void *b) {
 
 /* Collective scratch: every rank reserves and allocates, and all agree. */
 static int ranks_scratch(uint64_t bytes, void **p, uint64_t *reserved, h5ark_error *err) {
-    int rc = registry_reserve(bytes, err);
-    if (rc == 0) {
-        *reserved += bytes;
-        if (!(*p = malloc(bytes ? bytes : 1)))
-            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory grouping",
-                            ranks_self());
-    }
-    return ranks_agree(rc, err);
+    return ranks_agree(registry_scratch(bytes, p, reserved, err), err);
 }
 
 /* Element counts [a0, a1) and [b0, b1) overlap by how many. */

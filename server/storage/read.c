@@ -109,34 +109,32 @@ static int read_files(char *const *paths, size_t npaths, const char *const *data
     storage_read_item *out = NULL;
     size_t built = 0;
     int rc = -1;
+    /* every failure up to the agreement below goes through it: a rank failing alone (out of
+     * memory here) must not leave the others waiting in a later agreement */
+    int src = 0;
     const read_file_error *last = st.nerrors ? &st.errors[st.nerrors - 1] : NULL;
     if (st.stopped) {
         h5ark_fail(err, last->code, "%s", last->message);
         h5ark_fail_context(err, "cannot read '%s'", files_display(paths[last->index]));
-        goto out;
+        src = -1;
     }
-    for (size_t i = 0; i < st.nerrors; i++) {
+    for (size_t i = 0; src == 0 && i < st.nerrors; i++) {
         const read_file_error *e = &st.errors[i];
         char line[sizeof err->message + PATH_MAX];
         snprintf(line, sizeof line, "%s: %s", files_display(paths[e->index]), e->message);
-        if (h5ark_value_push(file_errors, h5ark_value_str(line))) {
-            h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-            goto out;
-        }
+        if (h5ark_value_push(file_errors, h5ark_value_str(line)))
+            src = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     }
-    for (size_t i = 0; i < st.warnings.n; i++)
-        if (h5ark_value_push(warnings, h5ark_value_str(st.warnings.v[i]))) {
-            h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-            goto out;
-        }
-    if (st.nerrors == npaths) {
-        h5ark_fail(err, last->code, "none of the %zu files could be read; '%s': %s", npaths,
-                   files_display(paths[last->index]), last->message);
-        goto out;
-    }
-    int src = 0;
+    for (size_t i = 0; src == 0 && i < st.warnings.n; i++)
+        if (h5ark_value_push(warnings, h5ark_value_str(st.warnings.v[i])))
+            src = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (src == 0 && st.nerrors == npaths)
+        src = h5ark_fail(err, last->code, "none of the %zu files could be read; '%s': %s", npaths,
+                         files_display(paths[last->index]), last->message);
     for (size_t i = 0; opts->ranged && src == 0 && i < st.names.n; i++)
         src = schema_slice(&st.nodes[i], opts->start, opts->stop, err);
+    if (src == 0 && !(out = sysio.calloc(st.names.n ? st.names.n : 1, sizeof *out)))
+        src = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     /* every rank reads the row bounds from the files itself: agree on the outcome */
     if (ranks_call_seq()) src = ranks_agree(src, err);
     if (src) goto out;
@@ -144,11 +142,6 @@ static int read_files(char *const *paths, size_t npaths, const char *const *data
     for (size_t i = 0; i < st.names.n; i++)
         total += node_bytes(&st.nodes[i]);
     progress_start(progress_here(), PROGRESS_BYTES, total);
-    out = sysio.calloc(st.names.n ? st.names.n : 1, sizeof *out);
-    if (!out) {
-        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        goto out;
-    }
     for (; built < st.names.n; built++) {
         read_node *ds = &st.nodes[built];
         storage_read_item *it = &out[built];

@@ -189,8 +189,33 @@ AK_SEEDS = [
     ("cumSum<int64,1>", {"x": "keep", "axis": "0", "includeInitial": "True"}, None),
     ("unique", {"returnGroupStr": "True", "keynames": '["keep"]', "keytypes": '["pdarray"]'},
      None),
+    ("unique", {"returnGroupStr": "True", "nstr": "0", "keynames": '["keep", "mask"]',
+                "keytypes": '["pdarray", "pdarray"]'}, None),
     ("gbbroadcast", {"permName": "none", "segName": "keep", "valName": "keep",
                      "permute": "False", "size": "10"}, None),
+    ("[pdarray]", {"array": "keep", "idx": "mask"}, None),
+    ("[pdarray]=pdarray", {"array": "keep", "idx": "keep", "value": "keep"}, None),
+    ("[int]<int64,1>", {"array": "keep", "idx": "-1"}, None),
+    ("concatenate<int64,1>", {"names": '["keep", "untouched"]', "axis": "0",
+                              "offsets": '["0", "10"]'}, None),
+    ("set<int64,1>", {"array": "keep", "dtype": "int64", "val": "3"}, None),
+    ("cast<int64,float64,1>", {"name": "keep"}, None),
+    ("str<int64,1>", {"array": "keep", "printThresh": "5"}, None),
+    ("argmaxAll<int64,1>", {"x": "keep"}, None),
+    ("segmentedBinopvv", {"op": "==", "objType": "Strings", "obj": "words",
+                          "otherType": "Strings", "other": "words", "left": "False",
+                          "delim": ""}, None),
+    ("segmentedBinopvs", {"op": "==", "objType": "Strings", "obj": "words",
+                          "otherType": "str", "other": "b"}, None),
+    ("segmentedIndex", {"subcmd": "pdarrayIndex", "objType": "Strings", "dtype": "<U0",
+                        "obj": "words", "key": "keep"}, None),
+    ("segmentedIndex", {"subcmd": "intIndex", "objType": "Strings", "dtype": "<U0",
+                        "obj": "words", "key": "1"}, None),
+    ("unique", {"returnGroupStr": "True", "assumeSortedStr": "False", "nstr": "2",
+                "keynames": '["words"]', "keytypes": '["Strings"]'}, None),
+    ("tohdf", {"values": "words", "dset": "s", "write_mode": "0", "filename": "akfuzz_s",
+               "objType": "strings", "file_format": "1", "save_offsets": "True"}, None),
+    ("readAllHdf", {"dsets": '["s"]', "filenames": '["akfuzz_s*"]'}, None),
     ("tohdf", {"values": "keep", "dset": "a", "write_mode": "0", "filename": "akfuzz",
                "objType": "pdarray", "file_format": "0"}, None),
     ("readAllHdf", {"dsets": '["a"]', "filenames": '["akfuzz"]'}, None),
@@ -200,13 +225,14 @@ AK_SEEDS = [
                        "arg2": "4", "seed": "1"}, None),
     ("segmentedSplit", {"parent_name": "keep", "objtype": "Matcher", "max": "0",
                         "return_segs": "True", "pattern": ","}, None),
-    ("segmentedIndex", {"subcmd": "sliceIndex", "objType": "Strings", "obj": "keep",
+    ("segmentedIndex", {"subcmd": "sliceIndex", "objType": "Strings", "obj": "words",
                         "key": '["0", "2", "1"]'}, None),
 ]
 
 AK_VALUES = ["", "x", "-1", "0", "99999999999999999999", str(2**62), "1.5", "nan", "True",
              "[", "[]", '["keep"]', '[1, 2]', '{"segments": "keep"}', "keep", "big",
-             "../../etc/passwd", "/", "\x00", "é" * 20, "None"]
+             "../../etc/passwd", "/", "\x00", "é" * 20, "None", "mask", "words", '["words"]',
+             "Strings", "pdarray", "-9223372036854775808", "4", "1e300"]
 
 
 def ak_envelope(rng, cmd, params, binary):
@@ -251,25 +277,34 @@ def ak_message(rng):
     return [text]
 
 
-def test_live_fuzz_arkouda(tmp_path, start_daemon):
-    sock_path = f"ipc://{tmp_path}/ak.sock"
-    d = start_daemon(locales=3, max_memory="256M", extra_args=["--arkouda-endpoint", sock_path])
+def ak_fuzz(endpoint, ak_endpoint, count, seed):
+    """Seed `keep`, `untouched` and `big` through the native endpoint, send count mutated
+    Arkouda envelopes (pipelined) to ak_endpoint; every reply must be one well-formed frame.
+    Returns the reply kinds counted."""
     for name in ("keep", "untouched"):
-        assert request(d.endpoint, {"v": 1, "cmd": "create", "args": {
+        assert request(endpoint, {"v": 1, "cmd": "create", "args": {
             "dtype": "int64", "size": 10, "fill": "arange", "stop": 10, "name": name}})[0]["ok"]
     limbs = np.arange(6, dtype=np.uint64) << np.uint64(60)  # a bigint of two limbs
-    assert request(d.endpoint, {"v": 1, "cmd": "put", "args": {
+    assert request(endpoint, {"v": 1, "cmd": "put", "args": {
         "dtype": "bigint", "shape": [3], "name": "big"},
         "buffers": [{"name": "Limb_0", "nbytes": 24}, {"name": "Limb_1", "nbytes": 24}]},
         [limbs[:3].tobytes(), limbs[3:].tobytes()])[0]["ok"]
-    rng = random.Random(int(os.environ.get("H5ARK_FUZZ_SEED", "20261125")))
+    assert request(endpoint, {"v": 1, "cmd": "put", "args": {
+        "dtype": "bool", "shape": [10], "name": "mask"},
+        "buffers": [{"name": "values", "nbytes": 10}]},
+        [bytes([1, 0, 0, 1, 1, 0, 1, 0, 0, 1])])[0]["ok"]
+    assert request(endpoint, {"v": 1, "cmd": "put", "args": {
+        "objtype": "strings", "shape": [4], "name": "words"},
+        "buffers": [{"name": "segments", "nbytes": 32}, {"name": "values", "nbytes": 8}]},
+        [np.array([0, 2, 4, 7], np.int64).tobytes() + b"a\x00b\x00cd\x00\x00"])[0]["ok"]
+    rng = random.Random(seed)
     sock = zmq.Context.instance().socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)
-    sock.connect(sock_path)
+    sock.connect(ak_endpoint)
     answered = 0
     kinds = {}
     try:
-        for parts in pipelined(sock, AK_MESSAGES, lambda i: sock.send_multipart(ak_message(rng))):
+        for parts in pipelined(sock, count, lambda i: sock.send_multipart(ak_message(rng))):
             answered += 1
             assert len(parts) == 1, parts  # Arkouda's client reads one frame
             frame = parts[0]
@@ -282,9 +317,17 @@ def test_live_fuzz_arkouda(tmp_path, start_daemon):
                 kinds["binary"] = kinds.get("binary", 0) + 1
     finally:
         sock.close()
-    assert answered == AK_MESSAGES
-    assert d.alive()
-    hdr, frames = request(d.endpoint, {"v": 1, "cmd": "get", "args": {"name": "untouched"}})
+    assert answered == count
+    hdr, frames = request(endpoint, {"v": 1, "cmd": "get", "args": {"name": "untouched"}})
     assert hdr["ok"] and np.array_equal(np.frombuffer(b"".join(frames), np.int64), np.arange(10))
     assert kinds.get("NORMAL") and kinds.get("ERROR") and kinds.get("binary")
+    return kinds
+
+
+def test_live_fuzz_arkouda(tmp_path, start_daemon):
+    sock_path = f"ipc://{tmp_path}/ak.sock"
+    d = start_daemon(locales=3, max_memory="256M", extra_args=["--arkouda-endpoint", sock_path])
+    kinds = ak_fuzz(d.endpoint, sock_path, AK_MESSAGES,
+                    int(os.environ.get("H5ARK_FUZZ_SEED", "20261125")))
+    assert d.alive()
     print(f"{AK_MESSAGES} Arkouda messages, all answered: {kinds}")
