@@ -29,7 +29,8 @@ WIRE_TESTS = [
     "test_bigint_from_uint_arrays", "test_slice_dtypes", "test_indexing", "test_clients_at_once",
     "test_strings_compute", "test_segmented_split", "test_unique_and_broadcast",
 ]
-globals().update({name: getattr(wire, name) for name in WIRE_TESTS})
+# and its client fixture `ak`, which then connects to this module's `akd`
+globals().update({name: getattr(wire, name) for name in WIRE_TESTS + ["ak"]})
 
 pytestmark = pytest.mark.skipif(MPIRUN is None, reason="mpirun is not installed (openmpi-bin)")
 
@@ -48,13 +49,6 @@ def akd(request, tmp_path_factory):
     d.ranks, d.locales, d.data_dir = ranks, ranks * threads, d.tmp / "data"
     yield d
     d.cleanup()
-
-
-@pytest.fixture
-def ak(akd):
-    c = Ak(akd.ak_endpoint)
-    yield c
-    c.close()
 
 
 @pytest.fixture(scope="module")
