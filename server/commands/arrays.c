@@ -579,6 +579,35 @@ static uint64_t next_run(const h5ark_value *rows, size_t n, size_t *i, uint64_t 
     return len;
 }
 
+/* Each piece of the runs of `rows` in order: a run's part within one shard (its shard *b
+ * and elements [*lo, *hi)); false after the last. Start from {rows, n}. */
+typedef struct {
+    const h5ark_value *rows;
+    size_t n, i;
+    uint64_t from, to;
+    int b; /* the next shard to look at in the current run; nshards: take the next run */
+    bool started;
+} run_pieces;
+
+static bool next_piece(run_pieces *p, const darray *a, uint64_t width, int *b, uint64_t *lo,
+                       uint64_t *hi) {
+    for (;;) {
+        if (!p->started || p->b >= a->nshards) {
+            if (p->i >= p->n) return false;
+            uint64_t first, len = next_run(p->rows, p->n, &p->i, &first);
+            p->from = first * width, p->to = (first + len) * width;
+            p->b = 0, p->started = true;
+        }
+        while (p->b < a->nshards) {
+            int at = p->b++;
+            if (shard_part(&a->shards[at], p->from, p->to, lo, hi)) {
+                *b = at;
+                return true;
+            }
+        }
+    }
+}
+
 /* With several ranks: the rows' elements (runs of `width` elements) as reply spans on rank 0,
  * in the order given. Every rank sends rank 0 its pieces of the runs, in that order, as one
  * stream; rank 0 takes its own pieces from shard memory and each other rank's from where its
@@ -593,29 +622,26 @@ static int add_rows_ranks(command_ctx *ctx, const darray *a, const h5ark_value *
     size_t nmine = 0, room = 0;
     if (!counts || !cursor) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     /* each piece: a run's part within one shard; rank 0 sends none (it replies from its own) */
-    for (size_t i = 0; rc == 0 && i < n;) {
-        uint64_t first, len = next_run(rows, n, &i, &first);
-        uint64_t from = first * width, to = (first + len) * width;
-        for (int b = 0; rc == 0 && b < a->nshards; b++) {
-            const shard *sh = &a->shards[b];
-            uint64_t lo, hi;
-            if (!shard_part(sh, from, to, &lo, &hi)) continue;
-            int r = locales_rank_of(b);
-            if (r == 0) continue;
-            counts[r] += (hi - lo) * a->itemsize;
-            if (!locales_is_local(b)) continue;
-            if (nmine == room) {
-                room = room ? 2 * room : 64;
-                h5ark_span *more = realloc(mine, room * sizeof *mine);
-                if (!more) {
-                    rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-                    break;
-                }
-                mine = more;
+    run_pieces pieces = {rows, n};
+    int b;
+    uint64_t lo, hi;
+    while (rc == 0 && next_piece(&pieces, a, width, &b, &lo, &hi)) {
+        const shard *sh = &a->shards[b];
+        int r = locales_rank_of(b);
+        if (r == 0) continue;
+        counts[r] += (hi - lo) * a->itemsize;
+        if (!locales_is_local(b)) continue;
+        if (nmine == room) {
+            room = room ? 2 * room : 64;
+            h5ark_span *more = realloc(mine, room * sizeof *mine);
+            if (!more) {
+                rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+                break;
             }
-            mine[nmine++] = (h5ark_span){(const char *)sh->data + (lo - sh->start) * a->itemsize,
-                                         (hi - lo) * a->itemsize};
+            mine = more;
         }
+        mine[nmine++] = (h5ark_span){(const char *)sh->data + (lo - sh->start) * a->itemsize,
+                                     (hi - lo) * a->itemsize};
     }
     uint64_t remote = 0;
     for (int r = 1; counts && r < R; r++) {
@@ -627,22 +653,17 @@ static int add_rows_ranks(command_ctx *ctx, const darray *a, const h5ark_value *
     rc = ranks_agree(rc, err);
     if (rc == 0 && remote)
         rc = ranks_gatherv(mine, nmine, hold ? hold->scratch : NULL, counts, err);
-    for (size_t i = 0; rc == 0 && zero && i < n;) {
-        uint64_t first, len = next_run(rows, n, &i, &first);
-        uint64_t from = first * width, to = (first + len) * width;
-        for (int b = 0; rc == 0 && b < a->nshards; b++) {
-            const shard *sh = &a->shards[b];
-            uint64_t lo, hi;
-            if (!shard_part(sh, from, to, &lo, &hi)) continue;
-            uint64_t bytes = (hi - lo) * a->itemsize;
-            int r = locales_rank_of(b);
-            if (r == 0) {
-                rc = reply_buffer_span(ctx, (const char *)sh->data + (lo - sh->start) * a->itemsize,
-                                       bytes, err);
-            } else {
-                rc = reply_buffer_span(ctx, (const char *)hold->scratch + cursor[r], bytes, err);
-                cursor[r] += bytes;
-            }
+    pieces = (run_pieces){rows, n};
+    while (rc == 0 && zero && next_piece(&pieces, a, width, &b, &lo, &hi)) {
+        const shard *sh = &a->shards[b];
+        uint64_t bytes = (hi - lo) * a->itemsize;
+        int r = locales_rank_of(b);
+        if (r == 0) {
+            rc = reply_buffer_span(ctx, (const char *)sh->data + (lo - sh->start) * a->itemsize,
+                                   bytes, err);
+        } else {
+            rc = reply_buffer_span(ctx, (const char *)hold->scratch + cursor[r], bytes, err);
+            cursor[r] += bytes;
         }
     }
     /* the scratch must outlive the reply */
