@@ -177,21 +177,28 @@ static void free_buffer(void *data, void *hint) {
     free(data);
 }
 
+/* A payload of one frame owning `data` (malloc'd, taken whatever happens; none when len is
+ * 0), as a client's upload would arrive. */
+static int payload_taking(h5ark_payload *p, void *data, uint64_t len, h5ark_error *err) {
+    h5ark_payload_init(p);
+    zmq_msg_t msg;
+    if (!data || len == 0) {
+        free(data);
+        return 0;
+    }
+    if (zmq_msg_init_data(&msg, data, (size_t)len, free_buffer, NULL) != 0) {
+        free(data);
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    int rc =
+        h5ark_payload_append(p, &msg) ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory") : 0;
+    zmq_msg_close(&msg);
+    return rc;
+}
+
 int ak_strings_from_buffer(ak_ctx *ctx, char *bytes, uint64_t len, h5ark_error *err) {
     h5ark_payload p;
-    h5ark_payload_init(&p);
-    zmq_msg_t msg;
-    int rc = 0;
-    if (len == 0) {
-        free(bytes);
-    } else if (zmq_msg_init_data(&msg, bytes, (size_t)len, free_buffer, NULL) != 0) {
-        free(bytes);
-        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    } else {
-        rc = h5ark_payload_append(&p, &msg) ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory")
-                                            : 0;
-        zmq_msg_close(&msg);
-    }
+    int rc = payload_taking(&p, bytes, len, err);
     if (rc == 0)
         rc = strings_created(ctx, &p, err);
     else if (ranks_call_seq()) /* the agreement strings_created makes */
@@ -380,19 +387,7 @@ int ak_int64_from_buffer(ak_ctx *ctx, int64_t *values, uint64_t n, h5ark_error *
         return -1;
     }
     h5ark_payload p;
-    h5ark_payload_init(&p);
-    zmq_msg_t msg;
-    int rc = 0;
-    if (!values || n == 0) {
-        free(values);
-    } else if (zmq_msg_init_data(&msg, values, (size_t)(n * 8), free_buffer, NULL) != 0) {
-        free(values);
-        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    } else {
-        rc = h5ark_payload_append(&p, &msg) ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory")
-                                            : 0;
-        zmq_msg_close(&msg);
-    }
+    int rc = payload_taking(&p, values, n * 8, err);
     h5ark_value *args = h5ark_value_map(), *shape = h5ark_value_array();
     if (shape && h5ark_value_push(shape, h5ark_value_uint(n))) h5ark_value_destroy(&shape);
     if (args) {
