@@ -4,13 +4,14 @@ test_arkouda_wire.py, run against R = 2 and 3; they compare with numpy, which th
 daemon matches in test_arkouda_wire.py), the seeded and order-dependent ones are compared
 with a one-rank daemon of the same total locales."""
 import json
+import re
 
 import h5py
 import numpy as np
 import pytest
 
 from conftest import Daemon
-from test_ranks import MPIRUN, MpiDaemon, mpi_build
+from test_ranks import MPIRUN, MpiDaemon, call, mpi_build
 import test_arkouda_wire as wire
 from test_arkouda_wire import Ak, created_name, download, get_strings, put_strings, upload
 
@@ -61,6 +62,23 @@ def single_ak(akd):
     yield c
     c.close()
     d.cleanup()
+
+
+def test_generated_names_take_arkouda_form(ak, akd):
+    """Names made at several ranks read as Arkouda's (id_<7>_<n>), distinct within one call
+    and across calls, through either endpoint."""
+    form = re.compile(r"^id_[0-9A-Za-z]{7}_\d+$")
+    names = [upload(ak, np.arange(5, dtype=np.int64))[0] for _ in range(3)]
+    s = put_strings(ak, ["a", "b", "a"])
+    k, _, _ = upload(ak, np.array([2, 1, 2], dtype=np.int64))
+    msg = ak.ok("unique", {"returnGroupStr": True, "assumeSortedStr": False, "nstr": 1,
+                           "keynames": [k], "keytypes": ["pdarray"]})
+    names += [created_name(p) for p in msg.split("+")] + [s]
+    hdr, _ = call(akd.endpoint, "create", {"dtype": "int64", "fill": "arange", "stop": 4})
+    assert hdr["ok"], hdr
+    names.append(hdr["result"]["object"]["name"])
+    assert all(form.match(n) for n in names), names
+    assert len(set(names)) == len(names), names
 
 
 def test_getconfig_counts_every_rank(ak, akd):
