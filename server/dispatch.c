@@ -78,8 +78,9 @@ static int check_args(const command_def *cmd, const h5ark_value *args, h5ark_err
         if (!arg_matches(v, spec->type))
             return h5ark_fail(err, H5ARK_BAD_REQUEST, "%s: argument '%s' must be %s, got %s",
                               cmd->name, key, arg_type_name(spec->type),
-                              v->kind == H5ARK_STR ? "a string holding a NUL byte"
-                                                   : h5ark_value_kind_name(v->kind));
+                              v->kind == H5ARK_STR && spec->type == ARG_STR
+                                  ? "a string holding a NUL byte"
+                                  : h5ark_value_kind_name(v->kind));
     }
     for (const arg_spec *s = cmd->args; s->name; s++) {
         const h5ark_value *v = h5ark_value_get(args, s->name);

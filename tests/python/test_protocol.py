@@ -1076,6 +1076,20 @@ def test_string_argument_holding_nul(daemon, cmd, args):
     assert_alive(daemon)
 
 
+@pytest.mark.parametrize("cmd,args,want", [
+    ("tohdf", {"names": ["x"], "path": "p.h5", "strings_segments": "no"},
+     "'strings_segments' must be a boolean, got str"),
+    ("create", {"dtype": "int64", "size": "3"}, "'size' must be a non-negative integer, got str"),
+])
+def test_string_where_another_type_is_wanted(daemon, cmd, args, want):
+    """A plain string given for an argument of another type is named as a string (not as a
+    string holding a NUL byte)."""
+    hdr, _ = send(daemon, cmd, args)
+    fails((hdr, _), "bad_request")
+    assert want in hdr["error"]["message"] and "NUL" not in hdr["error"]["message"], hdr
+    assert_alive(daemon)
+
+
 @pytest.mark.parametrize("args", [[1, 2], "x", 5, True, b"\x80"], ids=repr)
 def test_args_not_a_map(daemon, args):
     raw = msgpack.packb({"v": 1, "id": 37, "cmd": "ping", "args": args}, use_bin_type=True)
