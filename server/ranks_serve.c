@@ -9,8 +9,13 @@
  *                      'K' reason (this rank broke: a transfer it could not start or take
  *                      part in, so the other ranks would wait for it forever)
  * On rank 0 a control thread owns the ROUTER; handler threads hand it requests to forward
- * through an inproc PUSH. On the other ranks the main thread owns the DEALER and a pool of
- * handler threads runs the forwarded requests. */
+ * through an inproc PUSH. On the other ranks the main thread owns the DEALER and one worker
+ * thread runs the forwarded requests.
+ *
+ * Requests that run on every rank run one at a time, in the order rank 0 numbers them, on
+ * every rank: two at once could see a name, a reservation or a file in different states
+ * on different ranks (one rank finds a name another has already deleted) and take
+ * different collective steps, which waits forever. */
 #include "ranks_serve.h"
 
 #include "config.h"
@@ -54,6 +59,9 @@ static atomic_uint_fast64_t next_seq;
 /* rank 0 */
 static void *forward_push; /* handler threads -> control thread, under forward_lock */
 static pthread_mutex_t forward_lock = PTHREAD_MUTEX_INITIALIZER;
+/* held by the handler thread running a request on every rank, from its numbering to the
+ * ranks' agreement on its outcome */
+static pthread_mutex_t every_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *control_router;
 static pthread_t control_thread;
 static bool control_running;
@@ -472,7 +480,7 @@ static void *worker_handler(void *arg) {
 int ranks_worker_run(h5ark_error *err) {
     void *mon = zmq_socket(zctx, ZMQ_PAIR);
     zmq_connect(mon, MONITOR_ENDPOINT);
-    int nthreads = config.handlers, started = 0;
+    int nthreads = 1, started = 0; /* one request at a time, in rank 0's order (above) */
     pthread_t *threads = calloc((size_t)nthreads, sizeof *threads);
     for (int i = 0; threads && i < nthreads; i++)
         if (pthread_create(&threads[started], NULL, worker_handler, NULL) == 0) started++;
@@ -633,15 +641,20 @@ int ranks_serve_begin(const char *name, ranks_mode mode, const h5ark_value *head
         return 0;
     }
     if (*seq == 0) { /* rank 0: number it and send it to the others */
+        pthread_mutex_lock(&every_lock);
         pthread_mutex_lock(&calls.lock);
         bool closed = calls.closed;
         if (!closed) calls.running++;
         pthread_mutex_unlock(&calls.lock);
-        if (closed) return h5ark_fail(err, H5ARK_IO_ERROR, "the daemon is stopping");
+        if (closed) {
+            pthread_mutex_unlock(&every_lock);
+            return h5ark_fail(err, H5ARK_IO_ERROR, "the daemon is stopping");
+        }
         *seq = atomic_fetch_add(&next_seq, 1) + 1;
         if (forward(*seq, header, err)) {
             *seq = 0;
             call_done();
+            pthread_mutex_unlock(&every_lock);
             return -1;
         }
     }
@@ -653,6 +666,9 @@ int ranks_serve_end(uint64_t seq, int *rc, h5ark_error *err) {
     if (seq == 0) return 0;
     *rc = ranks_agree(*rc, err);
     ranks_call_leave();
-    if (ranks_self() == 0) call_done();
+    if (ranks_self() == 0) {
+        call_done();
+        pthread_mutex_unlock(&every_lock);
+    }
     return 0;
 }

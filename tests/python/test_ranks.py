@@ -272,6 +272,62 @@ def test_concurrent_requests(multi):
     assert not errors, errors
 
 
+def test_conflicting_concurrent_requests(multi):
+    """Clients working on one name at once (one creating and deleting it, others reading,
+    grouping and writing it): every rank sees each request in the same state of the name, so
+    every request is answered, each with a whole array or a clean error (the name is not
+    there, or is there already). Before requests
+    on every rank ran one at a time, a rank could find a name another had deleted, take other
+    collective steps and wait forever."""
+    stop = time.time() + 4
+    problems, seen = [], {}
+
+    def one(cmd, args):
+        hdr, frames = request(multi.endpoint, {"v": 1, "id": 1, "cmd": cmd, "args": args},
+                              timeout_ms=20000)
+        code = "ok" if hdr["ok"] else hdr["error"]["code"]
+        seen[(cmd, code)] = seen.get((cmd, code), 0) + 1
+        if code not in ("ok", "not_found", "already_exists"):
+            problems.append((cmd, hdr))
+        elif cmd == "get" and hdr["ok"]:
+            got = np.frombuffer(b"".join(frames), np.int64)
+            if not np.array_equal(got, np.arange(got.size)) or got.size not in (1000, 50000):
+                problems.append((cmd, got.size))
+
+    def churn():
+        try:
+            while time.time() < stop:
+                one("create", {"dtype": "int64", "fill": "arange", "stop": 50000, "name": "x"})
+                one("delete", {"names": ["x"]})
+        except Exception as e:  # noqa: BLE001 - reported below
+            problems.append(e)
+
+    def user(k):
+        ops = [("get", {"name": "x"}), ("groupby", {"keys": ["x"]}),
+               ("tohdf", {"names": ["x"], "path": f"conflict{k}.h5"}),
+               ("create", {"dtype": "int64", "fill": "arange", "stop": 1000, "name": "x"})]
+        try:
+            i = 0
+            while time.time() < stop:
+                one(*ops[i % len(ops)])
+                i += 1
+        except Exception as e:  # noqa: BLE001 - reported below
+            problems.append(e)
+
+    threads = [threading.Thread(target=churn)] + \
+        [threading.Thread(target=user, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not problems, (problems[:5], seen)
+    assert seen.get(("get", "ok")) and seen.get(("get", "not_found")), seen
+    assert multi.proc.poll() is None
+    call(multi.endpoint, "delete", {"names": ["x"]})
+    for k in range(4):
+        (multi.tmp / "data" / f"conflict{k}.h5").unlink(missing_ok=True)
+
+
 def strings_payload(words):
     """segments and values buffers of a strings put."""
     data = [w.encode() + b"\0" for w in words]
