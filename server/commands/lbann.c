@@ -97,23 +97,46 @@ static int top_groups(const char *abs, sample_probe *names, h5ark_error *err) {
     return 0;
 }
 
-/* Each of this rank's locales probes its block of the files, each file in one request: the
- * probes' round trips overlap, and the locales then only read. With `listing` a file's
- * samples are its top-level groups, found by the same request. */
+/* The files whose probes rank r runs: a block of them, [*lo, *hi) (at one rank, all). */
+static void rank_files(const sample_set *s, int r, size_t *lo, size_t *hi) {
+    *lo = (size_t)locales_block_start(s->nfiles, ranks_count(), r);
+    *hi = (size_t)locales_block_start(s->nfiles, ranks_count(), r + 1);
+}
+
+/* Room for the probes' answers, a file each, and each file's first sample when not given
+ * (a file's samples are a run; listing, none are known yet). */
+static int answers_alloc(sample_set *s, h5ark_error *err) {
+    size_t m = s->nfiles ? s->nfiles : 1;
+    s->probes = calloc(m, sizeof *s->probes);
+    s->file_err = calloc(m, sizeof *s->file_err);
+    if (!s->fstart && (s->fstart = calloc(m, sizeof *s->fstart)))
+        for (size_t f = 0, i = 0; f < s->nfiles; f++) {
+            while (i < s->n && s->file_of[i] < f)
+                i++;
+            s->fstart[f] = i;
+        }
+    if (!s->probes || !s->file_err || !s->fstart)
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", ranks_self());
+    return 0;
+}
+
+/* Each of this rank's locales probes its part of the rank's block of the files, each file
+ * in one request: the probes' round trips overlap, and the locales then only read. With
+ * `listing` a file's samples are its top-level groups, found by the same request. */
 typedef struct {
     sample_set *s;
     const char **fields;
     size_t nfields;
     bool listing;
+    size_t lo, hi; /* this rank's files */
 } probe_job;
 
 static void probe_locale(int locale, void *ctx) {
     probe_job *j = ctx;
     sample_set *s = j->s;
-    /* this rank's locales share the files (at several ranks only rank 0 probes) */
     int parts = locales_local_count(), part = locale - locales_local_first();
-    uint64_t lo = locales_block_start(s->nfiles, parts, part);
-    uint64_t hi = locales_block_start(s->nfiles, parts, part + 1);
+    uint64_t lo = j->lo + locales_block_start(j->hi - j->lo, parts, part);
+    uint64_t hi = j->lo + locales_block_start(j->hi - j->lo, parts, part + 1);
     for (uint64_t f = lo; f < hi; f++) {
         size_t first = j->listing ? 0 : s->fstart[f];
         size_t count = j->listing ? 0 : (f + 1 < s->nfiles ? s->fstart[f + 1] : s->n) - first;
@@ -125,28 +148,23 @@ static void probe_locale(int locale, void *ctx) {
     }
 }
 
-/* Probe every file of s (with listing, adding their groups as the samples). */
+/* Probe this rank's block of the files of s (answers_alloc made room for the answers). */
 static int probe_files(sample_set *s, const lbann_fields *fields, bool listing, h5ark_error *err) {
     const char **names = calloc(fields->n ? fields->n : 1, sizeof *names);
-    s->probes = calloc(s->nfiles ? s->nfiles : 1, sizeof *s->probes);
-    s->file_err = calloc(s->nfiles ? s->nfiles : 1, sizeof *s->file_err);
-    s->fstart = calloc(s->nfiles ? s->nfiles : 1, sizeof *s->fstart);
-    if (!names || !s->probes || !s->file_err || !s->fstart) {
-        free(names);
-        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    }
-    for (size_t f = 0, i = 0; !listing && f < s->nfiles; f++) { /* a file's samples are a run */
-        while (i < s->n && s->file_of[i] < f)
-            i++;
-        s->fstart[f] = i;
-    }
+    if (!names) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     for (size_t k = 0; k < fields->n; k++)
         names[k] = fields->v[k].path;
     probe_job j = {.s = s, .fields = names, .nfields = fields->n, .listing = listing};
+    rank_files(s, ranks_self(), &j.lo, &j.hi);
     locales_run(probe_locale, &j);
     free(names);
+    return 0;
+}
+
+/* Listing: every file's top-level groups, as the probes found them, are the samples. */
+static int list_samples(sample_set *s, h5ark_error *err) {
     int rc = 0;
-    for (size_t f = 0; listing && f < s->nfiles; f++) {
+    for (size_t f = 0; f < s->nfiles; f++) {
         s->fstart[f] = s->n;
         const sample_probe *p = &s->probes[f];
         for (size_t i = 0; rc == 0 && i < p->groups.n; i++)
@@ -422,10 +440,15 @@ static int make_plan(const sample_set *s, const lbann_fields *fields, const lban
     return 0;
 }
 
-/* ---- several ranks: rank 0's plan to every rank ------------------------------------------
- * Rank 0 alone resolves the samples and asks the probes; every rank then needs what its
- * locales read and place: the files, each file's first sample, the sample ids, each
- * sample's field facts, and the row layout. One buffer, broadcast:
+/* ---- several ranks: the samples to every rank, the probes' answers to rank 0, rank 0's
+ * plan to every rank ------------------------------------------------------------------------
+ * Rank 0 resolves the samples and broadcasts them: the files with each file's first sample
+ * and the sample ids (for `paths`, the files alone: their probes list the samples)
+ *   u64 nfiles, n   nfiles x {u64 first sample; path NUL}   n x {id NUL}
+ * Every rank probes its block of the files; the answers go to rank 0, which then holds
+ * what one rank's probes would have found and makes every check. Every rank then needs
+ * what its locales read and place: the samples again, each sample's field facts, and the
+ * row layout. One buffer, broadcast:
  *   u64 nfiles, n, nfields, ngroups
  *   nfields x {u64 count, offset, group; u8 dtype, out}   ngroups x u64 width
  *   nfiles x {u64 first sample; path NUL}   n x {id NUL}
@@ -464,16 +487,191 @@ static const char *get_str(plan_buf *b) {
     return s;
 }
 
-static unsigned char *plan_encode(const sample_set *s, const pack_job *job, size_t nfields,
-                                  size_t ngroups, uint64_t *len) {
-    uint64_t n = 32 + nfields * PLAN_FIELD_BYTES + ngroups * 8 + s->n * nfields * PLAN_FACT_BYTES;
+/* The files and the sample ids: their bytes, writing them, reading them (nfiles and n
+ * read before; -1 with err, malformed naming `what`). */
+static uint64_t samples_bytes(const sample_set *s) {
+    uint64_t n = 0;
     for (size_t f = 0; f < s->nfiles; f++)
         n += 8 + strlen(s->files[f]) + 1;
     for (size_t i = 0; i < s->n; i++)
         n += strlen(s->ids[i]) + 1;
-    unsigned char *out = malloc(n);
-    if (!out) return NULL;
-    plan_buf b = {out, out + n};
+    return n;
+}
+
+static void put_samples(plan_buf *b, const sample_set *s) {
+    for (size_t f = 0; f < s->nfiles; f++) {
+        put_u64(b, s->fstart[f]);
+        put_bytes(b, s->files[f], strlen(s->files[f]) + 1);
+    }
+    for (size_t i = 0; i < s->n; i++)
+        put_bytes(b, s->ids[i], strlen(s->ids[i]) + 1);
+}
+
+static int get_samples(plan_buf *b, uint64_t nfiles, uint64_t n, sample_set *s, const char *what,
+                       h5ark_error *err) {
+    uint64_t len = (uint64_t)(b->end - b->p);
+    if (nfiles > len || n > len) goto malformed;
+    s->files = calloc(nfiles ? nfiles : 1, sizeof *s->files);
+    s->fstart = calloc(nfiles ? nfiles : 1, sizeof *s->fstart);
+    s->ids = calloc(n ? n : 1, sizeof *s->ids);
+    s->file_of = calloc(n ? n : 1, sizeof *s->file_of);
+    if (!s->files || !s->fstart || !s->ids || !s->file_of)
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", ranks_self());
+    s->fcap = nfiles;
+    s->cap = n;
+    for (; s->nfiles < nfiles; s->nfiles++) {
+        uint64_t first;
+        const char *path;
+        if (!get_u64(b, &first) || first > n || (s->nfiles && first < s->fstart[s->nfiles - 1]) ||
+            !(path = get_str(b)))
+            goto malformed;
+        s->fstart[s->nfiles] = (size_t)first;
+        if (!(s->files[s->nfiles] = strdup(path)))
+            return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", ranks_self());
+    }
+    for (size_t f = 0, i = 0; i < n; i++) {
+        const char *id = get_str(b);
+        if (!id) goto malformed;
+        while (f + 1 < nfiles && s->fstart[f + 1] <= i)
+            f++;
+        if (f >= nfiles) goto malformed;
+        s->file_of[i] = f;
+        if (!(s->ids[s->n++] = strdup(id)))
+            return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", ranks_self());
+    }
+    return 0;
+malformed:
+    return h5ark_fail(err, H5ARK_INTERNAL, "rank %d: a malformed %s from rank 0", ranks_self(),
+                      what);
+}
+
+/* Rank 0 resolved the samples (rc its outcome); every rank gets them, with room for the
+ * answers of its probes. */
+static int share_samples(int rc, sample_set *s, h5ark_error *err) {
+    int self = ranks_self();
+    unsigned char *buf = NULL;
+    uint64_t len = 0, reserved = 0;
+    if (rc == 0 && self == 0) len = 16 + samples_bytes(s);
+    if ((rc = ranks_agree(rc, err)) == 0) rc = ranks_bcast(0, &len, sizeof len, err);
+    if (rc == 0) rc = registry_scratch(len, (void **)&buf, &reserved, err);
+    if (rc == 0 && self == 0) {
+        plan_buf b = {buf, buf + len};
+        put_u64(&b, s->nfiles);
+        put_u64(&b, s->n);
+        put_samples(&b, s);
+    }
+    if ((rc = ranks_agree(rc, err)) == 0) rc = ranks_bcast(0, buf, len, err);
+    if (rc == 0 && self != 0) {
+        plan_buf b = {buf, buf + len};
+        uint64_t nfiles, n;
+        if (!get_u64(&b, &nfiles) || !get_u64(&b, &n))
+            rc = h5ark_fail(err, H5ARK_INTERNAL, "rank %d: a malformed sample set from rank 0",
+                            self);
+        else if ((rc = get_samples(&b, nfiles, n, s, "sample set", err)) == 0)
+            rc = answers_alloc(s, err);
+    }
+    free(buf);
+    registry_unreserve(reserved);
+    return ranks_agree(rc, err);
+}
+
+/* One rank's answers for its block of the files [lo, hi): per file [0, the probe's answer]
+ * or, for a file that could not be probed, [error code, message]. */
+static h5ark_value *answers_value(const sample_set *s, size_t lo, size_t hi) {
+    h5ark_value *a = h5ark_value_array();
+    for (size_t f = lo; a && f < hi; f++) {
+        const h5ark_error *fe = &s->file_err[f];
+        h5ark_value *e = h5ark_value_array();
+        if (h5ark_value_push(e, h5ark_value_uint((uint64_t)fe->code)) ||
+            h5ark_value_push(e, fe->code ? h5ark_value_str(fe->message)
+                                         : sample_probe_encode(&s->probes[f])) ||
+            h5ark_value_push(a, e))
+            h5ark_value_destroy(&a);
+    }
+    return a;
+}
+
+/* Rank r's answers (rank 0, from their bytes) into s, as if its own probes had found them. */
+static int answers_take(sample_set *s, size_t nfields, bool listing, int r, const void *data,
+                        uint64_t len, h5ark_error *err) {
+    size_t lo, hi;
+    rank_files(s, r, &lo, &hi);
+    const char *why = "";
+    h5ark_value *v = h5ark_value_decode(data, (size_t)len, &why);
+    int rc = 0;
+    if (!v || v->kind != H5ARK_ARRAY || h5ark_value_len(v) != hi - lo) rc = -1;
+    for (size_t f = lo; rc == 0 && f < hi; f++) {
+        const h5ark_value *e = h5ark_value_at(v, f - lo), *x;
+        uint64_t code;
+        size_t count = (f + 1 < s->nfiles ? s->fstart[f + 1] : s->n) - s->fstart[f];
+        if (e->kind != H5ARK_ARRAY || h5ark_value_len(e) != 2 ||
+            !h5ark_value_to_uint64(h5ark_value_at(e, 0), &code) || code >= H5ARK_CODE_COUNT) {
+            rc = -1;
+            break;
+        }
+        x = h5ark_value_at(e, 1);
+        if (code != 0 && x->kind == H5ARK_STR) {
+            s->file_err[f].code = (h5ark_code)code;
+            snprintf(s->file_err[f].message, sizeof s->file_err[f].message, "%.*s",
+                     (int)x->as.s.len, x->as.s.ptr);
+        } else if (code != 0 || sample_probe_decode(x, nfields, &s->probes[f], err) ||
+                   (!listing && s->probes[f].groups.n != count)) {
+            rc = -1;
+        }
+    }
+    h5ark_value_destroy(&v);
+    if (rc)
+        return h5ark_fail(err, H5ARK_INTERNAL, "rank 0: malformed probe answers from rank %d", r);
+    return 0;
+}
+
+/* Each rank probed its block of the files (rc its outcome); their answers go to rank 0,
+ * which then holds every file's as one rank's probes would have found them. */
+static int gather_answers(int rc, sample_set *s, size_t nfields, bool listing, h5ark_error *err) {
+    int R = ranks_count(), self = ranks_self();
+    char *data = NULL;
+    size_t len = 0;
+    uint64_t *counts = calloc((size_t)R, sizeof *counts), total = 0, reserved = 0;
+    void *recv = NULL;
+    if (rc == 0 && !counts) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (rc == 0 && self != 0) { /* rank 0's answers are in place already */
+        size_t lo, hi;
+        rank_files(s, self, &lo, &hi);
+        h5ark_value *a = answers_value(s, lo, hi);
+        if (!a || h5ark_value_encode(a, &data, &len))
+            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        h5ark_value_destroy(&a);
+    }
+    if ((rc = ranks_agree(rc, err)) == 0) {
+        counts[self] = len;
+        rc = ranks_allreduce_u64(counts, (size_t)R, RANKS_SUM, err);
+    }
+    for (int r = 0; rc == 0 && r < R; r++)
+        total += counts[r];
+    if (rc == 0 && self == 0) rc = registry_scratch(total, &recv, &reserved, err);
+    if ((rc = ranks_agree(rc, err)) == 0) {
+        h5ark_span span = {data, len};
+        rc = ranks_gatherv(&span, 1, recv, counts, err);
+    }
+    uint64_t off = counts ? counts[0] : 0;
+    for (int r = 1; rc == 0 && self == 0 && r < R; off += counts[r++])
+        rc = answers_take(s, nfields, listing, r, (char *)recv + off, counts[r], err);
+    free(recv);
+    registry_unreserve(reserved);
+    free(data);
+    free(counts);
+    return ranks_agree(rc, err);
+}
+
+/* The plan's bytes (as plan_encode makes them). */
+static uint64_t plan_bytes(const sample_set *s, size_t nfields, size_t ngroups) {
+    return 32 + nfields * PLAN_FIELD_BYTES + ngroups * 8 + s->n * nfields * PLAN_FACT_BYTES +
+           samples_bytes(s);
+}
+
+static void plan_encode(const sample_set *s, const pack_job *job, size_t nfields, size_t ngroups,
+                        unsigned char *out, uint64_t len) {
+    plan_buf b = {out, out + len};
     put_u64(&b, s->nfiles);
     put_u64(&b, s->n);
     put_u64(&b, nfields);
@@ -488,12 +686,7 @@ static unsigned char *plan_encode(const sample_set *s, const pack_job *job, size
     }
     for (size_t g = 0; g < ngroups; g++)
         put_u64(&b, job->width[g]);
-    for (size_t f = 0; f < s->nfiles; f++) {
-        put_u64(&b, s->fstart[f]);
-        put_bytes(&b, s->files[f], strlen(s->files[f]) + 1);
-    }
-    for (size_t i = 0; i < s->n; i++)
-        put_bytes(&b, s->ids[i], strlen(s->ids[i]) + 1);
+    put_samples(&b, s);
     for (size_t i = 0; i < s->n; i++) {
         const sample_field *sf = facts_of(s, i);
         for (size_t k = 0; k < nfields; k++) {
@@ -505,18 +698,17 @@ static unsigned char *plan_encode(const sample_set *s, const pack_job *job, size
             put_bytes(&b, t, 2);
         }
     }
-    *len = n;
-    return out;
 }
 
-/* Rank 0's plan into this rank's sample set and job (its arrays of nfields and ngroups
- * entries allocated). The facts go in as one probe answer a file, as rank 0 holds them. */
+/* Rank 0's plan into this rank's (empty) sample set and job (its arrays of nfields and
+ * ngroups entries allocated). The facts go in as one probe answer a file, as rank 0 holds
+ * them. */
 static int plan_decode(unsigned char *buf, uint64_t len, size_t nfields, size_t ngroups,
                        sample_set *s, pack_job *job, h5ark_error *err) {
     plan_buf b = {buf, buf + len};
     uint64_t nfiles, n, nf, ng;
     if (!get_u64(&b, &nfiles) || !get_u64(&b, &n) || !get_u64(&b, &nf) || !get_u64(&b, &ng) ||
-        nf != nfields || ng != ngroups || nfiles > len || n > len)
+        nf != nfields || ng != ngroups)
         goto malformed;
     for (size_t k = 0; k < nfields; k++) {
         field_plan *p = &job->plan[k];
@@ -532,35 +724,7 @@ static int plan_decode(unsigned char *buf, uint64_t len, size_t nfields, size_t 
     }
     for (size_t g = 0; g < ngroups; g++)
         if (!get_u64(&b, &job->width[g])) goto malformed;
-    s->files = calloc(nfiles ? nfiles : 1, sizeof *s->files);
-    s->probes = calloc(nfiles ? nfiles : 1, sizeof *s->probes);
-    s->file_err = calloc(nfiles ? nfiles : 1, sizeof *s->file_err);
-    s->fstart = calloc(nfiles ? nfiles : 1, sizeof *s->fstart);
-    s->ids = calloc(n ? n : 1, sizeof *s->ids);
-    s->file_of = calloc(n ? n : 1, sizeof *s->file_of);
-    if (!s->files || !s->probes || !s->file_err || !s->fstart || !s->ids || !s->file_of)
-        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", ranks_self());
-    s->fcap = s->cap = n;
-    for (; s->nfiles < nfiles; s->nfiles++) {
-        uint64_t first;
-        const char *path;
-        if (!get_u64(&b, &first) || first > n || (s->nfiles && first < s->fstart[s->nfiles - 1]) ||
-            !(path = get_str(&b)))
-            goto malformed;
-        s->fstart[s->nfiles] = (size_t)first;
-        if (!(s->files[s->nfiles] = strdup(path)))
-            return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", ranks_self());
-    }
-    for (size_t f = 0, i = 0; i < n; i++) {
-        const char *id = get_str(&b);
-        if (!id) goto malformed;
-        while (f + 1 < nfiles && s->fstart[f + 1] <= i)
-            f++;
-        if (f >= nfiles) goto malformed;
-        s->file_of[i] = f;
-        if (!(s->ids[s->n++] = strdup(id)))
-            return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", ranks_self());
-    }
+    if (get_samples(&b, nfiles, n, s, "pack plan", err) || answers_alloc(s, err)) return -1;
     if ((uint64_t)(b.end - b.p) != n * nfields * PLAN_FACT_BYTES) goto malformed;
     for (size_t f = 0; f < nfiles; f++) {
         size_t count = (f + 1 < nfiles ? s->fstart[f + 1] : n) - s->fstart[f];
@@ -587,18 +751,36 @@ malformed:
                       ranks_self());
 }
 
-/* Several ranks: rank 0 planned (rc its outcome); every rank gets the plan. */
-static int share_plan(int rc, sample_set *s, pack_job *job, size_t nfields, size_t ngroups,
+/* The plan's memory, counted against --max-memory for as long as the command holds it:
+ * its bytes on the wire (the buffer, then the sample set decoded from it). */
+static int count_plan(uint64_t bytes, uint64_t nsamples, void **buf, uint64_t *reserved,
                       h5ark_error *err) {
+    int rc = buf ? registry_scratch(bytes, buf, reserved, err) : registry_reserve(bytes, err);
+    if (rc)
+        return h5ark_fail_context(err, "pack: the plan of %llu samples",
+                                  (unsigned long long)nsamples);
+    if (!buf) *reserved += bytes;
+    return 0;
+}
+
+/* Several ranks: rank 0 planned (rc its outcome); every rank gets the plan, counted
+ * against its --max-memory in *reserved. */
+static int share_plan(int rc, sample_set *s, pack_job *job, size_t nfields, size_t ngroups,
+                      uint64_t *reserved, h5ark_error *err) {
     unsigned char *buf = NULL;
-    uint64_t len = 0;
-    if (rc == 0 && ranks_self() == 0 && !(buf = plan_encode(s, job, nfields, ngroups, &len)))
-        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    if ((rc = ranks_agree(rc, err)) == 0) rc = ranks_bcast(0, &len, sizeof len, err);
-    if (rc == 0 && ranks_self() != 0 && !(buf = malloc(len ? len : 1)))
-        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", ranks_self());
-    if ((rc = ranks_agree(rc, err)) == 0) rc = ranks_bcast(0, buf, len, err);
-    if (rc == 0 && ranks_self() != 0) rc = plan_decode(buf, len, nfields, ngroups, s, job, err);
+    uint64_t head[2] = {0, 0}; /* the plan's bytes and samples */
+    if (rc == 0 && ranks_self() == 0) {
+        head[0] = plan_bytes(s, nfields, ngroups);
+        head[1] = s->n;
+    }
+    if ((rc = ranks_agree(rc, err)) == 0) rc = ranks_bcast(0, head, sizeof head, err);
+    if (rc == 0) rc = count_plan(head[0], head[1], (void **)&buf, reserved, err);
+    if (rc == 0 && ranks_self() == 0) plan_encode(s, job, nfields, ngroups, buf, head[0]);
+    if ((rc = ranks_agree(rc, err)) == 0) rc = ranks_bcast(0, buf, head[0], err);
+    if (rc == 0 && ranks_self() != 0) {
+        samples_free(s); /* its own resolution and probes: the plan has all */
+        rc = plan_decode(buf, head[0], nfields, ngroups, s, job, err);
+    }
     free(buf);
     return ranks_agree(rc, err);
 }
@@ -723,18 +905,23 @@ static int prefixed_name(const char *prefix, const char *what, char *out, size_t
     return 0;
 }
 
-/* Rank 0 (or the one rank): the samples, their probes, every check, the row layout. */
-static int plan_samples(const h5ark_value *paths, const char *list, const lbann_fields *fields,
-                        const lbann_groups *groups, sample_set *samples, pack_job *job,
-                        h5ark_error *err) {
+/* Rank 0 (or the one rank): the files and, from a list, the sample ids; room for the
+ * probes' answers. */
+static int resolve_samples(const h5ark_value *paths, const char *list, sample_set *samples,
+                           h5ark_error *err) {
     if (paths ? samples_from_paths(paths, samples, err) : samples_from_list(list, samples, err))
         return -1;
-    if (probe_files(samples, fields, paths != NULL, err) ||
-        check_samples(samples, fields, NULL, 1, err))
+    return answers_alloc(samples, err);
+}
+
+/* Rank 0 (or the one rank), holding every probe's answer: every check, the row layout. */
+static int plan_samples(const lbann_fields *fields, const lbann_groups *groups, bool listing,
+                        sample_set *samples, pack_job *job, h5ark_error *err) {
+    if ((listing && list_samples(samples, err)) || check_samples(samples, fields, NULL, 1, err))
         return -1;
     if (samples->n == 0)
         return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "pack: the %s name no samples",
-                          paths ? "files" : "sample list");
+                          listing ? "files" : "sample list");
     /* every sample against the first, before anything is made or read */
     if (make_plan(samples, fields, groups, job, err) ||
         check_samples(samples, fields, job->plan, samples->n, err))
@@ -801,8 +988,9 @@ static int reply_pack(command_ctx *ctx, const lbann_fields *fields, const lbann_
 }
 
 /* At several ranks: every rank parses the schemas (they are in the request each rank has,
- * and fields and transforms are a function of them alone); rank 0 alone resolves the
- * samples and asks the probes, then broadcasts the plan; each rank's locales read and place
+ * and fields and transforms are a function of them alone); rank 0 resolves the samples,
+ * every rank's probes answer for its block of the files, rank 0 checks them all and
+ * broadcasts the plan; each rank's locales read and place
  * the parts of rows in their own shards, from the files in the shared data directory. */
 static int cmd_pack(command_ctx *ctx, h5ark_error *err) {
     const h5ark_value *paths = arg_value(ctx, "paths");
@@ -813,7 +1001,8 @@ static int cmd_pack(command_ctx *ctx, h5ark_error *err) {
     const char *prefix = arg_str(ctx, "name", NULL);
     const h5ark_value *ds_arg = arg_value(ctx, "data_schema");
     const h5ark_value *es_arg = arg_value(ctx, "experiment_schema");
-    bool several = ranks_count() > 1;
+    bool several = ranks_count() > 1, listing = paths != NULL;
+    uint64_t plan_reserved = 0; /* the plan, counted against --max-memory */
     h5ark_value *data = NULL, *exp = NULL;
     lbann_fields fields = {0};
     lbann_groups groups = {0};
@@ -841,9 +1030,17 @@ static int cmd_pack(command_ctx *ctx, h5ark_error *err) {
     if (ranks_agree(prc, err)) goto out;
     twin_readers_enter();
     entered = true;
-    prc = ranks_self() == 0 ? plan_samples(paths, list, &fields, &groups, &samples, &job, err) : 0;
-    if (several && share_plan(prc, &samples, &job, fields.n, groups.n, err)) goto out;
-    if (!several && prc) goto out;
+    /* rank 0 resolves the samples; every rank probes its block of the files; rank 0, with
+     * every answer, checks and plans */
+    prc = ranks_self() == 0 ? resolve_samples(paths, list, &samples, err) : 0;
+    if (several ? share_samples(prc, &samples, err) : prc) goto out;
+    prc = probe_files(&samples, &fields, listing, err);
+    if (several ? gather_answers(prc, &samples, fields.n, listing, err) : prc) goto out;
+    prc = ranks_self() == 0 ? plan_samples(&fields, &groups, listing, &samples, &job, err) : 0;
+    if (several ? share_plan(prc, &samples, &job, fields.n, groups.n, &plan_reserved, err)
+                : prc || count_plan(plan_bytes(&samples, fields.n, groups.n), samples.n, NULL,
+                                    &plan_reserved, err))
+        goto out;
     for (size_t k = 0; k < fields.n; k++)
         if (job.plan[k].count > job.max_count) job.max_count = job.plan[k].count;
     /* every rank makes the objects (agreeing on the memory), then fills its own shards */
@@ -896,6 +1093,7 @@ out:
     free(job.width);
     free(job.plan);
     samples_free(&samples);
+    registry_unreserve(plan_reserved);
     lbann_groups_free(&groups);
     lbann_fields_free(&fields);
     h5ark_value_destroy(&data);

@@ -1924,6 +1924,14 @@ def pack_files(multi, single):
     write_samples(src / "bad.h5", ["w0", "w1", "w2"], 9)
     with h5py.File(src / "bad.h5", "a") as f:
         del f["w2/scalars/b"]
+    write_samples(src / "bad2.h5", ["y0", "y1"], 10)  # its first sample lacks a field
+    with h5py.File(src / "bad2.h5", "a") as f:
+        del f["y0/label"]
+    write_samples(src / "odd.h5", ["o0", "o1", "o2"], 11)  # o1's image of another size
+    with h5py.File(src / "odd.h5", "a") as f:
+        del f["o1/images/img"]
+        f["o1/images/img"] = np.zeros((2, 2, 3))
+    (src / "junk.h5").write_bytes(b"not an HDF5 file, " * 100)
     (src / "inc.txt").write_text("CONDUIT_HDF5_INCLUSION\n6 0 3\n.\np2.h5 4 0 u5 u0 u3 u6\n"
                                  "p1.h5 1 0 t0\ntiny.h5 1 0 v1\n")
     (src / "exc.txt").write_text("CONDUIT_HDF5_EXCLUSION\n10 2 2\n.\np0.h5 4 1 s1\n"
@@ -1938,6 +1946,10 @@ PACKS = [
     ("paths, glob", {"paths": ["pk/p*.h5"]}),
     ("paths, fewer samples than locales", {"paths": ["pk/tiny.h5"]}),
     ("paths, one sample", {"paths": ["pk/p1.h5"]}),
+    # the probes run on every rank, each on a block of the files (R = 2: 2 + 2, R = 3:
+    # 2 + 1 + 1), or on fewer ranks than there are (R = 3: a rank with no file)
+    ("paths, files on every rank", {"paths": ["pk/p0.h5", "pk/p1.h5", "pk/p2.h5", "pk/tiny.h5"]}),
+    ("paths, fewer files than ranks", {"paths": ["pk/tiny.h5", "pk/p1.h5"]}),
     ("inclusion list", {"sample_list": "pk/inc.txt"}),
     ("exclusion list", {"sample_list": "pk/exc.txt"}),
     ("no experiment schema", {"paths": ["pk/p0.h5", "pk/tiny.h5"], "experiment_schema": None}),
@@ -2009,6 +2021,17 @@ def test_pack_named_and_batches(multi, single, pack_files):
 PACK_ERRORS = [
     ("missing field", {"paths": ["pk/p0.h5", "pk/p2.h5", "pk/bad.h5"]}),
     ("missing sample", {"paths": ["pk/nothere*.h5"]}),
+    # the third of four files is rank 1's (R = 2 and 3), the fourth the last rank's
+    ("missing field, rank 1's files", {"paths": ["pk/p0.h5", "pk/p1.h5", "pk/bad.h5", "pk/p2.h5"]}),
+    ("missing fields, rank 1's and the last rank's files",
+     {"paths": ["pk/p0.h5", "pk/p1.h5", "pk/bad.h5", "pk/bad2.h5"]}),
+    ("missing field of a first sample, the last rank's files",
+     {"paths": ["pk/p0.h5", "pk/p1.h5", "pk/p2.h5", "pk/bad2.h5"]}),
+    ("other size, the last rank's files",
+     {"paths": ["pk/p0.h5", "pk/p1.h5", "pk/p2.h5", "pk/odd.h5"]}),
+    ("corrupt file, rank 1's files", {"paths": ["pk/p0.h5", "pk/p1.h5", "pk/junk.h5", "pk/p2.h5"]}),
+    ("corrupt file, the last rank's files",
+     {"paths": ["pk/p0.h5", "pk/p1.h5", "pk/p2.h5", "pk/junk.h5"]}),
     ("bad schema", {"paths": ["pk/p0.h5"], "experiment_schema": "nothere:\n"}),
     ("mixed dtypes", {"paths": ["pk/p0.h5"],
                       "experiment_schema": "images:\n  metadata: {pack: x, coerce: float}\n"
@@ -2024,9 +2047,18 @@ def test_pack_errors_match_one_rank(multi, single, pack_files, label, args):
     got, _ = call(multi.endpoint, "pack", pack_args(args))
     want, _ = call(single.endpoint, "pack", pack_args(args))
     assert not got["ok"] and got["error"] == want["error"], (got, want)
-    if label == "missing field":
-        assert got["error"]["code"] == "schema_error"
-        assert "sample 'w2' of 'pk/bad.h5' lacks field 'scalars/b'" in got["error"]["message"]
+    expect = {"missing field": "sample 'w2' of 'pk/bad.h5' lacks field 'scalars/b'",
+              "missing field, rank 1's files": "sample 'w2' of 'pk/bad.h5' lacks field",
+              "missing fields, rank 1's and the last rank's files": "sample 'w2' of 'pk/bad.h5'",
+              "missing field of a first sample, the last rank's files":
+                  "sample 'y0' of 'pk/bad2.h5' lacks field 'label'",
+              "other size, the last rank's files":
+                  "sample 'o1', field 'images/img': 12 elements where the first sample has 24",
+              "corrupt file, rank 1's files": "'pk/junk.h5'",
+              "corrupt file, the last rank's files": "'pk/junk.h5'"}.get(label)
+    if expect:
+        assert expect in got["error"]["message"], got
+        assert got["error"]["code"] == "schema_error", got
     assert ok(multi.endpoint, "info", {})[0]["objects"] == before
     assert call(multi.endpoint, "ping")[0]["ok"]
 
@@ -2051,6 +2083,65 @@ def test_pack_read_failing_on_one_rank_publishes_nothing(faulty, rank):
     assert ok(faulty.endpoint, "info", {})[0]["objects"] == before
     res, _ = ok(faulty.endpoint, "pack", args)
     assert res["samples"] == 9
+
+
+def test_pack_probe_failing_on_rank_1(faulty):
+    """The probes run on every rank: an I/O error injected in rank 1's first call (its
+    probe of the second of three files) is the error of the whole pack, naming that file;
+    nothing is published, and pack works after."""
+    from test_lbann import write_samples
+    data = faulty.tmp / "data" / "pkp"
+    shutil.rmtree(data, ignore_errors=True)  # new files: the probes remember none
+    data.mkdir(parents=True)
+    for k, name in enumerate("abc"):
+        write_samples(data / f"{name}.h5", [f"{name}{i}" for i in range(4)], k)
+    args = pack_args({"paths": ["pkp/a.h5", "pkp/b.h5", "pkp/c.h5"]})
+    ok(faulty.endpoint, "clear")
+    before = ok(faulty.endpoint, "info", {})[0]["objects"]
+    ok(faulty.endpoint, "fault", {"class": "io", "nth": 1, "error": "EIO", "rank": 1})
+    hdr, _ = call(faulty.endpoint, "pack", args)
+    fired = ok(faulty.endpoint, "fault", {"nth": 0})[0]
+    assert not hdr["ok"] and hdr["error"]["code"] == "io_error", (hdr, fired)
+    # rank 1's probe of b.h5 failed (not a read after the probes)
+    assert hdr["error"]["message"].startswith("samples of 'pkp/b.h5': "), hdr
+    assert ok(faulty.endpoint, "info", {})[0]["objects"] == before
+    res, _ = ok(faulty.endpoint, "pack", args)
+    assert res["samples"] == 12
+    ok(faulty.endpoint, "clear")
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_pack_plan_past_max_memory(ranks, tmp_path):
+    """The plan every rank holds is counted against --max-memory: 300 samples whose plan
+    (about 95 bytes a sample) passes 24 KiB fail with the resource_limit one rank gives,
+    on every rank, nothing published; a small pack works after."""
+    if not mpi_build():
+        pytest.skip("h5arkd was built without MPI")
+    from test_lbann import write_samples
+    src = tmp_path / "pkm"
+    src.mkdir()
+    for k in range(3):
+        write_samples(src / f"m{k}.h5", [f"s{k}_{i:03d}" for i in range(100)], k)
+    write_samples(src / "x.h5", ["x0", "x1"], 5)
+    multi = MpiDaemon(ranks, extra_args=("--max-memory", "24K"))
+    single = Daemon(locales=ranks * THREADS, max_memory="24K")
+    try:
+        for data in (multi.tmp / "data", single.data_dir):
+            shutil.copytree(src, data / "pkm")
+        args = pack_args({"paths": ["pkm/m*.h5"]})
+        got, _ = call(multi.endpoint, "pack", args)
+        want, _ = call(single.endpoint, "pack", args)
+        # the same error but for the bytes: the plan holds the files' absolute paths
+        for hdr in (got, want):
+            assert not hdr["ok"] and hdr["error"]["code"] == "resource_limit", hdr
+            assert hdr["error"]["message"].startswith("pack: the plan of 300 samples: needs "), hdr
+        assert ok(multi.endpoint, "info", {})[0]["objects"] == []
+        res, _ = ok(multi.endpoint, "pack", pack_args({"paths": ["pkm/x.h5"]}))
+        assert res["samples"] == 2
+        assert multi.stop() == 0
+    finally:
+        multi.cleanup()
+        single.cleanup()
 
 
 def get_rows_of(endpoint, create_args, rows, reshape=None):
