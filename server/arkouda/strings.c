@@ -328,7 +328,7 @@ static int cmd_concatenate(ak_ctx *ctx, h5ark_error *err) {
         for (size_t k = 0; rc == 0 && k < n; k++)
             for (int b = 0; b < parts[k]->values->nshards; b++) {
                 const shard *s = &parts[k]->values->shards[b];
-                memcpy(bytes + at, s->data, s->count);
+                if (s->count) memcpy(bytes + at, s->data, s->count); /* (empty: no data) */
                 at += s->count;
             }
         if (rc == 0) {
