@@ -468,8 +468,9 @@ def test_concatenate_strings_errors(ak, single_ak):
 
 
 SPLIT_WORDS = ([",lead", "trail,", ",,", ",", "", "no pattern here", "a,b,,c,d", ",x,,y,",
-                "é,ü,日本,😀", "ab" * 30 + "," + "c" * 70_000 + ",", "one,two"] * 97 +
-               ["".join(f"{i}," for i in range(500))])
+                "é,ü,日本,😀", "ab,,ab日本", "one,two"] * 97 +
+               ["ab" * 30 + "," + "c" * 70_000 + ",,", "".join(f"{i}," for i in range(500))] +
+               ["x,y"] * 301)
 
 
 @pytest.mark.parametrize("pattern", [",", ",,", "日本", "ab"])
