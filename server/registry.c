@@ -83,6 +83,10 @@ int registry_scratch(uint64_t bytes, void **p, uint64_t *reserved, h5ark_error *
     return 0;
 }
 
+int registry_scratch_ranks(uint64_t bytes, void **p, uint64_t *reserved, h5ark_error *err) {
+    return ranks_agree(registry_scratch(bytes, p, reserved, err), err);
+}
+
 uint64_t registry_memory_used(void) {
     return atomic_load(&memory_used);
 }

@@ -26,6 +26,9 @@ void registry_unreserve(uint64_t bytes);
  * *p (NULL on failure; resource_limit past --max-memory or out of memory). *reserved grows
  * by what stays reserved: registry_unreserve it once the buffers are freed. */
 int registry_scratch(uint64_t bytes, void **p, uint64_t *reserved, h5ark_error *err);
+/* The same within a call that every rank makes: each rank takes its own, then the ranks
+ * agree (every rank has its scratch, or all fail with the lowest failing rank's error). */
+int registry_scratch_ranks(uint64_t bytes, void **p, uint64_t *reserved, h5ark_error *err);
 uint64_t registry_memory_used(void);
 uint64_t registry_memory_limit(void);
 size_t registry_count(void); /* objects published under a name */

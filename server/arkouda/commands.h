@@ -77,13 +77,6 @@ int ak_reply_made(ak_ctx *ctx, dispatch_result *res, const char *name, h5ark_err
 /* Strings made from `len` bytes (each string followed by a NUL; malloc'd, taken), reply
  * their created text. */
 int ak_strings_from_buffer(ak_ctx *ctx, char *bytes, uint64_t len, h5ark_error *err);
-/* The bytes of Strings `name` (each string and its NUL), gathered through the native get:
- * a malloc'd copy of *len bytes. */
-int ak_strings_values(ak_ctx *ctx, const char *name, char **out, uint64_t *len, h5ark_error *err);
-/* An int64 pdarray of n values (malloc'd, taken) through the native put; reply its
- * created text. In a command every rank runs at several ranks: rank 0's values (NULL on
- * the others), every rank making the put within the call. */
-int ak_int64_from_buffer(ak_ctx *ctx, int64_t *values, uint64_t n, h5ark_error *err);
 /* An Arkouda number string as a native argument: an integer kept exact (int64, or uint64
  * above it), else a float; NULL with bad_request naming `key` when it is neither. */
 h5ark_value *ak_number_value(const char *key, const char *text, h5ark_error *err);

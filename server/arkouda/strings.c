@@ -1,7 +1,8 @@
 /* Strings commands of the Arkouda dialect, as its Strings and Categorical code sends them:
- * randomStrings segmentedIndex segmentedBinopvv segmentedBinopvs concatenateStr. New
- * strings are made through the native put (ak_strings_from_buffer), gathers through
- * groupby_take. */
+ * randomStrings segmentedIndex segmentedBinopvv segmentedBinopvs concatenateStr
+ * segmentedSplit. New strings are made through the native put (ak_strings_from_buffer) at
+ * one rank, and across ranks each rank's strings are placed in the block distribution
+ * (strings_place_ranks); gathers go through groupby_take. */
 #include "arkouda/commands.h"
 #include "arkouda/values.h"
 #include "locales.h"
@@ -9,6 +10,7 @@
 #include "objects/strings.h"
 #include "ranks.h"
 #include "registry.h"
+#include "sysio.h"
 
 #include <math.h>
 #include <time.h>
@@ -274,13 +276,36 @@ static int cmd_index(ak_ctx *ctx, h5ark_error *err) {
     return rc;
 }
 
+/* Several ranks: this rank's shards of every part, in order, as runs of the result's rows,
+ * placed in the block distribution over every rank's locales (strings_place_ranks). */
+static int concatenate_ranks(ak_ctx *ctx, object *const *parts, size_t n, h5ark_error *err) {
+    int first = locales_local_first(), T = locales_local_count();
+    strings_run *runs = sysio.calloc(n * (size_t)T + 1, sizeof *runs);
+    size_t nruns = 0;
+    uint64_t at = 0;
+    for (size_t k = 0; runs && k < n; at += parts[k++]->size)
+        for (int b = first; b < first + T; b++) {
+            const shard *seg = &parts[k]->segments->shards[b], *val = &parts[k]->values->shards[b];
+            runs[nruns++] = (strings_run){at + seg->start, seg->count, val->data, val->count};
+        }
+    object *out = NULL;
+    int rc = ranks_agree(
+        runs ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", ranks_self()),
+        err);
+    if (rc == 0 && !(out = strings_place_ranks(at, runs, nruns, err))) rc = -1;
+    free(runs);
+    if (rc == 0) rc = ak_reply_created(ctx, out, err);
+    object_release(out);
+    return rc;
+}
+
 /* concatenateStr {objType Strings, names, mode}: the Strings end to end (interleave, which
  * Arkouda allows to reorder, is the same here). */
 static int cmd_concatenate(ak_ctx *ctx, h5ark_error *err) {
     json_t *names = ak_arg_list(ctx->in, "names", err);
     if (!names) return -1;
     size_t n = json_array_size(names);
-    object **parts = calloc(n ? n : 1, sizeof *parts);
+    object **parts = sysio.calloc(n ? n : 1, sizeof *parts);
     int rc = parts ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     uint64_t total = 0;
     for (size_t k = 0; rc == 0 && k < n; k++) {
@@ -292,31 +317,26 @@ static int cmd_concatenate(ak_ctx *ctx, h5ark_error *err) {
         else
             total += parts[k]->values->size;
     }
-    char *bytes = rc == 0 ? malloc(total ? total : 1) : NULL;
-    if (rc == 0 && !bytes) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    uint64_t at = 0;
-    for (size_t k = 0; rc == 0 && ranks_count() > 1 && k < n; k++) {
-        /* at several ranks each part's bytes come to rank 0 through the native get */
-        char *part = NULL;
-        uint64_t len = 0;
-        rc = ak_strings_values(ctx, parts[k]->name, &part, &len, err);
-        if (rc == 0 && len != parts[k]->values->size)
-            rc = h5ark_fail(err, H5ARK_INTERNAL, "%s changed while it was read", parts[k]->name);
-        if (rc == 0) memcpy(bytes + at, part, len);
-        at += len;
-        free(part);
-    }
-    for (size_t k = 0; rc == 0 && ranks_count() == 1 && k < n; k++)
-        for (int b = 0; b < parts[k]->values->nshards; b++) {
-            const shard *s = &parts[k]->values->shards[b];
-            memcpy(bytes + at, s->data, s->count);
-            at += s->count;
+    if (ranks_count() > 1) {
+        /* a rank failing alone so far (out of memory) must not leave the others in the
+         * collectives of the placing */
+        if ((rc = ranks_agree(rc, err)) == 0) rc = concatenate_ranks(ctx, parts, n, err);
+    } else {
+        char *bytes = rc == 0 ? malloc(total ? total : 1) : NULL;
+        if (rc == 0 && !bytes) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        uint64_t at = 0;
+        for (size_t k = 0; rc == 0 && k < n; k++)
+            for (int b = 0; b < parts[k]->values->nshards; b++) {
+                const shard *s = &parts[k]->values->shards[b];
+                if (s->count) memcpy(bytes + at, s->data, s->count); /* (empty: no data) */
+                at += s->count;
+            }
+        if (rc == 0) {
+            rc = ak_strings_from_buffer(ctx, bytes, total, err);
+            bytes = NULL;
         }
-    if (rc == 0) {
-        rc = ak_strings_from_buffer(ctx, bytes, total, err);
-        bytes = NULL;
+        free(bytes);
     }
-    free(bytes);
     for (size_t k = 0; parts && k < n; k++)
         object_release(parts[k]);
     free(parts);
@@ -324,18 +344,158 @@ static int cmd_concatenate(ak_ctx *ctx, h5ark_error *err) {
     return rc;
 }
 
-/* Append n bytes to a growing buffer; -1 when out of memory. */
-static int append(char **buf, uint64_t *len, uint64_t *cap, const char *p, uint64_t n) {
-    if (*len + n > *cap) {
-        uint64_t want = (*len + n) * 2;
-        char *bigger = realloc(*buf, want);
-        if (!bigger) return -1;
-        *buf = bigger;
-        *cap = want;
+/* String p[0..n) cut at the pattern (at most `max` cuts; 0: all, negative: none), the
+ * pieces written to out, each followed by a NUL: at most n + 1 bytes, the pattern being at
+ * least one byte. Returns the pieces; *written the bytes. */
+static uint64_t split_string(const char *p, uint64_t n, const char *pattern, size_t plen,
+                             int64_t max, char *out, uint64_t *written) {
+    const char *end = p + n;
+    char *o = out;
+    uint64_t pieces = 0;
+    for (int64_t splits = 0;; splits++) {
+        const char *hit = (max == 0 || splits < max) && (size_t)(end - p) >= plen
+                              ? memmem(p, (size_t)(end - p), pattern, plen)
+                              : NULL;
+        const char *stop = hit ? hit : end;
+        memcpy(o, p, (size_t)(stop - p));
+        o += stop - p;
+        *o++ = '\0';
+        pieces++;
+        if (!hit) break;
+        p = hit + plen;
     }
-    memcpy(*buf + *len, p, n);
-    *len += n;
-    return 0;
+    *written = (uint64_t)(o - out);
+    return pieces;
+}
+
+typedef struct {
+    const object *s;
+    const char *pattern;
+    size_t plen;
+    int64_t max;
+    object *segs;   /* NULL, or each string's first piece (counted within its locale here) */
+    char *buf;      /* this rank's pieces: a locale's where its strings' bytes would lie */
+    uint64_t base;  /* the values byte of this rank's first */
+    uint64_t *made; /* per local locale: pieces, then bytes */
+    uint64_t *row0; /* per local locale: its first piece's row of the whole */
+} split_job;
+
+static void split_locale(int b, void *arg) {
+    split_job *j = arg;
+    int t = b - locales_local_first();
+    const shard *val = &j->s->values->shards[b];
+    char *out = j->buf + (val->start - j->base);
+    int64_t *first = j->segs ? j->segs->values->shards[b].data : NULL;
+    uint64_t pieces = 0, at = 0;
+    for (uint64_t k = 0; k < j->s->segments->shards[b].count; k++) {
+        uint64_t n, w;
+        const char *p = string_in_shard(j->s, b, k, &n);
+        if (first) first[k] = (int64_t)pieces;
+        pieces += split_string(p, n, j->pattern, j->plen, j->max, out + at, &w);
+        at += w;
+    }
+    j->made[2 * t] = pieces;
+    j->made[2 * t + 1] = at;
+}
+
+static void split_rebase(int b, void *arg) {
+    split_job *j = arg;
+    const shard *sh = &j->segs->values->shards[b];
+    uint64_t add = j->row0[b - locales_local_first()];
+    for (uint64_t k = 0; k < sh->count; k++)
+        ((int64_t *)sh->data)[k] += (int64_t)add;
+}
+
+/* Several ranks: each rank's locales split their own strings into one buffer; the pieces'
+ * rows are numbered across ranks (an allreduce of each rank's count) and placed in the
+ * block distribution (strings_place_ranks); the first pieces' indexes stay with their
+ * strings' rows. *made: the pieces, published. */
+static int split_ranks(ak_ctx *ctx, split_job *j, object **made, h5ark_error *err) {
+    const object *s = j->s;
+    int R = ranks_count(), me = ranks_self(), T = locales_local_count();
+    int first = locales_local_first();
+    uint64_t reserved = 0, local = 0, *counts = sysio.calloc((size_t)R, sizeof *counts);
+    for (int b = first; b < first + T; b++)
+        local += s->values->shards[b].count;
+    j->base = s->values->shards[first].start;
+    j->made = sysio.calloc(2 * (size_t)T, sizeof *j->made);
+    j->row0 = sysio.calloc((size_t)T, sizeof *j->row0);
+    strings_run *runs = sysio.calloc((size_t)T, sizeof *runs);
+    object *out = NULL;
+    int rc = counts && j->made && j->row0 && runs
+                 ? 0
+                 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me);
+    /* a piece takes no more bytes than its string (the pattern is at least one byte) */
+    if (ranks_agree(rc, err) || registry_scratch_ranks(local, (void **)&j->buf, &reserved, err))
+        goto fail;
+    locales_run(split_locale, j);
+    for (int t = 0; t < T; t++)
+        counts[me] += j->made[2 * t];
+    if (ranks_allreduce_u64(counts, (size_t)R, RANKS_SUM, err)) goto fail;
+    uint64_t total = 0, row = 0;
+    for (int q = 0; q < R; q++) {
+        if (q < me) row += counts[q];
+        total += counts[q];
+    }
+    for (int t = 0; t < T; t++) {
+        j->row0[t] = row;
+        runs[t] = (strings_run){row, j->made[2 * t],
+                                j->buf + (s->values->shards[first + t].start - j->base),
+                                j->made[2 * t + 1]};
+        row += j->made[2 * t];
+    }
+    if (j->segs) locales_run(split_rebase, j);
+    if (!(out = strings_place_ranks(total, runs, (size_t)T, err))) goto fail;
+    free(j->buf); /* given back before the pieces are published */
+    j->buf = NULL;
+    rc = ak_reply_created(ctx, out, err);
+    goto done;
+fail:
+    rc = -1;
+done:
+    free(counts);
+    free(j->made);
+    free(j->row0);
+    free(j->buf);
+    free(runs);
+    registry_unreserve(reserved);
+    if (rc == 0)
+        *made = out;
+    else
+        object_release(out);
+    return rc;
+}
+
+/* One rank: the pieces one string after another into a growing buffer, made Strings through
+ * the native put. */
+static int split_one_rank(ak_ctx *ctx, split_job *j, h5ark_error *err) {
+    const object *s = j->s;
+    uint64_t len = 0, cap = 1 << 16, pieces = 0;
+    char *buf = malloc(cap);
+    int rc = buf ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    for (uint64_t i = 0; rc == 0 && i < s->size; i++) {
+        uint64_t n, w;
+        const char *p = ak_string_at(s, i, &n);
+        if (j->segs) *(int64_t *)ak_elem(j->segs->values, i) = (int64_t)pieces;
+        if (len + n + 1 > cap) {
+            uint64_t want = (len + n + 1) * 2;
+            char *bigger = realloc(buf, want);
+            if (!bigger) {
+                rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+                break;
+            }
+            buf = bigger;
+            cap = want;
+        }
+        pieces += split_string(p, n, j->pattern, j->plen, j->max, buf + len, &w);
+        len += w;
+    }
+    if (rc == 0) {
+        rc = ak_strings_from_buffer(ctx, buf, len, err);
+        buf = NULL;
+    }
+    free(buf);
+    return rc;
 }
 
 /* segmentedSplit {parent_name, objtype Matcher, max, return_segs, pattern}: each string
@@ -358,62 +518,26 @@ static int cmd_split(ak_ctx *ctx, h5ark_error *err) {
                           pattern);
     object *s = strings_arg(ctx, "parent_name", err);
     if (!s) return -1;
-    /* at several ranks the strings come to rank 0 through the native get (`all`, walked in
-     * order) and the first pieces' indexes go back through the native put (`first`) */
     bool ranks = ranks_count() > 1;
-    char *all = NULL, *walk = NULL;
-    uint64_t all_len = 0;
-    int64_t *first = NULL;
-    int rc = ranks ? ak_strings_values(ctx, s->name, &all, &all_len, err) : 0;
-    walk = all;
-    if (rc == 0 && ranks && segs_too && !(first = malloc(s->size * 8 + 8)))
-        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    object *segs =
-        rc == 0 && segs_too && !ranks ? object_new_pdarray(H5ARK_INT64, s->size, err) : NULL;
-    uint64_t len = 0, cap = 1 << 16, pieces = 0;
-    char *buf = rc == 0 ? malloc(cap) : NULL;
-    if (rc == 0 && !buf) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    if (rc == 0 && segs_too && !ranks && !segs) rc = -1;
-    for (uint64_t i = 0; rc == 0 && i < s->size; i++) {
-        uint64_t n;
-        const char *p = ranks ? walk : ak_string_at(s, i, &n), *end;
-        if (ranks) { /* each string ends at its NUL (the last, at the bytes' end) */
-            size_t left = walk < all + all_len ? (size_t)(all + all_len - walk) : 0;
-            n = strnlen(walk, left);
-            walk += n + (n < left);
-        }
-        end = p + n;
-        if (segs) *(int64_t *)ak_elem(segs->values, i) = (int64_t)pieces;
-        if (first) first[i] = (int64_t)pieces;
-        int64_t splits = 0;
-        for (;;) {
-            const char *hit = (max == 0 || splits < max) && (size_t)(end - p) >= plen
-                                  ? memmem(p, (size_t)(end - p), pattern, plen)
-                                  : NULL;
-            const char *stop = hit ? hit : end;
-            if (append(&buf, &len, &cap, p, (uint64_t)(stop - p)) ||
-                append(&buf, &len, &cap, "", 1)) {
-                rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-                break;
-            }
-            pieces++;
-            if (!hit) break;
-            p = hit + plen;
-            splits++;
-        }
+    int rc = 0;
+    /* the first pieces' indexes are laid out as the strings' rows */
+    if (ranks && segs_too && !ak_block_layout(s->segments))
+        rc = ranks_not_yet(err, "splitting Strings that are not block distributed");
+    object *segs = rc == 0 && segs_too ? object_new_pdarray(H5ARK_INT64, s->size, err) : NULL;
+    if (rc == 0 && segs_too && !segs) rc = -1;
+    split_job j = {.s = s, .pattern = pattern, .plen = plen, .max = max, .segs = segs};
+    object *pieces = NULL;
+    if (rc == 0) rc = ranks ? split_ranks(ctx, &j, &pieces, err) : split_one_rank(ctx, &j, err);
+    /* at several ranks every rank has published the pieces, or none goes on (a reply's text
+     * is made by each rank alone) */
+    if (ranks && ranks_agree(rc, err) && rc == 0) {
+        registry_remove(pieces->name, &(h5ark_error){0});
+        rc = -1;
     }
-    if (rc == 0) {
-        rc = ak_strings_from_buffer(ctx, buf, len, err);
-        buf = NULL;
-    }
-    free(buf);
-    free(all);
     if (rc == 0 && segs_too) {
         char *made = ctx->msg, *both = NULL;
         ctx->msg = NULL;
-        rc = ranks ? ak_int64_from_buffer(ctx, first, s->size, err)
-                   : ak_reply_created(ctx, segs, err);
-        first = NULL;
+        rc = ak_reply_created(ctx, segs, err);
         if (rc == 0 && asprintf(&both, "%s+%s", made, ctx->msg) < 0)
             rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         free(made);
@@ -421,19 +545,25 @@ static int cmd_split(ak_ctx *ctx, h5ark_error *err) {
             free(ctx->msg);
             ctx->msg = both;
         }
+        /* at several ranks nothing stays published when the indexes could not be */
+        if (ranks && ranks_agree(rc, err)) {
+            registry_remove(pieces->name, &(h5ark_error){0});
+            if (segs->name) registry_remove(segs->name, &(h5ark_error){0});
+            rc = -1;
+        }
     }
-    free(first);
+    object_release(pieces);
     object_release(segs);
     object_release(s);
     return rc;
 }
 
 const ak_command ak_strings_commands[] = {
-    {"segmentedSplit", cmd_split, 0, RANKS_ZERO},
+    {"segmentedSplit", cmd_split, 0, RANKS_EVERY},
     {"randomStrings", cmd_random_strings, 0, RANKS_ZERO},
     {"segmentedBinopvv", cmd_binopvv, 0, RANKS_EVERY},
     {"segmentedBinopvs", cmd_binopvs, 0, RANKS_EVERY},
     {"segmentedIndex", cmd_index, 0, RANKS_EVERY},
-    {"concatenateStr", cmd_concatenate, 0, RANKS_ZERO},
+    {"concatenateStr", cmd_concatenate, 0, RANKS_EVERY},
     {0},
 };

@@ -349,68 +349,6 @@ static uint64_t buffer_bytes(const dispatch_result *res, size_t i) {
     return n;
 }
 
-int ak_strings_values(ak_ctx *ctx, const char *name, char **out, uint64_t *len, h5ark_error *err) {
-    dispatch_result res;
-    h5ark_value *args = h5ark_value_map();
-    if (!args || h5ark_value_set(args, "name", h5ark_value_str(name))) {
-        h5ark_value_destroy(&args);
-        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    }
-    int rc = ak_native(ctx, "get", args, NULL, &res, err);
-    h5ark_value_destroy(&args);
-    if (rc) return -1;
-    uint64_t skip = buffer_bytes(&res, 0), n = buffer_bytes(&res, 1), done = 0;
-    char *bytes = malloc(n ? n : 1);
-    if (!bytes) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    for (size_t i = 0; bytes && i < res.nspans && done < n; i++) {
-        uint64_t l = res.spans[i].len, from = skip < l ? skip : l;
-        skip -= from;
-        uint64_t take = l - from < n - done ? l - from : n - done;
-        memcpy(bytes + done, (const char *)res.spans[i].ptr + from, take);
-        done += take;
-    }
-    dispatch_result_free(&res);
-    if (rc == 0 && done != n) {
-        free(bytes);
-        return h5ark_fail(err, H5ARK_INTERNAL, "the reply is shorter than its buffers");
-    }
-    *out = bytes;
-    *len = n;
-    return rc;
-}
-
-int ak_int64_from_buffer(ak_ctx *ctx, int64_t *values, uint64_t n, h5ark_error *err) {
-    /* in a command every rank runs: rank 0's values, every rank making the put */
-    bool every = ranks_call_seq() != 0;
-    if (every && ranks_bcast(0, &n, sizeof n, err)) {
-        free(values);
-        return -1;
-    }
-    h5ark_payload p;
-    int rc = payload_taking(&p, values, n * 8, err);
-    h5ark_value *args = h5ark_value_map(), *shape = h5ark_value_array();
-    if (shape && h5ark_value_push(shape, h5ark_value_uint(n))) h5ark_value_destroy(&shape);
-    if (args) {
-        h5ark_value_set(args, "objtype", h5ark_value_str("pdarray"));
-        h5ark_value_set(args, "dtype", h5ark_value_str("int64"));
-        if (h5ark_value_set(args, "shape", shape) || h5ark_value_len(args) != 3)
-            h5ark_value_destroy(&args);
-    } else {
-        h5ark_value_destroy(&shape);
-    }
-    if (rc == 0 && !args) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    if (every) rc = ranks_agree(rc, err);
-    if (rc == 0) {
-        request sub = *ctx->req;
-        sub.payload = p;
-        rc = put_created(ctx, &sub, args, buffer_list("values", n * 8, NULL, 0), err);
-    } else {
-        h5ark_value_destroy(&args);
-    }
-    h5ark_payload_free(&p);
-    return rc;
-}
-
 /* tondarray<T,1> {array} */
 static int cmd_tondarray(ak_ctx *ctx, h5ark_error *err) {
     const ak_request *in = ctx->in;

@@ -15,6 +15,7 @@
 #include "groupby.h"
 
 #include "locales.h"
+#include "strings.h"
 #include "progress.h"
 #include "ranks.h"
 #include "registry.h"
@@ -573,11 +574,6 @@ static int rec_cmp(const void *a, const void *b) {
     return 0;
 }
 
-/* Collective scratch: every rank reserves and allocates, and all agree. */
-static int ranks_scratch(uint64_t bytes, void **p, uint64_t *reserved, h5ark_error *err) {
-    return ranks_agree(registry_scratch(bytes, p, reserved, err), err);
-}
-
 /* Element counts [a0, a1) and [b0, b1) overlap by how many. */
 static uint64_t overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) {
     uint64_t lo = a0 > b0 ? a0 : b0, hi = a1 < b1 ? a1 : b1;
@@ -649,7 +645,7 @@ static int even_out(const void *in, uint64_t nheld, uint64_t n, uint64_t nloc, s
     for (int r = 0; r < R; r++)
         pstarts[r + 1] += pstarts[r];
     block_starts(n, tgt);
-    if (ranks_scratch(nloc * width, fin, reserved, err) ||
+    if (registry_scratch_ranks(nloc * width, fin, reserved, err) ||
         rebalance(in, pstarts, tgt, width, *fin, err))
         return -1;
     return 0;
@@ -693,8 +689,9 @@ static int sort_words(const object *const *src, size_t nkeys, uint64_t n, uint64
     int rc = cnt && sc && rcv && pstarts && tgt
                  ? 0
                  : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me);
-    if (ranks_agree(rc, err) || ranks_scratch(nloc * w * 8, (void **)&rec, reserved, err) ||
-        ranks_scratch(nloc * 8, (void **)&col, reserved, err))
+    if (ranks_agree(rc, err) ||
+        registry_scratch_ranks(nloc * w * 8, (void **)&rec, reserved, err) ||
+        registry_scratch_ranks(nloc * 8, (void **)&col, reserved, err))
         goto fail;
     /* 1. this rank's records, sorted */
     for (size_t k = 0; k < nkeys; k++) {
@@ -711,7 +708,8 @@ static int sort_words(const object *const *src, size_t nkeys, uint64_t n, uint64
     if (ranks_allreduce_u64(cnt, (size_t)R, RANKS_SUM, err)) goto fail;
     for (int r = 0; r < R; r++)
         total += cnt[r];
-    if (ranks_scratch((total + (uint64_t)R * ns) * w * 8, (void **)&samples, reserved, err))
+    if (registry_scratch_ranks((total + (uint64_t)R * ns) * w * 8, (void **)&samples, reserved,
+                               err))
         goto fail;
     uint64_t *mine = samples + total * w; /* my samples, once for every rank */
     for (int r = 0; r < R; r++) {
@@ -740,7 +738,7 @@ static int sort_words(const object *const *src, size_t nkeys, uint64_t n, uint64
         rcv[r] *= w * 8;
         sc[r] = cnt[r] * w * 8;
     }
-    if (ranks_scratch(ngot * w * 8, (void **)&got, reserved, err) ||
+    if (registry_scratch_ranks(ngot * w * 8, (void **)&got, reserved, err) ||
         ranks_alltoallv(rec, sc, got, rcv, err))
         goto fail;
     qsort(got, ngot, w * 8, rec_cmp);
@@ -880,8 +878,8 @@ static int sort_bytes(const object *const *src, size_t nkeys, uint64_t n, uint64
     /* 1. this rank's records, sorted */
     for (uint64_t i = 0; i < nloc; i++)
         bytes += 8 + brec_make(src, nkeys, lo + i, NULL);
-    if (ranks_agree(rc, err) || ranks_scratch(bytes, (void **)&buf, reserved, err) ||
-        ranks_scratch(nloc * 8, (void **)&off, reserved, err))
+    if (ranks_agree(rc, err) || registry_scratch_ranks(bytes, (void **)&buf, reserved, err) ||
+        registry_scratch_ranks(nloc * 8, (void **)&off, reserved, err))
         goto fail;
     for (uint64_t i = 0, p = 0; i < nloc; i++)
         p += 8 + brec_make(src, nkeys, lo + i, buf + p);
@@ -897,8 +895,8 @@ static int sort_bytes(const object *const *src, size_t nkeys, uint64_t n, uint64
         total += cnt[2 * r];
         tbytes += cnt[2 * r + 1];
     }
-    if (ranks_scratch(tbytes + (uint64_t)R * sbytes, (void **)&samples, reserved, err) ||
-        ranks_scratch(total * 8, (void **)&soff, reserved, err))
+    if (registry_scratch_ranks(tbytes + (uint64_t)R * sbytes, (void **)&samples, reserved, err) ||
+        registry_scratch_ranks(total * 8, (void **)&soff, reserved, err))
         goto fail;
     char *mine = samples + tbytes; /* my samples, once for every rank */
     for (uint64_t r = 0, p = 0; r < (uint64_t)R; r++) {
@@ -914,7 +912,7 @@ static int sort_bytes(const object *const *src, size_t nkeys, uint64_t n, uint64
     brec_sort(samples, tbytes, soff, total);
     /* 3. each record to the rank whose range of the order holds it, in order */
     memset(cnt, 0, 2 * (size_t)R * sizeof *cnt);
-    if (ranks_scratch(bytes, (void **)&sorted, reserved, err)) goto fail;
+    if (registry_scratch_ranks(bytes, (void **)&sorted, reserved, err)) goto fail;
     for (uint64_t i = 0, d = 0, p = 0; i < nloc; i++) {
         const char *x = buf + off[i];
         while (d + 1 < (uint64_t)R &&
@@ -938,8 +936,8 @@ static int sort_bytes(const object *const *src, size_t nkeys, uint64_t n, uint64
         sc[r] = cnt[2 * r + 1];
         rcv[r] = rcnt[2 * r + 1];
     }
-    if (ranks_scratch(gbytes, (void **)&got, reserved, err) ||
-        ranks_scratch(ngot * 8, (void **)&goff, reserved, err) ||
+    if (registry_scratch_ranks(gbytes, (void **)&got, reserved, err) ||
+        registry_scratch_ranks(ngot * 8, (void **)&goff, reserved, err) ||
         ranks_alltoallv(sorted, sc, got, rcv, err))
         goto fail;
     brec_sort(got, gbytes, goff, ngot);
@@ -951,7 +949,8 @@ static int sort_bytes(const object *const *src, size_t nkeys, uint64_t n, uint64
     if (ranks_allreduce_u64(cnt, (size_t)R, RANKS_SUM, err)) goto fail;
     for (int r = 0; r < R; r++)
         lbytes += cnt[r];
-    if (ranks_scratch(lbytes + (uint64_t)R * lastlen, (void **)&lasts, reserved, err)) goto fail;
+    if (registry_scratch_ranks(lbytes + (uint64_t)R * lastlen, (void **)&lasts, reserved, err))
+        goto fail;
     for (int r = 0; r < R; r++) {
         memcpy(lasts + lbytes + (uint64_t)r * lastlen, ngot ? got + goff[ngot - 1] : "", lastlen);
         sc[r] = lastlen;
@@ -961,7 +960,7 @@ static int sort_bytes(const object *const *src, size_t nkeys, uint64_t n, uint64
     const char *prev = NULL;
     for (uint64_t r = 0, p = 0; r < (uint64_t)me; p += cnt[r], r++)
         if (cnt[r]) prev = lasts + p;
-    if (ranks_scratch(ngot * 16, (void **)&pairs, reserved, err)) goto fail;
+    if (registry_scratch_ranks(ngot * 16, (void **)&pairs, reserved, err)) goto fail;
     uint64_t nstart = 0;
     for (uint64_t i = 0; i < ngot; i++) {
         const char *x = got + goff[i], *y = i ? got + goff[i - 1] : prev;
@@ -1055,13 +1054,13 @@ static object *make_ranks(object *const *keys, size_t nkeys, object **codes, h5a
         const object *s = src[k] = sort_source(keys[k]);
         if (s->objtype == H5ARK_STRINGS || key_in_blocks(s, n)) continue;
         if (!rows) {
-            if (ranks_scratch(nloc * 8, (void **)&rows, &reserved, err)) goto out;
+            if (registry_scratch_ranks(nloc * 8, (void **)&rows, &reserved, err)) goto out;
             for (uint64_t i = 0; i < nloc; i++)
                 rows[i] = (int64_t)(lo + i);
         }
         size_t is = s->values->itemsize;
         void *buf = NULL;
-        if (ranks_scratch(nloc * is, &buf, &reserved, err)) goto out;
+        if (registry_scratch_ranks(nloc * is, &buf, &reserved, err)) goto out;
         fs[k] = (shard){buf, lo, nloc};
         fd[k] = (darray){
             .dtype = s->values->dtype, .itemsize = is, .size = n, .nshards = 1, .shards = &fs[k]};
@@ -1100,7 +1099,7 @@ static object *make_ranks(object *const *keys, size_t nkeys, object **codes, h5a
     const uint64_t *prev = NULL;
     for (int r = me - 1; r >= 0 && !prev; r--)
         if (last[(size_t)r * (w + 1)]) prev = last + (size_t)r * (w + 1) + 1;
-    if (ranks_scratch(nloc * 2 * 8, (void **)&pairs, &reserved, err)) goto out;
+    if (registry_scratch_ranks(nloc * 2 * 8, (void **)&pairs, &reserved, err)) goto out;
     uint64_t nmine = 0;
     for (uint64_t i = 0; i < nloc; i++) {
         const uint64_t *x = fin + i * w, *y = i ? fin + (i - 1) * w : prev;
@@ -1132,7 +1131,7 @@ static object *make_ranks(object *const *keys, size_t nkeys, object **codes, h5a
     uint64_t g0, g1;
     rank_range(ngroups, me, &g0, &g1);
     block_starts(ngroups, tgt);
-    if (ranks_scratch((g1 - g0) * 2 * 8, (void **)&gpairs, &reserved, err) ||
+    if (registry_scratch_ranks((g1 - g0) * 2 * 8, (void **)&gpairs, &reserved, err) ||
         rebalance(pairs, gstarts, tgt, 2 * 8, gpairs, err))
         goto out;
     for (int t = 0; t < T; t++) {
@@ -1146,7 +1145,7 @@ static object *make_ranks(object *const *keys, size_t nkeys, object **codes, h5a
     /* 7. each row's group number to the rank holding the row */
     if (codes) {
         if (!(*codes = object_new_pdarray(H5ARK_INT64, n, err)) ||
-            ranks_scratch(nloc * 2 * 16, (void **)&cpairs, &reserved, err))
+            registry_scratch_ranks(nloc * 2 * 16, (void **)&cpairs, &reserved, err))
             goto out;
         cin = cpairs + 2 * nloc;
         block_starts(n, tgt);
@@ -1231,8 +1230,8 @@ static int fetch_rows(const darray *a, const int64_t *rows, uint64_t nrows, void
     char *rep = NULL, *back = NULL;
     if (!cnt || !rcnt || !sc || !rcv || !pos)
         rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me);
-    if (ranks_agree(rc, err) || ranks_scratch(nrows * 16, (void **)&req, &reserved, err) ||
-        ranks_scratch(nrows * is, (void **)&back, &reserved, err)) {
+    if (ranks_agree(rc, err) || registry_scratch_ranks(nrows * 16, (void **)&req, &reserved, err) ||
+        registry_scratch_ranks(nrows * is, (void **)&back, &reserved, err)) {
         rc = -1;
         goto out;
     }
@@ -1254,7 +1253,7 @@ static int fetch_rows(const darray *a, const int64_t *rows, uint64_t nrows, void
         sc[r] = cnt[r] * 8;
         rcv[r] = rcnt[r] * 8;
     }
-    if ((rc = ranks_scratch(nin * (8 + is), (void **)&inreq, &reserved, err)) != 0 ||
+    if ((rc = registry_scratch_ranks(nin * (8 + is), (void **)&inreq, &reserved, err)) != 0 ||
         (rc = ranks_alltoallv(req, sc, inreq, rcv, err)) != 0)
         goto out;
     rep = (char *)(inreq + nin);
@@ -1339,7 +1338,8 @@ static int fetch_strings(const object *src, const uint64_t *rows, uint64_t nrows
     char *rep = NULL, *back = NULL;
     if (!cnt || !rcnt || !sc || !rcv || !bsc || !pos)
         rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me);
-    if (ranks_agree(rc, err) || ranks_scratch(nrows * 24, (void **)&req, reserved, err)) goto fail;
+    if (ranks_agree(rc, err) || registry_scratch_ranks(nrows * 24, (void **)&req, reserved, err))
+        goto fail;
     uint64_t *order = req + nrows;
     glen = req + 2 * nrows;
     for (uint64_t i = 0; i < nrows; i++)
@@ -1359,7 +1359,7 @@ static int fetch_strings(const object *src, const uint64_t *rows, uint64_t nrows
         sc[r] = cnt[r] * 8;
         rcv[r] = rcnt[r] * 8;
     }
-    if (ranks_scratch(nin * 16, (void **)&inreq, reserved, err) ||
+    if (registry_scratch_ranks(nin * 16, (void **)&inreq, reserved, err) ||
         ranks_alltoallv(req, sc, inreq, rcv, err))
         goto fail;
     uint64_t *inlen = inreq + nin;
@@ -1378,9 +1378,9 @@ static int fetch_strings(const object *src, const uint64_t *rows, uint64_t nrows
         rcv[r] += glen[k];
         outbytes += glen[k];
     }
-    if (ranks_scratch(inbytes, (void **)&rep, reserved, err) ||
-        ranks_scratch(outbytes, (void **)&back, reserved, err) ||
-        ranks_scratch(outbytes, (void **)bytes, reserved, err))
+    if (registry_scratch_ranks(inbytes, (void **)&rep, reserved, err) ||
+        registry_scratch_ranks(outbytes, (void **)&back, reserved, err) ||
+        registry_scratch_ranks(outbytes, (void **)bytes, reserved, err))
         goto fail;
     for (uint64_t k = 0, p = 0; k < nin; k++) {
         memcpy(rep + p, local_str(src, inreq[k]).p, inlen[k] - 1);
@@ -1392,7 +1392,7 @@ static int fetch_strings(const object *src, const uint64_t *rows, uint64_t nrows
     for (uint64_t k = 0; k < nrows; k++)
         lens[order[k]] = glen[k];
     uint64_t *at = NULL; /* where each request's string goes in the result */
-    if (ranks_scratch(nrows * 8, (void **)&at, reserved, err)) goto fail;
+    if (registry_scratch_ranks(nrows * 8, (void **)&at, reserved, err)) goto fail;
     for (uint64_t i = 0, p = 0; i < nrows; i++) {
         uint64_t l = lens[i];
         lens[i] = p; /* for now: the offset */
@@ -1429,47 +1429,28 @@ out:
  * make the strings, and each rank fills its own shards. */
 static object *take_strings_ranks(const object *src, const object *idx, const char *extra,
                                   h5ark_error *err) {
-    int L = locales_count(), me = ranks_self(), first = locales_local_first();
     uint64_t ntake = idx ? idx->size : src->size, count = ntake + (extra ? 1 : 0);
-    uint64_t elen = extra ? strlen(extra) + 1 : 0, o0, o1, reserved = 0;
-    rank_range(count, me, &o0, &o1);
+    uint64_t elen = extra ? strlen(extra) + 1 : 0, o0, o1, reserved = 0, nbytes = 0;
+    rank_range(count, ranks_self(), &o0, &o1);
     uint64_t m = o1 < ntake ? o1 - o0 : ntake > o0 ? ntake - o0 : 0; /* rows from src */
-    uint64_t *rows = NULL, *lens = NULL, *bc = calloc((size_t)L, 8);
+    uint64_t *rows = NULL, *lens = NULL;
     char *bytes = NULL;
     object *out = NULL;
-    int rc = bc ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me);
-    if (ranks_agree(rc, err) || ranks_scratch(m * 16, (void **)&rows, &reserved, err)) goto out;
+    if (registry_scratch_ranks(m * 16, (void **)&rows, &reserved, err)) goto out;
     lens = rows + m;
     for (uint64_t i = 0; i < m; i++)
         rows[i] = o0 + i;
     /* fetch_rows reads every row asked before it writes a result: in place is safe */
     if (idx && fetch_rows(idx->values, (const int64_t *)rows, m, rows, err)) goto out;
     if (fetch_strings(src, rows, m, lens, &bytes, &reserved, err)) goto out;
-    for (int t = 0; t < locales_local_count(); t++) {
-        uint64_t c0 = locales_block_start(count, L, first + t);
-        uint64_t c1 = locales_block_start(count, L, first + t + 1);
-        for (uint64_t j = c0; j < c1; j++)
-            bc[first + t] += j < ntake ? lens[j - o0] : elen;
-    }
-    if (ranks_allreduce_u64(bc, (size_t)L, RANKS_SUM, err) ||
-        !(out = object_new_strings(count, bc, err)))
-        goto out;
-    const char *p = bytes;
-    for (int t = 0; t < locales_local_count(); t++) {
-        shard *seg = &out->segments->shards[first + t], *val = &out->values->shards[first + t];
-        uint64_t q = 0;
-        for (uint64_t i = 0; i < seg->count; i++) {
-            uint64_t j = seg->start + i, l = j < ntake ? lens[j - o0] : elen;
-            ((int64_t *)seg->data)[i] = (int64_t)(val->start + q);
-            memcpy((char *)val->data + q, j < ntake ? p : extra, l);
-            if (j < ntake) p += l;
-            q += l;
-        }
-    }
+    for (uint64_t i = 0; i < m; i++)
+        nbytes += lens[i];
+    /* this rank's block: the strings taken, then the extra one when it falls here */
+    strings_run runs[2] = {{o0, m, bytes, nbytes}, {ntake, 1, extra, elen}};
+    out = strings_from_block_ranks(count, runs, extra && ntake >= o0 && ntake < o1 ? 2 : 1, err);
 out:
     free(rows);
     free(bytes);
-    free(bc);
     if (reserved) registry_unreserve(reserved);
     return out;
 }

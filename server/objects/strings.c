@@ -4,6 +4,8 @@
 #include "locales.h"
 #include "progress.h"
 #include "ranks.h"
+#include "registry.h"
+#include "sysio.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -233,4 +235,229 @@ char *strings_dup_ranks(const object *s, uint64_t i, h5ark_error *err) {
 fail:
     free(out);
     return NULL;
+}
+
+/* ---- several ranks: strings laid out from runs ---- */
+
+typedef struct {
+    const strings_run *runs;
+    object *out;
+    size_t *run_at;    /* per local locale: the run holding its first string */
+    uint64_t *byte_at; /* and where that string starts in it */
+} block_job;
+
+/* Locale b's strings from the runs: each string's offset, the bytes a run's part at once. */
+static void fill_block(int b, void *arg) {
+    block_job *j = arg;
+    int t = b - locales_local_first();
+    shard *seg = &j->out->segments->shards[b], *val = &j->out->values->shards[b];
+    int64_t *off = seg->data;
+    size_t r = j->run_at[t];
+    uint64_t at = j->byte_at[t], q = 0;
+    for (uint64_t i = 0; i < seg->count; r++, at = 0) {
+        const strings_run *run = &j->runs[r];
+        uint64_t from = at;
+        for (; i < seg->count && at < run->nbytes; i++) {
+            off[i] = (int64_t)(val->start + q + (at - from));
+            at += strlen(run->bytes + at) + 1;
+        }
+        if (at > from) memcpy((char *)val->data + q, run->bytes + from, at - from);
+        q += at - from;
+    }
+}
+
+object *strings_from_block_ranks(uint64_t n, const strings_run *runs, size_t nruns,
+                                 h5ark_error *err) {
+    int L = locales_count(), T = locales_local_count(), first = locales_local_first();
+    uint64_t lo = locales_block_start(n, L, first), hi = locales_block_start(n, L, first + T);
+    uint64_t *bc = sysio.calloc((size_t)L, sizeof *bc);
+    block_job j = {.runs = runs,
+                   .run_at = sysio.calloc((size_t)T, sizeof *j.run_at),
+                   .byte_at = sysio.calloc((size_t)T, sizeof *j.byte_at)};
+    object *out = NULL;
+    int rc = bc && j.run_at && j.byte_at
+                 ? 0
+                 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", ranks_self());
+    /* the strings in row order: where each local locale's first lies, and its bytes */
+    uint64_t row = lo, next = lo; /* next: where local locale t starts */
+    int t = 0;
+    for (size_t r = 0; rc == 0 && r < nruns; r++) {
+        const strings_run *run = &runs[r];
+        uint64_t at = 0;
+        bool bad = run->row != row || run->count > hi - row;
+        for (uint64_t i = 0; !bad && i < run->count; i++, row++) {
+            for (; t < T && next == row; t++) { /* (empty locales share a start) */
+                j.run_at[t] = r;
+                j.byte_at[t] = at;
+                next = t + 1 < T ? locales_block_start(n, L, first + t + 1) : UINT64_MAX;
+            }
+            const char *nul = memchr(run->bytes + at, '\0', run->nbytes - at);
+            bad = !nul;
+            uint64_t len = bad ? 0 : (uint64_t)(nul - run->bytes) + 1 - at;
+            bc[first + t - 1] += len;
+            at += len;
+        }
+        if (bad || at != run->nbytes)
+            rc = h5ark_fail(err, H5ARK_INTERNAL,
+                            "rank %d: strings for rows from %llu are not the %llu strings "
+                            "expected there",
+                            ranks_self(), (unsigned long long)run->row,
+                            (unsigned long long)run->count);
+    }
+    if (rc == 0 && row != hi)
+        rc = h5ark_fail(err, H5ARK_INTERNAL, "rank %d: strings for rows %llu..%llu are missing",
+                        ranks_self(), (unsigned long long)row, (unsigned long long)hi);
+    if (ranks_agree(rc, err) == 0 && ranks_allreduce_u64(bc, (size_t)L, RANKS_SUM, err) == 0 &&
+        (out = object_new_strings(n, bc, err)) != NULL) {
+        j.out = out;
+        locales_run(fill_block, &j);
+    }
+    free(bc);
+    free(j.run_at);
+    free(j.byte_at);
+    return out;
+}
+
+typedef struct {
+    int to; /* the rank whose block holds the rows */
+    strings_run run;
+} strings_piece;
+
+static int run_cmp(const void *a, const void *b) {
+    uint64_t x = ((const strings_run *)a)->row, y = ((const strings_run *)b)->row;
+    return (x > y) - (x < y);
+}
+
+/* The rank whose block of n rows holds `row`: starts[q] is rank q's first row. */
+static int rank_holding(const uint64_t *starts, int R, uint64_t row) {
+    int q = 0;
+    while (q + 1 < R && starts[q + 1] <= row)
+        q++;
+    return q;
+}
+
+/* The runs cut at the ranks' blocks (`starts`) into *pieces; -1 when a run does not hold
+ * its strings. */
+static int cut_runs(const strings_run *runs, size_t nruns, const uint64_t *starts, int R,
+                    strings_piece *pieces, size_t *np) {
+    size_t k = 0;
+    for (size_t r = 0; r < nruns; r++) {
+        const strings_run *run = &runs[r];
+        if (run->count == 0) continue;
+        int q0 = rank_holding(starts, R, run->row);
+        int q1 = rank_holding(starts, R, run->row + run->count - 1);
+        uint64_t i = 0, at = 0; /* strings and bytes of the run passed */
+        for (int q = q0; q <= q1; q++) {
+            uint64_t end = q == q1 ? run->count : starts[q + 1] - run->row, i0 = i, at0 = at;
+            if (q == q1) {
+                i = end;
+                at = run->nbytes;
+            }
+            for (; i < end; i++) {
+                const char *nul = memchr(run->bytes + at, '\0', run->nbytes - at);
+                if (!nul) return -1;
+                at = (uint64_t)(nul - run->bytes) + 1;
+            }
+            pieces[k++] = (strings_piece){q, {run->row + i0, i - i0, run->bytes + at0, at - at0}};
+        }
+    }
+    *np = k;
+    return 0;
+}
+
+object *strings_place_ranks(uint64_t n, const strings_run *runs, size_t nruns, h5ark_error *err) {
+    int R = ranks_count(), me = ranks_self(), T = locales_local_count(), L = locales_count();
+    uint64_t reserved = 0, *starts = sysio.calloc((size_t)R + 1, sizeof *starts);
+    uint64_t *cnt = sysio.calloc(2 * (size_t)R, 8), *rcnt = sysio.calloc(2 * (size_t)R, 8);
+    uint64_t *sc = sysio.calloc((size_t)R, 8), *rcv = sysio.calloc((size_t)R, 8);
+    uint64_t *hdr = NULL, *rhdr = NULL, outbytes = 0, inbytes = 0, nout = 0, nin = 0;
+    char *sendb = NULL, *recvb = NULL;
+    strings_piece *pieces = NULL;
+    strings_run *got = NULL;
+    object *obj = NULL;
+    size_t np = 0, npmax = 0, ngot = 0;
+    int rc = starts && cnt && rcnt && sc && rcv ? 0 : -1;
+    for (int q = 0; rc == 0 && q <= R; q++)
+        starts[q] = locales_block_start(n, L, q * T);
+    for (size_t r = 0; rc == 0 && r < nruns; r++)
+        if (runs[r].count)
+            npmax += (size_t)(rank_holding(starts, R, runs[r].row + runs[r].count - 1) -
+                              rank_holding(starts, R, runs[r].row) + 1);
+    if (rc == 0 && !(pieces = sysio.malloc((npmax ? npmax : 1) * sizeof *pieces))) rc = -1;
+    if (rc) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me);
+    if (rc == 0 && cut_runs(runs, nruns, starts, R, pieces, &np))
+        rc = h5ark_fail(err, H5ARK_INTERNAL, "rank %d: a run does not hold its strings", me);
+    /* how many pieces and bytes go to each other rank (a rank's own stay where they are) */
+    for (size_t k = 0; rc == 0 && k < np; k++) {
+        if (pieces[k].to == me) continue;
+        cnt[2 * pieces[k].to]++;
+        cnt[2 * pieces[k].to + 1] += pieces[k].run.nbytes;
+        nout++;
+        outbytes += pieces[k].run.nbytes;
+    }
+    for (int q = 0; rc == 0 && q < R; q++)
+        sc[q] = 16;
+    if (ranks_agree(rc, err) || ranks_alltoallv(cnt, sc, rcnt, sc, err)) goto out;
+    for (int q = 0; q < R; q++) {
+        nin += rcnt[2 * q];
+        inbytes += rcnt[2 * q + 1];
+    }
+    if (registry_scratch_ranks(nout * 24, (void **)&hdr, &reserved, err) ||
+        registry_scratch_ranks(nin * 24, (void **)&rhdr, &reserved, err) ||
+        registry_scratch_ranks(outbytes, (void **)&sendb, &reserved, err) ||
+        registry_scratch_ranks(inbytes, (void **)&recvb, &reserved, err))
+        goto out;
+    /* each piece as (row, count, bytes), grouped by rank, and its bytes in the same order */
+    uint64_t h = 0, p = 0;
+    for (int q = 0; q < R; q++)
+        for (size_t k = 0; q != me && k < np; k++) {
+            const strings_run *run = &pieces[k].run;
+            if (pieces[k].to != q) continue;
+            hdr[h++] = run->row;
+            hdr[h++] = run->count;
+            hdr[h++] = run->nbytes;
+            memcpy(sendb + p, run->bytes, run->nbytes);
+            p += run->nbytes;
+        }
+    for (int q = 0; q < R; q++) {
+        sc[q] = cnt[2 * q] * 24;
+        rcv[q] = rcnt[2 * q] * 24;
+    }
+    if (ranks_alltoallv(hdr, sc, rhdr, rcv, err)) goto out;
+    for (int q = 0; q < R; q++) {
+        sc[q] = cnt[2 * q + 1];
+        rcv[q] = rcnt[2 * q + 1];
+    }
+    if (ranks_alltoallv(sendb, sc, recvb, rcv, err)) goto out;
+    free(sendb); /* given back before the object is made */
+    sendb = NULL;
+    registry_unreserve(outbytes);
+    reserved -= outbytes;
+    /* this rank's block: what came, and its own pieces, in row order */
+    got = sysio.malloc((nin + np ? nin + np : 1) * sizeof *got);
+    if (ranks_agree(got ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me),
+                    err))
+        goto out;
+    for (uint64_t k = 0, at = 0; k < nin; k++) {
+        got[ngot++] = (strings_run){rhdr[3 * k], rhdr[3 * k + 1], recvb + at, rhdr[3 * k + 2]};
+        at += rhdr[3 * k + 2];
+    }
+    for (size_t k = 0; k < np; k++)
+        if (pieces[k].to == me) got[ngot++] = pieces[k].run;
+    qsort(got, ngot, sizeof *got, run_cmp);
+    obj = strings_from_block_ranks(n, got, ngot, err);
+out:
+    free(starts);
+    free(cnt);
+    free(rcnt);
+    free(sc);
+    free(rcv);
+    free(pieces);
+    free(hdr);
+    free(rhdr);
+    free(sendb);
+    free(recvb);
+    free(got);
+    registry_unreserve(reserved);
+    return obj;
 }

@@ -26,4 +26,24 @@ char *strings_dup_ranks(const object *strings, uint64_t i, h5ark_error *err);
  * UINT64_MAX when all are good. Runs on any thread. */
 uint64_t strings_check_shard(const object *strings, int locale);
 
+/* Consecutive strings this rank holds: `count` strings back to back, each with its NUL, in
+ * bytes[0..nbytes), the first being string `row` of the object to make. */
+typedef struct {
+    uint64_t row, count;
+    const char *bytes;
+    uint64_t nbytes;
+} strings_run;
+
+/* Several ranks, within a call (every rank calls): a new strings object of n strings, block
+ * distributed over every locale of every rank, from this rank's block of its rows given as
+ * runs in row order (one after another, exactly the rows this rank's locales hold). Each
+ * rank fills its own shards; the runs are checked (internal error otherwise). */
+object *strings_from_block_ranks(uint64_t n, const strings_run *runs, size_t nruns,
+                                 h5ark_error *err);
+/* The same from runs held anywhere: every row of the n in exactly one run of one rank, in
+ * any order. Each rank sends its strings to the ranks whose blocks hold their rows (all to
+ * alls of the runs' pieces and of their bytes, through scratch counted against
+ * --max-memory; the pieces that stay on a rank are not copied). */
+object *strings_place_ranks(uint64_t n, const strings_run *runs, size_t nruns, h5ark_error *err);
+
 #endif

@@ -5,13 +5,14 @@ daemon matches in test_arkouda_wire.py), the seeded and order-dependent ones are
 with a one-rank daemon of the same total locales."""
 import json
 import re
+import tempfile
 
 import h5py
 import numpy as np
 import pytest
 
 from conftest import Daemon
-from test_ranks import MPIRUN, MpiDaemon, call, mpi_build
+from test_ranks import MPIRUN, MpiDaemon, call, mpi_build, ok
 import test_arkouda_wire as wire
 from test_arkouda_wire import Ak, created_name, download, get_strings, put_strings, upload
 
@@ -399,3 +400,170 @@ def test_strings_among_keys_and_without_offsets(ak, single_ak, akd):
     assert files["nooff0"] == b"".join(w.encode() + b"\0" for w in words)
     assert b"".join(v for k, v in sorted(files.items()) if k != "nooff0") == files["nooff0"]
     assert ak.ok("note", {"message": "still here"}) == "noted"
+
+
+def strings_held(c, name):
+    """A Strings' offsets and bytes as the daemon answers them, byte for byte."""
+    return (c.raw("segStr-tondarray", {"obj": name, "comp": "offsets"})[0],
+            c.raw("segStr-tondarray", {"obj": name, "comp": "values"})[0])
+
+
+def strings_by_locale(c, name, data_dir, tag):
+    """Each locale's strings as a per-locale tohdf writes them: how they are distributed."""
+    c.ok("tohdf", {"values": name, "dset": "s", "write_mode": 0, "save_offsets": True,
+                   "objType": "strings", "file_format": 1, "filename": str(data_dir / tag)})
+    out = []
+    for path in sorted(data_dir.glob(f"{tag}_LOCALE*")):
+        with h5py.File(path, "r") as f:
+            out.append((f["s/segments"][()].tolist(), f["s/values"][()].tobytes()))
+    return out
+
+
+def without_names(msg):
+    """The reply with its names left out, once they are seen to take Arkouda's form."""
+    made = r"created (\S+)( \w+ \d+ 1 )"  # (not "created bytes.size N")
+    names = [m[0] for m in re.findall(made, msg)]
+    assert names and all(re.match(r"^id_[0-9A-Za-z]{7}_\d+$", n) for n in names), msg
+    return re.sub(made, r"created NAME\2", msg)
+
+
+LONG = "é" * 40_000 + "x"  # 80001 bytes: longer than 64 KiB
+CONCAT_PARTS = {
+    # rows of several parts land on other ranks' locales, strings straddling shard bounds
+    "several": [[f"w{i}" * (i % 7) for i in range(1001)], ["", "a", "Grüße"] * 5,
+                [str(i) for i in range(333)], ["z" * (i % 50) for i in range(2999)]],
+    "empty_parts": [[], ["a", "bb"], [], ["", "", ""], []],
+    "empty_strings": [[""] * 17, [""], [""] * 1000],
+    "unicode": [["日本語", "Ελληνικά", "😀" * 3, ""] * 101, ["ÿ" * 9] * 7],
+    "long": [[LONG, "short", LONG[::-1]], ["m" * 70_000] * 3, ["tail"]],
+    "one_part": [[f"only{i}" for i in range(777)]],
+    "no_parts": [],
+}
+
+
+@pytest.mark.parametrize("case", list(CONCAT_PARTS))
+def test_concatenate_strings_matches_one_rank(ak, single_ak, akd, case):
+    """concatenateStr at several ranks: every rank's strings placed straight into the block
+    distribution, the same object (reply, bytes, each locale's strings) as one daemon of the
+    same total locales makes, and what Python's concatenation gives."""
+    parts = CONCAT_PARTS[case]
+
+    def run(c, data_dir):
+        names = [put_strings(c, p) for p in parts]
+        msg = c.ok("concatenateStr", {"objType": "Strings", "names": names, "mode": "append"})
+        name = created_name(msg)
+        return (without_names(msg), strings_held(c, name), get_strings(c, name),
+                strings_by_locale(c, name, data_dir, f"cat_{case}"))
+
+    got = run(ak, akd.data_dir)
+    assert got == run(single_ak, single_ak.data_dir)
+    assert got[2] == [s for p in parts for s in p]
+
+
+def test_concatenate_strings_errors(ak):
+    words = put_strings(ak, ["a", "b"])
+    nums, _, _ = upload(ak, np.arange(3, dtype=np.int64))
+    msg = ak.error("concatenateStr", {"objType": "Strings", "names": [words, nums],
+                                      "mode": "append"})
+    assert "is not Strings" in msg, msg
+    assert "nope" in ak.error("concatenateStr", {"objType": "Strings", "names": [words, "nope"],
+                                                 "mode": "append"})
+    assert ak.ok("note", {"message": "still here"}) == "noted"
+
+
+SPLIT_WORDS = ([",lead", "trail,", ",,", ",", "", "no pattern here", "a,b,,c,d", ",x,,y,",
+                "é,ü,日本,😀", "ab,,ab日本", "one,two"] * 97 +
+               ["ab" * 30 + "," + "c" * 70_000 + ",,", "".join(f"{i}," for i in range(500))] +
+               ["x,y"] * 301)
+
+
+@pytest.mark.parametrize("pattern", [",", ",,", "日本", "ab"])
+@pytest.mark.parametrize("max_", [0, 1, 2])
+@pytest.mark.parametrize("segs", [True, False], ids=["segs", "nosegs"])
+def test_split_matches_one_rank(ak, single_ak, akd, pattern, max_, segs):
+    """segmentedSplit at several ranks: each rank splits its own strings, the pieces placed
+    in the block distribution, each string's first piece numbered across ranks; the same
+    replies, bytes and layout as one daemon, and Python's str.split."""
+
+    def run(c, data_dir):
+        name = put_strings(c, SPLIT_WORDS)
+        msg = c.ok("segmentedSplit", {"parent_name": name, "objtype": "Matcher", "max": max_,
+                                      "return_segs": segs, "pattern": pattern})
+        pieces = created_name(msg)
+        out = [without_names(msg), strings_held(c, pieces), get_strings(c, pieces)]
+        if segs:
+            first = msg.rsplit("+", 1)[1]
+            out.append(download(c, created_name(first), "int64", len(SPLIT_WORDS)).tolist())
+        if pattern == "," and max_ == 0:  # the layout over locales, once
+            out.append(strings_by_locale(c, pieces, data_dir, f"split_{segs}"))
+        return out
+
+    got = run(ak, akd.data_dir)
+    assert got == run(single_ak, single_ak.data_dir)
+    want, first = [], []
+    for w in SPLIT_WORDS:
+        first.append(len(want))
+        want += w.split(pattern, max_ if max_ else -1)
+    assert got[2] == want
+    if segs:
+        assert got[3] == first
+
+
+def test_split_of_nothing_and_errors(ak, single_ak):
+    for c in (ak, single_ak):
+        empty = put_strings(c, [])
+        msg = c.ok("segmentedSplit", {"parent_name": empty, "objtype": "Matcher", "max": 0,
+                                      "return_segs": True, "pattern": ","})
+        assert get_strings(c, created_name(msg)) == []
+        assert download(c, created_name(msg.rsplit("+", 1)[1]), "int64", 0).size == 0
+    words = put_strings(ak, ["a,b"])
+    assert "regular expressions" in ak.error("segmentedSplit", {
+        "parent_name": words, "objtype": "Matcher", "max": 0, "return_segs": True,
+        "pattern": "a|b"})
+    nums, _, _ = upload(ak, np.arange(3, dtype=np.int64))
+    assert "not strings" in ak.error("segmentedSplit", {
+        "parent_name": nums, "objtype": "Matcher", "max": 0, "return_segs": True,
+        "pattern": ","})
+    assert ak.ok("note", {"message": "still here"}) == "noted"
+
+
+def test_strings_results_within_max_memory():
+    """concatenateStr and segmentedSplit whose results (and the scratch that moves them
+    between ranks) do not fit --max-memory: resource_limit, nothing published, every
+    rank's memory given back (the whole budget can be taken after), the daemon up."""
+    if not mpi_build():
+        pytest.skip("h5arkd was built without MPI")
+    sock = f"ipc://{tempfile.mkdtemp(prefix='akstrmem-')}/ak.sock"
+    d = MpiDaemon(2, 2, extra_args=["--arkouda-endpoint", sock, "--max-memory", "64M"])
+    c = Ak(sock)
+    try:
+        words = ["a,bc," * 20 + str(i) for i in range(60_000)]  # 6 MB of bytes
+        s = put_strings(c, words)
+        commas = put_strings(c, ["," * 199] * 60_000)  # 12 M pieces: 96 MB of offsets
+        used = ok(d.endpoint, "getconfig")[0]["memory_used"]
+        before = symbols(c)
+        for cmd, params in (
+                ("concatenateStr", {"objType": "Strings", "names": [s] * 20, "mode": "append"}),
+                ("segmentedSplit", {"parent_name": commas, "objtype": "Matcher", "max": 0,
+                                    "return_segs": True, "pattern": ","})):
+            for _ in range(2):  # the same again: what the first took was given back
+                msg = c.error(cmd, params)
+                assert "--max-memory" in msg, msg
+                assert ok(d.endpoint, "getconfig")[0]["memory_used"] == used
+                assert symbols(c) == before
+        # every rank's budget is whole again: an array of nearly all of it fits
+        free = 64 * 2**20 - used
+        big, _, _ = c.created("create<int64,1>", {"shape": str(2 * (free - 2**20) // 8)})
+        c.ok("delete", {"name": big})
+        msg = c.ok("concatenateStr", {"objType": "Strings", "names": [s, s], "mode": "append"})
+        assert get_strings(c, created_name(msg)) == words * 2
+        msg = c.ok("segmentedSplit", {"parent_name": s, "objtype": "Matcher", "max": 2,
+                                      "return_segs": False, "pattern": ","})
+        assert get_strings(c, created_name(msg)) == [p for w in words for p in w.split(",", 2)]
+    finally:
+        c.close()
+        d.cleanup()
+
+
+def symbols(c):
+    return {o["name"] for o in json.loads(c.ok("info", {"names": "__AllSymbols__"}))}

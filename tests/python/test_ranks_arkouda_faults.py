@@ -85,6 +85,12 @@ def commands(a, n):
         "segmentedIndex": ("segmentedIndex", {"subcmd": "pdarrayIndex", "objType": "Strings",
                                               "dtype": "<U0", "obj": n["words"],
                                               "key": n["pos"]}, None),
+        "concatenateStr": ("concatenateStr", {"objType": "Strings", "mode": "append",
+                                              "names": [n["words"], n["words"], n["words"]]},
+                           None),
+        "segmentedSplit": ("segmentedSplit", {"parent_name": n["words"], "objtype": "Matcher",
+                                              "max": 0, "return_segs": True, "pattern": "1"},
+                           None),
     }
 
 
@@ -113,6 +119,18 @@ def check_success(c, akd, a, what, r, p, check):
     elif what == "segmentedIndex":
         words = [str(v % 17) * (v % 4) for v in a.tolist()]
         assert get_strings(c, created_name(r["msg"])) == [words[i] for i in (a * 7) % N]
+    elif what == "concatenateStr":
+        words = [str(v % 17) * (v % 4) for v in a.tolist()]
+        assert get_strings(c, created_name(r["msg"])) == words * 3
+    elif what == "segmentedSplit":
+        words = [str(v % 17) * (v % 4) for v in a.tolist()]
+        pieces, first = [], []
+        for w in words:
+            first.append(len(pieces))
+            pieces += w.split("1")
+        assert get_strings(c, created_name(r["msg"])) == pieces
+        got = download(c, created_name(r["msg"].rsplit("+", 1)[1]), "int64", N)
+        np.testing.assert_array_equal(got, first)
     elif what == "readAllHdf":
         item = json.loads(json.loads(r["msg"])["items"])[0]
         np.testing.assert_array_equal(download(c, created_name(item["created"]), "int64", N), a)
@@ -129,7 +147,8 @@ def check_success(c, akd, a, what, r, p, check):
 @pytest.mark.parametrize("what,rank,cls", [
     (what, rank, cls) for what in ("binopvv", "mask", "assign", "cumSum", "unique", "gbbroadcast",
                                    "tohdf", "readAllHdf", "segmentedIndex", "concatenate",
-                                   "uniqueStrings", "slice", "sumAll")
+                                   "uniqueStrings", "slice", "sumAll", "concatenateStr",
+                                   "segmentedSplit")
     for rank in (1, 0) for cls in ("alloc", "io") if cls == "alloc" or what in ("tohdf",
                                                                                 "readAllHdf")])
 def test_fault_on_one_rank(akd, inputs, what, rank, cls):
