@@ -1,6 +1,7 @@
 """concatenateStr and segmentedSplit of 1M strings through the Arkouda endpoint, the daemon as
 R = 1, 2 and 3 ranks on this host with 6 locales in all at every R (6 x 1, 3 x 2, 2 x 3: as the
-ranks group of bench.py), seconds per command, median, min and max of the runs:
+ranks group of bench.py), seconds per command (median, min and max of the runs) and, at R > 1,
+the speed against R = 1 measured in the same run:
 
     H5ARKD=build/server/h5arkd /usr/bin/python3 bench/ranks_strings.py [runs, default 5]
 
@@ -47,6 +48,7 @@ def measure(c):
     return out
 
 
+base = {}  # R = 1's times, the reference each R > 1 is a ratio against
 for ranks in (1, 2, 3):
     sock = f"ipc://{tempfile.mkdtemp(prefix='h5ark-bench-')}/ak.sock"
     if ranks == 1:
@@ -56,9 +58,16 @@ for ranks in (1, 2, 3):
     c = Ak(sock)
     try:
         for what, times in measure(c).items():
-            print(f"R={ranks} x {LOCALES // ranks} loc  {what:40s}  median "
-                  f"{statistics.median(times):.3f} s  min {min(times):.3f}  "
-                  f"max {max(times):.3f}  ({RUNS} runs)", flush=True)
+            line = (f"R={ranks} x {LOCALES // ranks} loc  {what:40s}  median "
+                    f"{statistics.median(times):.3f} s  min {min(times):.3f}  "
+                    f"max {max(times):.3f}  ({RUNS} runs)")
+            if ranks == 1:
+                base[what] = times
+            else:  # speed against R = 1: its median time over this R's, and the extremes
+                ref = statistics.median(base[what])
+                line += (f"  {ref / statistics.median(times):.2f}x R=1 "
+                         f"(min {ref / max(times):.2f}, max {ref / min(times):.2f})")
+            print(line, flush=True)
     finally:
         c.close()
         d.cleanup()
