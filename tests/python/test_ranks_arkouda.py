@@ -527,15 +527,21 @@ def test_split_of_nothing_and_errors(ak, single_ak):
     assert ak.ok("note", {"message": "still here"}) == "noted"
 
 
+def arkouda_at_two_ranks(max_memory):
+    """A daemon of 2 ranks x 2 locales serving Arkouda's dialect within --max-memory, and a
+    client of it (skipped without MPI)."""
+    if not mpi_build():
+        pytest.skip("h5arkd was built without MPI")
+    sock = f"ipc://{tempfile.mkdtemp(prefix='akmem-')}/ak.sock"
+    d = MpiDaemon(2, 2, extra_args=["--arkouda-endpoint", sock, "--max-memory", max_memory])
+    return d, Ak(sock)
+
+
 def test_strings_results_within_max_memory():
     """concatenateStr and segmentedSplit whose results (and the scratch that moves them
     between ranks) do not fit --max-memory: resource_limit, nothing published, every
     rank's memory given back (the whole budget can be taken after), the daemon up."""
-    if not mpi_build():
-        pytest.skip("h5arkd was built without MPI")
-    sock = f"ipc://{tempfile.mkdtemp(prefix='akstrmem-')}/ak.sock"
-    d = MpiDaemon(2, 2, extra_args=["--arkouda-endpoint", sock, "--max-memory", "64M"])
-    c = Ak(sock)
+    d, c = arkouda_at_two_ranks("64M")
     try:
         words = ["a,bc," * 20 + str(i) for i in range(60_000)]  # 6 MB of bytes
         s = put_strings(c, words)

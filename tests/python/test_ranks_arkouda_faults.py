@@ -3,7 +3,6 @@ daemon run as two ranks: an allocation or I/O call failing on rank 0 or rank 1 g
 clear Arkouda error, publishes nothing, leaves no partial file, and the next command
 works."""
 import json
-import tempfile
 
 import h5py
 import numpy as np
@@ -11,6 +10,7 @@ import pytest
 
 from test_ranks import MPIRUN, MpiDaemon, mpi_build, ok
 from test_arkouda_wire import Ak, created_name, download, get_strings, put_strings, upload
+from test_ranks_arkouda import arkouda_at_two_ranks
 
 pytestmark = pytest.mark.skipif(MPIRUN is None, reason="mpirun is not installed (openmpi-bin)")
 
@@ -213,11 +213,7 @@ def test_scratch_within_max_memory():
     are counted against each rank's --max-memory as the objects are: past it that is
     resource_limit, nothing changes or is published, the memory comes back, and a smaller
     operation works."""
-    if not mpi_build():
-        pytest.skip("h5arkd was built without MPI")
-    sock = f"ipc://{tempfile.mkdtemp(prefix='akmem-')}/ak.sock"
-    d = MpiDaemon(2, 2, extra_args=["--arkouda-endpoint", sock, "--max-memory", "56M"])
-    c = Ak(sock)
+    d, c = arkouda_at_two_ranks("56M")
     try:
         n = 2_000_000  # 8 MB of int64 a rank; the objects below take 32 MB of it
         a = np.arange(n, dtype=np.int64)
