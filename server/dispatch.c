@@ -336,7 +336,7 @@ static h5ark_hold *take_hold(command_ctx *ctx) {
 static int run_checked(const command_def *cmd, command_ctx *ctx, const request *req,
                        const h5ark_value *h, h5ark_error *err) {
     uint64_t seq = req->forwarded_seq;
-    if (ranks_serve_begin(cmd->name, cmd->ranks, h, &seq, err)) return -1;
+    if (ranks_serve_begin(cmd->name, cmd->ranks, cmd->read_only, h, &seq, err)) return -1;
     inflight_entry *flight = cmd->immediate ? NULL : inflight_begin(req, cmd->name);
     int rc = cmd->fn(ctx, err);
     inflight_end(flight);

@@ -1105,7 +1105,7 @@ static object *read_rows(const target *t, uint64_t lo, uint64_t hi, uint64_t row
         h5ark_value *h = read_header(t, lo, hi);
         uint64_t seq = 0;
         rc = !h ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory")
-                : ranks_serve_begin("gateway_read", RANKS_EVERY, h, &seq, err);
+                : ranks_serve_begin("gateway_read", RANKS_EVERY, true, h, &seq, err);
         h5ark_value_destroy(&h);
         if (rc == 0) {
             rc = storage_read_rows(t->abs, t->path + 1, lo, hi, items, nitems, whole, err);

@@ -3,19 +3,22 @@
  * Rank 0 binds a ROUTER on every interface (an ephemeral port) and each other rank
  * connects a DEALER named "r<rank>" to the address of rank 0 on a subnet it shares
  * (H5ARK_RANK0_ADDRESS overrides). Messages, first frame a type byte:
- *   rank 0 -> rank r:  'R' seq request-header   'H' heartbeat   'S' stop
+ *   rank 0 -> rank r:  'R' {seq, shared} request-header   'H' heartbeat   'S' stop
  *                      'X' reason (the job is broken: rank 0 ends it)
  *   rank r -> rank 0:  'Y' ready   'H' heartbeat   'B' stopped
  *                      'K' reason (this rank broke: a transfer it could not start or take
  *                      part in, so the other ranks would wait for it forever)
  * On rank 0 a control thread owns the ROUTER; handler threads hand it requests to forward
- * through an inproc PUSH. On the other ranks the main thread owns the DEALER and one worker
- * thread runs the forwarded requests.
+ * through an inproc PUSH. On the other ranks the main thread owns the DEALER and a pool of
+ * worker threads runs the forwarded requests.
  *
- * Requests that run on every rank run one at a time, in the order rank 0 numbers them, on
- * every rank: two at once could see a name, a reservation or a file in different states
- * on different ranks (one rank finds a name another has already deleted) and take
- * different collective steps, which waits forever. */
+ * A request that runs on every rank and changes anything runs alone, on every rank; those
+ * that only read (`shared`: a get, the gateway's reads) run together. Otherwise two
+ * requests at once could see a name in different states on different ranks (one rank
+ * finding a name another request has already deleted there) and take different
+ * collective steps, which waits forever. Rank 0 admits requests in arrival order
+ * (`every_enter`); the other ranks start forwarded ones in the order they come, a
+ * changing one once all before it have ended, the next once it has. */
 #include "ranks_serve.h"
 
 #include "config.h"
@@ -59,9 +62,17 @@ static atomic_uint_fast64_t next_seq;
 /* rank 0 */
 static void *forward_push; /* handler threads -> control thread, under forward_lock */
 static pthread_mutex_t forward_lock = PTHREAD_MUTEX_INITIALIZER;
-/* held by the handler thread running a request on every rank, from its numbering to the
- * ranks' agreement on its outcome */
-static pthread_mutex_t every_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Who runs on every rank now, from numbering to the ranks' agreement on the outcome: readers
+ * together or one writer. Turns go by ticket, in arrival order, so a writer is not passed
+ * over by the readers that come after it. */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t turn;
+    uint64_t next_ticket, admitted;
+    int readers;
+    bool writer;
+} every = {.lock = PTHREAD_MUTEX_INITIALIZER, .turn = PTHREAD_COND_INITIALIZER};
+static _Thread_local bool call_shared; /* this thread's call is a reader */
 static void *control_router;
 static pthread_t control_thread;
 static bool control_running;
@@ -439,6 +450,7 @@ void ranks_serve_stop(void) {
 
 typedef struct fwd {
     uint64_t seq;
+    bool shared;
     zmq_msg_t header;
     struct fwd *next;
 } fwd;
@@ -449,25 +461,36 @@ static struct {
     fwd *head, *tail;
     bool closed;
     int running;
+    bool writer_running;
     int64_t idle_since; /* now_ms() when the last request finished with none waiting */
     bool ran_since_release;
 } wq = {.lock = PTHREAD_MUTEX_INITIALIZER, .ready = PTHREAD_COND_INITIALIZER};
+
+/* The head may start: a reader while no writer runs, a writer once nothing runs. */
+static bool head_may_start(void) {
+    return wq.head && !wq.writer_running && (wq.head->shared || wq.running == 0);
+}
 
 static void *worker_handler(void *arg) {
     (void)arg;
     for (;;) {
         pthread_mutex_lock(&wq.lock);
-        while (!wq.head && !wq.closed)
+        while (!head_may_start() && !wq.closed)
             pthread_cond_wait(&wq.ready, &wq.lock);
-        fwd *f = wq.head;
+        fwd *f = head_may_start() || wq.closed ? wq.head : NULL;
         if (f && !(wq.head = f->next)) wq.tail = NULL;
-        if (f) wq.running++;
+        if (f) {
+            wq.running++;
+            if (!f->shared) wq.writer_running = true;
+        }
         pthread_mutex_unlock(&wq.lock);
         if (!f) return NULL;
         dispatch_forwarded(f->seq, zmq_msg_data(&f->header), zmq_msg_size(&f->header));
+        bool shared = f->shared;
         zmq_msg_close(&f->header);
         free(f);
         pthread_mutex_lock(&wq.lock);
+        if (!shared) wq.writer_running = false;
         if (--wq.running == 0 && !wq.head) {
             wq.idle_since = now_ms();
             wq.ran_since_release = true;
@@ -480,7 +503,7 @@ static void *worker_handler(void *arg) {
 int ranks_worker_run(h5ark_error *err) {
     void *mon = zmq_socket(zctx, ZMQ_PAIR);
     zmq_connect(mon, MONITOR_ENDPOINT);
-    int nthreads = 1, started = 0; /* one request at a time, in rank 0's order (above) */
+    int nthreads = config.handlers, started = 0;
     pthread_t *threads = calloc((size_t)nthreads, sizeof *threads);
     for (int i = 0; threads && i < nthreads; i++)
         if (pthread_create(&threads[started], NULL, worker_handler, NULL) == 0) started++;
@@ -496,10 +519,11 @@ int ranks_worker_run(h5ark_error *err) {
             int n = recv_frames(worker_dealer, f, 3);
             heard = t;
             char type = n >= 1 && zmq_msg_size(&f[0]) == 1 ? *(char *)zmq_msg_data(&f[0]) : 0;
-            if (type == 'R' && n == 3 && zmq_msg_size(&f[1]) == sizeof(uint64_t)) {
+            if (type == 'R' && n == 3 && zmq_msg_size(&f[1]) == sizeof(uint64_t) + 1) {
                 fwd *w = calloc(1, sizeof *w);
                 if (w) {
                     memcpy(&w->seq, zmq_msg_data(&f[1]), sizeof w->seq);
+                    w->shared = ((const char *)zmq_msg_data(&f[1]))[sizeof w->seq] != 0;
                     zmq_msg_init(&w->header);
                     zmq_msg_move(&w->header, &f[2]);
                     pthread_mutex_lock(&wq.lock);
@@ -607,7 +631,7 @@ static void call_done(void) {
 }
 
 /* Rank 0: the header as the other ranks need it (without the token: they do not check it). */
-static int forward(uint64_t seq, const h5ark_value *header, h5ark_error *err) {
+static int forward(uint64_t seq, bool shared, const h5ark_value *header, h5ark_error *err) {
     h5ark_value *copy = h5ark_value_map();
     for (size_t i = 0; copy && i < header->as.m.len; i++)
         if (strcmp(header->as.m.keys[i], "token") != 0 &&
@@ -619,8 +643,11 @@ static int forward(uint64_t seq, const h5ark_value *header, h5ark_error *err) {
     int rc = copy ? h5ark_value_encode(copy, &bytes, &len) : -1;
     h5ark_value_destroy(&copy);
     if (rc != 0) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    char id[sizeof seq + 1];
+    memcpy(id, &seq, sizeof seq);
+    id[sizeof seq] = shared;
     pthread_mutex_lock(&forward_lock);
-    rc = zmq_send(forward_push, &seq, sizeof seq, ZMQ_SNDMORE) < 0 ||
+    rc = zmq_send(forward_push, id, sizeof id, ZMQ_SNDMORE) < 0 ||
                  zmq_send(forward_push, bytes, len, 0) < 0
              ? -1
              : 0;
@@ -630,8 +657,33 @@ static int forward(uint64_t seq, const h5ark_value *header, h5ark_error *err) {
     return 0;
 }
 
-int ranks_serve_begin(const char *name, ranks_mode mode, const h5ark_value *header, uint64_t *seq,
-                      h5ark_error *err) {
+static void every_enter(bool shared) {
+    pthread_mutex_lock(&every.lock);
+    uint64_t ticket = every.next_ticket++;
+    while (ticket != every.admitted || every.writer || (!shared && every.readers > 0))
+        pthread_cond_wait(&every.turn, &every.lock);
+    every.admitted++;
+    if (shared)
+        every.readers++;
+    else
+        every.writer = true;
+    pthread_cond_broadcast(&every.turn); /* the next ticket may be a reader too */
+    pthread_mutex_unlock(&every.lock);
+    call_shared = shared;
+}
+
+static void every_leave(void) {
+    pthread_mutex_lock(&every.lock);
+    if (call_shared)
+        every.readers--;
+    else
+        every.writer = false;
+    pthread_cond_broadcast(&every.turn);
+    pthread_mutex_unlock(&every.lock);
+}
+
+int ranks_serve_begin(const char *name, ranks_mode mode, bool shared, const h5ark_value *header,
+                      uint64_t *seq, h5ark_error *err) {
     if (ranks_count() == 1) return 0;
     char why[512];
     if (ranks_is_broken(why, sizeof why)) return h5ark_fail(err, H5ARK_IO_ERROR, "%s", why);
@@ -641,20 +693,20 @@ int ranks_serve_begin(const char *name, ranks_mode mode, const h5ark_value *head
         return 0;
     }
     if (*seq == 0) { /* rank 0: number it and send it to the others */
-        pthread_mutex_lock(&every_lock);
+        every_enter(shared);
         pthread_mutex_lock(&calls.lock);
         bool closed = calls.closed;
         if (!closed) calls.running++;
         pthread_mutex_unlock(&calls.lock);
         if (closed) {
-            pthread_mutex_unlock(&every_lock);
+            every_leave();
             return h5ark_fail(err, H5ARK_IO_ERROR, "the daemon is stopping");
         }
         *seq = atomic_fetch_add(&next_seq, 1) + 1;
-        if (forward(*seq, header, err)) {
+        if (forward(*seq, shared, header, err)) {
             *seq = 0;
             call_done();
-            pthread_mutex_unlock(&every_lock);
+            every_leave();
             return -1;
         }
     }
@@ -668,7 +720,7 @@ int ranks_serve_end(uint64_t seq, int *rc, h5ark_error *err) {
     ranks_call_leave();
     if (ranks_self() == 0) {
         call_done();
-        pthread_mutex_unlock(&every_lock);
+        every_leave();
     }
     return 0;
 }

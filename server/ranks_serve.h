@@ -22,10 +22,11 @@ int ranks_worker_run(h5ark_error *err);
 void ranks_serve_stop(void);
 
 /* dispatch: before a command runs. With several ranks, refuse a command not converted
- * yet; on rank 0, forward one that runs everywhere and number it (*seq); then enter its
- * call. *seq is the forwarded number on ranks > 0, 0 on rank 0. */
-int ranks_serve_begin(const char *name, ranks_mode mode, const h5ark_value *header, uint64_t *seq,
-                      h5ark_error *err);
+ * yet; on rank 0, wait for its turn (`shared`: it only reads, and may run beside others
+ * that only read; otherwise alone), forward one that runs everywhere and number it (*seq);
+ * then enter its call. *seq is the forwarded number on ranks > 0, 0 on rank 0. */
+int ranks_serve_begin(const char *name, ranks_mode mode, bool shared, const h5ark_value *header,
+                      uint64_t *seq, h5ark_error *err);
 /* dispatch: after it ran (status *rc, err): every rank agrees on the outcome (the lowest
  * failing rank's error wins), and the call is left. */
 int ranks_serve_end(uint64_t seq, int *rc, h5ark_error *err);

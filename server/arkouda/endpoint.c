@@ -88,8 +88,9 @@ static int run(const ak_command *cmd, ak_ctx *ctx, h5ark_error *err) {
     if (cmd->ranks != RANKS_EVERY) return ranks_not_yet(err, "%s", ctx->in->base);
     h5ark_value *h = every_header(ctx->in);
     uint64_t seq = 0;
-    int rc = !h ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory")
-                : ranks_serve_begin("arkouda_run", RANKS_EVERY, h, &seq, err);
+    int rc =
+        !h ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory")
+           : ranks_serve_begin("arkouda_run", RANKS_EVERY, cmd->flags & AK_READ_ONLY, h, &seq, err);
     h5ark_value_destroy(&h);
     if (rc) return -1;
     rc = cmd->fn(ctx, err);
