@@ -321,11 +321,73 @@ def test_conflicting_concurrent_requests(multi):
     for t in threads:
         t.join()
     assert not problems, (problems[:5], seen)
-    assert seen.get(("get", "ok")) and seen.get(("get", "not_found")), seen
+    # the name was there and gone again and again while the others worked on it
+    assert seen.get(("get", "ok")) and seen.get(("delete", "ok")) and \
+        seen.get(("create", "already_exists")), seen
     assert multi.proc.poll() is None
     call(multi.endpoint, "delete", {"names": ["x"]})
     for k in range(4):
         (multi.tmp / "data" / f"conflict{k}.h5").unlink(missing_ok=True)
+
+
+def test_readers_together_writers_alone():
+    """At several ranks a request that changes something runs alone and requests that only
+    read run together: with every storage read delayed, a `get` sent while a `readhdf` (a
+    writer) runs is answered only after it, and `get`s sent while the HTTP gateway reads a
+    file (a reader) are each answered in milliseconds, never held for a delayed read."""
+    if not mpi_build():
+        pytest.skip("h5arkd was built without MPI")
+    import socket
+    import urllib.parse
+    import urllib.request
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    delay = 1.0
+    d = MpiDaemon(2, env={"H5ARK_FAULTS": "1"},
+                  extra_args=["--http-endpoint", f"127.0.0.1:{port}"])
+    try:
+        ep = d.endpoint
+        big = np.arange(10_001, dtype=np.float64)
+        with h5py.File(d.tmp / "data" / "r.h5", "w") as f:
+            f["big"] = big
+        ok(ep, "create", {"dtype": "int64", "fill": "arange", "stop": 10, "name": "x"})
+        ok(ep, "fault", {"nth": 0, "delay_ms": int(delay * 1000)})
+        done = {}
+
+        def timed(key, fn):
+            fn()
+            done[key] = time.monotonic()
+
+        writer = threading.Thread(target=timed, args=("readhdf", lambda: ok(
+            ep, "readhdf", {"paths": ["r.h5"], "datasets": ["big"]})))
+        writer.start()
+        time.sleep(0.3)
+        timed("get", lambda: ok(ep, "get", {"name": "x"}))
+        writer.join(120)
+        assert done["get"] > done["readhdf"], done  # the reader waited for the writer
+
+        url = f"http://127.0.0.1:{port}/data/?" + urllib.parse.urlencode(
+            {"file": "r.h5", "path": "/big", "format": "bin"})
+        got = []
+        reader = threading.Thread(target=lambda: got.append(urllib.request.urlopen(
+            url, timeout=120).read()))
+        reader.start()
+        slowest = 0.0
+        gets = 0
+        while reader.is_alive():  # through the gateway's probe and then its read
+            t = time.monotonic()
+            frames = ok(ep, "get", {"name": "x"})[1]
+            slowest = max(slowest, time.monotonic() - t)
+            gets += 1
+            assert np.frombuffer(b"".join(frames), np.int64).tolist() == list(range(10))
+            time.sleep(0.05)
+        reader.join()
+        np.testing.assert_array_equal(np.frombuffer(got[0], np.float64), big)
+        assert gets >= 5 and slowest < delay / 2, (gets, slowest)
+        ok(ep, "fault", {"nth": 0})
+    finally:
+        d.cleanup()
 
 
 def strings_payload(words):
