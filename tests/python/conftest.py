@@ -44,10 +44,11 @@ class Daemon:
     """One h5arkd process. Stop it with stop(); it is also stopped at fixture teardown."""
 
     def __init__(self, locales=3, token=None, max_memory=None, extra_args=(), endpoint=None,
-                 token_file=None, data_dir=None, env=None):
+                 token_file=None, data_dir=None, env=None, preexec_fn=None):
         """`token` is sent with the readiness ping; it is written to a token file of its
         own unless `token_file` (a file of several tokens) is given. `env`: variables added
-        to the daemon's environment."""
+        to the daemon's environment; `preexec_fn`: run in the child before exec (the signal
+        state it inherits, say)."""
         self.tmp = pathlib.Path(tempfile.mkdtemp(prefix="h5ark-test-"))
         self.data_dir = pathlib.Path(data_dir) if data_dir else self.tmp / "data"
         self.endpoint = endpoint or f"ipc://{self.tmp}/h5arkd.sock"
@@ -67,7 +68,7 @@ class Daemon:
         args += list(extra_args)
         self.log = open(self.tmp / "daemon.log", "w+")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT,
-                                     env={**os.environ, **(env or {})})
+                                     env={**os.environ, **(env or {})}, preexec_fn=preexec_fn)
         self._wait_ready()
 
     def _wait_ready(self):
