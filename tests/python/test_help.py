@@ -41,6 +41,19 @@ def test_script_help_answers_without_building(script, no_build_tools):
         assert "--endpoint" in out.stdout or "build/server/h5arkd --help" in out.stdout
 
 
+def test_bench_help_without_the_test_packages(tmp_path):
+    """bench/run --help answers where h5py is missing; a run says what is missing."""
+    (tmp_path / "h5py.py").write_text('raise ImportError("No module named h5py (hidden)")\n')
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    out = subprocess.run([str(REPO / "bench" / "run"), "--help"], capture_output=True,
+                         text=True, env=env, timeout=30)
+    assert out.returncode == 0 and out.stdout.startswith("usage: bench/run"), out.stderr
+    out = subprocess.run([str(REPO / "bench" / "run"), "--quick"], capture_output=True,
+                         text=True, env=env, timeout=30)
+    assert out.returncode == 1 and "h5py" in out.stderr and "Traceback" not in out.stderr, \
+        out.stderr
+
+
 def _help_options(text):
     """The long options a help text names at the start of its lines."""
     return set(re.findall(r"^\s+(--[a-z][a-z-]*)", text, re.M))
