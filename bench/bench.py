@@ -28,16 +28,19 @@ import traceback
 import warnings
 import zlib
 
-import h5py
-import msgpack
-import numpy as np
-import zmq
-
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "python"))
 sys.path.insert(0, str(REPO / "client" / "python"))
-from conftest import Daemon, block_bounds, free_tcp_endpoint, h5_pdarray  # noqa: E402
-import h5ark  # noqa: E402
+try:  # --help answers without them; main() says which is missing
+    import h5py
+    import msgpack
+    import numpy as np
+    import zmq
+    from conftest import Daemon, block_bounds, free_tcp_endpoint, h5_pdarray
+    import h5ark
+    MISSING = None
+except ImportError as e:
+    MISSING = e
 
 MIB = 1 << 20
 RANGE_SMALL = 1 << 17  # rows of the small set of the ranged-read measure: 1 MiB
@@ -1431,6 +1434,9 @@ def main():
     ap.add_argument("--netns", action="store_true",
                     help="group ranks: also R = 2, 3 in network namespaces (root)")
     a = ap.parse_args()
+    if MISSING:
+        sys.exit(f"bench: {MISSING} (scripts/setup --test installs what the benchmark needs; "
+                 "bench/run runs it with /usr/bin/python3, which has them)")
     only = a.only.split(",")
     if not set(only) <= set(GROUPS):
         ap.error(f"--only takes {', '.join(GROUPS)}")

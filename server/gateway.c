@@ -1281,9 +1281,10 @@ static void files(http_response *out) {
 static const char no_viewer[] =
     "<!doctype html><html><head><meta charset=\"utf-8\"><title>h5ark</title></head><body>"
     "<h1>h5ark</h1><p>This h5arkd was built without its viewer page: npm was not found when it "
-    "was built. Install Node.js and npm, build again (<code>cmake --build</code> builds the "
-    "page from <code>web/</code>), or give <code>--web-dir</code> the directory of a built "
-    "page.</p><p>The h5grove API is served all the same: <code>/files/</code>, "
+    "was built, or could not fetch the page's packages (the build said why). Install Node.js "
+    "and npm or make npm's registry reachable, build again (<code>cmake --build</code> builds "
+    "the page from <code>web/</code>), or give <code>--web-dir</code> the directory of a "
+    "built page.</p><p>The h5grove API is served all the same: <code>/files/</code>, "
     "<code>/meta/?file=F&amp;path=P</code>, <code>/attr/</code>, <code>/data/</code> "
     "(docs/OPERATIONS.md).</p></body></html>\n";
 

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <ucontext.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -57,8 +58,10 @@ static void usage(FILE *out) {
             "Serve arrays and Arkouda-format HDF5 files over ZeroMQ + MessagePack.\n\n"
             "  --endpoint URL       ZeroMQ endpoint to bind (default %s; ipc:// works too)\n"
             "  --arkouda-endpoint URL  also serve Arkouda's own client (its JSON dialect) on\n"
-            "                       this ZeroMQ endpoint (default: off; one rank only)\n"
-            "  --locales N          locale worker threads (default: one per online CPU, %ld)\n"
+            "                       this ZeroMQ endpoint (default: off; at several ranks\n"
+            "                       rank 0 serves it, as it does --endpoint)\n"
+            "  --locales N          locale worker threads (default: one per online CPU, %ld;\n"
+            "                       at several ranks every rank runs rank 0's number)\n"
             "  --data-dir DIR       directory all file paths are relative to, created if\n"
             "                       missing (default %s)\n"
             "  --max-memory BYTES   memory for objects; suffixes K M G T (default: half the\n"
@@ -415,18 +418,40 @@ static int configure(int argc, char **argv) {
     return 0;
 }
 
-int main(int argc, char **argv) {
-    if (argc == 3 && strcmp(argv[1], SANDBOX_PROBE_ARG) == 0) {
-        registry_init(SANDBOX_PROBE_MEMORY);
-        return storage_init() < 0 ? 1 : sandbox_probe_main(argv[2]);
-    }
-    /* Signals are read by the router through a signalfd: block them in every thread, the
-     * MPI library's too (ranks_init starts them). */
+/* A stop signal taken by a thread that does not block it (a library's thread that unblocked
+ * every signal): keep it blocked in that thread from now on and send it again, to the
+ * process, so that the router's signalfd reads it. */
+static void stop_signal_redirect(int sig, siginfo_t *info, void *context) {
+    (void)info;
+    int saved = errno;
+    sigaddset(&((ucontext_t *)context)->uc_sigmask, sig);
+    kill(getpid(), sig);
+    errno = saved;
+}
+
+/* SIGINT and SIGTERM stop the daemon whatever it inherited. The router reads them through a
+ * signalfd, so they are blocked in every thread (the MPI library's too: ranks_init starts
+ * them) whether or not they came blocked; and a handler of our own replaces an inherited
+ * disposition, since a shell starts a background job with SIGINT ignored and POSIX lets a
+ * signal that is ignored be discarded even while it is blocked. */
+static void stop_signals_setup(void) {
     sigset_t sigs;
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGINT);
     sigaddset(&sigs, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    struct sigaction sa = {.sa_sigaction = stop_signal_redirect, .sa_flags = SA_SIGINFO};
+    sa.sa_mask = sigs;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], SANDBOX_PROBE_ARG) == 0) {
+        registry_init(SANDBOX_PROBE_MEMORY);
+        return storage_init() < 0 ? 1 : sandbox_probe_main(argv[2]);
+    }
+    stop_signals_setup();
     signal(SIGPIPE, SIG_IGN);
     if (ranks_init(&argc, &argv) != 0) return 1;
     if (configure(argc, argv) != 0) {

@@ -1348,8 +1348,8 @@ static const command commands[] = {
      "reports no measure).\n",
      "status", cmd_status},
     {"ls",
-     "List the groups and datasets of an HDF5 file in the daemon's data directory. An\n"
-     "ExeTera field is one entry, of kind field, with its FIELDTYPE, LENGTH and COMPLETED.\n"
+     "List the groups and datasets of an HDF5 file in the daemon's data directory.\n"
+     "An ExeTera field is one entry, of kind field, with its FIELDTYPE, LENGTH and COMPLETED.\n"
      "  --recursive      descend into groups\n",
      "ls FILE [--recursive]", cmd_ls},
     {"info", "Describe the named objects, or all objects when no NAME is given.\n",
@@ -1381,8 +1381,9 @@ static const command commands[] = {
      "       [--file-type distribute|single] [--compression none|gzip [--level N]]",
      cmd_save},
     {"writepart",
-     "Append object NAME's rows to a field of an ExeTera dataframe (file, dataframe and field\n"
-     "made when missing), leaving the field not completed; prints the field's rows.\n"
+     "Append object NAME's rows to a field of an ExeTera dataframe.\n"
+     "The file, dataframe and field are made when missing; the field is left not completed.\n"
+     "Prints the field's rows.\n"
      "  --path P         the file (relative to the data directory)\n"
      "  --field DF/F     the dataframe group and the field\n"
      "  --fieldtype T    for a new field (default: the object's own)\n",
@@ -1393,16 +1394,17 @@ static const command commands[] = {
      "  --field DF/F     the dataframe group and the field\n",
      "complete --path P --field DF/F", cmd_complete},
     {"load",
-     "Read objects from HDF5 files (names or glob patterns relative to the data directory)\n"
-     "and print the objects created.\n"
+     "Read objects from HDF5 files and print the objects created.\n"
+     "PATHs are file names or glob patterns relative to the data directory.\n"
      "  --dataset D      read only this dataset; repeat for more (default: all)\n"
      "  --start ROW      first row of the files' concatenation to read (default 0)\n"
      "  --stop ROW       end of the rows, excluded (default: the last row)\n",
      "load PATH... [--dataset D]... [--start ROW] [--stop ROW]", cmd_load},
     {"pack",
-     "LBANN sample packing: apply LBANN's data and experiment schemas (YAML files of this\n"
-     "machine) to the samples of HDF5 files (each top-level group a sample) or of an LBANN\n"
-     "sample list, and print the arrays made and where each field lies in them.\n"
+     "LBANN sample packing: arrays of the samples of HDF5 files or of a sample list.\n"
+     "Applies LBANN's data and experiment schemas (YAML files of this machine) to the samples\n"
+     "of HDF5 files (each top-level group a sample) or of an LBANN sample list, and prints the\n"
+     "arrays made and where each field lies in them.\n"
      "  --data-schema FILE        the data schema (required)\n"
      "  --experiment-schema FILE  the experiment schema (default: every field)\n"
      "  --sample-list LIST        the samples of this list (relative to the data directory)\n"

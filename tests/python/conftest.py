@@ -1,5 +1,6 @@
 """Fixtures shared by the integration tests: a real h5arkd on a temporary endpoint and
 data directory, and a raw ZeroMQ + MessagePack client that knows only PROTOCOL.md."""
+import contextlib
 import os
 import pathlib
 import re
@@ -44,10 +45,11 @@ class Daemon:
     """One h5arkd process. Stop it with stop(); it is also stopped at fixture teardown."""
 
     def __init__(self, locales=3, token=None, max_memory=None, extra_args=(), endpoint=None,
-                 token_file=None, data_dir=None, env=None):
+                 token_file=None, data_dir=None, env=None, preexec_fn=None):
         """`token` is sent with the readiness ping; it is written to a token file of its
         own unless `token_file` (a file of several tokens) is given. `env`: variables added
-        to the daemon's environment."""
+        to the daemon's environment; `preexec_fn`: run in the child before exec (the signal
+        state it inherits, say)."""
         self.tmp = pathlib.Path(tempfile.mkdtemp(prefix="h5ark-test-"))
         self.data_dir = pathlib.Path(data_dir) if data_dir else self.tmp / "data"
         self.endpoint = endpoint or f"ipc://{self.tmp}/h5arkd.sock"
@@ -67,7 +69,7 @@ class Daemon:
         args += list(extra_args)
         self.log = open(self.tmp / "daemon.log", "w+")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT,
-                                     env={**os.environ, **(env or {})})
+                                     env={**os.environ, **(env or {})}, preexec_fn=preexec_fn)
         self._wait_ready()
 
     def _wait_ready(self):
@@ -259,6 +261,16 @@ def wait_serving(proc, endpoint, seconds, read_log, what):
     raise RuntimeError(f"{what} did not answer ping within {seconds} s: {read_log()}")
 
 
+def remove_mpi_session(mpirun_pid):
+    """Remove the session folder Open MPI's mpirun `mpirun_pid` made under TMPDIR
+    (ompi.HOST.UID/pid.PID, some 8 MB), which it leaves when it is killed."""
+    base = pathlib.Path(tempfile.gettempdir())
+    for d in base.glob(f"ompi.*/pid.{mpirun_pid}"):
+        shutil.rmtree(d, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            d.parent.rmdir()  # when no other mpirun's is beside it
+
+
 def free_tcp_endpoint():
     """A loopback TCP endpoint where, for now, nothing listens."""
     with socket.socket() as s:
@@ -394,6 +406,29 @@ def framed(buffers, split=None):
         pos += split[i % len(split)]
         i += 1
     return out
+
+
+@pytest.fixture(scope="session", autouse=True)
+def temp_under_basetemp(tmp_path_factory):
+    """Every temporary file of the run under pytest's basetemp (which the build gives as
+    --basetemp=<build>/pytest-tmp): the daemons' folders and Open MPI's session folders
+    (mpirun and its ranks take TMPDIR), so that nothing is left in /tmp. A folder whose
+    path is too long for the Unix sockets in it (108 bytes, with Open MPI's names under
+    it) is a short one in /tmp instead, removed at the end."""
+    tmp = tmp_path_factory.mktemp("tmp", numbered=False)
+    short = None
+    if len(str(tmp)) > 48:
+        tmp = short = pathlib.Path(tempfile.mkdtemp(prefix="h5ark-tests-"))
+    saved = os.environ.get("TMPDIR"), tempfile.tempdir
+    os.environ["TMPDIR"], tempfile.tempdir = str(tmp), str(tmp)
+    yield tmp
+    if saved[0] is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = saved[0]
+    tempfile.tempdir = saved[1]
+    if short:
+        shutil.rmtree(short, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

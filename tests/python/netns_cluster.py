@@ -19,7 +19,7 @@ import subprocess
 import tempfile
 import time
 
-from conftest import daemon_binary, wait_serving
+from conftest import daemon_binary, remove_mpi_session, wait_serving
 
 IP = shutil.which("ip") or "/usr/sbin/ip"
 UNSHARE = shutil.which("unshare")
@@ -261,3 +261,5 @@ class NetnsDaemon:
         self.cluster.kill_processes()  # the orteds and ranks, daemonized away from mpirun
         self.log.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
+        if self.proc is not None:
+            remove_mpi_session(self.proc.pid)

@@ -16,7 +16,8 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import SHARED_FIXTURES, Daemon, daemon_binary, request, wait_serving
+from conftest import (SHARED_FIXTURES, Daemon, daemon_binary, remove_mpi_session, request,
+                      wait_serving)
 
 MPIRUN = shutil.which("mpirun")
 THREADS = 2  # locales per rank; the one-rank daemon compared with gets R * THREADS
@@ -100,6 +101,7 @@ class MpiDaemon:
         self.kill()
         self.log.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
+        remove_mpi_session(self.proc.pid)
 
 
 def call(endpoint, cmd, args=None, buffers=None, frames=()):

@@ -8,6 +8,7 @@ import pathlib
 import shutil
 import socket
 import struct
+import subprocess
 import time
 import zlib
 
@@ -15,7 +16,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import Daemon, daemon_binary
+from conftest import REPO, Daemon, daemon_binary
 
 TOKEN = "viewer-token"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -60,16 +61,29 @@ def png_colors(data):
     return colors
 
 
+def page_missing(bindir):
+    """Why the build beside h5arkd (bindir) has no viewer page, or None when it has one: the
+    build writes web-missing.txt when npm could not fetch the page's packages
+    (web/page.cmake)."""
+    web = bindir / "web" / "index.html"
+    if web.is_file():
+        return None
+    missing = bindir / "web-missing.txt"
+    if missing.is_file():
+        return f"the viewer page was not built: {missing.read_text().strip()}"
+    return (f"the viewer page was not built (no {web}): npm was not found when h5arkd was "
+            "built, or its target (h5ark_web) was not built")
+
+
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
     """(daemon, base URL, the values of /matrix) with the page and a browser ready."""
     if os.environ.get("H5ARKD_WRAPPER"):
         pytest.skip("the browser test measures the page, not the daemon under a tool: the "
                     "gateway's own tests run there")
-    web = pathlib.Path(daemon_binary()).resolve().parent / "web" / "index.html"
-    if not web.is_file():
-        pytest.skip(f"the viewer page was not built (no {web}): npm was not found when "
-                    "h5arkd was built")
+    why = page_missing(pathlib.Path(daemon_binary()).resolve().parent)
+    if why:
+        pytest.skip(why)
     pytest.importorskip("selenium", reason="python3-selenium is not installed")
     for tool in (CHROMIUM, CHROMEDRIVER):
         if not os.access(tool, os.X_OK):
@@ -200,3 +214,37 @@ def test_h5ark_strings_show_as_strings(page, browser):
     texts = [c.text for c in cells]
     assert [t for t in texts if t in ("alpha", "beta", "gamma")] == ["alpha", "beta", "gamma"]
     browser.save_screenshot(str(artifact("viewer-strings.png")))
+
+
+def test_build_without_npm_registry_skips_the_page(tmp_path):
+    """With npm installed but its registry unreachable (an offline machine, a proxy npm
+    does not trust), the build goes on without the page, says why, and this module's tests
+    skip saying why."""
+    if os.environ.get("H5ARKD_WRAPPER"):
+        pytest.skip("a build test: it does not involve the daemon under a tool")
+    npm, cmake = shutil.which("npm"), shutil.which("cmake")
+    if not npm or not cmake:
+        pytest.skip("needs npm and cmake")
+    build = tmp_path / "build"
+    # refused at once, and no packages in a cache: as a machine that never reached it
+    env = {**os.environ, "npm_config_registry": "http://127.0.0.1:9/",
+           "npm_config_cache": str(tmp_path / "npm-cache"), "npm_config_fetch_retries": "0"}
+    subprocess.run([cmake, "-S", str(REPO), "-B", str(build), "-DH5ARK_WEB=ON"], env=env,
+                   check=True, capture_output=True, timeout=300)
+    out = subprocess.run([cmake, "--build", str(build), "--target", "h5ark_web"], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout
+    assert "viewer page: npm could not fetch the page's packages from http://127.0.0.1:9/" \
+        in out.stdout, out.stdout
+    assert "h5arkd is built without the page" in out.stdout, out.stdout
+    bindir = build / "server"
+    assert not (bindir / "web").exists()
+    why = page_missing(bindir)
+    assert why.startswith("the viewer page was not built: npm could not fetch") and \
+        "ECONNREFUSED" in why, why
+    # the next build asks npm no more, and says again that the page is skipped
+    again = subprocess.run([cmake, "--build", str(build), "--target", "h5ark_web"], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=300)
+    assert again.returncode == 0 and "viewer page: skipped: npm could not fetch" in again.stdout
+    assert "npm ci" not in again.stdout, again.stdout
