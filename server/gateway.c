@@ -800,7 +800,7 @@ typedef struct {
 } buf;
 
 static void put_bytes(buf *b, const void *s, size_t n) {
-    if (b->failed) return;
+    if (b->failed || n == 0) return;
     if (b->len + n > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
         while (cap < b->len + n)
