@@ -946,9 +946,9 @@ static void number_elem(buf *b, void *arg, uint64_t k) {
     put_number(b, e->dtype, e->values + k * e->itemsize);
 }
 
-/* n bytes as a JSON string, ill-formed UTF-8 scrubbed. */
-static void put_json_text(buf *b, const char *s, size_t n) {
-    json_t *j = jstr(s, n);
+/* A string of len bytes as JSON (a NUL in it as \u0000), ill-formed UTF-8 scrubbed. */
+static void put_string(buf *b, const char *s, uint64_t len) {
+    json_t *j = s ? jstr(s, (size_t)len) : json_null();
     char *text = j ? json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
     json_decref(j);
     if (!text) {
@@ -959,14 +959,6 @@ static void put_json_text(buf *b, const char *s, size_t n) {
     free(text);
 }
 
-/* A string as JSON (NULL: null). */
-static void put_string(buf *b, const char *s) {
-    if (s)
-        put_json_text(b, s, strlen(s));
-    else
-        put_bytes(b, "null", 4);
-}
-
 static uint64_t row_of(const elements *e, uint64_t k) {
     return e->sel->start[0] + k * e->sel->step[0] - e->lo;
 }
@@ -975,7 +967,7 @@ static void string_elem(buf *b, void *arg, uint64_t k) {
     const elements *e = arg;
     char *s = strings_dup(e->obj, row_of(e, k));
     if (!s) b->failed = true;
-    put_string(b, s);
+    put_string(b, s, s ? strlen(s) : 0);
     free(s);
 }
 
@@ -992,7 +984,7 @@ static void label_elem(buf *b, void *arg, uint64_t k) {
     }
     char *label = strings_dup(e->obj, (uint64_t)code);
     if (!label) b->failed = true;
-    put_string(b, label);
+    put_string(b, label, label ? strlen(label) : 0);
     free(label);
 }
 
@@ -1243,7 +1235,7 @@ static int scalar_answer(const target *t, const char *format, const char *asked,
         if (strcmp(format, "bin") == 0)
             put_bytes(b, v->as.s.ptr, v->as.s.len);
         else
-            put_json_text(b, v->as.s.ptr, v->as.s.len);
+            put_string(b, v->as.s.ptr, v->as.s.len);
         return 0;
     }
     h5ark_dtype dt;
