@@ -107,14 +107,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         out.release = NULL;
     }
     struct MHD_Response *r = NULL;
-    held_body *h = out.body && out.release ? malloc(sizeof *h) : NULL;
-    if (h) {
+    held_body *h = NULL;
+    if (!out.body) {
+        r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+    } else if (!out.release) {
+        r = MHD_create_response_from_buffer(out.len, out.body, MHD_RESPMEM_MUST_FREE);
+    } else if ((h = malloc(sizeof *h))) {
         *h = (held_body){out.body, out.release, out.held};
         r = MHD_create_response_from_buffer_with_free_callback_cls(out.len, out.body, free_held, h);
-    } else if (out.body && !out.release) {
-        r = MHD_create_response_from_buffer(out.len, out.body, MHD_RESPMEM_MUST_FREE);
-    } else if (!out.body) {
-        r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
     }
     if (!r) { /* out of memory: the library closes the connection */
         free(out.body);
