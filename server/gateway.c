@@ -10,6 +10,7 @@
 #include "objects/strings.h"
 #include "ranks.h"
 #include "ranks_serve.h"
+#include "registry.h"
 #include "storage/files.h"
 #include "storage/sandbox.h"
 #include "storage/storage.h"
@@ -71,11 +72,41 @@ static json_t *jstr(const char *s, size_t n) {
     return j;
 }
 
-static void set_body(http_response *out, int status, const char *type, char *body, size_t len) {
+/* h5grove's error body: {"message": "..."}, with the status the error code maps to. Small:
+ * the one body not counted against --max-memory. */
+static void reply_error(http_response *out, const h5ark_error *err) {
+    json_t *j = json_object();
+    if (j) json_object_set_new(j, "message", jstr(err->message, strlen(err->message)));
+    char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    out->status = status_of(err->code);
+    out->content_type = "application/json";
+    out->body = text;
+    out->len = text ? strlen(text) : 0;
+}
+
+/* The answer's body, whose `held` bytes are already counted against --max-memory; they stay
+ * counted until the body is sent (http.h). Several connections are answered at once: the
+ * answers waiting to go out are memory like any other. */
+static void set_held_body(http_response *out, int status, const char *type, char *body, size_t len,
+                          uint64_t held) {
     out->status = status;
     out->content_type = type;
     out->body = body;
     out->len = len;
+    out->release = registry_unreserve;
+    out->held = held;
+}
+
+/* The same, counting the body now: resource_limit (413) when it would pass the limit. */
+static void set_body(http_response *out, int status, const char *type, char *body, size_t len) {
+    h5ark_error err = {0};
+    if (registry_reserve(len, &err)) {
+        free(body);
+        reply_error(out, &err);
+        return;
+    }
+    set_held_body(out, status, type, body, len, len);
 }
 
 /* Takes j. */
@@ -83,16 +114,6 @@ static void reply_json(http_response *out, json_t *j) {
     char *text = j ? json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
     json_decref(j);
     if (text) set_body(out, 200, "application/json", text, strlen(text));
-}
-
-/* h5grove's error body: {"message": "..."}, with the status the error code maps to. */
-static void reply_error(http_response *out, const h5ark_error *err) {
-    json_t *j = json_object();
-    if (j) json_object_set_new(j, "message", jstr(err->message, strlen(err->message)));
-    char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
-    json_decref(j);
-    out->status = status_of(err->code);
-    if (text) set_body(out, status_of(err->code), "application/json", text, strlen(text));
 }
 
 /* ---- the file's tree, as lshdf lists it ------------------------------------------------ */
@@ -480,7 +501,8 @@ static void tree_free(tree *tr) {
     free(tr);
 }
 
-/* The file's whole tree, listed in a file probe exactly as lshdf lists it. */
+/* The file's whole tree, listed in a file probe as lshdf lists it, with the root group and
+ * the values of scalar datasets (LIST_VIEW). */
 static tree *tree_list(const char *abs, const struct stat *st, h5ark_error *err) {
     tree *tr = calloc(1, sizeof *tr);
     if (tr) tr->entries = h5ark_value_array();
@@ -489,7 +511,7 @@ static tree *tree_list(const char *abs, const struct stat *st, h5ark_error *err)
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         return NULL;
     }
-    if (sandbox_list(abs, true, tr->entries, err)) {
+    if (sandbox_list(abs, LIST_VIEW, tr->entries, err)) {
         tree_free(tr);
         return NULL;
     }
@@ -567,8 +589,8 @@ static tree *tree_get(const char *abs, const struct stat *st, h5ark_error *err) 
 typedef struct {
     char abs[PATH_MAX];
     tree *tree;
-    char path[PATH_MAX];      /* resolved */
-    const h5ark_value *entry; /* NULL: the root group */
+    char path[PATH_MAX]; /* resolved */
+    const h5ark_value *entry;
 } target;
 
 static int open_target(const http_request *req, target *t, h5ark_error *err) {
@@ -579,7 +601,9 @@ static int open_target(const http_request *req, target *t, h5ark_error *err) {
     if (!(t->tree = tree_get(t->abs, &st, err))) return -1;
     if (resolve_path(t->tree, path, t->path, err))
         return h5ark_fail(err, H5ARK_NOT_FOUND, "'%s' is not a valid path in the file", path);
-    t->entry = strcmp(t->path, "/") == 0 ? NULL : find_entry(t->tree, t->path);
+    t->entry = find_entry(t->tree, t->path);
+    if (!t->entry) /* the listing always holds the root and every path resolved */
+        return h5ark_fail(err, H5ARK_INTERNAL, "'%s' is missing from the file's listing", path);
     return 0;
 }
 
@@ -607,7 +631,7 @@ static void attr(const http_request *req, http_response *out, h5ark_error *err) 
         reply_error(out, err);
         return;
     }
-    const h5ark_value *attrs = t.entry ? h5ark_value_get(t.entry, "attrs") : NULL;
+    const h5ark_value *attrs = h5ark_value_get(t.entry, "attrs");
     json_t *all = attrs ? jvalue(attrs) : json_object();
     const char *key = http_query(req, "attr_keys");
     if (all && key) { /* one name: h5grove's filter */
@@ -628,7 +652,7 @@ static void paths(const http_request *req, http_response *out, h5ark_error *err)
         reply_error(out, err);
         return;
     }
-    if (t.entry && (shown_as_dataset(t.entry) || str_is(entry_str(t.entry, "kind"), "link"))) {
+    if (shown_as_dataset(t.entry) || str_is(entry_str(t.entry, "kind"), "link")) {
         h5ark_fail(err, H5ARK_BAD_REQUEST, "'%s' is not a group", t.path);
         reply_error(out, err);
         tree_release(t.tree);
@@ -639,7 +663,8 @@ static void paths(const http_request *req, http_response *out, h5ark_error *err)
     size_t n = strcmp(t.path, "/") == 0 ? 0 : strlen(t.path);
     for (size_t i = 0; list && i < t.tree->n; i++) {
         const char *p = entry_str(t.tree->sorted[i], "path");
-        if (!p || strncmp(p, t.path, n) != 0 || p[n] != '/' || hidden(t.tree, p)) continue;
+        if (!p || strncmp(p, t.path, n) != 0 || p[n] != '/' || !p[n + 1] || hidden(t.tree, p))
+            continue;
         json_array_append_new(list, jstr(p, strlen(p)));
     }
     reply_json(out, list);
@@ -765,20 +790,26 @@ static unsigned kept_dims(const selection *sel) {
     return k;
 }
 
-/* A growing text or byte buffer. */
+/* A growing text or byte buffer, its capacity counted against --max-memory (`why` says
+ * why it failed to grow). */
 typedef struct {
     char *p;
     size_t len, cap;
     bool failed;
+    h5ark_error why;
 } buf;
 
 static void put_bytes(buf *b, const void *s, size_t n) {
-    if (b->failed) return;
+    if (b->failed || n == 0) return;
     if (b->len + n > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
         while (cap < b->len + n)
             cap *= 2;
-        char *p = realloc(b->p, cap);
+        char *p = NULL;
+        if (registry_reserve(cap - b->cap, &b->why) == 0 && !(p = realloc(b->p, cap))) {
+            registry_unreserve(cap - b->cap);
+            h5ark_fail(&b->why, H5ARK_RESOURCE_LIMIT, "out of memory");
+        }
         if (!p) {
             b->failed = true;
             return;
@@ -915,9 +946,9 @@ static void number_elem(buf *b, void *arg, uint64_t k) {
     put_number(b, e->dtype, e->values + k * e->itemsize);
 }
 
-/* A string as JSON, ill-formed UTF-8 scrubbed. */
-static void put_string(buf *b, const char *s) {
-    json_t *j = s ? jstr(s, strlen(s)) : json_null();
+/* A string of len bytes as JSON (a NUL in it as \u0000), ill-formed UTF-8 scrubbed. */
+static void put_string(buf *b, const char *s, uint64_t len) {
+    json_t *j = s ? jstr(s, (size_t)len) : json_null();
     char *text = j ? json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
     json_decref(j);
     if (!text) {
@@ -936,7 +967,7 @@ static void string_elem(buf *b, void *arg, uint64_t k) {
     const elements *e = arg;
     char *s = strings_dup(e->obj, row_of(e, k));
     if (!s) b->failed = true;
-    put_string(b, s);
+    put_string(b, s, s ? strlen(s) : 0);
     free(s);
 }
 
@@ -953,19 +984,18 @@ static void label_elem(buf *b, void *arg, uint64_t k) {
     }
     char *label = strings_dup(e->obj, (uint64_t)code);
     if (!label) b->failed = true;
-    put_string(b, label);
+    put_string(b, label, label ? strlen(label) : 0);
     free(label);
 }
 
-/* The selected elements of a pdarray or arrayview read as rows [lo, ...), contiguous. */
-static char *gather(const object *obj, const selection *sel, uint64_t lo, h5ark_error *err) {
+/* The selected elements of a pdarray or arrayview read as rows [lo, ...), contiguous;
+ * *reserved grows by the bytes counted against --max-memory. */
+static char *gather(const object *obj, const selection *sel, uint64_t lo, uint64_t *reserved,
+                    h5ark_error *err) {
     const darray *a = obj->values;
     uint64_t total = selected_count(sel);
-    char *out = malloc(total ? total * a->itemsize : 1);
-    if (!out) {
-        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        return NULL;
-    }
+    char *out;
+    if (registry_scratch(total * a->itemsize, (void **)&out, reserved, err)) return NULL;
     uint64_t idx[OBJECT_MAX_DIMS] = {0};
     int s = 0;
     for (uint64_t k = 0; k < total; k++, next_index(sel, idx)) {
@@ -1132,13 +1162,169 @@ static object *read_rows(const target *t, uint64_t lo, uint64_t hi, uint64_t row
     return obj;
 }
 
-static void data(const http_request *req, http_response *out, h5ark_error *err) {
-    target t = {0};
+static bool is_scalar(const h5ark_value *e) {
+    const h5ark_value *shape = h5ark_value_get(e, "shape");
+    return str_is(entry_str(e, "kind"), "dataset") && shape && shape->kind == H5ARK_ARRAY &&
+           shape->as.a.len == 0;
+}
+
+/* A scalar's value as one element of dtype, native (little-endian) as the gateway sends
+ * every number; false for a value or dtype it cannot be. */
+static bool scalar_element(const h5ark_value *v, h5ark_dtype dt, void *out) {
+    int64_t i = 0;
+    uint64_t u = 0;
+    double f = 0;
+    if (v->kind == H5ARK_BOOL)
+        i = v->as.b, u = v->as.b, f = v->as.b;
+    else if (!h5ark_value_to_double(v, &f))
+        return false;
+    if (v->kind != H5ARK_BOOL && !h5ark_value_to_int64(v, &i)) i = (int64_t)f;
+    if (v->kind != H5ARK_BOOL && !h5ark_value_to_uint64(v, &u)) u = (uint64_t)i;
+    union {
+        int8_t i8;
+        int16_t i16;
+        int32_t i32;
+        int64_t i64;
+        uint8_t u8;
+        uint16_t u16;
+        uint32_t u32;
+        uint64_t u64;
+        float f32;
+        double f64;
+    } e;
+    switch (dt) {
+    case H5ARK_INT8: e.i8 = (int8_t)i; break;
+    case H5ARK_INT16: e.i16 = (int16_t)i; break;
+    case H5ARK_INT32: e.i32 = (int32_t)i; break;
+    case H5ARK_INT64: e.i64 = i; break;
+    case H5ARK_UINT8: e.u8 = (uint8_t)u; break;
+    case H5ARK_UINT16: e.u16 = (uint16_t)u; break;
+    case H5ARK_UINT32: e.u32 = (uint32_t)u; break;
+    case H5ARK_UINT64: e.u64 = u; break;
+    case H5ARK_FLOAT32: e.f32 = (float)f; break;
+    case H5ARK_FLOAT64: e.f64 = f; break;
+    case H5ARK_BOOLEAN: e.u8 = f != 0; break;
+    default: return false;
+    }
+    memcpy(out, &e, h5ark_dtype_size(dt));
+    return true;
+}
+
+/* A scalar dataset: its value from the listing (LIST_VIEW), answered as h5grove answers
+ * one: a bare JSON value, the element's bytes (a string's bytes as stored), or a .npy of
+ * shape () (numbers only). */
+static int scalar_answer(const target *t, const char *format, const char *asked, buf *b,
+                         h5ark_error *err) {
+    const h5ark_value *v = h5ark_value_get(t->entry, "value");
+    const h5ark_value *bytes = h5ark_value_get(t->entry, "value_bytes");
+    const char *why = entry_str(t->entry, "value_error"), *dtname = entry_str(t->entry, "dtype");
+    uint64_t n = 0;
+    if (asked && asked[0])
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "'%s' is a scalar: it takes no selection",
+                          t->path);
+    if (bytes && h5ark_value_to_uint64(bytes, &n))
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT,
+                          "'%s' is a string of %" PRIu64 " bytes, more than the %u MiB the "
+                          "gateway reads of a scalar",
+                          t->path, n, STORAGE_SCALAR_MAX_BYTES >> 20);
+    if (why) return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "cannot read '%s': %s", t->path, why);
+    if (v && is_string_valued(t->entry) && (v->kind == H5ARK_STR || v->kind == H5ARK_BIN)) {
+        if (strcmp(format, "npy") == 0)
+            return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                              "'%s' holds a string: npy is for numbers (json or bin)", t->path);
+        if (strcmp(format, "bin") == 0)
+            put_bytes(b, v->as.s.ptr, v->as.s.len);
+        else
+            put_string(b, v->as.s.ptr, v->as.s.len);
+        return 0;
+    }
+    h5ark_dtype dt;
+    unsigned char elem[8];
+    if (!v || !dtname || !h5ark_dtype_from_name(dtname, &dt) || !npy_descr(dt) ||
+        !scalar_element(v, dt, elem))
+        return h5ark_fail(err, H5ARK_TYPE_ERROR,
+                          "'%s': a scalar of a type h5ark does not read (%s)", t->path,
+                          dtname ? dtname : "unknown");
+    if (strcmp(format, "json") == 0) {
+        put_number(b, dt, elem);
+        return 0;
+    }
+    selection none = {0}; /* no axes: shape () */
+    if (strcmp(format, "npy") == 0) put_npy_header(b, dt, &none, false);
+    put_bytes(b, elem, h5ark_dtype_size(dt));
+    return 0;
+}
+
+/* The selected values of an array dataset, read through the storage layer. */
+static int array_answer(const http_request *req, const target *t, const char *format, bool flatten,
+                        buf *b, h5ark_error *err) {
+    if (!readable(t->entry)) {
+        const char *note = entry_str(t->entry, "note");
+        return h5ark_fail(err, H5ARK_TYPE_ERROR, "'%s': %s", t->path,
+                          note ? note : "not an object h5ark reads");
+    }
+    selection sel = {0};
+    if (parse_shape(t->entry, &sel, err) ||
+        parse_selection(http_query(req, "selection"), &sel, err))
+        return -1;
+    bool strings = is_string_valued(t->entry);
+    if (strings && strcmp(format, "json") != 0)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "'%s' holds strings, which the gateway sends as json", t->path);
+    uint64_t total = selected_count(&sel), row = 1;
+    for (unsigned d = 1; d < sel.ndim; d++)
+        row = __builtin_mul_overflow(row, sel.shape[d], &row) ? UINT64_MAX : row;
+    /* rows [lo, hi) hold the selection: only those are read */
+    uint64_t lo = sel.start[0], hi = sel.count[0] ? lo + (sel.count[0] - 1) * sel.step[0] + 1 : lo;
+    h5ark_dtype listed = H5ARK_FLOAT64;
+    const char *dtname = entry_str(t->entry, "dtype");
+    if (!strings && dtname) h5ark_dtype_from_name(dtname, &listed);
+    bool json = strcmp(format, "json") == 0;
+    if (check_size(t, &sel, strings ? 0 : h5ark_dtype_size(listed), hi - lo, row, json, err))
+        return -1;
     storage_read_item *items = NULL;
     size_t nitems = 0;
-    object *whole = NULL;
-    buf b = {0};
+    object *whole = NULL, *obj = NULL;
     char *values = NULL;
+    uint64_t reserved = 0;
+    int rc = -1;
+    if (total > 0 && !(obj = read_rows(t, lo, hi, row, &items, &nitems, &whole, err))) goto done;
+    elements el = {.sel = &sel, .lo = lo};
+    if (!obj && strings) {
+        put_json_elements(b, &sel, flatten, string_elem, &el);
+    } else if (strings) {
+        el.obj = obj;
+        if (obj->objtype == H5ARK_CATEGORICAL) {
+            el.codes = object_component_get(obj, "codes");
+            el.obj = object_component_get(obj, "categories");
+        }
+        put_json_elements(b, &sel, flatten,
+                          obj->objtype == H5ARK_CATEGORICAL ? label_elem : string_elem, &el);
+    } else {
+        h5ark_dtype dt = obj ? obj->dtype : listed;
+        el.dtype = dt;
+        el.itemsize = h5ark_dtype_size(dt);
+        if (obj && !(values = gather(obj, &sel, lo, &reserved, err))) goto done;
+        el.values = values;
+        if (json) {
+            put_json_elements(b, &sel, flatten, number_elem, &el);
+        } else {
+            if (strcmp(format, "npy") == 0) put_npy_header(b, dt, &sel, flatten);
+            if (total) put_bytes(b, values, total * el.itemsize);
+        }
+    }
+    rc = 0;
+done:
+    free(values);
+    registry_unreserve(reserved);
+    object_whole_free(whole);
+    storage_read_items_free(items, nitems);
+    return rc;
+}
+
+static void data(const http_request *req, http_response *out, h5ark_error *err) {
+    target t = {0};
+    buf b = {0};
     const char *format = http_query(req, "format"), *dtype = http_query(req, "dtype");
     const char *flat = http_query(req, "flatten");
     bool flatten =
@@ -1155,78 +1341,32 @@ static void data(const http_request *req, http_response *out, h5ark_error *err) 
         goto fail;
     }
     if (open_target(req, &t, err)) goto fail;
-    if (!t.entry || !shown_as_dataset(t.entry)) {
+    if (!shown_as_dataset(t.entry)) {
         h5ark_fail(err, H5ARK_BAD_REQUEST, "'%s' is not a dataset", t.path);
         goto fail;
     }
-    if (!readable(t.entry)) {
-        const char *note = entry_str(t.entry, "note");
-        h5ark_fail(err, H5ARK_TYPE_ERROR, "'%s': %s", t.path,
-                   note ? note : "not an object h5ark reads");
+    if (is_scalar(t.entry) ? scalar_answer(&t, format, http_query(req, "selection"), &b, err)
+                           : array_answer(req, &t, format, flatten, &b, err))
         goto fail;
-    }
-    selection sel = {0};
-    if (parse_shape(t.entry, &sel, err) || parse_selection(http_query(req, "selection"), &sel, err))
-        goto fail;
-    bool strings = is_string_valued(t.entry);
-    if (strings && strcmp(format, "json") != 0) {
-        h5ark_fail(err, H5ARK_BAD_REQUEST, "'%s' holds strings, which the gateway sends as json",
-                   t.path);
-        goto fail;
-    }
-    uint64_t total = selected_count(&sel), row = 1;
-    for (unsigned d = 1; d < sel.ndim; d++)
-        row = __builtin_mul_overflow(row, sel.shape[d], &row) ? UINT64_MAX : row;
-    /* rows [lo, hi) hold the selection: only those are read */
-    uint64_t lo = sel.start[0], hi = sel.count[0] ? lo + (sel.count[0] - 1) * sel.step[0] + 1 : lo;
-    h5ark_dtype listed = H5ARK_FLOAT64;
-    const char *dtname = entry_str(t.entry, "dtype");
-    if (!strings && dtname) h5ark_dtype_from_name(dtname, &listed);
-    bool json = strcmp(format, "json") == 0;
-    if (check_size(&t, &sel, strings ? 0 : h5ark_dtype_size(listed), hi - lo, row, json, err))
-        goto fail;
-    object *obj = NULL;
-    if (total > 0 && !(obj = read_rows(&t, lo, hi, row, &items, &nitems, &whole, err))) goto fail;
-    elements el = {.sel = &sel, .lo = lo};
-    if (!obj && strings) {
-        put_json_elements(&b, &sel, flatten, string_elem, &el);
-    } else if (strings) {
-        el.obj = obj;
-        if (obj->objtype == H5ARK_CATEGORICAL) {
-            el.codes = object_component_get(obj, "codes");
-            el.obj = object_component_get(obj, "categories");
-        }
-        put_json_elements(&b, &sel, flatten,
-                          obj->objtype == H5ARK_CATEGORICAL ? label_elem : string_elem, &el);
-    } else {
-        h5ark_dtype dt = obj ? obj->dtype : listed;
-        el.dtype = dt;
-        el.itemsize = h5ark_dtype_size(dt);
-        if (obj && !(values = gather(obj, &sel, lo, err))) goto fail;
-        el.values = values;
-        if (json) {
-            put_json_elements(&b, &sel, flatten, number_elem, &el);
-        } else {
-            if (strcmp(format, "npy") == 0) put_npy_header(&b, dt, &sel, flatten);
-            if (total) put_bytes(&b, values, total * el.itemsize);
-        }
-    }
     if (b.failed) {
-        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        if (b.why.code)
+            *err = b.why;
+        else
+            h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         goto fail;
     }
-    set_body(out, 200, json ? "application/json" : "application/octet-stream",
-             b.p ? b.p : malloc(1), b.len);
+    /* (an empty answer has no buffer: an empty body) */
+    set_held_body(out, 200,
+                  strcmp(format, "json") == 0 ? "application/json" : "application/octet-stream",
+                  b.p, b.len, b.cap);
     b.p = NULL;
-    if (!out->body) out->status = 500;
+    b.cap = 0;
     goto done;
 fail:
     reply_error(out, err);
 done:
     free(b.p);
-    free(values);
-    object_whole_free(whole);
-    storage_read_items_free(items, nitems);
+    registry_unreserve(b.cap);
     tree_release(t.tree);
 }
 

@@ -13,9 +13,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define HTTP_DEFAULT_HOST    "127.0.0.1"
-#define HTTP_MAX_CONNECTIONS 64u
-#define HTTP_IDLE_SECONDS    10u /* a client that stalls mid-request is cut off */
+#define HTTP_DEFAULT_HOST "127.0.0.1"
+#define HTTP_IDLE_SECONDS 10u /* a client that stalls mid-request is cut off */
 
 struct http_server {
     struct MHD_Daemon *daemon;
@@ -75,6 +74,20 @@ static void library_log(void *arg, const char *fmt, va_list ap) {
     log_debug("http: %s", line);
 }
 
+/* A body that holds memory of the caller's budget, until the library is done with it. */
+typedef struct {
+    char *body;
+    void (*release)(uint64_t held);
+    uint64_t held;
+} held_body;
+
+static void free_held(void *arg) {
+    held_body *h = arg;
+    free(h->body);
+    h->release(h->held);
+    free(h);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **state) {
@@ -89,12 +102,25 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     http_request req = {method, url, conn};
     http_response out = {.status = 500};
     s->fn(s->arg, &req, &out);
-    struct MHD_Response *r =
-        out.body ? MHD_create_response_from_buffer(out.len, out.body, MHD_RESPMEM_MUST_FREE)
-                 : MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
-    if (!r) {
+    if (out.release && !out.body) {
+        out.release(out.held);
+        out.release = NULL;
+    }
+    struct MHD_Response *r = NULL;
+    held_body *h = NULL;
+    if (!out.body) {
+        r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+    } else if (!out.release) {
+        r = MHD_create_response_from_buffer(out.len, out.body, MHD_RESPMEM_MUST_FREE);
+    } else if ((h = malloc(sizeof *h))) {
+        *h = (held_body){out.body, out.release, out.held};
+        r = MHD_create_response_from_buffer_with_free_callback_cls(out.len, out.body, free_held, h);
+    }
+    if (!r) { /* out of memory: the library closes the connection */
         free(out.body);
-        return MHD_NO; /* out of memory: the library closes the connection */
+        if (out.release) out.release(out.held);
+        free(h);
+        return MHD_NO;
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
                             out.content_type ? out.content_type : "text/plain; charset=utf-8");
@@ -158,7 +184,9 @@ int http_start(const char *address, http_handler fn, void *arg, http_server **ou
     s->fn = fn;
     s->arg = arg;
     describe_bound(fd, s->address, sizeof s->address);
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+    /* poll() where the system has it: the daemon's descriptors may pass select()'s 1024 */
+    unsigned flags =
+        MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG;
     if (family == AF_INET6) flags |= MHD_USE_IPv6;
     s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER,
                                  library_log, NULL, MHD_OPTION_LISTEN_SOCKET, fd,

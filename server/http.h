@@ -1,13 +1,15 @@
 /* A small HTTP server for the daemon's side doors (the metrics endpoint and the HTTP
- * gateway), on libmicrohttpd: the library parses HTTP and runs one thread of its own that
- * answers every connection; the caller only maps a request to a response. Nothing here
- * knows what is served. */
+ * gateway), on libmicrohttpd: the library parses HTTP and runs a thread per connection
+ * (at most HTTP_MAX_CONNECTIONS), so that a slow answer holds up only its own connection;
+ * the caller only maps a request to a response, and its handler runs on several threads
+ * at once. Nothing here knows what is served. */
 #ifndef H5ARK_HTTP_H
 #define H5ARK_HTTP_H
 
 #include "h5ark_wire.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct {
     const char *method; /* "GET", "HEAD", "POST", ... as sent */
@@ -21,10 +23,16 @@ typedef struct {
     const char *allow;        /* the Allow header (for 405), static, or NULL */
     char *body;               /* malloc'd; the server frees it, NULL for none */
     size_t len;
+    /* Memory the body counts against a budget of the caller's: once the body is sent (or
+     * dropped) and freed, the server calls release(held). NULL: nothing held. */
+    void (*release)(uint64_t held);
+    uint64_t held;
 } http_response;
 
-/* Called on the server's thread for each request, with out->status 500 and no body; it
- * sets the response. A HEAD request gets the headers of the GET response only. */
+#define HTTP_MAX_CONNECTIONS 64u
+
+/* Called on the connection's thread for each request, with out->status 500 and no body;
+ * it sets the response. A HEAD request gets the headers of the GET response only. */
 typedef void (*http_handler)(void *arg, const http_request *req, http_response *out);
 
 typedef struct http_server http_server;

@@ -366,7 +366,7 @@ static int cmd_lshdf(command_ctx *ctx, h5ark_error *err) {
     if (files_resolve(arg_str(ctx, "path", ""), false, abs, err)) return -1;
     h5ark_value *entries = h5ark_value_array();
     if (!entries) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    if (sandbox_list(abs, arg_bool(ctx, "recursive", false), entries, err)) {
+    if (sandbox_list(abs, arg_bool(ctx, "recursive", false) ? LIST_TREE : LIST_TOP, entries, err)) {
         h5ark_value_destroy(&entries);
         return -1;
     }

@@ -117,7 +117,7 @@ typedef struct {
 typedef struct {
     const char *file; /* as the client named it, for messages */
     hid_t fid;
-    bool recursive;
+    list_mode mode;
     h5ark_value *entries;
     size_t nentries;
     seen_slot *seen; /* open addressing on object address */
@@ -302,9 +302,28 @@ static h5ark_value *fixed_string(const char *p, size_t size, H5T_str_t pad) {
     return text_value(p, n);
 }
 
-/* Read n elements of attribute aid (type ftype) into values; 1 = read, 0 = type not read
- * (caller describes it), -1 = read failed (HDF5 stack set). */
-static int read_attr_elems(hid_t aid, hid_t ftype, size_t n, h5ark_value **vals, bool *oomp) {
+/* What values are read from: an attribute, or (for the value of a scalar dataset) a
+ * dataset, read whole. */
+typedef struct {
+    hid_t id;
+    bool dataset;
+} source;
+
+static herr_t source_read(source src, hid_t mem, void *buf) {
+    return src.dataset ? H5Dread(src.id, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf)
+                       : H5Aread(src.id, mem, buf);
+}
+
+static void source_reclaim(source src, hid_t mem, void *buf) {
+    hid_t space = src.dataset ? H5Dget_space(src.id) : H5Aget_space(src.id);
+    if (space < 0) return;
+    H5Dvlen_reclaim(mem, space, H5P_DEFAULT, buf);
+    H5Sclose(space);
+}
+
+/* Read n elements of src (type ftype) into values; 1 = read, 0 = type not read (caller
+ * describes it), -1 = read failed (HDF5 stack set). */
+static int read_attr_elems(source src, hid_t ftype, size_t n, h5ark_value **vals, bool *oomp) {
     H5T_class_t cls = H5Tget_class(ftype);
     size_t size = H5Tget_size(ftype);
     int rc = 0;
@@ -312,13 +331,13 @@ static int read_attr_elems(hid_t aid, hid_t ftype, size_t n, h5ark_value **vals,
     if (cls == H5T_INTEGER && size >= 1 && size <= 8) {
         bool sign = H5Tget_sign(ftype) != H5T_SGN_NONE;
         int64_t buf[ATTR_MAX_ELEMS];
-        if (H5Aread(aid, sign ? H5T_NATIVE_INT64 : H5T_NATIVE_UINT64, buf) < 0) return -1;
+        if (source_read(src, sign ? H5T_NATIVE_INT64 : H5T_NATIVE_UINT64, buf) < 0) return -1;
         for (size_t i = 0; i < n; i++)
             vals[i] = sign ? h5ark_value_int(buf[i]) : h5ark_value_uint((uint64_t)buf[i]);
         rc = 1;
     } else if (cls == H5T_FLOAT) {
         double buf[ATTR_MAX_ELEMS];
-        if (H5Aread(aid, H5T_NATIVE_DOUBLE, buf) < 0) return -1;
+        if (source_read(src, H5T_NATIVE_DOUBLE, buf) < 0) return -1;
         for (size_t i = 0; i < n; i++)
             vals[i] = h5ark_value_float(buf[i]);
         rc = 1;
@@ -326,7 +345,7 @@ static int read_attr_elems(hid_t aid, hid_t ftype, size_t n, h5ark_value **vals,
         hid_t mem = H5Tget_native_type(ftype, H5T_DIR_ASCEND);
         if (mem < 0) return -1;
         unsigned char buf[ATTR_MAX_ELEMS];
-        herr_t r = H5Aread(aid, mem, buf);
+        herr_t r = source_read(src, mem, buf);
         if (r < 0) h5_capture();
         H5Tclose(mem);
         if (r < 0) return -1;
@@ -340,7 +359,7 @@ static int read_attr_elems(hid_t aid, hid_t ftype, size_t n, h5ark_value **vals,
         if (mem < 0) return -1;
         if (var) {
             char *ptrs[ATTR_MAX_ELEMS] = {0};
-            if (H5Aread(aid, mem, ptrs) < 0) {
+            if (source_read(src, mem, ptrs) < 0) {
                 h5_capture();
                 H5Tclose(mem);
                 return -1;
@@ -348,11 +367,7 @@ static int read_attr_elems(hid_t aid, hid_t ftype, size_t n, h5ark_value **vals,
             for (size_t i = 0; i < n; i++)
                 vals[i] = ptrs[i] ? text_value(ptrs[i], strnlen(ptrs[i], TEXT_MAX + 1))
                                   : h5ark_value_str("");
-            hid_t space = H5Aget_space(aid);
-            if (space >= 0) {
-                H5Dvlen_reclaim(mem, space, H5P_DEFAULT, ptrs);
-                H5Sclose(space);
-            }
+            source_reclaim(src, mem, ptrs);
         } else if (size > 0 && size * n <= ATTR_MAX_BYTES) {
             char *buf = malloc(size * n);
             if (!buf) {
@@ -360,7 +375,7 @@ static int read_attr_elems(hid_t aid, hid_t ftype, size_t n, h5ark_value **vals,
                 *oomp = true;
                 return 0;
             }
-            if (H5Aread(aid, mem, buf) < 0) {
+            if (source_read(src, mem, buf) < 0) {
                 h5_capture();
                 free(buf);
                 H5Tclose(mem);
@@ -425,7 +440,7 @@ static int attr_value(lister *ls, hid_t obj, const char *objpath, const char *an
     }
     h5ark_value *vals[ATTR_MAX_ELEMS] = {0};
     bool no_mem;
-    int got = read_attr_elems(aid, ftype, (size_t)n, vals, &no_mem);
+    int got = read_attr_elems((source){aid, false}, ftype, (size_t)n, vals, &no_mem);
     if (got < 0) {
         h5_fail(ls, "cannot read attribute '%s' of '%s'", aname, objpath);
         goto done;
@@ -725,6 +740,68 @@ out:
     return rc;
 }
 
+/* A scalar string's bytes as stored: a fixed-length one without the NULs that pad it. */
+static h5ark_value *scalar_string(hid_t did, hid_t type, uint64_t *bytes, bool *failed) {
+    htri_t var = H5Tis_variable_str(type);
+    hid_t mem = var < 0 ? -1 : H5Tcopy(type);
+    h5ark_value *v = NULL;
+    *failed = mem < 0;
+    if (mem >= 0 && var) {
+        char *p = NULL;
+        *failed = source_read((source){did, true}, mem, &p) < 0;
+        *bytes = p ? strlen(p) : 0;
+        if (!*failed && *bytes <= STORAGE_SCALAR_MAX_BYTES) v = h5ark_value_bin(p ? p : "", *bytes);
+        if (!*failed) source_reclaim((source){did, true}, mem, &p);
+    } else if (mem >= 0) {
+        size_t size = H5Tget_size(type);
+        char *buf = size <= STORAGE_SCALAR_MAX_BYTES ? malloc(size ? size : 1) : NULL;
+        *bytes = size;
+        *failed = buf && source_read((source){did, true}, mem, buf) < 0;
+        while (buf && !*failed && *bytes && buf[*bytes - 1] == '\0')
+            --*bytes;
+        if (buf && !*failed) v = h5ark_value_bin(buf, *bytes);
+        free(buf);
+    }
+    if (*failed) h5_capture();
+    if (mem >= 0) H5Tclose(mem);
+    return v;
+}
+
+/* The value of a scalar dataset, for the gateway (LIST_VIEW): numbers and bools read as
+ * an attribute's are, a string's bytes (or, past STORAGE_SCALAR_MAX_BYTES, their count);
+ * other types get none. A value that cannot be read is `value_error`, not a failed
+ * listing: the rest of the file is still shown. */
+static int scalar_value(lister *ls, hid_t did, hid_t type, bool is_bool, h5ark_value *entry) {
+    h5ark_value *v = NULL;
+    uint64_t bytes = 0;
+    bool failed = false, no_mem = false;
+    if (H5Tget_class(type) == H5T_STRING) {
+        v = scalar_string(did, type, &bytes, &failed);
+        no_mem = !failed && !v && bytes <= STORAGE_SCALAR_MAX_BYTES;
+        if (!failed && !v && !no_mem) return put(ls, entry, "value_bytes", h5ark_value_uint(bytes));
+    } else {
+        int got = read_attr_elems((source){did, true}, type, 1, &v, &no_mem);
+        failed = got < 0;
+        if (got == 0 && !no_mem) return 0;
+    }
+    if (failed) {
+        h5ark_value_destroy(&v);
+        if (!captured.set) h5_capture();
+        captured.set = false;
+        return put(ls, entry, "value_error", text_cstr(captured.why));
+    }
+    if (no_mem || !v) {
+        h5ark_value_destroy(&v);
+        return oom(ls);
+    }
+    int64_t i;
+    if (is_bool && h5ark_value_to_int64(v, &i)) { /* an Arkouda bool: integers marked isBool */
+        h5ark_value_destroy(&v);
+        v = h5ark_value_bool(i != 0);
+    }
+    return put(ls, entry, "value", v);
+}
+
 static int describe_dataset(lister *ls, hid_t did, const char *path, const attr_facts *facts,
                             h5ark_value *entry) {
     hid_t type = H5Dget_type(did);
@@ -753,6 +830,9 @@ static int describe_dataset(lister *ls, hid_t did, const char *path, const attr_
         goto out;
     }
     if (sclass != H5S_NULL && put(ls, entry, "shape", dims_value(rank, dims))) goto out;
+    if (ls->mode == LIST_VIEW && sclass == H5S_SCALAR &&
+        scalar_value(ls, did, type, facts->is_bool, entry))
+        goto out;
 
     (void)numeric;
     (void)facts;
@@ -1046,7 +1126,7 @@ static int list_object(lister *ls, const link_rec *r, const char *path, int dept
         list_objtype(ls, oid, path, &facts, e, &whole))
         goto fail_entry;
     if (add_entry(ls, e)) goto out;
-    if (oi.type == H5O_TYPE_GROUP && ls->recursive && !whole) {
+    if (oi.type == H5O_TYPE_GROUP && ls->mode != LIST_TOP && !whole) {
         if (depth + 1 >= LIST_MAX_DEPTH) {
             h5ark_fail(ls->err, H5ARK_RESOURCE_LIMIT,
                        "'%s' nests groups more than %d deep (at '%s'); lshdf descends at most %d",
@@ -1148,17 +1228,30 @@ static hid_t open_checked(const char *abs_path, const char *shown, h5ark_error *
                       shown, why);
 }
 
-static int list_file(const char *abs_path, bool recursive, h5ark_value *entries, h5ark_error *err) {
+/* The root group as an entry of its own (path "/"), with its attributes. */
+static int list_root(lister *ls, hid_t root, const H5O_info_t *oi) {
+    h5ark_value *e = new_entry(ls, "", "/", "group");
+    attr_facts facts = {0};
+    if (!e) return -1;
+    if (read_attrs(ls, root, H5O_TYPE_GROUP, "/", oi->num_attrs, e, &facts)) {
+        h5ark_value_destroy(&e);
+        return -1;
+    }
+    return add_entry(ls, e);
+}
+
+static int list_file(const char *abs_path, list_mode mode, h5ark_value *entries, h5ark_error *err) {
     const char *shown = files_display(abs_path);
-    lister ls = {.file = shown, .fid = -1, .recursive = recursive, .entries = entries, .err = err};
+    lister ls = {.file = shown, .fid = -1, .mode = mode, .entries = entries, .err = err};
     ls.fid = open_checked(abs_path, shown, err);
     if (ls.fid < 0) return -1;
     int rc = -1;
     hid_t root = H5Gopen2(ls.fid, "/", H5P_DEFAULT);
     H5O_info_t oi;
-    if (root < 0 || H5Oget_info2(root, &oi, H5O_INFO_BASIC) < 0) {
+    if (root < 0 || H5Oget_info2(root, &oi, H5O_INFO_BASIC | H5O_INFO_NUM_ATTRS) < 0) {
         h5_fail(&ls, "cannot open the root group");
-    } else if (seen_add(&ls, oi.addr, "/") == 0) {
+    } else if (seen_add(&ls, oi.addr, "/") == 0 &&
+               (mode != LIST_VIEW || list_root(&ls, root, &oi) == 0)) {
         rc = list_group(&ls, root, "", 0);
     }
     if (root >= 0) H5Gclose(root);
@@ -1168,9 +1261,9 @@ static int list_file(const char *abs_path, bool recursive, h5ark_value *entries,
 }
 
 /* Files read while no part's change is being repeated on an old file (twin.h). */
-int storage_list(const char *abs_path, bool recursive, h5ark_value *entries, h5ark_error *err) {
+int storage_list(const char *abs_path, list_mode mode, h5ark_value *entries, h5ark_error *err) {
     twin_readers_enter();
-    int rc = list_file(abs_path, recursive, entries, err);
+    int rc = list_file(abs_path, mode, entries, err);
     twin_readers_leave();
     return rc;
 }

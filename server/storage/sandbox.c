@@ -388,17 +388,20 @@ static int answer_error(char status, const char *body, h5ark_error *err) {
     return h5ark_fail(err, code, "%s", msg ? msg + 1 : body);
 }
 
-int sandbox_list(const char *abs_path, bool recursive, h5ark_value *entries, h5ark_error *err) {
+/* The request letter of each listing mode (the probe's main loop reads it back). */
+static const char list_letters[] = {[LIST_TOP] = 'L', [LIST_TREE] = 'R', [LIST_VIEW] = 'V'};
+
+int sandbox_list(const char *abs_path, list_mode mode, h5ark_value *entries, h5ark_error *err) {
     probe *p;
     if (!enabled || strchr(abs_path, '\n') || !acquire(&p, 1))
-        return work.list(abs_path, recursive, entries, err);
+        return work.list(abs_path, mode, entries, err);
     char line[PATH_MAX + 8];
-    snprintf(line, sizeof line, "%c %s", recursive ? 'R' : 'L', abs_path);
+    snprintf(line, sizeof line, "%c %s", list_letters[mode], abs_path);
     char *body;
     size_t len;
     char status = probe_exchange(p, line, abs_path, &body, &len);
     release(&p, 1);
-    if (status == '?') return work.list(abs_path, recursive, entries, err);
+    if (status == '?') return work.list(abs_path, mode, entries, err);
     int rc = -1;
     if (status == 0) {
         rc = crashed_error(err);
@@ -913,7 +916,8 @@ static int probe_for_samples(size_t len, h5ark_value **answer, h5ark_error *err)
 }
 
 /* Probe side: "c PATH" walks the file (the answer is only that it survived), "L PATH" /
- * "R PATH" answer lshdf's entries (top level / recursive) as MessagePack, "P LENGTH" and
+ * "R PATH" / "V PATH" answer lshdf's entries (top level / recursive / as the gateway shows
+ * them) as MessagePack, "P LENGTH" and
  * a MessagePack request probes files for readhdf, "S LENGTH" and one a sample file for pack. */
 int sandbox_probe_main(const char *data_dir) {
     /* Each file opened makes the library allocate its metadata cache's index (half a MiB)
@@ -944,8 +948,9 @@ int sandbox_probe_main(const char *data_dir) {
         } else if (line[0] == 'S') {
             rc = probe_for_samples(strtoul(path, NULL, 10), &answer, &err);
         } else {
+            list_mode mode = line[0] == 'V' ? LIST_VIEW : line[0] == 'R' ? LIST_TREE : LIST_TOP;
             answer = h5ark_value_array();
-            rc = answer ? work.list(path, line[0] != 'L', answer, &err)
+            rc = answer ? work.list(path, mode, answer, &err)
                         : h5ark_fail(&err, H5ARK_RESOURCE_LIMIT, "out of memory");
         }
         char *data = NULL;

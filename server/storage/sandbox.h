@@ -26,9 +26,14 @@ void sandbox_stop(void);
 /* 0 when the probe walked the file without dying (whatever it found: the caller's own
  * error handling reports ordinary errors); -1 with schema_error when it crashed. */
 int sandbox_check_file(const char *abs_path, h5ark_error *err);
+/* What a listing holds: lshdf's top level or whole tree, or the whole tree as the HTTP
+ * gateway shows it, which adds the root group (an entry of path "/", kind group, with its
+ * attributes) and the value of each scalar dataset (storage_list). */
+typedef enum { LIST_TOP, LIST_TREE, LIST_VIEW } list_mode;
+
 /* lshdf, run in the probe: the daemon itself never walks an untrusted file's attributes
  * (the part of the library that crashes). schema_error when the probe died on the file. */
-int sandbox_list(const char *abs_path, bool recursive, h5ark_value *entries, h5ark_error *err);
+int sandbox_list(const char *abs_path, list_mode mode, h5ark_value *entries, h5ark_error *err);
 struct read_probe_request;
 struct read_probe;
 struct sample_probe;
@@ -36,7 +41,7 @@ struct sample_probe;
 /* What the probes run (in the probe processes, and in process when there are none), set at
  * start by the storage layer above: the sandbox only carries requests and answers. */
 typedef struct {
-    int (*list)(const char *abs_path, bool recursive, h5ark_value *entries, h5ark_error *err);
+    int (*list)(const char *abs_path, list_mode mode, h5ark_value *entries, h5ark_error *err);
     int (*probe_files)(const struct read_probe_request *rq, struct read_probe *out,
                        h5ark_error *err);
     int (*probe_samples)(const char *abs_path, const char *const *groups, size_t ngroups,

@@ -5,6 +5,7 @@
 
 #include "h5ark_value.h"
 #include "objects/object.h"
+#include "sandbox.h"
 
 #include <stdbool.h>
 
@@ -118,9 +119,12 @@ int storage_read_rows(const char *abs_path, const char *dataset, uint64_t start,
                       storage_read_item **items, size_t *nitems, object **whole, h5ark_error *err);
 
 /* lshdf: append one entry per group/dataset of the file at `abs_path` (top level, or the
- * whole tree when recursive) to `entries`: {name, path, kind, objtype, dtype, shape,
- * attrs}. */
-int storage_list(const char *abs_path, bool recursive, h5ark_value *entries, h5ark_error *err);
+ * whole tree) to `entries`: {name, path, kind, objtype, dtype, shape, attrs}. LIST_VIEW
+ * (the HTTP gateway's) also lists the root group first, and gives each scalar dataset of
+ * numbers, bools or strings its `value`: a number, a bool, or a string's bytes (bin) up to
+ * STORAGE_SCALAR_MAX_BYTES, past which `value_bytes` says how many there are instead. */
+#define STORAGE_SCALAR_MAX_BYTES (1u << 20)
+int storage_list(const char *abs_path, list_mode mode, h5ark_value *entries, h5ark_error *err);
 
 /* The root attribute File_Format (0 single, 1 distributed) of the file at `abs_path`, read
  * after the checks storage_list makes: 1 when read, 0 when the file has none, -1 on error. */

@@ -11,14 +11,17 @@ runs: pid (the daemon is PID 1), network (its own loopback, no port clash with a
 else here), mount (a host data folder owned by another uid bind-mounted on /data, the
 token secret on /run/secrets/h5ark_token, a memory cgroup on /sys/fs/cgroup), and checks:
 
-  - the build stage installs scripts/setup's build packages, the same list;
+  - the build stage installs scripts/setup's build packages, the same list (and Debian's
+    nodejs and npm, which build the viewer page);
   - the binaries find every library they need in the image;
   - a data folder the user cannot write is refused with what to do (--user);
   - run as the folder's owner (docker run --user): the HEALTHCHECK passes, a put and a
     get go through, the files land in the host folder as that owner, the default
     --max-memory is half the memory cgroup's limit, SIGTERM to PID 1 stops it cleanly;
   - with a token secret: the HEALTHCHECK passes with it, fails with a wrong token or
-    no daemon, a ping without the token is refused; an unreadable secret is refused.
+    no daemon, a ping without the token is refused; an unreadable secret is refused;
+  - with --http-endpoint, the viewer page (built as the build stage builds it) is served at
+    /, its assets and the gateway's API beside it.
 
 Needs root (debootstrap, chroot, mount, namespaces): skipped, saying so, otherwise.
 Installs debootstrap (and iproute2) when missing; keeps the downloaded packages in
@@ -52,6 +55,9 @@ DOCKER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 HOST_UID = HOST_GID = 20000  # the owner of the host's data folder: not the image's user
 MEMORY_LIMIT = 512 << 20     # as `docker run --memory 512m`
 TOKEN = "rootfs-test-token-5d8e7a6b"
+# What the build stage may install beyond scripts/setup's build packages: the viewer page's
+# tools (scripts/setup installs npm with --test; the build finds it or leaves the page out).
+PAGE_PACKAGES = {"nodejs", "npm"}
 
 results = {"passed": 0, "failed": 0}
 
@@ -313,6 +319,9 @@ class Image:
             else:
                 host = REPO / src
             out = target / host.name if into_dir else target
+            if host.is_dir():  # as Docker copies a folder: its contents, into dest
+                shutil.copytree(host, target, dirs_exist_ok=True)
+                continue
             shutil.copy2(host, out)
             if chmod:
                 os.chmod(out, int(chmod, 8))
@@ -365,7 +374,8 @@ class Container:
     it: PID 1 of its own pid namespace, on a network namespace of its own, with its own
     mounts, and in the memory cgroup when there is one."""
 
-    def __init__(self, image, tmp, name, data, user=None, secret=None, cgroup=None, env=None):
+    def __init__(self, image, tmp, name, data, user=None, secret=None, cgroup=None, env=None,
+                 args=None):
         self.image, self.name = image, name
         self.uid, self.gid = image.ids(user or image.user)
         self.env = env or {}
@@ -381,7 +391,8 @@ class Container:
                       f"mount --bind {shlex.quote(str(secret))} {root}/run/secrets/h5ark_token"]
         if cgroup and cgroup.path:
             setup.append(f"mount --bind {cgroup.path} {root}/{cgroup.mount_point()}")
-        argv = image.chroot_argv(self.uid, self.gid, self.env, image.entrypoint + image.cmd)
+        argv = image.chroot_argv(self.uid, self.gid, self.env,
+                                 image.entrypoint + (image.cmd if args is None else args))
         setup.append("exec " + shlex.join(str(a) for a in argv))
         join = f"echo $$ > {cgroup.path}/cgroup.procs && " if cgroup and cgroup.path else ""
         self.pid = None  # PID 1's host pid, once started()
@@ -500,7 +511,8 @@ def interrupted(*_):
 
 
 def ensure_tools():
-    missing = [pkg for tool, pkg in (("debootstrap", "debootstrap"), ("ip", "iproute2"))
+    missing = [pkg for tool, pkg in (("debootstrap", "debootstrap"), ("ip", "iproute2"),
+                                     ("npm", "npm"))  # npm: the build stage's page
                if not shutil.which(tool)]
     if missing:
         print(f"rootfs: installing {' '.join(missing)}", flush=True)
@@ -532,9 +544,11 @@ def main():
     base, final = steps[-1]
     check(build_stage is not None, "the Dockerfile has a build stage named build")
     want, have = setup_build_packages(), apt_packages(build_stage or [])
-    check(sorted(want) == sorted(have), "the build stage installs scripts/setup's build packages",
+    check(set(want) <= set(have) and set(have) - set(want) <= PAGE_PACKAGES,
+          "the build stage installs scripts/setup's build packages (and the page's "
+          f"{', '.join(sorted(PAGE_PACKAGES))})",
           f"only in scripts/setup: {sorted(set(want) - set(have))}, "
-          f"only in the Dockerfile: {sorted(set(have) - set(want))}")
+          f"only in the Dockerfile: {sorted(set(have) - set(want) - PAGE_PACKAGES)}")
     check_dockerignore(final)
     if not check(base == BASE_IMAGE, f"the runtime stage is FROM {BASE_IMAGE}", base):
         return
@@ -696,6 +710,30 @@ def main():
         check(rc not in (0, None) and "cannot read the token file" in out,
               "a token secret the user cannot read is refused with what to do",
               f"exit {rc}: {out}")
+        c.kill()
+
+        # 5. The viewer page at / of --http-endpoint, from the image's share/h5ark/web.
+        (owned / "page.h5").write_bytes(b"listed, not read")
+        c = Container(image, tmp, "viewer-page", owned,
+                      args=["--http-endpoint", "0.0.0.0:8080"])
+        containers.append(c)
+        c.wait_healthy()
+        rc, out = c.host_python(
+            "import json, re, urllib.request\n"
+            "base = 'http://127.0.0.1:8080'\n"
+            "page = urllib.request.urlopen(base + '/', timeout=10)\n"
+            "html = page.read().decode()\n"
+            "assert page.headers['Content-Type'].startswith('text/html'), page.headers\n"
+            "assert '<div id=\"root\">' in html and 'built without' not in html, html\n"
+            "assets = re.findall(r'(?:src|href)=\"\\./(assets/[^\"]+)\"', html)\n"
+            "assert any(a.endswith('.js') for a in assets), html\n"
+            "for a in assets:\n"
+            "    assert len(urllib.request.urlopen(f'{base}/{a}', timeout=10).read()) > 0, a\n"
+            "files = json.load(urllib.request.urlopen(base + '/files', timeout=10))\n"
+            "assert 'page.h5' in files, files\n")
+        check(rc == 0, "with --http-endpoint, the viewer page is served at /, with its assets "
+              "and the API", f"{out}\n{c.output()}")
+        c.stop()
         c.kill()
         timings["containers"] = time.monotonic() - t
     finally:

@@ -1,11 +1,14 @@
 """The HTTP gateway (--http-endpoint): h5grove's API over the data directory, against a
 real daemon on a real socket, every answer checked against what h5py reads from the same
 files. Also what it refuses: paths out of the data directory, damaged files, requests
-without the token, writes, selections that would read a large array whole."""
+without the token, writes, selections that would read a large array whole; and that it
+answers several connections at once."""
 import json
 import os
 import pathlib
 import socket
+import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -56,6 +59,16 @@ def error(base, endpoint, status, params=None, **kw):
     return message
 
 
+# scalar datasets, one of each kind h5web shows: as h5py writes each value
+SCALARS = {
+    "i8": np.int8(-7), "u16": np.uint16(65000), "i32": np.int32(-123456), "i64": np.int64(-2 ** 62),
+    "u64": np.uint64(2 ** 64 - 1), "f32": np.float32(0.1), "f64": np.float64(-2.5e-300),
+    "be": np.array(1.25, dtype=">f8"), "nan": np.float64("nan"), "yes": np.bool_(True),
+    "no": np.bool_(False), "text": "héllo wörld", "empty": "", "fixed": np.bytes_(b"fixed"),
+}
+STRING_SCALARS = {"text", "empty", "fixed"}
+
+
 def make_files(data_dir, client):
     """Plain h5py datasets of every dtype, groups, links and attributes; h5ark's own
     objects (Strings, Categorical, SegArray, DataFrame) written by the daemon."""
@@ -78,6 +91,16 @@ def make_files(data_dir, client):
         f["grp"].attrs["dims"] = np.array([3, 4, 5])
         f["img"].attrs["units"] = "counts"
         f["scalar"] = 3.5
+        pair = np.dtype([("a", np.int32), ("b", np.float64)])
+        f["pairs"] = np.zeros(3, dtype=pair)
+        f["sc/pair"] = np.zeros((), dtype=pair)
+        for name, value in SCALARS.items():
+            f.create_dataset(f"sc/{name}", data=value)
+        f["sc"].attrs["about"] = "one value each"
+        f.attrs["title"] = "plain file"
+        f.attrs["version"] = np.int32(3)
+        f.attrs["ratio"] = 0.25
+        f.attrs["levels"] = np.array([1, 2, 3], dtype=np.int64)
         f["empty"] = np.zeros(0, dtype=np.float32)
         f["empty2d"] = np.zeros((4, 0), dtype=np.int16)
         f["empty2d_rows"] = np.zeros((0, 3), dtype=np.uint32)
@@ -204,6 +227,91 @@ def test_meta_of_a_group_and_its_attributes(gw):
     assert ok_json(base, "/attr/", file="plain.h5", path="/grp", attr_keys="scale") == {
         "scale": 2.5}
     assert ok_json(base, "/attr/", file="plain.h5", path="/img") == {"units": "counts"}
+
+
+def python_value(v):
+    """An attribute's value as h5py reads it, as JSON gives it back."""
+    return v.tolist() if isinstance(v, (np.ndarray, np.generic)) else v
+
+
+def test_root_attributes(gw):
+    """The root group's attributes, as h5grove lists them: in /meta/ of "/" (sorted by
+    name) and in /attr/, with or without a path."""
+    d, base = gw
+    with h5py.File(d.data_dir / "plain.h5", "r") as f:
+        want = {k: python_value(v) for k, v in f.attrs.items()}
+    assert want == {"title": "plain file", "version": 3, "ratio": 0.25, "levels": [1, 2, 3]}
+    meta = ok_json(base, "/meta/", file="plain.h5", path="/")
+    assert meta["name"] == "" and meta["kind"] == "group"
+    assert [a["name"] for a in meta["attributes"]] == sorted(want)
+    attrs = {a["name"]: a for a in meta["attributes"]}
+    assert attrs["title"] == {"name": "title", "shape": [], "type": STRING_TYPE}
+    assert attrs["version"]["type"]["class"] == 0 and attrs["version"]["shape"] == []
+    assert attrs["ratio"]["type"] == type_of(np.dtype(np.float64))
+    assert attrs["levels"]["shape"] == [3]
+    assert ok_json(base, "/attr/", file="plain.h5", path="/") == want
+    assert ok_json(base, "/attr", file="plain.h5") == want
+    assert ok_json(base, "/attr/", file="plain.h5", attr_keys="ratio") == {"ratio": 0.25}
+    # the root is neither a child of itself nor a path below itself
+    assert all(c["name"] for c in meta["children"])
+    paths = ok_json(base, "/paths/", file="plain.h5", path="/")
+    assert paths[0] == "/" and paths.count("/") == 1
+    # a root without attributes
+    assert ok_json(base, "/meta/", file="sub/nested.h5")["attributes"] == []
+    assert ok_json(base, "/attr/", file="sub/nested.h5") == {}
+
+
+@pytest.mark.parametrize("name", sorted(SCALARS))
+def test_scalar_datasets(gw, name):
+    """Scalar datasets as h5grove answers them: shape [] in /meta/; in /data/ a bare JSON
+    value (flatten leaves it so), the element's bytes (little-endian, as dtype=safe gives
+    them; a string's bytes as stored), or a .npy of shape () (numbers only)."""
+    import io
+    d, base = gw
+    path = f"/sc/{name}"
+    with h5py.File(d.data_dir / "plain.h5", "r") as f:
+        assert f[path].shape == ()
+        value, dtype = f[path][()], f[path].dtype
+    meta = ok_json(base, "/meta/", file="plain.h5", path=path)
+    assert meta["kind"] == "dataset" and meta["name"] == name and meta["shape"] == []
+    params = {"file": "plain.h5", "path": path}
+    got = ok_json(base, "/data/", **params)
+    assert ok_json(base, "/data", flatten="true", **params) == got
+    status, hdrs, body = http(base, "/data", {**params, "format": "bin", "dtype": "safe"})
+    assert status == 200 and hdrs["Content-Type"] == "application/octet-stream"
+    assert "no selection" in error(base, "/data/", 400, {**params, "selection": "0"})
+    if name in STRING_SCALARS:
+        raw = value if isinstance(value, bytes) else value.encode()
+        assert meta["type"] == STRING_TYPE
+        assert got == raw.decode() and body == raw
+        assert "npy" in error(base, "/data/", 400, {**params, "format": "npy"})
+        return
+    native = dtype.newbyteorder("<")
+    assert meta["type"] == type_of(native)
+    if np.isnan(value):
+        assert got is None
+    else:
+        assert np.asarray(got, dtype=native) == value and type(got) is type(value.item())
+    assert len(body) == dtype.itemsize
+    np.testing.assert_array_equal(np.frombuffer(body, dtype=native)[0], value)
+    status, _, body = http(base, "/data/", {**params, "format": "npy"})
+    assert status == 200
+    back = np.load(io.BytesIO(body))
+    assert back.shape == () and back.dtype == native
+    np.testing.assert_array_equal(back, value)
+
+
+@pytest.mark.parametrize("endpoint,params", [
+    ("meta", {"path": "/grp"}), ("attr", {"path": "/grp"}), ("data", {"path": "/img"}),
+    ("paths", {"path": "/grp"}), ("files", None)])
+def test_endpoints_with_and_without_a_trailing_slash(gw, endpoint, params):
+    """h5web asks /meta, /attr, /data and /paths (h5grove 3 dropped the slash), older
+    clients /meta/ ...: both answer the same."""
+    d, base = gw
+    params = {"file": "plain.h5", **params} if params else None
+    bare, slashed = http(base, f"/{endpoint}", params), http(base, f"/{endpoint}/", params)
+    assert bare[0] == slashed[0] == 200 and bare[2] == slashed[2]
+    assert http(base, f"/{endpoint}//", params)[0] == 404
 
 
 def test_h5ark_objects_are_shown_as_what_they_are(gw):
@@ -393,8 +501,19 @@ def test_big_array_is_read_in_slices_only(gw):
     got = ok_json(base, "/data/", file="big.h5", path="/big", selection="10:13,5:8")
     assert got == (np.arange(BIG_ROWS * BIG_COLS, dtype=np.float64)
                    .reshape(BIG_ROWS, BIG_COLS)[10:13, 5:8]).tolist()
-    hdr, _ = request(d.endpoint, {"v": 1, "cmd": "getconfig", "token": TOKEN})
-    assert hdr["result"]["memory_used"] == 0  # nothing kept after the answers
+    assert memory_used_settles(d, TOKEN) == 0  # nothing kept after the answers
+
+
+def memory_used_settles(d, token=None):
+    """memory_used once the answers sent are freed (the server frees each body just after
+    its last byte went out)."""
+    deadline = time.monotonic() + 5 * TOOL_SLOWDOWN
+    while True:
+        hdr, _ = request(d.endpoint, {"v": 1, "cmd": "getconfig", "token": token})
+        used = hdr["result"]["memory_used"]
+        if used == 0 or time.monotonic() > deadline:
+            return used
+        time.sleep(0.05)
 
 
 @pytest.mark.parametrize("sel", ["0:10:9223372036854775807", "-9223372036854775808:",
@@ -421,7 +540,8 @@ def test_bad_selections(gw, sel, why):
 def test_what_is_not_a_readable_dataset(gw):
     d, base = gw
     assert "not an object h5ark reads" in error(base, "/data/", 422,
-                                               {"file": "plain.h5", "path": "/scalar"})
+                                               {"file": "plain.h5", "path": "/pairs"})
+    assert "compound" in error(base, "/data/", 422, {"file": "plain.h5", "path": "/sc/pair"})
     error(base, "/data/", 400, {"file": "plain.h5", "path": "/grp"})
     error(base, "/data/", 404, {"file": "plain.h5", "path": "/nope"})
     error(base, "/data/", 400, {"file": "plain.h5", "path": "/ext"})  # never followed
@@ -522,6 +642,7 @@ def test_the_gateway_only_reads(gw, method):
     assert (d.data_dir / "plain.h5").read_bytes() == before
     status, _, _ = http(base, "/data/", {"file": "plain.h5", "path": "/i8"}, method="HEAD")
     assert status == 200
+    assert memory_used_settles(d, TOKEN) == 0  # a body not sent is freed all the same
 
 
 def test_static_files_and_traversal(gw):
@@ -701,3 +822,111 @@ def test_hostile_files_through_the_gateway(start_daemon):
     print(f"hostile files: {len(cases)} cases, answers by status {sorted(statuses.items())}")
     assert statuses.get(200) and len(statuses) > 1
     assert ok_json_noauth(base, "/files/") == [f"case{i}.h5" for i in range(4)]
+
+
+# ---- several connections ---------------------------------------------------------------
+
+
+def test_a_slow_read_holds_up_no_other_connection(start_daemon):
+    """h5web fires several requests at once, each on a connection of its own: they are
+    answered side by side. With every storage read delayed (the fault command's delay_ms),
+    a /data/ read lasting seconds runs while /meta/, /attr/ and /files/ on other
+    connections are answered again and again, each before it ends."""
+    port = free_port()
+    d = start_daemon(locales=2, env={"H5ARK_FAULTS": "1"},
+                     extra_args=["--http-endpoint", f"127.0.0.1:{port}"])
+    base = f"http://127.0.0.1:{port}"
+    big = np.arange(100_000, dtype=np.float64)
+    with h5py.File(d.data_dir / "slow.h5", "w") as f:
+        f["big"] = big
+    with h5py.File(d.data_dir / "quick.h5", "w") as f:
+        f["x"] = np.arange(3)
+        f["x"].attrs["note"] = "quick"
+    delay = 0.3 * TOOL_SLOWDOWN  # per storage read: the read lasts several
+    hdr, _ = request(d.endpoint, {"v": 1, "cmd": "fault",
+                                  "args": {"nth": 0, "delay_ms": int(delay * 1000)}})
+    assert hdr["ok"], hdr
+    slow = {}
+
+    def read_slowly():
+        t = time.monotonic()
+        slow["answer"] = http(base, "/data", {"file": "slow.h5", "path": "/big",
+                                              "format": "bin"}, token=None)
+        slow["took"], slow["done"] = time.monotonic() - t, time.monotonic()
+
+    reader = threading.Thread(target=read_slowly)
+    reader.start()
+    time.sleep(0.3)
+    rounds = []
+    try:
+        while reader.is_alive() and len(rounds) < 50:
+            start = time.monotonic()
+            meta = json.loads(http(base, "/meta", {"file": "quick.h5"}, token=None)[2])
+            assert [c["name"] for c in meta["children"]] == ["x"]
+            assert json.loads(http(base, "/attr", {"file": "quick.h5", "path": "/x"},
+                                   token=None)[2]) == {"note": "quick"}
+            assert "slow.h5" in json.loads(http(base, "/files", token=None)[2])
+            rounds.append((start, time.monotonic()))
+    finally:
+        reader.join(120 * TOOL_SLOWDOWN)
+        request(d.endpoint, {"v": 1, "cmd": "fault", "args": {"nth": 0}})
+    status, _, body = slow["answer"]
+    assert status == 200
+    np.testing.assert_array_equal(np.frombuffer(body, np.float64), big)
+    assert slow["took"] > 2 * delay, slow["took"]  # the read was slow indeed
+    answered = [end for start, end in rounds if end < slow["done"]]
+    assert len(answered) >= 2, (len(rounds), slow["took"])
+    assert d.alive()
+
+
+def test_many_connections_at_once(gw):
+    """Twelve clients, each with its own connections, asking for metadata, attributes and
+    values of several files at the same time: every answer is right."""
+    d, base = gw
+    with h5py.File(d.data_dir / "plain.h5", "r") as f:
+        img, f64 = f["img"][()], f["f64"][()]
+    problems = []
+
+    def client(k):
+        try:
+            for i in range(15):
+                row = (k + i) % img.shape[0]
+                got = ok_json(base, "/data", file="plain.h5", path="/img", selection=str(row))
+                assert got == img[row].tolist()
+                status, _, body = http(base, "/data", {"file": "plain.h5", "path": "/f64",
+                                                       "format": "bin"})
+                assert status == 200 and np.array_equal(np.frombuffer(body), f64)
+                assert ok_json(base, "/meta", file="ark.h5", path="/s")["shape"] == [4]
+                assert ok_json(base, "/attr", file="plain.h5", path="/img") == {
+                    "units": "counts"}
+        except Exception as e:  # reported below, with the client that saw it
+            problems.append((k, repr(e)))
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120 * TOOL_SLOWDOWN)
+    assert not problems, problems[:3]
+    assert memory_used_settles(d, TOKEN) == 0
+
+
+def test_answers_count_against_max_memory(start_daemon):
+    """Answers go out side by side, so each one's memory (the values read, gathered and
+    encoded) counts against --max-memory until it is sent: an answer that would pass the
+    limit is 413 saying so, a smaller one goes through, and nothing stays counted."""
+    port = free_port()
+    limit = 4 << 20
+    d = start_daemon(locales=1, max_memory=str(limit),
+                     extra_args=["--http-endpoint", f"127.0.0.1:{port}"])
+    base = f"http://127.0.0.1:{port}"
+    values = np.arange(limit // 8 * 3 // 8, dtype=np.float64)  # 1.5 MiB: the read fits
+    with h5py.File(d.data_dir / "m.h5", "w") as f:
+        f["v"] = values
+    params = {"file": "m.h5", "path": "/v", "format": "bin"}
+    assert "--max-memory" in error(base, "/data", 413, params, token=None)
+    status, _, body = http(base, "/data", {**params, "selection": "0:50000"}, token=None)
+    assert status == 200
+    np.testing.assert_array_equal(np.frombuffer(body), values[:50000])
+    assert memory_used_settles(d) == 0
+    assert d.alive()

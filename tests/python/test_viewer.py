@@ -2,7 +2,8 @@
 opens the page the daemon serves at / of --http-endpoint (built by CMake beside h5arkd),
 against a daemon with tokens and files made by h5py and by the daemon itself. It browses
 to a dataset, checks the values the matrix shows and that the heatmap is drawn (a
-screenshot of it is kept in the build tree), and that h5ark's Strings show as strings."""
+screenshot of it is kept in the build tree), that h5ark's Strings show as strings, and
+that the root group's attributes and scalar datasets are shown."""
 import os
 import pathlib
 import shutil
@@ -100,6 +101,9 @@ def page(tmp_path_factory):
         f["line"] = np.sin(np.linspace(0, 6, 50))
         # a stack of images: h5web asks for one image at a time (selection "I,:,:")
         f["stack"] = np.arange(4 * 6 * 5, dtype=np.int32).reshape(4, 6, 5) + 1000
+        f.attrs["experiment"] = "cryo-run-17"
+        f["temperature"] = 77.25
+        f["sample"] = "graphene flake"
     c = h5ark.connect(d.endpoint, token=TOKEN, timeout=60)
     c.to_hdf({"names": c.array(np.array(["alpha", "beta", "gamma"]))}, "ark.h5",
              file_type="single")
@@ -160,6 +164,38 @@ def test_the_page_lists_the_files_and_needs_the_token(page, browser):
     browser.find_element(By.CSS_SELECTOR, "form.h5ark-token button").click()
     options = wait_for(browser, "select[aria-label=File] option", "the file list", count=3)
     assert [o.text for o in options[1:]] == ["ark.h5", "viewer.h5"]
+
+
+def body_shows(driver, text, what):
+    from selenium.webdriver.common.by import By
+    deadline = time.time() + WAIT
+    while text not in driver.find_element(By.TAG_NAME, "body").text:
+        if time.time() > deadline:
+            shown = driver.find_element(By.TAG_NAME, "body").text
+            pytest.fail(f"{what} ({text!r}) is not shown; the page shows: {shown[:1000]}")
+        time.sleep(0.1)
+
+
+def test_the_root_groups_attributes_are_shown(page, browser):
+    d, base, _ = page
+    browser.get(f"{base}/?token={TOKEN}&file=viewer.h5")
+    # the file opens on its root group, whose attributes h5web's Inspect view lists
+    from selenium.webdriver.common.by import By
+    wait_for(browser, '[role=treeitem][data-path="/"]', "the root in the explorer")
+    body_shows(browser, "Inspect", "the Inspect tab")
+    browser.find_element(By.XPATH, "//button[normalize-space()='Inspect']").click()
+    body_shows(browser, "experiment", "the root attribute's name")
+    body_shows(browser, "cryo-run-17", "the root attribute's value")
+    browser.save_screenshot(str(artifact("viewer-root-attributes.png")))
+
+
+def test_scalar_datasets_show_their_values(page, browser):
+    d, base, _ = page
+    open_dataset(browser, base, "viewer.h5", "/temperature")
+    body_shows(browser, "77.25", "the scalar number")
+    browser.save_screenshot(str(artifact("viewer-scalar.png")))
+    open_dataset(browser, base, "viewer.h5", "/sample")
+    body_shows(browser, "graphene flake", "the scalar string")
 
 
 def test_a_dataset_shows_its_values_and_a_plot(page, browser):
