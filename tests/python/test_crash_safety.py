@@ -9,6 +9,7 @@ import signal
 import time
 
 import h5py
+import numpy as np
 import msgpack
 import pytest
 import zmq
@@ -307,3 +308,147 @@ def test_kill_during_writepart(tmp_path):
         assert blob[nseg:].split(b"\0")[:-1] == [x.encode() for x in want_strs]
     finally:
         d.cleanup()
+
+
+# ---- a file set killed mid-commit ------------------------------------------------------
+
+SET_ROWS = 3001
+SET_OLD, SET_NEW = 1 << 20, 1 << 30  # the first value of each write's rows
+
+
+def set_values(path):
+    """{dataset: [values]} of one file of the set (h5py must read it)."""
+    with h5py.File(path, "r") as h:
+        return {k: [int(v) for v in h[k][()]] for k in h.keys()}
+
+
+def set_share(i, base, parts=3):
+    lo, hi = -(-SET_ROWS * i // parts), -(-SET_ROWS * (i + 1) // parts)
+    return list(range(base + lo, base + hi))
+
+
+def wait_for(cond, what, timeout=20):
+    end = time.time() + timeout
+    while time.time() < end:
+        if cond():
+            return
+        time.sleep(0.005)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.mark.parametrize("mode", ["truncate", "append", "update"])
+def test_kill_mid_commit_of_a_set(tmp_path, mode):
+    """A distributed tohdf (3 locales) stopped by SIGKILL at chosen calls of its commit (the
+    fault table's pause holds the daemon at the call): in the journal's write (before the
+    commit point), between two renames, and at the journal's removal. The restarted daemon
+    leaves the set old, or completes it, before it serves: every file old or every file
+    new, no journal, no temporary, and the log says what it did. A truncate over a set an
+    earlier daemon with more locales wrote also removes its extra file as part of the set."""
+    data_dir = tmp_path / "data"
+    env = {"H5ARK_FAULTS": "1"}
+    files = [f"set_LOCALE{i:04d}.h5" for i in range(3)]
+    journal_dir = data_dir / ".h5ark-journal"
+    args = {"names": ["new"], "path": "set.h5", "file_type": "distribute", "mode": mode,
+            "datasets": ["y" if mode == "append" else "x"]}
+
+    def start():
+        d = Daemon(locales=3, data_dir=data_dir, env=env)
+        call(d, "create", dtype="int64", fill="arange", start=SET_OLD, stop=SET_OLD + SET_ROWS,
+             name="old")
+        call(d, "create", dtype="int64", fill="arange", start=SET_NEW, stop=SET_NEW + SET_ROWS,
+             name="new")
+        return d
+
+    # the old set: for a truncate, one file more (an earlier daemon with 4 locales)
+    d = Daemon(locales=4 if mode == "truncate" else 3, data_dir=data_dir)
+    try:
+        call(d, "create", dtype="int64", fill="arange", start=SET_OLD, stop=SET_OLD + SET_ROWS,
+             name="old")
+        call(d, "tohdf", names=["old", "old"], datasets=["x", "k"], path="set.h5",
+             file_type="distribute")
+    finally:
+        d.cleanup()
+    old = {p.name: p.read_bytes() for p in data_dir.glob("set_LOCALE*.h5")}
+    assert len(old) == (4 if mode == "truncate" else 3)
+
+    def restore():
+        for p in data_dir.glob("set_LOCALE*.h5"):
+            p.unlink()
+        for name, b in old.items():
+            (data_dir / name).write_bytes(b)
+
+    def is_new(i):
+        try:
+            got = set_values(data_dir / files[i])
+        except OSError:
+            return False
+        return got.get(args["datasets"][0]) == set_share(i, SET_NEW)
+
+    # the calls of one whole write
+    d = start()
+    try:
+        call(d, "fault")
+        call(d, "tohdf", **args)
+        calls = call(d, "fault")["io_calls"]
+    finally:
+        d.cleanup()
+    renames = [k + 1 for k, c in enumerate(calls) if c == "rename"]
+    assert len(renames) == 3, calls
+    unlinks = [k + 1 for k, c in enumerate(calls) if c == "unlink"]
+    journal_pwrite = max(k + 1 for k, c in enumerate(calls[:renames[0]]) if c == "pwrite")
+    points = [("journal written", journal_pwrite, "old",
+               lambda: journal_dir.exists() and any(journal_dir.iterdir())),
+              ("second rename", renames[1], "new", lambda: is_new(0)),
+              ("third rename", renames[2], "new", lambda: is_new(1)),
+              ("journal removed", unlinks[-1], "new", lambda: is_new(2))]
+    if mode == "truncate":  # the extra file goes just before the last rename
+        assert unlinks[0] < renames[2], calls
+    for what, k, outcome, reached in points:
+        restore()
+        d = start()
+        try:
+            call(d, "fault", nth=k, pause_ms=60000)
+            s = zmq.Context.instance().socket(zmq.DEALER)
+            s.setsockopt(zmq.LINGER, 0)
+            s.connect(d.endpoint)
+            s.send(msgpack.packb({"v": 1, "id": 9, "cmd": "tohdf", "args": args}))
+            wait_for(reached, what)
+            d.proc.send_signal(signal.SIGKILL)
+            d.proc.wait()
+            s.close()
+        finally:
+            d.cleanup()
+        if what in ("second rename", "third rename"):
+            assert not all(is_new(i) for i in range(3)), what  # the set is mixed now
+        d = Daemon(locales=3, data_dir=data_dir)
+        try:
+            log = d.read_log()
+            now = sorted(p.name for p in data_dir.glob("set_LOCALE*.h5"))
+            if outcome == "old":
+                assert {n: (data_dir / n).read_bytes() for n in now} == old, what
+                assert "dropped the journal" in log, (what, log)
+            else:
+                assert now == files, (what, now)
+                assert all(is_new(i) for i in range(3)), what
+                for i in range(3):  # the rest of each file as the write left it
+                    got = set_values(data_dir / files[i])
+                    assert got.get("k") == (None if mode == "truncate" else
+                                            set_share(i, SET_OLD)), (what, i)
+                if what != "journal removed":
+                    assert "completed the write of a file set" in log, (what, log)
+            assert not journal_dir.exists() or not list(journal_dir.iterdir()), what
+            assert not [p for p in data_dir.rglob("*") if ".h5ark-tmp." in p.name], what
+            # and readhdf reads the set as one write left it
+            hdr, _ = request(d.endpoint, {"v": 1, "id": 1, "cmd": "readhdf", "args": {
+                "paths": ["set.h5"], "datasets": [args["datasets"][0] if outcome == "new"
+                                                  else "x"]}})
+            assert hdr["ok"], hdr
+            obj = next(iter(hdr["result"]["objects"].values()))
+            hdr, frames = request(d.endpoint, {"v": 1, "id": 2, "cmd": "get",
+                                               "args": {"name": obj["name"]}})
+            got = np.frombuffer(b"".join(bytes(f) for f in frames), "<i8")
+            base = SET_NEW if outcome == "new" else SET_OLD
+            rows = SET_ROWS
+            assert list(got) == list(range(base, base + rows)), what
+        finally:
+            d.cleanup()
