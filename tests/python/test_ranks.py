@@ -1022,6 +1022,75 @@ def test_tohdf_gzip_failing_on_one_rank_replaces_nothing(cls, rank):
             d.cleanup()
 
 
+@pytest.fixture(scope="module")
+def faulty_pair():
+    """Two ranks with fault injection on."""
+    if not mpi_build():
+        pytest.skip("h5arkd was built without MPI")
+    d = MpiDaemon(2, env={"H5ARK_FAULTS": "1"})
+    yield d
+    d.cleanup()
+
+
+def read_rows(ep, path, dataset):
+    hdr, _ = call(ep, "readhdf", {"paths": [path], "datasets": [dataset]})
+    assert hdr["ok"], hdr
+    name = hdr["result"]["objects"][dataset]["name"]
+    hdr, frames = call(ep, "get", {"name": name})
+    ok(ep, "delete", {"names": [name]})
+    return list(np.frombuffer(b"".join(bytes(f) for f in frames), "<i8"))
+
+
+@pytest.mark.parametrize("mode", ["truncate", "append", "update"])
+def test_tohdf_set_fault_at_every_call_leaves_it_whole(faulty_pair, mode):
+    """A distributed tohdf (2 ranks of 2 locales: 4 files) with an I/O error at each call of
+    rank 0 (its layout, the flushes, the journal, the renames) and at each call of rank 1
+    (its shards): a failed write leaves every file of the set byte for byte as it was, and
+    readhdf reads the old rows; a write that succeeds (the fault after the commit point, or
+    after the rank's last call) leaves every file new. Never a journal left behind."""
+    ep, data = faulty_pair.endpoint, faulty_pair.tmp / "data"
+    out = data / f"whole_{mode}"
+    out.mkdir(parents=True, exist_ok=True)
+    path = f"{out.name}/s.h5"
+    old_rows, new_rows = list(range(7, 1000)), list(range(10**9, 10**9 + 993))
+    a = ok(ep, "create", {"dtype": "int64", "fill": "arange", "start": 7, "stop": 1000})[0]
+    b = ok(ep, "create", {"dtype": "int64", "fill": "arange", "start": 10**9,
+                          "stop": 10**9 + 993})[0]
+    ok(ep, "tohdf", {"names": [a["object"]["name"]], "datasets": ["x"], "path": path})
+    before = snapshot(out)
+    assert len(before) == 4, before
+    dset = "y" if mode == "append" else "x"
+    args = {"names": [b["object"]["name"]], "datasets": [dset], "path": path, "mode": mode}
+    ok(ep, "fault", {"nth": 0})
+    ok(ep, "tohdf", args)
+    count = ok(ep, "fault", {"nth": 0})[0]["io"]
+    outcomes = {"old": 0, "new": 0}
+    for rank in (0, 1):
+        for nth in range(1, count + 1 if rank == 0 else 200):
+            for f in out.iterdir():
+                f.unlink()
+            for name, content in before.items():
+                (out / name).write_bytes(content)
+            ok(ep, "fault", {"class": "io", "nth": nth, "error": "EIO", "rank": rank})
+            hdr, _ = call(ep, "tohdf", args)
+            fired = ok(ep, "fault", {"nth": 0})[0]["fired"]
+            what = (mode, rank, nth, fired, hdr)
+            journals = data / ".h5ark-journal"
+            assert not journals.exists() or not list(journals.iterdir()), what
+            if hdr["ok"]:
+                outcomes["new"] += 1
+                assert snapshot(out).keys() == before.keys(), what
+                assert read_rows(ep, path, dset) == new_rows, what
+                if rank == 1 and fired is None:
+                    break  # past rank 1's last call
+                continue
+            outcomes["old"] += 1
+            assert hdr["error"]["code"] == "io_error", what
+            assert snapshot(out) == before, what  # every file old, no temporary left
+            assert read_rows(ep, path, "x") == old_rows, what
+    assert outcomes["old"] > 0 and outcomes["new"] > 0, outcomes
+
+
 def test_tohdf_rank_killed_leaves_old_or_new():
     """A rank killed while a write is under way: every file old or new (here old: the
     rank dies before it writes)."""
