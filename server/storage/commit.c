@@ -202,7 +202,7 @@ static int journal_write(const char *const *tmps, const char *const *finals, int
                       atomic_fetch_add(&counter, 1)) >= PATH_MAX)
         rc = -1, errno = ENAMETOOLONG;
     int fd = rc ? -1 : sysio.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (rc == 0 && fd < 0) rc = -1, path[0] = '\0';
+    if (fd < 0) rc = -1, path[0] = '\0'; /* nothing made to remove */
     if (rc == 0 && (io_pwrite_full(fd, text, len, 0) != 0 || sysio.fsync(fd) != 0)) rc = -1;
     int e = errno;
     if (fd >= 0 && sysio.close(fd) != 0 && rc == 0) rc = -1, e = errno;
