@@ -924,7 +924,8 @@ def faulty():
 
 
 def snapshot(d):
-    return {f.name: f.read_bytes() for f in d.iterdir()}
+    """Every file in d (a directory such as the journals' is no file of a set)."""
+    return {f.name: f.read_bytes() for f in d.iterdir() if f.is_file()}
 
 
 def test_fault_rank_checked(faulty):
