@@ -482,15 +482,17 @@ int commit_recover(h5ark_error *err) {
     char dir[PATH_MAX];
     DIR *d = journal_dir(dir) == 0 ? opendir(dir) : NULL;
     if (!d) return 0;
+    /* every set that can be completed is, whichever cannot; err names the first of those */
     int rc = 0;
     struct dirent *e;
-    while (rc == 0 && (e = readdir(d))) {
+    while ((e = readdir(d))) {
         if (e->d_name[0] == '.') continue;
         char path[PATH_MAX];
+        h5ark_error one = {0};
         if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path) continue;
-        rc = recover_one(path, err);
+        if (recover_one(path, &one) != 0 && rc++ == 0) *err = one;
     }
     closedir(d);
-    if (rc == 0) fsync_path(dir, O_RDONLY | O_DIRECTORY);
-    return rc;
+    fsync_path(dir, O_RDONLY | O_DIRECTORY);
+    return rc ? -1 : 0;
 }
