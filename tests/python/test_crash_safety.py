@@ -6,6 +6,7 @@ removes the temporaries the dead one left."""
 import os
 import random
 import signal
+import subprocess
 import time
 
 import h5py
@@ -14,7 +15,7 @@ import msgpack
 import pytest
 import zmq
 
-from conftest import Daemon, request
+from conftest import TOOL_SLOWDOWN, Daemon, daemon_binary, request
 
 TRIALS = int(os.environ.get("H5ARK_CRASH_TRIALS", "210"))
 N = 1 << 21  # 16 MiB of int64 per write: long enough to be caught mid-way
@@ -452,3 +453,55 @@ def test_kill_mid_commit_of_a_set(tmp_path, mode):
             assert list(got) == list(range(base, base + rows)), what
         finally:
             d.cleanup()
+
+
+def fnv1a(data):
+    h = 0xcbf29ce484222325
+    for byte in data:
+        h = ((h ^ byte) * 0x100000001b3) & (1 << 64) - 1
+    return h
+
+
+def journal(lines):
+    text = ("h5ark-journal 1\n" + "".join(line + "\n" for line in lines)).encode()
+    return text + b"end %016x\n" % fnv1a(text)
+
+
+def test_set_that_cannot_be_completed_stops_the_start(tmp_path):
+    """A journal past its commit point whose rename fails at start (here its final name is a
+    directory that is not empty): the daemon does not start, and says which set and which
+    journal; a torn journal beside it is dropped all the same. Once the cause is gone, the
+    next start completes the set."""
+    data_dir = tmp_path / "data"
+    (data_dir / ".h5ark-journal").mkdir(parents=True)
+    (data_dir / "sub").mkdir()
+    for i in range(2):
+        (data_dir / "sub" / f".j_LOCALE{i:04d}.h5.h5ark-tmp.99.{i}").write_bytes(b"new %d" % i)
+    (data_dir / "sub" / "j_LOCALE0000.h5").write_bytes(b"old 0")
+    (data_dir / "sub" / "j_LOCALE0001.h5").mkdir()
+    (data_dir / "sub" / "j_LOCALE0001.h5" / "in the way").write_bytes(b"")
+    (data_dir / ".h5ark-journal" / "99.0").write_bytes(journal(
+        [f"rename sub/.j_LOCALE{i:04d}.h5.h5ark-tmp.99.{i} sub/j_LOCALE{i:04d}.h5"
+         for i in range(2)]))
+    (data_dir / ".h5ark-journal" / "99.1").write_bytes(journal(["rename a b"])[:-3])
+    proc = subprocess.run([daemon_binary(), "--endpoint", f"ipc://{tmp_path}/s.sock",
+                           "--data-dir", str(data_dir), "--locales", "2"],
+                          capture_output=True, text=True, timeout=60 * TOOL_SLOWDOWN)
+    assert proc.returncode == 1, proc
+    assert "cannot complete the write of the file set 'sub/j_LOCALE0000.h5'" in proc.stderr
+    assert "journal '.h5ark-journal/99.0'" in proc.stderr, proc.stderr
+    assert (data_dir / ".h5ark-journal" / "99.0").exists()  # kept, for the next start
+    assert "dropped the journal '.h5ark-journal/99.1'" in proc.stderr, proc.stderr
+    (data_dir / "sub" / "j_LOCALE0001.h5" / "in the way").unlink()
+    (data_dir / "sub" / "j_LOCALE0001.h5").rmdir()
+    d = Daemon(locales=2, data_dir=data_dir)
+    try:
+        log = d.read_log()
+        assert "completed the write of a file set ('sub/j_LOCALE0000.h5' .. " \
+               "'sub/j_LOCALE0001.h5', 2 files)" in log, log
+        assert [(data_dir / "sub" / f"j_LOCALE{i:04d}.h5").read_bytes() for i in range(2)] \
+            == [b"new 0", b"new 1"]
+        assert not list((data_dir / ".h5ark-journal").iterdir())
+        assert not [p for p in data_dir.rglob("*") if ".h5ark-tmp." in p.name]
+    finally:
+        d.cleanup()
