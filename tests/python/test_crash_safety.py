@@ -1,8 +1,10 @@
 """Crash safety: SIGKILL the daemon at random moments during tohdf (truncate, append and
-update) and check every file with h5py: each must be exactly as before or exactly as after, never unreadable or half
-written; the same during a stream of ExeTera writepart requests, where every part
-acknowledged must be in the file and the field not completed; and a restarted daemon
-removes the temporaries the dead one left."""
+update) and check every file with h5py: each must be exactly as before or exactly as after,
+never unreadable or half written, and once a daemon starts again a distributed set is so as
+a whole; SIGKILL at chosen calls of a set's commit, after which a restarted daemon
+completes the set or leaves it old; the same during a stream of ExeTera writepart requests,
+where every part acknowledged must be in the file and the field not completed; and a
+restarted daemon removes the temporaries the dead one left."""
 import os
 import random
 import signal
@@ -67,9 +69,19 @@ def test_kill_during_tohdf(tmp_path, mode, file_type):
     pattern = (f"crash_{mode}_{file_type}.h5" if file_type == "single"
                else f"crash_{mode}_{file_type}_LOCALE*.h5")
     window = None  # kills land in [0, window): twice as long as a whole write takes
+    last = None  # (before, after) of the previous trial's set
+
+    def check_whole_set():
+        """Once a daemon has started again, the set is old or new as a whole (a kill
+        between two renames left it mixed; the start completed it)."""
+        if last is not None:
+            now = state(pattern, data_dir)
+            assert now in last, (now, last)
+
     for i in range(trials):
         d = Daemon(locales=2, data_dir=data_dir)
         try:
+            check_whole_set()
             create(d, "a", 0)
             create(d, "b", 1 << 40)
             path = pattern.replace("_LOCALE*", "")
@@ -110,6 +122,7 @@ def test_kill_during_tohdf(tmp_path, mode, file_type):
                     assert after[f] == expect_after[f], (i, f, before[f], after[f])
                     outcomes["after"] += 1
             assert set(after) == set(before)
+            last = (before, expect_after)
         finally:
             d.cleanup()
     # the harness must have caught writes both before and after they completed
@@ -119,6 +132,7 @@ def test_kill_during_tohdf(tmp_path, mode, file_type):
     # a fresh daemon removes the temporaries the killed ones left behind
     d = Daemon(locales=2, data_dir=data_dir)
     try:
+        check_whole_set()
         assert not [p for p in data_dir.rglob("*") if ".h5ark-tmp." in p.name]
     finally:
         d.cleanup()
