@@ -51,7 +51,8 @@ int files_twin_name(const char *final, char *out, size_t outlen);
  * write that extends a copy and renames it over src. io_error names the file as `shown`. */
 int files_copy(const char *src, const char *dst, const char *shown, h5ark_error *err);
 /* Remove the temporaries a daemon that died left in the data directory (run at start,
- * before any request); returns how many. */
+ * before any request and after commit_recover has completed the sets whose commit was
+ * cut short); returns how many. */
 size_t files_remove_stale_temps(void);
 
 #endif
