@@ -16,7 +16,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import Conn, Daemon, locale_file
+from conftest import TOOL_SLOWDOWN, Conn, Daemon, locale_file
 
 LOCALES = 2
 N = 600
@@ -257,12 +257,12 @@ def test_readhdf_waits_for_a_set_being_put_in_place(conn, objs, mode):
     assert len(renames) == LOCALES, calls
     for f, b in old.items():
         f.write_bytes(b)
-    fault(c, nth=renames[1], pause_ms=1500)
+    fault(c, nth=renames[1], pause_ms=1000 + 500 * TOOL_SLOWDOWN)
     wrote = []
     t = threading.Thread(target=lambda: wrote.append(c.raw("tohdf", **args)[0]))
     t.start()
     try:
-        end = time.time() + 20
+        end = time.time() + 20 * TOOL_SLOWDOWN
         while files[0].read_bytes() == old[files[0]]:  # the first file is in place
             assert time.time() < end, "the first rename did not come"
             time.sleep(0.005)
