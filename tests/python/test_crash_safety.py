@@ -360,10 +360,12 @@ def test_kill_mid_commit_of_a_set(tmp_path, mode):
     new, no journal, no temporary, and the log says what it did. A truncate over a set an
     earlier daemon with more locales wrote also removes its extra file as part of the set."""
     data_dir = tmp_path / "data"
+    sub = "odd dir %41"  # names in a journal are escaped; the set's name is its own
+    set_dir = data_dir / sub
     env = {"H5ARK_FAULTS": "1"}
     files = [f"set_LOCALE{i:04d}.h5" for i in range(3)]
     journal_dir = data_dir / ".h5ark-journal"
-    args = {"names": ["new"], "path": "set.h5", "file_type": "distribute", "mode": mode,
+    args = {"names": ["new"], "path": f"{sub}/set.h5", "file_type": "distribute", "mode": mode,
             "datasets": ["y" if mode == "append" else "x"]}
 
     def start():
@@ -379,22 +381,22 @@ def test_kill_mid_commit_of_a_set(tmp_path, mode):
     try:
         call(d, "create", dtype="int64", fill="arange", start=SET_OLD, stop=SET_OLD + SET_ROWS,
              name="old")
-        call(d, "tohdf", names=["old", "old"], datasets=["x", "k"], path="set.h5",
+        call(d, "tohdf", names=["old", "old"], datasets=["x", "k"], path=f"{sub}/set.h5",
              file_type="distribute")
     finally:
         d.cleanup()
-    old = {p.name: p.read_bytes() for p in data_dir.glob("set_LOCALE*.h5")}
+    old = {p.name: p.read_bytes() for p in set_dir.glob("set_LOCALE*.h5")}
     assert len(old) == (4 if mode == "truncate" else 3)
 
     def restore():
-        for p in data_dir.glob("set_LOCALE*.h5"):
+        for p in set_dir.glob("set_LOCALE*.h5"):
             p.unlink()
         for name, b in old.items():
-            (data_dir / name).write_bytes(b)
+            (set_dir / name).write_bytes(b)
 
     def is_new(i):
         try:
-            got = set_values(data_dir / files[i])
+            got = set_values(set_dir / files[i])
         except OSError:
             return False
         return got.get(args["datasets"][0]) == set_share(i, SET_NEW)
@@ -438,15 +440,15 @@ def test_kill_mid_commit_of_a_set(tmp_path, mode):
         d = Daemon(locales=3, data_dir=data_dir)
         try:
             log = d.read_log()
-            now = sorted(p.name for p in data_dir.glob("set_LOCALE*.h5"))
+            now = sorted(p.name for p in set_dir.glob("set_LOCALE*.h5"))
             if outcome == "old":
-                assert {n: (data_dir / n).read_bytes() for n in now} == old, what
+                assert {n: (set_dir / n).read_bytes() for n in now} == old, what
                 assert "dropped the journal" in log, (what, log)
             else:
                 assert now == files, (what, now)
                 assert all(is_new(i) for i in range(3)), what
                 for i in range(3):  # the rest of each file as the write left it
-                    got = set_values(data_dir / files[i])
+                    got = set_values(set_dir / files[i])
                     assert got.get("k") == (None if mode == "truncate" else
                                             set_share(i, SET_OLD)), (what, i)
                 if what != "journal removed":
@@ -455,7 +457,7 @@ def test_kill_mid_commit_of_a_set(tmp_path, mode):
             assert not [p for p in data_dir.rglob("*") if ".h5ark-tmp." in p.name], what
             # and readhdf reads the set as one write left it
             hdr, _ = request(d.endpoint, {"v": 1, "id": 1, "cmd": "readhdf", "args": {
-                "paths": ["set.h5"], "datasets": [args["datasets"][0] if outcome == "new"
+                "paths": [f"{sub}/set.h5"], "datasets": [args["datasets"][0] if outcome == "new"
                                                   else "x"]}})
             assert hdr["ok"], hdr
             obj = next(iter(hdr["result"]["objects"].values()))
