@@ -13,6 +13,7 @@
 #include "registry.h"
 #include "router.h"
 #include "shardcache.h"
+#include "storage/commit.h"
 #include "storage/files.h"
 #include "storage/storage.h"
 #include "storage/sandbox.h"
@@ -481,6 +482,14 @@ int main(int argc, char **argv) {
     registry_init(config.max_memory);
     shardcache_init(config.shard_cache);
     sandbox_start();
+    /* a file set whose commit a stop cut short is completed first: its temporaries are
+     * part of it, not stale */
+    h5ark_error rerr = {0};
+    if (ranks_self() == 0 && commit_recover(&rerr) != 0) {
+        fprintf(stderr, "h5arkd: %s\n", rerr.message);
+        if (ranks_count() > 1) ranks_abort(1);
+        return 1;
+    }
     size_t stale = ranks_self() == 0 ? files_remove_stale_temps() : 0;
     if (stale)
         log_warn("removed %zu temporary file(s) left by a daemon that stopped mid-write", stale);

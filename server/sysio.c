@@ -52,6 +52,7 @@ typedef struct {
     _Atomic int error;
     _Atomic int fired;         /* 1 + the index in call_names of the call that failed, or 0 */
     _Atomic uint32_t delay_ms; /* each pread, pwrite and fsync sleeps this long first */
+    _Atomic uint32_t pause_ms; /* the armed call sleeps this long and runs, not failing */
     /* which function each call was (its index in call_names), for a test to pick calls */
     _Atomic unsigned char trace[SYSIO_CLASSES][SYSIO_TRACE_MAX];
 } fault_state;
@@ -70,6 +71,11 @@ static bool hit(sysio_class c, const char *call) {
     uint64_t nth = atomic_load(&state->nth[c]);
     if (nth == 0 || k != nth) return false;
     atomic_store(&state->fired, code + 1);
+    uint32_t ms = atomic_load(&state->pause_ms);
+    if (ms) {
+        nanosleep(&(struct timespec){ms / 1000, (long)(ms % 1000) * 1000000L}, NULL);
+        return false;
+    }
     errno = atomic_load(&state->error);
     return true;
 }
@@ -204,6 +210,10 @@ void sysio_faults_arm(sysio_class c, uint64_t nth, int e) {
 
 void sysio_faults_delay(uint32_t ms) {
     if (state) atomic_store(&state->delay_ms, ms);
+}
+
+void sysio_faults_pause(uint32_t ms) {
+    if (state) atomic_store(&state->pause_ms, ms);
 }
 
 const char *sysio_faults_report(uint64_t counts[SYSIO_CLASSES]) {

@@ -54,6 +54,9 @@ void sysio_faults_arm(sysio_class c, uint64_t nth, int e);
 /* Make every pread, pwrite and fsync through the table sleep `ms` first (0: none), in the
  * daemon and its probes: long requests, for tests of what a client sees while one runs. */
 void sysio_faults_delay(uint32_t ms);
+/* Make the armed call (sysio_faults_arm) sleep `ms` and then run instead of failing (0:
+ * it fails): a test stops the daemon at a chosen call, e.g. to kill it there. */
+void sysio_faults_pause(uint32_t ms);
 /* The calls of each class since the last arm; the function the armed fault failed
  * ("rename"), or NULL when it has not fired. */
 const char *sysio_faults_report(uint64_t counts[SYSIO_CLASSES]);

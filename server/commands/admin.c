@@ -152,9 +152,11 @@ static int cmd_fault(command_ctx *ctx, h5ark_error *err) {
     if (c == SYSIO_CLASSES || !e)
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
                           "fault: class is io or alloc, error EIO, ENOSPC or ENOMEM");
-    uint64_t delay = arg_uint(ctx, "delay_ms", 0);
+    uint64_t delay = arg_uint(ctx, "delay_ms", 0), pause = arg_uint(ctx, "pause_ms", 0);
     if (delay > 10000)
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "fault: delay_ms is at most 10000");
+    if (pause > 60000)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "fault: pause_ms is at most 60000");
     /* several ranks: the fault is armed on `rank` only; every rank starts counting again */
     int64_t rank = arg_int(ctx, "rank", 0);
     if (rank < 0 || rank >= ranks_count())
@@ -173,6 +175,7 @@ static int cmd_fault(command_ctx *ctx, h5ark_error *err) {
         }
     sysio_faults_arm(c, nth, e);
     sysio_faults_delay((uint32_t)delay);
+    sysio_faults_pause((uint32_t)pause);
     if (rc || !calls[SYSIO_IO] || !calls[SYSIO_ALLOC]) {
         h5ark_value_destroy(&calls[SYSIO_IO]);
         h5ark_value_destroy(&calls[SYSIO_ALLOC]);
@@ -215,6 +218,7 @@ const command_def admin_commands[] = {
       {"nth", ARG_UINT, false},
       {"error", ARG_STR, false},
       {"delay_ms", ARG_UINT, false},
+      {"pause_ms", ARG_UINT, false},
       {"rank", ARG_INT, false},
       {0}},
      .ranks = RANKS_EVERY},

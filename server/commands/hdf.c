@@ -4,6 +4,7 @@
 
 #include "ranks.h"
 #include "registry.h"
+#include "storage/commit.h"
 #include "storage/files.h"
 #include "storage/sandbox.h"
 #include "storage/storage.h"
@@ -252,6 +253,7 @@ static int cmd_readhdf(command_ctx *ctx, h5ark_error *err) {
     size_t nfiles = 0, nitems = 0;
     storage_read_item *items = NULL;
     int rc = -1;
+    bool locked = false;
     if (!patterns || !names) {
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         goto out;
@@ -261,6 +263,9 @@ static int cmd_readhdf(command_ctx *ctx, h5ark_error *err) {
     for (size_t i = 0; i < ndatasets; i++)
         names[i] = h5ark_value_at(datasets, i)->as.s.ptr;
     bool allow_errors = arg_bool(ctx, "allow_errors", false);
+    /* a file set is read as one write left it: no commit between the names and the bytes */
+    commit_readers_enter();
+    locked = true;
     if (ranks_count() > 1 ? expand_on_rank0(patterns, npaths, allow_errors, &files, &nfiles, err)
                           : files_expand(patterns, npaths, allow_errors, &files, &nfiles, err))
         goto out;
@@ -284,9 +289,11 @@ static int cmd_readhdf(command_ctx *ctx, h5ark_error *err) {
     }
     for (size_t i = 0; i < nfiles; i++)
         h5ark_value_push(file_list, h5ark_value_str(files_display(files[i])));
-    if (storage_read(files, nfiles, ndatasets ? names : NULL, ndatasets, &opts, &items, &nitems,
-                     file_errors, ctx->warnings, err))
-        goto out_values;
+    int read_rc = storage_read(files, nfiles, ndatasets ? names : NULL, ndatasets, &opts, &items,
+                               &nitems, file_errors, ctx->warnings, err);
+    commit_readers_leave();
+    locked = false;
+    if (read_rc) goto out_values;
     /* tag_data: as Arkouda, one int64 array `Filename_Codes` of each row's file index (the
      * first object's rows; the objects of one read share their files) */
     object *codes = NULL;
@@ -339,6 +346,7 @@ out_values:
     h5ark_value_destroy(&objects);
     h5ark_value_destroy(&file_list);
 out:
+    if (locked) commit_readers_leave();
     storage_read_items_free(items, nitems);
     files_list_free(files, nfiles);
     free(patterns);

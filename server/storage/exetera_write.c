@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "families.h"
+#include "commit.h"
 #include "files.h"
 #include "layout.h"
 #include "progress.h"
@@ -798,7 +799,7 @@ static int ex_close(ex_file *f, bool commit, h5ark_error *err) {
         return twin_commit(&f->twin, err);
     }
     if (commit && f->tmp_made) {
-        rc = files_replace(f->tmp, f->final, err);
+        rc = commit_file(f->tmp, f->final, err);
         if (rc == 0) f->tmp_made = false;
         if (rc == 0) twin_drop(f->final); /* a twin of the file it replaced is no use */
     }

@@ -3,15 +3,12 @@
 
 #include "config.h"
 #include "io.h"
-#include "locales.h"
-#include "metrics.h"
 #include "sysio.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -361,99 +358,6 @@ int files_twin_name(const char *final, char *out, size_t outlen) {
     int n =
         snprintf(out, outlen, "%.*s.%s" TWIN_SUFFIX, (int)(slash - final + 1), final, slash + 1);
     return n < 0 || (size_t)n >= outlen ? -1 : 0;
-}
-
-static int fsync_path(const char *path, int flags) {
-    int fd = sysio.open(path, flags | O_CLOEXEC, 0);
-    if (fd < 0) return -1;
-    int rc = sysio.fsync(fd);
-    if (sysio.close(fd) != 0 && rc == 0) rc = -1;
-    return rc;
-}
-
-static void *close_in_background(void *arg) {
-    close((int)(intptr_t)arg);
-    return NULL;
-}
-
-typedef struct {
-    const char *const *tmps;
-    int n;
-    _Atomic int failed; /* 1 + the index of a file that could not be flushed, or 0 */
-    int error;
-} flush_job;
-
-static void flush_some(int locale, void *ctx) {
-    flush_job *j = ctx;
-    for (int i = locale; i < j->n; i += locales_count())
-        if (fsync_path(j->tmps[i], O_RDONLY) != 0) {
-            int none = 0;
-            if (atomic_compare_exchange_strong(&j->failed, &none, i + 1)) j->error = errno;
-        }
-}
-
-static bool same_dir(const char *a, const char *b) {
-    size_t la = (size_t)(strrchr(a, '/') - a), lb = (size_t)(strrchr(b, '/') - b);
-    return la == lb && memcmp(a, b, la) == 0;
-}
-
-int files_replace_all(const char *const *tmps, const char *const *finals, int n, int *replaced,
-                      h5ark_error *err) {
-    *replaced = 0;
-    /* every flush first, side by side on the locales: one slow disk wait, not n */
-    flush_job job = {.tmps = tmps, .n = n};
-    if (n == 1)
-        flush_some(0, &job);
-    else if (n > 1)
-        locales_run(flush_some, &job);
-    int bad = atomic_load(&job.failed);
-    if (bad)
-        return h5ark_fail(err, H5ARK_IO_ERROR, "cannot flush the new '%s': %s",
-                          files_display(finals[bad - 1]), strerror(job.error));
-    int rc = 0;
-    for (int i = 0; i < n && rc == 0; i++) {
-        /* Freeing a large replaced file's blocks takes the filesystem a good part of a
-         * second per GiB, in whichever call drops its last reference. Holding it open moves
-         * that out of rename and into a close after the reply. */
-        int old = open(finals[i], O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-        if (sysio.rename(tmps[i], finals[i]) != 0) {
-            int e = errno;
-            if (old >= 0) close(old);
-            rc = h5ark_fail(err, H5ARK_IO_ERROR, "cannot replace '%s': %s",
-                            files_display(finals[i]), strerror(e));
-            if (i > 0) h5ark_fail_context(err, "%d of the %d files were already replaced", i, n);
-            break;
-        }
-        if (old >= 0) {
-            pthread_t t;
-            pthread_attr_t attr;
-            pthread_attr_init(&attr);
-            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-            if (pthread_create(&t, &attr, close_in_background, (void *)(intptr_t)old) != 0)
-                close(old);
-            pthread_attr_destroy(&attr);
-        }
-        *replaced = i + 1;
-    }
-    metrics_files_written((uint64_t)*replaced);
-    /* each directory once (a file set shares one), also when a rename failed part way:
-     * the files already replaced are made durable like the rest */
-    for (int i = 0; i < *replaced; i++) {
-        bool seen = false;
-        for (int k = 0; k < i && !seen; k++)
-            seen = same_dir(finals[k], finals[i]);
-        if (seen) continue;
-        char dir[PATH_MAX];
-        snprintf(dir, sizeof dir, "%s", finals[i]);
-        *strrchr(dir, '/') = '\0';
-        fsync_path(dir, O_RDONLY | O_DIRECTORY); /* best effort: some filesystems refuse */
-    }
-    return rc;
-}
-
-int files_replace(const char *tmp, const char *final, h5ark_error *err) {
-    int replaced;
-    return files_replace_all(&tmp, &final, 1, &replaced, err);
 }
 
 /* Temporaries are named ".<name>.h5ark-tmp.<pid>.<n>": anything of that form left in the

@@ -1,7 +1,7 @@
 /* File names for the storage layer: confinement of client paths to the data directory,
- * Arkouda's `_LOCALE####` naming, glob expansion, and atomic replacement of files. Every
- * path a client gives goes through files_resolve or files_expand before anything is read
- * or written. */
+ * Arkouda's `_LOCALE####` naming, glob expansion, temporaries and copies (commit.h puts
+ * them in place). Every path a client gives goes through files_resolve or files_expand
+ * before anything is read or written. */
 #ifndef H5ARK_FILES_H
 #define H5ARK_FILES_H
 
@@ -47,21 +47,12 @@ int files_temp_name(const char *final, char *out, size_t outlen);
 /* The twin of a file written in parts (twin.h): ".<name>.h5ark-twin" beside it. Removed
  * with the temporaries at start, as no twin is known level then. */
 int files_twin_name(const char *final, char *out, size_t outlen);
-/* fsync tmp, rename it over final, fsync the directory: after this returns 0 the new file
- * is in place and durable; on failure the old file (if any) is untouched. */
-int files_replace(const char *tmp, const char *final, h5ark_error *err);
-/* The same for n files at once (a file set): all flushed in parallel on the locales before
- * any is renamed, each directory synced once. `replaced` tells how many were renamed: a
- * rename failing part way leaves the files before it replaced (the error says how many)
- * and the rest untouched. */
-int files_replace_all(const char *const *tmps, const char *const *finals, int n, int *replaced,
-                      h5ark_error *err);
-
 /* Copy src to a new file dst (O_EXCL; copy_file_range where the kernel can), for a
  * write that extends a copy and renames it over src. io_error names the file as `shown`. */
 int files_copy(const char *src, const char *dst, const char *shown, h5ark_error *err);
 /* Remove the temporaries a daemon that died left in the data directory (run at start,
- * before any request); returns how many. */
+ * before any request and after commit_recover has completed the sets whose commit was
+ * cut short); returns how many. */
 size_t files_remove_stale_temps(void);
 
 #endif

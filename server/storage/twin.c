@@ -246,7 +246,7 @@ int twin_commit(twin_change *c, h5ark_error *err) {
     *strrchr(dir, '/') = '\0';
     /* the swap must be on disk before the old file changes: else a crash of the machine
      * could leave the half-levelled old file under the file's name (EINVAL: a file system
-     * that cannot sync a directory, as files_replace allows) */
+     * that cannot sync a directory, as commit_file allows) */
     bool durable = rc == 0 && (fsync_at(dir, O_RDONLY | O_DIRECTORY) == 0 || errno == EINVAL);
     if (rc == 0) metrics_files_written(1);
     bool kept = swapped && durable && bring_level(c) == 0;

@@ -2,11 +2,12 @@
  * beside its final name (a new file, or for append a copy of the existing one) with HDF5
  * creating the groups, attributes and datasets, the datasets' space allocated at once so
  * their offsets are known; close HDF5, let every locale pwrite its own shards at those
- * offsets in parallel; and only when all of that succeeded rename the temporaries over the
- * final names. A failure at any point before the renames leaves every old file whole. */
+ * offsets in parallel; and only when all of that succeeded put the temporaries in place,
+ * a file set as one (commit.h). A failure at any point leaves every old file whole. */
 #include "storage.h"
 #include "twin.h"
 
+#include "commit.h"
 #include "config.h"
 #include "families.h"
 #include "files.h"
@@ -450,7 +451,7 @@ static void pwrite_shards(int locale, write_job *job) {
             break;
         }
     }
-    /* Flush here, where the locales run in parallel; the fsync files_replace does later
+    /* Flush here, where the locales run in parallel; the fsync commit_set does later
      * then finds little left to write. */
     if (fd >= 0 && err->code == H5ARK_OK && sysio.fsync(fd) != 0) {
         h5ark_fail(err, H5ARK_IO_ERROR, "cannot flush '%s': %s", job->files[fd_file].rel,
@@ -1252,40 +1253,37 @@ static int write_files(const storage_item *items, size_t nitems, const char *pat
     if (wrc) goto out;
     if (write_plan_close(&plan, err) || close_files(of, nfiles, err)) goto out;
 
-    /* 4. put them in place */
+    /* 4. put them in place, as one; with them go the files of an earlier write with more
+     * locales, which would otherwise be read back as part of this set. The commit takes the
+     * readers' lock of file sets, which comes before twin's: twin's is let go meanwhile
+     * (nothing is open now). */
     {
-        const char *tmps[nfiles], *finals[nfiles];
+        const char *tmps[nfiles], *finals[nfiles], *extra[existing.n + 1];
+        int nextra = 0;
         for (int i = 0; i < nfiles; i++) {
             tmps[i] = of[i].tmp;
             finals[i] = of[i].final;
+            of[i].tmp_made = false; /* the commit renames or removes every one */
         }
-        int replaced = 0, rc_replace = files_replace_all(tmps, finals, nfiles, &replaced, err);
-        for (int i = 0; i < replaced; i++) /* the rest are unlinked below */
-            of[i].tmp_made = false;
-        if (rc_replace) goto out;
-    }
-    rc = 0;
-    for (int i = 0; i < nfiles && rc == 0; i++) {
-        rc = add_str(files, "%s", files_display(of[i].final), err);
-        if (rc == 0 && mode == STORAGE_TRUNCATE && of[i].exists)
-            rc = add_str(warnings, "overwrote the existing file '%s'", of[i].rel, err);
-    }
-    /* a larger earlier run's files would otherwise be read back as part of this set */
-    if (distributed && mode == STORAGE_TRUNCATE)
-        for (size_t i = 0; i < existing.n && rc == 0; i++) {
-            if (existing.numbers[i] < nfiles) continue;
-            const char *shown = files_display(existing.paths[i]);
-            if (unlink(existing.paths[i]) == 0)
-                rc = add_str(warnings,
-                             "removed '%s', left by an earlier write with more locales, so "
-                             "that it is not read back as part of this file set",
-                             shown, err);
-            else
-                rc = add_str(warnings,
-                             "could not remove '%s', left by an earlier write with more "
-                             "locales: reading the whole set back will include it",
-                             shown, err);
+        if (distributed && mode == STORAGE_TRUNCATE)
+            for (size_t i = 0; i < existing.n; i++)
+                if (existing.numbers[i] >= nfiles) extra[nextra++] = existing.paths[i];
+        twin_readers_leave();
+        int crc = commit_set(tmps, finals, nfiles, extra, nextra, err);
+        twin_readers_enter();
+        if (crc) goto out;
+        rc = 0;
+        for (int i = 0; i < nfiles && rc == 0; i++) {
+            rc = add_str(files, "%s", files_display(of[i].final), err);
+            if (rc == 0 && mode == STORAGE_TRUNCATE && of[i].exists)
+                rc = add_str(warnings, "overwrote the existing file '%s'", of[i].rel, err);
         }
+        for (int i = 0; i < nextra && rc == 0; i++)
+            rc = add_str(warnings,
+                         "removed '%s', left by an earlier write with more locales, so that it "
+                         "is not read back as part of this file set",
+                         files_display(extra[i]), err);
+    }
 out:
     if (layout_pending) ranks_agree(-1, err); /* the lowest failing rank: this one */
     ak0_gathered_free(&ak0);
@@ -1335,7 +1333,7 @@ static int repack_files(char *const *paths, size_t npaths, h5ark_value *files, u
         H5Fclose(src);
         if (dst >= 0 && h5u_close_written(dst) && rc == 0)
             rc = h5u_fail(err, H5ARK_IO_ERROR, "repack: cannot write the new '%s'", shown);
-        if (rc == 0) rc = files_replace(tmp, paths[i], err);
+        if (rc == 0) rc = commit_file(tmp, paths[i], err);
         if (rc) {
             remove_temp(tmp);
             return -1;

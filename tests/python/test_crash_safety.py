@@ -1,19 +1,23 @@
 """Crash safety: SIGKILL the daemon at random moments during tohdf (truncate, append and
-update) and check every file with h5py: each must be exactly as before or exactly as after, never unreadable or half
-written; the same during a stream of ExeTera writepart requests, where every part
-acknowledged must be in the file and the field not completed; and a restarted daemon
-removes the temporaries the dead one left."""
+update) and check every file with h5py: each must be exactly as before or exactly as after,
+never unreadable or half written, and once a daemon starts again a distributed set is so as
+a whole; SIGKILL at chosen calls of a set's commit, after which a restarted daemon
+completes the set or leaves it old; the same during a stream of ExeTera writepart requests,
+where every part acknowledged must be in the file and the field not completed; and a
+restarted daemon removes the temporaries the dead one left."""
 import os
 import random
 import signal
+import subprocess
 import time
 
 import h5py
+import numpy as np
 import msgpack
 import pytest
 import zmq
 
-from conftest import Daemon, request
+from conftest import TOOL_SLOWDOWN, Daemon, daemon_binary, request
 
 TRIALS = int(os.environ.get("H5ARK_CRASH_TRIALS", "210"))
 N = 1 << 21  # 16 MiB of int64 per write: long enough to be caught mid-way
@@ -65,9 +69,19 @@ def test_kill_during_tohdf(tmp_path, mode, file_type):
     pattern = (f"crash_{mode}_{file_type}.h5" if file_type == "single"
                else f"crash_{mode}_{file_type}_LOCALE*.h5")
     window = None  # kills land in [0, window): twice as long as a whole write takes
+    last = None  # (before, after) of the previous trial's set
+
+    def check_whole_set():
+        """Once a daemon has started again, the set is old or new as a whole (a kill
+        between two renames left it mixed; the start completed it)."""
+        if last is not None:
+            now = state(pattern, data_dir)
+            assert now in last, (now, last)
+
     for i in range(trials):
         d = Daemon(locales=2, data_dir=data_dir)
         try:
+            check_whole_set()
             create(d, "a", 0)
             create(d, "b", 1 << 40)
             path = pattern.replace("_LOCALE*", "")
@@ -108,6 +122,7 @@ def test_kill_during_tohdf(tmp_path, mode, file_type):
                     assert after[f] == expect_after[f], (i, f, before[f], after[f])
                     outcomes["after"] += 1
             assert set(after) == set(before)
+            last = (before, expect_after)
         finally:
             d.cleanup()
     # the harness must have caught writes both before and after they completed
@@ -117,6 +132,7 @@ def test_kill_during_tohdf(tmp_path, mode, file_type):
     # a fresh daemon removes the temporaries the killed ones left behind
     d = Daemon(locales=2, data_dir=data_dir)
     try:
+        check_whole_set()
         assert not [p for p in data_dir.rglob("*") if ".h5ark-tmp." in p.name]
     finally:
         d.cleanup()
@@ -305,5 +321,203 @@ def test_kill_during_writepart(tmp_path):
         blob = b"".join(bytes(f) for f in frames)
         nseg = hdr["buffers"][0]["nbytes"]
         assert blob[nseg:].split(b"\0")[:-1] == [x.encode() for x in want_strs]
+    finally:
+        d.cleanup()
+
+
+# ---- a file set killed mid-commit ------------------------------------------------------
+
+SET_ROWS = 3001
+SET_OLD, SET_NEW = 1 << 20, 1 << 30  # the first value of each write's rows
+
+
+def set_values(path):
+    """{dataset: [values]} of one file of the set (h5py must read it)."""
+    with h5py.File(path, "r") as h:
+        return {k: [int(v) for v in h[k][()]] for k in h.keys()}
+
+
+def set_share(i, base, parts=3):
+    lo, hi = -(-SET_ROWS * i // parts), -(-SET_ROWS * (i + 1) // parts)
+    return list(range(base + lo, base + hi))
+
+
+def wait_for(cond, what, timeout=20):
+    end = time.time() + timeout
+    while time.time() < end:
+        if cond():
+            return
+        time.sleep(0.005)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.mark.parametrize("mode", ["truncate", "append", "update"])
+def test_kill_mid_commit_of_a_set(tmp_path, mode):
+    """A distributed tohdf (3 locales) stopped by SIGKILL at chosen calls of its commit (the
+    fault table's pause holds the daemon at the call): in the journal's write (before the
+    commit point), between two renames, and at the journal's removal. The restarted daemon
+    leaves the set old, or completes it, before it serves: every file old or every file
+    new, no journal, no temporary, and the log says what it did. A truncate over a set an
+    earlier daemon with more locales wrote also removes its extra file as part of the set."""
+    data_dir = tmp_path / "data"
+    sub = "odd dir %41"  # names in a journal are escaped; the set's name is its own
+    set_dir = data_dir / sub
+    env = {"H5ARK_FAULTS": "1"}
+    files = [f"set_LOCALE{i:04d}.h5" for i in range(3)]
+    journal_dir = data_dir / ".h5ark-journal"
+    args = {"names": ["new"], "path": f"{sub}/set.h5", "file_type": "distribute", "mode": mode,
+            "datasets": ["y" if mode == "append" else "x"]}
+
+    def start():
+        d = Daemon(locales=3, data_dir=data_dir, env=env)
+        call(d, "create", dtype="int64", fill="arange", start=SET_OLD, stop=SET_OLD + SET_ROWS,
+             name="old")
+        call(d, "create", dtype="int64", fill="arange", start=SET_NEW, stop=SET_NEW + SET_ROWS,
+             name="new")
+        return d
+
+    # the old set: for a truncate, one file more (an earlier daemon with 4 locales)
+    d = Daemon(locales=4 if mode == "truncate" else 3, data_dir=data_dir)
+    try:
+        call(d, "create", dtype="int64", fill="arange", start=SET_OLD, stop=SET_OLD + SET_ROWS,
+             name="old")
+        call(d, "tohdf", names=["old", "old"], datasets=["x", "k"], path=f"{sub}/set.h5",
+             file_type="distribute")
+    finally:
+        d.cleanup()
+    old = {p.name: p.read_bytes() for p in set_dir.glob("set_LOCALE*.h5")}
+    assert len(old) == (4 if mode == "truncate" else 3)
+
+    def restore():
+        for p in set_dir.glob("set_LOCALE*.h5"):
+            p.unlink()
+        for name, b in old.items():
+            (set_dir / name).write_bytes(b)
+
+    def is_new(i):
+        try:
+            got = set_values(set_dir / files[i])
+        except OSError:
+            return False
+        return got.get(args["datasets"][0]) == set_share(i, SET_NEW)
+
+    # the calls of one whole write
+    d = start()
+    try:
+        call(d, "fault")
+        call(d, "tohdf", **args)
+        calls = call(d, "fault")["io_calls"]
+    finally:
+        d.cleanup()
+    renames = [k + 1 for k, c in enumerate(calls) if c == "rename"]
+    assert len(renames) == 3, calls
+    unlinks = [k + 1 for k, c in enumerate(calls) if c == "unlink"]
+    journal_pwrite = max(k + 1 for k, c in enumerate(calls[:renames[0]]) if c == "pwrite")
+    points = [("journal written", journal_pwrite, "old",
+               lambda: journal_dir.exists() and any(journal_dir.iterdir())),
+              ("second rename", renames[1], "new", lambda: is_new(0)),
+              ("third rename", renames[2], "new", lambda: is_new(1)),
+              ("journal removed", unlinks[-1], "new", lambda: is_new(2))]
+    if mode == "truncate":  # the extra file goes just before the last rename
+        assert unlinks[0] < renames[2], calls
+    for what, k, outcome, reached in points:
+        restore()
+        d = start()
+        try:
+            call(d, "fault", nth=k, pause_ms=60000)
+            s = zmq.Context.instance().socket(zmq.DEALER)
+            s.setsockopt(zmq.LINGER, 0)
+            s.connect(d.endpoint)
+            s.send(msgpack.packb({"v": 1, "id": 9, "cmd": "tohdf", "args": args}))
+            wait_for(reached, what)
+            d.proc.send_signal(signal.SIGKILL)
+            d.proc.wait()
+            s.close()
+        finally:
+            d.cleanup()
+        if what in ("second rename", "third rename"):
+            assert not all(is_new(i) for i in range(3)), what  # the set is mixed now
+        d = Daemon(locales=3, data_dir=data_dir)
+        try:
+            log = d.read_log()
+            now = sorted(p.name for p in set_dir.glob("set_LOCALE*.h5"))
+            if outcome == "old":
+                assert {n: (set_dir / n).read_bytes() for n in now} == old, what
+                assert "dropped the journal" in log, (what, log)
+            else:
+                assert now == files, (what, now)
+                assert all(is_new(i) for i in range(3)), what
+                for i in range(3):  # the rest of each file as the write left it
+                    got = set_values(set_dir / files[i])
+                    assert got.get("k") == (None if mode == "truncate" else
+                                            set_share(i, SET_OLD)), (what, i)
+                if what != "journal removed":
+                    assert "completed the write of a file set" in log, (what, log)
+            assert not journal_dir.exists() or not list(journal_dir.iterdir()), what
+            assert not [p for p in data_dir.rglob("*") if ".h5ark-tmp." in p.name], what
+            # and readhdf reads the set as one write left it
+            hdr, _ = request(d.endpoint, {"v": 1, "id": 1, "cmd": "readhdf", "args": {
+                "paths": [f"{sub}/set.h5"], "datasets": [args["datasets"][0] if outcome == "new"
+                                                  else "x"]}})
+            assert hdr["ok"], hdr
+            obj = next(iter(hdr["result"]["objects"].values()))
+            hdr, frames = request(d.endpoint, {"v": 1, "id": 2, "cmd": "get",
+                                               "args": {"name": obj["name"]}})
+            got = np.frombuffer(b"".join(bytes(f) for f in frames), "<i8")
+            base = SET_NEW if outcome == "new" else SET_OLD
+            rows = SET_ROWS
+            assert list(got) == list(range(base, base + rows)), what
+        finally:
+            d.cleanup()
+
+
+def fnv1a(data):
+    h = 0xcbf29ce484222325
+    for byte in data:
+        h = ((h ^ byte) * 0x100000001b3) & (1 << 64) - 1
+    return h
+
+
+def journal(lines):
+    text = ("h5ark-journal 1\n" + "".join(line + "\n" for line in lines)).encode()
+    return text + b"end %016x\n" % fnv1a(text)
+
+
+def test_set_that_cannot_be_completed_stops_the_start(tmp_path):
+    """A journal past its commit point whose rename fails at start (here its final name is a
+    directory that is not empty): the daemon does not start, and says which set and which
+    journal; a torn journal beside it is dropped all the same. Once the cause is gone, the
+    next start completes the set."""
+    data_dir = tmp_path / "data"
+    (data_dir / ".h5ark-journal").mkdir(parents=True)
+    (data_dir / "sub").mkdir()
+    for i in range(2):
+        (data_dir / "sub" / f".j_LOCALE{i:04d}.h5.h5ark-tmp.99.{i}").write_bytes(b"new %d" % i)
+    (data_dir / "sub" / "j_LOCALE0000.h5").write_bytes(b"old 0")
+    (data_dir / "sub" / "j_LOCALE0001.h5").mkdir()
+    (data_dir / "sub" / "j_LOCALE0001.h5" / "in the way").write_bytes(b"")
+    (data_dir / ".h5ark-journal" / "99.0").write_bytes(journal(
+        [f"rename sub/.j_LOCALE{i:04d}.h5.h5ark-tmp.99.{i} sub/j_LOCALE{i:04d}.h5"
+         for i in range(2)]))
+    (data_dir / ".h5ark-journal" / "99.1").write_bytes(journal(["rename a b"])[:-3])
+    proc = subprocess.run([daemon_binary(), "--endpoint", f"ipc://{tmp_path}/s.sock",
+                           "--data-dir", str(data_dir), "--locales", "2"],
+                          capture_output=True, text=True, timeout=60 * TOOL_SLOWDOWN)
+    assert proc.returncode == 1, proc
+    assert "cannot complete the write of the file set 'sub/j_LOCALE0000.h5'" in proc.stderr
+    assert "journal '.h5ark-journal/99.0'" in proc.stderr, proc.stderr
+    assert (data_dir / ".h5ark-journal" / "99.0").exists()  # kept, for the next start
+    assert "dropped the journal '.h5ark-journal/99.1'" in proc.stderr, proc.stderr
+    (data_dir / "sub" / "j_LOCALE0001.h5" / "in the way").unlink()
+    (data_dir / "sub" / "j_LOCALE0001.h5").rmdir()
+    d = Daemon(locales=2, data_dir=data_dir)
+    try:
+        log = d.read_log()
+        assert "completed the write of a file set ('sub/j_LOCALE0000.h5' .. " \
+               "'sub/j_LOCALE0001.h5', 2 files)" in log, log
+        assert [(data_dir / "sub" / f"j_LOCALE{i:04d}.h5").read_bytes() for i in range(2)] \
+            == [b"new 0", b"new 1"]
+        assert not list((data_dir / ".h5ark-journal").iterdir())
+        assert not [p for p in data_dir.rglob("*") if ".h5ark-tmp." in p.name]
     finally:
         d.cleanup()

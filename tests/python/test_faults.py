@@ -10,12 +10,13 @@ blamed) or a correct success, every file is byte for byte the old one or wholly 
 one, no temporary is left, and the daemon goes on serving."""
 import os
 import re
+import time
 
 import h5py
 import numpy as np
 import pytest
 
-from conftest import Conn, Daemon, locale_file
+from conftest import TOOL_SLOWDOWN, Conn, Daemon, locale_file
 
 LOCALES = 2
 N = 600
@@ -57,6 +58,12 @@ def calls_to_try(names):
 
 def temps(data_dir):
     return [p.name for p in data_dir.rglob("*") if TEMP.match(p.name)]
+
+
+def journals(data_dir):
+    """The commit journals of file sets (docs/DESIGN.md, "Writing"): none once a write ends."""
+    d = data_dir / ".h5ark-journal"
+    return sorted(p.name for p in d.iterdir()) if d.exists() else []
 
 
 def strings_of(h, group):
@@ -168,12 +175,27 @@ def test_tohdf_faults(conn, objs, mode, file_type, compression):
             want = expected(objs, mode, file_type, i)
             if ok:
                 assert holds(p, want), (what, f)
+            elif file_type == "distribute":
+                # a set is old or new as a whole: a write that failed left every file old
+                assert (not p.exists() if old[f] is None else p.read_bytes() == old[f]), \
+                    (what, f, "not the old file")
             elif old[f] is None:
                 assert not p.exists() or holds(p, want), (what, f, "neither absent nor new")
             else:
                 now = p.read_bytes()
                 assert now == old[f] or holds(p, want), (what, f, "neither old nor new")
         assert temps(data_dir) == [], (what, temps(data_dir))
+        assert journals(data_dir) == [], (what, journals(data_dir))
+        if not ok and file_type == "distribute":
+            # and readhdf gives the rows of the old write alone
+            hdr, _ = c.raw("readhdf", paths=[name], datasets=["x"])
+            if fresh:
+                assert hdr["error"]["code"] == "not_found", (what, hdr)
+            else:
+                assert hdr["ok"], (what, hdr)
+                x = hdr["result"]["objects"]["x"]["name"]
+                assert list(c.get(x)) == list(objs.old_nums), what
+                c.ok("delete", names=[x])
 
     fault(c)
     hdr, _ = c.raw("tohdf", **args)
@@ -213,6 +235,47 @@ def test_tohdf_faults(conn, objs, mode, file_type, compression):
     hdr, _ = c.raw("tohdf", **args)
     assert hdr["ok"], hdr
     check_files(True, "after the faults")
+
+
+@pytest.mark.parametrize("mode", ["truncate", "append"])
+def test_readhdf_waits_for_a_set_being_put_in_place(conn, objs, mode):
+    """A readhdf of a set arriving while a tohdf of it is between two renames (held there by
+    the fault table's pause) waits for the commit and reads the new set whole: never the
+    first file new and the second old."""
+    import threading
+    c, data_dir = conn, conn.dir
+    name = f"commit_reader_{mode}.h5"
+    files = [data_dir / locale_file(name, i) for i in range(LOCALES)]
+    c.ok("tohdf", names=[objs.a_old], datasets=["x"], path=name)
+    args = dict(names=[objs.a_new], datasets=["y" if mode == "append" else "x"], path=name,
+                mode=mode)
+    old = {f: f.read_bytes() for f in files}
+    fault(c)
+    c.ok("tohdf", **args)
+    calls = fault(c)["io_calls"]
+    renames = [k + 1 for k, call in enumerate(calls) if call == "rename"]
+    assert len(renames) == LOCALES, calls
+    for f, b in old.items():
+        f.write_bytes(b)
+    fault(c, nth=renames[1], pause_ms=1000 + 500 * TOOL_SLOWDOWN)
+    wrote = []
+    t = threading.Thread(target=lambda: wrote.append(c.raw("tohdf", **args)[0]))
+    t.start()
+    try:
+        end = time.time() + 20 * TOOL_SLOWDOWN
+        while files[0].read_bytes() == old[files[0]]:  # the first file is in place
+            assert time.time() < end, "the first rename did not come"
+            time.sleep(0.005)
+        assert files[1].read_bytes() == old[files[1]]  # and the second not yet
+        hdr, _ = c.raw("readhdf", paths=[name], datasets=[args["datasets"][0]])
+    finally:
+        t.join(30)
+    fault(c)
+    assert wrote and wrote[0]["ok"], wrote
+    assert hdr["ok"], hdr
+    x = hdr["result"]["objects"][args["datasets"][0]]["name"]
+    assert list(c.get(x)) == list(objs.new_nums)
+    c.ok("delete", names=[x])
 
 
 def test_repack_faults(conn, objs):

@@ -36,13 +36,14 @@ class MpiDaemon:
     """h5arkd started as `ranks` ranks by mpirun (in a session of its own, so that a
     failed test can end mpirun and every rank at once)."""
 
-    def __init__(self, ranks, threads=THREADS, env=None, extra_args=()):
+    def __init__(self, ranks, threads=THREADS, env=None, extra_args=(), data_dir=None):
         self.tmp = pathlib.Path(tempfile.mkdtemp(prefix="h5ark-ranks-"))
         self.endpoint = f"ipc://{self.tmp}/h5arkd.sock"
         args = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
                 "-np", str(ranks),
                 daemon_binary(), "--endpoint", self.endpoint, "--locales", str(threads),
-                "--data-dir", str(self.tmp / "data"), "--log-level", "info", *extra_args]
+                "--data-dir", str(data_dir or self.tmp / "data"), "--log-level", "info",
+                *extra_args]
         self.log = open(self.tmp / "mpirun.log", "w+")
         # Under a sanitizer build, leak checking is off for the ranks: Open MPI's components
         # are unloaded by MPI_Finalize with blocks still allocated, which LeakSanitizer
@@ -926,7 +927,8 @@ def faulty():
 
 
 def snapshot(d):
-    return {f.name: f.read_bytes() for f in d.iterdir()}
+    """Every file in d (a directory such as the journals' is no file of a set)."""
+    return {f.name: f.read_bytes() for f in d.iterdir() if f.is_file()}
 
 
 def test_fault_rank_checked(faulty):
@@ -1022,6 +1024,122 @@ def test_tohdf_gzip_failing_on_one_rank_replaces_nothing(cls, rank):
     finally:
         if d is not None:
             d.cleanup()
+
+
+@pytest.fixture(scope="module")
+def faulty_pair():
+    """Two ranks with fault injection on."""
+    if not mpi_build():
+        pytest.skip("h5arkd was built without MPI")
+    d = MpiDaemon(2, env={"H5ARK_FAULTS": "1"})
+    yield d
+    d.cleanup()
+
+
+def read_rows(ep, path, dataset):
+    hdr, _ = call(ep, "readhdf", {"paths": [path], "datasets": [dataset]})
+    assert hdr["ok"], hdr
+    name = hdr["result"]["objects"][dataset]["name"]
+    hdr, frames = call(ep, "get", {"name": name})
+    ok(ep, "delete", {"names": [name]})
+    return list(np.frombuffer(b"".join(bytes(f) for f in frames), "<i8"))
+
+
+@pytest.mark.parametrize("mode", ["truncate", "append", "update"])
+def test_tohdf_set_fault_at_every_call_leaves_it_whole(faulty_pair, mode):
+    """A distributed tohdf (2 ranks of 2 locales: 4 files) with an I/O error at each call of
+    rank 0 (its layout, the flushes, the journal, the renames) and at each call of rank 1
+    (its shards): a failed write leaves every file of the set byte for byte as it was, and
+    readhdf reads the old rows; a write that succeeds (the fault after the commit point, or
+    after the rank's last call) leaves every file new. Never a journal left behind."""
+    ep, data = faulty_pair.endpoint, faulty_pair.tmp / "data"
+    out = data / f"whole_{mode}"
+    out.mkdir(parents=True, exist_ok=True)
+    path = f"{out.name}/s.h5"
+    old_rows, new_rows = list(range(7, 1000)), list(range(10**9, 10**9 + 993))
+    a = ok(ep, "create", {"dtype": "int64", "fill": "arange", "start": 7, "stop": 1000})[0]
+    b = ok(ep, "create", {"dtype": "int64", "fill": "arange", "start": 10**9,
+                          "stop": 10**9 + 993})[0]
+    ok(ep, "tohdf", {"names": [a["object"]["name"]], "datasets": ["x"], "path": path})
+    before = snapshot(out)
+    assert len(before) == 4, before
+    dset = "y" if mode == "append" else "x"
+    args = {"names": [b["object"]["name"]], "datasets": [dset], "path": path, "mode": mode}
+    ok(ep, "fault", {"nth": 0})
+    ok(ep, "tohdf", args)
+    count = ok(ep, "fault", {"nth": 0})[0]["io"]
+    outcomes = {"old": 0, "new": 0}
+    for rank in (0, 1):
+        for nth in range(1, count + 1 if rank == 0 else 200):
+            for f in out.iterdir():
+                f.unlink()
+            for name, content in before.items():
+                (out / name).write_bytes(content)
+            ok(ep, "fault", {"class": "io", "nth": nth, "error": "EIO", "rank": rank})
+            hdr, _ = call(ep, "tohdf", args)
+            fired = ok(ep, "fault", {"nth": 0})[0]["fired"]
+            what = (mode, rank, nth, fired, hdr)
+            journals = data / ".h5ark-journal"
+            assert not journals.exists() or not list(journals.iterdir()), what
+            if hdr["ok"]:
+                outcomes["new"] += 1
+                assert snapshot(out).keys() == before.keys(), what
+                assert read_rows(ep, path, dset) == new_rows, what
+                if rank == 1 and fired is None:
+                    break  # past rank 1's last call
+                continue
+            outcomes["old"] += 1
+            assert hdr["error"]["code"] == "io_error", what
+            assert snapshot(out) == before, what  # every file old, no temporary left
+            assert read_rows(ep, path, "x") == old_rows, what
+    assert outcomes["old"] > 0 and outcomes["new"] > 0, outcomes
+
+
+def test_set_killed_between_renames_is_completed_at_start(tmp_path):
+    """Two ranks killed (the whole job, SIGKILL) while rank 0 is between two renames of a
+    distributed tohdf (held there by the fault table's pause): the set is mixed on disk
+    until a new job starts on the data directory; its rank 0 completes the set before it
+    serves, and readhdf reads the new rows."""
+    if not mpi_build():
+        pytest.skip("h5arkd was built without MPI")
+    data = tmp_path / "data"
+    d = MpiDaemon(2, env={"H5ARK_FAULTS": "1"}, data_dir=data)
+    try:
+        ep = d.endpoint
+        a = ok(ep, "create", {"dtype": "int64", "fill": "arange", "start": 7, "stop": 1000})[0]
+        b = ok(ep, "create", {"dtype": "int64", "fill": "arange", "start": 10**9,
+                              "stop": 10**9 + 993})[0]
+        ok(ep, "tohdf", {"names": [a["object"]["name"]], "datasets": ["x"], "path": "k.h5"})
+        before = snapshot(data)
+        args = {"names": [b["object"]["name"]], "datasets": ["x"], "path": "k.h5"}
+        ok(ep, "fault", {"nth": 0})
+        ok(ep, "tohdf", args)
+        calls = ok(ep, "fault", {"nth": 0})[0]["io_calls"]
+        for name, content in before.items():
+            (data / name).write_bytes(content)
+        renames = [k + 1 for k, c in enumerate(calls) if c == "rename"]
+        assert len(renames) == 4, calls
+        ok(ep, "fault", {"nth": renames[2], "pause_ms": 60000})
+        t = threading.Thread(target=lambda: call(ep, "tohdf", args), daemon=True)
+        t.start()
+        end = time.time() + 30
+        while (data / "k_LOCALE0001.h5").read_bytes() == before["k_LOCALE0001.h5"]:
+            assert time.time() < end, "the second rename did not come"
+            time.sleep(0.005)
+        d.kill()
+    finally:
+        d.cleanup()
+    mixed = snapshot(data)
+    assert mixed["k_LOCALE0000.h5"] != before["k_LOCALE0000.h5"]
+    assert mixed["k_LOCALE0003.h5"] == before["k_LOCALE0003.h5"]
+    d = MpiDaemon(2, data_dir=data)
+    try:
+        assert "completed the write of a file set" in d.read_log(), d.read_log()
+        assert not list((data / ".h5ark-journal").iterdir())
+        assert not [p for p in data.iterdir() if ".h5ark-tmp." in p.name]
+        assert read_rows(d.endpoint, "k.h5", "x") == list(range(10**9, 10**9 + 993))
+    finally:
+        d.cleanup()
 
 
 def test_tohdf_rank_killed_leaves_old_or_new():
