@@ -214,21 +214,10 @@ def main():
             daemon.wait()
         if log:
             log.close()
-        for m in reversed(rootfs.mounts_under(tmp)):
-            subprocess.run(["umount", "-l", m])
-        if rootfs.mounts_under(tmp):
-            print(f"fresh: mounts remain under {tmp}; not removing it", file=sys.stderr)
-        elif opts.keep:
-            print(f"fresh: kept {tmp}")
-        else:
-            subprocess.run(["rm", "-rf", "--one-file-system", tmp])
+        rootfs.remove_tmp(tmp, opts.keep, "fresh")
     timings["total"] = time.monotonic() - started
     print("fresh: " + ", ".join(f"{k} {v:.0f} s" for k, v in timings.items()))
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    finally:
-        print(f"fresh: {rootfs.results['passed']} passed, {rootfs.results['failed']} failed")
-    sys.exit(1 if rootfs.results["failed"] else 0)
+    rootfs.run_checks(main, "fresh")

@@ -741,23 +741,33 @@ def main():
             c.kill()
         if cgroup:
             cgroup.remove()
-        left = mounts_under(tmp)
-        for m in reversed(left):
-            subprocess.run(["umount", "-l", m])
-        if mounts_under(tmp):
-            print(f"rootfs: mounts remain under {tmp}; not removing it", file=sys.stderr)
-        elif opts.keep:
-            print(f"rootfs: kept {tmp}")
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
+        remove_tmp(tmp, opts.keep, "rootfs")
 
     timings["total"] = time.monotonic() - started
     print("rootfs: " + ", ".join(f"{k} {v:.0f} s" for k, v in timings.items()))
 
 
-if __name__ == "__main__":
+def remove_tmp(tmp, keep, who):
+    """Unmount what is mounted under tmp, then remove it (unless keep); never through a
+    mount that would not go."""
+    for m in reversed(mounts_under(tmp)):
+        subprocess.run(["umount", "-l", m])
+    if mounts_under(tmp):
+        print(f"{who}: mounts remain under {tmp}; not removing it", file=sys.stderr)
+    elif keep:
+        print(f"{who}: kept {tmp}")
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_checks(main, who):
+    """main(), then the count of checks; the exit status says whether any failed."""
     try:
         main()
     finally:
-        print(f"rootfs: {results['passed']} passed, {results['failed']} failed")
+        print(f"{who}: {results['passed']} passed, {results['failed']} failed")
     sys.exit(1 if results["failed"] else 0)
+
+
+if __name__ == "__main__":
+    run_checks(main, "rootfs")
