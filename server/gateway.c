@@ -915,9 +915,9 @@ static void number_elem(buf *b, void *arg, uint64_t k) {
     put_number(b, e->dtype, e->values + k * e->itemsize);
 }
 
-/* A string as JSON, ill-formed UTF-8 scrubbed. */
-static void put_string(buf *b, const char *s) {
-    json_t *j = s ? jstr(s, strlen(s)) : json_null();
+/* A string of len bytes as JSON (a NUL in it as \u0000), ill-formed UTF-8 scrubbed. */
+static void put_string(buf *b, const char *s, uint64_t len) {
+    json_t *j = s ? jstr(s, (size_t)len) : json_null();
     char *text = j ? json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
     json_decref(j);
     if (!text) {
@@ -934,9 +934,10 @@ static uint64_t row_of(const elements *e, uint64_t k) {
 
 static void string_elem(buf *b, void *arg, uint64_t k) {
     const elements *e = arg;
-    char *s = strings_dup(e->obj, row_of(e, k));
+    uint64_t len = 0;
+    char *s = strings_dup(e->obj, row_of(e, k), &len);
     if (!s) b->failed = true;
-    put_string(b, s);
+    put_string(b, s, len);
     free(s);
 }
 
@@ -951,9 +952,10 @@ static void label_elem(buf *b, void *arg, uint64_t k) {
         put_bytes(b, "null", 4);
         return;
     }
-    char *label = strings_dup(e->obj, (uint64_t)code);
+    uint64_t len = 0;
+    char *label = strings_dup(e->obj, (uint64_t)code, &len);
     if (!label) b->failed = true;
-    put_string(b, label);
+    put_string(b, label, len);
     free(label);
 }
 
