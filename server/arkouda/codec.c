@@ -55,7 +55,9 @@ static int parse_args(ak_request *r, const char *text, h5ark_error *err) {
     if (!r->args) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     if (!*text) return 0;
     json_error_t jerr;
-    json_t *list = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+    /* (a parameter may be an object here, as rank 0 forwards them: its NULs are allowed
+     * as they are in a parameter given as text, and checked below alike) */
+    json_t *list = json_loads(text, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
     if (!list || !json_is_array(list)) {
         json_decref(list);
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "'args' is not a JSON list: %s",

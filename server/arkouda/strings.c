@@ -289,7 +289,7 @@ static int concatenate_ranks(ak_ctx *ctx, object *const *parts, size_t n, h5ark_
         for (int b = first; b < first + T; b++) {
             const shard *seg = &parts[k]->segments->shards[b], *val = &parts[k]->values->shards[b];
             runs[nruns++] = (strings_run){at + seg->start, seg->count, val->data,
-                                          val->count,  seg->data,  (int64_t)val->start};
+                                          val->count,      seg->data,  (int64_t)val->start};
         }
     object *out = NULL;
     int rc = ranks_agree(
@@ -539,8 +539,8 @@ static int split_one_rank(ak_ctx *ctx, split_job *j, h5ark_error *err) {
             starts = bigger;
             pcap = want;
         }
-        pieces += split_string(p, n, j->pattern, j->plen, j->max, buf + len, starts + pieces, len,
-                               &w);
+        pieces +=
+            split_string(p, n, j->pattern, j->plen, j->max, buf + len, starts + pieces, len, &w);
         len += w;
     }
     if (rc == 0) {

@@ -151,8 +151,8 @@ static int offsets_from_nuls(const h5ark_payload *p, zmq_msg_t *segs, uint64_t *
 /* Strings from p's bytes (each string followed by a NUL) through the native put, which
  * takes the start offsets as well, sent as a first buffer: `segs` (count int64, taken)
  * when given, else found from the NULs. */
-static int strings_created(ak_ctx *ctx, const h5ark_payload *p, int64_t *segs_given,
-                           uint64_t count, h5ark_error *err) {
+static int strings_created(ak_ctx *ctx, const h5ark_payload *p, int64_t *segs_given, uint64_t count,
+                           h5ark_error *err) {
     zmq_msg_t segs;
     int rc = 0;
     bool have = false;
@@ -216,8 +216,8 @@ static int payload_taking(h5ark_payload *p, void *data, uint64_t len, h5ark_erro
     return rc;
 }
 
-int ak_strings_from_buffer(ak_ctx *ctx, char *bytes, uint64_t len, int64_t *offsets,
-                           uint64_t count, h5ark_error *err) {
+int ak_strings_from_buffer(ak_ctx *ctx, char *bytes, uint64_t len, int64_t *offsets, uint64_t count,
+                           h5ark_error *err) {
     h5ark_payload p;
     int rc = payload_taking(&p, bytes, len, err);
     if (rc == 0) {

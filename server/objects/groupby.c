@@ -1334,8 +1334,8 @@ static object *take_ranks(const object *src, const object *idx, h5ark_error *err
 
 /* Several ranks: the strings of src at rows[0..nrows), wherever they lie: offs[i] where
  * string i starts in *bytes (scratch reserved into *reserved; *nbytes of them), the strings
- * back to back in that order, each followed by its NUL. Each rank asks the ranks holding the rows (all-to-alls of the
- * counts, the rows, the lengths and the bytes). */
+ * back to back in that order, each followed by its NUL. Each rank asks the ranks holding the rows
+ * (all-to-alls of the counts, the rows, the lengths and the bytes). */
 static int fetch_strings(const object *src, const uint64_t *rows, uint64_t nrows, uint64_t *offs,
                          char **bytes, uint64_t *nbytes, uint64_t *reserved, h5ark_error *err) {
     int R = ranks_count(), me = ranks_self(), rc = 0;

@@ -355,9 +355,9 @@ static int cut_runs(const strings_run *runs, size_t nruns, const uint64_t *start
             i = end;
             at = run_at(run, end);
             if (at < at0 || at > run->nbytes) return -1;
-            pieces[k++] = (strings_piece){
-                q, {run->row + i0, i - i0, run->bytes + at0, at - at0, run->offsets + i0,
-                    run->base + (int64_t)at0}};
+            pieces[k++] = (strings_piece){q,
+                                          {run->row + i0, i - i0, run->bytes + at0, at - at0,
+                                           run->offsets + i0, run->base + (int64_t)at0}};
         }
     }
     *np = k;
@@ -457,8 +457,8 @@ object *strings_place_ranks(uint64_t n, const strings_run *runs, size_t nruns, h
                     err))
         goto out;
     for (uint64_t k = 0, at = 0, os = 0; k < nin; k++) {
-        got[ngot++] = (strings_run){rhdr[3 * k],     rhdr[3 * k + 1], recvb + at, rhdr[3 * k + 2],
-                                    recvo + os, 0};
+        got[ngot++] =
+            (strings_run){rhdr[3 * k], rhdr[3 * k + 1], recvb + at, rhdr[3 * k + 2], recvo + os, 0};
         at += rhdr[3 * k + 2];
         os += rhdr[3 * k + 1];
     }

@@ -25,8 +25,8 @@ char *strings_dup(const object *strings, uint64_t i, uint64_t *len);
 char *strings_dup_ranks(const object *strings, uint64_t i, uint64_t *len, h5ark_error *err);
 
 /* Check that a locale's strings are well formed: offsets increasing from values' shard
- * start, each string followed by a NUL (the byte before the next offset). Returns the index of the first bad string, or
- * UINT64_MAX when all are good. Runs on any thread. */
+ * start, each string followed by a NUL (the byte before the next offset). Returns the index of the
+ * first bad string, or UINT64_MAX when all are good. Runs on any thread. */
 uint64_t strings_check_shard(const object *strings, int locale);
 
 /* Consecutive strings this rank holds: `count` strings back to back, each followed by a

@@ -189,9 +189,9 @@ static int probe(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err
 
 /* ExeTera's indexed strings (docs/FORMAT.md, "ExeTera dataframes"): group n->path holding
  * `index` (n + 1 offsets from 0, the last the number of bytes) and `values` (the strings'
- * bytes, any NUL among them a string's data). The concatenation keeps each file's first n offsets, rebased by the
- * bytes before it; reading adds a NUL after every string. An `index` of length 0 is an
- * empty field. */
+ * bytes, any NUL among them a string's data). The concatenation keeps each file's first n offsets,
+ * rebased by the bytes before it; reading adds a NUL after every string. An `index` of length 0 is
+ * an empty field. */
 int strings_probe_indexed(const probe_ctx *pc, read_node *n, h5ark_error *err) {
     read_dataset *ds = &n->ds;
     char vpath[1100], ipath[1100], what[1200];

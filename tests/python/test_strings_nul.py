@@ -211,6 +211,39 @@ def test_groupby_tells_nul_strings_apart(conn):
     assert groups(conn, [a, b]) == {("a\0", "b"): 2, ("a", "\0b"): 2}
 
 
+def test_several_ranks_match_one_rank(tmp_path):
+    """At several ranks (strings placed across ranks by offsets; groupby's records with NULs
+    escaped): groupby, its strings keys gathered, tohdf and readhdf give what one rank gives."""
+    from test_ranks import MPIRUN, MpiDaemon, mpi_build
+    if MPIRUN is None or not mpi_build():
+        pytest.skip("no mpirun, or h5arkd built without MPI")
+    rng = np.random.default_rng(3)
+    pool = ["", "\0", "a", "a\0", "a\0\0", "\0a", "é\0", "b"]
+    keys = [pool[i] for i in rng.integers(0, len(pool), 301)]
+    other = [pool[i] for i in rng.integers(0, 3, 301)]
+    multi, single = MpiDaemon(3), Daemon(locales=6)
+    multi.data_dir = multi.tmp / "data"
+    try:
+        out = []
+        for d in (multi, single):
+            c = Conn(d)
+            assert groups(c, [keys]) == {(k,): keys.count(k) for k in set(keys)}
+            both = groups(c, [keys, other])
+            assert sum(both.values()) == len(keys)
+            assert set(both) == set(zip(keys, other))
+            desc = put(c, keys)
+            c.ok("tohdf", names=[desc["name"]], datasets=["s"], path="n.h5")
+            files = [d.data_dir / locale_file("n.h5", i) for i in range(6)]
+            check_arkouda_layout(files, "s", keys)
+            hdr, _ = c.ok("readhdf", paths=["n_LOCALE*"], datasets=["s"], start=7, stop=250)
+            assert get(c, hdr["result"]["objects"]["s"]["name"]) == keys[7:250]
+            out.append(both)
+        assert out[0] == out[1]
+    finally:
+        multi.cleanup()
+        single.cleanup()
+
+
 def test_gateway_data_sends_nuls(tmp_path):
     """/data/ of a Strings dataset and of a plain h5py fixed-string dataset: JSON \\u0000."""
     port = free_port()
