@@ -838,19 +838,20 @@ static uint64_t brec_make(const object *const *src, size_t nkeys, uint64_t row, 
         const object *s = src[k];
         if (s->objtype == H5ARK_STRINGS) {
             strref t = local_str(s, row);
-            for (uint64_t c = 0; c < t.len; c++) {
-                bool nul = t.p[c] == '\0';
+            /* the bytes between NULs copied whole, each NUL as NUL 0x01, then NUL NUL */
+            for (const char *p = t.p, *end = t.p + t.len;;) {
+                const char *z = p < end ? memchr(p, '\0', (size_t)(end - p)) : NULL;
+                size_t run = (size_t)((z ? z : end) - p);
                 if (q) {
-                    *q++ = t.p[c];
-                    if (nul) *q++ = 1;
+                    memcpy(q, p, run);
+                    q[run] = '\0';
+                    q[run + 1] = z ? 1 : 0;
+                    q += run + 2;
                 }
-                len += 1 + nul;
+                len += run + 2;
+                if (!z) break;
+                p = z + 1;
             }
-            if (q) {
-                *q++ = '\0';
-                *q++ = '\0';
-            }
-            len += 2;
         } else {
             if (q) {
                 put_be64(q, enc_elem(span_at(s->values, row, NULL), s->values->dtype));

@@ -189,7 +189,8 @@ object *strings_from_payload(uint64_t n, const h5ark_payload *payload, const h5a
         if (bad != UINT64_MAX)
             h5ark_fail(err, H5ARK_BAD_REQUEST,
                        "string %llu is malformed: segments must start at 0 and increase, and "
-                       "each string must end in exactly one NUL byte",
+                       "each string must be followed by a NUL byte (the byte before the next "
+                       "offset)",
                        (unsigned long long)bad);
         else
             h5ark_fail(err, H5ARK_BAD_REQUEST, "the payload is shorter than its buffers declare");

@@ -359,8 +359,8 @@ static int fail_at_string(const read_dataset *ds, uint64_t k, h5ark_error *err) 
                           ds->name, files_display(src->path), (unsigned long long)(k - src->start));
     return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
                       "Strings '%s' in '%s' is malformed at string %llu: 'segments' must start "
-                      "at 0 and increase within 'values', and every string must end in one NUL "
-                      "byte",
+                      "at 0 and increase within 'values', and every string must be followed "
+                      "by a NUL byte",
                       ds->name, files_display(src->path), (unsigned long long)(k - src->start));
 }
 
