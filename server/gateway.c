@@ -965,9 +965,10 @@ static uint64_t row_of(const elements *e, uint64_t k) {
 
 static void string_elem(buf *b, void *arg, uint64_t k) {
     const elements *e = arg;
-    char *s = strings_dup(e->obj, row_of(e, k));
+    uint64_t len = 0;
+    char *s = strings_dup(e->obj, row_of(e, k), &len);
     if (!s) b->failed = true;
-    put_string(b, s, s ? strlen(s) : 0);
+    put_string(b, s, len);
     free(s);
 }
 
@@ -982,9 +983,10 @@ static void label_elem(buf *b, void *arg, uint64_t k) {
         put_bytes(b, "null", 4);
         return;
     }
-    char *label = strings_dup(e->obj, (uint64_t)code);
+    uint64_t len = 0;
+    char *label = strings_dup(e->obj, (uint64_t)code, &len);
     if (!label) b->failed = true;
-    put_string(b, label, label ? strlen(label) : 0);
+    put_string(b, label, len);
     free(label);
 }
 

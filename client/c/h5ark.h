@@ -173,11 +173,13 @@ int h5ark_client_create(h5ark_client_t *self, h5ark_dtype dtype, uint64_t size,
 /* A pdarray from `size` elements of `dtype` at `data` (little-endian, bool one byte each). */
 int h5ark_client_put_array(h5ark_client_t *self, h5ark_dtype dtype, uint64_t size, const void *data,
                            const char *name, h5ark_value **object, h5ark_error *err);
-/* A strings object from `count` NUL-terminated UTF-8 strings. */
+/* A strings object from `count` NUL-terminated UTF-8 strings (each ends at its first NUL:
+ * for strings holding NULs use the packed form below). */
 int h5ark_client_put_strings(h5ark_client_t *self, uint64_t count, const char *const *strs,
                              const char *name, h5ark_value **object, h5ark_error *err);
 /* The same from the wire layout: `segments` (start offsets) into `values`, where every string
- * is followed by one NUL. Sent without copying. */
+ * is followed by one NUL. A string may hold NULs: it ends a byte before the next offset (the
+ * last a byte before values_nbytes). Sent without copying. */
 int h5ark_client_put_strings_packed(h5ark_client_t *self, uint64_t count, const int64_t *segments,
                                     const char *values, uint64_t values_nbytes, const char *name,
                                     h5ark_value **object, h5ark_error *err);
@@ -198,7 +200,8 @@ typedef struct {
 int h5ark_client_get(h5ark_client_t *self, const char *name, uint64_t start, uint64_t stop,
                      h5ark_data *out, h5ark_error *err);
 void h5ark_data_free(h5ark_data *data);
-/* String i of a strings h5ark_data (NUL-terminated; `len` excludes the NUL). */
+/* String i of a strings h5ark_data (followed by a NUL; `len`, from the offsets, excludes it
+ * and counts any NUL the string holds). */
 const char *h5ark_data_string(const h5ark_data *data, uint64_t i, size_t *len);
 /* Fetch the elements of a pdarray into the caller's memory (`cap` bytes). `nbytes`
  * (optional) receives the bytes written, `object` (optional) the descriptor. */

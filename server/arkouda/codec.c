@@ -38,13 +38,26 @@ static int split_template(ak_request *r, h5ark_error *err) {
     return 0;
 }
 
+static bool holds_nul(const json_t *s) {
+    return json_is_string(s) && strlen(json_string_value(s)) != json_string_length(s);
+}
+
+/* The parameters whose value is string data, which may hold any byte: segmentedBinopvs's
+ * `other`, the string the Strings are compared with. Every other value is a name, number
+ * or keyword, and a NUL in it is refused. */
+static bool bytes_key(const char *key) {
+    return strcmp(key, "other") == 0;
+}
+
 /* args: "" (connect, disconnect) or a JSON list of JSON strings of {key, dtype, val}. */
 static int parse_args(ak_request *r, const char *text, h5ark_error *err) {
     r->args = json_object();
     if (!r->args) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     if (!*text) return 0;
     json_error_t jerr;
-    json_t *list = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+    /* (a parameter may be an object here, as rank 0 forwards them: its NULs are allowed
+     * as they are in a parameter given as text, and checked below alike) */
+    json_t *list = json_loads(text, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
     if (!list || !json_is_array(list)) {
         json_decref(list);
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "'args' is not a JSON list: %s",
@@ -58,14 +71,20 @@ static int parse_args(ak_request *r, const char *text, h5ark_error *err) {
     json_t *item;
     json_array_foreach(list, i, item) {
         if (rc) break;
-        json_t *param = json_is_string(item) ? json_loads(json_string_value(item), 0, &jerr)
-                                             : json_incref(item);
+        json_t *param = json_is_string(item)
+                            ? json_loads(json_string_value(item), JSON_ALLOW_NUL, &jerr)
+                            : json_incref(item);
         json_t *key = json_object_get(param, "key"), *val = json_object_get(param, "val");
         if (!json_is_object(param) || !json_is_string(key))
             rc = h5ark_fail(err, H5ARK_BAD_REQUEST,
                             "parameter %zu of 'args' is not an object with a string 'key'", i);
         else if (!json_is_string(val))
             rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "parameter '%.100s' has no string 'val'",
+                            json_string_value(key));
+        else if (holds_nul(val) && !bytes_key(json_string_value(key)))
+            rc = h5ark_fail(err, H5ARK_BAD_REQUEST,
+                            "parameter '%.100s' holds a NUL byte, which only a string compared "
+                            "with Strings may",
                             json_string_value(key));
         else if (json_object_get(r->args, json_string_value(key)))
             rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "parameter '%.100s' is given twice",
@@ -160,6 +179,17 @@ const char *ak_arg(const ak_request *r, const char *key) {
 int ak_arg_str(const ak_request *r, const char *key, const char **out, h5ark_error *err) {
     *out = ak_arg(r, key);
     if (!*out) return h5ark_fail(err, H5ARK_BAD_REQUEST, "missing argument '%s'", key);
+    if (holds_nul(json_object_get(r->args, key)))
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "argument '%s' holds a NUL byte", key);
+    return 0;
+}
+
+int ak_arg_bytes(const ak_request *r, const char *key, const char **out, size_t *len,
+                 h5ark_error *err) {
+    const json_t *v = json_object_get(r->args, key);
+    if (!json_is_string(v)) return h5ark_fail(err, H5ARK_BAD_REQUEST, "missing argument '%s'", key);
+    *out = json_string_value(v);
+    *len = json_string_length(v);
     return 0;
 }
 

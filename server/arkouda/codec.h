@@ -38,6 +38,9 @@ void ak_request_free(ak_request *r);
  * missing or not of the type. */
 const char *ak_arg(const ak_request *r, const char *key); /* NULL when absent */
 int ak_arg_str(const ak_request *r, const char *key, const char **out, h5ark_error *err);
+/* A string argument that is data (it may hold NULs): its bytes and length. */
+int ak_arg_bytes(const ak_request *r, const char *key, const char **out, size_t *len,
+                 h5ark_error *err);
 int ak_arg_int(const ak_request *r, const char *key, int64_t *out, h5ark_error *err);
 int ak_arg_uint(const ak_request *r, const char *key, uint64_t *out, h5ark_error *err);
 int ak_arg_double(const ak_request *r, const char *key, double *out, h5ark_error *err);

@@ -75,8 +75,10 @@ int ak_native_created(ak_ctx *ctx, const char *name, h5ark_value *args, h5ark_er
  * here). */
 int ak_reply_made(ak_ctx *ctx, dispatch_result *res, const char *name, h5ark_error *err);
 /* Strings made from `len` bytes (each string followed by a NUL; malloc'd, taken), reply
- * their created text. */
-int ak_strings_from_buffer(ak_ctx *ctx, char *bytes, uint64_t len, h5ark_error *err);
+ * their created text. `offsets` (count int64 starts, malloc'd, taken) say where each
+ * string starts, so a string may hold NULs; NULL: each NUL ends a string. */
+int ak_strings_from_buffer(ak_ctx *ctx, char *bytes, uint64_t len, int64_t *offsets, uint64_t count,
+                           h5ark_error *err);
 /* An Arkouda number string as a native argument: an integer kept exact (int64, or uint64
  * above it), else a float; NULL with bad_request naming `key` when it is neither. */
 h5ark_value *ak_number_value(const char *key, const char *text, h5ark_error *err);

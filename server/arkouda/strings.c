@@ -108,7 +108,7 @@ static int cmd_random_strings(ak_ctx *ctx, h5ark_error *err) {
             bytes[len++] = set[next_random(&state) % nset];
         bytes[len++] = '\0';
     }
-    return ak_strings_from_buffer(ctx, bytes, len, err);
+    return ak_strings_from_buffer(ctx, bytes, len, NULL, 0, err);
 }
 
 typedef struct {
@@ -181,10 +181,11 @@ static int cmd_binopvv(ak_ctx *ctx, h5ark_error *err) {
 /* segmentedBinopvs {op, objType, obj, otherType, other (the string)} */
 static int cmd_binopvs(ak_ctx *ctx, h5ark_error *err) {
     const char *text;
-    if (ak_arg_str(ctx->in, "other", &text, err)) return -1;
+    size_t text_len;
+    if (ak_arg_bytes(ctx->in, "other", &text, &text_len, err)) return -1;
     object *a = strings_arg(ctx, "obj", err);
     if (!a) return -1;
-    cmp_job j = {.a = a, .text = text, .text_len = strlen(text)};
+    cmp_job j = {.a = a, .text = text, .text_len = text_len};
     int rc = compare(ctx, &j, a->size, err);
     object_release(a);
     return rc;
@@ -209,13 +210,14 @@ static int cmd_index(ak_ctx *ctx, h5ark_error *err) {
                 rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "index %lld is out of bounds for %llu",
                                 (long long)i, (unsigned long long)s->size);
             } else {
-                /* from the rank holding it (strings hold no NUL: its length is strlen) */
-                char *p = strings_dup_ranks(s, (uint64_t)w, err);
+                /* from the rank holding it, its length from the offsets (NULs are data) */
+                uint64_t len;
+                char *p = strings_dup_ranks(s, (uint64_t)w, &len, err);
                 if (!p) {
                     object_release(s);
                     return -1;
                 }
-                json_t *str = json_stringn(p, strlen(p));
+                json_t *str = json_stringn(p, len);
                 free(p);
                 char *text = str ? json_dumps(str, JSON_ENCODE_ANY) : NULL;
                 rc = text ? ak_reply(ctx, err, "item str %s", text)
@@ -286,7 +288,8 @@ static int concatenate_ranks(ak_ctx *ctx, object *const *parts, size_t n, h5ark_
     for (size_t k = 0; runs && k < n; at += parts[k++]->size)
         for (int b = first; b < first + T; b++) {
             const shard *seg = &parts[k]->segments->shards[b], *val = &parts[k]->values->shards[b];
-            runs[nruns++] = (strings_run){at + seg->start, seg->count, val->data, val->count};
+            runs[nruns++] = (strings_run){at + seg->start, seg->count, val->data,
+                                          val->count,      seg->data,  (int64_t)val->start};
         }
     object *out = NULL;
     int rc = ranks_agree(
@@ -322,20 +325,33 @@ static int cmd_concatenate(ak_ctx *ctx, h5ark_error *err) {
          * collectives of the placing */
         if ((rc = ranks_agree(rc, err)) == 0) rc = concatenate_ranks(ctx, parts, n, err);
     } else {
-        char *bytes = rc == 0 ? malloc(total ? total : 1) : NULL;
-        if (rc == 0 && !bytes) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        uint64_t at = 0;
+        uint64_t count = 0;
         for (size_t k = 0; rc == 0 && k < n; k++)
-            for (int b = 0; b < parts[k]->values->nshards; b++) {
-                const shard *s = &parts[k]->values->shards[b];
+            count += parts[k]->size;
+        char *bytes = rc == 0 ? malloc(total ? total : 1) : NULL;
+        int64_t *offs = rc == 0 ? malloc(count ? count * 8 : 1) : NULL;
+        if (rc == 0 && (!bytes || !offs))
+            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        /* the bytes end to end, and each part's offsets moved by the bytes before it */
+        uint64_t at = 0, i = 0;
+        for (size_t k = 0; rc == 0 && k < n; k++) {
+            const darray *segs = parts[k]->segments, *vals = parts[k]->values;
+            for (int b = 0; b < segs->nshards; b++)
+                for (uint64_t q = 0; q < segs->shards[b].count; q++)
+                    offs[i++] = (int64_t)at + ((const int64_t *)segs->shards[b].data)[q];
+            for (int b = 0; b < vals->nshards; b++) {
+                const shard *s = &vals->shards[b];
                 if (s->count) memcpy(bytes + at, s->data, s->count); /* (empty: no data) */
                 at += s->count;
             }
+        }
         if (rc == 0) {
-            rc = ak_strings_from_buffer(ctx, bytes, total, err);
+            rc = ak_strings_from_buffer(ctx, bytes, total, offs, count, err);
             bytes = NULL;
+            offs = NULL;
         }
         free(bytes);
+        free(offs);
     }
     for (size_t k = 0; parts && k < n; k++)
         object_release(parts[k]);
@@ -345,26 +361,30 @@ static int cmd_concatenate(ak_ctx *ctx, h5ark_error *err) {
 }
 
 /* String p[0..n) cut at the pattern (at most `max` cuts; 0: all, negative: none), the
- * pieces written to out, each followed by a NUL: at most n + 1 bytes, the pattern being at
- * least one byte. Returns the pieces; *written the bytes. */
+ * pieces written to out, each followed by a NUL, and where each starts (from `at`) to
+ * starts: at most n + 1 bytes and n + 1 pieces, the pattern being at least one byte. With
+ * out NULL the pieces are only counted. Returns the pieces; *written the bytes. */
 static uint64_t split_string(const char *p, uint64_t n, const char *pattern, size_t plen,
-                             int64_t max, char *out, uint64_t *written) {
+                             int64_t max, char *out, int64_t *starts, uint64_t at,
+                             uint64_t *written) {
     const char *end = p + n;
-    char *o = out;
-    uint64_t pieces = 0;
+    uint64_t pieces = 0, w = 0;
     for (int64_t splits = 0;; splits++) {
         const char *hit = (max == 0 || splits < max) && (size_t)(end - p) >= plen
                               ? memmem(p, (size_t)(end - p), pattern, plen)
                               : NULL;
         const char *stop = hit ? hit : end;
-        memcpy(o, p, (size_t)(stop - p));
-        o += stop - p;
-        *o++ = '\0';
+        if (out) {
+            starts[pieces] = (int64_t)(at + w);
+            memcpy(out + w, p, (size_t)(stop - p));
+            out[w + (uint64_t)(stop - p)] = '\0';
+        }
+        w += (uint64_t)(stop - p) + 1;
         pieces++;
         if (!hit) break;
         p = hit + plen;
     }
-    *written = (uint64_t)(o - out);
+    *written = w;
     return pieces;
 }
 
@@ -373,25 +393,29 @@ typedef struct {
     const char *pattern;
     size_t plen;
     int64_t max;
-    object *segs;   /* NULL, or each string's first piece (counted within its locale here) */
-    char *buf;      /* this rank's pieces: a locale's where its strings' bytes would lie */
-    uint64_t base;  /* the values byte of this rank's first */
-    uint64_t *made; /* per local locale: pieces, then bytes */
-    uint64_t *row0; /* per local locale: its first piece's row of the whole */
+    object *segs;     /* NULL, or each string's first piece (counted within its locale here) */
+    char *buf;        /* this rank's pieces: a locale's where its strings' bytes would lie */
+    int64_t *starts;  /* NULL: count the pieces; else where each piece starts in its locale's */
+    uint64_t base;    /* the values byte of this rank's first */
+    uint64_t *made;   /* per local locale: pieces, then bytes */
+    uint64_t *row0;   /* per local locale: its first piece's row of the whole */
+    uint64_t *piece0; /* per local locale: its first piece's index in starts */
 } split_job;
 
 static void split_locale(int b, void *arg) {
     split_job *j = arg;
     int t = b - locales_local_first();
     const shard *val = &j->s->values->shards[b];
-    char *out = j->buf + (val->start - j->base);
+    char *out = j->starts ? j->buf + (val->start - j->base) : NULL;
+    int64_t *starts = j->starts ? j->starts + j->piece0[t] : NULL;
     int64_t *first = j->segs ? j->segs->values->shards[b].data : NULL;
     uint64_t pieces = 0, at = 0;
     for (uint64_t k = 0; k < j->s->segments->shards[b].count; k++) {
         uint64_t n, w;
         const char *p = string_in_shard(j->s, b, k, &n);
         if (first) first[k] = (int64_t)pieces;
-        pieces += split_string(p, n, j->pattern, j->plen, j->max, out + at, &w);
+        pieces += split_string(p, n, j->pattern, j->plen, j->max, out ? out + at : NULL,
+                               starts ? starts + pieces : NULL, at, &w);
         at += w;
     }
     j->made[2 * t] = pieces;
@@ -420,13 +444,23 @@ static int split_ranks(ak_ctx *ctx, split_job *j, object **made, h5ark_error *er
     j->base = s->values->shards[first].start;
     j->made = sysio.calloc(2 * (size_t)T, sizeof *j->made);
     j->row0 = sysio.calloc((size_t)T, sizeof *j->row0);
+    j->piece0 = sysio.calloc((size_t)T, sizeof *j->piece0);
     strings_run *runs = sysio.calloc((size_t)T, sizeof *runs);
     object *out = NULL;
-    int rc = counts && j->made && j->row0 && runs
+    int rc = counts && j->made && j->row0 && j->piece0 && runs
                  ? 0
                  : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me);
+    if (ranks_agree(rc, err)) goto fail;
+    /* the pieces counted, then made with their starts (a piece's NULs are its data) */
+    locales_run(split_locale, j);
+    uint64_t npieces = 0;
+    for (int t = 0; t < T; t++) {
+        j->piece0[t] = npieces;
+        npieces += j->made[2 * t];
+    }
     /* a piece takes no more bytes than its string (the pattern is at least one byte) */
-    if (ranks_agree(rc, err) || registry_scratch_ranks(local, (void **)&j->buf, &reserved, err))
+    if (registry_scratch_ranks(local, (void **)&j->buf, &reserved, err) ||
+        registry_scratch_ranks(npieces * 8, (void **)&j->starts, &reserved, err))
         goto fail;
     locales_run(split_locale, j);
     for (int t = 0; t < T; t++)
@@ -439,15 +473,20 @@ static int split_ranks(ak_ctx *ctx, split_job *j, object **made, h5ark_error *er
     }
     for (int t = 0; t < T; t++) {
         j->row0[t] = row;
-        runs[t] = (strings_run){row, j->made[2 * t],
+        runs[t] = (strings_run){row,
+                                j->made[2 * t],
                                 j->buf + (s->values->shards[first + t].start - j->base),
-                                j->made[2 * t + 1]};
+                                j->made[2 * t + 1],
+                                j->starts + j->piece0[t],
+                                0};
         row += j->made[2 * t];
     }
     if (j->segs) locales_run(split_rebase, j);
     if (!(out = strings_place_ranks(total, runs, (size_t)T, err))) goto fail;
     free(j->buf); /* given back before the pieces are published */
+    free(j->starts);
     j->buf = NULL;
+    j->starts = NULL;
     rc = ak_reply_created(ctx, out, err);
     goto done;
 fail:
@@ -456,7 +495,9 @@ done:
     free(counts);
     free(j->made);
     free(j->row0);
+    free(j->piece0);
     free(j->buf);
+    free(j->starts);
     free(runs);
     registry_unreserve(reserved);
     if (rc == 0)
@@ -470,9 +511,10 @@ done:
  * the native put. */
 static int split_one_rank(ak_ctx *ctx, split_job *j, h5ark_error *err) {
     const object *s = j->s;
-    uint64_t len = 0, cap = 1 << 16, pieces = 0;
+    uint64_t len = 0, cap = 1 << 16, pieces = 0, pcap = 1 << 12;
     char *buf = malloc(cap);
-    int rc = buf ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    int64_t *starts = malloc(pcap * sizeof *starts);
+    int rc = buf && starts ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     for (uint64_t i = 0; rc == 0 && i < s->size; i++) {
         uint64_t n, w;
         const char *p = ak_string_at(s, i, &n);
@@ -487,14 +529,27 @@ static int split_one_rank(ak_ctx *ctx, split_job *j, h5ark_error *err) {
             buf = bigger;
             cap = want;
         }
-        pieces += split_string(p, n, j->pattern, j->plen, j->max, buf + len, &w);
+        if (pieces + n + 1 > pcap) {
+            uint64_t want = (pieces + n + 1) * 2;
+            int64_t *bigger = realloc(starts, want * sizeof *starts);
+            if (!bigger) {
+                rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+                break;
+            }
+            starts = bigger;
+            pcap = want;
+        }
+        pieces +=
+            split_string(p, n, j->pattern, j->plen, j->max, buf + len, starts + pieces, len, &w);
         len += w;
     }
     if (rc == 0) {
-        rc = ak_strings_from_buffer(ctx, buf, len, err);
+        rc = ak_strings_from_buffer(ctx, buf, len, starts, pieces, err);
         buf = NULL;
+        starts = NULL;
     }
     free(buf);
+    free(starts);
     return rc;
 }
 

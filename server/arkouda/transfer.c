@@ -107,45 +107,70 @@ static int cmd_array(ak_ctx *ctx, h5ark_error *err) {
                        err);
 }
 
-/* Strings from p's bytes (each string followed by a NUL) through the native put, which
- * takes the start offsets as well: they are found here and sent as a first buffer. */
-static int strings_created(ak_ctx *ctx, const h5ark_payload *p, h5ark_error *err) {
-    uint64_t count = 0;
+static void free_buffer(void *data, void *hint) {
+    (void)hint;
+    free(data);
+}
+
+/* The start offsets of p's strings found from their NULs (each string followed by one, no
+ * NUL inside: Arkouda's arraySegString, which sends no offsets), as a frame in *segs;
+ * *count the strings. */
+static int offsets_from_nuls(const h5ark_payload *p, zmq_msg_t *segs, uint64_t *count,
+                             h5ark_error *err) {
+    uint64_t n = 0;
     for (size_t f = 0; f < p->count; f++) {
         const char *b = zmq_msg_data(&p->frames[f]);
-        size_t n = zmq_msg_size(&p->frames[f]);
-        for (size_t i = 0; i < n; i++)
-            count += b[i] == '\0';
+        size_t len = zmq_msg_size(&p->frames[f]);
+        for (size_t i = 0; i < len; i++)
+            n += b[i] == '\0';
     }
-    int rc = 0;
     if (p->total) {
         zmq_msg_t *last = &p->frames[p->count - 1];
-        size_t n = zmq_msg_size(last);
-        if (n == 0 || ((const char *)zmq_msg_data(last))[n - 1] != '\0')
-            rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "the strings' bytes must end with a NUL");
+        size_t len = zmq_msg_size(last);
+        if (len == 0 || ((const char *)zmq_msg_data(last))[len - 1] != '\0')
+            return h5ark_fail(err, H5ARK_BAD_REQUEST, "the strings' bytes must end with a NUL");
     }
-    if (rc == 0 && count > UINT64_MAX / 8)
-        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "too many strings");
-    bool reserved = rc == 0 && registry_reserve(count * 8, err) == 0;
-    if (!reserved) rc = -1;
+    if (n > UINT64_MAX / 8) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "too many strings");
+    if (zmq_msg_init_size(segs, (size_t)(n * 8)) != 0)
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    int64_t *offsets = zmq_msg_data(segs);
+    uint64_t at = 0, k = 0;
+    bool start = true;
+    for (size_t f = 0; f < p->count; f++) {
+        const char *b = zmq_msg_data(&p->frames[f]);
+        size_t len = zmq_msg_size(&p->frames[f]);
+        for (size_t i = 0; i < len; i++, at++) {
+            if (start) offsets[k++] = (int64_t)at;
+            start = b[i] == '\0';
+        }
+    }
+    *count = n;
+    return 0;
+}
+
+/* Strings from p's bytes (each string followed by a NUL) through the native put, which
+ * takes the start offsets as well, sent as a first buffer: `segs` (count int64, taken)
+ * when given, else found from the NULs. */
+static int strings_created(ak_ctx *ctx, const h5ark_payload *p, int64_t *segs_given, uint64_t count,
+                           h5ark_error *err) {
     zmq_msg_t segs;
-    bool have = rc == 0 && zmq_msg_init_size(&segs, (size_t)(count * 8)) == 0;
-    if (rc == 0 && !have) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    int rc = 0;
+    bool have = false;
+    if (segs_given) {
+        if (zmq_msg_init_data(&segs, segs_given, (size_t)(count * 8), free_buffer, NULL) == 0)
+            have = true;
+        else
+            free(segs_given), rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    } else {
+        rc = offsets_from_nuls(p, &segs, &count, err);
+        have = rc == 0;
+    }
+    bool reserved = rc == 0 && registry_reserve(count * 8, err) == 0;
+    if (rc == 0 && !reserved) rc = -1;
     /* a payload of the offsets, then the bytes (frames shared, not copied) */
     request sub = *ctx->req;
     h5ark_payload_init(&sub.payload);
-    if (have) {
-        int64_t *offsets = zmq_msg_data(&segs);
-        uint64_t at = 0, k = 0;
-        bool start = true;
-        for (size_t f = 0; f < p->count; f++) {
-            const char *b = zmq_msg_data(&p->frames[f]);
-            size_t n = zmq_msg_size(&p->frames[f]);
-            for (size_t i = 0; i < n; i++, at++) {
-                if (start) offsets[k++] = (int64_t)at;
-                start = b[i] == '\0';
-            }
-        }
+    if (rc == 0) {
         int bad = h5ark_payload_append(&sub.payload, &segs);
         for (size_t f = 0; !bad && f < p->count; f++) {
             zmq_msg_t copy;
@@ -153,9 +178,9 @@ static int strings_created(ak_ctx *ctx, const h5ark_payload *p, h5ark_error *err
             bad = zmq_msg_copy(&copy, &p->frames[f]) || h5ark_payload_append(&sub.payload, &copy);
             zmq_msg_close(&copy);
         }
-        zmq_msg_close(&segs);
         if (bad) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     }
+    if (have) zmq_msg_close(&segs);
     /* in a command every rank runs, the ranks agree before the put they make together */
     if (ranks_call_seq()) rc = ranks_agree(rc, err);
     if (rc == 0) {
@@ -170,11 +195,6 @@ static int strings_created(ak_ctx *ctx, const h5ark_payload *p, h5ark_error *err
     h5ark_payload_free(&sub.payload);
     if (reserved) registry_unreserve(count * 8);
     return rc;
-}
-
-static void free_buffer(void *data, void *hint) {
-    (void)hint;
-    free(data);
 }
 
 /* A payload of one frame owning `data` (malloc'd, taken whatever happens; none when len is
@@ -196,18 +216,23 @@ static int payload_taking(h5ark_payload *p, void *data, uint64_t len, h5ark_erro
     return rc;
 }
 
-int ak_strings_from_buffer(ak_ctx *ctx, char *bytes, uint64_t len, h5ark_error *err) {
+int ak_strings_from_buffer(ak_ctx *ctx, char *bytes, uint64_t len, int64_t *offsets, uint64_t count,
+                           h5ark_error *err) {
     h5ark_payload p;
     int rc = payload_taking(&p, bytes, len, err);
-    if (rc == 0)
-        rc = strings_created(ctx, &p, err);
-    else if (ranks_call_seq()) /* the agreement strings_created makes */
-        ranks_agree(rc, err);
+    if (rc == 0) {
+        rc = strings_created(ctx, &p, offsets, count, err);
+    } else {
+        free(offsets);
+        if (ranks_call_seq()) /* the agreement strings_created makes */
+            ranks_agree(rc, err);
+    }
     h5ark_payload_free(&p);
     return rc;
 }
 
-/* arraySegString<uint8> {size}: the strings' bytes, each followed by a NUL. */
+/* arraySegString<uint8> {size}: the strings' bytes, each followed by a NUL. No offsets come:
+ * as at Arkouda's server, each NUL ends a string. */
 static int cmd_array_strings(ak_ctx *ctx, h5ark_error *err) {
     const h5ark_payload *p = &ctx->req->payload;
     uint64_t size;
@@ -215,7 +240,7 @@ static int cmd_array_strings(ak_ctx *ctx, h5ark_error *err) {
     if (size != p->total)
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "argument 'size' is %llu but %llu bytes came",
                           (unsigned long long)size, (unsigned long long)p->total);
-    return strings_created(ctx, p, err);
+    return strings_created(ctx, p, NULL, 0, err);
 }
 
 typedef struct {

@@ -764,11 +764,12 @@ out:
 /* ---- records of varying length: keys with strings ----
  *
  * A record is its length (a native uint64) then its bytes: each key in turn, a numeric
- * key as its encoding in 8 big-endian bytes, a strings key as its bytes and the NUL (no
- * string holds a NUL, so no key's bytes are a prefix of another's), then the row in 8
- * big-endian bytes. memcmp of two records' bytes (the shorter first when one is a prefix
- * of the other) is then the order (key tuple, row) of the one-rank sort, and two rows
- * have the same keys exactly when their records agree up to the row. */
+ * key as its encoding in 8 big-endian bytes, a strings key as its bytes with each NUL
+ * written as NUL 0x01, then NUL NUL (so no key's bytes are a prefix of another's, and a
+ * string sorts before every longer one it begins), then the row in 8 big-endian bytes.
+ * memcmp of two records' bytes (the shorter first when one is a prefix of the other) is
+ * then the order (key tuple, row) of the one-rank sort, and two rows have the same keys
+ * exactly when their records agree up to the row. */
 
 static void put_be64(char *p, uint64_t v) {
     for (int i = 7; i >= 0; i--) {
@@ -837,12 +838,20 @@ static uint64_t brec_make(const object *const *src, size_t nkeys, uint64_t row, 
         const object *s = src[k];
         if (s->objtype == H5ARK_STRINGS) {
             strref t = local_str(s, row);
-            if (q) {
-                memcpy(q, t.p, t.len);
-                q[t.len] = '\0';
-                q += t.len + 1;
+            /* the bytes between NULs copied whole, each NUL as NUL 0x01, then NUL NUL */
+            for (const char *p = t.p, *end = t.p + t.len;;) {
+                const char *z = p < end ? memchr(p, '\0', (size_t)(end - p)) : NULL;
+                size_t run = (size_t)((z ? z : end) - p);
+                if (q) {
+                    memcpy(q, p, run);
+                    q[run] = '\0';
+                    q[run + 1] = z ? 1 : 0;
+                    q += run + 2;
+                }
+                len += run + 2;
+                if (!z) break;
+                p = z + 1;
             }
-            len += t.len + 1;
         } else {
             if (q) {
                 put_be64(q, enc_elem(span_at(s->values, row, NULL), s->values->dtype));
@@ -1324,12 +1333,12 @@ static object *take_ranks(const object *src, const object *idx, h5ark_error *err
     return out;
 }
 
-/* Several ranks: the strings of src at rows[0..nrows), wherever they lie: lens[i] the bytes
- * of string i with its NUL, *bytes (scratch reserved into *reserved) the strings back to
- * back in that order. Each rank asks the ranks holding the rows (all-to-alls of the
- * counts, the rows, the lengths and the bytes). */
-static int fetch_strings(const object *src, const uint64_t *rows, uint64_t nrows, uint64_t *lens,
-                         char **bytes, uint64_t *reserved, h5ark_error *err) {
+/* Several ranks: the strings of src at rows[0..nrows), wherever they lie: offs[i] where
+ * string i starts in *bytes (scratch reserved into *reserved; *nbytes of them), the strings
+ * back to back in that order, each followed by its NUL. Each rank asks the ranks holding the rows
+ * (all-to-alls of the counts, the rows, the lengths and the bytes). */
+static int fetch_strings(const object *src, const uint64_t *rows, uint64_t nrows, uint64_t *offs,
+                         char **bytes, uint64_t *nbytes, uint64_t *reserved, h5ark_error *err) {
     int R = ranks_count(), me = ranks_self(), rc = 0;
     uint64_t nin = 0, inbytes = 0, outbytes = 0;
     uint64_t *cnt = calloc((size_t)R, 8), *rcnt = calloc((size_t)R, 8);
@@ -1390,23 +1399,17 @@ static int fetch_strings(const object *src, const uint64_t *rows, uint64_t nrows
     if (ranks_alltoallv(rep, bsc, back, rcv, err)) goto fail;
     /* back in the order asked: where each string starts in the result */
     for (uint64_t k = 0; k < nrows; k++)
-        lens[order[k]] = glen[k];
-    uint64_t *at = NULL; /* where each request's string goes in the result */
-    if (registry_scratch_ranks(nrows * 8, (void **)&at, reserved, err)) goto fail;
+        offs[order[k]] = glen[k];
     for (uint64_t i = 0, p = 0; i < nrows; i++) {
-        uint64_t l = lens[i];
-        lens[i] = p; /* for now: the offset */
+        uint64_t l = offs[i];
+        offs[i] = p;
         p += l;
     }
-    for (uint64_t k = 0; k < nrows; k++)
-        at[k] = lens[order[k]];
     for (uint64_t k = 0, p = 0; k < nrows; k++) {
-        memcpy(*bytes + at[k], back + p, glen[k]);
+        memcpy(*bytes + offs[order[k]], back + p, glen[k]);
         p += glen[k];
     }
-    for (uint64_t k = 0; k < nrows; k++)
-        lens[order[k]] = glen[k];
-    free(at);
+    *nbytes = outbytes;
     goto out;
 fail:
     rc = -1;
@@ -1433,20 +1436,20 @@ static object *take_strings_ranks(const object *src, const object *idx, const ch
     uint64_t elen = extra ? strlen(extra) + 1 : 0, o0, o1, reserved = 0, nbytes = 0;
     rank_range(count, ranks_self(), &o0, &o1);
     uint64_t m = o1 < ntake ? o1 - o0 : ntake > o0 ? ntake - o0 : 0; /* rows from src */
-    uint64_t *rows = NULL, *lens = NULL;
+    uint64_t *rows = NULL, *offs = NULL;
     char *bytes = NULL;
     object *out = NULL;
     if (registry_scratch_ranks(m * 16, (void **)&rows, &reserved, err)) goto out;
-    lens = rows + m;
+    offs = rows + m;
     for (uint64_t i = 0; i < m; i++)
         rows[i] = o0 + i;
     /* fetch_rows reads every row asked before it writes a result: in place is safe */
     if (idx && fetch_rows(idx->values, (const int64_t *)rows, m, rows, err)) goto out;
-    if (fetch_strings(src, rows, m, lens, &bytes, &reserved, err)) goto out;
-    for (uint64_t i = 0; i < m; i++)
-        nbytes += lens[i];
+    if (fetch_strings(src, rows, m, offs, &bytes, &nbytes, &reserved, err)) goto out;
     /* this rank's block: the strings taken, then the extra one when it falls here */
-    strings_run runs[2] = {{o0, m, bytes, nbytes}, {ntake, 1, extra, elen}};
+    static const int64_t zero = 0;
+    strings_run runs[2] = {{o0, m, bytes, nbytes, (const int64_t *)offs, 0},
+                           {ntake, 1, extra, elen, &zero, 0}};
     out = strings_from_block_ranks(count, runs, extra && ntake >= o0 && ntake < o1 ? 2 : 1, err);
 out:
     free(rows);

@@ -2,8 +2,9 @@
  * one shard per locale, allocated by that locale's thread. pdarray: `values` holds the
  * elements, block-distributed. strings: `segments` (int64) holds each string's start
  * offset in the whole concatenated byte stream, block-distributed by string; `values`
- * (uint8) holds the bytes, each string followed by one NUL, sharded so that every string
- * lies whole on the locale that holds its segment. arrayview: a pdarray's `values` with an
+ * (uint8) holds the bytes, each string followed by one NUL (a string may hold NULs of its
+ * own: it ends a byte before the next offset), sharded so that every string lies whole on
+ * the locale that holds its segment. arrayview: a pdarray's `values` with an
  * N-d `shape`. Composites (segarray, categorical, groupby, dataframe, index, multiindex,
  * and bigint pdarrays, whose limbs are uint64 pdarrays) hold no arrays of their own: they
  * are an ordered list of named components, each an object. Objects are immutable once

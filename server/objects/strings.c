@@ -18,7 +18,7 @@ uint64_t strings_offset(const object *s, uint64_t i) {
     return ((const int64_t *)sh->data)[i - sh->start];
 }
 
-char *strings_dup(const object *s, uint64_t i) {
+char *strings_dup(const object *s, uint64_t i, uint64_t *len) {
     uint64_t a = strings_offset(s, i), b = strings_offset(s, i + 1);
     char *out = malloc(b - a + 1);
     if (!out) return NULL;
@@ -27,6 +27,7 @@ char *strings_dup(const object *s, uint64_t i) {
         out[k - a] = ((const char *)sh->data)[k - sh->start];
     }
     out[b - a] = '\0';
+    if (len) *len = b - a - 1; /* the offsets say where it ends: its own NULs are data */
     return out;
 }
 
@@ -39,13 +40,12 @@ uint64_t strings_check_shard(const object *s, int locale) {
     for (uint64_t i = 0; i < seg->count; i++) {
         uint64_t from = (uint64_t)off[i];
         uint64_t to = i + 1 < seg->count ? (uint64_t)off[i + 1] : end;
-        /* from..to must lie in this shard's bytes and hold at least the NUL */
+        /* from..to must lie in this shard's bytes and end in the NUL after the string (NULs
+         * before it are the string's own bytes) */
         if (off[i] < 0 || from < val->start || to > end || to <= from ||
             (i == 0 && from != val->start))
             return seg->start + i;
-        const char *str = bytes + (from - val->start);
-        size_t len = (size_t)(to - from) - 1;
-        if (str[len] != '\0' || memchr(str, '\0', len)) return seg->start + i;
+        if (bytes[to - 1 - val->start] != '\0') return seg->start + i;
     }
     return UINT64_MAX;
 }
@@ -189,7 +189,8 @@ object *strings_from_payload(uint64_t n, const h5ark_payload *payload, const h5a
         if (bad != UINT64_MAX)
             h5ark_fail(err, H5ARK_BAD_REQUEST,
                        "string %llu is malformed: segments must start at 0 and increase, and "
-                       "each string must end in exactly one NUL byte",
+                       "each string must be followed by a NUL byte (the byte before the next "
+                       "offset)",
                        (unsigned long long)bad);
         else
             h5ark_fail(err, H5ARK_BAD_REQUEST, "the payload is shorter than its buffers declare");
@@ -198,9 +199,9 @@ object *strings_from_payload(uint64_t n, const h5ark_payload *payload, const h5a
     return obj;
 }
 
-char *strings_dup_ranks(const object *s, uint64_t i, h5ark_error *err) {
+char *strings_dup_ranks(const object *s, uint64_t i, uint64_t *slen, h5ark_error *err) {
     if (ranks_count() == 1) {
-        char *out = strings_dup(s, i);
+        char *out = strings_dup(s, i, slen);
         if (!out) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         return out;
     }
@@ -231,6 +232,7 @@ char *strings_dup_ranks(const object *s, uint64_t i, h5ark_error *err) {
     if (ranks_agree(out ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory"), err) ||
         ranks_bcast(holder, out, len, err))
         goto fail;
+    if (slen) *slen = len - 1;
     return out;
 fail:
     free(out);
@@ -239,11 +241,16 @@ fail:
 
 /* ---- several ranks: strings laid out from runs ---- */
 
+/* Where string k of a run starts in its bytes (k == count: where its bytes end). */
+static uint64_t run_at(const strings_run *run, uint64_t k) {
+    return k < run->count ? (uint64_t)(run->offsets[k] - run->base) : run->nbytes;
+}
+
 typedef struct {
     const strings_run *runs;
     object *out;
-    size_t *run_at;    /* per local locale: the run holding its first string */
-    uint64_t *byte_at; /* and where that string starts in it */
+    size_t *run_at;   /* per local locale: the run holding its first string */
+    uint64_t *str_at; /* and that string's index in it */
 } block_job;
 
 /* Locale b's strings from the runs: each string's offset, the bytes a run's part at once. */
@@ -253,16 +260,15 @@ static void fill_block(int b, void *arg) {
     shard *seg = &j->out->segments->shards[b], *val = &j->out->values->shards[b];
     int64_t *off = seg->data;
     size_t r = j->run_at[t];
-    uint64_t at = j->byte_at[t], q = 0;
-    for (uint64_t i = 0; i < seg->count; r++, at = 0) {
+    uint64_t k = j->str_at[t], q = 0;
+    for (uint64_t i = 0; i < seg->count; r++, k = 0) {
         const strings_run *run = &j->runs[r];
-        uint64_t from = at;
-        for (; i < seg->count && at < run->nbytes; i++) {
-            off[i] = (int64_t)(val->start + q + (at - from));
-            at += strlen(run->bytes + at) + 1;
-        }
-        if (at > from) memcpy((char *)val->data + q, run->bytes + from, at - from);
-        q += at - from;
+        uint64_t from = run_at(run, k);
+        for (; i < seg->count && k < run->count; i++, k++)
+            off[i] = (int64_t)(val->start + q + (run_at(run, k) - from));
+        uint64_t to = run_at(run, k);
+        if (to > from) memcpy((char *)val->data + q, run->bytes + from, to - from);
+        q += to - from;
     }
 }
 
@@ -273,31 +279,29 @@ object *strings_from_block_ranks(uint64_t n, const strings_run *runs, size_t nru
     uint64_t *bc = sysio.calloc((size_t)L, sizeof *bc);
     block_job j = {.runs = runs,
                    .run_at = sysio.calloc((size_t)T, sizeof *j.run_at),
-                   .byte_at = sysio.calloc((size_t)T, sizeof *j.byte_at)};
+                   .str_at = sysio.calloc((size_t)T, sizeof *j.str_at)};
     object *out = NULL;
-    int rc = bc && j.run_at && j.byte_at
+    int rc = bc && j.run_at && j.str_at
                  ? 0
                  : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", ranks_self());
-    /* the strings in row order: where each local locale's first lies, and its bytes */
+    /* the strings in row order: where each local locale's first lies, and its bytes; each
+     * string runs from its offset to the next and ends in a NUL */
     uint64_t row = lo, next = lo; /* next: where local locale t starts */
     int t = 0;
     for (size_t r = 0; rc == 0 && r < nruns; r++) {
         const strings_run *run = &runs[r];
-        uint64_t at = 0;
-        bool bad = run->row != row || run->count > hi - row;
+        bool bad = run->row != row || run->count > hi - row || run_at(run, 0) != 0;
         for (uint64_t i = 0; !bad && i < run->count; i++, row++) {
             for (; t < T && next == row; t++) { /* (empty locales share a start) */
                 j.run_at[t] = r;
-                j.byte_at[t] = at;
+                j.str_at[t] = i;
                 next = t + 1 < T ? locales_block_start(n, L, first + t + 1) : UINT64_MAX;
             }
-            const char *nul = memchr(run->bytes + at, '\0', run->nbytes - at);
-            bad = !nul;
-            uint64_t len = bad ? 0 : (uint64_t)(nul - run->bytes) + 1 - at;
-            bc[first + t - 1] += len;
-            at += len;
+            uint64_t from = run_at(run, i), to = run_at(run, i + 1);
+            bad = to <= from || to > run->nbytes || run->bytes[to - 1] != '\0';
+            bc[first + t - 1] += bad ? 0 : to - from;
         }
-        if (bad || at != run->nbytes)
+        if (bad)
             rc = h5ark_fail(err, H5ARK_INTERNAL,
                             "rank %d: strings for rows from %llu are not the %llu strings "
                             "expected there",
@@ -314,7 +318,7 @@ object *strings_from_block_ranks(uint64_t n, const strings_run *runs, size_t nru
     }
     free(bc);
     free(j.run_at);
-    free(j.byte_at);
+    free(j.str_at);
     return out;
 }
 
@@ -336,8 +340,8 @@ static int rank_holding(const uint64_t *starts, int R, uint64_t row) {
     return q;
 }
 
-/* The runs cut at the ranks' blocks (`starts`) into *pieces; -1 when a run does not hold
- * its strings. */
+/* The runs cut at the ranks' blocks (`starts`) into *pieces; -1 when a run's offsets leave
+ * its bytes. */
 static int cut_runs(const strings_run *runs, size_t nruns, const uint64_t *starts, int R,
                     strings_piece *pieces, size_t *np) {
     size_t k = 0;
@@ -349,16 +353,12 @@ static int cut_runs(const strings_run *runs, size_t nruns, const uint64_t *start
         uint64_t i = 0, at = 0; /* strings and bytes of the run passed */
         for (int q = q0; q <= q1; q++) {
             uint64_t end = q == q1 ? run->count : starts[q + 1] - run->row, i0 = i, at0 = at;
-            if (q == q1) {
-                i = end;
-                at = run->nbytes;
-            }
-            for (; i < end; i++) {
-                const char *nul = memchr(run->bytes + at, '\0', run->nbytes - at);
-                if (!nul) return -1;
-                at = (uint64_t)(nul - run->bytes) + 1;
-            }
-            pieces[k++] = (strings_piece){q, {run->row + i0, i - i0, run->bytes + at0, at - at0}};
+            i = end;
+            at = run_at(run, end);
+            if (at < at0 || at > run->nbytes) return -1;
+            pieces[k++] = (strings_piece){q,
+                                          {run->row + i0, i - i0, run->bytes + at0, at - at0,
+                                           run->offsets + i0, run->base + (int64_t)at0}};
         }
     }
     *np = k;
@@ -368,9 +368,11 @@ static int cut_runs(const strings_run *runs, size_t nruns, const uint64_t *start
 object *strings_place_ranks(uint64_t n, const strings_run *runs, size_t nruns, h5ark_error *err) {
     int R = ranks_count(), me = ranks_self(), T = locales_local_count(), L = locales_count();
     uint64_t reserved = 0, *starts = sysio.calloc((size_t)R + 1, sizeof *starts);
-    uint64_t *cnt = sysio.calloc(2 * (size_t)R, 8), *rcnt = sysio.calloc(2 * (size_t)R, 8);
+    uint64_t *cnt = sysio.calloc(3 * (size_t)R, 8), *rcnt = sysio.calloc(3 * (size_t)R, 8);
     uint64_t *sc = sysio.calloc((size_t)R, 8), *rcv = sysio.calloc((size_t)R, 8);
     uint64_t *hdr = NULL, *rhdr = NULL, outbytes = 0, inbytes = 0, nout = 0, nin = 0;
+    uint64_t outstr = 0, instr = 0;
+    int64_t *sendo = NULL, *recvo = NULL;
     char *sendb = NULL, *recvb = NULL;
     strings_piece *pieces = NULL;
     strings_run *got = NULL;
@@ -387,28 +389,36 @@ object *strings_place_ranks(uint64_t n, const strings_run *runs, size_t nruns, h
     if (rc) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me);
     if (rc == 0 && cut_runs(runs, nruns, starts, R, pieces, &np))
         rc = h5ark_fail(err, H5ARK_INTERNAL, "rank %d: a run does not hold its strings", me);
-    /* how many pieces and bytes go to each other rank (a rank's own stay where they are) */
+    /* how many pieces, bytes and strings go to each other rank (a rank's own stay where they
+     * are) */
     for (size_t k = 0; rc == 0 && k < np; k++) {
         if (pieces[k].to == me) continue;
-        cnt[2 * pieces[k].to]++;
-        cnt[2 * pieces[k].to + 1] += pieces[k].run.nbytes;
+        cnt[3 * pieces[k].to]++;
+        cnt[3 * pieces[k].to + 1] += pieces[k].run.nbytes;
+        cnt[3 * pieces[k].to + 2] += pieces[k].run.count;
         nout++;
         outbytes += pieces[k].run.nbytes;
+        outstr += pieces[k].run.count;
     }
     for (int q = 0; rc == 0 && q < R; q++)
-        sc[q] = 16;
+        sc[q] = 24;
     if (ranks_agree(rc, err) || ranks_alltoallv(cnt, sc, rcnt, sc, err)) goto out;
     for (int q = 0; q < R; q++) {
-        nin += rcnt[2 * q];
-        inbytes += rcnt[2 * q + 1];
+        nin += rcnt[3 * q];
+        inbytes += rcnt[3 * q + 1];
+        instr += rcnt[3 * q + 2];
     }
     if (registry_scratch_ranks(nout * 24, (void **)&hdr, &reserved, err) ||
         registry_scratch_ranks(nin * 24, (void **)&rhdr, &reserved, err) ||
         registry_scratch_ranks(outbytes, (void **)&sendb, &reserved, err) ||
-        registry_scratch_ranks(inbytes, (void **)&recvb, &reserved, err))
+        registry_scratch_ranks(inbytes, (void **)&recvb, &reserved, err) ||
+        registry_scratch_ranks(outstr * 8, (void **)&sendo, &reserved, err) ||
+        registry_scratch_ranks(instr * 8, (void **)&recvo, &reserved, err))
         goto out;
-    /* each piece as (row, count, bytes), grouped by rank, and its bytes in the same order */
-    uint64_t h = 0, p = 0;
+    /* each piece as (row, count, bytes), grouped by rank, its bytes in the same order, and
+     * its strings' offsets from its first byte (a string's NULs are its data: the offsets
+     * say where it ends) */
+    uint64_t h = 0, p = 0, o = 0;
     for (int q = 0; q < R; q++)
         for (size_t k = 0; q != me && k < np; k++) {
             const strings_run *run = &pieces[k].run;
@@ -418,29 +428,40 @@ object *strings_place_ranks(uint64_t n, const strings_run *runs, size_t nruns, h
             hdr[h++] = run->nbytes;
             memcpy(sendb + p, run->bytes, run->nbytes);
             p += run->nbytes;
+            for (uint64_t i = 0; i < run->count; i++)
+                sendo[o++] = (int64_t)run_at(run, i);
         }
     for (int q = 0; q < R; q++) {
-        sc[q] = cnt[2 * q] * 24;
-        rcv[q] = rcnt[2 * q] * 24;
+        sc[q] = cnt[3 * q] * 24;
+        rcv[q] = rcnt[3 * q] * 24;
     }
     if (ranks_alltoallv(hdr, sc, rhdr, rcv, err)) goto out;
     for (int q = 0; q < R; q++) {
-        sc[q] = cnt[2 * q + 1];
-        rcv[q] = rcnt[2 * q + 1];
+        sc[q] = cnt[3 * q + 1];
+        rcv[q] = rcnt[3 * q + 1];
     }
     if (ranks_alltoallv(sendb, sc, recvb, rcv, err)) goto out;
+    for (int q = 0; q < R; q++) {
+        sc[q] = cnt[3 * q + 2] * 8;
+        rcv[q] = rcnt[3 * q + 2] * 8;
+    }
+    if (ranks_alltoallv(sendo, sc, recvo, rcv, err)) goto out;
     free(sendb); /* given back before the object is made */
+    free(sendo);
     sendb = NULL;
-    registry_unreserve(outbytes);
-    reserved -= outbytes;
+    sendo = NULL;
+    registry_unreserve(outbytes + outstr * 8);
+    reserved -= outbytes + outstr * 8;
     /* this rank's block: what came, and its own pieces, in row order */
     got = sysio.malloc((nin + np ? nin + np : 1) * sizeof *got);
     if (ranks_agree(got ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me),
                     err))
         goto out;
-    for (uint64_t k = 0, at = 0; k < nin; k++) {
-        got[ngot++] = (strings_run){rhdr[3 * k], rhdr[3 * k + 1], recvb + at, rhdr[3 * k + 2]};
+    for (uint64_t k = 0, at = 0, os = 0; k < nin; k++) {
+        got[ngot++] =
+            (strings_run){rhdr[3 * k], rhdr[3 * k + 1], recvb + at, rhdr[3 * k + 2], recvo + os, 0};
         at += rhdr[3 * k + 2];
+        os += rhdr[3 * k + 1];
     }
     for (size_t k = 0; k < np; k++)
         if (pieces[k].to == me) got[ngot++] = pieces[k].run;
@@ -457,6 +478,8 @@ out:
     free(rhdr);
     free(sendb);
     free(recvb);
+    free(sendo);
+    free(recvo);
     free(got);
     registry_unreserve(reserved);
     return obj;

@@ -7,7 +7,8 @@
 
 /* Build a strings object of `nstrings` strings from a request's `segments` (int64 start
  * offsets) and `values` (bytes, each string followed by one NUL) buffers. Every offset and
- * terminator is checked (bad_request naming the first bad string). */
+ * terminator is checked (bad_request naming the first bad string); a NUL before a string's
+ * last byte is its data. */
 object *strings_from_payload(uint64_t nstrings, const h5ark_payload *payload,
                              const h5ark_buffer *segments, const h5ark_buffer *values,
                              h5ark_error *err);
@@ -15,23 +16,29 @@ object *strings_from_payload(uint64_t nstrings, const h5ark_payload *payload,
 /* Byte offset where string i starts in the concatenated values (i == size: total bytes). */
 uint64_t strings_offset(const object *strings, uint64_t i);
 
-/* A malloc'd copy of string i, whichever shards its bytes lie in; NULL when out of memory. */
-char *strings_dup(const object *strings, uint64_t i);
+/* A malloc'd copy of string i followed by a NUL, whichever shards its bytes lie in; *len
+ * (when len is not NULL) its length from the offsets, which counts any NUL it holds. NULL
+ * when out of memory. */
+char *strings_dup(const object *strings, uint64_t i, uint64_t *len);
 /* The same on every rank, from the rank that holds string i (with one rank, the call above);
  * NULL with err set when it fails. */
-char *strings_dup_ranks(const object *strings, uint64_t i, h5ark_error *err);
+char *strings_dup_ranks(const object *strings, uint64_t i, uint64_t *len, h5ark_error *err);
 
 /* Check that a locale's strings are well formed: offsets increasing from values' shard
- * start, each string ending in its one NUL. Returns the index of the first bad string, or
- * UINT64_MAX when all are good. Runs on any thread. */
+ * start, each string followed by a NUL (the byte before the next offset). Returns the index of the
+ * first bad string, or UINT64_MAX when all are good. Runs on any thread. */
 uint64_t strings_check_shard(const object *strings, int locale);
 
-/* Consecutive strings this rank holds: `count` strings back to back, each with its NUL, in
- * bytes[0..nbytes), the first being string `row` of the object to make. */
+/* Consecutive strings this rank holds: `count` strings back to back, each followed by a
+ * NUL, in bytes[0..nbytes), the first being string `row` of the object to make. String k
+ * starts at offsets[k] - base (the first at 0) and ends a byte before the next one's start
+ * (or nbytes): the offsets, never a NUL, say where it ends. */
 typedef struct {
     uint64_t row, count;
     const char *bytes;
     uint64_t nbytes;
+    const int64_t *offsets;
+    int64_t base;
 } strings_run;
 
 /* Several ranks, within a call (every rank calls): a new strings object of n strings, block

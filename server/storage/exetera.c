@@ -1,8 +1,8 @@
 /* ExeTera's dataframes on disk (docs/FORMAT.md, "ExeTera dataframes"): a dataframe is a
  * group with no ObjType whose children are field groups; a field is a group with a string
  * attribute `fieldtype` holding its datasets:
- *   indexedstring          `index` (n + 1 int64 offsets from 0) and `values` (bytes, no NULs)
- *   fixedstring,<n>        `values`: S<n>, NUL-padded (a NUL before other bytes: type_error)
+ *   indexedstring          `index` (n + 1 int64 offsets from 0) and `values` (any bytes)
+ *   fixedstring,<n>        `values`: S<n>, NUL-padded (trailing NULs are padding, others data)
  *   numeric,<dtype>        `values` of that dtype (h5py's bool enum for bool)
  *   categorical,<dtype>    `values` (codes), `key_values` (int8) and `key_names` (strings)
  *   timestamp              `values`: float64 seconds since the epoch
@@ -405,7 +405,7 @@ static int build_categorical(read_node *n, bool strict, bool tags, object **obj,
     h5ark_error kerr = {0};
     for (uint64_t i = 0; i < kv->size; i++) {
         if (pdarray_int64_at_ranks(kv, i, &keys[i], &kerr)) mrc = -1;
-        if (!(texts[i] = strings_dup_ranks(kn, i, &kerr))) mrc = -1;
+        if (!(texts[i] = strings_dup_ranks(kn, i, NULL, &kerr))) mrc = -1;
     }
     if (mrc) *err = kerr;
     if (ranks_agree(mrc, err)) goto out;
@@ -480,8 +480,6 @@ static int build_field(read_node *n, bool strict, bool tags, object **obj, objec
     fieldtype type = n->fieldtype ? exetera_parse_fieldtype(n->fieldtype, &dtype) : FT_BAD;
     if (type == FT_BAD || n->nkids == 0)
         return h5ark_fail(err, H5ARK_INTERNAL, "ExeTera field '%s' was not probed", n->path);
-    /* ExeTera's fixed strings are bytes, NUL-padded: a NUL inside one cannot be cut off */
-    if (type == FT_FIXED) n->kids[0].ds.nul_padded = n->path;
     int rc = type == FT_CATEGORICAL ? build_categorical(n, strict, tags, obj, tag, err)
                                     : schema_build(&n->kids[0], strict, tags, obj, tag, err);
     if (rc) return -1;

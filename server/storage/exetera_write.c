@@ -345,7 +345,8 @@ static int put_indexed(hid_t index, hid_t values, const object *obj, h5ark_error
     return rc;
 }
 
-/* Strings as fixed strings, NUL-padded, a block of rows at a time (each string takes
+/* Strings as fixed strings, NUL-padded, a block of rows at a time (NULs inside a string are
+ * kept; a string's own trailing NULs read back as padding, the format's rule; each takes
  * `strlen` bytes however short it is, so a shard's worth could be far larger than it). */
 static int put_fixed(hid_t d, const object *obj, const char *name, const field_spec *s,
                      h5ark_error *err) {

@@ -57,7 +57,11 @@ int pdarray_check_range(const object *obj, int64_t lo, int64_t hi, bool nondecre
 /* Rows [lo, hi) of a strings object as a Strings group (offsets rebased to start at 0). */
 int strings_write_rows(hid_t loc, int file_index, const char *name, const object *obj, uint64_t lo,
                        uint64_t hi, write_plan *plan, h5ark_error *err);
-/* Probe ExeTera's indexed strings (`index` of n + 1 offsets, `values` without NULs) at
+/* Strings written without `segments` are read back by their NULs: bad_request naming the
+ * first string of obj that holds a NUL (which would come back as several). At several
+ * ranks every rank calls. */
+int strings_check_without_segments(const object *obj, const char *name, h5ark_error *err);
+/* Probe ExeTera's indexed strings (`index` of n + 1 offsets, `values` of any bytes) at
  * n->path into n's read_dataset, which then reads as Strings. */
 int strings_probe_indexed(const probe_ctx *pc, read_node *n, h5ark_error *err);
 

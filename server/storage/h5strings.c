@@ -65,17 +65,27 @@ static int append(gathered *g, const char *s, size_t len, h5ark_error *err) {
     return 0;
 }
 
-/* Strings [first, first + count) of one file's dataset. `field` (an ExeTera fixed string
- * field): a NUL followed by any other byte within a string is refused rather than cut. */
-static int gather_src(const read_src *src, uint64_t first, uint64_t count, const char *field,
-                      gathered *g, h5ark_error *err) {
+/* The length of a fixed-length HDF5 string of `size` bytes, by its padding (the format's
+ * rule): NULLTERM ends at the first NUL; NULLPAD's trailing NULs and SPACEPAD's trailing
+ * spaces are padding, and a NUL before other bytes is the string's data. */
+static size_t fixed_len(const char *s, size_t size, H5T_str_t pad) {
+    if (pad == H5T_STR_NULLTERM) return strnlen(s, size);
+    char fill = pad == H5T_STR_SPACEPAD ? ' ' : '\0';
+    while (size > 0 && s[size - 1] == fill)
+        size--;
+    return size;
+}
+
+/* Strings [first, first + count) of one file's dataset. Variable-length ones are C strings
+ * (HDF5 ends each at its NUL); fixed-length ones lose only their padding (fixed_len). */
+static int gather_src(const read_src *src, uint64_t first, uint64_t count, gathered *g,
+                      h5ark_error *err) {
     int rc = -1;
     hid_t file = H5Fopen(src->path, H5F_ACC_RDONLY, h5u_fapl());
     hid_t dset = file >= 0 ? H5Dopen2(file, src->dset, H5P_DEFAULT) : H5I_INVALID_HID;
     hid_t ftype = dset >= 0 ? H5Dget_type(dset) : H5I_INVALID_HID;
     hid_t mtype = H5I_INVALID_HID, fspace = H5I_INVALID_HID, mspace = H5I_INVALID_HID;
     void *buf = NULL;
-    bool held_nul = false; /* the one failure that is no I/O error: say it as it is */
     if (ftype < 0) {
         h5u_fail(err, H5ARK_IO_ERROR, "cannot open '%s'", src->dset);
         goto out;
@@ -103,31 +113,12 @@ static int gather_src(const read_src *src, uint64_t first, uint64_t count, const
     progress_add(progress_here(), read_src_bytes(src, count));
     for (uint64_t i = 0; i < count && rc == 0; i++) {
         const char *s = vlen ? ((char **)buf)[i] : (const char *)buf + i * size;
-        size_t len = vlen ? (s ? strlen(s) : 0) : strnlen(s, size);
-        if (field && !vlen) {
-            size_t tail = len;
-            while (tail < size && s[tail] == '\0')
-                tail++;
-            if (tail < size) {
-                held_nul = true;
-                rc = h5ark_fail(err, H5ARK_TYPE_ERROR,
-                                "ExeTera field '%s' in '%s': string %llu holds a NUL byte at "
-                                "offset %zu of its %zu followed by other bytes, which h5ark's "
-                                "strings cannot hold (each ends at its one NUL; NULs may only "
-                                "pad a string's end)",
-                                field, files_display(src->path), (unsigned long long)(first + i),
-                                len, size);
-                break;
-            }
-        }
-        if (!vlen && pad == H5T_STR_SPACEPAD)
-            while (len > 0 && s[len - 1] == ' ')
-                len--;
+        size_t len = vlen ? (s ? strlen(s) : 0) : fixed_len(s, size, pad);
         rc = append(g, s ? s : "", len, err);
     }
     if (vlen) H5Dvlen_reclaim(mtype, mspace, H5P_DEFAULT, buf);
 out:
-    if (rc && !held_nul) h5u_io_blame(file, err);
+    if (rc) h5u_io_blame(file, err);
     free(buf);
     if (mspace >= 0) H5Sclose(mspace);
     if (fspace >= 0) H5Sclose(fspace);
@@ -136,7 +127,6 @@ out:
     if (dset >= 0) H5Dclose(dset);
     if (file >= 0) H5Fclose(file);
     H5Eclear2(H5E_DEFAULT);
-    if (rc && held_nul) return -1;
     return rc ? h5ark_fail_context(err, "reading '%s'", files_display(src->path)) : 0;
 }
 
@@ -181,7 +171,7 @@ static int build(read_node *n, bool strict, bool tags, object **obj, object **ta
         const read_src *src = &part->src[i];
         uint64_t c = src->info.count;
         uint64_t a = at > lo ? at : lo, z = at + c < hi ? at + c : hi;
-        if (a < z) rc = gather_src(src, src->first + (a - at), z - a, n->ds.nul_padded, &g, err);
+        if (a < z) rc = gather_src(src, src->first + (a - at), z - a, &g, err);
         at += c;
     }
     /* the lowest failing rank's error: that of the first failing string, as with one rank */

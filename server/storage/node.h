@@ -93,9 +93,6 @@ typedef struct {
     bool unterminated;  /* ExeTera's indexed strings: bytes without NULs (one is added after
                            each string as it is read), offsets from each file's `index` */
     bool have_dtype;    /* first_dtype is set: the type of an all-empty pdarray */
-    /* HDF5 fixed strings of an ExeTera field (its path, set in the daemon before building):
-     * NULs may only pad a string's end; one before another byte is a type_error naming it */
-    const char *nul_padded;
     h5ark_dtype first_dtype;
 } read_dataset;
 

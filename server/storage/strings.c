@@ -68,6 +68,40 @@ int strings_write_rows(hid_t loc, int file_index, const char *name, const object
     return write_rows(loc, file_index, name, obj, lo, hi, true, plan, err);
 }
 
+typedef struct {
+    const object *obj;
+    _Atomic uint64_t first; /* the first string holding a NUL */
+} nul_scan;
+
+static void scan_shard(int b, void *arg) {
+    nul_scan *j = arg;
+    const shard *seg = &j->obj->segments->shards[b], *val = &j->obj->values->shards[b];
+    const int64_t *off = seg->data;
+    const char *bytes = val->data;
+    for (uint64_t i = 0; i < seg->count; i++) {
+        uint64_t from = (uint64_t)off[i] - val->start;
+        uint64_t to = i + 1 < seg->count ? (uint64_t)off[i + 1] - val->start : val->count;
+        if (to - from > 1 && memchr(bytes + from, '\0', to - from - 1)) {
+            locales_note_first(&j->first, seg->start + i);
+            return;
+        }
+    }
+}
+
+int strings_check_without_segments(const object *obj, const char *name, h5ark_error *err) {
+    nul_scan j = {.obj = obj};
+    atomic_init(&j.first, UINT64_MAX);
+    locales_run(scan_shard, &j);
+    uint64_t first = atomic_load(&j.first);
+    if (ranks_call_seq() && ranks_allreduce_u64(&first, 1, RANKS_MIN, err)) return -1;
+    if (first == UINT64_MAX) return 0;
+    return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                      "tohdf: '%s' cannot be written without 'segments': string %llu holds a "
+                      "NUL byte, and without offsets each NUL ends a string; write it with "
+                      "segments",
+                      name, (unsigned long long)first);
+}
+
 static int store(hid_t file, int file_index, const char *name, const object *obj, int part,
                  write_plan *plan, h5ark_error *err) {
     uint64_t lo, hi;
@@ -155,9 +189,9 @@ static int probe(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err
 
 /* ExeTera's indexed strings (docs/FORMAT.md, "ExeTera dataframes"): group n->path holding
  * `index` (n + 1 offsets from 0, the last the number of bytes) and `values` (the strings'
- * bytes with no NULs). The concatenation keeps each file's first n offsets, rebased by the
- * bytes before it; reading adds a NUL after every string. An `index` of length 0 is an
- * empty field. */
+ * bytes, any NUL among them a string's data). The concatenation keeps each file's first n offsets,
+ * rebased by the bytes before it; reading adds a NUL after every string. An `index` of length 0 is
+ * an empty field. */
 int strings_probe_indexed(const probe_ctx *pc, read_node *n, h5ark_error *err) {
     read_dataset *ds = &n->ds;
     char vpath[1100], ipath[1100], what[1200];
@@ -214,7 +248,6 @@ typedef struct {
     locale_errors le;
     _Atomic uint64_t first_bad;     /* global index of the first malformed string */
     _Atomic uint64_t first_bad_end; /* first values source not ending in NUL */
-    _Atomic uint64_t first_nul;     /* unterminated: first string holding a NUL */
     const uint64_t *raw; /* unterminated: per locale boundary, where its bytes start in the
                             files' concatenation */
 } seg_job;
@@ -241,32 +274,17 @@ static inline void move_up(unsigned char *buf, uint64_t a, uint64_t b, uint64_t 
 
 /* Unterminated strings: the shard holds locale b's bytes as the files have them, followed
  * by room for one NUL per string, and its offsets as the files have them. Check the
- * offsets (from `lo`, nondecreasing, within the bytes up to `hi`) and that no byte is a
- * NUL, then move each string up to make room for its NUL, from the last one down, and make
- * the offsets the object's. Returns the index of the first bad string in the shard (*nul:
- * it holds a NUL byte, which strings cannot), or UINT64_MAX. */
+ * offsets (from `lo`, nondecreasing, within the bytes up to `hi`), then move each string up
+ * to make room for its NUL, from the last one down, and make the offsets the object's (a
+ * NUL among the files' bytes is a string's data: the offsets say where each ends). Returns
+ * the index of the first bad string in the shard, or UINT64_MAX. */
 static uint64_t add_nuls(unsigned char *bytes, int64_t *seg, uint64_t count, uint64_t first_string,
-                         uint64_t lo, uint64_t hi, bool *nul) {
+                         uint64_t lo, uint64_t hi) {
     for (uint64_t i = 0; i < count; i++) {
         uint64_t end = i + 1 < count ? (uint64_t)seg[i + 1] : hi;
         if (seg[i] < 0 || (uint64_t)seg[i] < (i ? (uint64_t)seg[i - 1] : lo) ||
             end < (uint64_t)seg[i] || end > hi || (i == 0 && (uint64_t)seg[0] != lo))
             return i;
-    }
-    const unsigned char *z = count && hi > lo ? memchr(bytes, 0, hi - lo) : NULL;
-    if (z) {
-        /* the first string holding a NUL holds the first NUL: the last to start at or
-         * before it (the offsets are known to be in order from lo) */
-        uint64_t at = lo + (uint64_t)(z - bytes), l = 0, r = count;
-        while (r - l > 1) {
-            uint64_t m = l + (r - l) / 2;
-            if ((uint64_t)seg[m] <= at)
-                l = m;
-            else
-                r = m;
-        }
-        *nul = true;
-        return l;
     }
     uint64_t next = hi; /* where the string after i starts in the files' bytes */
     for (uint64_t i = count; i-- > 0;) {
@@ -309,10 +327,8 @@ static void seg_read_shard(int b, void *ctx) {
     }
     if (job->raw) {
         /* the strings add_nuls makes are well formed: no need to check them again */
-        bool nul = false;
-        uint64_t bad = add_nuls(vs->data, ss->data, ss->count, ss->start, vlo, vhi, &nul);
-        if (bad != UINT64_MAX)
-            locales_note_first(nul ? &job->first_nul : &job->first_bad, ss->start + bad);
+        uint64_t bad = add_nuls(vs->data, ss->data, ss->count, ss->start, vlo, vhi);
+        if (bad != UINT64_MAX) locales_note_first(&job->first_bad, ss->start + bad);
         if (job->tag && ss->count)
             read_part_tags(&ds->segments, ss->start, ss->start + ss->count,
                            job->tag->values->shards[b].data);
@@ -343,8 +359,8 @@ static int fail_at_string(const read_dataset *ds, uint64_t k, h5ark_error *err) 
                           ds->name, files_display(src->path), (unsigned long long)(k - src->start));
     return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
                       "Strings '%s' in '%s' is malformed at string %llu: 'segments' must start "
-                      "at 0 and increase within 'values', and every string must end in one NUL "
-                      "byte",
+                      "at 0 and increase within 'values', and every string must be followed "
+                      "by a NUL byte",
                       ds->name, files_display(src->path), (unsigned long long)(k - src->start));
 }
 
@@ -390,7 +406,6 @@ static int read_with_segments(const read_dataset *ds, bool tags, object **obj, o
                               : 0);
     seg_job job = {.ds = ds, .raw = ds->unterminated ? off : NULL};
     atomic_init(&job.first_bad, UINT64_MAX);
-    atomic_init(&job.first_nul, UINT64_MAX);
     atomic_init(&job.first_bad_end, UINT64_MAX);
     job.obj = object_new_strings(n, counts, err);
     free(counts);
@@ -409,12 +424,10 @@ static int read_with_segments(const read_dataset *ds, bool tags, object **obj, o
     free(off);
     off = NULL;
     if (ranks_call_seq()) { /* each rank checked its own shards: the first bad of all */
-        uint64_t v[3] = {atomic_load(&job.first_bad_end), atomic_load(&job.first_bad),
-                         atomic_load(&job.first_nul)};
-        if ((rc = ranks_agree(rc, err)) == 0) rc = ranks_allreduce_u64(v, 3, RANKS_MIN, err);
+        uint64_t v[2] = {atomic_load(&job.first_bad_end), atomic_load(&job.first_bad)};
+        if ((rc = ranks_agree(rc, err)) == 0) rc = ranks_allreduce_u64(v, 2, RANKS_MIN, err);
         atomic_store(&job.first_bad_end, v[0]);
         atomic_store(&job.first_bad, v[1]);
-        atomic_store(&job.first_nul, v[2]);
     }
     if (rc) goto fail;
     uint64_t bad_end = atomic_load(&job.first_bad_end);
@@ -424,18 +437,9 @@ static int read_with_segments(const read_dataset *ds, bool tags, object **obj, o
                    ds->name, files_display(ds->values.src[bad_end].path));
         goto fail;
     }
-    uint64_t bad = atomic_load(&job.first_bad), nul = atomic_load(&job.first_nul);
+    uint64_t bad = atomic_load(&job.first_bad);
     if (bad != UINT64_MAX) {
         fail_at_string(ds, bad, err);
-        goto fail;
-    }
-    if (nul != UINT64_MAX) {
-        const read_src *src = &ds->segments.src[read_part_find(&ds->segments, nul)];
-        h5ark_fail(err, H5ARK_TYPE_ERROR,
-                   "ExeTera field '%s' in '%s': string %llu holds a NUL byte, which h5ark's "
-                   "strings cannot hold (each ends at its one NUL)",
-                   ds->name, files_display(src->path),
-                   (unsigned long long)(src->first + nul - src->start));
         goto fail;
     }
     *obj = job.obj;

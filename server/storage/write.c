@@ -1137,6 +1137,12 @@ static int write_files(const storage_item *items, size_t nitems, const char *pat
         free(names.v);
         return -1;
     }
+    for (size_t i = 0; opts && opts->strings_without_segments && i < nitems; i++)
+        if (items[i].obj->objtype == H5ARK_STRINGS &&
+            strings_check_without_segments(items[i].obj, items[i].dataset, err)) {
+            free(names.v);
+            return -1;
+        }
     write_plan fetched = {0}; /* what rank 0 lays out from other ranks' shards */
     if (ranks && distributed && fetch_layout(items, nitems, &fetched, err)) {
         free(names.v);

@@ -287,6 +287,33 @@ static void test_strings(h5ark_client_t *c) {
     CHECK_OK(
         h5ark_client_put_strings_packed(c, 3, segs, "x\0\0yz", 6, uname("packed"), &obj, &err));
     h5ark_value_destroy(&obj);
+    /* the packed form holds any bytes: a NUL inside a string is data, its length from the
+     * offsets (start, middle, end, alone, empty) */
+    const char nul_values[] = "a\0b\0"
+                              "\0\0"
+                              "\0"
+                              "c\0\0"
+                              "\0\0\0\0";
+    int64_t nul_segs[] = {0, 4, 6, 7, 10};
+    const char *nul_name = uname("nuls");
+    CHECK_OK(h5ark_client_put_strings_packed(c, 5, nul_segs, nul_values, 14, nul_name, NULL, &err));
+    CHECK_OK(h5ark_client_get(c, nul_name, 0, H5ARK_END, &d, &err));
+    static const struct {
+        const char *bytes;
+        size_t len;
+    } nul_want[] = {{"a\0b", 3}, {"\0", 1}, {"", 0}, {"c\0", 2}, {"\0\0\0", 3}};
+    CHECK(d.count == 5 && d.values_nbytes == 14, "nuls: %" PRIu64 " strings", d.count);
+    for (uint64_t i = 0; i < 5 && i < d.count; i++) {
+        size_t len = 0;
+        const char *s = h5ark_data_string(&d, i, &len);
+        CHECK(s && len == nul_want[i].len && memcmp(s, nul_want[i].bytes, len) == 0,
+              "nuls: string %" PRIu64 " is %zu bytes, wanted %zu", i, len, nul_want[i].len);
+    }
+    h5ark_data_free(&d);
+    CHECK_OK(h5ark_client_get(c, nul_name, 3, 5, &d, &err));
+    CHECK(d.count == 2 && d.values_nbytes == 7 && memcmp(d.values, "c\0\0\0\0\0\0", 7) == 0,
+          "nuls [3,5): %" PRIu64 " bytes", d.values_nbytes);
+    h5ark_data_free(&d);
     int64_t bad_segs[] = {0, 5, 3};
     CHECK_ERR(h5ark_client_put_strings_packed(c, 3, bad_segs, "x\0\0yz", 6, NULL, NULL, &err),
               H5ARK_BAD_REQUEST);

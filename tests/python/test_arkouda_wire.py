@@ -1249,6 +1249,75 @@ def test_segmented_split(ak):
         "pattern": "[,;]"})
 
 
+NUL_WORDS = ["a\0b", "", "\0", "x\0", "\0\0\0", "héllo\0wörld", "a", "\0lo\0"]
+
+
+def native_strings(akd, strs):
+    """Strings put through the native endpoint (arraySegString has no offsets: each NUL
+    ends a string there, as at Arkouda's server)."""
+    seg = np.cumsum([0] + [len(s.encode()) + 1 for s in strs])[:-1].astype("<i8").tobytes()
+    val = encode_ak_strings(strs)
+    hdr, _ = request(akd.endpoint, {"v": 1, "cmd": "put", "args": {
+        "objtype": "strings", "dtype": "str", "shape": [len(strs)]}, "buffers": [
+        {"name": "segments", "nbytes": len(seg)}, {"name": "values", "nbytes": len(val)}]},
+        [seg, val])
+    assert hdr["ok"], hdr
+    return hdr["result"]["object"]["name"]
+
+
+def test_strings_holding_nul(ak, akd):
+    """A NUL inside a string is data through the Strings commands: segStr-tondarray's
+    offsets (from which Arkouda's client cuts each string), intIndex, slices, gathers,
+    comparisons with a string holding NULs, concatenation, split, and tohdf/readAllHdf."""
+    name = native_strings(akd, NUL_WORDS)
+    assert get_strings(ak, name) == NUL_WORDS
+    for i, w in enumerate(NUL_WORDS):
+        msg = ak.ok("segmentedIndex", {"subcmd": "intIndex", "objType": "Strings",
+                                       "dtype": "<U0", "obj": name, "key": str(i)})
+        assert msg.startswith("item str ") and json.loads(msg[9:]) == w, (i, msg)
+    msg = ak.ok("segmentedIndex", {"subcmd": "sliceIndex", "objType": "Strings", "dtype": "<U0",
+                                   "obj": name, "key": json.dumps(["1", "8", "2"])})
+    assert get_strings(ak, created_name(msg)) == NUL_WORDS[1:8:2]
+    idx, _, _ = upload(ak, np.array([5, 0, 4, 4], dtype=np.int64))
+    msg = ak.ok("segmentedIndex", {"subcmd": "pdarrayIndex", "objType": "Strings",
+                                   "dtype": "<U0", "obj": name, "key": idx})
+    assert get_strings(ak, created_name(msg)) == [NUL_WORDS[i] for i in (5, 0, 4, 4)]
+    n = len(NUL_WORDS)
+    for other in ("a\0b", "a", "\0", "\0\0\0", ""):
+        out, _, _ = ak.created("segmentedBinopvs", {"op": "==", "objType": "Strings",
+                                                    "obj": name, "otherType": "str",
+                                                    "other": other})
+        np.testing.assert_array_equal(download(ak, out, "bool", n),
+                                      [w == other for w in NUL_WORDS], err_msg=repr(other))
+    assert "NUL" in ak.error("segmentedBinopvs", {"op": "==", "objType": "Strings",
+                                                  "obj": "x\0y", "otherType": "str",
+                                                  "other": "a"})
+    rev = native_strings(akd, NUL_WORDS[::-1])
+    out, _, _ = ak.created("segmentedBinopvv", {"op": "!=", "objType": "Strings", "obj": name,
+                                                "otherType": "Strings", "other": rev,
+                                                "left": False, "delim": ""})
+    np.testing.assert_array_equal(download(ak, out, "bool", n),
+                                  [a != b for a, b in zip(NUL_WORDS, NUL_WORDS[::-1])])
+    msg = ak.ok("concatenateStr", {"objType": "Strings", "names": [name, rev], "mode": "append"})
+    assert get_strings(ak, created_name(msg)) == NUL_WORDS + NUL_WORDS[::-1]
+    msg = ak.ok("segmentedSplit", {"parent_name": name, "objtype": "Matcher", "max": 0,
+                                   "return_segs": True, "pattern": "l"})
+    first, second = msg.split("+created bytes.size ")[0], msg.split("+")[-1]
+    assert get_strings(ak, created_name(first)) == [p for w in NUL_WORDS for p in w.split("l")]
+    np.testing.assert_array_equal(download(ak, created_name(second), "int64", n),
+                                  np.cumsum([0] + [len(w.split("l")) for w in NUL_WORDS])[:-1])
+    base = akd.data_dir / "ak_nul"
+    ak.ok("tohdf", {"values": name, "dset": "s", "write_mode": 0, "filename": str(base),
+                    "dtype": "<U0", "save_offsets": True, "objType": "strings",
+                    "file_format": 1})
+    _, items = read_all(ak, ["s"], [f"{base}*"])
+    assert get_strings(ak, created_name(items[0]["created"])) == NUL_WORDS
+    assert "NUL" in ak.error("tohdf", {"values": name, "dset": "s", "write_mode": 0,
+                                       "filename": str(base), "dtype": "<U0",
+                                       "save_offsets": False, "objType": "strings",
+                                       "file_format": 1})
+
+
 def test_failed_read_leaves_nothing(ak, akd):
     """A readAllHdf that fails part way (an awkward array, which Arkouda's client cannot
     hold, after a pdarray) publishes nothing; lsany takes a glob."""

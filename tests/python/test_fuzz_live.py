@@ -34,6 +34,9 @@ SEEDS = [
     {"v": 1, "cmd": "put", "args": {"objtype": "strings", "shape": [2]},
      "buffers": [{"name": "segments", "nbytes": 16}, {"name": "values", "nbytes": 5}],
      "_frames": [np.array([0, 2], np.int64).tobytes() + b"a\x00bc\x00"]},
+    {"v": 1, "cmd": "put", "args": {"objtype": "strings", "shape": [2]},  # a NUL inside
+     "buffers": [{"name": "segments", "nbytes": 16}, {"name": "values", "nbytes": 5}],
+     "_frames": [np.array([0, 4], np.int64).tobytes() + b"a\x00b\x00\x00"]},
 ]
 
 VALUES = [None, True, False, 0, 1, -1, 2**63 - 1, -2**63, 2**64 - 1, 1.5, float("nan"), "", "x",
@@ -207,6 +210,8 @@ AK_SEEDS = [
                           "delim": ""}, None),
     ("segmentedBinopvs", {"op": "==", "objType": "Strings", "obj": "words",
                           "otherType": "str", "other": "b"}, None),
+    ("segmentedBinopvs", {"op": "!=", "objType": "Strings", "obj": "words",
+                          "otherType": "str", "other": "c\x00d"}, None),
     ("segmentedIndex", {"subcmd": "pdarrayIndex", "objType": "Strings", "dtype": "<U0",
                         "obj": "words", "key": "keep"}, None),
     ("segmentedIndex", {"subcmd": "intIndex", "objType": "Strings", "dtype": "<U0",
@@ -295,8 +300,8 @@ def ak_fuzz(endpoint, ak_endpoint, count, seed):
         [bytes([1, 0, 0, 1, 1, 0, 1, 0, 0, 1])])[0]["ok"]
     assert request(endpoint, {"v": 1, "cmd": "put", "args": {
         "objtype": "strings", "shape": [4], "name": "words"},
-        "buffers": [{"name": "segments", "nbytes": 32}, {"name": "values", "nbytes": 8}]},
-        [np.array([0, 2, 4, 7], np.int64).tobytes() + b"a\x00b\x00cd\x00\x00"])[0]["ok"]
+        "buffers": [{"name": "segments", "nbytes": 32}, {"name": "values", "nbytes": 9}]},
+        [np.array([0, 2, 4, 8], np.int64).tobytes() + b"a\x00b\x00c\x00d\x00\x00"])[0]["ok"]
     rng = random.Random(seed)
     sock = zmq.Context.instance().socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)

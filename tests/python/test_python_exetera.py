@@ -102,8 +102,8 @@ def test_errors(client, daemon, sub):
         add_field(g, "short", "indexedstring", index=np.array([0, 9]),
                   values=np.frombuffer(b"ab", np.uint8))
     rel = f"{sub}/bad.h5"
-    with pytest.raises(h5ark.ObjectTypeError, match="'df/nul'.*string 0"):
-        client.read_hdf(rel, datasets="df/nul")
+    # a NUL inside a fixed string is data, not an error
+    assert client.read_hdf(rel, datasets="df/nul")["df/nul"].to_list() == ["a\0b"]
     with pytest.raises(h5ark.ObjectTypeError, match="df/odd"):
         client.read_hdf(rel, datasets="df/odd")
     with pytest.raises(h5ark.SchemaError, match="df/short"):

@@ -431,6 +431,7 @@ WORDS = {
     "empty strings": [""] * 17,
     "none": [],
     "long tail": ["a"] * 5 + ["z" * 100_000],
+    "holding NULs": ["a\0b", "\0", "", "x\0", "\0\0\0é"] * 9,
 }
 
 
@@ -461,7 +462,7 @@ def test_strings_put_get_match_one_rank(multi, single, label):
 def test_strings_malformed_on_another_rank(multi):
     words = ["abc"] * 60
     seg, val = strings_payload(words)
-    val = val[:-2] + b"\0\0"  # the last string, another rank's, has two NULs
+    val = val[:-1] + b"c"  # the last string, another rank's, ends in no NUL
     hdr, _ = call(multi.endpoint, "put", {"objtype": "strings", "shape": [60], "name": "bad"},
                   [{"name": "segments", "nbytes": len(seg)}, {"name": "values",
                                                               "nbytes": len(val)}],

@@ -30,6 +30,7 @@ WIRE_TESTS = [
     "test_reductions", "test_reduction_errors", "test_bigint_read_fetch_write",
     "test_bigint_from_uint_arrays", "test_slice_dtypes", "test_indexing", "test_clients_at_once",
     "test_strings_compute", "test_segmented_split", "test_unique_and_broadcast",
+    "test_strings_holding_nul",
 ]
 # and its client fixture `ak`, which then connects to this module's `akd`
 globals().update({name: getattr(wire, name) for name in WIRE_TESTS + ["ak"]})

@@ -2,7 +2,8 @@
 
 pdarray: one `values` buffer, little-endian, C order, bool as one byte 0/1.
 strings: `segments` (int64 start offset of each string) and `values` (each string's
-UTF-8 bytes followed by one NUL).
+UTF-8 bytes followed by one NUL; a NUL inside a string is data, its end comes from the
+offsets).
 bigint: buffers `Limb_0` ... `Limb_{k-1}`, each n uint64, least significant limb first.
 tagged pdarrays (`datetime64[ns]`, `timedelta64[ns]`, `ipv4`): int64 / uint64 values plus
 the descriptor's `tag`.
@@ -131,11 +132,8 @@ def encode_strings(strings):
     for text in texts:
         if not isinstance(text, str):
             raise TypeError(f"Strings hold str values; got {type(text).__name__}")
-        data = text.encode("utf-8")
-        if b"\0" in data:
-            # NUL terminates each string on the wire and on disk.
-            raise ValueError(f"strings may not contain NUL characters: {text[:40]!r}")
-        encoded.append(data)
+        # a NUL in a string is data: the segments say where each string ends
+        encoded.append(text.encode("utf-8"))
     lengths = np.fromiter((len(e) + 1 for e in encoded), dtype=np.int64, count=len(encoded))
     segments = np.zeros(len(encoded), dtype="<i8")
     np.cumsum(lengths[:-1], out=segments[1:])
