@@ -4,6 +4,7 @@
 #include "files.h"
 #include "layout.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +96,141 @@ int schema_detect(const schema_facts *f, schema_match *m) {
     return best > SCHEMA_NOT_MINE;
 }
 
+/* ---- classification ------------------------------------------------------------------ */
+
+/* Parts nest a few levels (a DataFrame's Categorical column's Strings); deeper is a loop of
+ * hard links or a hostile file. */
+#define CLASSIFY_MAX_DEPTH 8
+
+static void verdict(schema_verdict *v, h5ark_code code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void verdict(schema_verdict *v, h5ark_code code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(v->why, sizeof v->why, fmt, ap);
+    va_end(ap);
+    v->code = code;
+}
+
+static int classify(const schema_facts *f, schema_match *m, unsigned depth, schema_verdict *v);
+
+int schema_classify_part(const schema_facts *f, const char *name, schema_part_sort sort,
+                         unsigned depth, read_kind *kind, int64_t *rows, schema_verdict *v) {
+    *kind = KIND_NONE;
+    *rows = -1;
+    h5ark_error err = {0};
+    int here = h5u_link_local(f->obj, name, "a part", &err);
+    H5Eclear2(H5E_DEFAULT);
+    if (here < 0) {
+        verdict(v, err.code, "'%s': %s", name, err.message);
+        return -1;
+    }
+    hid_t obj = here ? H5Oopen(f->obj, name, H5P_DEFAULT) : H5I_INVALID_HID;
+    H5Eclear2(H5E_DEFAULT);
+    if (obj < 0) {
+        verdict(v, H5ARK_SCHEMA_ERROR, "no '%s'", name);
+        return -1;
+    }
+    char path[1100];
+    snprintf(path, sizeof path, "%s/%s", f->path, name);
+    schema_facts pf;
+    schema_match pm = {0};
+    schema_verdict pv = {0};
+    int claimed = schema_facts_read(obj, path, &pf, &err) == 0 &&
+                  (depth < CLASSIFY_MAX_DEPTH ? classify(&pf, &pm, depth + 1, &pv) : 0);
+    H5Eclear2(H5E_DEFAULT);
+    int rc = -1;
+    if (depth >= CLASSIFY_MAX_DEPTH)
+        verdict(v, H5ARK_SCHEMA_ERROR, "'%s' nests parts more than %d deep", name,
+                CLASSIFY_MAX_DEPTH);
+    else if (!claimed)
+        verdict(v, H5ARK_TYPE_ERROR, "'%s' is not an object h5ark reads", name);
+    else if (pv.code != H5ARK_OK)
+        verdict(v, pv.code, "'%s' is %s that cannot be read: %s", name, schema_what(pm.kind),
+                pv.why);
+    else if (sort == SCHEMA_PART_NUMBERS && pm.kind != KIND_PDARRAY)
+        verdict(v, H5ARK_TYPE_ERROR, "'%s' is %s, not a 1-D array of numbers", name,
+                schema_what(pm.kind));
+    else
+        rc = 0;
+    if (rc == 0) {
+        *kind = pm.kind;
+        if (pf.is_group) {
+            schema_listing li;
+            schema_list(pm.kind, &pf, &li);
+            h5ark_value_destroy(&li.extra);
+            *rows = li.rows;
+        } else {
+            *rows = h5u_dataset_len(obj);
+        }
+        H5Eclear2(H5E_DEFAULT);
+    }
+    H5Oclose(obj);
+    return rc;
+}
+
+/* The parts of the family's table: each one present and itself readable. */
+static void check_parts(const schema_facts *f, const schema_part *parts, unsigned depth,
+                        schema_verdict *v) {
+    read_kind kind;
+    int64_t rows;
+    for (const schema_part *p = parts; p->name && v->code == H5ARK_OK; p++) {
+        if (!p->count_attr) {
+            schema_classify_part(f, p->name, p->sort, depth, &kind, &rows, v);
+            continue;
+        }
+        char what[1200];
+        snprintf(what, sizeof what, "'%s'", f->path);
+        h5ark_error err = {0};
+        int64_t count = 0;
+        int r = h5u_read_int_attr(f->obj, p->count_attr, &count, what, &err);
+        H5Eclear2(H5E_DEFAULT);
+        if (r < 0) {
+            verdict(v, H5ARK_SCHEMA_ERROR, "%s", err.message);
+        } else if (r == 1 && (count < 1 || count > 100000)) {
+            verdict(v, H5ARK_SCHEMA_ERROR, "its '%s' is %lld", p->count_attr, (long long)count);
+        }
+        for (int64_t i = 0; v->code == H5ARK_OK && (r == 1 ? i < count : true); i++) {
+            char name[64];
+            snprintf(name, sizeof name, "%s%lld", p->name, (long long)i);
+            /* without the count, the parts are the numbers found from 0 */
+            if (r == 0 && i > 0 && h5u_link_exists(f->obj, name) != 1) break;
+            schema_classify_part(f, name, p->sort, depth, &kind, &rows, v);
+        }
+        H5Eclear2(H5E_DEFAULT);
+    }
+}
+
+static int classify(const schema_facts *f, schema_match *m, unsigned depth, schema_verdict *v) {
+    v->code = H5ARK_OK;
+    v->why[0] = '\0';
+    if (!schema_detect(f, m)) return 0;
+    const schema_family *fam = schema_family_of(m->kind);
+    if (f->is_group && fam->parts && !m->legacy_bool) check_parts(f, fam->parts, depth, v);
+    if (v->code == H5ARK_OK && fam->whole) fam->whole(f, depth, v);
+    H5Eclear2(H5E_DEFAULT);
+    return 1;
+}
+
+int schema_classify(const schema_facts *f, schema_match *m, schema_verdict *v) {
+    return classify(f, m, 0, v);
+}
+
+void schema_verdict_numbers(const schema_facts *f, int lo, int hi, schema_verdict *v) {
+    bool numeric = f->tclass == H5T_INTEGER || f->tclass == H5T_FLOAT || f->bool_enum;
+    if (f->rank < 0)
+        verdict(v, H5ARK_TYPE_ERROR, "it is a scalar or holds no data");
+    else if (f->rank < lo || f->rank > hi)
+        verdict(v, H5ARK_TYPE_ERROR, "it has %d dimensions (%d to %d)", f->rank, lo, hi);
+    else if (!numeric)
+        verdict(v, H5ARK_TYPE_ERROR, "it holds %s values, not integers, floats or bools",
+                h5u_class_name(f->tclass));
+}
+
+void schema_verdict_note(read_kind kind, const schema_verdict *v, char *out, size_t len) {
+    snprintf(out, len, "%s h5ark cannot read: %s", schema_what(kind), v->why);
+}
+
 int schema_unclaimed(const schema_facts *f, h5ark_error *err) {
     static const char *const names[] = {"an ArrayView",  "a pdarray",   "Strings",     "a SegArray",
                                         "a Categorical", "a GroupBy",   "a DataFrame", "a Datetime",
@@ -139,8 +275,14 @@ static int detect_node(const probe_ctx *pc, read_node *n, hid_t obj, read_kind *
     if (obj < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "'%s' cannot be opened", n->path);
     schema_facts f;
     schema_match m = {0};
+    schema_verdict v;
     int rc = schema_facts_read(obj, n->path, &f, err);
-    if (rc == 0 && !schema_detect(&f, &m)) rc = schema_unclaimed(&f, err);
+    if (rc == 0 && !schema_classify(&f, &m, &v)) rc = schema_unclaimed(&f, err);
+    if (rc == 0 && v.code != H5ARK_OK) {
+        char note[sizeof v.why + 100];
+        schema_verdict_note(m.kind, &v, note, sizeof note);
+        rc = h5ark_fail(err, v.code, "'%s' is %s", n->path, note);
+    }
     if (rc == 0 && !f.is_group)
         *dset = obj; /* opened once: its family's probe goes on with it */
     else
