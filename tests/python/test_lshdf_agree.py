@@ -4,6 +4,7 @@ lengths) built whole with h5py and then with each of its parts taken away. lshdf
 broken one with objtype nil and a note naming what is wrong; readhdf of the whole file
 returns the rest and names it in `warnings`; readhdf naming it alone is an error naming the
 part; the Python client issues the warning; the fixtures of ../shared list and read alike."""
+import json
 import re
 import warnings as pywarnings
 
@@ -11,7 +12,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import SHARED_FIXTURES, Conn, unique
+from conftest import SHARED_FIXTURES, Conn, Daemon, unique
 
 FIXTURES = SHARED_FIXTURES.parent
 
@@ -381,3 +382,42 @@ def test_fixtures_list_and_read_alike(conn, fixture):
     # names into one)
     for name in list(objects) + list(skipped):
         assert name in entries or any(k.startswith(name) for k in entries), name
+
+
+# ---- Arkouda's endpoint: readAllHdf of whole files ------------------------------------------
+
+@pytest.fixture(scope="module")
+def akd(tmp_path_factory):
+    sock = tmp_path_factory.mktemp("ak") / "ak.sock"
+    d = Daemon(locales=3, extra_args=["--arkouda-endpoint", f"ipc://{sock}"])
+    d.ak_endpoint = f"ipc://{sock}"
+    yield d
+    d.cleanup()
+
+
+def test_read_all_hdf_names_what_it_leaves_out(akd):
+    """readAllHdf with no dsets reads whole files: what it leaves out is in `warnings` (JSON
+    text of a list, as `file_errors`) and the reply is a WARNING, which Arkouda's client
+    issues as a Python warning; naming the object is an error with the same words."""
+    from test_arkouda_wire import Ak
+    conn = Conn(akd)
+    path = build(conn, make_groupby, lambda f: f.__delitem__("obj/segments"))
+    ak = Ak(akd.ak_endpoint)
+    try:
+        args = {"strict_types": True, "allow_errors": False, "calc_string_offsets": False,
+                "tag_data": False, "filenames": [str(akd.data_dir / path)]}
+        r = ak.reply("readAllHdf", {**args, "dset_size": 0, "dsets": []})
+        assert r["msgType"] == "WARNING", r
+        reply = json.loads(r["msg"])
+        assert [i["dataset_name"] for i in json.loads(reply["items"])] == ["ok"], reply
+        warns = json.loads(reply["warnings"])
+        assert [w for w in warns if "'obj'" in w and "no 'segments'" in w], warns
+        msg = ak.error("readAllHdf", {**args, "dset_size": 1, "dsets": ["obj"]})
+        assert "no 'segments'" in msg, msg
+        # a read that leaves nothing out stays NORMAL, without the key
+        whole = build(conn, make_groupby, lambda f: None)
+        r = ak.reply("readAllHdf", {**args, "filenames": [str(akd.data_dir / whole)],
+                                    "dset_size": 0, "dsets": []})
+        assert r["msgType"] == "NORMAL" and "warnings" not in json.loads(r["msg"]), r
+    finally:
+        ak.close()
