@@ -633,11 +633,10 @@ static void whole_field(const schema_facts *f, unsigned depth, schema_verdict *v
     for (size_t i = 0; i < sizeof need / sizeof need[0] && v->code == H5ARK_OK; i++) {
         if (need[i].type != type) continue;
         read_kind kind;
-        int64_t rows;
         bool numbers = need[i].kind == KIND_PDARRAY;
         if (schema_classify_part(f, need[i].name,
                                  numbers ? SCHEMA_PART_NUMBERS : SCHEMA_PART_OBJECT, depth, &kind,
-                                 &rows, v) == 0 &&
+                                 NULL, v) == 0 &&
             kind != need[i].kind) {
             v->code = H5ARK_TYPE_ERROR;
             snprintf(v->why, sizeof v->why, "it is '%s' but '%s' is %s", q, need[i].name,

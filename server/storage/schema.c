@@ -117,7 +117,7 @@ static int classify(const schema_facts *f, schema_match *m, unsigned depth, sche
 int schema_classify_part(const schema_facts *f, const char *name, schema_part_sort sort,
                          unsigned depth, read_kind *kind, int64_t *rows, schema_verdict *v) {
     *kind = KIND_NONE;
-    *rows = -1;
+    if (rows) *rows = -1;
     h5ark_error err = {0};
     int here = h5u_link_local(f->obj, name, "a part", &err);
     H5Eclear2(H5E_DEFAULT);
@@ -153,8 +153,8 @@ int schema_classify_part(const schema_facts *f, const char *name, schema_part_so
                 schema_what(pm.kind));
     else
         rc = 0;
-    if (rc == 0) {
-        *kind = pm.kind;
+    if (rc == 0) *kind = pm.kind;
+    if (rc == 0 && rows) {
         if (pf.is_group) {
             schema_listing li;
             schema_list(pm.kind, &pf, &li);
@@ -173,10 +173,9 @@ int schema_classify_part(const schema_facts *f, const char *name, schema_part_so
 static void check_parts(const schema_facts *f, const schema_part *parts, unsigned depth,
                         schema_verdict *v) {
     read_kind kind;
-    int64_t rows;
     for (const schema_part *p = parts; p->name && v->code == H5ARK_OK; p++) {
         if (!p->count_attr) {
-            schema_classify_part(f, p->name, p->sort, depth, &kind, &rows, v);
+            schema_classify_part(f, p->name, p->sort, depth, &kind, NULL, v);
             continue;
         }
         char what[1200];
@@ -195,7 +194,7 @@ static void check_parts(const schema_facts *f, const schema_part *parts, unsigne
             snprintf(name, sizeof name, "%s%lld", p->name, (long long)i);
             /* without the count, the parts are the numbers found from 0 */
             if (r == 0 && i > 0 && h5u_link_exists(f->obj, name) != 1) break;
-            schema_classify_part(f, name, p->sort, depth, &kind, &rows, v);
+            schema_classify_part(f, name, p->sort, depth, &kind, NULL, v);
         }
         H5Eclear2(H5E_DEFAULT);
     }
@@ -275,9 +274,11 @@ static int detect_node(const probe_ctx *pc, read_node *n, hid_t obj, read_kind *
     if (obj < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "'%s' cannot be opened", n->path);
     schema_facts f;
     schema_match m = {0};
-    schema_verdict v;
+    schema_verdict v = {0};
     int rc = schema_facts_read(obj, n->path, &f, err);
-    if (rc == 0 && !schema_classify(&f, &m, &v)) rc = schema_unclaimed(&f, err);
+    /* the object is classified whole, parts and all: its components need only be detected */
+    bool claimed = rc == 0 && (n->component ? schema_detect(&f, &m) : schema_classify(&f, &m, &v));
+    if (rc == 0 && !claimed) rc = schema_unclaimed(&f, err);
     if (rc == 0 && v.code != H5ARK_OK) {
         char note[sizeof v.why + 100];
         schema_verdict_note(m.kind, &v, note, sizeof note);

@@ -136,7 +136,8 @@ int schema_detect(const schema_facts *f, schema_match *m);
  * metadata only: attributes, link names, shapes. */
 int schema_classify(const schema_facts *f, schema_match *m, schema_verdict *v);
 /* Part `name` of group f, classified in turn (depth: how deep in parts, bounded): 0 with
- * its kind and rows (-1 when the group does not say), or -1 with v saying what is wrong. */
+ * its kind and (rows not NULL) its rows (-1 when the group does not say), or -1 with v saying
+ * what is wrong. */
 int schema_classify_part(const schema_facts *f, const char *name, schema_part_sort sort,
                          unsigned depth, read_kind *kind, int64_t *rows, schema_verdict *v);
 /* A dataset's verdict when it must hold numbers in lo to hi dimensions. */
