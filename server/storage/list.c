@@ -803,7 +803,9 @@ static int list_objtype(lister *ls, hid_t oid, const char *path, const attr_fact
         if (li.rows >= 0 && put(ls, entry, "shape", shape1(li.rows))) return -1;
         if (li.note && put(ls, entry, "note", text_cstr(li.note))) return -1;
         if (li.legacy && put(ls, entry, "legacy", h5ark_value_str(li.legacy))) return -1;
-        return f.has_objtype ? 0 : put(ls, entry, "inferred", h5ark_value_bool(true));
+        /* inferred: an objtype no ObjType gave */
+        return f.has_objtype || !objtype[0] ? 0
+                                            : put(ls, entry, "inferred", h5ark_value_bool(true));
     }
     if (facts->has_objtype) return objtype_from_attr(ls, facts, entry);
     if (f.is_group) return 0;
