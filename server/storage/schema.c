@@ -170,6 +170,34 @@ int schema_classify_part(const schema_facts *f, const char *name, schema_part_so
 }
 
 /* The parts of the family's table: each one present and itself readable. */
+/* How many parts group g numbers prefix0, prefix1, ...: its attribute count_attr (1), or
+ * without it the highest number among its children plus one (0); -1 with err when the
+ * attribute cannot be read or is out of range. */
+static int numbered_count(hid_t g, const char *path, const char *prefix, const char *count_attr,
+                          int64_t *count, h5ark_error *err) {
+    char what[1200];
+    snprintf(what, sizeof what, "'%s'", path);
+    *count = 0;
+    int r = h5u_read_int_attr(g, count_attr, count, what, err);
+    if (r == 0) {
+        h5u_names l = {0};
+        if (h5u_link_names(g, NULL, &l, what, err) < 0) r = -1;
+        size_t plen = strlen(prefix);
+        for (size_t i = 0; i < l.n; i++) {
+            const char *s = l.v[i];
+            if (strncmp(s, prefix, plen) != 0 || !s[plen]) continue;
+            char *end;
+            unsigned long long k = strtoull(s + plen, &end, 10);
+            if (*end == '\0' && k < 100000 && (int64_t)k + 1 > *count) *count = (int64_t)k + 1;
+        }
+        h5u_names_free(&l);
+    }
+    if (r >= 0 && (*count < 0 || *count > 100000))
+        r = h5ark_fail(err, H5ARK_SCHEMA_ERROR, "%s: attribute '%s' is %lld", what, count_attr,
+                       (long long)*count);
+    return r;
+}
+
 static void check_parts(const schema_facts *f, const schema_part *parts, unsigned depth,
                         schema_verdict *v) {
     read_kind kind;
@@ -178,25 +206,20 @@ static void check_parts(const schema_facts *f, const schema_part *parts, unsigne
             schema_classify_part(f, p->name, p->sort, depth, &kind, NULL, v);
             continue;
         }
-        char what[1200];
-        snprintf(what, sizeof what, "'%s'", f->path);
         h5ark_error err = {0};
         int64_t count = 0;
-        int r = h5u_read_int_attr(f->obj, p->count_attr, &count, what, &err);
+        int r = numbered_count(f->obj, f->path, p->name, p->count_attr, &count, &err);
         H5Eclear2(H5E_DEFAULT);
-        if (r < 0) {
-            verdict(v, H5ARK_SCHEMA_ERROR, "%s", err.message);
-        } else if (r == 1 && (count < 1 || count > 100000)) {
-            verdict(v, H5ARK_SCHEMA_ERROR, "its '%s' is %lld", p->count_attr, (long long)count);
-        }
-        for (int64_t i = 0; v->code == H5ARK_OK && (r == 1 ? i < count : true); i++) {
+        if (r < 0)
+            verdict(v, err.code, "%.600s", err.message);
+        else if (r == 1 && count == 0)
+            verdict(v, H5ARK_SCHEMA_ERROR, "its '%s' is 0", p->count_attr);
+        /* at least one: none counted is a first part missing */
+        for (int64_t i = 0; v->code == H5ARK_OK && i < (count ? count : 1); i++) {
             char name[64];
             snprintf(name, sizeof name, "%s%lld", p->name, (long long)i);
-            /* without the count, the parts are the numbers found from 0 */
-            if (r == 0 && i > 0 && h5u_link_exists(f->obj, name) != 1) break;
             schema_classify_part(f, name, p->sort, depth, &kind, NULL, v);
         }
-        H5Eclear2(H5E_DEFAULT);
     }
 }
 
@@ -352,31 +375,10 @@ int schema_probe_numbered_kids(const probe_ctx *pc, read_node *n, const char *pr
     if (first == n->nkids) {
         hid_t g = H5Gopen2(pc->file, n->path, H5P_DEFAULT);
         if (g < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "'%s' cannot be opened", n->path);
-        char what[1200];
-        snprintf(what, sizeof what, "'%s'", n->path);
         int64_t count = 0;
-        int r = h5u_read_int_attr(g, count_attr, &count, what, err);
-        uint64_t found = 0;
-        if (r == 0) {
-            /* no count: the highest number among the children named prefix<number> */
-            h5u_names l = {0};
-            if (h5u_link_names(g, NULL, &l, what, err) < 0) r = -1;
-            size_t plen = strlen(prefix);
-            for (size_t i = 0; i < l.n; i++) {
-                const char *s = l.v[i];
-                if (strncmp(s, prefix, plen) != 0 || !s[plen]) continue;
-                char *end;
-                unsigned long long k = strtoull(s + plen, &end, 10);
-                if (*end == '\0' && k < 100000 && k + 1 > found) found = k + 1;
-            }
-            h5u_names_free(&l);
-            count = (int64_t)found;
-        }
+        int r = numbered_count(g, n->path, prefix, count_attr, &count, err);
         H5Gclose(g);
         if (r < 0) return -1;
-        if (count < 0 || count > 100000)
-            return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "%s: attribute '%s' is %lld", what,
-                              count_attr, (long long)count);
         for (int64_t i = 0; i < count; i++) {
             char name[64], path[1200];
             snprintf(name, sizeof name, "%s%lld", prefix, (long long)i);

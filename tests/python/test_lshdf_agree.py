@@ -227,6 +227,25 @@ def test_count_or_attribute_wrong(conn, case, attr, words):
     check_refused(conn, path, what, [words])
 
 
+@pytest.mark.parametrize("case,count,prefix", [("groupby", "NumKeys", "KEY_"),
+                                                ("bigint", "NumLimbs", "Limb_"),
+                                                ("multiindex", "NumIdx", "IDX_")])
+def test_numbered_parts_without_count(conn, case, count, prefix):
+    """Without its count attribute, a composite's numbered parts run to the highest number
+    found: a gap is a part missing, for lshdf and readhdf alike."""
+    make, what, _ = CASES[case]
+
+    def tweak(f):
+        o = f["obj"]
+        del o.attrs[count]
+        f.copy(o[prefix + "0"], o, prefix + "2")
+        if prefix + "1" in o:
+            del o[prefix + "1"]
+
+    path = build(conn, make, tweak)
+    check_refused(conn, path, what, [f"no '{prefix}1'"])
+
+
 def test_arrayview_whole(conn):
     path = build(conn, make_arrayview, lambda f: None)
     assert listed(conn, path)["obj"]["objtype"] == "arrayview"
