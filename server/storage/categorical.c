@@ -194,6 +194,9 @@ static void list(const schema_facts *f, schema_listing *out) {
 static const schema_part parts[] = {
     {CHILD_CODES, NULL, SCHEMA_PART_NUMBERS},
     {CHILD_CATEGORIES, NULL, SCHEMA_PART_OBJECT},
+    {CHILD_NA_CODES, NULL, SCHEMA_PART_NUMBERS, true},
+    {CHILD_PERMUTATION, NULL, SCHEMA_PART_NUMBERS, true},
+    {CHILD_SEGMENTS, NULL, SCHEMA_PART_NUMBERS, true},
     {NULL, NULL, 0},
 };
 

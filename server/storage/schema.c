@@ -203,7 +203,9 @@ static void check_parts(const schema_facts *f, const schema_part *parts, unsigne
     read_kind kind;
     for (const schema_part *p = parts; p->name && v->code == H5ARK_OK; p++) {
         if (!p->count_attr) {
-            schema_classify_part(f, p->name, p->sort, depth, &kind, NULL, v);
+            if (!p->optional || h5u_link_exists(f->obj, p->name) == 1)
+                schema_classify_part(f, p->name, p->sort, depth, &kind, NULL, v);
+            H5Eclear2(H5E_DEFAULT);
             continue;
         }
         h5ark_error err = {0};

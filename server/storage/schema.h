@@ -82,6 +82,7 @@ typedef struct {
     const char *count_attr; /* numbered parts: how many (the attribute, else the highest number
                                found, and at least one) */
     schema_part_sort sort;
+    bool optional; /* may be absent; when present, it must be of its sort */
 } schema_part;
 
 typedef struct schema_family {

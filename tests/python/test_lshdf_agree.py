@@ -246,6 +246,19 @@ def test_numbered_parts_without_count(conn, case, count, prefix):
     check_refused(conn, path, what, [f"no '{prefix}1'"])
 
 
+@pytest.mark.parametrize("part", ["NA_Codes", "permutation", "segments"])
+def test_categorical_optional_part_of_strings(conn, part):
+    """A Categorical's optional parts may be absent, but present they must be numbers."""
+    def tweak(f):
+        c = f["obj"]
+        if part in c:
+            del c[part]
+        c.create_dataset(part, data=np.array([b"a", b"b"], "S1"))
+
+    path = build(conn, make_categorical, tweak)
+    check_refused(conn, path, "a Categorical", [f"'{part}' is", "not a 1-D array of numbers"])
+
+
 def test_arrayview_whole(conn):
     path = build(conn, make_arrayview, lambda f: None)
     assert listed(conn, path)["obj"]["objtype"] == "arrayview"
