@@ -618,6 +618,21 @@ static int cmd_read_all(ak_ctx *ctx, h5ark_error *err) {
         free(errors);
         json_decref(list);
     }
+    /* what the read left out or went on despite: named as file_errors are (JSON text of a
+     * list), and the reply a WARNING, which Arkouda's client issues as a Python warning */
+    size_t nwarnings = h5ark_value_len(res.warnings);
+    if (reply && nwarnings) {
+        json_t *list = json_array();
+        for (size_t w = 0; w < nwarnings; w++) {
+            const h5ark_value *t = h5ark_value_at(res.warnings, w);
+            if (t && t->kind == H5ARK_STR) json_array_append_new(list, json_string(t->as.s.ptr));
+        }
+        char *text = json_dumps(list, JSON_COMPACT);
+        json_object_set_new(reply, "warnings", json_string(text ? text : "[]"));
+        free(text);
+        json_decref(list);
+        ctx->warning = true;
+    }
     char *msg = reply ? json_dumps(reply, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(reply);
     if (!msg) {

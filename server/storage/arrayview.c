@@ -196,6 +196,34 @@ static bool writes(const object *obj) {
     return obj->objtype == H5ARK_ARRAYVIEW;
 }
 
+/* Numbers, and Rank with a Shape of Rank elements; without both, a plain N-d dataset. */
+static void whole(const schema_facts *f, unsigned depth, schema_verdict *v) {
+    (void)depth;
+    h5ark_error err = {0};
+    int64_t rank = 0, shape[OBJECT_MAX_DIMS];
+    size_t got = 0;
+    int r1 = h5u_read_int_attr(f->obj, ATTR_RANK, &rank, f->path, &err);
+    int r2 = r1 < 0 ? -1
+                    : h5u_read_int_array_attr(f->obj, ATTR_SHAPE, shape, OBJECT_MAX_DIMS, &got,
+                                              f->path, &err);
+    H5Eclear2(H5E_DEFAULT);
+    if (r1 == 0 && r2 == 0) {
+        schema_verdict_numbers(f, 2, OBJECT_MAX_DIMS, v);
+        return;
+    }
+    schema_verdict_numbers(f, 1, 1, v);
+    bool negative = false;
+    for (size_t i = 0; i < got; i++)
+        negative = negative || shape[i] < 0;
+    if (v->code == H5ARK_OK &&
+        (r1 != 1 || r2 != 1 || rank < 1 || (uint64_t)rank != got || negative)) {
+        v->code = H5ARK_SCHEMA_ERROR;
+        snprintf(v->why, sizeof v->why,
+                 "it needs 'Rank' and a 'Shape' of Rank dimensions of no less than 0 (1 to %d)",
+                 OBJECT_MAX_DIMS);
+    }
+}
+
 const schema_family schema_arrayview = {
     .kind = KIND_ARRAYVIEW,
     .what = "an ArrayView",
@@ -206,4 +234,5 @@ const schema_family schema_arrayview = {
     .slice = slice,
     .writes = writes,
     .write = store,
+    .whole = whole,
 };

@@ -84,6 +84,11 @@ static bool writes(const object *obj) {
     return obj->objtype == H5ARK_PDARRAY && obj->dtype == H5ARK_BIGINT;
 }
 
+static const schema_part parts[] = {
+    {PREFIX_LIMB, ATTR_NUM_LIMBS, SCHEMA_PART_NUMBERS},
+    {NULL, NULL, 0},
+};
+
 const schema_family schema_bigint = {
     .kind = KIND_BIGINT,
     .what = "a bigint",
@@ -95,4 +100,5 @@ const schema_family schema_bigint = {
     .list = list,
     .writes = writes,
     .write = store,
+    .parts = parts,
 };

@@ -191,6 +191,15 @@ static void list(const schema_facts *f, schema_listing *out) {
     out->rows = schema_child_rows(f, CHILD_CODES);
 }
 
+static const schema_part parts[] = {
+    {CHILD_CODES, NULL, SCHEMA_PART_NUMBERS},
+    {CHILD_CATEGORIES, NULL, SCHEMA_PART_OBJECT},
+    {CHILD_NA_CODES, NULL, SCHEMA_PART_NUMBERS, true},
+    {CHILD_PERMUTATION, NULL, SCHEMA_PART_NUMBERS, true},
+    {CHILD_SEGMENTS, NULL, SCHEMA_PART_NUMBERS, true},
+    {NULL, NULL, 0},
+};
+
 const schema_family schema_categorical = {
     .kind = KIND_CATEGORICAL,
     .what = "a Categorical",
@@ -202,4 +211,5 @@ const schema_family schema_categorical = {
     .list = list,
     .writes = writes,
     .write = store,
+    .parts = parts,
 };

@@ -183,6 +183,47 @@ static bool writes(const object *obj) {
     return obj->objtype == H5ARK_DATAFRAME;
 }
 
+/* Every column (and the index) readable and of one length, and ColumnOrder naming only
+ * columns it holds. */
+static void whole(const schema_facts *f, unsigned depth, schema_verdict *v) {
+    h5u_names links = {0};
+    char **order = NULL;
+    size_t norder = 0;
+    h5ark_error err = {0};
+    if (h5u_link_names(f->obj, NULL, &links, f->path, &err) < 0 ||
+        h5u_read_str_array_attr(f->obj, ATTR_COLUMN_ORDER, &order, &norder, f->path, &err) < 0) {
+        v->code = err.code;
+        snprintf(v->why, sizeof v->why, "%.600s", err.message);
+    }
+    for (size_t i = 0; v->code == H5ARK_OK && i < norder; i++) {
+        bool found = false;
+        for (size_t k = 0; k < links.n && !found; k++)
+            found = strcmp(links.v[k], order[i]) == 0;
+        if (!found || strcmp(order[i], CHILD_INDEX) == 0) {
+            v->code = H5ARK_SCHEMA_ERROR;
+            snprintf(v->why, sizeof v->why, "its ColumnOrder names '%s', which is not a column",
+                     order[i]);
+        }
+    }
+    int64_t first = -1;
+    const char *first_name = NULL;
+    for (size_t i = 0; v->code == H5ARK_OK && i < links.n; i++) {
+        read_kind kind;
+        int64_t rows;
+        if (schema_classify_part(f, links.v[i], SCHEMA_PART_OBJECT, depth, &kind, &rows, v)) break;
+        if (rows < 0) continue;
+        if (first_name && rows != first) {
+            v->code = H5ARK_TYPE_ERROR;
+            snprintf(v->why, sizeof v->why,
+                     "its columns differ in length ('%s': %lld rows, '%s': %lld)", first_name,
+                     (long long)first, links.v[i], (long long)rows);
+        }
+        if (!first_name) first = rows, first_name = links.v[i];
+    }
+    h5u_free_strs(order, norder);
+    h5u_names_free(&links);
+}
+
 const schema_family schema_dataframe = {
     .kind = KIND_DATAFRAME,
     .what = "a DataFrame",
@@ -194,4 +235,5 @@ const schema_family schema_dataframe = {
     .writes = writes,
     .write = store,
     .check = check,
+    .whole = whole,
 };

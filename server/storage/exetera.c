@@ -304,21 +304,9 @@ static int probe_df(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *
     } else if (node_check_children(pc->file, n, "ExeTera dataframe", "field", err)) {
         return -1;
     }
-    /* ExeTera lets a dataframe's fields differ in length: such a group is no table, and what
-     * nothing can represent is a type_error (left out with a warning reading whole files) */
-    uint64_t first = 0;
-    for (size_t i = 0; i < n->nkids; i++) {
-        uint64_t before = node_rows(&n->kids[i]);
+    /* fields of one length in this file: schema_classify (whole_df) saw to it */
+    for (size_t i = 0; i < n->nkids; i++)
         if (schema_probe(pc, &n->kids[i], err)) return -1;
-        uint64_t rows = node_rows(&n->kids[i]) - before;
-        if (i == 0) first = rows;
-        if (rows != first)
-            return h5ark_fail(err, H5ARK_TYPE_ERROR,
-                              "ExeTera dataframe '%s' is not one table: field '%s' has %llu rows "
-                              "but '%s' has %llu; read its fields one by one",
-                              n->path, n->kids[i].name, (unsigned long long)rows, n->kids[0].name,
-                              (unsigned long long)first);
-    }
     return 0;
 }
 
@@ -568,10 +556,7 @@ static void list_field(const schema_facts *f, schema_listing *out) {
     if (bad) h5ark_value_destroy(&out->extra);
     out->rows = rows;
     switch (type) {
-    case FT_BAD:
-        out->objtype = "";
-        out->note = "a fieldtype h5ark does not read";
-        break;
+    case FT_BAD: break; /* whole_field says why it does not read */
     case FT_INDEXED:
     case FT_FIXED:
         out->objtype = "strings";
@@ -591,28 +576,93 @@ static void list_field(const schema_facts *f, schema_listing *out) {
     }
 }
 
+/* The rows of a field group and its fieldtype (FT_BAD when not one h5ark reads). */
+static int64_t field_group_rows(hid_t g, char *ft, size_t len, fieldtype *type) {
+    h5ark_dtype dtype;
+    int r = exetera_read_str_attr(g, ATTR_FIELDTYPE, ft, len);
+    *type = r == 1 ? exetera_parse_fieldtype(ft, &dtype) : FT_BAD;
+    return *type == FT_BAD ? -1 : field_rows(g, *type);
+}
+
+/* Rows: its first field's (whole_df sees that they all have as many). */
 static void list_df(const schema_facts *f, schema_listing *out) {
     h5u_names names = {0};
     if (field_names(f->obj, &names) == 0) {
-        for (size_t i = 0; i < names.n; i++) {
-            hid_t g = H5Gopen2(f->obj, names.v[i], H5P_DEFAULT);
-            char ft[256];
-            h5ark_dtype dtype;
-            int64_t rows = -1;
-            if (g >= 0 && exetera_read_str_attr(g, ATTR_FIELDTYPE, ft, sizeof ft) == 1) {
-                fieldtype type = exetera_parse_fieldtype(ft, &dtype);
-                if (type != FT_BAD) rows = field_rows(g, type);
-            }
-            if (g >= 0) H5Gclose(g);
-            H5Eclear2(H5E_DEFAULT);
-            if (rows < 0 || (i > 0 && rows != out->rows)) {
-                out->rows = -1;
-                out->objtype = ""; /* not one table: readhdf reads its fields one by one */
-                out->note = "an ExeTera dataframe whose fields differ in length (or have no "
-                            "length): its fields read one by one";
-                break;
-            }
-            out->rows = rows;
+        hid_t g = H5Gopen2(f->obj, names.v[0], H5P_DEFAULT);
+        char ft[256];
+        fieldtype type;
+        if (g >= 0) out->rows = field_group_rows(g, ft, sizeof ft, &type);
+        if (g >= 0) H5Gclose(g);
+        H5Eclear2(H5E_DEFAULT);
+    }
+    h5u_names_free(&names);
+}
+
+/* ---- classification -------------------------------------------------------------------- */
+
+/* Its fieldtype one h5ark reads, and the datasets that fieldtype needs. */
+static void whole_field(const schema_facts *f, unsigned depth, schema_verdict *v) {
+    char ft[256], q[64];
+    h5ark_dtype dtype;
+    int r = exetera_read_str_attr(f->obj, ATTR_FIELDTYPE, ft, sizeof ft);
+    fieldtype type = r == 1 ? exetera_parse_fieldtype(ft, &dtype) : FT_BAD;
+    quote(ft, q, sizeof q);
+    if (type == FT_BAD) {
+        v->code = H5ARK_TYPE_ERROR;
+        if (r != 1)
+            snprintf(v->why, sizeof v->why, "its 'fieldtype' attribute is not a string");
+        else
+            snprintf(v->why, sizeof v->why,
+                     "its fieldtype '%s' is not one h5ark reads (indexedstring, fixedstring,<n>, "
+                     "numeric,<dtype>, categorical,<integer dtype>, timestamp)",
+                     q);
+        return;
+    }
+    static const struct {
+        fieldtype type;
+        const char *name;
+        read_kind kind; /* KIND_PDARRAY: 1-D numbers */
+    } need[] = {
+        {FT_INDEXED, "index", KIND_PDARRAY},          {FT_INDEXED, CHILD_VALUES, KIND_PDARRAY},
+        {FT_FIXED, CHILD_VALUES, KIND_H5STRINGS},     {FT_NUMERIC, CHILD_VALUES, KIND_PDARRAY},
+        {FT_TIMESTAMP, CHILD_VALUES, KIND_PDARRAY},   {FT_CATEGORICAL, CHILD_VALUES, KIND_PDARRAY},
+        {FT_CATEGORICAL, "key_values", KIND_PDARRAY}, {FT_CATEGORICAL, "key_names", KIND_H5STRINGS},
+    };
+    for (size_t i = 0; i < sizeof need / sizeof need[0] && v->code == H5ARK_OK; i++) {
+        if (need[i].type != type) continue;
+        read_kind kind;
+        bool numbers = need[i].kind == KIND_PDARRAY;
+        if (schema_classify_part(f, need[i].name,
+                                 numbers ? SCHEMA_PART_NUMBERS : SCHEMA_PART_OBJECT, depth, &kind,
+                                 NULL, v) == 0 &&
+            kind != need[i].kind) {
+            v->code = H5ARK_TYPE_ERROR;
+            snprintf(v->why, sizeof v->why, "it is '%s' but '%s' is %s", q, need[i].name,
+                     schema_what(kind));
+        }
+    }
+}
+
+/* Every field readable, and all of one length: ExeTera lets them differ, and such a group is
+ * no table (type_error: its fields read one by one). */
+static void whole_df(const schema_facts *f, unsigned depth, schema_verdict *v) {
+    h5u_names names = {0};
+    if (field_names(f->obj, &names)) {
+        v->code = H5ARK_SCHEMA_ERROR;
+        snprintf(v->why, sizeof v->why, "its children are not all fields");
+    }
+    int64_t first = -1;
+    for (size_t i = 0; i < names.n && v->code == H5ARK_OK; i++) {
+        read_kind kind;
+        int64_t rows;
+        if (schema_classify_part(f, names.v[i], SCHEMA_PART_OBJECT, depth, &kind, &rows, v)) break;
+        if (i == 0) first = rows;
+        if (rows != first) {
+            v->code = H5ARK_TYPE_ERROR;
+            snprintf(v->why, sizeof v->why,
+                     "its fields differ in length ('%s': %lld rows, '%s': %lld); read them one "
+                     "by one",
+                     names.v[0], (long long)first, names.v[i], (long long)rows);
         }
     }
     h5u_names_free(&names);
@@ -627,6 +677,7 @@ const schema_family schema_exetera_field = {
     .build = build_field,
     .slice = slice_field,
     .list = list_field,
+    .whole = whole_field,
 };
 
 const schema_family schema_exetera_df = {
@@ -638,4 +689,5 @@ const schema_family schema_exetera_df = {
     .build = build_df,
     .slice = schema_slice_kids,
     .list = list_df,
+    .whole = whole_df,
 };

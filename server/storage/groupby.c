@@ -87,6 +87,14 @@ static bool writes(const object *obj) {
     return obj->objtype == H5ARK_GROUPBY;
 }
 
+static const schema_part parts[] = {
+    {CHILD_PERMUTATION, NULL, SCHEMA_PART_NUMBERS},
+    {CHILD_SEGMENTS, NULL, SCHEMA_PART_NUMBERS},
+    {CHILD_UNIQUE_KEY_IDX, NULL, SCHEMA_PART_NUMBERS},
+    {PREFIX_KEY, ATTR_NUM_KEYS, SCHEMA_PART_OBJECT},
+    {NULL, NULL, 0},
+};
+
 const schema_family schema_groupby = {
     .kind = KIND_GROUPBY,
     .what = "a GroupBy",
@@ -96,4 +104,5 @@ const schema_family schema_groupby = {
     .build = build,
     .writes = writes,
     .write = store,
+    .parts = parts,
 };

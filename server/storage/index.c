@@ -116,6 +116,11 @@ static int detect_multiindex(const schema_facts *f, schema_match *m) {
     return detect_levels(f, true);
 }
 
+static const schema_part parts[] = {
+    {PREFIX_IDX, ATTR_NUM_IDX, SCHEMA_PART_OBJECT},
+    {NULL, NULL, 0},
+};
+
 const schema_family schema_index = {
     .kind = KIND_INDEX,
     .what = "an Index",
@@ -126,6 +131,7 @@ const schema_family schema_index = {
     .slice = schema_slice_kids,
     .writes = writes,
     .write = index_write,
+    .parts = parts,
 };
 
 /* the writer is the Index's */
@@ -137,4 +143,5 @@ const schema_family schema_multiindex = {
     .probe = probe,
     .build = build,
     .slice = schema_slice_kids,
+    .parts = parts,
 };

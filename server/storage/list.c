@@ -843,21 +843,28 @@ out:
     return rc;
 }
 
-/* objtype as readhdf sees it: the schema table's one detector decides (inferred when no
- * ObjType says so); what no family reads keeps the name its ObjType gives, or a note. */
+/* objtype as readhdf sees it: the schema table's one classification decides (inferred when
+ * no ObjType says so). What it claims but cannot read has no objtype and a note saying why;
+ * what no family reads keeps the name its ObjType gives, or a note. */
 static int list_objtype(lister *ls, hid_t oid, const char *path, const attr_facts *facts,
                         h5ark_value *entry, bool *whole) {
     schema_facts f;
     schema_match m = {0};
+    schema_verdict v = {0};
     h5ark_error ignored = {0};
-    bool found = schema_facts_read(oid, path, &f, &ignored) == 0 && schema_detect(&f, &m);
+    bool found = schema_facts_read(oid, path, &f, &ignored) == 0 && schema_classify(&f, &m, &v);
     H5Eclear2(H5E_DEFAULT);
     if (found) {
         const schema_family *fam = schema_family_of(m.kind);
         schema_listing li;
         schema_list(m.kind, &f, &li);
         H5Eclear2(H5E_DEFAULT);
-        const char *objtype = li.objtype ? li.objtype : fam->objtype;
+        const char *objtype = v.code != H5ARK_OK ? "" : li.objtype ? li.objtype : fam->objtype;
+        char note[sizeof v.why + 100];
+        if (v.code != H5ARK_OK) {
+            schema_verdict_note(m.kind, &v, note, sizeof note);
+            li.note = note;
+        }
         if (li.extra)
             for (size_t i = 0; i < li.extra->as.m.len; i++)
                 if (put(ls, entry, li.extra->as.m.keys[i],
@@ -874,9 +881,11 @@ static int list_objtype(lister *ls, hid_t oid, const char *path, const attr_fact
         if (m.tag && put(ls, entry, "tag", h5ark_value_str(m.tag))) return -1;
         if (li.dtype[0] && put(ls, entry, "dtype", h5ark_value_str(li.dtype))) return -1;
         if (li.rows >= 0 && put(ls, entry, "shape", shape1(li.rows))) return -1;
-        if (li.note && put(ls, entry, "note", h5ark_value_str(li.note))) return -1;
+        if (li.note && put(ls, entry, "note", text_cstr(li.note))) return -1;
         if (li.legacy && put(ls, entry, "legacy", h5ark_value_str(li.legacy))) return -1;
-        return f.has_objtype ? 0 : put(ls, entry, "inferred", h5ark_value_bool(true));
+        /* inferred: an objtype no ObjType gave */
+        return f.has_objtype || !objtype[0] ? 0
+                                            : put(ls, entry, "inferred", h5ark_value_bool(true));
     }
     if (facts->has_objtype) return objtype_from_attr(ls, facts, entry);
     if (f.is_group) return 0;

@@ -238,6 +238,12 @@ static bool writes(const object *obj) {
     return obj->objtype == H5ARK_PDARRAY && obj->dtype != H5ARK_BIGINT;
 }
 
+/* A dataset of numbers in one dimension, whatever its ObjType says. */
+static void whole(const schema_facts *f, unsigned depth, schema_verdict *v) {
+    (void)depth;
+    if (!f->is_group) schema_verdict_numbers(f, 1, 1, v);
+}
+
 /* The groups it claims are Arkouda v1's bools. */
 static void list(const schema_facts *f, schema_listing *out) {
     snprintf(out->dtype, sizeof out->dtype, "bool");
@@ -256,4 +262,5 @@ const schema_family schema_pdarray = {
     .list = list,
     .writes = writes,
     .write = store,
+    .whole = whole,
 };

@@ -3,6 +3,7 @@
  * file probe processes (sandbox.c), or in process without them. */
 #include "probe.h"
 
+#include "files.h"
 #include "layout.h"
 #include "sysio.h"
 
@@ -107,11 +108,21 @@ static int list_objects(hid_t file, h5u_names *out, h5ark_error *err) {
     return rc;
 }
 
+/* Reading whole files, an object of the first file that cannot be read is left out, not the
+ * file: what nothing can represent, what schema_classify refuses (as lshdf lists it, with no
+ * objtype), what is malformed or needs an option the request lacks. A failed read, memory
+ * or a fault of the daemon's are never taken for that. */
+static bool object_only(const h5ark_error *err) {
+    return (err->code == H5ARK_TYPE_ERROR || err->code == H5ARK_SCHEMA_ERROR ||
+            err->code == H5ARK_FORBIDDEN || err->code == H5ARK_NOT_FOUND) &&
+           h5u_io_errno() == 0;
+}
+
 /* Leave object i out of the read, saying why in a warning. */
 static int skip_object(read_probe *st, size_t i, h5ark_error *err) {
     char line[sizeof err->message + 64];
     snprintf(line, sizeof line, "skipped: %s", err->message);
-    if (h5u_names_push(&st->warnings, line))
+    if (h5u_names_push(&st->warnings, line) || h5u_names_push(&st->skipped, st->names.v[i]))
         return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     node_clear(&st->nodes[i]);
     free(st->names.v[i]);
@@ -120,6 +131,25 @@ static int skip_object(read_probe *st, size_t i, h5ark_error *err) {
     st->names.n--;
     *err = (h5ark_error){0};
     return 0;
+}
+
+/* Reading whole files, the objects are the first file's: say which objects of a later file
+ * are not read because the first lacks them. */
+static int warn_unlisted(read_probe *st, hid_t file, const char *path, h5ark_error *err) {
+    h5u_names here = {0};
+    int rc = list_objects(file, &here, err);
+    for (size_t i = 0; rc == 0 && i < here.n; i++) {
+        if (has_name(&st->names, here.v[i]) || has_name(&st->skipped, here.v[i])) continue;
+        char line[2400];
+        snprintf(line, sizeof line,
+                 "not read: '%s' in '%s', which the first file read does not hold (reading whole "
+                 "files reads the first file's objects)",
+                 here.v[i], files_display(path));
+        if (!has_name(&st->warnings, line) && h5u_names_push(&st->warnings, line))
+            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    h5u_names_free(&here);
+    return rc;
 }
 
 int read_probe_open(const char *path, hid_t *file_out, uint64_t *size_out, h5ark_error *err) {
@@ -184,12 +214,9 @@ static int probe_file(const read_probe_request *rq, size_t k, read_probe *st, h5
             node_mark(&st->nodes[i]);
     for (size_t i = 0; rc == 0 && i < st->names.n; i++) {
         rc = schema_probe(&pc, &st->nodes[i], err);
-        /* reading whole files, what nothing can represent is left out, not the file; a
-         * failed read is never taken for that */
-        if (rc && listed_here && err->code == H5ARK_TYPE_ERROR && h5u_io_errno() == 0) {
-            rc = skip_object(st, i--, err);
-        }
+        if (rc && listed_here && object_only(err)) rc = skip_object(st, i--, err);
     }
+    if (rc == 0 && !listed_here && rq->ndatasets == 0) rc = warn_unlisted(st, file, path, err);
     if (rc) h5u_io_blame(file, err);
     if (H5Fclose(file) < 0 && rc == 0) rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close it");
     if (rc) {
@@ -198,6 +225,7 @@ static int probe_file(const read_probe_request *rq, size_t k, read_probe *st, h5
             free_datasets(st);
             h5u_names_free(&st->names);
             h5u_names_free(&st->warnings);
+            h5u_names_free(&st->skipped);
         } else {
             for (size_t i = 0; st->nodes && i < st->names.n; i++)
                 node_undo(&st->nodes[i]);
@@ -227,6 +255,7 @@ void read_probe_clear(read_probe *p) {
     free_datasets(p);
     h5u_names_free(&p->names);
     h5u_names_free(&p->warnings);
+    h5u_names_free(&p->skipped);
     for (size_t i = 0; i < p->nerrors; i++)
         free(p->errors[i].message);
     free(p->errors);

@@ -35,6 +35,7 @@ typedef struct read_probe {
     read_file_error *errors;
     size_t nerrors, errcap;
     h5u_names warnings; /* what was skipped, reading whole files */
+    h5u_names skipped;  /* the first file's objects left out (not sent on) */
     bool stopped;       /* a file failed without allow_errors: the last error says which */
 } read_probe;
 

@@ -69,6 +69,25 @@ static uint64_t node_bytes(const read_node *n) {
     return b;
 }
 
+/* Reading whole files, an object whose data proves malformed, or that nothing can represent,
+ * is left out and named in a warning, as the probes leave out what its metadata rules out;
+ * a failed read or a lack of memory fails the request. */
+static bool unreadable_object(const h5ark_error *err) {
+    return err->code == H5ARK_TYPE_ERROR || err->code == H5ARK_SCHEMA_ERROR ||
+           err->code == H5ARK_FORBIDDEN;
+}
+
+static int skip_built(storage_read_item *it, h5ark_value *warnings, h5ark_error *err) {
+    char line[sizeof err->message + 16];
+    snprintf(line, sizeof line, "skipped: %s", err->message);
+    free(it->dataset);
+    *it = (storage_read_item){0};
+    *err = (h5ark_error){0};
+    return h5ark_value_push(warnings, h5ark_value_str(line))
+               ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory")
+               : 0;
+}
+
 /* Several ranks: rank 0 probed the files (rc its outcome); every rank gets what it found,
  * as the probes send it, so that all build the same objects from the same read tree. */
 static int share_probe(int rc, read_probe *st, char *const *paths, size_t npaths,
@@ -142,19 +161,21 @@ static int read_files(char *const *paths, size_t npaths, const char *const *data
     for (size_t i = 0; i < st.names.n; i++)
         total += node_bytes(&st.nodes[i]);
     progress_start(progress_here(), PROGRESS_BYTES, total);
-    for (; built < st.names.n; built++) {
-        read_node *ds = &st.nodes[built];
+    for (size_t i = 0; i < st.names.n; i++) {
+        read_node *ds = &st.nodes[i];
         storage_read_item *it = &out[built];
         ds->swap_bytes = opts->awkward_big_endian;
         int r =
             (it->dataset = strdup(ds->name))
                 ? schema_build(ds, opts->strict_types, opts->tag_data, &it->obj, &it->file_tag, err)
                 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        if (ranks_call_seq()) r = ranks_agree(r, err);
-        if (r) {
-            built++; /* its name is freed with the rest */
-            goto out;
+        if (ranks_call_seq()) r = ranks_agree(r, err); /* every rank has the same err */
+        if (r && ndatasets == 0 && unreadable_object(err)) {
+            r = skip_built(it, warnings, err);
+            if (r == 0) continue;
         }
+        built++; /* its name is freed with the rest */
+        if (r) goto out;
     }
     *items = out;
     *nitems = built;

@@ -4,6 +4,7 @@
 #include "files.h"
 #include "layout.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +96,165 @@ int schema_detect(const schema_facts *f, schema_match *m) {
     return best > SCHEMA_NOT_MINE;
 }
 
+/* ---- classification ------------------------------------------------------------------ */
+
+/* Parts nest a few levels (a DataFrame's Categorical column's Strings); deeper is a loop of
+ * hard links or a hostile file. */
+#define CLASSIFY_MAX_DEPTH 8
+
+static void verdict(schema_verdict *v, h5ark_code code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void verdict(schema_verdict *v, h5ark_code code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(v->why, sizeof v->why, fmt, ap);
+    va_end(ap);
+    v->code = code;
+}
+
+static int classify(const schema_facts *f, schema_match *m, unsigned depth, schema_verdict *v);
+
+int schema_classify_part(const schema_facts *f, const char *name, schema_part_sort sort,
+                         unsigned depth, read_kind *kind, int64_t *rows, schema_verdict *v) {
+    *kind = KIND_NONE;
+    if (rows) *rows = -1;
+    h5ark_error err = {0};
+    int here = h5u_link_local(f->obj, name, "a part", &err);
+    H5Eclear2(H5E_DEFAULT);
+    if (here < 0) {
+        verdict(v, err.code, "'%s': %s", name, err.message);
+        return -1;
+    }
+    hid_t obj = here ? H5Oopen(f->obj, name, H5P_DEFAULT) : H5I_INVALID_HID;
+    H5Eclear2(H5E_DEFAULT);
+    if (obj < 0) {
+        verdict(v, H5ARK_SCHEMA_ERROR, "no '%s'", name);
+        return -1;
+    }
+    char path[1100];
+    snprintf(path, sizeof path, "%s/%s", f->path, name);
+    schema_facts pf;
+    schema_match pm = {0};
+    schema_verdict pv = {0};
+    int claimed = schema_facts_read(obj, path, &pf, &err) == 0 &&
+                  (depth < CLASSIFY_MAX_DEPTH ? classify(&pf, &pm, depth + 1, &pv) : 0);
+    H5Eclear2(H5E_DEFAULT);
+    int rc = -1;
+    if (depth >= CLASSIFY_MAX_DEPTH)
+        verdict(v, H5ARK_SCHEMA_ERROR, "'%s' nests parts more than %d deep", name,
+                CLASSIFY_MAX_DEPTH);
+    else if (!claimed)
+        verdict(v, H5ARK_TYPE_ERROR, "'%s' is not an object h5ark reads", name);
+    else if (pv.code != H5ARK_OK)
+        verdict(v, pv.code, "'%s' is %s that cannot be read: %s", name, schema_what(pm.kind),
+                pv.why);
+    else if (sort == SCHEMA_PART_NUMBERS && pm.kind != KIND_PDARRAY)
+        verdict(v, H5ARK_TYPE_ERROR, "'%s' is %s, not a 1-D array of numbers", name,
+                schema_what(pm.kind));
+    else
+        rc = 0;
+    if (rc == 0) *kind = pm.kind;
+    if (rc == 0 && rows) {
+        if (pf.is_group) {
+            schema_listing li;
+            schema_list(pm.kind, &pf, &li);
+            h5ark_value_destroy(&li.extra);
+            *rows = li.rows;
+        } else {
+            *rows = h5u_dataset_len(obj);
+        }
+        H5Eclear2(H5E_DEFAULT);
+    }
+    H5Oclose(obj);
+    return rc;
+}
+
+/* The parts of the family's table: each one present and itself readable. */
+/* How many parts group g numbers prefix0, prefix1, ...: its attribute count_attr (1), or
+ * without it the highest number among its children plus one (0); -1 with err when the
+ * attribute cannot be read or is out of range. */
+static int numbered_count(hid_t g, const char *path, const char *prefix, const char *count_attr,
+                          int64_t *count, h5ark_error *err) {
+    char what[1200];
+    snprintf(what, sizeof what, "'%s'", path);
+    *count = 0;
+    int r = h5u_read_int_attr(g, count_attr, count, what, err);
+    if (r == 0) {
+        h5u_names l = {0};
+        if (h5u_link_names(g, NULL, &l, what, err) < 0) r = -1;
+        size_t plen = strlen(prefix);
+        for (size_t i = 0; i < l.n; i++) {
+            const char *s = l.v[i];
+            if (strncmp(s, prefix, plen) != 0 || !s[plen]) continue;
+            char *end;
+            unsigned long long k = strtoull(s + plen, &end, 10);
+            if (*end == '\0' && k < 100000 && (int64_t)k + 1 > *count) *count = (int64_t)k + 1;
+        }
+        h5u_names_free(&l);
+    }
+    if (r >= 0 && (*count < 0 || *count > 100000))
+        r = h5ark_fail(err, H5ARK_SCHEMA_ERROR, "%s: attribute '%s' is %lld", what, count_attr,
+                       (long long)*count);
+    return r;
+}
+
+static void check_parts(const schema_facts *f, const schema_part *parts, unsigned depth,
+                        schema_verdict *v) {
+    read_kind kind;
+    for (const schema_part *p = parts; p->name && v->code == H5ARK_OK; p++) {
+        if (!p->count_attr) {
+            if (!p->optional || h5u_link_exists(f->obj, p->name) == 1)
+                schema_classify_part(f, p->name, p->sort, depth, &kind, NULL, v);
+            H5Eclear2(H5E_DEFAULT);
+            continue;
+        }
+        h5ark_error err = {0};
+        int64_t count = 0;
+        int r = numbered_count(f->obj, f->path, p->name, p->count_attr, &count, &err);
+        H5Eclear2(H5E_DEFAULT);
+        if (r < 0)
+            verdict(v, err.code, "%.600s", err.message);
+        else if (r == 1 && count == 0)
+            verdict(v, H5ARK_SCHEMA_ERROR, "its '%s' is 0", p->count_attr);
+        /* at least one: none counted is a first part missing */
+        for (int64_t i = 0; v->code == H5ARK_OK && i < (count ? count : 1); i++) {
+            char name[64];
+            snprintf(name, sizeof name, "%s%lld", p->name, (long long)i);
+            schema_classify_part(f, name, p->sort, depth, &kind, NULL, v);
+        }
+    }
+}
+
+static int classify(const schema_facts *f, schema_match *m, unsigned depth, schema_verdict *v) {
+    v->code = H5ARK_OK;
+    v->why[0] = '\0';
+    if (!schema_detect(f, m)) return 0;
+    const schema_family *fam = schema_family_of(m->kind);
+    if (f->is_group && fam->parts && !m->legacy_bool) check_parts(f, fam->parts, depth, v);
+    if (v->code == H5ARK_OK && fam->whole) fam->whole(f, depth, v);
+    H5Eclear2(H5E_DEFAULT);
+    return 1;
+}
+
+int schema_classify(const schema_facts *f, schema_match *m, schema_verdict *v) {
+    return classify(f, m, 0, v);
+}
+
+void schema_verdict_numbers(const schema_facts *f, int lo, int hi, schema_verdict *v) {
+    bool numeric = f->tclass == H5T_INTEGER || f->tclass == H5T_FLOAT || f->bool_enum;
+    if (f->rank < 0)
+        verdict(v, H5ARK_TYPE_ERROR, "it is a scalar or holds no data");
+    else if (f->rank < lo || f->rank > hi)
+        verdict(v, H5ARK_TYPE_ERROR, "it has %d dimensions (%d to %d)", f->rank, lo, hi);
+    else if (!numeric)
+        verdict(v, H5ARK_TYPE_ERROR, "it holds %s values, not integers, floats or bools",
+                h5u_class_name(f->tclass));
+}
+
+void schema_verdict_note(read_kind kind, const schema_verdict *v, char *out, size_t len) {
+    snprintf(out, len, "%s h5ark cannot read: %s", schema_what(kind), v->why);
+}
+
 int schema_unclaimed(const schema_facts *f, h5ark_error *err) {
     static const char *const names[] = {"an ArrayView",  "a pdarray",   "Strings",     "a SegArray",
                                         "a Categorical", "a GroupBy",   "a DataFrame", "a Datetime",
@@ -139,8 +299,16 @@ static int detect_node(const probe_ctx *pc, read_node *n, hid_t obj, read_kind *
     if (obj < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "'%s' cannot be opened", n->path);
     schema_facts f;
     schema_match m = {0};
+    schema_verdict v = {0};
     int rc = schema_facts_read(obj, n->path, &f, err);
-    if (rc == 0 && !schema_detect(&f, &m)) rc = schema_unclaimed(&f, err);
+    /* the object is classified whole, parts and all: its components need only be detected */
+    bool claimed = rc == 0 && (n->component ? schema_detect(&f, &m) : schema_classify(&f, &m, &v));
+    if (rc == 0 && !claimed) rc = schema_unclaimed(&f, err);
+    if (rc == 0 && v.code != H5ARK_OK) {
+        char note[sizeof v.why + 100];
+        schema_verdict_note(m.kind, &v, note, sizeof note);
+        rc = h5ark_fail(err, v.code, "'%s' is %s", n->path, note);
+    }
     if (rc == 0 && !f.is_group)
         *dset = obj; /* opened once: its family's probe goes on with it */
     else
@@ -209,31 +377,10 @@ int schema_probe_numbered_kids(const probe_ctx *pc, read_node *n, const char *pr
     if (first == n->nkids) {
         hid_t g = H5Gopen2(pc->file, n->path, H5P_DEFAULT);
         if (g < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "'%s' cannot be opened", n->path);
-        char what[1200];
-        snprintf(what, sizeof what, "'%s'", n->path);
         int64_t count = 0;
-        int r = h5u_read_int_attr(g, count_attr, &count, what, err);
-        uint64_t found = 0;
-        if (r == 0) {
-            /* no count: the highest number among the children named prefix<number> */
-            h5u_names l = {0};
-            if (h5u_link_names(g, NULL, &l, what, err) < 0) r = -1;
-            size_t plen = strlen(prefix);
-            for (size_t i = 0; i < l.n; i++) {
-                const char *s = l.v[i];
-                if (strncmp(s, prefix, plen) != 0 || !s[plen]) continue;
-                char *end;
-                unsigned long long k = strtoull(s + plen, &end, 10);
-                if (*end == '\0' && k < 100000 && k + 1 > found) found = k + 1;
-            }
-            h5u_names_free(&l);
-            count = (int64_t)found;
-        }
+        int r = numbered_count(g, n->path, prefix, count_attr, &count, err);
         H5Gclose(g);
         if (r < 0) return -1;
-        if (count < 0 || count > 100000)
-            return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "%s: attribute '%s' is %lld", what,
-                              count_attr, (long long)count);
         for (int64_t i = 0; i < count; i++) {
             char name[64], path[1200];
             snprintf(name, sizeof name, "%s%lld", prefix, (long long)i);

@@ -64,6 +64,27 @@ typedef struct {
     h5ark_value *extra;  /* further keys of the entry (a map, the caller's to free) */
 } schema_listing;
 
+/* Why a claimed object cannot be read (schema_classify): a part missing or malformed
+ * (schema_error), or nothing h5ark holds can represent it (type_error). */
+typedef struct {
+    h5ark_code code; /* H5ARK_OK: it reads */
+    char why[700];   /* the reason, in words that follow "cannot be read: " */
+} schema_verdict;
+
+/* A part a group must hold to be read, checked by schema_classify before anything else. */
+typedef enum {
+    SCHEMA_PART_NUMBERS = 1, /* a 1-D numeric dataset (offsets, codes, a permutation) */
+    SCHEMA_PART_OBJECT,      /* any object h5ark reads, itself whole */
+} schema_part_sort;
+
+typedef struct {
+    const char *name;       /* a child; with count_attr, the prefix of children numbered from 0 */
+    const char *count_attr; /* numbered parts: how many (the attribute, else the highest number
+                               found, and at least one) */
+    schema_part_sort sort;
+    bool optional; /* may be absent; when present, it must be of its sort */
+} schema_part;
+
 typedef struct schema_family {
     read_kind kind;
     const char *what;    /* in messages: "a SegArray" */
@@ -90,6 +111,12 @@ typedef struct schema_family {
     /* Optional: dtype and rows of a group it claims, for lshdf (datasets describe
      * themselves). Reads at most the lengths of its children. */
     void (*list)(const schema_facts *f, schema_listing *out);
+    /* Optional: the parts a group it claims must hold, ended by {NULL}. */
+    const schema_part *parts;
+    /* Optional: what else must hold of an object it claims, after its parts, from metadata
+     * alone (a field's type, columns of one length); fills v when it does not. `depth`
+     * passes on to schema_classify_part. */
+    void (*whole)(const schema_facts *f, unsigned depth, schema_verdict *v);
 } schema_family;
 
 #define SCHEMA_TO_END UINT64_MAX
@@ -104,6 +131,20 @@ const char *schema_what(read_kind kind);
 int schema_facts_read(hid_t obj, const char *path, schema_facts *f, h5ark_error *err);
 /* Which family the object is: 1 with m filled, 0 when no family claims it. */
 int schema_detect(const schema_facts *f, schema_match *m);
+/* The one classification lshdf and readhdf share: which family the object is (0: none
+ * claims it) and, when one does, whether it can be read as that (v->code H5ARK_OK) or
+ * not and why — its parts present and themselves readable, and its family's `whole`. Reads
+ * metadata only: attributes, link names, shapes. */
+int schema_classify(const schema_facts *f, schema_match *m, schema_verdict *v);
+/* Part `name` of group f, classified in turn (depth: how deep in parts, bounded): 0 with
+ * its kind and (rows not NULL) its rows (-1 when the group does not say), or -1 with v saying
+ * what is wrong. */
+int schema_classify_part(const schema_facts *f, const char *name, schema_part_sort sort,
+                         unsigned depth, read_kind *kind, int64_t *rows, schema_verdict *v);
+/* A dataset's verdict when it must hold numbers in lo to hi dimensions. */
+void schema_verdict_numbers(const schema_facts *f, int lo, int hi, schema_verdict *v);
+/* "a GroupBy h5ark cannot read: no 'segments'": lshdf's note; readhdf's error adds the name. */
+void schema_verdict_note(read_kind kind, const schema_verdict *v, char *out, size_t len);
 /* Why no family claimed it: type_error naming the object and what it is. */
 int schema_unclaimed(const schema_facts *f, h5ark_error *err);
 

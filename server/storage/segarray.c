@@ -189,6 +189,12 @@ static bool writes(const object *obj) {
     return obj->objtype == H5ARK_SEGARRAY;
 }
 
+static const schema_part parts[] = {
+    {CHILD_SEGMENTS, NULL, SCHEMA_PART_NUMBERS},
+    {CHILD_VALUES, NULL, SCHEMA_PART_OBJECT},
+    {NULL, NULL, 0},
+};
+
 const schema_family schema_segarray = {
     .kind = KIND_SEGARRAY,
     .what = "a SegArray",
@@ -200,4 +206,5 @@ const schema_family schema_segarray = {
     .list = list,
     .writes = writes,
     .write = store,
+    .parts = parts,
 };

@@ -736,6 +736,12 @@ static void list(const schema_facts *f, schema_listing *out) {
         out->note = "no 'segments', and 'values' is too large or unreadable to count its strings";
 }
 
+/* `segments` may be missing: the strings are then counted by their NULs */
+static const schema_part parts[] = {
+    {CHILD_VALUES, NULL, SCHEMA_PART_NUMBERS},
+    {NULL, NULL, 0},
+};
+
 const schema_family schema_strings = {
     .kind = KIND_STRINGS,
     .what = "Strings",
@@ -747,4 +753,5 @@ const schema_family schema_strings = {
     .list = list,
     .writes = writes,
     .write = store,
+    .parts = parts,
 };

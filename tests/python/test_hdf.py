@@ -542,14 +542,19 @@ def test_calc_string_offsets(conn):
         g = h.create_group("s")
         g["values"] = np.frombuffer(raw, "u1")
         g["segments"] = np.array([0, 9, 2], "<i8")  # wrong
-    err = conn.fail("readhdf", paths=[path])
+    err = conn.fail("readhdf", paths=[path], datasets=["s"])
     assert err["code"] == "schema_error" and "'s'" in err["message"] and path in err["message"]
+    # reading the whole file, it is left out and named
+    hdr, _ = conn.ok("readhdf", paths=[path])
+    assert not hdr["result"]["objects"] and [w for w in hdr["warnings"] if "'s'" in w], hdr
     assert conn.read_values([path], "s", calc_string_offsets=True) == ["one", "two", "three"]
     bad = unique("nonul") + ".h5"
     with h5py.File(conn.dir / bad, "w") as h:
         h.create_group("s")["values"] = np.frombuffer(b"abc", "u1")
-    err = conn.fail("readhdf", paths=[bad])
+    err = conn.fail("readhdf", paths=[bad], datasets=["s"])
     assert err["code"] == "schema_error" and "NUL" in err["message"]
+    hdr, _ = conn.ok("readhdf", paths=[bad])
+    assert not hdr["result"]["objects"] and [w for w in hdr["warnings"] if "NUL" in w], hdr
 
 
 def test_strings_across_files_without_segments(conn):

@@ -595,6 +595,37 @@ PLAIN = [
 ]
 
 
+def test_readhdf_whole_file_leaves_out_alike(multi, single):
+    """A whole-file read at several ranks leaves out what one rank does, with the same
+    warnings: a GroupBy without `segments` (refused by its metadata, in the probe) and one
+    whose key is longer than its permutation (found by its data, as every rank builds it)."""
+    import h5py
+    for d in (multi.tmp / "data", single.data_dir):
+        d.mkdir(exist_ok=True)
+        with h5py.File(d / "leave_out.h5", "w") as f:
+            f["ok"] = np.arange(50, dtype="<i8")
+            for name, key in (("nosegs", 3), ("long", 4)):
+                g = f.create_group(name)
+                g.attrs["ObjType"] = np.int64(5)
+                g.attrs["NumKeys"] = np.int64(1)
+                g["permutation"] = np.array([1, 0, 2], "<i8")
+                g["segments"] = np.array([0, 2], "<i8")
+                g["unique_key_idx"] = np.array([1, 2], "<i8")
+                g["KEY_0"] = np.arange(key, dtype="<i8")
+            del f["nosegs/segments"]
+    replies = []
+    for ep in (multi.endpoint, single.endpoint):
+        hdr, _ = call(ep, "readhdf", {"paths": ["leave_out.h5"]})
+        assert hdr["ok"], hdr
+        replies.append(hdr)
+    got, want = replies
+    assert got["warnings"] == want["warnings"], (got["warnings"], want["warnings"])
+    assert [w for w in got["warnings"] if "'nosegs'" in w and "no 'segments'" in w], got
+    assert [w for w in got["warnings"] if "'long'" in w and "4 rows" in w], got
+    same_result(got["result"], want["result"], multi.endpoint, single.endpoint)
+    assert list(got["result"]["objects"]) == ["ok"]
+
+
 @pytest.mark.parametrize("label,args", PLAIN, ids=[r[0] for r in PLAIN])
 def test_readhdf_plain_strings_match_one_rank(multi, single, label, args):
     plain_strings_files(multi, single)
