@@ -47,8 +47,12 @@ extern const ak_command ak_transfer_commands[]; /* array tondarray arraySegStrin
 extern const ak_command ak_hdf_commands[];      /* tohdf readAllHdf lsany getfiletype ... */
 extern const ak_command ak_compute_commands[];  /* arange randint cast binop reductions ... */
 extern const ak_command ak_select_commands[];   /* [int] [slice] [pdarray] concatenate ... */
-extern const ak_command ak_group_commands[];    /* unique gbbroadcast */
+extern const ak_command ak_group_commands[];    /* unique gbbroadcast segmentedReduction */
 extern const ak_command ak_strings_commands[];  /* randomStrings segmented* concatenateStr */
+extern const ak_command ak_bigint_commands[];   /* get_max_bits set_max_bits */
+
+/* arange<bigint,1> {start, stop, step}: compute.c's arange hands bigint to bigints.c. */
+int ak_bigint_arange(ak_ctx *ctx, h5ark_error *err);
 
 const ak_command *ak_command_find(const char *base);
 
