@@ -21,6 +21,10 @@ const ak_command *ak_command_find(const char *base) {
     return NULL;
 }
 
+ranks_mode ak_command_ranks(const ak_command *c, const ak_request *in) {
+    return c->ranks_of ? c->ranks_of(in) : c->ranks;
+}
+
 int ak_reply(ak_ctx *ctx, h5ark_error *err, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

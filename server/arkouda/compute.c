@@ -68,11 +68,19 @@ static h5ark_value *create_args(h5ark_dtype dtype, const uint64_t *size, const c
     return args;
 }
 
+static bool bigint_template(const ak_request *in) {
+    return in->nparams && strcmp(in->params[0], "bigint") == 0;
+}
+
+/* Through the native create on rank 0, but a bigint's limbs are made on every rank. */
+static ranks_mode arange_ranks(const ak_request *in) {
+    return bigint_template(in) ? RANKS_EVERY : RANKS_ZERO;
+}
+
 /* arange<T,1> {start, stop, step} */
 static int cmd_arange(ak_ctx *ctx, h5ark_error *err) {
     h5ark_dtype dtype;
-    if (ctx->in->nparams && strcmp(ctx->in->params[0], "bigint") == 0)
-        return check_rank(ctx, err) ? -1 : ak_bigint_arange(ctx, err);
+    if (bigint_template(ctx->in)) return check_rank(ctx, err) ? -1 : ak_bigint_arange(ctx, err);
     if (param_dtype(ctx, 0, &dtype, err) || check_rank(ctx, err)) return -1;
     h5ark_value *args = create_args(dtype, NULL, "arange");
     if (!args) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
@@ -1029,7 +1037,7 @@ static int cmd_str(ak_ctx *ctx, h5ark_error *err) {
 }
 
 const ak_command ak_compute_commands[] = {
-    {"arange", cmd_arange, 0, RANKS_ZERO},
+    {"arange", cmd_arange, 0, RANKS_ZERO, arange_ranks},
     {"randint", cmd_randint, 0, RANKS_ZERO},
     {"create", cmd_create, 0, RANKS_ZERO},
     {"set", cmd_set, 0, RANKS_EVERY},
