@@ -2006,12 +2006,12 @@ static void aggregate_shard(int c, void *ctx) {
             uint64_t distinct = 0;
             if (is_str) {
                 strref *s = scratch;
-                qsort(s, k, sizeof *s, cmp_strref);
+                if (k) qsort(s, k, sizeof *s, cmp_strref); /* an empty segment: no scratch */
                 for (uint64_t q = 0; q < k; q++)
                     distinct += q == 0 || strref_cmp(s[q - 1], s[q]) != 0;
             } else {
                 uint64_t *s = scratch;
-                qsort(s, k, sizeof *s, cmp_u64);
+                if (k) qsort(s, k, sizeof *s, cmp_u64);
                 for (uint64_t q = 0; q < k; q++)
                     distinct += q == 0 || s[q - 1] != s[q];
             }

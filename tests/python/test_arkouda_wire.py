@@ -1297,6 +1297,13 @@ def test_segmented_reduction(ak):
     np.testing.assert_array_equal(reduce("sum", b), [g.sum() for g in bg])
     np.testing.assert_array_equal(reduce("all", b), [g.all() for g in bg])
     np.testing.assert_array_equal(reduce("any", b), [g.any() for g in bg])
+    # every segment empty (no values at all)
+    none, _, _ = upload(ak, np.zeros(0, dtype=np.int64))
+    zeros, _, _ = upload(ak, np.zeros(5, dtype=np.int64))
+    for op in ("nunique", "count", "sum"):
+        out, _, size = ak.created("segmentedReduction", {"values": none, "segments": zeros,
+                                                         "op": op, "skip_nan": True, "ddof": 1})
+        np.testing.assert_array_equal(download(ak, out, "int64", size), [0] * 5)
     f, _, _ = upload(ak, np.array([0.5, np.nan, 1.5, 2, 3, 4, 5, 6]))
     np.testing.assert_array_equal(reduce("count", f), [3, 0, 2, 3])
     np.testing.assert_array_equal(reduce("sum", f, skip_nan=False)[2:], [5.0, 15.0])
