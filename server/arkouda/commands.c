@@ -11,14 +11,18 @@
 #include <string.h>
 
 static const ak_command *const families[] = {
-    ak_session_commands, ak_transfer_commands, ak_hdf_commands,    ak_compute_commands,
-    ak_select_commands,  ak_group_commands,    ak_strings_commands};
+    ak_session_commands, ak_transfer_commands, ak_hdf_commands,     ak_compute_commands,
+    ak_select_commands,  ak_group_commands,    ak_strings_commands, ak_bigint_commands};
 
 const ak_command *ak_command_find(const char *base) {
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
         for (const ak_command *c = families[f]; c->name; c++)
             if (strcmp(c->name, base) == 0) return c;
     return NULL;
+}
+
+ranks_mode ak_command_ranks(const ak_command *c, const ak_request *in) {
+    return c->ranks_of ? c->ranks_of(in) : c->ranks;
 }
 
 int ak_reply(ak_ctx *ctx, h5ark_error *err, const char *fmt, ...) {

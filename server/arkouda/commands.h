@@ -40,6 +40,8 @@ typedef struct {
     ak_fn fn;
     unsigned flags;
     ranks_mode ranks;
+    /* where this request runs when it depends on the template (NULL: `ranks`) */
+    ranks_mode (*ranks_of)(const ak_request *in);
 } ak_command;
 
 extern const ak_command ak_session_commands[];  /* connect getconfig note delete info ... */
@@ -47,10 +49,16 @@ extern const ak_command ak_transfer_commands[]; /* array tondarray arraySegStrin
 extern const ak_command ak_hdf_commands[];      /* tohdf readAllHdf lsany getfiletype ... */
 extern const ak_command ak_compute_commands[];  /* arange randint cast binop reductions ... */
 extern const ak_command ak_select_commands[];   /* [int] [slice] [pdarray] concatenate ... */
-extern const ak_command ak_group_commands[];    /* unique gbbroadcast */
+extern const ak_command ak_group_commands[];    /* unique gbbroadcast segmentedReduction */
 extern const ak_command ak_strings_commands[];  /* randomStrings segmented* concatenateStr */
+extern const ak_command ak_bigint_commands[];   /* get_max_bits set_max_bits */
+
+/* arange<bigint,1> {start, stop, step}: compute.c's arange hands bigint to bigints.c. */
+int ak_bigint_arange(ak_ctx *ctx, h5ark_error *err);
 
 const ak_command *ak_command_find(const char *base);
+/* Where `in`, a request of command c, runs at several ranks. */
+ranks_mode ak_command_ranks(const ak_command *c, const ak_request *in);
 
 /* At several ranks, inside a command that runs on every rank: whether `d` is laid out as
  * a new array of its size is (the block distribution), so that a locale's rows of it are

@@ -68,11 +68,19 @@ static h5ark_value *create_args(h5ark_dtype dtype, const uint64_t *size, const c
     return args;
 }
 
+static bool bigint_template(const ak_request *in) {
+    return in->nparams && strcmp(in->params[0], "bigint") == 0;
+}
+
+/* Through the native create on rank 0, but a bigint's limbs are made on every rank. */
+static ranks_mode arange_ranks(const ak_request *in) {
+    return bigint_template(in) ? RANKS_EVERY : RANKS_ZERO;
+}
+
 /* arange<T,1> {start, stop, step} */
 static int cmd_arange(ak_ctx *ctx, h5ark_error *err) {
     h5ark_dtype dtype;
-    if (ctx->in->nparams && strcmp(ctx->in->params[0], "bigint") == 0)
-        return h5ark_fail(err, H5ARK_TYPE_ERROR, "bigint arange not supported by this server");
+    if (bigint_template(ctx->in)) return check_rank(ctx, err) ? -1 : ak_bigint_arange(ctx, err);
     if (param_dtype(ctx, 0, &dtype, err) || check_rank(ctx, err)) return -1;
     h5ark_value *args = create_args(dtype, NULL, "arange");
     if (!args) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
@@ -639,25 +647,12 @@ static int cmd_set(ak_ctx *ctx, h5ark_error *err) {
     object *a = numeric_arg(ctx, "array", err);
     if (!a) return -1;
     ew_job j = {.op = OP_FILL};
-    bool ok = true;
-    if (a->dtype == H5ARK_BOOLEAN) {
-        j.calc = CALC_I;
-        j.si = strcmp(text, "True") == 0 || strcmp(text, "true") == 0 || strcmp(text, "1") == 0;
-        ok = j.si || strcmp(text, "False") == 0 || strcmp(text, "false") == 0 ||
-             strcmp(text, "0") == 0;
-    } else if (ak_is_float(a->dtype)) {
-        j.calc = CALC_F;
-        ok = ak_parse_double(text, &j.sf);
-    } else if (ak_is_unsigned(a->dtype)) {
-        j.calc = CALC_U;
-        ok = ak_parse_uint(text, &j.su);
-    } else {
-        j.calc = CALC_I;
-        ok = ak_parse_int(text, &j.si);
-    }
-    int rc = ok ? 0
-                : h5ark_fail(err, H5ARK_BAD_REQUEST, "argument 'val' is not a %s: '%.60s'",
-                             h5ark_dtype_name(a->dtype), text);
+    uint64_t v = 0; /* the value, stored as the array's dtype */
+    int rc = ak_scalar_parse(a->dtype, text, "val", &v, err);
+    j.calc = ak_is_float(a->dtype) ? CALC_F : ak_is_unsigned(a->dtype) ? CALC_U : CALC_I;
+    j.sf = ak_load_f(&v, a->dtype, 0);
+    j.su = ak_load_u(&v, a->dtype, 0);
+    j.si = ak_load_i(&v, a->dtype, 0);
     object *out = rc == 0 ? object_new_pdarray(a->dtype, a->size, err) : NULL;
     if (out) {
         j.out = out->values;
@@ -1042,7 +1037,7 @@ static int cmd_str(ak_ctx *ctx, h5ark_error *err) {
 }
 
 const ak_command ak_compute_commands[] = {
-    {"arange", cmd_arange, 0, RANKS_ZERO},
+    {"arange", cmd_arange, 0, RANKS_ZERO, arange_ranks},
     {"randint", cmd_randint, 0, RANKS_ZERO},
     {"create", cmd_create, 0, RANKS_ZERO},
     {"set", cmd_set, 0, RANKS_EVERY},

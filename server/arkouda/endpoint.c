@@ -84,8 +84,9 @@ static h5ark_value *every_header(const ak_request *in) {
 /* Run the command: here alone, or at several ranks refused or run on every rank (as the
  * gateway's reads: forwarded, then every rank agrees on the outcome). */
 static int run(const ak_command *cmd, ak_ctx *ctx, h5ark_error *err) {
-    if (ranks_count() == 1 || cmd->ranks == RANKS_ZERO) return cmd->fn(ctx, err);
-    if (cmd->ranks != RANKS_EVERY) return ranks_not_yet(err, "%s", ctx->in->base);
+    ranks_mode mode = ak_command_ranks(cmd, ctx->in);
+    if (ranks_count() == 1 || mode == RANKS_ZERO) return cmd->fn(ctx, err);
+    if (mode != RANKS_EVERY) return ranks_not_yet(err, "%s", ctx->in->base);
     h5ark_value *h = every_header(ctx->in);
     uint64_t seq = 0;
     int rc =
@@ -108,7 +109,7 @@ static int cmd_arkouda_run(command_ctx *cctx, h5ark_error *err) {
     ak_ctx ctx = {.req = &req, .in = &in};
     int rc = ak_request_parse(text, strlen(text), &in, err);
     const ak_command *cmd = rc == 0 ? ak_command_find(in.base) : NULL;
-    if (rc == 0 && (!cmd || cmd->ranks != RANKS_EVERY))
+    if (rc == 0 && (!cmd || ak_command_ranks(cmd, &in) != RANKS_EVERY))
         rc = h5ark_fail(err, H5ARK_INTERNAL, "'%s' does not run on every rank", in.base);
     if (rc == 0) rc = cmd->fn(&ctx, err);
     free(ctx.msg);

@@ -1,5 +1,6 @@
-/* Indexing commands of the Arkouda dialect: [int] [slice] [pdarray] [pdarray]=pdarray and
- * concatenate. Gathers go through the native groupby_take (pdarrays and strings alike). */
+/* Indexing commands of the Arkouda dialect: [int] [slice] [pdarray] [pdarray]=pdarray
+ * [pdarray]=val and concatenate. Gathers go through the native groupby_take (pdarrays and
+ * strings alike). */
 #include "arkouda/commands.h"
 #include "arkouda/values.h"
 #include "objects/groupby.h"
@@ -144,14 +145,13 @@ static int cmd_slice(ak_ctx *ctx, h5ark_error *err) {
     return rc;
 }
 
-/* [pdarray] {array, idx}: a bool mask or integer positions. */
+/* [pdarray] {array, idx}: a bool mask or integer positions (of a bigint too). */
 static int cmd_pdarray_index(ak_ctx *ctx, h5ark_error *err) {
     object *a = ak_object_arg(ctx, "array", H5ARK_OBJTYPE_COUNT, err);
     object *i = a ? ak_object_arg(ctx, "idx", H5ARK_PDARRAY, err) : NULL;
     int rc = i ? 0 : -1;
     if (rc == 0 && a->objtype != H5ARK_PDARRAY && a->objtype != H5ARK_STRINGS)
         rc = h5ark_fail(err, H5ARK_TYPE_ERROR, "'array' must be a pdarray");
-    if (rc == 0 && a->dtype == H5ARK_BIGINT) rc = no_bigint(a, err);
     object *pos = rc == 0 ? ak_positions(i, a->size, err) : NULL;
     if (ranks_call_seq() && ranks_agree(pos ? 0 : -1, err)) { /* the first bad index of all */
         object_release(pos);
@@ -167,25 +167,31 @@ static int cmd_pdarray_index(ak_ctx *ctx, h5ark_error *err) {
     return rc;
 }
 
-/* [pdarray]=pdarray {array, idx, value}: array[idx] = value, in Arkouda's place (here: a
- * changed copy published under the array's name). */
+/* [pdarray]=pdarray {array, idx, value} and [pdarray]=val {array, idx, dtype, value}:
+ * array[idx] = value (an array, or one scalar for every position), in Arkouda's place
+ * (here: a changed copy published under the array's name). */
 static int cmd_pdarray_assign(ak_ctx *ctx, h5ark_error *err) {
-    const char *name;
-    if (ak_arg_str(ctx->in, "array", &name, err)) return -1;
+    const char *name, *text = NULL;
+    bool scalar = strcmp(ctx->in->base, "[pdarray]=val") == 0;
+    if (ak_arg_str(ctx->in, "array", &name, err) ||
+        (scalar && ak_arg_str(ctx->in, "value", &text, err)))
+        return -1;
     object *a = ak_object_arg(ctx, "array", H5ARK_PDARRAY, err);
     object *i = a ? ak_object_arg(ctx, "idx", H5ARK_PDARRAY, err) : NULL;
-    object *v = i ? ak_object_arg(ctx, "value", H5ARK_PDARRAY, err) : NULL;
-    int rc = v ? 0 : -1;
-    if (rc == 0 && (a->dtype == H5ARK_BIGINT || v->dtype == H5ARK_BIGINT))
+    object *v = i && !scalar ? ak_object_arg(ctx, "value", H5ARK_PDARRAY, err) : NULL;
+    int rc = i && (v || scalar) ? 0 : -1;
+    if (rc == 0 && (a->dtype == H5ARK_BIGINT || (v && v->dtype == H5ARK_BIGINT)))
         rc = no_bigint(a->dtype == H5ARK_BIGINT ? a : v, err);
+    uint64_t one = 0; /* the scalar, stored as the array's dtype */
+    if (rc == 0 && scalar) rc = ak_scalar_parse(a->dtype, text, "value", &one, err);
     /* at several ranks each rank sends its values to the rows' ranks (ak_put_rows) */
     bool ranks = ranks_count() > 1;
-    if (rc == 0 && ranks && (!ak_block_layout(a->values) || !ak_block_layout(v->values)))
+    if (rc == 0 && ranks && (!ak_block_layout(a->values) || (v && !ak_block_layout(v->values))))
         rc = ranks_not_yet(err, "assigning to or from arrays that are not block distributed");
     object *pos = rc == 0 ? ak_positions(i, a->size, err) : NULL;
     object *out = NULL;
     if (rc == 0 && !pos) rc = -1;
-    if (rc == 0 && v->size != pos->size)
+    if (rc == 0 && v && v->size != pos->size)
         rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "%llu values for %llu positions",
                         (unsigned long long)v->size, (unsigned long long)pos->size);
     if (ranks_call_seq()) rc = ranks_agree(rc, err); /* the first bad position of all */
@@ -206,10 +212,12 @@ static int cmd_pdarray_assign(ak_ctx *ctx, h5ark_error *err) {
     uint64_t first = ranks && pos ? pos->values->shards[locales_local_first()].start : 0;
     for (uint64_t k = 0; rc == 0 && k < (ranks ? nloc : pos->size); k++) {
         uint64_t at = (uint64_t) * (const int64_t *)ak_elem(pos->values, first + k);
-        const void *e = ak_elem(v->values, first + k);
         void *dst = ranks ? vals + k * out->values->itemsize : (void *)ak_elem(out->values, at);
         if (ranks) rows[k] = at;
-        if (ak_is_float(v->dtype))
+        const void *e = v ? ak_elem(v->values, first + k) : NULL;
+        if (!v)
+            memcpy(dst, &one, out->values->itemsize);
+        else if (ak_is_float(v->dtype))
             ak_store_f(dst, a->dtype, 0, ak_load_f(e, v->dtype, 0));
         else if (ak_is_unsigned(v->dtype))
             ak_store_u(dst, a->dtype, 0, ak_load_u(e, v->dtype, 0));
@@ -308,6 +316,7 @@ const ak_command ak_select_commands[] = {
     {"[slice]", cmd_slice, 0, RANKS_EVERY},
     {"[pdarray]", cmd_pdarray_index, 0, RANKS_EVERY},
     {"[pdarray]=pdarray", cmd_pdarray_assign, 0, RANKS_EVERY},
+    {"[pdarray]=val", cmd_pdarray_assign, 0, RANKS_EVERY},
     {"concatenate", cmd_concatenate, 0, RANKS_EVERY},
     {0},
 };

@@ -119,27 +119,16 @@ typedef struct {
     darray *out;
 } cmp_job;
 
-/* String k of shard b, read from that shard alone: a shard's strings' bytes are in its own
- * values shard, the last ending where that shard ends (so at several ranks a locale reads
- * only its own shards). */
-static const char *string_in_shard(const object *s, int b, uint64_t k, uint64_t *len) {
-    const shard *seg = &s->segments->shards[b], *val = &s->values->shards[b];
-    const int64_t *off = seg->data;
-    uint64_t from = (uint64_t)off[k];
-    uint64_t to = k + 1 < seg->count ? (uint64_t)off[k + 1] : val->start + val->count;
-    *len = to > from ? to - from - 1 : 0;
-    return (const char *)val->data + (from - val->start);
-}
-
 static void cmp_locale(int locale, void *arg) {
     cmp_job *j = arg;
     shard *o = &j->out->shards[locale];
     bool ranks = ranks_count() > 1; /* the operands laid out as the result (compare) */
     for (uint64_t k = 0; k < o->count; k++) {
         uint64_t i = o->start + k, la, lb = j->text_len;
-        const char *sa = ranks ? string_in_shard(j->a, locale, k, &la) : ak_string_at(j->a, i, &la);
+        const char *sa =
+            ranks ? ak_string_in_shard(j->a, locale, k, &la) : ak_string_at(j->a, i, &la);
         const char *sb = !j->b   ? j->text
-                         : ranks ? string_in_shard(j->b, locale, k, &lb)
+                         : ranks ? ak_string_in_shard(j->b, locale, k, &lb)
                                  : ak_string_at(j->b, i, &lb);
         bool same = la == lb && memcmp(sa, sb, la) == 0;
         ((uint8_t *)o->data)[k] = same == j->equal;
@@ -412,7 +401,7 @@ static void split_locale(int b, void *arg) {
     uint64_t pieces = 0, at = 0;
     for (uint64_t k = 0; k < j->s->segments->shards[b].count; k++) {
         uint64_t n, w;
-        const char *p = string_in_shard(j->s, b, k, &n);
+        const char *p = ak_string_in_shard(j->s, b, k, &n);
         if (first) first[k] = (int64_t)pieces;
         pieces += split_string(p, n, j->pattern, j->plen, j->max, out ? out + at : NULL,
                                starts ? starts + pieces : NULL, at, &w);

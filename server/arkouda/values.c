@@ -165,10 +165,44 @@ void ak_scalar_text(h5ark_dtype t, const void *b, uint64_t i, char *out, size_t 
     snprintf(out, n, "%s %s", h5ark_dtype_name(t), v);
 }
 
+int ak_scalar_parse(h5ark_dtype t, const char *text, const char *key, void *out, h5ark_error *err) {
+    bool ok;
+    if (t == H5ARK_BOOLEAN) {
+        bool v = strcmp(text, "True") == 0 || strcmp(text, "true") == 0 || strcmp(text, "1") == 0;
+        ok =
+            v || strcmp(text, "False") == 0 || strcmp(text, "false") == 0 || strcmp(text, "0") == 0;
+        ak_store_i(out, t, 0, v);
+    } else if (ak_is_float(t)) {
+        double v;
+        ok = ak_parse_double(text, &v);
+        ak_store_f(out, t, 0, v);
+    } else if (ak_is_unsigned(t)) {
+        uint64_t v;
+        ok = ak_parse_uint(text, &v);
+        ak_store_u(out, t, 0, v);
+    } else {
+        int64_t v;
+        ok = ak_parse_int(text, &v);
+        ak_store_i(out, t, 0, v);
+    }
+    return ok ? 0
+              : h5ark_fail(err, H5ARK_BAD_REQUEST, "argument '%s' is not a %s: '%.60s'", key,
+                           h5ark_dtype_name(t), text);
+}
+
 const char *ak_string_at(const object *s, uint64_t i, uint64_t *len) {
     uint64_t from = strings_offset(s, i), to = strings_offset(s, i + 1);
     *len = to > from ? to - from - 1 : 0;
     return ak_elem(s->values, from);
+}
+
+const char *ak_string_in_shard(const object *s, int b, uint64_t k, uint64_t *len) {
+    const shard *seg = &s->segments->shards[b], *val = &s->values->shards[b];
+    const int64_t *off = seg->data;
+    uint64_t from = (uint64_t)off[k];
+    uint64_t to = k + 1 < seg->count ? (uint64_t)off[k + 1] : val->start + val->count;
+    *len = to > from ? to - from - 1 : 0;
+    return (const char *)val->data + (from - val->start);
 }
 
 void ak_copy_into(darray *a, uint64_t at, const void *src, uint64_t n) {

@@ -17,6 +17,10 @@ void ak_store_i(void *base, h5ark_dtype t, uint64_t i, int64_t v);
 void ak_store_u(void *base, h5ark_dtype t, uint64_t i, uint64_t v);
 void ak_store_f(void *base, h5ark_dtype t, uint64_t i, double v);
 
+/* Arkouda's text of a scalar of dtype t (bool True/False/true/false/1/0, an integer, a
+ * float) stored at element 0 of out, as t. bad_request naming `key` when it is not one. */
+int ak_scalar_parse(h5ark_dtype t, const char *text, const char *key, void *out, h5ark_error *err);
+
 /* The dtypes of Arkouda's four kinds here. */
 bool ak_is_float(h5ark_dtype t);
 bool ak_is_unsigned(h5ark_dtype t); /* unsigned integers, not bool */
@@ -38,6 +42,10 @@ void ak_value_text(h5ark_dtype t, const void *base, uint64_t i, char *out, size_
 
 /* String i of a strings object: its bytes (inside one shard) and length without the NUL. */
 const char *ak_string_at(const object *s, uint64_t i, uint64_t *len);
+/* String k of shard b, read from that shard alone: a shard's strings' bytes are in its own
+ * values shard, the last ending where that shard ends (so at several ranks a locale reads
+ * only its own shards). */
+const char *ak_string_in_shard(const object *s, int b, uint64_t k, uint64_t *len);
 
 /* The row positions an index array selects from `size` rows: a bool mask of that length
  * gives where it is true, an integer array its entries with negative ones counted from the

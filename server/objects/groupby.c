@@ -1731,7 +1731,29 @@ object *groupby_take_strings(const object *src, const object *idx, const char *e
     return j.out;
 }
 
+/* A bigint's rows: each limb's, in a new bigint of the same max_bits. */
+static object *take_bigint(const object *src, const object *idx, h5ark_error *err) {
+    object *out = object_new_composite(H5ARK_PDARRAY, H5ARK_BIGINT, idx->size, err);
+    int rc = out ? 0 : -1;
+    if (out) {
+        out->max_bits = src->max_bits;
+        out->tag = src->tag;
+    }
+    for (size_t i = 0; rc == 0 && i < src->ncomponents; i++) {
+        object *limb = groupby_take(src->components[i].obj, idx, err);
+        rc = limb && object_add_component(out, src->components[i].name, limb, err) == 0 ? 0 : -1;
+        object_release(limb);
+    }
+    if (rc) {
+        object_release(out);
+        return NULL;
+    }
+    return out;
+}
+
 object *groupby_take(const object *src, const object *idx, h5ark_error *err) {
+    if (src->objtype == H5ARK_PDARRAY && src->dtype == H5ARK_BIGINT)
+        return take_bigint(src, idx, err);
     /* several ranks: pdarrays, strings, and categoricals through their codes (the categories
      * are shared, and every rank holds the object) */
     if (ranks_call_seq() && src->objtype != H5ARK_CATEGORICAL && src->objtype != H5ARK_STRINGS) {
@@ -1987,12 +2009,12 @@ static void aggregate_shard(int c, void *ctx) {
             uint64_t distinct = 0;
             if (is_str) {
                 strref *s = scratch;
-                qsort(s, k, sizeof *s, cmp_strref);
+                if (k) qsort(s, k, sizeof *s, cmp_strref); /* an empty segment: no scratch */
                 for (uint64_t q = 0; q < k; q++)
                     distinct += q == 0 || strref_cmp(s[q - 1], s[q]) != 0;
             } else {
                 uint64_t *s = scratch;
-                qsort(s, k, sizeof *s, cmp_u64);
+                if (k) qsort(s, k, sizeof *s, cmp_u64);
                 for (uint64_t q = 0; q < k; q++)
                     distinct += q == 0 || s[q - 1] != s[q];
             }

@@ -30,8 +30,8 @@ object *groupby_make_codes(object *const *keys, size_t nkeys, object **codes, h5
 int groupby_check(const object *gb, h5ark_error *err);
 
 /* A new object holding src's elements at the row indices of `idx` (an int64 pdarray whose
- * entries the caller has checked lie in [0, src->size)): a pdarray of src's dtype, strings,
- * or a categorical sharing src's categories. */
+ * entries the caller has checked lie in [0, src->size)): a pdarray of src's dtype (a bigint
+ * limb by limb), strings, or a categorical sharing src's categories. */
 object *groupby_take(const object *src, const object *idx, h5ark_error *err);
 
 /* A strings object of src's strings at idx (NULL: all of src, in order), followed by the

@@ -169,11 +169,11 @@ object *segarray_new(object *segments, object *values, h5ark_error *err) {
                    h5ark_objtype_name(segments->objtype), h5ark_dtype_name(segments->dtype));
         return NULL;
     }
-    bool numeric = values->objtype == H5ARK_PDARRAY && values->values;
+    bool numeric =
+        values->objtype == H5ARK_PDARRAY && (values->values || values->dtype == H5ARK_BIGINT);
     if (!numeric && values->objtype != H5ARK_STRINGS) {
         h5ark_fail(err, H5ARK_TYPE_ERROR,
-                   "segarray: 'values' must be a pdarray (not bigint) or strings, not a %s of "
-                   "dtype %s",
+                   "segarray: 'values' must be a pdarray or strings, not a %s of dtype %s",
                    h5ark_objtype_name(values->objtype), h5ark_dtype_name(values->dtype));
         return NULL;
     }

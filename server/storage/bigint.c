@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int store(hid_t loc, int file_index, const char *name, const object *obj, int part,
-                 write_plan *plan, h5ark_error *err) {
+/* The group with its attributes and limbs: each limb's rows range[0] to range[1] (a
+ * SegArray's values), or with range NULL the part's own rows. */
+static int write_limbs(hid_t loc, int file_index, const char *name, const object *obj, int part,
+                       const uint64_t *range, write_plan *plan, h5ark_error *err) {
     hid_t group = write_group(loc, name, OBJTYPE_PDARRAY, err);
     if (group < 0) return h5ark_fail_context(err, "bigint '%s'", name);
     int rc = h5u_write_int_attr(group, ATTR_IS_BIGINT, 1, err);
@@ -19,11 +21,25 @@ static int store(hid_t loc, int file_index, const char *name, const object *obj,
     for (size_t i = 0; i < obj->ncomponents && rc == 0; i++) {
         char limb[32];
         snprintf(limb, sizeof limb, PREFIX_LIMB "%zu", i);
-        rc = schema_write(group, file_index, limb, obj->components[i].obj, part, plan, err);
+        const object *l = obj->components[i].obj;
+        rc = !range ? schema_write(group, file_index, limb, l, part, plan, err)
+                    : write_darray_range(group, file_index, limb, l->values, range[0], range[1],
+                                         OBJTYPE_PDARRAY, false, 0, plan, err);
     }
     if (H5Gclose(group) < 0 && rc == 0)
         rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close group '%s'", name);
     return rc ? h5ark_fail_context(err, "bigint '%s'", name) : 0;
+}
+
+static int store(hid_t loc, int file_index, const char *name, const object *obj, int part,
+                 write_plan *plan, h5ark_error *err) {
+    return write_limbs(loc, file_index, name, obj, part, NULL, plan, err);
+}
+
+int bigint_write_rows(hid_t loc, int file_index, const char *name, const object *obj, uint64_t lo,
+                      uint64_t hi, write_plan *plan, h5ark_error *err) {
+    uint64_t range[2] = {lo, hi};
+    return write_limbs(loc, file_index, name, obj, -1, range, plan, err);
 }
 
 static int probe(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err) {

@@ -53,6 +53,11 @@ int pdarray_read(const read_dataset *ds, bool tags, object **obj, object **tag, 
 int pdarray_check_range(const object *obj, int64_t lo, int64_t hi, bool nondecreasing,
                         const char *what, h5ark_error *err);
 
+/* ---- bigint.c ---- */
+/* Rows [lo, hi) of a bigint as a bigint group (a SegArray's values). */
+int bigint_write_rows(hid_t loc, int file_index, const char *name, const object *obj, uint64_t lo,
+                      uint64_t hi, write_plan *plan, h5ark_error *err);
+
 /* ---- strings.c ---- */
 /* Rows [lo, hi) of a strings object as a Strings group (offsets rebased to start at 0). */
 int strings_write_rows(hid_t loc, int file_index, const char *name, const object *obj, uint64_t lo,

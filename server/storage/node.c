@@ -205,6 +205,12 @@ read_node *node_add_kid(read_node *n, const char *name, const char *path, h5ark_
     return k;
 }
 
+uint64_t node_elements(const read_node *n) {
+    if (n->kind == KIND_STRINGS) return n->ds.segments.total;
+    if (n->kind == KIND_BIGINT) return n->nkids ? n->kids[0].ds.values.total : 0;
+    return n->ds.values.total;
+}
+
 read_node *node_kid(read_node *n, const char *name) {
     for (size_t i = 0; i < n->nkids; i++)
         if (strcmp(n->kids[i].name, name) == 0) return &n->kids[i];

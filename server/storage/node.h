@@ -153,6 +153,9 @@ typedef struct {
  * kids array may move: take pointers to kids only after adding them all. */
 read_node *node_add_kid(read_node *n, const char *name, const char *path, h5ark_error *err);
 read_node *node_kid(read_node *n, const char *name);
+/* The elements a probed node of a pdarray, bigint or Strings holds over the files so far
+ * (strings for Strings, a limb's for a bigint). */
+uint64_t node_elements(const read_node *n);
 void node_clear(read_node *n);
 /* A composite whose components are its group's children (a DataFrame's columns, an ExeTera
  * dataframe's fields), taken from the first file: schema_error when this file's group has a

@@ -373,9 +373,7 @@ static int join_node(read_node *a, read_node *b, h5ark_error *err) {
     /* offsets in b's files count from b's first file: add what a's files hold before them */
     int64_t string_shift = (int64_t)a->ds.values.total, segment_shift = 0;
     read_node *values = a->kind == KIND_SEGARRAY ? node_kid(a, CHILD_VALUES) : NULL;
-    if (values)
-        segment_shift = (int64_t)(values->kind == KIND_STRINGS ? values->ds.segments.total
-                                                               : values->ds.values.total);
+    if (values) segment_shift = (int64_t)node_elements(values);
     if (join_part(&a->ds.values, &b->ds.values, 0, err) ||
         join_part(&a->ds.segments, &b->ds.segments, a->kind == KIND_STRINGS ? string_shift : 0,
                   err))

@@ -1,9 +1,9 @@
 /* SegArray on disk (docs/FORMAT.md): group `/<name>` (ObjType=3) holding `segments`
- * (int64 start of each sub-array in `values`) and `values` (a pdarray dataset, or a Strings
- * group for a SegArray of strings). A distributed file holds the sub-arrays whose segment
- * lies on its locale, with their segments restarted at 0: the values block-distributed on
- * their own, so one file's values may come from several values shards. Readers also take
- * Arkouda's `values` without attributes and the older top-level `<name>_segments` /
+ * (int64 start of each sub-array in `values`) and `values` (a pdarray dataset, a bigint
+ * group of limbs, or a Strings group for a SegArray of strings). A distributed file holds the
+ * sub-arrays whose segment lies on its locale, with their segments restarted at 0: the values
+ * block-distributed on their own, so one file's values may come from several values shards. Readers
+ * also take Arkouda's `values` without attributes and the older top-level `<name>_segments` /
  * `<name>_values` pair. */
 #include "families.h"
 
@@ -41,6 +41,8 @@ static int store(hid_t loc, int file_index, const char *name, const object *obj,
                                 OBJTYPE_PDARRAY, false, (int64_t)vlo, plan, err);
     if (rc == 0 && vals->objtype == H5ARK_STRINGS)
         rc = strings_write_rows(group, file_index, CHILD_VALUES, vals, vlo, vhi, plan, err);
+    else if (rc == 0 && vals->objtype == H5ARK_PDARRAY && vals->dtype == H5ARK_BIGINT)
+        rc = bigint_write_rows(group, file_index, CHILD_VALUES, vals, vlo, vhi, plan, err);
     else if (rc == 0 && vals->objtype == H5ARK_PDARRAY && vals->values)
         rc = write_darray_range(group, file_index, CHILD_VALUES, vals->values, vlo, vhi,
                                 OBJTYPE_PDARRAY, vals->dtype == H5ARK_BOOLEAN, 0, plan, err);
@@ -67,13 +69,14 @@ static int probe(const probe_ctx *pc, read_node *n, hid_t dset, h5ark_error *err
     }
     read_node *seg = node_kid(n, CHILD_SEGMENTS), *vals = node_kid(n, CHILD_VALUES);
     /* the values of earlier files come first: this file's offsets are rebased by them */
-    uint64_t before = vals->kind == KIND_STRINGS ? vals->ds.segments.total : vals->ds.values.total;
+    uint64_t before = node_elements(vals);
     probe_ctx vpc = *pc;
     vpc.calc_offsets = false; /* sub-arrays of strings are counted by their offsets */
     if (schema_probe(&vpc, vals, err)) return -1;
-    if (vals->kind != KIND_PDARRAY && vals->kind != KIND_STRINGS)
+    if (vals->kind != KIND_PDARRAY && vals->kind != KIND_STRINGS && vals->kind != KIND_BIGINT)
         return h5ark_fail(err, H5ARK_TYPE_ERROR,
-                          "SegArray '%s': 'values' must be a pdarray or Strings", n->path);
+                          "SegArray '%s': 'values' must be a pdarray (a bigint too) or Strings",
+                          n->path);
     if (vals->kind == KIND_STRINGS && vals->ds.no_segments)
         return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
                           "SegArray '%s': its Strings 'values' need 'segments'", n->path);

@@ -1,9 +1,9 @@
 /* tohdf: resolve every file and check every rule first; then build each file as a temporary
- * beside its final name (a new file, or for append a copy of the existing one) with HDF5
- * creating the groups, attributes and datasets, the datasets' space allocated at once so
- * their offsets are known; close HDF5, let every locale pwrite its own shards at those
- * offsets in parallel; and only when all of that succeeded put the temporaries in place,
- * a file set as one (commit.h). A failure at any point leaves every old file whole. */
+ * beside its final name (a new file, or for append and update a copy of the existing one)
+ * with HDF5 creating the groups, attributes and datasets, the datasets' space allocated at
+ * once so their offsets are known; close HDF5, let every locale pwrite its own shards at
+ * those offsets in parallel; and only when all of that succeeded put the temporaries in
+ * place, a file set as one (commit.h). A failure at any point leaves every old file whole. */
 #include "storage.h"
 #include "twin.h"
 
@@ -191,7 +191,7 @@ static int check_collisions(const out_file *f, const top_names *names, bool upda
     return rc;
 }
 
-/* ---- copying a file's objects (update, repack) ---------------------------------------- */
+/* ---- copying a file's objects (repack) ---------------------------------------- */
 
 static herr_t external_cb(hid_t obj, const char *name, const H5O_info_t *info, void *data) {
     if (info->type != H5O_TYPE_DATASET) return 0;
@@ -224,7 +224,6 @@ static int check_no_external(hid_t file, const char *shown, h5ark_error *err) {
 
 typedef struct {
     hid_t dst;
-    const top_names *skip;
     h5ark_error *err;
     int rc;
 } copy_job;
@@ -255,8 +254,6 @@ static herr_t copy_attr_cb(hid_t src, const char *name, const H5A_info_t *info, 
 
 static herr_t copy_link_cb(hid_t src, const char *name, const H5L_info_t *info, void *data) {
     copy_job *job = data;
-    for (size_t i = 0; job->skip && i < job->skip->n; i++)
-        if (strcmp(job->skip->v[i], name) == 0) return 0;
     herr_t r = 0;
     if (info->type == H5L_TYPE_HARD) {
         r = h5u_copy_object(src, name, job->dst);
@@ -282,12 +279,10 @@ static herr_t copy_link_cb(hid_t src, const char *name, const H5L_info_t *info, 
     return 0;
 }
 
-/* Copy every root attribute and top-level link of src into the new file dst, except the
- * names in skip. */
-static int copy_contents(hid_t src, hid_t dst, const top_names *skip, const char *shown,
-                         h5ark_error *err) {
+/* Copy every root attribute and top-level link of src into the new file dst. */
+static int copy_contents(hid_t src, hid_t dst, const char *shown, h5ark_error *err) {
     if (check_no_external(src, shown, err)) return -1;
-    copy_job job = {.dst = dst, .skip = skip, .err = err};
+    copy_job job = {.dst = dst, .err = err};
     hsize_t idx = 0;
     if (H5Aiterate2(src, H5_INDEX_NAME, H5_ITER_NATIVE, &idx, copy_attr_cb, &job) < 0 &&
         job.rc == 0)
@@ -309,19 +304,36 @@ static void remove_temp(const char *tmp) {
     sysio.unlink(tmp);
 }
 
+/* update: the objects being replaced are unlinked from the copy, as HDF5 does in place;
+ * the file keeps their space (HDF5 gives back only what ends the file), so an update never
+ * shrinks a file: repack does. */
+static int unlink_replaced(hid_t file, const top_names *names, const char *shown,
+                           h5ark_error *err) {
+    for (size_t i = 0; i < names->n; i++)
+        if (H5Ldelete(file, names->v[i], H5P_DEFAULT) < 0)
+            return h5u_fail(err, H5ARK_IO_ERROR, "cannot unlink '%s' from a copy of '%s'",
+                            names->v[i], shown);
+    return 0;
+}
+
 static int build_file(out_file *f, int index, storage_mode mode, bool distributed,
                       const storage_item *items, size_t nitems, const top_names *names,
                       write_plan *plan, h5ark_error *err) {
     if (files_temp_name(f->final, f->tmp, sizeof f->tmp))
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "path '%s' is too long", f->rel);
     hid_t file;
-    if (mode == STORAGE_APPEND && f->exists) {
+    if ((mode == STORAGE_APPEND || mode == STORAGE_UPDATE) && f->exists) {
+        /* the whole file copied, changed, and renamed over it: old or new, never torn */
         f->tmp_made = true;
         if (files_copy(f->final, f->tmp, f->rel, err)) return -1;
         file = H5Fopen(f->tmp, H5F_ACC_RDWR, h5u_fapl());
         if (file < 0)
-            return h5u_fail(err, H5ARK_IO_ERROR, "cannot open a copy of '%s' to append to it",
-                            f->rel);
+            return h5u_fail(err, H5ARK_IO_ERROR, "cannot open a copy of '%s' to %s it", f->rel,
+                            mode == STORAGE_UPDATE ? "update" : "append to");
+        if (mode == STORAGE_UPDATE && unlink_replaced(file, names, f->rel, err)) {
+            h5u_close_written(file);
+            return h5ark_fail_context(err, "'%s'", f->rel);
+        }
     } else {
         /* before the create: a create failing part way can leave the file behind */
         f->tmp_made = true;
@@ -329,18 +341,8 @@ static int build_file(out_file *f, int index, storage_mode mode, bool distribute
         if (file < 0)
             return h5u_fail(err, H5ARK_IO_ERROR, "cannot create a file beside '%s'", f->rel);
         h5u_io_clear(); /* the library tries an open first: a failure it got past */
-        int rc;
-        if (mode == STORAGE_UPDATE) {
-            /* everything but the datasets being replaced, into a fresh file */
-            hid_t old = H5Fopen(f->final, H5F_ACC_RDONLY, h5u_fapl());
-            rc = old < 0 ? h5u_fail(err, H5ARK_SCHEMA_ERROR, "cannot open '%s'", f->rel)
-                         : copy_contents(old, file, names, f->rel, err);
-            if (old >= 0) H5Fclose(old);
-        } else {
-            rc = h5u_write_int_attr(file, ATTR_FILE_FORMAT,
-                                    distributed ? FILE_FORMAT_DISTRIBUTE : FILE_FORMAT_SINGLE, err);
-        }
-        if (rc) {
+        if (h5u_write_int_attr(file, ATTR_FILE_FORMAT,
+                               distributed ? FILE_FORMAT_DISTRIBUTE : FILE_FORMAT_SINGLE, err)) {
             h5u_close_written(file);
             return h5ark_fail_context(err, "'%s'", f->rel);
         }
@@ -1335,7 +1337,7 @@ static int repack_files(char *const *paths, size_t npaths, h5ark_value *files, u
         hid_t dst = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, h5u_fapl());
         int rc = dst < 0 ? h5u_fail(err, H5ARK_IO_ERROR, "repack: cannot create a file beside '%s'",
                                     shown)
-                         : copy_contents(src, dst, NULL, shown, err);
+                         : copy_contents(src, dst, shown, err);
         H5Fclose(src);
         if (dst >= 0 && h5u_close_written(dst) && rc == 0)
             rc = h5u_fail(err, H5ARK_IO_ERROR, "repack: cannot write the new '%s'", shown);

@@ -385,11 +385,14 @@ def test_update_and_repack(conn, file_type):
                         {c: h[k][c][()].tolist() for c in h[k]}) for k in h}
 
     before = {f: contents(f) for f in files}
+    size_before = {f: (conn.dir / f).stat().st_size for f in files}
     small = conn.put(np.arange(10, dtype="<i8") * 7)
     conn.tohdf([small], path, datasets=["a"], mode="update", file_type=file_type)
     for f in files:
         after = contents(f)
         assert after["b"] == before[f]["b"]
+        # as HDF5 unlinking a dataset in place: its space stays in the file until repack
+        assert (conn.dir / f).stat().st_size >= size_before[f]
     got = conn.readhdf(files)
     assert conn.fetch(got["a"]["name"])["data"] == (np.arange(10) * 7).tolist()
     sizes = sum((conn.dir / f).stat().st_size for f in files)

@@ -31,6 +31,8 @@ WIRE_TESTS = [
     "test_bigint_from_uint_arrays", "test_slice_dtypes", "test_indexing", "test_clients_at_once",
     "test_strings_compute", "test_segmented_split", "test_unique_and_broadcast",
     "test_strings_holding_nul",
+    "test_unique_strings_in_arkouda_order", "test_segmented_reduction", "test_assign_scalar",
+    "test_bigint_arange_and_max_bits",
 ]
 # and its client fixture `ak`, which then connects to this module's `akd`
 globals().update({name: getattr(wire, name) for name in WIRE_TESTS + ["ak"]})
@@ -162,16 +164,19 @@ def test_unique_matches_one_rank(ak, single_ak):
         return [download(c, p, "int64", n) for p, n in zip(parts, sizes)]
 
     got, want = run(ak), run(single_ak)
-    assert len(got) == 4
+    assert len(got) == 3  # permutation, segments, unique key indices
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
     uniq = sorted(set(zip(keys.tolist(), two.tolist())))
-    np.testing.assert_array_equal(got[2], [u[0] for u in uniq])
+    uki = got[2]
+    np.testing.assert_array_equal(keys[uki], [u[0] for u in uniq])
+    np.testing.assert_array_equal(two[uki], [u[1] for u in uniq])
     perm = got[0]
     assert sorted(perm.tolist()) == list(range(3001))
     rows = list(zip(keys[perm].tolist(), two[perm].tolist()))
     assert rows == sorted(rows)
-    # one Strings key: sorted on rank 0 as groupby sorts (bytes, then length, then row)
+    # one Strings key of short strings: grouped in Arkouda's order (by the numbers of their
+    # bytes), the unique key indices the first row of each group
     words = [w for w in np.random.default_rng(5).choice(
         ["b", "a", "ab", "", "ba", "aa", "b\u00e9", "zz"], 2001).tolist()]
 
@@ -179,16 +184,16 @@ def test_unique_matches_one_rank(ak, single_ak):
         msg = c.ok("unique", {"returnGroupStr": groups, "assumeSortedStr": False, "nstr": 1,
                               "keynames": [put_strings(c, words)], "keytypes": ["Strings"]})
         parts = msg.split("+")
-        if not groups:
-            return [get_strings(c, created_name(parts[0]))]
-        sizes = [int(p.split()[3]) for p in parts[:2]]
+        sizes = [int(p.split()[3]) for p in parts]
         return [download(c, created_name(p), "int64", k).tolist()
-                for p, k in zip(parts[:2], sizes)] + [get_strings(c, parts[2].split()[1])]
+                for p, k in zip(parts, sizes)]
 
     for groups in (True, False):
         got = run_strings(ak, groups)
         assert got == run_strings(single_ak, groups)
-    assert got[0] == sorted(set(words), key=lambda w: w.encode())
+        assert [words[i] for i in got[-1]] == sorted(set(words),
+                                                     key=wire.arkouda_short_key(3))
+        assert all(words.index(words[i]) == i for i in got[-1])
 
 
 def test_cumsum_matches_one_rank(ak, single_ak):
@@ -378,11 +383,10 @@ def test_strings_among_keys_and_without_offsets(ak, single_ak, akd):
         t, _, _ = upload(c, nums)
         parts = c.ok("unique", {"returnGroupStr": True, "assumeSortedStr": False, "nstr": 2,
                                 "keynames": [s, t], "keytypes": ["Strings", "pdarray"]}).split("+")
-        sizes = [int(p.split()[3]) for p in parts[:2]]
-        got = [download(c, created_name(p), "int64", k).tolist()
-               for p, k in zip(parts[:2], sizes)]
-        got += [get_strings(c, parts[2].split()[1]),
-                download(c, created_name(parts[4]), "int64", sizes[1]).tolist()]  # [3]: the bytes
+        sizes = [int(p.split()[3]) for p in parts]
+        got = [download(c, created_name(p), "int64", k).tolist() for p, k in zip(parts, sizes)]
+        uki = got.pop()  # the first row of each group, which the client gathers the keys with
+        got += [[words[i] for i in uki], nums[uki].tolist()]
         files = {}
         for fmt in (0, 1):
             c.ok("tohdf", {"values": s, "dset": "s", "write_mode": 0, "save_offsets": False,

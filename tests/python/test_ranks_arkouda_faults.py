@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from test_ranks import MPIRUN, MpiDaemon, mpi_build, ok
-from test_arkouda_wire import Ak, created_name, download, get_strings, put_strings, upload
+from test_arkouda_wire import (Ak, arkouda_short_key, created_name, download, get_strings,
+                               put_strings, upload)
 from test_ranks_arkouda import arkouda_at_two_ranks
 
 pytestmark = pytest.mark.skipif(MPIRUN is None, reason="mpirun is not installed (openmpi-bin)")
@@ -43,7 +44,9 @@ def inputs(akd):
                           "keynames": [names["keys"]], "keytypes": ["pdarray"]})
     parts = msg.split("+")
     names["perm"], names["segs"] = created_name(parts[0]), created_name(parts[1])
-    names["uniq"] = created_name(parts[2])
+    # the unique keys, gathered by the unique key indices as the client gathers them
+    names["uniq"] = created_name(c.ok("[pdarray]", {"array": names["keys"],
+                                                    "idx": created_name(parts[2])}))
     c.ok("tohdf", {"values": names["a"], "dset": "a", "write_mode": 0, "filename": "in",
                    "objType": "pdarray", "file_format": 0})
     c.close()
@@ -64,7 +67,9 @@ def commands(a, n):
                    lambda c, out: (out, np.cumsum(a))),
         "unique": ("unique", {"returnGroupStr": False, "keynames": [n["keys"]],
                               "keytypes": ["pdarray"]},
-                   lambda c, out: (out, np.unique(keys))),
+                   lambda c, out: (created_name(c.ok("[pdarray]", {"array": n["keys"],
+                                                                   "idx": out})),
+                                   np.unique(keys))),
         "gbbroadcast": ("gbbroadcast", {"permName": n["perm"], "segName": n["segs"],
                                         "valName": n["uniq"], "permute": True, "size": N},
                         lambda c, out: (out, keys)),
@@ -115,7 +120,8 @@ def check_success(c, akd, a, what, r, p, check):
         assert r["msg"] == f"int64 {int(a.sum())}", r
     elif what == "uniqueStrings":
         words = [str(v % 17) * (v % 4) for v in a.tolist()]
-        assert get_strings(c, created_name(r["msg"])) == sorted(set(words))
+        uki = download(c, created_name(r["msg"]), "int64", len(set(words)))
+        assert [words[i] for i in uki] == sorted(set(words), key=arkouda_short_key(6))
     elif what == "segmentedIndex":
         words = [str(v % 17) * (v % 4) for v in a.tolist()]
         assert get_strings(c, created_name(r["msg"])) == [words[i] for i in (a * 7) % N]
