@@ -35,7 +35,8 @@ def project_version():
 
 
 def daemon_binary():
-    path = os.environ.get("H5ARKD", str(REPO / "build" / "server" / "h5arkd"))
+    # absolute: a test may run it from another folder (scripts/test gives a relative one)
+    path = os.path.abspath(os.environ.get("H5ARKD", str(REPO / "build" / "server" / "h5arkd")))
     if not os.access(path, os.X_OK):
         pytest.exit(f"h5arkd not found at {path}: build first or set H5ARKD", returncode=2)
     return path
