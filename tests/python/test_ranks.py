@@ -16,8 +16,8 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import (SHARED_FIXTURES, Daemon, daemon_binary, remove_mpi_session, request,
-                      wait_serving)
+from conftest import (SHARED_FIXTURES, TOOL_SLOWDOWN, Daemon, daemon_binary,
+                      remove_mpi_session, request, wait_serving)
 
 MPIRUN = shutil.which("mpirun")
 THREADS = 2  # locales per rank; the one-rank daemon compared with gets R * THREADS
@@ -365,6 +365,12 @@ def test_readers_together_writers_alone():
         writer = threading.Thread(target=timed, args=("readhdf", lambda: ok(
             ep, "readhdf", {"paths": ["r.h5"], "datasets": ["big"]})))
         writer.start()
+        # the get goes once the readhdf is in flight (on a loaded machine, or under a tool,
+        # a fixed pause may pass before the readhdf has even arrived)
+        deadline = time.monotonic() + 30 * TOOL_SLOWDOWN
+        while not any(e["cmd"] == "readhdf" for e in ok(ep, "status", {})[0]["requests"]):
+            assert time.monotonic() < deadline, "the readhdf never showed in status"
+            time.sleep(0.02)
         time.sleep(0.3)
         timed("get", lambda: ok(ep, "get", {"name": "x"}))
         writer.join(120)
