@@ -3,6 +3,7 @@
 
 #include "io.h"
 #include "layout.h"
+#include "shuffle.h"
 #include "sysio.h"
 
 #include <errno.h>
@@ -13,9 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 
 /* External links as this process knows them: their values can be read, listed and
  * copied, but following one always fails. */
@@ -879,57 +877,6 @@ static int deflated_chunks(hid_t f, hid_t d, uint64_t first, uint64_t count, siz
     return 1;
 }
 
-#ifdef __SSE2__
-/* 8-byte elements 16 at a time, the byte transpose of chunk.c's shuffle undone in SSE2
- * registers: each element written whole, once (the loop below writes every cache line of
- * out eight times, and was half of a read's time). Returns the element it stopped at. */
-static uint64_t unshuffle8(const unsigned char *in, uint64_t n, uint64_t lo, uint64_t hi,
-                           unsigned char *out) {
-    uint64_t i = lo;
-    for (; i + 16 <= hi; i += 16) {
-        __m128i p[8], a[8], b[8];
-        for (int j = 0; j < 8; j++) /* byte j of elements i..i+15 */
-            p[j] = _mm_loadu_si128((const __m128i *)(const void *)(in + j * n + i));
-        for (int k = 0; k < 4; k++) { /* bytes 2k, 2k+1 of elements 0-7, then 8-15 */
-            a[2 * k] = _mm_unpacklo_epi8(p[2 * k], p[2 * k + 1]);
-            a[2 * k + 1] = _mm_unpackhi_epi8(p[2 * k], p[2 * k + 1]);
-        }
-        for (int h = 0; h < 2; h++) { /* bytes 0-3, then 4-7, of elements 8h..8h+3, 8h+4.. */
-            b[4 * h] = _mm_unpacklo_epi16(a[h], a[2 + h]);
-            b[4 * h + 1] = _mm_unpackhi_epi16(a[h], a[2 + h]);
-            b[4 * h + 2] = _mm_unpacklo_epi16(a[4 + h], a[6 + h]);
-            b[4 * h + 3] = _mm_unpackhi_epi16(a[4 + h], a[6 + h]);
-        }
-        unsigned char *o = out + (i - lo) * 8;
-        for (int g = 0; g < 4; g++) { /* elements 4g..4g+3, whole */
-            __m128i x = b[4 * (g / 2) + g % 2], y = b[4 * (g / 2) + 2 + g % 2];
-            _mm_storeu_si128((__m128i *)(void *)(o + 32 * g), _mm_unpacklo_epi32(x, y));
-            _mm_storeu_si128((__m128i *)(void *)(o + 32 * g + 16), _mm_unpackhi_epi32(x, y));
-        }
-    }
-    return i;
-}
-#endif
-
-/* The elements [lo, hi) of an inflated chunk of n, into out: shuffled bytes put back. */
-static void unshuffle(const unsigned char *in, uint64_t n, size_t isz, uint64_t lo, uint64_t hi,
-                      bool shuffled, unsigned char *out) {
-    if (!shuffled || isz == 1) {
-        memcpy(out, in + lo * isz, (hi - lo) * isz);
-        return;
-    }
-    uint64_t done = lo;
-#ifdef __SSE2__
-    if (isz == 8) done = unshuffle8(in, n, lo, hi, out);
-#endif
-    for (size_t j = 0; j < isz; j++) {
-        const unsigned char *p = in + j * n;
-        unsigned char *o = out + j;
-        for (uint64_t i = done; i < hi; i++)
-            o[(i - lo) * isz] = p[i];
-    }
-}
-
 /* Read and inflate the chunks, their wanted elements in order into dest: 0 done, -1 an I/O
  * error, out of memory, or a stream that is not a whole chunk's (err set). HDF5 would fail a
  * damaged stream too, but one that inflates to less than a chunk it reads as a chunk of
@@ -964,7 +911,7 @@ static int inflate_chunks(const char *file, const h5u_zchunk *zs, size_t nz, uin
                                                      : "it does not inflate to a whole chunk");
             break;
         }
-        unshuffle(buf, chunk, isz, z->lo, z->hi, shuffled, dest);
+        shuffle_undo(buf, chunk, isz, z->lo, z->hi, shuffled, dest);
         dest += (z->hi - z->lo) * isz;
     }
     if (fd >= 0) sysio.close(fd);
