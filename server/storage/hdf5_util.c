@@ -3,6 +3,7 @@
 
 #include "io.h"
 #include "layout.h"
+#include "ohdr.h"
 #include "shuffle.h"
 #include "sysio.h"
 
@@ -699,7 +700,7 @@ typedef struct {
  * so that the calling thread then reads them without HDF5 and its lock, in parallel with
  * other threads and without the copy H5Dread makes through its chunk cache. Unfiltered
  * (`filtered` false): every chunk must be stored as its elements, chunk * itemsize bytes;
- * filtered: every filter applied (mask 0) and the stored size at most zstream_max of it.
+ * filtered: every filter applied (mask 0) and the stored size at most ohdr_stream_max of it.
  * 1 with *places (malloc'd, one a chunk, in order) and *chunk_elems; 0 when the dataset is
  * not in that form (another element size, a chunk not allocated or of another size, a user
  * block, a chunk over 64 MiB): then HDF5 reads it; -1 out of memory. The filters themselves
@@ -708,8 +709,6 @@ typedef struct {
     uint64_t at;         /* the chunk's first element */
     uint64_t addr, size; /* its stored bytes in the file */
 } h5u_chunk_place;
-
-static uint64_t zstream_max(uint64_t cbytes);
 
 static int chunk_places(hid_t f, hid_t d, uint64_t first, uint64_t count, size_t itemsize,
                         bool filtered, h5u_chunk_place **places, size_t *nplaces,
@@ -738,7 +737,7 @@ static int chunk_places(hid_t f, hid_t d, uint64_t first, uint64_t count, size_t
         unsigned char none;
         /* the size the chunk index gives, which is what H5Dread_chunk reads */
         if (H5Dget_chunk_storage_size(d, &at, &size) < 0) goto out;
-        if (filtered ? size == 0 || size > zstream_max(cbytes) : size != cbytes) goto out;
+        if (filtered ? size == 0 || size > ohdr_stream_max(cbytes) : size != cbytes) goto out;
         h5u_vfd_defer_raw(&place);
         herr_t r = H5Dread_chunk(d, H5P_DEFAULT, &at, &mask, &none);
         h5u_vfd_defer_raw(NULL);
@@ -820,12 +819,6 @@ typedef struct {
     uint64_t addr, size;
     uint64_t lo, hi;
 } h5u_zchunk;
-
-/* The chunk's largest stream taken as one: zlib's worst case for a chunk is a few bytes in
- * a thousand over it; anything larger is left to HDF5. */
-static uint64_t zstream_max(uint64_t cbytes) {
-    return cbytes + cbytes / 64 + 1024;
-}
 
 /* Where the deflated chunks holding elements [first, first + count) of d lie (chunk_places):
  * 1 with *zs (malloc'd), the chunk's elements and whether they

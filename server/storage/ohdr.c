@@ -490,12 +490,6 @@ static unsigned char *load(const ohdr_file *f, uint64_t addr, uint64_t n, unsign
     return p;
 }
 
-/* The largest deflate stream of a chunk taken as one (zlib's worst case is a few bytes in
- * a thousand over the data). */
-static uint64_t stream_max(uint64_t bytes) {
-    return bytes + bytes / 64 + 1024;
-}
-
 /* The next chunk, in grid order, at relative address addr: all of it in the file, of a
  * whole chunk's size unless a deflate was applied to it. */
 static int add_chunk(chunks_walk *c, uint64_t addr, uint64_t size, uint32_t mask, uint64_t index) {
@@ -508,7 +502,7 @@ static int add_chunk(chunks_walk *c, uint64_t addr, uint64_t size, uint32_t mask
     bool deflated = false;
     for (unsigned i = 0; i < d->nfilters; i++)
         if (d->filters[i] == OHDR_FILTER_DEFLATE && !(mask & (1u << i))) deflated = true;
-    if (deflated ? size > stream_max(c->chunk_bytes) : size != c->chunk_bytes) return -1;
+    if (deflated ? size > ohdr_stream_max(c->chunk_bytes) : size != c->chunk_bytes) return -1;
     c->out[c->n++] =
         (ohdr_chunk){.addr = f->base + addr, .size = size, .mask = mask, .index = index};
     return 0;

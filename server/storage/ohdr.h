@@ -20,6 +20,12 @@
 #define OHDR_CHUNK_BYTES_MAX (64u << 20) /* a chunk's bytes, at most, read without the library */
 #define OHDR_CHUNKS_MAX      (1u << 16)  /* chunks a dataset, at most */
 
+/* The largest deflate stream of a chunk of `bytes` taken as one: zlib's worst case is a few
+ * bytes in a thousand over the data; anything larger is left to the library. */
+static inline uint64_t ohdr_stream_max(uint64_t bytes) {
+    return bytes + bytes / 64 + 1024;
+}
+
 /* The filters read without the library, as the pipeline lists them. */
 enum { OHDR_FILTER_DEFLATE = 1, OHDR_FILTER_SHUFFLE = 2 };
 

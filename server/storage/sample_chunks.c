@@ -138,7 +138,7 @@ int sample_chunks_read(int fd, const uint64_t *words, size_t nwords, uint64_t at
     entry e;
     if (entry_of(words, nwords, at, itemsize, count, &e))
         return h5ark_fail(err, H5ARK_INTERNAL, "a malformed chunk table from the file probe");
-    uint64_t cbytes = e.chunk_elems * itemsize, most = cbytes + cbytes / 64 + 1024;
+    uint64_t cbytes = e.chunk_elems * itemsize, most = ohdr_stream_max(cbytes);
     if (reserve(&b->stored, &b->stored_cap, most) ||
         reserve(&b->inflated, &b->inflated_cap, cbytes) ||
         reserve(&b->unshuffled, &b->unshuffled_cap, cbytes) ||
