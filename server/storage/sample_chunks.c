@@ -139,12 +139,24 @@ int sample_chunks_read(int fd, const uint64_t *words, size_t nwords, uint64_t at
     if (entry_of(words, nwords, at, itemsize, count, &e))
         return h5ark_fail(err, H5ARK_INTERNAL, "a malformed chunk table from the file probe");
     uint64_t cbytes = e.chunk_elems * itemsize, most = ohdr_stream_max(cbytes);
-    if (reserve(&b->stored, &b->stored_cap, most) ||
+    /* chunks written one after another (as a whole dataset's write lays them out) are read
+     * in one pread when they fill most of the span they lie in */
+    uint64_t lo = UINT64_MAX, hi = 0, sum = 0, k = 0;
+    for (; k < e.nchunks; k++) {
+        const uint64_t *c = e.chunks + CHUNK * k;
+        if (c[1] > most || c[0] > UINT64_MAX - c[1]) break;
+        lo = c[0] < lo ? c[0] : lo;
+        hi = c[0] + c[1] > hi ? c[0] + c[1] : hi;
+        sum += c[1];
+    }
+    bool span = k == e.nchunks && e.nchunks > 1 && hi > lo && hi - lo <= sum + sum / 4 &&
+                hi - lo <= OHDR_CHUNK_BYTES_MAX;
+    if (reserve(&b->stored, &b->stored_cap, span ? hi - lo : most) ||
         reserve(&b->inflated, &b->inflated_cap, cbytes) ||
         reserve(&b->unshuffled, &b->unshuffled_cap, cbytes) ||
         (!b->inflater && !(b->inflater = libdeflate_alloc_decompressor())))
         return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory to read chunks");
-    for (uint64_t k = 0; k < e.nchunks; k++) {
+    for (k = 0; k < e.nchunks; k++) {
         const uint64_t *c = e.chunks + CHUNK * k;
         uint64_t addr = c[0], size = c[1], mask = c[2];
         bool deflated = false, shuffled = false;
@@ -155,11 +167,12 @@ int sample_chunks_read(int fd, const uint64_t *words, size_t nwords, uint64_t at
             }
         if (size == 0 || size > (deflated ? most : cbytes) || (!deflated && size != cbytes))
             return h5ark_fail(err, H5ARK_INTERNAL, "a malformed chunk table from the file probe");
-        if (io_pread_full(fd, b->stored, size, addr))
+        if (span ? k == 0 && io_pread_full(fd, b->stored, hi - lo, lo)
+                 : io_pread_full(fd, b->stored, size, addr))
             return h5ark_fail(err, H5ARK_IO_ERROR, "cannot read its chunk at byte %llu: %s",
-                              (unsigned long long)addr,
+                              (unsigned long long)(span ? lo : addr),
                               errno == ENODATA ? "the file ends early" : strerror(errno));
-        const unsigned char *in = b->stored;
+        const unsigned char *in = span ? b->stored + (addr - lo) : b->stored;
         if (deflated) {
             /* NULL for the size out: anything but exactly a whole chunk is not a success */
             enum libdeflate_result r =
