@@ -517,11 +517,15 @@ static int btree_node(chunks_walk *c, uint64_t addr, int level, unsigned depth) 
     unsigned O = f->sizeof_addr, nd = d->rank + 1;
     size_t key = 8 + 8 * (size_t)nd, head = 8 + 2 * (size_t)O;
     if (++c->nodes > NODES_MAX || depth > DEPTH_MAX) return -1;
-    unsigned char buf[2048], *p = load(f, addr, head, buf, sizeof buf);
-    if (!p || memcmp(p, "TREE", 4) != 0 || p[4] != 1 || (level >= 0 && p[5] != level)) return -1;
+    /* a small node is all in the first read */
+    unsigned char buf[2048], *p;
+    uint64_t avail = addr <= f->eof - f->base ? f->eof - f->base - addr : 0;
+    uint64_t first = avail < sizeof buf ? avail : sizeof buf;
+    if (first < head || !(p = load(f, addr, first, buf, sizeof buf))) return -1;
+    if (memcmp(p, "TREE", 4) != 0 || p[4] != 1 || (level >= 0 && p[5] != level)) return -1;
     unsigned lvl = p[5], entries = (unsigned)get_le(p + 6, 2);
     uint64_t size = head + (uint64_t)entries * (key + O) + key;
-    if (entries == 0 || !(p = load(f, addr, size, buf, sizeof buf))) return -1;
+    if (entries == 0 || (size > first && !(p = load(f, addr, size, buf, sizeof buf)))) return -1;
     int rc = 0;
     for (unsigned u = 0; rc == 0 && u < entries; u++) {
         const unsigned char *k = p + head + (size_t)u * (key + O);
