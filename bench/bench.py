@@ -4,7 +4,7 @@ with one locale), and their ratio, median of the runs with min and max.
 
 Run it from anywhere after building (bench/run uses the interpreter that has h5py):
 
-    bench/run [--runs N] [--quick] [--only raw,h5py,small,range,exetera,awkward,writepart,memory,scaling,gzip,ranks,pack,arkouda] [--netns]
+    bench/run [--runs N] [--quick] [--only raw,h5py,small,range,exetera,awkward,writepart,memory,scaling,gzip,ranks,pack,packlayout,arkouda] [--netns]
 
 The raw-socket and raw-I/O measures come from build/bench/h5ark-bench (C); the measures
 against h5py, of many small files, of peak memory and of scaling with locales are made
@@ -122,6 +122,9 @@ def measures(a):
                  *at_least(10)),
         "pack_again": (f"pack the same {a.pack_files * a.pack_per:,} samples again, files "
                        "unchanged", "h5py read_direct loop + numpy transforms", "(none)", None),
+        **{f"packlayout_{name}": (f"pack {a.layout_files * a.pack_per:,} samples, fields {how}",
+                                  "h5py read_direct loop + numpy transforms", *at_least(10))
+           for name, how, _, _ in PACK_LAYOUTS},
         **ranks_rows(a),
         "ak_upload": (f"Arkouda array<int64,1> upload {size}", "native put, same bytes",
                       *at_least(0.8)),
@@ -1212,6 +1215,76 @@ def pack_files(a, folder):
     return paths
 
 
+# The layouts of the packlayout group: (name, what, libver, the datasets' storage). compact
+# holds the scalars in their object headers (the image, 64 KiB, is more than a header holds:
+# it stays contiguous); chunked lets h5py choose the chunks ((32, 32, 2) for the image).
+PACK_LAYOUTS = [
+    ("contiguous", "contiguous", "earliest", {}),
+    ("compact", "compact (the scalars; the image contiguous)", "earliest", "compact"),
+    ("chunked", "chunked, v1 B-tree", "earliest", {"chunks": True}),
+    ("gzip", "chunked + gzip, v1 B-tree", "earliest", {"compression": "gzip"}),
+    ("shuffle_gzip", "chunked + shuffle + gzip, v1 B-tree", "earliest",
+     {"compression": "gzip", "shuffle": True}),
+    ("gzip_latest", "chunked + shuffle + gzip, libver latest (fixed array, single chunk)",
+     "latest", {"compression": "gzip", "shuffle": True}),
+]
+
+
+def layout_files(a, folder, libver, storage):
+    """pack_files' samples with every dataset stored as `storage` says."""
+    folder.mkdir()
+    rng = np.random.default_rng(5)
+    paths = []
+    for k in range(a.layout_files):
+        path = folder / f"samples_{k:04d}.h5"
+        with h5py.File(path, "w", libver=libver) as f:
+            for i in range(a.pack_per):
+                g = f.create_group(f"{k * a.pack_per + i:09d}")
+                img, pars = rng.random((64, 64, 4), dtype=np.float32), rng.random(4)
+                if storage == "compact":
+                    g["image"] = img
+                    p = g.create_group("params")
+                    for name, v in zip("abcd", pars):
+                        plist = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+                        plist.set_layout(h5py.h5d.COMPACT)
+                        h5py.h5d.create(p.id, name.encode(), h5py.h5t.IEEE_F64LE,
+                                        h5py.h5s.create_simple((1,)), plist).write(
+                            h5py.h5s.ALL, h5py.h5s.ALL, np.array([v]))
+                else:
+                    g.create_dataset("image", data=img, **storage)
+                    for name, v in zip("abcd", pars):
+                        g.create_dataset(f"params/{name}", data=[v], **storage)
+        paths.append(path)
+    return paths
+
+
+@on_a_daemon
+def pack_layouts_measure(a, c, data_dir):
+    """A first pack of the pack group's samples stored in each layout of PACK_LAYOUTS, each
+    against the h5py + numpy reference on the same files, run after run."""
+    out = {}
+    for name, _, libver, storage in PACK_LAYOUTS:
+        paths = layout_files(a, data_dir / f"pl_{name}", libver, storage)
+        glob = f"pl_{name}/samples_*.h5"
+        n = a.layout_files * a.pack_per
+        mine, ref = [], []
+        for run in range(a.runs):
+            stamp = time.time_ns() + run  # a new version: no remembered probe answers
+            for path in paths:
+                os.utime(path, ns=(stamp, stamp))
+            got, want = {}, {}
+            mine.append(n / timed(lambda: got.update(p=c.pack(
+                PACK_DATA_SCHEMA, PACK_EXPERIMENT_SCHEMA, paths=glob))))
+            ref.append(n / timed(lambda: want.update(zip("sr", h5py_pack(paths)))))
+            if run == 0:  # the same tensors, every row
+                batch = got["p"].rows(list(range(n)))
+                assert np.allclose(batch["samples"], want["s"], rtol=1e-6, atol=1e-6), name
+                assert np.allclose(batch["responses"], want["r"], rtol=1e-12, atol=0), name
+            c.clear()
+        out[f"packlayout_{name}"] = ("samples/s", mine, ref)
+    return out
+
+
 def h5py_pack(paths):
     """What an expert writes with h5py: each file opened once, each sample's datasets read
     with read_direct into preallocated arrays, then the transforms vectorised in numpy."""
@@ -1415,6 +1488,8 @@ GROUPS = {"raw": ("ping, tohdf/readhdf vs write/pread, put + get (h5ark-bench)",
           "gzip": ("gzip tohdf vs zlib on the same chunks", gzip_zlib_measure),
           "ranks": ("the daemon as R = 1, 2, 3 ranks vs R = 1 and raw MPI / I/O", ranks_measures),
           "pack": ("pack of LBANN samples vs an h5py + numpy loop", pack_measure),
+          "packlayout": ("a first pack of LBANN samples in each HDF5 layout vs an h5py + "
+                         "numpy loop", pack_layouts_measure),
           "arkouda": ("the Arkouda endpoint's transfer and round trip vs the native one",
                       arkouda_measure)}
 
@@ -1451,6 +1526,7 @@ def main():
     a.ak_values, a.ak_lists = (1_000_000, 100_000) if a.quick else (10_000_000, 1_000_000)
     a.wp_sizes = [16 * MIB, (32 if a.quick else 128) * MIB]
     a.pack_files, a.pack_per = (20 if a.quick else 100), 200
+    a.layout_files = 10 if a.quick else 25
     # the daemons started from here (tests/python/conftest.py) honour H5ARKD too
     a.daemon = os.environ.setdefault("H5ARKD", str(a.build / "server" / "h5arkd"))
     warnings.simplefilter("ignore", h5ark.H5arkWarning)  # "overwrote ..." on every rerun

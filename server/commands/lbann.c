@@ -372,11 +372,19 @@ static int check_samples(const sample_set *s, const lbann_fields *fields, const 
 }
 
 /* Read one field of sample i where the probe found it, as stored. fd: the sample's file,
- * open. */
+ * open; cb: the locale's memory for chunks. */
 static int read_field(const sample_set *s, size_t i, const lbann_fields *fields, size_t k,
-                      const sample_field *sf, int fd, void *raw, h5ark_error *err) {
+                      const sample_field *sf, int fd, void *raw, sample_chunk_buffers *cb,
+                      h5ark_error *err) {
     const char *file = s->files[s->file_of[i]];
     size_t itemsize = h5ark_dtype_size(sf->dtype);
+    if (sf->chunked && sf->exact) {
+        const sample_chunk_table *t = &s->probes[s->file_of[i]].chunks;
+        if (sample_chunks_read(fd, t->v, t->n, sf->offset, itemsize, sf->count, raw, cb, err) == 0)
+            return 0;
+        return h5ark_fail_context(err, "sample '%s' of '%s', field '%s'", s->ids[i],
+                                  files_display(file), fields->v[k].path);
+    }
     if (sf->contiguous && sf->exact) {
         if (io_pread_full(fd, raw, sf->count * itemsize, sf->offset) == 0) return 0;
         return h5ark_fail(err, H5ARK_IO_ERROR,
@@ -384,8 +392,8 @@ static int read_field(const sample_set *s, size_t i, const lbann_fields *fields,
                           files_display(file), fields->v[k].path,
                           errno == ENODATA ? "the file ends early" : strerror(errno));
     }
-    /* chunked, filtered, compact or of a foreign byte order: HDF5 reads it, from where the
-     * probe found it to be */
+    /* stored in a way the probe does not read, or of a foreign byte order: HDF5 reads it,
+     * from where the probe found it to be */
     char dset[2 * PATH_MAX];
     snprintf(dset, sizeof dset, "%s/%s", s->ids[i], fields->v[k].path);
     read_src src = {
@@ -452,7 +460,8 @@ static int make_plan(const sample_set *s, const lbann_fields *fields, const lban
  *   u64 nfiles, n, nfields, ngroups
  *   nfields x {u64 count, offset, group; u8 dtype, out}   ngroups x u64 width
  *   nfiles x {u64 first sample; path NUL}   n x {id NUL}
- *   n x nfields x {u64 count, offset; u8 dtype, flags}                                      */
+ *   n x nfields x {u64 count, offset; u8 dtype, flags}
+ *   nfiles x {u64 words; the file's chunk table (sample_chunks.h), words x u64}             */
 
 #define PLAN_FIELD_BYTES 26
 #define PLAN_FACT_BYTES  18
@@ -665,8 +674,11 @@ static int gather_answers(int rc, sample_set *s, size_t nfields, bool listing, h
 
 /* The plan's bytes (as plan_encode makes them). */
 static uint64_t plan_bytes(const sample_set *s, size_t nfields, size_t ngroups) {
+    uint64_t chunks = 0;
+    for (size_t f = 0; f < s->nfiles; f++)
+        chunks += 8 + 8 * (uint64_t)s->probes[f].chunks.n;
     return 32 + nfields * PLAN_FIELD_BYTES + ngroups * 8 + s->n * nfields * PLAN_FACT_BYTES +
-           samples_bytes(s);
+           samples_bytes(s) + chunks;
 }
 
 static void plan_encode(const sample_set *s, const pack_job *job, size_t nfields, size_t ngroups,
@@ -692,11 +704,17 @@ static void plan_encode(const sample_set *s, const pack_job *job, size_t nfields
         for (size_t k = 0; k < nfields; k++) {
             put_u64(&b, sf[k].count);
             put_u64(&b, sf[k].offset);
-            unsigned char t[2] = {
-                (unsigned char)sf[k].dtype,
-                (unsigned char)((sf[k].exact ? 1 : 0) | (sf[k].contiguous ? 2 : 0))};
+            unsigned char t[2] = {(unsigned char)sf[k].dtype,
+                                  (unsigned char)((sf[k].exact ? 1 : 0) |
+                                                  (sf[k].contiguous ? 2 : 0) |
+                                                  (sf[k].chunked ? 4 : 0))};
             put_bytes(&b, t, 2);
         }
+    }
+    for (size_t f = 0; f < s->nfiles; f++) {
+        const sample_chunk_table *t = &s->probes[f].chunks;
+        put_u64(&b, t->n);
+        if (t->n) put_bytes(&b, t->v, t->n * 8);
     }
 }
 
@@ -725,7 +743,7 @@ static int plan_decode(unsigned char *buf, uint64_t len, size_t nfields, size_t 
     for (size_t g = 0; g < ngroups; g++)
         if (!get_u64(&b, &job->width[g])) goto malformed;
     if (get_samples(&b, nfiles, n, s, "pack plan", err) || answers_alloc(s, err)) return -1;
-    if ((uint64_t)(b.end - b.p) != n * nfields * PLAN_FACT_BYTES) goto malformed;
+    if ((uint64_t)(b.end - b.p) < n * nfields * PLAN_FACT_BYTES) goto malformed;
     for (size_t f = 0; f < nfiles; f++) {
         size_t count = (f + 1 < nfiles ? s->fstart[f + 1] : n) - s->fstart[f];
         size_t nrec = count * nfields;
@@ -742,9 +760,21 @@ static int plan_decode(unsigned char *buf, uint64_t len, size_t nfields, size_t 
             sf->dtype = (h5ark_dtype)b.p[0];
             sf->exact = b.p[1] & 1;
             sf->contiguous = b.p[1] & 2;
+            sf->chunked = b.p[1] & 4;
             b.p += 2;
         }
     }
+    for (size_t f = 0; f < nfiles; f++) {
+        sample_chunk_table *t = &s->probes[f].chunks;
+        uint64_t words;
+        if (!get_u64(&b, &words) || words > (uint64_t)(b.end - b.p) / 8) goto malformed;
+        if (words && !(t->v = malloc((size_t)words * 8)))
+            return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", ranks_self());
+        if (words) memcpy(t->v, b.p, (size_t)words * 8);
+        t->n = t->cap = (size_t)words;
+        b.p += words * 8;
+    }
+    if (b.p != b.end) goto malformed;
     return 0;
 malformed:
     return h5ark_fail(err, H5ARK_INTERNAL, "rank %d: a malformed pack plan from rank 0",
@@ -813,6 +843,7 @@ static void pack_locale(int locale, void *ctx) {
     size_t bytes = (size_t)(j->max_count ? j->max_count : 1) * 8;
     void *raw = malloc(bytes), *tmp = malloc(bytes), *row = malloc(bytes);
     h5ark_error err = {0};
+    sample_chunk_buffers cb = {0};
     int fd = -1;
     size_t open_file = SIZE_MAX;
     uint64_t i = lo;
@@ -848,7 +879,7 @@ static void pack_locale(int locale, void *ctx) {
                     break;
                 }
             }
-            if (read_field(s, i, f, k, &sf[k], fd, raw, &err)) {
+            if (read_field(s, i, f, k, &sf[k], fd, raw, &cb, &err)) {
                 note_error(j, i * f->n + k, &err);
                 failed = true;
                 break;
@@ -862,6 +893,7 @@ static void pack_locale(int locale, void *ctx) {
         }
     }
     if (fd >= 0) sysio.close(fd);
+    sample_chunk_buffers_free(&cb);
     free(raw);
     free(tmp);
     free(row);

@@ -5,14 +5,12 @@
  * reader inflates, made faster than zlib makes one. */
 #include "plan.h"
 
+#include "shuffle.h"
 #include "sysio.h"
 
 #include <libdeflate.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 
 /* Elements [first, first + count) of the darray, rebased, then zeros up to a whole chunk. */
 static void gather(const write_chunk *c, unsigned char *out) {
@@ -47,53 +45,6 @@ static const unsigned char *in_place(const write_chunk *c) {
     const shard *s = &a->shards[darray_shard_of(a, c->first)];
     if (c->first < s->start || c->first + c->count > s->start + s->count) return NULL;
     return (const unsigned char *)s->data + (c->first - s->start) * a->itemsize;
-}
-
-#ifdef __SSE2__
-/* 8-byte elements 16 at a time: a byte transpose in SSE2 registers (as Blosc's shuffle
- * does), twice as fast as the loop below, which is a tenth of a chunk's time otherwise.
- * Returns the elements done. */
-static uint64_t shuffle8(const unsigned char *in, unsigned char *out, uint64_t n) {
-    uint64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        __m128i a[8], b[8];
-        for (int k = 0; k < 8; k++) { /* elements 2k, 2k+1: bytes of both interleaved */
-            a[k] = _mm_loadu_si128((const __m128i *)(const void *)(in + i * 8 + k * 16));
-            b[k] = _mm_unpacklo_epi8(a[k], _mm_shuffle_epi32(a[k], 0x4e));
-        }
-        for (int k = 0; k < 4; k++) {
-            a[2 * k] = _mm_unpacklo_epi16(b[2 * k], b[2 * k + 1]);
-            a[2 * k + 1] = _mm_unpackhi_epi16(b[2 * k], b[2 * k + 1]);
-        }
-        for (int k = 0, l = 0; k < 4; k++, l++) {
-            if (k == 2) l += 2;
-            b[2 * k] = _mm_unpacklo_epi32(a[l], a[l + 2]);
-            b[2 * k + 1] = _mm_unpackhi_epi32(a[l], a[l + 2]);
-        }
-        for (int k = 0; k < 4; k++) { /* byte k of 16 elements */
-            a[2 * k] = _mm_unpacklo_epi64(b[k], b[k + 4]);
-            a[2 * k + 1] = _mm_unpackhi_epi64(b[k], b[k + 4]);
-        }
-        for (int k = 0; k < 8; k++)
-            _mm_storeu_si128((__m128i *)(void *)(out + k * n + i), a[k]);
-    }
-    return i;
-}
-#endif
-
-/* HDF5's shuffle filter: byte j of element i goes to out[j * n + i], so that the like bytes
- * of neighbouring elements sit together, which deflate packs better. */
-static void shuffle(const unsigned char *in, unsigned char *out, uint64_t n, size_t isz) {
-    uint64_t done = 0;
-#ifdef __SSE2__
-    if (isz == 8) done = shuffle8(in, out, n);
-#endif
-    for (size_t j = 0; j < isz; j++) {
-        unsigned char *o = out + j * n;
-        const unsigned char *p = in + j;
-        for (uint64_t i = done; i < n; i++)
-            o[i] = p[i * isz];
-    }
 }
 
 /* The libdeflate level a requested gzip level (1-9, zlib's scale, which the file records)
@@ -165,7 +116,7 @@ int chunk_make(const write_plan *plan, const write_chunk *c, chunk_buffers *b,
         in = b->raw;
     }
     if (isz > 1) { /* HDF5 leaves 1-byte elements as they are */
-        shuffle(in, b->shuffled, c->elems, isz);
+        shuffle_apply(in, b->shuffled, c->elems, isz);
         in = b->shuffled;
     }
     size_t packed = deflate_chunk(b, level, in, nbytes, &b->packed, &b->packed_cap, err);

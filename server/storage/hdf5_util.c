@@ -3,6 +3,8 @@
 
 #include "io.h"
 #include "layout.h"
+#include "ohdr.h"
+#include "shuffle.h"
 #include "sysio.h"
 
 #include <errno.h>
@@ -13,9 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 
 /* External links as this process knows them: their values can be read, listed and
  * copied, but following one always fails. */
@@ -701,7 +700,7 @@ typedef struct {
  * so that the calling thread then reads them without HDF5 and its lock, in parallel with
  * other threads and without the copy H5Dread makes through its chunk cache. Unfiltered
  * (`filtered` false): every chunk must be stored as its elements, chunk * itemsize bytes;
- * filtered: every filter applied (mask 0) and the stored size at most zstream_max of it.
+ * filtered: every filter applied (mask 0) and the stored size at most ohdr_stream_max of it.
  * 1 with *places (malloc'd, one a chunk, in order) and *chunk_elems; 0 when the dataset is
  * not in that form (another element size, a chunk not allocated or of another size, a user
  * block, a chunk over 64 MiB): then HDF5 reads it; -1 out of memory. The filters themselves
@@ -710,8 +709,6 @@ typedef struct {
     uint64_t at;         /* the chunk's first element */
     uint64_t addr, size; /* its stored bytes in the file */
 } h5u_chunk_place;
-
-static uint64_t zstream_max(uint64_t cbytes);
 
 static int chunk_places(hid_t f, hid_t d, uint64_t first, uint64_t count, size_t itemsize,
                         bool filtered, h5u_chunk_place **places, size_t *nplaces,
@@ -740,7 +737,7 @@ static int chunk_places(hid_t f, hid_t d, uint64_t first, uint64_t count, size_t
         unsigned char none;
         /* the size the chunk index gives, which is what H5Dread_chunk reads */
         if (H5Dget_chunk_storage_size(d, &at, &size) < 0) goto out;
-        if (filtered ? size == 0 || size > zstream_max(cbytes) : size != cbytes) goto out;
+        if (filtered ? size == 0 || size > ohdr_stream_max(cbytes) : size != cbytes) goto out;
         h5u_vfd_defer_raw(&place);
         herr_t r = H5Dread_chunk(d, H5P_DEFAULT, &at, &mask, &none);
         h5u_vfd_defer_raw(NULL);
@@ -823,12 +820,6 @@ typedef struct {
     uint64_t lo, hi;
 } h5u_zchunk;
 
-/* The chunk's largest stream taken as one: zlib's worst case for a chunk is a few bytes in
- * a thousand over it; anything larger is left to HDF5. */
-static uint64_t zstream_max(uint64_t cbytes) {
-    return cbytes + cbytes / 64 + 1024;
-}
-
 /* Where the deflated chunks holding elements [first, first + count) of d lie (chunk_places):
  * 1 with *zs (malloc'd), the chunk's elements and whether they
  * are shuffled, to be read and inflated by the calling thread, in parallel with the others,
@@ -879,57 +870,6 @@ static int deflated_chunks(hid_t f, hid_t d, uint64_t first, uint64_t count, siz
     return 1;
 }
 
-#ifdef __SSE2__
-/* 8-byte elements 16 at a time, the byte transpose of chunk.c's shuffle undone in SSE2
- * registers: each element written whole, once (the loop below writes every cache line of
- * out eight times, and was half of a read's time). Returns the element it stopped at. */
-static uint64_t unshuffle8(const unsigned char *in, uint64_t n, uint64_t lo, uint64_t hi,
-                           unsigned char *out) {
-    uint64_t i = lo;
-    for (; i + 16 <= hi; i += 16) {
-        __m128i p[8], a[8], b[8];
-        for (int j = 0; j < 8; j++) /* byte j of elements i..i+15 */
-            p[j] = _mm_loadu_si128((const __m128i *)(const void *)(in + j * n + i));
-        for (int k = 0; k < 4; k++) { /* bytes 2k, 2k+1 of elements 0-7, then 8-15 */
-            a[2 * k] = _mm_unpacklo_epi8(p[2 * k], p[2 * k + 1]);
-            a[2 * k + 1] = _mm_unpackhi_epi8(p[2 * k], p[2 * k + 1]);
-        }
-        for (int h = 0; h < 2; h++) { /* bytes 0-3, then 4-7, of elements 8h..8h+3, 8h+4.. */
-            b[4 * h] = _mm_unpacklo_epi16(a[h], a[2 + h]);
-            b[4 * h + 1] = _mm_unpackhi_epi16(a[h], a[2 + h]);
-            b[4 * h + 2] = _mm_unpacklo_epi16(a[4 + h], a[6 + h]);
-            b[4 * h + 3] = _mm_unpackhi_epi16(a[4 + h], a[6 + h]);
-        }
-        unsigned char *o = out + (i - lo) * 8;
-        for (int g = 0; g < 4; g++) { /* elements 4g..4g+3, whole */
-            __m128i x = b[4 * (g / 2) + g % 2], y = b[4 * (g / 2) + 2 + g % 2];
-            _mm_storeu_si128((__m128i *)(void *)(o + 32 * g), _mm_unpacklo_epi32(x, y));
-            _mm_storeu_si128((__m128i *)(void *)(o + 32 * g + 16), _mm_unpackhi_epi32(x, y));
-        }
-    }
-    return i;
-}
-#endif
-
-/* The elements [lo, hi) of an inflated chunk of n, into out: shuffled bytes put back. */
-static void unshuffle(const unsigned char *in, uint64_t n, size_t isz, uint64_t lo, uint64_t hi,
-                      bool shuffled, unsigned char *out) {
-    if (!shuffled || isz == 1) {
-        memcpy(out, in + lo * isz, (hi - lo) * isz);
-        return;
-    }
-    uint64_t done = lo;
-#ifdef __SSE2__
-    if (isz == 8) done = unshuffle8(in, n, lo, hi, out);
-#endif
-    for (size_t j = 0; j < isz; j++) {
-        const unsigned char *p = in + j * n;
-        unsigned char *o = out + j;
-        for (uint64_t i = done; i < hi; i++)
-            o[(i - lo) * isz] = p[i];
-    }
-}
-
 /* Read and inflate the chunks, their wanted elements in order into dest: 0 done, -1 an I/O
  * error, out of memory, or a stream that is not a whole chunk's (err set). HDF5 would fail a
  * damaged stream too, but one that inflates to less than a chunk it reads as a chunk of
@@ -964,7 +904,7 @@ static int inflate_chunks(const char *file, const h5u_zchunk *zs, size_t nz, uin
                                                      : "it does not inflate to a whole chunk");
             break;
         }
-        unshuffle(buf, chunk, isz, z->lo, z->hi, shuffled, dest);
+        shuffle_undo(buf, chunk, isz, z->lo, z->hi, shuffled, dest);
         dest += (z->hi - z->lo) * isz;
     }
     if (fd >= 0) sysio.close(fd);

@@ -83,7 +83,10 @@ typedef struct {
     const ohdr_file *f;
     unsigned version; /* of the header: 1 or 2 */
     bool order;       /* v2: messages carry a creation order */
-    bool space, type, layout;
+    bool space, type, layout, filters;
+    unsigned chunk_ndims;  /* chunked: the layout's dimensions, the dataspace's rank + 1 */
+    uint64_t chunk_last;   /* its last, the element's size */
+    uint32_t shuffle_size; /* a shuffle filter's element size */
     size_t nconts;
     struct {
         uint64_t addr, len;
@@ -154,13 +157,66 @@ static int datatype(walk *w, const unsigned char *m, size_t n) {
     return 0;
 }
 
-static int layout(walk *w, const unsigned char *m, size_t n) {
+/* A chunked layout: version 3 (a version 1 B-tree) or 4 (the index named), m[2, n). */
+static int chunked(walk *w, const unsigned char *m, size_t n) {
+    unsigned O = w->f->sizeof_addr, L = w->f->sizeof_size, nd, enc = 4;
+    ohdr_dataset *o = w->out;
+    size_t at;
+    if (m[0] == 3) {
+        if (n < 3 + (size_t)O) return -1;
+        nd = m[2];
+        o->index = 0;
+        o->index_addr = get_le(m + 3, O);
+        at = 3 + O;
+    } else {
+        if (n < 5 || (m[2] & ~0x02u)) return -1; /* edge chunks unfiltered: not read here */
+        nd = m[3];
+        enc = m[4];
+        at = 5;
+    }
+    if (nd < 2 || nd > OHDR_MAX_RANK + 1 || enc < 1 || enc > 8 || (size_t)nd * enc > n - at)
+        return -1;
+    for (unsigned i = 0; i < nd; i++) {
+        uint64_t c = get_le(m + at + (size_t)i * enc, enc);
+        if (c == 0) return -1;
+        if (i + 1 < nd)
+            o->chunk[i] = c;
+        else
+            w->chunk_last = c;
+    }
+    at += (size_t)nd * enc;
+    if (m[0] == 4) {
+        if (n - at < 1) return -1;
+        o->index = m[at++];
+        size_t need = o->index == 1 ? ((m[2] & 0x02) ? (size_t)L + 4 : 0) : o->index == 3 ? 1 : 0;
+        if (o->index != 1 && o->index != 3) return -1; /* implicit, extensible array, v2 B-tree */
+        if (n - at < need + O) return -1;
+        if (o->index == 1 && (m[2] & 0x02)) {
+            o->single_size = get_le(m + at, L);
+            o->single_mask = (uint32_t)get_le(m + at + L, 4);
+        } else if (o->index == 1) {
+            o->single_size = 0; /* unfiltered: a whole chunk */
+        }
+        at += need;
+        o->index_addr = get_le(m + at, O);
+        if (all_ones(m + at, O)) return -1; /* no chunk written yet */
+    } else if (all_ones(m + 3, O)) {
+        return -1;
+    }
+    w->chunk_ndims = nd;
+    o->chunked = true;
+    return 0;
+}
+
+static int layout(walk *w, const unsigned char *m, size_t n, uint64_t pos) {
     unsigned O = w->f->sizeof_addr, L = w->f->sizeof_size;
     if (w->layout || n < 2 || (m[0] != 3 && m[0] != 4)) return -1;
     ohdr_dataset *o = w->out;
-    if (m[1] == 0) { /* compact: the raw data follows */
+    if (m[1] == 0) { /* compact: the raw data follows, at pos + 4 */
         if (n < 4 || get_le(m + 2, 2) > n - 4) return -1;
         o->compact = true;
+        o->allocated = true;
+        o->offset = pos + 4;
         w->stored = get_le(m + 2, 2);
     } else if (m[1] == 1) {
         if (n < 2 + (size_t)O + L) return -1;
@@ -168,15 +224,59 @@ static int layout(walk *w, const unsigned char *m, size_t n) {
         o->allocated = !all_ones(m + 2, O);
         o->offset = get_le(m + 2, O);
         w->stored = get_le(m + 2 + O, L);
+    } else if (m[1] == 2) {
+        if (chunked(w, m, n)) return -1;
     } else {
-        return -1; /* chunked or virtual */
+        return -1; /* virtual */
     }
     w->layout = true;
     return 0;
 }
 
-/* One chunk's messages, p[0, n). */
-static int messages(walk *w, const unsigned char *p, size_t n) {
+/* The filter pipeline: deflate and shuffle only (any other filter, the library's). */
+static int filters(walk *w, const unsigned char *m, size_t n) {
+    if (w->filters || n < 2 || (m[0] != 1 && m[0] != 2)) return -1;
+    unsigned version = m[0], nf = m[1];
+    ohdr_dataset *o = w->out;
+    if (nf < 1 || nf > OHDR_MAX_FILTERS) return -1;
+    size_t at = version == 1 ? 8 : 2;
+    for (unsigned i = 0; i < nf; i++) {
+        if (n - at < 2) return -1;
+        unsigned id = (unsigned)get_le(m + at, 2), namelen = 0;
+        at += 2;
+        if (version == 1 || id >= 256) {
+            if (n - at < 2) return -1;
+            namelen = (unsigned)get_le(m + at, 2);
+            at += 2;
+        }
+        if (n - at < 4) return -1;
+        unsigned ncd = (unsigned)get_le(m + at + 2, 2);
+        at += 4;
+        if (namelen > n - at) return -1;
+        at += namelen; /* version 1 pads names to 8 bytes; the length counts it */
+        if ((size_t)ncd * 4 > n - at) return -1;
+        const unsigned char *cd = m + at;
+        at += (size_t)ncd * 4;
+        if (version == 1 && (ncd & 1)) at += at + 4 <= n ? 4 : n - at;
+        if (id == 1) {
+            o->filters[i] = OHDR_FILTER_DEFLATE;
+        } else if (id == 2 && ncd >= 1) {
+            o->filters[i] = OHDR_FILTER_SHUFFLE;
+            w->shuffle_size = (uint32_t)get_le(cd, 4);
+        } else {
+            return -1; /* fletcher32, szip, nbit, scale-offset, anything registered */
+        }
+    }
+    /* what is read here: deflate, shuffle, or shuffle then deflate */
+    if (nf == 2 && (o->filters[0] != OHDR_FILTER_SHUFFLE || o->filters[1] != OHDR_FILTER_DEFLATE))
+        return -1;
+    o->nfilters = nf;
+    w->filters = true;
+    return 0;
+}
+
+/* One chunk's messages, p[0, n), which lie at absolute file offset pos. */
+static int messages(walk *w, const unsigned char *p, size_t n, uint64_t pos) {
     size_t head = w->version == 1 ? 8 : (w->order ? 6 : 4);
     unsigned O = w->f->sizeof_addr, L = w->f->sizeof_size;
     size_t at = 0;
@@ -207,7 +307,10 @@ static int messages(walk *w, const unsigned char *p, size_t n) {
             if (shared || datatype(w, m, size)) return -1;
             break;
         case MSG_LAYOUT:
-            if (shared || layout(w, m, size)) return -1;
+            if (shared || layout(w, m, size, pos + (uint64_t)(m - p))) return -1;
+            break;
+        case MSG_FILTERS:
+            if (shared || filters(w, m, size)) return -1;
             break;
         case MSG_CONTINUATION:
             if (size < (size_t)O + L || w->nconts == CHUNKS_MAX) return -1;
@@ -215,7 +318,7 @@ static int messages(walk *w, const unsigned char *p, size_t n) {
             w->conts[w->nconts].len = get_le(m + O, L);
             w->nconts++;
             break;
-        default: return -1; /* filters, external files, a group's, anything unknown */
+        default: return -1; /* external files, a group's, anything unknown */
         }
     }
     return 0;
@@ -282,9 +385,9 @@ static int first_chunk(walk *w, uint64_t addr) {
         if (len < 4 || ohdr_checksum(p, body) != (uint32_t)get_le(p + body, 4))
             rc = -1;
         else
-            rc = messages(w, p + pre, (size_t)len - 4);
+            rc = messages(w, p + pre, (size_t)len - 4, f->base + addr + pre);
     } else {
-        rc = messages(w, p + pre, (size_t)len);
+        rc = messages(w, p + pre, (size_t)len, f->base + addr + pre);
     }
     free(big);
     return rc;
@@ -299,12 +402,32 @@ static int continuation(walk *w, uint64_t addr, uint64_t len) {
         rc = n < 8 || memcmp(p, "OCHK", 4) != 0 ||
                      ohdr_checksum(p, n - 4) != (uint32_t)get_le(p + n - 4, 4)
                  ? -1
-                 : messages(w, p + 4, n - 8);
+                 : messages(w, p + 4, n - 8, w->f->base + addr + 4);
     } else {
-        rc = messages(w, p, (size_t)len);
+        rc = messages(w, p, (size_t)len, w->f->base + addr);
     }
     if (p != buf) free(p);
     return rc;
+}
+
+/* A chunked dataset's chunks as the reader takes them: their shape the dataspace's rank, in
+ * elements of the type's size, a shuffle of that size, at most OHDR_CHUNK_BYTES_MAX bytes a
+ * chunk and OHDR_CHUNKS_MAX chunks. */
+static int chunk_grid(walk *w) {
+    ohdr_dataset *o = w->out;
+    if (w->chunk_ndims != o->rank + 1 || w->chunk_last != o->size || o->count == 0) return -1;
+    for (unsigned i = 0; i < o->nfilters; i++)
+        if (o->filters[i] == OHDR_FILTER_SHUFFLE && w->shuffle_size != o->size) return -1;
+    uint64_t bytes = o->size, n = 1;
+    for (unsigned i = 0; i < o->rank; i++) {
+        if (o->chunk[i] > OHDR_CHUNK_BYTES_MAX / bytes) return -1;
+        bytes *= o->chunk[i];
+        n *= (o->dims[i] + o->chunk[i] - 1) / o->chunk[i];
+        if (n > OHDR_CHUNKS_MAX) return -1;
+    }
+    if (o->index == 1 && n != 1) return -1;
+    o->nchunks = n;
+    return 0;
 }
 
 int ohdr_read_dataset(const ohdr_file *f, uint64_t addr, ohdr_dataset *out) {
@@ -318,7 +441,13 @@ int ohdr_read_dataset(const ohdr_file *f, uint64_t addr, ohdr_dataset *out) {
     if (!w.space || !w.type || !w.layout) return -1; /* not a dataset, or not all here */
     if (out->count > UINT64_MAX / out->size) return -1;
     uint64_t nbytes = out->count * out->size;
-    if (out->compact) return w.stored == nbytes ? 0 : -1;
+    if (w.filters && !out->chunked) return -1;
+    if (out->chunked) return chunk_grid(&w);
+    if (out->compact) {
+        /* where the bytes are is read as contiguous data is: all of it in the file */
+        if (w.stored != nbytes || out->offset > f->eof || nbytes > f->eof - out->offset) return -1;
+        return 0;
+    }
     if (!out->allocated) {
         out->offset = 0;
         return 0;
@@ -329,4 +458,149 @@ int ohdr_read_dataset(const ohdr_file *f, uint64_t addr, ohdr_dataset *out) {
         return -1;
     out->offset += f->base;
     return 0;
+}
+
+/* ---- chunk indexes: a version 1 B-tree (layout version 3), a single chunk and a fixed
+ * array (version 4), as the format specification lays them out ---- */
+
+#define NODES_MAX   4096       /* B-tree nodes read, at most */
+#define DEPTH_MAX   32         /* B-tree levels, at most */
+#define INDEX_BYTES (4u << 20) /* bytes of one node or data block, at most */
+
+typedef struct {
+    const ohdr_file *f;
+    const ohdr_dataset *d;
+    ohdr_chunk *out;
+    uint64_t n;           /* chunks found */
+    uint64_t chunk_bytes; /* a whole chunk's, unfiltered */
+    unsigned nodes;
+} chunks_walk;
+
+/* n bytes at relative address addr: into buf when they fit, else a buffer the caller frees;
+ * NULL when they are not all in the file. */
+static unsigned char *load(const ohdr_file *f, uint64_t addr, uint64_t n, unsigned char *buf,
+                           size_t cap) {
+    if (n == 0 || n > INDEX_BYTES || addr > f->eof - f->base || n > f->eof - f->base - addr)
+        return NULL;
+    unsigned char *p = n <= cap ? buf : malloc((size_t)n);
+    if (p && f->read(f->ctx, f->base + addr, p, (size_t)n)) {
+        if (p != buf) free(p);
+        p = NULL;
+    }
+    return p;
+}
+
+/* The next chunk, in grid order, at relative address addr: all of it in the file, of a
+ * whole chunk's size unless a deflate was applied to it. */
+static int add_chunk(chunks_walk *c, uint64_t addr, uint64_t size, uint32_t mask, uint64_t index) {
+    const ohdr_file *f = c->f;
+    const ohdr_dataset *d = c->d;
+    if (c->n == d->nchunks || index >= d->nchunks || (c->n && index <= c->out[c->n - 1].index))
+        return -1;
+    if (size == 0 || addr > f->eof - f->base || size > f->eof - f->base - addr) return -1;
+    if (d->nfilters < 32 && (mask >> d->nfilters)) return -1;
+    bool deflated = false;
+    for (unsigned i = 0; i < d->nfilters; i++)
+        if (d->filters[i] == OHDR_FILTER_DEFLATE && !(mask & (1u << i))) deflated = true;
+    if (deflated ? size > ohdr_stream_max(c->chunk_bytes) : size != c->chunk_bytes) return -1;
+    c->out[c->n++] =
+        (ohdr_chunk){.addr = f->base + addr, .size = size, .mask = mask, .index = index};
+    return 0;
+}
+
+/* A version 1 B-tree node of chunks and what is under it; level: the one expected (-1 at
+ * the root). Keys: the chunk's stored size, its filter mask, its offset in elements in
+ * each dimension and a last 0; children: the nodes below, or at level 0 the chunks. */
+static int btree_node(chunks_walk *c, uint64_t addr, int level, unsigned depth) {
+    const ohdr_file *f = c->f;
+    const ohdr_dataset *d = c->d;
+    unsigned O = f->sizeof_addr, nd = d->rank + 1;
+    size_t key = 8 + 8 * (size_t)nd, head = 8 + 2 * (size_t)O;
+    if (++c->nodes > NODES_MAX || depth > DEPTH_MAX) return -1;
+    /* a small node is all in the first read */
+    unsigned char buf[2048], *p;
+    uint64_t avail = addr <= f->eof - f->base ? f->eof - f->base - addr : 0;
+    uint64_t first = avail < sizeof buf ? avail : sizeof buf;
+    if (first < head || !(p = load(f, addr, first, buf, sizeof buf))) return -1;
+    if (memcmp(p, "TREE", 4) != 0 || p[4] != 1 || (level >= 0 && p[5] != level)) return -1;
+    unsigned lvl = p[5], entries = (unsigned)get_le(p + 6, 2);
+    uint64_t size = head + (uint64_t)entries * (key + O) + key;
+    if (entries == 0 || (size > first && !(p = load(f, addr, size, buf, sizeof buf)))) return -1;
+    int rc = 0;
+    for (unsigned u = 0; rc == 0 && u < entries; u++) {
+        const unsigned char *k = p + head + (size_t)u * (key + O);
+        uint64_t child = get_le(k + key, O);
+        if (lvl > 0) {
+            rc = btree_node(c, child, (int)lvl - 1, depth + 1);
+            continue;
+        }
+        uint64_t index = 0;
+        for (unsigned i = 0; rc == 0 && i < d->rank; i++) {
+            uint64_t at = get_le(k + 8 + 8 * (size_t)i, 8);
+            if (at % d->chunk[i] || at >= d->dims[i]) rc = -1;
+            index = index * ((d->dims[i] + d->chunk[i] - 1) / d->chunk[i]) + at / d->chunk[i];
+        }
+        if (rc == 0 && get_le(k + 8 + 8 * (size_t)d->rank, 8) != 0) rc = -1;
+        if (rc == 0) rc = add_chunk(c, child, get_le(k, 4), (uint32_t)get_le(k + 4, 4), index);
+    }
+    if (p != buf) free(p);
+    return rc;
+}
+
+/* A fixed array: its header, then its one data block (a paged one is the library's), an
+ * element a chunk in grid order: its address and, filtered, its size and filter mask. */
+static int fixed_array(chunks_walk *c) {
+    const ohdr_file *f = c->f;
+    const ohdr_dataset *d = c->d;
+    unsigned O = f->sizeof_addr, L = f->sizeof_size;
+    bool filtered = d->nfilters > 0;
+    size_t hsize = 12 + (size_t)L + O;
+    unsigned char hbuf[64], buf[4096], *h = load(f, d->index_addr, hsize, hbuf, sizeof hbuf);
+    if (!h || memcmp(h, "FAHD", 4) != 0 || h[4] != 0 || h[5] != (filtered ? 1 : 0) ||
+        ohdr_checksum(h, hsize - 4) != (uint32_t)get_le(h + hsize - 4, 4))
+        return -1;
+    unsigned esize = h[6], bits = h[7];
+    uint64_t nelmts = get_le(h + 8, L), dblk = get_le(h + 8 + L, O);
+    size_t csl = filtered ? (size_t)esize - O - 4 : 0;
+    if (nelmts != d->nchunks || bits >= 32 || nelmts > (1ull << bits) || all_ones(h + 8 + L, O) ||
+        (filtered ? esize <= O + 4 || csl > 8 : esize != O))
+        return -1;
+    uint64_t dsize = 10 + (uint64_t)O + nelmts * esize;
+    unsigned char *p = load(f, dblk, dsize, buf, sizeof buf);
+    if (!p) return -1;
+    int rc = memcmp(p, "FADB", 4) != 0 || p[4] != 0 || p[5] != h[5] ||
+                     get_le(p + 6, O) != d->index_addr ||
+                     ohdr_checksum(p, (size_t)dsize - 4) != (uint32_t)get_le(p + dsize - 4, 4)
+                 ? -1
+                 : 0;
+    for (uint64_t i = 0; rc == 0 && i < nelmts; i++) {
+        const unsigned char *e = p + 6 + O + i * esize;
+        if (all_ones(e, O))
+            rc = -1; /* a chunk never written: its fill value is the library's */
+        else if (filtered)
+            rc = add_chunk(c, get_le(e, O), get_le(e + O, (unsigned)csl),
+                           (uint32_t)get_le(e + O + csl, 4), i);
+        else
+            rc = add_chunk(c, get_le(e, O), c->chunk_bytes, 0, i);
+    }
+    if (p != buf) free(p);
+    return rc;
+}
+
+int ohdr_read_chunks(const ohdr_file *f, const ohdr_dataset *d, ohdr_chunk *out) {
+    if (!d->chunked) return -1;
+    chunks_walk c = {.f = f, .d = d, .out = out, .chunk_bytes = d->size};
+    for (unsigned i = 0; i < d->rank; i++)
+        c.chunk_bytes *= d->chunk[i];
+    int rc;
+    if (d->index == 0) {
+        rc = btree_node(&c, d->index_addr, -1, 0);
+    } else if (d->index == 1) {
+        uint64_t size = d->single_size ? d->single_size : c.chunk_bytes;
+        rc = d->nfilters && !d->single_size ? -1
+                                            : add_chunk(&c, d->index_addr, size, d->single_mask, 0);
+    } else {
+        rc = fixed_array(&c);
+    }
+    return rc == 0 && c.n == d->nchunks ? 0 : -1;
 }

@@ -4,6 +4,7 @@
 #ifndef H5ARK_STORAGE_PROBE_H
 #define H5ARK_STORAGE_PROBE_H
 
+#include "sample_chunks.h"
 #include "schema.h"
 
 /* Probing opens the files with HDF5 and decodes their metadata, the part of the library
@@ -67,10 +68,12 @@ int read_probe_open(const char *path, hid_t *file, uint64_t *size, h5ark_error *
  * of readhdf's families is looked for; the answer is a packed record per sample and field. */
 typedef struct {
     uint64_t count;  /* elements */
-    uint64_t offset; /* where its bytes start, with contiguous */
+    uint64_t offset; /* contiguous: where its bytes start; chunked: its chunk table entry */
     h5ark_dtype dtype;
     bool exact;      /* its bytes are dtype's as memory holds them */
-    bool contiguous; /* allocated in one piece without filters: pread */
+    bool contiguous; /* in one piece without filters (contiguous storage, or compact in its
+                        object header): pread */
+    bool chunked;    /* chunks the probe listed (sample_chunks.h), read without the library */
 } sample_field;
 
 typedef struct sample_probe {
@@ -80,6 +83,7 @@ typedef struct sample_probe {
     size_t failed;       /* the first sample that failed (groups.n when none did) */
     size_t failed_field; /* and which of its fields; not_found: the field is absent */
     h5ark_error error;
+    sample_chunk_table chunks; /* the chunked fields' chunks */
 } sample_probe;
 
 /* Probe one file: groups == NULL lists its top-level groups (hard links only, by name);

@@ -15,10 +15,12 @@
 #define RECORD_BYTES    18 /* count, offset, dtype, flags */
 #define FLAG_EXACT      1u
 #define FLAG_CONTIGUOUS 2u
+#define FLAG_CHUNKED    4u
 
 void sample_probe_clear(sample_probe *p) {
     h5u_names_free(&p->groups);
     free(p->facts);
+    free(p->chunks.v);
     *p = (sample_probe){0};
 }
 
@@ -27,10 +29,18 @@ int sample_probe_copy(sample_probe *dst, const sample_probe *src, size_t *bytes)
                           .failed = src->failed,
                           .failed_field = src->failed_field,
                           .error = src->error};
-    size_t nrec = src->failed * src->nfields, total = sizeof *dst + nrec * sizeof *src->facts;
+    size_t nrec = src->failed * src->nfields, total = sizeof *dst + nrec * sizeof *src->facts,
+           nw = src->chunks.n;
     dst->facts = malloc(nrec ? nrec * sizeof *dst->facts : 1);
-    if (!dst->facts) return -1;
+    dst->chunks.v = nw ? malloc(nw * sizeof *dst->chunks.v) : NULL;
+    if (!dst->facts || (nw && !dst->chunks.v)) {
+        sample_probe_clear(dst);
+        return -1;
+    }
     if (nrec) memcpy(dst->facts, src->facts, nrec * sizeof *dst->facts);
+    if (nw) memcpy(dst->chunks.v, src->chunks.v, nw * sizeof *dst->chunks.v);
+    dst->chunks.n = dst->chunks.cap = nw;
+    total += nw * sizeof *dst->chunks.v;
     for (size_t i = 0; i < src->groups.n; i++) {
         if (h5u_names_push(&dst->groups, src->groups.v[i])) {
             sample_probe_clear(dst);
@@ -116,6 +126,7 @@ static hid_t open_child(hid_t g, const children *c, const char *name) {
 typedef struct {
     int fd; /* the library's descriptor of the file (h5u_vfd_fd): the very file it opened */
     ohdr_file f;
+    sample_chunk_table *chunks; /* the answer's, where chunked fields' chunks go */
 } headers;
 
 static int fd_read(void *ctx, uint64_t offset, void *buf, size_t n) {
@@ -131,7 +142,7 @@ static int fd_read(void *ctx, uint64_t offset, void *buf, size_t n) {
 }
 
 /* Ready h to read file's headers: false when the library's path is to be taken. */
-static bool headers_open(hid_t file, uint64_t size, headers *h) {
+static bool headers_open(hid_t file, uint64_t size, sample_chunk_table *chunks, headers *h) {
     const char *off = getenv(FALLBACK_ENV);
     h->fd = -1;
     if (off && strcmp(off, "1") == 0) return false;
@@ -144,6 +155,7 @@ static bool headers_open(hid_t file, uint64_t size, headers *h) {
     if (!ok) return false;
     h->fd = h5u_vfd_fd(file);
     if (h->fd < 0) return false;
+    h->chunks = chunks;
     h->f = (ohdr_file){.read = fd_read,
                        .ctx = h,
                        .eof = size,
@@ -153,20 +165,36 @@ static bool headers_open(hid_t file, uint64_t size, headers *h) {
     return true;
 }
 
+/* A chunked field's chunks into the answer's table (its entry's index in *at): false when
+ * the library is to read it (another byte order, an index not read here, damaged). */
+static bool chunks_from_index(const headers *h, const ohdr_dataset *d, uint64_t *at) {
+    if (d->big_endian) return false;
+    ohdr_chunk one, *c = d->nchunks == 1 ? &one : malloc(d->nchunks * sizeof *c);
+    bool ok =
+        c && ohdr_read_chunks(&h->f, d, c) == 0 && sample_chunks_add(h->chunks, d, c, at) == 0;
+    if (c != &one) free(c);
+    return ok;
+}
+
 /* A field's facts from its header: false when the library is to be asked. */
 static bool field_from_header(const headers *h, haddr_t addr, sample_field *out) {
     ohdr_dataset d;
-    if (!h || h->fd < 0 || addr == HADDR_UNDEF || ohdr_read_dataset(&h->f, addr, &d)) return false;
+    uint64_t entry = 0;
+    if (!h || h->fd < 0 || addr == HADDR_UNDEF || ohdr_read_dataset(&h->f, addr, &d) ||
+        (d.chunked && !chunks_from_index(h, &d, &entry)))
+        return false;
     static const h5ark_dtype ints[2][9] = {
         {[1] = H5ARK_UINT8, [2] = H5ARK_UINT16, [4] = H5ARK_UINT32, [8] = H5ARK_UINT64},
         {[1] = H5ARK_INT8, [2] = H5ARK_INT16, [4] = H5ARK_INT32, [8] = H5ARK_INT64}};
-    bool contiguous = !d.compact && d.allocated;
     *out = (sample_field){.count = d.count,
-                          .offset = contiguous ? d.offset : 0,
+                          .offset = d.chunked     ? entry
+                                    : d.allocated ? d.offset
+                                                  : 0,
                           .dtype = d.is_float ? (d.size == 4 ? H5ARK_FLOAT32 : H5ARK_FLOAT64)
                                               : ints[d.is_signed][d.size],
                           .exact = !d.big_endian,
-                          .contiguous = contiguous};
+                          .contiguous = d.allocated,
+                          .chunked = d.chunked};
     return true;
 }
 
@@ -324,7 +352,7 @@ int sample_probe_file(const char *path, const char *const *groups, size_t ngroup
     if (read_probe_open(path, &file, &size, err)) return -1;
     int rc = 0;
     headers h;
-    bool fast = nfields && headers_open(file, size, &h);
+    bool fast = nfields && headers_open(file, size, &out->chunks, &h);
     hid_t *listed = NULL; /* the groups found listing, kept open for their fields */
     if (!groups) {
         h5u_names all = {0};
@@ -400,10 +428,13 @@ h5ark_value *sample_probe_encode(const sample_probe *p) {
         memcpy(r + 8, &f->offset, 8);
         r[16] = (unsigned char)f->dtype;
         r[17] =
-            (unsigned char)((f->exact ? FLAG_EXACT : 0) | (f->contiguous ? FLAG_CONTIGUOUS : 0));
+            (unsigned char)((f->exact ? FLAG_EXACT : 0) | (f->contiguous ? FLAG_CONTIGUOUS : 0) |
+                            (f->chunked ? FLAG_CHUNKED : 0));
     }
     if (rc == 0 && (h5ark_value_set(v, "groups", names) ||
                     h5ark_value_set(v, "facts", h5ark_value_bin(rec, nrec * RECORD_BYTES)) ||
+                    h5ark_value_set(v, "chunks",
+                                    h5ark_value_bin(p->chunks.v, p->chunks.n * sizeof(uint64_t))) ||
                     h5ark_value_set(v, "failed", h5ark_value_uint(p->failed)) ||
                     h5ark_value_set(v, "field", h5ark_value_uint(p->failed_field)) ||
                     h5ark_value_set(v, "code", h5ark_value_uint((uint64_t)p->error.code)) ||
@@ -419,10 +450,12 @@ h5ark_value *sample_probe_encode(const sample_probe *p) {
 int sample_probe_decode(const h5ark_value *v, size_t nfields, sample_probe *p, h5ark_error *err) {
     *p = (sample_probe){.nfields = nfields};
     const h5ark_value *names = h5ark_value_get(v, "groups"), *facts = h5ark_value_get(v, "facts"),
-                      *msg = h5ark_value_get(v, "message");
+                      *msg = h5ark_value_get(v, "message"), *chunks = h5ark_value_get(v, "chunks");
     uint64_t failed, field, code;
     if (!names || names->kind != H5ARK_ARRAY || !facts || facts->kind != H5ARK_BIN || !msg ||
-        msg->kind != H5ARK_STR || !h5ark_value_to_uint64(h5ark_value_get(v, "failed"), &failed) ||
+        msg->kind != H5ARK_STR || !chunks || chunks->kind != H5ARK_BIN ||
+        chunks->as.s.len % sizeof(uint64_t) ||
+        !h5ark_value_to_uint64(h5ark_value_get(v, "failed"), &failed) ||
         !h5ark_value_to_uint64(h5ark_value_get(v, "field"), &field) ||
         !h5ark_value_to_uint64(h5ark_value_get(v, "code"), &code) ||
         failed > h5ark_value_len(names) || code >= H5ARK_CODE_COUNT ||
@@ -440,12 +473,15 @@ int sample_probe_decode(const h5ark_value *v, size_t nfields, sample_probe *p, h
             return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         }
     }
-    size_t nrec = (size_t)failed * nfields;
+    size_t nrec = (size_t)failed * nfields, nw = chunks->as.s.len / sizeof(uint64_t);
     p->facts = malloc(nrec ? nrec * sizeof *p->facts : 1);
-    if (!p->facts) {
+    p->chunks.v = nw ? malloc(nw * sizeof *p->chunks.v) : NULL;
+    if (!p->facts || (nw && !p->chunks.v)) {
         sample_probe_clear(p);
         return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     }
+    if (nw) memcpy(p->chunks.v, chunks->as.s.ptr, nw * sizeof *p->chunks.v);
+    p->chunks.n = p->chunks.cap = nw;
     const unsigned char *rec = (const unsigned char *)facts->as.s.ptr;
     for (size_t i = 0; i < nrec; i++, rec += RECORD_BYTES) {
         sample_field *f = &p->facts[i];
@@ -458,6 +494,11 @@ int sample_probe_decode(const h5ark_value *v, size_t nfields, sample_probe *p, h
         f->dtype = (h5ark_dtype)rec[16];
         f->exact = rec[17] & FLAG_EXACT;
         f->contiguous = rec[17] & FLAG_CONTIGUOUS;
+        f->chunked = rec[17] & FLAG_CHUNKED;
+        if (f->chunked && f->offset >= nw) { /* the entry itself is checked where it is read */
+            sample_probe_clear(p);
+            return h5ark_fail(err, H5ARK_INTERNAL, "a malformed answer from the file probe");
+        }
     }
     p->failed = (size_t)failed;
     p->failed_field = (size_t)field;

@@ -1,6 +1,7 @@
-/* libFuzzer target: pack's reader of object headers (storage/ohdr.c) on untrusted bytes.
- * The input is 8 bytes of settings (sizes of offsets and lengths, the base address, the
- * header's address) and the file's bytes; whatever it answers must lie inside them. */
+/* libFuzzer target: pack's reader of object headers and chunk indexes (storage/ohdr.c)
+ * on untrusted bytes. The input is 8 bytes of settings (sizes of offsets and lengths, the
+ * base address, the header's address) and the file's bytes; whatever it answers must
+ * lie inside them. */
 #include "storage/ohdr.h"
 
 #include <stdlib.h>
@@ -36,10 +37,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (d.size != 1 && d.size != 2 && d.size != 4 && d.size != 8) __builtin_trap();
         for (unsigned i = 0; i < d.rank; i++)
             count *= d.dims[i];
-        if (count != d.count || (d.compact && d.allocated)) __builtin_trap();
+        if (count != d.count || (d.compact && !d.allocated) || (d.chunked && d.allocated))
+            __builtin_trap();
         if (d.allocated &&
             (d.offset < f.base || d.offset > im.n || d.count * d.size > im.n - d.offset))
             __builtin_trap();
+        ohdr_chunk *c = d.chunked ? malloc(d.nchunks * sizeof *c) : NULL;
+        if (c && ohdr_read_chunks(&f, &d, c) == 0)
+            for (uint64_t k = 0; k < d.nchunks; k++)
+                if (c[k].index != k || c[k].addr < f.base || c[k].addr > im.n ||
+                    c[k].size > im.n - c[k].addr)
+                    __builtin_trap();
+        free(c);
     }
     return 0;
 }

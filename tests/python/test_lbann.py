@@ -732,7 +732,8 @@ def test_links_found_any_way(conn):
 
 # ---- the probe's two ways to a field's metadata (docs/LBANN.md "Field metadata") ----
 
-HEADER_FIELDS = ("contig", "compact", "chunked", "gzip", "attrs", "unwritten")
+HEADER_FIELDS = ("contig", "compact", "chunked", "gzip", "attrs", "unwritten", "edges", "shuffled",
+                 "fletcher")
 HEADER_DATA_SCHEMA = "".join(f"{name}:\n  metadata: {{ordering: {k}}}\n"
                              for k, name in enumerate(HEADER_FIELDS))
 HEADER_EXPERIMENT_SCHEMA = "".join(f"{name}:\n" for name in HEADER_FIELDS)
@@ -762,6 +763,10 @@ def write_header_samples(path, dtype, seed, **file_args):
             compact_dataset(g, "compact", vals["compact"])
             g.create_dataset("chunked", data=vals["chunked"], chunks=(1, 3))
             g.create_dataset("gzip", data=vals["gzip"], compression="gzip", shuffle=True)
+            # chunks over the edge, deflate alone; shuffle alone; a filter read by the library
+            g.create_dataset("edges", data=vals["edges"], chunks=(2, 2), compression="gzip")
+            g.create_dataset("shuffled", data=vals["shuffled"], chunks=(1, 3), shuffle=True)
+            g.create_dataset("fletcher", data=vals["fletcher"], chunks=(2, 2), fletcher32=True)
             d = g.create_dataset("attrs", data=vals["attrs"])
             g.create_dataset("unwritten", shape=(2, 3), dtype=dtype)
             for k in range(40):  # a header that cannot grow in place: continuation messages
@@ -837,6 +842,136 @@ def header_messages(raw, addr):
         found.append((mtype, at + 8))
         at += 8 + msize
     return found
+
+
+# ---- every layout a field can be stored in, read as h5py reads it (docs/LBANN.md) ----
+
+LAYOUTS = {
+    "contiguous": {},
+    "compact": "compact",
+    "chunked": {"chunks": True},
+    "gzip": {"compression": "gzip"},
+    "shuffle_gzip": {"compression": "gzip", "shuffle": True},
+    "shuffle": {"chunks": True, "shuffle": True},
+}
+RAW_SCHEMA = "img:\n  metadata: {ordering: 0}\nx:\n  metadata: {ordering: 1}\nn:\n"
+
+
+def write_layout(path, storage, libver, seed, img_chunks=None):
+    """Samples of a 3-D float32 image, a float64 scalar and an int16 vector, stored as
+    `storage` says (the image in img_chunks when given); what h5py reads of them."""
+    rng = np.random.default_rng(seed)
+    want = {"img": [], "x": [], "n": []}
+    with h5py.File(path, "w", libver=libver) as f:
+        for i in range(4):
+            g = f.create_group(f"s{i}")
+            vals = {"img": rng.random((7, 9, 4), dtype=np.float32),
+                    "x": rng.random(1), "n": rng.integers(-999, 999, 5).astype(np.int16)}
+            for name, v in vals.items():
+                if storage == "compact":
+                    compact_dataset(g, name, v)
+                elif name == "img" and img_chunks:
+                    g.create_dataset(name, data=v, chunks=img_chunks, **storage)
+                else:
+                    g.create_dataset(name, data=v, **storage)
+            for name in vals:
+                want[name].append(g[name][()].ravel())
+    return want
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_layouts_read_as_h5py(conn, layout):
+    """Fields packed bit for bit as h5py reads them whatever their storage: contiguous,
+    compact, chunked (h5py's chunks: edge chunks in every dimension), deflated, shuffled
+    (with and without deflate), under a version 1 B-tree (libver earliest) or a fixed
+    array or single chunk (latest)."""
+    folder = unique(f"lay_{layout}")
+    (conn.dir / folder).mkdir()
+    for libver in ("earliest", "latest"):
+        rel = f"{folder}/{libver}.h5"
+        want = write_layout(conn.dir / rel, LAYOUTS[layout], libver, len(libver))
+        args = dict(data_schema=RAW_SCHEMA, experiment_schema=RAW_SCHEMA, paths=[rel])
+        res, _ = pack(conn, **args)
+        for name, dtype in (("img", np.float32), ("x", np.float64), ("n", np.int16)):
+            got = rows_of(conn, res["groups"][name])
+            assert got.dtype == dtype and got.tobytes() == np.array(want[name]).tobytes(), \
+                (libver, name)
+        conn.ok("clear")
+    conn.ok("ping")
+
+
+def chunk_btree_nodes(raw):
+    """Where the version 1 B-tree nodes of chunks are in a file's bytes."""
+    at, found = raw.find(b"TREE\x01"), []
+    while at >= 0:
+        found.append(at)
+        at = raw.find(b"TREE\x01", at + 1)
+    return found
+
+
+def test_hostile_chunks(conn):
+    """Chunked fields whose index or chunks are damaged: a B-tree child or a fixed array
+    element pointing outside the file, a chunk's stored size past it, a deflate stream
+    with bytes flipped, the file cut in its chunks, a filter HDF5 does not know; a clear
+    error naming the file (or the right values), and the daemon stays up."""
+    folder = unique("hostile_chunks")
+    (conn.dir / folder).mkdir()
+    cases = []
+    for libver in ("earliest", "latest"):
+        path = conn.dir / folder / f"clean_{libver}.h5"
+        want = write_layout(path, {"compression": "gzip", "shuffle": True}, libver, 5,
+                            img_chunks=(4, 5, 2))
+        raw = path.read_bytes()
+        with h5py.File(path, "r") as f:
+            info = f["s1/img"].id.get_chunk_info(1)
+        start, size = info.byte_offset, info.size
+        bad = bytearray(raw)
+        for k in range(start + 2, start + size - 4):  # inside the stream, past its header
+            bad[k] ^= 0x5a
+        cases.append((f"stream_{libver}", bytes(bad)))
+        cases.append((f"cut_{libver}", raw[:start + size // 2]))
+        unknown = conn.dir / folder / f"unknown_{libver}.h5"
+        shutil.copy(path, unknown)
+        with h5py.File(unknown, "a") as f:
+            del f["s2/img"]
+            d = f.create_dataset("s2/img", shape=(7, 9, 4), dtype="f4", chunks=(7, 9, 4),
+                                 compression=32123, allow_unknown_filter=True)
+            d.id.write_direct_chunk((0, 0, 0), bytes(7 * 9 * 4 * 4))
+        cases.append((f"unknown_{libver}", unknown.read_bytes()))
+        if libver == "earliest":
+            node = chunk_btree_nodes(raw)[0]
+            rank1 = 4  # the image's rank + 1
+            key = 8 + 8 * rank1
+            child = node + 24 + key  # the first entry's child: its chunk
+            for name, value in (("child", (1 << 40).to_bytes(8, "little")),
+                                ("size", (1 << 31).to_bytes(4, "little"))):
+                bad = bytearray(raw)
+                at = child if name == "child" else node + 24
+                bad[at:at + len(value)] = value
+                cases.append((f"btree_{name}", bytes(bad)))
+        else:
+            fadb = raw.find(b"FADB")
+            assert fadb > 0
+            bad = bytearray(raw)
+            bad[fadb + 14:fadb + 22] = (1 << 40).to_bytes(8, "little")  # the first element
+            cases.append(("farray", bytes(bad)))
+    for name, data in cases:
+        rel = f"{folder}/{name}.h5"
+        (conn.dir / rel).write_bytes(data)
+        hdr, _ = conn.raw("pack", data_schema=RAW_SCHEMA, experiment_schema=RAW_SCHEMA,
+                          paths=[rel])
+        if "error" in hdr:
+            err = hdr["error"]
+            assert err["code"] in ("schema_error", "io_error"), (name, err)
+            assert rel in err["message"], (name, err)
+            if name.startswith("stream"):  # found where the locales inflate the chunks
+                assert "field 'img': the chunk at byte" in err["message"], err
+                assert "is damaged: not a valid deflate stream" in err["message"], err
+        else:
+            got = rows_of(conn, hdr["result"]["groups"]["img"])
+            assert got.tobytes() == np.array(want["img"]).tobytes(), name
+        conn.ok("clear")
+        conn.ok("ping")
 
 
 def test_hostile_headers(conn):

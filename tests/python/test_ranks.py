@@ -2127,9 +2127,9 @@ PACK_FILES = {"p0.h5": ["s2", "s0", "s1", "s4", "s3"], "p1.h5": ["t0"],
 @pytest.fixture
 def pack_files(multi, single):
     """LBANN sample files (test_lbann's schemas) in both daemons' data directories: three
-    files of 13 samples (more than the locales), a file of 2 (fewer), one stored chunked and
-    compressed (read through HDF5, not pread), a sample list, and a file whose last sample
-    lacks a field. Returns {sample id: what write_samples wrote}."""
+    files of 13 samples (more than the locales), a file of 2 (fewer), three images stored
+    chunked and compressed in two files (their chunks in the probes' answers and the plan),
+    a sample list, and a file whose last sample lacks a field. Returns {sample id: what write_samples wrote}."""
     from test_lbann import write_samples
     src = single.data_dir / "pk"
     src.mkdir(parents=True, exist_ok=True)
@@ -2141,6 +2141,12 @@ def pack_files(multi, single):
         img = f["u3/images/img"][()]
         del f["u3/images/img"]
         f.create_dataset("u3/images/img", data=img, chunks=(2, 2, 3), compression="gzip")
+    with h5py.File(src / "p0.h5", "a") as f:  # chunks of another file, on another rank
+        for sid in ("s1", "s3"):
+            img = f[f"{sid}/images/img"][()]
+            del f[f"{sid}/images/img"]
+            f.create_dataset(f"{sid}/images/img", data=img, chunks=(3, 1, 3), shuffle=True,
+                             compression="gzip")
     write_samples(src / "bad.h5", ["w0", "w1", "w2"], 9)
     with h5py.File(src / "bad.h5", "a") as f:
         del f["w2/scalars/b"]

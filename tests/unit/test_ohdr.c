@@ -1,6 +1,8 @@
-/* Unit tests of pack's reader of object headers (storage/ohdr.c) on files the library
- * writes: what it reads of plain datasets, with version 1 and 2 headers and a user block,
- * is what the library says of them; for what it does not understand it declines. */
+/* Unit tests of pack's reader of object headers and chunk indexes (storage/ohdr.c) on files
+ * the library writes: what it reads of plain datasets, with version 1 and 2 headers and a
+ * user block, and of their chunks (a version 1 B-tree, a single chunk, a fixed array;
+ * deflated and shuffled), is what the library says of them; for what it does not
+ * understand it declines. */
 #include "check.h"
 #include "config.h"
 #include "storage/ohdr.h"
@@ -21,12 +23,111 @@ static hid_t dataset(hid_t f, const char *name, hid_t type, int rank, const hsiz
     hid_t space = H5Screate_simple(rank, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
     hsize_t chunk[2] = {1, 1};
     if (layout == H5D_CHUNKED) H5Pset_chunk(dcpl, rank, chunk);
+    if (gzip) H5Pset_shuffle(dcpl);
     if (layout == H5D_COMPACT) H5Pset_layout(dcpl, H5D_COMPACT);
     if (gzip) H5Pset_deflate(dcpl, 4);
     hid_t d = H5Dcreate2(f, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     H5Pclose(dcpl);
     H5Sclose(space);
     return d;
+}
+
+/* The chunks the reader finds are the library's: where, how large, which filters skipped. */
+static void same_chunks(const char *path, const char *name, const ohdr_file *of,
+                        const ohdr_dataset *d) {
+    ohdr_chunk c[64];
+    CHECK(d->nchunks <= 64 && ohdr_read_chunks(of, d, c) == 0);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), ds = H5Dopen2(f, name, H5P_DEFAULT);
+    hid_t space = H5Dget_space(ds);
+    hsize_t n = 0;
+    CHECK(H5Dget_num_chunks(ds, space, &n) >= 0 && n == d->nchunks);
+    for (hsize_t k = 0; k < n; k++) {
+        hsize_t at[OHDR_MAX_RANK], size;
+        unsigned mask;
+        haddr_t addr;
+        CHECK(H5Dget_chunk_info(ds, space, k, at, &mask, &addr, &size) >= 0);
+        uint64_t index = 0;
+        for (unsigned i = 0; i < d->rank; i++)
+            index = index * ((d->dims[i] + d->chunk[i] - 1) / d->chunk[i]) + at[i] / d->chunk[i];
+        /* the library's addresses are relative to the superblock, the reader's absolute */
+        CHECKF(c[k].index == index && c[k].addr == of->base + addr && c[k].size == size &&
+                   c[k].mask == mask,
+               "%s chunk %llu", name, (unsigned long long)k);
+    }
+    H5Sclose(space);
+    H5Dclose(ds);
+    H5Fclose(f);
+}
+
+/* Chunked datasets of every index the reader reads and some it declines. */
+static void chunk_layouts(bool latest) {
+    char path[] = "/tmp/h5ark-ohdr-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (latest) H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    static const struct {
+        const char *name;
+        hsize_t chunk[2];
+        bool shuffle, gzip, fletcher, unlimited;
+        int ok; /* read here, with this many chunks; 0: declined */
+    } cases[] = {
+        {"edges", {2, 2}, true, true, false, false, 6},  /* 3x5 in 2x2: edge chunks */
+        {"whole", {3, 5}, false, true, false, false, 1}, /* one chunk: a single-chunk index */
+        {"plain", {3, 5}, false, false, false, false, 1},
+        {"shuffled", {1, 5}, true, false, false, false, 3},
+        {"fletcher", {1, 5}, false, true, true, false, 0},
+        {"unlimited", {1, 5}, false, false, false, true, 0}, /* v4: an extensible array */
+    };
+    double v[15];
+    for (int i = 0; i < 15; i++)
+        v[i] = i * 1.5;
+    hsize_t dims[2] = {3, 5}, maxdims[2] = {H5S_UNLIMITED, 5};
+    haddr_t addrs[6];
+    for (int k = 0; k < 6; k++) {
+        hid_t space = H5Screate_simple(2, dims, cases[k].unlimited ? maxdims : NULL);
+        hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+        H5Pset_chunk(dcpl, 2, cases[k].chunk);
+        if (cases[k].fletcher) H5Pset_fletcher32(dcpl);
+        if (cases[k].shuffle) H5Pset_shuffle(dcpl);
+        if (cases[k].gzip) H5Pset_deflate(dcpl, 6);
+        hid_t d =
+            H5Dcreate2(f, cases[k].name, H5T_IEEE_F64LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+        H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v);
+        H5O_info_t info;
+        H5Oget_info2(d, &info, H5O_INFO_BASIC);
+        addrs[k] = info.addr;
+        H5Dclose(d);
+        H5Pclose(dcpl);
+        H5Sclose(space);
+    }
+    H5Fclose(f);
+    H5Pclose(fapl);
+    ohdr_file of = {.read = fd_read,
+                    .ctx = &fd,
+                    .eof = (uint64_t)lseek(fd, 0, SEEK_END),
+                    .sizeof_addr = 8,
+                    .sizeof_size = 8};
+    for (int k = 0; k < 6; k++) {
+        ohdr_dataset d;
+        int rc = ohdr_read_dataset(&of, addrs[k], &d);
+        bool ok = cases[k].ok && !(cases[k].unlimited && latest);
+        if (cases[k].unlimited && !latest) ok = true; /* a B-tree either way */
+        CHECKF(ok ? rc == 0 : rc == -1, "%s latest %d", cases[k].name, latest);
+        if (rc) continue;
+        CHECK(d.chunked && d.rank == 2 && d.chunk[0] == cases[k].chunk[0]);
+        CHECK(d.nchunks == (cases[k].ok ? (uint64_t)cases[k].ok : 3));
+        same_chunks(path, cases[k].name, &of, &d);
+        /* an index naming a chunk outside the file: declined */
+        ohdr_chunk c[8];
+        CHECK(ohdr_read_chunks(&of, &d, c) == 0);
+        ohdr_file cut = of;
+        cut.eof = c[d.nchunks - 1].addr + c[d.nchunks - 1].size - 1;
+        CHECK(ohdr_read_dataset(&cut, addrs[k], &d) == -1 || ohdr_read_chunks(&cut, &d, c) == -1);
+    }
+    close(fd);
+    unlink(path);
 }
 
 static void one_file(bool latest, hsize_t userblock) {
@@ -112,8 +213,12 @@ static void one_file(bool latest, hsize_t userblock) {
     }
     CHECK(ohdr_read_dataset(&of, compact, &d) == 0 && d.compact && d.count == 4 && d.size == 4);
     CHECK(ohdr_read_dataset(&of, unwritten, &d) == 0 && !d.compact && !d.allocated);
-    CHECK(ohdr_read_dataset(&of, chunked, &d) == -1);
-    CHECK(ohdr_read_dataset(&of, gzip, &d) == -1);
+    for (int k = 0; k < 2; k++) { /* 4 chunks of 1: a B-tree (earliest), a fixed array */
+        CHECK(ohdr_read_dataset(&of, k ? gzip : chunked, &d) == 0 && d.chunked && d.nchunks == 4);
+        CHECK(d.nfilters == (k ? 2u : 0u) && d.chunk[0] == 1 && d.index == (latest ? 3u : 0u));
+        CHECK(!k || (d.filters[0] == OHDR_FILTER_SHUFFLE && d.filters[1] == OHDR_FILTER_DEFLATE));
+        same_chunks(path, k ? "gzip" : "chunked", &of, &d);
+    }
     CHECK(ohdr_read_dataset(&of, bits, &d) == -1);
     /* a file cut just past the header: its data lies outside it */
     of.eof = contig[0] + userblock + 64;
@@ -140,6 +245,7 @@ int main(void) {
     for (int latest = 0; latest < 2; latest++) {
         one_file(latest, 0);
         one_file(latest, 512);
+        chunk_layouts(latest);
     }
     return check_exit("test_ohdr");
 }
