@@ -85,7 +85,7 @@ int ak_bigint_arange(ak_ctx *ctx, h5ark_error *err) {
         return -1;
     arange_job *j = calloc(1, sizeof *j);
     uint64_t stop[MAX_LIMBS + 2] = {0}, v[MAX_LIMBS + 2];
-    size_t ka, kb, kc;
+    size_t ka = 0, kb = 0, kc = 0;
     if (!j) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     int rc = parse_big(t_start, "start", j->start, &ka, err) ||
                      parse_big(t_stop, "stop", stop, &kb, err) ||
