@@ -1011,6 +1011,38 @@ def test_hostile_chunks(conn):
         conn.ok("ping")
 
 
+def test_one_field_chunks_read_by_the_locales(conn):
+    """Samples of a single field (and a field alone under its parent group) have their
+    chunks found by the probe and inflated by the locales, as samples of many fields do:
+    a damaged stream is the locales' error, and the clean file reads as h5py reads it."""
+    folder = unique("one_field")
+    (conn.dir / folder).mkdir()
+    rng = np.random.default_rng(12)
+    imgs = rng.random((2, 8, 9, 4), dtype=np.float32)
+    for field in ("img", "g/img"):
+        clean = conn.dir / folder / "clean.h5"
+        with h5py.File(clean, "w") as f:
+            for i in range(2):
+                f.create_dataset(f"s{i}/{field}", data=imgs[i], chunks=(4, 9, 4),
+                                 compression="gzip")
+            info = f[f"s1/{field}"].id.get_chunk_info(1)
+        schema = f"{field}:\n  metadata: {{ordering: 0}}\n" if field == "img" else \
+            "g:\n  img:\n    metadata: {ordering: 0}\n"
+        res, _ = pack(conn, data_schema=schema, experiment_schema=schema,
+                      paths=[f"{folder}/clean.h5"])
+        group = next(iter(res["groups"].values()))
+        assert rows_of(conn, group).tobytes() == imgs.reshape(2, -1).tobytes(), field
+        conn.ok("clear")
+        bad = bytearray(clean.read_bytes())
+        for k in range(info.byte_offset + 2, info.byte_offset + info.size - 4):
+            bad[k] ^= 0x5a
+        (conn.dir / folder / "bad.h5").write_bytes(bytes(bad))
+        err = conn.fail("pack", data_schema=schema, experiment_schema=schema,
+                        paths=[f"{folder}/bad.h5"])
+        assert "is damaged: not a valid deflate stream" in err["message"], (field, err)
+    conn.ok("ping")
+
+
 def test_hostile_headers(conn):
     """Fields whose object headers are damaged (bytes flipped, cut short, a continuation
     pointing at itself or past the end of the file) give a clear error naming the file, or
