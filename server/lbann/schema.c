@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #define META "metadata"
 
@@ -484,6 +487,37 @@ static void normalize(const void *src, h5ark_dtype st, void *dst, h5ark_dtype dt
     }
 }
 
+/* NORM_LOOP's repacking pass for float32 into float32 and four channels (RGBA, say), four
+ * pixels at a time in SSE2 registers: their channels transposed, normalized in double
+ * exactly as the scalar loop does, each channel's four values stored at once. The loop
+ * for any type and count spends about 12 instructions an element. */
+static void chw4_float(const float *s, float *d, uint64_t count, const double *scale,
+                       const double *bias) {
+    uint64_t per = count / 4, p = 0;
+#ifdef __SSE2__
+    __m128d sc[4], bi[4];
+    for (int c = 0; c < 4; c++) {
+        sc[c] = _mm_set1_pd(scale[c]);
+        bi[c] = _mm_set1_pd(bias[c]);
+    }
+    for (; p + 4 <= per; p += 4) {
+        __m128 v[4];
+        for (int k = 0; k < 4; k++) /* pixel p + k, channels 0-3 */
+            v[k] = _mm_loadu_ps(s + 4 * (p + k));
+        _MM_TRANSPOSE4_PS(v[0], v[1], v[2], v[3]); /* channel k of pixels p..p+3 */
+        for (int c = 0; c < 4; c++) {
+            __m128d lo = _mm_cvtps_pd(v[c]), hi = _mm_cvtps_pd(_mm_movehl_ps(v[c], v[c]));
+            lo = _mm_add_pd(_mm_mul_pd(lo, sc[c]), bi[c]);
+            hi = _mm_add_pd(_mm_mul_pd(hi, sc[c]), bi[c]);
+            _mm_storeu_ps(d + c * per + p, _mm_movelh_ps(_mm_cvtpd_ps(lo), _mm_cvtpd_ps(hi)));
+        }
+    }
+#endif
+    for (; p < per; p++)
+        for (int c = 0; c < 4; c++)
+            d[c * per + p] = (float)((double)s[p * 4 + c] * scale[c] + bias[c]);
+}
+
 void lbann_field_transform(const lbann_field *f, const void *src, h5ark_dtype src_dtype,
                            uint64_t count, void *dst, void *tmp) {
     h5ark_dtype dt = lbann_field_dtype(f, src_dtype);
@@ -518,7 +552,10 @@ void lbann_field_transform(const lbann_field *f, const void *src, h5ark_dtype sr
     /* normalizing channels-last elements per channel repacks them as it goes */
     bool fused = repack && norm && last && nch == f->channels;
     void *out = repack && !fused ? tmp : dst;
-    normalize(src, src_dtype, out, dt, count, norm, scale, bias, nch, last, fused);
+    if (fused && nch == 4 && src_dtype == H5ARK_FLOAT32 && dt == H5ARK_FLOAT32)
+        chw4_float(src, dst, count, scale, bias);
+    else
+        normalize(src, src_dtype, out, dt, count, norm, scale, bias, nch, last, fused);
     if (repack && !fused) { /* channels last -> channels first: dst[c][p] = tmp[p][c] */
         size_t size = h5ark_dtype_size(dt);
         uint64_t c = f->channels, per = count / c;

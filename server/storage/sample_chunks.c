@@ -100,7 +100,8 @@ static int entry_of(const uint64_t *words, size_t nwords, uint64_t at, size_t it
 }
 
 /* Chunk k's elements (in `in`, the chunk's C order) to their places in dest: a row (the
- * chunk's extent in the last dimension) at a time, often of a few elements only. */
+ * chunk's extent in the last dimension) at a time, often of a few elements only, so the
+ * rows of the next-to-last dimension go in a tight loop of their own. */
 static void place(const entry *e, uint64_t k, size_t isz, const unsigned char *in,
                   unsigned char *dest) {
     unsigned r = e->rank;
@@ -114,14 +115,32 @@ static void place(const entry *e, uint64_t k, size_t isz, const unsigned char *i
         dstride[i] = i + 1 < r ? dstride[i + 1] * e->dims[i + 1] : isz;
         dst += start * dstride[i];
     }
+    bool block = true; /* the chunk lies in dest as one run of bytes */
+    for (unsigned i = 1; i < r; i++)
+        block &= ext[i] == e->dims[i] && e->chunk[i] == e->dims[i];
+    if (block) {
+        memcpy(dest + dst, in, ext[0] * sstride[0]);
+        return;
+    }
     size_t run = (size_t)ext[r - 1] * isz;
+    /* the odometer below runs over the dimensions before the last two */
+    unsigned outer = r >= 2 ? r - 2 : 0;
+    uint64_t inner = r >= 2 ? ext[r - 2] : 1;
+    uint64_t sin = r >= 2 ? sstride[r - 2] : 0, din = r >= 2 ? dstride[r - 2] : 0;
     for (;;) {
-        if (run == 8)
-            memcpy(dest + dst, in + src, 8); /* inlined: rows of two floats */
+        const unsigned char *s = in + src;
+        unsigned char *d = dest + dst;
+        if (run == 8) /* inlined: rows of two floats or one double */
+            for (uint64_t j = 0; j < inner; j++, s += sin, d += din)
+                memcpy(d, s, 8);
+        else if (run == 16)
+            for (uint64_t j = 0; j < inner; j++, s += sin, d += din)
+                memcpy(d, s, 16);
         else
-            memcpy(dest + dst, in + src, run);
-        unsigned i = r - 1;
-        while (i-- > 0) { /* the next row: an odometer over all dimensions but the last */
+            for (uint64_t j = 0; j < inner; j++, s += sin, d += din)
+                memcpy(d, s, run);
+        unsigned i = outer;
+        while (i-- > 0) { /* the next block of rows */
             src += sstride[i];
             dst += dstride[i];
             if (++pos[i] < ext[i]) break;
@@ -131,6 +150,14 @@ static void place(const entry *e, uint64_t k, size_t isz, const unsigned char *i
         }
         if (i == (unsigned)-1) return;
     }
+}
+
+/* Whether chunk k, whole, is one run of dest's bytes (the chunk spans every dimension but
+ * the first, and does not reach past the field's end): then it is at byte k * cbytes. */
+static bool whole_run(const entry *e, uint64_t k) {
+    for (unsigned i = 1; i < e->rank; i++)
+        if (e->chunk[i] != e->dims[i]) return false;
+    return e->dims[0] / e->chunk[0] > k;
 }
 
 int sample_chunks_read(int fd, const uint64_t *words, size_t nwords, uint64_t at, size_t itemsize,
@@ -173,16 +200,20 @@ int sample_chunks_read(int fd, const uint64_t *words, size_t nwords, uint64_t at
                               (unsigned long long)(span ? lo : addr),
                               errno == ENODATA ? "the file ends early" : strerror(errno));
         const unsigned char *in = span ? b->stored + (addr - lo) : b->stored;
+        /* inflated straight into place when nothing else is left to do */
+        bool direct = deflated && !(shuffled && itemsize > 1) && whole_run(&e, k);
         if (deflated) {
+            unsigned char *out = direct ? (unsigned char *)dest + k * cbytes : b->inflated;
             /* NULL for the size out: anything but exactly a whole chunk is not a success */
             enum libdeflate_result r =
-                libdeflate_zlib_decompress(b->inflater, in, size, b->inflated, cbytes, NULL);
+                libdeflate_zlib_decompress(b->inflater, in, size, out, cbytes, NULL);
             if (r != LIBDEFLATE_SUCCESS)
                 return h5ark_fail(
                     err, H5ARK_SCHEMA_ERROR, "the chunk at byte %llu of the file is damaged: %s",
                     (unsigned long long)addr,
                     r == LIBDEFLATE_BAD_DATA ? "not a valid deflate stream"
                                              : "it does not inflate to a whole chunk");
+            if (direct) continue;
             in = b->inflated;
         }
         if (shuffled && itemsize > 1) {

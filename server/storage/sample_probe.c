@@ -52,19 +52,6 @@ int sample_probe_copy(sample_probe *dst, const sample_probe *src, size_t *bytes)
     return 0;
 }
 
-/* Open child `name` (one component) of g when it is a hard link, by its address: one
- * lookup of the name, not two (-1 quietly when it is not: the caller then takes the general
- * path, which says why). */
-static hid_t open_hard(hid_t g, const char *name) {
-    H5L_info_t li;
-    hid_t o = -1;
-    if (!strchr(name, '/') && H5Lget_info(g, name, &li, H5P_DEFAULT) >= 0 &&
-        li.type == H5L_TYPE_HARD)
-        o = H5Oopen_by_addr(g, li.u.address);
-    H5Eclear2(H5E_DEFAULT);
-    return o;
-}
-
 /* The hard links of one small group, found in one pass over its links: a look-up by name in
  * an old-style group walks its B-tree and heap each time, a pass does so once. Only a
  * shortcut: a name not in it (any other link, a long name, a group of many links) is
@@ -97,17 +84,25 @@ static void list_children(hid_t g, children *c) {
     H5Eclear2(H5E_DEFAULT);
 }
 
-/* The address of g's child `name` when the pass found it, else HADDR_UNDEF. */
-static haddr_t child_addr(const children *c, const char *name) {
+/* The address of g's child `name` when it is one through a hard link (a name, not a path):
+ * the pass's when it found it (c may be NULL), else the link's looked up by name;
+ * HADDR_UNDEF otherwise. */
+static haddr_t child_addr(hid_t g, const children *c, const char *name) {
     for (size_t i = 0; c && i < c->n; i++)
         if (strcmp(c->v[i].name, name) == 0) return c->v[i].addr;
-    return HADDR_UNDEF;
+    H5L_info_t li;
+    haddr_t addr = HADDR_UNDEF;
+    if (!strchr(name, '/') && H5Lget_info(g, name, &li, H5P_DEFAULT) >= 0 &&
+        li.type == H5L_TYPE_HARD)
+        addr = li.u.address;
+    H5Eclear2(H5E_DEFAULT);
+    return addr;
 }
 
-/* Open g's child `name` by its address when the pass found it, else as open_hard. */
+/* Open g's child `name` when it is one through a hard link, by its address; -1 otherwise. */
 static hid_t open_child(hid_t g, const children *c, const char *name) {
-    haddr_t addr = child_addr(c, name);
-    if (addr == HADDR_UNDEF) return open_hard(g, name);
+    haddr_t addr = child_addr(g, c, name);
+    if (addr == HADDR_UNDEF) return -1;
     hid_t o = H5Oopen_by_addr(g, addr);
     H5Eclear2(H5E_DEFAULT);
     return o;
@@ -235,7 +230,7 @@ static int open_field(hid_t g, const children *c, const char *field, const char 
 static int probe_field(hid_t loc, const children *c, const headers *h, const char *leaf,
                        const char *group, const char *field, uint64_t size, sample_field *out,
                        h5ark_error *err) {
-    if (field_from_header(h, child_addr(c, leaf), out)) return 0;
+    if (field_from_header(h, child_addr(loc, c, leaf), out)) return 0;
     char what[2100];
     snprintf(what, sizeof what, "'%s/%s'", group, field);
     hid_t d;
