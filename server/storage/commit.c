@@ -7,6 +7,7 @@
 #include "locales.h"
 #include "log.h"
 #include "metrics.h"
+#include "rwlock.h"
 #include "sysio.h"
 
 #include <dirent.h>
@@ -236,13 +237,9 @@ static void roll_back(const char *journal, const char *const *tmps, int n) {
 static pthread_rwlock_t sets;
 static pthread_once_t sets_once = PTHREAD_ONCE_INIT;
 
+/* a commit is short; readers arriving behind it wait for it rather than starve it */
 static void sets_init(void) {
-    pthread_rwlockattr_t attr;
-    pthread_rwlockattr_init(&attr);
-    /* a commit is short; readers arriving behind it wait for it rather than starve it */
-    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-    pthread_rwlock_init(&sets, &attr);
-    pthread_rwlockattr_destroy(&attr);
+    rwlock_init_writer_first(&sets);
 }
 
 void commit_readers_enter(void) {

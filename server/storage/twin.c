@@ -4,6 +4,7 @@
 #include "files.h"
 #include "io.h"
 #include "metrics.h"
+#include "rwlock.h"
 #include "sysio.h"
 
 #include <errno.h>
@@ -31,13 +32,9 @@ static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_rwlock_t readers;
 static pthread_once_t readers_once = PTHREAD_ONCE_INIT;
 
+/* a steady stream of reads must not keep a part waiting forever */
 static void readers_init(void) {
-    pthread_rwlockattr_t attr;
-    pthread_rwlockattr_init(&attr);
-    /* a steady stream of reads must not keep a part waiting forever */
-    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-    pthread_rwlock_init(&readers, &attr);
-    pthread_rwlockattr_destroy(&attr);
+    rwlock_init_writer_first(&readers);
 }
 
 void twin_readers_enter(void) {
