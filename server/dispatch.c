@@ -1,14 +1,14 @@
 /* Request checking and the command table (see dispatch.h). */
 #include "dispatch.h"
 
-#include "arkouda/endpoint.h"
+#include "front/arkouda/endpoint.h"
 #include "commands/commands.h"
 #include "config.h"
 #include "inflight.h"
 #include "log.h"
 #include "metrics.h"
-#include "ranks.h"
-#include "ranks_serve.h"
+#include "dist/ranks.h"
+#include "dist/ranks_serve.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
 #include "locales.h"
 
 #include "progress.h"
-#include "ranks.h"
+#include "dist/ranks.h"
 
 #include <pthread.h>
 #include <stdbool.h>

@@ -4,10 +4,10 @@
 #include "config.h"
 #include "dispatch.h"
 #include "h5ark_version.h"
-#include "http.h"
+#include "front/http.h"
 #include "locales.h"
 #include "log.h"
-#include "ranks.h"
+#include "dist/ranks.h"
 #include "registry.h"
 #include "shardcache.h"
 

@@ -1,7 +1,7 @@
 /* The object registry (see registry.h): a chained hash table of published objects. */
 #include "registry.h"
 
-#include "ranks.h"
+#include "dist/ranks.h"
 #include "shardcache.h"
 
 #include <ctype.h>

@@ -6,7 +6,7 @@
 #include "objects/bigint.h"
 #include "objects/pdarray.h"
 #include "objects/strings.h"
-#include "ranks.h"
+#include "dist/ranks.h"
 #include "progress.h"
 #include "registry.h"
 

@@ -6,7 +6,7 @@
 #include "objects/dataframe.h"
 #include "objects/index.h"
 #include "objects/segarray.h"
-#include "ranks.h"
+#include "dist/ranks.h"
 #include "registry.h"
 
 #include <stdlib.h>

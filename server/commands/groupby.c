@@ -3,7 +3,7 @@
 
 #include "objects/categorical.h"
 #include "objects/groupby.h"
-#include "ranks.h"
+#include "dist/ranks.h"
 #include "registry.h"
 
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * here; the file work is the storage layer's. */
 #include "commands.h"
 
-#include "ranks.h"
+#include "dist/ranks.h"
 #include "registry.h"
 #include "storage/commit.h"
 #include "storage/files.h"

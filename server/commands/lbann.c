@@ -6,7 +6,7 @@
 #include "lbann/lbann.h"
 #include "locales.h"
 #include "objects/arrayview.h"
-#include "ranks.h"
+#include "dist/ranks.h"
 #include "registry.h"
 #include "storage/files.h"
 #include "storage/io.h"

@@ -4,7 +4,7 @@
 #include "awkward_form.h"
 #include "locales.h"
 #include "pdarray.h"
-#include "ranks.h"
+#include "dist/ranks.h"
 
 #include <stdatomic.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
 
 #include "locales.h"
 #include "pdarray.h"
-#include "ranks.h"
+#include "dist/ranks.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -17,7 +17,7 @@
 #include "locales.h"
 #include "strings.h"
 #include "progress.h"
-#include "ranks.h"
+#include "dist/ranks.h"
 #include "registry.h"
 #include "shardcache.h"
 

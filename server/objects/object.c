@@ -2,7 +2,7 @@
 #include "object.h"
 
 #include "locales.h"
-#include "ranks.h"
+#include "dist/ranks.h"
 #include "registry.h"
 #include "shardcache.h"
 #include "sysio.h"

@@ -4,7 +4,7 @@
 
 #include "locales.h"
 #include "progress.h"
-#include "ranks.h"
+#include "dist/ranks.h"
 
 #include <math.h>
 #include <stdatomic.h>

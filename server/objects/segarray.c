@@ -2,7 +2,7 @@
 #include "segarray.h"
 
 #include "locales.h"
-#include "ranks.h"
+#include "dist/ranks.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>

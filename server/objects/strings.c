@@ -3,7 +3,7 @@
 
 #include "locales.h"
 #include "progress.h"
-#include "ranks.h"
+#include "dist/ranks.h"
 #include "registry.h"
 #include "sysio.h"
 

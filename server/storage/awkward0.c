@@ -11,7 +11,7 @@
 #include "objects/awkward.h"
 #include "objects/awkward0.h"
 #include "objects/awkward_form.h"
-#include "ranks.h"
+#include "dist/ranks.h"
 #include "storage.h"
 
 #include <jansson.h>

@@ -12,7 +12,7 @@
 #include "objects/pdarray.h"
 #include "objects/strings.h"
 #include "layout.h"
-#include "ranks.h"
+#include "dist/ranks.h"
 
 #include <stdio.h>
 #include <stdlib.h>

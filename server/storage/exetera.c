@@ -19,7 +19,7 @@
 #include "objects/categorical.h"
 #include "objects/pdarray.h"
 #include "objects/strings.h"
-#include "ranks.h"
+#include "dist/ranks.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -9,7 +9,7 @@
 #include "files.h"
 #include "locales.h"
 #include "progress.h"
-#include "ranks.h"
+#include "dist/ranks.h"
 #include "sysio.h"
 
 #include <stdio.h>

@@ -9,7 +9,7 @@
 #include "locales.h"
 #include "objects/pdarray.h"
 #include "layout.h"
-#include "ranks.h"
+#include "dist/ranks.h"
 
 #include <stdatomic.h>
 #include <stdio.h>

@@ -13,7 +13,7 @@
 #include "layout.h"
 #include "probe.h"
 #include "progress.h"
-#include "ranks.h"
+#include "dist/ranks.h"
 #include "sysio.h"
 
 #include <errno.h>

@@ -7,7 +7,7 @@
 #include "files.h"
 
 #include "locales.h"
-#include "ranks.h"
+#include "dist/ranks.h"
 #include "objects/strings.h"
 #include "sysio.h"
 #include "layout.h"

@@ -15,7 +15,7 @@
 #include "locales.h"
 #include "objects/strings.h"
 #include "progress.h"
-#include "ranks.h"
+#include "dist/ranks.h"
 #include "sandbox.h"
 #include "layout.h"
 #include "schema.h"

@@ -1,11 +1,11 @@
 /* Indexing commands of the Arkouda dialect: [int] [slice] [pdarray] [pdarray]=pdarray
  * [pdarray]=val and concatenate. Gathers go through the native groupby_take (pdarrays and
  * strings alike). */
-#include "arkouda/commands.h"
-#include "arkouda/values.h"
+#include "front/arkouda/commands.h"
+#include "front/arkouda/values.h"
 #include "objects/groupby.h"
 #include "locales.h"
-#include "ranks.h"
+#include "dist/ranks.h"
 #include "registry.h"
 #include "sysio.h"
 

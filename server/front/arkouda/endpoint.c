@@ -1,11 +1,11 @@
 /* The Arkouda front end's request handling (see endpoint.h). */
-#include "arkouda/endpoint.h"
+#include "front/arkouda/endpoint.h"
 
-#include "arkouda/commands.h"
+#include "front/arkouda/commands.h"
 #include "log.h"
 #include "metrics.h"
-#include "ranks.h"
-#include "ranks_serve.h"
+#include "dist/ranks.h"
+#include "dist/ranks_serve.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
 #ifndef H5ARK_AK_COMMANDS_H
 #define H5ARK_AK_COMMANDS_H
 
-#include "arkouda/codec.h"
+#include "front/arkouda/codec.h"
 #include "dispatch.h"
 
 /* One request being handled, and its reply. */

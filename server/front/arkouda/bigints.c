@@ -2,10 +2,10 @@
  * bigint, get_max_bits and set_max_bits, as Arkouda's client sends them for
  * `ak.arange(..., dtype=bigint)` and `pdarray.max_bits`. A bigint here is a composite of
  * uint64 limbs (objects/bigint.h): its values are unsigned. */
-#include "arkouda/commands.h"
-#include "arkouda/values.h"
+#include "front/arkouda/commands.h"
+#include "front/arkouda/values.h"
 #include "locales.h"
-#include "ranks.h"
+#include "dist/ranks.h"
 #include "registry.h"
 
 #include <stdio.h>

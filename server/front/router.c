@@ -1,9 +1,9 @@
 /* The router and the handler pool (see router.h). Constant-time commands (ping,
  * getconfig) and malformed headers are answered on the router thread: two thread hand-offs
  * would cost more than the command, and they cannot hold up anything else. */
-#include "router.h"
+#include "front/router.h"
 
-#include "arkouda/endpoint.h"
+#include "front/arkouda/endpoint.h"
 #include "config.h"
 #include "dispatch.h"
 #include "locales.h"

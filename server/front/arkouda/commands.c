@@ -1,8 +1,8 @@
 /* The Arkouda command table lookup and the helpers every family shares (see commands.h). */
-#include "arkouda/commands.h"
+#include "front/arkouda/commands.h"
 
 #include "locales.h"
-#include "ranks.h"
+#include "dist/ranks.h"
 #include "registry.h"
 
 #include <stdarg.h>

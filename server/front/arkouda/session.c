@@ -1,10 +1,10 @@
 /* Session commands of the Arkouda dialect: connect disconnect getconfig
  * getRegistrationConfig note delete info (protocol/PROTOCOL.md, "The Arkouda endpoint"). */
-#include "arkouda/commands.h"
-#include "arkouda/endpoint.h"
+#include "front/arkouda/commands.h"
+#include "front/arkouda/endpoint.h"
 #include "config.h"
 #include "locales.h"
-#include "ranks.h"
+#include "dist/ranks.h"
 #include "registry.h"
 
 #include <hdf5.h>

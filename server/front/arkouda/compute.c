@@ -3,10 +3,10 @@
  * randint create set cast binopvv binopvs binopsv the reductions (allAll ... argmaxAll) cumSum str
  * repr. Construction goes through the native `create`; elementwise work runs on the locales, each
  * on its shard of the result. */
-#include "arkouda/commands.h"
-#include "arkouda/values.h"
+#include "front/arkouda/commands.h"
+#include "front/arkouda/values.h"
 #include "locales.h"
-#include "ranks.h"
+#include "dist/ranks.h"
 #include "registry.h"
 #include "sysio.h"
 

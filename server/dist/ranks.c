@@ -9,7 +9,7 @@
  *
  * MPI is called under one lock (MPI_THREAD_SERIALIZED is all it needs to provide), and a
  * wait tests its requests, then sleeps a little longer each time nothing completed. */
-#include "ranks.h"
+#include "dist/ranks.h"
 
 #include "log.h"
 #include "sysio.h"

@@ -3,12 +3,12 @@
  * segmentedSplit. New strings are made through the native put (ak_strings_from_buffer) at
  * one rank, and across ranks each rank's strings are placed in the block distribution
  * (strings_place_ranks); gathers go through groupby_take. */
-#include "arkouda/commands.h"
-#include "arkouda/values.h"
+#include "front/arkouda/commands.h"
+#include "front/arkouda/values.h"
 #include "locales.h"
 #include "objects/groupby.h"
 #include "objects/strings.h"
-#include "ranks.h"
+#include "dist/ranks.h"
 #include "registry.h"
 #include "sysio.h"
 

@@ -3,9 +3,9 @@
  * raw bytes) and downloads `tondarray<T,1>` and `segStr-tondarray` (one raw frame in the
  * host's byte order; errors as a raw "Error: ..." frame, see endpoint.c). The bytes go
  * through the native `put` and `get`. */
-#include "arkouda/commands.h"
+#include "front/arkouda/commands.h"
 #include "locales.h"
-#include "ranks.h"
+#include "dist/ranks.h"
 #include "registry.h"
 #include "shardcache.h"
 

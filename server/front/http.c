@@ -1,5 +1,5 @@
 /* The HTTP server on libmicrohttpd (see http.h). */
-#include "http.h"
+#include "front/http.h"
 
 #include "log.h"
 

@@ -19,12 +19,12 @@
  * collective steps, which waits forever. Rank 0 admits requests in arrival order
  * (`every_enter`); the other ranks start forwarded ones in the order they come, a
  * changing one once all before it have ended, the next once it has. */
-#include "ranks_serve.h"
+#include "dist/ranks_serve.h"
 
 #include "config.h"
 #include "log.h"
 #include "memory.h"
-#include "ranks.h"
+#include "dist/ranks.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

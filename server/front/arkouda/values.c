@@ -1,8 +1,8 @@
 /* Element access for the Arkouda compute commands (see values.h). */
-#include "arkouda/values.h"
-#include "arkouda/commands.h"
+#include "front/arkouda/values.h"
+#include "front/arkouda/commands.h"
 #include "locales.h"
-#include "ranks.h"
+#include "dist/ranks.h"
 #include "registry.h"
 
 #include "objects/strings.h"

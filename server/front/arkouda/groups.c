@@ -1,12 +1,12 @@
 /* Grouping commands of the Arkouda dialect, as its GroupBy, Categorical and SegArray code
  * sends them: unique (through the native groupby_make), gbbroadcast and segmentedReduction
  * (through the native aggregate). */
-#include "arkouda/commands.h"
-#include "arkouda/values.h"
+#include "front/arkouda/commands.h"
+#include "front/arkouda/values.h"
 #include "objects/groupby.h"
 #include "objects/object.h"
 #include "locales.h"
-#include "ranks.h"
+#include "dist/ranks.h"
 #include "registry.h"
 
 #include <stdio.h>

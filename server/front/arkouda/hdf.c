@@ -6,10 +6,10 @@
  * its own (Arkouda's client keeps composites on its side, as names of their parts). Paths may be
  * absolute: they are made relative to the data directory, and the native confinement (files.c) then
  * applies. */
-#include "arkouda/commands.h"
+#include "front/arkouda/commands.h"
 #include "config.h"
 #include "locales.h"
-#include "ranks.h"
+#include "dist/ranks.h"
 #include "objects/arrayview.h"
 #include "objects/categorical.h"
 #include "objects/dataframe.h"
