@@ -30,7 +30,7 @@ typedef struct {
     const char *web_dir;   /* --web-dir, or NULL: looked for beside the program */
     /* Seconds without requests (but ping and getconfig) after which freed memory goes
      * back to the kernel (memory.h); 0: only at `clear`. */
-    double idle_release;
+    double give_back_after;
 } config_t;
 
 extern config_t config;

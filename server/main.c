@@ -295,7 +295,7 @@ static int configure(int argc, char **argv) {
     bool max_memory_set = false;
     config.handlers = 8;
     config.max_queue = 1024;
-    config.idle_release = DEFAULT_IDLE_RELEASE;
+    config.give_back_after = DEFAULT_IDLE_RELEASE;
     const char *data_dir = DEFAULT_DATA_DIR, *token_file = NULL, *curve_file = NULL;
     bool max_message_set = false, shard_cache_set = false;
     int c, q;
@@ -361,7 +361,7 @@ static int configure(int argc, char **argv) {
             max_message_set = true;
             break;
         case O_IDLE:
-            if (parse_seconds(optarg, &config.idle_release)) {
+            if (parse_seconds(optarg, &config.give_back_after)) {
                 fprintf(stderr, "h5arkd: --idle-release takes seconds from 0 to 86400, e.g. 2 "
                                 "or 0.5\n");
                 return -1;

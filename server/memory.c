@@ -28,16 +28,16 @@ void memory_tune(void) {
      * again. Serve blocks up to 32 MiB from the heap, a fixed threshold so larger blocks
      * (large shards) are always mapped and unmapped on free, and never trim the heap on
      * free (2 GiB is the most mallopt takes): the daemon keeps, for the next request, the
-     * most it has received at once, until memory_release gives it back. */
+     * most it has received at once, until memory_give_back gives it back. */
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TOP_PAD, 64 << 20);
     mallopt(M_TRIM_THRESHOLD, INT_MAX);
 }
 
-void memory_release(void) {
+void memory_give_back(void) {
     /* HDF5 keeps freed blocks of its own on free lists, which malloc cannot trim */
     H5garbage_collect();
-    uint64_t cached = shardcache_release();
+    uint64_t cached = shardcache_empty();
     log_debug("released %llu bytes of cached shards; resident now %llu bytes",
               (unsigned long long)cached, (unsigned long long)memory_resident());
 }
@@ -58,7 +58,7 @@ static void *housekeeper_main(void *arg) {
         if (keeper.stopping) break;
         keeper.asked = false;
         pthread_mutex_unlock(&keeper.lock);
-        memory_release();
+        memory_give_back();
         pthread_mutex_lock(&keeper.lock);
     }
     pthread_mutex_unlock(&keeper.lock);
@@ -82,9 +82,9 @@ void memory_housekeeper_stop(void) {
     keeper.running = false;
 }
 
-void memory_release_soon(void) {
+void memory_give_back_soon(void) {
     if (!keeper.running) {
-        memory_release();
+        memory_give_back();
         return;
     }
     pthread_mutex_lock(&keeper.lock);

@@ -15,13 +15,13 @@
 void memory_tune(void);
 /* Give back what is free: the shard cache, HDF5's free lists, malloc's free pages. Safe
  * from any thread beside running requests, which then only find the cache empty. */
-void memory_release(void);
+void memory_give_back(void);
 
-/* The housekeeping thread: it sleeps until memory_release_soon asks it for a release, so
+/* The housekeeping thread: it sleeps until memory_give_back_soon asks it to give memory back, so
  * that the router's thread never waits for one. */
 int memory_housekeeper_start(void);
 void memory_housekeeper_stop(void);
-void memory_release_soon(void);
+void memory_give_back_soon(void);
 
 /* The process's resident memory in bytes (VmRSS), or 0 if it cannot be read. */
 uint64_t memory_resident(void);

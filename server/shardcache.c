@@ -112,7 +112,7 @@ void shardcache_fit(uint64_t room) {
     free_chain(victims);
 }
 
-uint64_t shardcache_release(void) {
+uint64_t shardcache_empty(void) {
     pthread_mutex_lock(&lock);
     uint64_t had = cached;
     node *all = evict_locked(0);

@@ -33,7 +33,7 @@ void shardcache_fit(uint64_t room);
 /* Free every cached block, then hand the heap's free pages back to the kernel
  * (malloc_trim): what an idle daemon and `clear` do (memory.h). Returns the bytes that
  * were cached. The cache stays usable; it fills again as arrays are freed. */
-uint64_t shardcache_release(void);
+uint64_t shardcache_empty(void);
 
 uint64_t shardcache_bytes(void); /* bytes cached now */
 uint64_t shardcache_limit(void);

@@ -40,7 +40,7 @@ static int cmd_getconfig(command_ctx *ctx, h5ark_error *err) {
         reply_set(ctx, "shard_cache", h5ark_value_uint(shardcache_limit()), err) ||
         reply_set(ctx, "memory_cached", h5ark_value_uint(shardcache_bytes()), err) ||
         reply_set(ctx, "memory_resident", h5ark_value_uint(memory_resident()), err) ||
-        reply_set(ctx, "idle_release", h5ark_value_float(config.idle_release), err) ||
+        reply_set(ctx, "idle_release", h5ark_value_float(config.give_back_after), err) ||
         reply_set(ctx, "auth", h5ark_value_bool(config.ntokens > 0), err) ||
         reply_set(ctx, "encrypted", h5ark_value_bool(config.curve_secret[0] != '\0'), err) ||
         reply_set(ctx, "hdf5_version", h5ark_value_str(hdf5), err) ||
@@ -121,7 +121,7 @@ static int cmd_clear(command_ctx *ctx, h5ark_error *err) {
     /* Nothing is left to reuse the memory for: give it back now rather than when idle.
      * (Objects a reply still sends from are freed when it has gone, and given back when
      * the daemon is next idle.) */
-    memory_release();
+    memory_give_back();
     return reply_set(ctx, "deleted", h5ark_value_uint(deleted), err);
 }
 

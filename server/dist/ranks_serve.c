@@ -463,7 +463,7 @@ static struct {
     int running;
     bool writer_running;
     int64_t idle_since; /* now_ms() when the last request finished with none waiting */
-    bool ran_since_release;
+    bool ran_since_give_back;
 } wq = {.lock = PTHREAD_MUTEX_INITIALIZER, .ready = PTHREAD_COND_INITIALIZER};
 
 /* The head may start: a reader while no writer runs, a writer once nothing runs. */
@@ -493,7 +493,7 @@ static void *worker_handler(void *arg) {
         if (!shared) wq.writer_running = false;
         if (--wq.running == 0 && !wq.head) {
             wq.idle_since = now_ms();
-            wq.ran_since_release = true;
+            wq.ran_since_give_back = true;
         }
         pthread_cond_broadcast(&wq.ready);
         pthread_mutex_unlock(&wq.lock);
@@ -579,12 +579,12 @@ int ranks_worker_run(h5ark_error *err) {
         /* the idle release, as rank 0's router does it (memory.h): checked at the poll's
          * pace, so it comes up to 250 ms late */
         pthread_mutex_lock(&wq.lock);
-        bool release = config.idle_release > 0 && wq.ran_since_release && !wq.head &&
+        bool release = config.give_back_after > 0 && wq.ran_since_give_back && !wq.head &&
                        wq.running == 0 &&
-                       t - wq.idle_since >= (int64_t)(config.idle_release * 1000);
-        if (release) wq.ran_since_release = false;
+                       t - wq.idle_since >= (int64_t)(config.give_back_after * 1000);
+        if (release) wq.ran_since_give_back = false;
         pthread_mutex_unlock(&wq.lock);
-        if (release) memory_release_soon();
+        if (release) memory_give_back_soon();
         if (t - heard > timeout_ms) {
             ranks_set_broken("rank 0 (host %s) has not been heard from within the rank timeout "
                              "(H5ARK_RANK_TIMEOUT)",

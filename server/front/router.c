@@ -334,16 +334,16 @@ int router_run(void *zmq_context, h5ark_error *err) {
     /* The idle timer: once no request has been in flight for idle_ms, and one has run since
      * the last release, the housekeeper gives freed memory back. ping and getconfig do not
      * count, so a monitor polling them does not keep the memory held. */
-    const uint64_t idle_ms = (uint64_t)(config.idle_release * 1000 + 0.5);
+    const uint64_t idle_ms = (uint64_t)(config.give_back_after * 1000 + 0.5);
     uint64_t idle_since = now_ms();
-    bool ran_since_release = false;
+    bool ran_since_give_back = false;
     while (accepting || in_flight > 0) {
         long timeout = -1;
-        if (idle_ms && ran_since_release && in_flight == 0) {
+        if (idle_ms && ran_since_give_back && in_flight == 0) {
             uint64_t now = now_ms(), due = idle_since + idle_ms;
             if (now >= due) {
-                memory_release_soon();
-                ran_since_release = false;
+                memory_give_back_soon();
+                ran_since_give_back = false;
             } else {
                 timeout = (long)(due - now);
             }
@@ -401,7 +401,7 @@ int router_run(void *zmq_context, h5ark_error *err) {
                 work_free(w);
             } else {
                 in_flight++;
-                ran_since_release = true;
+                ran_since_give_back = true;
             }
         }
     }

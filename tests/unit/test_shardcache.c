@@ -1,7 +1,7 @@
 /* Unit tests of the shard cache, alone and under darrays: blocks come back to the locale
  * that gave them, of similar size only (cut down when larger), oldest first out when the
  * cache is full or live objects need the room, small blocks never kept; darrays reuse
- * their shards' memory and the memory accounting ignores what is cached; shardcache_release
+ * their shards' memory and the memory accounting ignores what is cached; shardcache_empty
  * empties the cache and the process's resident size falls back to what it was. */
 #include "check.h"
 #include "config.h"
@@ -163,7 +163,7 @@ static bool resident_measurable(void) {
 #endif
 }
 
-static void test_release(void) {
+static void test_empty(void) {
     shardcache_init(512 * MiB);
     uint64_t before = memory_resident();
     CHECK(before > 0);
@@ -171,7 +171,7 @@ static void test_release(void) {
     uint64_t total = RELEASED_PER_LOCALE * (uint64_t)locales_count();
     CHECK_INT(shardcache_bytes(), total);
     uint64_t full = memory_resident();
-    CHECK_INT(shardcache_release(), total);
+    CHECK_INT(shardcache_empty(), total);
     CHECK_INT(shardcache_bytes(), 0);
     uint64_t after = memory_resident();
     if (resident_measurable()) {
@@ -181,7 +181,7 @@ static void test_release(void) {
         CHECKF(after <= before + 16 * MiB, "resident %llu MiB before, %llu MiB released",
                (unsigned long long)(before / MiB), (unsigned long long)(after / MiB));
     }
-    CHECK_INT(shardcache_release(), 0); /* nothing left */
+    CHECK_INT(shardcache_empty(), 0); /* nothing left */
 
     /* the cache works on as before */
     void *a = block(4 * MiB);
@@ -197,7 +197,7 @@ int main(void) {
     test_bounds();
     if (locales_start(3) != 0) return 1;
     test_registry_makes_room();
-    test_release();
+    test_empty();
     locales_stop();
     return check_exit("test_shardcache");
 }
