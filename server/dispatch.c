@@ -3,12 +3,9 @@
 
 #include "front/arkouda/endpoint.h"
 #include "commands/commands.h"
-#include "config.h"
-#include "inflight.h"
+#include "entry.h"
 #include "log.h"
-#include "metrics.h"
 #include "dist/ranks.h"
-#include "dist/ranks_serve.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -91,15 +88,6 @@ static int check_args(const command_def *cmd, const h5ark_value *args, h5ark_err
     return 0;
 }
 
-/* Compare without an early exit, so the time taken does not reveal how much matched. */
-static bool token_equal(const char *given, size_t given_len, const char *expected) {
-    size_t n = strlen(expected);
-    unsigned char diff = (unsigned char)(given_len != n);
-    for (size_t i = 0; i < n; i++)
-        diff |= (unsigned char)(given[i < given_len ? i : 0] ^ expected[i]);
-    return diff == 0 && given_len > 0;
-}
-
 static int check_header(const h5ark_value *h, const char *decode_error, h5ark_error *err) {
     if (!h)
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "the header frame %s",
@@ -140,30 +128,6 @@ static int check_header(const h5ark_value *h, const char *decode_error, h5ark_er
     if (token && token->kind != H5ARK_STR && token->kind != H5ARK_NIL)
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "header field 'token' must be a string");
     return 0;
-}
-
-/* Every token is compared, whatever matches, so the time taken says nothing about which
- * (or whether one) did. */
-int dispatch_check_token(const char *token, size_t len, const char *name, bool read_only,
-                         h5ark_error *err) {
-    if (config.ntokens == 0) return 0;
-    if (!token) return h5ark_fail(err, H5ARK_UNAUTHORIZED, "this daemon requires a token");
-    int match = -1;
-    for (size_t i = 0; i < config.ntokens; i++)
-        if (token_equal(token, len, config.tokens[i].secret)) match = (int)i;
-    if (match < 0) return h5ark_fail(err, H5ARK_UNAUTHORIZED, "the token is not valid");
-    if (name && !read_only && !config.tokens[match].may_write)
-        return h5ark_fail(err, H5ARK_UNAUTHORIZED,
-                          "'%s' creates or changes objects or files, and this token may only read",
-                          name);
-    return 0;
-}
-
-static int check_token(const h5ark_value *h, const command_def *cmd, h5ark_error *err) {
-    const h5ark_value *token = h5ark_value_get(h, "token");
-    bool given = token && token->kind == H5ARK_STR;
-    return dispatch_check_token(given ? token->as.s.ptr : NULL, given ? token->as.s.len : 0,
-                                cmd ? cmd->name : NULL, cmd && cmd->read_only, err);
 }
 
 /* ---- reply building ---- */
@@ -330,20 +294,6 @@ static h5ark_hold *take_hold(command_ctx *ctx) {
     return hold;
 }
 
-/* Run a command whose arguments have been checked: refused, run here alone, or forwarded
- * and run everywhere at several ranks (ranks_serve.h), listed for `status` while it runs
- * (the router thread's own commands end at once). */
-static int run_checked(const command_def *cmd, command_ctx *ctx, const request *req,
-                       const h5ark_value *h, h5ark_error *err) {
-    uint64_t seq = req->forwarded_seq;
-    if (ranks_serve_begin(cmd->name, cmd->ranks, cmd->read_only, h, &seq, err)) return -1;
-    inflight_entry *flight = cmd->immediate ? NULL : inflight_begin(req, cmd->name);
-    int rc = cmd->fn(ctx, err);
-    inflight_end(flight);
-    if (ranks_serve_end(seq, &rc, err) || rc != 0) return -1;
-    return 0;
-}
-
 static void ctx_free(command_ctx *ctx) {
     for (size_t i = 0; i < ctx->nheld; i++)
         object_release(ctx->held[i]);
@@ -354,15 +304,67 @@ static void ctx_free(command_ctx *ctx) {
     h5ark_value_destroy(&ctx->reply_buffers);
 }
 
-/* The header of a native call: {v, cmd, args, buffers}, no token (rank 0 checked it). */
-static h5ark_value *call_header(const char *name, const h5ark_value *args,
-                                const h5ark_value *buffers) {
+/* A native request on its way through the entry (entry.h): the command, the context its
+ * handler sees, and for dispatch_call what the forwarded header holds. */
+typedef struct {
+    const request *req;
+    const command_def *cmd;
+    const char *name; /* as asked */
+    command_ctx ctx;
+    h5ark_buffer_list buffers;
+    const h5ark_value *args, *buffer_list; /* dispatch_call's */
+} native_request;
+
+static void native_free(native_request *n) {
+    ctx_free(&n->ctx);
+    h5ark_buffer_list_free(&n->buffers);
+}
+
+static int ctx_start(command_ctx *ctx, h5ark_error *err) {
+    ctx->result = h5ark_value_map();
+    ctx->warnings = h5ark_value_array();
+    ctx->reply_buffers = h5ark_value_array();
+    if (!ctx->result || !ctx->warnings || !ctx->reply_buffers)
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    return 0;
+}
+
+/* A client's request, once its caller is known: a command it may know of, its arguments
+ * as its list declares them, and as many payload bytes as its buffers say. */
+static int native_check(void *door, h5ark_error *err) {
+    native_request *n = door;
+    const request *req = n->req;
+    const h5ark_value *h = req->header;
+    if (!n->cmd) return h5ark_fail(err, H5ARK_UNKNOWN_COMMAND, "unknown command '%s'", n->name);
+    if (check_args(n->cmd, n->ctx.args, err)) return -1;
+    if (h5ark_buffer_list_parse(h5ark_value_get(h, "buffers"), &n->buffers, err)) return -1;
+    if (n->buffers.total != req->payload.total && !req->forwarded_seq)
+        return h5ark_fail(
+            err, H5ARK_BAD_REQUEST,
+            "the header's buffers add up to %llu bytes but %llu payload bytes arrived",
+            (unsigned long long)n->buffers.total, (unsigned long long)req->payload.total);
+    n->ctx.buffers = &n->buffers;
+    n->ctx.payload = &req->payload;
+    if (ctx_start(&n->ctx, err)) return -1;
+    log_debug("request %s", n->name);
+    return 0;
+}
+
+static int native_run(void *door, const caller *who, h5ark_error *err) {
+    (void)who; /* the handlers ask nothing of the caller yet */
+    native_request *n = door;
+    return n->cmd->fn(&n->ctx, err);
+}
+
+/* The header of a native call: {v, cmd, args, buffers}, no token (rank 0 admitted it). */
+static h5ark_value *call_header(void *door) {
+    const native_request *n = door;
     h5ark_value *h = h5ark_value_map();
-    size_t want = buffers ? 4 : 3;
+    size_t want = n->buffer_list ? 4 : 3;
     h5ark_value_set(h, "v", h5ark_value_uint(H5ARK_PROTOCOL_VERSION));
-    h5ark_value_set(h, "cmd", h5ark_value_str(name));
-    h5ark_value_set(h, "args", h5ark_value_copy(args));
-    if (buffers) h5ark_value_set(h, "buffers", h5ark_value_copy(buffers));
+    h5ark_value_set(h, "cmd", h5ark_value_str(n->name));
+    h5ark_value_set(h, "args", h5ark_value_copy(n->args));
+    if (n->buffer_list) h5ark_value_set(h, "buffers", h5ark_value_copy(n->buffer_list));
     if (h5ark_value_len(h) != want) h5ark_value_destroy(&h);
     return h;
 }
@@ -372,60 +374,58 @@ int dispatch_call(const request *req, const char *name, const h5ark_value *args,
     memset(out, 0, sizeof *out);
     const command_def *cmd = command_find(name);
     if (!cmd || cmd->internal) return h5ark_fail(err, H5ARK_INTERNAL, "no command '%s'", name);
-    h5ark_buffer_list list = {0};
-    command_ctx ctx = {0};
-    h5ark_value *fwd = NULL;
+    native_request n = {.req = req, .cmd = cmd, .name = name, .args = args, .buffer_list = buffers};
+    command_ctx *ctx = &n.ctx;
     int rc = -1;
     bool nested = ranks_call_seq() != 0, agreed = false; /* from a command every rank runs */
     if (nested && cmd->ranks != RANKS_EVERY) {
         h5ark_fail(err, H5ARK_INTERNAL, "'%s' called inside a call of every rank", name);
         goto out;
     }
-    if (check_args(cmd, args, err) || h5ark_buffer_list_parse(buffers, &list, err)) goto out;
+    if (check_args(cmd, args, err) || h5ark_buffer_list_parse(buffers, &n.buffers, err)) goto out;
     /* nested on a rank > 0, the payload is rank 0's, which scatters it */
-    if (buffers && list.total != req->payload.total && !(nested && ranks_self() > 0)) {
+    if (buffers && n.buffers.total != req->payload.total && !(nested && ranks_self() > 0)) {
         h5ark_fail(err, H5ARK_BAD_REQUEST, "%llu bytes of data were expected but %llu arrived",
-                   (unsigned long long)list.total, (unsigned long long)req->payload.total);
+                   (unsigned long long)n.buffers.total, (unsigned long long)req->payload.total);
         goto out;
     }
-    ctx.args = args;
-    ctx.buffers = &list;
-    ctx.payload = &req->payload;
-    ctx.result = h5ark_value_map();
-    ctx.warnings = h5ark_value_array();
-    ctx.reply_buffers = h5ark_value_array();
-    if (!ctx.result || !ctx.warnings || !ctx.reply_buffers) {
-        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        goto out;
-    }
-    /* at several ranks a command that runs everywhere is forwarded with this header (a front
-     * end's own request has none the other ranks could run) */
+    ctx->args = args;
+    ctx->buffers = &n.buffers;
+    ctx->payload = &req->payload;
+    if (ctx_start(ctx, err)) goto out;
     if (nested) {
         /* every rank is running the caller: the command runs within its call, and the
          * ranks agree on its whole outcome as after a request of its own */
-        int ran = cmd->fn(&ctx, err);
-        if (ran == 0 && ctx.nheld && !(out->hold = take_hold(&ctx)))
+        int ran = cmd->fn(ctx, err);
+        if (ran == 0 && ctx->nheld && !(out->hold = take_hold(ctx)))
             ran = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         agreed = true;
         if (ranks_agree(ran, err)) goto out;
     } else {
-        if (ranks_count() > 1 && !(fwd = call_header(name, args, buffers))) {
-            h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-            goto out;
-        }
-        if (run_checked(cmd, &ctx, req, fwd, err)) goto out;
-        if (ctx.nheld && !(out->hold = take_hold(&ctx))) {
+        /* a part of the request this thread runs, for the caller admitted for it; at
+         * several ranks one that runs everywhere is forwarded with call_header */
+        entry_call call = {.req = req,
+                           .name = cmd->name,
+                           .read_only = cmd->read_only,
+                           .ranks = cmd->ranks,
+                           .unlisted = cmd->immediate,
+                           .known = entry_caller(),
+                           .forward = call_header,
+                           .run = native_run,
+                           .door = &n};
+        if (entry_run(&call, err)) goto out;
+        if (ctx->nheld && !(out->hold = take_hold(ctx))) {
             h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
             goto out;
         }
     }
-    out->result = ctx.result;
-    out->warnings = ctx.warnings;
-    out->buffers = ctx.reply_buffers;
-    out->spans = ctx.spans;
-    out->nspans = ctx.nspans;
-    ctx.result = ctx.warnings = ctx.reply_buffers = NULL;
-    ctx.spans = NULL;
+    out->result = ctx->result;
+    out->warnings = ctx->warnings;
+    out->buffers = ctx->reply_buffers;
+    out->spans = ctx->spans;
+    out->nspans = ctx->nspans;
+    ctx->result = ctx->warnings = ctx->reply_buffers = NULL;
+    ctx->spans = NULL;
     rc = 0;
 out:
     if (nested && !agreed) ranks_agree(-1, err); /* failed before running: the others know */
@@ -433,9 +433,7 @@ out:
         h5ark_hold_drop(out->hold);
         out->hold = NULL;
     }
-    ctx_free(&ctx);
-    h5ark_value_destroy(&fwd);
-    h5ark_buffer_list_free(&list);
+    native_free(&n);
     return rc;
 }
 
@@ -460,72 +458,61 @@ bool dispatch_is_immediate(const request *req) {
 void dispatch_handle(request *req, reply *out) {
     memset(out, 0, sizeof *out);
     h5ark_error err = {0};
-    h5ark_buffer_list buffers = {0};
-    command_ctx ctx = {0};
-    const command_def *cmd = NULL;
+    native_request n = {.req = req};
     h5ark_value *empty_args = NULL;
     const h5ark_value *h = req->header;
     h5ark_code outcome = H5ARK_OK;
 
     if (check_header(h, req->decode_error, &err)) goto fail;
-    const char *name = h5ark_value_get(h, "cmd")->as.s.ptr;
-    cmd = command_find(name);
-    if (cmd && cmd->internal && !req->forwarded_seq) cmd = NULL;
-    if (!req->forwarded_seq && check_token(h, cmd, &err))
-        goto fail; /* before revealing which commands exist */
-    if (!cmd) {
-        h5ark_fail(&err, H5ARK_UNKNOWN_COMMAND, "unknown command '%s'", name);
-        goto fail;
-    }
-    ctx.args = h5ark_value_get(h, "args");
-    if (!ctx.args || ctx.args->kind == H5ARK_NIL) ctx.args = empty_args = h5ark_value_map();
-    if (!ctx.args) {
+    n.name = h5ark_value_get(h, "cmd")->as.s.ptr;
+    n.cmd = command_find(n.name);
+    if (n.cmd && n.cmd->internal && !req->forwarded_seq) n.cmd = NULL;
+    n.ctx.args = h5ark_value_get(h, "args");
+    if (!n.ctx.args || n.ctx.args->kind == H5ARK_NIL) n.ctx.args = empty_args = h5ark_value_map();
+    if (!n.ctx.args) {
         h5ark_fail(&err, H5ARK_RESOURCE_LIMIT, "out of memory");
         goto fail;
     }
-    if (check_args(cmd, ctx.args, &err)) goto fail;
-    if (h5ark_buffer_list_parse(h5ark_value_get(h, "buffers"), &buffers, &err)) goto fail;
-    if (buffers.total != req->payload.total && !req->forwarded_seq) {
-        h5ark_fail(&err, H5ARK_BAD_REQUEST,
-                   "the header's buffers add up to %llu bytes but %llu payload bytes arrived",
-                   (unsigned long long)buffers.total, (unsigned long long)req->payload.total);
-        goto fail;
-    }
-    ctx.buffers = &buffers;
-    ctx.payload = &req->payload;
-    ctx.result = h5ark_value_map();
-    ctx.warnings = h5ark_value_array();
-    ctx.reply_buffers = h5ark_value_array();
-    if (!ctx.result || !ctx.warnings || !ctx.reply_buffers) {
-        h5ark_fail(&err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        goto fail;
-    }
-    log_debug("request %s", name);
-    if (run_checked(cmd, &ctx, req, h, &err)) goto fail;
+    const h5ark_value *token = h5ark_value_get(h, "token");
+    bool given = token && token->kind == H5ARK_STR;
+    entry_call call = {.req = req,
+                       .name = n.cmd ? n.cmd->name : NULL,
+                       .read_only = n.cmd && n.cmd->read_only,
+                       .ranks = n.cmd ? n.cmd->ranks : RANKS_ZERO,
+                       .unlisted = n.cmd && n.cmd->immediate,
+                       .token = given ? token->as.s.ptr : NULL,
+                       .token_len = given ? token->as.s.len : 0,
+                       .known = req->forwarded_seq ? &entry_forwarded : NULL,
+                       .forwarded_seq = req->forwarded_seq,
+                       .check = native_check,
+                       .run = native_run,
+                       .door = &n};
+    if (entry_run(&call, &err)) goto fail;
 
+    command_ctx *ctx = &n.ctx;
     h5ark_value *rh = reply_header(h, true);
-    if (h5ark_value_set(rh, "result", ctx.result) == 0) ctx.result = NULL;
-    if (h5ark_value_len(ctx.warnings)) {
-        h5ark_value_set(rh, "warnings", ctx.warnings);
-        ctx.warnings = NULL;
+    if (h5ark_value_set(rh, "result", ctx->result) == 0) ctx->result = NULL;
+    if (h5ark_value_len(ctx->warnings)) {
+        h5ark_value_set(rh, "warnings", ctx->warnings);
+        ctx->warnings = NULL;
     }
-    if (h5ark_value_len(ctx.reply_buffers)) {
-        h5ark_value_set(rh, "buffers", ctx.reply_buffers);
-        ctx.reply_buffers = NULL;
+    if (h5ark_value_len(ctx->reply_buffers)) {
+        h5ark_value_set(rh, "buffers", ctx->reply_buffers);
+        ctx->reply_buffers = NULL;
     }
     encode_or_fallback(rh, out);
     h5ark_value_destroy(&rh);
-    out->spans = ctx.spans;
-    out->nspans = ctx.nspans;
-    ctx.spans = NULL;
-    if (ctx.nheld && !(out->hold = take_hold(&ctx))) {
+    out->spans = ctx->spans;
+    out->nspans = ctx->nspans;
+    ctx->spans = NULL;
+    if (ctx->nheld && !(out->hold = take_hold(ctx))) {
         /* cannot keep the memory alive: do not send the spans */
         free(out->spans);
         free(out->header);
         h5ark_fail(&err, H5ARK_RESOURCE_LIMIT, "out of memory");
         goto fail;
     }
-    out->shutdown = ctx.shutdown;
+    out->shutdown = ctx->shutdown;
     goto done;
 
 fail:
@@ -534,10 +521,9 @@ fail:
     dispatch_error_reply(h && h->kind == H5ARK_MAP ? h : NULL, err.code, err.message, out);
     outcome = err.code;
 done:
-    metrics_request_done(req, outcome, out);
-    ctx_free(&ctx);
+    entry_answered(req, outcome, out);
+    native_free(&n);
     h5ark_value_destroy(&empty_args);
-    h5ark_buffer_list_free(&buffers);
 }
 
 const char *dispatch_command_name(size_t i) {

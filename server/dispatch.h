@@ -1,7 +1,8 @@
-/* The command table and what a command handler sees. dispatch checks the header and the
- * arguments against the command's declared list (unknown, missing or ill-typed arguments
- * are refused with bad_request before the handler runs), checks the token, and calls the
- * handler with a command_ctx. */
+/* The command table and what a command handler sees. dispatch decodes the native
+ * protocol's header and hands the request to the entry (entry.h: the caller, the ranks,
+ * `status`, metrics), which has the arguments checked against the command's declared list
+ * (unknown, missing or ill-typed arguments are refused with bad_request before the handler
+ * runs) and calls the handler with a command_ctx. */
 #ifndef H5ARK_DISPATCH_H
 #define H5ARK_DISPATCH_H
 
@@ -142,8 +143,9 @@ void reply_free(reply *r);
 
 /* One command of the table run from inside the daemon, for another front end (the
  * Arkouda dialect, arkouda/): `args` are checked against the command's list as a
- * request's are; `buffers` (NULL: none) describes req's payload. The caller checks the
- * token first (dispatch_check_token). On success `out` holds the result map, the warnings
+ * request's are; `buffers` (NULL: none) describes req's payload. It runs as a part of the
+ * request this thread is running, for the caller the entry admitted for it (entry.h:
+ * entry_caller). On success `out` holds the result map, the warnings
  * and the reply's bytes (spans, kept alive by `hold` until dispatch_result_free).
  * At several ranks, called on rank 0 alone it runs as a request of its own: one that runs
  * everywhere is forwarded (its name, args and buffers) to the other ranks, as a client's
@@ -161,11 +163,6 @@ typedef struct {
 int dispatch_call(const request *req, const char *name, const h5ark_value *args,
                   const h5ark_value *buffers, dispatch_result *out, h5ark_error *err);
 void dispatch_result_free(dispatch_result *r);
-/* Check a request's token (NULL: none given) against --token-file; `name` (NULL: not a
- * command) is refused to a read token unless `read_only`. unauthorized when it fails. The
- * ZeroMQ endpoint, the Arkouda endpoint and the HTTP gateway all check tokens here. */
-int dispatch_check_token(const char *token, size_t len, const char *name, bool read_only,
-                         h5ark_error *err);
 /* The names of the command table, i from 0 until it returns NULL. */
 const char *dispatch_command_name(size_t i);
 /* Ranks > 0: run a request rank 0 forwarded (header bytes as rank 0 encoded them); the

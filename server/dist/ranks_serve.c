@@ -682,8 +682,8 @@ static void every_leave(void) {
     pthread_mutex_unlock(&every.lock);
 }
 
-int ranks_serve_begin(const char *name, ranks_mode mode, bool shared, const h5ark_value *header,
-                      uint64_t *seq, h5ark_error *err) {
+int ranks_serve_begin(const char *name, ranks_mode mode, bool shared, ranks_header_fn header,
+                      void *arg, uint64_t *seq, h5ark_error *err) {
     if (ranks_count() == 1) return 0;
     char why[512];
     if (ranks_is_broken(why, sizeof why)) return h5ark_fail(err, H5ARK_IO_ERROR, "%s", why);
@@ -703,7 +703,12 @@ int ranks_serve_begin(const char *name, ranks_mode mode, bool shared, const h5ar
             return h5ark_fail(err, H5ARK_IO_ERROR, "the daemon is stopping");
         }
         *seq = atomic_fetch_add(&next_seq, 1) + 1;
-        if (forward(*seq, shared, header, err)) {
+        h5ark_value *made = NULL;
+        const h5ark_value *h = header(arg, &made);
+        int sent = h ? forward(*seq, shared, h, err)
+                     : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        h5ark_value_destroy(&made);
+        if (sent) {
             *seq = 0;
             call_done();
             every_leave();

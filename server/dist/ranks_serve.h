@@ -21,13 +21,19 @@ int ranks_worker_run(h5ark_error *err);
 /* Rank 0, after the router has stopped: stop the other ranks and wait for them. */
 void ranks_serve_stop(void);
 
-/* dispatch: before a command runs. With several ranks, refuse a command not converted
- * yet; on rank 0, wait for its turn (`shared`: it only reads, and may run beside others
- * that only read; otherwise alone), forward one that runs everywhere and number it (*seq);
- * then enter its call. *seq is the forwarded number on ranks > 0, 0 on rank 0. */
-int ranks_serve_begin(const char *name, ranks_mode mode, bool shared, const h5ark_value *header,
-                      uint64_t *seq, h5ark_error *err);
-/* dispatch: after it ran (status *rc, err): every rank agrees on the outcome (the lowest
+/* The header rank 0 forwards to the other ranks, asked for only when one is forwarded:
+ * NULL when out of memory; *made is set to what is destroyed once it is sent (NULL: the
+ * header is the caller's). */
+typedef const h5ark_value *(*ranks_header_fn)(void *arg, h5ark_value **made);
+
+/* entry.c: before a request runs. With several ranks, refuse one not converted yet
+ * (naming it `name`); on rank 0, wait for its turn (`shared`: it only reads, and may run
+ * beside others that only read; otherwise alone), forward one that runs everywhere
+ * (header(arg)) and number it (*seq); then enter its call. *seq is the forwarded number
+ * on ranks > 0, 0 on rank 0. */
+int ranks_serve_begin(const char *name, ranks_mode mode, bool shared, ranks_header_fn header,
+                      void *arg, uint64_t *seq, h5ark_error *err);
+/* entry.c: after it ran (status *rc, err): every rank agrees on the outcome (the lowest
  * failing rank's error wins), and the call is left. */
 int ranks_serve_end(uint64_t seq, int *rc, h5ark_error *err);
 

@@ -2,14 +2,12 @@
 #include "front/gateway.h"
 
 #include "config.h"
-#include "dispatch.h"
+#include "entry.h"
 #include "h5ark_value.h"
 #include "front/http.h"
 #include "log.h"
 #include "objects/object.h"
 #include "objects/strings.h"
-#include "dist/ranks.h"
-#include "dist/ranks_serve.h"
 #include "registry.h"
 #include "storage/files.h"
 #include "storage/sandbox.h"
@@ -465,20 +463,6 @@ static json_t *entity_json(const tree *tr, const h5ark_value *e, const char *pat
 }
 
 /* ---- requests ------------------------------------------------------------------------ */
-
-/* The token from `Authorization: Bearer TOKEN` or the `token` query argument; any valid
- * token will do, the gateway only reads. */
-static int check_token(const http_request *req, h5ark_error *err) {
-    if (config.ntokens == 0) return 0;
-    const char *auth = http_header(req, "Authorization");
-    const char *token = auth && strncmp(auth, "Bearer ", 7) == 0 ? auth + 7 : NULL;
-    if (!token) token = http_query(req, "token");
-    if (!token)
-        return h5ark_fail(err, H5ARK_UNAUTHORIZED,
-                          "this daemon requires a token: send 'Authorization: Bearer TOKEN' or "
-                          "the query argument token=TOKEN");
-    return dispatch_check_token(token, strlen(token), NULL, true, err);
-}
 
 /* The request's `file`, confined to the data directory as every client path is. */
 static int request_file(const http_request *req, char abs[PATH_MAX], struct stat *st,
@@ -1129,23 +1113,39 @@ static h5ark_value *read_header(const target *t, uint64_t lo, uint64_t hi) {
  * checked to be the array the listing describes (rows of `row` elements). At several ranks
  * every rank reads its part, as a request that runs everywhere, and rank 0 gathers them
  * (*whole, which the answer is made from). */
+/* One read on every rank, a part of the /data/ request the entry admitted. */
+typedef struct {
+    const target *t;
+    uint64_t lo, hi;
+    storage_read_item **items;
+    size_t *nitems;
+    object **whole;
+} rows_read;
+
+static h5ark_value *rows_header(void *door) {
+    const rows_read *r = door;
+    return read_header(r->t, r->lo, r->hi);
+}
+
+static int rows_run(void *door, const caller *who, h5ark_error *err) {
+    (void)who;
+    rows_read *r = door;
+    return storage_read_rows(r->t->abs, r->t->path + 1, r->lo, r->hi, r->items, r->nitems, r->whole,
+                             err);
+}
+
 static object *read_rows(const target *t, uint64_t lo, uint64_t hi, uint64_t row,
                          storage_read_item **items, size_t *nitems, object **whole,
                          h5ark_error *err) {
-    int rc;
-    if (ranks_count() > 1) {
-        h5ark_value *h = read_header(t, lo, hi);
-        uint64_t seq = 0;
-        rc = !h ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory")
-                : ranks_serve_begin("gateway_read", RANKS_EVERY, true, h, &seq, err);
-        h5ark_value_destroy(&h);
-        if (rc == 0) {
-            rc = storage_read_rows(t->abs, t->path + 1, lo, hi, items, nitems, whole, err);
-            ranks_serve_end(seq, &rc, err);
-        }
-    } else {
-        rc = storage_read_rows(t->abs, t->path + 1, lo, hi, items, nitems, whole, err);
-    }
+    rows_read r = {t, lo, hi, items, nitems, whole};
+    entry_call call = {.name = "gateway_read",
+                       .read_only = true,
+                       .ranks = RANKS_EVERY,
+                       .known = entry_caller(),
+                       .forward = rows_header,
+                       .run = rows_run,
+                       .door = &r};
+    int rc = entry_run(&call, err);
     if (rc) return NULL;
     object *obj = *whole ? *whole : *nitems == 1 ? (*items)[0].obj : NULL;
     bool fits = false;
@@ -1500,6 +1500,28 @@ static bool route_is(const char *url, const char *name) {
     return strncmp(url, name, n) == 0 && (url[n] == '\0' || (url[n] == '/' && url[n + 1] == '\0'));
 }
 
+typedef enum { NONE, META, ATTR, DATA, PATHS, FILES } api_route;
+
+typedef struct {
+    api_route api;
+    const http_request *req;
+    http_response *out;
+} route;
+
+/* The route's answer, errors included, is its own. */
+static int route_run(void *door, const caller *who, h5ark_error *err) {
+    (void)who;
+    const route *r = door;
+    switch (r->api) {
+    case META: meta(r->req, r->out, err); break;
+    case ATTR: attr(r->req, r->out, err); break;
+    case DATA: data(r->req, r->out, err); break;
+    case PATHS: paths(r->req, r->out, err); break;
+    default: files(r->out); break;
+    }
+    return 0;
+}
+
 static void serve(void *arg, const http_request *req, http_response *out) {
     (void)arg;
     h5ark_error err = {0};
@@ -1512,28 +1534,31 @@ static void serve(void *arg, const http_request *req, http_response *out) {
         return;
     }
     const char *url = req->path;
-    enum { NONE, META, ATTR, DATA, PATHS, FILES } api = NONE;
-    api = route_is(url, "/meta")    ? META
-          : route_is(url, "/attr")  ? ATTR
-          : route_is(url, "/data")  ? DATA
-          : route_is(url, "/paths") ? PATHS
-          : route_is(url, "/files") ? FILES
-                                    : NONE;
+    api_route api = route_is(url, "/meta")    ? META
+                    : route_is(url, "/attr")  ? ATTR
+                    : route_is(url, "/data")  ? DATA
+                    : route_is(url, "/paths") ? PATHS
+                    : route_is(url, "/files") ? FILES
+                                              : NONE;
     if (api == NONE) {
         static_file(url, out);
         return;
     }
-    if (check_token(req, &err)) {
-        reply_error(out, &err);
-        return;
-    }
-    switch (api) {
-    case META: meta(req, out, &err); break;
-    case ATTR: attr(req, out, &err); break;
-    case DATA: data(req, out, &err); break;
-    case PATHS: paths(req, out, &err); break;
-    default: files(out); break;
-    }
+    /* the token from `Authorization: Bearer TOKEN` or the `token` query argument; any
+     * valid token will do, the gateway only reads */
+    const char *auth = http_header(req, "Authorization");
+    const char *token = auth && strncmp(auth, "Bearer ", 7) == 0 ? auth + 7 : NULL;
+    if (!token) token = http_query(req, "token");
+    route r = {api, req, out};
+    entry_call call = {.read_only = true,
+                       .ranks = RANKS_ZERO,
+                       .token = token,
+                       .token_len = token ? strlen(token) : 0,
+                       .token_hint =
+                           "send 'Authorization: Bearer TOKEN' or the query argument token=TOKEN",
+                       .run = route_run,
+                       .door = &r};
+    if (entry_run(&call, &err)) reply_error(out, &err);
 }
 
 /* The built page: --web-dir, else `web` beside the program (the build tree), else

@@ -6,6 +6,7 @@
 #include "front/arkouda/endpoint.h"
 #include "config.h"
 #include "dispatch.h"
+#include "entry.h"
 #include "locales.h"
 #include "log.h"
 #include "memory.h"
@@ -144,7 +145,7 @@ static void reply_now(void *router, work *w, h5ark_code code, const char *messag
         dispatch_error_reply(w->req.header && w->req.header->kind == H5ARK_MAP ? w->req.header
                                                                                : NULL,
                              code, message, &r);
-    metrics_request_done(&w->req, code, &r);
+    entry_answered(&w->req, code, &r);
     send_reply(router, w, &r, false);
     reply_free(&r);
 }

@@ -1,11 +1,9 @@
 /* The Arkouda front end's request handling (see endpoint.h). */
 #include "front/arkouda/endpoint.h"
 
+#include "entry.h"
 #include "front/arkouda/commands.h"
 #include "log.h"
-#include "metrics.h"
-#include "dist/ranks.h"
-#include "dist/ranks_serve.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,22 +79,35 @@ static h5ark_value *every_header(const ak_request *in) {
     return h;
 }
 
-/* Run the command: here alone, or at several ranks refused or run on every rank (as the
- * gateway's reads: forwarded, then every rank agrees on the outcome). */
-static int run(const ak_command *cmd, ak_ctx *ctx, h5ark_error *err) {
-    ranks_mode mode = ak_command_ranks(cmd, ctx->in);
-    if (ranks_count() == 1 || mode == RANKS_ZERO) return cmd->fn(ctx, err);
-    if (mode != RANKS_EVERY) return ranks_not_yet(err, "%s", ctx->in->base);
-    h5ark_value *h = every_header(ctx->in);
-    uint64_t seq = 0;
-    int rc =
-        !h ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory")
-           : ranks_serve_begin("arkouda_run", RANKS_EVERY, cmd->flags & AK_READ_ONLY, h, &seq, err);
-    h5ark_value_destroy(&h);
-    if (rc) return -1;
-    rc = cmd->fn(ctx, err);
-    ranks_serve_end(seq, &rc, err);
-    return rc;
+/* An Arkouda request on its way through the entry (entry.h). */
+typedef struct {
+    const request *req;
+    ak_request *in;
+    const ak_command *cmd;
+    ak_ctx ctx;
+} ak_entry;
+
+/* Once the caller is known: a command the dialect has, in the format it takes. */
+static int ak_check(void *door, h5ark_error *err) {
+    ak_entry *e = door;
+    if (!e->cmd) return h5ark_fail(err, H5ARK_UNKNOWN_COMMAND, "Unrecognized command");
+    if (e->in->binary != !!(e->cmd->flags & AK_BINARY_IN))
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "%s takes format %s", e->in->base,
+                          e->cmd->flags & AK_BINARY_IN ? "BINARY" : "STRING");
+    if (!e->in->binary && e->req->payload.total)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "a STRING request carries no further frames");
+    log_debug("arkouda request %s", e->in->cmd);
+    return 0;
+}
+
+static h5ark_value *ak_forward(void *door) {
+    return every_header(((ak_entry *)door)->in);
+}
+
+static int ak_run(void *door, const caller *who, h5ark_error *err) {
+    (void)who; /* the dialect's commands ask nothing of the caller yet */
+    ak_entry *e = door;
+    return e->cmd->fn(&e->ctx, err);
 }
 
 /* arkouda_run {request} on a rank > 0: the command on this rank's shards; its reply is
@@ -143,8 +154,8 @@ bool arkouda_is_immediate(const request *req) {
 void arkouda_handle(request *req, reply *out) {
     h5ark_error err = {0};
     ak_request in = {0};
-    ak_ctx ctx = {.req = req, .in = &in};
-    const ak_command *cmd = NULL;
+    ak_entry e = {.req = req, .in = &in, .ctx = {.req = req, .in = &in}};
+    ak_ctx *ctx = &e.ctx;
     h5ark_code outcome = H5ARK_OK;
     if (!req->text) {
         if (req->decode_error)
@@ -154,43 +165,43 @@ void arkouda_handle(request *req, reply *out) {
         goto fail;
     }
     if (ak_request_parse(req->text, req->text_len, &in, &err)) goto fail;
-    cmd = ak_command_find(in.base);
-    /* the token before anything that reveals which commands exist */
-    if (dispatch_check_token(in.token, in.token_len, in.cmd, cmd && (cmd->flags & AK_READ_ONLY),
-                             &err))
-        goto fail;
-    if (!cmd) {
+    e.cmd = ak_command_find(in.base);
+    /* a command that runs everywhere goes to the other ranks as arkouda_run (every_header);
+     * Arkouda's requests are not listed in `status` (the native commands they call are) */
+    entry_call call = {.req = req,
+                       .name = in.cmd,
+                       .ranks_name = in.base,
+                       .read_only = e.cmd && (e.cmd->flags & AK_READ_ONLY),
+                       .ranks = e.cmd ? ak_command_ranks(e.cmd, &in) : RANKS_ZERO,
+                       .unlisted = true,
+                       .token = in.token,
+                       .token_len = in.token_len,
+                       .check = ak_check,
+                       .forward = ak_forward,
+                       .run = ak_run,
+                       .door = &e};
+    if (entry_run(&call, &err)) {
+        if (e.cmd || err.code != H5ARK_UNKNOWN_COMMAND) goto fail;
         char text[600];
         snprintf(text, sizeof text, "Unrecognized command: %.500s", in.cmd);
         json_reply(text, "ERROR", in.user, out);
         outcome = H5ARK_UNKNOWN_COMMAND;
         goto done;
     }
-    if (in.binary != !!(cmd->flags & AK_BINARY_IN)) {
-        h5ark_fail(&err, H5ARK_BAD_REQUEST, "%s takes format %s", in.base,
-                   cmd->flags & AK_BINARY_IN ? "BINARY" : "STRING");
-        goto fail;
-    }
-    if (!in.binary && req->payload.total) {
-        h5ark_fail(&err, H5ARK_BAD_REQUEST, "a STRING request carries no further frames");
-        goto fail;
-    }
-    log_debug("arkouda request %s", in.cmd);
-    if (run(cmd, &ctx, &err)) goto fail;
-    if (cmd->flags & AK_BINARY_OUT) {
+    if (e.cmd->flags & AK_BINARY_OUT) {
         memset(out, 0, sizeof *out);
         out->spans = malloc(sizeof *out->spans);
         if (!out->spans) {
             h5ark_fail(&err, H5ARK_RESOURCE_LIMIT, "out of memory");
             goto fail;
         }
-        out->spans[0] = (h5ark_span){ctx.bytes, ctx.nbytes};
+        out->spans[0] = (h5ark_span){ctx->bytes, ctx->nbytes};
         out->nspans = 1;
         out->one_frame = true;
-        out->hold = ctx.hold;
-        ctx.hold = NULL;
+        out->hold = ctx->hold;
+        ctx->hold = NULL;
     } else {
-        json_reply(ctx.msg ? ctx.msg : "", ctx.warning ? "WARNING" : "NORMAL", in.user, out);
+        json_reply(ctx->msg ? ctx->msg : "", ctx->warning ? "WARNING" : "NORMAL", in.user, out);
     }
     goto done;
 
@@ -198,7 +209,7 @@ fail:
     if (err.code == H5ARK_OK) h5ark_fail(&err, H5ARK_INTERNAL, "command failed without a reason");
     outcome = err.code;
     log_debug("arkouda request failed: %s", err.message);
-    if (cmd && (cmd->flags & AK_BINARY_OUT)) {
+    if (e.cmd && (e.cmd->flags & AK_BINARY_OUT)) {
         /* the client reads binary replies as one bare frame and knows only this error */
         char text[1200];
         int n = snprintf(text, sizeof text, "Error: %s", err.message);
@@ -210,8 +221,8 @@ fail:
         json_reply(text, "ERROR", in.user, out);
     }
 done:
-    metrics_request_done(req, outcome, out);
-    free(ctx.msg);
-    h5ark_hold_drop(ctx.hold);
+    entry_answered(req, outcome, out);
+    free(ctx->msg);
+    h5ark_hold_drop(ctx->hold);
     ak_request_free(&in);
 }

@@ -1,0 +1,86 @@
+/* The one entry of every request (see entry.h). */
+#include "entry.h"
+
+#include "config.h"
+#include "dist/ranks_serve.h"
+#include "inflight.h"
+#include "metrics.h"
+
+#include <string.h>
+
+const caller entry_forwarded = {.token = -1, .may_write = true};
+
+/* The caller of the request this thread runs: the parts a request opens as entry calls of
+ * their own (dispatch_call, the gateway's reads) run on its thread. */
+static _Thread_local const caller *current;
+
+const caller *entry_caller(void) {
+    return current;
+}
+
+/* Compare without an early exit, so the time taken does not reveal how much matched. */
+static bool token_equal(const char *given, size_t given_len, const char *expected) {
+    size_t n = strlen(expected);
+    unsigned char diff = (unsigned char)(given_len != n);
+    for (size_t i = 0; i < n; i++)
+        diff |= (unsigned char)(given[i < given_len ? i : 0] ^ expected[i]);
+    return diff == 0 && given_len > 0;
+}
+
+/* Who the caller is, from the credentials the door decoded (--token-file). Every token is
+ * compared, whatever matches, so the time taken says nothing about which (or whether one)
+ * did. */
+static int identify(const entry_call *c, caller *who, h5ark_error *err) {
+    *who = (caller){.token = -1, .may_write = true};
+    if (config.ntokens == 0) return 0;
+    if (!c->token)
+        return c->token_hint ? h5ark_fail(err, H5ARK_UNAUTHORIZED,
+                                          "this daemon requires a token: %s", c->token_hint)
+                             : h5ark_fail(err, H5ARK_UNAUTHORIZED, "this daemon requires a token");
+    int match = -1;
+    for (size_t i = 0; i < config.ntokens; i++)
+        if (token_equal(c->token, c->token_len, config.tokens[i].secret)) match = (int)i;
+    if (match < 0) return h5ark_fail(err, H5ARK_UNAUTHORIZED, "the token is not valid");
+    *who = (caller){.token = match, .may_write = config.tokens[match].may_write};
+    return 0;
+}
+
+/* Whether the caller may ask for what it asks. */
+static int permit(const entry_call *c, const caller *who, h5ark_error *err) {
+    if (c->name && !c->read_only && !who->may_write)
+        return h5ark_fail(err, H5ARK_UNAUTHORIZED,
+                          "'%s' creates or changes objects or files, and this token may only read",
+                          c->name);
+    return 0;
+}
+
+/* ranks_serve's header: the door's, made now, or the request's own. */
+static const h5ark_value *forward_header(void *arg, h5ark_value **made) {
+    const entry_call *c = arg;
+    *made = c->forward ? c->forward(c->door) : NULL;
+    return c->forward ? *made : c->req ? c->req->header : NULL;
+}
+
+int entry_run(entry_call *c, h5ark_error *err) {
+    if (c->known)
+        c->who = *c->known;
+    else if (identify(c, &c->who, err) || permit(c, &c->who, err))
+        return -1; /* before the check: a stranger learns nothing */
+    if (c->check && c->check(c->door, err)) return -1;
+    uint64_t seq = c->forwarded_seq;
+    if (ranks_serve_begin(c->ranks_name ? c->ranks_name : c->name, c->ranks, c->read_only,
+                          forward_header, c, &seq, err))
+        return -1;
+    inflight_entry *flight = c->unlisted || !c->req ? NULL : inflight_begin(c->req, c->name);
+    const caller *outer = current;
+    current = &c->who;
+    int rc = c->run(c->door, &c->who, err);
+    current = outer;
+    inflight_end(flight);
+    if (ranks_serve_end(seq, &rc, err) || rc != 0) return -1;
+    return 0;
+}
+
+void entry_answered(const request *req, h5ark_code outcome, const reply *out) {
+    metrics_request_done(req, outcome, out);
+}
