@@ -23,7 +23,8 @@ const char *metrics_address(void);
 
 uint64_t metrics_clock(void); /* monotonic nanoseconds, for a request's arrival */
 
-/* A request is answered: `outcome` is H5ARK_OK or the error code of its reply `out`.
+/* A request is answered (entry_answered, entry.h, calls this for every door): `outcome` is
+ * H5ARK_OK or the error code of its reply `out`.
  * Counted by command and outcome with its latency (from req->arrived_ns) and bytes, and
  * at --log-level info written as one log line. */
 void metrics_request_done(const struct request *req, h5ark_code outcome, const struct reply *out);
