@@ -12,7 +12,8 @@ import threading
 import pytest
 import zmq
 
-from conftest import Daemon, daemon_binary, request
+from daemons import Daemon, daemon_binary
+from wire import request
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "arkouda"
 # names: id_<7 letters>_<n>; at several ranks id_<request>[_<k>], the same on every rank

@@ -7,7 +7,7 @@ import uuid
 import numpy as np
 import pytest
 
-from conftest import decode_strings, encode_strings, request
+from wire import decode_strings, encode_strings, request
 
 DESC_KEYS = {"name", "objtype", "dtype", "size", "shape", "ndim", "itemsize", "nbytes"}
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import zmq
 
-from conftest import request
+from wire import request
 
 MESSAGES = int(os.environ.get("H5ARK_FUZZ_MESSAGES", "100000"))
 IN_FLIGHT = 64

@@ -17,7 +17,8 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import TOOL_SLOWDOWN, Daemon, request
+from daemons import Daemon, TOOL_SLOWDOWN
+from wire import request
 
 TOKEN = "gateway-secret"
 HTTP_TIMEOUT = 30 * TOOL_SLOWDOWN

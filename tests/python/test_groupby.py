@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import decode_strings, encode_strings, request
+from wire import decode_strings, encode_strings, request
 
 _counter = itertools.count()
 

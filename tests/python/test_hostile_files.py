@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 import zmq
 
-from conftest import SHARED_FIXTURES, request
+from conftest import SHARED_FIXTURES
+from wire import request
 
 SEED = 20240611
 # The suite's cases: every base file mutated under each of these seeds.

@@ -12,14 +12,11 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import SHARED_FIXTURES, Conn, Daemon, unique
+from conftest import SHARED_FIXTURES
+from daemons import Daemon
+from wire import Conn, unique
 
 FIXTURES = SHARED_FIXTURES.parent
-
-
-@pytest.fixture
-def conn(daemon):
-    return Conn(daemon)
 
 
 def ark(obj, objtype):

@@ -16,8 +16,9 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import (SHARED_FIXTURES, TOOL_SLOWDOWN, Daemon, daemon_binary,
-                      remove_mpi_session, request, wait_serving)
+from conftest import SHARED_FIXTURES
+from daemons import Daemon, daemon_binary, remove_mpi_session, TOOL_SLOWDOWN, wait_serving
+from wire import request
 
 MPIRUN = shutil.which("mpirun")
 THREADS = 2  # locales per rank; the one-rank daemon compared with gets R * THREADS

@@ -11,7 +11,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import Daemon
+from daemons import Daemon
 from test_ranks import MPIRUN, MpiDaemon, call, mpi_build, ok
 import test_arkouda_wire as wire
 from test_arkouda_wire import Ak, created_name, download, get_strings, put_strings, upload

@@ -12,7 +12,8 @@ import time
 import numpy as np
 import pytest
 
-from conftest import Daemon, request
+from daemons import Daemon
+from wire import request
 from netns_cluster import UNSHARE, NetnsCluster, NetnsDaemon, unavailable
 from test_ranks import (call, group_keys, h5_tree, mpi_build, ok, object_bytes, put_array,
                         put_key, put_strings, same_result, strings_keys)

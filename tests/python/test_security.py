@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import zmq
 
-from conftest import REPO, Daemon, daemon_binary, request
+from daemons import Daemon, daemon_binary, REPO
+from wire import request
 
 import h5ark
 

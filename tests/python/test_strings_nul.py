@@ -10,18 +10,14 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import (TOOL_SLOWDOWN, Conn, Daemon, decode_strings, encode_strings, h5_strings,
-                      locale_file, unique)
+from conftest import h5_strings, locale_file
+from daemons import Daemon, TOOL_SLOWDOWN
+from wire import Conn, decode_strings, encode_strings, unique
 from test_gateway import free_port
 
 # NULs at the start, middle and end, alone, all-NUL, empty strings, mixed unicode
 WORDS = ["", "\0", "a\0b", "\0lead", "trail\0", "\0\0\0", "", "héllo\0wörld", "plain",
          "\0é\0", "日本\0語", "x" * 40 + "\0" + "y" * 40, "\0\0", "z"]
-
-
-@pytest.fixture(scope="module")
-def conn(daemon):
-    return Conn(daemon)
 
 
 def put(conn, strs, split=None):
