@@ -82,9 +82,9 @@ def unique(prefix="t"):
     return f"{prefix}_{uuid.uuid4().hex[:8]}"
 
 
-def send(d, cmd, args=None, frames=(), buffers=None, id=7, timeout_ms=30000, **header):
+def send(d, cmd, args=None, frames=(), buffers=None, id=7, timeout_ms=60000, **header):
     """One request to daemon `d` (token added when `d` has one); returns (header, frames)."""
-    hdr = {"v": 1, "id": id, "cmd": cmd, "token": d.token}
+    hdr = {"v": 1, "id": id, "cmd": cmd, "token": getattr(d, "token", None)}
     if args is not None:
         hdr["args"] = args
     if buffers is not None:
@@ -199,11 +199,12 @@ def one_frame(data):
     return [data] if data else []
 
 
-def put_array(d, arr, name=None, split=one_frame, dtype=None):
+def put_array(d, arr, name=None, split=one_frame, dtype=None, **args):
+    """`put` of a pdarray (args: more of put's arguments, `tag` say); its name."""
     arr = np.asarray(arr)
     data = le_bytes(arr)
     dtype = dtype or dtype_name(arr)
-    args = {"objtype": "pdarray", "dtype": dtype, "shape": [int(arr.size)]}
+    args = {"objtype": "pdarray", "dtype": dtype, "shape": [int(arr.size)], **args}
     if name is not None:
         args["name"] = name
     reply = send(d, "put", args, split(data), [{"name": "values", "nbytes": len(data)}],
