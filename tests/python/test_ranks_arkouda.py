@@ -11,8 +11,8 @@ import h5py
 import numpy as np
 import pytest
 
-from daemons import Daemon
-from test_ranks import MPIRUN, MpiDaemon, call, mpi_build, ok
+from daemons import MPIRUN, Daemon, mpi_build
+from test_ranks import call, ok
 import test_arkouda_wire as wire
 from test_arkouda_wire import Ak, created_name, download, get_strings, put_strings, upload
 
@@ -49,7 +49,7 @@ def akd(request, tmp_path_factory):
         pytest.skip("h5arkd was built without MPI")
     ranks, threads = request.param
     sock = tmp_path_factory.mktemp("akr") / "ak.sock"
-    d = MpiDaemon(ranks, threads, extra_args=["--arkouda-endpoint", f"ipc://{sock}"])
+    d = Daemon(ranks=ranks, locales=threads, extra_args=["--arkouda-endpoint", f"ipc://{sock}"])
     d.ak_endpoint = f"ipc://{sock}"
     d.ranks, d.locales, d.data_dir = ranks, ranks * threads, d.tmp / "data"
     yield d
@@ -538,7 +538,7 @@ def arkouda_at_two_ranks(max_memory):
     if not mpi_build():
         pytest.skip("h5arkd was built without MPI")
     sock = f"ipc://{tempfile.mkdtemp(prefix='akmem-')}/ak.sock"
-    d = MpiDaemon(2, 2, extra_args=["--arkouda-endpoint", sock, "--max-memory", max_memory])
+    d = Daemon(ranks=2, locales=2, extra_args=["--arkouda-endpoint", sock, "--max-memory", max_memory])
     return d, Ak(sock)
 
 

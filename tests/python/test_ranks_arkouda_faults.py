@@ -8,7 +8,8 @@ import h5py
 import numpy as np
 import pytest
 
-from test_ranks import MPIRUN, MpiDaemon, mpi_build, ok
+from daemons import MPIRUN, Daemon, mpi_build
+from test_ranks import ok
 from test_arkouda_wire import (Ak, arkouda_short_key, created_name, download, get_strings,
                                put_strings, upload)
 from test_ranks_arkouda import arkouda_at_two_ranks
@@ -23,7 +24,7 @@ def akd(tmp_path_factory):
     if not mpi_build():
         pytest.skip("h5arkd was built without MPI")
     sock = tmp_path_factory.mktemp("akft") / "ak.sock"
-    d = MpiDaemon(2, 2, env={"H5ARK_FAULTS": "1"},
+    d = Daemon(ranks=2, locales=2, env={"H5ARK_FAULTS": "1"},
                   extra_args=["--arkouda-endpoint", f"ipc://{sock}"])
     d.ak_endpoint = f"ipc://{sock}"
     d.data = d.tmp / "data"

@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from test_ranks import MPIRUN, MpiDaemon, mpi_build
+from daemons import MPIRUN, Daemon, mpi_build
 from test_arkouda_wire import Ak, download, upload
 from test_fuzz_live import ak_fuzz
 
@@ -21,7 +21,7 @@ def akd(tmp_path_factory):
     if not mpi_build():
         pytest.skip("h5arkd was built without MPI")
     sock = tmp_path_factory.mktemp("akfz") / "ak.sock"
-    d = MpiDaemon(RANKS, 2, extra_args=["--arkouda-endpoint", f"ipc://{sock}",
+    d = Daemon(ranks=RANKS, locales=2, extra_args=["--arkouda-endpoint", f"ipc://{sock}",
                                     "--max-memory", "256M"])
     d.ak_endpoint = f"ipc://{sock}"
     yield d

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import h5_strings, locale_file
-from daemons import Daemon, TOOL_SLOWDOWN
+from daemons import MPIRUN, Daemon, mpi_build, TOOL_SLOWDOWN
 from wire import Conn, decode_strings, encode_strings, unique
 from test_gateway import free_port
 
@@ -210,15 +210,13 @@ def test_groupby_tells_nul_strings_apart(conn):
 def test_several_ranks_match_one_rank(tmp_path):
     """At several ranks (strings placed across ranks by offsets; groupby's records with NULs
     escaped): groupby, its strings keys gathered, tohdf and readhdf give what one rank gives."""
-    from test_ranks import MPIRUN, MpiDaemon, mpi_build
     if MPIRUN is None or not mpi_build():
         pytest.skip("no mpirun, or h5arkd built without MPI")
     rng = np.random.default_rng(3)
     pool = ["", "\0", "a", "a\0", "a\0\0", "\0a", "é\0", "b"]
     keys = [pool[i] for i in rng.integers(0, len(pool), 301)]
     other = [pool[i] for i in rng.integers(0, 3, 301)]
-    multi, single = MpiDaemon(3), Daemon(locales=6)
-    multi.data_dir = multi.tmp / "data"
+    multi, single = Daemon(ranks=3, locales=2), Daemon(locales=6)
     try:
         out = []
         for d in (multi, single):
