@@ -47,12 +47,15 @@ class Daemon:
     every rank at once). Stop it with stop() or shutdown(); cleanup() at teardown."""
 
     def __init__(self, locales=3, token=None, max_memory=None, extra_args=(), endpoint=None,
-                 token_file=None, data_dir=None, env=None, preexec_fn=None, ranks=None):
+                 token_file=None, data_dir=None, env=None, preexec_fn=None, ranks=None,
+                 arkouda=False):
         """`locales`: per rank. `token` is sent with the readiness ping; it is written to a
         token file of its own unless `token_file` (a file of several tokens) is given.
         `env`: variables added to the daemon's environment; `preexec_fn`: run in the child
-        before exec (the signal state it inherits, say)."""
+        before exec (the signal state it inherits, say). `arkouda`: also serve Arkouda's
+        dialect, at self.ak_endpoint."""
         self.ranks = ranks
+        self.locales = locales * (ranks or 1)  # every rank's together
         self.tmp = pathlib.Path(tempfile.mkdtemp(prefix="h5ark-ranks-" if ranks else "h5ark-test-"))
         self.data_dir = pathlib.Path(data_dir) if data_dir else self.tmp / "data"
         self.endpoint = endpoint or f"ipc://{self.tmp}/h5arkd.sock"
@@ -66,6 +69,9 @@ class Daemon:
             args += ["--token-file", str(token_file)]
         if max_memory is not None:
             args += ["--max-memory", str(max_memory)]
+        self.ak_endpoint = f"ipc://{self.tmp}/ak.sock" if arkouda else None
+        if arkouda:
+            args += ["--arkouda-endpoint", self.ak_endpoint]
         args += list(extra_args)
         env = {**os.environ, **(env or {})}
         if ranks:

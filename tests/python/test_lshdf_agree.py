@@ -416,10 +416,8 @@ def test_fixtures_list_and_read_alike(conn, fixture):
 # ---- Arkouda's endpoint: readAllHdf of whole files ------------------------------------------
 
 @pytest.fixture(scope="module")
-def akd(tmp_path_factory):
-    sock = tmp_path_factory.mktemp("ak") / "ak.sock"
-    d = Daemon(locales=3, extra_args=["--arkouda-endpoint", f"ipc://{sock}"])
-    d.ak_endpoint = f"ipc://{sock}"
+def akd():
+    d = Daemon(locales=3, arkouda=True)
     yield d
     d.cleanup()
 
