@@ -220,8 +220,13 @@ def remove_mpi_session(mpirun_pid):
             d.parent.rmdir()  # when no other mpirun's is beside it
 
 
-def free_tcp_endpoint():
-    """A loopback TCP endpoint where, for now, nothing listens."""
+def free_port():
+    """A loopback TCP port where, for now, nothing listens."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return f"tcp://127.0.0.1:{s.getsockname()[1]}"
+        return s.getsockname()[1]
+
+
+def free_tcp_endpoint():
+    """A loopback TCP endpoint where, for now, nothing listens."""
+    return f"tcp://127.0.0.1:{free_port()}"

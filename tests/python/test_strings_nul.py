@@ -11,9 +11,8 @@ import numpy as np
 import pytest
 
 from conftest import h5_strings, locale_file
-from daemons import MPIRUN, Daemon, mpi_build, TOOL_SLOWDOWN
+from daemons import MPIRUN, Daemon, free_port, mpi_build, TOOL_SLOWDOWN
 from wire import Conn, decode_strings, encode_strings, unique
-from test_gateway import free_port
 
 # NULs at the start, middle and end, alone, all-NUL, empty strings, mixed unicode
 WORDS = ["", "\0", "a\0b", "\0lead", "trail\0", "\0\0\0", "", "héllo\0wörld", "plain",
