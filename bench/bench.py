@@ -36,7 +36,8 @@ try:  # --help answers without them; main() says which is missing
     import msgpack
     import numpy as np
     import zmq
-    from conftest import Daemon, block_bounds, free_tcp_endpoint, h5_pdarray
+    from conftest import block_bounds, h5_pdarray
+    from daemons import Daemon, free_tcp_endpoint
     import h5ark
     MISSING = None
 except ImportError as e:
@@ -899,7 +900,7 @@ def ranks_measures(a):
     measured; each measure alternates with its raw reference run by run:
     h5ark-mpi-move with the same mpirun for the bytes ranks move, and pwrite/pread of the
     same bytes in as many threads as locales for the files."""
-    from test_ranks import MpiDaemon, mpi_build
+    from daemons import mpi_build
     mover = a.build / "bench" / "h5ark-mpi-move"
     if shutil.which("mpirun") is None or not mpi_build() or not mover.exists():
         return {k: "n/a (no MPI build)" for k in ranks_rows(a)}
@@ -907,9 +908,8 @@ def ranks_measures(a):
     with contextlib.ExitStack() as stack:
         daemons = {("local", 1): stack.enter_context(daemon(t))}
         for r in (2, 3):
-            d = MpiDaemon(r, threads=t // r)
+            d = Daemon(ranks=r, locales=t // r)
             stack.callback(d.cleanup)
-            d.data_dir = d.tmp / "data"
             daemons[("local", r)] = d
         mpirun = {"local": lambda r: [shutil.which("mpirun"), "--allow-run-as-root",
                                       "--oversubscribe", "--bind-to", "none", "-np", str(r)]}

@@ -15,8 +15,8 @@ import threading
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests" / "python"))
-from conftest import Daemon  # noqa: E402
-from test_ranks import MpiDaemon, call  # noqa: E402
+from daemons import Daemon  # noqa: E402
+from test_ranks import call  # noqa: E402
 
 R, K, N, RUNS = (int(x) for x in (sys.argv[1:5] if len(sys.argv) > 4 else (2, 4, 10, 5)))
 ROWS = 1 << 20
@@ -53,7 +53,7 @@ def together(endpoint, kind):
         t.join()
 
 
-d = MpiDaemon(R, 2) if R > 1 else Daemon(locales=2)
+d = Daemon(ranks=R if R > 1 else None, locales=2)
 try:
     ok(d.endpoint, "create", {"dtype": "int64", "fill": "arange", "stop": ROWS, "name": "shared"})
     for kind in ("get", "mixed"):

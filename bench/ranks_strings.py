@@ -12,12 +12,10 @@ ranks")."""
 import pathlib
 import statistics
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests" / "python"))
-from conftest import Daemon  # noqa: E402
-from test_ranks import MpiDaemon  # noqa: E402
+from daemons import Daemon  # noqa: E402
 from test_arkouda_wire import Ak, created_name, put_strings  # noqa: E402
 
 RUNS = int(sys.argv[1]) if len(sys.argv) > 1 else 5
@@ -50,12 +48,8 @@ def measure(c):
 
 base = {}  # R = 1's times, the reference each R > 1 is a ratio against
 for ranks in (1, 2, 3):
-    sock = f"ipc://{tempfile.mkdtemp(prefix='h5ark-bench-')}/ak.sock"
-    if ranks == 1:
-        d = Daemon(locales=LOCALES, extra_args=["--arkouda-endpoint", sock])
-    else:
-        d = MpiDaemon(ranks, LOCALES // ranks, extra_args=["--arkouda-endpoint", sock])
-    c = Ak(sock)
+    d = Daemon(ranks=ranks if ranks > 1 else None, locales=LOCALES // ranks, arkouda=True)
+    c = Ak(d.ak_endpoint)
     try:
         for what, times in measure(c).items():
             line = (f"R={ranks} x {LOCALES // ranks} loc  {what:40s}  median "

@@ -19,7 +19,7 @@ import subprocess
 import tempfile
 import time
 
-from conftest import daemon_binary, remove_mpi_session, wait_serving
+from daemons import daemon_binary, remove_mpi_session, wait_serving
 
 IP = shutil.which("ip") or "/usr/sbin/ip"
 UNSHARE = shutil.which("unshare")

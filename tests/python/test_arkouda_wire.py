@@ -12,7 +12,8 @@ import threading
 import pytest
 import zmq
 
-from conftest import Daemon, daemon_binary, request
+from daemons import Daemon, daemon_binary
+from wire import request
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "arkouda"
 # names: id_<7 letters>_<n>; at several ranks id_<request>[_<k>], the same on every rank
@@ -94,11 +95,8 @@ class Ak:
 
 
 @pytest.fixture(scope="module")
-def akd(tmp_path_factory):
-    sock = tmp_path_factory.mktemp("ak") / "ak.sock"
-    d = Daemon(locales=3, extra_args=["--arkouda-endpoint", f"ipc://{sock}"])
-    d.ak_endpoint = f"ipc://{sock}"
-    d.locales = 3  # every rank's together (test_ranks_arkouda.py runs these tests at R > 1)
+def akd():
+    d = Daemon(locales=3, arkouda=True)
     yield d
     d.cleanup()
 
@@ -211,21 +209,19 @@ def test_one_registry(ak, akd):
 def test_tokens(tmp_path):
     tokens = tmp_path / "tokens"
     tokens.write_text("sekrit write\nlooker read\n")
-    sock = tmp_path / "akt.sock"
-    d = Daemon(locales=2, token="sekrit", token_file=tokens,
-               extra_args=["--arkouda-endpoint", f"ipc://{sock}"])
+    d = Daemon(locales=2, token="sekrit", token_file=tokens, arkouda=True)
     try:
-        anon = Ak(f"ipc://{sock}")
+        anon = Ak(d.ak_endpoint)
         r = anon.reply("connect")
         assert r["msgType"] == "ERROR" and "requires a token" in r["msg"]
         # an unknown command is not revealed without a token
         assert "requires a token" in anon.error("nosuch", {})
-        bad = Ak(f"ipc://{sock}", token="wrong")
+        bad = Ak(d.ak_endpoint, token="wrong")
         assert "not valid" in bad.error("getconfig", {})
-        good = Ak(f"ipc://{sock}", token="sekrit")
+        good = Ak(d.ak_endpoint, token="sekrit")
         assert good.ok("connect").startswith("connected")
         good.created("arange<int64,1>", {"start": 0, "stop": 3, "step": 1})
-        reader = Ak(f"ipc://{sock}", token="looker")
+        reader = Ak(d.ak_endpoint, token="looker")
         assert reader.ok("getconfig", {})
         assert "may only read" in reader.error("arange<int64,1>", {"start": 0, "stop": 3,
                                                                     "step": 1})

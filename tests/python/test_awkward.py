@@ -11,7 +11,8 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import Conn, SHARED_FIXTURES
+from conftest import SHARED_FIXTURES
+from wire import Conn
 
 AK2 = SHARED_FIXTURES.parent / "awkward2"
 

@@ -11,8 +11,9 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import (TOOL_SLOWDOWN, daemon_binary, free_tcp_endpoint, h5_pdarray,
-                      locale_file, project_version, unique)
+from conftest import h5_pdarray, locale_file, project_version
+from daemons import daemon_binary, free_tcp_endpoint, TOOL_SLOWDOWN
+from wire import unique
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CLI = os.environ.get("H5ARK_CLI", str(REPO / "build" / "client" / "c" / "h5ark"))

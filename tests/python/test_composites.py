@@ -2,70 +2,14 @@
 segarray, dataframe, index / multiindex, reshape (pdarray <-> arrayview), bigint pdarrays
 and tags; descriptors, component paths, empty objects, more locales than elements, and
 every malformed constructor call (see protocol/PROTOCOL.md, "Composite objects")."""
-import uuid
-
 import numpy as np
 import pytest
 
-from conftest import decode_strings, encode_strings, request
-
-DESC_KEYS = {"name", "objtype", "dtype", "size", "shape", "ndim", "itemsize", "nbytes"}
+from wire import (assert_alive, check_desc, decode_strings, encode_strings, fails, get, ok, put_array,
+                  put_strings, send, unique)
 
 
 # ---------------------------------------------------------------- helpers
-
-def unique(prefix="c"):
-    return f"{prefix}_{uuid.uuid4().hex[:10]}"
-
-
-def send(d, cmd, args=None, frames=(), buffers=None):
-    hdr = {"v": 1, "id": 5, "cmd": cmd, "args": args or {}}
-    if buffers is not None:
-        hdr["buffers"] = buffers
-    return request(d.endpoint, hdr, frames, timeout_ms=60000)
-
-
-def ok(reply):
-    hdr, _ = reply
-    assert hdr.get("ok") is True, hdr
-    assert hdr.get("id") == 5, hdr
-    return hdr["result"]
-
-
-def fails(reply, code, mentions=()):
-    hdr, frames = reply
-    assert hdr.get("ok") is False, hdr
-    err = hdr["error"]
-    assert err["code"] == code, hdr
-    assert isinstance(err["message"], str) and err["message"].strip(), hdr
-    for word in (mentions if isinstance(mentions, (list, tuple)) else [mentions]):
-        assert word in err["message"], hdr
-    assert "result" not in hdr and not frames, hdr
-    return err["message"]
-
-
-def assert_alive(d):
-    assert d.alive(), d.read_log()
-    hdr, _ = request(d.endpoint, {"v": 1, "id": 99, "cmd": "ping"})
-    assert hdr.get("ok") is True and hdr["result"] == {"pong": True}, hdr
-
-
-def split_buffers(hdr, frames):
-    data = b"".join(bytes(f) for f in frames)
-    bufs = hdr.get("buffers", [])
-    assert sum(b["nbytes"] for b in bufs) == len(data), (hdr, len(data))
-    out, pos = {}, 0
-    for b in bufs:
-        assert b["name"] not in out, bufs
-        out[b["name"]] = data[pos:pos + b["nbytes"]]
-        pos += b["nbytes"]
-    return out
-
-
-def get(d, name, **args):
-    hdr, frames = send(d, "get", {"name": name, **args})
-    res = ok((hdr, frames))
-    return res["object"], split_buffers(hdr, frames)
 
 
 def info(d, name):
@@ -78,49 +22,12 @@ def memory_used(d):
     return ok(send(d, "getconfig"))["memory_used"]
 
 
-def put(d, arr, name=None, dtype=None, tag=None):
-    arr = np.asarray(arr)
-    dtype = dtype or ("bool" if arr.dtype == np.bool_ else arr.dtype.name)
-    data = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<")).tobytes()
-    args = {"objtype": "pdarray", "dtype": dtype, "shape": [int(arr.size)],
-            "name": name or unique("a")}
-    if tag is not None:
-        args["tag"] = tag
-    desc = ok(send(d, "put", args, [data] if data else [],
-                   [{"name": "values", "nbytes": len(data)}]))["object"]
-    assert desc["objtype"] == "pdarray" and desc["size"] == arr.size, desc
-    return desc["name"]
-
-
-def put_strings(d, strs, name=None):
-    seg, val = encode_strings(strs)
-    args = {"objtype": "strings", "shape": [len(strs)], "name": name or unique("s")}
-    frames = [f for f in (seg, val) if f]
-    desc = ok(send(d, "put", args, frames, [{"name": "segments", "nbytes": len(seg)},
-                                            {"name": "values", "nbytes": len(val)}]))["object"]
-    assert desc["objtype"] == "strings" and desc["size"] == len(strs), desc
-    return desc["name"]
-
-
 def i64(b):
     return np.frombuffer(b, dtype="<i8")
 
 
 def u64(b):
     return np.frombuffer(b, dtype="<u8")
-
-
-def check_desc(desc, objtype, dtype, size, name=None, components=None):
-    assert DESC_KEYS <= set(desc), desc
-    assert desc["objtype"] == objtype, desc
-    assert desc["dtype"] == dtype, desc
-    assert desc["size"] == size, desc
-    if name is not None:
-        assert desc["name"] == name, desc
-    if components is not None:
-        assert list(desc["components"]) == components, desc
-        for c, cd in desc["components"].items():
-            assert cd["name"] == f"{desc['name']}/{c}", (c, cd)
 
 
 def segarray(d, segments, values, name=None):
@@ -154,8 +61,8 @@ def from_limbs(bufs, k):
 # ---------------------------------------------------------------- segarray
 
 def test_segarray_numeric(daemon):
-    vals = put(daemon, np.arange(10, dtype=np.int64) * 3)
-    segs = put(daemon, np.array([0, 3, 3, 7], dtype=np.int64))
+    vals = put_array(daemon, np.arange(10, dtype=np.int64) * 3)
+    segs = put_array(daemon, np.array([0, 3, 3, 7], dtype=np.int64))
     name = unique("sa")
     desc = ok(segarray(daemon, segs, vals, name))["object"]
     check_desc(desc, "segarray", "int64", 4, name, ["segments", "values"])
@@ -183,7 +90,7 @@ def test_segarray_numeric(daemon):
 def test_segarray_of_strings(daemon):
     words = ["alpha", "", "gamma", "δέλτα", "e"]
     vals = put_strings(daemon, words)
-    segs = put(daemon, np.array([0, 2, 2, 5], dtype=np.int64))
+    segs = put_array(daemon, np.array([0, 2, 2, 5], dtype=np.int64))
     name = unique("sas")
     desc = ok(segarray(daemon, segs, vals, name))["object"]
     check_desc(desc, "segarray", "str", 4, name, ["segments", "values"])
@@ -199,20 +106,20 @@ def test_segarray_of_strings(daemon):
 def test_segarray_empty(daemon):
     # no sub-arrays at all
     name = unique("sa0")
-    desc = ok(segarray(daemon, put(daemon, np.array([], dtype=np.int64)),
-                       put(daemon, np.array([], dtype=np.float64)), name))["object"]
+    desc = ok(segarray(daemon, put_array(daemon, np.array([], dtype=np.int64)),
+                       put_array(daemon, np.array([], dtype=np.float64)), name))["object"]
     check_desc(desc, "segarray", "float64", 0, name, ["segments", "values"])
     _, bufs = get(daemon, name)
     assert bufs == {"segments/values": b"", "values/values": b""}
     # only empty sub-arrays, and empty sub-arrays at the end
-    desc = ok(segarray(daemon, put(daemon, np.zeros(4, dtype=np.int64)),
-                       put(daemon, np.array([], dtype=np.int32))))["object"]
+    desc = ok(segarray(daemon, put_array(daemon, np.zeros(4, dtype=np.int64)),
+                       put_array(daemon, np.array([], dtype=np.int32))))["object"]
     assert desc["size"] == 4 and desc["dtype"] == "int32"
-    desc = ok(segarray(daemon, put(daemon, np.array([0, 2, 5, 5, 5], dtype=np.int64)),
-                       put(daemon, np.arange(5, dtype=np.uint8))))["object"]
+    desc = ok(segarray(daemon, put_array(daemon, np.array([0, 2, 5, 5, 5], dtype=np.int64)),
+                       put_array(daemon, np.arange(5, dtype=np.uint8))))["object"]
     assert desc["size"] == 5
     # empty strings values
-    desc = ok(segarray(daemon, put(daemon, np.array([0, 0], dtype=np.int64)),
+    desc = ok(segarray(daemon, put_array(daemon, np.array([0, 0], dtype=np.int64)),
                        put_strings(daemon, [])))["object"]
     assert desc["size"] == 2 and desc["dtype"] == "str"
 
@@ -225,8 +132,8 @@ def test_segarray_empty(daemon):
     ([0, 0, 0, 0, 0, 0, 0, 0, 9], 5, "[8] = 9"),
 ])
 def test_segarray_bad_segments(daemon, segs, nvalues, mentions):
-    s = put(daemon, np.array(segs, dtype=np.int64))
-    v = put(daemon, np.arange(nvalues, dtype=np.int64))
+    s = put_array(daemon, np.array(segs, dtype=np.int64))
+    v = put_array(daemon, np.arange(nvalues, dtype=np.int64))
     msg = fails(segarray(daemon, s, v), "bad_request", ["segments", mentions])
     assert "values" in msg or "start at 0" in msg or "decrease" in msg
     assert_alive(daemon)
@@ -239,24 +146,24 @@ def test_segarray_first_offender_across_locales(daemon):
     segs = np.arange(n, dtype=np.int64)
     segs[2500] = 0    # bad on the last locale
     segs[1000] = 998  # bad at the first element of the second shard
-    s = put(daemon, segs)
-    v = put(daemon, np.zeros(n, dtype=np.int8))
+    s = put_array(daemon, segs)
+    v = put_array(daemon, np.zeros(n, dtype=np.int8))
     fails(segarray(daemon, s, v), "bad_request", "segments[1000] = 998")
     segs[1000] = 1000
-    s = put(daemon, segs)
+    s = put_array(daemon, segs)
     fails(segarray(daemon, s, v), "bad_request", "segments[2500] = 0")
     segs[2500] = 2500
-    s = put(daemon, segs)
+    s = put_array(daemon, segs)
     ok(segarray(daemon, s, v))
 
 
 def test_segarray_bad_types(daemon):
-    v = put(daemon, np.arange(5, dtype=np.int64))
-    s32 = put(daemon, np.array([0, 1], dtype=np.int32))
+    v = put_array(daemon, np.arange(5, dtype=np.int64))
+    s32 = put_array(daemon, np.array([0, 1], dtype=np.int32))
     fails(segarray(daemon, s32, v), "type_error", ["segments", "int32"])
-    sf = put(daemon, np.array([0, 1], dtype=np.float64))
+    sf = put_array(daemon, np.array([0, 1], dtype=np.float64))
     fails(segarray(daemon, sf, v), "type_error", "segments")
-    s = put(daemon, np.array([0, 1], dtype=np.int64))
+    s = put_array(daemon, np.array([0, 1], dtype=np.int64))
     fails(segarray(daemon, put_strings(daemon, ["a", "b"]), v), "type_error", "segments")
     sa = ok(segarray(daemon, s, v))["object"]["name"]
     fails(segarray(daemon, s, sa), "type_error", ["values", "segarray"])
@@ -275,7 +182,7 @@ def test_segarray_bad_types(daemon):
 # ---------------------------------------------------------------- index
 
 def test_index_one_level(daemon):
-    lvl = put(daemon, np.array([5, 3, 9], dtype=np.int64))
+    lvl = put_array(daemon, np.array([5, 3, 9], dtype=np.int64))
     name = unique("ix")
     desc = ok(send(daemon, "index", {"levels": [lvl], "name": name}))["object"]
     check_desc(desc, "index", "int64", 3, name, ["IDX_0"])
@@ -288,7 +195,7 @@ def test_index_one_level(daemon):
 
 
 def test_multiindex(daemon):
-    a = put(daemon, np.array([1.5, 2.5], dtype=np.float64))
+    a = put_array(daemon, np.array([1.5, 2.5], dtype=np.float64))
     b = put_strings(daemon, ["x", "yy"])
     name = unique("mi")
     desc = ok(send(daemon, "index", {"levels": [a, b], "names": ["f", "s"],
@@ -301,23 +208,23 @@ def test_multiindex(daemon):
     assert decode_strings(bufs["IDX_1/segments"], bufs["IDX_1/values"]) == ["x", "yy"]
     assert info(daemon, f"{name}/IDX_1")["objtype"] == "strings"
     # empty levels
-    desc = ok(send(daemon, "index", {"levels": [put(daemon, np.array([], np.int64)),
+    desc = ok(send(daemon, "index", {"levels": [put_array(daemon, np.array([], np.int64)),
                                                 put_strings(daemon, [])]}))["object"]
     assert desc["objtype"] == "multiindex" and desc["size"] == 0
     assert desc["names"] == [None, None]
 
 
 def test_index_bad(daemon):
-    a = put(daemon, np.arange(3, dtype=np.int64))
-    b = put(daemon, np.arange(4, dtype=np.int64))
-    c = put(daemon, np.arange(3, dtype=np.int64))
+    a = put_array(daemon, np.arange(3, dtype=np.int64))
+    b = put_array(daemon, np.arange(4, dtype=np.int64))
+    c = put_array(daemon, np.arange(3, dtype=np.int64))
     fails(send(daemon, "index", {"levels": [a, c, b]}), "bad_request",
           ["levels'[2]", b, "4", "3"])
     fails(send(daemon, "index", {"levels": []}), "bad_request", "levels")
     fails(send(daemon, "index", {"levels": [a, c], "names": ["x"]}), "bad_request", "names")
     fails(send(daemon, "index", {"levels": [a, "missing_level"]}), "not_found",
           ["levels'[1]", "missing_level"])
-    sa = ok(segarray(daemon, put(daemon, np.array([0, 1, 2], np.int64)), a))["object"]["name"]
+    sa = ok(segarray(daemon, put_array(daemon, np.array([0, 1, 2], np.int64)), a))["object"]["name"]
     fails(send(daemon, "index", {"levels": [a, sa]}), "type_error", ["levels'[1]", "segarray"])
     fails(send(daemon, "index", {"levels": [a], "names": [1]}), "bad_request", "names")
     fails(send(daemon, "index", {}), "bad_request", "levels")
@@ -328,11 +235,11 @@ def test_index_bad(daemon):
 
 def test_dataframe(daemon):
     rows = 7
-    ints = put(daemon, np.arange(rows, dtype=np.int64) - 3)
+    ints = put_array(daemon, np.arange(rows, dtype=np.int64) - 3)
     strs = put_strings(daemon, [f"s{i}" * i for i in range(rows)])
-    sa = ok(segarray(daemon, put(daemon, np.array([0, 1, 1, 4, 4, 6, 9], np.int64)),
-                     put(daemon, np.arange(9, dtype=np.float32))))["object"]["name"]
-    bools = put(daemon, np.arange(rows) % 2 == 0)
+    sa = ok(segarray(daemon, put_array(daemon, np.array([0, 1, 1, 4, 4, 6, 9], np.int64)),
+                     put_array(daemon, np.arange(9, dtype=np.float32))))["object"]["name"]
+    bools = put_array(daemon, np.arange(rows) % 2 == 0)
     names = ["zeta", "alpha", "mid", "b"]  # not alphabetical: the order must be kept
     name = unique("df")
     desc = ok(send(daemon, "dataframe", {"columns": [ints, strs, sa, bools],
@@ -361,9 +268,9 @@ def test_dataframe(daemon):
 
 
 def test_dataframe_default_names_and_index(daemon):
-    a = put(daemon, np.arange(4, dtype=np.int64), name=unique("colA"))
+    a = put_array(daemon, np.arange(4, dtype=np.int64), name=unique("colA"))
     b = put_strings(daemon, ["w", "x", "y", "z"], name=unique("colB"))
-    ix = put(daemon, np.array([10, 20, 30, 40], np.int64))
+    ix = put_array(daemon, np.array([10, 20, 30, 40], np.int64))
     desc = ok(send(daemon, "dataframe", {"columns": [b, a], "index": ix}))["object"]
     assert desc["columns"] == [b, a]
     assert list(desc["components"]) == [b, a, "Index"]
@@ -386,7 +293,7 @@ def test_dataframe_default_names_and_index(daemon):
 
 def test_dataframe_empty(daemon):
     s = put_strings(daemon, [])
-    n = put(daemon, np.array([], dtype=np.float64))
+    n = put_array(daemon, np.array([], dtype=np.float64))
     name = unique("df0")
     desc = ok(send(daemon, "dataframe", {"columns": [s, n], "column_names": ["s", "n"],
                                          "name": name}))["object"]
@@ -400,9 +307,9 @@ def test_dataframe_empty(daemon):
 
 
 def test_dataframe_bad(daemon):
-    a = put(daemon, np.arange(3, dtype=np.int64))
-    b = put(daemon, np.arange(3, dtype=np.int64))
-    short = put(daemon, np.arange(2, dtype=np.int64))
+    a = put_array(daemon, np.arange(3, dtype=np.int64))
+    b = put_array(daemon, np.arange(3, dtype=np.int64))
+    short = put_array(daemon, np.arange(2, dtype=np.int64))
     fails(send(daemon, "dataframe", {"columns": [a, b, short]}), "bad_request",
           ["columns'[2]", short, "2 rows", "3"])
     fails(send(daemon, "dataframe", {"columns": [a, b], "column_names": ["x", "y", "z"]}),
@@ -424,10 +331,10 @@ def test_dataframe_bad(daemon):
     df = ok(send(daemon, "dataframe", {"columns": [a]}))["object"]["name"]
     fails(send(daemon, "dataframe", {"columns": [a, df], "column_names": ["x", "y"]}),
           "type_error", ["columns'[1]", "dataframe"])
-    sa = ok(segarray(daemon, put(daemon, np.array([0, 1, 2], np.int64)), a))["object"]["name"]
+    sa = ok(segarray(daemon, put_array(daemon, np.array([0, 1, 2], np.int64)), a))["object"]["name"]
     fails(send(daemon, "dataframe", {"columns": [a], "index": sa}), "type_error",
           ["index", "segarray"])
-    av = ok(send(daemon, "reshape", {"array": put(daemon, np.arange(6.0)),
+    av = ok(send(daemon, "reshape", {"array": put_array(daemon, np.arange(6.0)),
                                      "shape": [3, 2]}))["object"]["name"]
     fails(send(daemon, "dataframe", {"columns": [a, av], "column_names": ["x", "y"]}),
           "type_error", "arrayview")
@@ -442,7 +349,7 @@ def test_categorical_columns_and_levels(daemon):
     if not hdr.get("ok") and hdr["error"]["code"] in ("unknown_command", "bad_request"):
         pytest.skip("the categorical command is not available in this build")
     cat = ok((hdr, []))["object"]["name"]
-    a = put(daemon, np.arange(4, dtype=np.int64))
+    a = put_array(daemon, np.arange(4, dtype=np.int64))
     desc = ok(send(daemon, "dataframe", {"columns": [a, cat], "column_names": ["n", "c"],
                                          "index": cat}))["object"]
     assert desc["components"]["c"]["objtype"] == "categorical"
@@ -457,7 +364,7 @@ def test_categorical_columns_and_levels(daemon):
 
 def test_reshape_round_trip(daemon):
     data = np.arange(24, dtype=np.float64) * 1.5
-    src = put(daemon, data)
+    src = put_array(daemon, data)
     used = memory_used(daemon)
     name = unique("av")
     desc = ok(send(daemon, "reshape", {"array": src, "shape": [2, 3, 4], "name": name}))["object"]
@@ -480,10 +387,10 @@ def test_reshape_round_trip(daemon):
     assert np.array_equal(np.frombuffer(bufs["values"], "<f8"), data)
     assert info(daemon, name)["shape"] == [2, 3, 4]
     # 32 dimensions is the limit; zero-size dimensions are fine for an empty array
-    one = put(daemon, np.array([7], dtype=np.int16))
+    one = put_array(daemon, np.array([7], dtype=np.int16))
     desc = ok(send(daemon, "reshape", {"array": one, "shape": [1] * 32}))["object"]
     assert desc["ndim"] == 32 and desc["objtype"] == "arrayview"
-    empty = put(daemon, np.array([], dtype=np.int64))
+    empty = put_array(daemon, np.array([], dtype=np.int64))
     desc = ok(send(daemon, "reshape", {"array": empty, "shape": [0, 5]}))["object"]
     assert desc["shape"] == [0, 5] and desc["size"] == 0
     _, bufs = get(daemon, desc["name"])
@@ -491,7 +398,7 @@ def test_reshape_round_trip(daemon):
 
 
 def test_reshape_bad(daemon):
-    src = put(daemon, np.arange(12, dtype=np.int32))
+    src = put_array(daemon, np.arange(12, dtype=np.int32))
     fails(send(daemon, "reshape", {"array": src, "shape": [5, 2]}), "bad_request",
           ["[5, 2]", "10", "12"])
     fails(send(daemon, "reshape", {"array": src, "shape": []}), "bad_request", "shape")
@@ -504,7 +411,7 @@ def test_reshape_bad(daemon):
           "type_error", "strings")
     fails(send(daemon, "reshape", {"array": "nothing_here", "shape": [1]}), "not_found",
           "nothing_here")
-    sa = ok(segarray(daemon, put(daemon, np.array([0], np.int64)), src))["object"]["name"]
+    sa = ok(segarray(daemon, put_array(daemon, np.array([0], np.int64)), src))["object"]["name"]
     fails(send(daemon, "reshape", {"array": sa, "shape": [1]}), "type_error", "segarray")
     big = ok(put_bigint(daemon, to_limbs([1, 2], 1)))["object"]["name"]
     fails(send(daemon, "reshape", {"array": big, "shape": [2, 1]}), "type_error", "bigint")
@@ -594,7 +501,7 @@ def test_bigint_bad_buffers(daemon):
     fails(put_raw([{"name": "Limb_0", "nbytes": 24}], [l[:20]]), "bad_request")
     fails(send(daemon, "create", {"dtype": "bigint", "size": 3}), "type_error", "bigint")
     # a bigint is a SegArray's values as any pdarray is (Arkouda's layout holds it)
-    seg = ok(send(daemon, "segarray", {"segments": put(daemon, np.array([0], np.int64)),
+    seg = ok(send(daemon, "segarray", {"segments": put_array(daemon, np.array([0], np.int64)),
                                        "values": ok(put_bigint(daemon, to_limbs([1], 1)))
                                        ["object"]["name"]}))
     assert seg["object"]["objtype"] == "segarray", seg
@@ -607,7 +514,7 @@ def test_bigint_bad_buffers(daemon):
                                        ("ipv4", "uint64"), ("ipv4", "int64")])
 def test_tags(daemon, tag, dtype):
     arr = np.array([0, 1, 3232235777], dtype=dtype)
-    name = put(daemon, arr, tag=tag)
+    name = put_array(daemon, arr, tag=tag)
     d = info(daemon, name)
     assert d["tag"] == tag and d["dtype"] == dtype and d["objtype"] == "pdarray"
     _, bufs = get(daemon, name)
@@ -623,7 +530,7 @@ def test_tags(daemon, tag, dtype):
 
 
 def test_untagged_has_no_tag(daemon):
-    assert "tag" not in info(daemon, put(daemon, np.arange(3, dtype=np.int64)))
+    assert "tag" not in info(daemon, put_array(daemon, np.arange(3, dtype=np.int64)))
 
 
 def test_tags_bad(daemon):
@@ -655,18 +562,18 @@ def test_tags_bad(daemon):
 def test_more_locales_than_elements(start_daemon):
     d = start_daemon(locales=5)
     # segarray: 2 sub-arrays over 5 locales, 3 values
-    s = put(d, np.array([0, 2], np.int64))
+    s = put_array(d, np.array([0, 2], np.int64))
     v = put_strings(d, ["a", "bb", "ccc"])
     desc = ok(segarray(d, s, v))["object"]
     _, bufs = get(d, desc["name"])
     assert list(i64(bufs["segments/values"])) == [0, 2]
     assert decode_strings(bufs["values/segments"], bufs["values/values"]) == ["a", "bb", "ccc"]
     # the check crosses empty shards to compare neighbours
-    fails(segarray(d, put(d, np.array([0, 3, 1], np.int64)), v), "bad_request",
+    fails(segarray(d, put_array(d, np.array([0, 3, 1], np.int64)), v), "bad_request",
           "segments[2] = 1")
-    fails(segarray(d, put(d, np.array([0, 4], np.int64)), v), "bad_request", "[1] = 4")
+    fails(segarray(d, put_array(d, np.array([0, 4], np.int64)), v), "bad_request", "[1] = 4")
     # dataframe and index of 2 rows
-    a = put(d, np.array([1, 2], np.int64))
+    a = put_array(d, np.array([1, 2], np.int64))
     b = put_strings(d, ["x", ""])
     df = ok(send(d, "dataframe", {"columns": [a, b], "column_names": ["a", "b"],
                                   "index": b}))["object"]
@@ -675,7 +582,7 @@ def test_more_locales_than_elements(start_daemon):
     assert decode_strings(bufs["b/segments"], bufs["b/values"]) == ["x", ""]
     assert decode_strings(bufs["Index/IDX_0/segments"], bufs["Index/IDX_0/values"]) == ["x", ""]
     # reshape and bigint with fewer elements than locales
-    r = put(d, np.array([1.0, 2.0, 3.0]))
+    r = put_array(d, np.array([1.0, 2.0, 3.0]))
     av = ok(send(d, "reshape", {"array": r, "shape": [3, 1]}))["object"]
     _, bufs = get(d, av["name"])
     assert list(np.frombuffer(bufs["values"], "<f8")) == [1.0, 2.0, 3.0]

@@ -13,7 +13,9 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import Daemon, block_bounds, h5_strings, unique
+from conftest import block_bounds, h5_strings
+from daemons import Daemon
+from wire import unique
 from test_hdf_composites import Conn, build_all, locale_file, same, segarray
 
 CHUNK_BYTES = 1 << 20

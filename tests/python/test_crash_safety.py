@@ -17,7 +17,8 @@ import msgpack
 import pytest
 import zmq
 
-from conftest import TOOL_SLOWDOWN, Daemon, daemon_binary, request
+from daemons import Daemon, daemon_binary, TOOL_SLOWDOWN
+from wire import request
 
 TRIALS = int(os.environ.get("H5ARK_CRASH_TRIALS", "210"))
 N = 1 << 21  # 16 MiB of int64 per write: long enough to be caught mid-way

@@ -13,13 +13,9 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import Conn, check_columns_must_agree, decode_strings, unique
+from conftest import check_columns_must_agree
+from wire import Conn, decode_strings, unique
 from exetera_layout import add_field, categorical, indexed
-
-
-@pytest.fixture(scope="module")
-def conn(daemon):
-    return Conn(daemon)
 
 
 # ---- reading what the daemon returns ---------------------------------------------------

@@ -9,14 +9,9 @@ import os
 
 import h5py
 import numpy as np
-import pytest
 
-from conftest import Conn, Daemon, unique
-
-
-@pytest.fixture(scope="module")
-def conn(daemon):
-    return Conn(daemon)
+from daemons import Daemon
+from wire import Conn, unique
 
 
 def twin_of(path):

@@ -11,12 +11,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import Conn, unique
-
-
-@pytest.fixture(scope="module")
-def conn(daemon):
-    return Conn(daemon)
+from wire import unique
 
 
 # ---- describing what is in a file, as HDF5 types ------------------------------------------

@@ -16,7 +16,9 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import TOOL_SLOWDOWN, Conn, Daemon, locale_file
+from conftest import locale_file
+from daemons import Daemon, TOOL_SLOWDOWN
+from wire import Conn
 
 LOCALES = 2
 N = 600

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import zmq
 
-from conftest import request
+from wire import request
 
 MESSAGES = int(os.environ.get("H5ARK_FUZZ_MESSAGES", "100000"))
 IN_FLIGHT = 64
@@ -329,10 +329,9 @@ def ak_fuzz(endpoint, ak_endpoint, count, seed):
     return kinds
 
 
-def test_live_fuzz_arkouda(tmp_path, start_daemon):
-    sock_path = f"ipc://{tmp_path}/ak.sock"
-    d = start_daemon(locales=3, max_memory="256M", extra_args=["--arkouda-endpoint", sock_path])
-    kinds = ak_fuzz(d.endpoint, sock_path, AK_MESSAGES,
+def test_live_fuzz_arkouda(start_daemon):
+    d = start_daemon(locales=3, max_memory="256M", arkouda=True)
+    kinds = ak_fuzz(d.endpoint, d.ak_endpoint, AK_MESSAGES,
                     int(os.environ.get("H5ARK_FUZZ_SEED", "20261125")))
     assert d.alive()
     print(f"{AK_MESSAGES} Arkouda messages, all answered: {kinds}")

@@ -6,7 +6,6 @@ answers several connections at once."""
 import json
 import os
 import pathlib
-import socket
 import threading
 import time
 import urllib.error
@@ -17,17 +16,12 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import TOOL_SLOWDOWN, Daemon, request
+from daemons import Daemon, free_port, TOOL_SLOWDOWN
+from wire import request
 
 TOKEN = "gateway-secret"
 HTTP_TIMEOUT = 30 * TOOL_SLOWDOWN
 BIG_ROWS, BIG_COLS = 3000, 3000  # 72 MB of float64: more than one request may read
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def http(base, endpoint, params=None, token=TOKEN, method="GET", headers=None):
@@ -672,7 +666,7 @@ def test_without_a_built_page_root_says_how_to_get_it(start_daemon, tmp_path):
 
 
 def test_bad_options(tmp_path):
-    from conftest import daemon_binary
+    from daemons import daemon_binary
     import subprocess
     for args, why in [(["--http-endpoint", "nope:port"], "port"),
                       (["--http-endpoint", "127.0.0.1:1", "--web-dir", str(tmp_path / "none")],

@@ -1,71 +1,12 @@
 """groupby, aggregate and categorical against numpy and pandas, on a real daemon."""
-import itertools
 import math
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import decode_strings, encode_strings, request
-
-_counter = itertools.count()
-
-
-def unique(prefix="g"):
-    return f"{prefix}_{next(_counter)}"
-
-
-def send(d, cmd, frames=(), buffers=None, **args):
-    hdr = {"v": 1, "id": 1, "cmd": cmd, "args": args}
-    if buffers is not None:
-        hdr["buffers"] = buffers
-    return request(d.endpoint, hdr, frames)
-
-
-def ok(reply):
-    hdr, frames = reply
-    assert hdr.get("ok"), hdr.get("error")
-    return hdr["result"], frames
-
-
-def fails(reply, code, *mentions):
-    hdr, _ = reply
-    assert not hdr.get("ok"), hdr
-    assert hdr["error"]["code"] == code, hdr["error"]
-    for m in mentions:
-        assert m in hdr["error"]["message"], hdr["error"]
-    return hdr["error"]["message"]
-
-
-def assert_alive(d):
-    assert ok(send(d, "ping"))[0] == {"pong": True}
-
-
-def buffers_of(hdr, frames):
-    data = b"".join(bytes(f) for f in frames)
-    out, pos = {}, 0
-    for b in hdr.get("buffers", []):
-        out[b["name"]] = data[pos:pos + b["nbytes"]]
-        pos += b["nbytes"]
-    assert pos == len(data)
-    return out
-
-
-def put_array(d, arr, name=None):
-    arr = np.ascontiguousarray(arr)
-    dt = "bool" if arr.dtype == np.bool_ else str(arr.dtype)
-    res, _ = ok(send(d, "put", [arr.astype(arr.dtype.newbyteorder("<")).tobytes()],
-                     buffers=[{"name": "values", "nbytes": arr.nbytes}], objtype="pdarray",
-                     dtype=dt, shape=[len(arr)], name=name or unique("a")))
-    return res["object"]["name"]
-
-
-def put_strings(d, strs, name=None):
-    seg, val = encode_strings(strs)
-    res, _ = ok(send(d, "put", [seg + val], buffers=[{"name": "segments", "nbytes": len(seg)},
-                                                    {"name": "values", "nbytes": len(val)}],
-                     objtype="strings", shape=[len(strs)], name=name or unique("s")))
-    return res["object"]["name"]
+from wire import assert_alive, decode_strings, fails, ok, put_array, put_strings, send, unique
+from wire import get as wire_get
 
 
 NP_DTYPES = {"bool": np.bool_, "float32": np.float32, "float64": np.float64}
@@ -74,10 +15,8 @@ NP_DTYPES = {"bool": np.bool_, "float32": np.float32, "float64": np.float64}
 def get(d, name):
     """The object's descriptor and its contents: numpy array, list of str, or for
     composites a dict of component contents (categoricals also decoded to a list)."""
-    hdr, frames = request(d.endpoint, {"v": 1, "id": 1, "cmd": "get", "args": {"name": name}})
-    assert hdr.get("ok"), hdr.get("error")
-    desc = hdr["result"]["object"]
-    return desc, decode(desc, buffers_of(hdr, frames), "")
+    desc, bufs = wire_get(d, name)
+    return desc, decode(desc, bufs, "")
 
 
 def decode(desc, bufs, prefix):
@@ -94,7 +33,7 @@ def decode(desc, bufs, prefix):
 
 def make_categorical(d, strs, **kw):
     s = put_strings(d, strs)
-    res, _ = ok(send(d, "categorical", values=s, **kw))
+    res = ok(send(d, "categorical", dict(values=s, **kw)))
     return res["object"]["name"]
 
 
@@ -122,7 +61,7 @@ def reference_groupby(cols):
 
 
 def groupby(d, *names, **kw):
-    res, _ = ok(send(d, "groupby", keys=list(names), **kw))
+    res = ok(send(d, "groupby", dict(keys=list(names), **kw)))
     return res["object"]
 
 
@@ -242,7 +181,7 @@ def test_groupby_component_paths_and_name(daemon):
     desc = groupby(daemon, f"{cat}/categories", name=name)
     assert desc["name"] == name
     check_groupby(daemon, desc, [["a", "b", "c", "N/A"]])
-    fails(send(daemon, "groupby", keys=[f"{cat}/categories"], name=name), "already_exists")
+    fails(send(daemon, "groupby", dict(keys=[f"{cat}/categories"], name=name)), "already_exists")
 
 
 def test_groupby_empty(daemon):
@@ -252,7 +191,7 @@ def test_groupby_empty(daemon):
         assert desc["size"] == 0 and desc["ngroups"] == 0
         _, comps = get(daemon, desc["name"])
         assert len(comps["permutation"]) == len(comps["segments"]) == 0
-        res, _ = ok(send(daemon, "aggregate", groupby=desc["name"], op="count"))
+        res = ok(send(daemon, "aggregate", dict(groupby=desc["name"], op="count")))
         assert res["values"]["size"] == 0 and len(res["keys"]) == 2
 
 
@@ -263,8 +202,7 @@ def test_groupby_more_locales_than_rows(start_daemon, n):
     s = ["x", "", "x", "y", "", "z", "x"][:n]
     check_groupby(d, groupby(d, put_array(d, a)), [a])
     check_groupby(d, groupby(d, put_strings(d, s), put_array(d, a)), [s, a])
-    res, _ = ok(send(d, "aggregate", groupby=groupby(d, put_array(d, a))["name"], op="sum",
-                     values=put_array(d, a)))
+    res = ok(send(d, "aggregate", dict(groupby=groupby(d, put_array(d, a))["name"], op="sum", values=put_array(d, a))))
     _, sums = get(d, res["values"]["name"])
     np.testing.assert_array_equal(sums, pd.Series(a).groupby(a).sum().to_numpy())
     assert_alive(d)
@@ -280,8 +218,7 @@ def test_same_results_for_1_and_3_locales(start_daemon):
         d = start_daemon(locales=locales)
         desc = groupby(d, put_array(d, a), put_strings(d, s), put_array(d, f))
         _, comps = get(d, desc["name"])
-        res, _ = ok(send(d, "aggregate", groupby=desc["name"], op="nunique",
-                         values=put_array(d, f)))
+        res = ok(send(d, "aggregate", dict(groupby=desc["name"], op="nunique", values=put_array(d, f))))
         _, nu = get(d, res["values"]["name"])
         results.append((comps["permutation"], comps["segments"], comps["unique_key_idx"], nu))
     for other in results[1:]:
@@ -313,8 +250,8 @@ def test_groupby_large_single_keys_reuse_scratch(start_daemon):
             np.testing.assert_array_equal(comps["permutation"], perm)
             np.testing.assert_array_equal(comps["segments"], segs)
             np.testing.assert_array_equal(comps["unique_key_idx"], perm[segs])
-            ok(send(d, "delete", names=[desc["name"]]))
-        cached = ok(send(d, "getconfig"))[0]["memory_cached"]
+            ok(send(d, "delete", dict(names=[desc["name"]])))
+        cached = ok(send(d, "getconfig"))["memory_cached"]
         assert cached > 0, "the sort's scratch was not kept for reuse"
 
 
@@ -324,7 +261,7 @@ def aggregate(d, gb, op, values=None, **kw):
     args = {"groupby": gb, "op": op, **kw}
     if values is not None:
         args["values"] = values
-    res, _ = ok(send(d, "aggregate", **args))
+    res = ok(send(d, "aggregate", args))
     return res
 
 
@@ -501,7 +438,7 @@ def test_categorical_empty(daemon):
     desc, comps = get(daemon, make_categorical(daemon, [], keep_groups=True))
     assert desc["size"] == 0 and comps["categories"] == ["N/A"] and desc["na_code"] == 0
     codes = put_array(daemon, np.zeros(0, np.int64))
-    res, _ = ok(send(daemon, "categorical", codes=codes, categories=put_strings(daemon, [])))
+    res = ok(send(daemon, "categorical", dict(codes=codes, categories=put_strings(daemon, []))))
     assert res["object"]["size"] == 0 and res["object"]["na_code"] == 0
 
 
@@ -509,7 +446,7 @@ def test_categorical_from_codes(daemon):
     cats = ["z", "a", "N/A", "é"]
     codes = rng.integers(0, 4, 1000).astype(np.int64)
     cname = put_strings(daemon, cats)
-    res, _ = ok(send(daemon, "categorical", codes=put_array(daemon, codes), categories=cname))
+    res = ok(send(daemon, "categorical", dict(codes=put_array(daemon, codes), categories=cname)))
     desc = res["object"]
     assert desc["na_code"] == 2
     assert desc["components"]["categories"]["name"].endswith("/categories")
@@ -517,8 +454,7 @@ def test_categorical_from_codes(daemon):
     assert comps["categories"] == cats
     assert comps["decoded"] == [cats[c] for c in codes]
     # absent NA: appended to a new categories object, the old one unchanged
-    res, _ = ok(send(daemon, "categorical", codes=put_array(daemon, codes), categories=cname,
-                     na_value="?"))
+    res = ok(send(daemon, "categorical", dict(codes=put_array(daemon, codes), categories=cname, na_value="?")))
     assert res["object"]["na_code"] == 4
     _, comps = get(daemon, res["object"]["name"])
     assert comps["categories"] == cats + ["?"]
@@ -527,8 +463,7 @@ def test_categorical_from_codes(daemon):
 
 def test_categorical_from_codes_more_locales(start_daemon):
     d = start_daemon(locales=5)
-    res, _ = ok(send(d, "categorical", codes=put_array(d, np.array([1, 0], np.int64)),
-                     categories=put_strings(d, ["p", "q"])))
+    res = ok(send(d, "categorical", dict(codes=put_array(d, np.array([1, 0], np.int64)), categories=put_strings(d, ["p", "q"]))))
     _, comps = get(d, res["object"]["name"])
     assert comps["decoded"] == ["q", "p"] and comps["categories"] == ["p", "q", "N/A"]
     desc, comps = get(d, make_categorical(d, ["b", "a", "b"], keep_groups=True))
@@ -541,11 +476,11 @@ def test_categorical_codes_out_of_range(daemon):
     codes = np.zeros(1000, np.int64)
     codes[700] = 2
     codes[900] = -1
-    msg = fails(send(daemon, "categorical", codes=put_array(daemon, codes), categories=cname),
+    msg = fails(send(daemon, "categorical", dict(codes=put_array(daemon, codes), categories=cname)),
                 "bad_request", "codes[700]")
     assert "2" in msg
     codes[700] = 0
-    fails(send(daemon, "categorical", codes=put_array(daemon, codes), categories=cname),
+    fails(send(daemon, "categorical", dict(codes=put_array(daemon, codes), categories=cname)),
           "bad_request", "codes[900]")
     assert_alive(daemon)
 
@@ -558,35 +493,35 @@ def test_bad_inputs(daemon):
     b = put_array(d, np.arange(11, dtype=np.int64))
     s = put_strings(d, ["x"] * 10)
     big = put_array(d, np.arange(10, dtype=np.int64))
-    fails(send(d, "groupby", keys=[]), "bad_request", "keys")
+    fails(send(d, "groupby", dict(keys=[])), "bad_request", "keys")
     fails(send(d, "groupby"), "bad_request", "keys")
-    fails(send(d, "groupby", keys=[a, b]), "bad_request", "keys[1]")
-    fails(send(d, "groupby", keys=[a, "nope"]), "not_found", "keys[1]", "nope")
-    fails(send(d, "groupby", keys="a"), "bad_request", "keys")
+    fails(send(d, "groupby", dict(keys=[a, b])), "bad_request", "keys[1]")
+    fails(send(d, "groupby", dict(keys=[a, "nope"])), "not_found", "keys[1]", "nope")
+    fails(send(d, "groupby", dict(keys="a")), "bad_request", "keys")
     gb = groupby(d, a)["name"]
-    fails(send(d, "groupby", keys=[gb]), "type_error", gb)
-    fails(send(d, "groupby", keys=[a], bogus=1), "bad_request", "bogus")
-    fails(send(d, "aggregate", groupby=gb, op="median", values=a), "bad_request", "median")
-    fails(send(d, "aggregate", groupby=gb, op="sum"), "bad_request", "values")
-    fails(send(d, "aggregate", groupby=gb, op="sum", values=b), "bad_request", "values", "11")
-    fails(send(d, "aggregate", groupby=gb, op="sum", values=s), "type_error", "values")
-    fails(send(d, "aggregate", groupby=gb, op="min", values=s), "type_error", "values")
-    fails(send(d, "aggregate", groupby=gb, op="mean", values=gb), "type_error", "values")
-    fails(send(d, "aggregate", groupby=a, op="count"), "type_error", "groupby")
-    fails(send(d, "aggregate", groupby="nope", op="count"), "not_found", "groupby", "nope")
-    fails(send(d, "aggregate", groupby=gb, op="sum", values="nope"), "not_found", "values")
+    fails(send(d, "groupby", dict(keys=[gb])), "type_error", gb)
+    fails(send(d, "groupby", dict(keys=[a], bogus=1)), "bad_request", "bogus")
+    fails(send(d, "aggregate", dict(groupby=gb, op="median", values=a)), "bad_request", "median")
+    fails(send(d, "aggregate", dict(groupby=gb, op="sum")), "bad_request", "values")
+    fails(send(d, "aggregate", dict(groupby=gb, op="sum", values=b)), "bad_request", "values", "11")
+    fails(send(d, "aggregate", dict(groupby=gb, op="sum", values=s)), "type_error", "values")
+    fails(send(d, "aggregate", dict(groupby=gb, op="min", values=s)), "type_error", "values")
+    fails(send(d, "aggregate", dict(groupby=gb, op="mean", values=gb)), "type_error", "values")
+    fails(send(d, "aggregate", dict(groupby=a, op="count")), "type_error", "groupby")
+    fails(send(d, "aggregate", dict(groupby="nope", op="count")), "not_found", "groupby", "nope")
+    fails(send(d, "aggregate", dict(groupby=gb, op="sum", values="nope")), "not_found", "values")
     fails(send(d, "categorical"), "bad_request", "values")
-    fails(send(d, "categorical", codes=a), "bad_request", "categories")
-    fails(send(d, "categorical", values=s, codes=a, categories=s), "bad_request", "values")
-    fails(send(d, "categorical", values=a), "type_error", "values")
-    fails(send(d, "categorical", codes=s, categories=s), "type_error", "codes")
-    fails(send(d, "categorical", codes=a, categories=a), "type_error", "categories")
-    fails(send(d, "categorical", codes=put_array(d, np.zeros(3, np.int32)), categories=s),
+    fails(send(d, "categorical", dict(codes=a)), "bad_request", "categories")
+    fails(send(d, "categorical", dict(values=s, codes=a, categories=s)), "bad_request", "values")
+    fails(send(d, "categorical", dict(values=a)), "type_error", "values")
+    fails(send(d, "categorical", dict(codes=s, categories=s)), "type_error", "codes")
+    fails(send(d, "categorical", dict(codes=a, categories=a)), "type_error", "categories")
+    fails(send(d, "categorical", dict(codes=put_array(d, np.zeros(3, np.int32)), categories=s)),
           "type_error", "codes")
-    fails(send(d, "categorical", codes=a, categories=s, keep_groups=True), "bad_request",
+    fails(send(d, "categorical", dict(codes=a, categories=s, keep_groups=True)), "bad_request",
           "keep_groups")
-    fails(send(d, "categorical", values="nope"), "not_found", "nope")
-    fails(send(d, "categorical", values=s, na_value=3), "bad_request", "na_value")
+    fails(send(d, "categorical", dict(values="nope")), "not_found", "nope")
+    fails(send(d, "categorical", dict(values=s, na_value=3)), "bad_request", "na_value")
     del big
     assert_alive(d)
 
@@ -596,23 +531,21 @@ def test_bad_key_objtypes(daemon):
     a = put_array(d, np.arange(4, dtype=np.int64))
     # a segarray (when the daemon has the command) is not a key
     seg = put_array(d, np.array([0, 2], np.int64))
-    hdr, _ = send(d, "segarray", segments=seg, values=a)
+    hdr, _ = send(d, "segarray", dict(segments=seg, values=a))
     if hdr.get("ok"):
-        fails(send(d, "groupby", keys=[hdr["result"]["object"]["name"]]), "type_error",
+        fails(send(d, "groupby", dict(keys=[hdr["result"]["object"]["name"]])), "type_error",
               "segarray")
     # bigint pdarrays are not keys either
-    hdr, _ = send(d, "put", [np.arange(4, dtype="<u8").tobytes()],
-                  buffers=[{"name": "Limb_0", "nbytes": 32}], objtype="pdarray", dtype="bigint",
-                  shape=[4])
+    hdr, _ = send(d, "put", dict(objtype="pdarray", dtype="bigint", shape=[4]), [np.arange(4, dtype="<u8").tobytes()], buffers=[{"name": "Limb_0", "nbytes": 32}])
     if hdr.get("ok"):
-        fails(send(d, "groupby", keys=[hdr["result"]["object"]["name"]]), "type_error", "bigint")
+        fails(send(d, "groupby", dict(keys=[hdr["result"]["object"]["name"]])), "type_error", "bigint")
     assert_alive(d)
 
 
 def test_resource_limit(start_daemon):
     d = start_daemon(locales=2, max_memory=3_000_000)
     a = put_array(d, np.arange(100_000, dtype=np.int64))  # 800 kB; sorting needs more
-    fails(send(d, "groupby", keys=[a]), "resource_limit")
+    fails(send(d, "groupby", dict(keys=[a])), "resource_limit")
     assert_alive(d)
     small = put_array(d, np.arange(1000, dtype=np.int64))
     check_groupby(d, groupby(d, small), [np.arange(1000)])

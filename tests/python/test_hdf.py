@@ -14,7 +14,8 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import Conn as BaseConn, block_bounds, edge_values, locale_file, unique
+from conftest import block_bounds, edge_values, locale_file
+from wire import Conn as BaseConn, unique
 
 LOCALES = 3  # the `daemon` fixture's locale count
 DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",

@@ -9,7 +9,8 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import Conn as BaseConn, block_bounds, check_columns_must_agree, locale_file, unique
+from conftest import block_bounds, check_columns_must_agree, locale_file
+from wire import Conn as BaseConn, unique
 
 LOCALES = 3
 

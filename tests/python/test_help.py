@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from conftest import REPO, daemon_binary
+from daemons import daemon_binary, REPO
 
 CLI = os.environ.get("H5ARK_CLI", str(REPO / "build" / "client" / "c" / "h5ark"))
 SCRIPTS = ["scripts/run", "scripts/setup", "scripts/test", "scripts/fuzz", "bench/run",

@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 import zmq
 
-from conftest import SHARED_FIXTURES, request
+from conftest import SHARED_FIXTURES
+from wire import request
 
 SEED = 20240611
 # The suite's cases: every base file mutated under each of these seeds.
@@ -487,7 +488,7 @@ def _explore(argv):
     """Search more seeds with a fresh daemon per crash; prints every problem found."""
     import argparse
     sys.path.insert(0, str(pathlib.Path(__file__).parent))
-    from conftest import Daemon
+    from daemons import Daemon
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", default=str(SEED), help="a seed or a range a-b")
     ap.add_argument("--keep", default="/tmp/h5ark-hostile-crashes")

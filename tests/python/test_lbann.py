@@ -9,14 +9,10 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import SHARED_FIXTURES, Conn, unique
+from conftest import SHARED_FIXTURES
+from wire import Conn, unique
 
 LBANN = SHARED_FIXTURES.parent / "lbann"
-
-
-@pytest.fixture(scope="module")
-def conn(daemon):
-    return Conn(daemon)
 
 
 @pytest.fixture

@@ -6,13 +6,8 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import Conn, unique
+from wire import unique
 from test_lbann import pack, rows_of
-
-
-@pytest.fixture(scope="module")
-def conn(daemon):
-    return Conn(daemon)
 
 
 FOUR_CHANNELS = """

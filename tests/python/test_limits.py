@@ -6,7 +6,8 @@ import msgpack
 import numpy as np
 import zmq
 
-from conftest import TOOL_SLOWDOWN, request
+from daemons import TOOL_SLOWDOWN
+from wire import request
 
 
 def test_max_message(start_daemon):

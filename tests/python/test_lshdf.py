@@ -8,7 +8,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import unique
+from wire import unique
 
 OK_ERRORS = {"not_found", "bad_request", "forbidden", "schema_error", "io_error"}
 

@@ -12,14 +12,11 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import SHARED_FIXTURES, Conn, Daemon, unique
+from conftest import SHARED_FIXTURES
+from daemons import Daemon
+from wire import Conn, unique
 
 FIXTURES = SHARED_FIXTURES.parent
-
-
-@pytest.fixture
-def conn(daemon):
-    return Conn(daemon)
 
 
 def ark(obj, objtype):
@@ -419,10 +416,8 @@ def test_fixtures_list_and_read_alike(conn, fixture):
 # ---- Arkouda's endpoint: readAllHdf of whole files ------------------------------------------
 
 @pytest.fixture(scope="module")
-def akd(tmp_path_factory):
-    sock = tmp_path_factory.mktemp("ak") / "ak.sock"
-    d = Daemon(locales=3, extra_args=["--arkouda-endpoint", f"ipc://{sock}"])
-    d.ak_endpoint = f"ipc://{sock}"
+def akd():
+    d = Daemon(locales=3, arkouda=True)
     yield d
     d.cleanup()
 

@@ -10,7 +10,8 @@ import time
 import numpy as np
 import pytest
 
-from conftest import TOOL_SLOWDOWN, Conn, daemon_binary
+from daemons import daemon_binary, TOOL_SLOWDOWN
+from wire import Conn
 
 MiB = 1 << 20
 SLACK = 64 * MiB  # how far above its starting size an emptied daemon may stay

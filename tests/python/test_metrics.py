@@ -18,7 +18,9 @@ import numpy as np
 import pytest
 import zmq
 
-from conftest import TOOL_SLOWDOWN, Daemon, daemon_binary, project_version, request, unique
+from conftest import project_version
+from daemons import Daemon, daemon_binary, TOOL_SLOWDOWN
+from wire import request, unique
 
 HTTP_TIMEOUT = 10 * TOOL_SLOWDOWN
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

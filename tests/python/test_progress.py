@@ -20,7 +20,8 @@ import msgpack
 import pytest
 import zmq
 
-from conftest import REPO, TOOL_SLOWDOWN, Daemon, free_tcp_endpoint, request, unique
+from daemons import Daemon, free_tcp_endpoint, REPO, TOOL_SLOWDOWN
+from wire import request, unique
 
 CLI = os.environ.get("H5ARK_CLI", str(REPO / "build" / "client" / "c" / "h5ark"))
 ROWS = 16 * 1024 * 1024  # int64: 128 MiB, 16 MiB pieces, 4 per locale

@@ -4,199 +4,25 @@ of every kind, auth, memory limits, shutdown and concurrency (see protocol/PROTO
 import os
 import signal
 import threading
-import uuid
 
 import msgpack
 import numpy as np
 import pytest
 import zmq
 
-from conftest import decode_strings, encode_strings, request
+from wire import (DESC_KEYS, DTYPES, ITEMSIZE, LONG, assert_alive, check_desc, create,
+                  decode_strings, encode_strings, fails, fails_any, fails_raw,
+                  get_array, get_raw, get_strings, le_bytes, ok, one_frame, put_array,
+                  put_strings, request, send, split_buffers, strings_buffers, unique)
 
 LOCALES = 3  # the `daemon` fixture's locale count
-DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-          "float32", "float64", "bool"]
 INT_DTYPES = [d for d in DTYPES if d.startswith(("int", "uint"))]
 FLOAT_DTYPES = ["float32", "float64"]
-ERROR_CODES = {"bad_request", "unknown_command", "unauthorized", "not_found", "already_exists",
-               "type_error", "schema_error", "io_error", "forbidden", "resource_limit", "busy",
-               "internal"}
-DESC_KEYS = {"name", "objtype", "dtype", "size", "shape", "ndim", "itemsize", "nbytes"}
-ITEMSIZE = {d: np.dtype(d).itemsize for d in DTYPES}
-LONG = 120000  # ms to wait for replies to big requests
 
 _ctx = zmq.Context.instance()
 
 
 # ---------------------------------------------------------------- helpers
-
-def unique(prefix="p"):
-    return f"{prefix}_{uuid.uuid4().hex[:10]}"
-
-
-def send(d, cmd, args=None, frames=(), buffers=None, id=7, timeout_ms=30000, **header):
-    """One request to daemon `d` (token added when `d` has one); returns (header, frames)."""
-    hdr = {"v": 1, "id": id, "cmd": cmd, "token": d.token}
-    if args is not None:
-        hdr["args"] = args
-    if buffers is not None:
-        hdr["buffers"] = buffers
-    hdr.update(header)
-    return request(d.endpoint, hdr, frames, timeout_ms=timeout_ms)
-
-
-def ok(reply, id=7):
-    hdr, _ = reply
-    assert hdr.get("ok") is True, hdr
-    assert hdr.get("v") == 1, hdr
-    assert "error" not in hdr, hdr
-    if id is not None:
-        assert hdr.get("id") == id, hdr
-    assert isinstance(hdr.get("result"), dict), hdr
-    return hdr["result"]
-
-
-def fails(reply, code, id=7, mentions=()):
-    """Check an error reply: the code, a non-empty message (naming `mentions`), the id."""
-    hdr, frames = reply
-    assert hdr.get("ok") is False, hdr
-    assert hdr.get("v") == 1, hdr
-    err = hdr.get("error")
-    assert isinstance(err, dict), hdr
-    assert err.get("code") in ERROR_CODES, hdr
-    assert err.get("code") == code, hdr
-    assert isinstance(err.get("message"), str) and err["message"].strip(), hdr
-    for word in (mentions if isinstance(mentions, (list, tuple)) else [mentions]):
-        assert word in err["message"], hdr
-    if id is None:
-        assert "id" not in hdr, hdr
-    elif id is not ...:
-        assert hdr.get("id") == id, hdr
-    assert "result" not in hdr, hdr
-    assert not frames, hdr
-    return err["message"]
-
-
-def fails_any(reply, codes, **kw):
-    """An error reply whose code is any of `codes` (the contract allows either)."""
-    err = reply[0].get("error")
-    code = err.get("code") if isinstance(err, dict) else None
-    return fails(reply, code if code in codes else codes[0], **kw)
-
-
-def fails_raw(d, raw, code="bad_request", id=None):
-    """Send `raw` bytes as the header frame; expect `code` and a daemon still answering."""
-    reply = request(d.endpoint, {}, raw_header=raw)
-    msg = fails(reply, code, id=id)
-    assert_alive(d)
-    return msg
-
-
-def assert_alive(d):
-    assert d.alive(), d.read_log()
-    hdr, _ = request(d.endpoint, {"v": 1, "id": 99, "cmd": "ping", "token": d.token},
-                     timeout_ms=30000)
-    assert hdr.get("ok") is True and hdr.get("id") == 99 and hdr["result"] == {"pong": True}, hdr
-
-
-def split_buffers(hdr, frames):
-    """The reply's payload as {buffer name: bytes}, checking the byte count."""
-    data = b"".join(bytes(f) for f in frames)
-    bufs = hdr.get("buffers", [])
-    assert isinstance(bufs, list), hdr
-    assert sum(b["nbytes"] for b in bufs) == len(data), (hdr, len(data))
-    out, pos = {}, 0
-    for b in bufs:
-        assert set(b) == {"name", "nbytes"}, b
-        out[b["name"]] = data[pos:pos + b["nbytes"]]
-        pos += b["nbytes"]
-    return out
-
-
-def check_desc(desc, objtype, dtype, size, name=None):
-    assert DESC_KEYS <= set(desc), desc
-    assert desc["objtype"] == objtype, desc
-    assert desc["dtype"] == dtype, desc
-    assert desc["size"] == size, desc
-    assert desc["shape"] == [size] and desc["ndim"] == 1, desc
-    assert isinstance(desc["name"], str) and desc["name"], desc
-    if name is not None:
-        assert desc["name"] == name, desc
-    if objtype == "pdarray":
-        assert desc["itemsize"] == ITEMSIZE[dtype], desc
-        assert desc["nbytes"] == size * ITEMSIZE[dtype], desc
-    else:
-        assert isinstance(desc["itemsize"], int) and isinstance(desc["nbytes"], int), desc
-
-
-def dtype_name(arr):
-    return "bool" if arr.dtype == np.bool_ else arr.dtype.name
-
-
-def le_bytes(arr):
-    return np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<")).tobytes()
-
-
-def one_frame(data):
-    return [data] if data else []
-
-
-def put_array(d, arr, name=None, split=one_frame, dtype=None):
-    arr = np.asarray(arr)
-    data = le_bytes(arr)
-    dtype = dtype or dtype_name(arr)
-    args = {"objtype": "pdarray", "dtype": dtype, "shape": [int(arr.size)]}
-    if name is not None:
-        args["name"] = name
-    reply = send(d, "put", args, split(data), [{"name": "values", "nbytes": len(data)}],
-                 timeout_ms=LONG)
-    desc = ok(reply)["object"]
-    check_desc(desc, "pdarray", dtype, int(arr.size), name)
-    return desc["name"]
-
-
-def get_raw(d, name, start=None, stop=None):
-    args = {"name": name}
-    if start is not None:
-        args["start"] = start
-    if stop is not None:
-        args["stop"] = stop
-    hdr, frames = send(d, "get", args, timeout_ms=LONG)
-    res = ok((hdr, frames))
-    return res, split_buffers(hdr, frames)
-
-
-def get_array(d, name, dtype, start=None, stop=None):
-    res, bufs = get_raw(d, name, start, stop)
-    assert list(bufs) == ["values"], bufs.keys()
-    assert res["object"]["dtype"] == dtype and res["object"]["objtype"] == "pdarray", res
-    return np.frombuffer(bufs["values"], dtype=np.dtype(dtype).newbyteorder("<"))
-
-
-def strings_buffers(seg, val):
-    return [{"name": "segments", "nbytes": len(seg)}, {"name": "values", "nbytes": len(val)}]
-
-
-def put_strings(d, strs, name=None, split=one_frame):
-    seg, val = encode_strings(strs)
-    args = {"objtype": "strings", "dtype": "str", "shape": [len(strs)]}
-    if name is not None:
-        args["name"] = name
-    desc = ok(send(d, "put", args, split(seg + val), strings_buffers(seg, val),
-                   timeout_ms=LONG))["object"]
-    check_desc(desc, "strings", "str", len(strs), name)
-    return desc["name"]
-
-
-def get_strings(d, name, start=None, stop=None):
-    res, bufs = get_raw(d, name, start, stop)
-    assert list(bufs) == ["segments", "values"], bufs.keys()
-    assert res["object"]["objtype"] == "strings" and res["object"]["dtype"] == "str", res
-    return decode_strings(bufs["segments"], bufs["values"])
-
-
-def create(d, **args):
-    return ok(send(d, "create", args, timeout_ms=LONG))["object"]
 
 
 def delete(d, *names):

@@ -9,8 +9,9 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import (TOOL_SLOWDOWN, block_bounds, edge_values, free_tcp_endpoint, h5_strings,
-                      locale_file, project_version, unique)
+from conftest import block_bounds, edge_values, h5_strings, locale_file, project_version
+from daemons import free_tcp_endpoint, TOOL_SLOWDOWN
+from wire import unique
 
 import h5ark
 from h5ark import wire

@@ -8,7 +8,8 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import h5_pdarray, h5_strings, unique
+from conftest import h5_pdarray, h5_strings
+from wire import unique
 
 import h5ark
 from h5ark import codec

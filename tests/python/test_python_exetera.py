@@ -11,7 +11,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import unique
+from wire import unique
 from exetera_layout import add_field, categorical, indexed
 
 import h5ark

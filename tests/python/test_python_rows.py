@@ -6,7 +6,7 @@ only the rows asked for are fetched."""
 import numpy as np
 import pytest
 
-from conftest import unique
+from wire import unique
 
 import h5ark
 from h5ark import codec, objects

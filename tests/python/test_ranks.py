@@ -8,7 +8,6 @@ import pathlib
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 
@@ -16,93 +15,13 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import (SHARED_FIXTURES, TOOL_SLOWDOWN, Daemon, daemon_binary,
-                      remove_mpi_session, request, wait_serving)
+from conftest import SHARED_FIXTURES
+from daemons import MPIRUN, Daemon, mpi_build, TOOL_SLOWDOWN
+from wire import request
 
-MPIRUN = shutil.which("mpirun")
 THREADS = 2  # locales per rank; the one-rank daemon compared with gets R * THREADS
 
 pytestmark = pytest.mark.skipif(MPIRUN is None, reason="mpirun is not installed (openmpi-bin)")
-
-
-def mpi_build():
-    """Whether this h5arkd was built with MPI (else it refuses to start under mpirun)."""
-    cache = pathlib.Path(daemon_binary()).parents[1] / "CMakeCache.txt"
-    return not cache.exists() or "MPI_C_FOUND:INTERNAL=1" in cache.read_text() or \
-        "MPI_C_FOUND:BOOL=TRUE" in cache.read_text()
-
-
-class MpiDaemon:
-    """h5arkd started as `ranks` ranks by mpirun (in a session of its own, so that a
-    failed test can end mpirun and every rank at once)."""
-
-    def __init__(self, ranks, threads=THREADS, env=None, extra_args=(), data_dir=None):
-        self.tmp = pathlib.Path(tempfile.mkdtemp(prefix="h5ark-ranks-"))
-        self.endpoint = f"ipc://{self.tmp}/h5arkd.sock"
-        args = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
-                "-np", str(ranks),
-                daemon_binary(), "--endpoint", self.endpoint, "--locales", str(threads),
-                "--data-dir", str(data_dir or self.tmp / "data"), "--log-level", "info",
-                *extra_args]
-        self.log = open(self.tmp / "mpirun.log", "w+")
-        # Under a sanitizer build, leak checking is off for the ranks: Open MPI's components
-        # are unloaded by MPI_Finalize with blocks still allocated, which LeakSanitizer
-        # reports from an unknown module and no suppression can name. The one-rank suite
-        # checks h5ark's own leaks; every other sanitizer check stays on.
-        asan = os.environ.get("ASAN_OPTIONS")
-        extra = {"ASAN_OPTIONS": asan + ":detect_leaks=0"} if asan else {}
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT,
-                                     env={**os.environ, **extra, **(env or {})},
-                                     start_new_session=True)
-        try:
-            wait_serving(self.proc, self.endpoint, 60, self.read_log, "h5arkd under mpirun")
-        except RuntimeError:
-            self.kill()
-            raise
-
-    def read_log(self):
-        self.log.flush()
-        return (self.tmp / "mpirun.log").read_text()
-
-    def rank_pids(self):
-        """{rank: pid} of the h5arkd processes (probes excluded)."""
-        pids = {}
-        for p in pathlib.Path("/proc").iterdir():
-            if not p.name.isdigit():
-                continue
-            try:
-                cmd = (p / "cmdline").read_bytes().split(b"\0")
-                if self.endpoint.encode() not in cmd or b"--file-probe" in cmd:
-                    continue
-                env = dict(kv.split(b"=", 1) for kv in (p / "environ").read_bytes().split(b"\0")
-                           if b"=" in kv)
-                if b"OMPI_COMM_WORLD_RANK" in env and b"h5arkd" in cmd[0]:
-                    pids[int(env[b"OMPI_COMM_WORLD_RANK"])] = int(p.name)
-            except OSError:
-                continue
-        return pids
-
-    def kill(self):
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-
-    def stop(self):
-        """Stop with the shutdown command; mpirun's exit status."""
-        hdr, _ = request(self.endpoint, {"v": 1, "cmd": "shutdown"})
-        assert hdr["ok"], hdr
-        try:
-            return self.proc.wait(60)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            raise AssertionError("the ranks did not stop within 60 s of shutdown: " +
-                                 self.read_log())
-
-    def cleanup(self):
-        self.kill()
-        self.log.close()
-        shutil.rmtree(self.tmp, ignore_errors=True)
-        remove_mpi_session(self.proc.pid)
 
 
 def call(endpoint, cmd, args=None, buffers=None, frames=()):
@@ -129,8 +48,7 @@ def singles():
 def multi(request):
     if not mpi_build():
         pytest.skip("h5arkd was built without MPI")
-    d = MpiDaemon(request.param)
-    d.ranks = request.param
+    d = Daemon(ranks=request.param, locales=THREADS)
     yield d
     d.cleanup()
 
@@ -347,7 +265,7 @@ def test_readers_together_writers_alone():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     delay = 1.0
-    d = MpiDaemon(2, env={"H5ARK_FAULTS": "1"},
+    d = Daemon(ranks=2, locales=THREADS, env={"H5ARK_FAULTS": "1"},
                   extra_args=["--http-endpoint", f"127.0.0.1:{port}"])
     try:
         ep = d.endpoint
@@ -958,7 +876,7 @@ def faulty():
     """Three ranks with fault injection on (docs/FAULTS.md)."""
     if not mpi_build():
         pytest.skip("h5arkd was built without MPI")
-    d = MpiDaemon(3, env={"H5ARK_FAULTS": "1"})
+    d = Daemon(ranks=3, locales=THREADS, env={"H5ARK_FAULTS": "1"})
     d.ranks = 3
     yield d
     d.cleanup()
@@ -1021,7 +939,7 @@ def test_tohdf_gzip_failing_on_one_rank_replaces_nothing(cls, rank):
     try:
         for nth in range(1, 41):
             if d is None:
-                d = MpiDaemon(3, env={"H5ARK_FAULTS": "1"})
+                d = Daemon(ranks=3, locales=THREADS, env={"H5ARK_FAULTS": "1"})
                 ep = d.endpoint
                 objs = make_objects(ep, ["abc", "de", "f"] * 50)
                 out = d.tmp / "data" / "gz"
@@ -1069,7 +987,7 @@ def faulty_pair():
     """Two ranks with fault injection on."""
     if not mpi_build():
         pytest.skip("h5arkd was built without MPI")
-    d = MpiDaemon(2, env={"H5ARK_FAULTS": "1"})
+    d = Daemon(ranks=2, locales=THREADS, env={"H5ARK_FAULTS": "1"})
     yield d
     d.cleanup()
 
@@ -1141,7 +1059,7 @@ def test_set_killed_between_renames_is_completed_at_start(tmp_path):
     if not mpi_build():
         pytest.skip("h5arkd was built without MPI")
     data = tmp_path / "data"
-    d = MpiDaemon(2, env={"H5ARK_FAULTS": "1"}, data_dir=data)
+    d = Daemon(ranks=2, locales=THREADS, env={"H5ARK_FAULTS": "1"}, data_dir=data)
     try:
         ep = d.endpoint
         a = ok(ep, "create", {"dtype": "int64", "fill": "arange", "start": 7, "stop": 1000})[0]
@@ -1170,7 +1088,7 @@ def test_set_killed_between_renames_is_completed_at_start(tmp_path):
     mixed = snapshot(data)
     assert mixed["k_LOCALE0000.h5"] != before["k_LOCALE0000.h5"]
     assert mixed["k_LOCALE0003.h5"] == before["k_LOCALE0003.h5"]
-    d = MpiDaemon(2, data_dir=data)
+    d = Daemon(ranks=2, locales=THREADS, data_dir=data)
     try:
         assert "completed the write of a file set" in d.read_log(), d.read_log()
         assert not list((data / ".h5ark-journal").iterdir())
@@ -1185,7 +1103,7 @@ def test_tohdf_rank_killed_leaves_old_or_new():
     rank dies before it writes)."""
     if not mpi_build():
         pytest.skip("h5arkd was built without MPI")
-    d = MpiDaemon(2)
+    d = Daemon(ranks=2, locales=THREADS)
     try:
         ep = d.endpoint
         n = 1 << 20
@@ -1225,7 +1143,7 @@ def test_rank_that_gives_up_a_transfer_stops_the_job():
     more of them than a transfer describes without allocating."""
     if not mpi_build():
         pytest.skip("h5arkd was built without MPI")
-    d = MpiDaemon(2, env={"H5ARK_FAULTS": "1"})
+    d = Daemon(ranks=2, locales=THREADS, env={"H5ARK_FAULTS": "1"})
     try:
         ep = d.endpoint
         name = ok(ep, "create", {"dtype": "int64", "fill": "zeros",
@@ -1262,7 +1180,7 @@ def test_wait_deadline_ends_the_job():
     to hear how the layout went."""
     if not mpi_build():
         pytest.skip("h5arkd was built without MPI")
-    d = MpiDaemon(2, env={"H5ARK_FAULTS": "1", "H5ARK_RANK_WAIT": "1"})
+    d = Daemon(ranks=2, locales=THREADS, env={"H5ARK_FAULTS": "1", "H5ARK_RANK_WAIT": "1"})
     try:
         ep = d.endpoint
         name = ok(ep, "create", {"dtype": "int64", "fill": "arange",
@@ -2057,7 +1975,7 @@ def test_every_rank_gives_memory_back_when_idle():
         pytest.skip("h5arkd was built without MPI")
     if os.environ.get("H5ARKD_WRAPPER") or os.environ.get("ASAN_OPTIONS"):
         pytest.skip("resident sizes mean nothing under valgrind's or ASan's allocator")
-    d = MpiDaemon(2, extra_args=("--idle-release", "0.5"))
+    d = Daemon(ranks=2, locales=THREADS, extra_args=("--idle-release", "0.5"))
     try:
         pids = d.rank_pids()
         start = {r: resident(p) for r, p in pids.items()}
@@ -2084,12 +2002,12 @@ def test_every_rank_gives_memory_back_when_idle():
 def test_shutdown_stops_every_rank():
     if not mpi_build():
         pytest.skip("h5arkd was built without MPI")
-    d = MpiDaemon(3)
+    d = Daemon(ranks=3, locales=THREADS)
     try:
         hdr, _ = call(d.endpoint, "create", {"dtype": "int64", "size": 100})
         assert hdr["ok"]
         pids = d.rank_pids()
-        assert d.stop() == 0, d.read_log()
+        assert d.shutdown() == 0, d.read_log()
         log = d.read_log()
         for r in range(3):
             assert f"rank {r}: stopped cleanly" in log, log
@@ -2102,7 +2020,7 @@ def test_shutdown_stops_every_rank():
 def test_killed_rank_stops_job_with_clear_error(victim):
     if not mpi_build():
         pytest.skip("h5arkd was built without MPI")
-    d = MpiDaemon(3)
+    d = Daemon(ranks=3, locales=THREADS)
     try:
         hdr, _ = call(d.endpoint, "create", {"dtype": "int64", "size": 100, "name": "a"})
         assert hdr["ok"]
@@ -2349,7 +2267,7 @@ def test_pack_plan_past_max_memory(ranks, tmp_path):
     for k in range(3):
         write_samples(src / f"m{k}.h5", [f"s{k}_{i:03d}" for i in range(100)], k)
     write_samples(src / "x.h5", ["x0", "x1"], 5)
-    multi = MpiDaemon(ranks, extra_args=("--max-memory", "24K"))
+    multi = Daemon(ranks=ranks, locales=THREADS, extra_args=("--max-memory", "24K"))
     single = Daemon(locales=ranks * THREADS, max_memory="24K")
     try:
         for data in (multi.tmp / "data", single.data_dir):
@@ -2364,7 +2282,7 @@ def test_pack_plan_past_max_memory(ranks, tmp_path):
         assert ok(multi.endpoint, "info", {})[0]["objects"] == []
         res, _ = ok(multi.endpoint, "pack", pack_args({"paths": ["pkm/x.h5"]}))
         assert res["samples"] == 2
-        assert multi.stop() == 0
+        assert multi.shutdown() == 0
     finally:
         multi.cleanup()
         single.cleanup()
@@ -2430,7 +2348,7 @@ def test_http_gateway_at_several_ranks():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    d = MpiDaemon(2, env={"H5ARK_FAULTS": "1"},
+    d = Daemon(ranks=2, locales=THREADS, env={"H5ARK_FAULTS": "1"},
                   extra_args=["--http-endpoint", f"127.0.0.1:{port}"])
     base = f"http://127.0.0.1:{port}"
 
@@ -2480,7 +2398,7 @@ def test_http_gateway_at_several_ranks():
             get("/data/", file="g.h5", path="/big", format="bin")))
         reader.start()
         time.sleep(0.1)
-        assert d.stop() == 0
+        assert d.shutdown() == 0
         reader.join(60)
         np.testing.assert_array_equal(np.frombuffer(got[0], np.float64), big)
     finally:
@@ -2621,7 +2539,7 @@ def test_gather_to_rank0_within_max_memory():
     --max-memory that is resource_limit, no file is written, and the daemon goes on."""
     if not mpi_build():
         pytest.skip("h5arkd was built without MPI")
-    d = MpiDaemon(2, extra_args=["--max-memory", str(1200 * 1024)])
+    d = Daemon(ranks=2, locales=THREADS, extra_args=["--max-memory", str(1200 * 1024)])
     try:
         n = 200000  # 1.6 MB of int64: 0.8 MB on each rank, 1.6 MB on rank 0 gathered
         name = ok(d.endpoint, "create", {"dtype": "int64", "fill": "arange", "stop": n})[0][
@@ -2648,7 +2566,7 @@ def test_groupby_strings_within_max_memory():
     and gives the memory back."""
     if not mpi_build():
         pytest.skip("h5arkd was built without MPI")
-    d = MpiDaemon(2, extra_args=["--max-memory", str(1500 * 1024)])
+    d = Daemon(ranks=2, locales=THREADS, extra_args=["--max-memory", str(1500 * 1024)])
     try:
         words = [f"key-{i % 5000:07d}-{'x' * 12}" for i in range(40000)]  # ~1.3 MB in all
         hdr, _ = put_strings(d.endpoint, words, "big")

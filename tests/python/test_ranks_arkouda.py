@@ -5,14 +5,13 @@ daemon matches in test_arkouda_wire.py), the seeded and order-dependent ones are
 with a one-rank daemon of the same total locales."""
 import json
 import re
-import tempfile
 
 import h5py
 import numpy as np
 import pytest
 
-from conftest import Daemon
-from test_ranks import MPIRUN, MpiDaemon, call, mpi_build, ok
+from daemons import MPIRUN, Daemon, mpi_build
+from test_ranks import call, ok
 import test_arkouda_wire as wire
 from test_arkouda_wire import Ak, created_name, download, get_strings, put_strings, upload
 
@@ -44,14 +43,11 @@ LAYOUTS = [(2, 2), (3, 1)]
 
 
 @pytest.fixture(scope="module", params=LAYOUTS, ids=["R2", "R3"])
-def akd(request, tmp_path_factory):
+def akd(request):
     if not mpi_build():
         pytest.skip("h5arkd was built without MPI")
     ranks, threads = request.param
-    sock = tmp_path_factory.mktemp("akr") / "ak.sock"
-    d = MpiDaemon(ranks, threads, extra_args=["--arkouda-endpoint", f"ipc://{sock}"])
-    d.ak_endpoint = f"ipc://{sock}"
-    d.ranks, d.locales, d.data_dir = ranks, ranks * threads, d.tmp / "data"
+    d = Daemon(ranks=ranks, locales=threads, arkouda=True)
     yield d
     d.cleanup()
 
@@ -59,9 +55,8 @@ def akd(request, tmp_path_factory):
 @pytest.fixture(scope="module")
 def single_ak(akd):
     """A one-rank daemon with the same total locales, its Arkouda endpoint."""
-    sock = akd.tmp / "one.sock"
-    d = Daemon(locales=akd.locales, extra_args=["--arkouda-endpoint", f"ipc://{sock}"])
-    c = Ak(f"ipc://{sock}")
+    d = Daemon(locales=akd.locales, arkouda=True)
+    c = Ak(d.ak_endpoint)
     c.data_dir = d.data_dir
     yield c
     c.close()
@@ -537,9 +532,8 @@ def arkouda_at_two_ranks(max_memory):
     client of it (skipped without MPI)."""
     if not mpi_build():
         pytest.skip("h5arkd was built without MPI")
-    sock = f"ipc://{tempfile.mkdtemp(prefix='akmem-')}/ak.sock"
-    d = MpiDaemon(2, 2, extra_args=["--arkouda-endpoint", sock, "--max-memory", max_memory])
-    return d, Ak(sock)
+    d = Daemon(ranks=2, locales=2, arkouda=True, max_memory=max_memory)
+    return d, Ak(d.ak_endpoint)
 
 
 def test_strings_results_within_max_memory():

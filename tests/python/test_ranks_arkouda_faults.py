@@ -8,7 +8,8 @@ import h5py
 import numpy as np
 import pytest
 
-from test_ranks import MPIRUN, MpiDaemon, mpi_build, ok
+from daemons import MPIRUN, Daemon, mpi_build
+from test_ranks import ok
 from test_arkouda_wire import (Ak, arkouda_short_key, created_name, download, get_strings,
                                put_strings, upload)
 from test_ranks_arkouda import arkouda_at_two_ranks
@@ -19,14 +20,10 @@ N = 3001  # rows on both ranks
 
 
 @pytest.fixture(scope="module")
-def akd(tmp_path_factory):
+def akd():
     if not mpi_build():
         pytest.skip("h5arkd was built without MPI")
-    sock = tmp_path_factory.mktemp("akft") / "ak.sock"
-    d = MpiDaemon(2, 2, env={"H5ARK_FAULTS": "1"},
-                  extra_args=["--arkouda-endpoint", f"ipc://{sock}"])
-    d.ak_endpoint = f"ipc://{sock}"
-    d.data = d.tmp / "data"
+    d = Daemon(ranks=2, locales=2, env={"H5ARK_FAULTS": "1"}, arkouda=True)
     yield d
     d.cleanup()
 
@@ -141,7 +138,7 @@ def check_success(c, akd, a, what, r, p, check):
         item = json.loads(json.loads(r["msg"])["items"])[0]
         np.testing.assert_array_equal(download(c, created_name(item["created"]), "int64", N), a)
     elif what == "tohdf":
-        parts = sorted(akd.data.glob("out_LOCALE*"))
+        parts = sorted(akd.data_dir.glob("out_LOCALE*"))
         assert len(parts) == 4
         got = []
         for path in parts:
@@ -173,7 +170,7 @@ def test_fault_on_one_rank(akd, inputs, what, rank, cls):
                 p = {k: copy if v == "COPY" else v for k, v in params.items()}
             else:
                 p = params
-            before, old = symbols(c), files(akd.data)
+            before, old = symbols(c), files(akd.data_dir)
             ok(ep, "fault", {"class": cls, "nth": nth, "rank": rank,
                              "error": "ENOMEM" if cls == "alloc" else "EIO"})
             r = c.reply(cmd, p)
@@ -192,7 +189,7 @@ def test_fault_on_one_rank(akd, inputs, what, rank, cls):
             if cls == "alloc":
                 assert "memory" in msg, msg
             assert symbols(c) == before, (nth, msg)  # nothing published
-            now = files(akd.data)
+            now = files(akd.data_dir)
             assert now.keys() == old.keys(), (nth, msg)  # no temporary, no journal left
             assert now == old, (nth, msg)  # every file old: a set is replaced as one
         else:

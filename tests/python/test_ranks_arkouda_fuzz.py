@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from test_ranks import MPIRUN, MpiDaemon, mpi_build
+from daemons import MPIRUN, Daemon, mpi_build
 from test_arkouda_wire import Ak, download, upload
 from test_fuzz_live import ak_fuzz
 
@@ -17,13 +17,10 @@ RANKS = int(os.environ.get("H5ARK_FUZZ_AK_RANKS", "2"))  # by hand: 3 and more
 
 
 @pytest.fixture(scope="module")
-def akd(tmp_path_factory):
+def akd():
     if not mpi_build():
         pytest.skip("h5arkd was built without MPI")
-    sock = tmp_path_factory.mktemp("akfz") / "ak.sock"
-    d = MpiDaemon(RANKS, 2, extra_args=["--arkouda-endpoint", f"ipc://{sock}",
-                                    "--max-memory", "256M"])
-    d.ak_endpoint = f"ipc://{sock}"
+    d = Daemon(ranks=RANKS, locales=2, arkouda=True, max_memory="256M")
     yield d
     d.cleanup()
 

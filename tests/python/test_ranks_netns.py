@@ -12,10 +12,11 @@ import time
 import numpy as np
 import pytest
 
-from conftest import Daemon, request
+from daemons import Daemon, mpi_build
+from wire import request
 from netns_cluster import UNSHARE, NetnsCluster, NetnsDaemon, unavailable
-from test_ranks import (call, group_keys, h5_tree, mpi_build, ok, object_bytes, put_array,
-                        put_key, put_strings, same_result, strings_keys)
+from test_ranks import (call, group_keys, h5_tree, ok, object_bytes, put_array, put_key,
+                        put_strings, same_result, strings_keys)
 
 RANKS = 3
 THREADS = 1  # locales per rank: 2 cores here; the one-rank daemon gets RANKS * THREADS

@@ -14,7 +14,8 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import Conn as BaseConn, block_bounds, decode_strings, unique
+from conftest import block_bounds
+from wire import Conn as BaseConn, decode_strings, unique
 
 LOCALES = 3  # the `daemon` fixture's locale count
 ERROR_CODES = {"bad_request", "not_found", "already_exists", "type_error", "schema_error",

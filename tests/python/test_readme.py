@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from daemons import REPO
 
 import h5ark
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import zmq
 
-from conftest import REPO, Daemon, daemon_binary, request
+from daemons import Daemon, daemon_binary, free_port, REPO
+from wire import request
 
 import h5ark
 
@@ -94,7 +95,7 @@ def test_curve(tmp_path):
                            text=True, timeout=30)
     assert again.returncode != 0
 
-    port = _free_port()
+    port = free_port()
     endpoint = f"tcp://127.0.0.1:{port}"
     proc = subprocess.Popen([daemon_binary(), "--curve-secret-file", str(tmp_path / "server.key"),
                              "--endpoint", endpoint, "--data-dir", str(tmp_path / "data"),
@@ -175,10 +176,3 @@ def test_loopback_default():
     """Without --endpoint the daemon listens on loopback only."""
     out = subprocess.run([daemon_binary(), "--help"], capture_output=True, text=True, timeout=30)
     assert "tcp://127.0.0.1:5555" in out.stdout
-
-
-def _free_port():
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

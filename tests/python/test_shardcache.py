@@ -14,7 +14,8 @@ import time
 import numpy as np
 import pytest
 
-from conftest import Conn, daemon_binary
+from daemons import daemon_binary
+from wire import Conn
 
 MiB = 1 << 20
 DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",

@@ -9,7 +9,8 @@ import subprocess
 
 import pytest
 
-from conftest import TOOL_SLOWDOWN, request
+from daemons import TOOL_SLOWDOWN
+from wire import request
 
 
 def _signal_mask_of(pid):

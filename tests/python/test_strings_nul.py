@@ -10,18 +10,13 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import (TOOL_SLOWDOWN, Conn, Daemon, decode_strings, encode_strings, h5_strings,
-                      locale_file, unique)
-from test_gateway import free_port
+from conftest import h5_strings, locale_file
+from daemons import MPIRUN, Daemon, free_port, mpi_build, TOOL_SLOWDOWN
+from wire import Conn, decode_strings, encode_strings, unique
 
 # NULs at the start, middle and end, alone, all-NUL, empty strings, mixed unicode
 WORDS = ["", "\0", "a\0b", "\0lead", "trail\0", "\0\0\0", "", "héllo\0wörld", "plain",
          "\0é\0", "日本\0語", "x" * 40 + "\0" + "y" * 40, "\0\0", "z"]
-
-
-@pytest.fixture(scope="module")
-def conn(daemon):
-    return Conn(daemon)
 
 
 def put(conn, strs, split=None):
@@ -214,15 +209,13 @@ def test_groupby_tells_nul_strings_apart(conn):
 def test_several_ranks_match_one_rank(tmp_path):
     """At several ranks (strings placed across ranks by offsets; groupby's records with NULs
     escaped): groupby, its strings keys gathered, tohdf and readhdf give what one rank gives."""
-    from test_ranks import MPIRUN, MpiDaemon, mpi_build
     if MPIRUN is None or not mpi_build():
         pytest.skip("no mpirun, or h5arkd built without MPI")
     rng = np.random.default_rng(3)
     pool = ["", "\0", "a", "a\0", "a\0\0", "\0a", "é\0", "b"]
     keys = [pool[i] for i in rng.integers(0, len(pool), 301)]
     other = [pool[i] for i in rng.integers(0, 3, 301)]
-    multi, single = MpiDaemon(3), Daemon(locales=6)
-    multi.data_dir = multi.tmp / "data"
+    multi, single = Daemon(ranks=3, locales=2), Daemon(locales=6)
     try:
         out = []
         for d in (multi, single):

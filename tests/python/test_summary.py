@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from daemons import REPO
 
 TINY = '''
 import pytest

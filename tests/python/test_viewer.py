@@ -17,7 +17,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import REPO, Daemon, daemon_binary
+from daemons import Daemon, daemon_binary, REPO
 
 TOKEN = "viewer-token"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
