@@ -1,6 +1,6 @@
-/* bigint commands of the Arkouda dialect beside those that move limbs (compute.c): arange of
- * bigint, get_max_bits and set_max_bits, as Arkouda's client sends them for
- * `ak.arange(..., dtype=bigint)` and `pdarray.max_bits`. A bigint here is a composite of
+/* bigint commands of the Arkouda dialect: arange of bigint, get_max_bits and set_max_bits,
+ * as Arkouda's client sends them for `ak.arange(..., dtype=bigint)` and `pdarray.max_bits`,
+ * and bigint_to_uint_list / big_int_creation, which move limbs. A bigint here is a composite of
  * uint64 limbs (objects/bigint.h): its values are unsigned. */
 #include "front/arkouda/commands.h"
 #include "front/arkouda/values.h"
@@ -8,6 +8,7 @@
 #include "dist/ranks.h"
 #include "registry.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,7 +129,7 @@ int ak_bigint_arange(ak_ctx *ctx, h5ark_error *err) {
         if (limb) j->limb[q] = limb->values;
         object_release(limb);
     }
-    if (ranks_call_seq()) rc = ranks_agree(rc, err); /* every rank made it, or none */
+    rc = ranks_agree(rc, err); /* every rank made it, or none */
     if (rc == 0) locales_run(arange_locale, j);
     if (rc == 0) rc = ak_reply_created(ctx, big, err);
     object_release(big);
@@ -205,16 +206,159 @@ static int cmd_set_max_bits(ak_ctx *ctx, h5ark_error *err) {
         rc = dst && object_add_component(out, limb, dst, err) == 0 ? 0 : -1;
         object_release(dst);
     }
-    if (ranks_call_seq()) rc = ranks_agree(rc, err);
+    rc = ranks_agree(rc, err);
     if (rc == 0) rc = registry_remove(name, err) || registry_publish(out, name, err) ? -1 : 0;
-    if (ranks_call_seq()) rc = ranks_agree(rc, err);
+    rc = ranks_agree(rc, err);
     object_release(out);
     object_release(a);
     return rc ? -1 : ak_reply(ctx, err, "Sucessfully set max_bits");
 }
 
+/* A copy of the uint64 array src with every value & mask, unpublished; NULL when out of
+ * memory on any rank. */
+static object *masked(const object *src, uint64_t mask, h5ark_error *err) {
+    object *dst = object_new_pdarray(H5ARK_UINT64, src->size, err);
+    if (ranks_agree(dst ? 0 : -1, err)) {
+        object_release(dst);
+        return NULL;
+    }
+    mask_job j = {src->values, dst->values, mask};
+    locales_run(mask_locale, &j);
+    return dst;
+}
+
+/* Whether a uint64 array is all zeros (each rank looks at its own shards). */
+static int all_zero(const darray *a, bool *zero, h5ark_error *err) {
+    uint64_t nonzero = 0;
+    for (int b = 0; b < a->nshards && !nonzero; b++) {
+        const uint64_t *v = a->shards[b].data;
+        for (uint64_t i = 0; locales_is_local(b) && i < a->shards[b].count && !nonzero; i++)
+            nonzero = v[i] != 0;
+    }
+    if (ranks_allreduce_u64(&nonzero, 1, RANKS_MAX, err)) return -1;
+    *zero = !nonzero;
+    return 0;
+}
+
+/* bigint_to_uint_list<bigint,1> {array}: the limbs as new uint64 arrays, least significant
+ * first and as many as the largest value needs (at least one), as Arkouda's server gives
+ * them: a JSON list of their created texts (the client reverses it and downloads each). */
+static int cmd_bigint_limbs(ak_ctx *ctx, h5ark_error *err) {
+    if (ctx->in->nparams && ak_check_rank(ctx, err)) return -1; /* older clients send no template */
+    object *a = ak_object_arg(ctx, "array", H5ARK_PDARRAY, err);
+    if (!a) return -1;
+    json_t *list = json_array(), *made = json_array();
+    int rc = list && made ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (rc == 0 && a->dtype != H5ARK_BIGINT)
+        rc = h5ark_fail(err, H5ARK_TYPE_ERROR, "%s is %s, not bigint", a->name,
+                        h5ark_dtype_name(a->dtype));
+    rc = ranks_agree(rc, err); /* each step on every rank or none */
+    size_t k = rc == 0 ? a->ncomponents : 0;
+    char limb[32];
+    for (; k > 1; k--) {
+        snprintf(limb, sizeof limb, "Limb_%zu", k - 1);
+        object *top = object_component_get(a, limb);
+        bool zero = false;
+        if (top && all_zero(top->values, &zero, err)) rc = -1;
+        if (!top || !zero) break;
+    }
+    for (size_t i = 0; rc == 0 && i < k; i++) {
+        snprintf(limb, sizeof limb, "Limb_%zu", i);
+        object *src = object_component_get(a, limb);
+        object *out = src ? masked(src, UINT64_MAX, err) : NULL;
+        if (!src) h5ark_fail(err, H5ARK_SCHEMA_ERROR, "%s has no %s", a->name, limb);
+        int published = out ? registry_publish(out, NULL, err) : -1;
+        if (out) { /* on every rank or on none */
+            int all = ranks_agree(published, err);
+            if (all && published == 0) registry_remove(out->name, &(h5ark_error){0});
+            published = all;
+        }
+        char *text = published == 0 ? ak_created(out) : NULL;
+        if (published == 0) json_array_append_new(made, json_string(out->name));
+        if (published == 0 && !text) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        rc = text && json_array_append_new(list, json_string(text)) == 0 ? 0 : -1;
+        rc = ranks_agree(rc, err);
+        free(text);
+        object_release(out);
+    }
+    char *msg = rc == 0 ? json_dumps(list, JSON_COMPACT) : NULL;
+    if (rc == 0 && !msg) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (rc) { /* all or none */
+        size_t m;
+        json_t *name;
+        json_array_foreach(made, m, name)
+            registry_remove(json_string_value(name), &(h5ark_error){0});
+    } else {
+        free(ctx->msg);
+        ctx->msg = msg;
+    }
+    json_decref(list);
+    json_decref(made);
+    object_release(a);
+    return rc;
+}
+
+/* big_int_creation<bigint,1> {num_arrays, shape, arrays, max_bits}: a bigint from uint64
+ * arrays of one length given most significant first (the client's bigint_from_uint_arrays
+ * and ak.array of Python ints), each copied into a limb, the values cut to max_bits (-1:
+ * unbounded) as Arkouda's server cuts them. */
+static int cmd_bigint_create(ak_ctx *ctx, h5ark_error *err) {
+    int64_t max_bits = -1;
+    if ((ctx->in->nparams && ak_check_rank(ctx, err)) ||
+        (ak_arg(ctx->in, "max_bits") && ak_arg_int(ctx->in, "max_bits", &max_bits, err)))
+        return -1;
+    if (max_bits < -1) return h5ark_fail(err, H5ARK_BAD_REQUEST, "max_bits must be -1 or more");
+    json_t *names = ak_arg_list(ctx->in, "arrays", err);
+    if (!names) return -1;
+    size_t k = json_array_size(names);
+    object **parts = k && k <= 4096 ? calloc(k, sizeof *parts) : NULL;
+    int rc = parts            ? 0
+             : k && k <= 4096 ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory")
+                              : h5ark_fail(err, H5ARK_BAD_REQUEST,
+                                           "argument 'arrays' must name 1 to 4096 arrays");
+    for (size_t i = 0; rc == 0 && i < k; i++) {
+        const char *name = json_string_value(json_array_get(names, i));
+        if (!name || !(parts[i] = registry_get(name, err)))
+            rc = name ? -1 : h5ark_fail(err, H5ARK_BAD_REQUEST, "'arrays' must list names");
+        else if (parts[i]->objtype != H5ARK_PDARRAY || parts[i]->dtype != H5ARK_UINT64)
+            rc = h5ark_fail(err, H5ARK_TYPE_ERROR, "%s is not a uint64 pdarray", name);
+        else if (parts[i]->size != parts[0]->size)
+            rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "%s has %llu elements, %s %llu", name,
+                            (unsigned long long)parts[i]->size, parts[0]->name,
+                            (unsigned long long)parts[0]->size);
+    }
+    /* every failure of one rank alone (out of memory) goes through an agreement before the
+     * next collective: making `big`, and each limb */
+    rc = ranks_agree(rc, err);
+    object *big =
+        rc == 0 ? object_new_composite(H5ARK_PDARRAY, H5ARK_BIGINT, parts[0]->size, err) : NULL;
+    if (rc == 0 && !big) rc = -1;
+    if (big) big->max_bits = max_bits;
+    /* limb j from the j-th array from the end; limbs wholly above max_bits are left out */
+    for (size_t j = 0; rc == 0 && j < k && (j == 0 || max_bits < 0 || (int64_t)j * 64 < max_bits);
+         j++) {
+        int64_t keep = max_bits < 0 ? 64 : max_bits - (int64_t)j * 64;
+        uint64_t mask = keep >= 64 ? UINT64_MAX : (UINT64_C(1) << keep) - 1;
+        object *limb = masked(parts[k - 1 - j], mask, err);
+        char name[32];
+        snprintf(name, sizeof name, "Limb_%zu", j);
+        rc = limb && object_add_component(big, name, limb, err) == 0 ? 0 : -1;
+        rc = ranks_agree(rc, err);
+        object_release(limb);
+    }
+    if (rc == 0) rc = ak_reply_created(ctx, big, err);
+    object_release(big);
+    for (size_t i = 0; parts && i < k; i++)
+        object_release(parts[i]);
+    free(parts);
+    json_decref(names);
+    return rc;
+}
+
 const ak_command ak_bigint_commands[] = {
     {"get_max_bits", cmd_get_max_bits, AK_READ_ONLY, RANKS_EVERY},
     {"set_max_bits", cmd_set_max_bits, 0, RANKS_EVERY},
+    {"bigint_to_uint_list", cmd_bigint_limbs, 0, RANKS_EVERY},
+    {"big_int_creation", cmd_bigint_create, 0, RANKS_EVERY},
     {0},
 };

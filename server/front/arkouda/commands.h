@@ -53,6 +53,8 @@ extern const ak_command ak_group_commands[];    /* unique gbbroadcast segmentedR
 extern const ak_command ak_strings_commands[];  /* randomStrings segmented* concatenateStr */
 extern const ak_command ak_bigint_commands[];   /* get_max_bits set_max_bits */
 
+/* The last template parameter, the rank: only 1-d arrays here (bad_request). */
+int ak_check_rank(ak_ctx *ctx, h5ark_error *err);
 /* arange<bigint,1> {start, stop, step}: compute.c's arange hands bigint to bigints.c. */
 int ak_bigint_arange(ak_ctx *ctx, h5ark_error *err);
 
