@@ -205,6 +205,10 @@ int h5ark_client_reduce(h5ark_client_t *self, const char *array, const char *op,
 int h5ark_client_cumsum(h5ark_client_t *self, const char *array, bool include_initial,
                         const char *name, h5ark_value **object, h5ark_error *err);
 
+/* A bigint's values cut to their low max_bits bits (-1: unbounded), under its name. */
+int h5ark_client_limitbits(h5ark_client_t *self, const char *array, int64_t max_bits,
+                           h5ark_value **object, h5ark_error *err);
+
 /* Elements [start, stop) of an object, as the daemon sent them. */
 typedef struct {
     h5ark_value *object; /* the descriptor */

@@ -260,6 +260,14 @@ int h5ark_client_cumsum(h5ark_client_t *self, const char *array, bool include_in
     return call_named(self, "cumsum", args, name, "object", object, err);
 }
 
+int h5ark_client_limitbits(h5ark_client_t *self, const char *array, int64_t max_bits,
+                           h5ark_value **object, h5ark_error *err) {
+    h5ark_value *args = str_args("array", array, NULL, NULL);
+    if (args && h5ark_value_set(args, "max_bits", h5ark_value_int(max_bits)))
+        h5ark_value_destroy(&args);
+    return call_named(self, "limitbits", args, NULL, "object", object, err);
+}
+
 static h5ark_value *put_args(const char *objtype, h5ark_dtype dtype, uint64_t size,
                              const char *name) {
     h5ark_value *args = h5ark_value_map();

@@ -1,8 +1,8 @@
 /* Numeric compute on pdarrays: binop (arithmetic, comparison and bitwise operators of two
  * arrays or an array and a scalar, with numpy's result dtypes), cast, fill, reduce and
- * cumsum. Elementwise work runs on the locales, each on its shard of the result; every
- * command is one path at any rank count (dist/ranks.h's collectives cost nothing at one
- * rank). */
+ * cumsum; and limitbits, a bigint's max_bits. Elementwise work runs on the locales, each on its
+ * shard of the result; every command is one path at any rank count (dist/ranks.h's collectives cost
+ * nothing at one rank). */
 #include "commands.h"
 
 #include "commands/elements.h"
@@ -13,6 +13,7 @@
 
 #include <math.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -694,6 +695,54 @@ static int cmd_cumsum(command_ctx *ctx, h5ark_error *err) {
     return publish(ctx, out, arg_str(ctx, "name", NULL), false, err);
 }
 
+/* ---- bigint ---- */
+
+/* limitbits {array, max_bits}: a bigint's values cut to their low max_bits bits (-1: none)
+ * and its max_bits set, under its name (limbs wholly above max_bits left out, the others
+ * shared or masked). */
+static int cmd_limitbits(command_ctx *ctx, h5ark_error *err) {
+    int64_t bits = arg_int(ctx, "max_bits", -1);
+    if (bits < -1) return h5ark_fail(err, H5ARK_BAD_REQUEST, "max_bits must be -1 or more");
+    const char *name = arg_str(ctx, "array", "");
+    object *a = registry_get(name, err);
+    if (a && (a->objtype != H5ARK_PDARRAY || a->dtype != H5ARK_BIGINT)) {
+        h5ark_fail(err, H5ARK_TYPE_ERROR, "%s is %s %s, not a bigint pdarray", name,
+                   h5ark_objtype_name(a->objtype), h5ark_dtype_name(a->dtype));
+        object_release(a);
+        return -1;
+    }
+    if (!a) return -1;
+    object *out = object_new_composite(H5ARK_PDARRAY, H5ARK_BIGINT, a->size, err);
+    int rc = out ? 0 : -1;
+    if (out) {
+        out->max_bits = bits;
+        out->tag = a->tag;
+    }
+    for (size_t q = 0; rc == 0 && q < a->ncomponents; q++) {
+        char limb[32];
+        snprintf(limb, sizeof limb, "Limb_%zu", q);
+        object *src = object_component_get(a, limb);
+        int64_t keep = bits < 0 ? 64 : bits - (int64_t)q * 64;
+        if (!src) {
+            rc = h5ark_fail(err, H5ARK_SCHEMA_ERROR, "%s has no %s", name, limb);
+            break;
+        }
+        if (keep <= 0 && q > 0) break; /* limb 0 stays, zero */
+        object *dst = keep >= 64
+                          ? object_ref(src)
+                          : elem_masked_u64(src, keep <= 0 ? 0 : (UINT64_C(1) << keep) - 1, err);
+        rc = dst && object_add_component(out, limb, dst, err) == 0 ? 0 : -1;
+        object_release(dst);
+    }
+    object_release(a);
+    rc = ranks_agree(rc, err);
+    if (rc) {
+        object_release(out);
+        return -1;
+    }
+    return publish(ctx, out, name, true, err);
+}
+
 const command_def compute_commands[] = {
     {"binop",
      cmd_binop,
@@ -725,6 +774,10 @@ const command_def compute_commands[] = {
       {"include_initial", ARG_BOOL, false},
       {"name", ARG_STR, false},
       {0}},
+     .ranks = RANKS_EVERY},
+    {"limitbits",
+     cmd_limitbits,
+     {{"array", ARG_STR, true}, {"max_bits", ARG_INT, true}, {0}},
      .ranks = RANKS_EVERY},
     {0},
 };

@@ -214,3 +214,27 @@ out:
     registry_unreserve(reserved);
     return rc;
 }
+
+typedef struct {
+    const darray *src;
+    darray *dst;
+    uint64_t mask;
+} mask_job;
+
+static void mask_locale(int b, void *arg) {
+    mask_job *j = arg;
+    const shard *s = &j->src->shards[b];
+    for (uint64_t r = 0; r < s->count; r++)
+        ((uint64_t *)j->dst->shards[b].data)[r] = ((const uint64_t *)s->data)[r] & j->mask;
+}
+
+object *elem_masked_u64(const object *src, uint64_t mask, h5ark_error *err) {
+    object *dst = object_new_pdarray(H5ARK_UINT64, src->size, err);
+    if (ranks_agree(dst ? 0 : -1, err)) {
+        object_release(dst);
+        return NULL;
+    }
+    mask_job j = {src->values, dst->values, mask};
+    locales_run(mask_locale, &j);
+    return dst;
+}

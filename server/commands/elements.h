@@ -32,6 +32,9 @@ int elem_fetch(const darray *a, uint64_t i, void *out, h5ark_error *err);
  * holding their rows, which write them in rank order, then in the order given (a row
  * given twice keeps the last, as one daemon writing them in order). */
 int elem_put_rows(darray *out, const uint64_t *at, const void *items, uint64_t n, h5ark_error *err);
+/* In a command every rank runs: a new uint64 pdarray (unpublished) of src's uint64 values
+ * & mask; NULL (on every rank) when any rank is out of memory. */
+object *elem_masked_u64(const object *src, uint64_t mask, h5ark_error *err);
 /* Copy n elements of a's dtype from src into a at global index `at`. */
 void elem_copy_into(darray *a, uint64_t at, const void *src, uint64_t n);
 

@@ -480,6 +480,7 @@ static void test_compute(h5ark_client_t *c) {
     CHECK_ERR(h5ark_client_binop(c, "@", na, nb, NULL, NULL, &err), H5ARK_BAD_REQUEST);
     CHECK_ERR(h5ark_client_fill(c, na, h5ark_num_float(2.5), NULL, &err), H5ARK_TYPE_ERROR);
     CHECK_ERR(h5ark_client_reduce(c, na, "median", NULL, &err), H5ARK_BAD_REQUEST);
+    CHECK_ERR(h5ark_client_limitbits(c, na, 3, NULL, &err), H5ARK_TYPE_ERROR);
 }
 
 /* ---- the generic request and reply accessors ----------------------------------------- */

@@ -221,6 +221,23 @@ def test_fill(client, wire):
     assert client.info(["filled"])[0].to_ndarray().tolist() == [7] * 10  # unchanged
 
 
+def test_limitbits(client, wire):
+    """A bigint's values cut to their low bits, under its name; max_bits reported."""
+    vals = [2**100 + 5, 3, 2**64 - 1, 2**130 - 1, 0]
+    for bits in (70, 64, 3, 0, -1):
+        big = client.array(vals, dtype="bigint", name="big")
+        out = client.limit_bits(big, bits)
+        assert out.name == "big" and out.max_bits == bits
+        assert out.to_list() == [v & ((1 << bits) - 1) if bits >= 0 else v for v in vals], bits
+        client.delete("big")
+    big = client.array(vals, dtype="bigint", name="big")
+    wire.fail("limitbits", "bad_request", "-1 or more", array="big", max_bits=-2)
+    ints = client.array(np.arange(3))
+    wire.fail("limitbits", "type_error", "bigint", array=ints.name, max_bits=3)
+    wire.fail("limitbits", "not_found", "no object", array="nope", max_bits=3)
+    assert client.info(["big"])[0].to_list() == vals  # unchanged by the failures
+
+
 def test_errors(client, wire, daemon):
     """Every bad request gets a clear error, publishes nothing and leaves the daemon serving."""
     a = client.array(np.arange(5, dtype=np.int64))
@@ -277,3 +294,40 @@ def test_c_client(daemon):
                           timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert re.search(r"[1-9]\d* checks, 0 failed", proc.stdout), proc.stdout
+
+
+def test_at_two_ranks():
+    """The same commands at two ranks of two locales each give what one daemon gives:
+    elementwise work on each rank's rows, reductions and running sums across the ranks."""
+    from test_ranks import MPIRUN, MpiDaemon, mpi_build
+    if MPIRUN is None or not mpi_build():
+        pytest.skip("mpirun is not installed or h5arkd was built without MPI")
+    import h5ark
+    d = MpiDaemon(2, 2)
+    try:
+        c = h5ark.connect(d.endpoint, timeout=60)
+        x, y = sample("int64"), sample("float64")
+        a, b = c.array(x), c.array(y)
+        np.testing.assert_array_equal(c.binop(a, "*", b).to_ndarray(), x * y)
+        np.testing.assert_array_equal(c.binop(a, "//", 7, reverse=True).to_ndarray(),
+                                      numpy_binop("//", np.full(N, 7), x))
+        np.testing.assert_array_equal(c.cast(b, "int32").to_ndarray(), y.astype(np.int32))
+        for op in ("sum", "prod", "max", "argmin", "is_sorted", "any"):
+            assert c.reduce(a, op) == numpy_reduce(op, x), op
+        assert c.reduce(c.array(np.sort(y)), "is_sorted")
+        np.testing.assert_array_equal(c.cumsum(b).to_ndarray(), np.cumsum(y))
+        np.testing.assert_array_equal(c.cumsum(a, include_initial=True).to_ndarray(),
+                                      np.concatenate([[0], np.cumsum(x)]))
+        assert c.fill(a, -3).to_ndarray().tolist() == [-3] * N
+        with pytest.raises(h5ark.BadRequestError, match="differ in size"):
+            c.binop(a, "+", c.array(np.arange(3)))
+        big = c.limit_bits(c.array([2**100 + 5, 7], dtype="bigint"), 65)
+        assert big.to_list() == [5, 7]
+        c.close()
+    finally:
+        d.cleanup()
+
+
+def numpy_reduce(op, x):
+    return {"sum": np.sum, "prod": np.prod, "max": np.max, "argmin": np.argmin,
+            "any": np.any, "is_sorted": lambda v: bool(np.all(v[:-1] <= v[1:]))}[op](x)

@@ -430,6 +430,12 @@ class Client:
                                                     "include_initial": include_initial,
                                                     "name": name}))
 
+    def limit_bits(self, array, max_bits):
+        """A bigint array's values cut to their low `max_bits` bits (-1: unbounded) and its
+        max_bits set: the handle of the result, which takes over the name."""
+        return self._object(self.request("limitbits", {"array": _name_of(array),
+                                                       "max_bits": int(max_bits)}))
+
     # -- composites: the daemon's constructors on existing objects -------------------
     # The classes (h5ark.SegArray, Categorical, GroupBy, DataFrame, Index, MultiIndex)
     # build from Python data too; Client.SegArray(...) etc. are those on this client.

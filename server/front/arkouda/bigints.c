@@ -138,93 +138,40 @@ int ak_bigint_arange(ak_ctx *ctx, h5ark_error *err) {
 }
 
 /* The bigint array named by argument `array`. */
-static object *bigint_arg(ak_ctx *ctx, h5ark_error *err) {
-    object *a = ak_object_arg(ctx, "array", H5ARK_PDARRAY, err);
-    if (a && a->dtype != H5ARK_BIGINT) {
-        h5ark_fail(err, H5ARK_TYPE_ERROR, "%s is %s, not bigint", a->name,
-                   h5ark_dtype_name(a->dtype));
-        object_release(a);
-        return NULL;
-    }
-    return a;
+static int bigint_arg(ak_ctx *ctx, ak_array *a, h5ark_error *err) {
+    if (ak_array_arg(ctx, "array", true, a, err)) return -1;
+    if (a->dtype == H5ARK_BIGINT) return 0;
+    return h5ark_fail(err, H5ARK_TYPE_ERROR, "%s is %s, not bigint", a->name,
+                      h5ark_dtype_name(a->dtype));
 }
 
 /* get_max_bits<bigint,1> {array}: its max_bits (-1: unbounded), as JSON. */
 static int cmd_get_max_bits(ak_ctx *ctx, h5ark_error *err) {
-    object *a = bigint_arg(ctx, err);
-    if (!a) return -1;
-    int rc = ak_reply(ctx, err, "%lld", (long long)a->max_bits);
-    object_release(a);
-    return rc;
-}
-
-typedef struct {
-    const darray *src;
-    darray *dst;
-    uint64_t mask;
-} mask_job;
-
-static void mask_locale(int b, void *arg) {
-    mask_job *j = arg;
-    const shard *s = &j->src->shards[b];
-    for (uint64_t r = 0; r < s->count; r++)
-        ((uint64_t *)j->dst->shards[b].data)[r] = ((const uint64_t *)s->data)[r] & j->mask;
+    ak_array a;
+    if (bigint_arg(ctx, &a, err)) return -1;
+    return ak_reply(ctx, err, "%lld", (long long)a.max_bits);
 }
 
 /* set_max_bits<bigint,1> {array, max_bits}: every value cut to its low max_bits bits (-1:
  * none), as Arkouda's server does in place; here a changed copy published under the
  * array's name (limbs wholly above max_bits left out, the others shared or masked). */
 static int cmd_set_max_bits(ak_ctx *ctx, h5ark_error *err) {
-    const char *name;
     int64_t bits;
-    if (ak_arg_str(ctx->in, "array", &name, err) || ak_arg_int(ctx->in, "max_bits", &bits, err))
-        return -1;
+    ak_array a;
+    if (ak_arg_int(ctx->in, "max_bits", &bits, err)) return -1;
     if (bits < -1) return h5ark_fail(err, H5ARK_BAD_REQUEST, "max_bits must be -1 or more");
-    object *a = bigint_arg(ctx, err);
-    if (!a) return -1;
-    object *out = object_new_composite(H5ARK_PDARRAY, H5ARK_BIGINT, a->size, err);
-    int rc = out ? 0 : -1;
-    if (out) {
-        out->max_bits = bits;
-        out->tag = a->tag;
-    }
-    for (size_t q = 0; rc == 0 && q < a->ncomponents; q++) {
-        char limb[32];
-        snprintf(limb, sizeof limb, "Limb_%zu", q);
-        object *src = object_component_get(a, limb);
-        int64_t keep = bits < 0 ? 64 : bits - (int64_t)q * 64;
-        if (!src) {
-            rc = h5ark_fail(err, H5ARK_SCHEMA_ERROR, "%s has no %s", a->name, limb);
-            break;
-        }
-        if (keep <= 0 && q > 0) break; /* limb 0 stays, zero, as big_int_creation keeps it */
-        object *dst = keep >= 64 ? object_ref(src) : object_new_pdarray(H5ARK_UINT64, a->size, err);
-        if (dst && keep < 64) {
-            mask_job j = {src->values, dst->values, keep <= 0 ? 0 : (UINT64_C(1) << keep) - 1};
-            locales_run(mask_locale, &j);
-        }
-        rc = dst && object_add_component(out, limb, dst, err) == 0 ? 0 : -1;
-        object_release(dst);
-    }
-    rc = ranks_agree(rc, err);
-    if (rc == 0) rc = registry_remove(name, err) || registry_publish(out, name, err) ? -1 : 0;
-    rc = ranks_agree(rc, err);
-    object_release(out);
-    object_release(a);
-    return rc ? -1 : ak_reply(ctx, err, "Sucessfully set max_bits");
-}
-
-/* A copy of the uint64 array src with every value & mask, unpublished; NULL when out of
- * memory on any rank. */
-static object *masked(const object *src, uint64_t mask, h5ark_error *err) {
-    object *dst = object_new_pdarray(H5ARK_UINT64, src->size, err);
-    if (ranks_agree(dst ? 0 : -1, err)) {
-        object_release(dst);
-        return NULL;
-    }
-    mask_job j = {src->values, dst->values, mask};
-    locales_run(mask_locale, &j);
-    return dst;
+    if (bigint_arg(ctx, &a, err)) return -1;
+    h5ark_value *args = h5ark_value_map();
+    if (args && (h5ark_value_set(args, "array", h5ark_value_str(a.name)) ||
+                 h5ark_value_set(args, "max_bits", h5ark_value_int(bits))))
+        h5ark_value_destroy(&args);
+    if (!args) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    dispatch_result res;
+    int rc = ak_native(ctx, "limitbits", args, NULL, &res, err);
+    h5ark_value_destroy(&args);
+    if (rc) return -1;
+    dispatch_result_free(&res);
+    return ak_reply(ctx, err, "Sucessfully set max_bits");
 }
 
 /* Whether a uint64 array is all zeros (each rank looks at its own shards). */
@@ -265,7 +212,7 @@ static int cmd_bigint_limbs(ak_ctx *ctx, h5ark_error *err) {
     for (size_t i = 0; rc == 0 && i < k; i++) {
         snprintf(limb, sizeof limb, "Limb_%zu", i);
         object *src = object_component_get(a, limb);
-        object *out = src ? masked(src, UINT64_MAX, err) : NULL;
+        object *out = src ? elem_masked_u64(src, UINT64_MAX, err) : NULL;
         if (!src) h5ark_fail(err, H5ARK_SCHEMA_ERROR, "%s has no %s", a->name, limb);
         int published = out ? registry_publish(out, NULL, err) : -1;
         if (out) { /* on every rank or on none */
@@ -339,7 +286,7 @@ static int cmd_bigint_create(ak_ctx *ctx, h5ark_error *err) {
          j++) {
         int64_t keep = max_bits < 0 ? 64 : max_bits - (int64_t)j * 64;
         uint64_t mask = keep >= 64 ? UINT64_MAX : (UINT64_C(1) << keep) - 1;
-        object *limb = masked(parts[k - 1 - j], mask, err);
+        object *limb = elem_masked_u64(parts[k - 1 - j], mask, err);
         char name[32];
         snprintf(name, sizeof name, "Limb_%zu", j);
         rc = limb && object_add_component(big, name, limb, err) == 0 ? 0 : -1;
@@ -356,8 +303,8 @@ static int cmd_bigint_create(ak_ctx *ctx, h5ark_error *err) {
 }
 
 const ak_command ak_bigint_commands[] = {
-    {"get_max_bits", cmd_get_max_bits, AK_READ_ONLY, RANKS_EVERY},
-    {"set_max_bits", cmd_set_max_bits, 0, RANKS_EVERY},
+    {"get_max_bits", cmd_get_max_bits, AK_READ_ONLY, RANKS_ZERO},
+    {"set_max_bits", cmd_set_max_bits, 0, RANKS_ZERO},
     {"bigint_to_uint_list", cmd_bigint_limbs, 0, RANKS_EVERY},
     {"big_int_creation", cmd_bigint_create, 0, RANKS_EVERY},
     {0},

@@ -27,17 +27,7 @@ int ak_check_rank(ak_ctx *ctx, h5ark_error *err) {
     return 0;
 }
 
-/* What the native `info` says of the array named by argument `key` */
-typedef struct {
-    const char *name; /* the argument's text */
-    h5ark_dtype dtype;
-    uint64_t size;
-    int64_t max_bits;
-} array_info;
-
-/* The pdarray named by argument `key` (numeric or bool unless `any_dtype`). */
-static int array_arg(ak_ctx *ctx, const char *key, bool any_dtype, array_info *out,
-                     h5ark_error *err) {
+int ak_array_arg(ak_ctx *ctx, const char *key, bool any_dtype, ak_array *out, h5ark_error *err) {
     if (ak_arg_str(ctx->in, key, &out->name, err)) return -1;
     h5ark_value *args = h5ark_value_map(), *names = h5ark_value_array();
     if (h5ark_value_push(names, h5ark_value_str(out->name)) ||
@@ -66,7 +56,7 @@ static int array_arg(ak_ctx *ctx, const char *key, bool any_dtype, array_info *o
     return rc;
 }
 
-static int check_dtype(const array_info *a, h5ark_dtype want, h5ark_error *err) {
+static int check_dtype(const ak_array *a, h5ark_dtype want, h5ark_error *err) {
     if (a->dtype == want) return 0;
     return h5ark_fail(err, H5ARK_TYPE_ERROR, "%s is %s, not %s", a->name,
                       h5ark_dtype_name(a->dtype), h5ark_dtype_name(want));
@@ -180,9 +170,9 @@ static int cmd_create(ak_ctx *ctx, h5ark_error *err) {
  * the native fill. */
 static int cmd_set(ak_ctx *ctx, h5ark_error *err) {
     const char *text;
-    array_info a;
+    ak_array a;
     if (ak_check_rank(ctx, err) || ak_arg_str(ctx->in, "val", &text, err) ||
-        array_arg(ctx, "array", false, &a, err))
+        ak_array_arg(ctx, "array", false, &a, err))
         return -1;
     uint64_t v = 0; /* the value, stored as the array's dtype */
     if (ak_scalar_parse(a.dtype, text, "val", &v, err)) return -1;
@@ -201,9 +191,9 @@ static int cmd_set(ak_ctx *ctx, h5ark_error *err) {
 /* cast<from,to,1> {name} */
 static int cmd_cast(ak_ctx *ctx, h5ark_error *err) {
     h5ark_dtype from, to;
-    array_info a;
+    ak_array a;
     if (param_dtype(ctx, 0, &from, err) || param_dtype(ctx, 1, &to, err) ||
-        ak_check_rank(ctx, err) || array_arg(ctx, "name", false, &a, err) ||
+        ak_check_rank(ctx, err) || ak_array_arg(ctx, "name", false, &a, err) ||
         check_dtype(&a, from, err))
         return -1;
     return ak_native_created(ctx, "cast", str_args("array", a.name, "dtype", h5ark_dtype_name(to)),
@@ -215,9 +205,9 @@ static int cmd_cast(ak_ctx *ctx, h5ark_error *err) {
 /* binopvv<T,U,1> {op, a, b} */
 static int cmd_binopvv(ak_ctx *ctx, h5ark_error *err) {
     const char *op;
-    array_info a, b;
+    ak_array a, b;
     if (ak_check_rank(ctx, err) || ak_arg_str(ctx->in, "op", &op, err) ||
-        array_arg(ctx, "a", false, &a, err) || array_arg(ctx, "b", false, &b, err))
+        ak_array_arg(ctx, "a", false, &a, err) || ak_array_arg(ctx, "b", false, &b, err))
         return -1;
     h5ark_value *args = str_args("op", op, "a", a.name);
     if (args && h5ark_value_set(args, "b", h5ark_value_str(b.name))) h5ark_value_destroy(&args);
@@ -250,10 +240,10 @@ static int scalar_arg(ak_ctx *ctx, h5ark_dtype t, h5ark_value **out, h5ark_error
 static int binop_scalar(ak_ctx *ctx, bool scalar_left, h5ark_error *err) {
     const char *op;
     h5ark_dtype st;
-    array_info a;
+    ak_array a;
     h5ark_value *value = NULL;
     if (ak_check_rank(ctx, err) || param_dtype(ctx, scalar_left ? 0 : 1, &st, err) ||
-        ak_arg_str(ctx->in, "op", &op, err) || array_arg(ctx, "a", false, &a, err))
+        ak_arg_str(ctx->in, "op", &op, err) || ak_array_arg(ctx, "a", false, &a, err))
         return -1;
     /* the scalar's kind, as the native value_dtype names it */
     h5ark_dtype kind = st == H5ARK_BOOLEAN    ? H5ARK_BOOLEAN
@@ -293,9 +283,9 @@ static int cmd_reduce(ak_ctx *ctx, h5ark_error *err) {
     for (size_t i = 0; i < sizeof reductions / sizeof reductions[0]; i++)
         if (strcmp(reductions[i].name, ctx->in->base) == 0) op = reductions[i].native;
     h5ark_dtype dt;
-    array_info x;
+    ak_array x;
     if (param_dtype(ctx, 0, &dt, err) || ak_check_rank(ctx, err) ||
-        array_arg(ctx, "x", false, &x, err) || check_dtype(&x, dt, err))
+        ak_array_arg(ctx, "x", false, &x, err) || check_dtype(&x, dt, err))
         return -1;
     if (x.size == 0 && (strstr(op, "max") || strstr(op, "min")))
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "%s of an empty array", ctx->in->base);
@@ -329,11 +319,11 @@ static int cmd_reduce(ak_ctx *ctx, h5ark_error *err) {
 /* cumSum<T,1> {x, axis, includeInitial} */
 static int cmd_cumsum(ak_ctx *ctx, h5ark_error *err) {
     bool initial = false;
-    array_info x;
+    ak_array x;
     if (ak_check_rank(ctx, err) || (ak_arg(ctx->in, "includeInitial") &&
                                     ak_arg_bool(ctx->in, "includeInitial", &initial, err)))
         return -1;
-    if (array_arg(ctx, "x", false, &x, err)) return -1;
+    if (ak_array_arg(ctx, "x", false, &x, err)) return -1;
     h5ark_value *args = str_args("array", x.name, NULL, NULL);
     if (args && h5ark_value_set(args, "include_initial", h5ark_value_bool(initial)))
         h5ark_value_destroy(&args);
@@ -345,10 +335,10 @@ static int cmd_cumsum(ak_ctx *ctx, h5ark_error *err) {
  * native get. */
 static int cmd_str(ak_ctx *ctx, h5ark_error *err) {
     int64_t thresh = 100;
-    array_info a;
+    ak_array a;
     if (ak_arg(ctx->in, "printThresh") && ak_arg_int(ctx->in, "printThresh", &thresh, err))
         return -1;
-    if (array_arg(ctx, "array", false, &a, err)) return -1;
+    if (ak_array_arg(ctx, "array", false, &a, err)) return -1;
     bool repr = strcmp(ctx->in->base, "repr") == 0;
     bool cut = thresh >= 0 && a.size > (uint64_t)thresh && a.size > 6;
     h5ark_value *args = str_args("name", a.name, NULL, NULL), *rows = h5ark_value_array();
