@@ -196,6 +196,56 @@ static uint64_t u_op(op_kind op, uint64_t x, uint64_t y) {
     }
 }
 
+/* o[i] = x[i] OP y[i], or with the scalar s on either side */
+#define EW_LOOPS(T, R, S, OP)                                                                      \
+    do {                                                                                           \
+        const T *x = pa, *y = pb;                                                                  \
+        R *o = out;                                                                                \
+        T s = (T)(S);                                                                              \
+        if (j->b)                                                                                  \
+            for (uint64_t i = 0; i < n; i++)                                                       \
+                o[i] = (R)(x[i] OP y[i]);                                                          \
+        else if (j->scalar_left)                                                                   \
+            for (uint64_t i = 0; i < n; i++)                                                       \
+                o[i] = (R)(s OP x[i]);                                                             \
+        else                                                                                       \
+            for (uint64_t i = 0; i < n; i++)                                                       \
+                o[i] = (R)(x[i] OP s);                                                             \
+    } while (0)
+
+/* Arithmetic in type T (int64 as uint64: wrapping), comparisons in CT. */
+#define EW_BY_OP(T, CT, S)                                                                         \
+    switch (j->op) {                                                                               \
+    case OP_ADD: EW_LOOPS(T, T, S, +); break;                                                      \
+    case OP_SUB: EW_LOOPS(T, T, S, -); break;                                                      \
+    case OP_MUL: EW_LOOPS(T, T, S, *); break;                                                      \
+    case OP_EQ: EW_LOOPS(CT, uint8_t, S, ==); break;                                               \
+    case OP_NE: EW_LOOPS(CT, uint8_t, S, !=); break;                                               \
+    case OP_LT: EW_LOOPS(CT, uint8_t, S, <); break;                                                \
+    case OP_LE: EW_LOOPS(CT, uint8_t, S, <=); break;                                               \
+    case OP_GT: EW_LOOPS(CT, uint8_t, S, >); break;                                                \
+    case OP_GE: EW_LOOPS(CT, uint8_t, S, >=); break;                                               \
+    default: return false;                                                                         \
+    }
+
+/* The common case without conversions: + - * and comparisons of operands of the result's
+ * 64-bit dtype (or two of one dtype compared), in loops the compiler vectorises. False when
+ * the job is not of that kind (the general loop then runs). */
+static bool ew_fast(const ew_job *j, const void *pa, const void *pb, void *out, uint64_t n) {
+    h5ark_dtype t = j->adt;
+    bool cmp = is_comparison(j->op);
+    if (j->bdt != t || j->out->dtype != (cmp ? H5ARK_BOOLEAN : t)) return false;
+    if (t == H5ARK_INT64 && j->calc == CALC_I)
+        EW_BY_OP(uint64_t, int64_t, j->si)
+    else if (t == H5ARK_UINT64 && j->calc == CALC_U)
+        EW_BY_OP(uint64_t, uint64_t, j->su)
+    else if (t == H5ARK_FLOAT64 && j->calc == CALC_F)
+        EW_BY_OP(double, double, j->sf)
+    else
+        return false;
+    return true;
+}
+
 static void ew_locale(int locale, void *arg) {
     ew_job *j = arg;
     shard *o = &j->out->shards[locale];
@@ -210,7 +260,8 @@ static void ew_locale(int locale, void *arg) {
         return;
     }
     h5ark_dtype odt = j->out->dtype;
-    for (uint64_t i = 0; i < o->count; i++) {
+    bool fast = j->op < OP_CAST && ew_fast(j, pa, pb, o->data, o->count);
+    for (uint64_t i = 0; !fast && i < o->count; i++) {
         if (j->op == OP_FILL) {
             if (j->calc == CALC_F)
                 elem_store_f(o->data, odt, i, j->sf);
