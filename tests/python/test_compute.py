@@ -10,7 +10,18 @@ import warnings
 import numpy as np
 import pytest
 
-from conftest import request
+try:  # the shared client helper and launcher (wire.py, daemons.py) where the tree has them
+    from wire import request
+    from daemons import MPIRUN, Daemon, mpi_build
+
+    def two_ranks():
+        return Daemon(locales=2, ranks=2)
+except ImportError:
+    from conftest import request
+    from test_ranks import MPIRUN, MpiDaemon, mpi_build
+
+    def two_ranks():
+        return MpiDaemon(2, 2)
 
 DTYPES = ("int64", "uint64", "float64", "bool")
 N = 1001  # over the daemon's three locales, unevenly
@@ -299,11 +310,10 @@ def test_c_client(daemon):
 def test_at_two_ranks():
     """The same commands at two ranks of two locales each give what one daemon gives:
     elementwise work on each rank's rows, reductions and running sums across the ranks."""
-    from test_ranks import MPIRUN, MpiDaemon, mpi_build
     if MPIRUN is None or not mpi_build():
         pytest.skip("mpirun is not installed or h5arkd was built without MPI")
     import h5ark
-    d = MpiDaemon(2, 2)
+    d = two_ranks()
     try:
         c = h5ark.connect(d.endpoint, timeout=60)
         x, y = sample("int64"), sample("float64")
