@@ -137,6 +137,10 @@ def measures(a):
                             "raw ZeroMQ REQ/REP, the bytes as one frame", *at_least(0.8)),
         "ak_ping": ("Arkouda note round trip, median", "native ping, REQ socket",
                     *at_most(1.5)),
+        "ak_binop": (f"Arkouda binopvv<int64,int64,1> + of two {size}", "native binop, same arrays",
+                     *at_least(0.8)),
+        "ak_sum": (f"Arkouda sumAll<int64,1> of {size}", "native reduce sum, same array",
+                   *at_least(0.8)),
         # what two threads of this machine do against one, on the work above: its limit
         "limit_memory": ("machine: memory streaming, 2 threads", "the same, 1 thread",
                          "(limit)", None),
@@ -1346,7 +1350,8 @@ def arkouda_measure(a):
     """The Arkouda endpoint against the native one on one daemon, both over tcp loopback
     from REQ sockets (as Arkouda's client uses): upload of a.bytes of int64 (array<int64,1>,
     one frame, against put in 1 MiB frames), download (tondarray, one frame, against get),
-    and a small round trip (note against ping)."""
+    a small round trip (note against ping), and compute: binopvv + and sumAll against the
+    native binop and reduce they translate onto (GB/s of input)."""
     n = a.bytes // 8
     data = np.arange(n, dtype="<i8")
     ak_end = free_tcp_endpoint()
@@ -1377,6 +1382,7 @@ def arkouda_measure(a):
     chunks = [view[i:i + MIB] for i in range(0, len(view), MIB)]
     gb = a.bytes / 1e9
     up, nup, down, ndown, ping, nping = [], [], [], [], [], []
+    binop, nbinop, total, ntotal = [], [], [], []
     rup, rdown, up2, down2 = [], [], [], []
     # the dialect's own limit: one frame of the same bytes each way between two REQ/REP
     # sockets (the far end a thread here: it receives into, and sends from, fresh memory
@@ -1424,6 +1430,9 @@ def arkouda_measure(a):
         ndown.append(gb / (time.perf_counter() - t))
         assert got == a.bytes
 
+    xs = [msgpack.unpackb(bytes(nat_call({"v": 1, "cmd": "create", "args": {
+        "dtype": "int64", "fill": "arange", "start": k, "stop": n + k}})[0]))["result"]["object"]["name"]
+        for k in (0, 5)]
     try:
         for run in range(a.runs):
             # alternate which side goes first, so neither always meets a warmer cache
@@ -1463,6 +1472,24 @@ def arkouda_measure(a):
                 npings.append(time.perf_counter() - t)
             ping.append(statistics.median(pings) * 1e6)
             nping.append(statistics.median(npings) * 1e6)
+            # compute, the same two arrays through either door, alternating who goes first
+            for door in ("ak", "nat") if run % 2 == 0 else ("nat", "ak"):
+                t = time.perf_counter()
+                if door == "ak":
+                    made = json.loads(bytes(ak_call("binopvv<int64,int64,1>", {
+                        "op": "+", "a": xs[0], "b": xs[1]})))["msg"].split()[1]
+                    binop.append(2 * gb / (time.perf_counter() - t))
+                    t = time.perf_counter()
+                    ak_call("sumAll<int64,1>", {"x": xs[0], "skipNan": "False"})
+                    total.append(gb / (time.perf_counter() - t))
+                else:
+                    made = msgpack.unpackb(bytes(nat_call({"v": 1, "cmd": "binop", "args": {
+                        "op": "+", "a": xs[0], "b": xs[1]}})[0]))["result"]["object"]["name"]
+                    nbinop.append(2 * gb / (time.perf_counter() - t))
+                    t = time.perf_counter()
+                    nat_call({"v": 1, "cmd": "reduce", "args": {"array": xs[0], "op": "sum"}})
+                    ntotal.append(gb / (time.perf_counter() - t))
+                nat_call({"v": 1, "cmd": "delete", "args": {"names": [made]}})
     finally:
         ak.close()
         nat.close()
@@ -1472,7 +1499,8 @@ def arkouda_measure(a):
         d.cleanup()
     return {"ak_upload": ("GB/s", up, nup), "ak_download": ("GB/s", down, ndown),
             "ak_upload_raw": ("GB/s", up2, rup), "ak_download_raw": ("GB/s", down2, rdown),
-            "ak_ping": ("us", ping, nping)}
+            "ak_ping": ("us", ping, nping), "ak_binop": ("GB/s", binop, nbinop),
+            "ak_sum": ("GB/s", total, ntotal)}
 
 
 GROUPS = {"raw": ("ping, tohdf/readhdf vs write/pread, put + get (h5ark-bench)", raw_measures),

@@ -184,6 +184,31 @@ int h5ark_client_put_strings_packed(h5ark_client_t *self, uint64_t count, const 
                                     const char *values, uint64_t values_nbytes, const char *name,
                                     h5ark_value **object, h5ark_error *err);
 
+/* Numeric compute (protocol/PROTOCOL.md, "Numeric compute"): each makes a new pdarray and
+ * returns its descriptor in *object (`name` NULL lets the daemon choose one), except
+ * fill, whose result takes the array's name, and reduce. */
+/* a op b elementwise, two arrays of one size (+ - * / // % ** == != < <= > >= & | ^ << >>). */
+int h5ark_client_binop(h5ark_client_t *self, const char *op, const char *a, const char *b,
+                       const char *name, h5ark_value **object, h5ark_error *err);
+/* a op value (reverse: value op a); value_dtype ("int64", "uint64", "float64", "bool") or
+ * NULL for the value's own kind. */
+int h5ark_client_binop_scalar(h5ark_client_t *self, const char *op, const char *a,
+                              h5ark_number value, const char *value_dtype, bool reverse,
+                              const char *name, h5ark_value **object, h5ark_error *err);
+int h5ark_client_cast(h5ark_client_t *self, const char *array, h5ark_dtype dtype, const char *name,
+                      h5ark_value **object, h5ark_error *err);
+int h5ark_client_fill(h5ark_client_t *self, const char *array, h5ark_number value,
+                      h5ark_value **object, h5ark_error *err);
+/* op: all any sum prod max min argmax argmin is_sorted; *result: {"value", "dtype"}. */
+int h5ark_client_reduce(h5ark_client_t *self, const char *array, const char *op,
+                        h5ark_value **result, h5ark_error *err);
+int h5ark_client_cumsum(h5ark_client_t *self, const char *array, bool include_initial,
+                        const char *name, h5ark_value **object, h5ark_error *err);
+
+/* A bigint's values cut to their low max_bits bits (-1: unbounded), under its name. */
+int h5ark_client_limitbits(h5ark_client_t *self, const char *array, int64_t max_bits,
+                           h5ark_value **object, h5ark_error *err);
+
 /* Elements [start, stop) of an object, as the daemon sent them. */
 typedef struct {
     h5ark_value *object; /* the descriptor */

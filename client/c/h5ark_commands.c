@@ -196,6 +196,78 @@ int h5ark_client_create(h5ark_client_t *self, h5ark_dtype dtype, uint64_t size,
     return call(self, "create", args, NULL, 0, "object", object, err);
 }
 
+/* ---- numeric compute ----------------------------------------------------------------- */
+
+/* args {k1: v1, k2: v2} of strings (a NULL value is left out); NULL without memory. */
+static h5ark_value *str_args(const char *k1, const char *v1, const char *k2, const char *v2) {
+    h5ark_value *args = h5ark_value_map();
+    int rc = v1 ? h5ark_value_set(args, k1, h5ark_value_str(v1)) : 0;
+    if (v2) rc |= h5ark_value_set(args, k2, h5ark_value_str(v2));
+    if (rc) h5ark_value_destroy(&args);
+    return args;
+}
+
+/* Run `cmd` on args (taken; NULL: out of memory) whose `name` is the optional `name`. */
+static int call_named(h5ark_client_t *self, const char *cmd, h5ark_value *args, const char *name,
+                      const char *key, h5ark_value **out, h5ark_error *err) {
+    if (args && name && h5ark_value_set(args, "name", h5ark_value_str(name)))
+        h5ark_value_destroy(&args);
+    if (!args) return oom(err);
+    return call(self, cmd, args, NULL, 0, key, out, err);
+}
+
+int h5ark_client_binop(h5ark_client_t *self, const char *op, const char *a, const char *b,
+                       const char *name, h5ark_value **object, h5ark_error *err) {
+    h5ark_value *args = str_args("op", op, "a", a);
+    if (args && h5ark_value_set(args, "b", h5ark_value_str(b))) h5ark_value_destroy(&args);
+    return call_named(self, "binop", args, name, "object", object, err);
+}
+
+int h5ark_client_binop_scalar(h5ark_client_t *self, const char *op, const char *a,
+                              h5ark_number value, const char *value_dtype, bool reverse,
+                              const char *name, h5ark_value **object, h5ark_error *err) {
+    h5ark_value *args = str_args("op", op, "value_dtype", value_dtype);
+    int rc = args ? h5ark_value_set(args, "a", h5ark_value_str(a)) : -1;
+    rc |= args ? set_number(args, "value", &value) : -1;
+    if (reverse && rc == 0) rc = h5ark_value_set(args, "reverse", h5ark_value_bool(true));
+    if (rc) h5ark_value_destroy(&args);
+    return call_named(self, "binop", args, name, "object", object, err);
+}
+
+int h5ark_client_cast(h5ark_client_t *self, const char *array, h5ark_dtype dtype, const char *name,
+                      h5ark_value **object, h5ark_error *err) {
+    return call_named(self, "cast", str_args("array", array, "dtype", h5ark_dtype_name(dtype)),
+                      name, "object", object, err);
+}
+
+int h5ark_client_fill(h5ark_client_t *self, const char *array, h5ark_number value,
+                      h5ark_value **object, h5ark_error *err) {
+    h5ark_value *args = str_args("array", array, NULL, NULL);
+    if (args && set_number(args, "value", &value)) h5ark_value_destroy(&args);
+    return call_named(self, "fill", args, NULL, "object", object, err);
+}
+
+int h5ark_client_reduce(h5ark_client_t *self, const char *array, const char *op,
+                        h5ark_value **result, h5ark_error *err) {
+    return call_named(self, "reduce", str_args("array", array, "op", op), NULL, NULL, result, err);
+}
+
+int h5ark_client_cumsum(h5ark_client_t *self, const char *array, bool include_initial,
+                        const char *name, h5ark_value **object, h5ark_error *err) {
+    h5ark_value *args = str_args("array", array, NULL, NULL);
+    if (args && h5ark_value_set(args, "include_initial", h5ark_value_bool(include_initial)))
+        h5ark_value_destroy(&args);
+    return call_named(self, "cumsum", args, name, "object", object, err);
+}
+
+int h5ark_client_limitbits(h5ark_client_t *self, const char *array, int64_t max_bits,
+                           h5ark_value **object, h5ark_error *err) {
+    h5ark_value *args = str_args("array", array, NULL, NULL);
+    if (args && h5ark_value_set(args, "max_bits", h5ark_value_int(max_bits)))
+        h5ark_value_destroy(&args);
+    return call_named(self, "limitbits", args, NULL, "object", object, err);
+}
+
 static h5ark_value *put_args(const char *objtype, h5ark_dtype dtype, uint64_t size,
                              const char *name) {
     h5ark_value *args = h5ark_value_map();

@@ -11,5 +11,6 @@ extern const command_def hdf_commands[];       /* tohdf readhdf lshdf repack wri
 extern const command_def composite_commands[]; /* segarray dataframe index reshape */
 extern const command_def groupby_commands[];   /* groupby aggregate categorical */
 extern const command_def lbann_commands[];     /* pack */
+extern const command_def compute_commands[];   /* binop cast fill reduce cumsum limitbits */
 
 #endif

@@ -388,6 +388,101 @@ static void test_create(h5ark_client_t *c) {
     CHECK(!h5ark_number_parse("12abc", &num) && !h5ark_number_parse("", &num), "junk");
 }
 
+/* ---- numeric compute ------------------------------------------------------------------ */
+
+/* The int64 elements of `name` (n of them) into out. */
+static void get_i64(h5ark_client_t *c, const char *name, int64_t *out, uint64_t n) {
+    h5ark_data d;
+    memset(out, 0, n * sizeof *out);
+    CHECK_OK(h5ark_client_get(c, name, 0, H5ARK_END, &d, &err));
+    CHECK(d.count == n && d.dtype == H5ARK_INT64, "%s: %" PRIu64 " %s", name, d.count,
+          h5ark_dtype_name(d.dtype));
+    if (d.count == n && d.dtype == H5ARK_INT64) memcpy(out, d.values, n * sizeof *out);
+    h5ark_data_free(&d);
+}
+
+static void test_compute(h5ark_client_t *c) {
+    enum { N = 1000 };
+    int64_t a[N], b[N], got[N + 1], want[N + 1];
+    for (int64_t i = 0; i < N; i++) {
+        a[i] = i * 7919 % 2003 - 1000;
+        b[i] = i % 13 - 6; /* zeros among them: // and % by 0 give 0 */
+    }
+    const char *na = uname("ca"), *nb = uname("cb"), *out = uname("cout");
+    CHECK_OK(h5ark_client_put_array(c, H5ARK_INT64, N, a, na, NULL, &err));
+    CHECK_OK(h5ark_client_put_array(c, H5ARK_INT64, N, b, nb, NULL, &err));
+    h5ark_value *obj = NULL;
+    CHECK_OK(h5ark_client_binop(c, "//", na, nb, out, &obj, &err));
+    CHECK(strcmp(desc_str(obj, "dtype"), "int64") == 0, "// dtype %s", desc_str(obj, "dtype"));
+    h5ark_value_destroy(&obj);
+    get_i64(c, out, got, N);
+    bool same = true;
+    for (int i = 0; i < N; i++) {
+        int64_t q = b[i] ? a[i] / b[i] - (a[i] % b[i] != 0 && (a[i] < 0) != (b[i] < 0)) : 0;
+        same &= got[i] == q;
+    }
+    CHECK(same, "a // b (floored, 0 for a zero divisor)");
+    /* 100 - a, the scalar on the left */
+    const char *rev = uname("crev");
+    CHECK_OK(
+        h5ark_client_binop_scalar(c, "-", na, h5ark_num_int(100), NULL, true, rev, NULL, &err));
+    get_i64(c, rev, got, N);
+    same = true;
+    for (int i = 0; i < N; i++)
+        same &= got[i] == 100 - a[i];
+    CHECK(same, "100 - a");
+    /* a < 0.5 as float64: bool */
+    CHECK_OK(
+        h5ark_client_binop_scalar(c, "<", na, h5ark_num_float(0.5), NULL, false, NULL, &obj, &err));
+    CHECK(strcmp(desc_str(obj, "dtype"), "bool") == 0, "< dtype %s", desc_str(obj, "dtype"));
+    h5ark_value_destroy(&obj);
+
+    h5ark_value *r = NULL;
+    int64_t sum = 0, mx = a[0];
+    uint64_t at = 0;
+    for (int i = 0; i < N; i++) {
+        sum += a[i];
+        if (a[i] > mx) mx = a[i], at = (uint64_t)i;
+    }
+    CHECK_OK(h5ark_client_reduce(c, na, "sum", &r, &err));
+    int64_t v = 0;
+    CHECK(h5ark_value_to_int64(h5ark_value_get(r, "value"), &v) && v == sum &&
+              strcmp(desc_str(r, "dtype"), "int64") == 0,
+          "sum %lld, wanted %lld", (long long)v, (long long)sum);
+    h5ark_value_destroy(&r);
+    CHECK_OK(h5ark_client_reduce(c, na, "argmax", &r, &err));
+    CHECK(desc_uint(r, "value") == at, "argmax %" PRIu64, desc_uint(r, "value"));
+    h5ark_value_destroy(&r);
+
+    const char *cs = uname("ccum");
+    CHECK_OK(h5ark_client_cumsum(c, na, true, cs, NULL, &err));
+    get_i64(c, cs, got, N + 1);
+    want[0] = 0;
+    for (int i = 0; i < N; i++)
+        want[i + 1] = want[i] + a[i];
+    CHECK(memcmp(got, want, sizeof want) == 0, "cumsum with the initial 0");
+
+    const char *cf = uname("ccast");
+    CHECK_OK(h5ark_client_cast(c, na, H5ARK_FLOAT64, cf, &obj, &err));
+    CHECK(strcmp(desc_str(obj, "dtype"), "float64") == 0, "cast dtype");
+    h5ark_value_destroy(&obj);
+    CHECK_OK(h5ark_client_fill(c, cf, h5ark_num_float(2.5), &obj, &err));
+    CHECK(strcmp(desc_str(obj, "name"), cf) == 0, "fill keeps the name");
+    h5ark_value_destroy(&obj);
+    CHECK_OK(h5ark_client_reduce(c, cf, "sum", &r, &err));
+    double f = 0;
+    CHECK(h5ark_value_to_double(h5ark_value_get(r, "value"), &f) && f == 2.5 * N, "fill sum %g", f);
+    h5ark_value_destroy(&r);
+
+    /* errors */
+    CHECK_ERR(h5ark_client_binop(c, "&", cf, na, NULL, NULL, &err), H5ARK_TYPE_ERROR);
+    CHECK_ERR(h5ark_client_binop(c, "+", na, uname("nothing"), NULL, NULL, &err), H5ARK_NOT_FOUND);
+    CHECK_ERR(h5ark_client_binop(c, "@", na, nb, NULL, NULL, &err), H5ARK_BAD_REQUEST);
+    CHECK_ERR(h5ark_client_fill(c, na, h5ark_num_float(2.5), NULL, &err), H5ARK_TYPE_ERROR);
+    CHECK_ERR(h5ark_client_reduce(c, na, "median", NULL, &err), H5ARK_BAD_REQUEST);
+    CHECK_ERR(h5ark_client_limitbits(c, na, 3, NULL, &err), H5ARK_TYPE_ERROR);
+}
+
 /* ---- the generic request and reply accessors ----------------------------------------- */
 
 static void test_reply(h5ark_client_t *c) {
@@ -774,7 +869,7 @@ static void test_destructive(h5ark_client_t *c) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s ENDPOINT [basic|hdf|destructive]...\n", argv[0]);
+        fprintf(stderr, "usage: %s ENDPOINT [basic|hdf|compute|destructive]...\n", argv[0]);
         return 2;
     }
     snprintf(prefix, sizeof prefix, "ct%d_%ld", (int)getpid(), (long)time(NULL) % 100000);
@@ -784,16 +879,19 @@ int main(int argc, char **argv) {
         return 1;
     }
     h5ark_client_set_timeout(c, 60000);
-    bool basic = argc == 2, hdf = false, destructive = false;
+    bool basic = argc == 2, hdf = false, destructive = false, compute = false;
     for (int i = 2; i < argc; i++) {
         basic |= strcmp(argv[i], "basic") == 0;
         hdf |= strcmp(argv[i], "hdf") == 0;
         destructive |= strcmp(argv[i], "destructive") == 0;
+        compute |= strcmp(argv[i], "compute") == 0;
     }
+    if (compute && !basic) test_compute(c);
     if (basic) {
         test_ping_config(c);
         test_dtypes(c);
         test_create(c);
+        test_compute(c);
         test_strings(c);
         test_large(c);
         test_reply(c);

@@ -34,7 +34,8 @@ __version__ = "0.1.0"
 
 _FORWARDED = ("ping", "config", "status", "zeros", "ones", "full", "arange", "linspace", "randint",
               "uniform", "array", "ip_address", "reshape", "info", "delete", "clear",
-              "to_hdf", "read_hdf", "repack", "ls", "shutdown", "put_awkward", "pack")
+              "to_hdf", "read_hdf", "repack", "ls", "shutdown", "put_awkward", "pack",
+              "binop", "cast", "fill", "reduce", "cumsum", "limit_bits")
 
 
 def _forward(method_name):

@@ -383,6 +383,59 @@ class Client:
         """Delete every object; returns how many were deleted."""
         return self.request("clear").result["deleted"]
 
+    # -- numeric compute (protocol/PROTOCOL.md, "Numeric compute") --------------------
+
+    def binop(self, a, op, b, reverse=False, name=None):
+        """`a op b` elementwise with numpy's result dtype (`+ - * / // % ** == != < <= > >=
+        & | ^ << >>`): b is an array (a handle or a name) of a's size, or a scalar (a
+        number, bool or numpy scalar, whose numpy dtype it keeps); reverse=True computes
+        `b op a` for a scalar b."""
+        args = {"op": op, "a": _name_of(a), "name": name}
+        if isinstance(b, (H5arkObject, str)):
+            args["b"] = _name_of(b)
+            if reverse:
+                args["reverse"] = True
+            return self._object(self.request("binop", args))
+        if isinstance(b, np.generic):
+            kind = {"b": "bool", "u": "uint64", "f": "float64"}.get(b.dtype.kind, "int64")
+            args["value_dtype"], b = kind, b.item()
+        args["value"] = b
+        if reverse:
+            args["reverse"] = True
+        return self._object(self.request("binop", args))
+
+    def cast(self, array, dtype, name=None):
+        """A new array of `array`'s values as `dtype` (numpy's astype)."""
+        return self._object(self.request("cast", {"array": _name_of(array),
+                                                  "dtype": codec.dtype_name(dtype),
+                                                  "name": name}))
+
+    def fill(self, array, value):
+        """Every element of `array` set to `value`: the handle of the filled array, which
+        takes over the name (readers of the old one keep it)."""
+        if isinstance(value, np.generic):
+            value = value.item()
+        return self._object(self.request("fill", {"array": _name_of(array), "value": value}))
+
+    def reduce(self, array, op):
+        """One value of the whole array, as a numpy scalar: op is `all any sum prod max min
+        argmax argmin is_sorted`."""
+        result = self.request("reduce", {"array": _name_of(array), "op": op}).result
+        return np.dtype(result["dtype"]).type(result["value"])
+
+    def cumsum(self, array, include_initial=False, name=None):
+        """The running sums of `array` (int64 for bool and signed, uint64, float64); with
+        include_initial a 0 first."""
+        return self._object(self.request("cumsum", {"array": _name_of(array),
+                                                    "include_initial": include_initial,
+                                                    "name": name}))
+
+    def limit_bits(self, array, max_bits):
+        """A bigint array's values cut to their low `max_bits` bits (-1: unbounded) and its
+        max_bits set: the handle of the result, which takes over the name."""
+        return self._object(self.request("limitbits", {"array": _name_of(array),
+                                                       "max_bits": int(max_bits)}))
+
     # -- composites: the daemon's constructors on existing objects -------------------
     # The classes (h5ark.SegArray, Categorical, GroupBy, DataFrame, Index, MultiIndex)
     # build from Python data too; Client.SegArray(...) etc. are those on this client.

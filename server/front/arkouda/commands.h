@@ -53,6 +53,18 @@ extern const ak_command ak_group_commands[];    /* unique gbbroadcast segmentedR
 extern const ak_command ak_strings_commands[];  /* randomStrings segmented* concatenateStr */
 extern const ak_command ak_bigint_commands[];   /* get_max_bits set_max_bits */
 
+/* The last template parameter, the rank: only 1-d arrays here (bad_request). */
+int ak_check_rank(ak_ctx *ctx, h5ark_error *err);
+/* What the native `info` says of the pdarray named by argument `key`. */
+typedef struct {
+    const char *name; /* the argument's text */
+    h5ark_dtype dtype;
+    uint64_t size;
+    int64_t max_bits;
+} ak_array;
+/* The pdarray named by argument `key`, numeric or bool unless `any_dtype` (then a bigint
+ * too); Arkouda's errors for a missing argument or object, another objtype or dtype. */
+int ak_array_arg(ak_ctx *ctx, const char *key, bool any_dtype, ak_array *out, h5ark_error *err);
 /* arange<bigint,1> {start, stop, step}: compute.c's arange hands bigint to bigints.c. */
 int ak_bigint_arange(ak_ctx *ctx, h5ark_error *err);
 

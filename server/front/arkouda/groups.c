@@ -178,7 +178,7 @@ static int cmd_unique(ak_ctx *ctx, h5ark_error *err) {
 }
 
 static int64_t i64_at(const object *a, uint64_t i) {
-    return ak_load_i(ak_elem(a->values, i), a->dtype, 0);
+    return elem_load_i(elem_at(a->values, i), a->dtype, 0);
 }
 
 /* At several ranks: a copy of the whole of `a` on every rank (each rank's shards, the rest
@@ -267,10 +267,10 @@ static int broadcast_ranks(ak_ctx *ctx, object *segs, object *vals, object *perm
             g++;
         const char *v = vl + g * item;
         if (!perm) {
-            memcpy((void *)ak_elem(out->values, j), v, item);
+            memcpy((void *)elem_at(out->values, j), v, item);
             continue;
         }
-        int64_t at = *(const int64_t *)ak_elem(perm->values, j);
+        int64_t at = *(const int64_t *)elem_at(perm->values, j);
         if (at < 0 || (uint64_t)at >= size) {
             rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "permutation entry %lld is out of bounds",
                             (long long)at);
@@ -280,7 +280,7 @@ static int broadcast_ranks(ak_ctx *ctx, object *segs, object *vals, object *perm
         memcpy(items + (j - lo) * item, v, item);
     }
     if (out) rc = ranks_agree(rc, err); /* the first bad entry of all */
-    if (rc == 0 && perm) rc = ak_put_rows(out->values, rows, items, hi - lo, err);
+    if (rc == 0 && perm) rc = elem_put_rows(out->values, rows, items, hi - lo, err);
     if (rc == 0) rc = ak_reply_created(ctx, out, err);
     object_release(out);
     free(rows);
@@ -332,14 +332,14 @@ static int cmd_broadcast(ak_ctx *ctx, h5ark_error *err) {
     for (uint64_t g = 0; rc == 0 && g < segs->size; g++) {
         uint64_t from = (uint64_t)i64_at(segs, g);
         uint64_t to = g + 1 < segs->size ? (uint64_t)i64_at(segs, g + 1) : size;
-        const void *v = ak_elem(vals->values, g);
+        const void *v = elem_at(vals->values, g);
         for (uint64_t j = from; rc == 0 && j < to; j++) {
             int64_t at = perm ? i64_at(perm, j) : (int64_t)j;
             if (at < 0 || (uint64_t)at >= size)
                 rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "permutation entry %lld is out of bounds",
                                 (long long)at);
             else
-                memcpy((void *)ak_elem(out->values, (uint64_t)at), v, item);
+                memcpy((void *)elem_at(out->values, (uint64_t)at), v, item);
         }
     }
     if (rc == 0) rc = ak_reply_created(ctx, out, err);
@@ -440,7 +440,7 @@ static int cmd_segmented_reduction(ak_ctx *ctx, h5ark_error *err) {
     else if (rc == 0 && (vals->dtype == H5ARK_BIGINT || vals->dtype == H5ARK_STRING))
         rc = h5ark_fail(err, H5ARK_TYPE_ERROR, "segmentedReduction of %s values is not served",
                         h5ark_dtype_name(vals->dtype));
-    else if (rc == 0 && skip_nan && ak_is_float(vals->dtype) && aop != AGG_COUNT &&
+    else if (rc == 0 && skip_nan && elem_is_float(vals->dtype) && aop != AGG_COUNT &&
              aop != AGG_NUNIQUE)
         rc = h5ark_fail(err, H5ARK_BAD_REQUEST,
                         "segmentedReduction: %s of float64 values with skip_nan is not served "

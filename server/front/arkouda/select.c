@@ -36,7 +36,7 @@ static char *bigint_decimal(const object *a, uint64_t w, h5ark_error *err) {
         char name[32];
         snprintf(name, sizeof name, "Limb_%zu", j);
         const object *limb = object_component_get(a, name);
-        if (limb && ak_elem_ranks(limb->values, w, &x[j], err)) {
+        if (limb && elem_fetch(limb->values, w, &x[j], err)) {
             free(x);
             free(text);
             return NULL;
@@ -83,7 +83,7 @@ static int cmd_int_index(ak_ctx *ctx, h5ark_error *err) {
     } else if (rc == 0) {
         char text[96];
         uint64_t e[2]; /* an element, from the rank holding it */
-        rc = ak_elem_ranks(a->values, (uint64_t)w, e, err);
+        rc = elem_fetch(a->values, (uint64_t)w, e, err);
         if (rc == 0) ak_scalar_text(a->dtype, e, 0, text, sizeof text);
         if (rc == 0) rc = ak_reply(ctx, err, "%s", text);
     }
@@ -184,7 +184,7 @@ static int cmd_pdarray_assign(ak_ctx *ctx, h5ark_error *err) {
         rc = no_bigint(a->dtype == H5ARK_BIGINT ? a : v, err);
     uint64_t one = 0; /* the scalar, stored as the array's dtype */
     if (rc == 0 && scalar) rc = ak_scalar_parse(a->dtype, text, "value", &one, err);
-    /* at several ranks each rank sends its values to the rows' ranks (ak_put_rows) */
+    /* at several ranks each rank sends its values to the rows' ranks (elem_put_rows) */
     bool ranks = ranks_count() > 1;
     if (rc == 0 && ranks && (!ak_block_layout(a->values) || (v && !ak_block_layout(v->values))))
         rc = ranks_not_yet(err, "assigning to or from arrays that are not block distributed");
@@ -198,7 +198,7 @@ static int cmd_pdarray_assign(ak_ctx *ctx, h5ark_error *err) {
     if (rc == 0 && !(out = object_new_pdarray(a->dtype, a->size, err))) rc = -1;
     for (int b = 0; rc == 0 && b < a->values->nshards; b++) {
         const shard *s = &a->values->shards[b];
-        if (!ranks || locales_is_local(b)) ak_copy_into(out->values, s->start, s->data, s->count);
+        if (!ranks || locales_is_local(b)) elem_copy_into(out->values, s->start, s->data, s->count);
     }
     uint64_t nloc = 0, *rows = NULL, reserved = 0; /* rows and vals, against --max-memory */
     char *vals = NULL;
@@ -211,21 +211,21 @@ static int cmd_pdarray_assign(ak_ctx *ctx, h5ark_error *err) {
     }
     uint64_t first = ranks && pos ? pos->values->shards[locales_local_first()].start : 0;
     for (uint64_t k = 0; rc == 0 && k < (ranks ? nloc : pos->size); k++) {
-        uint64_t at = (uint64_t) * (const int64_t *)ak_elem(pos->values, first + k);
-        void *dst = ranks ? vals + k * out->values->itemsize : (void *)ak_elem(out->values, at);
+        uint64_t at = (uint64_t) * (const int64_t *)elem_at(pos->values, first + k);
+        void *dst = ranks ? vals + k * out->values->itemsize : (void *)elem_at(out->values, at);
         if (ranks) rows[k] = at;
-        const void *e = v ? ak_elem(v->values, first + k) : NULL;
+        const void *e = v ? elem_at(v->values, first + k) : NULL;
         if (!v)
             memcpy(dst, &one, out->values->itemsize);
-        else if (ak_is_float(v->dtype))
-            ak_store_f(dst, a->dtype, 0, ak_load_f(e, v->dtype, 0));
-        else if (ak_is_unsigned(v->dtype))
-            ak_store_u(dst, a->dtype, 0, ak_load_u(e, v->dtype, 0));
+        else if (elem_is_float(v->dtype))
+            elem_store_f(dst, a->dtype, 0, elem_load_f(e, v->dtype, 0));
+        else if (elem_is_unsigned(v->dtype))
+            elem_store_u(dst, a->dtype, 0, elem_load_u(e, v->dtype, 0));
         else
-            ak_store_i(dst, a->dtype, 0, ak_load_i(e, v->dtype, 0));
+            elem_store_i(dst, a->dtype, 0, elem_load_i(e, v->dtype, 0));
     }
     if (out && ranks) { /* every rank made `out`: each takes part, then they agree */
-        int moved = ak_put_rows(out->values, rows, vals, rc == 0 ? nloc : 0, err);
+        int moved = elem_put_rows(out->values, rows, vals, rc == 0 ? nloc : 0, err);
         rc = ranks_agree(moved || rc ? -1 : 0, err);
     }
     free(rows);
@@ -289,7 +289,7 @@ static int cmd_concatenate(ak_ctx *ctx, h5ark_error *err) {
                 if (s->count) memcpy(vals + (j - s->count) * item, s->data, s->count * item);
             }
         rc = ok ? 0 : -1;
-        int moved = ak_put_rows(out->values, rows, vals, ok ? nloc : 0, err);
+        int moved = elem_put_rows(out->values, rows, vals, ok ? nloc : 0, err);
         rc = ranks_agree(moved || rc ? -1 : 0, err);
         free(rows);
         free(vals);
@@ -299,7 +299,7 @@ static int cmd_concatenate(ak_ctx *ctx, h5ark_error *err) {
     for (size_t k = 0; rc == 0 && ranks_count() == 1 && k < n; k++)
         for (int b = 0; b < parts[k]->values->nshards; b++) {
             const shard *s = &parts[k]->values->shards[b];
-            ak_copy_into(out->values, at, s->data, s->count);
+            elem_copy_into(out->values, at, s->data, s->count);
             at += s->count;
         }
     if (rc == 0) rc = ak_reply_created(ctx, out, err);

@@ -507,7 +507,7 @@ static int split_one_rank(ak_ctx *ctx, split_job *j, h5ark_error *err) {
     for (uint64_t i = 0; rc == 0 && i < s->size; i++) {
         uint64_t n, w;
         const char *p = ak_string_at(s, i, &n);
-        if (j->segs) *(int64_t *)ak_elem(j->segs->values, i) = (int64_t)pieces;
+        if (j->segs) *(int64_t *)elem_at(j->segs->values, i) = (int64_t)pieces;
         if (len + n + 1 > cap) {
             uint64_t want = (len + n + 1) * 2;
             char *bigger = realloc(buf, want);

@@ -1,4 +1,4 @@
-/* Element access for the Arkouda compute commands (see values.h). */
+/* Values in Arkouda's terms (see values.h). */
 #include "front/arkouda/values.h"
 #include "front/arkouda/commands.h"
 #include "locales.h"
@@ -15,131 +15,11 @@
 
 #define LOAD(T, base, i) (((const T *)(base))[i])
 
-int64_t ak_load_i(const void *b, h5ark_dtype t, uint64_t i) {
-    switch (t) {
-    case H5ARK_INT8: return LOAD(int8_t, b, i);
-    case H5ARK_INT16: return LOAD(int16_t, b, i);
-    case H5ARK_INT32: return LOAD(int32_t, b, i);
-    case H5ARK_INT64: return LOAD(int64_t, b, i);
-    case H5ARK_UINT8:
-    case H5ARK_BOOLEAN: return LOAD(uint8_t, b, i);
-    case H5ARK_UINT16: return LOAD(uint16_t, b, i);
-    case H5ARK_UINT32: return LOAD(uint32_t, b, i);
-    case H5ARK_UINT64: return (int64_t)LOAD(uint64_t, b, i);
-    case H5ARK_FLOAT32: {
-        float f = LOAD(float, b, i);
-        return f >= -9.2233720368547758e18f && f < 9.2233720368547758e18f ? (int64_t)f : INT64_MIN;
-    }
-    case H5ARK_FLOAT64: {
-        double f = LOAD(double, b, i);
-        return f >= -9.2233720368547758e18 && f < 9.2233720368547758e18 ? (int64_t)f : INT64_MIN;
-    }
-    default: return 0;
-    }
-}
-
-uint64_t ak_load_u(const void *b, h5ark_dtype t, uint64_t i) {
-    if (t == H5ARK_UINT64) return LOAD(uint64_t, b, i);
-    if (t == H5ARK_FLOAT64 || t == H5ARK_FLOAT32) {
-        double f = ak_load_f(b, t, i);
-        return f >= 0 && f < 1.8446744073709552e19 ? (uint64_t)f : 0;
-    }
-    return (uint64_t)ak_load_i(b, t, i);
-}
-
-double ak_load_f(const void *b, h5ark_dtype t, uint64_t i) {
-    switch (t) {
-    case H5ARK_FLOAT64: return LOAD(double, b, i);
-    case H5ARK_FLOAT32: return LOAD(float, b, i);
-    case H5ARK_UINT64: return (double)LOAD(uint64_t, b, i);
-    default: return (double)ak_load_i(b, t, i);
-    }
-}
-
-void ak_store_i(void *b, h5ark_dtype t, uint64_t i, int64_t v) {
-    switch (t) {
-    case H5ARK_INT64: ((int64_t *)b)[i] = v; break;
-    case H5ARK_UINT64: ((uint64_t *)b)[i] = (uint64_t)v; break;
-    case H5ARK_FLOAT64: ((double *)b)[i] = (double)v; break;
-    case H5ARK_BOOLEAN: ((uint8_t *)b)[i] = v != 0; break;
-    default: break;
-    }
-}
-
-void ak_store_u(void *b, h5ark_dtype t, uint64_t i, uint64_t v) {
-    switch (t) {
-    case H5ARK_INT64: ((int64_t *)b)[i] = (int64_t)v; break;
-    case H5ARK_UINT64: ((uint64_t *)b)[i] = v; break;
-    case H5ARK_FLOAT64: ((double *)b)[i] = (double)v; break;
-    case H5ARK_BOOLEAN: ((uint8_t *)b)[i] = v != 0; break;
-    default: break;
-    }
-}
-
-void ak_store_f(void *b, h5ark_dtype t, uint64_t i, double v) {
-    switch (t) {
-    case H5ARK_INT64:
-        ((int64_t *)b)[i] = v >= -9.2233720368547758e18 && v < 9.2233720368547758e18
-                                ? (int64_t)v
-                                : INT64_MIN; /* numpy's value for NaN and overflow */
-        break;
-    case H5ARK_UINT64:
-        ((uint64_t *)b)[i] = v >= 0 && v < 1.8446744073709552e19   ? (uint64_t)v
-                             : v < 0 && v > -9.2233720368547758e18 ? (uint64_t)(int64_t)v
-                                                                   : UINT64_C(1) << 63;
-        break;
-    case H5ARK_FLOAT64: ((double *)b)[i] = v; break;
-    case H5ARK_BOOLEAN: ((uint8_t *)b)[i] = v != 0; break;
-    default: break;
-    }
-}
-
-bool ak_is_float(h5ark_dtype t) {
-    return t == H5ARK_FLOAT64 || t == H5ARK_FLOAT32;
-}
-
-bool ak_is_unsigned(h5ark_dtype t) {
-    return t == H5ARK_UINT64 || t == H5ARK_UINT32 || t == H5ARK_UINT16 || t == H5ARK_UINT8;
-}
-
-const void *ak_elem(const darray *a, uint64_t i) {
-    const shard *s = &a->shards[darray_shard_of(a, i)];
-    return (const char *)s->data + (i - s->start) * a->itemsize;
-}
-
-int ak_elem_ranks(const darray *a, uint64_t i, void *out, h5ark_error *err) {
-    int b = darray_shard_of(a, i);
-    if (ranks_count() == 1 || locales_is_local(b)) memcpy(out, ak_elem(a, i), a->itemsize);
-    if (ranks_count() == 1) return 0;
-    return ranks_bcast(locales_rank_of(b), out, a->itemsize, err);
-}
-
-const void *ak_range(const darray *a, uint64_t start, uint64_t count, void **scratch) {
-    *scratch = NULL;
-    if (count == 0) return "";
-    const shard *s = &a->shards[darray_shard_of(a, start)];
-    if (start + count <= s->start + s->count)
-        return (const char *)s->data + (start - s->start) * a->itemsize;
-    char *copy = malloc(count * a->itemsize);
-    if (!copy) return NULL;
-    uint64_t done = 0;
-    while (done < count) {
-        const shard *t = &a->shards[darray_shard_of(a, start + done)];
-        uint64_t off = start + done - t->start, take = t->count - off;
-        if (take > count - done) take = count - done;
-        memcpy(copy + done * a->itemsize, (const char *)t->data + off * a->itemsize,
-               take * a->itemsize);
-        done += take;
-    }
-    *scratch = copy;
-    return copy;
-}
-
 void ak_value_text(h5ark_dtype t, const void *b, uint64_t i, char *out, size_t n) {
     if (t == H5ARK_BOOLEAN) {
         snprintf(out, n, "%s", LOAD(uint8_t, b, i) ? "True" : "False");
-    } else if (ak_is_float(t)) {
-        double v = ak_load_f(b, t, i);
+    } else if (elem_is_float(t)) {
+        double v = elem_load_f(b, t, i);
         /* the shortest text that reads back as the same double */
         for (int p = 1; p <= 17; p++) {
             snprintf(out, n, "%.*g", p, v);
@@ -149,10 +29,10 @@ void ak_value_text(h5ark_dtype t, const void *b, uint64_t i, char *out, size_t n
             snprintf(out, n, "nan");
         else if (isinf(v))
             snprintf(out, n, "%s", v < 0 ? "-inf" : "inf");
-    } else if (ak_is_unsigned(t)) {
-        snprintf(out, n, "%" PRIu64, ak_load_u(b, t, i));
+    } else if (elem_is_unsigned(t)) {
+        snprintf(out, n, "%" PRIu64, elem_load_u(b, t, i));
     } else {
-        snprintf(out, n, "%" PRId64, ak_load_i(b, t, i));
+        snprintf(out, n, "%" PRId64, elem_load_i(b, t, i));
     }
 }
 
@@ -171,19 +51,19 @@ int ak_scalar_parse(h5ark_dtype t, const char *text, const char *key, void *out,
         bool v = strcmp(text, "True") == 0 || strcmp(text, "true") == 0 || strcmp(text, "1") == 0;
         ok =
             v || strcmp(text, "False") == 0 || strcmp(text, "false") == 0 || strcmp(text, "0") == 0;
-        ak_store_i(out, t, 0, v);
-    } else if (ak_is_float(t)) {
+        elem_store_i(out, t, 0, v);
+    } else if (elem_is_float(t)) {
         double v;
         ok = ak_parse_double(text, &v);
-        ak_store_f(out, t, 0, v);
-    } else if (ak_is_unsigned(t)) {
+        elem_store_f(out, t, 0, v);
+    } else if (elem_is_unsigned(t)) {
         uint64_t v;
         ok = ak_parse_uint(text, &v);
-        ak_store_u(out, t, 0, v);
+        elem_store_u(out, t, 0, v);
     } else {
         int64_t v;
         ok = ak_parse_int(text, &v);
-        ak_store_i(out, t, 0, v);
+        elem_store_i(out, t, 0, v);
     }
     return ok ? 0
               : h5ark_fail(err, H5ARK_BAD_REQUEST, "argument '%s' is not a %s: '%.60s'", key,
@@ -193,7 +73,7 @@ int ak_scalar_parse(h5ark_dtype t, const char *text, const char *key, void *out,
 const char *ak_string_at(const object *s, uint64_t i, uint64_t *len) {
     uint64_t from = strings_offset(s, i), to = strings_offset(s, i + 1);
     *len = to > from ? to - from - 1 : 0;
-    return ak_elem(s->values, from);
+    return elem_at(s->values, from);
 }
 
 const char *ak_string_in_shard(const object *s, int b, uint64_t k, uint64_t *len) {
@@ -203,19 +83,6 @@ const char *ak_string_in_shard(const object *s, int b, uint64_t k, uint64_t *len
     uint64_t to = k + 1 < seg->count ? (uint64_t)off[k + 1] : val->start + val->count;
     *len = to > from ? to - from - 1 : 0;
     return (const char *)val->data + (from - val->start);
-}
-
-void ak_copy_into(darray *a, uint64_t at, const void *src, uint64_t n) {
-    const char *from = src;
-    while (n > 0) {
-        shard *s = &a->shards[darray_shard_of(a, at)];
-        uint64_t off = at - s->start, take = s->count - off;
-        if (take > n) take = n;
-        memcpy((char *)s->data + off * a->itemsize, from, take * a->itemsize);
-        from += take * a->itemsize;
-        at += take;
-        n -= take;
-    }
 }
 
 /* How many of [lo, hi) are in [lo2, hi2). */
@@ -287,56 +154,8 @@ out:
     return out;
 }
 
-int ak_put_rows(darray *out, const uint64_t *at, const void *items, uint64_t n, h5ark_error *err) {
-    int R = ranks_count();
-    size_t item = out->itemsize, rec = 8 + item;
-    uint64_t *sc = calloc((size_t)R, sizeof *sc), *rcv = calloc((size_t)R, sizeof *rcv);
-    uint64_t *eight = calloc((size_t)R, sizeof *eight), *fill = calloc((size_t)R, sizeof *fill);
-    char *send = NULL, *recv = NULL;
-    uint64_t reserved = 0; /* the records sent and received, counted against --max-memory */
-    int rc = !(sc && rcv && eight && fill)
-                 ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory")
-                 : registry_scratch(n * rec, (void **)&send, &reserved, err);
-    if ((rc = ranks_agree(rc, err))) goto out;
-    /* records (row, element) grouped by the rank holding the row, in the order given */
-    for (uint64_t j = 0; j < n; j++)
-        sc[locales_rank_of(darray_shard_of(out, at[j]))]++;
-    for (int r = 0; r < R; r++) {
-        fill[r] = r ? fill[r - 1] + sc[r - 1] : 0;
-        eight[r] = 8;
-    }
-    for (uint64_t j = 0; j < n; j++) {
-        char *to = send + fill[locales_rank_of(darray_shard_of(out, at[j]))]++ * rec;
-        memcpy(to, &at[j], 8);
-        memcpy(to + 8, (const char *)items + j * item, item);
-    }
-    for (int r = 0; r < R; r++)
-        sc[r] *= rec;
-    if ((rc = ranks_alltoallv(sc, eight, rcv, eight, err))) goto out;
-    uint64_t total = 0;
-    for (int r = 0; r < R; r++)
-        total += rcv[r];
-    rc = registry_scratch(total, (void **)&recv, &reserved, err);
-    if ((rc = ranks_agree(rc, err)) || (rc = ranks_alltoallv(send, sc, recv, rcv, err))) goto out;
-    for (uint64_t o = 0; o < total; o += rec) {
-        uint64_t row;
-        memcpy(&row, recv + o, 8);
-        shard *s = &out->shards[darray_shard_of(out, row)];
-        memcpy((char *)s->data + (row - s->start) * item, recv + o + 8, item);
-    }
-out:
-    free(sc);
-    free(rcv);
-    free(eight);
-    free(fill);
-    free(send);
-    free(recv);
-    registry_unreserve(reserved);
-    return rc;
-}
-
 object *ak_positions(const object *idx, uint64_t size, h5ark_error *err) {
-    if (idx->objtype != H5ARK_PDARRAY || ak_is_float(idx->dtype) || idx->dtype == H5ARK_BIGINT) {
+    if (idx->objtype != H5ARK_PDARRAY || elem_is_float(idx->dtype) || idx->dtype == H5ARK_BIGINT) {
         h5ark_fail(err, H5ARK_TYPE_ERROR, "an index must be an integer or bool array");
         return NULL;
     }
@@ -372,8 +191,8 @@ object *ak_positions(const object *idx, uint64_t size, h5ark_error *err) {
             if (mask) {
                 if (!((const uint8_t *)s->data)[i]) continue;
                 v = (int64_t)(s->start + i);
-            } else if (ak_is_unsigned(idx->dtype)) {
-                uint64_t u = ak_load_u(s->data, idx->dtype, i);
+            } else if (elem_is_unsigned(idx->dtype)) {
+                uint64_t u = elem_load_u(s->data, idx->dtype, i);
                 v = (int64_t)u;
                 if (u >= size) {
                     h5ark_fail(err, H5ARK_BAD_REQUEST, "index %llu is out of bounds for %llu rows",
@@ -382,7 +201,7 @@ object *ak_positions(const object *idx, uint64_t size, h5ark_error *err) {
                     return NULL;
                 }
             } else {
-                v = ak_load_i(s->data, idx->dtype, i);
+                v = elem_load_i(s->data, idx->dtype, i);
                 int64_t w = v < 0 ? v + (int64_t)size : v;
                 if (w < 0 || (uint64_t)w >= size) {
                     h5ark_fail(err, H5ARK_BAD_REQUEST, "index %lld is out of bounds for %llu rows",
@@ -392,7 +211,7 @@ object *ak_positions(const object *idx, uint64_t size, h5ark_error *err) {
                 }
                 v = w;
             }
-            int64_t *dst = (int64_t *)ak_elem(out->values, k++);
+            int64_t *dst = (int64_t *)elem_at(out->values, k++);
             *dst = v;
         }
     }

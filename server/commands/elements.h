@@ -1,0 +1,41 @@
+/* Element access for the numeric commands: numbers of any stored dtype read as int64,
+ * uint64 or double and written back as int64, uint64, float64 or bool; a range of a
+ * darray as one pointer whatever its shards; one element fetched from the rank holding
+ * it; and elements written to rows wherever they are held. */
+#ifndef H5ARK_ELEMENTS_H
+#define H5ARK_ELEMENTS_H
+
+#include "objects/object.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+int64_t elem_load_i(const void *base, h5ark_dtype t, uint64_t i);
+uint64_t elem_load_u(const void *base, h5ark_dtype t, uint64_t i);
+double elem_load_f(const void *base, h5ark_dtype t, uint64_t i);
+void elem_store_i(void *base, h5ark_dtype t, uint64_t i, int64_t v);
+void elem_store_u(void *base, h5ark_dtype t, uint64_t i, uint64_t v);
+void elem_store_f(void *base, h5ark_dtype t, uint64_t i, double v);
+
+bool elem_is_float(h5ark_dtype t);
+bool elem_is_unsigned(h5ark_dtype t); /* unsigned integers, not bool */
+
+/* Elements [start, start + count) of a: a pointer into one shard when they lie in it,
+ * else a copy in *scratch (malloc'd; the caller frees it). NULL when out of memory. */
+const void *elem_range(const darray *a, uint64_t start, uint64_t count, void **scratch);
+/* Element i's address (in a shard this rank holds). */
+const void *elem_at(const darray *a, uint64_t i);
+/* Element i's itemsize bytes into out on every rank of the call, from the rank holding it. */
+int elem_fetch(const darray *a, uint64_t i, void *out, h5ark_error *err);
+/* In a command every rank runs: n elements (out's itemsize each, at items) written to rows
+ * at[0..n) of `out`, wherever they are held: each rank sends its elements to the ranks
+ * holding their rows, which write them in rank order, then in the order given (a row
+ * given twice keeps the last, as one daemon writing them in order). */
+int elem_put_rows(darray *out, const uint64_t *at, const void *items, uint64_t n, h5ark_error *err);
+/* In a command every rank runs: a new uint64 pdarray (unpublished) of src's uint64 values
+ * & mask; NULL (on every rank) when any rank is out of memory. */
+object *elem_masked_u64(const object *src, uint64_t mask, h5ark_error *err);
+/* Copy n elements of a's dtype from src into a at global index `at`. */
+void elem_copy_into(darray *a, uint64_t at, const void *src, uint64_t n);
+
+#endif
