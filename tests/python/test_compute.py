@@ -10,18 +10,8 @@ import warnings
 import numpy as np
 import pytest
 
-try:  # the shared client helper and launcher (wire.py, daemons.py) where the tree has them
-    from wire import request
-    from daemons import MPIRUN, Daemon, mpi_build
-
-    def two_ranks():
-        return Daemon(locales=2, ranks=2)
-except ImportError:
-    from conftest import request
-    from test_ranks import MPIRUN, MpiDaemon, mpi_build
-
-    def two_ranks():
-        return MpiDaemon(2, 2)
+from daemons import MPIRUN, Daemon, mpi_build
+from wire import request
 
 DTYPES = ("int64", "uint64", "float64", "bool")
 N = 1001  # over the daemon's three locales, unevenly
@@ -313,7 +303,7 @@ def test_at_two_ranks():
     if MPIRUN is None or not mpi_build():
         pytest.skip("mpirun is not installed or h5arkd was built without MPI")
     import h5ark
-    d = two_ranks()
+    d = Daemon(locales=2, ranks=2)
     try:
         c = h5ark.connect(d.endpoint, timeout=60)
         x, y = sample("int64"), sample("float64")
