@@ -104,6 +104,36 @@ static int cmd_slice(command_ctx *ctx, h5ark_error *err) {
     return rc;
 }
 
+/* Element 0 of src (dtype `from`) as dtype `to` at dst, numpy's cast: integers wrap to
+ * their low bytes, floats truncate toward zero (out of range: INT64_MIN's bytes, as the
+ * hardware gives), anything but 0 is true. */
+static void cast_one(void *dst, h5ark_dtype to, const void *src, h5ark_dtype from) {
+    if (to == H5ARK_FLOAT64 || to == H5ARK_FLOAT32) {
+        double f = ak_load_f(src, from, 0);
+        float g = (float)f;
+        memcpy(dst, to == H5ARK_FLOAT64 ? (const void *)&f : (const void *)&g,
+               h5ark_dtype_size(to));
+        return;
+    }
+    uint64_t bits;
+    if (ak_is_float(from)) {
+        double f = ak_load_f(src, from, 0);
+        if (to == H5ARK_BOOLEAN) {
+            *(uint8_t *)dst = f != 0; /* NaN too */
+            return;
+        }
+        bits = f >= -9223372036854775808.0 && f < 9223372036854775808.0 ? (uint64_t)(int64_t)f
+               : f >= 0 && f < 18446744073709551616.0                   ? (uint64_t)f
+                                                                        : (uint64_t)INT64_MIN;
+    } else {
+        bits = ak_load_u(src, from, 0);
+    }
+    if (to == H5ARK_BOOLEAN)
+        *(uint8_t *)dst = bits != 0;
+    else
+        memcpy(dst, &bits, h5ark_dtype_size(to)); /* the low bytes, on a little-endian host */
+}
+
 /* The scalar argument `value` as dtype t, at element 0 of out: bool takes a bool or 0 / 1,
  * an unsigned dtype a non-negative integer, a signed one an integer, a float any number;
  * type_error otherwise. */
@@ -114,16 +144,16 @@ static int scalar_as(const h5ark_value *v, h5ark_dtype t, void *out, h5ark_error
     bool ok;
     if (t == H5ARK_BOOLEAN) {
         ok = v->kind == H5ARK_BOOL || (h5ark_value_to_uint64(v, &u) && u <= 1);
-        ak_store_u(out, t, 0, v->kind == H5ARK_BOOL ? v->as.b : u);
+        *(uint8_t *)out = ok && (v->kind == H5ARK_BOOL ? v->as.b : u);
     } else if (ak_is_float(t)) {
         ok = v->kind != H5ARK_BOOL && h5ark_value_to_double(v, &d);
-        ak_store_f(out, t, 0, ok ? d : 0);
+        cast_one(out, t, &d, H5ARK_FLOAT64);
     } else if (ak_is_unsigned(t)) {
         ok = v->kind != H5ARK_BOOL && h5ark_value_to_uint64(v, &u);
-        ak_store_u(out, t, 0, ok ? u : 0);
+        cast_one(out, t, &u, H5ARK_UINT64);
     } else {
         ok = v->kind != H5ARK_BOOL && h5ark_value_to_int64(v, &i);
-        ak_store_i(out, t, 0, ok ? i : 0);
+        cast_one(out, t, &i, H5ARK_INT64);
     }
     return ok ? 0
               : h5ark_fail(err, H5ARK_TYPE_ERROR, "assign: 'value' is not a %s",
@@ -225,15 +255,10 @@ static int assignment_pairs(const object *pos, const object *v, const void *one,
         for (uint64_t r = 0; r < s->count; r++, k++) {
             p->rows[k] = (uint64_t)((const int64_t *)s->data)[r];
             char *dst = p->vals + k * out->itemsize;
-            const void *e = v ? ak_elem(v->values, s->start + r) : NULL;
-            if (!v)
-                memcpy(dst, one, out->itemsize);
-            else if (ak_is_float(v->dtype))
-                ak_store_f(dst, out->dtype, 0, ak_load_f(e, v->dtype, 0));
-            else if (ak_is_unsigned(v->dtype))
-                ak_store_u(dst, out->dtype, 0, ak_load_u(e, v->dtype, 0));
+            if (v)
+                cast_one(dst, out->dtype, ak_elem(v->values, s->start + r), v->dtype);
             else
-                ak_store_i(dst, out->dtype, 0, ak_load_i(e, v->dtype, 0));
+                memcpy(dst, one, out->itemsize);
         }
     }
     return 0;
