@@ -298,4 +298,20 @@ int h5ark_client_segmented_reduce(h5ark_client_t *self, const char *values, cons
                                   const char *op, bool skip_nan, const char *name,
                                   h5ark_value **object, h5ark_error *err);
 
+/* ---- files as files (glob filetype fileformat rmhdf) ------------------------------------
+ * `path`: relative to the data directory, a name, a glob or a distributed name. */
+
+/* The files `count` names and patterns stand for: *files an array of str. */
+int h5ark_client_glob(h5ark_client_t *self, const char *const *paths, size_t count,
+                      h5ark_value **files, h5ark_error *err);
+/* The result map {file, type "hdf5"|"parquet"} (filetype) or {file, file_format
+ * "single"|"distribute", attribute} (fileformat) of the first file `path` stands for. */
+int h5ark_client_filetype(h5ark_client_t *self, const char *path, h5ark_value **result,
+                          h5ark_error *err);
+int h5ark_client_fileformat(h5ark_client_t *self, const char *path, h5ark_value **result,
+                            h5ark_error *err);
+/* Remove the file `path` and its distributed set; *deleted (NULL: not wanted) the files. */
+int h5ark_client_rmhdf(h5ark_client_t *self, const char *path, h5ark_value **deleted,
+                       h5ark_error *err);
+
 #endif

@@ -642,3 +642,39 @@ int h5ark_client_segmented_reduce(h5ark_client_t *self, const char *values, cons
     }
     return call(self, "segmented_reduce", args, NULL, 0, "object", object, err);
 }
+
+/* ---- files as files ---------------------------------------------------------------------- */
+
+int h5ark_client_glob(h5ark_client_t *self, const char *const *paths, size_t count,
+                      h5ark_value **files, h5ark_error *err) {
+    h5ark_value *args = h5ark_value_map();
+    if (!args || h5ark_value_set(args, "paths", str_array(paths, count))) {
+        h5ark_value_destroy(&args);
+        return oom(err);
+    }
+    return call(self, "glob", args, NULL, 0, "files", files, err);
+}
+
+/* A command taking one `path`, handing back `key` of its result (NULL: all of it). */
+static int path_call(h5ark_client_t *self, const char *cmd, const char *path, const char *key,
+                     h5ark_value **out, h5ark_error *err) {
+    const char *pairs[] = {"path", path};
+    h5ark_value *args = name_args(pairs, 2, NULL);
+    if (!args) return oom(err);
+    return call(self, cmd, args, NULL, 0, key, out, err);
+}
+
+int h5ark_client_filetype(h5ark_client_t *self, const char *path, h5ark_value **result,
+                          h5ark_error *err) {
+    return path_call(self, "filetype", path, NULL, result, err);
+}
+
+int h5ark_client_fileformat(h5ark_client_t *self, const char *path, h5ark_value **result,
+                            h5ark_error *err) {
+    return path_call(self, "fileformat", path, NULL, result, err);
+}
+
+int h5ark_client_rmhdf(h5ark_client_t *self, const char *path, h5ark_value **deleted,
+                       h5ark_error *err) {
+    return path_call(self, "rmhdf", path, "deleted", deleted, err);
+}

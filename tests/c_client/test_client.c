@@ -1,7 +1,7 @@
 /* Tests of libh5ark against a running daemon: test_h5ark_client ENDPOINT [MODE...].
  * MODE: `basic` (default) round-trips every dtype, strings, large buffers and errors;
- * `hdf` round-trips through tohdf / lshdf / readhdf; `select` takes, slices, assigns,
- * concatenates and groups by segments; `destructive` ends with clear and
+ * `hdf` round-trips through tohdf / lshdf / readhdf and globs, probes and removes files; `select`
+ * takes, slices, assigns, concatenates and groups by segments; `destructive` ends with clear and
  * shutdown (use a daemon of its own). Prints each failure and exits 1 if there was one. */
 #include "h5ark.h"
 
@@ -750,6 +750,41 @@ static void test_hdf(h5ark_client_t *c) {
 }
 
 /* Delete what this run made, so a shared daemon is left as it was found. */
+/* glob, filetype, fileformat and rmhdf on a distributed set this writes and removes */
+static void test_files(h5ark_client_t *c) {
+    char a[128], path[128], pattern[160];
+    snprintf(a, sizeof a, "%s", uname("files_a"));
+    snprintf(path, sizeof path, "%s_set.h5", prefix);
+    snprintf(pattern, sizeof pattern, "%s_set*", prefix);
+    const int64_t v[] = {1, 2, 3, 4, 5};
+    CHECK_OK(h5ark_client_put_array(c, H5ARK_INT64, 5, v, a, NULL, &err));
+    const char *names[] = {a};
+    CHECK_OK(h5ark_client_tohdf(c, names, 1, NULL, path, NULL, "distribute", NULL, &err));
+    const char *pats[] = {pattern};
+    h5ark_value *files = NULL, *result = NULL;
+    CHECK_OK(h5ark_client_glob(c, pats, 1, &files, &err));
+    size_t nfiles = h5ark_value_len(files);
+    CHECK(nfiles >= 1, "glob found %zu files", nfiles);
+    for (size_t i = 0; i < nfiles; i++)
+        CHECK(strstr(h5ark_value_at(files, i)->as.s.ptr, "_LOCALE") != NULL, "glob file %s",
+              h5ark_value_at(files, i)->as.s.ptr);
+    h5ark_value_destroy(&files);
+    CHECK_OK(h5ark_client_filetype(c, path, &result, &err));
+    CHECK(strcmp(desc_str(result, "type"), "hdf5") == 0, "filetype %s", desc_str(result, "type"));
+    h5ark_value_destroy(&result);
+    CHECK_OK(h5ark_client_fileformat(c, path, &result, &err));
+    CHECK(strcmp(desc_str(result, "file_format"), "distribute") == 0, "fileformat %s",
+          desc_str(result, "file_format"));
+    h5ark_value_destroy(&result);
+    h5ark_value *deleted = NULL;
+    CHECK_OK(h5ark_client_rmhdf(c, path, &deleted, &err));
+    CHECK(h5ark_value_len(deleted) == nfiles, "rmhdf deleted %zu of %zu", h5ark_value_len(deleted),
+          nfiles);
+    h5ark_value_destroy(&deleted);
+    CHECK_ERR(h5ark_client_glob(c, pats, 1, NULL, &err), H5ARK_NOT_FOUND);
+    CHECK_ERR(h5ark_client_filetype(c, "../outside.h5", NULL, &err), H5ARK_FORBIDDEN);
+}
+
 /* ---- selection and segments ----------------------------------------------------------- */
 
 /* The int64 values of object `name` equal want[0..n). */
@@ -901,6 +936,7 @@ int main(int argc, char **argv) {
         test_unreachable();
     }
     if (hdf) test_hdf(c);
+    if (hdf) test_files(c);
     if (select) test_select(c);
     cleanup(c);
     if (destructive) test_destructive(c);

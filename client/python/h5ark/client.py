@@ -598,6 +598,25 @@ class Client:
         `awkward` or `awkward0`, `length` and `form`."""
         return self.request("lshdf", {"path": path, "recursive": recursive}).result["entries"]
 
+    def glob(self, paths):
+        """The files names and glob patterns stand for (a distributed name its set), relative
+        to the data directory."""
+        if isinstance(paths, (str, os.PathLike)):
+            paths = [paths]
+        return self.request("glob", {"paths": [os.fspath(p) for p in paths]}).result["files"]
+
+    def filetype(self, path):
+        """"hdf5" or "parquet": the signature of the first file `path` stands for."""
+        return self.request("filetype", {"path": os.fspath(path)}).result["type"]
+
+    def fileformat(self, path):
+        """"single" or "distribute": the first file's File_Format attribute, or its name."""
+        return self.request("fileformat", {"path": os.fspath(path)}).result["file_format"]
+
+    def rmhdf(self, path):
+        """Remove the file `path` and its distributed set; the files removed."""
+        return self.request("rmhdf", {"path": os.fspath(path)}).result["deleted"]
+
     # -- LBANN sample packing ----------------------------------------------------------
 
     def pack(self, data_schema, experiment_schema=None, paths=None, sample_list=None,
