@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import h5ark
-from conftest import request, unique
+from conftest import Daemon, request, unique
 
 
 @pytest.fixture
@@ -85,3 +85,34 @@ def test_errors(c, daemon):
     with pytest.raises(h5ark.NotFoundError):
         c.filetype("nothing_here.h5")
     assert c.ping()
+
+
+def test_read_token(tmp_path):
+    """A read token may glob and probe files, not remove them nor make objects."""
+    tokens = tmp_path / "tokens"
+    tokens.write_text("w write\nr read\n")
+    d = Daemon(locales=2, token="r", token_file=tokens)
+    try:
+        (d.data_dir / "t_LOCALE0000.h5").write_bytes(b"PAR1")
+
+        def send(cmd, token, **args):
+            return request(d.endpoint, {"v": 1, "cmd": cmd, "args": args, "token": token})[0]
+
+        assert send("glob", "r", paths=["t*"])["result"]["files"] == ["t_LOCALE0000.h5"]
+        assert send("filetype", "r", path="t.h5")["result"]["type"] == "parquet"
+        rep = send("create", "w", dtype="int64", size=3, fill="arange", stop=3)
+        a = rep["result"]["object"]["name"]
+        for cmd, args in [("rmhdf", {"path": "t.h5"}),
+                          ("take", {"array": a, "index": a}),
+                          ("slice", {"array": a, "start": 0, "stop": 1}),
+                          ("assign", {"array": a, "index": a, "value": 1}),
+                          ("concatenate", {"names": [a]}),
+                          ("unique", {"keys": [a]}),
+                          ("broadcast", {"segments": a, "values": a, "size": 3}),
+                          ("segmented_reduce", {"values": a, "segments": a, "op": "sum"})]:
+            rep = send(cmd, "r", **args)
+            assert rep["error"]["code"] == "unauthorized", (cmd, rep)
+        assert (d.data_dir / "t_LOCALE0000.h5").exists()
+        assert send("rmhdf", "w", path="t.h5")["result"]["deleted"] == ["t_LOCALE0000.h5"]
+    finally:
+        d.cleanup()
