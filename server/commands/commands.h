@@ -11,8 +11,7 @@ extern const command_def hdf_commands[];       /* tohdf readhdf lshdf repack wri
 extern const command_def composite_commands[]; /* segarray dataframe index reshape */
 extern const command_def groupby_commands[];   /* groupby aggregate categorical */
 extern const command_def lbann_commands[];     /* pack */
-extern const command_def select_commands[];    /* take slice assign concatenate */
-extern const command_def segment_commands[];   /* unique broadcast segmented_reduce */
+extern const command_def select_commands[];    /* take slice assign concatenate unique ... */
 extern const command_def file_commands[];      /* glob filetype fileformat rmhdf */
 
 #endif
