@@ -298,7 +298,7 @@ int h5ark_client_segmented_reduce(h5ark_client_t *self, const char *values, cons
                                   const char *op, bool skip_nan, const char *name,
                                   h5ark_value **object, h5ark_error *err);
 
-/* ---- files as files (glob filetype fileformat rmhdf) ------------------------------------
+/* ---- files as files (protocol/PROTOCOL.md, "Files as files") ----------------------------
  * `path`: relative to the data directory, a name, a glob or a distributed name. */
 
 /* The files `count` names and patterns stand for: *files an array of str. */

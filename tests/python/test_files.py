@@ -1,6 +1,6 @@
-"""glob, filetype, fileformat and rmhdf (protocol/PROTOCOL.md, "Selection and segments":
-files as files) on a real daemon, over the native protocol and the Python client, on files
-h5py and the daemon write."""
+"""glob, filetype, fileformat and rmhdf (protocol/PROTOCOL.md, "Files as files") on a real
+daemon, over the native protocol and the Python client, on files h5py and the daemon
+write."""
 import h5py
 import numpy as np
 import pytest
