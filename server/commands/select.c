@@ -543,13 +543,15 @@ static int check_segments(const int64_t *sg, uint64_t G, uint64_t size, h5ark_er
 }
 
 /* Each group's value over this rank's rows [lo, hi) of the grouping: into `out` where there
- * is no permutation, else as (row, value) pairs for ak_put_rows. */
+ * is no permutation or the row it names is held here, else as (row, value) pairs for
+ * ak_put_rows (*nsend of them). */
 static int spread_groups(const int64_t *sg, uint64_t G, const char *vl, size_t item,
                          const object *perm, uint64_t size, darray *out, uint64_t lo, uint64_t hi,
-                         uint64_t *rows, char *items, h5ark_error *err) {
+                         uint64_t *rows, char *items, uint64_t *nsend, h5ark_error *err) {
     uint64_t g = 0; /* the group of row lo: the last segment starting at or before it */
     while (g + 1 < G && (uint64_t)sg[g + 1] <= lo)
         g++;
+    *nsend = 0;
     for (uint64_t j = lo; j < hi; j++) {
         while (g + 1 < G && (uint64_t)sg[g + 1] <= j)
             g++;
@@ -562,8 +564,13 @@ static int spread_groups(const int64_t *sg, uint64_t G, const char *vl, size_t i
         if (at < 0 || (uint64_t)at >= size)
             return h5ark_fail(err, H5ARK_BAD_REQUEST,
                               "broadcast: permutation entry %lld is out of bounds", (long long)at);
-        rows[j - lo] = (uint64_t)at;
-        memcpy(items + (j - lo) * item, v, item);
+        if (locales_is_local(darray_shard_of(out, (uint64_t)at))) {
+            memcpy((void *)ak_elem(out, (uint64_t)at), v, item);
+            continue;
+        }
+        rows[*nsend] = (uint64_t)at;
+        memcpy(items + *nsend * item, v, item);
+        ++*nsend;
     }
     return 0;
 }
@@ -618,15 +625,21 @@ static int cmd_broadcast(command_ctx *ctx, h5ark_error *err) {
                 memset(out->values->shards[b].data, 0, out->values->shards[b].count * item);
         if (perm && !holds_rows(perm->values, lo, hi))
             rc = ranks_not_yet(err, "broadcast with a permutation laid out unlike the rows");
-        else if (perm && (registry_scratch((hi - lo) * 8, (void **)&rows, &reserved, err) ||
-                          registry_scratch((hi - lo) * item, (void **)&items, &reserved, err)))
+        uint64_t nsend = 0; /* rows another rank holds: room for them */
+        for (uint64_t j = lo; rc == 0 && perm && j < hi; j++) {
+            int64_t at = *(const int64_t *)ak_elem(perm->values, j);
+            nsend += at >= 0 && (uint64_t)at < size &&
+                     !locales_is_local(darray_shard_of(out->values, (uint64_t)at));
+        }
+        if (rc == 0 && (registry_scratch(nsend * 8, (void **)&rows, &reserved, err) ||
+                        registry_scratch(nsend * item, (void **)&items, &reserved, err)))
             rc = -1;
         if (rc == 0)
             rc = spread_groups(sg, segs->size, vl, item, perm, size, out->values, lo, hi, rows,
-                               items, err);
+                               items, &nsend, err);
         rc = ranks_agree(rc, err); /* the first bad entry of all */
         if (rc == 0 && perm)
-            rc = ranks_agree(ak_put_rows(out->values, rows, items, hi - lo, err), err);
+            rc = ranks_agree(ak_put_rows(out->values, rows, items, nsend, err), err);
     }
     if (rc == 0) rc = publish(ctx, out, err);
     object_release(out);
