@@ -542,35 +542,63 @@ static int check_segments(const int64_t *sg, uint64_t G, uint64_t size, h5ark_er
     return 0;
 }
 
-/* Each group's value over this rank's rows [lo, hi) of the grouping: into `out` where there
- * is no permutation or the row it names is held here, else as (row, value) pairs for
+/* Whether shard b of a and of o hold the same rows. */
+static bool same_split(const darray *a, const darray *o, int b) {
+    return a->nshards == o->nshards && a->shards[b].start == o->shards[b].start &&
+           a->shards[b].count == o->shards[b].count;
+}
+
+/* One element of `item` bytes (a constant size for the compiler where it can be). */
+static inline void put_item(char *dst, const char *src, size_t item) {
+    switch (item) {
+    case 1: memcpy(dst, src, 1); break;
+    case 2: memcpy(dst, src, 2); break;
+    case 4: memcpy(dst, src, 4); break;
+    case 8: memcpy(dst, src, 8); break;
+    default: memcpy(dst, src, item);
+    }
+}
+
+/* Each group's value over the rows of the grouping this rank holds (its shards of `out`,
+ * and of the permutation, which holds the same rows): into `out` where there is no
+ * permutation or the row it names is held here, else as (row, value) pairs for
  * ak_put_rows (*nsend of them). */
 static int spread_groups(const int64_t *sg, uint64_t G, const char *vl, size_t item,
-                         const object *perm, uint64_t size, darray *out, uint64_t lo, uint64_t hi,
-                         uint64_t *rows, char *items, uint64_t *nsend, h5ark_error *err) {
-    uint64_t g = 0; /* the group of row lo: the last segment starting at or before it */
-    while (g + 1 < G && (uint64_t)sg[g + 1] <= lo)
-        g++;
+                         const object *perm, uint64_t size, darray *out, uint64_t *rows,
+                         char *items, uint64_t *nsend, h5ark_error *err) {
     *nsend = 0;
-    for (uint64_t j = lo; j < hi; j++) {
-        while (g + 1 < G && (uint64_t)sg[g + 1] <= j)
+    for (int b = 0; b < out->nshards; b++) {
+        const shard *o = &out->shards[b];
+        if (!locales_is_local(b) || o->count == 0) continue;
+        /* the permutation's rows of this shard, when it is split as out is */
+        const int64_t *pd =
+            perm && same_split(perm->values, out, b) ? perm->values->shards[b].data : NULL;
+        uint64_t g = 0; /* the group of the shard's first row: the last segment at or before */
+        while (g + 1 < G && (uint64_t)sg[g + 1] <= o->start)
             g++;
-        const char *v = vl + g * item;
-        if (!perm) {
-            memcpy((void *)ak_elem(out, j), v, item);
-            continue;
+        for (uint64_t j = o->start; j < o->start + o->count; j++) {
+            while (g + 1 < G && (uint64_t)sg[g + 1] <= j)
+                g++;
+            const char *v = vl + g * item;
+            if (!perm) {
+                put_item((char *)o->data + (j - o->start) * item, v, item);
+                continue;
+            }
+            int64_t at = pd ? pd[j - o->start] : *(const int64_t *)ak_elem(perm->values, j);
+            if (at < 0 || (uint64_t)at >= size)
+                return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                                  "broadcast: permutation entry %lld is out of bounds",
+                                  (long long)at);
+            int t = darray_shard_of(out, (uint64_t)at);
+            if (locales_is_local(t)) {
+                put_item((char *)out->shards[t].data + ((uint64_t)at - out->shards[t].start) * item,
+                         v, item);
+                continue;
+            }
+            rows[*nsend] = (uint64_t)at;
+            put_item(items + *nsend * item, v, item);
+            ++*nsend;
         }
-        int64_t at = *(const int64_t *)ak_elem(perm->values, j);
-        if (at < 0 || (uint64_t)at >= size)
-            return h5ark_fail(err, H5ARK_BAD_REQUEST,
-                              "broadcast: permutation entry %lld is out of bounds", (long long)at);
-        if (locales_is_local(darray_shard_of(out, (uint64_t)at))) {
-            memcpy((void *)ak_elem(out, (uint64_t)at), v, item);
-            continue;
-        }
-        rows[*nsend] = (uint64_t)at;
-        memcpy(items + *nsend * item, v, item);
-        ++*nsend;
     }
     return 0;
 }
@@ -625,18 +653,14 @@ static int cmd_broadcast(command_ctx *ctx, h5ark_error *err) {
                 memset(out->values->shards[b].data, 0, out->values->shards[b].count * item);
         if (perm && !holds_rows(perm->values, lo, hi))
             rc = ranks_not_yet(err, "broadcast with a permutation laid out unlike the rows");
-        uint64_t nsend = 0; /* rows another rank holds: room for them */
-        for (uint64_t j = lo; rc == 0 && perm && j < hi; j++) {
-            int64_t at = *(const int64_t *)ak_elem(perm->values, j);
-            nsend += at >= 0 && (uint64_t)at < size &&
-                     !locales_is_local(darray_shard_of(out->values, (uint64_t)at));
-        }
+        /* rows sent: at most this rank's rows, and the rows other ranks hold */
+        uint64_t nsend = perm ? (hi - lo < size - (hi - lo) ? hi - lo : size - (hi - lo)) : 0;
         if (rc == 0 && (registry_scratch(nsend * 8, (void **)&rows, &reserved, err) ||
                         registry_scratch(nsend * item, (void **)&items, &reserved, err)))
             rc = -1;
         if (rc == 0)
-            rc = spread_groups(sg, segs->size, vl, item, perm, size, out->values, lo, hi, rows,
-                               items, &nsend, err);
+            rc = spread_groups(sg, segs->size, vl, item, perm, size, out->values, rows, items,
+                               &nsend, err);
         rc = ranks_agree(rc, err); /* the first bad entry of all */
         if (rc == 0 && perm)
             rc = ranks_agree(ak_put_rows(out->values, rows, items, nsend, err), err);
