@@ -291,4 +291,52 @@ int h5ark_client_pack(h5ark_client_t *self, const char *data_schema, const char 
                       const char *const *paths, size_t npaths, const char *sample_list,
                       const char *name, h5ark_value **result, h5ark_error *err);
 
+/* ---- selection and segments (protocol/PROTOCOL.md, "Selection and segments") ----------
+ * Each makes a new object (named `name`, NULL: the daemon's name) and hands back its
+ * descriptor in *object (NULL: not wanted); arguments are object names. */
+
+/* The rows of `array` at the positions of the integer pdarray `index` (negative ones from
+ * the end), or where the bool pdarray `index` is true. */
+int h5ark_client_take(h5ark_client_t *self, const char *array, const char *index, const char *name,
+                      h5ark_value **object, h5ark_error *err);
+/* The rows range(start, stop, step) of `array` (start and stop in [-1, size]). */
+int h5ark_client_slice(h5ark_client_t *self, const char *array, int64_t start, int64_t stop,
+                       int64_t step, const char *name, h5ark_value **object, h5ark_error *err);
+/* array[index] = values (a pdarray name), or, values NULL, the one scalar `value`; the
+ * changed array replaces `array` under its name (*object: its descriptor). */
+int h5ark_client_assign(h5ark_client_t *self, const char *array, const char *index,
+                        const char *values, h5ark_number value, h5ark_value **object,
+                        h5ark_error *err);
+/* `count` pdarrays of one dtype end to end. */
+int h5ark_client_concatenate(h5ark_client_t *self, const char *const *names, size_t count,
+                             const char *name, h5ark_value **object, h5ark_error *err);
+/* The grouping of `count` keys: *result maps `unique_key_idx` (and with `groups`,
+ * `permutation` and `segments`) to descriptors. order: NULL ("bytes") or "arkouda". */
+int h5ark_client_unique(h5ark_client_t *self, const char *const *keys, size_t count, bool groups,
+                        const char *order, h5ark_value **result, h5ark_error *err);
+/* Each group's value over the `size` rows of its segment; `permutation` NULL: group order. */
+int h5ark_client_broadcast(h5ark_client_t *self, const char *segments, const char *values,
+                           uint64_t size, const char *permutation, const char *name,
+                           h5ark_value **object, h5ark_error *err);
+/* One value per segment of `values`: op count sum min max mean nunique any all. */
+int h5ark_client_segmented_reduce(h5ark_client_t *self, const char *values, const char *segments,
+                                  const char *op, bool skip_nan, const char *name,
+                                  h5ark_value **object, h5ark_error *err);
+
+/* ---- files as files (protocol/PROTOCOL.md, "Files as files") ----------------------------
+ * `path`: relative to the data directory, a name, a glob or a distributed name. */
+
+/* The files `count` names and patterns stand for: *files an array of str. */
+int h5ark_client_glob(h5ark_client_t *self, const char *const *paths, size_t count,
+                      h5ark_value **files, h5ark_error *err);
+/* The result map {file, type "hdf5"|"parquet"} (filetype) or {file, file_format
+ * "single"|"distribute", attribute} (fileformat) of the first file `path` stands for. */
+int h5ark_client_filetype(h5ark_client_t *self, const char *path, h5ark_value **result,
+                          h5ark_error *err);
+int h5ark_client_fileformat(h5ark_client_t *self, const char *path, h5ark_value **result,
+                            h5ark_error *err);
+/* Remove the file `path` and its distributed set; *deleted (NULL: not wanted) the files. */
+int h5ark_client_rmhdf(h5ark_client_t *self, const char *path, h5ark_value **deleted,
+                       h5ark_error *err);
+
 #endif

@@ -621,3 +621,132 @@ int h5ark_client_pack(h5ark_client_t *self, const char *data_schema, const char 
     }
     return call(self, "pack", args, NULL, 0, NULL, result, err);
 }
+
+/* ---- selection and segments ------------------------------------------------------------ */
+
+/* args {key: value...} from pairs of (key, NUL-terminated string or NULL: left out), then
+ * the object's name; NULL when out of memory. */
+static h5ark_value *name_args(const char *const *pairs, size_t npairs, const char *name) {
+    h5ark_value *args = h5ark_value_map();
+    int rc = args ? 0 : -1;
+    for (size_t i = 0; i + 1 < npairs; i += 2)
+        if (pairs[i + 1]) rc |= h5ark_value_set(args, pairs[i], h5ark_value_str(pairs[i + 1]));
+    if (name) rc |= h5ark_value_set(args, "name", h5ark_value_str(name));
+    if (rc) h5ark_value_destroy(&args);
+    return args;
+}
+
+int h5ark_client_take(h5ark_client_t *self, const char *array, const char *index, const char *name,
+                      h5ark_value **object, h5ark_error *err) {
+    const char *pairs[] = {"array", array, "index", index};
+    h5ark_value *args = name_args(pairs, 4, name);
+    if (!args) return oom(err);
+    return call(self, "take", args, NULL, 0, "object", object, err);
+}
+
+int h5ark_client_slice(h5ark_client_t *self, const char *array, int64_t start, int64_t stop,
+                       int64_t step, const char *name, h5ark_value **object, h5ark_error *err) {
+    const char *pairs[] = {"array", array};
+    h5ark_value *args = name_args(pairs, 2, name);
+    if (!args || h5ark_value_set(args, "start", h5ark_value_int(start)) ||
+        h5ark_value_set(args, "stop", h5ark_value_int(stop)) ||
+        h5ark_value_set(args, "step", h5ark_value_int(step))) {
+        h5ark_value_destroy(&args);
+        return oom(err);
+    }
+    return call(self, "slice", args, NULL, 0, "object", object, err);
+}
+
+int h5ark_client_assign(h5ark_client_t *self, const char *array, const char *index,
+                        const char *values, h5ark_number value, h5ark_value **object,
+                        h5ark_error *err) {
+    const char *pairs[] = {"array", array, "index", index, "values", values};
+    h5ark_value *args = name_args(pairs, 6, NULL);
+    if (!args || (!values && set_number(args, "value", &value))) {
+        h5ark_value_destroy(&args);
+        return oom(err);
+    }
+    return call(self, "assign", args, NULL, 0, "object", object, err);
+}
+
+int h5ark_client_concatenate(h5ark_client_t *self, const char *const *names, size_t count,
+                             const char *name, h5ark_value **object, h5ark_error *err) {
+    h5ark_value *args = name_args(NULL, 0, name);
+    if (!args || h5ark_value_set(args, "names", str_array(names, count))) {
+        h5ark_value_destroy(&args);
+        return oom(err);
+    }
+    return call(self, "concatenate", args, NULL, 0, "object", object, err);
+}
+
+int h5ark_client_unique(h5ark_client_t *self, const char *const *keys, size_t count, bool groups,
+                        const char *order, h5ark_value **result, h5ark_error *err) {
+    const char *pairs[] = {"order", order};
+    h5ark_value *args = name_args(pairs, 2, NULL);
+    if (!args || h5ark_value_set(args, "keys", str_array(keys, count)) ||
+        h5ark_value_set(args, "groups", h5ark_value_bool(groups))) {
+        h5ark_value_destroy(&args);
+        return oom(err);
+    }
+    return call(self, "unique", args, NULL, 0, NULL, result, err);
+}
+
+int h5ark_client_broadcast(h5ark_client_t *self, const char *segments, const char *values,
+                           uint64_t size, const char *permutation, const char *name,
+                           h5ark_value **object, h5ark_error *err) {
+    const char *pairs[] = {"segments", segments, "values", values, "permutation", permutation};
+    h5ark_value *args = name_args(pairs, 6, name);
+    if (!args || h5ark_value_set(args, "size", h5ark_value_uint(size))) {
+        h5ark_value_destroy(&args);
+        return oom(err);
+    }
+    return call(self, "broadcast", args, NULL, 0, "object", object, err);
+}
+
+int h5ark_client_segmented_reduce(h5ark_client_t *self, const char *values, const char *segments,
+                                  const char *op, bool skip_nan, const char *name,
+                                  h5ark_value **object, h5ark_error *err) {
+    const char *pairs[] = {"values", values, "segments", segments, "op", op};
+    h5ark_value *args = name_args(pairs, 6, name);
+    if (!args || h5ark_value_set(args, "skip_nan", h5ark_value_bool(skip_nan))) {
+        h5ark_value_destroy(&args);
+        return oom(err);
+    }
+    return call(self, "segmented_reduce", args, NULL, 0, "object", object, err);
+}
+
+/* ---- files as files ---------------------------------------------------------------------- */
+
+int h5ark_client_glob(h5ark_client_t *self, const char *const *paths, size_t count,
+                      h5ark_value **files, h5ark_error *err) {
+    h5ark_value *args = h5ark_value_map();
+    if (!args || h5ark_value_set(args, "paths", str_array(paths, count))) {
+        h5ark_value_destroy(&args);
+        return oom(err);
+    }
+    return call(self, "glob", args, NULL, 0, "files", files, err);
+}
+
+/* A command taking one `path`, handing back `key` of its result (NULL: all of it). */
+static int path_call(h5ark_client_t *self, const char *cmd, const char *path, const char *key,
+                     h5ark_value **out, h5ark_error *err) {
+    const char *pairs[] = {"path", path};
+    h5ark_value *args = name_args(pairs, 2, NULL);
+    if (!args) return oom(err);
+    return call(self, cmd, args, NULL, 0, key, out, err);
+}
+
+int h5ark_client_filetype(h5ark_client_t *self, const char *path, h5ark_value **result,
+                          h5ark_error *err) {
+    return path_call(self, "filetype", path, NULL, result, err);
+}
+
+int h5ark_client_fileformat(h5ark_client_t *self, const char *path, h5ark_value **result,
+                            h5ark_error *err) {
+    return path_call(self, "fileformat", path, NULL, result, err);
+}
+
+int h5ark_client_rmhdf(h5ark_client_t *self, const char *path, h5ark_value **deleted,
+                       h5ark_error *err) {
+    return path_call(self, "rmhdf", path, "deleted", deleted, err);
+}

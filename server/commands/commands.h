@@ -12,5 +12,7 @@ extern const command_def composite_commands[]; /* segarray dataframe index resha
 extern const command_def groupby_commands[];   /* groupby aggregate categorical */
 extern const command_def lbann_commands[];     /* pack */
 extern const command_def compute_commands[];   /* binop cast fill reduce cumsum limitbits */
+extern const command_def select_commands[];    /* take slice assign concatenate unique ... */
+extern const command_def file_commands[];      /* glob filetype fileformat rmhdf */
 
 #endif

@@ -38,4 +38,21 @@ object *elem_masked_u64(const object *src, uint64_t mask, h5ark_error *err);
 /* Copy n elements of a's dtype from src into a at global index `at`. */
 void elem_copy_into(darray *a, uint64_t at, const void *src, uint64_t n);
 
+/* String i of a strings object: its bytes (inside one shard) and length without the NUL. */
+const char *elem_string_at(const object *s, uint64_t i, uint64_t *len);
+/* String k of shard b, read from that shard alone: a shard's strings' bytes are in its own
+ * values shard, the last ending where that shard ends (so at several ranks a locale reads
+ * only its own shards). */
+const char *elem_string_in_shard(const object *s, int b, uint64_t k, uint64_t *len);
+
+/* The row positions an index array selects from `size` rows: a bool mask of that length
+ * gives where it is true, an integer array its entries with negative ones counted from the
+ * end. A new int64 pdarray; bad_request naming the first index out of bounds. */
+object *elem_positions(const object *idx, uint64_t size, h5ark_error *err);
+
+/* At several ranks, inside a command that runs on every rank: whether `d` is laid out as
+ * a new array of its size is (the block distribution), so that a locale's rows of it are
+ * in its own shard. Always true with one rank. */
+bool elem_block_layout(const darray *d);
+
 #endif

@@ -1,6 +1,7 @@
 /* Tests of libh5ark against a running daemon: test_h5ark_client ENDPOINT [MODE...].
  * MODE: `basic` (default) round-trips every dtype, strings, large buffers and errors;
- * `hdf` round-trips through tohdf / lshdf / readhdf; `destructive` ends with clear and
+ * `hdf` round-trips through tohdf / lshdf / readhdf and globs, probes and removes files; `select`
+ * takes, slices, assigns, concatenates and groups by segments; `destructive` ends with clear and
  * shutdown (use a daemon of its own). Prints each failure and exits 1 if there was one. */
 #include "h5ark.h"
 
@@ -844,6 +845,137 @@ static void test_hdf(h5ark_client_t *c) {
 }
 
 /* Delete what this run made, so a shared daemon is left as it was found. */
+/* glob, filetype, fileformat and rmhdf on a distributed set this writes and removes */
+static void test_files(h5ark_client_t *c) {
+    char a[128], path[128], pattern[160];
+    snprintf(a, sizeof a, "%s", uname("files_a"));
+    snprintf(path, sizeof path, "%s_set.h5", prefix);
+    snprintf(pattern, sizeof pattern, "%s_set*", prefix);
+    const int64_t v[] = {1, 2, 3, 4, 5};
+    CHECK_OK(h5ark_client_put_array(c, H5ARK_INT64, 5, v, a, NULL, &err));
+    const char *names[] = {a};
+    CHECK_OK(h5ark_client_tohdf(c, names, 1, NULL, path, NULL, "distribute", NULL, &err));
+    const char *pats[] = {pattern};
+    h5ark_value *files = NULL, *result = NULL;
+    CHECK_OK(h5ark_client_glob(c, pats, 1, &files, &err));
+    size_t nfiles = h5ark_value_len(files);
+    CHECK(nfiles >= 1, "glob found %zu files", nfiles);
+    for (size_t i = 0; i < nfiles; i++)
+        CHECK(strstr(h5ark_value_at(files, i)->as.s.ptr, "_LOCALE") != NULL, "glob file %s",
+              h5ark_value_at(files, i)->as.s.ptr);
+    h5ark_value_destroy(&files);
+    CHECK_OK(h5ark_client_filetype(c, path, &result, &err));
+    CHECK(strcmp(desc_str(result, "type"), "hdf5") == 0, "filetype %s", desc_str(result, "type"));
+    h5ark_value_destroy(&result);
+    CHECK_OK(h5ark_client_fileformat(c, path, &result, &err));
+    CHECK(strcmp(desc_str(result, "file_format"), "distribute") == 0, "fileformat %s",
+          desc_str(result, "file_format"));
+    h5ark_value_destroy(&result);
+    h5ark_value *deleted = NULL;
+    CHECK_OK(h5ark_client_rmhdf(c, path, &deleted, &err));
+    CHECK(h5ark_value_len(deleted) == nfiles, "rmhdf deleted %zu of %zu", h5ark_value_len(deleted),
+          nfiles);
+    h5ark_value_destroy(&deleted);
+    CHECK_ERR(h5ark_client_glob(c, pats, 1, NULL, &err), H5ARK_NOT_FOUND);
+    CHECK_ERR(h5ark_client_filetype(c, "../outside.h5", NULL, &err), H5ARK_FORBIDDEN);
+}
+
+/* ---- selection and segments ----------------------------------------------------------- */
+
+/* The int64 values of object `name` equal want[0..n). */
+static bool int64s_are(h5ark_client_t *c, const char *name, const int64_t *want, size_t n) {
+    h5ark_data d;
+    memset(&err, 0, sizeof err);
+    if (h5ark_client_get(c, name, 0, H5ARK_END, &d, &err)) return false;
+    bool same = d.count == n && d.dtype == H5ARK_INT64 && memcmp(d.values, want, n * 8) == 0;
+    h5ark_data_free(&d);
+    return same;
+}
+
+static void test_select(h5ark_client_t *c) {
+    char a[128], pos[128], mask[128], out[128], vals[128];
+    snprintf(a, sizeof a, "%s", uname("sel_a"));
+    snprintf(pos, sizeof pos, "%s", uname("sel_pos"));
+    snprintf(mask, sizeof mask, "%s", uname("sel_mask"));
+    snprintf(out, sizeof out, "%s", uname("sel_out"));
+    snprintf(vals, sizeof vals, "%s", uname("sel_vals"));
+    int64_t v[10];
+    for (int i = 0; i < 10; i++)
+        v[i] = 3 * i;
+    const int64_t p[] = {3, -1, 3};
+    const uint8_t m[] = {1, 0, 0, 1, 0, 0, 0, 0, 0, 1};
+    CHECK_OK(h5ark_client_put_array(c, H5ARK_INT64, 10, v, a, NULL, &err));
+    CHECK_OK(h5ark_client_put_array(c, H5ARK_INT64, 3, p, pos, NULL, &err));
+    CHECK_OK(h5ark_client_put_array(c, H5ARK_BOOLEAN, 10, m, mask, NULL, &err));
+    h5ark_value *obj = NULL;
+    CHECK_OK(h5ark_client_take(c, a, pos, out, &obj, &err));
+    CHECK(desc_uint(obj, "size") == 3, "take size %" PRIu64, desc_uint(obj, "size"));
+    h5ark_value_destroy(&obj);
+    CHECK(int64s_are(c, out, (const int64_t[]){9, 27, 9}, 3), "take by positions");
+    CHECK_OK(h5ark_client_take(c, a, mask, NULL, &obj, &err));
+    CHECK(int64s_are(c, desc_str(obj, "name"), (const int64_t[]){0, 9, 27}, 3), "take by mask");
+    h5ark_value_destroy(&obj);
+    CHECK_ERR(h5ark_client_take(c, a, "no_such_index", NULL, NULL, &err), H5ARK_NOT_FOUND);
+    CHECK_OK(h5ark_client_slice(c, a, 8, -1, -3, NULL, &obj, &err));
+    CHECK(int64s_are(c, desc_str(obj, "name"), (const int64_t[]){24, 15, 6}, 3), "slice");
+    h5ark_value_destroy(&obj);
+    CHECK_ERR(h5ark_client_slice(c, a, 0, 4, 0, NULL, NULL, &err), H5ARK_BAD_REQUEST);
+    CHECK_ERR(h5ark_client_slice(c, a, -5, 4, 1, NULL, NULL, &err), H5ARK_BAD_REQUEST);
+
+    /* a[3] = -1 (a row given twice keeps the last), then a[mask] = 7 */
+    const int64_t two[] = {-2, -1, 5};
+    CHECK_OK(h5ark_client_put_array(c, H5ARK_INT64, 3, two, vals, NULL, &err));
+    CHECK_OK(h5ark_client_assign(c, a, pos, vals, (h5ark_number){0}, NULL, &err));
+    CHECK(int64s_are(c, a, (const int64_t[]){0, 3, 6, 5, 12, 15, 18, 21, 24, -1}, 10),
+          "assign values");
+    CHECK_OK(h5ark_client_assign(c, a, mask, NULL, h5ark_num_int(7), NULL, &err));
+    CHECK(int64s_are(c, a, (const int64_t[]){7, 3, 6, 7, 12, 15, 18, 21, 24, 7}, 10),
+          "assign values then a scalar");
+    CHECK_ERR(h5ark_client_assign(c, a, mask, NULL, h5ark_num_float(0.5), NULL, &err),
+              H5ARK_TYPE_ERROR);
+    CHECK_ERR(h5ark_client_assign(c, a, mask, a, (h5ark_number){0}, NULL, &err), H5ARK_BAD_REQUEST);
+
+    const char *parts[] = {vals, pos};
+    CHECK_OK(h5ark_client_concatenate(c, parts, 2, NULL, &obj, &err));
+    CHECK(int64s_are(c, desc_str(obj, "name"), (const int64_t[]){-2, -1, 5, 3, -1, 3}, 6),
+          "concatenate");
+    h5ark_value_destroy(&obj);
+    const char *mixed[] = {vals, mask};
+    CHECK_ERR(h5ark_client_concatenate(c, mixed, 2, NULL, NULL, &err), H5ARK_TYPE_ERROR);
+
+    /* keys 5 1 5 3 1 5: groups 1 3 5 */
+    const int64_t keys[] = {5, 1, 5, 3, 1, 5};
+    char key[128];
+    snprintf(key, sizeof key, "%s", uname("sel_key"));
+    CHECK_OK(h5ark_client_put_array(c, H5ARK_INT64, 6, keys, key, NULL, &err));
+    const char *kn[] = {key};
+    h5ark_value *res = NULL;
+    CHECK_OK(h5ark_client_unique(c, kn, 1, true, NULL, &res, &err));
+    char segs[256], perm[256];
+    snprintf(segs, sizeof segs, "%s", desc_str(h5ark_value_get(res, "segments"), "name"));
+    snprintf(perm, sizeof perm, "%s", desc_str(h5ark_value_get(res, "permutation"), "name"));
+    CHECK(int64s_are(c, desc_str(h5ark_value_get(res, "unique_key_idx"), "name"),
+                     (const int64_t[]){1, 3, 0}, 3),
+          "unique_key_idx");
+    CHECK(int64s_are(c, segs, (const int64_t[]){0, 2, 3}, 3), "segments");
+    CHECK(int64s_are(c, perm, (const int64_t[]){1, 4, 3, 0, 2, 5}, 6), "permutation");
+    h5ark_value_destroy(&res);
+    const int64_t per_group[] = {10, 30, 50};
+    char pg[128];
+    snprintf(pg, sizeof pg, "%s", uname("sel_pg"));
+    CHECK_OK(h5ark_client_put_array(c, H5ARK_INT64, 3, per_group, pg, NULL, &err));
+    CHECK_OK(h5ark_client_broadcast(c, segs, pg, 6, perm, NULL, &obj, &err));
+    CHECK(int64s_are(c, desc_str(obj, "name"), (const int64_t[]){50, 10, 50, 30, 10, 50}, 6),
+          "broadcast back to the rows");
+    h5ark_value_destroy(&obj);
+    CHECK_ERR(h5ark_client_broadcast(c, pg, pg, 6, NULL, NULL, NULL, &err), H5ARK_BAD_REQUEST);
+    CHECK_OK(h5ark_client_segmented_reduce(c, key, segs, "sum", false, NULL, &obj, &err));
+    CHECK(int64s_are(c, desc_str(obj, "name"), (const int64_t[]){6, 5, 9}, 3), "segment sums");
+    h5ark_value_destroy(&obj);
+    CHECK_ERR(h5ark_client_segmented_reduce(c, key, segs, "median", false, NULL, NULL, &err),
+              H5ARK_BAD_REQUEST);
+}
+
 static void cleanup(h5ark_client_t *c) {
     h5ark_value *objs = NULL;
     CHECK_OK(h5ark_client_info(c, NULL, 0, &objs, &err));
@@ -869,7 +1001,7 @@ static void test_destructive(h5ark_client_t *c) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s ENDPOINT [basic|hdf|compute|destructive]...\n", argv[0]);
+        fprintf(stderr, "usage: %s ENDPOINT [basic|hdf|compute|select|destructive]...\n", argv[0]);
         return 2;
     }
     snprintf(prefix, sizeof prefix, "ct%d_%ld", (int)getpid(), (long)time(NULL) % 100000);
@@ -879,10 +1011,11 @@ int main(int argc, char **argv) {
         return 1;
     }
     h5ark_client_set_timeout(c, 60000);
-    bool basic = argc == 2, hdf = false, destructive = false, compute = false;
+    bool basic = argc == 2, hdf = false, select = false, destructive = false, compute = false;
     for (int i = 2; i < argc; i++) {
         basic |= strcmp(argv[i], "basic") == 0;
         hdf |= strcmp(argv[i], "hdf") == 0;
+        select |= strcmp(argv[i], "select") == 0;
         destructive |= strcmp(argv[i], "destructive") == 0;
         compute |= strcmp(argv[i], "compute") == 0;
     }
@@ -901,6 +1034,8 @@ int main(int argc, char **argv) {
         test_unreachable();
     }
     if (hdf) test_hdf(c);
+    if (hdf) test_files(c);
+    if (select) test_select(c);
     cleanup(c);
     if (destructive) test_destructive(c);
     h5ark_client_destroy(&c);

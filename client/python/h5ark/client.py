@@ -495,6 +495,60 @@ class Client:
             "levels": _names_of(levels), "names": None if names is None else list(names),
             "name": name}))
 
+    # -- selection and segments ----------------------------------------------------------
+
+    def take(self, array, index, name=None):
+        """The rows of `array` (pdarray or Strings) at the positions of the integer array
+        `index` (negative ones from the end), or where the bool array `index` is true."""
+        return self._object(self.request("take", {
+            "array": _name_of(array), "index": _name_of(index), "name": name}))
+
+    def slice(self, array, start, stop, step=1, name=None):
+        """The rows range(start, stop, step) of `array`, indices as slice.indices() gives
+        them (start and stop in [-1, len])."""
+        return self._object(self.request("slice", {
+            "array": _name_of(array), "start": int(start), "stop": int(stop),
+            "step": int(step), "name": name}))
+
+    def assign(self, array, index, values=None, value=None):
+        """array[index] = values (an array, one per position) or value (one number or bool);
+        the changed array replaces `array` under its name. Its new handle."""
+        if (values is None) == (value is None):
+            raise ValueError("assign takes values or value")
+        if isinstance(value, np.generic):
+            value = value.item()
+        return self._object(self.request("assign", {
+            "array": _name_of(array), "index": _name_of(index),
+            "values": None if values is None else _name_of(values), "value": value}))
+
+    def concatenate(self, arrays, name=None):
+        """Arrays of one dtype end to end."""
+        return self._object(self.request("concatenate", {"names": _names_of(arrays),
+                                                         "name": name}))
+
+    def unique(self, keys, groups=False, order=None):
+        """The grouping of the keys' rows: {"unique_key_idx": handle} (the first row of each
+        group), with groups also "permutation" and "segments". order "arkouda": one Strings
+        key of short strings in Arkouda's order."""
+        result = self.request("unique", {"keys": _names_of(keys), "groups": bool(groups),
+                                         "order": order}).result
+        return {k: make_object(self, d) for k, d in result.items()}
+
+    def broadcast(self, segments, values, size, permutation=None, name=None):
+        """Each group's value (one per segment) over the `size` rows of its segment, in
+        group order, or with `permutation` in the rows' own order."""
+        return self._object(self.request("broadcast", {
+            "segments": _name_of(segments), "values": _name_of(values), "size": int(size),
+            "permutation": None if permutation is None else _name_of(permutation),
+            "name": name}))
+
+    def segmented_reduce(self, values, segments, op, skip_nan=None, name=None):
+        """One value per segment of `values` (in segment order): count sum min max mean
+        nunique any all."""
+        return self._object(self.request("segmented_reduce", {
+            "values": _name_of(values), "segments": _name_of(segments), "op": op,
+            "skip_nan": skip_nan, "name": name}))
+
     def SegArray(self, *args, **kwargs):
         """h5ark.SegArray on this client."""
         return objects.SegArray(*args, client=self, **kwargs)
@@ -596,6 +650,25 @@ class Client:
         array (awkward 2's or awkward0's layout) one entry of kind `group` with objtype
         `awkward` or `awkward0`, `length` and `form`."""
         return self.request("lshdf", {"path": path, "recursive": recursive}).result["entries"]
+
+    def glob(self, paths):
+        """The files names and glob patterns stand for (a distributed name its set), relative
+        to the data directory."""
+        if isinstance(paths, (str, os.PathLike)):
+            paths = [paths]
+        return self.request("glob", {"paths": [os.fspath(p) for p in paths]}).result["files"]
+
+    def filetype(self, path):
+        """"hdf5" or "parquet": the signature of the first file `path` stands for."""
+        return self.request("filetype", {"path": os.fspath(path)}).result["type"]
+
+    def fileformat(self, path):
+        """"single" or "distribute": the first file's File_Format attribute, or its name."""
+        return self.request("fileformat", {"path": os.fspath(path)}).result["file_format"]
+
+    def rmhdf(self, path):
+        """Remove the file `path` and its distributed set; the files removed."""
+        return self.request("rmhdf", {"path": os.fspath(path)}).result["deleted"]
 
     # -- LBANN sample packing ----------------------------------------------------------
 

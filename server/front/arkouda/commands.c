@@ -37,17 +37,6 @@ int ak_reply(ak_ctx *ctx, h5ark_error *err, const char *fmt, ...) {
     return 0;
 }
 
-bool ak_block_layout(const darray *d) {
-    if (ranks_count() == 1) return true;
-    int L = locales_count();
-    if (!d || d->nshards != L) return false;
-    for (int b = 0; b < L; b++)
-        if (d->shards[b].start != locales_block_start(d->size, L, b) ||
-            d->shards[b].count != locales_block_start(d->size, L, b + 1) - d->shards[b].start)
-            return false;
-    return true;
-}
-
 int ak_reply_created(ak_ctx *ctx, object *obj, h5ark_error *err) {
     int rc = registry_publish(obj, NULL, err);
     if (ranks_call_seq()) { /* published on every rank or on none */
@@ -94,14 +83,23 @@ int ak_native_created(ak_ctx *ctx, const char *name, h5ark_value *args, h5ark_er
     return ak_reply_made(ctx, &res, name, err);
 }
 
-int ak_reply_made(ak_ctx *ctx, dispatch_result *res, const char *name, h5ark_error *err) {
-    const h5ark_value *made = h5ark_value_get(h5ark_value_get(res->result, "object"), "name");
+char *ak_created_of(const h5ark_value *desc, const char *name, h5ark_error *err) {
+    const h5ark_value *made = h5ark_value_get(desc, "name");
     object *obj = made && made->kind == H5ARK_STR ? registry_get(made->as.s.ptr, err) : NULL;
-    dispatch_result_free(res);
-    if (!obj) return h5ark_fail(err, H5ARK_INTERNAL, "%s made no object", name);
+    if (!obj) {
+        h5ark_fail(err, H5ARK_INTERNAL, "%s made no object", name);
+        return NULL;
+    }
     char *text = ak_created(obj);
     object_release(obj);
-    if (!text) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (!text) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    return text;
+}
+
+int ak_reply_made(ak_ctx *ctx, dispatch_result *res, const char *name, h5ark_error *err) {
+    char *text = ak_created_of(h5ark_value_get(res->result, "object"), name, err);
+    dispatch_result_free(res);
+    if (!text) return -1;
     free(ctx->msg);
     ctx->msg = text;
     return 0;
@@ -119,4 +117,32 @@ h5ark_value *ak_number_value(const char *key, const char *text, h5ark_error *err
     }
     h5ark_fail(err, H5ARK_BAD_REQUEST, "argument '%s' must be a number, not '%.60s'", key, text);
     return NULL;
+}
+
+int ak_describe(ak_ctx *ctx, const char *name, dispatch_result *res, h5ark_error *err) {
+    h5ark_value *args = h5ark_value_map(), *names = h5ark_value_array();
+    if (!args || !names || h5ark_value_push(names, h5ark_value_str(name)) ||
+        h5ark_value_set(args, "names", names)) {
+        if (!args) h5ark_value_destroy(&names);
+        h5ark_value_destroy(&args);
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    int rc = ak_native(ctx, "info", args, NULL, res, err);
+    h5ark_value_destroy(&args);
+    return rc;
+}
+
+h5ark_value *ak_names_arg(ak_ctx *ctx, const char *key, h5ark_error *err) {
+    json_t *list = ak_arg_list(ctx->in, key, err);
+    if (!list) return NULL;
+    h5ark_value *names = h5ark_value_array();
+    size_t i;
+    json_t *item;
+    json_array_foreach(list, i, item) {
+        if (names && h5ark_value_push(names, h5ark_value_str(json_string_value(item))))
+            h5ark_value_destroy(&names);
+    }
+    json_decref(list);
+    if (!names) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    return names;
 }

@@ -72,11 +72,6 @@ const ak_command *ak_command_find(const char *base);
 /* Where `in`, a request of command c, runs at several ranks. */
 ranks_mode ak_command_ranks(const ak_command *c, const ak_request *in);
 
-/* At several ranks, inside a command that runs on every rank: whether `d` is laid out as
- * a new array of its size is (the block distribution), so that a locale's rows of it are
- * in its own shard. Always true with one rank. */
-bool ak_block_layout(const darray *d);
-
 /* Reply helpers. */
 int ak_reply(ak_ctx *ctx, h5ark_error *err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -94,6 +89,15 @@ int ak_native_created(ak_ctx *ctx, const char *name, h5ark_value *args, h5ark_er
 /* Reply `created ...` for the object a native command `name` made (its result `res`, freed
  * here). */
 int ak_reply_made(ak_ctx *ctx, dispatch_result *res, const char *name, h5ark_error *err);
+/* The native info of the object `name` (res->result's "objects" holds its one
+ * descriptor). */
+int ak_describe(ak_ctx *ctx, const char *name, dispatch_result *res, h5ark_error *err);
+/* A list argument (JSON text of a list of names) as a native array of strings; NULL with
+ * err set. */
+h5ark_value *ak_names_arg(ak_ctx *ctx, const char *key, h5ark_error *err);
+/* The created text of the object a native command described (desc, its descriptor);
+ * malloc'd, NULL with err set (internal naming command `name` when there is none). */
+char *ak_created_of(const h5ark_value *desc, const char *name, h5ark_error *err);
 /* Strings made from `len` bytes (each string followed by a NUL; malloc'd, taken), reply
  * their created text. `offsets` (count int64 starts, malloc'd, taken) say where each
  * string starts, so a string may hold NULs; NULL: each NUL ends a string. */

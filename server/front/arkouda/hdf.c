@@ -1,14 +1,13 @@
 /* HDF5 I/O of the Arkouda dialect (protocol/PROTOCOL.md, "The Arkouda endpoint"): tohdf readAllHdf
- * lsany getfiletype hdffileformat globExpansion deleteMatchingFilenames. Arguments are translated
- * to the native storage layer, which writes and reads Arkouda's own formats: tohdf assembles the
- * object the client describes by its parts and hands it to storage_write_ex; readAllHdf runs the
- * native readhdf and answers in Arkouda's forms, each part of a composite published under a name of
- * its own (Arkouda's client keeps composites on its side, as names of their parts). Paths may be
- * absolute: they are made relative to the data directory, and the native confinement (files.c) then
- * applies. */
+ * lsany getfiletype hdffileformat globExpansion deleteMatchingFilenames, translated to the
+ * native tohdf, readhdf, glob, lshdf, filetype, fileformat and rmhdf. tohdf assembles the
+ * object the client describes by its parts and writes it with the native tohdf; readAllHdf
+ * runs the native readhdf and answers in Arkouda's forms, each part of a composite published
+ * under a name of its own (Arkouda's client keeps composites on its side, as names of their
+ * parts). Paths may be absolute: they are made relative to the data directory, and the
+ * native confinement (files.c) then applies. */
 #include "front/arkouda/commands.h"
 #include "config.h"
-#include "locales.h"
 #include "dist/ranks.h"
 #include "objects/arrayview.h"
 #include "objects/categorical.h"
@@ -19,16 +18,12 @@
 #include "objects/segarray.h"
 #include "objects/strings.h"
 #include "registry.h"
-#include "storage/files.h"
-#include "storage/storage.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <stdio.h>
 #include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 /* ---- paths ---- */
 
@@ -68,16 +63,34 @@ static int relative_path(const char *given, char out[PATH_MAX], h5ark_error *err
     return 0;
 }
 
-/* The files a client path or pattern names (absolute, confined); not_found saying that it
- * "does not exist", the words Arkouda's client looks for. */
-static int expand_one(const char *given, char ***files, size_t *count, h5ark_error *err) {
+/* A native command `cmd` on one client path (made relative) as {path} (or {paths: [path]}
+ * for glob); not_found saying that it "does not exist", the words Arkouda's client looks
+ * for. */
+static int native_on_path(ak_ctx *ctx, const char *cmd, const char *given, dispatch_result *res,
+                          h5ark_error *err) {
     char rel[PATH_MAX];
     if (relative_path(given, rel, err)) return -1;
-    const char *pattern = rel;
-    if (files_expand(&pattern, 1, false, files, count, err) == 0) return 0;
-    if (err->code == H5ARK_NOT_FOUND)
+    h5ark_value *args = h5ark_value_map(), *path = h5ark_value_str(rel);
+    bool glob = strcmp(cmd, "glob") == 0;
+    if (glob && path) {
+        h5ark_value *list = h5ark_value_array();
+        if (!list || h5ark_value_push(list, path)) {
+            h5ark_value_destroy(&list);
+            path = NULL;
+        } else {
+            path = list;
+        }
+    }
+    if (!args || !path || h5ark_value_set(args, glob ? "paths" : "path", path)) {
+        if (!args) h5ark_value_destroy(&path);
+        h5ark_value_destroy(&args);
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    int rc = ak_native(ctx, cmd, args, NULL, res, err);
+    h5ark_value_destroy(&args);
+    if (rc && err->code == H5ARK_NOT_FOUND)
         return h5ark_fail(err, H5ARK_NOT_FOUND, "%.300s does not exist", given);
-    return -1;
+    return rc;
 }
 
 /* ---- tohdf: the object the client describes ---- */
@@ -346,9 +359,38 @@ static object *object_to_write(ak_ctx *ctx, const char *type, h5ark_error *err) 
     return NULL;
 }
 
+/* The native tohdf of the object named `name` as dataset `dset`, in mode `mode`. */
+static int native_tohdf(ak_ctx *ctx, const char *name, const char *dset, const char *path,
+                        const char *mode, bool distribute, bool strings_segments,
+                        h5ark_error *err) {
+    h5ark_value *args = h5ark_value_map(), *names = h5ark_value_array(),
+                *sets = h5ark_value_array();
+    int bad = !args || !names || !sets || h5ark_value_push(names, h5ark_value_str(name)) ||
+              h5ark_value_push(sets, h5ark_value_str(dset));
+    if (!bad) {
+        bad = h5ark_value_set(args, "names", names) | h5ark_value_set(args, "datasets", sets);
+        names = sets = NULL;
+        bad |= h5ark_value_set(args, "path", h5ark_value_str(path)) ||
+               h5ark_value_set(args, "mode", h5ark_value_str(mode)) ||
+               h5ark_value_set(args, "file_type",
+                               h5ark_value_str(distribute ? "distribute" : "single")) ||
+               h5ark_value_set(args, "strings_segments", h5ark_value_bool(strings_segments));
+    }
+    h5ark_value_destroy(&names);
+    h5ark_value_destroy(&sets);
+    dispatch_result res;
+    int rc = bad ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory")
+                 : ak_native(ctx, "tohdf", args, NULL, &res, err);
+    h5ark_value_destroy(&args);
+    if (rc == 0) dispatch_result_free(&res);
+    return rc;
+}
+
 /* tohdf {objType, dset, filename, write_mode 0 truncate / 1 append, file_format 0 single /
  * 1 distribute, overwrite (update: replace the dataset), save_offsets (Strings), and the
- * object's parts} */
+ * object's parts}: the object the client describes, assembled from its parts, written by
+ * the native tohdf (under a name of its own for the call when it is not one object of the
+ * registry already). */
 static int cmd_tohdf(ak_ctx *ctx, h5ark_error *err) {
     const char *type, *dset, *filename;
     int64_t write_mode = 0, file_format = 1;
@@ -370,23 +412,25 @@ static int cmd_tohdf(ak_ctx *ctx, h5ark_error *err) {
     if (relative_path(filename, rel, err)) return -1;
     object *obj = object_to_write(ctx, type, err);
     if (!obj) return -1;
-    storage_item item = {.obj = obj, .dataset = dset};
-    storage_mode mode = overwrite ? STORAGE_UPDATE : write_mode ? STORAGE_APPEND : STORAGE_TRUNCATE;
-    storage_file_type ft = file_format ? STORAGE_DISTRIBUTE : STORAGE_SINGLE;
-    /* save_offsets False (Strings): the offsets are left out, a reader finds the NULs */
-    storage_write_options opts = {.strings_without_segments =
-                                      !save_offsets && obj->objtype == H5ARK_STRINGS};
-    h5ark_value *files = h5ark_value_array(), *warnings = h5ark_value_array();
-    int rc = files && warnings
-                 ? storage_write_ex(&item, 1, rel, mode, ft, &opts, files, warnings, err)
-                 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    if (rc && mode == STORAGE_UPDATE && err->code == H5ARK_NOT_FOUND) {
+    /* an object of the registry is written by its name; one assembled here gets one */
+    object *known = obj->name ? registry_get(obj->name, &(h5ark_error){0}) : NULL;
+    object_release(known);
+    int rc = 0;
+    bool made = known != obj;
+    if (made) {
+        rc = registry_publish(obj, NULL, err);
+        int all = ranks_agree(rc, err);
+        if (all && rc == 0) registry_remove(obj->name, &(h5ark_error){0});
+        rc = all;
+    }
+    const char *mode = overwrite ? "update" : write_mode ? "append" : "truncate";
+    if (rc == 0) rc = native_tohdf(ctx, obj->name, dset, rel, mode, file_format, save_offsets, err);
+    if (rc && overwrite && err->code == H5ARK_NOT_FOUND) {
         /* update_hdf of a dataset the files do not have yet: added */
         *err = (h5ark_error){0};
-        rc = storage_write_ex(&item, 1, rel, STORAGE_APPEND, ft, &opts, files, warnings, err);
+        rc = native_tohdf(ctx, obj->name, dset, rel, "append", file_format, save_offsets, err);
     }
-    h5ark_value_destroy(&files);
-    h5ark_value_destroy(&warnings);
+    if (made && obj->name) registry_remove(obj->name, &(h5ark_error){0});
     object_release(obj);
     return rc ? -1 : ak_reply(ctx, err, "Dataset written successfully!");
 }
@@ -425,12 +469,12 @@ static char *leaf(object *obj, json_t *made, h5ark_error *err) {
     return text;
 }
 
-static char *form_of(object *obj, json_t *made, h5ark_error *err);
+static char *form_of(ak_ctx *ctx, object *obj, json_t *made, h5ark_error *err);
 
 /* "<TYPE>+|+<form>", as nested parts are given */
-static json_t *typed_form(object *obj, json_t *made, h5ark_error *err) {
+static json_t *typed_form(ak_ctx *ctx, object *obj, json_t *made, h5ark_error *err) {
     const char *type = type_name(obj);
-    char *form = type ? form_of(obj, made, err) : NULL;
+    char *form = type ? form_of(ctx, obj, made, err) : NULL;
     if (!type)
         h5ark_fail(err, H5ARK_TYPE_ERROR, "a %s cannot be given to Arkouda's client",
                    h5ark_objtype_name(obj->objtype));
@@ -450,13 +494,28 @@ static int put_form(json_t *map, const char *key, char *text, h5ark_error *err) 
     return rc ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory") : 0;
 }
 
-/* A one-element int64 array holding v (a Categorical's _akNAcode). */
-static object *one_int64(int64_t v, h5ark_error *err) {
-    object *o = object_new_pdarray(H5ARK_INT64, 1, err);
-    for (int s = 0; o && s < o->values->nshards; s++)
-        if (o->values->shards[s].count && locales_is_local(s)) /* each rank its own */
-            *(int64_t *)o->values->shards[s].data = v;
-    return o;
+/* The created text of a new one-element int64 array holding v (a Categorical's
+ * _akNAcode), made by the native create; its name joins `made`. */
+static char *one_int64(ak_ctx *ctx, int64_t v, json_t *made, h5ark_error *err) {
+    h5ark_value *args = h5ark_value_map();
+    if (!args || h5ark_value_set(args, "dtype", h5ark_value_str("int64")) ||
+        h5ark_value_set(args, "size", h5ark_value_uint(1)) ||
+        h5ark_value_set(args, "fill", h5ark_value_str("full")) ||
+        h5ark_value_set(args, "value", h5ark_value_int(v))) {
+        h5ark_value_destroy(&args);
+        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        return NULL;
+    }
+    dispatch_result res;
+    int rc = ak_native(ctx, "create", args, NULL, &res, err);
+    h5ark_value_destroy(&args);
+    if (rc) return NULL;
+    const h5ark_value *desc = h5ark_value_get(res.result, "object");
+    const h5ark_value *name = h5ark_value_get(desc, "name");
+    if (name && name->kind == H5ARK_STR) json_array_append_new(made, json_string(name->as.s.ptr));
+    char *text = ak_created_of(desc, "create", err);
+    dispatch_result_free(&res);
+    return text;
 }
 
 static int64_t na_code_of(const object *cat) {
@@ -468,7 +527,7 @@ static int64_t na_code_of(const object *cat) {
 
 /* The form of a part: a created text for arrays and Strings, the JSON text of a map or
  * list of its parts' forms for composites. */
-static char *form_of(object *obj, json_t *made, h5ark_error *err) {
+static char *form_of(ak_ctx *ctx, object *obj, json_t *made, h5ark_error *err) {
     if (obj->objtype == H5ARK_PDARRAY || obj->objtype == H5ARK_ARRAYVIEW ||
         obj->objtype == H5ARK_STRINGS)
         return leaf(obj, made, err); /* a bigint too: its limbs are fetched by name */
@@ -483,7 +542,7 @@ static char *form_of(object *obj, json_t *made, h5ark_error *err) {
         case H5ARK_CATEGORICAL: rc = put_form(out, name, leaf(part, made, err), err); break;
         case H5ARK_GROUPBY:
             if (strncmp(name, "KEY_", 4) == 0) {
-                json_t *t = typed_form(part, made, err);
+                json_t *t = typed_form(ctx, part, made, err);
                 rc = t ? json_object_set_new(out, name, t) : -1;
             } else {
                 rc = put_form(out, strcmp(name, "unique_key_idx") == 0 ? "uki" : name,
@@ -492,7 +551,7 @@ static char *form_of(object *obj, json_t *made, h5ark_error *err) {
             break;
         case H5ARK_INDEX:
         case H5ARK_MULTIINDEX: {
-            json_t *t = typed_form(part, made, err);
+            json_t *t = typed_form(ctx, part, made, err);
             rc = t ? json_array_append_new(out, t) : -1;
             break;
         }
@@ -502,7 +561,7 @@ static char *form_of(object *obj, json_t *made, h5ark_error *err) {
                 strcmp(name, "Index") == 0 && part->objtype == H5ARK_INDEX && part->ncomponents == 1
                     ? part->components[0].obj
                     : part;
-            json_t *t = typed_form(p, made, err);
+            json_t *t = typed_form(ctx, p, made, err);
             rc = t ? json_object_set_new(out, name, t) : -1;
             break;
         }
@@ -511,20 +570,18 @@ static char *form_of(object *obj, json_t *made, h5ark_error *err) {
                             h5ark_objtype_name(obj->objtype));
         }
     }
-    if (rc == 0 && obj->objtype == H5ARK_CATEGORICAL) {
-        object *na = one_int64(na_code_of(obj), err);
-        rc = na ? put_form(out, "_akNAcode", leaf(na, made, err), err) : -1;
-        object_release(na);
-    }
+    if (rc == 0 && obj->objtype == H5ARK_CATEGORICAL)
+        rc = put_form(out, "_akNAcode", one_int64(ctx, na_code_of(obj), made, err), err);
     char *text = rc == 0 ? json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     if (rc == 0 && !text) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     json_decref(out);
     return text;
 }
 
-static json_t *item_of(const char *dataset, object *obj, json_t *made, h5ark_error *err) {
+static json_t *item_of(ak_ctx *ctx, const char *dataset, object *obj, json_t *made,
+                       h5ark_error *err) {
     const char *type = type_name(obj);
-    char *form = type ? form_of(obj, made, err) : NULL;
+    char *form = type ? form_of(ctx, obj, made, err) : NULL;
     if (!type)
         h5ark_fail(err, H5ARK_TYPE_ERROR, "dataset %.200s is a %s, which Arkouda cannot hold",
                    dataset, h5ark_objtype_name(obj->objtype));
@@ -594,7 +651,7 @@ static int cmd_read_all(ak_ctx *ctx, h5ark_error *err) {
             if ((strcmp(dataset, "Filename_Codes") == 0) != (pass == 0)) continue;
             const h5ark_value *n = h5ark_value_get(objects->as.m.vals[k], "name");
             object *obj = n && n->kind == H5ARK_STR ? registry_get(n->as.s.ptr, err) : NULL;
-            json_t *it = obj ? item_of(dataset, obj, made, err) : NULL;
+            json_t *it = obj ? item_of(ctx, dataset, obj, made, err) : NULL;
             rc = it && json_array_append_new(items, it) == 0 ? 0 : -1;
             bool composite = obj && obj->objtype != H5ARK_PDARRAY &&
                              obj->objtype != H5ARK_STRINGS && obj->objtype != H5ARK_ARRAYVIEW;
@@ -646,7 +703,7 @@ static int cmd_read_all(ak_ctx *ctx, h5ark_error *err) {
     ctx->msg = msg;
 out:
     /* every rank read (res.result) or none did: the parts stay on every rank or on none */
-    if (res.result && ranks_call_seq()) rc = ranks_agree(rc, err);
+    if (res.result) rc = ranks_agree(rc, err);
     if (rc && res.result) {
         /* nothing of a failed read stays: the parts published so far, and what the native
          * read published */
@@ -673,23 +730,22 @@ out:
 
 /* ---- listing and files ---- */
 
-/* lsany {filename, col_delim, read_nested}: the top-level objects of one file. */
+/* lsany {filename, col_delim, read_nested}: the top-level objects of the first file the name
+ * stands for (the native glob, then lshdf). */
 static int cmd_lsany(ak_ctx *ctx, h5ark_error *err) {
     const char *filename;
-    char **files = NULL;
-    size_t nfiles = 0;
-    if (ak_arg_str(ctx->in, "filename", &filename, err) ||
-        expand_one(filename, &files, &nfiles, err))
-        return -1;
-    h5ark_value *args = h5ark_value_map();
-    h5ark_value *path = h5ark_value_str(files_display(files[0]));
-    files_list_free(files, nfiles);
-    if (!path || h5ark_value_set(args, "path", path)) { /* destroys path when it fails */
-        h5ark_value_destroy(&args);
-        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    }
     dispatch_result res;
-    int rc = ak_native(ctx, "lshdf", args, NULL, &res, err);
+    if (ak_arg_str(ctx->in, "filename", &filename, err) ||
+        native_on_path(ctx, "glob", filename, &res, err))
+        return -1;
+    const h5ark_value *first = h5ark_value_at(h5ark_value_get(res.result, "files"), 0);
+    h5ark_value *args = h5ark_value_map();
+    int rc = first && first->kind == H5ARK_STR && args &&
+                     h5ark_value_set(args, "path", h5ark_value_str(first->as.s.ptr)) == 0
+                 ? 0
+                 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    dispatch_result_free(&res);
+    if (rc == 0) rc = ak_native(ctx, "lshdf", args, NULL, &res, err);
     h5ark_value_destroy(&args);
     if (rc) return -1;
     const h5ark_value *entries = h5ark_value_get(res.result, "entries");
@@ -708,65 +764,37 @@ static int cmd_lsany(ak_ctx *ctx, h5ark_error *err) {
     return 0;
 }
 
-/* Does the file start with HDF5's signature (at 0, or after a user block of 512 << k)? */
-static bool is_hdf5(const char *path) {
-    static const unsigned char sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) return false;
-    bool found = false;
-    unsigned char buf[8];
-    for (off_t at = 0; !found && at <= (off_t)1 << 30; at = at ? at * 2 : 512) {
-        if (pread(fd, buf, 8, at) != 8) break;
-        found = memcmp(buf, sig, 8) == 0;
-    }
-    close(fd);
-    return found;
-}
-
-static bool is_parquet(const char *path) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    char buf[4];
-    bool yes = fd >= 0 && pread(fd, buf, 4, 0) == 4 && memcmp(buf, "PAR1", 4) == 0;
-    if (fd >= 0) close(fd);
-    return yes;
-}
-
-/* getfiletype {filename}: HDF5 or Parquet, of the first file it names. */
+/* getfiletype {filename}: HDF5 or Parquet, of the first file it names (the native
+ * filetype). */
 static int cmd_getfiletype(ak_ctx *ctx, h5ark_error *err) {
     const char *filename;
-    char **files = NULL;
-    size_t n = 0;
-    if (ak_arg_str(ctx->in, "filename", &filename, err) || expand_one(filename, &files, &n, err))
+    dispatch_result res;
+    if (ak_arg_str(ctx->in, "filename", &filename, err) ||
+        native_on_path(ctx, "filetype", filename, &res, err))
         return -1;
-    const char *type = is_hdf5(files[0]) ? "HDF5" : is_parquet(files[0]) ? "Parquet" : NULL;
-    int rc = type ? ak_reply(ctx, err, "%s", type)
-                  : h5ark_fail(err, H5ARK_BAD_REQUEST, "%.300s is neither HDF5 nor Parquet",
-                               files_display(files[0]));
-    files_list_free(files, n);
+    const h5ark_value *type = h5ark_value_get(res.result, "type");
+    bool hdf5 = type && type->kind == H5ARK_STR && strcmp(type->as.s.ptr, "hdf5") == 0;
+    dispatch_result_free(&res);
+    return ak_reply(ctx, err, "%s", hdf5 ? "HDF5" : "Parquet");
+}
+
+/* hdffileformat {filename}: single or distribute, of the first file the name stands for
+ * (the native fileformat). */
+static int cmd_hdffileformat(ak_ctx *ctx, h5ark_error *err) {
+    const char *filename;
+    dispatch_result res;
+    if (ak_arg_str(ctx->in, "filename", &filename, err) ||
+        native_on_path(ctx, "fileformat", filename, &res, err))
+        return -1;
+    const h5ark_value *f = h5ark_value_get(res.result, "file_format");
+    int rc = f && f->kind == H5ARK_STR ? ak_reply(ctx, err, "%s", f->as.s.ptr)
+                                       : h5ark_fail(err, H5ARK_INTERNAL, "fileformat said nothing");
+    dispatch_result_free(&res);
     return rc;
 }
 
-/* hdffileformat {filename}: the File_Format root attribute of the first file the name
- * stands for (0 single, 1 distribute), which Arkouda's writer puts in every file it
- * creates. Files without it (written by other tools) are told by their names: a
- * `_LOCALE####` one is part of a distributed set. */
-static int cmd_hdffileformat(ak_ctx *ctx, h5ark_error *err) {
-    const char *filename;
-    char **files = NULL;
-    size_t n = 0;
-    if (ak_arg_str(ctx->in, "filename", &filename, err) || expand_one(filename, &files, &n, err))
-        return -1;
-    int64_t format = -1;
-    int has = storage_file_format(files[0], &format, err);
-    const char *base = strrchr(files[0], '/');
-    const char *mark = strstr(base ? base : files[0], "_LOCALE");
-    bool distributed = has == 1 ? format != 0 : mark && strspn(mark + 7, "0123456789") == 4;
-    files_list_free(files, n);
-    if (has < 0) return -1;
-    return ak_reply(ctx, err, "%s", distributed ? "distribute" : "single");
-}
-
-/* globExpansion {filenames, file_count}: the files the names and patterns stand for. */
+/* globExpansion {filenames, file_count}: the files the names and patterns stand for, as
+ * absolute paths (the native glob of each name). */
 static int cmd_glob(ak_ctx *ctx, h5ark_error *err) {
     json_t *names = ak_arg_list(ctx->in, "filenames", err);
     if (!names) return -1;
@@ -775,12 +803,18 @@ static int cmd_glob(ak_ctx *ctx, h5ark_error *err) {
     json_t *item;
     int rc = out ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     json_array_foreach(names, i, item) {
-        char **files = NULL;
-        size_t n = 0;
-        if (rc || (rc = expand_one(json_string_value(item), &files, &n, err))) break;
-        for (size_t k = 0; k < n; k++)
-            json_array_append_new(out, json_string(files[k]));
-        files_list_free(files, n);
+        dispatch_result res;
+        if (rc || (rc = native_on_path(ctx, "glob", json_string_value(item), &res, err))) break;
+        const h5ark_value *files = h5ark_value_get(res.result, "files");
+        for (size_t k = 0; k < h5ark_value_len(files); k++) {
+            char *abs = NULL;
+            if (asprintf(&abs, "%s/%s", config.data_dir, h5ark_value_at(files, k)->as.s.ptr) < 0)
+                rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+            else
+                json_array_append_new(out, json_string(abs));
+            free(abs);
+        }
+        dispatch_result_free(&res);
     }
     char *text = rc == 0 ? json_dumps(out, JSON_COMPACT) : NULL;
     json_decref(out);
@@ -792,28 +826,16 @@ static int cmd_glob(ak_ctx *ctx, h5ark_error *err) {
     return 0;
 }
 
-/* deleteMatchingFilenames {prefix}: the file set prefix_LOCALE#### (and prefix itself). */
+/* deleteMatchingFilenames {prefix}: the file set prefix_LOCALE#### and prefix itself (the
+ * native rmhdf). */
 static int cmd_delete_files(ak_ctx *ctx, h5ark_error *err) {
     const char *prefix;
-    char rel[PATH_MAX], pattern[PATH_MAX];
-    size_t tail;
-    if (ak_arg_str(ctx->in, "prefix", &prefix, err) || relative_path(prefix, rel, err)) return -1;
-    if (files_locale_glob(rel, pattern, sizeof pattern, &tail))
-        return h5ark_fail(err, H5ARK_BAD_REQUEST, "the path is too long");
-    const char *patterns[] = {pattern, rel};
-    char **files = NULL;
-    size_t n = 0;
-    if (files_expand(patterns, 2, true, &files, &n, err)) return -1;
-    int rc = 0;
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        struct stat st;
-        if (lstat(files[i], &st) != 0 || !S_ISREG(st.st_mode)) continue; /* kept as given */
-        if (unlink(files[i]) != 0 && errno != ENOENT)
-            rc = h5ark_fail(err, H5ARK_IO_ERROR, "cannot delete %s: %s", files_display(files[i]),
-                            strerror(errno));
-    }
-    files_list_free(files, n);
-    return rc ? -1 : ak_reply(ctx, err, "Files deleted successfully!");
+    dispatch_result res;
+    if (ak_arg_str(ctx->in, "prefix", &prefix, err) ||
+        native_on_path(ctx, "rmhdf", prefix, &res, err))
+        return -1;
+    dispatch_result_free(&res);
+    return ak_reply(ctx, err, "Files deleted successfully!");
 }
 
 const ak_command ak_hdf_commands[] = {

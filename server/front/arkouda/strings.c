@@ -5,6 +5,7 @@
  * (strings_place_ranks); gathers go through groupby_take. */
 #include "front/arkouda/commands.h"
 #include "front/arkouda/values.h"
+#include "commands/elements.h"
 #include "locales.h"
 #include "objects/groupby.h"
 #include "objects/strings.h"
@@ -126,10 +127,10 @@ static void cmp_locale(int locale, void *arg) {
     for (uint64_t k = 0; k < o->count; k++) {
         uint64_t i = o->start + k, la, lb = j->text_len;
         const char *sa =
-            ranks ? ak_string_in_shard(j->a, locale, k, &la) : ak_string_at(j->a, i, &la);
+            ranks ? elem_string_in_shard(j->a, locale, k, &la) : elem_string_at(j->a, i, &la);
         const char *sb = !j->b   ? j->text
-                         : ranks ? ak_string_in_shard(j->b, locale, k, &lb)
-                                 : ak_string_at(j->b, i, &lb);
+                         : ranks ? elem_string_in_shard(j->b, locale, k, &lb)
+                                 : elem_string_at(j->b, i, &lb);
         bool same = la == lb && memcmp(sa, sb, la) == 0;
         ((uint8_t *)o->data)[k] = same == j->equal;
     }
@@ -142,7 +143,7 @@ static int compare(ak_ctx *ctx, cmp_job *j, uint64_t n, h5ark_error *err) {
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "strings compare with == and != only, not %.20s",
                           op);
     j->equal = op[0] == '=';
-    if (!ak_block_layout(j->a->segments) || (j->b && !ak_block_layout(j->b->segments)))
+    if (!elem_block_layout(j->a->segments) || (j->b && !elem_block_layout(j->b->segments)))
         return ranks_not_yet(err, "comparing Strings that are not block distributed");
     object *out = object_new_pdarray(H5ARK_BOOLEAN, n, err);
     if (!out) return -1;
@@ -250,7 +251,7 @@ static int cmd_index(ak_ctx *ctx, h5ark_error *err) {
                         v[0] + (int64_t)(idx->values->shards[b].start + k) * v[2];
     } else if (strcmp(sub, "pdarrayIndex") == 0) {
         object *key_obj = registry_get(key, err);
-        idx = key_obj ? ak_positions(key_obj, s->size, err) : NULL;
+        idx = key_obj ? elem_positions(key_obj, s->size, err) : NULL;
         object_release(key_obj);
         if (key_obj && ranks_call_seq() && ranks_agree(idx ? 0 : -1, err))
             object_release(idx), idx = NULL; /* the first bad position of all */
@@ -401,7 +402,7 @@ static void split_locale(int b, void *arg) {
     uint64_t pieces = 0, at = 0;
     for (uint64_t k = 0; k < j->s->segments->shards[b].count; k++) {
         uint64_t n, w;
-        const char *p = ak_string_in_shard(j->s, b, k, &n);
+        const char *p = elem_string_in_shard(j->s, b, k, &n);
         if (first) first[k] = (int64_t)pieces;
         pieces += split_string(p, n, j->pattern, j->plen, j->max, out ? out + at : NULL,
                                starts ? starts + pieces : NULL, at, &w);
@@ -506,7 +507,7 @@ static int split_one_rank(ak_ctx *ctx, split_job *j, h5ark_error *err) {
     int rc = buf && starts ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     for (uint64_t i = 0; rc == 0 && i < s->size; i++) {
         uint64_t n, w;
-        const char *p = ak_string_at(s, i, &n);
+        const char *p = elem_string_at(s, i, &n);
         if (j->segs) *(int64_t *)elem_at(j->segs->values, i) = (int64_t)pieces;
         if (len + n + 1 > cap) {
             uint64_t want = (len + n + 1) * 2;
@@ -565,7 +566,7 @@ static int cmd_split(ak_ctx *ctx, h5ark_error *err) {
     bool ranks = ranks_count() > 1;
     int rc = 0;
     /* the first pieces' indexes are laid out as the strings' rows */
-    if (ranks && segs_too && !ak_block_layout(s->segments))
+    if (ranks && segs_too && !elem_block_layout(s->segments))
         rc = ranks_not_yet(err, "splitting Strings that are not block distributed");
     object *segs = rc == 0 && segs_too ? object_new_pdarray(H5ARK_INT64, s->size, err) : NULL;
     if (rc == 0 && segs_too && !segs) rc = -1;

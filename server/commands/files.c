@@ -1,0 +1,156 @@
+/* Commands on files as files: glob filetype fileformat rmhdf. Paths are relative to the data
+ * directory and confined as every path is (storage/files.h); each runs on rank 0, which
+ * sees the files as every rank does. */
+#include "commands.h"
+
+#include "storage/files.h"
+#include "storage/storage.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* glob {paths}: the files the names and patterns stand for, in order (each pattern's
+ * matches sorted; a distributed name its set), relative to the data directory. not_found
+ * names a pattern that matches nothing. */
+static int cmd_glob(command_ctx *ctx, h5ark_error *err) {
+    const h5ark_value *paths = arg_value(ctx, "paths");
+    size_t n = h5ark_value_len(paths);
+    if (n == 0) return h5ark_fail(err, H5ARK_BAD_REQUEST, "glob: 'paths' names nothing");
+    const char **patterns = calloc(n, sizeof *patterns);
+    if (!patterns) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        patterns[i] = h5ark_value_at(paths, i)->as.s.ptr;
+    char **files = NULL;
+    size_t count = 0;
+    int rc = files_expand(patterns, n, false, &files, &count, err);
+    free(patterns);
+    if (rc) return -1;
+    h5ark_value *list = h5ark_value_array();
+    for (size_t i = 0; list && i < count; i++)
+        if (h5ark_value_push(list, h5ark_value_str(files_display(files[i]))))
+            h5ark_value_destroy(&list);
+    files_list_free(files, count);
+    if (!list) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    return reply_set(ctx, "files", list, err);
+}
+
+/* The first file `path` stands for (absolute, confined), into out. */
+static int first_file(command_ctx *ctx, char out[PATH_MAX], h5ark_error *err) {
+    const char *pattern = arg_str(ctx, "path", "");
+    char **files = NULL;
+    size_t n = 0;
+    if (files_expand(&pattern, 1, false, &files, &n, err)) return -1;
+    strcpy(out, files[0]); /* files_expand's paths fit PATH_MAX */
+    files_list_free(files, n);
+    return 0;
+}
+
+/* Does the file start with HDF5's signature (at 0, or after a user block of 512 << k)? */
+static bool is_hdf5(const char *path) {
+    static const unsigned char sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return false;
+    bool found = false;
+    unsigned char buf[8];
+    for (off_t at = 0; !found && at <= (off_t)1 << 30; at = at ? at * 2 : 512) {
+        if (pread(fd, buf, 8, at) != 8) break;
+        found = memcmp(buf, sig, 8) == 0;
+    }
+    close(fd);
+    return found;
+}
+
+static bool is_parquet(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    char buf[4];
+    bool yes = fd >= 0 && pread(fd, buf, 4, 0) == 4 && memcmp(buf, "PAR1", 4) == 0;
+    if (fd >= 0) close(fd);
+    return yes;
+}
+
+/* filetype {path}: {file, type "hdf5" | "parquet"} of the first file the path stands for,
+ * from its signature; bad_request when it is neither. */
+static int cmd_filetype(command_ctx *ctx, h5ark_error *err) {
+    char file[PATH_MAX];
+    if (first_file(ctx, file, err)) return -1;
+    const char *type = is_hdf5(file) ? "hdf5" : is_parquet(file) ? "parquet" : NULL;
+    if (!type)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "%.300s is neither HDF5 nor Parquet",
+                          files_display(file));
+    if (reply_set(ctx, "file", h5ark_value_str(files_display(file)), err)) return -1;
+    return reply_set(ctx, "type", h5ark_value_str(type), err);
+}
+
+/* fileformat {path}: {file, file_format "single" | "distribute", attribute} of the first
+ * HDF5 file the path stands for: its root attribute File_Format (0 single, else
+ * distribute), which Arkouda's writer puts in every file it creates (attribute true); a
+ * file without it is told by its name, a `_LOCALE####` one being part of a set. */
+static int cmd_fileformat(command_ctx *ctx, h5ark_error *err) {
+    char file[PATH_MAX];
+    if (first_file(ctx, file, err)) return -1;
+    int64_t format = -1;
+    int has = storage_file_format(file, &format, err);
+    if (has < 0) return -1;
+    const char *base = strrchr(file, '/');
+    const char *mark = strstr(base ? base : file, "_LOCALE");
+    bool distributed = has == 1 ? format != 0 : mark && strspn(mark + 7, "0123456789") == 4;
+    if (reply_set(ctx, "file", h5ark_value_str(files_display(file)), err) ||
+        reply_set(ctx, "file_format", h5ark_value_str(distributed ? "distribute" : "single"), err))
+        return -1;
+    return reply_set(ctx, "attribute", h5ark_value_bool(has == 1), err);
+}
+
+/* rmhdf {path}: remove the regular files `path` and its distributed set
+ * (path_LOCALE####ext); {"deleted": [files]}. Nothing there is no error. */
+static int cmd_rmhdf(command_ctx *ctx, h5ark_error *err) {
+    const char *path = arg_str(ctx, "path", "");
+    char pattern[PATH_MAX];
+    size_t tail;
+    if (files_locale_glob(path, pattern, sizeof pattern, &tail))
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "rmhdf: the path is too long");
+    const char *patterns[] = {pattern, path};
+    char **files = NULL;
+    size_t n = 0;
+    if (files_expand(patterns, 2, true, &files, &n, err)) return -1;
+    h5ark_value *deleted = h5ark_value_array();
+    int rc = deleted ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        struct stat st;
+        if (lstat(files[i], &st) != 0 || !S_ISREG(st.st_mode)) continue; /* kept as given */
+        if (unlink(files[i]) != 0 && errno != ENOENT)
+            rc = h5ark_fail(err, H5ARK_IO_ERROR, "cannot delete %s: %s", files_display(files[i]),
+                            strerror(errno));
+        else if (h5ark_value_push(deleted, h5ark_value_str(files_display(files[i]))))
+            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    files_list_free(files, n);
+    if (rc) {
+        h5ark_value_destroy(&deleted);
+        return -1;
+    }
+    return reply_set(ctx, "deleted", deleted, err);
+}
+
+const command_def file_commands[] = {
+    {"glob",
+     cmd_glob,
+     {{"paths", ARG_STR_ARRAY, true}, {0}},
+     .read_only = true,
+     .ranks = RANKS_ZERO},
+    {"filetype",
+     cmd_filetype,
+     {{"path", ARG_STR, true}, {0}},
+     .read_only = true,
+     .ranks = RANKS_ZERO},
+    {"fileformat",
+     cmd_fileformat,
+     {{"path", ARG_STR, true}, {0}},
+     .read_only = true,
+     .ranks = RANKS_ZERO},
+    {"rmhdf", cmd_rmhdf, {{"path", ARG_STR, true}, {0}}, .ranks = RANKS_ZERO},
+    {0},
+};
