@@ -49,9 +49,9 @@ int place_payload(const h5ark_payload *p, const place_piece *pieces, size_t npie
     return rc;
 }
 
-int place_from_root(int (*answer)(void *ctx, h5ark_error *err), void *ctx, void *buf, uint64_t n,
-                    h5ark_error *err) {
-    int rc = ranks_self() == 0 ? answer(ctx, err) : 0;
+int place_from_root(int rc, int (*answer)(void *ctx, h5ark_error *err), void *ctx, void *buf,
+                    uint64_t n, h5ark_error *err) {
+    if (rc == 0 && ranks_self() == 0) rc = answer(ctx, err);
     if ((rc = ranks_agree(rc, err)) == 0) rc = ranks_bcast(0, buf, n, err);
     return rc;
 }
@@ -119,17 +119,17 @@ static int take(exchange *x, const place_scratch *scratch, uint64_t n, void **ou
     return scratch->take(scratch->ctx, n, out, &x->taken, err);
 }
 
-int place_rows_exchange(const place_rows_piece *pieces, size_t npieces,
+int place_rows_exchange(int rc, const place_rows_piece *pieces, size_t npieces,
                         const place_scratch *scratch,
                         int (*use)(void *ctx, place_rows *got, size_t ngot, h5ark_error *err),
                         void *ctx, h5ark_error *err) {
-    int R = ranks_count(), me = ranks_self(), rc = 0;
+    int R = ranks_count(), me = ranks_self();
     exchange x = {.cnt = calloc(3 * (size_t)R, 8),
                   .rcnt = calloc(3 * (size_t)R, 8),
                   .sc = calloc((size_t)R, 8),
                   .rc = calloc((size_t)R, 8)};
     uint64_t nout = 0, outbytes = 0, outrows = 0, nin = 0, inbytes = 0, inrows = 0;
-    if (!x.cnt || !x.rcnt || !x.sc || !x.rc) {
+    if (rc == 0 && (!x.cnt || !x.rcnt || !x.sc || !x.rc)) {
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         rc = place_rank_context(err);
     }

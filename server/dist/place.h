@@ -37,10 +37,11 @@ typedef struct {
 int place_payload(const h5ark_payload *p, const place_piece *pieces, size_t npieces,
                   void (*fill)(void *ctx, bool from_payload), void *ctx, h5ark_error *err);
 
-/* answer(ctx, err) runs on rank 0 (it reads what rank 0 alone holds: the payload), and
- * fills buf's n bytes; every rank agrees on its result, then has rank 0's bytes in buf. */
-int place_from_root(int (*answer)(void *ctx, h5ark_error *err), void *ctx, void *buf, uint64_t n,
-                    h5ark_error *err);
+/* rc is this rank's outcome so far (err set when not 0). answer(ctx, err) runs on rank 0
+ * when its rc is 0 (it reads what rank 0 alone holds: the payload), and fills buf's n
+ * bytes; every rank agrees on the outcomes, then has rank 0's bytes in buf. */
+int place_from_root(int rc, int (*answer)(void *ctx, h5ark_error *err), void *ctx, void *buf,
+                    uint64_t n, h5ark_error *err);
 
 /* ---- gathers to rank 0 ---- */
 
@@ -76,12 +77,13 @@ typedef struct {
     void *ctx;
 } place_scratch;
 
-/* Every rank's pieces to their ranks (all to alls of their counts, of their (row, count,
+/* rc is this rank's outcome so far (err set when not 0): every rank agrees on it first.
+ * Every rank's pieces to their ranks (all to alls of their counts, of their (row, count,
  * bytes) and of their bytes and offsets; a rank's own pieces are not copied), then
  * use(ctx, got, ngot, err) on every rank with its own rows, those that came (offsets from
  * 0) and its own pieces, sorted by row; what came is freed after use returns. The send
  * buffers are given back before use runs. */
-int place_rows_exchange(const place_rows_piece *pieces, size_t npieces,
+int place_rows_exchange(int rc, const place_rows_piece *pieces, size_t npieces,
                         const place_scratch *scratch,
                         int (*use)(void *ctx, place_rows *got, size_t ngot, h5ark_error *err),
                         void *ctx, h5ark_error *err);

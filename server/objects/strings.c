@@ -135,8 +135,7 @@ object *strings_from_payload(uint64_t n, const h5ark_payload *payload, const h5a
     atomic_init(&job.first_bad, UINT64_MAX);
     job.counts = calloc((size_t)L, sizeof *job.counts);
     int rc = job.counts ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    if ((rc = ranks_agree(rc, err)) == 0)
-        rc = place_from_root(read_counts, &job, job.counts, (uint64_t)L * sizeof *job.counts, err);
+    rc = place_from_root(rc, read_counts, &job, job.counts, (uint64_t)L * sizeof *job.counts, err);
     object *obj = rc == 0 ? object_new_strings(n, job.counts, err) : NULL;
     free(job.counts);
     if (!obj) return NULL;
@@ -372,7 +371,7 @@ object *strings_place(uint64_t n, const strings_run *runs, size_t nruns, h5ark_e
     }
     place_job j = {.n = n};
     place_scratch scratch = {take_scratch, give_back_scratch, NULL};
-    if (ranks_agree(rc, err) == 0) place_rows_exchange(pieces, np, &scratch, make_block, &j, err);
+    place_rows_exchange(rc, pieces, np, &scratch, make_block, &j, err);
     free(starts);
     free(pieces);
     return j.out;

@@ -67,11 +67,18 @@ static int answer(void *ctx, h5ark_error *err) {
 static void test_root(void) {
     uint64_t v[2] = {21, 0};
     h5ark_error err = {0};
-    CHECK(place_from_root(answer, v, &v[1], sizeof v[1], &err) == 0);
+    CHECK(place_from_root(0, answer, v, &v[1], sizeof v[1], &err) == 0);
     CHECK_INT(v[1], 42);
     v[0] = 0;
-    CHECK(place_from_root(answer, v, &v[1], sizeof v[1], &err) == -1);
+    CHECK(place_from_root(0, answer, v, &v[1], sizeof v[1], &err) == -1);
     CHECK_STR(err.message, "no answer");
+    /* a failure before: no answer asked, the failure kept */
+    v[0] = 5;
+    v[1] = 0;
+    h5ark_fail(&err, H5ARK_RESOURCE_LIMIT, "short before");
+    CHECK(place_from_root(-1, answer, v, &v[1], sizeof v[1], &err) == -1);
+    CHECK_INT(v[1], 0);
+    CHECK_STR(err.message, "short before");
 
     void *buf = NULL;
     CHECK(place_root_calloc(16, &buf, &err) == 0);
@@ -146,7 +153,7 @@ static void test_rows(void) {
     place_scratch scratch = {take, give_back, NULL};
     use_job u = {0};
     h5ark_error err = {0};
-    CHECK(place_rows_exchange(pieces, 2, &scratch, use, &u, &err) == 0);
+    CHECK(place_rows_exchange(0, pieces, 2, &scratch, use, &u, &err) == 0);
     CHECK_INT(u.calls, 1);
     CHECK_STR(u.text, "0:a|1:bb|2:c|3:de|4:f|");
     CHECK_INT(held, 0);
@@ -154,14 +161,22 @@ static void test_rows(void) {
 
     /* use's failure is the exchange's, and the scratch is given back still */
     use_job v = {.rows = 1};
-    CHECK(place_rows_exchange(pieces, 2, &scratch, use, &v, &err) == -1);
+    CHECK(place_rows_exchange(0, pieces, 2, &scratch, use, &v, &err) == -1);
     CHECK_STR(err.message, "rows: 6");
+    CHECK_INT(held, 0);
+
+    /* a failure before: nothing moves, use is not run */
+    use_job f = {0};
+    h5ark_fail(&err, H5ARK_BAD_REQUEST, "failed before");
+    CHECK(place_rows_exchange(-1, pieces, 2, &scratch, use, &f, &err) == -1);
+    CHECK_STR(err.message, "failed before");
+    CHECK_INT(f.calls, 0);
     CHECK_INT(held, 0);
 
     /* rows for a rank there is not: an internal error before anything moves */
     place_rows_piece away[] = {{3, {0, 1, "a", 1, off_early, 10}}};
     use_job w = {0};
-    CHECK(place_rows_exchange(away, 1, &scratch, use, &w, &err) == -1);
+    CHECK(place_rows_exchange(0, away, 1, &scratch, use, &w, &err) == -1);
     CHECK_INT(err.code, H5ARK_INTERNAL);
     CHECK_INT(w.calls, 0);
     CHECK_INT(held, 0);
