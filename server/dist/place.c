@@ -11,10 +11,6 @@ int place_rank_context(h5ark_error *err) {
     return -1;
 }
 
-int place_agree(int rc, h5ark_error *err) {
-    return ranks_call_seq() != 0 ? ranks_agree(rc, err) : rc;
-}
-
 int place_payload(const h5ark_payload *p, const place_piece *pieces, size_t npieces,
                   void (*fill)(void *ctx, bool from_payload), void *ctx, h5ark_error *err) {
     int me = ranks_self(), n = 0, rc;

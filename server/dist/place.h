@@ -17,8 +17,6 @@
 /* Within a call, "rank N" (this rank) before err's message, which says where a failure
  * happened; outside one (one rank), the message as it is. Returns -1. */
 int place_rank_context(h5ark_error *err);
-/* ranks_agree within a call; outside one (work of one rank alone), rc as it is. */
-int place_agree(int rc, h5ark_error *err);
 
 /* ---- rank 0's payload and answers ---- */
 

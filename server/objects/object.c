@@ -47,7 +47,7 @@ darray *darray_new(h5ark_dtype dtype, uint64_t size, const uint64_t *counts, h5a
     darray *a = rc == 0 ? calloc(1, sizeof *a) : NULL;
     shard *shards = rc == 0 ? calloc((size_t)n, sizeof *shards) : NULL;
     if (rc == 0 && (!a || !shards)) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    rc = place_agree(rc, err);
+    rc = ranks_agree(rc, err);
     if (rc != 0) {
         free(a);
         free(shards);
@@ -90,7 +90,7 @@ darray *darray_new(h5ark_dtype dtype, uint64_t size, const uint64_t *counts, h5a
                    (unsigned long long)bytes);
         rc = place_rank_context(err);
     }
-    if (place_agree(rc, err) != 0) {
+    if (ranks_agree(rc, err) != 0) {
         darray_free(a);
         return NULL;
     }
