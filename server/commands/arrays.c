@@ -302,8 +302,7 @@ static int cmd_put(command_ctx *ctx, h5ark_error *err) {
                               (unsigned long long)(size * h5ark_dtype_size(dtype)));
         obj = object_new_pdarray(dtype, size, err);
         if (!obj) return -1;
-        if (ranks_count() > 1 ? pdarray_copy_in_ranks(obj, ctx->payload, buf, err)
-                              : pdarray_copy_in(obj, ctx->payload, buf, err)) {
+        if (pdarray_copy_in(obj, ctx->payload, buf, err)) {
             object_release(obj);
             return -1;
         }

@@ -320,7 +320,7 @@ static uint64_t row_of(const elements *e, uint64_t k) {
 static void string_elem(buf *b, void *arg, uint64_t k) {
     const elements *e = arg;
     uint64_t len = 0;
-    char *s = strings_dup(e->obj, row_of(e, k), &len);
+    char *s = strings_dup_here(e->obj, row_of(e, k), &len);
     if (!s) b->failed = true;
     put_string(b, s, len);
     free(s);
@@ -338,7 +338,7 @@ static void label_elem(buf *b, void *arg, uint64_t k) {
         return;
     }
     uint64_t len = 0;
-    char *label = strings_dup(e->obj, (uint64_t)code, &len);
+    char *label = strings_dup_here(e->obj, (uint64_t)code, &len);
     if (!label) b->failed = true;
     put_string(b, label, len);
     free(label);

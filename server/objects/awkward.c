@@ -45,7 +45,7 @@ static int elems(const darray *a, const uint64_t *idx, size_t n, int64_t *out, h
     int rc = v ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     for (size_t i = 0; rc == 0 && i < n; i++)
         if (locales_is_local(darray_shard_of(a, idx[i]))) v[i] = (uint64_t)elem(a, idx[i]);
-    if (ranks_count() > 1) rc = ranks_agree(rc, err) || ranks_allreduce_u64(v, n, RANKS_SUM, err);
+    rc = ranks_agree(rc, err) || ranks_allreduce_u64(v, n, RANKS_SUM, err);
     for (size_t i = 0; rc == 0 && i < n; i++)
         out[i] = (int64_t)v[i];
     free(v);
@@ -78,10 +78,10 @@ static void copy_shard(int locale, void *ctx) {
         atomic_store(&job->failed, 1);
 }
 
-/* Several ranks, buffers from rank 0's payload (pdarray's scatter). */
+/* Buffers from the request's payload, which rank 0 holds (pdarray's scatter). */
 static int scatter_in(builder *bd, copy_job *job, size_t i) {
-    return darray_scatter_in(job->a, bd->src->frames, bd->src->payload_offsets[i], copy_shard, job,
-                             bd->err);
+    return darray_scatter_in(job->a, bd->src->frames, bd->src->payload_offsets[i], copy_shard, NULL,
+                             job, bd->err);
 }
 
 static int fail_node(builder *bd, const ak_node *n, const char *msg) {
@@ -127,7 +127,7 @@ static darray *add_buffer(builder *bd, const ak_node *n, ak_buffer_role role, ui
      * and tohdf give back the buffer as it came. */
     uint64_t *counts = malloc((size_t)bd->L * sizeof *counts);
     int ok = counts ? 0 : h5ark_fail(bd->err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    if (ranks_count() > 1) ok = ranks_agree(ok, bd->err);
+    ok = ranks_agree(ok, bd->err);
     if (ok) {
         free(counts);
         return NULL;
@@ -140,11 +140,11 @@ static darray *add_buffer(builder *bd, const ak_node *n, ak_buffer_role role, ui
     if (!buf) return NULL;
     int rc = object_add_component(bd->obj, name, buf, bd->err);
     object_release(buf); /* the component holds it now */
-    if (ranks_count() > 1) rc = ranks_agree(rc, bd->err);
+    rc = ranks_agree(rc, bd->err);
     if (rc) return NULL;
     copy_job job = {.src = bd->src, .index = i, .a = buf->values};
     atomic_init(&job.failed, 0);
-    if (ranks_count() > 1 && bd->src->payload) {
+    if (bd->src->payload) {
         rc = scatter_in(bd, &job, i);
     } else {
         locales_run(copy_shard, &job);
@@ -155,7 +155,7 @@ static darray *add_buffer(builder *bd, const ak_node *n, ak_buffer_role role, ui
                  ? h5ark_fail(bd->err, H5ARK_BAD_REQUEST,
                               "awkward: buffer '%s' could not be read whole", name)
                  : 0;
-    if (ranks_count() > 1) rc = ranks_agree(rc, bd->err); /* each rank read its own shards */
+    rc = ranks_agree(rc, bd->err); /* each rank read its own shards */
     return rc ? NULL : buf->values;
 }
 
@@ -241,13 +241,13 @@ static int run_check(builder *bd, const ak_node *n, check_job *job, int64_t *max
         uint64_t *idx = calloc((size_t)bd->L, sizeof *idx);
         size_t ni = 0;
         int rc = prev && idx ? 0 : h5ark_fail(bd->err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        if (ranks_count() > 1) rc = ranks_agree(rc, bd->err);
+        rc = ranks_agree(rc, bd->err);
         for (int k = 0; rc == 0 && k < bd->L; k++)
             if (job->a->shards[k].start > 0 && job->a->shards[k].start < job->n)
                 idx[ni++] = job->a->shards[k].start - 1;
         int64_t *got = rc == 0 ? calloc(ni ? ni : 1, sizeof *got) : NULL;
         if (rc == 0 && !got) rc = h5ark_fail(bd->err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        if (ranks_count() > 1) rc = ranks_agree(rc, bd->err);
+        rc = ranks_agree(rc, bd->err);
         if (rc == 0) rc = elems(job->a, idx, ni, got, bd->err);
         for (int k = 0, j = 0; rc == 0 && k < bd->L; k++)
             if (job->a->shards[k].start > 0 && job->a->shards[k].start < job->n) prev[k] = got[j++];
@@ -270,7 +270,7 @@ static int run_check(builder *bd, const ak_node *n, check_job *job, int64_t *max
     int nmax = job->kind == V_UNION ? job->ntags : 1;
     for (int t = 0; t < nmax; t++)
         all[t] = atomic_load(&job->max[t]);
-    if (ranks_count() > 1 && reduce_check(job, &bad, all, nmax, bd->err)) return -1;
+    if (reduce_check(job, &bad, all, nmax, bd->err)) return -1;
     for (int t = 0; max && t < nmax; t++)
         max[t] = all[t];
     if (bad == UINT64_MAX) return 0;
@@ -311,7 +311,7 @@ static int run_check(builder *bd, const ak_node *n, check_job *job, int64_t *max
 
 /* ---- the layout, top down ------------------------------------------------------------------ */
 
-static int lay(builder *bd, const ak_node *n, uint64_t length, const uint64_t *bounds);
+static int build_node(builder *bd, const ak_node *n, uint64_t length, const uint64_t *bounds);
 
 /* bounds of a block distribution of `length` rows */
 static uint64_t *block_bounds(builder *bd, uint64_t length) {
@@ -325,10 +325,11 @@ static uint64_t *block_bounds(builder *bd, uint64_t length) {
     return b;
 }
 
-static int lay_block(builder *bd, const ak_node *n, uint64_t length) {
+/* build_node with the rows in a block distribution. */
+static int build_block(builder *bd, const ak_node *n, uint64_t length) {
     uint64_t *b = block_bounds(bd, length);
     if (!b) return -1;
-    int rc = lay(bd, n, length, b);
+    int rc = build_node(bd, n, length, b);
     free(b);
     return rc;
 }
@@ -345,7 +346,10 @@ static int too_long(builder *bd, const ak_node *n, uint64_t a, uint64_t b) {
     return fail_node(bd, n, "content would have more than 2^48 elements");
 }
 
-static int lay(builder *bd, const ak_node *n, uint64_t length, const uint64_t *bounds) {
+/* Node n of `length` rows, locale k holding rows bounds[k]..bounds[k+1]: its buffers
+ * copied in and checked as components of the object, then its contents, rows laid out
+ * under their parents' rows. */
+static int build_node(builder *bd, const ak_node *n, uint64_t length, const uint64_t *bounds) {
     int L = bd->L, rc = -1;
     uint64_t *counts = calloc((size_t)L, sizeof *counts);
     uint64_t *cb = calloc((size_t)L + 1, sizeof *cb);
@@ -387,7 +391,7 @@ static int lay(builder *bd, const ak_node *n, uint64_t length, const uint64_t *b
         uint64_t *at = calloc((size_t)L + 1, sizeof *at);
         int64_t *got = calloc((size_t)L + 1, sizeof *got);
         int r = at && got ? 0 : h5ark_fail(bd->err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        if (ranks_count() > 1) r = ranks_agree(r, bd->err);
+        r = ranks_agree(r, bd->err);
         for (int k = 1; r == 0 && k < L; k++)
             at[k] = bounds[k];
         if (r == 0) at[0] = length;
@@ -408,7 +412,7 @@ static int lay(builder *bd, const ak_node *n, uint64_t length, const uint64_t *b
          * belong to no row: the first locale keeps them); cb[1..L-1] read above */
         cb[0] = 0;
         cb[L] = (uint64_t)last;
-        if (lay(bd, n->contents[0], (uint64_t)last, cb)) goto out;
+        if (build_node(bd, n->contents[0], (uint64_t)last, cb)) goto out;
         break;
     }
     case AK_LIST: {
@@ -419,18 +423,18 @@ static int lay(builder *bd, const ak_node *n, uint64_t length, const uint64_t *b
         check_job job = {.kind = V_STARTSTOPS, .a = s, .b = e, .n = length};
         int64_t max;
         if (run_check(bd, n, &job, &max)) goto out;
-        if (lay_block(bd, n->contents[0], max > 0 ? (uint64_t)max : 0)) goto out;
+        if (build_block(bd, n->contents[0], max > 0 ? (uint64_t)max : 0)) goto out;
         break;
     }
     case AK_REGULAR:
         if (too_long(bd, n, n->size, length)) goto out;
         for (int k = 0; k <= L; k++)
             cb[k] = bounds[k] * n->size;
-        if (lay(bd, n->contents[0], length * n->size, cb)) goto out;
+        if (build_node(bd, n->contents[0], length * n->size, cb)) goto out;
         break;
     case AK_RECORD:
         for (size_t c = 0; c < n->ncontents; c++)
-            if (lay(bd, n->contents[c], length, bounds)) goto out;
+            if (build_node(bd, n->contents[c], length, bounds)) goto out;
         break;
     case AK_INDEXED:
     case AK_INDEXEDOPTION: {
@@ -444,7 +448,7 @@ static int lay(builder *bd, const ak_node *n, uint64_t length, const uint64_t *b
             fail_node(bd, n, "an index is past 2^48");
             goto out;
         }
-        if (lay_block(bd, n->contents[0], (uint64_t)(max + 1))) goto out;
+        if (build_block(bd, n->contents[0], (uint64_t)(max + 1))) goto out;
         break;
     }
     case AK_BYTEMASKED:
@@ -459,10 +463,10 @@ static int lay(builder *bd, const ak_node *n, uint64_t length, const uint64_t *b
             if (!add_buffer(bd, n, AK_BUF_MASK, bytes, counts)) goto out;
         }
         /* the content has the same rows */
-        if (lay(bd, n->contents[0], length, bounds)) goto out;
+        if (build_node(bd, n->contents[0], length, bounds)) goto out;
         break;
     case AK_UNMASKED:
-        if (lay(bd, n->contents[0], length, bounds)) goto out;
+        if (build_node(bd, n->contents[0], length, bounds)) goto out;
         break;
     case AK_UNION: {
         row_counts(bd, bounds, 1, 0, counts);
@@ -477,7 +481,7 @@ static int lay(builder *bd, const ak_node *n, uint64_t length, const uint64_t *b
                 fail_node(bd, n, "an index is past 2^48");
                 goto out;
             }
-            if (lay_block(bd, n->contents[c], (uint64_t)(max[c] + 1))) goto out;
+            if (build_block(bd, n->contents[c], (uint64_t)(max[c] + 1))) goto out;
         }
         break;
     }
@@ -505,7 +509,7 @@ object *awkward_build(const char *form_json, size_t form_len, uint64_t length, c
     if (!bd.used && !obj) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     bd.obj = obj;
     int rc = obj ? 0 : -1;
-    if (rc == 0) rc = lay_block(&bd, form->root, length);
+    if (rc == 0) rc = build_block(&bd, form->root, length);
     for (size_t i = 0; rc == 0 && i < src->count; i++)
         if (!bd.used[i])
             rc = h5ark_fail(err, H5ARK_BAD_REQUEST,

@@ -38,8 +38,6 @@ int ak0_check_schema(const char *json, size_t len, const ak0_pattern *wl, size_t
  * there is none. */
 void ak0_top_call(const char *json, size_t len, char *out, size_t size);
 
-#endif
-
 /* ---- interpretation: an allowed schema as an awkward 2 form and buffers ---------------- */
 
 /* The bytes of blob `key` (as the schema's `read` names it). 0, or -1 when missing. */
@@ -66,3 +64,5 @@ typedef struct {
 int ak0_interpret(const char *json, size_t len, ak0_blob_fn blob, void *ctx, ak0_result *out,
                   h5ark_error *err);
 void ak0_result_free(ak0_result *r);
+
+#endif

@@ -63,7 +63,7 @@ static int check_bits(object *const *limbs, size_t k, int64_t max_bits, h5ark_er
         if (job.first_bad[b] < bad) bad = job.first_bad[b];
     free(job.first_bad);
     uint64_t mine = bad;
-    if (ranks_count() > 1 && ranks_allreduce_u64(&bad, 1, RANKS_MIN, err)) return -1;
+    if (ranks_allreduce_u64(&bad, 1, RANKS_MIN, err)) return -1;
     if (bad == UINT64_MAX) return 0;
     /* the offending value's bits, from the rank that holds it */
     uint64_t bits = 0;
@@ -79,7 +79,7 @@ static int check_bits(object *const *limbs, size_t k, int64_t max_bits, h5ark_er
         uint64_t v = ((const uint64_t *)sh->data)[bad - sh->start];
         bits = 64 * (uint64_t)top + (64 - (uint64_t)__builtin_clzll(v));
     }
-    if (ranks_count() > 1 && ranks_allreduce_u64(&bits, 1, RANKS_MAX, err)) return -1;
+    if (ranks_allreduce_u64(&bits, 1, RANKS_MAX, err)) return -1;
     return h5ark_fail(err, H5ARK_TYPE_ERROR,
                       "put: bigint element %llu needs %u bits, more than max_bits = %lld",
                       (unsigned long long)bad, (unsigned)bits, (long long)max_bits);
@@ -136,9 +136,7 @@ object *bigint_from_payload(uint64_t n, int64_t max_bits, const h5ark_payload *p
     for (size_t j = 0; j < k; j++) {
         limbs[j] = object_new_pdarray(H5ARK_UINT64, n, err);
         if (!limbs[j]) goto fail;
-        if (ranks_count() > 1 ? pdarray_copy_in_ranks(limbs[j], payload, order[j], err)
-                              : pdarray_copy_in(limbs[j], payload, order[j], err))
-            goto fail;
+        if (pdarray_copy_in(limbs[j], payload, order[j], err)) goto fail;
     }
     if (max_bits >= 0 && check_bits(limbs, k, max_bits, err)) goto fail;
     for (size_t j = 0; j < k; j++) {

@@ -2,11 +2,9 @@
 #include "categorical.h"
 
 #include "groupby.h"
-#include "locales.h"
 #include "pdarray.h"
 #include "dist/ranks.h"
 
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,55 +28,11 @@ static object *categorical_new(object *codes, object *categories, object *perm, 
     return cat;
 }
 
-typedef struct {
-    const darray *perm, *seg;
-    uint64_t n;
-    darray *codes;
-} codes_job;
-
-static int64_t elem_i64(const darray *a, uint64_t i) {
-    const shard *s = &a->shards[darray_shard_of(a, i)];
-    return ((const int64_t *)s->data)[i - s->start];
-}
-
-/* codes[perm[pos]] = the group of pos, for the positions in this locale's permutation shard.
- * Each row is written once, by the locale holding its permutation position: a scatter
- * into other locales' shards of distinct elements, which is why it needs no lock. */
-static void scatter_codes(int b, void *ctx) {
-    codes_job *j = ctx;
-    const shard *ps = &j->perm->shards[b];
-    uint64_t ng = j->seg->size;
-    if (ps->count == 0 || ng == 0) return;
-    uint64_t lo = 0, hi = ng; /* last group starting at or before ps->start */
-    while (hi - lo > 1) {
-        uint64_t m = lo + (hi - lo) / 2;
-        if ((uint64_t)elem_i64(j->seg, m) <= ps->start)
-            lo = m;
-        else
-            hi = m;
-    }
-    uint64_t g = lo;
-    uint64_t next = g + 1 < ng ? (uint64_t)elem_i64(j->seg, g + 1) : j->n;
-    const int64_t *perm = ps->data;
-    for (uint64_t i = 0; i < ps->count; i++) {
-        uint64_t pos = ps->start + i;
-        while (pos >= next) {
-            g++;
-            next = g + 1 < ng ? (uint64_t)elem_i64(j->seg, g + 1) : j->n;
-        }
-        uint64_t row = (uint64_t)perm[i];
-        shard *cs = &j->codes->shards[darray_shard_of(j->codes, row)];
-        ((int64_t *)cs->data)[row - cs->start] = (int64_t)g;
-    }
-}
-
 object *categorical_from_values(object *values, const char *na_value, bool keep_groups,
                                 h5ark_error *err) {
-    /* several ranks: the grouping gives each row's group number, its code, too */
-    bool several = ranks_count() > 1;
+    /* the grouping gives each row's group number, its code, too */
     object *codes = NULL, *categories = NULL, *cat = NULL;
-    object *gb =
-        several ? groupby_make_codes(&values, 1, &codes, err) : groupby_make(&values, 1, err);
+    object *gb = groupby_make_codes(&values, 1, &codes, err);
     if (!gb) return NULL;
     object *perm = object_component_get(gb, "permutation");
     object *seg = object_component_get(gb, "segments");
@@ -88,18 +42,12 @@ object *categorical_from_values(object *values, const char *na_value, bool keep_
     categories = groupby_take_strings(values, uik, NULL, err);
     if (!categories) goto out;
     na_code = groupby_find_string(categories, na_value);
-    if (several && ranks_allreduce_u64(&na_code, 1, RANKS_MIN, err)) goto out;
+    if (ranks_allreduce_u64(&na_code, 1, RANKS_MIN, err)) goto out;
     if (na_code == UINT64_MAX) {
         object_release(categories);
         categories = groupby_take_strings(values, uik, na_value, err);
         if (!categories) goto out;
         na_code = categories->size - 1;
-    }
-    if (!several) {
-        codes = object_new_pdarray(H5ARK_INT64, values->size, err);
-        if (!codes) goto out;
-        codes_job j = {perm->values, seg->values, values->size, codes->values};
-        locales_run(scatter_codes, &j);
     }
     cat =
         categorical_new(codes, categories, keep_groups ? perm : NULL, seg, na_value, na_code, err);
@@ -112,20 +60,18 @@ out:
 
 object *categorical_from_codes(object *codes, object *categories, const char *na_value,
                                h5ark_error *err) {
-    bool several = ranks_count() > 1;
     uint64_t bad;
-    if (pdarray_first_outside_ranks(codes, 0, (int64_t)categories->size, false, &bad, err))
-        return NULL;
+    if (pdarray_first_outside(codes, 0, (int64_t)categories->size, false, &bad, err)) return NULL;
     if (bad != UINT64_MAX) {
-        int64_t v; /* several ranks: from the rank that holds it */
-        if (pdarray_int64_at_ranks(codes, bad, &v, err)) return NULL;
+        int64_t v; /* from the rank that holds it */
+        if (pdarray_int64_at(codes, bad, &v, err)) return NULL;
         h5ark_fail(err, H5ARK_BAD_REQUEST,
                    "categorical: codes[%llu] = %lld is not a category index in [0, %llu)",
                    (unsigned long long)bad, (long long)v, (unsigned long long)categories->size);
         return NULL;
     }
     uint64_t na_code = groupby_find_string(categories, na_value);
-    if (several && ranks_allreduce_u64(&na_code, 1, RANKS_MIN, err)) return NULL;
+    if (ranks_allreduce_u64(&na_code, 1, RANKS_MIN, err)) return NULL;
     object *cats = categories;
     if (na_code == UINT64_MAX) {
         /* several ranks: each rank fetches the strings of its new shards */

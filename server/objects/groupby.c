@@ -1450,7 +1450,7 @@ static object *take_strings_ranks(const object *src, const object *idx, const ch
     static const int64_t zero = 0;
     strings_run runs[2] = {{o0, m, bytes, nbytes, (const int64_t *)offs, 0},
                            {ntake, 1, extra, elen, &zero, 0}};
-    out = strings_from_block_ranks(count, runs, extra && ntake >= o0 && ntake < o1 ? 2 : 1, err);
+    out = strings_from_block(count, runs, extra && ntake >= o0 && ntake < o1 ? 2 : 1, err);
 out:
     free(rows);
     free(bytes);

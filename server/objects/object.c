@@ -2,6 +2,7 @@
 #include "object.h"
 
 #include "locales.h"
+#include "dist/place.h"
 #include "dist/ranks.h"
 #include "registry.h"
 #include "shardcache.h"
@@ -40,14 +41,13 @@ darray *darray_new(h5ark_dtype dtype, uint64_t size, const uint64_t *counts, h5a
         start += count;
     }
     /* in a call, every rank goes on or none does (the lowest failing rank's error) */
-    bool in_call = ranks_call_seq() != 0;
     int rc = registry_reserve_only(bytes, err);
     bool reserved = rc == 0;
-    if (rc != 0 && in_call) h5ark_fail_context(err, "rank %d", ranks_self());
+    if (rc != 0) place_rank_context(err);
     darray *a = rc == 0 ? calloc(1, sizeof *a) : NULL;
     shard *shards = rc == 0 ? calloc((size_t)n, sizeof *shards) : NULL;
     if (rc == 0 && (!a || !shards)) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    if (in_call) rc = ranks_agree(rc, err);
+    rc = ranks_agree(rc, err);
     if (rc != 0) {
         free(a);
         free(shards);
@@ -84,19 +84,14 @@ darray *darray_new(h5ark_dtype dtype, uint64_t size, const uint64_t *counts, h5a
     registry_make_room();
     alloc_job job = {.a = a};
     if (fresh) locales_run(alloc_shard, &job);
-    bool failed = atomic_load(&job.failed);
-    if (in_call && ranks_agree(failed ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT,
-                                                   "rank %d: out of memory allocating %llu bytes",
-                                                   ranks_self(), (unsigned long long)bytes)
-                                      : 0,
-                               err) != 0) {
-        darray_free(a);
-        return NULL;
-    }
-    if (failed) {
-        darray_free(a);
+    rc = 0;
+    if (atomic_load(&job.failed)) {
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory allocating %llu bytes",
                    (unsigned long long)bytes);
+        rc = place_rank_context(err);
+    }
+    if (ranks_agree(rc, err) != 0) {
+        darray_free(a);
         return NULL;
     }
     return a;
@@ -328,11 +323,12 @@ static void whole_darray_free(darray *a) {
 }
 
 /* Every rank: the other ranks' shards of a gathered to rank 0, into *out there (a copy of a
- * sharing rank 0's own shards). */
+ * sharing rank 0's own shards; out is NULL on the other ranks). */
 static int gather_darray(const darray *a, darray **out, h5ark_error *err) {
-    int R = ranks_count(), rc = 0;
-    bool zero = ranks_self() == 0;
-    uint64_t *counts = calloc((size_t)R, sizeof *counts);
+    int rc = 0;
+    /* per rank (a rank has one locale or more) */
+    int L = locales_count() > a->nshards ? locales_count() : a->nshards;
+    uint64_t *counts = calloc((size_t)L, sizeof *counts);
     h5ark_span *mine = calloc((size_t)a->nshards + 1, sizeof *mine);
     size_t nmine = 0;
     whole_darray *w = NULL;
@@ -346,14 +342,16 @@ static int gather_darray(const darray *a, darray **out, h5ark_error *err) {
         remote += bytes;
         if (locales_is_local(b) && bytes) mine[nmine++] = (h5ark_span){a->shards[b].data, bytes};
     }
-    if (rc == 0 && zero) {
+    if (rc == 0 && out) {
         w = calloc(1, sizeof *w);
         if (!w || !(w->a.shards = malloc((size_t)a->nshards * sizeof *a->shards)) ||
-            !(w->buf = malloc(remote ? remote : 1)))
-            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank 0: out of memory gathering %llu bytes",
-                            (unsigned long long)remote);
-        else if ((rc = registry_reserve(remote, err)) == 0)
+            !(w->buf = malloc(remote ? remote : 1))) {
+            h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory gathering %llu bytes",
+                       (unsigned long long)remote);
+            rc = place_rank_context(err);
+        } else if ((rc = registry_reserve(remote, err)) == 0) {
             w->a.reserved = remote;
+        }
     }
     rc = ranks_agree(rc, err);
     if (rc == 0 && remote) rc = ranks_gatherv(mine, nmine, w ? w->buf : NULL, counts, err);
@@ -386,24 +384,18 @@ static int gather_darray(const darray *a, darray **out, h5ark_error *err) {
 
 /* Every rank, in the same order: obj's darrays and components'; *out built on rank 0. */
 static int gather_object(const object *obj, object **out, h5ark_error *err) {
-    bool zero = ranks_self() == 0;
     object *w = NULL;
-    int rc = 0;
-    if (zero) {
-        w = calloc(1, sizeof *w);
-        if (w) {
-            *w = *obj; /* the metadata, shared: the copy frees only what it made */
-            w->refs = 1;
-            w->values = w->segments = NULL;
-            w->components = NULL;
-            w->ncomponents = 0;
-            w->scratch = NULL;
-            w->scratch_reserved = 0;
-            if (obj->ncomponents &&
-                !(w->components = calloc(obj->ncomponents, sizeof *w->components)))
-                rc = -1;
-        }
-        if (!w || rc) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    int rc = place_root_calloc(sizeof *w, (void **)&w, err);
+    if (rc == 0 && w) { /* rank 0 */
+        *w = *obj;      /* the metadata, shared: the copy frees only what it made */
+        w->refs = 1;
+        w->values = w->segments = NULL;
+        w->components = NULL;
+        w->ncomponents = 0;
+        w->scratch = NULL;
+        w->scratch_reserved = 0;
+        if (obj->ncomponents && !(w->components = calloc(obj->ncomponents, sizeof *w->components)))
+            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         *out = w;
     }
     rc = ranks_agree(rc, err);

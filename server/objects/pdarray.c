@@ -4,6 +4,7 @@
 
 #include "locales.h"
 #include "progress.h"
+#include "dist/place.h"
 #include "dist/ranks.h"
 
 #include <math.h>
@@ -271,25 +272,6 @@ static void copy_shard(int locale, void *ctx) {
     }
 }
 
-int pdarray_copy_in(object *obj, const h5ark_payload *payload, const h5ark_buffer *buf,
-                    h5ark_error *err) {
-    uint64_t want = obj->values->size * obj->values->itemsize;
-    if (buf->nbytes != want)
-        return h5ark_fail(err, H5ARK_BAD_REQUEST,
-                          "buffer '%s' has %llu bytes but %llu %s elements need %llu", buf->name,
-                          (unsigned long long)buf->nbytes, (unsigned long long)obj->size,
-                          h5ark_dtype_name(obj->dtype), (unsigned long long)want);
-    copy_job job = {.obj = obj, .payload = payload, .offset = buf->offset};
-    locales_run(copy_shard, &job);
-    if (atomic_load(&job.failed))
-        return h5ark_fail(err, H5ARK_BAD_REQUEST, "buffer '%s' is shorter than declared",
-                          buf->name);
-    if (atomic_load(&job.bad_bool))
-        return h5ark_fail(err, H5ARK_BAD_REQUEST,
-                          "buffer '%s' holds a bool byte that is neither 0 nor 1", buf->name);
-    return 0;
-}
-
 static void check_bool_shard(int locale, void *ctx) {
     copy_job *job = ctx;
     shard *sh = &job->obj->values->shards[locale];
@@ -301,52 +283,44 @@ static void check_bool_shard(int locale, void *ctx) {
         }
 }
 
-/* Several ranks, a buffer in rank 0's payload at `offset` laid out as `a`: rank 0 sends
- * every other rank's shards their bytes straight from the frames, then copies its own
- * with copy_own(locale, job) meanwhile; the other ranks receive theirs into their shards. */
+typedef struct {
+    locale_fn copy_own, check_arrived;
+    void *job;
+} scatter_job;
+
+static void fill_shards(void *ctx, bool from_payload) {
+    scatter_job *s = ctx;
+    locale_fn fn = from_payload ? s->copy_own : s->check_arrived;
+    if (fn) locales_run(fn, s->job);
+}
+
 int darray_scatter_in(const darray *a, const h5ark_payload *payload, uint64_t offset,
-                      locale_fn copy_own, void *job, h5ark_error *err) {
-    int rc, L = a->nshards, first = locales_local_first(), T = locales_local_count();
-    if (ranks_self() == 0) {
-        int n = 0, *to = malloc((size_t)L * sizeof *to);
-        uint64_t *offs = malloc((size_t)L * sizeof *offs), *lens = malloc((size_t)L * sizeof *lens);
-        for (int b = 0; to && offs && lens && b < L; b++)
-            if (!locales_is_local(b)) {
-                to[n] = locales_rank_of(b);
-                offs[n] = offset + a->shards[b].start * a->itemsize;
-                lens[n++] = a->shards[b].count * a->itemsize;
-            }
-        locales_run(copy_own, job);
-        rc = to && offs && lens ? ranks_scatter_payload(payload, n, to, offs, lens, err)
-                                : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        free(to);
-        free(offs);
-        free(lens);
-    } else {
-        void **bufs = malloc((size_t)T * sizeof *bufs);
-        uint64_t *lens = malloc((size_t)T * sizeof *lens);
-        for (int t = 0; bufs && lens && t < T; t++) {
-            bufs[t] = a->shards[first + t].data;
-            lens[t] = a->shards[first + t].count * a->itemsize;
-        }
-        rc = bufs && lens ? ranks_recv_many(0, T, bufs, lens, err)
-                          : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        free(bufs);
-        free(lens);
-    }
+                      locale_fn copy_own, locale_fn check_arrived, void *job, h5ark_error *err) {
+    int L = a->nshards;
+    place_piece *pieces = malloc((size_t)L * sizeof *pieces);
+    if (!pieces) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    for (int b = 0; b < L; b++)
+        pieces[b] = (place_piece){locales_rank_of(b), offset + a->shards[b].start * a->itemsize,
+                                  a->shards[b].count * a->itemsize,
+                                  locales_is_local(b) ? a->shards[b].data : NULL};
+    scatter_job s = {copy_own, check_arrived, job};
+    int rc = place_payload(payload, pieces, (size_t)L, fill_shards, &s, err);
+    free(pieces);
     return rc;
 }
 
-int pdarray_copy_in_ranks(object *obj, const h5ark_payload *payload, const h5ark_buffer *buf,
-                          h5ark_error *err) {
+int pdarray_copy_in(object *obj, const h5ark_payload *payload, const h5ark_buffer *buf,
+                    h5ark_error *err) {
     darray *a = obj->values;
     uint64_t want = a->size * a->itemsize;
     if (buf->nbytes != want) /* the header's sizes: every rank sees the same */
-        return pdarray_copy_in(obj, payload, buf, err);
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "buffer '%s' has %llu bytes but %llu %s elements need %llu", buf->name,
+                          (unsigned long long)buf->nbytes, (unsigned long long)obj->size,
+                          h5ark_dtype_name(obj->dtype), (unsigned long long)want);
     copy_job job = {.obj = obj, .payload = payload, .offset = buf->offset};
-    int rc = darray_scatter_in(a, payload, buf->offset, copy_shard, &job, err);
-    if (rc == 0 && ranks_self() != 0 && a->dtype == H5ARK_BOOLEAN)
-        locales_run(check_bool_shard, &job);
+    int rc = darray_scatter_in(a, payload, buf->offset, copy_shard,
+                               a->dtype == H5ARK_BOOLEAN ? check_bool_shard : NULL, &job, err);
     if (rc == 0 && atomic_load(&job.failed))
         rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "buffer '%s' is shorter than declared", buf->name);
     if (rc == 0 && atomic_load(&job.bad_bool))
@@ -360,7 +334,7 @@ typedef struct {
     int64_t lo, hi;
     bool nondecreasing;
     _Atomic uint64_t first_bad;
-    const uint64_t *rank_last; /* several ranks: [R] last elements, then [R] flags */
+    const uint64_t *shard_last; /* nondecreasing: the last element of every shard */
 } range_job;
 
 static void range_check_shard(int b, void *ctx) {
@@ -389,16 +363,9 @@ static void range_check_shard(int b, void *ctx) {
         if (!bad && job->nondecreasing) {
             if (i > 0)
                 bad = v[i] < v[i - 1];
-            else if (s->start > 0) {
-                const darray *a = job->obj->values;
-                int pb = darray_shard_of(a, s->start - 1);
-                const shard *p = &a->shards[pb];
-                /* the element before may be another rank's: the last that rank holds */
-                int64_t before = locales_is_local(pb)
-                                     ? ((const int64_t *)p->data)[s->start - 1 - p->start]
-                                     : (int64_t)job->rank_last[locales_rank_of(pb)];
-                bad = v[0] < before;
-            }
+            else if (s->start > 0) /* the element before may be another rank's */
+                bad = v[0] <
+                      (int64_t)job->shard_last[darray_shard_of(job->obj->values, s->start - 1)];
         }
         if (bad) {
             locales_note_first(&job->first_bad, s->start + i);
@@ -407,36 +374,21 @@ static void range_check_shard(int b, void *ctx) {
     }
 }
 
-uint64_t pdarray_first_outside(const object *obj, int64_t lo, int64_t hi, bool nondecreasing) {
-    range_job job = {.obj = obj, .lo = lo, .hi = hi, .nondecreasing = nondecreasing};
-    atomic_init(&job.first_bad, UINT64_MAX);
-    locales_run(range_check_shard, &job);
-    return atomic_load(&job.first_bad);
-}
-
-int pdarray_first_outside_ranks(const object *obj, int64_t lo, int64_t hi, bool nondecreasing,
-                                uint64_t *first, h5ark_error *err) {
-    if (ranks_count() == 1) {
-        *first = pdarray_first_outside(obj, lo, hi, nondecreasing);
-        return 0;
-    }
-    int R = ranks_count(), me = ranks_self();
+int pdarray_first_outside(const object *obj, int64_t lo, int64_t hi, bool nondecreasing,
+                          uint64_t *first, h5ark_error *err) {
     const darray *a = obj->values;
-    uint64_t *last = calloc(2 * (size_t)R, sizeof *last);
+    uint64_t *last = calloc((size_t)a->nshards, sizeof *last);
     if (ranks_agree(last ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory"), err)) {
         free(last);
         return -1;
     }
-    for (int b = a->nshards - 1; b >= 0; b--)
-        if (locales_is_local(b) && a->shards[b].count) {
-            last[me] = (uint64_t)((const int64_t *)a->shards[b].data)[a->shards[b].count - 1];
-            last[R + me] = 1;
-            break;
-        }
-    int rc = nondecreasing ? ranks_allreduce_u64(last, 2 * (size_t)R, RANKS_SUM, err) : 0;
+    for (int b = 0; nondecreasing && b < a->nshards; b++)
+        if (locales_is_local(b) && a->shards[b].count)
+            last[b] = (uint64_t)((const int64_t *)a->shards[b].data)[a->shards[b].count - 1];
+    int rc = nondecreasing ? ranks_allreduce_u64(last, (size_t)a->nshards, RANKS_SUM, err) : 0;
     if (rc == 0) {
         range_job job = {.obj = obj, .lo = lo, .hi = hi, .nondecreasing = nondecreasing};
-        job.rank_last = last;
+        job.shard_last = last;
         atomic_init(&job.first_bad, UINT64_MAX);
         locales_run(range_check_shard, &job);
         *first = atomic_load(&job.first_bad);
@@ -446,13 +398,13 @@ int pdarray_first_outside_ranks(const object *obj, int64_t lo, int64_t hi, bool 
     return rc;
 }
 
-int pdarray_int64_at_ranks(const object *obj, uint64_t i, int64_t *out, h5ark_error *err) {
+int pdarray_int64_at(const object *obj, uint64_t i, int64_t *out, h5ark_error *err) {
     const darray *a = obj->values;
     int b = darray_shard_of(a, i);
     uint64_t v = 0;
     if (locales_is_local(b))
         v = (uint64_t)((const int64_t *)a->shards[b].data)[i - a->shards[b].start];
-    if (ranks_count() > 1 && ranks_allreduce_u64(&v, 1, RANKS_SUM, err)) return -1;
+    if (ranks_allreduce_u64(&v, 1, RANKS_SUM, err)) return -1;
     *out = (int64_t)v;
     return 0;
 }

@@ -39,30 +39,26 @@ int pdarray_check_fill(const fill_spec *spec, h5ark_dtype dtype, h5ark_error *er
 /* Fill every shard of obj on its locale. */
 void pdarray_fill(object *obj, const fill_spec *spec);
 
-/* Copy the payload bytes of buffer `buf` into obj's shards, each on its locale.
+/* Within a call (every rank calls): copy the payload bytes of buffer `buf` into obj's
+ * shards, each on its locale; the rank holding the payload copies its own shards and sends
+ * every other rank its shards' bytes, straight from the frames; each rank checks its own.
  * bad_request when the size does not match or a bool byte is not 0 or 1. */
 int pdarray_copy_in(object *obj, const h5ark_payload *payload, const h5ark_buffer *buf,
                     h5ark_error *err);
 
-/* With several ranks, in a call: the same as pdarray_copy_in, every rank taking part. Rank 0
- * copies its own shards from the payload and sends every other rank its shards' bytes,
- * straight from the frames; each rank checks its own. */
-int pdarray_copy_in_ranks(object *obj, const h5ark_payload *payload, const h5ark_buffer *buf,
-                          h5ark_error *err);
-
-/* Several ranks: a buffer at `offset` in rank 0's payload, laid out as `a`, into every
- * rank's shards (rank 0 sends the others theirs from the frames and runs copy_own(locale,
- * job) on its own locales meanwhile). */
+/* A buffer at `offset` of the payload (which rank 0 holds), laid out as `a`, into every
+ * rank's shards: copy_own(locale, job) runs on the locales of the rank holding the payload
+ * (which sends the others theirs from the frames), check_arrived (may be NULL) on those of
+ * the others once their bytes are in. */
 int darray_scatter_in(const darray *a, const h5ark_payload *payload, uint64_t offset,
-                      locale_fn copy_own, void *job, h5ark_error *err);
+                      locale_fn copy_own, locale_fn check_arrived, void *job, h5ark_error *err);
 
-/* The index of the first element of an int64 pdarray outside [lo, hi) (or, nondecreasing,
- * less than the one before), checked by every locale at once; UINT64_MAX when none. */
-uint64_t pdarray_first_outside(const object *obj, int64_t lo, int64_t hi, bool nondecreasing);
-/* The same over every rank (with one rank, the call above), the result on every rank. */
-int pdarray_first_outside_ranks(const object *obj, int64_t lo, int64_t hi, bool nondecreasing,
-                                uint64_t *first, h5ark_error *err);
-/* Element i of an int64 pdarray on every rank (from the rank that holds it). */
-int pdarray_int64_at_ranks(const object *obj, uint64_t i, int64_t *out, h5ark_error *err);
+/* Within a call: the index of the first element of an int64 pdarray outside [lo, hi) (or,
+ * nondecreasing, less than the one before), checked by every locale of every rank at
+ * once, in *first on every rank; UINT64_MAX when none. */
+int pdarray_first_outside(const object *obj, int64_t lo, int64_t hi, bool nondecreasing,
+                          uint64_t *first, h5ark_error *err);
+/* Within a call: element i of an int64 pdarray on every rank (from the rank that holds it). */
+int pdarray_int64_at(const object *obj, uint64_t i, int64_t *out, h5ark_error *err);
 
 #endif

@@ -17,31 +17,19 @@ typedef struct {
     int nlocales;
     uint64_t *bad_at; /* per locale: the index of its first bad element, or UINT64_MAX */
     seg_fault *why;
-    int64_t *prev; /* per locale: the offset before the bad element (for the message) */
-    /* several ranks: per rank, the last offset of its shards, and whether it has one */
-    uint64_t *rank_last; /* [R] values, then [R] flags */
+    int64_t *prev;        /* per locale: the offset before the bad element (for the message) */
+    uint64_t *shard_last; /* per locale: its last offset (another rank's shards included) */
 } seg_check_job;
 
-/* The last offset before element `start` (the last element of an earlier non-empty shard),
- * or -1 when `start` is the first element. Other shards are read only: the array is
- * immutable. Another rank's shards are not in memory: their last offset came with the job. */
+/* The last offset before locale's first element (the last element of an earlier non-empty
+ * shard), or false when there is none. Another rank's shards are not in memory: every
+ * shard's last offset came with the job. */
 static bool previous_offset(const seg_check_job *job, int locale, int64_t *out) {
-    const darray *a = job->seg;
-    int R = ranks_count();
-    for (int b = locale - 1; b >= 0; b--) {
-        if (!locales_is_local(b)) {
-            for (int r = locales_rank_of(b); r >= 0; r--)
-                if (job->rank_last[R + r]) {
-                    *out = (int64_t)job->rank_last[r];
-                    return true;
-                }
-            return false;
-        }
-        if (a->shards[b].count) {
-            *out = ((const int64_t *)a->shards[b].data)[a->shards[b].count - 1];
+    for (int b = locale - 1; b >= 0; b--)
+        if (job->seg->shards[b].count) {
+            *out = (int64_t)job->shard_last[b];
             return true;
         }
-    }
     return false;
 }
 
@@ -76,33 +64,27 @@ static void check_shard(int locale, void *ctx) {
 }
 
 static int check_segments(const object *segments, uint64_t nvalues, h5ark_error *err) {
-    int L = segments->values->nshards, R = ranks_count();
+    int L = segments->values->nshards;
     seg_check_job job = {.seg = segments->values, .nvalues = nvalues, .nlocales = L};
     job.bad_at = calloc((size_t)L, sizeof *job.bad_at);
     job.why = calloc((size_t)L, sizeof *job.why);
     job.prev = calloc((size_t)L, sizeof *job.prev);
-    job.rank_last = calloc(2 * (size_t)R, sizeof *job.rank_last);
+    job.shard_last = calloc((size_t)L, sizeof *job.shard_last);
     int rc = 0;
-    if (!job.bad_at || !job.why || !job.prev || !job.rank_last) {
+    if (!job.bad_at || !job.why || !job.prev || !job.shard_last) {
         rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         goto out;
     }
     for (int b = 0; b < L; b++)
         job.bad_at[b] = UINT64_MAX;
-    if (R > 1) { /* the last offset of each rank's shards, for the first shard of the next */
-        int64_t last;
-        int me = ranks_self();
-        for (int b = L - 1; b >= 0; b--)
-            if (locales_is_local(b) && job.seg->shards[b].count) {
-                last = ((const int64_t *)job.seg->shards[b].data)[job.seg->shards[b].count - 1];
-                job.rank_last[me] = (uint64_t)last;
-                job.rank_last[R + me] = 1;
-                break;
-            }
-        if (ranks_allreduce_u64(job.rank_last, 2 * (size_t)R, RANKS_SUM, err)) {
-            rc = -1;
-            goto out;
-        }
+    /* the last offset of every shard, for the first element of the next */
+    for (int b = 0; b < L; b++)
+        if (locales_is_local(b) && job.seg->shards[b].count)
+            job.shard_last[b] =
+                (uint64_t)((const int64_t *)job.seg->shards[b].data)[job.seg->shards[b].count - 1];
+    if (ranks_allreduce_u64(job.shard_last, (size_t)L, RANKS_SUM, err)) {
+        rc = -1;
+        goto out;
     }
     locales_run(check_shard, &job);
     /* the first bad element, and on the rank that holds it what was wrong */
@@ -116,17 +98,16 @@ static int check_segments(const object *segments, uint64_t nvalues, h5ark_error 
         detail[1] = (uint64_t)((const int64_t *)sh->data)[i - sh->start];
         detail[2] = (uint64_t)job.prev[b];
     }
-    if (R > 1) {
-        uint64_t mine = first;
-        if (ranks_allreduce_u64(&first, 1, RANKS_MIN, err)) {
-            rc = -1;
-            goto out;
-        }
-        if (mine != first) memset(detail, 0, sizeof detail);
-        if (first != UINT64_MAX && ranks_allreduce_u64(detail, 3, RANKS_SUM, err)) {
-            rc = -1;
-            goto out;
-        }
+    /* over every rank: the first, and its details from the rank that holds it */
+    uint64_t mine = first;
+    if (ranks_allreduce_u64(&first, 1, RANKS_MIN, err)) {
+        rc = -1;
+        goto out;
+    }
+    if (mine != first) memset(detail, 0, sizeof detail);
+    if (first != UINT64_MAX && ranks_allreduce_u64(detail, 3, RANKS_SUM, err)) {
+        rc = -1;
+        goto out;
     }
     if (first != UINT64_MAX) {
         long long v = (long long)(int64_t)detail[1];
@@ -158,7 +139,7 @@ out:
     free(job.bad_at);
     free(job.why);
     free(job.prev);
-    free(job.rank_last);
+    free(job.shard_last);
     return rc;
 }
 

@@ -2,6 +2,7 @@
 #ifndef H5ARK_STRINGS_H
 #define H5ARK_STRINGS_H
 
+#include "dist/place.h"
 #include "h5ark_frames.h"
 #include "object.h"
 
@@ -16,13 +17,13 @@ object *strings_from_payload(uint64_t nstrings, const h5ark_payload *payload,
 /* Byte offset where string i starts in the concatenated values (i == size: total bytes). */
 uint64_t strings_offset(const object *strings, uint64_t i);
 
-/* A malloc'd copy of string i followed by a NUL, whichever shards its bytes lie in; *len
- * (when len is not NULL) its length from the offsets, which counts any NUL it holds. NULL
- * when out of memory. */
-char *strings_dup(const object *strings, uint64_t i, uint64_t *len);
-/* The same on every rank, from the rank that holds string i (with one rank, the call above);
- * NULL with err set when it fails. */
-char *strings_dup_ranks(const object *strings, uint64_t i, uint64_t *len, h5ark_error *err);
+/* Within a call (every rank calls): a malloc'd copy of string i followed by a NUL, on every
+ * rank, from the rank that holds it; *len (when len is not NULL) its length from the
+ * offsets, which counts any NUL it holds. NULL with err set when it fails. */
+char *strings_dup(const object *strings, uint64_t i, uint64_t *len, h5ark_error *err);
+/* The same from this process's shards alone, no collective (an object gathered whole);
+ * NULL when out of memory. */
+char *strings_dup_here(const object *strings, uint64_t i, uint64_t *len);
 
 /* Check that a locale's strings are well formed: offsets increasing from values' shard
  * start, each string followed by a NUL (the byte before the next offset). Returns the index of the
@@ -33,24 +34,17 @@ uint64_t strings_check_shard(const object *strings, int locale);
  * NUL, in bytes[0..nbytes), the first being string `row` of the object to make. String k
  * starts at offsets[k] - base (the first at 0) and ends a byte before the next one's start
  * (or nbytes): the offsets, never a NUL, say where it ends. */
-typedef struct {
-    uint64_t row, count;
-    const char *bytes;
-    uint64_t nbytes;
-    const int64_t *offsets;
-    int64_t base;
-} strings_run;
+typedef place_rows strings_run;
 
-/* Several ranks, within a call (every rank calls): a new strings object of n strings, block
- * distributed over every locale of every rank, from this rank's block of its rows given as
- * runs in row order (one after another, exactly the rows this rank's locales hold). Each
- * rank fills its own shards; the runs are checked (internal error otherwise). */
-object *strings_from_block_ranks(uint64_t n, const strings_run *runs, size_t nruns,
-                                 h5ark_error *err);
+/* Within a call (every rank calls): a new strings object of n strings, block distributed
+ * over every locale of every rank, from this rank's block of its rows given as runs in row
+ * order (one after another, exactly the rows this rank's locales hold). Each rank fills
+ * its own shards; the runs are checked (internal error otherwise). */
+object *strings_from_block(uint64_t n, const strings_run *runs, size_t nruns, h5ark_error *err);
 /* The same from runs held anywhere: every row of the n in exactly one run of one rank, in
- * any order. Each rank sends its strings to the ranks whose blocks hold their rows (all to
- * alls of the runs' pieces and of their bytes, through scratch counted against
- * --max-memory; the pieces that stay on a rank are not copied). */
-object *strings_place_ranks(uint64_t n, const strings_run *runs, size_t nruns, h5ark_error *err);
+ * any order. Each rank sends its strings to the ranks whose blocks hold their rows
+ * (place_rows_exchange, through scratch counted against --max-memory; the pieces that stay
+ * on a rank are not copied). */
+object *strings_place(uint64_t n, const strings_run *runs, size_t nruns, h5ark_error *err);
 
 #endif

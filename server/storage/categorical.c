@@ -111,7 +111,7 @@ static int build(read_node *n, bool strict, bool tags, object **obj, object **ta
     int64_t na_code = -1;
     if (na->kind != KIND_NONE) {
         if (schema_build(na, strict, false, &nac, &x, err)) goto fail;
-        if (nac->size > 0 && pdarray_int64_at_ranks(nac, 0, &na_code, err)) goto fail;
+        if (nac->size > 0 && pdarray_int64_at(nac, 0, &na_code, err)) goto fail;
     }
     if (grouped) {
         if (schema_build(perm, strict, false, &p, &x, err) ||
@@ -130,7 +130,7 @@ static int build(read_node *n, bool strict, bool tags, object **obj, object **ta
     cat = object_new_composite(H5ARK_CATEGORICAL, H5ARK_STRING, codes->size, err);
     if (!cat) goto fail;
     if (na_code >= 0 && (uint64_t)na_code < cats->size) {
-        if (!(cat->na_value = strings_dup_ranks(cats, (uint64_t)na_code, NULL, err))) goto fail;
+        if (!(cat->na_value = strings_dup(cats, (uint64_t)na_code, NULL, err))) goto fail;
     } else {
         cat->na_value = strdup("N/A");
         na_code = find_category(cats, "N/A");

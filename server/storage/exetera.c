@@ -392,8 +392,8 @@ static int build_categorical(read_node *n, bool strict, bool tags, object **obj,
      * part in every one, and then they agree */
     h5ark_error kerr = {0};
     for (uint64_t i = 0; i < kv->size; i++) {
-        if (pdarray_int64_at_ranks(kv, i, &keys[i], &kerr)) mrc = -1;
-        if (!(texts[i] = strings_dup_ranks(kn, i, NULL, &kerr))) mrc = -1;
+        if (pdarray_int64_at(kv, i, &keys[i], &kerr)) mrc = -1;
+        if (!(texts[i] = strings_dup(kn, i, NULL, &kerr))) mrc = -1;
     }
     if (mrc) *err = kerr;
     if (ranks_agree(mrc, err)) goto out;

@@ -200,7 +200,7 @@ int pdarray_check_range(const object *obj, int64_t lo, int64_t hi, bool nondecre
     if (obj->objtype != H5ARK_PDARRAY || obj->dtype != H5ARK_INT64)
         return h5ark_fail(err, H5ARK_TYPE_ERROR, "%s must be an int64 array", what);
     uint64_t bad;
-    if (pdarray_first_outside_ranks(obj, lo, hi, nondecreasing, &bad, err)) return -1;
+    if (pdarray_first_outside(obj, lo, hi, nondecreasing, &bad, err)) return -1;
     if (bad == UINT64_MAX) return 0;
     return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
                       "%s is malformed at element %llu: every element must lie in [%lld, %lld)%s",

@@ -102,7 +102,7 @@ static int build(read_node *n, bool strict, bool tags, object **obj, object **ta
     if (pdarray_check_range(s, 0, (int64_t)v->size + 1, true, what, err)) goto fail;
     if (s->size > 0) {
         int64_t first; /* several ranks: from the rank that holds it */
-        if (pdarray_int64_at_ranks(s, 0, &first, err)) goto fail;
+        if (pdarray_int64_at(s, 0, &first, err)) goto fail;
         if (first != 0) {
             h5ark_fail(err, H5ARK_SCHEMA_ERROR, "%s must start at 0", what);
             goto fail;

@@ -122,9 +122,9 @@ static object *categorical_of(object *codes, object *categories, object *na_code
         h5ark_fail(err, H5ARK_TYPE_ERROR, "NA_codes must be an int64 array of one code");
         return NULL;
     }
-    if (na_codes && pdarray_int64_at_ranks(na_codes, 0, &na, err)) return NULL;
+    if (na_codes && pdarray_int64_at(na_codes, 0, &na, err)) return NULL;
     if (na >= 0 && (uint64_t)na < categories->size &&
-        !(na_value = strings_dup_ranks(categories, (uint64_t)na, NULL, err)))
+        !(na_value = strings_dup(categories, (uint64_t)na, NULL, err)))
         return NULL;
     object *cat = categorical_from_codes(codes, categories, na_value ? na_value : "N/A", err);
     free(na_value);

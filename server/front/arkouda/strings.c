@@ -2,7 +2,7 @@
  * randomStrings segmentedIndex segmentedBinopvv segmentedBinopvs concatenateStr
  * segmentedSplit. New strings are made through the native put (ak_strings_from_buffer) at
  * one rank, and across ranks each rank's strings are placed in the block distribution
- * (strings_place_ranks); gathers go through groupby_take. */
+ * (strings_place); gathers go through groupby_take. */
 #include "front/arkouda/commands.h"
 #include "front/arkouda/values.h"
 #include "commands/elements.h"
@@ -202,7 +202,7 @@ static int cmd_index(ak_ctx *ctx, h5ark_error *err) {
             } else {
                 /* from the rank holding it, its length from the offsets (NULs are data) */
                 uint64_t len;
-                char *p = strings_dup_ranks(s, (uint64_t)w, &len, err);
+                char *p = strings_dup(s, (uint64_t)w, &len, err);
                 if (!p) {
                     object_release(s);
                     return -1;
@@ -269,7 +269,7 @@ static int cmd_index(ak_ctx *ctx, h5ark_error *err) {
 }
 
 /* Several ranks: this rank's shards of every part, in order, as runs of the result's rows,
- * placed in the block distribution over every rank's locales (strings_place_ranks). */
+ * placed in the block distribution over every rank's locales (strings_place). */
 static int concatenate_ranks(ak_ctx *ctx, object *const *parts, size_t n, h5ark_error *err) {
     int first = locales_local_first(), T = locales_local_count();
     strings_run *runs = sysio.calloc(n * (size_t)T + 1, sizeof *runs);
@@ -285,7 +285,7 @@ static int concatenate_ranks(ak_ctx *ctx, object *const *parts, size_t n, h5ark_
     int rc = ranks_agree(
         runs ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", ranks_self()),
         err);
-    if (rc == 0 && !(out = strings_place_ranks(at, runs, nruns, err))) rc = -1;
+    if (rc == 0 && !(out = strings_place(at, runs, nruns, err))) rc = -1;
     free(runs);
     if (rc == 0) rc = ak_reply_created(ctx, out, err);
     object_release(out);
@@ -422,7 +422,7 @@ static void split_rebase(int b, void *arg) {
 
 /* Several ranks: each rank's locales split their own strings into one buffer; the pieces'
  * rows are numbered across ranks (an allreduce of each rank's count) and placed in the
- * block distribution (strings_place_ranks); the first pieces' indexes stay with their
+ * block distribution (strings_place); the first pieces' indexes stay with their
  * strings' rows. *made: the pieces, published. */
 static int split_ranks(ak_ctx *ctx, split_job *j, object **made, h5ark_error *err) {
     const object *s = j->s;
@@ -472,7 +472,7 @@ static int split_ranks(ak_ctx *ctx, split_job *j, object **made, h5ark_error *er
         row += j->made[2 * t];
     }
     if (j->segs) locales_run(split_rebase, j);
-    if (!(out = strings_place_ranks(total, runs, (size_t)T, err))) goto fail;
+    if (!(out = strings_place(total, runs, (size_t)T, err))) goto fail;
     free(j->buf); /* given back before the pieces are published */
     free(j->starts);
     j->buf = NULL;
