@@ -179,8 +179,8 @@ static void check_sort(int r, sort_case *c) {
         for (uint64_t i = 0; c->rc[q] == 0 && i < o->n && at < c->n; i++, at++) {
             const char *x = (const char *)o->rec + o->off[i], *w = want[at];
             uint64_t l = record_size(c, w);
-            CHECKF(memcmp(x, w, l) == 0, "kind %d, %d ranks: record %llu out of order", c->kind,
-                   r, (unsigned long long)at);
+            CHECKF(memcmp(x, w, l) == 0, "kind %d, %d ranks: record %llu out of order", c->kind, r,
+                   (unsigned long long)at);
             bool start = at == 0 || memcmp(want[at - 1], w, l - 8) != 0;
             CHECKF(o->starts[i] == start, "kind %d, %d ranks: start of record %llu", c->kind, r,
                    (unsigned long long)at);
@@ -201,10 +201,8 @@ static void test_sorts(void) {
             for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
                 for (size_t g = 0; g < sizeof ranges / sizeof *ranges; g++)
                     for (int shape = 0; shape < 3; shape++) {
-                        sort_case c = {.kind = kind,
-                                       .n = sizes[s],
-                                       .range = ranges[g],
-                                       .shape = shape};
+                        sort_case c = {
+                            .kind = kind, .n = sizes[s], .range = ranges[g], .shape = shape};
                         check_sort(r, &c);
                     }
 }
