@@ -98,7 +98,8 @@ static int take_setup(take_job *j, h5ark_error *err) {
     return ranks_agree(rc, err);
 }
 
-static void take_cleanup(take_job *j) {
+/* What take_setup and index_block took, and the scratch reserved (freed by the caller). */
+static void take_cleanup(take_job *j, uint64_t reserved) {
     for (int b = 0; j->miss && b < locales_local_count(); b++) {
         free(j->miss[b].pos);
         free(j->miss[b].row);
@@ -106,6 +107,8 @@ static void take_cleanup(take_job *j) {
     free(j->miss);
     free(j->fbase);
     free(j->bytes);
+    free((void *)j->idx_here);
+    if (reserved) registry_unreserve(reserved);
 }
 
 static void take_values(int c, void *ctx) {
@@ -158,11 +161,9 @@ fail:
     object_release(out);
     out = NULL;
 done:
-    take_cleanup(&j);
-    free((void *)j.idx_here);
     free(rows);
     free(got);
-    if (reserved) registry_unreserve(reserved);
+    take_cleanup(&j, reserved);
     return out;
 }
 
@@ -251,12 +252,10 @@ fail:
     object_release(out);
     out = NULL;
 done:
-    take_cleanup(&j);
-    free((void *)j.idx_here);
     free(rows);
     free(offs);
     free(fetched);
-    if (reserved) registry_unreserve(reserved);
+    take_cleanup(&j, reserved);
     return out;
 }
 
