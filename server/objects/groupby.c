@@ -434,9 +434,8 @@ fail:
  * (the codes of a categorical made from the key). */
 static object *make(object *const *keys, size_t nkeys, object **codes, h5ark_error *err) {
     int L = locales_count();
-    uint64_t n = keys[0]->size, reserved = 0;
-    uint64_t lo = locales_block_start(n, L, locales_local_first());
-    uint64_t hi = locales_block_start(n, L, locales_local_first() + locales_local_count());
+    uint64_t n = keys[0]->size, reserved = 0, lo, hi;
+    locales_local_block(n, &lo, &hi);
     object *gb = NULL, *perm = NULL;
     if (codes) *codes = NULL;
     if (n > OBJECT_MAX_ELEMENTS) {

@@ -281,9 +281,8 @@ object *groupby_aggregate(const object *gb, agg_op op, const object *values, h5a
     if (op == AGG_FIRST)
         return groupby_take(values, object_component_get(gb, "unique_key_idx"), err);
     const object *seg = object_component_get(gb, "segments");
-    int L = locales_count(), first = locales_local_first(), T = locales_local_count();
-    uint64_t ng = seg->size, n = gb->size, p0, p1, reserved = 0;
-    uint64_t g0 = locales_block_start(ng, L, first), g1 = locales_block_start(ng, L, first + T);
+    uint64_t ng = seg->size, n = gb->size, p0, p1, reserved = 0, g0, g1;
+    locales_local_block(ng, &g0, &g1);
     if (op == AGG_COUNT) values = NULL; /* count reads no values */
     if (values && values->objtype == H5ARK_STRINGS && op == AGG_NUNIQUE) {
         /* strings held elsewhere: their group numbers in a grouping of their own, as many
