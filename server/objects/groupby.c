@@ -209,18 +209,30 @@ typedef struct {
     const darray *cshards; /* codes->values */
 } groups_job;
 
+/* Locale c's group starts: their (start, first row) pairs, into segments and
+ * unique_key_idx themselves when this rank holds the places of all its groups (always with
+ * one rank), else into the pairs to move. */
 static void group_pairs(int c, void *ctx) {
     groups_job *j = ctx;
     const sort_plan *p = j->p;
     int b = c - p->first;
     const shard *sh = &p->perm->values->shards[c];
     const int64_t *perm = sh->data;
-    uint64_t *out = j->pairs + 2 * (j->gfirst[c] - j->gfirst[p->first]);
-    for (uint64_t i = 0; i < sh->count; i++)
-        if (p->flags[b][i]) {
+    uint64_t g = j->gfirst[c];
+    uint64_t *out = j->pairs ? j->pairs + 2 * (g - j->gfirst[p->first]) : NULL;
+    const darray *seg = j->segments->values, *uik = j->uik->values;
+    for (uint64_t i = 0; i < sh->count; i++) {
+        if (!p->flags[b][i]) continue;
+        if (out) {
             *out++ = sh->start + i;
             *out++ = (uint64_t)perm[i];
+            continue;
         }
+        int d = darray_shard_of(seg, g);
+        ((int64_t *)seg->shards[d].data)[g - seg->shards[d].start] = (int64_t)(sh->start + i);
+        ((int64_t *)uik->shards[d].data)[g - uik->shards[d].start] = perm[i];
+        g++;
+    }
 }
 
 static void fill_groups(int c, void *ctx) {
@@ -339,20 +351,30 @@ static int make_groups(make_job *mj, object *const *keys, object **codes, object
     segments = object_new_pdarray(H5ARK_INT64, ngroups, err);
     if (segments) uik = object_new_pdarray(H5ARK_INT64, ngroups, err);
     rc = uik ? 0 : -1;
-    if (ranks_agree(rc, err) || take_scratch((gfirst[p->first + T] - gfirst[p->first]) * 16,
-                                             (void **)&pairs, mj->reserved, err))
-        goto out;
-    groups_job j = {.p = p, .gfirst = gfirst, .pairs = pairs, .segments = segments, .uik = uik};
-    locales_run(group_pairs, &j);
+    if (ranks_agree(rc, err)) goto out;
+    groups_job j = {.p = p, .gfirst = gfirst, .segments = segments, .uik = uik};
     for (int r = 0; r <= R; r++) {
         held[r] = gfirst[r * T < L ? r * T : L];
         tgt[r] = locales_block_start(ngroups, L, r * T);
     }
-    j.g0 = locales_block_start(ngroups, L, p->first);
-    if (dist_rebalance(pairs, held, tgt, 16, take_scratch, mj->reserved, (void **)&gpairs, err))
+    /* the groups' places are this rank's own when every rank's groups fall in its block of
+     * segments (always with one rank; held and tgt are the same on every rank): written in
+     * place; else the pairs move */
+    bool away = false;
+    for (int r = 0; r < R; r++)
+        away |= held[r] != tgt[r];
+    if (away && take_scratch((gfirst[p->first + T] - gfirst[p->first]) * 16, (void **)&pairs,
+                             mj->reserved, err))
         goto out;
-    j.gpairs = gpairs;
-    locales_run(fill_groups, &j);
+    j.pairs = pairs;
+    locales_run(group_pairs, &j);
+    if (away) {
+        j.g0 = locales_block_start(ngroups, L, p->first);
+        if (dist_rebalance(pairs, held, tgt, 16, take_scratch, mj->reserved, (void **)&gpairs, err))
+            goto out;
+        j.gpairs = gpairs;
+        locales_run(fill_groups, &j);
+    }
     if (codes) {
         rc = (*codes = object_new_pdarray(H5ARK_INT64, p->n, err)) ? 0 : -1;
         if (ranks_agree(rc, err)) goto out;
