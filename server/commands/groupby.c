@@ -12,11 +12,9 @@
 
 static int publish_and_describe(command_ctx *ctx, object *obj, h5ark_error *err) {
     int rc = registry_publish(obj, arg_str(ctx, "name", NULL), err);
-    if (ranks_call_seq()) { /* several ranks: published on every rank or on none */
-        int all = ranks_agree(rc, err);
-        if (all != 0 && rc == 0) registry_remove(obj->name, NULL);
-        rc = all;
-    }
+    int all = ranks_agree(rc, err); /* published on every rank or on none */
+    if (all != 0 && rc == 0) registry_remove(obj->name, NULL);
+    rc = all;
     if (rc == 0) rc = reply_set(ctx, "object", object_describe(obj), err);
     object_release(obj);
     return rc;
@@ -80,12 +78,6 @@ static int cmd_aggregate(command_ctx *ctx, h5ark_error *err) {
         !(values = get_arg_object("aggregate", "values", arg_str(ctx, "values", ""), err)))
         goto out;
     if (groupby_check_values(op, values, err)) goto out;
-    /* count reads no values: any kind the check let through is counted alike */
-    if (ranks_count() > 1 && values && op != AGG_COUNT && values->objtype != H5ARK_STRINGS &&
-        (values->objtype != H5ARK_PDARRAY || !values->values)) {
-        ranks_not_yet(err, "aggregate of %s values", h5ark_objtype_name(values->objtype));
-        goto out;
-    }
     if (values && values->size != gb->size) {
         h5ark_fail(err, H5ARK_BAD_REQUEST,
                    "aggregate: 'values' ('%s') has %llu elements but the groupby has %llu rows",
@@ -122,13 +114,11 @@ static int cmd_aggregate(command_ctx *ctx, h5ark_error *err) {
             goto out;
         }
     }
-    result = groupby_aggregate(gb, op, op == AGG_COUNT && ranks_count() > 1 ? NULL : values, err);
+    result = groupby_aggregate(gb, op, values, err);
     int prc = result ? registry_publish(result, arg_str(ctx, "name", NULL), err) : -1;
-    if (ranks_call_seq()) { /* several ranks: published on every rank or on none */
-        int all = ranks_agree(prc, err);
-        if (all != 0 && prc == 0) registry_remove(result->name, NULL);
-        prc = all;
-    }
+    int all = ranks_agree(prc, err); /* published on every rank or on none */
+    if (all != 0 && prc == 0) registry_remove(result->name, NULL);
+    prc = all;
     if (prc) goto out;
     if (reply_set(ctx, "keys", keys, err)) {
         keys = NULL;

@@ -19,8 +19,8 @@ int groupby_check_key(const object *key, const char *what, h5ark_error *err);
 /* Group the rows of keys[0..nkeys) (all of one length, nkeys >= 1, each passing
  * groupby_check_key). Returns an unpublished groupby. */
 object *groupby_make(object *const *keys, size_t nkeys, h5ark_error *err);
-/* Several ranks only (within a call): groupby_make, and *codes each row's group number
- * (an int64 pdarray of the rows' length, unpublished; NULL on failure). */
+/* groupby_make, and *codes each row's group number (an int64 pdarray of the rows' length,
+ * unpublished; NULL on failure), at any rank count. */
 object *groupby_make_codes(object *const *keys, size_t nkeys, object **codes, h5ark_error *err);
 
 /* Check a groupby's components (it may come from a file): int64 pdarrays `permutation` of
