@@ -17,8 +17,7 @@ int spmd_name_rank(int rc, h5ark_error *err) {
 
 int spmd_root_does(int rc, int (*fn)(void *ctx, h5ark_error *err), void *ctx, h5ark_error *err) {
     rc = ranks_agree(rc, err);
-    if (rc == 0 && ranks_self() == 0) rc = fn(ctx, err);
-    return ranks_agree(rc, err);
+    return rc ? rc : ranks_on_root(fn, ctx, err);
 }
 
 int spmd_share(h5ark_value *(*encode)(void *ctx),

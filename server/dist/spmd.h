@@ -21,8 +21,9 @@ bool spmd_is_root_rank(int rank);
  * N: ..."): rank 0's errors read as with one rank. */
 int spmd_name_rank(int rc, h5ark_error *err);
 
-/* fn(ctx, err) on rank 0 alone; every rank returns its outcome: 0, or -1 with rank 0's
- * error. rc: this rank's status so far (a failed rank makes every rank fail, fn unrun). */
+/* ranks_on_root after agreeing on rc, this rank's status so far: fn(ctx, err) on rank 0
+ * alone, and every rank returns its outcome (0, or -1 with rank 0's error); a rank that
+ * failed before makes every rank fail with its error, fn unrun. */
 int spmd_root_does(int rc, int (*fn)(void *ctx, h5ark_error *err), void *ctx, h5ark_error *err);
 
 /* What rank 0 knows, to every rank: encode(ctx) on rank 0 makes a value (NULL when out of
