@@ -238,12 +238,16 @@ int write_compressed_chunks(write_job *job, write_plan *plan, int rc, h5ark_erro
     rc = ranks_agree(rc, err);
     if (rc == 0 && plan->nchunks > 0) rc = gather_edges(plan, &wholes, err);
     /* rounds of ROUND_BYTES per rank, shared evenly by its locales, alike on every rank (all
-     * hold the whole plan) */
+     * hold the whole plan); only chunks kept to be sent need them: when rank 0 owns every
+     * chunk (one rank), one round, the locales never waiting for each other */
     uint64_t per_locale = ROUND_BYTES / (uint64_t)locales_local_count();
+    bool kept = false;
+    for (size_t i = 0; i < plan->nchunks; i++)
+        kept = kept || !spmd_is_root_rank(locales_rank_of(plan->chunks[i].locale));
     uint32_t nrounds = 0;
     for (size_t i = 0; rc == 0 && i < plan->nchunks; i++) {
         int l = plan->chunks[i].locale;
-        round[i] = (uint32_t)(acc[l] / per_locale);
+        round[i] = kept ? (uint32_t)(acc[l] / per_locale) : 0;
         acc[l] += chunk_bytes(&plan->chunks[i]);
         nrounds = round[i] + 1 > nrounds ? round[i] + 1 : nrounds;
     }
