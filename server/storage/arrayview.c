@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int store(hid_t loc, int file_index, const char *name, const object *obj, int part,
-                 write_plan *plan, h5ark_error *err) {
+static int arrayview_write(hid_t loc, int file_index, const char *name, const object *obj, int part,
+                           write_plan *plan, h5ark_error *err) {
     uint64_t lo, hi;
     object_part_rows(obj, part, &lo, &hi);
     if (part < 0) hi = obj->values->size;
@@ -233,6 +233,6 @@ const schema_family schema_arrayview = {
     .build = build,
     .slice = slice,
     .writes = writes,
-    .write = store,
+    .write = arrayview_write,
     .whole = whole,
 };

@@ -315,8 +315,8 @@ static int write_text_attr(hid_t obj, const char *name, const char *text, h5ark_
     return rc;
 }
 
-static int store(hid_t loc, int file_index, const char *name, const object *obj, int part,
-                 write_plan *plan, h5ark_error *err) {
+static int awkward_write(hid_t loc, int file_index, const char *name, const object *obj, int part,
+                         write_plan *plan, h5ark_error *err) {
     /* the buffers of an awkward array do not split into row ranges without rewriting its
      * offsets: one file holds it whole */
     if (part >= 0)
@@ -370,5 +370,5 @@ const schema_family schema_awkward = {
     .build = build,
     .list = list,
     .writes = writes,
-    .write = store,
+    .write = awkward_write,
 };

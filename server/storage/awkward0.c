@@ -12,6 +12,7 @@
 #include "objects/awkward0.h"
 #include "objects/awkward_form.h"
 #include "dist/ranks.h"
+#include "dist/spmd.h"
 #include "storage.h"
 
 #include <jansson.h>
@@ -239,7 +240,7 @@ static int build(read_node *n, bool strict, bool tags, object **obj, object **ta
         if (rc) h5ark_fail_context(err, "awkward0 group '%s'", n->path);
     }
     /* the build below is collective: every rank goes on, or none */
-    if (ranks_count() > 1) rc = ranks_agree(rc, err);
+    rc = ranks_agree(rc, err);
     if (rc == 0) {
         result_source rs = {&r};
         ak_source src = {r.n, (const char *const *)r.names, r.nbytes, read_result, &rs};
@@ -364,8 +365,8 @@ static const unsigned char *whole_of(const writer *w, const char *name) {
 
 int awkward0_gather(const object *obj, unsigned char ***whole, h5ark_error *err) {
     *whole = calloc(obj->ncomponents ? obj->ncomponents : 1, sizeof **whole);
-    int R = ranks_count(), rc = *whole ? 0 : -1;
-    uint64_t *counts = calloc((size_t)R, sizeof *counts);
+    int rc = *whole ? 0 : -1;
+    uint64_t *counts = calloc((size_t)locales_count(), sizeof *counts);
     if (!counts) rc = -1;
     if (rc) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     rc = ranks_agree(rc, err);
@@ -373,19 +374,20 @@ int awkward0_gather(const object *obj, unsigned char ***whole, h5ark_error *err)
         const darray *a = obj->components[i].obj->values;
         h5ark_span *spans = calloc((size_t)a->nshards + 1, sizeof *spans);
         size_t n = 0;
-        memset(counts, 0, (size_t)R * sizeof *counts);
+        bool on_root = true; /* then the writer reads its shards, as they are */
+        memset(counts, 0, (size_t)locales_count() * sizeof *counts);
         for (int b = 0; spans && b < a->nshards; b++) {
-            counts[locales_rank_of(b)] += a->shards[b].count * a->itemsize;
-            if (locales_is_local(b) && a->shards[b].count)
-                spans[n++] = (h5ark_span){a->shards[b].data, a->shards[b].count * a->itemsize};
+            uint64_t bytes = a->shards[b].count * a->itemsize;
+            counts[locales_rank_of(b)] += bytes;
+            on_root = on_root && (bytes == 0 || spmd_is_root_rank(locales_rank_of(b)));
+            if (locales_is_local(b) && bytes) spans[n++] = (h5ark_span){a->shards[b].data, bytes};
         }
         /* rank 0 holds it all, as the blobs made from it will be */
-        if (spans && ranks_self() == 0) (*whole)[i] = malloc(a->size * a->itemsize + 1);
-        rc = spans && (ranks_self() != 0 || (*whole)[i])
-                 ? 0
-                 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        rc = ranks_agree(rc, err);
-        if (rc == 0) rc = ranks_gatherv(spans, n, (*whole)[i], counts, err);
+        rc = ranks_agree(spans ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory"), err);
+        void *all = NULL;
+        if (rc == 0 && !on_root)
+            rc = spmd_gather_new(spans, n, counts, a->size * a->itemsize, &all, err);
+        (*whole)[i] = all;
         free(spans);
     }
     free(counts);

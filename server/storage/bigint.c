@@ -31,8 +31,8 @@ static int write_limbs(hid_t loc, int file_index, const char *name, const object
     return rc ? h5ark_fail_context(err, "bigint '%s'", name) : 0;
 }
 
-static int store(hid_t loc, int file_index, const char *name, const object *obj, int part,
-                 write_plan *plan, h5ark_error *err) {
+static int bigint_write(hid_t loc, int file_index, const char *name, const object *obj, int part,
+                        write_plan *plan, h5ark_error *err) {
     return write_limbs(loc, file_index, name, obj, part, NULL, plan, err);
 }
 
@@ -115,6 +115,6 @@ const schema_family schema_bigint = {
     .slice = schema_slice_kids,
     .list = list,
     .writes = writes,
-    .write = store,
+    .write = bigint_write,
     .parts = parts,
 };

@@ -36,8 +36,8 @@ static int64_t na_code_of(const object *obj, const object *cats) {
     return find_category(cats, obj->na_value ? obj->na_value : "N/A");
 }
 
-static int store(hid_t loc, int file_index, const char *name, const object *obj, int part,
-                 write_plan *plan, h5ark_error *err) {
+static int categorical_write(hid_t loc, int file_index, const char *name, const object *obj,
+                             int part, write_plan *plan, h5ark_error *err) {
     const object *codes = object_component_get(obj, CHILD_CODES);
     const object *cats = object_component_get(obj, CHILD_CATEGORIES);
     const object *perm = object_component_get(obj, CHILD_PERMUTATION);
@@ -135,7 +135,7 @@ static int build(read_node *n, bool strict, bool tags, object **obj, object **ta
         cat->na_value = strdup("N/A");
         na_code = find_category(cats, "N/A");
         uint64_t u = (uint64_t)na_code; /* several ranks: searched on each rank's shards */
-        if (ranks_count() > 1 && ranks_allreduce_u64(&u, 1, RANKS_MIN, err)) goto fail;
+        if (ranks_allreduce_u64(&u, 1, RANKS_MIN, err)) goto fail;
         na_code = (int64_t)u;
         if (!cat->na_value) {
             h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
@@ -210,6 +210,6 @@ const schema_family schema_categorical = {
     .slice = slice,
     .list = list,
     .writes = writes,
-    .write = store,
+    .write = categorical_write,
     .parts = parts,
 };

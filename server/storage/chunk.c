@@ -148,13 +148,6 @@ int chunk_store(const write_plan *plan, size_t dset, uint64_t at, const void *by
     return 0;
 }
 
-int chunk_write(const write_plan *plan, const write_chunk *c, chunk_buffers *b, h5ark_error *err) {
-    const unsigned char *out;
-    size_t len;
-    if (chunk_make(plan, c, b, &out, &len, err)) return -1;
-    return chunk_store(plan, c->dset, c->at, out, len, err);
-}
-
 void chunk_buffers_free(chunk_buffers *b) {
     free(b->raw);
     free(b->shuffled);

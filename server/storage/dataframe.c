@@ -38,8 +38,8 @@ static int check(const object *obj, const char *dataset, h5ark_error *err) {
 
 /* The snapshot group, or (plan->dataframe_columns, at a file's top level) each column at
  * loc's top level and the index as `Index`; both record ColumnOrder. */
-static int store(hid_t loc, int file_index, const char *name, const object *obj, int part,
-                 write_plan *plan, h5ark_error *err) {
+static int dataframe_write(hid_t loc, int file_index, const char *name, const object *obj, int part,
+                           write_plan *plan, h5ark_error *err) {
     bool columns = plan->dataframe_columns;
     const char **order = calloc(obj->ncomponents + 1, sizeof *order);
     if (!order) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
@@ -233,7 +233,7 @@ const schema_family schema_dataframe = {
     .build = dataframe_build,
     .slice = schema_slice_kids,
     .writes = writes,
-    .write = store,
+    .write = dataframe_write,
     .check = check,
     .whole = whole,
 };

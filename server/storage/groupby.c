@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int store(hid_t loc, int file_index, const char *name, const object *obj, int part,
-                 write_plan *plan, h5ark_error *err) {
+static int groupby_write(hid_t loc, int file_index, const char *name, const object *obj, int part,
+                         write_plan *plan, h5ark_error *err) {
     size_t nkeys = 0;
     for (size_t i = 0; i < obj->ncomponents; i++)
         nkeys += strncmp(obj->components[i].name, PREFIX_KEY, strlen(PREFIX_KEY)) == 0;
@@ -103,6 +103,6 @@ const schema_family schema_groupby = {
     .probe = probe,
     .build = build,
     .writes = writes,
-    .write = store,
+    .write = groupby_write,
     .parts = parts,
 };

@@ -23,8 +23,8 @@ int64_t pdarray_objtype(const object *obj) {
     return OBJTYPE_PDARRAY;
 }
 
-static int store(hid_t file, int file_index, const char *name, const object *obj, int part,
-                 write_plan *plan, h5ark_error *err) {
+static int pdarray_write(hid_t file, int file_index, const char *name, const object *obj, int part,
+                         write_plan *plan, h5ark_error *err) {
     uint64_t lo, hi;
     object_part_rows(obj, part, &lo, &hi);
     if (write_darray_range(file, file_index, name, obj->values, lo, hi, pdarray_objtype(obj),
@@ -158,7 +158,7 @@ int pdarray_read(const read_dataset *ds, bool tags, object **obj, object **tag, 
     locales_run(read_shard, &job);
     int rc = locale_errors_take(&job.le, err);
     locale_errors_free(&job.le);
-    if (ranks_call_seq()) rc = ranks_agree(rc, err); /* each rank read its own shards */
+    rc = ranks_agree(rc, err); /* each rank read its own shards */
     if (rc) goto fail;
     *obj = job.obj;
     *tag = job.tag;
@@ -261,6 +261,6 @@ const schema_family schema_pdarray = {
     .slice = schema_slice_elements,
     .list = list,
     .writes = writes,
-    .write = store,
+    .write = pdarray_write,
     .whole = whole,
 };

@@ -117,8 +117,6 @@ int chunk_make(const write_plan *plan, const write_chunk *c, chunk_buffers *b,
 /* Write the stored bytes of the chunk at element `at` of the plan's dataset `dset`. */
 int chunk_store(const write_plan *plan, size_t dset, uint64_t at, const void *bytes, size_t len,
                 h5ark_error *err);
-/* Make and write chunk c on the calling (locale) thread. */
-int chunk_write(const write_plan *plan, const write_chunk *c, chunk_buffers *b, h5ark_error *err);
 void chunk_buffers_free(chunk_buffers *b);
 /* Elements [lo, hi) of darray `a` as dataset `name` under loc, with ObjType `objtype` (and
  * isBool): one planned region per overlapping shard, each written by its own locale; int64

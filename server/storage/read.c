@@ -14,6 +14,7 @@
 #include "probe.h"
 #include "progress.h"
 #include "dist/ranks.h"
+#include "dist/spmd.h"
 #include "sysio.h"
 
 #include <errno.h>
@@ -88,16 +89,25 @@ static int skip_built(storage_read_item *it, h5ark_value *warnings, h5ark_error 
                : 0;
 }
 
-/* Several ranks: rank 0 probed the files (rc its outcome); every rank gets what it found,
- * as the probes send it, so that all build the same objects from the same read tree. */
-static int share_probe(int rc, read_probe *st, char *const *paths, size_t npaths,
-                       h5ark_error *err) {
-    if (ranks_agree(rc, err)) return -1;
-    h5ark_value *v = ranks_self() == 0 ? read_probe_encode(st) : NULL;
-    rc = ranks_bcast_value(&v, err);
-    if (rc == 0 && ranks_self() != 0) rc = read_probe_decode(v, paths, npaths, st, err);
-    h5ark_value_destroy(&v);
-    return ranks_agree(rc, err);
+/* Rank 0 probes the files (in the sandbox) and every rank gets what it found, as the probes
+ * send it, so that all build the same objects from the same read tree. */
+typedef struct {
+    const read_probe_request *rq;
+    read_probe *st;
+} probe_job;
+
+static int probe_on_root(void *ctx, h5ark_error *err) {
+    probe_job *pj = ctx;
+    return sandbox_probe_read(pj->rq, pj->st, err);
+}
+
+static h5ark_value *probe_encode(void *ctx) {
+    return read_probe_encode(((probe_job *)ctx)->st);
+}
+
+static int probe_decode(const h5ark_value *v, void *ctx, h5ark_error *err) {
+    probe_job *pj = ctx;
+    return read_probe_decode(v, pj->rq->paths, pj->rq->npaths, pj->st, err);
 }
 
 static int read_files(char *const *paths, size_t npaths, const char *const *datasets,
@@ -119,9 +129,9 @@ static int read_files(char *const *paths, size_t npaths, const char *const *data
                              .calc_offsets = opts->calc_string_offsets,
                              .ak0_whitelist = opts->ak0_whitelist};
     read_probe st = {0};
-    int prc = ranks_self() == 0 ? sandbox_probe_read(&rq, &st, err) : 0;
-    if (ranks_count() > 1) prc = share_probe(prc, &st, paths, npaths, err);
-    if (prc) {
+    probe_job pj = {&rq, &st};
+    if (spmd_root_does(0, probe_on_root, &pj, err) ||
+        spmd_share(probe_encode, probe_decode, &pj, err)) {
         read_probe_clear(&st);
         return -1;
     }
@@ -155,7 +165,7 @@ static int read_files(char *const *paths, size_t npaths, const char *const *data
     if (src == 0 && !(out = sysio.calloc(st.names.n ? st.names.n : 1, sizeof *out)))
         src = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     /* every rank reads the row bounds from the files itself: agree on the outcome */
-    if (ranks_call_seq()) src = ranks_agree(src, err);
+    src = ranks_agree(src, err);
     if (src) goto out;
     uint64_t total = 0;
     for (size_t i = 0; i < st.names.n; i++)
@@ -169,7 +179,7 @@ static int read_files(char *const *paths, size_t npaths, const char *const *data
             (it->dataset = strdup(ds->name))
                 ? schema_build(ds, opts->strict_types, opts->tag_data, &it->obj, &it->file_tag, err)
                 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        if (ranks_call_seq()) r = ranks_agree(r, err); /* every rank has the same err */
+        r = ranks_agree(r, err); /* every rank has the same err */
         if (r && ndatasets == 0 && unreadable_object(err)) {
             r = skip_built(it, warnings, err);
             if (r == 0) continue;
@@ -207,13 +217,12 @@ int storage_read_rows(const char *abs_path, const char *dataset, uint64_t start,
     *whole = NULL;
     h5ark_value *file_errors = h5ark_value_array(), *warnings = h5ark_value_array();
     int rc = file_errors && warnings ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    if (ranks_count() > 1) rc = ranks_agree(rc, err);
+    rc = ranks_agree(rc, err);
     if (rc == 0)
         rc = storage_read(files, 1, &dataset, 1, &opts, items, nitems, file_errors, warnings, err);
     h5ark_value_destroy(&file_errors);
     h5ark_value_destroy(&warnings);
     /* every rank read the same item (or failed together): gather it to rank 0 */
-    if (rc == 0 && ranks_count() > 1 && *nitems == 1)
-        rc = object_gather_whole((*items)[0].obj, whole, err);
+    if (rc == 0 && *nitems == 1) rc = object_gather_whole((*items)[0].obj, whole, err);
     return rc;
 }

@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int store(hid_t loc, int file_index, const char *name, const object *obj, int part,
-                 write_plan *plan, h5ark_error *err) {
+static int segarray_write(hid_t loc, int file_index, const char *name, const object *obj, int part,
+                          write_plan *plan, h5ark_error *err) {
     const object *seg = object_component_get(obj, CHILD_SEGMENTS);
     const object *vals = object_component_get(obj, CHILD_VALUES);
     if (!seg || !vals || !seg->values || seg->dtype != H5ARK_INT64)
@@ -208,6 +208,6 @@ const schema_family schema_segarray = {
     .slice = slice,
     .list = list,
     .writes = writes,
-    .write = store,
+    .write = segarray_write,
     .parts = parts,
 };

@@ -17,17 +17,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Where string i starts. With several ranks the segments of another rank's shard are not
- * here, but a file's rows start a shard (or are all of them), and each values shard starts
- * at the offset of its shard's first string: the metadata says it. */
+/* Where string i starts. The segments of another rank's shard are not here, but a file's
+ * rows start a shard (or are all of them), and each values shard starts at the offset of
+ * its shard's first string: the metadata says it. */
 static int row_offset(const object *obj, uint64_t i, const write_plan *plan, uint64_t *out,
                       h5ark_error *err) {
-    if (ranks_count() == 1 || i >= obj->size) {
+    const darray *seg = obj->segments;
+    int b = i < obj->size ? darray_shard_of(seg, i) : 0;
+    if (i >= obj->size || locales_is_local(b)) {
         *out = strings_offset(obj, i);
         return 0;
     }
-    const darray *seg = obj->segments;
-    int b = darray_shard_of(seg, i);
     if (seg->shards[b].start == i) {
         *out = obj->values->shards[b].start;
         return 0;
@@ -93,7 +93,7 @@ int strings_check_without_segments(const object *obj, const char *name, h5ark_er
     atomic_init(&j.first, UINT64_MAX);
     locales_run(scan_shard, &j);
     uint64_t first = atomic_load(&j.first);
-    if (ranks_call_seq() && ranks_allreduce_u64(&first, 1, RANKS_MIN, err)) return -1;
+    if (ranks_allreduce_u64(&first, 1, RANKS_MIN, err)) return -1;
     if (first == UINT64_MAX) return 0;
     return h5ark_fail(err, H5ARK_BAD_REQUEST,
                       "tohdf: '%s' cannot be written without 'segments': string %llu holds a "
@@ -102,8 +102,8 @@ int strings_check_without_segments(const object *obj, const char *name, h5ark_er
                       name, (unsigned long long)first);
 }
 
-static int store(hid_t file, int file_index, const char *name, const object *obj, int part,
-                 write_plan *plan, h5ark_error *err) {
+static int strings_write(hid_t file, int file_index, const char *name, const object *obj, int part,
+                         write_plan *plan, h5ark_error *err) {
     uint64_t lo, hi;
     object_part_rows(obj, part, &lo, &hi);
     return write_rows(file, file_index, name, obj, lo, hi, !plan->strings_without_segments, plan,
@@ -388,7 +388,7 @@ static int read_with_segments(const read_dataset *ds, bool tags, object **obj, o
         else
             off[b] = (uint64_t)v;
     }
-    if (ranks_call_seq()) brc = ranks_agree(brc, err);
+    brc = ranks_agree(brc, err);
     if (brc) {
         free(off);
         return -1;
@@ -423,7 +423,7 @@ static int read_with_segments(const read_dataset *ds, bool tags, object **obj, o
     locale_errors_free(&job.le);
     free(off);
     off = NULL;
-    if (ranks_call_seq()) { /* each rank checked its own shards: the first bad of all */
+    { /* each rank checked its own shards: the first bad of all */
         uint64_t v[2] = {atomic_load(&job.first_bad_end), atomic_load(&job.first_bad)};
         if ((rc = ranks_agree(rc, err)) == 0) rc = ranks_allreduce_u64(v, 2, RANKS_MIN, err);
         atomic_store(&job.first_bad_end, v[0]);
@@ -514,16 +514,22 @@ static void nul_fill(int b, void *ctx) {
     nul_job *job = ctx;
     const shard *vs = &job->obj->values->shards[b];
     const shard *ss = &job->obj->segments->shards[b];
-    /* copy bytes [vs->start, vs->start + vs->count) out of the by-byte shards; with several
-     * ranks some of those are another rank's: read the bytes from the files again */
+    /* copy bytes [vs->start, vs->start + vs->count) out of the by-byte shards; where some
+     * of those are another rank's, read the bytes from the files again */
     uint64_t pos = vs->start, end = vs->start + vs->count;
     unsigned char *out = vs->data;
-    if (ranks_count() > 1 && end > pos &&
-        read_part_range(&job->ds->values, pos, end, out, &job->le.errs[b])) {
-        locale_errors_set(&job->le, b);
-        return;
+    bool here = true;
+    for (int k = pos < end ? darray_shard_of(job->bytes, pos) : job->bytes->nshards;
+         k < job->bytes->nshards && job->bytes->shards[k].start < end; k++)
+        here = here && (job->bytes->shards[k].count == 0 || locales_is_local(k));
+    if (!here) {
+        if (read_part_range(&job->ds->values, pos, end, out, &job->le.errs[b])) {
+            locale_errors_set(&job->le, b);
+            return;
+        }
+        pos = end;
     }
-    while (ranks_count() == 1 && pos < end) {
+    while (pos < end) {
         const shard *src = &job->bytes->shards[darray_shard_of(job->bytes, pos)];
         uint64_t n = src->start + src->count - pos;
         if (n > end - pos) n = end - pos;
@@ -569,7 +575,7 @@ static int read_from_nuls(const read_dataset *ds, bool tags, object **obj, objec
     }
     locales_run(nul_read_count, &job);
     int lrc = locale_errors_take(&job.le, err);
-    if (ranks_call_seq()) { /* every rank counted its own shards' NULs: share the counts */
+    { /* every rank counted its own shards' NULs: share the counts */
         uint64_t bad = atomic_load(&job.first_bad_end);
         if ((lrc = ranks_agree(lrc, err)) == 0 &&
             (lrc = ranks_allreduce_u64(&bad, 1, RANKS_MIN, err)) == 0)
@@ -596,7 +602,7 @@ static int read_from_nuls(const read_dataset *ds, bool tags, object **obj, objec
     job.off[L] = ds->values.total;
     locales_run(nul_find_boundaries, &job);
     /* each boundary was found by the one locale holding its NUL, maybe on another rank */
-    if (ranks_call_seq() && ranks_allreduce_u64(job.off, (size_t)L, RANKS_MAX, err)) goto out;
+    if (ranks_allreduce_u64(job.off, (size_t)L, RANKS_MAX, err)) goto out;
     for (int b = 0; b < L; b++)
         counts[b] = job.off[b + 1] - job.off[b];
     job.obj = object_new_strings(n, counts, err);
@@ -609,7 +615,7 @@ static int read_from_nuls(const read_dataset *ds, bool tags, object **obj, objec
         goto out;
     }
     locales_run(nul_fill, &job);
-    if (ranks_call_seq() && ranks_agree(locale_errors_take(&job.le, err), err)) goto out;
+    if (ranks_agree(locale_errors_take(&job.le, err), err)) goto out;
     *obj = job.obj;
     *tag = job.tag;
     job.obj = job.tag = NULL;
@@ -752,6 +758,6 @@ const schema_family schema_strings = {
     .slice = slice,
     .list = list,
     .writes = writes,
-    .write = store,
+    .write = strings_write,
     .parts = parts,
 };
