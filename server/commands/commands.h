@@ -12,4 +12,8 @@ extern const command_def composite_commands[]; /* segarray dataframe index resha
 extern const command_def groupby_commands[];   /* groupby aggregate categorical */
 extern const command_def lbann_commands[];     /* pack */
 
+/* Publish a freshly built object under args.name (or a generated name) and describe it in
+ * the reply's `object`; published on every rank or on none. Takes obj's reference. */
+int command_publish(command_ctx *ctx, object *obj, h5ark_error *err);
+
 #endif
