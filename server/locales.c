@@ -2,7 +2,6 @@
 #include "locales.h"
 
 #include "progress.h"
-#include "dist/ranks.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -63,11 +62,11 @@ static void *locale_main(void *arg) {
     }
 }
 
-int locales_start(int count) {
+int locales_start(int count, int rank, int ranks) {
     locales = calloc((size_t)count, sizeof *locales);
     if (!locales) return -1;
-    first_local = ranks_self() * count;
-    total = ranks_count() * count;
+    first_local = rank * count;
+    total = ranks * count;
     for (int i = 0; i < count; i++) {
         locale *l = &locales[i];
         l->id = first_local + i;
@@ -152,4 +151,9 @@ void locales_run(locale_fn fn, void *ctx) {
 uint64_t locales_block_start(uint64_t n, int parts, int b) {
     unsigned __int128 x = (unsigned __int128)n * (unsigned)b;
     return (uint64_t)((x + (unsigned)parts - 1) / (unsigned)parts);
+}
+
+void locales_local_block(uint64_t n, uint64_t *lo, uint64_t *hi) {
+    *lo = total ? locales_block_start(n, total, first_local) : 0;
+    *hi = total ? locales_block_start(n, total, first_local + nlocales) : n;
 }

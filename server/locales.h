@@ -16,8 +16,9 @@
 
 typedef void (*locale_fn)(int locale, void *ctx);
 
-/* Start `count` threads on this rank (the same count on every rank). */
-int locales_start(int count);
+/* Start `count` threads on this process, rank `rank` of `ranks` (the same count on every
+ * rank; main.c passes the layer's, ranks.h; one process is rank 0 of 1). */
+int locales_start(int count, int rank, int ranks);
 void locales_stop(void);
 int locales_count(void); /* every rank's locales together */
 /* This rank's locales: [locales_local_first(), + locales_local_count()). */
@@ -38,6 +39,9 @@ int locales_self(void);
 /* Block distribution of n elements over `parts`: part b holds
  * [ceil(n*b/parts), ceil(n*(b+1)/parts)), as Arkouda distributes arrays. */
 uint64_t locales_block_start(uint64_t n, int parts, int b);
+/* This rank's part of n items distributed by blocks over every rank's locales:
+ * [*lo, *hi), its locales' blocks together (all of them with one rank). */
+void locales_local_block(uint64_t n, uint64_t *lo, uint64_t *hi);
 
 /* Parallel checks report the first bad index whichever locale finds it: each locale notes
  * what it found into one atomic that starts at UINT64_MAX, and the lowest stays. */

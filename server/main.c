@@ -493,7 +493,7 @@ int main(int argc, char **argv) {
     size_t stale = ranks_self() == 0 ? files_remove_stale_temps() : 0;
     if (stale)
         log_warn("removed %zu temporary file(s) left by a daemon that stopped mid-write", stale);
-    if (locales_start(config.locales) != 0) {
+    if (locales_start(config.locales, ranks_self(), ranks_count()) != 0) {
         fprintf(stderr, "h5arkd: cannot start %d locale threads\n", config.locales);
         return 1;
     }

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct entry {
     object *obj;
@@ -20,7 +19,6 @@ typedef struct entry {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static entry **buckets;
 static size_t nbuckets, nobjects;
-static uint64_t next_id;
 static atomic_uint_fast64_t memory_used;
 static uint64_t memory_limit;
 
@@ -136,41 +134,15 @@ static void grow(void) {
     nbuckets = n;
 }
 
-/* Arkouda's form of a name, id_<7 random [0-9A-Za-z]>_<counter>, so that objects made
- * through either endpoint read the same to Arkouda's client (which parses it). Called
- * under the lock. */
-static void arkouda_name(char *out, size_t n, uint64_t counter) {
-    static const char alphabet[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-    static uint64_t state;
-    if (!state) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        state = ((uint64_t)ts.tv_sec * 1000000007u) ^ (uint64_t)ts.tv_nsec ^ 0x9e3779b97f4a7c15u;
-    }
-    char random[8];
-    for (int i = 0; i < 7; i++) {
-        state ^= state << 13; /* xorshift64 */
-        state ^= state >> 7;
-        state ^= state << 17;
-        random[i] = alphabet[state % 62];
-    }
-    random[7] = '\0';
-    snprintf(out, n, "id_%s_%llu", random, (unsigned long long)counter);
-}
-
 int registry_publish(object *obj, const char *name, h5ark_error *err) {
     char generated[48];
     if (name && registry_check_name(name, err)) return -1;
     pthread_mutex_lock(&lock);
     if (!name) {
-        /* generated names start with "id_", which client names may also use: skip taken ones.
-         * In a call of several ranks the name comes from the request's number, so that it
-         * is the same on every rank whatever order the ranks' handlers publish in. */
+        /* generated names start with "id_", which client names may also use: skip taken ones
+         * (the layer makes them the same on every rank of a call) */
         do
-            if (ranks_call_seq())
-                ranks_call_name(generated, sizeof generated);
-            else
-                arkouda_name(generated, sizeof generated, ++next_id);
+            ranks_call_name(generated, sizeof generated);
         while (*find(generated));
         name = generated;
     }

@@ -12,9 +12,16 @@
  * never take each other's messages. Within one call, every rank makes the same collective
  * calls in the same order, from the handler thread only (never from a locale thread).
  *
- * Waits poll MPI with short sleeps rather than block (a blocking MPI wait spins a core),
- * and give up as soon as the job is broken: a rank has died, or has not been heard from
- * within the rank timeout (ranks_serve.c). The error then says which rank. */
+ * Outside a call (a command that runs on rank 0 alone, or a thread that is no call's
+ * handler) the collectives are those of one rank: this rank alone, local copies.
+ *
+ * The collectives are made of messages over a transport (dist/transport.h): MPI between
+ * the processes of mpirun, or memory between ranks that are threads of one process (the
+ * unit tests, ranks_threads_run below), the same collective code over either.
+ *
+ * Waits poll the transport with short sleeps rather than block (a blocking MPI wait spins
+ * a core), and give up as soon as the job is broken: a rank has died, or has not been
+ * heard from within the rank timeout (ranks_serve.c). The error then says which rank. */
 #ifndef H5ARK_RANKS_H
 #define H5ARK_RANKS_H
 
@@ -103,7 +110,43 @@ int ranks_scatter_payload(const h5ark_payload *p, int npieces, const int *to,
 /* Rank 0's value *v to every rank, as MessagePack: on the other ranks *v is set to a new
  * value (theirs was NULL). With one rank, nothing. */
 int ranks_bcast_value(h5ark_value **v, h5ark_error *err);
-/* A name for the object a call publishes without one: the same on every rank. */
+/* A name for an object published without one, in Arkouda's form id_<7 of [0-9A-Za-z]>_<n>:
+ * within a call, made from the call's number (the same on every rank whatever order their
+ * handlers publish in); outside one, random and numbered in order. */
 void ranks_call_name(char *out, size_t n);
+
+/* ---- SPMD helpers over the collectives (also nothing extra at one rank) ---- */
+
+/* Every rank's n bytes `mine` to every rank: rank r's at all + r * n (mine may be there). */
+int ranks_allgather(const void *mine, void *all, uint64_t n, h5ark_error *err);
+/* Exclusive scan: *before = the sum of `mine` over the ranks below this one, *total = over
+ * all (either may be NULL). Where a rank's part of a concatenation starts, and its size. */
+int ranks_exscan_u64(uint64_t mine, uint64_t *before, uint64_t *total, h5ark_error *err);
+/* Run fn on rank 0 alone (it holds the request, its payload and the files), and agree on
+ * its outcome: every rank returns its status, with its error when it failed. */
+int ranks_on_root(int (*fn)(void *ctx, h5ark_error *err), void *ctx, h5ark_error *err);
+/* Rank 0 makes a value (make: NULL with err when it fails), and every rank gets it in
+ * *out (rank 0 its own, the others a copy; NULL and rank 0's error when it failed). */
+int ranks_on_root_value(h5ark_value *(*make)(void *ctx, h5ark_error *err), void *ctx,
+                        h5ark_value **out, h5ark_error *err);
+
+/* ---- ranks as threads of one process (the unit tests) ---- */
+
+/* Run fn(rank, ctx) for rank 0 .. count-1, each on a thread of its own, as the ranks of a
+ * job of its own whose messages go through memory: on those threads ranks_count(),
+ * ranks_self() and the job's health answer for that job, and the collectives are the ones
+ * the daemon runs under mpirun (a thread still enters a call to use them). A wait for a
+ * rank whose fn has returned without sending, for a message of another length, or of more
+ * than wait_seconds (0: no limit), breaks the job. Returns how many messages were sent and
+ * never received (0 when all were), or -1 when the threads could not start. */
+int ranks_threads_run(int count, int wait_seconds, void (*fn)(int rank, void *ctx), void *ctx);
+/* Where this thread runs, to run another thread as the same rank of the same job (as a
+ * rank's several handler threads do). */
+typedef struct {
+    struct ranks_job *job;
+    int rank;
+} ranks_thread_place;
+ranks_thread_place ranks_threads_here(void);
+void ranks_threads_adopt(ranks_thread_place p);
 
 #endif

@@ -20,7 +20,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     config.locales = 3;
     config.max_memory = 64u << 20;
     registry_init(config.max_memory);
-    locales_start(config.locales);
+    locales_start(config.locales, 0, 1);
     return 0;
 }
 

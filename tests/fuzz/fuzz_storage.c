@@ -23,7 +23,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     config.max_memory = 64u << 20;
     storage_init();
     registry_init(config.max_memory);
-    locales_start(config.locales);
+    locales_start(config.locales, 0, 1);
     return 0;
 }
 

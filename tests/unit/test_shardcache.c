@@ -195,7 +195,7 @@ int main(void) {
     memory_tune(); /* the daemon's malloc policy, set before any thread as main.c does */
     test_take_and_give();
     test_bounds();
-    if (locales_start(3) != 0) return 1;
+    if (locales_start(3, 0, 1) != 0) return 1;
     test_registry_makes_room();
     test_release();
     locales_stop();

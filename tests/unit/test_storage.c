@@ -825,7 +825,7 @@ int main(void) {
         return 1;
     }
     registry_init(UINT64_C(1) << 32);
-    if (locales_start(LOCALES) != 0) return 1;
+    if (locales_start(LOCALES, 0, 1) != 0) return 1;
     test_pdarray_roundtrips();
     test_strings_roundtrips();
     test_file_names();

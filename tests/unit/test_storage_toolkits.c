@@ -257,7 +257,7 @@ int main(void) {
         perror("mkdtemp");
         return 1;
     }
-    if (locales_start(2) != 0) return 1;
+    if (locales_start(2, 0, 1) != 0) return 1;
     test_sources();
     test_detector();
     test_hdf5_reasons();
