@@ -205,57 +205,40 @@ out:
 
 /* The files a read names: rank 0 expands the patterns and every rank reads that list, so
  * that all read the same files in the same order whatever each rank's view of the
- * directory. The list travels as its paths, NUL-terminated, back to back. */
+ * directory. */
 typedef struct {
     const char *const *patterns;
     size_t npatterns;
     bool keep_missing;
-    char **paths;
-    size_t count;
 } expansion;
 
-static int expand(void *ctx, h5ark_error *err) {
-    expansion *x = ctx;
-    return files_expand(x->patterns, x->npatterns, x->keep_missing, &x->paths, &x->count, err);
-}
-
-static int expansion_encode(void *ctx, void **buf, uint64_t *len, h5ark_error *err) {
+static h5ark_value *expand(void *ctx, h5ark_error *err) {
     const expansion *x = ctx;
-    size_t n = 0;
-    for (size_t i = 0; i < x->count; i++)
-        n += strlen(x->paths[i]) + 1;
-    char *out = *buf = malloc(n ? n : 1);
-    if (!out) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank 0: out of memory");
-    for (size_t i = 0; i < x->count; i++)
-        out = stpcpy(out, x->paths[i]) + 1;
-    *len = n;
-    return 0;
-}
-
-static int expansion_decode(void *ctx, int from, const void *buf, uint64_t len, h5ark_error *err) {
-    expansion *x = ctx;
-    const char *p = buf, *end = p + len;
-    size_t n = 0;
-    (void)from;
-    for (const char *q = p; q < end; q++)
-        n += *q == '\0';
-    if (len && end[-1] != '\0')
-        return spmd_fail(err, H5ARK_INTERNAL, "a malformed file list from rank 0");
-    x->paths = calloc(n ? n : 1, sizeof *x->paths);
-    for (; x->paths && x->count < n; x->count++, p += strlen(p) + 1)
-        if (!(x->paths[x->count] = strdup(p))) break;
-    if (!x->paths || x->count < n) return spmd_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    return 0;
+    char **paths = NULL;
+    size_t count = 0;
+    if (files_expand(x->patterns, x->npatterns, x->keep_missing, &paths, &count, err)) return NULL;
+    h5ark_value *list = h5ark_value_array();
+    for (size_t i = 0; list && i < count; i++)
+        if (h5ark_value_push(list, h5ark_value_str(paths[i]))) h5ark_value_destroy(&list);
+    files_list_free(paths, count);
+    if (!list) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    return list;
 }
 
 static int expand_shared(const char *const *patterns, size_t npatterns, bool keep_missing,
                          char ***paths, size_t *count, h5ark_error *err) {
-    static const spmd_codec codec = {expansion_encode, NULL, expansion_decode};
-    expansion x = {patterns, npatterns, keep_missing, NULL, 0};
-    int rc = spmd_share(spmd_on_root(expand, &x, err), &codec, &x, err);
-    *paths = x.paths;
-    *count = x.count;
-    return rc;
+    expansion x = {patterns, npatterns, keep_missing};
+    h5ark_value *list = NULL;
+    *paths = NULL;
+    *count = 0;
+    if (ranks_on_root_value(expand, &x, &list, err)) return -1;
+    size_t n = h5ark_value_len(list);
+    int rc = (*paths = calloc(n ? n : 1, sizeof **paths)) ? 0 : -1;
+    for (; rc == 0 && *count < n; ++*count)
+        if (!((*paths)[*count] = strdup(h5ark_value_at(list, *count)->as.s.ptr))) rc = -1;
+    h5ark_value_destroy(&list);
+    if (rc) spmd_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    return ranks_agree(rc, err);
 }
 
 static int cmd_readhdf(command_ctx *ctx, h5ark_error *err) {

@@ -131,10 +131,10 @@ static int cmd_pack(command_ctx *ctx, h5ark_error *err) {
     entered = true;
     /* rank 0 resolves the samples; every rank probes its block of the files; rank 0, with
      * every answer, checks and plans */
-    if (pack_share_samples(spmd_on_root(pack_resolve, &source, err), &samples, err) ||
+    if (pack_share_samples(ranks_on_root(pack_resolve, &source, err), &samples, err) ||
         pack_collect_probes(pack_probe(&samples, &fields, listing, err), &samples, fields.n,
                             listing, err) ||
-        pack_share_plan(spmd_on_root(pack_plan, &planning, err), &planning, &plan_reserved, err))
+        pack_share_plan(ranks_on_root(pack_plan, &planning, err), &planning, &plan_reserved, err))
         goto out;
     for (size_t k = 0; k < fields.n; k++)
         if (job.plan[k].count > job.max_count) job.max_count = job.plan[k].count;

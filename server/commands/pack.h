@@ -69,7 +69,7 @@ typedef struct {
 } pack_source;
 
 void pack_samples_free(sample_set *s);
-/* Rank 0's work (spmd_on_root): the files and, from a list, the sample ids; room for the
+/* Rank 0's work (ranks_on_root): the files and, from a list, the sample ids; room for the
  * probes' answers. */
 int pack_resolve(void *source, h5ark_error *err);
 /* rc: rank 0's outcome of pack_resolve; every rank gets the samples, with room for the
@@ -122,7 +122,7 @@ typedef struct {
     pack_job *job;
 } pack_planning;
 
-/* Rank 0's work (spmd_on_root), holding every probe's answer: every check, the row layout. */
+/* Rank 0's work (ranks_on_root), holding every probe's answer: every check, the row layout. */
 int pack_plan(void *planning, h5ark_error *err);
 /* rc: rank 0's outcome of pack_plan; every rank gets the plan, counted against its
  * --max-memory in *reserved for as long as the command holds it. */

@@ -8,15 +8,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The ranks of the current call, as the collectives see them: outside a call, this rank
+ * alone (ranks.h). */
+static int group_count(void) {
+    return ranks_call_seq() ? ranks_count() : 1;
+}
+static int group_self(void) {
+    return ranks_call_seq() ? ranks_self() : 0;
+}
+
 uint64_t spmd_pieces_recv_bytes(const spmd_piece *p, size_t n) {
     uint64_t bytes = 0;
-    for (size_t i = 0; ranks_self() == 0 && i < n; i++)
+    for (size_t i = 0; group_self() == 0 && i < n; i++)
         if (p[i].rank != 0) bytes += p[i].len;
     return bytes;
 }
 
 int spmd_pieces_gather(int rc, spmd_piece *p, size_t *n, void *recv, h5ark_error *err) {
-    int R = ranks_count(), self = ranks_self();
+    int R = group_count(), self = group_self();
     if (R == 1) return rc;
     uint64_t *at = calloc((size_t)R, sizeof *at), remote = 0;
     size_t nmine = 0;
@@ -54,10 +63,6 @@ int spmd_pieces_gather(int rc, spmd_piece *p, size_t *n, void *recv, h5ark_error
     return rc;
 }
 
-int spmd_on_root(int (*fn)(void *ctx, h5ark_error *err), void *ctx, h5ark_error *err) {
-    return ranks_self() == 0 ? fn(ctx, err) : 0;
-}
-
 static int room(const spmd_codec *c, void *ctx, uint64_t len, void **buf, h5ark_error *err) {
     if (c->room) return c->room(ctx, len, buf, err);
     if (!(*buf = malloc(len ? len : 1)))
@@ -67,8 +72,8 @@ static int room(const spmd_codec *c, void *ctx, uint64_t len, void **buf, h5ark_
 }
 
 int spmd_share(int rc, const spmd_codec *c, void *ctx, h5ark_error *err) {
-    if (ranks_count() == 1) return rc;
-    bool root = ranks_self() == 0;
+    if (group_count() == 1) return rc;
+    bool root = group_self() == 0;
     void *buf = NULL;
     uint64_t len = 0;
     if (rc == 0 && root) rc = c->encode(ctx, &buf, &len, err);
@@ -81,7 +86,7 @@ int spmd_share(int rc, const spmd_codec *c, void *ctx, h5ark_error *err) {
 }
 
 int spmd_collect(int rc, const spmd_codec *c, void *ctx, h5ark_error *err) {
-    int R = ranks_count(), self = ranks_self();
+    int R = group_count(), self = group_self();
     if (R == 1) return rc;
     void *data = NULL, *recv = NULL;
     uint64_t len = 0, total = 0;
@@ -108,19 +113,20 @@ int spmd_collect(int rc, const spmd_codec *c, void *ctx, h5ark_error *err) {
     return ranks_agree(rc, err);
 }
 
-/* Item i's block of n among parts: as locales deal shards, the first n*b/parts rounded up. */
+/* Where part b of n items dealt among `parts` starts: as locales deal shards, n*b/parts
+ * rounded up. */
 static uint64_t block_start(uint64_t n, int parts, int b) {
     unsigned __int128 x = (unsigned __int128)n * (unsigned)b;
     return (uint64_t)((x + (unsigned)parts - 1) / (unsigned)parts);
 }
 
 void spmd_block_of(uint64_t n, int r, uint64_t *lo, uint64_t *hi) {
-    *lo = block_start(n, ranks_count(), r);
-    *hi = block_start(n, ranks_count(), r + 1);
+    *lo = block_start(n, group_count(), r);
+    *hi = block_start(n, group_count(), r + 1);
 }
 
 void spmd_block(uint64_t n, uint64_t *lo, uint64_t *hi) {
-    spmd_block_of(n, ranks_self(), lo, hi);
+    spmd_block_of(n, group_self(), lo, hi);
 }
 
 h5ark_value *spmd_hosts(void) {

@@ -1,11 +1,11 @@
 /* SPMD forms over the collectives of ranks.h, for code outside dist/ that must say what
- * rank 0 alone holds or does without testing which rank it is on: a stream gathered to
- * rank 0, work rank 0 does alone, rank 0's state shared with every rank and every rank's
- * state collected on rank 0, each rank's block of a list, and what one named rank does.
+ * rank 0 alone holds without testing which rank it is on: a stream gathered to rank 0,
+ * rank 0's state shared with every rank and every rank's state collected on rank 0 (rank
+ * 0's own work: ranks_on_root), each rank's block of a list, and what one named rank does.
  *
- * Every rank of a call makes the same calls in the same order (ranks.h). With one rank each
- * is a constant-time no-op or calls its function directly: nothing is encoded, nothing
- * moves. */
+ * Every rank of a call makes the same calls in the same order (ranks.h); outside a call,
+ * as there, the ranks are this one alone. With one rank each is a constant-time no-op:
+ * nothing is encoded, nothing moves. */
 #ifndef H5ARK_SPMD_H
 #define H5ARK_SPMD_H
 
@@ -35,11 +35,7 @@ uint64_t spmd_pieces_recv_bytes(const spmd_piece *p, size_t n);
  * before anything moves; returns the agreed outcome. */
 int spmd_pieces_gather(int rc, spmd_piece *p, size_t *n, void *recv, h5ark_error *err);
 
-/* ---- rank 0's work and state ---- */
-
-/* fn(ctx, err) on rank 0 alone; 0 elsewhere (the outcome is agreed by the share that
- * follows, or by ranks_agree). */
-int spmd_on_root(int (*fn)(void *ctx, h5ark_error *err), void *ctx, h5ark_error *err);
+/* ---- rank 0's state ---- */
 
 /* A state in bytes, for spmd_share and spmd_collect. */
 typedef struct {
@@ -64,6 +60,8 @@ int spmd_collect(int rc, const spmd_codec *c, void *ctx, h5ark_error *err);
 void spmd_block(uint64_t n, uint64_t *lo, uint64_t *hi);
 /* Rank r's block of n items, as spmd_block deals them: [*lo, *hi). */
 void spmd_block_of(uint64_t n, int r, uint64_t *lo, uint64_t *hi);
+/* ---- the job's ranks by number (whether in a call or not) ---- */
+
 /* The ranks' hosts in rank order, as an array of str (its length is the rank count);
  * NULL when out of memory. */
 h5ark_value *spmd_hosts(void);
