@@ -8,7 +8,7 @@
 #include "memory.h"
 #include "front/gateway.h"
 #include "metrics.h"
-#include "dist/ranks.h"
+#include "dist/spmd.h"
 #include "registry.h"
 #include "shardcache.h"
 #include "sysio.h"
@@ -53,12 +53,9 @@ static int cmd_getconfig(command_ctx *ctx, h5ark_error *err) {
                   gateway_address() ? h5ark_value_str(gateway_address()) : h5ark_value_nil(), err))
         return -1;
     /* ranks: the processes of the daemon; hosts: each rank's host name, in rank order */
-    h5ark_value *hosts = h5ark_value_array();
-    for (int r = 0; hosts && r < ranks_count(); r++)
-        if (h5ark_value_push(hosts, h5ark_value_str(ranks_host(r))) != 0)
-            h5ark_value_destroy(&hosts);
+    h5ark_value *hosts = spmd_hosts();
     if (!hosts) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    if (reply_set(ctx, "ranks", h5ark_value_uint((uint64_t)ranks_count()), err) ||
+    if (reply_set(ctx, "ranks", h5ark_value_uint(h5ark_value_len(hosts)), err) ||
         reply_set(ctx, "hosts", hosts, err) ||
         reply_set(ctx, "locales_per_rank", h5ark_value_uint((uint64_t)locales_local_count()), err))
         return -1;
@@ -159,10 +156,8 @@ static int cmd_fault(command_ctx *ctx, h5ark_error *err) {
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "fault: pause_ms is at most 60000");
     /* several ranks: the fault is armed on `rank` only; every rank starts counting again */
     int64_t rank = arg_int(ctx, "rank", 0);
-    if (rank < 0 || rank >= ranks_count())
-        return h5ark_fail(err, H5ARK_BAD_REQUEST, "fault: rank must be 0 to %d, not %lld",
-                          ranks_count() - 1, (long long)rank);
-    if (rank != ranks_self()) nth = 0;
+    if (spmd_check_rank(rank, "fault", err)) return -1;
+    nth = spmd_on_rank(rank, nth);
     uint64_t counts[SYSIO_CLASSES];
     const char *fired = sysio_faults_report(counts);
     /* the names of the calls, before the arm forgets them */

@@ -7,6 +7,7 @@
 #include "objects/pdarray.h"
 #include "objects/strings.h"
 #include "dist/ranks.h"
+#include "dist/spmd.h"
 #include "progress.h"
 #include "registry.h"
 
@@ -16,18 +17,13 @@
 #include <string.h>
 #include <time.h>
 
-/* Publish a freshly built object under args.name (or a generated name) and describe it.
- * With several ranks, published on every rank or on none. */
-static int publish_and_describe(command_ctx *ctx, object *obj, h5ark_error *err) {
+int command_publish(command_ctx *ctx, object *obj, h5ark_error *err) {
     int rc = registry_publish(obj, arg_str(ctx, "name", NULL), err);
-    if (ranks_call_seq()) {
-        int all = ranks_agree(rc, err);
-        if (all != 0 && rc == 0) registry_remove(obj->name, NULL);
-        rc = all;
-    }
-    if (rc == 0) rc = reply_set(ctx, "object", object_describe(obj), err);
+    int all = ranks_agree(rc, err); /* published on every rank or on none */
+    if (all != 0 && rc == 0) registry_remove(obj->name, NULL);
+    if (all == 0) all = reply_set(ctx, "object", object_describe(obj), err);
     object_release(obj);
-    return rc;
+    return all;
 }
 
 static int parse_dtype(command_ctx *ctx, const char *cmd, const char *def, h5ark_dtype *out,
@@ -180,7 +176,7 @@ static int cmd_create(command_ctx *ctx, h5ark_error *err) {
     if (!obj) return -1;
     obj->tag = tag;
     pdarray_fill(obj, &spec);
-    return publish_and_describe(ctx, obj, err);
+    return command_publish(ctx, obj, err);
 }
 
 static int check_buffer_names(command_ctx *ctx, const char *const *allowed, h5ark_error *err) {
@@ -228,8 +224,7 @@ static int put_awkward(command_ctx *ctx, h5ark_error *err) {
     uint64_t *offsets = calloc(n ? n : 1, sizeof *offsets);
     int rc =
         names && nbytes && offsets ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    if (ranks_count() > 1) rc = ranks_agree(rc, err);
-    if (rc) {
+    if (ranks_agree(rc, err)) {
         free(names);
         free(nbytes);
         free(offsets);
@@ -248,7 +243,7 @@ static int put_awkward(command_ctx *ctx, h5ark_error *err) {
     free(nbytes);
     free(offsets);
     if (!obj) return -1;
-    return publish_and_describe(ctx, obj, err);
+    return command_publish(ctx, obj, err);
 }
 
 static int cmd_put(command_ctx *ctx, h5ark_error *err) {
@@ -308,7 +303,7 @@ static int cmd_put(command_ctx *ctx, h5ark_error *err) {
         }
         obj->tag = tag;
     }
-    return publish_and_describe(ctx, obj, err);
+    return command_publish(ctx, obj, err);
 }
 
 /* The part [lo, hi) of elements [from, to) that shard sh holds; false when none. */
@@ -318,127 +313,85 @@ static bool shard_part(const shard *sh, uint64_t from, uint64_t to, uint64_t *lo
     return *lo < *hi;
 }
 
-/* Reply spans for elements [from, to) of a darray, straight from shard memory. */
-static int add_spans(command_ctx *ctx, const darray *a, uint64_t from, uint64_t to,
+/* The pieces of a reply buffer, in order, each within one shard and held by its rank. */
+typedef struct {
+    spmd_piece *v;
+    size_t n, cap;
+} piece_list;
+
+/* Elements [lo, hi) of shard b of a, as the next piece (readable where b is local). */
+static int add_piece(piece_list *ps, const darray *a, int b, uint64_t lo, uint64_t hi,
                      h5ark_error *err) {
+    if (ps->n == ps->cap) {
+        size_t cap = ps->cap ? 2 * ps->cap : (size_t)a->nshards + 1;
+        spmd_piece *v = realloc(ps->v, cap * sizeof *v);
+        if (!v) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        ps->v = v;
+        ps->cap = cap;
+    }
+    const shard *sh = &a->shards[b];
+    ps->v[ps->n++] = (spmd_piece){
+        locales_rank_of(b),
+        locales_is_local(b) ? (const char *)sh->data + (lo - sh->start) * a->itemsize : NULL,
+        (hi - lo) * a->itemsize};
+    return 0;
+}
+
+/* Elements [from, to) of a darray as pieces, a shard's part each. */
+static int range_pieces(piece_list *ps, const darray *a, uint64_t from, uint64_t to,
+                        h5ark_error *err) {
     for (int b = 0; b < a->nshards && from < to; b++) {
-        const shard *sh = &a->shards[b];
         uint64_t lo, hi;
-        if (!shard_part(sh, from, to, &lo, &hi)) continue;
-        if (reply_buffer_span(ctx, (const char *)sh->data + (lo - sh->start) * a->itemsize,
-                              (hi - lo) * a->itemsize, err))
+        if (shard_part(&a->shards[b], from, to, &lo, &hi) && add_piece(ps, a, b, lo, hi, err))
             return -1;
     }
     return 0;
 }
 
-/* Elements [from, to) of a darray over the ranks: each rank's bytes of them in counts
- * (zeroed by the caller), and this rank's own parts, in shard order, in mine (nshards room). */
-static void range_parts(const darray *a, uint64_t from, uint64_t to, uint64_t *counts,
-                        h5ark_span *mine, size_t *nmine) {
-    *nmine = 0;
-    for (int b = 0; b < a->nshards; b++) {
-        const shard *sh = &a->shards[b];
-        uint64_t lo, hi;
-        if (!shard_part(sh, from, to, &lo, &hi)) continue;
-        counts[locales_rank_of(b)] += (hi - lo) * a->itemsize;
-        if (locales_is_local(b))
-            mine[(*nmine)++] = (h5ark_span){(const char *)sh->data + (lo - sh->start) * a->itemsize,
-                                            (hi - lo) * a->itemsize};
-    }
-}
-
-/* Rank 0: a new object *hold whose scratch memory (reserved against --max-memory) takes
- * `bytes` gathered from the other ranks. */
+/* A new object *hold whose scratch memory (reserved against --max-memory) takes `bytes`,
+ * for pieces a reply sends that no shard holds. */
 static int hold_scratch(const darray *a, uint64_t bytes, object **hold, h5ark_error *err) {
     *hold = object_new_composite(H5ARK_PDARRAY, a->dtype, 0, err);
     if (!*hold || registry_reserve(bytes, err)) return -1;
     (*hold)->scratch_reserved = bytes;
     if (!((*hold)->scratch = malloc(bytes ? bytes : 1)))
-        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank 0: out of memory gathering %llu bytes",
-                          (unsigned long long)bytes);
+        return spmd_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory gathering %llu bytes",
+                         (unsigned long long)bytes);
     return 0;
 }
 
-/* With several ranks: elements [from, to) of a darray, as reply spans on rank 0. Each rank sends
- * rank 0 its shards' part and rank 0 keeps what arrives, in shard order, in the scratch memory
- * of an object the reply holds until it is sent: a reply is one ZeroMQ message, delivered
- * whole, so every part must be on rank 0 before any leaves (docs/DESIGN.md, "get at
- * R > 1"). */
-static int add_spans_ranks(command_ctx *ctx, const darray *a, uint64_t from, uint64_t to,
-                           h5ark_error *err) {
-    int R = ranks_count(), L = a->nshards, rc = 0;
-    uint64_t *counts = calloc((size_t)R, sizeof *counts);
-    h5ark_span *mine = calloc((size_t)L, sizeof *mine);
-    size_t nmine = 0;
-    if (!counts || !mine) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    if (rc == 0) {
-        range_parts(a, from, to, counts, mine, &nmine);
-        counts[0] = 0; /* rank 0 replies from its own shards */
-        if (ranks_self() == 0) nmine = 0;
-    }
-    uint64_t remote = 0;
-    for (int r = 1; counts && r < R; r++)
-        remote += counts[r];
-    /* rank 0 makes room for what it gathers; every rank learns whether it could */
-    object *hold = NULL;
-    if (rc == 0 && ranks_self() == 0 && remote) rc = hold_scratch(a, remote, &hold, err);
-    rc = ranks_agree(rc, err);
-    if (rc == 0 && remote)
-        rc = ranks_gatherv(mine, nmine, hold ? hold->scratch : NULL, counts, err);
-    if (rc == 0 && ranks_self() == 0) {
-        /* rank 0's shards from their memory, the others' from what arrived, in order */
-        uint64_t off = 0;
-        for (int b = 0; rc == 0 && b < L && from < to; b++) {
-            const shard *sh = &a->shards[b];
-            uint64_t lo, hi;
-            if (!shard_part(sh, from, to, &lo, &hi)) continue;
-            uint64_t len = (hi - lo) * a->itemsize;
-            if (locales_is_local(b)) {
-                rc = reply_buffer_span(ctx, (const char *)sh->data + (lo - sh->start) * a->itemsize,
-                                       len, err);
-            } else {
-                rc = reply_buffer_span(ctx, (const char *)hold->scratch + off, len, err);
-                off += len;
-            }
-        }
-        /* the scratch must outlive the reply: hold it as the reply holds `owner` */
-        if (rc == 0 && hold) rc = reply_hold(ctx, hold, err);
-    }
-    object_release(hold);
-    free(counts);
-    free(mine);
-    return rc;
-}
-
-/* With several ranks: elements [from, to) of a darray gathered on rank 0, back to back, in
- * the scratch memory of a new object *hold (NULL on the other ranks). */
-static int gather_range(const darray *a, uint64_t from, uint64_t to, object **hold,
+/* The pieces as reply spans on rank 0, in order: its own straight from shard memory, the
+ * other ranks' gathered into the scratch memory of an object the reply holds until it is
+ * sent (a reply is one ZeroMQ message, delivered whole, so every piece must be on rank 0
+ * before any leaves: docs/DESIGN.md, "get at R > 1"). rc: this rank's outcome so far; every
+ * rank comes here whatever it is. Frees the pieces. */
+static int reply_pieces(command_ctx *ctx, const darray *a, piece_list *ps, int rc,
                         h5ark_error *err) {
-    int R = ranks_count(), L = a->nshards, rc = 0;
-    uint64_t *counts = calloc((size_t)R, sizeof *counts), total = (to - from) * a->itemsize;
-    h5ark_span *mine = calloc((size_t)L, sizeof *mine);
-    size_t nmine = 0;
-    *hold = NULL;
-    if (!counts || !mine) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    if (rc == 0) range_parts(a, from, to, counts, mine, &nmine);
-    if (rc == 0 && ranks_self() == 0) rc = hold_scratch(a, total, hold, err);
-    rc = ranks_agree(rc, err);
-    if (rc == 0 && total)
-        rc = ranks_gatherv(mine, nmine, *hold ? (*hold)->scratch : NULL, counts, err);
-    if (rc != 0) {
-        object_release(*hold);
-        *hold = NULL;
-    }
-    free(counts);
-    free(mine);
+    object *hold = NULL;
+    uint64_t bytes = spmd_pieces_recv_bytes(ps->v, ps->n);
+    if (rc == 0 && bytes) rc = hold_scratch(a, bytes, &hold, err);
+    size_t n = ps->n;
+    rc = spmd_pieces_gather(rc, ps->v, &n, hold ? hold->scratch : NULL, err);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = reply_buffer_span(ctx, ps->v[i].ptr, ps->v[i].len, err);
+    if (rc == 0 && hold) rc = reply_hold(ctx, hold, err);
+    object_release(hold);
+    free(ps->v);
+    *ps = (piece_list){0};
     return rc;
 }
 
-/* With several ranks: the byte offsets where strings i[0] and i[1] start, each from the rank
- * that holds it. */
-static int strings_offsets_ranks(const object *s, const uint64_t i[2], uint64_t out[2],
-                                 h5ark_error *err) {
+/* Reply spans for elements [from, to) of a darray (rc as reply_pieces). */
+static int add_range(command_ctx *ctx, const darray *a, uint64_t from, uint64_t to, int rc,
+                     h5ark_error *err) {
+    piece_list ps = {0};
+    if (rc == 0) rc = range_pieces(&ps, a, from, to, err);
+    return reply_pieces(ctx, a, &ps, rc, err);
+}
+
+/* The byte offsets where strings i[0] and i[1] start, each from the rank that holds it. */
+static int strings_offsets(const object *s, const uint64_t i[2], uint64_t out[2],
+                           h5ark_error *err) {
     for (int k = 0; k < 2; k++)
         out[k] = i[k] >= s->size                                        ? s->values->size
                  : locales_is_local(darray_shard_of(s->segments, i[k])) ? strings_offset(s, i[k])
@@ -446,43 +399,78 @@ static int strings_offsets_ranks(const object *s, const uint64_t i[2], uint64_t 
     return ranks_allreduce_u64(out, 2, RANKS_MAX, err);
 }
 
-/* With several ranks: strings [from, to) as reply buffers, gathered on rank 0 (the segments
- * rebased there to the first string sent). */
-static int add_strings_ranks(command_ctx *ctx, object *obj, const char *name, const char *vname,
-                             uint64_t from, uint64_t to, h5ark_error *err) {
-    uint64_t idx[2] = {from, to}, b[2];
-    object *hold = NULL;
-    if (strings_offsets_ranks(obj, idx, b, err) ||
-        gather_range(obj->segments, from, to, &hold, err))
-        return -1;
-    int rc = 0;
-    if (hold) {
-        int64_t *off = hold->scratch;
-        for (uint64_t i = 0; i < to - from; i++)
-            off[i] -= (int64_t)b[0];
-    }
-    rc = reply_buffer_begin(ctx, name, (to - from) * 8, hold, err);
-    if (rc == 0 && hold) rc = reply_buffer_span(ctx, hold->scratch, (to - from) * 8, err);
-    if (rc == 0) rc = reply_buffer_begin(ctx, vname, b[1] - b[0], obj, err);
-    /* every rank reaches the values' gather: the failures above are rank 0's, local */
-    int rc2 = add_spans_ranks(ctx, obj->values, b[0], b[1], err);
-    object_release(hold);
-    return rc ? rc : rc2;
-}
-
+/* This rank's pieces of a slice's offsets [from, to) (range_pieces', a shard's part each),
+ * rebased to its first string: each locale copies its shard's part less `base` into the
+ * scratch of *hold, where the piece then points. */
 typedef struct {
-    const object *src;
-    object *dst;
-    uint64_t from, base;
+    const darray *segments;
+    piece_list *ps;
+    uint64_t from, to, base;
+    size_t *piece; /* per shard: its piece, or SIZE_MAX */
+    uint64_t *at;  /* per shard: where its part goes in out, in elements */
+    int64_t *out;  /* this rank's parts, back to back */
 } rebase_job;
 
-/* dst[i] = segments[from + i] - base: a slice's offsets relative to its first string. */
 static void rebase_shard(int locale, void *ctx) {
     rebase_job *job = ctx;
-    shard *sh = &job->dst->values->shards[locale];
-    int64_t *out = sh->data;
-    for (uint64_t i = 0; i < sh->count; i++)
-        out[i] = (int64_t)(strings_offset(job->src, job->from + sh->start + i) - job->base);
+    size_t k = job->piece[locale];
+    if (k == SIZE_MAX) return;
+    const int64_t *in = job->ps->v[k].ptr;
+    int64_t *out = job->out + job->at[locale];
+    for (uint64_t i = 0; i < job->ps->v[k].len / 8; i++)
+        out[i] = in[i] - (int64_t)job->base;
+    job->ps->v[k].ptr = out;
+}
+
+static int rebase_pieces(const darray *segments, uint64_t from, uint64_t to, uint64_t base,
+                         piece_list *ps, object **hold, h5ark_error *err) {
+    int L = segments->nshards;
+    rebase_job job = {segments,
+                      ps,
+                      from,
+                      to,
+                      base,
+                      malloc((size_t)L * sizeof *job.piece),
+                      calloc((size_t)L, sizeof *job.at)};
+    uint64_t elems = 0;
+    int rc = job.piece && job.at ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    for (int b = 0, k = 0; rc == 0 && b < L; b++) {
+        uint64_t lo, hi;
+        job.piece[b] = SIZE_MAX;
+        if (!shard_part(&segments->shards[b], from, to, &lo, &hi)) continue;
+        if (locales_is_local(b)) {
+            job.piece[b] = (size_t)k;
+            job.at[b] = elems;
+            elems += hi - lo;
+        }
+        k++;
+    }
+    if (rc == 0) rc = hold_scratch(segments, elems * 8, hold, err);
+    if (rc == 0) {
+        job.out = (*hold)->scratch;
+        locales_run(rebase_shard, &job);
+    }
+    free(job.piece);
+    free(job.at);
+    return rc;
+}
+
+/* Strings [from, to) as reply buffers `name` (offsets, relative to the first string sent)
+ * and `vname` (bytes). rc as reply_pieces. */
+static int add_strings(command_ctx *ctx, object *obj, const char *name, const char *vname,
+                       uint64_t from, uint64_t to, int rc, h5ark_error *err) {
+    uint64_t idx[2] = {from, to}, b[2] = {0, 0};
+    piece_list ps = {0};
+    object *rebased = NULL;
+    /* a collective: every rank takes part whatever its outcome so far */
+    if (strings_offsets(obj, idx, b, rc ? &(h5ark_error){0} : err) && rc == 0) rc = -1;
+    if (rc == 0) rc = range_pieces(&ps, obj->segments, from, to, err);
+    if (rc == 0 && b[0] != 0) rc = rebase_pieces(obj->segments, from, to, b[0], &ps, &rebased, err);
+    if (rc == 0) rc = reply_buffer_begin(ctx, name, (to - from) * 8, rebased ? rebased : obj, err);
+    rc = reply_pieces(ctx, obj->segments, &ps, rc, err);
+    object_release(rebased);
+    if (rc == 0) rc = reply_buffer_begin(ctx, vname, b[1] - b[0], obj, err);
+    return add_range(ctx, obj->values, b[0], b[1], rc, err);
 }
 
 /* Reply buffers of elements [from, to) of obj, named "<prefix><buffer>": `values` for
@@ -493,9 +481,8 @@ static int add_object_buffers(command_ctx *ctx, object *obj, const char *prefix,
     char name[1024];
     if (obj->values && obj->objtype != H5ARK_STRINGS) { /* pdarray, arrayview */
         snprintf(name, sizeof name, "%svalues", prefix);
-        if (reply_buffer_begin(ctx, name, (to - from) * obj->values->itemsize, obj, err)) return -1;
-        if (ranks_count() > 1) return add_spans_ranks(ctx, obj->values, from, to, err);
-        return add_spans(ctx, obj->values, from, to, err);
+        int rc = reply_buffer_begin(ctx, name, (to - from) * obj->values->itemsize, obj, err);
+        return add_range(ctx, obj->values, from, to, rc, err);
     }
     if (obj->objtype == H5ARK_AWKWARD) { /* the buffers under their own names, as put takes */
         if (from != 0 || to != obj->size)
@@ -504,49 +491,23 @@ static int add_object_buffers(command_ctx *ctx, object *obj, const char *prefix,
         for (size_t i = 0; i < obj->ncomponents; i++) {
             const darray *a = obj->components[i].obj->values;
             snprintf(name, sizeof name, "%s%s", prefix, obj->components[i].name);
-            if (reply_buffer_begin(ctx, name, a->size * a->itemsize, obj, err) ||
-                (ranks_count() > 1 ? add_spans_ranks(ctx, a, 0, a->size, err)
-                                   : add_spans(ctx, a, 0, a->size, err)))
-                return -1;
+            int rc = reply_buffer_begin(ctx, name, a->size * a->itemsize, obj, err);
+            if (add_range(ctx, a, 0, a->size, rc, err)) return -1;
         }
         return 0;
     }
-    if (ranks_count() > 1 && obj->objtype == H5ARK_STRINGS) {
-        char vname[1024];
-        snprintf(name, sizeof name, "%ssegments", prefix);
-        snprintf(vname, sizeof vname, "%svalues", prefix);
-        return add_strings_ranks(ctx, obj, name, vname, from, to, err);
-    }
-    /* several ranks: a composite's components go through the paths above */
     if (obj->objtype == H5ARK_STRINGS) {
-        uint64_t b0 = strings_offset(obj, from), b1 = strings_offset(obj, to);
-        object *seg = obj;
-        if (from != 0) { /* offsets must be relative to the first string sent */
-            seg = object_new_pdarray(H5ARK_INT64, to - from, err);
-            if (!seg) return -1;
-            rebase_job job = {obj, seg, from, b0};
-            locales_run(rebase_shard, &job);
-        }
-        const darray *segments = seg == obj ? obj->segments : seg->values;
-        uint64_t s0 = seg == obj ? from : 0, s1 = seg == obj ? to : to - from;
         char vname[1024];
         snprintf(name, sizeof name, "%ssegments", prefix);
         snprintf(vname, sizeof vname, "%svalues", prefix);
-        int rc = reply_buffer_begin(ctx, name, (to - from) * 8, seg, err) ||
-                 add_spans(ctx, segments, s0, s1, err) ||
-                 reply_buffer_begin(ctx, vname, b1 - b0, obj, err) ||
-                 add_spans(ctx, obj->values, b0, b1, err);
-        if (seg != obj) object_release(seg);
-        return rc ? -1 : 0;
+        return add_strings(ctx, obj, name, vname, from, to, 0, err);
     }
     if (obj->dtype == H5ARK_BIGINT) { /* limbs are the array's own buffers */
         for (size_t i = 0; i < obj->ncomponents; i++) {
             object *limb = obj->components[i].obj;
             snprintf(name, sizeof name, "%s%s", prefix, obj->components[i].name);
-            if (reply_buffer_begin(ctx, name, (to - from) * 8, limb, err) ||
-                (ranks_count() > 1 ? add_spans_ranks(ctx, limb->values, from, to, err)
-                                   : add_spans(ctx, limb->values, from, to, err)))
-                return -1;
+            int rc = reply_buffer_begin(ctx, name, (to - from) * 8, limb, err);
+            if (add_range(ctx, limb->values, from, to, rc, err)) return -1;
         }
         return 0;
     }
@@ -578,104 +539,9 @@ static uint64_t next_run(const h5ark_value *rows, size_t n, size_t *i, uint64_t 
     return len;
 }
 
-/* Each piece of the runs of `rows` in order: a run's part within one shard (its shard *b
- * and elements [*lo, *hi)); false after the last. Start from {rows, n}. */
-typedef struct {
-    const h5ark_value *rows;
-    size_t n, i;
-    uint64_t from, to;
-    int b; /* the next shard to look at in the current run; nshards: take the next run */
-    bool started;
-} run_pieces;
-
-static bool next_piece(run_pieces *p, const darray *a, uint64_t width, int *b, uint64_t *lo,
-                       uint64_t *hi) {
-    for (;;) {
-        if (!p->started || p->b >= a->nshards) {
-            if (p->i >= p->n) return false;
-            uint64_t first, len = next_run(p->rows, p->n, &p->i, &first);
-            p->from = first * width, p->to = (first + len) * width;
-            p->b = 0, p->started = true;
-        }
-        while (p->b < a->nshards) {
-            int at = p->b++;
-            if (shard_part(&a->shards[at], p->from, p->to, lo, hi)) {
-                *b = at;
-                return true;
-            }
-        }
-    }
-}
-
-/* With several ranks: the rows' elements (runs of `width` elements) as reply spans on rank 0,
- * in the order given. Every rank sends rank 0 its pieces of the runs, in that order, as one
- * stream; rank 0 takes its own pieces from shard memory and each other rank's from where its
- * stream arrived, so the reply is the one R = 1 gives. */
-static int add_rows_ranks(command_ctx *ctx, const darray *a, const h5ark_value *rows, size_t n,
-                          uint64_t width, h5ark_error *err) {
-    int R = ranks_count(), rc = 0;
-    bool zero = ranks_self() == 0;
-    uint64_t *counts = calloc((size_t)R, sizeof *counts);
-    uint64_t *cursor = calloc((size_t)R, sizeof *cursor);
-    h5ark_span *mine = NULL;
-    size_t nmine = 0, room = 0;
-    if (!counts || !cursor) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    /* each piece: a run's part within one shard; rank 0 sends none (it replies from its own) */
-    run_pieces pieces = {rows, n};
-    int b;
-    uint64_t lo, hi;
-    while (rc == 0 && next_piece(&pieces, a, width, &b, &lo, &hi)) {
-        const shard *sh = &a->shards[b];
-        int r = locales_rank_of(b);
-        if (r == 0) continue;
-        counts[r] += (hi - lo) * a->itemsize;
-        if (!locales_is_local(b)) continue;
-        if (nmine == room) {
-            room = room ? 2 * room : 64;
-            h5ark_span *more = realloc(mine, room * sizeof *mine);
-            if (!more) {
-                rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-                break;
-            }
-            mine = more;
-        }
-        mine[nmine++] = (h5ark_span){(const char *)sh->data + (lo - sh->start) * a->itemsize,
-                                     (hi - lo) * a->itemsize};
-    }
-    uint64_t remote = 0;
-    for (int r = 1; counts && r < R; r++) {
-        cursor[r] = remote; /* where rank r's stream starts in the scratch */
-        remote += counts[r];
-    }
-    object *hold = NULL;
-    if (rc == 0 && zero && remote) rc = hold_scratch(a, remote, &hold, err);
-    rc = ranks_agree(rc, err);
-    if (rc == 0 && remote)
-        rc = ranks_gatherv(mine, nmine, hold ? hold->scratch : NULL, counts, err);
-    pieces = (run_pieces){rows, n};
-    while (rc == 0 && zero && next_piece(&pieces, a, width, &b, &lo, &hi)) {
-        const shard *sh = &a->shards[b];
-        uint64_t bytes = (hi - lo) * a->itemsize;
-        int r = locales_rank_of(b);
-        if (r == 0) {
-            rc = reply_buffer_span(ctx, (const char *)sh->data + (lo - sh->start) * a->itemsize,
-                                   bytes, err);
-        } else {
-            rc = reply_buffer_span(ctx, (const char *)hold->scratch + cursor[r], bytes, err);
-            cursor[r] += bytes;
-        }
-    }
-    /* the scratch must outlive the reply */
-    if (rc == 0 && hold) rc = reply_hold(ctx, hold, err);
-    object_release(hold);
-    free(counts);
-    free(cursor);
-    free(mine);
-    return rc;
-}
-
 /* get with `rows`: those rows of a pdarray (elements) or an arrayview (first-axis rows), in
- * the order given, sent straight from the shards (a run of consecutive rows is one span). */
+ * the order given, sent straight from the shards (a run of consecutive rows is one piece a
+ * shard it crosses). */
 static int get_rows(command_ctx *ctx, object *obj, const char *name, uint64_t width, uint64_t nrows,
                     h5ark_error *err) {
     const h5ark_value *rows = arg_value(ctx, "rows");
@@ -696,16 +562,18 @@ static int get_rows(command_ctx *ctx, object *obj, const char *name, uint64_t wi
                               "rows of '%s'",
                               (unsigned long long)r, i, (unsigned long long)nrows, name);
     }
+    const darray *a = obj->values;
+    int rc = 0;
     if (reply_set(ctx, "object", object_describe_as(obj, name), err) ||
         reply_set(ctx, "rows", h5ark_value_uint(n), err) ||
-        reply_buffer_begin(ctx, "values", n * width * obj->values->itemsize, obj, err))
-        return -1;
-    if (ranks_count() > 1) return add_rows_ranks(ctx, obj->values, rows, n, width, err);
-    for (size_t i = 0; i < n;) {
+        reply_buffer_begin(ctx, "values", n * width * a->itemsize, obj, err))
+        rc = -1;
+    piece_list ps = {0};
+    for (size_t i = 0; rc == 0 && i < n;) {
         uint64_t first, len = next_run(rows, n, &i, &first);
-        if (add_spans(ctx, obj->values, first * width, (first + len) * width, err)) return -1;
+        rc = range_pieces(&ps, a, first * width, (first + len) * width, err);
     }
-    return 0;
+    return reply_pieces(ctx, a, &ps, rc, err);
 }
 
 static int cmd_get(command_ctx *ctx, h5ark_error *err) {

@@ -15,4 +15,8 @@ extern const command_def compute_commands[];   /* binop cast fill reduce cumsum 
 extern const command_def select_commands[];    /* take slice assign concatenate unique ... */
 extern const command_def file_commands[];      /* glob filetype fileformat rmhdf */
 
+/* Publish a freshly built object under args.name (or a generated name) and describe it in
+ * the reply's `object`; published on every rank or on none. Takes obj's reference. */
+int command_publish(command_ctx *ctx, object *obj, h5ark_error *err);
+
 #endif

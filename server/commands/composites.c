@@ -6,24 +6,10 @@
 #include "objects/dataframe.h"
 #include "objects/index.h"
 #include "objects/segarray.h"
-#include "dist/ranks.h"
 #include "registry.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-/* Publish a freshly built object under args.name (or a generated name) and describe it. */
-static int publish_and_describe(command_ctx *ctx, object *obj, h5ark_error *err) {
-    int rc = registry_publish(obj, arg_str(ctx, "name", NULL), err);
-    if (ranks_call_seq()) { /* several ranks: published on every rank or on none */
-        int all = ranks_agree(rc, err);
-        if (all != 0 && rc == 0) registry_remove(obj->name, NULL);
-        rc = all;
-    }
-    if (rc == 0) rc = reply_set(ctx, "object", object_describe(obj), err);
-    object_release(obj);
-    return rc;
-}
 
 /* New references to the objects an array argument names; not_found naming the first
  * unknown one. */
@@ -88,7 +74,7 @@ static int cmd_segarray(command_ctx *ctx, h5ark_error *err) {
     object *sa = values ? segarray_new(segments, values, err) : NULL;
     object_release(segments);
     object_release(values);
-    return sa ? publish_and_describe(ctx, sa, err) : -1;
+    return sa ? command_publish(ctx, sa, err) : -1;
 }
 
 static int cmd_index(command_ctx *ctx, h5ark_error *err) {
@@ -113,7 +99,7 @@ out:
     release_all(levels, n);
     free(labels);
     free(names);
-    return idx ? publish_and_describe(ctx, idx, err) : -1;
+    return idx ? command_publish(ctx, idx, err) : -1;
 }
 
 static int cmd_dataframe(command_ctx *ctx, h5ark_error *err) {
@@ -152,7 +138,7 @@ out:
     object_release(index);
     free(labels);
     free(names);
-    return df ? publish_and_describe(ctx, df, err) : -1;
+    return df ? command_publish(ctx, df, err) : -1;
 }
 
 static int cmd_reshape(command_ctx *ctx, h5ark_error *err) {
@@ -165,7 +151,7 @@ static int cmd_reshape(command_ctx *ctx, h5ark_error *err) {
         h5ark_value_to_uint64(h5ark_value_at(shape_arg, i), &shape[i]);
     object *obj = arrayview_reshape(src, arg_str(ctx, "array", ""), shape, ndim, err);
     object_release(src);
-    return obj ? publish_and_describe(ctx, obj, err) : -1;
+    return obj ? command_publish(ctx, obj, err) : -1;
 }
 
 const command_def composite_commands[] = {

@@ -3,6 +3,7 @@
 #include "commands.h"
 
 #include "dist/ranks.h"
+#include "dist/spmd.h"
 #include "registry.h"
 #include "storage/commit.h"
 #include "storage/files.h"
@@ -13,24 +14,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* tohdf in ExeTera's format. Several ranks: HDF5 is serial and ExeTera's fields are written
- * row after row, so rank 0 writes the file alone, from the objects gathered to it. */
+/* tohdf in ExeTera's format. HDF5 is serial and ExeTera's fields are written row after row,
+ * so the rank the objects are gathered to (rank 0) writes the file alone. */
 static int exetera_write(command_ctx *ctx, storage_item *items, size_t n, storage_mode mode,
                          h5ark_value *files, h5ark_error *err) {
-    int rc = 0;
-    object **whole = NULL, **own = NULL;
-    if (ranks_count() > 1) {
-        whole = calloc(n ? n : 1, sizeof *whole);
-        own = calloc(n ? n : 1, sizeof *own);
-        if (!whole || !own) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        rc = ranks_agree(rc, err);
-        for (size_t i = 0; rc == 0 && i < n; i++) {
-            own[i] = items[i].obj;
-            rc = object_gather_whole(own[i], &whole[i], err);
-            if (rc == 0 && whole[i]) items[i].obj = whole[i];
-        }
+    object **whole = calloc(n ? n : 1, sizeof *whole), **own = calloc(n ? n : 1, sizeof *own);
+    int rc = whole && own ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    rc = ranks_agree(rc, err);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        own[i] = items[i].obj;
+        rc = object_gather_whole(own[i], &whole[i], err);
+        if (rc == 0 && whole[i]) items[i].obj = whole[i];
     }
-    if (rc == 0 && ranks_self() == 0)
+    if (rc == 0 && n && whole[0])
         rc = storage_exetera_write(items, n, arg_str(ctx, "path", ""), arg_str(ctx, "group", "df"),
                                    mode, files, ctx->warnings, err);
     /* the caller releases the registry's objects */
@@ -207,32 +203,41 @@ out:
 
 #define FILENAME_CODES "Filename_Codes"
 
-/* Several ranks: rank 0 expands the patterns and every rank reads that list, so that all
- * read the same files in the same order whatever each rank's view of the directory. */
-static int expand_on_rank0(const char *const *patterns, size_t npatterns, bool keep_missing,
-                           char ***paths, size_t *count, h5ark_error *err) {
+/* The files a read names: rank 0 expands the patterns and every rank reads that list, so
+ * that all read the same files in the same order whatever each rank's view of the
+ * directory. */
+typedef struct {
+    const char *const *patterns;
+    size_t npatterns;
+    bool keep_missing;
+} expansion;
+
+static h5ark_value *expand(void *ctx, h5ark_error *err) {
+    const expansion *x = ctx;
+    char **paths = NULL;
+    size_t count = 0;
+    if (files_expand(x->patterns, x->npatterns, x->keep_missing, &paths, &count, err)) return NULL;
+    h5ark_value *list = h5ark_value_array();
+    for (size_t i = 0; list && i < count; i++)
+        if (h5ark_value_push(list, h5ark_value_str(paths[i]))) h5ark_value_destroy(&list);
+    files_list_free(paths, count);
+    if (!list) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    return list;
+}
+
+static int expand_shared(const char *const *patterns, size_t npatterns, bool keep_missing,
+                         char ***paths, size_t *count, h5ark_error *err) {
+    expansion x = {patterns, npatterns, keep_missing};
+    h5ark_value *list = NULL;
     *paths = NULL;
     *count = 0;
-    int rc =
-        ranks_self() == 0 ? files_expand(patterns, npatterns, keep_missing, paths, count, err) : 0;
-    if (ranks_agree(rc, err)) return -1;
-    h5ark_value *list = NULL;
-    if (ranks_self() == 0 && (list = h5ark_value_array()))
-        for (size_t i = 0; i < *count; i++)
-            if (h5ark_value_push(list, h5ark_value_str((*paths)[i]))) {
-                h5ark_value_destroy(&list);
-                break;
-            }
-    rc = ranks_bcast_value(&list, err);
-    if (rc == 0 && ranks_self() != 0) {
-        size_t n = h5ark_value_len(list);
-        *paths = calloc(n ? n : 1, sizeof **paths);
-        for (size_t i = 0; *paths && i < n; i++, ++*count)
-            if (!((*paths)[i] = strdup(h5ark_value_at(list, i)->as.s.ptr))) break;
-        if (!*paths || *count < n)
-            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", ranks_self());
-    }
+    if (ranks_on_root_value(expand, &x, &list, err)) return -1;
+    size_t n = h5ark_value_len(list);
+    int rc = (*paths = calloc(n ? n : 1, sizeof **paths)) ? 0 : -1;
+    for (; rc == 0 && *count < n; ++*count)
+        if (!((*paths)[*count] = strdup(h5ark_value_at(list, *count)->as.s.ptr))) rc = -1;
     h5ark_value_destroy(&list);
+    if (rc) spmd_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     return ranks_agree(rc, err);
 }
 
@@ -266,9 +271,7 @@ static int cmd_readhdf(command_ctx *ctx, h5ark_error *err) {
     /* a file set is read as one write left it: no commit between the names and the bytes */
     commit_readers_enter();
     locked = true;
-    if (ranks_count() > 1 ? expand_on_rank0(patterns, npaths, allow_errors, &files, &nfiles, err)
-                          : files_expand(patterns, npaths, allow_errors, &files, &nfiles, err))
-        goto out;
+    if (expand_shared(patterns, npaths, allow_errors, &files, &nfiles, err)) goto out;
     storage_read_options opts = {
         .strict_types = arg_bool(ctx, "strict_types", true),
         .allow_errors = allow_errors,
@@ -322,7 +325,7 @@ static int cmd_readhdf(command_ctx *ctx, h5ark_error *err) {
     }
     /* several ranks: published on every rank or on none */
     bool ok = published == nitems;
-    if (ranks_call_seq() && ranks_agree(ok ? 0 : -1, err) != 0 && ok) {
+    if (ranks_agree(ok ? 0 : -1, err) != 0 && ok) {
         if (codes) registry_remove(codes->name, &(h5ark_error){0});
         for (size_t i = 0; i < nitems; i++)
             registry_remove(items[i].obj->name, &(h5ark_error){0});
@@ -407,12 +410,12 @@ static int cmd_writepart(command_ctx *ctx, h5ark_error *err) {
     if (!obj) return -1;
     int64_t rows = 0;
     const char *path = arg_str(ctx, "path", ""), *field = arg_str(ctx, "field", "");
-    /* several ranks: rank 0 writes the part alone, from the object gathered to it */
+    /* the rank the object is gathered to (rank 0) writes the part alone */
     object *whole = NULL;
-    int rc = ranks_count() > 1 ? object_gather_whole(obj, &whole, err) : 0;
-    if (rc == 0 && ranks_self() == 0)
-        rc = storage_exetera_part(path, field, whole ? whole : obj, name,
-                                  arg_str(ctx, "fieldtype", NULL), &rows, err);
+    int rc = object_gather_whole(obj, &whole, err);
+    if (rc == 0 && whole)
+        rc = storage_exetera_part(path, field, whole, name, arg_str(ctx, "fieldtype", NULL), &rows,
+                                  err);
     object_whole_free(whole);
     object_release(obj);
     if (rc == 0) rc = reply_set(ctx, "field", h5ark_value_str(field), err);

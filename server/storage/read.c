@@ -131,7 +131,7 @@ static int read_files(char *const *paths, size_t npaths, const char *const *data
     read_probe st = {0};
     probe_job pj = {&rq, &st};
     if (spmd_root_does(0, probe_on_root, &pj, err) ||
-        spmd_share(probe_encode, probe_decode, &pj, err)) {
+        spmd_share_value(probe_encode, probe_decode, &pj, err)) {
         read_probe_clear(&st);
         return -1;
     }

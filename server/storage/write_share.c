@@ -165,7 +165,7 @@ int write_share_plan(const storage_item *items, size_t nitems, out_file *of, int
         if (list_darrays(items[i].obj, &sj.dl))
             rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     rc = ranks_agree(rc, err);
-    if (rc == 0) rc = spmd_share(encode_plan, decode_plan, &sj, err);
+    if (rc == 0) rc = spmd_share_value(encode_plan, decode_plan, &sj, err);
     free(sj.dl.v);
     return rc;
 }

@@ -1,269 +1,217 @@
-/* Unit tests of dist/spmd.h. At one rank each step must be the plain local one: the root's
- * step runs once and its error is every rank's, nothing is encoded to be shared, a gather to
- * a new buffer is a copy of the spans, and a funnel takes rank 0's own pieces in order and
- * stops taking at the first failure. At R = 2, 3 (ranks as threads, ranks_threads_run) the
- * same steps across ranks: rank 0 alone runs the step, every rank gets its outcome or a
- * failing rank's, the other ranks decode what rank 0 encoded, and rank 0 takes every
- * rank's pieces in rank order. */
+/* Unit tests of dist/spmd.c: at one rank every form is the direct one (the gather moves
+ * nothing and leaves every piece where it is, shares and collections encode nothing, the
+ * one rank's block is the whole list); at R = 2, 3, 4 ranks as threads of this process
+ * (ranks_threads_run) a stream of pieces held here and there arrives whole and in order
+ * on rank 0 and nowhere else, rank 0's state reaches every rank, every rank's reaches
+ * rank 0, the blocks deal out a list, and a failure on one rank is every rank's. */
 #include "check.h"
 #include "config.h"
 #include "dist/ranks.h"
 #include "dist/spmd.h"
 
 #include <pthread.h>
-#include <stdio.h>
-
+#include <stdbool.h>
 #include <stdlib.h>
-#include <string.h>
+#include <unistd.h>
 
 config_t config; /* the daemon's is defined in main.c, which tests do not link */
 
-static int runs;
-
-static int step_ok(void *ctx, h5ark_error *err) {
-    (void)err;
-    runs++;
-    *(int *)ctx = 42;
-    return 0;
-}
-
-static int step_fails(void *ctx, h5ark_error *err) {
-    (void)ctx;
-    runs++;
-    return h5ark_fail(err, H5ARK_IO_ERROR, "cannot write 'x'");
-}
-
-static void test_root_does(void) {
-    h5ark_error err = {0};
-    int v = 0;
-    runs = 0;
-    CHECK(spmd_root_does(0, step_ok, &v, &err) == 0);
-    CHECK(runs == 1 && v == 42);
-    CHECK(spmd_root_does(0, step_fails, NULL, &err) == -1);
-    CHECK(runs == 2);
-    CHECK(err.code == H5ARK_IO_ERROR);
-    CHECK_STR(err.message, "cannot write 'x'");
-    /* a rank that failed before: the step is not taken, the failure stays */
-    err = (h5ark_error){0};
-    h5ark_fail(&err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    CHECK(spmd_root_does(-1, step_ok, &v, &err) == -1);
-    CHECK(runs == 2);
-    CHECK(err.code == H5ARK_RESOURCE_LIMIT);
-}
-
-static int encodes, decodes;
-
-static h5ark_value *encode(void *ctx) {
-    (void)ctx;
-    encodes++;
-    return h5ark_value_map();
-}
-
-static int decode(const h5ark_value *v, void *ctx, h5ark_error *err) {
-    (void)v, (void)ctx, (void)err;
-    decodes++;
-    return 0;
-}
-
-static void test_share(void) {
-    h5ark_error err = {0};
-    CHECK(spmd_share(encode, decode, NULL, &err) == 0);
-    CHECK(encodes == 0 && decodes == 0); /* one rank: rank 0 knows it already */
-}
-
-static void test_gather_new(void) {
-    h5ark_error err = {0};
-    h5ark_span spans[2] = {{"abc", 3}, {"defg", 4}};
-    uint64_t counts[1] = {7};
-    void *whole = NULL;
-    CHECK(spmd_gather_new(spans, 2, counts, 7, &whole, &err) == 0);
-    CHECK(whole && memcmp(whole, "abcdefg", 7) == 0);
-    free(whole);
-    CHECK(spmd_gather_new(NULL, 0, (uint64_t[1]){0}, 0, &whole, &err) == 0);
-    CHECK(whole != NULL); /* a buffer even for no bytes */
-    free(whole);
-}
-
-typedef struct {
-    int ntaken;
-    int fail_at;
-    char got[64];
-} funnel_ctx;
-
-static int take(void *ctx, int rank, size_t i, const void *p, uint64_t len, h5ark_error *err) {
-    funnel_ctx *f = ctx;
-    CHECK(rank == 0);
-    CHECK(i == (size_t)f->ntaken);
-    if (f->ntaken++ == f->fail_at) return h5ark_fail(err, H5ARK_IO_ERROR, "piece %zu", i);
-    strncat(f->got, p, len);
-    return 0;
-}
-
-static void test_funnel(void) {
-    h5ark_error err = {0};
-    h5ark_span mine[3] = {{"one", 3}, {"two", 3}, {"three", 5}};
-    funnel_ctx f = {.fail_at = -1};
-    CHECK(spmd_funnel(mine, 3, take, &f, &err) == 0);
-    CHECK(f.ntaken == 3);
-    CHECK_STR(f.got, "onetwothree");
-    funnel_ctx g = {.fail_at = 1};
-    CHECK(spmd_funnel(mine, 3, take, &g, &err) == -1);
-    CHECK(g.ntaken == 2); /* nothing taken after the failure */
-    CHECK_STR(err.message, "piece 1");
-    funnel_ctx h = {.fail_at = -1};
-    CHECK(spmd_funnel(NULL, 0, take, &h, &err) == 0 && h.ntaken == 0);
-}
-
-static void test_names(void) {
-    h5ark_error err = {0};
-    h5ark_fail(&err, H5ARK_IO_ERROR, "cannot write 'x'");
-    CHECK(spmd_name_rank(-1, &err) == -1);
-    CHECK_STR(err.message, "cannot write 'x'"); /* rank 0 reads as with one rank */
-    CHECK(spmd_name_rank(0, &err) == 0);
-    CHECK(spmd_is_root_rank(0));
-    CHECK(!spmd_is_root_rank(1));
-}
-
-/* ---- several ranks, as threads ---- */
-
+/* check.h counts in plain variables: the ranks' threads check under one lock */
 static pthread_mutex_t check_lock = PTHREAD_MUTEX_INITIALIZER;
-#define TCHECK(c)                                                                                  \
+#define TCHECKF(c, ...)                                                                            \
     do {                                                                                           \
         bool c_ = (c);                                                                             \
         pthread_mutex_lock(&check_lock);                                                           \
-        CHECKF(c_, "%s (rank %d of %d)", #c, ranks_self(), ranks_count());                         \
+        CHECKF(c_, __VA_ARGS__);                                                                   \
         pthread_mutex_unlock(&check_lock);                                                         \
     } while (0)
+#define TCHECK_INT(a, b)                                                                           \
+    do {                                                                                           \
+        long long a_ = (long long)(a), b_ = (long long)(b);                                        \
+        TCHECKF(a_ == b_, "%s: %lld, not %lld", #a, a_, b_);                                       \
+    } while (0)
 
-static _Atomic int root_runs;
+enum { MAX_R = 4, NPIECES = 11 };
 
-static int count_root(void *ctx, h5ark_error *err) {
-    (void)ctx, (void)err;
-    root_runs++;
-    return ranks_self() == 0 ? 0 : -1; /* run anywhere else, it would fail the step */
-}
+static int R;
 
-static void rank_root_does(int rank, void *ctx) {
-    (void)ctx;
-    ranks_call_enter(1);
-    h5ark_error err = {0};
-    TCHECK(spmd_root_does(0, count_root, NULL, &err) == 0);
-    TCHECK(spmd_root_does(0, step_fails, NULL, &err) == -1);
-    TCHECK(err.code == H5ARK_IO_ERROR && strcmp(err.message, "cannot write 'x'") == 0);
-    /* rank 1 failed before the step: nobody takes it, every rank has rank 1's error */
-    err = (h5ark_error){0};
-    int rc = rank == 1 ? h5ark_fail(&err, H5ARK_BAD_REQUEST, "no room on rank 1") : 0;
-    TCHECK(spmd_root_does(rc, count_root, NULL, &err) == -1);
-    TCHECK(strcmp(err.message, "no room on rank 1") == 0);
-    ranks_call_leave();
-}
-
-static h5ark_value *encode_n(void *ctx) {
-    h5ark_value *v = h5ark_value_map();
-    if (v && h5ark_value_set(v, "n", h5ark_value_int(*(int64_t *)ctx))) h5ark_value_destroy(&v);
-    return v;
-}
-
-static int decode_n(const h5ark_value *v, void *ctx, h5ark_error *err) {
-    if (h5ark_value_to_int64(h5ark_value_get(v, "n"), ctx) != 1)
-        return h5ark_fail(err, H5ARK_INTERNAL, "no n");
-    return 0;
-}
-
-static void rank_share(int rank, void *ctx) {
-    (void)ctx;
-    ranks_call_enter(2);
-    h5ark_error err = {0};
-    int64_t n = rank == 0 ? 7 : -1;
-    TCHECK(spmd_share(encode_n, decode_n, &n, &err) == 0);
-    TCHECK(n == 7);
-    ranks_call_leave();
-}
-
-static void rank_gather_new(int rank, void *ctx) {
-    (void)ctx;
-    ranks_call_enter(3);
-    h5ark_error err = {0};
-    char mine[8];
-    int len = snprintf(mine, sizeof mine, "<%d>", rank); /* rank r gives "<r>" */
-    h5ark_span span = {mine, (uint64_t)len};
-    uint64_t counts[4] = {3, 3, 3, 3};
-    void *whole = NULL;
-    TCHECK(spmd_gather_new(&span, 1, counts, 3 * (uint64_t)ranks_count(), &whole, &err) == 0);
-    if (rank == 0) {
-        TCHECK(whole && memcmp(whole, "<0><1><2>", 3 * (size_t)ranks_count()) == 0);
-    } else {
-        TCHECK(whole == NULL);
-    }
-    free(whole);
-    ranks_call_leave();
-}
+/* ---- codecs that count their calls, a rank's state an int ---- */
 
 typedef struct {
-    int fail_rank; /* the rank whose first piece fails to be taken, or -1 */
-    char got[64];
-    int ntaken;
-} funnel_run;
+    int state[MAX_R];
+    int got[MAX_R][MAX_R]; /* got[r][from]: what rank r decoded from rank `from` */
+    int encoded[MAX_R], roomed[MAX_R], decoded[MAX_R];
+} counts;
 
-static int take_in_order(void *ctx, int rank, size_t i, const void *p, uint64_t len,
-                         h5ark_error *err) {
-    funnel_run *f = ctx;
-    f->ntaken++;
-    if (rank == f->fail_rank) return h5ark_fail(err, H5ARK_IO_ERROR, "rank %d's piece", rank);
-    char want[16];
-    int n = snprintf(want, sizeof want, "%d.%zu", rank, i);
-    TCHECK(len == (uint64_t)n && memcmp(p, want, len) == 0);
-    strncat(f->got, p, len);
-    strncat(f->got, " ", 2);
+typedef struct {
+    counts *c;
+    int rank;
+} rank_ctx;
+
+static int int_encode(void *ctx, void **buf, uint64_t *len, h5ark_error *err) {
+    rank_ctx *x = ctx;
+    (void)err;
+    x->c->encoded[x->rank]++;
+    *buf = malloc(sizeof(int));
+    memcpy(*buf, &x->c->state[x->rank], sizeof(int));
+    *len = sizeof(int);
     return 0;
 }
+static int int_room(void *ctx, uint64_t len, void **buf, h5ark_error *err) {
+    rank_ctx *x = ctx;
+    (void)err;
+    x->c->roomed[x->rank]++;
+    *buf = malloc(len ? len : 1);
+    return 0;
+}
+static int int_decode(void *ctx, int from, const void *buf, uint64_t len, h5ark_error *err) {
+    rank_ctx *x = ctx;
+    x->c->decoded[x->rank]++;
+    if (len != sizeof(int))
+        return h5ark_fail(err, H5ARK_INTERNAL, "%llu bytes", (unsigned long long)len);
+    memcpy(&x->c->got[x->rank][from], buf, sizeof(int));
+    return 0;
+}
+static const spmd_codec int_codec = {int_encode, int_room, int_decode};
 
-static void rank_funnel(int rank, void *ctx) {
-    funnel_run *runs = ctx; /* one per rank: rank 0's is the one taken into */
-    ranks_call_enter(4);
-    h5ark_error err = {0};
-    char text[3][8];
-    h5ark_span mine[3];
-    int n = rank + 1; /* rank r gives r + 1 pieces "r.i" */
-    for (int i = 0; i < n; i++)
-        mine[i] = (h5ark_span){text[i], (uint64_t)snprintf(text[i], 8, "%d.%d", rank, i)};
-    TCHECK(spmd_funnel(mine, (size_t)n, take_in_order, &runs[rank], &err) == 0);
-    if (rank == 0) {
-        TCHECK(strcmp(runs[0].got,
-                      ranks_count() == 2 ? "0.0 1.0 1.1 " : "0.0 1.0 1.1 2.0 2.1 2.2 ") == 0);
-    }
-    /* a take failing on rank 1's first piece: nothing more taken, every rank fails alike */
-    runs[rank] = (funnel_run){.fail_rank = 1};
-    TCHECK(spmd_funnel(mine, (size_t)n, take_in_order, &runs[rank], &err) == -1);
-    TCHECK(strcmp(err.message, "rank 1's piece") == 0);
-    if (rank == 0) TCHECK(runs[0].ntaken == 2); /* rank 0's one piece, then rank 1's first */
-    /* rank 1 names itself in its errors; rank 0 reads as with one rank */
-    h5ark_fail(&err, H5ARK_IO_ERROR, "cannot write 'x'");
-    spmd_name_rank(-1, &err);
-    TCHECK(strcmp(err.message, rank == 0   ? "cannot write 'x'"
-                               : rank == 1 ? "rank 1: cannot write 'x'"
-                                           : "rank 2: cannot write 'x'") == 0);
-    ranks_call_leave();
+/* ---- a stream of pieces: piece i held by rank (3i + 1) % R, 5i % 7 bytes ---- */
+
+static int piece_rank(int i) {
+    return (3 * i + 1) % R;
+}
+static uint64_t piece_len(int i) {
+    return (uint64_t)(5 * i % 7);
+}
+static unsigned char piece_byte(int i, uint64_t k) {
+    return (unsigned char)(i * 31 + (int)k * 7 + 1);
 }
 
-static void test_ranks(void) {
-    for (int r = 2; r <= 3; r++) {
-        root_runs = 0;
-        CHECK(ranks_threads_run(r, 20, rank_root_does, NULL) == 0);
-        CHECK(root_runs == 1); /* the failing step runs too, but on rank 0 alone */
-        CHECK(ranks_threads_run(r, 20, rank_share, NULL) == 0);
-        CHECK(ranks_threads_run(r, 20, rank_gather_new, NULL) == 0);
-        funnel_run runs[3] = {{.fail_rank = -1}, {.fail_rank = -1}, {.fail_rank = -1}};
-        CHECK(ranks_threads_run(r, 20, rank_funnel, runs) == 0);
+static void rank_run(int rank, void *arg) {
+    counts *c = arg;
+    rank_ctx x = {c, rank};
+    h5ark_error err = {0};
+    ranks_call_enter(21);
+
+    /* the stream: each rank fills its own pieces, and gives the whole list */
+    unsigned char bytes[NPIECES][8];
+    spmd_piece p[NPIECES];
+    for (int i = 0; i < NPIECES; i++) {
+        for (uint64_t k = 0; k < piece_len(i); k++)
+            bytes[i][k] = piece_byte(i, k);
+        p[i] = (spmd_piece){piece_rank(i), piece_rank(i) == rank ? bytes[i] : NULL, piece_len(i)};
     }
+    uint64_t want = 0;
+    for (int i = 0; rank == 0 && i < NPIECES; i++)
+        if (piece_rank(i) != 0) want += piece_len(i);
+    uint64_t room = spmd_pieces_recv_bytes(p, NPIECES);
+    TCHECK_INT(room, want);
+    void *recv = malloc(room ? room : 1);
+    size_t n = NPIECES;
+    TCHECK_INT(spmd_pieces_gather(0, p, &n, recv, &err), 0);
+    TCHECK_INT(n, rank == 0 ? NPIECES : 0);
+    for (size_t i = 0; i < n; i++) {
+        bool same = p[i].len == piece_len((int)i);
+        for (uint64_t k = 0; same && k < p[i].len; k++)
+            same = ((const unsigned char *)p[i].ptr)[k] == piece_byte((int)i, k);
+        TCHECKF(same, "rank 0's piece %zu (rank %d's)", i, piece_rank((int)i));
+        if (piece_rank((int)i) == 0)
+            TCHECKF(p[i].ptr == bytes[i], "rank 0's own piece %zu moved", i);
+    }
+    free(recv);
+
+    /* a failure on the last rank is every rank's, and nothing moves */
+    n = NPIECES;
+    int rc = rank == R - 1 && R > 1 ? h5ark_fail(&err, H5ARK_RESOURCE_LIMIT, "no room here") : 0;
+    TCHECK_INT(spmd_pieces_gather(rc, p, &n, NULL, &err), R > 1 ? -1 : 0);
+    if (R > 1) TCHECKF(strstr(err.message, "no room here") != NULL, "%s", err.message);
+
+    /* rank 0's state to every rank; every rank's to rank 0 */
+    c->state[rank] = 100 + rank;
+    TCHECK_INT(spmd_share(0, &int_codec, &x, &err), 0);
+    for (int r = 0; r < R; r++)
+        TCHECK_INT(c->got[rank][0], rank == 0 ? 0 : 100);
+    TCHECK_INT(ranks_barrier(&err), 0);
+    c->got[rank][0] = 0;
+    TCHECK_INT(spmd_collect(0, &int_codec, &x, &err), 0);
+    for (int r = 1; r < R; r++)
+        TCHECK_INT(c->got[rank][r], rank == 0 ? 100 + r : 0);
+    /* a failure before either: nothing is encoded, every rank fails */
+    err = (h5ark_error){0};
+    rc = rank == 0 ? 0 : h5ark_fail(&err, H5ARK_NOT_FOUND, "rank %d lacks it", rank);
+    TCHECK_INT(spmd_share(rc, &int_codec, &x, &err), R > 1 ? -1 : 0);
+    TCHECK_INT(spmd_collect(rc, &int_codec, &x, &err), R > 1 ? -1 : 0);
+
+    /* the blocks deal out 10 items in rank order */
+    uint64_t lo, hi, plo, phi;
+    spmd_block(10, &lo, &hi);
+    spmd_block_of(10, rank, &plo, &phi);
+    TCHECK_INT(lo, plo);
+    TCHECK_INT(hi, phi);
+    if (rank == 0) TCHECK_INT(lo, 0);
+    if (rank == R - 1) TCHECK_INT(hi, 10);
+    if (rank > 0) {
+        spmd_block_of(10, rank - 1, &plo, &phi);
+        TCHECK_INT(phi, lo);
+    }
+    ranks_call_leave();
 }
 
 int main(void) {
-    test_root_does();
-    test_share();
-    test_gather_new();
-    test_funnel();
-    test_names();
-    test_ranks();
+    h5ark_error err = {0};
+
+    /* one rank, outside any call: every piece is rank 0's, read where it lies */
+    char a[] = "abc", b[] = "defg";
+    spmd_piece p[2] = {{0, a, 3}, {0, b, 4}};
+    size_t n = 2;
+    CHECK_INT(spmd_pieces_recv_bytes(p, n), 0);
+    CHECK_INT(spmd_pieces_gather(0, p, &n, NULL, &err), 0);
+    CHECK_INT(n, 2);
+    CHECK(p[0].ptr == a && p[1].ptr == b);
+    CHECK_INT(spmd_pieces_gather(-1, p, &n, NULL, &err), -1); /* the outcome given */
+    CHECK_INT(n, 2);
+    counts one = {0};
+    rank_ctx x = {&one, 0};
+    CHECK_INT(spmd_share(0, &int_codec, &x, &err), 0);
+    CHECK_INT(spmd_share(-1, &int_codec, &x, &err), -1);
+    CHECK_INT(spmd_collect(0, &int_codec, &x, &err), 0);
+    CHECK_INT(one.encoded[0] + one.roomed[0] + one.decoded[0], 0);
+    uint64_t lo = 7, hi = 7;
+    spmd_block(10, &lo, &hi);
+    CHECK(lo == 0 && hi == 10);
+
+    /* R ranks as threads, R = 1 within a call too */
+    for (R = 1; R <= MAX_R; R++) {
+        counts c = {0};
+        CHECKF(ranks_threads_run(R, 20, rank_run, &c) == 0, "R = %d", R);
+        /* share: rank 0 encodes (its outcome was fine in the failed share too), the others
+         * make room and decode once; collect: the others encode once, rank 0 decodes each */
+        CHECK_INT(c.encoded[0], R > 1 ? 2 : 0);
+        CHECK_INT(c.roomed[0], R > 1 ? 1 : 0);
+        for (int r = 1; r < R; r++) {
+            CHECK_INT(c.encoded[r], 1);
+            CHECK_INT(c.roomed[r], 1);
+            CHECK_INT(c.decoded[r], 1);
+        }
+        CHECK_INT(c.decoded[0], R - 1);
+    }
+
+    /* the job's ranks by number: one, this host */
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    h5ark_value *hosts = spmd_hosts();
+    CHECK(hosts != NULL);
+    CHECK_INT(h5ark_value_len(hosts), 1);
+    if (hosts && h5ark_value_len(hosts) == 1) CHECK_STR(h5ark_value_at(hosts, 0)->as.s.ptr, host);
+    h5ark_value_destroy(&hosts);
+    CHECK_INT(spmd_check_rank(0, "fault", &err), 0);
+    CHECK_INT(spmd_check_rank(1, "fault", &err), -1);
+    CHECK_STR(err.message, "fault: rank must be 0 to 0, not 1");
+    CHECK_INT(err.code, H5ARK_BAD_REQUEST);
+    CHECK_INT(spmd_check_rank(-1, "fault", &err), -1);
+    CHECK_INT(spmd_on_rank(0, 5), 5);
+    CHECK_INT(spmd_on_rank(1, 5), 0);
+    CHECK_INT(spmd_fail(&err, H5ARK_RESOURCE_LIMIT, "out of memory for %d bytes", 12), -1);
+    CHECK_STR(err.message, "rank 0: out of memory for 12 bytes");
+    CHECK_INT(err.code, H5ARK_RESOURCE_LIMIT);
     return check_exit("test_spmd");
 }
