@@ -211,9 +211,11 @@ def test_scratch_within_max_memory():
     are counted against each rank's --max-memory as the objects are: past it that is
     resource_limit, nothing changes or is published, the memory comes back, and a smaller
     operation works."""
-    d, c = arkouda_at_two_ranks("56M")
+    d, c = arkouda_at_two_ranks("40M")
     try:
-        n = 2_000_000  # 8 MB of int64 a rank; the objects below take 32 MB of it
+        # 8 MB of int64 a rank; the objects below take 17 MB of each rank's 40, and a download
+        # gathers 16 MB on rank 0, which must fit; the moving buffers below must not
+        n = 2_000_000
         a = np.arange(n, dtype=np.int64)
         names = [upload(c, arr)[0] for arr in (a, a[::-1].copy(), np.ones(n, bool))]
         target, pos = names[0], names[1]
