@@ -1,0 +1,91 @@
+"""Strings compute as native commands (protocol/PROTOCOL.md, "Strings compute"): compare,
+split and concatenate of strings on a real daemon, at one rank and at two under mpirun,
+every value checked against Python's own string operations."""
+import random
+
+import pytest
+
+from daemons import MPIRUN, Daemon, mpi_build
+from wire import Conn, assert_alive
+
+rng = random.Random(11)
+WORDS = ["", "a", "b", "ab", "a,b", ",", ",,", "x,y,z", "héllo,wörld", "no comma", "a,,b,"]
+
+
+def sample(n):
+    return [",".join(rng.choice(WORDS) for _ in range(rng.randrange(0, 4))) for _ in range(n)]
+
+
+@pytest.fixture(params=[1, 2], ids=["one_rank", "two_ranks"])
+def conn(request):
+    if request.param == 2 and (MPIRUN is None or not mpi_build()):
+        pytest.skip("mpirun is not installed or h5arkd was built without MPI")
+    d = Daemon(locales=2, ranks=2) if request.param == 2 else Daemon(locales=3)
+    try:
+        yield Conn(d)
+        assert_alive(d)
+    finally:
+        d.cleanup()
+
+
+def test_compare(conn):
+    a = sample(501)
+    b = [s if rng.random() < 0.5 else rng.choice(WORDS) for s in a]
+    na, nb = conn.put_strings(a), conn.put_strings(b)
+    for op, want in (("==", [x == y for x, y in zip(a, b)]),
+                     ("!=", [x != y for x, y in zip(a, b)])):
+        hdr, _ = conn.ok("compare", strings=na, other=nb, op=op)
+        desc = hdr["result"]["object"]
+        assert (desc["objtype"], desc["dtype"], desc["size"]) == ("pdarray", "bool", len(a))
+        assert list(conn.get(desc["name"])) == want, op
+    for text in ("a,b", "", "héllo,wörld"):
+        hdr, _ = conn.ok("compare", strings=na, text=text, op="==")
+        assert list(conn.get(hdr["result"]["object"]["name"])) == [x == text for x in a]
+
+
+def test_compare_refuses(conn):
+    na, nb = conn.put_strings(["a", "b"]), conn.put_strings(["a"])
+    assert conn.fail("compare", strings=na, other=nb, op="==")["code"] == "bad_request"
+    assert conn.fail("compare", strings=na, text="a", op="<")["code"] == "bad_request"
+    assert conn.fail("compare", strings=na, op="==")["code"] == "bad_request"
+    assert conn.fail("compare", strings=na, other=na, text="a", op="==")["code"] == "bad_request"
+    nums = conn.put(__import__("numpy").arange(2))
+    assert conn.fail("compare", strings=nums, text="a", op="==")["code"] == "type_error"
+    assert conn.fail("compare", strings="nope", text="a", op="==")["code"] == "not_found"
+
+
+@pytest.mark.parametrize("max_", [0, 1, 2])
+def test_split(conn, max_):
+    a = sample(777)
+    na = conn.put_strings(a)
+    hdr, _ = conn.ok("split", strings=na, pattern=",", max=max_, segments=True)
+    res = hdr["result"]
+    want = [p for s in a for p in (s.split(",", max_) if max_ else s.split(","))]
+    assert res["object"]["objtype"] == "strings"
+    assert conn.get_strings(res["object"]["name"]) == want
+    firsts, at = [], 0
+    for s in a:
+        firsts.append(at)
+        at += len(s.split(",", max_) if max_ else s.split(","))
+    assert list(conn.get(res["segments"]["name"])) == firsts
+    hdr, _ = conn.ok("split", strings=na, pattern=",,")
+    assert "segments" not in hdr["result"]
+    assert conn.get_strings(hdr["result"]["object"]["name"]) == [
+        p for s in a for p in s.split(",,")]
+
+
+def test_split_refuses(conn):
+    na = conn.put_strings(["a,b"])
+    assert conn.fail("split", strings=na, pattern="")["code"] == "bad_request"
+    assert conn.fail("split", strings="nope", pattern=",")["code"] == "not_found"
+
+
+def test_concatenate_strings(conn):
+    parts = [sample(n) for n in (5, 0, 300, 1)]
+    names = [conn.put_strings(p) for p in parts]
+    hdr, _ = conn.ok("concatenate", names=names)
+    desc = hdr["result"]["object"]
+    assert (desc["objtype"], desc["size"]) == ("strings", sum(map(len, parts)))
+    assert conn.get_strings(desc["name"]) == [s for p in parts for s in p]
+    nums = conn.put(__import__("numpy").arange(3))
+    assert conn.fail("concatenate", names=[names[0], nums])["code"] == "type_error"
