@@ -144,44 +144,72 @@ static int cmd_binopvs(ak_ctx *ctx, h5ark_error *err) {
     return compare(ctx, NULL, text, text_len, err);
 }
 
-/* segmentedIndex {subcmd intIndex|sliceIndex|pdarrayIndex, objType, dtype, obj, key} */
+/* The bytes of string w of `name` through the native get, as Arkouda's reply "item str
+ * <JSON string>" (its length from the offsets: NULs are data). */
+static int string_item(ak_ctx *ctx, const char *name, uint64_t w, h5ark_error *err) {
+    h5ark_value *args = h5ark_value_map();
+    if (!args || h5ark_value_set(args, "name", h5ark_value_str(name)) ||
+        h5ark_value_set(args, "start", h5ark_value_uint(w)) ||
+        h5ark_value_set(args, "stop", h5ark_value_uint(w + 1))) {
+        h5ark_value_destroy(&args);
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    dispatch_result res;
+    int rc = ak_native(ctx, "get", args, NULL, &res, err);
+    h5ark_value_destroy(&args);
+    if (rc) return -1;
+    /* the buffers back to back: segments (one offset), then the string and its NUL */
+    uint64_t seg = 0, total = 0, got = 0;
+    for (size_t i = 0; i < h5ark_value_len(res.buffers); i++) {
+        const h5ark_value *b = h5ark_value_at(res.buffers, i), *nm = h5ark_value_get(b, "name");
+        uint64_t n = 0;
+        h5ark_value_to_uint64(h5ark_value_get(b, "nbytes"), &n);
+        if (nm && nm->kind == H5ARK_STR && strcmp(nm->as.s.ptr, "segments") == 0) seg = total + n;
+        total += n;
+    }
+    char *all = malloc(total ? total : 1);
+    for (size_t i = 0; all && i < res.nspans; i++) {
+        memcpy(all + got, res.spans[i].ptr, res.spans[i].len);
+        got += res.spans[i].len;
+    }
+    dispatch_result_free(&res);
+    if (!all) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (got != total || total <= seg)
+        rc = h5ark_fail(err, H5ARK_INTERNAL, "get gave string %llu no bytes",
+                        (unsigned long long)w);
+    json_t *str = rc == 0 ? json_stringn(all + seg, total - seg - 1) : NULL;
+    char *text = str ? json_dumps(str, JSON_ENCODE_ANY) : NULL;
+    if (rc == 0)
+        rc = text ? ak_reply(ctx, err, "item str %s", text)
+                  : h5ark_fail(err, H5ARK_BAD_REQUEST, "string %llu is not UTF-8",
+                               (unsigned long long)w);
+    free(text);
+    json_decref(str);
+    free(all);
+    return rc;
+}
+
+/* segmentedIndex {subcmd intIndex|sliceIndex|pdarrayIndex, objType, dtype, obj, key}: the
+ * native get (one string), slice or take. */
 static int cmd_index(ak_ctx *ctx, h5ark_error *err) {
-    const char *sub, *key;
-    if (ak_arg_str(ctx->in, "subcmd", &sub, err) || ak_arg_str(ctx->in, "key", &key, err))
+    const char *sub, *key, *name;
+    if (ak_arg_str(ctx->in, "subcmd", &sub, err) || ak_arg_str(ctx->in, "key", &key, err) ||
+        ak_arg_str(ctx->in, "obj", &name, err))
         return -1;
     object *s = strings_arg(ctx, "obj", err);
     if (!s) return -1;
-    int rc = 0;
-    object *idx = NULL;
+    int64_t size = (int64_t)s->size;
+    object_release(s);
+    h5ark_value *args = NULL;
     if (strcmp(sub, "intIndex") == 0) {
         int64_t i;
-        if (!ak_parse_int(key, &i)) {
-            rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "argument 'key' must be an int64");
-        } else {
-            int64_t w = i < 0 ? i + (int64_t)s->size : i;
-            if (w < 0 || (uint64_t)w >= s->size) {
-                rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "index %lld is out of bounds for %llu",
-                                (long long)i, (unsigned long long)s->size);
-            } else {
-                /* from the rank holding it, its length from the offsets (NULs are data) */
-                uint64_t len;
-                char *p = strings_dup_ranks(s, (uint64_t)w, &len, err);
-                if (!p) {
-                    object_release(s);
-                    return -1;
-                }
-                json_t *str = json_stringn(p, len);
-                free(p);
-                char *text = str ? json_dumps(str, JSON_ENCODE_ANY) : NULL;
-                rc = text ? ak_reply(ctx, err, "item str %s", text)
-                          : h5ark_fail(err, H5ARK_BAD_REQUEST, "string %lld is not UTF-8",
-                                       (long long)i);
-                free(text);
-                json_decref(str);
-            }
-        }
-        object_release(s);
-        return rc;
+        if (!ak_parse_int(key, &i))
+            return h5ark_fail(err, H5ARK_BAD_REQUEST, "argument 'key' must be an int64");
+        int64_t w = i < 0 ? i + size : i;
+        if (w < 0 || w >= size)
+            return h5ark_fail(err, H5ARK_BAD_REQUEST, "index %lld is out of bounds for %llu",
+                              (long long)i, (unsigned long long)size);
+        return string_item(ctx, name, (uint64_t)w, err);
     }
     if (strcmp(sub, "sliceIndex") == 0) {
         /* key: a JSON list [start, stop, stride] (strings or numbers) */
@@ -194,41 +222,33 @@ static int cmd_index(ak_ctx *ctx, h5ark_error *err) {
                                     : ak_parse_int(json_string_value(e), &v[k]);
         }
         json_decref(list);
-        int64_t size = (int64_t)s->size;
         uint64_t n = 0;
         if (!ok || v[2] == 0 || v[0] < -1 || v[0] > size || v[1] < -1 || v[1] > size)
-            rc = h5ark_fail(err, H5ARK_BAD_REQUEST,
-                            "'key' must be [start, stop, stride] within %lld", (long long)size);
-        else if (v[2] > 0 && v[1] > v[0])
+            return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                              "'key' must be [start, stop, stride] within %lld", (long long)size);
+        if (v[2] > 0 && v[1] > v[0])
             n = (uint64_t)((v[1] - v[0] - 1) / v[2]) + 1;
         else if (v[2] < 0 && v[0] > v[1])
             n = (uint64_t)((v[0] - v[1] - 1) / -v[2]) + 1;
-        if (rc == 0 && n &&
-            (v[0] < 0 || v[0] >= size || v[0] + (int64_t)(n - 1) * v[2] < 0 ||
-             v[0] + (int64_t)(n - 1) * v[2] >= size))
-            rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "the slice is outside the Strings");
-        if (rc == 0 && (idx = object_new_pdarray(H5ARK_INT64, n, err)))
-            for (int b = 0; b < idx->values->nshards; b++)
-                for (uint64_t k = 0; locales_is_local(b) && k < idx->values->shards[b].count; k++)
-                    ((int64_t *)idx->values->shards[b].data)[k] =
-                        v[0] + (int64_t)(idx->values->shards[b].start + k) * v[2];
-    } else if (strcmp(sub, "pdarrayIndex") == 0) {
-        object *key_obj = registry_get(key, err);
-        idx = key_obj ? elem_positions(key_obj, s->size, err) : NULL;
-        object_release(key_obj);
-        if (key_obj && ranks_call_seq() && ranks_agree(idx ? 0 : -1, err))
-            object_release(idx), idx = NULL; /* the first bad position of all */
-    } else {
-        rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "unknown subcmd '%.40s'", sub);
+        if (n && (v[0] < 0 || v[0] >= size || v[0] + (int64_t)(n - 1) * v[2] < 0 ||
+                  v[0] + (int64_t)(n - 1) * v[2] >= size))
+            return h5ark_fail(err, H5ARK_BAD_REQUEST, "the slice is outside the Strings");
+        args = h5ark_value_map();
+        if (args && (h5ark_value_set(args, "array", h5ark_value_str(name)) ||
+                     h5ark_value_set(args, "start", h5ark_value_int(v[0])) ||
+                     h5ark_value_set(args, "stop", h5ark_value_int(v[1])) ||
+                     h5ark_value_set(args, "step", h5ark_value_int(v[2]))))
+            h5ark_value_destroy(&args);
+        return ak_native_created(ctx, "slice", args, err);
     }
-    if (rc == 0 && !idx) rc = -1;
-    object *out = NULL;
-    if (rc == 0 && !(out = groupby_take(s, idx, err))) rc = -1;
-    if (rc == 0 && out) rc = ak_reply_created(ctx, out, err);
-    object_release(out);
-    object_release(idx);
-    object_release(s);
-    return rc;
+    if (strcmp(sub, "pdarrayIndex") == 0) {
+        args = h5ark_value_map();
+        if (args && (h5ark_value_set(args, "array", h5ark_value_str(name)) ||
+                     h5ark_value_set(args, "index", h5ark_value_str(key))))
+            h5ark_value_destroy(&args);
+        return ak_native_created(ctx, "take", args, err);
+    }
+    return h5ark_fail(err, H5ARK_BAD_REQUEST, "unknown subcmd '%.40s'", sub);
 }
 
 /* concatenateStr {objType Strings, names, mode}: the Strings end to end (interleave, which
@@ -317,7 +337,7 @@ const ak_command ak_strings_commands[] = {
     {"randomStrings", cmd_random_strings, 0, RANKS_ZERO},
     {"segmentedBinopvv", cmd_binopvv, 0, RANKS_ZERO},
     {"segmentedBinopvs", cmd_binopvs, 0, RANKS_ZERO},
-    {"segmentedIndex", cmd_index, 0, RANKS_EVERY},
+    {"segmentedIndex", cmd_index, 0, RANKS_ZERO},
     {"concatenateStr", cmd_concatenate, 0, RANKS_ZERO},
     {0},
 };
