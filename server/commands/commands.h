@@ -14,6 +14,6 @@ extern const command_def lbann_commands[];     /* pack */
 extern const command_def compute_commands[];   /* binop cast fill reduce cumsum limitbits */
 extern const command_def select_commands[];    /* take slice assign concatenate unique ... */
 extern const command_def file_commands[];      /* glob filetype fileformat rmhdf */
-extern const command_def strings_commands[];   /* compare split */
+extern const command_def strings_commands[];   /* compare split random_strings */
 
 #endif

@@ -1,5 +1,5 @@
-/* Strings commands: compare (== / != of strings, with strings or one text) and split (each
- * string cut at a literal pattern), and the strings half of concatenate. One path at any
+/* Strings commands: compare (== / != of strings, with strings or one text), split (each
+ * string cut at a literal pattern), random_strings, and the strings half of concatenate. One path at any
  * rank count: each rank works on its own shards, new strings are placed in the block
  * distribution by strings_place_ranks, and counts cross ranks with the rank layer's
  * collectives (which do nothing at one rank). */
@@ -13,8 +13,10 @@
 #include "registry.h"
 #include "sysio.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Publish objs[0..n) (argument `name` for the first, fresh names else) on every rank or
  * none, and reply each descriptor under keys[i]. */
@@ -317,6 +319,121 @@ object *strings_concatenate(object *const *parts, size_t n, h5ark_error *err) {
     return out;
 }
 
+/* ---- random_strings ---- */
+
+static uint64_t next_random(uint64_t *s) {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static const struct {
+    const char *name, *set;
+} char_sets[] = {
+    {"uppercase", "ABCDEFGHIJKLMNOPQRSTUVWXYZ"},
+    {"lowercase", "abcdefghijklmnopqrstuvwxyz"},
+    {"numeric", "0123456789"},
+    {"alphabetic", "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"},
+    {"alphanumeric", "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"},
+    {"printable", " !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                  "[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~"}};
+
+/* This rank's strings, rows [lo, hi) of the n the stream gives: every rank draws the whole
+ * stream (so the strings are those of the seed at any rank count) and keeps its own rows.
+ * The bytes are counted against --max-memory as they grow. */
+typedef struct {
+    char *bytes;
+    int64_t *offs;
+    uint64_t len, cap;
+} random_rows;
+
+static int grow(random_rows *r, uint64_t need, h5ark_error *err) {
+    if (need <= r->cap) return 0;
+    uint64_t want = need * 2;
+    h5ark_error limit = {0};
+    if (registry_reserve(want, &limit)) {
+        *err = limit;
+        return -1;
+    }
+    registry_unreserve(want);
+    char *bigger = realloc(r->bytes, want);
+    if (!bigger) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    r->bytes = bigger;
+    r->cap = want;
+    return 0;
+}
+
+/* random_strings {size, dist uniform|lognormal, chars, arg1, arg2, seed, name}: uniform
+ * lengths in [arg1, arg2), or lognormal ones of log-mean arg1 and log-sd arg2, of
+ * characters drawn from the named set; no seed (or a negative one): one from the clock. */
+static int cmd_random_strings(command_ctx *ctx, h5ark_error *err) {
+    uint64_t n = arg_uint(ctx, "size", 0);
+    const char *dist = arg_str(ctx, "dist", ""), *chars = arg_str(ctx, "chars", "");
+    double a1 = arg_number(ctx, "arg1", 0), a2 = arg_number(ctx, "arg2", 0);
+    const char *set = NULL;
+    for (size_t i = 0; i < sizeof char_sets / sizeof char_sets[0]; i++)
+        if (strcmp(char_sets[i].name, chars) == 0) set = char_sets[i].set;
+    if (!set) return h5ark_fail(err, H5ARK_BAD_REQUEST, "unknown chars '%.40s'", chars);
+    bool uniform = strcmp(dist, "uniform") == 0;
+    if (!uniform && strcmp(dist, "lognormal") != 0)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "dist must be uniform or lognormal");
+    if (uniform && !(a1 >= 0 && a2 > a1 && a2 <= 1e6))
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "lengths must be 0 <= arg1 < arg2 <= 1000000");
+    if (!uniform && !(a2 >= 0 && a1 < 13))
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "bad lognormal parameters");
+    if (n > OBJECT_MAX_ELEMENTS) return h5ark_fail(err, H5ARK_BAD_REQUEST, "size is too large");
+    int64_t seed = arg_int(ctx, "seed", -1);
+    uint64_t state = seed >= 0 ? (uint64_t)seed * 0x9e3779b97f4a7c15u + 1
+                               : (uint64_t)time(NULL) ^ (uint64_t)clock() << 20 ^ 0x5bd1e995u;
+    if (!state) state = 1; /* xorshift's one fixed point */
+    /* the least the strings can take (a NUL each, and arg1 bytes when uniform) must fit
+     * --max-memory: an absurd size is refused before anything is drawn */
+    uint64_t least = n * (uniform ? (uint64_t)a1 + 1 : 1);
+    int rc = registry_reserve(least, err);
+    if (rc == 0) registry_unreserve(least);
+    /* one stream for every rank: rank 0's clock when no seed is given */
+    if (ranks_agree(rc, err) || ranks_bcast(0, &state, sizeof state, err)) return -1;
+    int L = locales_count(), first = locales_local_first();
+    uint64_t lo = locales_block_start(n, L, first);
+    uint64_t hi = locales_block_start(n, L, first + locales_local_count());
+    random_rows r = {.offs = malloc((hi - lo ? hi - lo : 1) * sizeof *r.offs)};
+    size_t nset = strlen(set);
+    rc = r.offs ? grow(&r, 1 << 16, err) : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    for (uint64_t i = 0; rc == 0 && i < hi; i++) {
+        double l;
+        if (uniform) {
+            l = floor(a1 + (double)(next_random(&state) >> 11) / 9007199254740992.0 * (a2 - a1));
+        } else {
+            double u1 = ((double)(next_random(&state) >> 11) + 1) / 9007199254740993.0;
+            double u2 = (double)(next_random(&state) >> 11) / 9007199254740992.0;
+            l = floor(exp(a1 + a2 * sqrt(-2 * log(u1)) * cos(2 * M_PI * u2)));
+            if (l > 1e6) l = 1e6;
+        }
+        uint64_t m = (uint64_t)l;
+        if (i < lo) { /* another rank's: drawn, not kept */
+            for (uint64_t k = 0; k < m; k++)
+                next_random(&state);
+            continue;
+        }
+        if ((rc = grow(&r, r.len + m + 1, err))) break;
+        r.offs[i - lo] = (int64_t)r.len;
+        for (uint64_t k = 0; k < m; k++)
+            r.bytes[r.len++] = set[next_random(&state) % nset];
+        r.bytes[r.len++] = '\0';
+    }
+    object *out = NULL;
+    if (ranks_agree(rc, err) == 0) {
+        strings_run run = {lo, hi - lo, r.bytes, r.len, r.offs, 0};
+        out = strings_from_block_ranks(n, &run, 1, err);
+    }
+    free(r.bytes);
+    free(r.offs);
+    rc = out ? publish_made(ctx, &out, (const char *const[]){"object"}, 1, err) : -1;
+    object_release(out);
+    return rc;
+}
+
 const command_def strings_commands[] = {
     {"compare",
      cmd_compare,
@@ -333,6 +450,17 @@ const command_def strings_commands[] = {
       {"pattern", ARG_TEXT, true},
       {"max", ARG_INT, false},
       {"segments", ARG_BOOL, false},
+      {"name", ARG_STR, false},
+      {0}},
+     .ranks = RANKS_EVERY},
+    {"random_strings",
+     cmd_random_strings,
+     {{"size", ARG_UINT, true},
+      {"dist", ARG_STR, true},
+      {"chars", ARG_STR, true},
+      {"arg1", ARG_NUMBER, true},
+      {"arg2", ARG_NUMBER, true},
+      {"seed", ARG_INT, false},
       {"name", ARG_STR, false},
       {0}},
      .ranks = RANKS_EVERY},

@@ -1,20 +1,12 @@
 /* Strings commands of the Arkouda dialect, as its Strings and Categorical code sends them:
  * randomStrings segmentedIndex segmentedBinopvv segmentedBinopvs concatenateStr
- * segmentedSplit. New strings are made through the native put (ak_strings_from_buffer) at
- * one rank, and across ranks each rank's strings are placed in the block distribution
- * (strings_place_ranks); gathers go through groupby_take. */
+ * segmentedSplit. They only translate: Arkouda's arguments checked and given to the native
+ * random_strings, get, slice, take, compare, concatenate and split (commands/strings_ops.c,
+ * commands/select.c), whose objects are replied as Arkouda's "created" text. */
 #include "front/arkouda/commands.h"
 #include "front/arkouda/values.h"
-#include "commands/elements.h"
-#include "locales.h"
-#include "objects/groupby.h"
-#include "objects/strings.h"
-#include "dist/ranks.h"
 #include "registry.h"
-#include "sysio.h"
 
-#include <math.h>
-#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,15 +14,8 @@ static object *strings_arg(ak_ctx *ctx, const char *key, h5ark_error *err) {
     return ak_object_arg(ctx, key, H5ARK_STRINGS, err);
 }
 
-static uint64_t next_random(uint64_t *s) {
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
-/* randomStrings {size, dist uniform|lognormal, chars, arg1, arg2, seed}: uniform lengths
- * in [arg1, arg2), or lognormal ones of log-mean arg1 and log-sd arg2. */
+/* randomStrings {size, dist uniform|lognormal, chars, arg1, arg2, seed}: the native
+ * random_strings (seed None: none). */
 static int cmd_random_strings(ak_ctx *ctx, h5ark_error *err) {
     uint64_t n;
     const char *dist, *chars;
@@ -39,77 +24,19 @@ static int cmd_random_strings(ak_ctx *ctx, h5ark_error *err) {
         ak_arg_str(ctx->in, "chars", &chars, err) || ak_arg_double(ctx->in, "arg1", &a1, err) ||
         ak_arg_double(ctx->in, "arg2", &a2, err))
         return -1;
-    static const struct {
-        const char *name, *set;
-    } sets[] = {{"uppercase", "ABCDEFGHIJKLMNOPQRSTUVWXYZ"},
-                {"lowercase", "abcdefghijklmnopqrstuvwxyz"},
-                {"numeric", "0123456789"},
-                {"alphabetic", "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"},
-                {"alphanumeric", "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"},
-                {"printable", " !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                              "[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~"}};
-    const char *set = NULL;
-    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
-        if (strcmp(sets[i].name, chars) == 0) set = sets[i].set;
-    if (!set) return h5ark_fail(err, H5ARK_BAD_REQUEST, "unknown chars '%.40s'", chars);
-    bool uniform = strcmp(dist, "uniform") == 0;
-    if (!uniform && strcmp(dist, "lognormal") != 0)
-        return h5ark_fail(err, H5ARK_BAD_REQUEST, "dist must be uniform or lognormal");
-    if (uniform && !(a1 >= 0 && a2 > a1 && a2 <= 1e6))
-        return h5ark_fail(err, H5ARK_BAD_REQUEST, "lengths must be 0 <= arg1 < arg2 <= 1000000");
-    if (!uniform && !(a2 >= 0 && a1 < 13))
-        return h5ark_fail(err, H5ARK_BAD_REQUEST, "bad lognormal parameters");
     const char *seedtext = ak_arg(ctx->in, "seed");
     int64_t seed = -1;
     if (seedtext && strcmp(seedtext, "None") != 0 && !ak_parse_int(seedtext, &seed))
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "argument 'seed' must be an int64");
-    uint64_t state = seed >= 0 ? (uint64_t)seed * 0x9e3779b97f4a7c15u + 1
-                               : (uint64_t)time(NULL) ^ (uint64_t)clock() << 20 ^ 0x5bd1e995u;
-    if (!state) state = 1; /* xorshift's one fixed point */
-    size_t nset = strlen(set);
-    /* the bytes are counted against --max-memory as they would be as an object */
-    uint64_t cap = 1 << 16, len = 0;
-    if (n > OBJECT_MAX_ELEMENTS) return h5ark_fail(err, H5ARK_BAD_REQUEST, "size is too large");
-    /* the least the strings can take (a NUL each, and arg1 bytes when uniform) must fit
-     * --max-memory: an absurd size is refused before anything is generated */
-    uint64_t least = n * (uniform ? (uint64_t)a1 + 1 : 1);
-    if (registry_reserve(least, err)) return -1;
-    registry_unreserve(least);
-    char *bytes = malloc(cap);
-    if (!bytes) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    for (uint64_t i = 0; i < n; i++) {
-        double l;
-        if (uniform) {
-            l = floor(a1 + (double)(next_random(&state) >> 11) / 9007199254740992.0 * (a2 - a1));
-        } else {
-            double u1 = ((double)(next_random(&state) >> 11) + 1) / 9007199254740993.0;
-            double u2 = (double)(next_random(&state) >> 11) / 9007199254740992.0;
-            l = floor(exp(a1 + a2 * sqrt(-2 * log(u1)) * cos(2 * M_PI * u2)));
-            if (l > 1e6) l = 1e6;
-        }
-        uint64_t m = (uint64_t)l;
-        if (len + m + 1 > cap) {
-            uint64_t want = (len + m + 1) * 2;
-            h5ark_error limit = {0};
-            if (registry_reserve(want, &limit)) {
-                free(bytes);
-                *err = limit;
-                return -1;
-            }
-            registry_unreserve(want);
-            char *bigger = realloc(bytes, want);
-            if (!bigger) {
-                free(bytes);
-                return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-            }
-            bytes = bigger;
-            cap = want;
-        }
-        for (uint64_t k = 0; k < m; k++)
-            bytes[len++] = set[next_random(&state) % nset];
-        bytes[len++] = '\0';
-    }
-    return ak_strings_from_buffer(ctx, bytes, len, NULL, 0, err);
+    h5ark_value *args = h5ark_value_map();
+    if (args && (h5ark_value_set(args, "size", h5ark_value_uint(n)) ||
+                 h5ark_value_set(args, "dist", h5ark_value_str(dist)) ||
+                 h5ark_value_set(args, "chars", h5ark_value_str(chars)) ||
+                 h5ark_value_set(args, "arg1", h5ark_value_float(a1)) ||
+                 h5ark_value_set(args, "arg2", h5ark_value_float(a2)) ||
+                 (seed >= 0 && h5ark_value_set(args, "seed", h5ark_value_int(seed)))))
+        h5ark_value_destroy(&args);
+    return ak_native_created(ctx, "random_strings", args, err);
 }
 
 /* The native compare of Strings `obj` with Strings `other` or a text, op == or !=. */
