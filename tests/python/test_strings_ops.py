@@ -89,3 +89,38 @@ def test_concatenate_strings(conn):
     assert conn.get_strings(desc["name"]) == [s for p in parts for s in p]
     nums = conn.put(__import__("numpy").arange(3))
     assert conn.fail("concatenate", names=[names[0], nums])["code"] == "type_error"
+
+
+def xorshift_uniform(n, seed, lo, hi, chars):
+    """The daemon's stream (xorshift64, protocol/PROTOCOL.md) drawn in Python: uniform
+    lengths in [lo, hi), characters of `chars`."""
+    m64 = (1 << 64) - 1
+    state = (seed * 0x9e3779b97f4a7c15 + 1) & m64 or 1
+
+    def nxt():
+        nonlocal state
+        state ^= (state << 13) & m64
+        state ^= state >> 7
+        state ^= (state << 17) & m64
+        return state
+
+    out = []
+    for _ in range(n):
+        length = int(lo + (nxt() >> 11) / 9007199254740992.0 * (hi - lo))
+        out.append("".join(chars[nxt() % len(chars)] for _ in range(length)))
+    return out
+
+
+def test_random_strings(conn):
+    hdr, _ = conn.ok("random_strings", size=403, dist="uniform", chars="lowercase",
+                     arg1=0, arg2=9, seed=5)
+    got = conn.get_strings(hdr["result"]["object"]["name"])
+    assert got == xorshift_uniform(403, 5, 0, 9, "abcdefghijklmnopqrstuvwxyz")
+    hdr, _ = conn.ok("random_strings", size=50, dist="lognormal", chars="numeric",
+                     arg1=1.0, arg2=0.5)
+    got = conn.get_strings(hdr["result"]["object"]["name"])
+    assert len(got) == 50 and all(s.isdigit() or s == "" for s in got)
+    for bad in ({"chars": "greek"}, {"dist": "normal"}, {"arg1": 5, "arg2": 2}):
+        args = dict(size=3, dist="uniform", chars="numeric", arg1=0, arg2=4, **{})
+        args.update(bad)
+        assert conn.fail("random_strings", **args)["code"] == "bad_request"
