@@ -1,13 +1,17 @@
 """Strings compute as native commands (protocol/PROTOCOL.md, "Strings compute"): compare,
 split and concatenate of strings on a real daemon, at one rank and at two under mpirun,
 every value checked against Python's own string operations."""
+import os
 import random
+import re
+import subprocess
 
 import pytest
 
 from daemons import MPIRUN, Daemon, mpi_build
 from wire import Conn, assert_alive
 
+CLIENT_TEST = os.environ.get("H5ARK_CLIENT_TEST", "build/client/c/test_h5ark_client")
 rng = random.Random(11)
 WORDS = ["", "a", "b", "ab", "a,b", ",", ",,", "x,y,z", "héllo,wörld", "no comma", "a,,b,"]
 
@@ -124,3 +128,31 @@ def test_random_strings(conn):
         args = dict(size=3, dist="uniform", chars="numeric", arg1=0, arg2=4, **{})
         args.update(bad)
         assert conn.fail("random_strings", **args)["code"] == "bad_request"
+
+
+def test_python_client(conn):
+    import h5ark
+    c = h5ark.connect(conn.daemon.endpoint, timeout=60)
+    a, b = sample(300), sample(300)
+    sa, sb = c.array(a), c.array(b)
+    assert list(c.compare(sa, sb).to_ndarray()) == [x == y for x, y in zip(a, b)]
+    assert list(c.compare(sa, "a,b", op="!=").to_ndarray()) == [x != "a,b" for x in a]
+    pieces, firsts = c.split(sa, ",", segments=True)
+    assert pieces.to_list() == [p for s in a for p in s.split(",")]
+    assert list(firsts.to_ndarray()) == list(
+        __import__("itertools").accumulate([0] + [len(s.split(",")) for s in a[:-1]]))
+    assert c.split(sa, ",", max=1).to_list() == [p for s in a for p in s.split(",", 1)]
+    assert c.concatenate([sa, sb]).to_list() == a + b
+    r = c.random_strings(40, chars="uppercase", arg1=1, arg2=4, seed=3)
+    assert r.to_list() == xorshift_uniform(40, 3, 1, 4, "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    with pytest.raises(h5ark.BadRequestError):
+        c.compare(sa, sb, op="<")
+
+
+def test_c_client(conn):
+    if not os.access(CLIENT_TEST, os.X_OK):
+        pytest.fail(f"test_h5ark_client not found at {CLIENT_TEST}: build or set H5ARK_CLIENT_TEST")
+    proc = subprocess.run([CLIENT_TEST, conn.daemon.endpoint, "strings"], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"[1-9]\d* checks, 0 failed", proc.stdout), proc.stdout
