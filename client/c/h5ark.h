@@ -314,14 +314,13 @@ int h5ark_client_concatenate(h5ark_client_t *self, const char *const *names, siz
 /* Strings compute. compare: where strings[i] == (op "==") or != (op "!=") the strings
  * `other`'s, or, other NULL, the text[0..text_len) (NULs allowed); a bool pdarray. */
 int h5ark_client_compare(h5ark_client_t *self, const char *strings, const char *op,
-                         const char *other, const char *text, size_t text_len,
-                         h5ark_value **object, h5ark_error *err);
+                         const char *other, const char *text, size_t text_len, h5ark_value **object,
+                         h5ark_error *err);
 /* Each string cut at the literal pattern (at most max cuts; 0: all): *result maps `object`
  * (the pieces) and, with `segments`, `segments` (each string's first piece) to
  * descriptors. */
-int h5ark_client_split(h5ark_client_t *self, const char *strings, const char *pattern,
-                       int64_t max, bool segments, const char *name, h5ark_value **result,
-                       h5ark_error *err);
+int h5ark_client_split(h5ark_client_t *self, const char *strings, const char *pattern, int64_t max,
+                       bool segments, const char *name, h5ark_value **result, h5ark_error *err);
 /* `size` random strings of the character set `chars` (uppercase lowercase numeric
  * alphabetic alphanumeric printable), dist "uniform" (lengths in [arg1, arg2)) or
  * "lognormal" (log-mean arg1, log-sd arg2); seed < 0: none. */

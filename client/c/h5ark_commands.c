@@ -680,8 +680,8 @@ int h5ark_client_concatenate(h5ark_client_t *self, const char *const *names, siz
 }
 
 int h5ark_client_compare(h5ark_client_t *self, const char *strings, const char *op,
-                         const char *other, const char *text, size_t text_len,
-                         h5ark_value **object, h5ark_error *err) {
+                         const char *other, const char *text, size_t text_len, h5ark_value **object,
+                         h5ark_error *err) {
     h5ark_value *args = str_args("strings", strings, "op", op);
     int rc = args ? 0 : -1;
     if (rc == 0 && other) rc = h5ark_value_set(args, "other", h5ark_value_str(other));
@@ -690,9 +690,8 @@ int h5ark_client_compare(h5ark_client_t *self, const char *strings, const char *
     return call_named(self, "compare", args, NULL, "object", object, err);
 }
 
-int h5ark_client_split(h5ark_client_t *self, const char *strings, const char *pattern,
-                       int64_t max, bool segments, const char *name, h5ark_value **result,
-                       h5ark_error *err) {
+int h5ark_client_split(h5ark_client_t *self, const char *strings, const char *pattern, int64_t max,
+                       bool segments, const char *name, h5ark_value **result, h5ark_error *err) {
     h5ark_value *args = str_args("strings", strings, "pattern", pattern);
     if (args && (h5ark_value_set(args, "max", h5ark_value_int(max)) ||
                  h5ark_value_set(args, "segments", h5ark_value_bool(segments))))

@@ -1,8 +1,8 @@
 /* Strings commands: compare (== / != of strings, with strings or one text), split (each
- * string cut at a literal pattern), random_strings, and the strings half of concatenate. One path at any
- * rank count: each rank works on its own shards, new strings are placed in the block
- * distribution by strings_place_ranks, and counts cross ranks with the rank layer's
- * collectives (which do nothing at one rank). */
+ * string cut at a literal pattern), random_strings, and the strings half of concatenate.
+ * One path at any rank count: each rank works on its own shards, new strings are placed in
+ * the block distribution by strings_place_ranks, and counts cross ranks with the rank
+ * layer's collectives (which do nothing at one rank). */
 #include "commands.h"
 #include "strings_ops.h"
 
@@ -25,8 +25,7 @@ static int publish_made(command_ctx *ctx, object **objs, const char *const *keys
     size_t published = 0;
     int rc = 0;
     for (; rc == 0 && published < n; published++)
-        if (registry_publish(objs[published], published ? NULL : arg_str(ctx, "name", NULL),
-                             err))
+        if (registry_publish(objs[published], published ? NULL : arg_str(ctx, "name", NULL), err))
             rc = -1;
     if (rc) published--; /* the one that failed is not published */
     if ((rc = ranks_agree(rc, err))) {
@@ -39,8 +38,7 @@ static int publish_made(command_ctx *ctx, object **objs, const char *const *keys
     return rc;
 }
 
-static object *strings_named(command_ctx *ctx, const char *cmd, const char *arg,
-                             h5ark_error *err) {
+static object *strings_named(command_ctx *ctx, const char *cmd, const char *arg, h5ark_error *err) {
     object *s = registry_get(arg_str(ctx, arg, ""), err);
     if (!s) {
         h5ark_fail_context(err, "%s: argument '%s'", cmd, arg);
@@ -290,8 +288,9 @@ static int cmd_split(command_ctx *ctx, h5ark_error *err) {
                    .max = arg_int(ctx, "max", 0),
                    .segs = made[1]};
     if (rc == 0 && !(made[0] = split_pieces(&j, err))) rc = -1;
-    if (rc == 0) rc = publish_made(ctx, made, (const char *const[]){"object", "segments"},
-                                   segs_too ? 2 : 1, err);
+    if (rc == 0)
+        rc = publish_made(ctx, made, (const char *const[]){"object", "segments"}, segs_too ? 2 : 1,
+                          err);
     free(counts);
     object_release(made[0]);
     object_release(made[1]);
@@ -330,14 +329,13 @@ static uint64_t next_random(uint64_t *s) {
 
 static const struct {
     const char *name, *set;
-} char_sets[] = {
-    {"uppercase", "ABCDEFGHIJKLMNOPQRSTUVWXYZ"},
-    {"lowercase", "abcdefghijklmnopqrstuvwxyz"},
-    {"numeric", "0123456789"},
-    {"alphabetic", "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"},
-    {"alphanumeric", "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"},
-    {"printable", " !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                  "[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~"}};
+} char_sets[] = {{"uppercase", "ABCDEFGHIJKLMNOPQRSTUVWXYZ"},
+                 {"lowercase", "abcdefghijklmnopqrstuvwxyz"},
+                 {"numeric", "0123456789"},
+                 {"alphabetic", "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"},
+                 {"alphanumeric", "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"},
+                 {"printable", " !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                               "[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~"}};
 
 /* This rank's strings, rows [lo, hi) of the n the stream gives: every rank draws the whole
  * stream (so the strings are those of the seed at any rank count) and keeps its own rows.

@@ -948,8 +948,7 @@ static void test_strings_compute(h5ark_client_t *c) {
     CHECK(strings_are(c, desc_str(obj, "name"), ab, 8), "concatenate strings");
     h5ark_value_destroy(&obj);
 
-    CHECK_OK(h5ark_client_random_strings(c, 20, "numeric", "uniform", 2, 3, 9, NULL, &obj,
-                                         &err));
+    CHECK_OK(h5ark_client_random_strings(c, 20, "numeric", "uniform", 2, 3, 9, NULL, &obj, &err));
     CHECK_OK(h5ark_client_get(c, desc_str(obj, "name"), 0, H5ARK_END, &d, &err));
     bool digits = d.count == 20;
     for (uint64_t i = 0; digits && i < d.count; i++) {
@@ -1073,7 +1072,8 @@ static void test_destructive(h5ark_client_t *c) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s ENDPOINT [basic|hdf|compute|select|strings|destructive]...\n", argv[0]);
+        fprintf(stderr, "usage: %s ENDPOINT [basic|hdf|compute|select|strings|destructive]...\n",
+                argv[0]);
         return 2;
     }
     snprintf(prefix, sizeof prefix, "ct%d_%ld", (int)getpid(), (long)time(NULL) % 100000);

@@ -48,10 +48,11 @@ static int compare(ak_ctx *ctx, const char *other, const char *text, size_t text
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "strings compare with == and != only, not %.20s",
                           op);
     h5ark_value *args = h5ark_value_map();
-    if (args && (h5ark_value_set(args, "strings", h5ark_value_str(obj)) ||
-                 h5ark_value_set(args, "op", h5ark_value_str(op)) ||
-                 h5ark_value_set(args, other ? "other" : "text",
-                                 other ? h5ark_value_str(other) : h5ark_value_strn(text, text_len))))
+    if (args &&
+        (h5ark_value_set(args, "strings", h5ark_value_str(obj)) ||
+         h5ark_value_set(args, "op", h5ark_value_str(op)) ||
+         h5ark_value_set(args, other ? "other" : "text",
+                         other ? h5ark_value_str(other) : h5ark_value_strn(text, text_len))))
         h5ark_value_destroy(&args);
     return ak_native_created(ctx, "compare", args, err);
 }
@@ -102,8 +103,8 @@ static int string_item(ak_ctx *ctx, const char *name, uint64_t w, h5ark_error *e
     dispatch_result_free(&res);
     if (!all) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     if (got != total || total <= seg)
-        rc = h5ark_fail(err, H5ARK_INTERNAL, "get gave string %llu no bytes",
-                        (unsigned long long)w);
+        rc =
+            h5ark_fail(err, H5ARK_INTERNAL, "get gave string %llu no bytes", (unsigned long long)w);
     json_t *str = rc == 0 ? json_stringn(all + seg, total - seg - 1) : NULL;
     char *text = str ? json_dumps(str, JSON_ENCODE_ANY) : NULL;
     if (rc == 0)
@@ -185,10 +186,10 @@ static int cmd_concatenate(ak_ctx *ctx, h5ark_error *err) {
     if (!names) return -1;
     for (size_t k = 0; k < h5ark_value_len(names); k++) {
         object *part = registry_get(h5ark_value_at(names, k)->as.s.ptr, err);
-        int rc = !part                               ? -1
-                 : part->objtype != H5ARK_STRINGS ? h5ark_fail(err, H5ARK_TYPE_ERROR,
-                                                                "%s is not Strings", part->name)
-                                                   : 0;
+        int rc = !part ? -1
+                 : part->objtype != H5ARK_STRINGS
+                     ? h5ark_fail(err, H5ARK_TYPE_ERROR, "%s is not Strings", part->name)
+                     : 0;
         object_release(part);
         if (rc) {
             h5ark_value_destroy(&names);
