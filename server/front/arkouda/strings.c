@@ -203,8 +203,9 @@ static int cmd_concatenate(ak_ctx *ctx, h5ark_error *err) {
         return ak_strings_from_buffer(ctx, none, 0, NULL, 0, err);
     }
     h5ark_value *args = h5ark_value_map();
-    if (args && h5ark_value_set(args, "names", names)) h5ark_value_destroy(&args);
     if (!args) h5ark_value_destroy(&names);
+    /* the map takes the names, also when setting fails */
+    if (args && h5ark_value_set(args, "names", names)) h5ark_value_destroy(&args);
     return ak_native_created(ctx, "concatenate", args, err);
 }
 
