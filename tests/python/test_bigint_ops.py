@@ -8,7 +8,6 @@ from daemons import MPIRUN, Daemon, mpi_build
 from wire import Conn, assert_alive
 
 
-
 @pytest.fixture(params=[1, 2], ids=["one_rank", "two_ranks"])
 def conn(request):
     if request.param == 2 and (MPIRUN is None or not mpi_build()):
