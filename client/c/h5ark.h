@@ -209,6 +209,19 @@ int h5ark_client_cumsum(h5ark_client_t *self, const char *array, bool include_in
 int h5ark_client_limitbits(h5ark_client_t *self, const char *array, int64_t max_bits,
                            h5ark_value **object, h5ark_error *err);
 
+/* bigint_arange: range(start, stop, step) of decimal integers (non-negative, up to 4096
+ * bits) as a bigint pdarray. bigint_limbs: *result {"limbs": [desc...]}, least significant
+ * first. bigint_from_limbs: a bigint from `count` uint64 pdarrays, most significant
+ * first, cut to max_bits (-1: unbounded). */
+int h5ark_client_bigint_arange(h5ark_client_t *self, const char *start, const char *stop,
+                               const char *step, const char *name, h5ark_value **object,
+                               h5ark_error *err);
+int h5ark_client_bigint_limbs(h5ark_client_t *self, const char *array, h5ark_value **result,
+                              h5ark_error *err);
+int h5ark_client_bigint_from_limbs(h5ark_client_t *self, const char *const *arrays, size_t count,
+                                   int64_t max_bits, const char *name, h5ark_value **object,
+                                   h5ark_error *err);
+
 /* Elements [start, stop) of an object, as the daemon sent them. */
 typedef struct {
     h5ark_value *object; /* the descriptor */

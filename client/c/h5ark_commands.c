@@ -679,6 +679,33 @@ int h5ark_client_concatenate(h5ark_client_t *self, const char *const *names, siz
     return call(self, "concatenate", args, NULL, 0, "object", object, err);
 }
 
+int h5ark_client_bigint_arange(h5ark_client_t *self, const char *start, const char *stop,
+                               const char *step, const char *name, h5ark_value **object,
+                               h5ark_error *err) {
+    h5ark_value *args = str_args("start", start, "stop", stop);
+    if (args && step && h5ark_value_set(args, "step", h5ark_value_str(step)))
+        h5ark_value_destroy(&args);
+    return call_named(self, "bigint_arange", args, name, "object", object, err);
+}
+
+int h5ark_client_bigint_limbs(h5ark_client_t *self, const char *array, h5ark_value **result,
+                              h5ark_error *err) {
+    return call_named(self, "bigint_limbs", str_args("array", array, NULL, NULL), NULL, NULL,
+                      result, err);
+}
+
+int h5ark_client_bigint_from_limbs(h5ark_client_t *self, const char *const *arrays, size_t count,
+                                   int64_t max_bits, const char *name, h5ark_value **object,
+                                   h5ark_error *err) {
+    h5ark_value *args = name_args(NULL, 0, name);
+    if (!args || h5ark_value_set(args, "arrays", str_array(arrays, count)) ||
+        h5ark_value_set(args, "max_bits", h5ark_value_int(max_bits))) {
+        h5ark_value_destroy(&args);
+        return oom(err);
+    }
+    return call(self, "bigint_from_limbs", args, NULL, 0, "object", object, err);
+}
+
 int h5ark_client_compare(h5ark_client_t *self, const char *strings, const char *op,
                          const char *other, const char *text, size_t text_len, h5ark_value **object,
                          h5ark_error *err) {

@@ -963,6 +963,35 @@ static void test_strings_compute(h5ark_client_t *c) {
               H5ARK_BAD_REQUEST);
 }
 
+/* bigint_arange, bigint_limbs and bigint_from_limbs */
+static void test_bigint_compute(h5ark_client_t *c) {
+    h5ark_value *obj = NULL, *res = NULL;
+    /* 2^64 + 5, + 7 ... below 2^64 + 40: 5 values of two limbs */
+    CHECK_OK(h5ark_client_bigint_arange(c, "18446744073709551621", "18446744073709551656", "7",
+                                        NULL, &obj, &err));
+    CHECK(desc_uint(obj, "size") == 5, "bigint_arange size %" PRIu64, desc_uint(obj, "size"));
+    CHECK_OK(h5ark_client_bigint_limbs(c, desc_str(obj, "name"), &res, &err));
+    const h5ark_value *limbs = h5ark_value_get(res, "limbs");
+    CHECK(h5ark_value_len(limbs) == 2, "two limbs, not %zu", h5ark_value_len(limbs));
+    if (h5ark_value_len(limbs) == 2) {
+        h5ark_data d;
+        CHECK_OK(h5ark_client_get(c, desc_str(h5ark_value_at(limbs, 0), "name"), 0, H5ARK_END, &d,
+                                  &err));
+        const uint64_t lo[] = {5, 12, 19, 26, 33};
+        CHECK(d.count == 5 && memcmp(d.values, lo, sizeof lo) == 0, "limb 0");
+        h5ark_data_free(&d);
+        const char *both[] = {desc_str(h5ark_value_at(limbs, 1), "name"),
+                              desc_str(h5ark_value_at(limbs, 0), "name")};
+        h5ark_value *again = NULL;
+        CHECK_OK(h5ark_client_bigint_from_limbs(c, both, 2, 64, NULL, &again, &err));
+        CHECK(strcmp(desc_str(again, "dtype"), "bigint") == 0, "bigint_from_limbs dtype");
+        h5ark_value_destroy(&again);
+    }
+    h5ark_value_destroy(&res);
+    h5ark_value_destroy(&obj);
+    CHECK_ERR(h5ark_client_bigint_arange(c, "-1", "5", NULL, NULL, NULL, &err), H5ARK_BAD_REQUEST);
+}
+
 static void test_select(h5ark_client_t *c) {
     char a[128], pos[128], mask[128], out[128], vals[128];
     snprintf(a, sizeof a, "%s", uname("sel_a"));
@@ -1072,7 +1101,7 @@ static void test_destructive(h5ark_client_t *c) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s ENDPOINT [basic|hdf|compute|select|strings|destructive]...\n",
+        fprintf(stderr, "usage: %s ENDPOINT [basic|hdf|compute|select|ops|destructive]...\n",
                 argv[0]);
         return 2;
     }
@@ -1084,14 +1113,14 @@ int main(int argc, char **argv) {
     }
     h5ark_client_set_timeout(c, 60000);
     bool basic = argc == 2, hdf = false, select = false, destructive = false, compute = false;
-    bool strings = false;
+    bool ops = false; /* strings and bigint compute */
     for (int i = 2; i < argc; i++) {
         basic |= strcmp(argv[i], "basic") == 0;
         hdf |= strcmp(argv[i], "hdf") == 0;
         select |= strcmp(argv[i], "select") == 0;
         destructive |= strcmp(argv[i], "destructive") == 0;
         compute |= strcmp(argv[i], "compute") == 0;
-        strings |= strcmp(argv[i], "strings") == 0;
+        ops |= strcmp(argv[i], "ops") == 0;
     }
     if (compute && !basic) test_compute(c);
     if (basic) {
@@ -1110,7 +1139,8 @@ int main(int argc, char **argv) {
     if (hdf) test_hdf(c);
     if (hdf) test_files(c);
     if (select) test_select(c);
-    if (strings) test_strings_compute(c);
+    if (ops) test_strings_compute(c);
+    if (ops) test_bigint_compute(c);
     cleanup(c);
     if (destructive) test_destructive(c);
     h5ark_client_destroy(&c);

@@ -70,3 +70,17 @@ def test_refusals(conn):
     assert conn.fail("bigint_from_limbs", arrays=[u], max_bits=-2)["code"] == "bad_request"
     short = conn.put(np.arange(2, dtype=np.uint64))
     assert conn.fail("bigint_from_limbs", arrays=[u, short])["code"] == "bad_request"
+
+
+def test_python_client(conn):
+    import h5ark
+    c = h5ark.connect(conn.daemon.endpoint, timeout=60)
+    big = c.bigint_arange(2**70, 2**70 + 50, 3)
+    assert big.to_list() == list(range(2**70, 2**70 + 50, 3))
+    limbs = c.bigint_limbs(big)
+    assert [v.to_list() for v in limbs] == [[v & (2**64 - 1) for v in big.to_list()],
+                                            [v >> 64 for v in big.to_list()]]
+    again = c.bigint_from_limbs(list(reversed(limbs)), max_bits=66)
+    assert again.to_list() == [v & (2**66 - 1) for v in big.to_list()]
+    with pytest.raises(h5ark.BadRequestError):
+        c.bigint_arange(5, 1, 0)

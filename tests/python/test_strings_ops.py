@@ -152,7 +152,7 @@ def test_python_client(conn):
 def test_c_client(conn):
     if not os.access(CLIENT_TEST, os.X_OK):
         pytest.fail(f"test_h5ark_client not found at {CLIENT_TEST}: build or set H5ARK_CLIENT_TEST")
-    proc = subprocess.run([CLIENT_TEST, conn.daemon.endpoint, "strings"], capture_output=True,
+    proc = subprocess.run([CLIENT_TEST, conn.daemon.endpoint, "ops"], capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert re.search(r"[1-9]\d* checks, 0 failed", proc.stdout), proc.stdout

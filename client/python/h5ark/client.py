@@ -436,6 +436,25 @@ class Client:
         return self._object(self.request("limitbits", {"array": _name_of(array),
                                                        "max_bits": int(max_bits)}))
 
+    def bigint_arange(self, start, stop, step=1, name=None):
+        """A bigint pdarray of range(start, stop, step) (non-negative Python ints of up to
+        4096 bits), computed on the daemon."""
+        return self._object(self.request("bigint_arange", {
+            "start": str(int(start)), "stop": str(int(stop)), "step": str(int(step)),
+            "name": name}))
+
+    def bigint_limbs(self, array):
+        """A bigint's uint64 limbs as new pdarrays, least significant first, as many as
+        its largest value needs."""
+        result = self.request("bigint_limbs", {"array": _name_of(array)}).result
+        return [make_object(self, d) for d in result["limbs"]]
+
+    def bigint_from_limbs(self, arrays, max_bits=-1, name=None):
+        """A bigint from uint64 pdarrays of one length, most significant first, its values
+        cut to max_bits (-1: unbounded)."""
+        return self._object(self.request("bigint_from_limbs", {
+            "arrays": _names_of(arrays), "max_bits": int(max_bits), "name": name}))
+
     # -- composites: the daemon's constructors on existing objects -------------------
     # The classes (h5ark.SegArray, Categorical, GroupBy, DataFrame, Index, MultiIndex)
     # build from Python data too; Client.SegArray(...) etc. are those on this client.
