@@ -7,7 +7,8 @@ and B's speed against A (A's median over B's, and the extremes):
 Commands: concatenateStr (4 x 100k -> 400k), segmentedSplit (400k -> 1.2M with
 return_segs), segmentedBinopvv and segmentedBinopvs (==, 400k), segmentedIndex
 (sliceIndex of every other string, pdarrayIndex of 100k positions), randomStrings (400k,
-seeded). ranks: 1 (default) or more (mpirun, locales 4 / ranks each)."""
+seeded); and the bigint commands arange<bigint,1> (400k of two limbs),
+bigint_to_uint_list and big_int_creation of it. ranks: 1 (default) or more (mpirun, locales 4 / ranks each)."""
 import os
 import pathlib
 import statistics
@@ -34,6 +35,10 @@ def start(binary):
     parts = [put_strings(c, WORDS[k * N // 4:(k + 1) * N // 4]) for k in range(4)]
     pos = created_name(c.ok("randint<int64,1>", {"shape": "100000", "low": "0",
                                                  "high": str(N), "seed": "3"}))
+    big = created_name(c.ok("arange<bigint,1>", {"start": str(2**64), "stop": str(2**64 + N),
+                                                  "step": "1"}))
+    lo, hi = (created_name(m) for m in
+              __import__("json").loads(c.ok("bigint_to_uint_list<bigint,1>", {"array": big})))
     cmds = {
         "concatenateStr": ("concatenateStr", {"objType": "Strings", "names": parts,
                                               "mode": "append"}),
@@ -54,6 +59,12 @@ def start(binary):
                                                       "obj": whole, "key": pos}),
         "randomStrings": ("randomStrings", {"size": N, "dist": "uniform", "chars": "lowercase",
                                             "arg1": 1, "arg2": 20, "seed": 5}),
+        "arange<bigint,1>": ("arange<bigint,1>", {"start": str(2**64), "stop": str(2**64 + N),
+                                                  "step": "1"}),
+        "bigint_to_uint_list": ("bigint_to_uint_list<bigint,1>", {"array": big}),
+        "big_int_creation": ("big_int_creation<bigint,1>", {"num_arrays": 2, "shape": str(N),
+                                                            "arrays": [hi, lo],
+                                                            "max_bits": -1}),
     }
     return d, c, cmds
 
@@ -62,6 +73,8 @@ def once(c, cmd, params):
     t = time.perf_counter()
     msg = c.ok(cmd, params)
     dt = time.perf_counter() - t
+    if msg.startswith("["):  # bigint_to_uint_list: a JSON list of created texts
+        msg = "+".join(__import__("json").loads(msg))
     for made in msg.split("+"):
         if made.startswith("created ") and not made.startswith("created bytes"):
             c.ok("delete", {"name": created_name(made)})
