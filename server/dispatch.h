@@ -22,7 +22,8 @@ typedef enum {
     ARG_SCALAR,     /* integer, float or boolean */
     ARG_STR_ARRAY,  /* array of strings */
     ARG_UINT_ARRAY, /* array of non-negative integers */
-    ARG_STR_ARRAYS  /* array of arrays of strings (awkward0 whitelist specs) */
+    ARG_STR_ARRAYS, /* array of arrays of strings (awkward0 whitelist specs) */
+    ARG_TEXT        /* string, NUL bytes allowed (data, not a name) */
 } arg_type;
 
 typedef struct {

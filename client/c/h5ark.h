@@ -209,6 +209,19 @@ int h5ark_client_cumsum(h5ark_client_t *self, const char *array, bool include_in
 int h5ark_client_limitbits(h5ark_client_t *self, const char *array, int64_t max_bits,
                            h5ark_value **object, h5ark_error *err);
 
+/* bigint_arange: range(start, stop, step) of decimal integers (non-negative, up to 4096
+ * bits) as a bigint pdarray. bigint_limbs: *result {"limbs": [desc...]}, least significant
+ * first. bigint_from_limbs: a bigint from `count` uint64 pdarrays, most significant
+ * first, cut to max_bits (-1: unbounded). */
+int h5ark_client_bigint_arange(h5ark_client_t *self, const char *start, const char *stop,
+                               const char *step, const char *name, h5ark_value **object,
+                               h5ark_error *err);
+int h5ark_client_bigint_limbs(h5ark_client_t *self, const char *array, h5ark_value **result,
+                              h5ark_error *err);
+int h5ark_client_bigint_from_limbs(h5ark_client_t *self, const char *const *arrays, size_t count,
+                                   int64_t max_bits, const char *name, h5ark_value **object,
+                                   h5ark_error *err);
+
 /* Elements [start, stop) of an object, as the daemon sent them. */
 typedef struct {
     h5ark_value *object; /* the descriptor */
@@ -307,9 +320,26 @@ int h5ark_client_slice(h5ark_client_t *self, const char *array, int64_t start, i
 int h5ark_client_assign(h5ark_client_t *self, const char *array, const char *index,
                         const char *values, h5ark_number value, h5ark_value **object,
                         h5ark_error *err);
-/* `count` pdarrays of one dtype end to end. */
+/* `count` pdarrays of one dtype, or strings, end to end. */
 int h5ark_client_concatenate(h5ark_client_t *self, const char *const *names, size_t count,
                              const char *name, h5ark_value **object, h5ark_error *err);
+
+/* Strings compute. compare: where strings[i] == (op "==") or != (op "!=") the strings
+ * `other`'s, or, other NULL, the text[0..text_len) (NULs allowed); a bool pdarray. */
+int h5ark_client_compare(h5ark_client_t *self, const char *strings, const char *op,
+                         const char *other, const char *text, size_t text_len, h5ark_value **object,
+                         h5ark_error *err);
+/* Each string cut at the literal pattern (at most max cuts; 0: all): *result maps `object`
+ * (the pieces) and, with `segments`, `segments` (each string's first piece) to
+ * descriptors. */
+int h5ark_client_split(h5ark_client_t *self, const char *strings, const char *pattern, int64_t max,
+                       bool segments, const char *name, h5ark_value **result, h5ark_error *err);
+/* `size` random strings of the character set `chars` (uppercase lowercase numeric
+ * alphabetic alphanumeric printable), dist "uniform" (lengths in [arg1, arg2)) or
+ * "lognormal" (log-mean arg1, log-sd arg2); seed < 0: none. */
+int h5ark_client_random_strings(h5ark_client_t *self, uint64_t size, const char *chars,
+                                const char *dist, double arg1, double arg2, int64_t seed,
+                                const char *name, h5ark_value **object, h5ark_error *err);
 /* The grouping of `count` keys: *result maps `unique_key_idx` (and with `groups`,
  * `permutation` and `segments`) to descriptors. order: NULL ("bytes") or "arkouda". */
 int h5ark_client_unique(h5ark_client_t *self, const char *const *keys, size_t count, bool groups,

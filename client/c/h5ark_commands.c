@@ -679,6 +679,65 @@ int h5ark_client_concatenate(h5ark_client_t *self, const char *const *names, siz
     return call(self, "concatenate", args, NULL, 0, "object", object, err);
 }
 
+int h5ark_client_bigint_arange(h5ark_client_t *self, const char *start, const char *stop,
+                               const char *step, const char *name, h5ark_value **object,
+                               h5ark_error *err) {
+    h5ark_value *args = str_args("start", start, "stop", stop);
+    if (args && step && h5ark_value_set(args, "step", h5ark_value_str(step)))
+        h5ark_value_destroy(&args);
+    return call_named(self, "bigint_arange", args, name, "object", object, err);
+}
+
+int h5ark_client_bigint_limbs(h5ark_client_t *self, const char *array, h5ark_value **result,
+                              h5ark_error *err) {
+    return call_named(self, "bigint_limbs", str_args("array", array, NULL, NULL), NULL, NULL,
+                      result, err);
+}
+
+int h5ark_client_bigint_from_limbs(h5ark_client_t *self, const char *const *arrays, size_t count,
+                                   int64_t max_bits, const char *name, h5ark_value **object,
+                                   h5ark_error *err) {
+    h5ark_value *args = name_args(NULL, 0, name);
+    if (!args || h5ark_value_set(args, "arrays", str_array(arrays, count)) ||
+        h5ark_value_set(args, "max_bits", h5ark_value_int(max_bits))) {
+        h5ark_value_destroy(&args);
+        return oom(err);
+    }
+    return call(self, "bigint_from_limbs", args, NULL, 0, "object", object, err);
+}
+
+int h5ark_client_compare(h5ark_client_t *self, const char *strings, const char *op,
+                         const char *other, const char *text, size_t text_len, h5ark_value **object,
+                         h5ark_error *err) {
+    h5ark_value *args = str_args("strings", strings, "op", op);
+    int rc = args ? 0 : -1;
+    if (rc == 0 && other) rc = h5ark_value_set(args, "other", h5ark_value_str(other));
+    if (rc == 0 && !other) rc = h5ark_value_set(args, "text", h5ark_value_strn(text, text_len));
+    if (rc) h5ark_value_destroy(&args);
+    return call_named(self, "compare", args, NULL, "object", object, err);
+}
+
+int h5ark_client_split(h5ark_client_t *self, const char *strings, const char *pattern, int64_t max,
+                       bool segments, const char *name, h5ark_value **result, h5ark_error *err) {
+    h5ark_value *args = str_args("strings", strings, "pattern", pattern);
+    if (args && (h5ark_value_set(args, "max", h5ark_value_int(max)) ||
+                 h5ark_value_set(args, "segments", h5ark_value_bool(segments))))
+        h5ark_value_destroy(&args);
+    return call_named(self, "split", args, name, NULL, result, err);
+}
+
+int h5ark_client_random_strings(h5ark_client_t *self, uint64_t size, const char *chars,
+                                const char *dist, double arg1, double arg2, int64_t seed,
+                                const char *name, h5ark_value **object, h5ark_error *err) {
+    h5ark_value *args = str_args("chars", chars, "dist", dist);
+    if (args && (h5ark_value_set(args, "size", h5ark_value_uint(size)) ||
+                 h5ark_value_set(args, "arg1", h5ark_value_float(arg1)) ||
+                 h5ark_value_set(args, "arg2", h5ark_value_float(arg2)) ||
+                 (seed >= 0 && h5ark_value_set(args, "seed", h5ark_value_int(seed)))))
+        h5ark_value_destroy(&args);
+    return call_named(self, "random_strings", args, name, "object", object, err);
+}
+
 int h5ark_client_unique(h5ark_client_t *self, const char *const *keys, size_t count, bool groups,
                         const char *order, h5ark_value **result, h5ark_error *err) {
     const char *pairs[] = {"order", order};

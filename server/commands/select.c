@@ -6,6 +6,7 @@
 #include "commands.h"
 
 #include "elements.h"
+#include "strings_ops.h"
 #include "objects/groupby.h"
 #include "locales.h"
 #include "dist/ranks.h"
@@ -321,7 +322,7 @@ static int cmd_assign(command_ctx *ctx, h5ark_error *err) {
     return rc;
 }
 
-/* concatenate {names, name}: pdarrays of one dtype end to end. */
+/* concatenate {names, name}: pdarrays of one dtype, or strings, end to end. */
 static int cmd_concatenate(command_ctx *ctx, h5ark_error *err) {
     const h5ark_value *names = arg_value(ctx, "names");
     size_t n = h5ark_value_len(names);
@@ -332,19 +333,24 @@ static int cmd_concatenate(command_ctx *ctx, h5ark_error *err) {
     for (size_t k = 0; rc == 0 && k < n; k++) {
         if (!(parts[k] = registry_get(h5ark_value_at(names, k)->as.s.ptr, err)))
             rc = h5ark_fail_context(err, "concatenate: names[%zu]", k);
-        else if (parts[k]->objtype != H5ARK_PDARRAY || parts[k]->dtype != parts[0]->dtype ||
-                 parts[k]->dtype == H5ARK_BIGINT)
+        else if (parts[k]->objtype != parts[0]->objtype ||
+                 (parts[0]->objtype != H5ARK_STRINGS &&
+                  (parts[k]->objtype != H5ARK_PDARRAY || parts[k]->dtype != parts[0]->dtype ||
+                   parts[k]->dtype == H5ARK_BIGINT)))
             rc = h5ark_fail(err, H5ARK_TYPE_ERROR,
-                            "concatenate takes pdarrays of one dtype; %s differs", parts[k]->name);
+                            "concatenate takes pdarrays of one dtype, or strings; %s differs",
+                            parts[k]->name);
         else
             total += parts[k]->size;
     }
     /* a rank failing alone so far (out of memory) must not leave the others in the next
      * collective (making `out`) */
     rc = ranks_agree(rc, err);
-    object *out = rc == 0 ? object_new_pdarray(parts[0]->dtype, total, err) : NULL;
+    bool strings = rc == 0 && parts[0]->objtype == H5ARK_STRINGS;
+    object *out = rc || strings ? NULL : object_new_pdarray(parts[0]->dtype, total, err);
+    if (strings && !(out = strings_concatenate(parts, n, err))) rc = -1;
     rc = ranks_agree(rc == 0 && !out ? -1 : rc, err);
-    if (rc == 0) rc = place_parts(out->values, parts, n, err);
+    if (rc == 0 && !strings) rc = place_parts(out->values, parts, n, err);
     if (rc == 0) rc = publish(ctx, out, err);
     object_release(out);
     for (size_t k = 0; parts && k < n; k++)

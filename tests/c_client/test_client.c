@@ -892,6 +892,106 @@ static bool int64s_are(h5ark_client_t *c, const char *name, const int64_t *want,
     return same;
 }
 
+/* The strings of object `name` equal want[0..n). */
+static bool strings_are(h5ark_client_t *c, const char *name, const char *const *want, size_t n) {
+    h5ark_data d;
+    memset(&err, 0, sizeof err);
+    if (h5ark_client_get(c, name, 0, H5ARK_END, &d, &err)) return false;
+    bool same = d.count == n;
+    for (size_t i = 0; same && i < n; i++) {
+        size_t len;
+        const char *s = h5ark_data_string(&d, i, &len);
+        same = len == strlen(want[i]) && memcmp(s, want[i], len) == 0;
+    }
+    h5ark_data_free(&d);
+    return same;
+}
+
+/* compare, split, concatenate and random_strings of strings */
+static void test_strings_compute(h5ark_client_t *c) {
+    const char *a[] = {"x,y", "", "a,,b", "x,y"}, *b[] = {"x,y", "", "a,b", "q"};
+    char na[128], nb[128];
+    snprintf(na, sizeof na, "%s", uname("so_a"));
+    snprintf(nb, sizeof nb, "%s", uname("so_b"));
+    CHECK_OK(h5ark_client_put_strings(c, 4, a, na, NULL, &err));
+    CHECK_OK(h5ark_client_put_strings(c, 4, b, nb, NULL, &err));
+    h5ark_value *obj = NULL;
+    CHECK_OK(h5ark_client_compare(c, na, "==", nb, NULL, 0, &obj, &err));
+    h5ark_data d;
+    CHECK_OK(h5ark_client_get(c, desc_str(obj, "name"), 0, H5ARK_END, &d, &err));
+    CHECK(d.count == 4 && d.dtype == H5ARK_BOOLEAN &&
+              memcmp(d.values, (const uint8_t[]){1, 1, 0, 0}, 4) == 0,
+          "compare ==");
+    h5ark_data_free(&d);
+    h5ark_value_destroy(&obj);
+    CHECK_OK(h5ark_client_compare(c, na, "!=", NULL, "x,y", 3, &obj, &err));
+    CHECK_OK(h5ark_client_get(c, desc_str(obj, "name"), 0, H5ARK_END, &d, &err));
+    CHECK(d.count == 4 && memcmp(d.values, (const uint8_t[]){0, 1, 1, 0}, 4) == 0,
+          "compare != text");
+    h5ark_data_free(&d);
+    h5ark_value_destroy(&obj);
+    CHECK_ERR(h5ark_client_compare(c, na, "<", nb, NULL, 0, NULL, &err), H5ARK_BAD_REQUEST);
+
+    h5ark_value *res = NULL;
+    CHECK_OK(h5ark_client_split(c, na, ",", 0, true, NULL, &res, &err));
+    const char *pieces[] = {"x", "y", "", "a", "", "b", "x", "y"};
+    CHECK(strings_are(c, desc_str(h5ark_value_get(res, "object"), "name"), pieces, 8), "split");
+    CHECK(int64s_are(c, desc_str(h5ark_value_get(res, "segments"), "name"),
+                     (const int64_t[]){0, 2, 3, 6}, 4),
+          "split segments");
+    h5ark_value_destroy(&res);
+    CHECK_ERR(h5ark_client_split(c, na, "", 0, false, NULL, NULL, &err), H5ARK_BAD_REQUEST);
+
+    const char *both[] = {na, nb};
+    CHECK_OK(h5ark_client_concatenate(c, both, 2, NULL, &obj, &err));
+    const char *ab[] = {"x,y", "", "a,,b", "x,y", "x,y", "", "a,b", "q"};
+    CHECK(strings_are(c, desc_str(obj, "name"), ab, 8), "concatenate strings");
+    h5ark_value_destroy(&obj);
+
+    CHECK_OK(h5ark_client_random_strings(c, 20, "numeric", "uniform", 2, 3, 9, NULL, &obj, &err));
+    CHECK_OK(h5ark_client_get(c, desc_str(obj, "name"), 0, H5ARK_END, &d, &err));
+    bool digits = d.count == 20;
+    for (uint64_t i = 0; digits && i < d.count; i++) {
+        size_t len;
+        const char *s = h5ark_data_string(&d, i, &len);
+        digits = len == 2 && s[0] >= '0' && s[0] <= '9' && s[1] >= '0' && s[1] <= '9';
+    }
+    CHECK(digits, "random_strings: 20 strings of two digits");
+    h5ark_data_free(&d);
+    h5ark_value_destroy(&obj);
+    CHECK_ERR(h5ark_client_random_strings(c, 3, "greek", "uniform", 0, 2, -1, NULL, NULL, &err),
+              H5ARK_BAD_REQUEST);
+}
+
+/* bigint_arange, bigint_limbs and bigint_from_limbs */
+static void test_bigint_compute(h5ark_client_t *c) {
+    h5ark_value *obj = NULL, *res = NULL;
+    /* 2^64 + 5, + 7 ... below 2^64 + 40: 5 values of two limbs */
+    CHECK_OK(h5ark_client_bigint_arange(c, "18446744073709551621", "18446744073709551656", "7",
+                                        NULL, &obj, &err));
+    CHECK(desc_uint(obj, "size") == 5, "bigint_arange size %" PRIu64, desc_uint(obj, "size"));
+    CHECK_OK(h5ark_client_bigint_limbs(c, desc_str(obj, "name"), &res, &err));
+    const h5ark_value *limbs = h5ark_value_get(res, "limbs");
+    CHECK(h5ark_value_len(limbs) == 2, "two limbs, not %zu", h5ark_value_len(limbs));
+    if (h5ark_value_len(limbs) == 2) {
+        h5ark_data d;
+        CHECK_OK(h5ark_client_get(c, desc_str(h5ark_value_at(limbs, 0), "name"), 0, H5ARK_END, &d,
+                                  &err));
+        const uint64_t lo[] = {5, 12, 19, 26, 33};
+        CHECK(d.count == 5 && memcmp(d.values, lo, sizeof lo) == 0, "limb 0");
+        h5ark_data_free(&d);
+        const char *both[] = {desc_str(h5ark_value_at(limbs, 1), "name"),
+                              desc_str(h5ark_value_at(limbs, 0), "name")};
+        h5ark_value *again = NULL;
+        CHECK_OK(h5ark_client_bigint_from_limbs(c, both, 2, 64, NULL, &again, &err));
+        CHECK(strcmp(desc_str(again, "dtype"), "bigint") == 0, "bigint_from_limbs dtype");
+        h5ark_value_destroy(&again);
+    }
+    h5ark_value_destroy(&res);
+    h5ark_value_destroy(&obj);
+    CHECK_ERR(h5ark_client_bigint_arange(c, "-1", "5", NULL, NULL, NULL, &err), H5ARK_BAD_REQUEST);
+}
+
 static void test_select(h5ark_client_t *c) {
     char a[128], pos[128], mask[128], out[128], vals[128];
     snprintf(a, sizeof a, "%s", uname("sel_a"));
@@ -1001,7 +1101,8 @@ static void test_destructive(h5ark_client_t *c) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s ENDPOINT [basic|hdf|compute|select|destructive]...\n", argv[0]);
+        fprintf(stderr, "usage: %s ENDPOINT [basic|hdf|compute|select|ops|destructive]...\n",
+                argv[0]);
         return 2;
     }
     snprintf(prefix, sizeof prefix, "ct%d_%ld", (int)getpid(), (long)time(NULL) % 100000);
@@ -1012,12 +1113,14 @@ int main(int argc, char **argv) {
     }
     h5ark_client_set_timeout(c, 60000);
     bool basic = argc == 2, hdf = false, select = false, destructive = false, compute = false;
+    bool ops = false; /* strings and bigint compute */
     for (int i = 2; i < argc; i++) {
         basic |= strcmp(argv[i], "basic") == 0;
         hdf |= strcmp(argv[i], "hdf") == 0;
         select |= strcmp(argv[i], "select") == 0;
         destructive |= strcmp(argv[i], "destructive") == 0;
         compute |= strcmp(argv[i], "compute") == 0;
+        ops |= strcmp(argv[i], "ops") == 0;
     }
     if (compute && !basic) test_compute(c);
     if (basic) {
@@ -1036,6 +1139,8 @@ int main(int argc, char **argv) {
     if (hdf) test_hdf(c);
     if (hdf) test_files(c);
     if (select) test_select(c);
+    if (ops) test_strings_compute(c);
+    if (ops) test_bigint_compute(c);
     cleanup(c);
     if (destructive) test_destructive(c);
     h5ark_client_destroy(&c);

@@ -436,6 +436,25 @@ class Client:
         return self._object(self.request("limitbits", {"array": _name_of(array),
                                                        "max_bits": int(max_bits)}))
 
+    def bigint_arange(self, start, stop, step=1, name=None):
+        """A bigint pdarray of range(start, stop, step) (non-negative Python ints of up to
+        4096 bits), computed on the daemon."""
+        return self._object(self.request("bigint_arange", {
+            "start": str(int(start)), "stop": str(int(stop)), "step": str(int(step)),
+            "name": name}))
+
+    def bigint_limbs(self, array):
+        """A bigint's uint64 limbs as new pdarrays, least significant first, as many as
+        its largest value needs."""
+        result = self.request("bigint_limbs", {"array": _name_of(array)}).result
+        return [make_object(self, d) for d in result["limbs"]]
+
+    def bigint_from_limbs(self, arrays, max_bits=-1, name=None):
+        """A bigint from uint64 pdarrays of one length, most significant first, its values
+        cut to max_bits (-1: unbounded)."""
+        return self._object(self.request("bigint_from_limbs", {
+            "arrays": _names_of(arrays), "max_bits": int(max_bits), "name": name}))
+
     # -- composites: the daemon's constructors on existing objects -------------------
     # The classes (h5ark.SegArray, Categorical, GroupBy, DataFrame, Index, MultiIndex)
     # build from Python data too; Client.SegArray(...) etc. are those on this client.
@@ -522,9 +541,39 @@ class Client:
             "values": None if values is None else _name_of(values), "value": value}))
 
     def concatenate(self, arrays, name=None):
-        """Arrays of one dtype end to end."""
+        """Arrays of one dtype, or Strings, end to end."""
         return self._object(self.request("concatenate", {"names": _names_of(arrays),
                                                          "name": name}))
+
+    # -- strings compute -------------------------------------------------------------
+
+    def compare(self, strings, other, op="=="):
+        """Where strings[i] == (op "==") or != (op "!=") other[i] (Strings of the same
+        size) or the str `other`: a bool pdarray."""
+        args = {"strings": _name_of(strings), "op": op}
+        if isinstance(other, str):
+            args["text"] = other
+        else:
+            args["other"] = _name_of(other)
+        return self._object(self.request("compare", args))
+
+    def split(self, strings, pattern, max=0, segments=False, name=None):
+        """Each string cut at the literal `pattern` (at most `max` cuts; 0: all): the pieces
+        as Strings, or with segments=True (pieces, the index of each string's first piece)."""
+        result = self.request("split", {"strings": _name_of(strings), "pattern": pattern,
+                                        "max": int(max), "segments": bool(segments),
+                                        "name": name}).result
+        pieces = make_object(self, result["object"])
+        return (pieces, make_object(self, result["segments"])) if segments else pieces
+
+    def random_strings(self, size, chars="alphanumeric", dist="uniform", arg1=1, arg2=10,
+                       seed=None, name=None):
+        """`size` random strings of the character set `chars` (uppercase lowercase numeric
+        alphabetic alphanumeric printable): lengths uniform in [arg1, arg2), or lognormal
+        of log-mean arg1 and log-sd arg2; the same strings for the same seed."""
+        return self._object(self.request("random_strings", {
+            "size": int(size), "dist": dist, "chars": chars, "arg1": float(arg1),
+            "arg2": float(arg2), "seed": None if seed is None else int(seed), "name": name}))
 
     def unique(self, keys, groups=False, order=None):
         """The grouping of the keys' rows: {"unique_key_idx": handle} (the first row of each

@@ -105,11 +105,6 @@ static bool bigint_template(const ak_request *in) {
     return in->nparams && strcmp(in->params[0], "bigint") == 0;
 }
 
-/* Through the native create on rank 0, but a bigint's limbs are made on every rank. */
-static ranks_mode arange_ranks(const ak_request *in) {
-    return bigint_template(in) ? RANKS_EVERY : RANKS_ZERO;
-}
-
 /* arange<T,1> {start, stop, step} */
 static int cmd_arange(ak_ctx *ctx, h5ark_error *err) {
     h5ark_dtype dtype;
@@ -377,7 +372,7 @@ static int cmd_str(ak_ctx *ctx, h5ark_error *err) {
 }
 
 const ak_command ak_compute_commands[] = {
-    {"arange", cmd_arange, 0, RANKS_ZERO, arange_ranks},
+    {"arange", cmd_arange, 0, RANKS_ZERO},
     {"randint", cmd_randint, 0, RANKS_ZERO},
     {"create", cmd_create, 0, RANKS_ZERO},
     {"set", cmd_set, 0, RANKS_ZERO},
