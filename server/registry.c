@@ -81,7 +81,7 @@ int registry_scratch(uint64_t bytes, void **p, uint64_t *reserved, h5ark_error *
     return 0;
 }
 
-int registry_scratch_ranks(uint64_t bytes, void **p, uint64_t *reserved, h5ark_error *err) {
+int registry_scratch_agreed(uint64_t bytes, void **p, uint64_t *reserved, h5ark_error *err) {
     return ranks_agree(registry_scratch(bytes, p, reserved, err), err);
 }
 

@@ -28,7 +28,7 @@ void registry_unreserve(uint64_t bytes);
 int registry_scratch(uint64_t bytes, void **p, uint64_t *reserved, h5ark_error *err);
 /* The same within a call that every rank makes: each rank takes its own, then the ranks
  * agree (every rank has its scratch, or all fail with the lowest failing rank's error). */
-int registry_scratch_ranks(uint64_t bytes, void **p, uint64_t *reserved, h5ark_error *err);
+int registry_scratch_agreed(uint64_t bytes, void **p, uint64_t *reserved, h5ark_error *err);
 uint64_t registry_memory_used(void);
 uint64_t registry_memory_limit(void);
 size_t registry_count(void); /* objects published under a name */

@@ -515,7 +515,7 @@ static void *whole_copy(const object *a, uint64_t *reserved, h5ark_error *err) {
     const darray *d = a->values;
     uint64_t words = (d->size * d->itemsize + 7) / 8;
     uint64_t *w = NULL;
-    if (registry_scratch_ranks(words * 8, (void **)&w, reserved, err)) {
+    if (registry_scratch_agreed(words * 8, (void **)&w, reserved, err)) {
         free(w);
         return NULL;
     }

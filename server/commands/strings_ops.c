@@ -244,8 +244,8 @@ static object *split_pieces(split_job *j, h5ark_error *err) {
         total += c;
     }
     /* a piece takes no more bytes than its string (the pattern is at least one byte) */
-    if (registry_scratch_ranks(local, (void **)&j->buf, &reserved, err) ||
-        registry_scratch_ranks(npieces * 8, (void **)&j->starts, &reserved, err))
+    if (registry_scratch_agreed(local, (void **)&j->buf, &reserved, err) ||
+        registry_scratch_agreed(npieces * 8, (void **)&j->starts, &reserved, err))
         goto done;
     locales_run(split_locale, j); /* made */
     for (int t = 0; t < T; t++)

@@ -132,7 +132,7 @@ typedef struct {
 } make_job;
 
 static int take_scratch(uint64_t bytes, void **p, void *ctx, h5ark_error *err) {
-    return registry_scratch_ranks(bytes, p, ctx, err);
+    return registry_scratch_agreed(bytes, p, ctx, err);
 }
 
 static int make_sort_local(void *ctx, h5ark_error *err) {

@@ -253,7 +253,7 @@ static int view_of(agg_view *w, agg_job *j, const object *values, uint64_t p0, u
             values->objtype == H5ARK_STRINGS ? values->segments : values->values, 0, values->size);
     if (ranks_allreduce_u64(need, 2, RANKS_MAX, err)) return -1;
     if (!need[0] && !need[1]) return 0;
-    if (registry_scratch_ranks(m * 8, (void **)&w->entries, reserved, err)) return -1;
+    if (registry_scratch_agreed(m * 8, (void **)&w->entries, reserved, err)) return -1;
     for (uint64_t i = 0; i < m; i++)
         w->entries[i] = (int64_t)(p0 + i);
     if (groupby_fetch_rows(j->perm, w->entries, m, w->entries, err)) return -1;
@@ -263,7 +263,7 @@ static int view_of(agg_view *w, agg_job *j, const object *values, uint64_t p0, u
     j->perm = &w->perm;
     if (!need[1]) return 0;
     size_t is = values->values->itemsize;
-    if (registry_scratch_ranks(m * is, &w->v, reserved, err) ||
+    if (registry_scratch_agreed(m * is, &w->v, reserved, err) ||
         groupby_fetch_rows(values->values, w->entries, m, w->v, err))
         return -1;
     for (uint64_t i = 0; i < m; i++) /* the values are now in place order */

@@ -20,8 +20,9 @@ int groupby_fetch_rows(const darray *a, const int64_t *rows, uint64_t nrows, voi
     char *rep = NULL, *back = NULL;
     if (!cnt || !rcnt || !sc || !rcv || !pos)
         rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me);
-    if (ranks_agree(rc, err) || registry_scratch_ranks(nrows * 16, (void **)&req, &reserved, err) ||
-        registry_scratch_ranks(nrows * is, (void **)&back, &reserved, err)) {
+    if (ranks_agree(rc, err) ||
+        registry_scratch_agreed(nrows * 16, (void **)&req, &reserved, err) ||
+        registry_scratch_agreed(nrows * is, (void **)&back, &reserved, err)) {
         rc = -1;
         goto out;
     }
@@ -43,7 +44,7 @@ int groupby_fetch_rows(const darray *a, const int64_t *rows, uint64_t nrows, voi
         sc[r] = cnt[r] * 8;
         rcv[r] = rcnt[r] * 8;
     }
-    if ((rc = registry_scratch_ranks(nin * (8 + is), (void **)&inreq, &reserved, err)) != 0 ||
+    if ((rc = registry_scratch_agreed(nin * (8 + is), (void **)&inreq, &reserved, err)) != 0 ||
         (rc = ranks_alltoallv(req, sc, inreq, rcv, err)) != 0)
         goto out;
     rep = (char *)(inreq + nin);
@@ -79,7 +80,7 @@ int groupby_fetch_strings(const object *src, const uint64_t *rows, uint64_t nrow
     char *rep = NULL, *back = NULL;
     if (!cnt || !rcnt || !sc || !rcv || !bsc || !pos)
         rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me);
-    if (ranks_agree(rc, err) || registry_scratch_ranks(nrows * 24, (void **)&req, reserved, err))
+    if (ranks_agree(rc, err) || registry_scratch_agreed(nrows * 24, (void **)&req, reserved, err))
         goto fail;
     uint64_t *order = req + nrows;
     glen = req + 2 * nrows;
@@ -100,7 +101,7 @@ int groupby_fetch_strings(const object *src, const uint64_t *rows, uint64_t nrow
         sc[r] = cnt[r] * 8;
         rcv[r] = rcnt[r] * 8;
     }
-    if (registry_scratch_ranks(nin * 16, (void **)&inreq, reserved, err) ||
+    if (registry_scratch_agreed(nin * 16, (void **)&inreq, reserved, err) ||
         ranks_alltoallv(req, sc, inreq, rcv, err))
         goto fail;
     uint64_t *inlen = inreq + nin;
@@ -119,9 +120,9 @@ int groupby_fetch_strings(const object *src, const uint64_t *rows, uint64_t nrow
         rcv[r] += glen[k];
         outbytes += glen[k];
     }
-    if (registry_scratch_ranks(inbytes, (void **)&rep, reserved, err) ||
-        registry_scratch_ranks(outbytes, (void **)&back, reserved, err) ||
-        registry_scratch_ranks(outbytes, (void **)bytes, reserved, err))
+    if (registry_scratch_agreed(inbytes, (void **)&rep, reserved, err) ||
+        registry_scratch_agreed(outbytes, (void **)&back, reserved, err) ||
+        registry_scratch_agreed(outbytes, (void **)bytes, reserved, err))
         goto fail;
     for (uint64_t k = 0, p = 0; k < nin; k++) {
         memcpy(rep + p, str_at(src, inreq[k]).p, inlen[k] - 1);

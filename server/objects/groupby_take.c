@@ -64,7 +64,7 @@ static int index_block(take_job *j, uint64_t o1, int64_t **here, uint64_t *reser
     if (ranks_allreduce_u64(&need, 1, RANKS_MAX, err)) return -1;
     if (!need) return 0;
     uint64_t m = o1 - j->o0;
-    if (registry_scratch_ranks(m * 8, (void **)here, reserved, err)) return -1;
+    if (registry_scratch_agreed(m * 8, (void **)here, reserved, err)) return -1;
     for (uint64_t i = 0; i < m; i++)
         (*here)[i] = (int64_t)(j->o0 + i);
     return groupby_fetch_rows(j->idx->values, *here, m, *here, err);
@@ -80,7 +80,7 @@ static int gather_misses(take_job *j, int64_t **rows, uint64_t *reserved, h5ark_
         total += j->miss[b].n;
     }
     j->fbase[T] = total;
-    if (registry_scratch_ranks(total * 8, (void **)rows, reserved, err)) return -1;
+    if (registry_scratch_agreed(total * 8, (void **)rows, reserved, err)) return -1;
     for (int b = 0; b < T; b++)
         for (uint64_t k = 0; k < j->miss[b].n; k++)
             (*rows)[j->fbase[b] + k] = (int64_t)j->miss[b].row[k];
@@ -147,7 +147,7 @@ static object *take_elements(const object *src, const object *idx, h5ark_error *
     int rc = atomic_load(&j.failed) ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory") : 0;
     size_t w = out->values->itemsize;
     if (ranks_agree(rc, err) || gather_misses(&j, &rows, &reserved, err) ||
-        registry_scratch_ranks(j.fbase[T] * w, (void **)&got, &reserved, err) ||
+        registry_scratch_agreed(j.fbase[T] * w, (void **)&got, &reserved, err) ||
         groupby_fetch_rows(src->values, rows, j.fbase[T], got, err))
         goto fail;
     for (int b = 0; b < T; b++)
@@ -233,7 +233,7 @@ object *groupby_take_strings(const object *src, const object *idx, const char *e
     locales_run(take_count_bytes, &j);
     int rc = atomic_load(&j.failed) ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory") : 0;
     if (ranks_agree(rc, err) || gather_misses(&j, &rows, &reserved, err) ||
-        registry_scratch_ranks((j.fbase[T] + 1) * 8, (void **)&offs, &reserved, err) ||
+        registry_scratch_agreed((j.fbase[T] + 1) * 8, (void **)&offs, &reserved, err) ||
         groupby_fetch_strings(src, (const uint64_t *)rows, j.fbase[T], offs, &fetched, &nbytes,
                               &reserved, err))
         goto fail;

@@ -339,7 +339,7 @@ typedef struct {
 
 static int take_scratch(void *ctx, uint64_t n, void **out, uint64_t *taken, h5ark_error *err) {
     (void)ctx;
-    return registry_scratch_ranks(n, out, taken, err);
+    return registry_scratch_agreed(n, out, taken, err);
 }
 
 static void give_back_scratch(void *ctx, uint64_t n) {
