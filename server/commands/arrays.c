@@ -26,6 +26,23 @@ int command_publish(command_ctx *ctx, object *obj, h5ark_error *err) {
     return all;
 }
 
+int command_publish_all(command_ctx *ctx, object **objs, const char *const *keys, size_t n,
+                        const char *first_name, h5ark_error *err) {
+    size_t published = 0;
+    int rc = 0;
+    for (; rc == 0 && published < n; published++)
+        if (registry_publish(objs[published], published ? NULL : first_name, err)) rc = -1;
+    if (rc) published--; /* the one that failed is not published */
+    if ((rc = ranks_agree(rc, err))) {
+        for (size_t i = 0; i < published; i++)
+            registry_remove(objs[i]->name, NULL);
+        return -1;
+    }
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = reply_set(ctx, keys[i], object_describe(objs[i]), err);
+    return rc;
+}
+
 static int parse_dtype(command_ctx *ctx, const char *cmd, const char *def, h5ark_dtype *out,
                        h5ark_error *err) {
     const char *name = arg_str(ctx, "dtype", def);

@@ -20,5 +20,10 @@ extern const command_def bigint_commands[];    /* bigint_arange bigint_limbs big
 /* Publish a freshly built object under args.name (or a generated name) and describe it in
  * the reply's `object`; published on every rank or on none. Takes obj's reference. */
 int command_publish(command_ctx *ctx, object *obj, h5ark_error *err);
+/* Publish objs[0..n) on every rank or on none (the first under first_name when not NULL,
+ * fresh names else) and reply each descriptor under keys[i]; the caller keeps its
+ * references. */
+int command_publish_all(command_ctx *ctx, object **objs, const char *const *keys, size_t n,
+                        const char *first_name, h5ark_error *err);
 
 #endif

@@ -359,25 +359,6 @@ static int cmd_concatenate(command_ctx *ctx, h5ark_error *err) {
     return rc;
 }
 
-/* Publish objs[0..n) (fresh names) on every rank or none, and reply each descriptor under
- * keys[i]. */
-static int publish_all(command_ctx *ctx, object **objs, const char *const *keys, size_t n,
-                       h5ark_error *err) {
-    size_t published = 0;
-    int rc = 0;
-    for (; rc == 0 && published < n; published++)
-        if (registry_publish(objs[published], NULL, err)) rc = -1;
-    if (rc) published--; /* the one that failed is not published */
-    if ((rc = ranks_agree(rc, err))) {
-        for (size_t i = 0; i < published; i++)
-            registry_remove(objs[i]->name, NULL);
-        return -1;
-    }
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = reply_set(ctx, keys[i], object_describe(objs[i]), err);
-    return rc;
-}
-
 /* ---- Arkouda's order of short strings ----
  * Arkouda's server groups one Strings key whose strings are all shorter than 16 bytes by
  * numbers made of their bytes (big-endian, right-aligned: `bytesToUintArr`): one number
@@ -494,7 +475,7 @@ static int cmd_unique(command_ctx *ctx, h5ark_error *err) {
         size_t first = groups ? 0 : 2;
         for (size_t i = first; i < 3; i++)
             out[i] = object_component_get(gb, parts[i]);
-        rc = publish_all(ctx, out + first, parts + first, 3 - first, err);
+        rc = command_publish_all(ctx, out + first, parts + first, 3 - first, NULL, err);
     }
     object_release(gb);
     for (size_t i = 0; i < nsk; i++)

@@ -18,26 +18,6 @@
 #include <string.h>
 #include <time.h>
 
-/* Publish objs[0..n) (argument `name` for the first, fresh names else) on every rank or
- * none, and reply each descriptor under keys[i]. */
-static int publish_made(command_ctx *ctx, object **objs, const char *const *keys, size_t n,
-                        h5ark_error *err) {
-    size_t published = 0;
-    int rc = 0;
-    for (; rc == 0 && published < n; published++)
-        if (registry_publish(objs[published], published ? NULL : arg_str(ctx, "name", NULL), err))
-            rc = -1;
-    if (rc) published--; /* the one that failed is not published */
-    if ((rc = ranks_agree(rc, err))) {
-        for (size_t i = 0; i < published; i++)
-            registry_remove(objs[i]->name, NULL);
-        return -1;
-    }
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = reply_set(ctx, keys[i], object_describe(objs[i]), err);
-    return rc;
-}
-
 static object *strings_named(command_ctx *ctx, const char *cmd, const char *arg, h5ark_error *err) {
     object *s = registry_get(arg_str(ctx, arg, ""), err);
     if (!s) {
@@ -136,7 +116,8 @@ static int cmd_compare(command_ctx *ctx, h5ark_error *err) {
     if (rc == 0) {
         j.out = out->values;
         locales_run(cmp_locale, &j);
-        rc = publish_made(ctx, &out, (const char *const[]){"object"}, 1, err);
+        rc = command_publish_all(ctx, &out, (const char *const[]){"object"}, 1,
+                                 arg_str(ctx, "name", NULL), err);
     }
     free(counts);
     object_release(out);
@@ -289,8 +270,8 @@ static int cmd_split(command_ctx *ctx, h5ark_error *err) {
                    .segs = made[1]};
     if (rc == 0 && !(made[0] = split_pieces(&j, err))) rc = -1;
     if (rc == 0)
-        rc = publish_made(ctx, made, (const char *const[]){"object", "segments"}, segs_too ? 2 : 1,
-                          err);
+        rc = command_publish_all(ctx, made, (const char *const[]){"object", "segments"},
+                                 segs_too ? 2 : 1, arg_str(ctx, "name", NULL), err);
     free(counts);
     object_release(made[0]);
     object_release(made[1]);
@@ -427,7 +408,9 @@ static int cmd_random_strings(command_ctx *ctx, h5ark_error *err) {
     }
     free(r.bytes);
     free(r.offs);
-    rc = out ? publish_made(ctx, &out, (const char *const[]){"object"}, 1, err) : -1;
+    rc = out ? command_publish_all(ctx, &out, (const char *const[]){"object"}, 1,
+                                   arg_str(ctx, "name", NULL), err)
+             : -1;
     object_release(out);
     return rc;
 }

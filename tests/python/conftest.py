@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import zmq
 
-from daemons import REPO, Daemon
-from wire import Conn
+from daemons import MPIRUN, REPO, Daemon, mpi_build
+from wire import Conn, assert_alive
 
 SHARED_FIXTURES = REPO.parent / "shared" / "fixtures" / "arkouda"
 sys.path.insert(0, str(REPO / "client" / "python"))
@@ -169,6 +169,20 @@ def conn(daemon):
     """Conn (wire.py) on the module's daemon, its data directory made."""
     daemon.data_dir.mkdir(exist_ok=True)
     return Conn(daemon)
+
+
+@pytest.fixture(params=[1, 2], ids=["one_rank", "two_ranks"])
+def ranked_conn(request):
+    """Conn on a daemon of its own, of one rank and then of two ranks under mpirun (skipped
+    without MPI); the daemon must still answer after the test."""
+    if request.param == 2 and (MPIRUN is None or not mpi_build()):
+        pytest.skip("mpirun is not installed or h5arkd was built without MPI")
+    d = Daemon(locales=2, ranks=2) if request.param == 2 else Daemon(locales=3)
+    try:
+        yield Conn(d)
+        assert_alive(d)
+    finally:
+        d.cleanup()
 
 
 @pytest.fixture
