@@ -177,8 +177,10 @@ static int cmd_concatenate(ak_ctx *ctx, h5ark_error *err) {
     h5ark_value *names = ak_names_arg(ctx, "names", err);
     if (!names) return -1;
     h5ark_value *args = h5ark_value_map();
-    if (args && h5ark_value_set(args, "names", names)) h5ark_value_destroy(&args);
     if (!args) h5ark_value_destroy(&names);
+    /* the map takes names, also when setting it fails */
+    else if (h5ark_value_set(args, "names", names))
+        h5ark_value_destroy(&args);
     return ak_native_created(ctx, "concatenate", args, err);
 }
 
