@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-const caller entry_forwarded = {.token = -1, .may_write = true};
+const caller entry_forwarded = {.token = -1, .may_write = true, .role = ROLE_WRITE};
 
 /* The caller of the request this thread runs: the parts a request opens as entry calls of
  * their own (dispatch_call, the gateway's reads) run on its thread. */
@@ -31,7 +31,7 @@ static bool token_equal(const char *given, size_t given_len, const char *expecte
  * compared, whatever matches, so the time taken says nothing about which (or whether one)
  * did. */
 static int identify(const entry_call *c, caller *who, h5ark_error *err) {
-    *who = (caller){.token = -1, .may_write = true};
+    *who = (caller){.token = -1, .may_write = true, .role = ROLE_WRITE};
     if (config.ntokens == 0) return 0;
     if (!c->token)
         return c->token_hint ? h5ark_fail(err, H5ARK_UNAUTHORIZED,
@@ -41,7 +41,9 @@ static int identify(const entry_call *c, caller *who, h5ark_error *err) {
     for (size_t i = 0; i < config.ntokens; i++)
         if (token_equal(c->token, c->token_len, config.tokens[i].secret)) match = (int)i;
     if (match < 0) return h5ark_fail(err, H5ARK_UNAUTHORIZED, "the token is not valid");
-    *who = (caller){.token = match, .may_write = config.tokens[match].may_write};
+    *who = (caller){.token = match,
+                    .may_write = config.tokens[match].may_write,
+                    .role = config.tokens[match].may_write ? ROLE_WRITE : ROLE_READ};
     return 0;
 }
 

@@ -35,6 +35,7 @@
 #define H5ARK_ENTRY_H
 
 #include "dispatch.h"
+#include "users.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -43,6 +44,8 @@
 typedef struct caller {
     int token;      /* which of --token-file's tokens it gave; -1: none was asked for */
     bool may_write; /* may create and change objects and files (else only read) */
+    caller_role role;
+    const user *user; /* who the token names; NULL: the token file names no users */
 } caller;
 
 /* Every right: a request rank 0 forwarded (rank 0 admitted its caller). */

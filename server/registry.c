@@ -92,6 +92,12 @@ uint64_t registry_memory_limit(void) {
     return memory_limit;
 }
 
+void registry_usage_of(const char *owner, uint64_t *memory, uint64_t *objects) {
+    (void)owner; /* objects have no owners yet */
+    *memory = 0;
+    *objects = 0;
+}
+
 size_t registry_count(void) {
     pthread_mutex_lock(&lock);
     size_t n = nobjects;

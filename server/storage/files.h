@@ -39,6 +39,9 @@ int files_expand(const char *const *patterns, size_t npatterns, bool keep_missin
                  size_t *count, h5ark_error *err);
 void files_list_free(char **paths, size_t count);
 
+/* Bytes of the files under the data directory whose owner is `owner` (SERVICE.md §4). */
+uint64_t files_disk_usage_of(const char *owner);
+
 /* The path as the client knows it: relative to the data directory. */
 const char *files_display(const char *abs);
 
