@@ -38,7 +38,7 @@ int command_publish_all(command_ctx *ctx, object **objs, const char *const *keys
             registry_remove(objs[i]->name, NULL);
         return -1;
     }
-    for (size_t i = 0; rc == 0 && i < n; i++)
+    for (size_t i = 0; rc == 0 && keys && i < n; i++)
         rc = reply_set(ctx, keys[i], object_describe(objs[i]), err);
     return rc;
 }
@@ -55,9 +55,8 @@ static int parse_dtype(command_ctx *ctx, const char *cmd, const char *def, h5ark
     return 0;
 }
 
-/* The optional `tag` for a pdarray of `dtype`: one of the OBJECT_TAG_* strings or NULL. */
-static int parse_tag(command_ctx *ctx, const char *cmd, h5ark_objtype objtype, h5ark_dtype dtype,
-                     const char **out, h5ark_error *err) {
+int command_tag_arg(command_ctx *ctx, const char *cmd, h5ark_objtype objtype, h5ark_dtype dtype,
+                    const char **out, h5ark_error *err) {
     static const char *const tags[] = {OBJECT_TAG_DATETIME, OBJECT_TAG_TIMEDELTA, OBJECT_TAG_IPV4};
     const char *name = arg_str(ctx, "tag", NULL);
     *out = NULL;
@@ -148,7 +147,7 @@ static int cmd_create(command_ctx *ctx, h5ark_error *err) {
         return h5ark_fail(err, H5ARK_TYPE_ERROR, "create makes numeric arrays; use put for %s",
                           dtype == H5ARK_STRING ? "strings" : "bigint");
     const char *tag;
-    if (parse_tag(ctx, "create", H5ARK_PDARRAY, dtype, &tag, err)) return -1;
+    if (command_tag_arg(ctx, "create", H5ARK_PDARRAY, dtype, &tag, err)) return -1;
     const char *fill = arg_str(ctx, "fill", "zeros");
     if (pdarray_fill_from_name(fill, &spec.kind))
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
@@ -263,6 +262,23 @@ static int put_awkward(command_ctx *ctx, h5ark_error *err) {
     return command_publish(ctx, obj, err);
 }
 
+/* put of strings given as `values` alone: each NUL ends a string (none holds one); `size`,
+ * when given, must be how many there are. */
+static int put_strings_at_nuls(command_ctx *ctx, uint64_t size, bool given, h5ark_error *err) {
+    static const char *const names[] = {"values", NULL};
+    if (check_buffer_names(ctx, names, err)) return -1;
+    uint64_t n = 0;
+    object *obj =
+        strings_from_nuls(ctx->payload, h5ark_buffer_list_find(ctx->buffers, "values"), &n, err);
+    if (obj && given && n != size) {
+        object_release(obj);
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "put: 'values' holds %llu strings (NULs), not the %llu given",
+                          (unsigned long long)n, (unsigned long long)size);
+    }
+    return obj ? command_publish(ctx, obj, err) : -1;
+}
+
 static int cmd_put(command_ctx *ctx, h5ark_error *err) {
     h5ark_objtype objtype;
     const char *type = arg_str(ctx, "objtype", "pdarray");
@@ -275,12 +291,14 @@ static int cmd_put(command_ctx *ctx, h5ark_error *err) {
     uint64_t size;
     bool given;
     if (parse_size(ctx, "put", &size, &given, err)) return -1;
-    if (!given) return h5ark_fail(err, H5ARK_BAD_REQUEST, "put: missing argument 'shape'");
+    bool at_nuls = objtype == H5ARK_STRINGS && !h5ark_buffer_list_find(ctx->buffers, "segments");
+    if (!given && !at_nuls)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "put: missing argument 'shape'");
     object *obj;
     h5ark_dtype dtype;
     const char *tag;
     if (parse_dtype(ctx, "put", objtype == H5ARK_STRINGS ? "str" : NULL, &dtype, err) ||
-        parse_tag(ctx, "put", objtype, dtype, &tag, err))
+        command_tag_arg(ctx, "put", objtype, dtype, &tag, err))
         return -1;
     if (arg_has(ctx, "max_bits") && dtype != H5ARK_BIGINT)
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "put: 'max_bits' applies to dtype bigint only");
@@ -291,6 +309,9 @@ static int cmd_put(command_ctx *ctx, h5ark_error *err) {
             return h5ark_fail(err, H5ARK_TYPE_ERROR, "put: strings have dtype str, not %s",
                               h5ark_dtype_name(dtype));
         static const char *const names[] = {"segments", "values", NULL};
+        if (!h5ark_buffer_list_find(ctx->buffers, "segments") &&
+            h5ark_buffer_list_find(ctx->buffers, "values"))
+            return put_strings_at_nuls(ctx, size, given, err);
         if (check_buffer_names(ctx, names, err)) return -1;
         obj = strings_from_payload(size, ctx->payload,
                                    h5ark_buffer_list_find(ctx->buffers, "segments"),

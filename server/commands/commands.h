@@ -8,7 +8,7 @@
 extern const command_def admin_commands[];     /* ping getconfig info delete clear shutdown */
 extern const command_def array_commands[];     /* create put get */
 extern const command_def hdf_commands[];       /* tohdf readhdf lshdf repack writepart complete */
-extern const command_def composite_commands[]; /* segarray dataframe index reshape */
+extern const command_def composite_commands[]; /* segarray dataframe index reshape tag unpack */
 extern const command_def groupby_commands[];   /* groupby aggregate categorical */
 extern const command_def lbann_commands[];     /* pack */
 extern const command_def compute_commands[];   /* binop cast fill reduce cumsum limitbits */
@@ -21,9 +21,15 @@ extern const command_def bigint_commands[];    /* bigint_arange bigint_limbs big
  * the reply's `object`; published on every rank or on none. Takes obj's reference. */
 int command_publish(command_ctx *ctx, object *obj, h5ark_error *err);
 /* Publish objs[0..n) on every rank or on none (the first under first_name when not NULL,
- * fresh names else) and reply each descriptor under keys[i]; the caller keeps its
- * references. */
+ * fresh names else) and reply each descriptor under keys[i] (keys NULL: none replied); the
+ * caller keeps its references. */
 int command_publish_all(command_ctx *ctx, object **objs, const char *const *keys, size_t n,
                         const char *first_name, h5ark_error *err);
+
+/* The optional argument `tag` for a pdarray of `dtype` (objtype given): one of the
+ * OBJECT_TAG_* strings in *out, or NULL when absent; bad_request for an unknown tag,
+ * type_error for one the objtype or dtype cannot take, naming cmd. */
+int command_tag_arg(command_ctx *ctx, const char *cmd, h5ark_objtype objtype, h5ark_dtype dtype,
+                    const char **out, h5ark_error *err);
 
 #endif

@@ -1,11 +1,13 @@
-/* Commands that build composite objects from registry objects: segarray dataframe index
- * reshape. The new object holds references to its components; nothing is copied. */
+/* Commands that build composite objects from registry objects, and take them apart:
+ * segarray dataframe index reshape tag unpack. The new objects hold references to their
+ * components; nothing is copied. */
 #include "commands.h"
 
 #include "objects/arrayview.h"
 #include "objects/dataframe.h"
 #include "objects/index.h"
 #include "objects/segarray.h"
+#include "dist/ranks.h"
 #include "registry.h"
 
 #include <stdlib.h>
@@ -154,6 +156,107 @@ static int cmd_reshape(command_ctx *ctx, h5ark_error *err) {
     return obj ? command_publish(ctx, obj, err) : -1;
 }
 
+/* A pdarray sharing `array`'s data, tagged as another system stores it (a datetime,
+ * timedelta or IPv4 address). */
+static int cmd_tag(command_ctx *ctx, h5ark_error *err) {
+    object *src = get_one(ctx, "tag", "array", err);
+    if (!src) return -1;
+    const char *tag = NULL;
+    object *obj = NULL;
+    if (src->objtype != H5ARK_PDARRAY)
+        h5ark_fail(err, H5ARK_TYPE_ERROR, "tag: 'array' ('%s') is a %s, not a pdarray",
+                   arg_str(ctx, "array", ""), h5ark_objtype_name(src->objtype));
+    else if (command_tag_arg(ctx, "tag", src->objtype, src->dtype, &tag, err) == 0 &&
+             (obj = arrayview_reshape(src, arg_str(ctx, "array", ""), &src->size, 1, err)))
+        obj->tag = tag;
+    object_release(src);
+    return obj ? command_publish(ctx, obj, err) : -1;
+}
+
+/* ---- unpack: a composite's parts as objects of their own ---- */
+
+static bool is_leaf(const object *obj) {
+    return obj->objtype == H5ARK_PDARRAY || obj->objtype == H5ARK_ARRAYVIEW ||
+           obj->objtype == H5ARK_STRINGS;
+}
+
+/* obj is in the registry under its own name (a part shared by reference keeps it). */
+static bool published(const object *obj) {
+    if (!obj->name || strchr(obj->name, '/')) return false;
+    object *same = registry_get(obj->name, &(h5ark_error){0});
+    object_release(same);
+    return same == obj;
+}
+
+typedef struct {
+    object **v;
+    size_t n, cap;
+} leaf_list;
+
+/* The leaves (arrays and strings) under obj, at any depth, each once, not yet published. */
+static int collect_leaves(const object *obj, leaf_list *l, h5ark_error *err) {
+    for (size_t i = 0; i < obj->ncomponents; i++) {
+        object *c = obj->components[i].obj;
+        if (!is_leaf(c)) {
+            if (collect_leaves(c, l, err)) return -1;
+            continue;
+        }
+        bool seen = published(c);
+        for (size_t k = 0; !seen && k < l->n; k++)
+            seen = l->v[k] == c;
+        if (seen) continue;
+        if (l->n == l->cap) {
+            size_t cap = l->cap ? 2 * l->cap : 8;
+            object **v = realloc(l->v, cap * sizeof *v);
+            if (!v) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+            l->v = v;
+            l->cap = cap;
+        }
+        l->v[l->n++] = c;
+    }
+    return 0;
+}
+
+/* obj's descriptor (as `path`), each leaf part described under its own name. */
+static h5ark_value *describe_unpacked(const object *obj, const char *path) {
+    if (is_leaf(obj)) return object_describe(obj);
+    h5ark_value *d = object_describe_as(obj, path);
+    h5ark_value *comps = h5ark_value_map();
+    for (size_t i = 0; d && comps && i < obj->ncomponents; i++) {
+        char sub[1024];
+        snprintf(sub, sizeof sub, "%s/%s", path, obj->components[i].name);
+        h5ark_value *c = describe_unpacked(obj->components[i].obj, sub);
+        if (!c || h5ark_value_set(comps, obj->components[i].name, c)) h5ark_value_destroy(&comps);
+    }
+    if (!comps || h5ark_value_set(d, "components", comps)) h5ark_value_destroy(&d);
+    return d;
+}
+
+/* Every array and Strings inside composite `name` published under a name of its own (none
+ * copied; one already published keeps its name), and the composite deleted unless `keep`:
+ * its descriptor gives the new names. On every rank or on none. */
+static int cmd_unpack(command_ctx *ctx, h5ark_error *err) {
+    const char *name = arg_str(ctx, "name", "");
+    object *obj = get_one(ctx, "unpack", "name", err);
+    if (!obj) return -1;
+    leaf_list l = {0};
+    int rc = is_leaf(obj)
+                 ? h5ark_fail(err, H5ARK_TYPE_ERROR, "unpack: '%.300s' is a %s, not a composite",
+                              name, h5ark_objtype_name(obj->objtype))
+                 : collect_leaves(obj, &l, err);
+    if (ranks_agree(rc, err) == 0 && command_publish_all(ctx, l.v, NULL, l.n, NULL, err) == 0) {
+        rc = reply_set(ctx, "object", describe_unpacked(obj, name), err);
+        /* a composite given by a component path stays inside its parent */
+        if (rc == 0 && !arg_bool(ctx, "keep", false) && !strchr(name, '/'))
+            registry_remove(name, NULL);
+    } else {
+        rc = -1;
+    }
+    free(l.v);
+    object_release(obj);
+    return rc;
+}
+
 const command_def composite_commands[] = {
     {"segarray",
      cmd_segarray,
@@ -177,6 +280,14 @@ const command_def composite_commands[] = {
     {"reshape",
      cmd_reshape,
      {{"array", ARG_STR, true}, {"shape", ARG_UINT_ARRAY, true}, {"name", ARG_STR, false}, {0}},
+     .ranks = RANKS_EVERY},
+    {"tag",
+     cmd_tag,
+     {{"array", ARG_STR, true}, {"tag", ARG_STR, true}, {"name", ARG_STR, false}, {0}},
+     .ranks = RANKS_EVERY},
+    {"unpack",
+     cmd_unpack,
+     {{"name", ARG_STR, true}, {"keep", ARG_BOOL, false}, {0}},
      .ranks = RANKS_EVERY},
     {0},
 };

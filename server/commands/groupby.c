@@ -3,6 +3,7 @@
 
 #include "objects/categorical.h"
 #include "objects/groupby.h"
+#include "objects/strings.h"
 #include "dist/ranks.h"
 #include "registry.h"
 
@@ -28,10 +29,48 @@ static object *get_arg_object(const char *cmd, const char *arg, const char *name
     return obj;
 }
 
+/* The groupby of `nkeys` keys and the grouping given as `permutation`, `segments` and
+ * `unique_key_idx` (as a file or another system holds it): checked, not computed, so a key
+ * need not be one h5ark sorts (a bigint). */
+static object *groupby_given(command_ctx *ctx, object **keys, size_t nkeys, h5ark_error *err) {
+    static const char *const parts[] = {"permutation", "segments", "unique_key_idx"};
+    object *given[3] = {0}, *gb = NULL;
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < 3; i++)
+        if (!(given[i] = get_arg_object("groupby", parts[i], arg_str(ctx, parts[i], ""), err)))
+            rc = -1;
+    if (rc == 0 && !(gb = object_new_composite(H5ARK_GROUPBY, H5ARK_INT64, given[0]->size, err)))
+        rc = -1;
+    for (int i = 0; rc == 0 && i < 3; i++)
+        rc = object_add_component(gb, parts[i], given[i], err);
+    for (size_t k = 0; rc == 0 && k < nkeys; k++) {
+        char cname[32];
+        snprintf(cname, sizeof cname, "KEY_%zu", k);
+        if (keys[k]->size != gb->size)
+            rc = h5ark_fail(err, H5ARK_BAD_REQUEST,
+                            "groupby: keys[%zu] has %llu rows but 'permutation' has %llu", k,
+                            (unsigned long long)keys[k]->size, (unsigned long long)gb->size);
+        else
+            rc = object_add_component(gb, cname, keys[k], err);
+    }
+    if (rc == 0) rc = object_set_extra(gb, "ngroups", h5ark_value_uint(given[1]->size), err);
+    if (rc == 0) rc = groupby_check(gb, err);
+    for (int i = 0; i < 3; i++)
+        object_release(given[i]);
+    if (rc) object_release(gb);
+    return rc ? NULL : gb;
+}
+
 static int cmd_groupby(command_ctx *ctx, h5ark_error *err) {
     const h5ark_value *names = arg_value(ctx, "keys");
     size_t nkeys = h5ark_value_len(names);
     if (nkeys == 0) return h5ark_fail(err, H5ARK_BAD_REQUEST, "groupby: 'keys' names no key");
+    int ngiven =
+        arg_has(ctx, "permutation") + arg_has(ctx, "segments") + arg_has(ctx, "unique_key_idx");
+    if (ngiven != 0 && ngiven != 3)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "groupby: give all of 'permutation', 'segments' and 'unique_key_idx', "
+                          "or none");
     object **keys = calloc(nkeys, sizeof *keys);
     if (!keys) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     int rc = -1;
@@ -39,7 +78,9 @@ static int cmd_groupby(command_ctx *ctx, h5ark_error *err) {
         char what[64];
         snprintf(what, sizeof what, "keys[%zu]", k);
         keys[k] = get_arg_object("groupby", what, h5ark_value_at(names, k)->as.s.ptr, err);
-        if (!keys[k] || groupby_check_key(keys[k], "groupby", err)) goto out;
+        if (!keys[k]) goto out;
+        bool big = keys[k]->objtype == H5ARK_PDARRAY && keys[k]->dtype == H5ARK_BIGINT;
+        if (!(ngiven && big) && groupby_check_key(keys[k], "groupby", err)) goto out;
         if (keys[k]->size != keys[0]->size) {
             h5ark_fail(err, H5ARK_BAD_REQUEST,
                        "groupby: keys[%zu] ('%s') has %llu rows but keys[0] ('%s') has %llu", k,
@@ -48,7 +89,7 @@ static int cmd_groupby(command_ctx *ctx, h5ark_error *err) {
             goto out;
         }
     }
-    object *gb = groupby_make(keys, nkeys, err);
+    object *gb = ngiven ? groupby_given(ctx, keys, nkeys, err) : groupby_make(keys, nkeys, err);
     if (gb) rc = publish_and_describe(ctx, gb, err);
 out:
     for (size_t k = 0; k < nkeys; k++)
@@ -141,6 +182,47 @@ out:
     return rc;
 }
 
+/* A categorical of codes and categories; the NA value is the category at `na_code` when
+ * given, and `permutation` and `segments` (the grouping of the codes, as a file or another
+ * system keeps it) are kept as components when given. */
+static object *categorical_of_codes(command_ctx *ctx, object *codes, object *cats,
+                                    const char *na_value, h5ark_error *err) {
+    char *na_text = NULL;
+    if (arg_has(ctx, "na_code")) {
+        int64_t na = arg_int(ctx, "na_code", -1);
+        if (na < 0 || (uint64_t)na >= cats->size) {
+            h5ark_fail(err, H5ARK_BAD_REQUEST,
+                       "categorical: 'na_code' %lld is not a category index in [0, %llu)",
+                       (long long)na, (unsigned long long)cats->size);
+            return NULL;
+        }
+        if (!(na_text = strings_dup(cats, (uint64_t)na, NULL, err))) return NULL;
+        na_value = na_text;
+    }
+    object *cat = categorical_from_codes(codes, cats, na_value, err);
+    free(na_text);
+    if (!cat || !arg_has(ctx, "permutation")) return cat;
+    static const char *const parts[] = {"permutation", "segments"};
+    for (int i = 0; i < 2; i++) {
+        object *part = get_arg_object("categorical", parts[i], arg_str(ctx, parts[i], ""), err);
+        int rc = !part ? -1
+                 : part->objtype != H5ARK_PDARRAY || part->dtype != H5ARK_INT64
+                     ? h5ark_fail(err, H5ARK_TYPE_ERROR,
+                                  "categorical: '%s' must be an int64 pdarray", parts[i])
+                 : i == 0 && part->size != codes->size
+                     ? h5ark_fail(err, H5ARK_BAD_REQUEST,
+                                  "categorical: 'permutation' has %llu elements, the codes %llu",
+                                  (unsigned long long)part->size, (unsigned long long)codes->size)
+                     : object_add_component(cat, parts[i], part, err);
+        object_release(part);
+        if (rc) {
+            object_release(cat);
+            return NULL;
+        }
+    }
+    return cat;
+}
+
 static int cmd_categorical(command_ctx *ctx, h5ark_error *err) {
     const char *na_value = arg_str(ctx, "na_value", "N/A");
     bool keep_groups = arg_bool(ctx, "keep_groups", false);
@@ -158,6 +240,19 @@ static int cmd_categorical(command_ctx *ctx, h5ark_error *err) {
     if (keep_groups && !has_values)
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
                           "categorical: 'keep_groups' applies only when building from 'values'");
+    bool has_perm = arg_has(ctx, "permutation"), has_segs = arg_has(ctx, "segments");
+    if ((has_perm || has_segs || arg_has(ctx, "na_code")) && has_values)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "categorical: '%s' applies only when building from 'codes'",
+                          has_perm   ? "permutation"
+                          : has_segs ? "segments"
+                                     : "na_code");
+    if (has_perm != has_segs)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "categorical: give 'permutation' and 'segments' together");
+    if (arg_has(ctx, "na_code") && arg_has(ctx, "na_value"))
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "categorical: give 'na_code' or 'na_value', not both");
     object *cat = NULL;
     if (has_values) {
         const char *name = arg_str(ctx, "values", "");
@@ -186,7 +281,7 @@ static int cmd_categorical(command_ctx *ctx, h5ark_error *err) {
                            "categorical: 'categories' ('%s') must be strings, not a %s", kname,
                            h5ark_objtype_name(cats->objtype));
             else
-                cat = categorical_from_codes(codes, cats, na_value, err);
+                cat = categorical_of_codes(ctx, codes, cats, na_value, err);
         }
         object_release(codes);
         object_release(cats);
@@ -197,7 +292,12 @@ static int cmd_categorical(command_ctx *ctx, h5ark_error *err) {
 const command_def groupby_commands[] = {
     {"groupby",
      cmd_groupby,
-     {{"keys", ARG_STR_ARRAY, true}, {"name", ARG_STR, false}, {0}},
+     {{"keys", ARG_STR_ARRAY, true},
+      {"permutation", ARG_STR, false},
+      {"segments", ARG_STR, false},
+      {"unique_key_idx", ARG_STR, false},
+      {"name", ARG_STR, false},
+      {0}},
      .ranks = RANKS_EVERY},
     {"aggregate",
      cmd_aggregate,
@@ -214,6 +314,9 @@ const command_def groupby_commands[] = {
       {"categories", ARG_STR, false},
       {"na_value", ARG_STR, false},
       {"keep_groups", ARG_BOOL, false},
+      {"na_code", ARG_INT, false},
+      {"permutation", ARG_STR, false},
+      {"segments", ARG_STR, false},
       {"name", ARG_STR, false},
       {0}},
      .ranks = RANKS_EVERY},

@@ -376,3 +376,84 @@ object *strings_place(uint64_t n, const strings_run *runs, size_t nruns, h5ark_e
     free(pieces);
     return j.out;
 }
+
+/* ---- strings whose NULs end them ---- */
+
+typedef struct {
+    const h5ark_payload *payload;
+    h5ark_payload with_offsets; /* rank 0: the start offsets' frame, then the payload's */
+    uint64_t count, reserved;
+} nuls_job;
+
+static void free_offsets(void *data, void *hint) {
+    (void)hint;
+    free(data);
+}
+
+/* Rank 0: the strings' start offsets found from their NULs, as a first frame before the
+ * payload's own (shared, not copied); the payload is the one buffer `values`. */
+static int offsets_at_nuls(void *ctx, h5ark_error *err) {
+    nuls_job *job = ctx;
+    const h5ark_payload *p = job->payload;
+    uint64_t n = 0;
+    for (size_t f = 0; f < p->count; f++) {
+        const char *b = zmq_msg_data(&p->frames[f]);
+        size_t len = zmq_msg_size(&p->frames[f]);
+        for (const char *at = b; (at = memchr(at, '\0', len - (size_t)(at - b))); at++)
+            n++;
+    }
+    if (p->total) {
+        zmq_msg_t *last = &p->frames[p->count - 1];
+        size_t len = zmq_msg_size(last);
+        if (len == 0 || ((const char *)zmq_msg_data(last))[len - 1] != '\0')
+            return h5ark_fail(err, H5ARK_BAD_REQUEST, "the strings' bytes must end with a NUL");
+    }
+    if (n > OBJECT_MAX_ELEMENTS) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "too many strings");
+    if (registry_reserve(n * 8, err)) return -1;
+    job->reserved = n * 8;
+    int64_t *offsets = malloc(n ? n * 8 : 1);
+    zmq_msg_t msg;
+    if (!offsets || zmq_msg_init_data(&msg, offsets, (size_t)(n * 8), free_offsets, NULL) != 0) {
+        free(offsets);
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    uint64_t at = 0, k = 0;
+    bool start = true;
+    for (size_t f = 0; f < p->count; f++) {
+        const char *b = zmq_msg_data(&p->frames[f]);
+        size_t len = zmq_msg_size(&p->frames[f]);
+        for (size_t i = 0; i < len; i++, at++) {
+            if (start) offsets[k++] = (int64_t)at;
+            start = b[i] == '\0';
+        }
+    }
+    int bad = h5ark_payload_append(&job->with_offsets, &msg);
+    zmq_msg_close(&msg);
+    for (size_t f = 0; !bad && f < p->count; f++) {
+        zmq_msg_t copy;
+        zmq_msg_init(&copy);
+        bad = zmq_msg_copy(&copy, &p->frames[f]) || h5ark_payload_append(&job->with_offsets, &copy);
+        zmq_msg_close(&copy);
+    }
+    if (bad) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    job->count = n;
+    return 0;
+}
+
+object *strings_from_nuls(const h5ark_payload *payload, const h5ark_buffer *values,
+                          uint64_t *nstrings, h5ark_error *err) {
+    nuls_job job = {.payload = payload};
+    h5ark_payload_init(&job.with_offsets);
+    object *obj = NULL;
+    /* the only buffer: the payload is its bytes (rank 0 holds them) */
+    if (place_from_root(0, offsets_at_nuls, &job, &job.count, sizeof job.count, err) == 0) {
+        uint64_t n = job.count;
+        h5ark_buffer segs = {(char *)"segments", n * 8, 0},
+                     vals = {(char *)"values", values->nbytes, n * 8};
+        obj = strings_from_payload(n, &job.with_offsets, &segs, &vals, err);
+        *nstrings = n;
+    }
+    h5ark_payload_free(&job.with_offsets);
+    registry_unreserve(job.reserved);
+    return obj;
+}

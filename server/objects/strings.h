@@ -13,6 +13,11 @@
 object *strings_from_payload(uint64_t nstrings, const h5ark_payload *payload,
                              const h5ark_buffer *segments, const h5ark_buffer *values,
                              h5ark_error *err);
+/* Build a strings object from a request's `values` buffer alone (its only buffer: the whole
+ * payload, which rank 0 holds): each string followed by one NUL and holding none, so each NUL ends
+ * one; the bytes must end with a NUL (bad_request). *nstrings: how many (on every rank). */
+object *strings_from_nuls(const h5ark_payload *payload, const h5ark_buffer *values,
+                          uint64_t *nstrings, h5ark_error *err);
 
 /* Byte offset where string i starts in the concatenated values (i == size: total bytes). */
 uint64_t strings_offset(const object *strings, uint64_t i);
