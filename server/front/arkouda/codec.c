@@ -296,26 +296,56 @@ const char *ak_dtype_name(h5ark_dtype dtype) {
     return h5ark_dtype_name(dtype);
 }
 
-size_t ak_itemsize(const object *obj) {
-    return obj->dtype == H5ARK_BIGINT ? 16 : h5ark_dtype_size(obj->dtype);
+size_t ak_itemsize(h5ark_dtype dtype) {
+    return dtype == H5ARK_BIGINT ? 16 : h5ark_dtype_size(dtype);
 }
 
-char *ak_created(const object *obj) {
-    char shape[OBJECT_MAX_DIMS * 21 + 3] = "[";
-    size_t at = 1;
-    unsigned ndim = obj->ndim ? obj->ndim : 1;
-    for (unsigned d = 0; d < ndim; d++)
-        at += (size_t)snprintf(shape + at, sizeof shape - at, "%s%llu", d ? "," : "",
-                               (unsigned long long)(obj->ndim ? obj->shape[d] : obj->size));
-    snprintf(shape + at, sizeof shape - at, "]");
+const char *ak_desc_str(const h5ark_value *desc, const char *key) {
+    const h5ark_value *v = h5ark_value_get(desc, key);
+    return v && v->kind == H5ARK_STR ? v->as.s.ptr : "";
+}
+
+uint64_t ak_desc_uint(const h5ark_value *desc, const char *key) {
+    uint64_t n = 0;
+    h5ark_value_to_uint64(h5ark_value_get(desc, key), &n);
+    return n;
+}
+
+unsigned ak_desc_shape(const h5ark_value *desc, uint64_t shape[OBJECT_MAX_DIMS]) {
+    const h5ark_value *dims = h5ark_value_get(desc, "shape");
+    size_t ndim = h5ark_value_len(dims);
+    if (ndim == 0 || ndim > OBJECT_MAX_DIMS) { /* a scalar's or a composite's: its rows */
+        shape[0] = ak_desc_uint(desc, "size");
+        return 1;
+    }
+    for (size_t d = 0; d < ndim; d++) {
+        shape[d] = 0;
+        h5ark_value_to_uint64(h5ark_value_at(dims, d), &shape[d]);
+    }
+    return (unsigned)ndim;
+}
+
+char *ak_created(const h5ark_value *desc) {
+    const char *name = ak_desc_str(desc, "name");
+    unsigned long long size = ak_desc_uint(desc, "size");
     char *text = NULL;
     int n;
-    if (obj->objtype == H5ARK_STRINGS)
-        n = asprintf(&text, "created %s str %llu 1 [%llu] 1+created bytes.size %llu", obj->name,
-                     (unsigned long long)obj->size, (unsigned long long)obj->size,
-                     (unsigned long long)(obj->values ? obj->values->size : 0));
-    else
-        n = asprintf(&text, "created %s %s %llu %u %s %zu", obj->name, ak_dtype_name(obj->dtype),
-                     (unsigned long long)obj->size, ndim, shape, ak_itemsize(obj));
+    if (strcmp(ak_desc_str(desc, "objtype"), "strings") == 0) {
+        n = asprintf(&text, "created %s str %llu 1 [%llu] 1+created bytes.size %llu", name, size,
+                     size, (unsigned long long)ak_desc_uint(desc, "bytes"));
+        return n < 0 ? NULL : text;
+    }
+    uint64_t dims[OBJECT_MAX_DIMS];
+    unsigned ndim = ak_desc_shape(desc, dims);
+    char shape[OBJECT_MAX_DIMS * 21 + 3] = "[";
+    size_t at = 1;
+    for (unsigned d = 0; d < ndim; d++)
+        at += (size_t)snprintf(shape + at, sizeof shape - at, "%s%llu", d ? "," : "",
+                               (unsigned long long)dims[d]);
+    snprintf(shape + at, sizeof shape - at, "]");
+    h5ark_dtype dtype = H5ARK_INT64;
+    h5ark_dtype_from_name(ak_desc_str(desc, "dtype"), &dtype);
+    n = asprintf(&text, "created %s %s %llu %u %s %zu", name, ak_dtype_name(dtype), size, ndim,
+                 shape, ak_itemsize(dtype));
     return n < 0 ? NULL : text;
 }

@@ -59,9 +59,15 @@ char *ak_reply_json(const char *msg, const char *msg_type, const char *user, siz
 /* Arkouda's name for a dtype ("int64", "float64", "bool", "str", ...). */
 const char *ak_dtype_name(h5ark_dtype dtype);
 /* "created <name> <dtype> <size> <ndim> [<shape>] <itemsize>", for strings followed by
- * "+created bytes.size <n>". malloc'd; NULL when out of memory. */
-char *ak_created(const object *obj);
-/* The item size Arkouda's server gives an array of obj's dtype (a bigint's: 16). */
-size_t ak_itemsize(const object *obj);
+ * "+created bytes.size <n>", of the object a native descriptor describes. malloc'd; NULL
+ * when out of memory. */
+char *ak_created(const h5ark_value *desc);
+/* The item size Arkouda's server gives an array of a dtype (a bigint's: 16). */
+size_t ak_itemsize(h5ark_dtype dtype);
+/* A native descriptor's fields: a string ("" when absent), a count (0 when absent), and its
+ * shape as Arkouda gives it (the rows when it has none), returning ndim. */
+const char *ak_desc_str(const h5ark_value *desc, const char *key);
+uint64_t ak_desc_uint(const h5ark_value *desc, const char *key);
+unsigned ak_desc_shape(const h5ark_value *desc, uint64_t shape[OBJECT_MAX_DIMS]);
 
 #endif

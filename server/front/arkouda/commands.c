@@ -1,10 +1,6 @@
 /* The Arkouda command table lookup and the helpers every family shares (see commands.h). */
 #include "front/arkouda/commands.h"
 
-#include "locales.h"
-#include "dist/ranks.h"
-#include "registry.h"
-
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,36 +33,23 @@ int ak_reply(ak_ctx *ctx, h5ark_error *err, const char *fmt, ...) {
     return 0;
 }
 
-int ak_reply_created(ak_ctx *ctx, object *obj, h5ark_error *err) {
-    int rc = registry_publish(obj, NULL, err);
-    if (ranks_call_seq()) { /* published on every rank or on none */
-        int all = ranks_agree(rc, err);
-        if (all != 0 && rc == 0) registry_remove(obj->name, &(h5ark_error){0});
-        rc = all;
-    }
-    if (rc) return -1;
-    char *text = ak_created(obj);
-    if (!text) {
-        registry_remove(obj->name, &(h5ark_error){0});
-        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    }
-    free(ctx->msg);
-    ctx->msg = text;
-    return 0;
-}
-
-object *ak_object_arg(ak_ctx *ctx, const char *key, h5ark_objtype want, h5ark_error *err) {
-    const char *name;
-    if (ak_arg_str(ctx->in, key, &name, err)) return NULL;
-    object *obj = registry_get(name, err);
-    if (!obj) return NULL;
-    if (want != H5ARK_OBJTYPE_COUNT && obj->objtype != want) {
-        h5ark_fail(err, H5ARK_BAD_REQUEST, "'%s' names %s %.200s, not %s", key,
-                   h5ark_objtype_name(obj->objtype), name, h5ark_objtype_name(want));
-        object_release(obj);
-        return NULL;
-    }
-    return obj;
+int ak_object_arg(ak_ctx *ctx, const char *key, h5ark_objtype want, ak_array *out,
+                  h5ark_error *err) {
+    if (ak_arg_str(ctx->in, key, &out->name, err)) return -1;
+    dispatch_result res;
+    if (ak_describe(ctx, out->name, &res, err)) return -1;
+    const h5ark_value *d = h5ark_value_at(h5ark_value_get(res.result, "objects"), 0);
+    const char *ot = ak_desc_str(d, "objtype");
+    if (!h5ark_dtype_from_name(ak_desc_str(d, "dtype"), &out->dtype)) out->dtype = H5ARK_STRING;
+    out->size = ak_desc_uint(d, "size");
+    out->max_bits = -1;
+    h5ark_value_to_int64(h5ark_value_get(d, "max_bits"), &out->max_bits);
+    int rc = 0;
+    if (want != H5ARK_OBJTYPE_COUNT && strcmp(ot, h5ark_objtype_name(want)) != 0)
+        rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "'%s' names %s %.200s, not %s", key, ot, out->name,
+                        h5ark_objtype_name(want));
+    dispatch_result_free(&res);
+    return rc;
 }
 
 int ak_native(ak_ctx *ctx, const char *name, const h5ark_value *args, const h5ark_value *buffers,
@@ -84,14 +67,11 @@ int ak_native_created(ak_ctx *ctx, const char *name, h5ark_value *args, h5ark_er
 }
 
 char *ak_created_of(const h5ark_value *desc, const char *name, h5ark_error *err) {
-    const h5ark_value *made = h5ark_value_get(desc, "name");
-    object *obj = made && made->kind == H5ARK_STR ? registry_get(made->as.s.ptr, err) : NULL;
-    if (!obj) {
+    if (!*ak_desc_str(desc, "name")) {
         h5ark_fail(err, H5ARK_INTERNAL, "%s made no object", name);
         return NULL;
     }
-    char *text = ak_created(obj);
-    object_release(obj);
+    char *text = ak_created(desc);
     if (!text) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     return text;
 }

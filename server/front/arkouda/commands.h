@@ -55,13 +55,17 @@ extern const ak_command ak_bigint_commands[];   /* get_max_bits set_max_bits */
 
 /* The last template parameter, the rank: only 1-d arrays here (bad_request). */
 int ak_check_rank(ak_ctx *ctx, h5ark_error *err);
-/* What the native `info` says of the pdarray named by argument `key`. */
+/* What the native `info` says of the object named by argument `key`. */
 typedef struct {
     const char *name; /* the argument's text */
     h5ark_dtype dtype;
     uint64_t size;
     int64_t max_bits;
 } ak_array;
+/* The object named by argument `key` (ak_describe), of objtype `want` (any when
+ * H5ARK_OBJTYPE_COUNT): bad_request naming the argument and the objtype it has otherwise. */
+int ak_object_arg(ak_ctx *ctx, const char *key, h5ark_objtype want, ak_array *out,
+                  h5ark_error *err);
 /* The pdarray named by argument `key`, numeric or bool unless `any_dtype` (then a bigint
  * too); Arkouda's errors for a missing argument or object, another objtype or dtype. */
 int ak_array_arg(ak_ctx *ctx, const char *key, bool any_dtype, ak_array *out, h5ark_error *err);
@@ -75,11 +79,6 @@ ranks_mode ak_command_ranks(const ak_command *c, const ak_request *in);
 /* Reply helpers. */
 int ak_reply(ak_ctx *ctx, h5ark_error *err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Publish obj under a fresh name and reply its `created ...` text. */
-int ak_reply_created(ak_ctx *ctx, object *obj, h5ark_error *err);
-/* The object named by argument `key`, which must be of objtype `want` (or any when
- * want == H5ARK_OBJTYPE_COUNT): a new reference, or NULL. */
-object *ak_object_arg(ak_ctx *ctx, const char *key, h5ark_objtype want, h5ark_error *err);
 /* Run a command of the native table (dispatch_call) for this request. */
 int ak_native(ak_ctx *ctx, const char *name, const h5ark_value *args, const h5ark_value *buffers,
               dispatch_result *out, h5ark_error *err);
@@ -98,11 +97,9 @@ h5ark_value *ak_names_arg(ak_ctx *ctx, const char *key, h5ark_error *err);
 /* The created text of the object a native command described (desc, its descriptor);
  * malloc'd, NULL with err set (internal naming command `name` when there is none). */
 char *ak_created_of(const h5ark_value *desc, const char *name, h5ark_error *err);
-/* Strings made from `len` bytes (each string followed by a NUL; malloc'd, taken), reply
- * their created text. `offsets` (count int64 starts, malloc'd, taken) say where each
- * string starts, so a string may hold NULs; NULL: each NUL ends a string. */
-int ak_strings_from_buffer(ak_ctx *ctx, char *bytes, uint64_t len, int64_t *offsets, uint64_t count,
-                           h5ark_error *err);
+/* Strings from the request's payload (each string followed by a NUL, holding none: none
+ * for an empty payload) through the native put; reply their created text. */
+int ak_strings_put(ak_ctx *ctx, h5ark_error *err);
 /* An Arkouda number string as a native argument: an integer kept exact (int64, or uint64
  * above it), else a float; NULL with bad_request naming `key` when it is neither. */
 h5ark_value *ak_number_value(const char *key, const char *text, h5ark_error *err);

@@ -28,32 +28,10 @@ int ak_check_rank(ak_ctx *ctx, h5ark_error *err) {
 }
 
 int ak_array_arg(ak_ctx *ctx, const char *key, bool any_dtype, ak_array *out, h5ark_error *err) {
-    if (ak_arg_str(ctx->in, key, &out->name, err)) return -1;
-    h5ark_value *args = h5ark_value_map(), *names = h5ark_value_array();
-    if (h5ark_value_push(names, h5ark_value_str(out->name)) ||
-        h5ark_value_set(args, "names", names))
-        h5ark_value_destroy(&args);
-    if (!args) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    dispatch_result res;
-    int rc = ak_native(ctx, "info", args, NULL, &res, err);
-    h5ark_value_destroy(&args);
-    if (rc) return -1;
-    const h5ark_value *d = h5ark_value_at(h5ark_value_get(res.result, "objects"), 0);
-    const h5ark_value *objtype = h5ark_value_get(d, "objtype"),
-                      *dtype = h5ark_value_get(d, "dtype");
-    const char *ot = objtype && objtype->kind == H5ARK_STR ? objtype->as.s.ptr : "?";
-    if (!dtype || dtype->kind != H5ARK_STR || !h5ark_dtype_from_name(dtype->as.s.ptr, &out->dtype))
-        out->dtype = H5ARK_STRING;
-    out->max_bits = -1;
-    h5ark_value_to_uint64(h5ark_value_get(d, "size"), &out->size);
-    h5ark_value_to_int64(h5ark_value_get(d, "max_bits"), &out->max_bits);
-    if (strcmp(ot, "pdarray") != 0)
-        rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "'%s' names %s %.200s, not pdarray", key, ot,
-                        out->name);
-    else if (!any_dtype && (out->dtype == H5ARK_BIGINT || out->dtype == H5ARK_STRING))
-        rc = h5ark_fail(err, H5ARK_TYPE_ERROR, "'%s' must be a numeric or bool array", key);
-    dispatch_result_free(&res);
-    return rc;
+    if (ak_object_arg(ctx, key, H5ARK_PDARRAY, out, err)) return -1;
+    if (!any_dtype && (out->dtype == H5ARK_BIGINT || out->dtype == H5ARK_STRING))
+        return h5ark_fail(err, H5ARK_TYPE_ERROR, "'%s' must be a numeric or bool array", key);
+    return 0;
 }
 
 static int check_dtype(const ak_array *a, h5ark_dtype want, h5ark_error *err) {

@@ -8,21 +8,12 @@
  * native confinement (files.c) then applies. */
 #include "front/arkouda/commands.h"
 #include "config.h"
-#include "dist/ranks.h"
-#include "objects/arrayview.h"
-#include "objects/categorical.h"
-#include "objects/dataframe.h"
-#include "objects/groupby.h"
-#include "objects/index.h"
-#include "objects/pdarray.h"
-#include "objects/segarray.h"
-#include "objects/strings.h"
-#include "registry.h"
 
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <limits.h>
-#include <stdio.h>
 #include <strings.h>
 
 /* ---- paths ---- */
@@ -95,266 +86,293 @@ static int native_on_path(ak_ctx *ctx, const char *cmd, const char *given, dispa
 
 /* ---- tohdf: the object the client describes ---- */
 
-static object *named(const char *name, h5ark_error *err) {
-    return name ? registry_get(name, err)
-                : (h5ark_fail(err, H5ARK_BAD_REQUEST, "a part is not named"), NULL);
+/* The objects a request made through native constructors (its parts), deleted after the
+ * write, or when the request fails. */
+typedef struct {
+    ak_ctx *ctx;
+    h5ark_value *made; /* array of str */
+} made_list;
+
+/* A native args map of string pairs, ending at a NULL key (NULL values left out); NULL
+ * without memory. */
+static h5ark_value *str_args(const char *key, ...) {
+    h5ark_value *args = h5ark_value_map();
+    va_list ap;
+    va_start(ap, key);
+    for (const char *k = key; args && k; k = va_arg(ap, const char *)) {
+        const char *v = va_arg(ap, const char *);
+        if (v && h5ark_value_set(args, k, h5ark_value_str(v))) h5ark_value_destroy(&args);
+    }
+    va_end(ap);
+    return args;
 }
 
-static object *arg_object(ak_ctx *ctx, const char *key, h5ark_error *err) {
-    const char *name;
-    if (ak_arg_str(ctx->in, key, &name, err)) return NULL;
-    return registry_get(name, err);
+/* Run native constructor `cmd` (args taken; NULL: out of memory) and give the name of the
+ * object it made, which joins m->made (malloc'd; NULL with err set). */
+static char *make(made_list *m, const char *cmd, h5ark_value *args, h5ark_error *err) {
+    dispatch_result res;
+    /* args NULL: building them failed (err set) or ran out of memory */
+    int rc = args                    ? ak_native(m->ctx, cmd, args, NULL, &res, err)
+             : err->code != H5ARK_OK ? -1
+                                     : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    h5ark_value_destroy(&args);
+    if (rc) return NULL;
+    const char *name = ak_desc_str(h5ark_value_get(res.result, "object"), "name");
+    /* the list holds it first, so that it goes again whatever follows */
+    int bad = h5ark_value_push(m->made, h5ark_value_str(name));
+    char *copy = bad ? NULL : strdup(name);
+    if (!copy) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    dispatch_result_free(&res);
+    return copy;
 }
 
-/* A categorical from its parts: codes, categories, the NA code's array, and the grouping
- * (permutation, segments) when both are given. */
-static object *categorical_of(object *codes, object *categories, object *na_codes, object *perm,
-                              object *segs, h5ark_error *err) {
-    if (!codes || !categories) return NULL;
-    if (categories->objtype != H5ARK_STRINGS) {
+static char *dup_name(const char *name, h5ark_error *err) {
+    char *copy = strdup(name);
+    if (!copy) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    return copy;
+}
+
+/* The objects `names` go, through the native delete; errors ignored. */
+static void delete_names(ak_ctx *ctx, h5ark_value *names) {
+    h5ark_value *args = h5ark_value_map();
+    dispatch_result res;
+    if (!args || h5ark_value_set(args, "names", names)) {
+        if (!args) h5ark_value_destroy(&names);
+    } else if (ak_native(ctx, "delete", args, NULL, &res, &(h5ark_error){0}) == 0) {
+        dispatch_result_free(&res);
+    }
+    h5ark_value_destroy(&args);
+}
+
+static void delete_quietly(ak_ctx *ctx, const char *name) {
+    h5ark_value *names = h5ark_value_array();
+    if (names && h5ark_value_push(names, h5ark_value_str(name)) == 0)
+        delete_names(ctx, names);
+    else
+        h5ark_value_destroy(&names);
+}
+
+/* The objects made go. */
+static void unmake(made_list *m) {
+    if (h5ark_value_len(m->made)) delete_names(m->ctx, h5ark_value_copy(m->made));
+}
+
+/* The objtype of the object `name` (the native info) into out. */
+static int objtype_of(ak_ctx *ctx, const char *name, char out[32], uint64_t *size,
+                      h5ark_error *err) {
+    dispatch_result res;
+    if (ak_describe(ctx, name, &res, err)) return -1;
+    const h5ark_value *d = h5ark_value_at(h5ark_value_get(res.result, "objects"), 0);
+    snprintf(out, 32, "%s", ak_desc_str(d, "objtype"));
+    if (size) *size = ak_desc_uint(d, "size");
+    dispatch_result_free(&res);
+    return 0;
+}
+
+/* The first element of the int64 array `name` (a Categorical's NA code), read with the
+ * native get. */
+static int first_int64(ak_ctx *ctx, const char *name, int64_t *out, h5ark_error *err) {
+    h5ark_value *args = str_args("name", name, NULL);
+    dispatch_result res;
+    int rc = args && h5ark_value_set(args, "start", h5ark_value_uint(0)) == 0 &&
+                     h5ark_value_set(args, "stop", h5ark_value_uint(1)) == 0
+                 ? ak_native(ctx, "get", args, NULL, &res, err)
+                 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    h5ark_value_destroy(&args);
+    if (rc) {
+        /* a range past an empty array: no code */
+        return err->code == H5ARK_BAD_REQUEST
+                   ? h5ark_fail(err, H5ARK_TYPE_ERROR,
+                                "NA_codes must be an int64 array of one code")
+                   : -1;
+    }
+    const h5ark_value *d = h5ark_value_get(res.result, "object");
+    unsigned char bytes[8];
+    size_t got = 0;
+    for (size_t i = 0; i < res.nspans && got < 8; i++) {
+        size_t take = res.spans[i].len < 8 - got ? (size_t)res.spans[i].len : 8 - got;
+        memcpy(bytes + got, res.spans[i].ptr, take);
+        got += take;
+    }
+    if (strcmp(ak_desc_str(d, "objtype"), "pdarray") != 0 ||
+        strcmp(ak_desc_str(d, "dtype"), "int64") != 0 || got != 8)
+        rc = h5ark_fail(err, H5ARK_TYPE_ERROR, "NA_codes must be an int64 array of one code");
+    else
+        memcpy(out, bytes, 8);
+    dispatch_result_free(&res);
+    return rc;
+}
+
+/* A Categorical from its parts (the native categorical): codes, categories, the NA code's
+ * array (its category is the NA value) and the grouping (permutation, segments) when both
+ * are given. */
+static char *categorical_of(made_list *m, const char *codes, const char *cats, const char *na,
+                            const char *perm, const char *segs, h5ark_error *err) {
+    if (!codes || !cats) {
+        h5ark_fail(err, H5ARK_BAD_REQUEST, "a part is not named");
+        return NULL;
+    }
+    char type[32];
+    uint64_t ncats = 0;
+    int64_t code = -1;
+    if (objtype_of(m->ctx, cats, type, &ncats, err)) return NULL;
+    if (strcmp(type, "strings") != 0) {
         h5ark_fail(err, H5ARK_TYPE_ERROR, "a Categorical's categories must be Strings");
         return NULL;
     }
-    char *na_value = NULL;
-    int64_t na = -1;
-    if (na_codes && (na_codes->objtype != H5ARK_PDARRAY || na_codes->dtype != H5ARK_INT64 ||
-                     na_codes->size == 0)) {
-        h5ark_fail(err, H5ARK_TYPE_ERROR, "NA_codes must be an int64 array of one code");
-        return NULL;
-    }
-    if (na_codes && pdarray_int64_at(na_codes, 0, &na, err)) return NULL;
-    if (na >= 0 && (uint64_t)na < categories->size &&
-        !(na_value = strings_dup(categories, (uint64_t)na, NULL, err)))
-        return NULL;
-    object *cat = categorical_from_codes(codes, categories, na_value ? na_value : "N/A", err);
-    free(na_value);
-    if (cat && perm && segs &&
-        (object_add_component(cat, "permutation", perm, err) ||
-         object_add_component(cat, "segments", segs, err))) {
-        object_release(cat);
-        return NULL;
-    }
-    return cat;
+    if (na && first_int64(m->ctx, na, &code, err)) return NULL;
+    h5ark_value *args = str_args("codes", codes, "categories", cats, "permutation",
+                                 perm && segs ? perm : NULL, "segments", perm ? segs : NULL, NULL);
+    /* a code outside the categories: the default NA value, "N/A" */
+    if (args && code >= 0 && (uint64_t)code < ncats &&
+        h5ark_value_set(args, "na_code", h5ark_value_int(code)))
+        h5ark_value_destroy(&args);
+    return make(m, "categorical", args, err);
 }
 
 /* A part given by name, or as a JSON object of the parts of a SegArray
- * {"segments", "values"} or a Categorical {"codes", "categories", ...}. */
-static object *part_of(json_t *spec, h5ark_error *err) {
+ * {"segments", "values"} or a Categorical {"codes", "categories", ...}: its name (malloc'd),
+ * one made for it in the second case. */
+static char *part_of(made_list *m, json_t *spec, h5ark_error *err) {
     json_t *owned = NULL;
     if (json_is_string(spec) && json_string_value(spec)[0] == '{')
         spec = owned = json_loads(json_string_value(spec), 0, NULL);
-    if (json_is_string(spec)) return registry_get(json_string_value(spec), err);
-    object *obj = NULL;
-    if (!json_is_object(spec)) {
+    char *name = NULL;
+    if (json_is_string(spec)) {
+        name = dup_name(json_string_value(spec), err);
+    } else if (!json_is_object(spec)) {
         h5ark_fail(err, H5ARK_BAD_REQUEST, "a part must be a name or a JSON object of names");
     } else if (json_object_get(spec, "codes")) {
         const char *na = json_string_value(json_object_get(spec, "NA_codes"));
         if (!na) na = json_string_value(json_object_get(spec, "_akNAcode"));
-        object *codes = named(json_string_value(json_object_get(spec, "codes")), err);
-        object *cats =
-            codes ? named(json_string_value(json_object_get(spec, "categories")), err) : NULL;
-        object *nac = cats && na ? registry_get(na, err) : NULL;
-        const char *p = json_string_value(json_object_get(spec, "permutation"));
-        const char *s = json_string_value(json_object_get(spec, "segments"));
-        object *perm = p && s ? registry_get(p, err) : NULL;
-        object *segs = perm ? registry_get(s, err) : NULL;
-        if (!na || nac) obj = categorical_of(codes, cats, nac, perm, segs, err);
-        object_release(codes);
-        object_release(cats);
-        object_release(nac);
-        object_release(perm);
-        object_release(segs);
+        name = categorical_of(m, json_string_value(json_object_get(spec, "codes")),
+                              json_string_value(json_object_get(spec, "categories")), na,
+                              json_string_value(json_object_get(spec, "permutation")),
+                              json_string_value(json_object_get(spec, "segments")), err);
     } else {
-        object *segs = named(json_string_value(json_object_get(spec, "segments")), err);
-        object *vals = segs ? named(json_string_value(json_object_get(spec, "values")), err) : NULL;
-        if (vals) obj = segarray_new(segs, vals, err);
-        object_release(segs);
-        object_release(vals);
+        const char *segs = json_string_value(json_object_get(spec, "segments"));
+        const char *vals = json_string_value(json_object_get(spec, "values"));
+        name = segs && vals
+                   ? make(m, "segarray", str_args("segments", segs, "values", vals, NULL), err)
+                   : (h5ark_fail(err, H5ARK_BAD_REQUEST, "a part is not named"), NULL);
     }
     json_decref(owned);
-    return obj;
+    return name;
 }
 
-/* The parts listed in argument `key`, n of them (new references; NULL on failure). */
-static object **parts_of(ak_ctx *ctx, const char *key, size_t *n, h5ark_error *err) {
-    json_t *list = json_loads(ak_arg(ctx->in, key) ? ak_arg(ctx->in, key) : "", 0, NULL);
+/* The names of the parts listed in argument `key` (a native array of str), NULL with err
+ * set. */
+static h5ark_value *parts_of(made_list *m, const char *key, h5ark_error *err) {
+    json_t *list = json_loads(ak_arg(m->ctx->in, key) ? ak_arg(m->ctx->in, key) : "", 0, NULL);
     if (!json_is_array(list) || json_array_size(list) == 0 || json_array_size(list) > 4096) {
         json_decref(list);
         h5ark_fail(err, H5ARK_BAD_REQUEST, "argument '%s' must be a JSON list of 1 to 4096 parts",
                    key);
         return NULL;
     }
-    *n = json_array_size(list);
-    object **parts = calloc(*n, sizeof *parts);
+    h5ark_value *names = h5ark_value_array();
+    if (!names) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     size_t i;
     json_t *item;
     json_array_foreach(list, i, item) {
-        if (!parts || !(parts[i] = part_of(item, err))) {
-            if (!parts) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-            for (size_t k = 0; parts && k < i; k++)
-                object_release(parts[k]);
-            free(parts);
-            parts = NULL;
-            break;
+        char *name = names ? part_of(m, item, err) : NULL;
+        if (!name || h5ark_value_push(names, h5ark_value_str(name))) {
+            if (name) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+            h5ark_value_destroy(&names);
         }
+        free(name);
+        if (!names) break;
     }
     json_decref(list);
-    return parts;
+    return names;
 }
 
-static void parts_free(object **parts, size_t n) {
-    for (size_t i = 0; parts && i < n; i++)
-        object_release(parts[i]);
-    free(parts);
-}
-
-/* A pdarray that Arkouda stores with its own ObjType: the same data, tagged. */
-static object *tagged(object *values, const char *tag, h5ark_error *err) {
-    if (values->objtype != H5ARK_PDARRAY) {
-        h5ark_fail(err, H5ARK_TYPE_ERROR, "%s must be a pdarray", values->name);
-        return NULL;
-    }
-    uint64_t n = values->size;
-    object *obj = arrayview_reshape(values, values->name, &n, 1, err);
-    if (obj) obj->tag = tag;
-    return obj;
-}
-
-static object *groupby_of(ak_ctx *ctx, h5ark_error *err) {
-    size_t nkeys = 0;
-    object **keys = parts_of(ctx, "key_names", &nkeys, err);
-    object *perm = keys ? arg_object(ctx, "permutation", err) : NULL;
-    object *segs = perm ? arg_object(ctx, "segments", err) : NULL;
-    object *uki = segs ? arg_object(ctx, "unique_key_idx", err) : NULL;
-    object *gb = uki ? object_new_composite(H5ARK_GROUPBY, H5ARK_INT64, perm->size, err) : NULL;
-    int rc = gb ? 0 : -1;
-    if (rc == 0)
-        rc = object_add_component(gb, "permutation", perm, err) ||
-             object_add_component(gb, "segments", segs, err) ||
-             object_add_component(gb, "unique_key_idx", uki, err);
-    for (size_t k = 0; rc == 0 && k < nkeys; k++) {
-        char name[32];
-        snprintf(name, sizeof name, "KEY_%zu", k);
-        /* the grouping is given: a key need not be one h5ark sorts (a bigint, as a read
-         * GroupBy may hold) */
-        bool big = keys[k]->objtype == H5ARK_PDARRAY && keys[k]->dtype == H5ARK_BIGINT;
-        rc = big ? 0 : groupby_check_key(keys[k], name, err);
-        if (rc == 0 && keys[k]->size != perm->size)
-            rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "key %zu has %llu rows, the groupby %llu", k,
-                            (unsigned long long)keys[k]->size, (unsigned long long)perm->size);
-        if (rc == 0) rc = object_add_component(gb, name, keys[k], err);
-    }
-    if (rc == 0) rc = object_set_extra(gb, "ngroups", h5ark_value_uint(segs->size), err);
-    if (rc == 0) rc = groupby_check(gb, err);
-    parts_free(keys, nkeys);
-    object_release(perm);
-    object_release(segs);
-    object_release(uki);
-    if (rc) object_release(gb);
-    return rc ? NULL : gb;
-}
-
-static object *index_of(ak_ctx *ctx, h5ark_error *err) {
-    size_t n = 0;
-    object **levels = parts_of(ctx, "idx", &n, err);
-    if (!levels) return NULL;
-    const char **labels = calloc(n, sizeof *labels);
-    object *idx = NULL;
-    if (labels) {
-        for (size_t i = 0; i < n; i++)
-            labels[i] = levels[i]->name ? levels[i]->name : "a level";
-        idx = index_new(levels, labels, n, NULL, err);
-    } else {
+/* A constructor's args: the list of parts under `key`, with `arg` naming them natively. */
+static h5ark_value *list_args(made_list *m, const char *key, const char *arg, h5ark_error *err) {
+    h5ark_value *names = parts_of(m, key, err);
+    if (!names) return NULL;
+    h5ark_value *args = h5ark_value_map();
+    if (!args || h5ark_value_set(args, arg, names)) {
+        if (!args) h5ark_value_destroy(&names);
+        h5ark_value_destroy(&args);
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     }
-    free(labels);
-    parts_free(levels, n);
-    return idx;
+    return args;
 }
 
-static object *dataframe_of(ak_ctx *ctx, h5ark_error *err) {
-    size_t n = 0;
-    object **cols = parts_of(ctx, "columns", &n, err);
-    if (!cols) return NULL;
-    json_t *names = ak_arg_list(ctx->in, "column_names", err);
-    object *index = NULL, *df = NULL;
-    const char **labels = calloc(n, sizeof *labels), **cnames = calloc(n, sizeof *cnames);
-    if (!names || !labels || !cnames) {
-        if (names) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    } else if (json_array_size(names) != n) {
-        h5ark_fail(err, H5ARK_BAD_REQUEST, "%zu column_names for %zu columns",
-                   json_array_size(names), n);
-    } else if (!ak_arg(ctx->in, "index") || (index = arg_object(ctx, "index", err))) {
-        for (size_t i = 0; i < n; i++) {
-            cnames[i] = json_string_value(json_array_get(names, i));
-            labels[i] = cnames[i];
+static char *groupby_of(made_list *m, h5ark_error *err) {
+    h5ark_value *args = list_args(m, "key_names", "keys", err);
+    if (!args) return NULL;
+    static const char *const parts[] = {"permutation", "segments", "unique_key_idx"};
+    for (int i = 0; i < 3; i++) {
+        const char *name;
+        if (ak_arg_str(m->ctx->in, parts[i], &name, err) ||
+            h5ark_value_set(args, parts[i], h5ark_value_str(name))) {
+            if (err->code == H5ARK_OK) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+            h5ark_value_destroy(&args);
+            return NULL;
         }
-        df = dataframe_new(cols, labels, cnames, n, index, "index", err);
     }
-    free(labels);
-    free(cnames);
-    json_decref(names);
-    object_release(index);
-    parts_free(cols, n);
-    return df;
+    return make(m, "groupby", args, err);
 }
 
-/* The object a tohdf describes, by its objType. */
-static object *object_to_write(ak_ctx *ctx, const char *type, h5ark_error *err) {
+static char *dataframe_of(made_list *m, h5ark_error *err) {
+    h5ark_value *args = list_args(m, "columns", "columns", err);
+    h5ark_value *names = args ? ak_names_arg(m->ctx, "column_names", err) : NULL;
+    const char *index = ak_arg(m->ctx->in, "index");
+    if (!names || h5ark_value_set(args, "column_names", names) ||
+        (index && h5ark_value_set(args, "index", h5ark_value_str(index)))) {
+        if (names && err->code == H5ARK_OK) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        h5ark_value_destroy(&args);
+        return NULL;
+    }
+    return make(m, "dataframe", args, err);
+}
+
+/* The name of the object a tohdf describes, by its objType: one of the registry, or one
+ * made from its parts by the native constructors (malloc'd). */
+static char *object_to_write(made_list *m, const char *type, h5ark_error *err) {
     static const struct {
         const char *type, *tag;
     } pdarrays[] = {{"pdarray", NULL},
                     {"Datetime", OBJECT_TAG_DATETIME},
                     {"Timedelta", OBJECT_TAG_TIMEDELTA},
                     {"IPv4", OBJECT_TAG_IPV4}};
+    const ak_request *in = m->ctx->in;
+    const char *values;
     for (size_t i = 0; i < sizeof pdarrays / sizeof pdarrays[0]; i++) {
         if (strcasecmp(type, pdarrays[i].type) != 0) continue;
-        object *v = arg_object(ctx, "values", err);
-        if (!v || !pdarrays[i].tag) return v;
-        object *t = tagged(v, pdarrays[i].tag, err);
-        object_release(v);
-        return t;
+        if (ak_arg_str(in, "values", &values, err)) return NULL;
+        if (!pdarrays[i].tag) return dup_name(values, err);
+        return make(m, "tag", str_args("array", values, "tag", pdarrays[i].tag, NULL), err);
     }
     if (strcasecmp(type, "strings") == 0) {
-        object *v = arg_object(ctx, "values", err);
-        if (v && v->objtype != H5ARK_STRINGS) {
+        char ot[32];
+        if (ak_arg_str(in, "values", &values, err) || objtype_of(m->ctx, values, ot, NULL, err))
+            return NULL;
+        if (strcmp(ot, "strings") != 0) {
             h5ark_fail(err, H5ARK_TYPE_ERROR, "'values' must name Strings");
-            object_release(v);
             return NULL;
         }
-        return v;
+        return dup_name(values, err);
     }
     if (strcasecmp(type, "SegArray") == 0) {
-        object *segs = arg_object(ctx, "segments", err);
-        object *vals = segs ? arg_object(ctx, "values", err) : NULL;
-        object *sa = vals ? segarray_new(segs, vals, err) : NULL;
-        object_release(segs);
-        object_release(vals);
-        return sa;
+        const char *segs;
+        if (ak_arg_str(in, "segments", &segs, err) || ak_arg_str(in, "values", &values, err))
+            return NULL;
+        return make(m, "segarray", str_args("segments", segs, "values", values, NULL), err);
     }
     if (strcasecmp(type, "categorical") == 0) {
-        object *codes = arg_object(ctx, "codes", err);
-        object *cats = codes ? arg_object(ctx, "categories", err) : NULL;
-        object *na = cats && ak_arg(ctx->in, "NA_codes") ? arg_object(ctx, "NA_codes", err) : NULL;
-        object *perm = NULL, *segs = NULL;
-        if (cats && ak_arg(ctx->in, "permutation") && ak_arg(ctx->in, "segments")) {
-            perm = registry_get(ak_arg(ctx->in, "permutation"), &(h5ark_error){0});
-            segs = perm ? registry_get(ak_arg(ctx->in, "segments"), &(h5ark_error){0}) : NULL;
-        }
-        object *cat = cats && (na || !ak_arg(ctx->in, "NA_codes"))
-                          ? categorical_of(codes, cats, na, perm, segs, err)
-                          : NULL;
-        object_release(codes);
-        object_release(cats);
-        object_release(na);
-        object_release(perm);
-        object_release(segs);
-        return cat;
+        const char *codes, *cats;
+        if (ak_arg_str(in, "codes", &codes, err) || ak_arg_str(in, "categories", &cats, err))
+            return NULL;
+        return categorical_of(m, codes, cats, ak_arg(in, "NA_codes"), ak_arg(in, "permutation"),
+                              ak_arg(in, "segments"), err);
     }
-    if (strcasecmp(type, "GroupBy") == 0) return groupby_of(ctx, err);
+    if (strcasecmp(type, "GroupBy") == 0) return groupby_of(m, err);
     if (strcasecmp(type, "Index") == 0 || strcasecmp(type, "MultiIndex") == 0)
-        return index_of(ctx, err);
-    if (strcasecmp(type, "DataFrame") == 0) return dataframe_of(ctx, err);
+        return make(m, "index", list_args(m, "idx", "levels", err), err);
+    if (strcasecmp(type, "DataFrame") == 0) return dataframe_of(m, err);
     h5ark_fail(err, H5ARK_BAD_REQUEST, "objType '%.60s' is not one tohdf writes", type);
     return NULL;
 }
@@ -388,9 +406,9 @@ static int native_tohdf(ak_ctx *ctx, const char *name, const char *dset, const c
 
 /* tohdf {objType, dset, filename, write_mode 0 truncate / 1 append, file_format 0 single /
  * 1 distribute, overwrite (update: replace the dataset), save_offsets (Strings), and the
- * object's parts}: the object the client describes, assembled from its parts, written by
- * the native tohdf (under a name of its own for the call when it is not one object of the
- * registry already). */
+ * object's parts}: the object the client describes, made from its parts by the native
+ * constructors (deleted again after the write) when it is not one object of the registry,
+ * written by the native tohdf. */
 static int cmd_tohdf(ak_ctx *ctx, h5ark_error *err) {
     const char *type, *dset, *filename;
     int64_t write_mode = 0, file_format = 1;
@@ -410,74 +428,67 @@ static int cmd_tohdf(ak_ctx *ctx, h5ark_error *err) {
                           "file_format must be 0 (single) or 1 (distribute)");
     char rel[PATH_MAX];
     if (relative_path(filename, rel, err)) return -1;
-    object *obj = object_to_write(ctx, type, err);
-    if (!obj) return -1;
-    /* an object of the registry is written by its name; one assembled here gets one */
-    object *known = obj->name ? registry_get(obj->name, &(h5ark_error){0}) : NULL;
-    object_release(known);
-    int rc = 0;
-    bool made = known != obj;
-    if (made) {
-        rc = registry_publish(obj, NULL, err);
-        int all = ranks_agree(rc, err);
-        if (all && rc == 0) registry_remove(obj->name, &(h5ark_error){0});
-        rc = all;
-    }
+    made_list m = {ctx, h5ark_value_array()};
+    if (!m.made) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    char *name = object_to_write(&m, type, err);
+    int rc = name ? 0 : -1;
     const char *mode = overwrite ? "update" : write_mode ? "append" : "truncate";
-    if (rc == 0) rc = native_tohdf(ctx, obj->name, dset, rel, mode, file_format, save_offsets, err);
-    if (rc && overwrite && err->code == H5ARK_NOT_FOUND) {
+    if (rc == 0) rc = native_tohdf(ctx, name, dset, rel, mode, file_format, save_offsets, err);
+    if (rc && name && overwrite && err->code == H5ARK_NOT_FOUND) {
         /* update_hdf of a dataset the files do not have yet: added */
         *err = (h5ark_error){0};
-        rc = native_tohdf(ctx, obj->name, dset, rel, "append", file_format, save_offsets, err);
+        rc = native_tohdf(ctx, name, dset, rel, "append", file_format, save_offsets, err);
     }
-    if (made && obj->name) registry_remove(obj->name, &(h5ark_error){0});
-    object_release(obj);
+    unmake(&m);
+    h5ark_value_destroy(&m.made);
+    free(name);
     return rc ? -1 : ak_reply(ctx, err, "Dataset written successfully!");
 }
 
 /* ---- readAllHdf: objects in Arkouda's forms ---- */
 
-static const char *type_name(const object *obj) {
-    switch (obj->objtype) {
-    case H5ARK_PDARRAY:
-        if (obj->tag == NULL) return "PDARRAY";
-        return strcmp(obj->tag, OBJECT_TAG_DATETIME) == 0    ? "DATETIME"
-               : strcmp(obj->tag, OBJECT_TAG_TIMEDELTA) == 0 ? "TIMEDELTA"
-                                                             : "IPV4";
-    case H5ARK_ARRAYVIEW: return "PDARRAY";
-    case H5ARK_STRINGS: return "STRINGS";
-    case H5ARK_SEGARRAY: return "SEGARRAY";
-    case H5ARK_CATEGORICAL: return "CATEGORICAL";
-    case H5ARK_GROUPBY: return "GROUPBY";
-    case H5ARK_DATAFRAME: return "DATAFRAME";
-    case H5ARK_INDEX: return "INDEX";
-    case H5ARK_MULTIINDEX: return "MULTIINDEX";
-    default: return NULL;
-    }
+static bool desc_is(const h5ark_value *d, const char *objtype) {
+    return strcmp(ak_desc_str(d, "objtype"), objtype) == 0;
 }
 
-/* Publish a part under a name of its own (unless it has one) and give its created text. */
-static char *leaf(object *obj, json_t *made, h5ark_error *err) {
-    object *same = obj->name ? registry_get(obj->name, &(h5ark_error){0}) : NULL;
-    object_release(same);
-    if (same != obj) {
-        if (registry_publish(obj, NULL, err)) return NULL;
-        json_array_append_new(made, json_string(obj->name));
-    }
-    char *text = ak_created(obj);
-    if (!text) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    return text;
+static bool is_leaf(const h5ark_value *d) {
+    return desc_is(d, "pdarray") || desc_is(d, "arrayview") || desc_is(d, "strings");
 }
 
-static char *form_of(ak_ctx *ctx, object *obj, json_t *made, h5ark_error *err);
+/* Arkouda's ObjType name of a described object, NULL for one Arkouda cannot hold. */
+static const char *type_name(const h5ark_value *d) {
+    static const struct {
+        const char *objtype, *type;
+    } types[] = {{"arrayview", "PDARRAY"}, {"strings", "STRINGS"},
+                 {"segarray", "SEGARRAY"}, {"categorical", "CATEGORICAL"},
+                 {"groupby", "GROUPBY"},   {"dataframe", "DATAFRAME"},
+                 {"index", "INDEX"},       {"multiindex", "MULTIINDEX"}};
+    if (desc_is(d, "pdarray")) {
+        const char *tag = ak_desc_str(d, "tag");
+        return !*tag                                    ? "PDARRAY"
+               : strcmp(tag, OBJECT_TAG_DATETIME) == 0  ? "DATETIME"
+               : strcmp(tag, OBJECT_TAG_TIMEDELTA) == 0 ? "TIMEDELTA"
+                                                        : "IPV4";
+    }
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (desc_is(d, types[i].objtype)) return types[i].type;
+    return NULL;
+}
+
+/* The created text of a leaf part (a bigint too: its limbs are fetched by name). */
+static char *leaf(const h5ark_value *d, h5ark_error *err) {
+    return ak_created_of(d, "readhdf", err);
+}
+
+static char *form_of(made_list *m, const h5ark_value *d, h5ark_error *err);
 
 /* "<TYPE>+|+<form>", as nested parts are given */
-static json_t *typed_form(ak_ctx *ctx, object *obj, json_t *made, h5ark_error *err) {
-    const char *type = type_name(obj);
-    char *form = type ? form_of(ctx, obj, made, err) : NULL;
+static json_t *typed_form(made_list *m, const h5ark_value *d, h5ark_error *err) {
+    const char *type = type_name(d);
+    char *form = type ? form_of(m, d, err) : NULL;
     if (!type)
         h5ark_fail(err, H5ARK_TYPE_ERROR, "a %s cannot be given to Arkouda's client",
-                   h5ark_objtype_name(obj->objtype));
+                   ak_desc_str(d, "objtype"));
     if (!form) return NULL;
     char *text = NULL;
     json_t *s = asprintf(&text, "%s+|+%s", type, form) < 0 ? NULL : json_string(text);
@@ -495,101 +506,119 @@ static int put_form(json_t *map, const char *key, char *text, h5ark_error *err) 
 }
 
 /* The created text of a new one-element int64 array holding v (a Categorical's
- * _akNAcode), made by the native create; its name joins `made`. */
-static char *one_int64(ak_ctx *ctx, int64_t v, json_t *made, h5ark_error *err) {
-    h5ark_value *args = h5ark_value_map();
-    if (!args || h5ark_value_set(args, "dtype", h5ark_value_str("int64")) ||
-        h5ark_value_set(args, "size", h5ark_value_uint(1)) ||
-        h5ark_value_set(args, "fill", h5ark_value_str("full")) ||
-        h5ark_value_set(args, "value", h5ark_value_int(v))) {
+ * _akNAcode), made by the native create; it joins m->made. */
+static char *one_int64(made_list *m, int64_t v, h5ark_error *err) {
+    h5ark_value *args = str_args("dtype", "int64", "fill", "full", NULL);
+    if (args && (h5ark_value_set(args, "size", h5ark_value_uint(1)) ||
+                 h5ark_value_set(args, "value", h5ark_value_int(v))))
         h5ark_value_destroy(&args);
-        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        return NULL;
-    }
     dispatch_result res;
-    int rc = ak_native(ctx, "create", args, NULL, &res, err);
+    int rc = args ? ak_native(m->ctx, "create", args, NULL, &res, err)
+                  : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     h5ark_value_destroy(&args);
     if (rc) return NULL;
     const h5ark_value *desc = h5ark_value_get(res.result, "object");
-    const h5ark_value *name = h5ark_value_get(desc, "name");
-    if (name && name->kind == H5ARK_STR) json_array_append_new(made, json_string(name->as.s.ptr));
-    char *text = ak_created_of(desc, "create", err);
+    char *text = h5ark_value_push(m->made, h5ark_value_str(ak_desc_str(desc, "name")))
+                     ? (h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory"), NULL)
+                     : ak_created_of(desc, "create", err);
     dispatch_result_free(&res);
     return text;
 }
 
-static int64_t na_code_of(const object *cat) {
-    const h5ark_value *v = h5ark_value_get(cat->extra, "na_code");
-    int64_t na = -1;
-    h5ark_value_to_int64(v, &na);
-    return na;
-}
-
-/* The form of a part: a created text for arrays and Strings, the JSON text of a map or
- * list of its parts' forms for composites. */
-static char *form_of(ak_ctx *ctx, object *obj, json_t *made, h5ark_error *err) {
-    if (obj->objtype == H5ARK_PDARRAY || obj->objtype == H5ARK_ARRAYVIEW ||
-        obj->objtype == H5ARK_STRINGS)
-        return leaf(obj, made, err); /* a bigint too: its limbs are fetched by name */
-    json_t *out = obj->objtype == H5ARK_INDEX || obj->objtype == H5ARK_MULTIINDEX ? json_array()
-                                                                                  : json_object();
+/* The form of a part the native unpack described (each leaf under a name of its own): a
+ * created text for arrays and Strings, the JSON text of a map or list of its parts' forms
+ * for composites. */
+static char *form_of(made_list *m, const h5ark_value *d, h5ark_error *err) {
+    if (is_leaf(d)) return leaf(d, err);
+    bool listed = desc_is(d, "index") || desc_is(d, "multiindex");
+    json_t *out = listed ? json_array() : json_object();
     int rc = out ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    for (size_t i = 0; rc == 0 && i < obj->ncomponents; i++) {
-        const char *name = obj->components[i].name;
-        object *part = obj->components[i].obj;
-        switch (obj->objtype) {
-        case H5ARK_SEGARRAY:
-        case H5ARK_CATEGORICAL: rc = put_form(out, name, leaf(part, made, err), err); break;
-        case H5ARK_GROUPBY:
+    const h5ark_value *comps = h5ark_value_get(d, "components");
+    for (size_t i = 0; rc == 0 && i < h5ark_value_len(comps); i++) {
+        const char *name = comps->as.m.keys[i];
+        const h5ark_value *part = comps->as.m.vals[i];
+        if (desc_is(d, "segarray") || desc_is(d, "categorical")) {
+            rc = put_form(out, name, leaf(part, err), err);
+        } else if (desc_is(d, "groupby")) {
             if (strncmp(name, "KEY_", 4) == 0) {
-                json_t *t = typed_form(ctx, part, made, err);
+                json_t *t = typed_form(m, part, err);
                 rc = t ? json_object_set_new(out, name, t) : -1;
             } else {
                 rc = put_form(out, strcmp(name, "unique_key_idx") == 0 ? "uki" : name,
-                              leaf(part, made, err), err);
+                              leaf(part, err), err);
             }
-            break;
-        case H5ARK_INDEX:
-        case H5ARK_MULTIINDEX: {
-            json_t *t = typed_form(ctx, part, made, err);
+        } else if (listed) {
+            json_t *t = typed_form(m, part, err);
             rc = t ? json_array_append_new(out, t) : -1;
-            break;
-        }
-        case H5ARK_DATAFRAME: {
+        } else if (desc_is(d, "dataframe")) {
             /* the index as its one level, as Arkouda's snapshot gives it */
-            object *p =
-                strcmp(name, "Index") == 0 && part->objtype == H5ARK_INDEX && part->ncomponents == 1
-                    ? part->components[0].obj
+            const h5ark_value *levels = h5ark_value_get(part, "components");
+            const h5ark_value *p =
+                strcmp(name, "Index") == 0 && desc_is(part, "index") && h5ark_value_len(levels) == 1
+                    ? levels->as.m.vals[0]
                     : part;
-            json_t *t = typed_form(ctx, p, made, err);
+            json_t *t = typed_form(m, p, err);
             rc = t ? json_object_set_new(out, name, t) : -1;
-            break;
-        }
-        default:
+        } else {
             rc = h5ark_fail(err, H5ARK_TYPE_ERROR, "a %s cannot be given to Arkouda's client",
-                            h5ark_objtype_name(obj->objtype));
+                            ak_desc_str(d, "objtype"));
         }
     }
-    if (rc == 0 && obj->objtype == H5ARK_CATEGORICAL)
-        rc = put_form(out, "_akNAcode", one_int64(ctx, na_code_of(obj), made, err), err);
+    if (rc == 0 && desc_is(d, "categorical")) {
+        int64_t na = -1;
+        h5ark_value_to_int64(h5ark_value_get(d, "na_code"), &na);
+        rc = put_form(out, "_akNAcode", one_int64(m, na, err), err);
+    }
     char *text = rc == 0 ? json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     if (rc == 0 && !text) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     json_decref(out);
     return text;
 }
 
-static json_t *item_of(ak_ctx *ctx, const char *dataset, object *obj, json_t *made,
+/* The names of the leaves of a described composite join m->made (so that a failed read
+ * deletes them). */
+static int made_leaves(made_list *m, const h5ark_value *d, h5ark_error *err) {
+    const h5ark_value *comps = h5ark_value_get(d, "components");
+    for (size_t i = 0; i < h5ark_value_len(comps); i++) {
+        const h5ark_value *part = comps->as.m.vals[i];
+        int rc = is_leaf(part)
+                     ? h5ark_value_push(m->made, h5ark_value_str(ak_desc_str(part, "name")))
+                     : made_leaves(m, part, err);
+        if (rc) return err->code ? -1 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    return 0;
+}
+
+/* The dataset's item of the reply: its type and form. A composite the read made is first
+ * taken apart by the native unpack (Arkouda's client holds composites as their parts). */
+static json_t *item_of(made_list *m, const char *dataset, const h5ark_value *desc,
                        h5ark_error *err) {
-    const char *type = type_name(obj);
-    char *form = type ? form_of(ctx, obj, made, err) : NULL;
-    if (!type)
+    const char *type = type_name(desc);
+    if (!type) {
         h5ark_fail(err, H5ARK_TYPE_ERROR, "dataset %.200s is a %s, which Arkouda cannot hold",
-                   dataset, h5ark_objtype_name(obj->objtype));
-    if (!form) return NULL;
-    json_t *item =
-        json_pack("{s:s,s:s,s:s}", "dataset_name", dataset, "arkouda_type", type, "created", form);
+                   dataset, ak_desc_str(desc, "objtype"));
+        return NULL;
+    }
+    dispatch_result res = {0};
+    if (!is_leaf(desc)) {
+        h5ark_value *args = str_args("name", ak_desc_str(desc, "name"), NULL);
+        int rc = args ? ak_native(m->ctx, "unpack", args, NULL, &res, err)
+                      : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        h5ark_value_destroy(&args);
+        if (rc) return NULL;
+        desc = h5ark_value_get(res.result, "object");
+        if (made_leaves(m, desc, err)) {
+            dispatch_result_free(&res);
+            return NULL;
+        }
+    }
+    char *form = form_of(m, desc, err);
+    json_t *item = form ? json_pack("{s:s,s:s,s:s}", "dataset_name", dataset, "arkouda_type", type,
+                                    "created", form)
+                        : NULL;
+    if (form && !item) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     free(form);
-    if (!item) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    dispatch_result_free(&res);
     return item;
 }
 
@@ -609,10 +638,11 @@ static int cmd_read_all(ak_ctx *ctx, h5ark_error *err) {
     h5ark_value *args = h5ark_value_map(), *paths = h5ark_value_array(),
                 *sets = h5ark_value_array();
     dispatch_result res = {0};
-    json_t *items = json_array(), *made = json_array();
+    json_t *items = json_array();
+    made_list m = {ctx, h5ark_value_array()};
     int rc = -1;
     if (!names) goto out;
-    if (!args || !paths || !sets || !items || !made) {
+    if (!args || !paths || !sets || !items || !m.made) {
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         goto out;
     }
@@ -642,21 +672,15 @@ static int cmd_read_all(ak_ctx *ctx, h5ark_error *err) {
         goto out;
     if (ak_native(ctx, "readhdf", args, NULL, &res, err)) goto out;
     const h5ark_value *objects = h5ark_value_get(res.result, "objects");
-    /* Filename_Codes first, then the datasets in order; every part gets a name of its own
-     * and the composites the native read published go (Arkouda's client holds those) */
+    /* Filename_Codes first, then the datasets in order; the composites are taken apart
+     * (Arkouda's client holds their parts) */
     rc = 0;
     for (int pass = 0; rc == 0 && pass < 2; pass++) {
         for (size_t k = 0; rc == 0 && k < h5ark_value_len(objects); k++) {
             const char *dataset = objects->as.m.keys[k];
             if ((strcmp(dataset, "Filename_Codes") == 0) != (pass == 0)) continue;
-            const h5ark_value *n = h5ark_value_get(objects->as.m.vals[k], "name");
-            object *obj = n && n->kind == H5ARK_STR ? registry_get(n->as.s.ptr, err) : NULL;
-            json_t *it = obj ? item_of(ctx, dataset, obj, made, err) : NULL;
+            json_t *it = item_of(&m, dataset, objects->as.m.vals[k], err);
             rc = it && json_array_append_new(items, it) == 0 ? 0 : -1;
-            bool composite = obj && obj->objtype != H5ARK_PDARRAY &&
-                             obj->objtype != H5ARK_STRINGS && obj->objtype != H5ARK_ARRAYVIEW;
-            if (composite) registry_remove(n->as.s.ptr, &(h5ark_error){0});
-            object_release(obj);
         }
     }
     if (rc) goto out;
@@ -702,22 +726,16 @@ static int cmd_read_all(ak_ctx *ctx, h5ark_error *err) {
     free(ctx->msg);
     ctx->msg = msg;
 out:
-    /* every rank read (res.result) or none did: the parts stay on every rank or on none */
-    if (res.result) rc = ranks_agree(rc, err);
     if (rc && res.result) {
-        /* nothing of a failed read stays: the parts published so far, and what the native
-         * read published */
+        /* nothing of a failed read stays: what the read made, the parts taken apart so far
+         * and the NA codes made (one by one: some are gone with their composite) */
         const h5ark_value *objs = h5ark_value_get(res.result, "objects");
-        size_t m;
-        json_t *name;
-        json_array_foreach(made, m, name)
-            registry_remove(json_string_value(name), &(h5ark_error){0});
-        for (size_t k = 0; k < h5ark_value_len(objs); k++) {
-            const h5ark_value *n = h5ark_value_get(objs->as.m.vals[k], "name");
-            if (n && n->kind == H5ARK_STR) registry_remove(n->as.s.ptr, &(h5ark_error){0});
-        }
+        for (size_t k = 0; m.made && k < h5ark_value_len(objs); k++)
+            h5ark_value_push(m.made, h5ark_value_str(ak_desc_str(objs->as.m.vals[k], "name")));
+        for (size_t k = 0; k < h5ark_value_len(m.made); k++)
+            delete_quietly(ctx, h5ark_value_at(m.made, k)->as.s.ptr);
     }
-    json_decref(made);
+    h5ark_value_destroy(&m.made);
     dispatch_result_free(&res);
     json_decref(dsets);
     json_decref(names);
@@ -839,8 +857,8 @@ static int cmd_delete_files(ak_ctx *ctx, h5ark_error *err) {
 }
 
 const ak_command ak_hdf_commands[] = {
-    {"tohdf", cmd_tohdf, 0, RANKS_EVERY},
-    {"readAllHdf", cmd_read_all, 0, RANKS_EVERY},
+    {"tohdf", cmd_tohdf, 0, RANKS_ZERO},
+    {"readAllHdf", cmd_read_all, 0, RANKS_ZERO},
     {"lsany", cmd_lsany, AK_READ_ONLY, RANKS_ZERO},
     {"getfiletype", cmd_getfiletype, AK_READ_ONLY, RANKS_ZERO},
     {"hdffileformat", cmd_hdffileformat, AK_READ_ONLY, RANKS_ZERO},

@@ -3,9 +3,6 @@
 #include "front/arkouda/commands.h"
 #include "front/arkouda/endpoint.h"
 #include "config.h"
-#include "locales.h"
-#include "dist/ranks.h"
-#include "registry.h"
 
 #include <hdf5.h>
 #include <stdlib.h>
@@ -44,7 +41,27 @@ static long endpoint_port(void) {
     return strncmp(e, "tcp://", 6) == 0 && colon ? strtol(colon + 1, NULL, 10) : 0;
 }
 
+/* What the native getconfig says: every rank's locales together (numLocales, what the
+ * client divides work by), the hosts the ranks run on (numNodes) and the memory limit. */
 static int cmd_getconfig(ak_ctx *ctx, h5ark_error *err) {
+    h5ark_value *none = h5ark_value_map();
+    dispatch_result res;
+    if (!none) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    int rc = ak_native(ctx, "getconfig", none, NULL, &res, err);
+    h5ark_value_destroy(&none);
+    if (rc) return -1;
+    const h5ark_value *hosts = h5ark_value_get(res.result, "hosts");
+    int nodes = 0;
+    for (size_t r = 0; r < h5ark_value_len(hosts); r++) {
+        bool seen = false;
+        for (size_t q = 0; q < r; q++)
+            seen |=
+                strcmp(h5ark_value_at(hosts, q)->as.s.ptr, h5ark_value_at(hosts, r)->as.s.ptr) == 0;
+        nodes += !seen;
+    }
+    int nlocales = (int)ak_desc_uint(res.result, "locales");
+    json_int_t mem = (json_int_t)ak_desc_uint(res.result, "max_memory");
+    dispatch_result_free(&res);
     unsigned maj, min, rel;
     H5get_libversion(&maj, &min, &rel);
     int zmaj, zmin, zpatch;
@@ -54,31 +71,21 @@ static int cmd_getconfig(ak_ctx *ctx, h5ark_error *err) {
     snprintf(zmqv, sizeof zmqv, "%d.%d.%d", zmaj, zmin, zpatch);
     gethostname(host, sizeof host - 1);
     long pus = sysconf(_SC_NPROCESSORS_ONLN);
-    /* numLocales is every rank's locales together (what the client divides work by);
-     * numNodes the hosts the ranks run on */
-    int nodes = 0;
-    for (int r = 0; r < ranks_count(); r++) {
-        bool seen = false;
-        for (int q = 0; q < r; q++)
-            seen |= strcmp(ranks_host(q), ranks_host(r)) == 0;
-        nodes += !seen;
-    }
-    json_int_t mem = (json_int_t)registry_memory_limit();
     const uint16_t probe = 1;
     json_t *locale =
         json_pack("{s:i,s:s,s:I,s:i,s:i,s:I}", "id", 0, "name", host, "numPUs", (json_int_t)pus,
-                  "numColocales", 0, "maxTaskPar", locales_count(), "physicalMemory", mem);
+                  "numColocales", 0, "maxTaskPar", nlocales, "physicalMemory", mem);
     json_t *c = json_pack(
         "{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:I,s:i,s:I,s:s,s:[o],s:b,s:s,s:s,s:i,s:s,"
         "s:b,s:b}",
         "arkoudaVersion", AK_CLIENT_RELEASE, "serverImplementation", "h5ark " H5ARK_VERSION_STRING,
         "chplVersion", "none", "pythonVersion", "none", "ZMQVersion", zmqv, "HDF5Version", hdf5,
-        "serverHostname", host, "ServerPort", (int)endpoint_port(), "numLocales", locales_count(),
-        "numNodes", nodes, "numPUs", (json_int_t)pus, "maxTaskPar", locales_count(),
-        "physicalMemory", mem, "distributionType", "domain(1,int(64),one)", "LocaleConfigs", locale,
-        "authenticate", config.ntokens > 0, "logLevel", "INFO", "logChannel", "CONSOLE",
-        "regexMaxCaptures", 20, "byteorder", *(const uint8_t *)&probe ? "little" : "big",
-        "autoShutdown", 0, "serverInfoNoSplash", 0);
+        "serverHostname", host, "ServerPort", (int)endpoint_port(), "numLocales", nlocales,
+        "numNodes", nodes, "numPUs", (json_int_t)pus, "maxTaskPar", nlocales, "physicalMemory", mem,
+        "distributionType", "domain(1,int(64),one)", "LocaleConfigs", locale, "authenticate",
+        config.ntokens > 0, "logLevel", "INFO", "logChannel", "CONSOLE", "regexMaxCaptures", 20,
+        "byteorder", *(const uint8_t *)&probe ? "little" : "big", "autoShutdown", 0,
+        "serverInfoNoSplash", 0);
     return reply_json(ctx, c, err);
 }
 
@@ -108,53 +115,49 @@ static int cmd_delete(ak_ctx *ctx, h5ark_error *err) {
     return ak_reply(ctx, err, "deleted %s", name);
 }
 
-static json_t *describe(const object *obj) {
+/* Arkouda's entry for an object the native info described. */
+static json_t *describe(const h5ark_value *d) {
+    uint64_t dims[OBJECT_MAX_DIMS];
+    unsigned ndim = ak_desc_shape(d, dims);
     json_t *shape = json_array();
-    unsigned ndim = obj->ndim ? obj->ndim : 1;
-    for (unsigned d = 0; d < ndim; d++)
-        json_array_append_new(shape,
-                              json_integer((json_int_t)(obj->ndim ? obj->shape[d] : obj->size)));
-    bool strings = obj->objtype == H5ARK_STRINGS;
-    return json_pack("{s:s,s:s,s:I,s:i,s:o,s:i,s:b}", "name", obj->name, "dtype",
-                     strings ? "str" : ak_dtype_name(obj->dtype), "size", (json_int_t)obj->size,
-                     "ndim", (int)ndim, "shape", shape, "itemsize",
-                     strings ? 1 : (int)ak_itemsize(obj), "registered", 0);
+    for (unsigned k = 0; k < ndim; k++)
+        json_array_append_new(shape, json_integer((json_int_t)dims[k]));
+    bool strings = strcmp(ak_desc_str(d, "objtype"), "strings") == 0;
+    h5ark_dtype dtype = H5ARK_INT64;
+    h5ark_dtype_from_name(ak_desc_str(d, "dtype"), &dtype);
+    return json_pack("{s:s,s:s,s:I,s:i,s:o,s:i,s:b}", "name", ak_desc_str(d, "name"), "dtype",
+                     strings ? "str" : ak_dtype_name(dtype), "size",
+                     (json_int_t)ak_desc_uint(d, "size"), "ndim", (int)ndim, "shape", shape,
+                     "itemsize", strings ? 1 : (int)ak_itemsize(dtype), "registered", 0);
 }
 
 /* names: "__AllSymbols__", "__RegisteredSymbols__" (nothing is registered here), a name,
- * or a JSON list of names. */
+ * or a JSON list of names: the native info. */
 static int cmd_info(ak_ctx *ctx, h5ark_error *err) {
     const char *names;
     if (ak_arg_str(ctx->in, "names", &names, err)) return -1;
     json_t *list = json_array();
     if (!list) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    if (strcmp(names, "__AllSymbols__") == 0) {
-        size_t n;
-        object **all = registry_list(&n);
-        for (size_t i = 0; i < n; i++)
-            json_array_append_new(list, describe(all[i]));
-        registry_list_free(all, n);
-    } else if (strcmp(names, "__RegisteredSymbols__") != 0) {
-        json_t *given =
-            names[0] == '[' ? ak_arg_list(ctx->in, "names", err) : json_pack("[s]", names);
-        if (!given) {
-            json_decref(list);
-            return -1;
-        }
-        size_t i;
-        json_t *item;
-        json_array_foreach(given, i, item) {
-            object *obj = registry_get(json_string_value(item), err);
-            if (!obj) {
-                json_decref(given);
-                json_decref(list);
-                return -1;
-            }
-            json_array_append_new(list, describe(obj));
-            object_release(obj);
-        }
-        json_decref(given);
+    if (strcmp(names, "__RegisteredSymbols__") == 0) return reply_json(ctx, list, err);
+    h5ark_value *args = h5ark_value_map(), *given = NULL;
+    if (args && strcmp(names, "__AllSymbols__") != 0) {
+        given = names[0] == '[' ? ak_names_arg(ctx, "names", err) : h5ark_value_array();
+        if (given && names[0] != '[' && h5ark_value_push(given, h5ark_value_str(names)))
+            h5ark_value_destroy(&given);
+        if (!given || h5ark_value_set(args, "names", given)) h5ark_value_destroy(&args);
     }
+    dispatch_result res;
+    int rc = !args ? (err->code ? -1 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory"))
+                   : ak_native(ctx, "info", args, NULL, &res, err);
+    h5ark_value_destroy(&args);
+    if (rc) {
+        json_decref(list);
+        return -1;
+    }
+    const h5ark_value *objs = h5ark_value_get(res.result, "objects");
+    for (size_t i = 0; i < h5ark_value_len(objs); i++)
+        json_array_append_new(list, describe(h5ark_value_at(objs, i)));
+    dispatch_result_free(&res);
     return reply_json(ctx, list, err);
 }
 

@@ -5,13 +5,12 @@
  * commands/select.c), whose objects are replied as Arkouda's "created" text. */
 #include "front/arkouda/commands.h"
 #include "front/arkouda/values.h"
-#include "registry.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static object *strings_arg(ak_ctx *ctx, const char *key, h5ark_error *err) {
-    return ak_object_arg(ctx, key, H5ARK_STRINGS, err);
+static int strings_arg(ak_ctx *ctx, const char *key, ak_array *out, h5ark_error *err) {
+    return ak_object_arg(ctx, key, H5ARK_STRINGS, out, err);
 }
 
 /* randomStrings {size, dist uniform|lognormal, chars, arg1, arg2, seed}: the native
@@ -124,10 +123,9 @@ static int cmd_index(ak_ctx *ctx, h5ark_error *err) {
     if (ak_arg_str(ctx->in, "subcmd", &sub, err) || ak_arg_str(ctx->in, "key", &key, err) ||
         ak_arg_str(ctx->in, "obj", &name, err))
         return -1;
-    object *s = strings_arg(ctx, "obj", err);
-    if (!s) return -1;
-    int64_t size = (int64_t)s->size;
-    object_release(s);
+    ak_array s;
+    if (strings_arg(ctx, "obj", &s, err)) return -1;
+    int64_t size = (int64_t)s.size;
     h5ark_value *args = NULL;
     if (strcmp(sub, "intIndex") == 0) {
         int64_t i;
@@ -184,23 +182,28 @@ static int cmd_index(ak_ctx *ctx, h5ark_error *err) {
 static int cmd_concatenate(ak_ctx *ctx, h5ark_error *err) {
     h5ark_value *names = ak_names_arg(ctx, "names", err);
     if (!names) return -1;
-    for (size_t k = 0; k < h5ark_value_len(names); k++) {
-        object *part = registry_get(h5ark_value_at(names, k)->as.s.ptr, err);
-        int rc = !part ? -1
-                 : part->objtype != H5ARK_STRINGS
-                     ? h5ark_fail(err, H5ARK_TYPE_ERROR, "%s is not Strings", part->name)
-                     : 0;
-        object_release(part);
-        if (rc) {
-            h5ark_value_destroy(&names);
-            return -1;
-        }
+    /* every part Strings (the native concatenate joins arrays too): the native info */
+    h5ark_value *info = h5ark_value_map();
+    if (info && h5ark_value_set(info, "names", h5ark_value_copy(names))) h5ark_value_destroy(&info);
+    dispatch_result res = {0};
+    int rc = !info                    ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory")
+             : h5ark_value_len(names) ? ak_native(ctx, "info", info, NULL, &res, err)
+                                      : 0;
+    const h5ark_value *objs = h5ark_value_get(res.result, "objects");
+    for (size_t k = 0; rc == 0 && k < h5ark_value_len(objs); k++) {
+        const h5ark_value *d = h5ark_value_at(objs, k);
+        if (strcmp(ak_desc_str(d, "objtype"), "strings") != 0)
+            rc = h5ark_fail(err, H5ARK_TYPE_ERROR, "%s is not Strings", ak_desc_str(d, "name"));
+    }
+    dispatch_result_free(&res);
+    h5ark_value_destroy(&info);
+    if (rc) {
+        h5ark_value_destroy(&names);
+        return -1;
     }
     if (h5ark_value_len(names) == 0) { /* no parts: empty Strings */
         h5ark_value_destroy(&names);
-        char *none = malloc(1);
-        if (!none) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        return ak_strings_from_buffer(ctx, none, 0, NULL, 0, err);
+        return ak_strings_put(ctx, err);
     }
     h5ark_value *args = h5ark_value_map();
     if (!args) h5ark_value_destroy(&names);
@@ -228,9 +231,8 @@ static int cmd_split(ak_ctx *ctx, h5ark_error *err) {
                           "only literal split patterns are served, not regular expressions "
                           "('%.60s')",
                           pattern);
-    object *s = strings_arg(ctx, "parent_name", err);
-    if (!s) return -1;
-    object_release(s);
+    ak_array s;
+    if (strings_arg(ctx, "parent_name", &s, err)) return -1;
     h5ark_value *args = h5ark_value_map();
     if (args && (h5ark_value_set(args, "strings", h5ark_value_str(parent)) ||
                  h5ark_value_set(args, "pattern", h5ark_value_str(pattern)) ||

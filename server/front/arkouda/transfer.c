@@ -5,7 +5,6 @@
  * through the native `put` and `get`. */
 #include "front/arkouda/commands.h"
 #include "locales.h"
-#include "dist/ranks.h"
 #include "registry.h"
 #include "shardcache.h"
 
@@ -107,132 +106,16 @@ static int cmd_array(ak_ctx *ctx, h5ark_error *err) {
                        err);
 }
 
-static void free_buffer(void *data, void *hint) {
-    (void)hint;
-    free(data);
-}
-
-/* The start offsets of p's strings found from their NULs (each string followed by one, no
- * NUL inside: Arkouda's arraySegString, which sends no offsets), as a frame in *segs;
- * *count the strings. */
-static int offsets_from_nuls(const h5ark_payload *p, zmq_msg_t *segs, uint64_t *count,
-                             h5ark_error *err) {
-    uint64_t n = 0;
-    for (size_t f = 0; f < p->count; f++) {
-        const char *b = zmq_msg_data(&p->frames[f]);
-        size_t len = zmq_msg_size(&p->frames[f]);
-        for (size_t i = 0; i < len; i++)
-            n += b[i] == '\0';
-    }
-    if (p->total) {
-        zmq_msg_t *last = &p->frames[p->count - 1];
-        size_t len = zmq_msg_size(last);
-        if (len == 0 || ((const char *)zmq_msg_data(last))[len - 1] != '\0')
-            return h5ark_fail(err, H5ARK_BAD_REQUEST, "the strings' bytes must end with a NUL");
-    }
-    if (n > UINT64_MAX / 8) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "too many strings");
-    if (zmq_msg_init_size(segs, (size_t)(n * 8)) != 0)
-        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    int64_t *offsets = zmq_msg_data(segs);
-    uint64_t at = 0, k = 0;
-    bool start = true;
-    for (size_t f = 0; f < p->count; f++) {
-        const char *b = zmq_msg_data(&p->frames[f]);
-        size_t len = zmq_msg_size(&p->frames[f]);
-        for (size_t i = 0; i < len; i++, at++) {
-            if (start) offsets[k++] = (int64_t)at;
-            start = b[i] == '\0';
-        }
-    }
-    *count = n;
-    return 0;
-}
-
-/* Strings from p's bytes (each string followed by a NUL) through the native put, which
- * takes the start offsets as well, sent as a first buffer: `segs` (count int64, taken)
- * when given, else found from the NULs. */
-static int strings_created(ak_ctx *ctx, const h5ark_payload *p, int64_t *segs_given, uint64_t count,
-                           h5ark_error *err) {
-    zmq_msg_t segs;
-    int rc = 0;
-    bool have = false;
-    if (segs_given) {
-        if (zmq_msg_init_data(&segs, segs_given, (size_t)(count * 8), free_buffer, NULL) == 0)
-            have = true;
-        else
-            free(segs_given), rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    } else {
-        rc = offsets_from_nuls(p, &segs, &count, err);
-        have = rc == 0;
-    }
-    bool reserved = rc == 0 && registry_reserve(count * 8, err) == 0;
-    if (rc == 0 && !reserved) rc = -1;
-    /* a payload of the offsets, then the bytes (frames shared, not copied) */
-    request sub = *ctx->req;
-    h5ark_payload_init(&sub.payload);
-    if (rc == 0) {
-        int bad = h5ark_payload_append(&sub.payload, &segs);
-        for (size_t f = 0; !bad && f < p->count; f++) {
-            zmq_msg_t copy;
-            zmq_msg_init(&copy);
-            bad = zmq_msg_copy(&copy, &p->frames[f]) || h5ark_payload_append(&sub.payload, &copy);
-            zmq_msg_close(&copy);
-        }
-        if (bad) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    }
-    if (have) zmq_msg_close(&segs);
-    /* in a command every rank runs, the ranks agree before the put they make together */
-    if (ranks_call_seq()) rc = ranks_agree(rc, err);
-    if (rc == 0) {
-        h5ark_value *args = h5ark_value_map();
-        if (args) {
-            h5ark_value_set(args, "objtype", h5ark_value_str("strings"));
-            h5ark_value_set(args, "size", h5ark_value_uint(count));
-        }
-        rc = put_created(ctx, &sub, args, buffer_list("segments", count * 8, "values", p->total),
-                         err);
-    }
-    h5ark_payload_free(&sub.payload);
-    if (reserved) registry_unreserve(count * 8);
-    return rc;
-}
-
-/* A payload of one frame owning `data` (malloc'd, taken whatever happens; none when len is
- * 0), as a client's upload would arrive. */
-static int payload_taking(h5ark_payload *p, void *data, uint64_t len, h5ark_error *err) {
-    h5ark_payload_init(p);
-    zmq_msg_t msg;
-    if (!data || len == 0) {
-        free(data);
-        return 0;
-    }
-    if (zmq_msg_init_data(&msg, data, (size_t)len, free_buffer, NULL) != 0) {
-        free(data);
-        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    }
-    int rc =
-        h5ark_payload_append(p, &msg) ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory") : 0;
-    zmq_msg_close(&msg);
-    return rc;
-}
-
-int ak_strings_from_buffer(ak_ctx *ctx, char *bytes, uint64_t len, int64_t *offsets, uint64_t count,
-                           h5ark_error *err) {
-    h5ark_payload p;
-    int rc = payload_taking(&p, bytes, len, err);
-    if (rc == 0) {
-        rc = strings_created(ctx, &p, offsets, count, err);
-    } else {
-        free(offsets);
-        if (ranks_call_seq()) /* the agreement strings_created makes */
-            ranks_agree(rc, err);
-    }
-    h5ark_payload_free(&p);
-    return rc;
+int ak_strings_put(ak_ctx *ctx, h5ark_error *err) {
+    h5ark_value *args = h5ark_value_map();
+    if (args && h5ark_value_set(args, "objtype", h5ark_value_str("strings")))
+        h5ark_value_destroy(&args);
+    return put_created(ctx, ctx->req, args, buffer_list("values", ctx->req->payload.total, NULL, 0),
+                       err);
 }
 
 /* arraySegString<uint8> {size}: the strings' bytes, each followed by a NUL. No offsets come:
- * as at Arkouda's server, each NUL ends a string. */
+ * as at Arkouda's server, each NUL ends a string (the native put of `values` alone). */
 static int cmd_array_strings(ak_ctx *ctx, h5ark_error *err) {
     const h5ark_payload *p = &ctx->req->payload;
     uint64_t size;
@@ -240,7 +123,7 @@ static int cmd_array_strings(ak_ctx *ctx, h5ark_error *err) {
     if (size != p->total)
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "argument 'size' is %llu but %llu bytes came",
                           (unsigned long long)size, (unsigned long long)p->total);
-    return strings_created(ctx, p, NULL, 0, err);
+    return ak_strings_put(ctx, err);
 }
 
 typedef struct {
@@ -352,12 +235,8 @@ static int reply_range(ak_ctx *ctx, dispatch_result *res, uint64_t from, uint64_
     return 0;
 }
 
-/* Native `get` of the object named by argument `key`, which must be of objtype `want`. */
-static int get_object(ak_ctx *ctx, const char *key, h5ark_objtype want, dispatch_result *res,
-                      h5ark_error *err) {
-    object *obj = ak_object_arg(ctx, key, want, err);
-    if (!obj) return -1;
-    object_release(obj);
+/* Native `get` of the object named by argument `key`. */
+static int get_object(ak_ctx *ctx, const char *key, dispatch_result *res, h5ark_error *err) {
     h5ark_value *args = h5ark_value_map();
     if (!args || h5ark_value_set(args, "name", h5ark_value_str(ak_arg(ctx->in, key)))) {
         h5ark_value_destroy(&args);
@@ -380,10 +259,9 @@ static int cmd_tondarray(ak_ctx *ctx, h5ark_error *err) {
     h5ark_dtype dtype;
     if (in->nparams != 2 || !h5ark_dtype_from_name(in->params[0], &dtype))
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "%s: tondarray takes <dtype,1>", in->cmd);
-    object *obj = ak_object_arg(ctx, "array", H5ARK_PDARRAY, err);
-    if (!obj) return -1;
-    bool same = obj->dtype == dtype;
-    object_release(obj);
+    ak_array a;
+    if (ak_object_arg(ctx, "array", H5ARK_PDARRAY, &a, err)) return -1;
+    bool same = a.dtype == dtype;
     if (dtype == H5ARK_BIGINT) /* Arkouda's client fetches a bigint's limbs one by one */
         return h5ark_fail(err, H5ARK_TYPE_ERROR,
                           "a bigint is downloaded as its limbs: bigint_to_uint_list, then "
@@ -392,7 +270,7 @@ static int cmd_tondarray(ak_ctx *ctx, h5ark_error *err) {
         return h5ark_fail(err, H5ARK_TYPE_ERROR, "%.100s is not of dtype %s", ak_arg(in, "array"),
                           in->params[0]);
     dispatch_result res;
-    if (get_object(ctx, "array", H5ARK_PDARRAY, &res, err)) return -1;
+    if (get_object(ctx, "array", &res, err)) return -1;
     int rc = reply_range(ctx, &res, 0, buffer_bytes(&res, 0), err);
     dispatch_result_free(&res);
     return rc;
@@ -406,7 +284,9 @@ static int cmd_strings_tondarray(ak_ctx *ctx, h5ark_error *err) {
     if (!offsets && strcmp(comp, "values") != 0)
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "argument 'comp' must be offsets or values");
     dispatch_result res;
-    if (get_object(ctx, "obj", H5ARK_STRINGS, &res, err)) return -1;
+    ak_array a;
+    if (ak_object_arg(ctx, "obj", H5ARK_STRINGS, &a, err) || get_object(ctx, "obj", &res, err))
+        return -1;
     uint64_t nseg = buffer_bytes(&res, 0);
     int rc = offsets ? reply_range(ctx, &res, 0, nseg, err)
                      : reply_range(ctx, &res, nseg, buffer_bytes(&res, 1), err);
