@@ -6,6 +6,7 @@ import h5py
 import numpy as np
 import pytest
 
+import h5ark
 from wire import framed
 
 
@@ -198,3 +199,36 @@ def test_put_strings_at_nuls_refused(ranked_conn):
                                                     {"name": "other", "nbytes": 1}],
                    objtype="strings")
     assert not hdr["ok"] and hdr["error"]["code"] == "bad_request"
+
+
+def test_python_client(ranked_conn):
+    """The Python client's tag, unpack, strings_from_bytes and the categorical and groupby
+    of parts."""
+    c = h5ark.connect(ranked_conn.daemon.endpoint, timeout=60)
+    try:
+        ns = c.array(np.arange(5, dtype=np.int64) * 10**9)
+        t = c.tag(ns, "datetime64[ns]")
+        assert isinstance(t, h5ark.Datetime) and t.tag == "datetime64[ns]"
+        s = c.strings_from_bytes(b"one\0\0three\0")
+        assert s.to_list() == ["one", "", "three"]
+        codes = c.array(np.array([1, 0, 2, 1], dtype=np.int64))
+        cat = c.categorical(codes=codes, categories=s, na_code=1,
+                            permutation=c.array(np.array([1, 0, 3, 2], dtype=np.int64)),
+                            segments=c.array(np.array([0, 1, 3], dtype=np.int64)))
+        assert cat.to_list() == ["", "one", "three", ""]
+        assert c.info([cat])[0].descriptor["na_value"] == ""
+        g = c.groupby(codes)
+        parts = c.unpack(g, keep=True)
+        again = c.groupby(codes, permutation=parts["permutation"], segments=parts["segments"],
+                          unique_key_idx=parts["unique_key_idx"])
+        assert again.descriptor["ngroups"] == 3
+        np.testing.assert_array_equal(parts["permutation"].to_ndarray(), [1, 0, 3, 2])
+        df = c.dataframe([codes, cat], column_names=["k", "c"])
+        got = c.unpack(df)
+        assert set(got) == {"k", "c"} and set(got["c"]) == {"codes", "categories",
+                                                             "permutation", "segments"}
+        assert got["k"].name == codes.name
+        with pytest.raises(h5ark.ObjectTypeError):
+            c.tag(s, "ipv4")
+    finally:
+        c.close()

@@ -479,18 +479,55 @@ class Client:
             "segments": _name_of(segments), "values": _name_of(values), "name": name}))
 
     def categorical(self, values=None, codes=None, categories=None, na_value=None,
-                    keep_groups=None, name=None):
+                    keep_groups=None, na_code=None, permutation=None, segments=None,
+                    name=None):
         """A Categorical of an existing Strings `values`, or of int64 `codes` and
-        Strings `categories`."""
-        args = {"values": values, "codes": codes, "categories": categories}
+        Strings `categories`. From codes, `na_code` names the category that is the NA
+        value (instead of `na_value`), and int64 `permutation` and `segments` (both or
+        neither) are kept as its grouping, as a file or Arkouda holds them."""
+        args = {"values": values, "codes": codes, "categories": categories,
+                "permutation": permutation, "segments": segments}
         args = {k: _name_of(v) for k, v in args.items() if v is not None}
         return self._object(self.request("categorical", {
-            **args, "na_value": na_value, "keep_groups": keep_groups, "name": name}))
+            **args, "na_value": na_value, "keep_groups": keep_groups, "na_code": na_code,
+            "name": name}))
 
-    def groupby(self, keys, name=None):
-        """A GroupBy of existing keys (one object or a list)."""
-        return self._object(self.request("groupby", {"keys": _names_of(keys),
+    def groupby(self, keys, permutation=None, segments=None, unique_key_idx=None, name=None):
+        """A GroupBy of existing keys (one object or a list). With `permutation`,
+        `segments` and `unique_key_idx` (all three: a grouping computed before, or read)
+        the grouping is checked and kept, not computed."""
+        parts = {"permutation": permutation, "segments": segments,
+                 "unique_key_idx": unique_key_idx}
+        parts = {k: _name_of(v) for k, v in parts.items() if v is not None}
+        return self._object(self.request("groupby", {"keys": _names_of(keys), **parts,
                                                      "name": name}))
+
+    def tag(self, array, tag, name=None):
+        """The int64 (or, for "ipv4", uint64) pdarray `array` tagged "datetime64[ns]",
+        "timedelta64[ns]" or "ipv4", the data shared, not copied."""
+        return self._object(self.request("tag", {"array": _name_of(array), "tag": tag,
+                                                 "name": name}))
+
+    def unpack(self, composite, keep=False):
+        """Every array and Strings inside `composite`, each published under a name of its
+        own (shared, not copied; one published already keeps its name): a dict from
+        component name to handle, a nested dict for a nested composite. The composite is
+        deleted unless `keep`."""
+        desc = self.request("unpack", {"name": _name_of(composite),
+                                       "keep": True if keep else None}).result["object"]
+
+        def parts(d):
+            return {k: make_object(self, c)
+                    if c["objtype"] in ("pdarray", "arrayview", "strings") else parts(c)
+                    for k, c in d["components"].items()}
+        return parts(desc)
+
+    def strings_from_bytes(self, values, name=None):
+        """Strings from bytes in which each string is followed by a NUL and holds none
+        (the daemon finds where each starts: no offsets are sent)."""
+        values = bytes(values)
+        return self._object(self.request("put", {"objtype": "strings", "name": name},
+                                         [("values", values)]))
 
     def aggregate(self, groupby, op, values=None, name=None):
         """Aggregate `values` per group of `groupby` with op (count sum min max mean first
