@@ -183,6 +183,11 @@ int h5ark_client_put_strings(h5ark_client_t *self, uint64_t count, const char *c
 int h5ark_client_put_strings_packed(h5ark_client_t *self, uint64_t count, const int64_t *segments,
                                     const char *values, uint64_t values_nbytes, const char *name,
                                     h5ark_value **object, h5ark_error *err);
+/* Strings from `values_nbytes` bytes in which each string is followed by a NUL and holds
+ * none: no offsets are sent, the daemon finds where each string starts. */
+int h5ark_client_put_strings_at_nuls(h5ark_client_t *self, const char *values,
+                                     uint64_t values_nbytes, const char *name, h5ark_value **object,
+                                     h5ark_error *err);
 
 /* Numeric compute (protocol/PROTOCOL.md, "Numeric compute"): each makes a new pdarray and
  * returns its descriptor in *object (`name` NULL lets the daemon choose one), except
@@ -352,6 +357,31 @@ int h5ark_client_broadcast(h5ark_client_t *self, const char *segments, const cha
 int h5ark_client_segmented_reduce(h5ark_client_t *self, const char *values, const char *segments,
                                   const char *op, bool skip_nan, const char *name,
                                   h5ark_value **object, h5ark_error *err);
+
+/* ---- objects from named parts (protocol/PROTOCOL.md, "Composite objects") --------------
+ * Each makes a new object (named `name`, NULL: the daemon's name) and hands back its
+ * descriptor in *object (NULL: not wanted). */
+
+/* The int64 (or, for "ipv4", uint64) pdarray `array` tagged "datetime64[ns]",
+ * "timedelta64[ns]" or "ipv4", the data shared. */
+int h5ark_client_tag(h5ark_client_t *self, const char *array, const char *tag, const char *name,
+                     h5ark_value **object, h5ark_error *err);
+/* Every array and Strings inside `composite` published under a name of its own (one
+ * published already keeps its name); *object: the composite's descriptor, each of those
+ * parts described under its name. The composite is deleted unless `keep`. */
+int h5ark_client_unpack(h5ark_client_t *self, const char *composite, bool keep,
+                        h5ark_value **object, h5ark_error *err);
+/* A Categorical of int64 `codes` and Strings `categories`; na_code >= 0: the category that is
+ * the NA value (< 0: "N/A", appended when absent); `permutation` and `segments` (both or
+ * NULL): its grouping, kept. */
+int h5ark_client_categorical_codes(h5ark_client_t *self, const char *codes, const char *categories,
+                                   int64_t na_code, const char *permutation, const char *segments,
+                                   const char *name, h5ark_value **object, h5ark_error *err);
+/* A GroupBy of `count` keys: computed, or, with `permutation`, `segments` and
+ * `unique_key_idx` (all three, or all NULL), that grouping, checked. */
+int h5ark_client_groupby(h5ark_client_t *self, const char *const *keys, size_t count,
+                         const char *permutation, const char *segments, const char *unique_key_idx,
+                         const char *name, h5ark_value **object, h5ark_error *err);
 
 /* ---- files as files (protocol/PROTOCOL.md, "Files as files") ----------------------------
  * `path`: relative to the data directory, a name, a glob or a distributed name. */

@@ -1258,6 +1258,48 @@ static int cmd_delete(int argc, char **argv) {
     return rc ? fail(&err) : 0;
 }
 
+/* Each part an unpacked descriptor names, as "PATH NAME" (PATH: the components down to it). */
+static void print_parts(const h5ark_value *desc, const char *path) {
+    const h5ark_value *comps = h5ark_value_get(desc, "components");
+    const h5ark_value *objtype = h5ark_value_get(desc, "objtype");
+    bool leaf =
+        objtype && objtype->kind == H5ARK_STR &&
+        (strcmp(objtype->as.s.ptr, "pdarray") == 0 || strcmp(objtype->as.s.ptr, "arrayview") == 0 ||
+         strcmp(objtype->as.s.ptr, "strings") == 0);
+    if (leaf || !comps) {
+        char *name = value_text(h5ark_value_get(desc, "name"));
+        printf("%s %s\n", path, name ? name : "?");
+        free(name);
+        return;
+    }
+    for (size_t i = 0; i < comps->as.m.len; i++) {
+        char sub[1024];
+        snprintf(sub, sizeof sub, "%s%s%s", path, *path ? "/" : "", comps->as.m.keys[i]);
+        print_parts(comps->as.m.vals[i], sub);
+    }
+}
+
+static int cmd_unpack(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"keep", no_argument, 0, 'k'}, {"help", no_argument, 0, 'h'}, {0}};
+    int status = -1, c;
+    bool keep = false;
+    while ((c = next_opt(argc, argv, opts, &status)) != -1) {
+        if (c == -2) return status;
+        if (c == 'k') keep = true;
+    }
+    if (argc - optind != 1) return usage_error("unpack takes one NAME");
+    h5ark_error err;
+    h5ark_client_t *cl = connect_client(&err);
+    if (!cl) return fail(&err);
+    h5ark_value *desc = NULL;
+    int rc = h5ark_client_unpack(cl, argv[optind], keep, &desc, &err);
+    if (rc == 0) print_parts(desc, "");
+    h5ark_value_destroy(&desc);
+    h5ark_client_destroy(&cl);
+    return rc ? fail(&err) : 0;
+}
+
 /* writepart NAME / complete: a field of an ExeTera dataframe in parts; prints
  * "FIELD ROWS" (the field's rows after the request). */
 static int field_command(int argc, char **argv, bool part) {
@@ -1419,6 +1461,11 @@ static const command commands[] = {
      "  --max N          print at most N elements (default 100; 0 for all)\n",
      "get NAME [--start I] [--stop J] [--max N]", cmd_get},
     {"delete", "Delete objects from the daemon (all or none).\n", "delete NAME...", cmd_delete},
+    {"unpack",
+     "Publish every array and Strings inside the composite NAME under a name of its own\n"
+     "(shared, not copied) and print each as COMPONENT NAME; NAME is then deleted.\n"
+     "  --keep           keep NAME too\n",
+     "unpack NAME [--keep]", cmd_unpack},
     {"shutdown", "Ask the daemon to finish in-flight requests and exit.\n", "shutdown",
      cmd_shutdown},
     {"help", "Print the commands, or a command's options.\n", "help [COMMAND]", cmd_help},

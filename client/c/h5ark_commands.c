@@ -309,6 +309,18 @@ int h5ark_client_put_strings_packed(h5ark_client_t *self, uint64_t count, const 
     return call(self, "put", args, bufs, 2, "object", object, err);
 }
 
+int h5ark_client_put_strings_at_nuls(h5ark_client_t *self, const char *values,
+                                     uint64_t values_nbytes, const char *name, h5ark_value **object,
+                                     h5ark_error *err) {
+    h5ark_value *args = h5ark_value_map();
+    if (args && (h5ark_value_set(args, "objtype", h5ark_value_str("strings")) ||
+                 (name && h5ark_value_set(args, "name", h5ark_value_str(name)))))
+        h5ark_value_destroy(&args);
+    if (!args) return oom(err);
+    h5ark_buffer_in bufs[1] = {{"values", values, values_nbytes}};
+    return call(self, "put", args, bufs, 1, "object", object, err);
+}
+
 int h5ark_client_put_strings(h5ark_client_t *self, uint64_t count, const char *const *strs,
                              const char *name, h5ark_value **object, h5ark_error *err) {
     uint64_t total = 0;
@@ -677,6 +689,49 @@ int h5ark_client_concatenate(h5ark_client_t *self, const char *const *names, siz
         return oom(err);
     }
     return call(self, "concatenate", args, NULL, 0, "object", object, err);
+}
+
+int h5ark_client_tag(h5ark_client_t *self, const char *array, const char *tag, const char *name,
+                     h5ark_value **object, h5ark_error *err) {
+    const char *pairs[] = {"array", array, "tag", tag};
+    h5ark_value *args = name_args(pairs, 4, name);
+    if (!args) return oom(err);
+    return call(self, "tag", args, NULL, 0, "object", object, err);
+}
+
+int h5ark_client_unpack(h5ark_client_t *self, const char *composite, bool keep,
+                        h5ark_value **object, h5ark_error *err) {
+    const char *pairs[] = {"name", composite};
+    h5ark_value *args = name_args(pairs, 2, NULL);
+    if (args && keep && h5ark_value_set(args, "keep", h5ark_value_bool(true)))
+        h5ark_value_destroy(&args);
+    if (!args) return oom(err);
+    return call(self, "unpack", args, NULL, 0, "object", object, err);
+}
+
+int h5ark_client_categorical_codes(h5ark_client_t *self, const char *codes, const char *categories,
+                                   int64_t na_code, const char *permutation, const char *segments,
+                                   const char *name, h5ark_value **object, h5ark_error *err) {
+    const char *pairs[] = {"codes",       codes,       "categories", categories,
+                           "permutation", permutation, "segments",   segments};
+    h5ark_value *args = name_args(pairs, 8, name);
+    if (args && na_code >= 0 && h5ark_value_set(args, "na_code", h5ark_value_int(na_code)))
+        h5ark_value_destroy(&args);
+    if (!args) return oom(err);
+    return call(self, "categorical", args, NULL, 0, "object", object, err);
+}
+
+int h5ark_client_groupby(h5ark_client_t *self, const char *const *keys, size_t count,
+                         const char *permutation, const char *segments, const char *unique_key_idx,
+                         const char *name, h5ark_value **object, h5ark_error *err) {
+    const char *pairs[] = {"permutation", permutation,      "segments",
+                           segments,      "unique_key_idx", unique_key_idx};
+    h5ark_value *args = name_args(pairs, 6, name);
+    if (!args || h5ark_value_set(args, "keys", str_array(keys, count))) {
+        h5ark_value_destroy(&args);
+        return oom(err);
+    }
+    return call(self, "groupby", args, NULL, 0, "object", object, err);
 }
 
 int h5ark_client_bigint_arange(h5ark_client_t *self, const char *start, const char *stop,

@@ -1099,9 +1099,65 @@ static void test_destructive(h5ark_client_t *c) {
     CHECK_OK(h5ark_client_shutdown(c, &err));
 }
 
+/* ---- objects from named parts ----------------------------------------------------------- */
+
+static void test_parts(h5ark_client_t *c) {
+    char key[128], cats[128], t[128], s[128];
+    snprintf(key, sizeof key, "%s", uname("parts_key"));
+    snprintf(cats, sizeof cats, "%s", uname("parts_cats"));
+    snprintf(t, sizeof t, "%s", uname("parts_tagged"));
+    snprintf(s, sizeof s, "%s", uname("parts_nuls"));
+    const int64_t k[] = {2, 0, 2, 1, 0};
+    CHECK_OK(h5ark_client_put_array(c, H5ARK_INT64, 5, k, key, NULL, &err));
+    h5ark_value *obj = NULL;
+    CHECK_OK(h5ark_client_tag(c, key, "timedelta64[ns]", t, &obj, &err));
+    CHECK(strcmp(desc_str(obj, "tag"), "timedelta64[ns]") == 0, "tag: %s", desc_str(obj, "tag"));
+    h5ark_value_destroy(&obj);
+    CHECK(int64s_are(c, t, k, 5), "tagged values");
+    CHECK_ERR(h5ark_client_tag(c, key, "week", NULL, NULL, &err), H5ARK_BAD_REQUEST);
+
+    static const char nuls[] = "a\0bb\0\0ccc"; /* the last NUL: the literal's own */
+    CHECK_OK(h5ark_client_put_strings_at_nuls(c, nuls, sizeof nuls, s, &obj, &err));
+    CHECK(desc_uint(obj, "size") == 4, "strings at NULs: %" PRIu64, desc_uint(obj, "size"));
+    h5ark_value_destroy(&obj);
+    CHECK_ERR(h5ark_client_put_strings_at_nuls(c, "ab", 2, NULL, NULL, &err), H5ARK_BAD_REQUEST);
+    CHECK_OK(
+        h5ark_client_put_strings(c, 3, (const char *const[]){"x", "y", "z"}, cats, NULL, &err));
+
+    /* a groupby, taken apart, then made again from its parts */
+    const char *keys[] = {key};
+    CHECK_OK(h5ark_client_groupby(c, keys, 1, NULL, NULL, NULL, NULL, &obj, &err));
+    char gb[128];
+    snprintf(gb, sizeof gb, "%s", desc_str(obj, "name"));
+    h5ark_value_destroy(&obj);
+    CHECK_OK(h5ark_client_unpack(c, gb, false, &obj, &err));
+    const h5ark_value *comps = h5ark_value_get(obj, "components");
+    char perm[128], segs[128], uki[128];
+    snprintf(perm, sizeof perm, "%s", desc_str(h5ark_value_get(comps, "permutation"), "name"));
+    snprintf(segs, sizeof segs, "%s", desc_str(h5ark_value_get(comps, "segments"), "name"));
+    snprintf(uki, sizeof uki, "%s", desc_str(h5ark_value_get(comps, "unique_key_idx"), "name"));
+    h5ark_value_destroy(&obj);
+    CHECK(int64s_are(c, perm, (const int64_t[]){1, 4, 3, 0, 2}, 5), "unpacked permutation");
+    CHECK_ERR(h5ark_client_info(c, (const char *const[]){gb}, 1, NULL, &err), H5ARK_NOT_FOUND);
+    CHECK_OK(h5ark_client_groupby(c, keys, 1, perm, segs, uki, NULL, &obj, &err));
+    CHECK(desc_uint(obj, "ngroups") == 3, "groupby given: %" PRIu64, desc_uint(obj, "ngroups"));
+    h5ark_value_destroy(&obj);
+    CHECK_ERR(h5ark_client_groupby(c, keys, 1, perm, segs, NULL, NULL, NULL, &err),
+              H5ARK_BAD_REQUEST);
+
+    /* the categorical of codes whose NA value is category 1, with a grouping kept */
+    CHECK_OK(h5ark_client_categorical_codes(c, key, cats, 1, perm, segs, NULL, &obj, &err));
+    CHECK(strcmp(desc_str(obj, "na_value"), "y") == 0, "na_value %s", desc_str(obj, "na_value"));
+    CHECK(h5ark_value_get(h5ark_value_get(obj, "components"), "permutation") != NULL,
+          "grouping kept");
+    h5ark_value_destroy(&obj);
+    CHECK_ERR(h5ark_client_categorical_codes(c, key, cats, 3, NULL, NULL, NULL, NULL, &err),
+              H5ARK_BAD_REQUEST);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s ENDPOINT [basic|hdf|compute|select|ops|destructive]...\n",
+        fprintf(stderr, "usage: %s ENDPOINT [basic|hdf|compute|select|ops|parts|destructive]...\n",
                 argv[0]);
         return 2;
     }
@@ -1113,7 +1169,7 @@ int main(int argc, char **argv) {
     }
     h5ark_client_set_timeout(c, 60000);
     bool basic = argc == 2, hdf = false, select = false, destructive = false, compute = false;
-    bool ops = false; /* strings and bigint compute */
+    bool ops = false, parts = false; /* strings and bigint compute; objects from parts */
     for (int i = 2; i < argc; i++) {
         basic |= strcmp(argv[i], "basic") == 0;
         hdf |= strcmp(argv[i], "hdf") == 0;
@@ -1121,6 +1177,7 @@ int main(int argc, char **argv) {
         destructive |= strcmp(argv[i], "destructive") == 0;
         compute |= strcmp(argv[i], "compute") == 0;
         ops |= strcmp(argv[i], "ops") == 0;
+        parts |= strcmp(argv[i], "parts") == 0;
     }
     if (compute && !basic) test_compute(c);
     if (basic) {
@@ -1141,6 +1198,7 @@ int main(int argc, char **argv) {
     if (select) test_select(c);
     if (ops) test_strings_compute(c);
     if (ops) test_bigint_compute(c);
+    if (parts) test_parts(c);
     cleanup(c);
     if (destructive) test_destructive(c);
     h5ark_client_destroy(&c);

@@ -2,12 +2,22 @@
 grouping given, categorical with na_code and its grouping, tag, unpack, and put of Strings
 ended by their NULs, on a real daemon at one rank and at two under mpirun; files checked
 with h5py."""
+import os
+import re
+import subprocess
+from pathlib import Path
+
 import h5py
 import numpy as np
 import pytest
 
 import h5ark
 from wire import framed
+
+REPO = Path(__file__).resolve().parents[2]
+CLI = os.environ.get("H5ARK_CLI", str(REPO / "build" / "client" / "c" / "h5ark"))
+CLIENT_TEST = os.environ.get("H5ARK_CLIENT_TEST",
+                             str(REPO / "build" / "client" / "c" / "test_h5ark_client"))
 
 
 def group_parts(conn, keys):
@@ -232,3 +242,32 @@ def test_python_client(ranked_conn):
             c.tag(s, "ipv4")
     finally:
         c.close()
+
+
+def test_c_client(ranked_conn):
+    """The C client's tag, unpack, put_strings_at_nuls, groupby and categorical_codes."""
+    if not os.access(CLIENT_TEST, os.X_OK):
+        pytest.fail(f"test_h5ark_client not found at {CLIENT_TEST}: build or set H5ARK_CLIENT_TEST")
+    proc = subprocess.run([CLIENT_TEST, ranked_conn.daemon.endpoint, "parts"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"[1-9]\d* checks, 0 failed", proc.stdout), proc.stdout
+
+
+def test_cli_unpack(ranked_conn):
+    if not os.access(CLI, os.X_OK):
+        pytest.fail(f"h5ark not found at {CLI}: build first or set H5ARK_CLI")
+    c = ranked_conn
+    vals = c.put(np.arange(6, dtype=np.int64), name="vals")
+    c.ok("segarray", segments=c.put(np.array([0, 4], dtype=np.int64), name="segs"), values=vals,
+         name="sa")
+    env = dict(os.environ, H5ARK_ENDPOINT=c.daemon.endpoint)
+    env.pop("H5ARK_TOKEN_FILE", None)
+    proc = subprocess.run([CLI, "unpack", "sa", "--keep"], capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["segments segs", "values vals"]
+    c.ok("info", names=["sa"])
+    proc = subprocess.run([CLI, "unpack", "vals"], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert proc.returncode != 0 and "not a composite" in proc.stderr
