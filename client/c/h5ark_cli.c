@@ -1462,8 +1462,8 @@ static const command commands[] = {
      "get NAME [--start I] [--stop J] [--max N]", cmd_get},
     {"delete", "Delete objects from the daemon (all or none).\n", "delete NAME...", cmd_delete},
     {"unpack",
-     "Publish every array and Strings inside the composite NAME under a name of its own\n"
-     "(shared, not copied) and print each as COMPONENT NAME; NAME is then deleted.\n"
+     "Take the composite NAME apart: each array and Strings in it as an object of its own.\n"
+     "Each is shared, not copied, and printed as COMPONENT NAME; NAME is then deleted.\n"
      "  --keep           keep NAME too\n",
      "unpack NAME [--keep]", cmd_unpack},
     {"shutdown", "Ask the daemon to finish in-flight requests and exit.\n", "shutdown",

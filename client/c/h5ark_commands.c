@@ -314,6 +314,7 @@ int h5ark_client_put_strings_at_nuls(h5ark_client_t *self, const char *values,
                                      h5ark_error *err) {
     h5ark_value *args = h5ark_value_map();
     if (args && (h5ark_value_set(args, "objtype", h5ark_value_str("strings")) ||
+                 h5ark_value_set(args, "strings_segments", h5ark_value_bool(false)) ||
                  (name && h5ark_value_set(args, "name", h5ark_value_str(name)))))
         h5ark_value_destroy(&args);
     if (!args) return oom(err);

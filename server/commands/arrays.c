@@ -262,8 +262,8 @@ static int put_awkward(command_ctx *ctx, h5ark_error *err) {
     return command_publish(ctx, obj, err);
 }
 
-/* put of strings given as `values` alone: each NUL ends a string (none holds one); `size`,
- * when given, must be how many there are. */
+/* put of strings given as `values` alone (strings_segments false): each NUL ends a string
+ * (none holds one); `size`, when given, must be how many there are. */
 static int put_strings_at_nuls(command_ctx *ctx, uint64_t size, bool given, h5ark_error *err) {
     static const char *const names[] = {"values", NULL};
     if (check_buffer_names(ctx, names, err)) return -1;
@@ -291,7 +291,11 @@ static int cmd_put(command_ctx *ctx, h5ark_error *err) {
     uint64_t size;
     bool given;
     if (parse_size(ctx, "put", &size, &given, err)) return -1;
-    bool at_nuls = objtype == H5ARK_STRINGS && !h5ark_buffer_list_find(ctx->buffers, "segments");
+    /* strings_segments false: Strings as `values` alone, as tohdf writes them so */
+    bool at_nuls = !arg_bool(ctx, "strings_segments", true);
+    if (arg_has(ctx, "strings_segments") && objtype != H5ARK_STRINGS)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "put: 'strings_segments' applies to strings only");
     if (!given && !at_nuls)
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "put: missing argument 'shape'");
     object *obj;
@@ -309,9 +313,7 @@ static int cmd_put(command_ctx *ctx, h5ark_error *err) {
             return h5ark_fail(err, H5ARK_TYPE_ERROR, "put: strings have dtype str, not %s",
                               h5ark_dtype_name(dtype));
         static const char *const names[] = {"segments", "values", NULL};
-        if (!h5ark_buffer_list_find(ctx->buffers, "segments") &&
-            h5ark_buffer_list_find(ctx->buffers, "values"))
-            return put_strings_at_nuls(ctx, size, given, err);
+        if (at_nuls) return put_strings_at_nuls(ctx, size, given, err);
         if (check_buffer_names(ctx, names, err)) return -1;
         obj = strings_from_payload(size, ctx->payload,
                                    h5ark_buffer_list_find(ctx->buffers, "segments"),
@@ -673,6 +675,7 @@ const command_def array_commands[] = {
       {"size", ARG_UINT, false},
       {"max_bits", ARG_INT, false},
       {"tag", ARG_STR, false},
+      {"strings_segments", ARG_BOOL, false},
       {"name", ARG_STR, false},
       {"form", ARG_STR, false},
       {"length", ARG_UINT, false},

@@ -189,26 +189,35 @@ def test_put_strings_at_nuls(ranked_conn, strs):
     c = ranked_conn
     values = b"".join(s.encode() + b"\0" for s in strs)
     hdr, _ = c.ok("put", framed([values], [7, 1000]) if values else (),
-                  buffers=[{"name": "values", "nbytes": len(values)}], objtype="strings")
+                  buffers=[{"name": "values", "nbytes": len(values)}], objtype="strings",
+                  strings_segments=False)
     desc = hdr["result"]["object"]
     assert (desc["objtype"], desc["size"], desc["bytes"]) == ("strings", len(strs), len(values))
     assert c.get_strings(desc["name"]) == strs
     # a count given must be right
     hdr, _ = c.raw("put", [values] if values else (),
                    buffers=[{"name": "values", "nbytes": len(values)}], objtype="strings",
-                   size=len(strs) + 1)
+                   strings_segments=False, size=len(strs) + 1)
     assert not hdr["ok"] and "NULs" in hdr["error"]["message"]
 
 
 def test_put_strings_at_nuls_refused(ranked_conn):
     c = ranked_conn
     hdr, _ = c.raw("put", [b"ab\0c"], buffers=[{"name": "values", "nbytes": 4}],
-                   objtype="strings")
+                   objtype="strings", strings_segments=False)
     assert not hdr["ok"] and "end with a NUL" in hdr["error"]["message"]
-    hdr, _ = c.raw("put", [b"ab\0", b"x"], buffers=[{"name": "values", "nbytes": 3},
-                                                    {"name": "other", "nbytes": 1}],
-                   objtype="strings")
-    assert not hdr["ok"] and hdr["error"]["code"] == "bad_request"
+    for extra in ("other", "segments"):
+        hdr, _ = c.raw("put", [b"ab\0", b"x" * 8], buffers=[{"name": "values", "nbytes": 3},
+                                                            {"name": extra, "nbytes": 8}],
+                       objtype="strings", strings_segments=False)
+        assert not hdr["ok"] and extra in hdr["error"]["message"], hdr
+    # without strings_segments false the segments stay required
+    hdr, _ = c.raw("put", [b"ab\0"], buffers=[{"name": "values", "nbytes": 3}],
+                   objtype="strings", shape=[1])
+    assert not hdr["ok"] and "segments" in hdr["error"]["message"]
+    hdr, _ = c.raw("put", [b"\0" * 8], buffers=[{"name": "values", "nbytes": 8}],
+                   dtype="int64", shape=[1], strings_segments=False)
+    assert not hdr["ok"] and "strings only" in hdr["error"]["message"]
 
 
 def test_python_client(ranked_conn):

@@ -526,7 +526,8 @@ class Client:
         """Strings from bytes in which each string is followed by a NUL and holds none
         (the daemon finds where each starts: no offsets are sent)."""
         values = bytes(values)
-        return self._object(self.request("put", {"objtype": "strings", "name": name},
+        return self._object(self.request("put", {"objtype": "strings",
+                                                 "strings_segments": False, "name": name},
                                          [("values", values)]))
 
     def aggregate(self, groupby, op, values=None, name=None):

@@ -108,7 +108,8 @@ static int cmd_array(ak_ctx *ctx, h5ark_error *err) {
 
 int ak_strings_put(ak_ctx *ctx, h5ark_error *err) {
     h5ark_value *args = h5ark_value_map();
-    if (args && h5ark_value_set(args, "objtype", h5ark_value_str("strings")))
+    if (args && (h5ark_value_set(args, "objtype", h5ark_value_str("strings")) ||
+                 h5ark_value_set(args, "strings_segments", h5ark_value_bool(false))))
         h5ark_value_destroy(&args);
     return put_created(ctx, ctx->req, args, buffer_list("values", ctx->req->payload.total, NULL, 0),
                        err);
