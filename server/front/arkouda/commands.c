@@ -85,6 +85,18 @@ int ak_reply_made(ak_ctx *ctx, dispatch_result *res, const char *name, h5ark_err
     return 0;
 }
 
+h5ark_value *ak_str_args(const char *key, ...) {
+    h5ark_value *args = h5ark_value_map();
+    va_list ap;
+    va_start(ap, key);
+    for (const char *k = key; args && k; k = va_arg(ap, const char *)) {
+        const char *v = va_arg(ap, const char *);
+        if (v && h5ark_value_set(args, k, h5ark_value_str(v))) h5ark_value_destroy(&args);
+    }
+    va_end(ap);
+    return args;
+}
+
 h5ark_value *ak_number_value(const char *key, const char *text, h5ark_error *err) {
     int64_t i;
     uint64_t u;

@@ -100,6 +100,9 @@ char *ak_created_of(const h5ark_value *desc, const char *name, h5ark_error *err)
 /* Strings from the request's payload (each string followed by a NUL, holding none: none
  * for an empty payload) through the native put; reply their created text. */
 int ak_strings_put(ak_ctx *ctx, h5ark_error *err);
+/* A native args map of string pairs (key, value, ...) ending at a NULL key; NULL values are
+ * left out. NULL without memory. */
+h5ark_value *ak_str_args(const char *key, ...) __attribute__((sentinel));
 /* An Arkouda number string as a native argument: an integer kept exact (int64, or uint64
  * above it), else a float; NULL with bad_request naming `key` when it is neither. */
 h5ark_value *ak_number_value(const char *key, const char *text, h5ark_error *err);

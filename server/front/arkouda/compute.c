@@ -48,14 +48,6 @@ static h5ark_value *scalar_value(h5ark_dtype t, const void *elem) {
     return h5ark_value_int(elem_load_i(elem, t, 0));
 }
 
-/* A native args map of string pairs (NULL values skipped); NULL without memory. */
-static h5ark_value *str_args(const char *k1, const char *v1, const char *k2, const char *v2) {
-    h5ark_value *args = h5ark_value_map();
-    if (args && v1 && h5ark_value_set(args, k1, h5ark_value_str(v1))) h5ark_value_destroy(&args);
-    if (args && v2 && h5ark_value_set(args, k2, h5ark_value_str(v2))) h5ark_value_destroy(&args);
-    return args;
-}
-
 static int set_number(h5ark_value *args, const char *native, ak_ctx *ctx, const char *key,
                       h5ark_error *err) {
     const char *text;
@@ -149,7 +141,7 @@ static int cmd_set(ak_ctx *ctx, h5ark_error *err) {
         return -1;
     uint64_t v = 0; /* the value, stored as the array's dtype */
     if (ak_scalar_parse(a.dtype, text, "val", &v, err)) return -1;
-    h5ark_value *args = str_args("array", a.name, NULL, NULL);
+    h5ark_value *args = ak_str_args("array", a.name, NULL);
     if (args && h5ark_value_set(args, "value", scalar_value(a.dtype, &v)))
         h5ark_value_destroy(&args);
     if (!args) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
@@ -169,8 +161,8 @@ static int cmd_cast(ak_ctx *ctx, h5ark_error *err) {
         ak_check_rank(ctx, err) || ak_array_arg(ctx, "name", false, &a, err) ||
         check_dtype(&a, from, err))
         return -1;
-    return ak_native_created(ctx, "cast", str_args("array", a.name, "dtype", h5ark_dtype_name(to)),
-                             err);
+    return ak_native_created(
+        ctx, "cast", ak_str_args("array", a.name, "dtype", h5ark_dtype_name(to), NULL), err);
 }
 
 /* ---- binops ---- */
@@ -182,7 +174,7 @@ static int cmd_binopvv(ak_ctx *ctx, h5ark_error *err) {
     if (ak_check_rank(ctx, err) || ak_arg_str(ctx->in, "op", &op, err) ||
         ak_array_arg(ctx, "a", false, &a, err) || ak_array_arg(ctx, "b", false, &b, err))
         return -1;
-    h5ark_value *args = str_args("op", op, "a", a.name);
+    h5ark_value *args = ak_str_args("op", op, "a", a.name, NULL);
     if (args && h5ark_value_set(args, "b", h5ark_value_str(b.name))) h5ark_value_destroy(&args);
     return ak_native_created(ctx, "binop", args, err);
 }
@@ -224,7 +216,7 @@ static int binop_scalar(ak_ctx *ctx, bool scalar_left, h5ark_error *err) {
                        : elem_is_unsigned(st) ? H5ARK_UINT64
                                               : H5ARK_INT64;
     if (scalar_arg(ctx, kind, &value, err)) return -1;
-    h5ark_value *args = str_args("op", op, "a", a.name);
+    h5ark_value *args = ak_str_args("op", op, "a", a.name, NULL);
     if (args && (h5ark_value_set(args, "value", value) ||
                  h5ark_value_set(args, "value_dtype", h5ark_value_str(h5ark_dtype_name(kind))) ||
                  h5ark_value_set(args, "reverse", h5ark_value_bool(scalar_left))))
@@ -262,7 +254,7 @@ static int cmd_reduce(ak_ctx *ctx, h5ark_error *err) {
         return -1;
     if (x.size == 0 && (strstr(op, "max") || strstr(op, "min")))
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "%s of an empty array", ctx->in->base);
-    h5ark_value *args = str_args("array", x.name, "op", op);
+    h5ark_value *args = ak_str_args("array", x.name, "op", op, NULL);
     if (!args) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     dispatch_result res;
     int rc = ak_native(ctx, "reduce", args, NULL, &res, err);
@@ -297,7 +289,7 @@ static int cmd_cumsum(ak_ctx *ctx, h5ark_error *err) {
                                     ak_arg_bool(ctx->in, "includeInitial", &initial, err)))
         return -1;
     if (ak_array_arg(ctx, "x", false, &x, err)) return -1;
-    h5ark_value *args = str_args("array", x.name, NULL, NULL);
+    h5ark_value *args = ak_str_args("array", x.name, NULL);
     if (args && h5ark_value_set(args, "include_initial", h5ark_value_bool(initial)))
         h5ark_value_destroy(&args);
     return ak_native_created(ctx, "cumsum", args, err);
@@ -314,7 +306,7 @@ static int cmd_str(ak_ctx *ctx, h5ark_error *err) {
     if (ak_array_arg(ctx, "array", false, &a, err)) return -1;
     bool repr = strcmp(ctx->in->base, "repr") == 0;
     bool cut = thresh >= 0 && a.size > (uint64_t)thresh && a.size > 6;
-    h5ark_value *args = str_args("name", a.name, NULL, NULL), *rows = h5ark_value_array();
+    h5ark_value *args = ak_str_args("name", a.name, NULL), *rows = h5ark_value_array();
     for (uint64_t i = 0; cut && rows && i < 6; i++)
         if (h5ark_value_push(rows, h5ark_value_uint(i < 3 ? i : a.size - 6 + i)))
             h5ark_value_destroy(&rows);

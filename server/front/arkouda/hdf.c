@@ -10,7 +10,6 @@
 #include "config.h"
 
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,20 +92,6 @@ typedef struct {
     h5ark_value *made; /* array of str */
 } made_list;
 
-/* A native args map of string pairs, ending at a NULL key (NULL values left out); NULL
- * without memory. */
-static h5ark_value *str_args(const char *key, ...) {
-    h5ark_value *args = h5ark_value_map();
-    va_list ap;
-    va_start(ap, key);
-    for (const char *k = key; args && k; k = va_arg(ap, const char *)) {
-        const char *v = va_arg(ap, const char *);
-        if (v && h5ark_value_set(args, k, h5ark_value_str(v))) h5ark_value_destroy(&args);
-    }
-    va_end(ap);
-    return args;
-}
-
 /* Run native constructor `cmd` (args taken; NULL: out of memory) and give the name of the
  * object it made, which joins m->made (malloc'd; NULL with err set). */
 static char *make(made_list *m, const char *cmd, h5ark_value *args, h5ark_error *err) {
@@ -172,7 +157,7 @@ static int objtype_of(ak_ctx *ctx, const char *name, char out[32], uint64_t *siz
 /* The first element of the int64 array `name` (a Categorical's NA code), read with the
  * native get. */
 static int first_int64(ak_ctx *ctx, const char *name, int64_t *out, h5ark_error *err) {
-    h5ark_value *args = str_args("name", name, NULL);
+    h5ark_value *args = ak_str_args("name", name, NULL);
     dispatch_result res;
     int rc = args && h5ark_value_set(args, "start", h5ark_value_uint(0)) == 0 &&
                      h5ark_value_set(args, "stop", h5ark_value_uint(1)) == 0
@@ -221,8 +206,9 @@ static char *categorical_of(made_list *m, const char *codes, const char *cats, c
         return NULL;
     }
     if (na && first_int64(m->ctx, na, &code, err)) return NULL;
-    h5ark_value *args = str_args("codes", codes, "categories", cats, "permutation",
-                                 perm && segs ? perm : NULL, "segments", perm ? segs : NULL, NULL);
+    h5ark_value *args =
+        ak_str_args("codes", codes, "categories", cats, "permutation", perm && segs ? perm : NULL,
+                    "segments", perm ? segs : NULL, NULL);
     /* a code outside the categories: the default NA value, "N/A" */
     if (args && code >= 0 && (uint64_t)code < ncats &&
         h5ark_value_set(args, "na_code", h5ark_value_int(code)))
@@ -253,7 +239,7 @@ static char *part_of(made_list *m, json_t *spec, h5ark_error *err) {
         const char *segs = json_string_value(json_object_get(spec, "segments"));
         const char *vals = json_string_value(json_object_get(spec, "values"));
         name = segs && vals
-                   ? make(m, "segarray", str_args("segments", segs, "values", vals, NULL), err)
+                   ? make(m, "segarray", ak_str_args("segments", segs, "values", vals, NULL), err)
                    : (h5ark_fail(err, H5ARK_BAD_REQUEST, "a part is not named"), NULL);
     }
     json_decref(owned);
@@ -344,7 +330,7 @@ static char *object_to_write(made_list *m, const char *type, h5ark_error *err) {
         if (strcasecmp(type, pdarrays[i].type) != 0) continue;
         if (ak_arg_str(in, "values", &values, err)) return NULL;
         if (!pdarrays[i].tag) return dup_name(values, err);
-        return make(m, "tag", str_args("array", values, "tag", pdarrays[i].tag, NULL), err);
+        return make(m, "tag", ak_str_args("array", values, "tag", pdarrays[i].tag, NULL), err);
     }
     if (strcasecmp(type, "strings") == 0) {
         char ot[32];
@@ -360,7 +346,7 @@ static char *object_to_write(made_list *m, const char *type, h5ark_error *err) {
         const char *segs;
         if (ak_arg_str(in, "segments", &segs, err) || ak_arg_str(in, "values", &values, err))
             return NULL;
-        return make(m, "segarray", str_args("segments", segs, "values", values, NULL), err);
+        return make(m, "segarray", ak_str_args("segments", segs, "values", values, NULL), err);
     }
     if (strcasecmp(type, "categorical") == 0) {
         const char *codes, *cats;
@@ -508,7 +494,7 @@ static int put_form(json_t *map, const char *key, char *text, h5ark_error *err) 
 /* The created text of a new one-element int64 array holding v (a Categorical's
  * _akNAcode), made by the native create; it joins m->made. */
 static char *one_int64(made_list *m, int64_t v, h5ark_error *err) {
-    h5ark_value *args = str_args("dtype", "int64", "fill", "full", NULL);
+    h5ark_value *args = ak_str_args("dtype", "int64", "fill", "full", NULL);
     if (args && (h5ark_value_set(args, "size", h5ark_value_uint(1)) ||
                  h5ark_value_set(args, "value", h5ark_value_int(v))))
         h5ark_value_destroy(&args);
@@ -601,7 +587,7 @@ static json_t *item_of(made_list *m, const char *dataset, const h5ark_value *des
     }
     dispatch_result res = {0};
     if (!is_leaf(desc)) {
-        h5ark_value *args = str_args("name", ak_desc_str(desc, "name"), NULL);
+        h5ark_value *args = ak_str_args("name", ak_desc_str(desc, "name"), NULL);
         int rc = args ? ak_native(m->ctx, "unpack", args, NULL, &res, err)
                       : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         h5ark_value_destroy(&args);
