@@ -1,11 +1,13 @@
 /* HDF5 I/O of the Arkouda dialect (protocol/PROTOCOL.md, "The Arkouda endpoint"): tohdf readAllHdf
  * lsany getfiletype hdffileformat globExpansion deleteMatchingFilenames, translated to the
- * native tohdf, readhdf, glob, lshdf, filetype, fileformat and rmhdf. tohdf assembles the
- * object the client describes by its parts and writes it with the native tohdf; readAllHdf
- * runs the native readhdf and answers in Arkouda's forms, each part of a composite published
- * under a name of its own (Arkouda's client keeps composites on its side, as names of their
- * parts). Paths may be absolute: they are made relative to the data directory, and the
- * native confinement (files.c) then applies. */
+ * native tohdf, readhdf, glob, lshdf, filetype, fileformat and rmhdf. tohdf makes the object
+ * the client describes from its named parts with the native constructors (segarray,
+ * categorical, groupby, tag, index, dataframe), writes it with the native tohdf and deletes
+ * what it made; readAllHdf runs the native readhdf and answers in Arkouda's forms, each
+ * composite taken apart by the native unpack (Arkouda's client keeps composites on its side,
+ * as names of their parts). Both run on rank 0, each native command on every rank. Paths may be
+ * absolute: they are made relative to the data directory, and the native confinement (files.c) then
+ * applies. */
 #include "front/arkouda/commands.h"
 #include "config.h"
 
