@@ -245,10 +245,10 @@ static int cmd_unpack(command_ctx *ctx, h5ark_error *err) {
                               name, h5ark_objtype_name(obj->objtype))
                  : collect_leaves(obj, &l, err);
     if (ranks_agree(rc, err) == 0 && command_publish_all(ctx, l.v, NULL, l.n, NULL, err) == 0) {
+        /* every rank the same before the reply (a composite given by a component path
+         * stays inside its parent) */
+        if (!arg_bool(ctx, "keep", false) && !strchr(name, '/')) registry_remove(name, NULL);
         rc = reply_set(ctx, "object", describe_unpacked(obj, name), err);
-        /* a composite given by a component path stays inside its parent */
-        if (rc == 0 && !arg_bool(ctx, "keep", false) && !strchr(name, '/'))
-            registry_remove(name, NULL);
     } else {
         rc = -1;
     }
