@@ -12,11 +12,12 @@ each)."""
 import json
 import os
 import pathlib
-import statistics
 import sys
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests" / "python"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from ab import alternate  # noqa: E402
 from daemons import Daemon  # noqa: E402
 from test_arkouda_wire import Ak, created_name, encode_ak_strings, put_strings  # noqa: E402
 
@@ -88,22 +89,4 @@ daemons = {"A": start(A), "B": start(B)}
 for d, c, cmds in daemons.values():  # the files the reads read
     for what in ("tohdf Categorical", "tohdf GroupBy"):
         once(c, *cmds[what])
-times = {k: {w: [] for w in daemons["A"][2]} for k in daemons}
-try:
-    for _ in range(RUNS):
-        for what in daemons["A"][2]:
-            for k in ("A", "B"):
-                _, c, cmds = daemons[k]
-                times[k][what].append(once(c, *cmds[what]))
-finally:
-    for d, c, _ in daemons.values():
-        c.close()
-        d.cleanup()
-print(f"ranks {RANKS}, {RUNS} runs, {N} rows")
-for what in times["A"]:
-    a, b = times["A"][what], times["B"][what]
-    ref = statistics.median(a)
-    print(f"{what:24s} A median {ref:.4f} s (min {min(a):.4f} max {max(a):.4f})  "
-          f"B median {statistics.median(b):.4f} s (min {min(b):.4f} max {max(b):.4f})  "
-          f"B speed {ref / statistics.median(b):.2f}x (min {ref / max(b):.2f}, "
-          f"max {ref / min(b):.2f})", flush=True)
+alternate(daemons, once, RUNS, f"ranks {RANKS}, {RUNS} runs, {N} rows")

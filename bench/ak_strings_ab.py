@@ -11,11 +11,12 @@ seeded); and the bigint commands arange<bigint,1> (400k of two limbs),
 bigint_to_uint_list and big_int_creation of it. ranks: 1 (default) or more (mpirun, locales 4 / ranks each)."""
 import os
 import pathlib
-import statistics
 import sys
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests" / "python"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from ab import alternate  # noqa: E402
 from daemons import Daemon  # noqa: E402
 from test_arkouda_wire import Ak, created_name, put_strings  # noqa: E402
 
@@ -82,22 +83,4 @@ def once(c, cmd, params):
 
 
 daemons = {"A": start(A), "B": start(B)}
-times = {k: {w: [] for w in daemons["A"][2]} for k in daemons}
-try:
-    for _ in range(RUNS):
-        for what in daemons["A"][2]:
-            for k in ("A", "B"):
-                _, c, cmds = daemons[k]
-                times[k][what].append(once(c, *cmds[what]))
-finally:
-    for d, c, _ in daemons.values():
-        c.close()
-        d.cleanup()
-print(f"ranks {RANKS}, {RUNS} runs, {N} strings")
-for what in times["A"]:
-    a, b = times["A"][what], times["B"][what]
-    ref = statistics.median(a)
-    print(f"{what:24s} A median {ref:.4f} s (min {min(a):.4f} max {max(a):.4f})  "
-          f"B median {statistics.median(b):.4f} s (min {min(b):.4f} max {max(b):.4f})  "
-          f"B speed {ref / statistics.median(b):.2f}x (min {ref / max(b):.2f}, "
-          f"max {ref / min(b):.2f})", flush=True)
+alternate(daemons, once, RUNS, f"ranks {RANKS}, {RUNS} runs, {N} strings")
