@@ -5,9 +5,10 @@
  * categorical, groupby, tag, index, dataframe), writes it with the native tohdf and deletes
  * what it made; readAllHdf runs the native readhdf and answers in Arkouda's forms, each
  * composite taken apart by the native unpack (Arkouda's client keeps composites on its side,
- * as names of their parts). Both run on rank 0, each native command on every rank. Paths may be
- * absolute: they are made relative to the data directory, and the native confinement (files.c) then
- * applies. */
+ * as names of their parts). tohdf runs on rank 0 (it asks the native info and get), each native
+ * command on every rank; readAllHdf runs on every rank, its native commands within its call.
+ * Paths may be absolute: they are made relative to the data directory, and the native confinement
+ * (files.c) then applies. */
 #include "front/arkouda/commands.h"
 #include "config.h"
 
@@ -846,7 +847,7 @@ static int cmd_delete_files(ak_ctx *ctx, h5ark_error *err) {
 
 const ak_command ak_hdf_commands[] = {
     {"tohdf", cmd_tohdf, 0, RANKS_ZERO},
-    {"readAllHdf", cmd_read_all, 0, RANKS_ZERO},
+    {"readAllHdf", cmd_read_all, 0, RANKS_EVERY},
     {"lsany", cmd_lsany, AK_READ_ONLY, RANKS_ZERO},
     {"getfiletype", cmd_getfiletype, AK_READ_ONLY, RANKS_ZERO},
     {"hdffileformat", cmd_hdffileformat, AK_READ_ONLY, RANKS_ZERO},
