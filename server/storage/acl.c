@@ -182,14 +182,15 @@ static int default_acl(const char *dir, acl *out, h5ark_error *err) {
         snprintf(name, sizeof name, "%s%.*s", shared ? "g:" : "", (int)nl, slash + 1);
         if (home || shared) {
             acl_entry *e = add_entry(out, name, err);
-            acl_entry *all = e && shared ? add_entry(out, "default", err) : NULL;
-            if (!e || (shared && !all)) {
+            if (!e) {
                 acl_free(out);
                 /* a folder no user or group could have: nobody but admins */
                 return err->code == H5ARK_RESOURCE_LIMIT ? -1 : 0;
             }
             for (int p = 0; p < PERM_COUNT; p++)
                 e->allow[p] = home || p <= PERM_DELETE;
+            acl_entry *all = shared ? add_entry(out, "default", err) : NULL; /* moves e */
+            if (shared && !all) return acl_free(out), -1;
             if (all) all->allow[PERM_READ_ACL] = true;
             return 0;
         }
