@@ -521,6 +521,7 @@ const command_def hdf_commands[] = {
     {"lshdf",
      cmd_lshdf,
      {{"path", ARG_STR, true}, {"recursive", ARG_BOOL, false}, {0}},
+     .read_only = true,
      .ranks = RANKS_ZERO},
     /* repack rewrites files and touches no object: rank 0 alone, with its HDF5 */
     {"repack", cmd_repack, {{"path", ARG_STR, true}, {0}}, .ranks = RANKS_ZERO},

@@ -660,7 +660,8 @@ int files_absolute(const file_access *fa, const char *given, char out[PATH_MAX],
 
 int files_make_home(const file_access *fa, h5ark_error *err) {
     char home[PATH_MAX];
-    if (files_home(fa, home)) return 0;
+    struct stat st;
+    if (files_home(fa, home) || stat(home, &st) == 0) return 0;
     char *slash = strrchr(home, '/');
     *slash = '\0';
     int rc = sysio.mkdir(home, 0755);

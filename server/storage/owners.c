@@ -181,7 +181,7 @@ static uint64_t owned_bytes(const char *user, const char *const *abs, size_t n) 
 }
 
 uint64_t owners_bytes_among(const char *user, const char *const *abs, size_t n) {
-    return user ? owned_bytes(user, abs, n) : 0;
+    return user && n ? owned_bytes(user, abs, n) : 0;
 }
 
 uint64_t files_disk_usage_of(const char *owner) {
