@@ -389,15 +389,16 @@ static int cmd_gateway_read(command_ctx *ctx, h5ark_error *err) {
     return rc;
 }
 
-/* lshdf {path, recursive}: a file's objects, or a folder's folders and files (those the
- * caller may read). */
+/* lshdf {path, recursive}: a file's objects, or with users a folder's folders and files
+ * (those the caller may read). */
 static int cmd_lshdf(command_ctx *ctx, h5ark_error *err) {
     char abs[PATH_MAX];
     const char *given = arg_str(ctx, "path", "");
     file_access fa = access_here();
     h5ark_value *entries = h5ark_value_array();
     if (!entries) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    if (files_is_folder(&fa, given) || files_names_home(&fa, given)) {
+    /* folders are listed when users are on (before them, a folder was refused) */
+    if (file_access_on(&fa) && (files_is_folder(&fa, given) || files_names_home(&fa, given))) {
         int rc = files_is_folder(&fa, given) ? 0 : 1; /* a home not made yet: empty */
         if (rc == 0) rc = files_resolve_folder(&fa, PERM_READ, given, abs, err);
         if (rc == 0) rc = files_list_folder(&fa, abs, entries, err);

@@ -245,14 +245,13 @@ def test_acls_need_users(tmp_path):
         d.data_dir.mkdir(exist_ok=True)
         hdr = request(d.endpoint, {"v": 1, "id": 7, "cmd": "getacl", "args": {"path": "."}})[0]
         assert hdr["error"]["code"] == "bad_request" and "names none" in hdr["error"]["message"]
-        # users off: paths from the data directory as before, '/' refused
+        # users off: paths from the data directory as before, '/' refused, a folder no file
         hdr = request(d.endpoint, {"v": 1, "id": 7, "cmd": "lshdf", "args": {"path": "/x.h5"}})[0]
         assert hdr["error"]["code"] == "forbidden" and "absolute" in hdr["error"]["message"]
         (d.data_dir / "sub").mkdir()
         (d.data_dir / "sub" / "f.h5").write_bytes(b"x")
         hdr = request(d.endpoint, {"v": 1, "id": 7, "cmd": "lshdf", "args": {"path": "sub"}})[0]
-        assert hdr["result"]["entries"] == [{"name": "f.h5", "path": "sub/f.h5", "kind": "file",
-                                             "size": 1}]
+        assert hdr["error"]["code"] == "bad_request" and "directory" in hdr["error"]["message"]
     finally:
         d.cleanup()
 
