@@ -462,3 +462,23 @@ def test_setacl_leaves_the_old_acl_or_the_new(tmp_path):
         assert_alive(d)
     finally:
         d.cleanup()
+
+
+def test_the_python_client_reads_and_sets_acls(svc):
+    import h5ark
+    c = h5ark.Client(svc.endpoint, token="tok-carol", timeout=60 * TOOL_SLOWDOWN)
+    try:
+        c.setacl(".", [{"subject": "carol", **{p: True for p in EVERY}},
+                       {"subject": "g:physics", "read": True}])
+        got = c.getacl(".")
+        assert got["from"] == "." and got["default"] is False
+        assert [e["subject"] for e in got["acl"]] == ["carol", "g:physics"]
+        assert got["acl"][1] == {"subject": "g:physics", "read": True, "create": False,
+                                 "update": False, "delete": False, "readACL": False,
+                                 "updateACL": False}
+        with pytest.raises(h5ark.H5arkError) as e:
+            c.getacl("/home/alice")
+        assert e.value.code == "forbidden" and "readACL" in str(e.value)
+    finally:
+        c.close()
+
