@@ -369,8 +369,10 @@ static int drop_repeats(char **paths, size_t *count, h5ark_error *err) {
  * matches in it; a match that is itself a link is resolved whole. 1 when it is a regular
  * file, 0 when it is to be skipped. */
 typedef struct {
-    char dir[PATH_MAX];  /* the directory as globbed */
-    char real[PATH_MAX]; /* and resolved, or "" when it cannot be */
+    char dir[PATH_MAX];    /* the directory as globbed */
+    char real[PATH_MAX];   /* and resolved, or "" when it cannot be */
+    char judged[PATH_MAX]; /* the folder (relative) whose right was last judged */
+    int verdict;           /* its verdict: 1 may, 0 may not, -1 none yet */
 } dir_memo;
 
 static int resolve_match(const char *match, dir_memo *m, char real[PATH_MAX]) {
@@ -390,7 +392,26 @@ static int resolve_match(const char *match, dir_memo *m, char real[PATH_MAX]) {
     return snprintf(real, PATH_MAX, "%s%s", m->real, slash) < PATH_MAX;
 }
 
-/* Glob `abs_pattern` and add every regular file that resolves inside the data directory. */
+/* May fa do perm on the match at real? The daemon's own files never; the matches of one
+ * folder share its verdict (matches come sorted, a folder's together). */
+static int match_allowed(const file_access *fa, file_perm perm, const char *real, dir_memo *m,
+                         h5ark_error *err) {
+    const char *rel = files_display(real);
+    if (own_file(rel)) return 0;
+    if (!file_access_on(fa)) return 1;
+    char dir[PATH_MAX];
+    folder_of(rel, dir);
+    if (m->verdict < 0 || strcmp(dir, m->judged) != 0) {
+        int v = acl_allows(fa, dir, write_perm(perm, real), err);
+        if (v < 0) return -1;
+        memcpy(m->judged, dir, sizeof dir);
+        m->verdict = v;
+    }
+    return m->verdict;
+}
+
+/* Glob `abs_pattern` and add every regular file that resolves inside the data directory
+ * and that fa may do perm on (a glob passes over the rest, as if they were not there). */
 static int add_matches(const file_access *fa, file_perm perm, const char *abs_pattern,
                        const char *shown, char ***paths, size_t *count, size_t *cap, size_t *added,
                        h5ark_error *err) {
@@ -403,6 +424,7 @@ static int add_matches(const file_access *fa, file_perm perm, const char *abs_pa
     int result = 0;
     dir_memo *memo = calloc(1, sizeof *memo);
     if (!memo) result = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (memo) memo->verdict = -1;
     for (size_t i = 0; i < g.gl_pathc && result == 0; i++) {
         char real[PATH_MAX];
         if (!resolve_match(g.gl_pathv[i], memo, real)) continue;
@@ -411,14 +433,12 @@ static int add_matches(const file_access *fa, file_perm perm, const char *abs_pa
                                 "'%s' matches a link out of the data directory", shown);
             break;
         }
-        /* a glob passes over what the caller may not touch, as if it were not there */
-        h5ark_error refused;
-        if (files_check(fa, real, perm, shown, &refused)) {
-            if (refused.code == H5ARK_FORBIDDEN) continue;
-            *err = refused;
+        int ok = match_allowed(fa, perm, real, memo, err);
+        if (ok < 0) {
             result = -1;
             break;
         }
+        if (!ok) continue;
         result = add_path(paths, count, cap, real, err);
         (*added)++;
     }
