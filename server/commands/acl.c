@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static int need_users(const file_access *fa, const char *cmd, h5ark_error *err) {
     if (file_access_on(fa)) return 0;
@@ -62,10 +63,13 @@ static int cmd_setacl(command_ctx *ctx, h5ark_error *err) {
     const char *given = arg_str(ctx, "path", "");
     char abs[PATH_MAX];
     acl a;
-    if (need_users(&fa, "setacl", err)) return -1;
-    if (files_make_home(&fa, err)) return -1;
+    struct stat st;
+    if (need_users(&fa, "setacl", err) ||
+        (files_names_home(&fa, given) && files_make_home(&fa, err)) ||
+        files_absolute(&fa, given, abs, err))
+        return -1;
     if (!files_is_folder(&fa, given))
-        return h5ark_fail(err, files_absolute(&fa, given, abs, err) ? err->code : H5ARK_NOT_FOUND,
+        return h5ark_fail(err, stat(abs, &st) == 0 ? H5ARK_BAD_REQUEST : H5ARK_NOT_FOUND,
                           "setacl: '%s' is not a folder", given);
     if (files_resolve_folder(&fa, PERM_UPDATE_ACL, given, abs, err) ||
         acl_from_value(arg_value(ctx, "acl"), &a, err))

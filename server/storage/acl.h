@@ -62,7 +62,8 @@ void acl_free(acl *a);
 
 /* The ACL that governs the folder `dir` (relative to the data directory, "" its root):
  * the nearest `.h5ark-acl` at or above it, whose folder goes to `from` ("" the root), or
- * the defaults of where `dir` lies (*from set to NULL... from[0] = '\0' and *is_default). */
+ * with *is_default the defaults of where `dir` lies (`from` is then `dir`). A file that
+ * cannot be read or parsed is an error naming its folder. */
 int acl_of_folder(const char *dir, acl *out, char *from, size_t fromlen, bool *is_default,
                   h5ark_error *err);
 
