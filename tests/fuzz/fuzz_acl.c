@@ -1,9 +1,12 @@
 /* libFuzzer target: the ACL parser on untrusted text (a folder's .h5ark-acl). What parses
  * must come back the same through setacl's form (acl_to_value, acl_from_value). */
+#include "config.h"
 #include "storage/acl.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+config_t config; /* the daemon's is defined in main.c, which the target does not link */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     acl a, b;
