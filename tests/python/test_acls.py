@@ -342,6 +342,36 @@ def test_arkouda_lists_and_globs_as_the_tokens_user(svc, who):
         ak.close()
 
 
+def test_arkouda_writes_and_reads_as_the_tokens_user(svc):
+    from test_arkouda_wire import download, read_all, tohdf, upload
+    alice = Ak(svc.ak_endpoint, token="tok-alice", user="alice")
+    bob = Ak(svc.ak_endpoint, token="tok-bob", user="bob")
+    try:
+        na, _, _ = upload(alice, np.arange(5, dtype=np.int64))
+        # an absolute path inside the data directory, and a relative one: in the home
+        tohdf(alice, svc.data_dir / "home/alice/akw", "array", "pdarray", 0, values=na)
+        tohdf(alice, "akrel", "array", "pdarray", 0, values=na)
+        home = svc.data_dir / "home/alice"
+        assert list(home.glob("akw_LOCALE*")) and list(home.glob("akrel_LOCALE*"))
+        _, items = read_all(alice, ["array"], [f"{home}/akw*"])
+        name = items[0]["created"].split()[1]
+        np.testing.assert_array_equal(download(alice, name, "int64", 5), np.arange(5))
+        msg = bob.error("readAllHdf", {
+            "strict_types": True, "dset_size": 1, "filename_size": 1, "allow_errors": False,
+            "calc_string_offsets": False, "dsets": ["array"],
+            "filenames": [f"{home}/akw_LOCALE0000"], "tag_data": False})
+        assert "read" in msg, msg
+        nb, _, _ = upload(bob, np.arange(3, dtype=np.int64))
+        msg = bob.error("tohdf", {"values": nb, "dset": "array", "write_mode": 0,
+                                  "filename": str(home / "bobs"), "objType": "pdarray",
+                                  "file_format": 1})
+        assert "create" in msg, msg
+        assert not list(home.glob("bobs*"))
+    finally:
+        alice.close()
+        bob.close()
+
+
 # ---- owners and quota.disk ---------------------------------------------------------------
 
 
