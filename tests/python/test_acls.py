@@ -372,6 +372,21 @@ def test_arkouda_writes_and_reads_as_the_tokens_user(svc):
         bob.close()
 
 
+def test_repack_and_exetera_writes_need_update(svc, who):
+    alice, bob = who["alice"], who["bob"]
+    assert alice.write("rp.h5", np.arange(50))["ok"]
+    bob.fails("repack", "forbidden", "update", "'/home/alice/rp.h5'", path="/home/alice/rp.h5")
+    assert alice.ok("repack", path="rp.h5")["files"] == ["rp.h5"]
+    part = alice.put(np.arange(4))
+    assert alice.ok("writepart", path="ex.h5", field="df/x", name=part)["rows"] == 4
+    bob.fails("writepart", "forbidden", "update", path="/home/alice/ex.h5", field="df/x",
+              name=bob.put(np.arange(4)))
+    bob.fails("complete", "forbidden", "update", path="/home/alice/ex.h5", field="df/x")
+    assert alice.ok("complete", path="ex.h5", field="df/x")["rows"] == 4
+    rec = owners(svc)
+    assert ("alice", "home/alice/ex.h5") in rec and ("alice", "home/alice/rp.h5") in rec
+
+
 # ---- owners and quota.disk ---------------------------------------------------------------
 
 
