@@ -13,9 +13,9 @@
 #include <string.h>
 
 static const command_def *const families[] = {
-    admin_commands,   array_commands,   hdf_commands,     composite_commands,
-    groupby_commands, lbann_commands,   compute_commands, select_commands,
-    file_commands,    strings_commands, bigint_commands,  ak_internal_commands};
+    admin_commands,  array_commands,   hdf_commands,        composite_commands, groupby_commands,
+    lbann_commands,  compute_commands, select_commands,     file_commands,      strings_commands,
+    bigint_commands, acl_commands,     ak_internal_commands};
 
 static const command_def *command_find(const char *name) {
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
@@ -36,6 +36,7 @@ static const char *arg_type_name(arg_type t) {
     case ARG_UINT_ARRAY: return "an array of non-negative integers";
     case ARG_STR_ARRAYS: return "an array of arrays of strings";
     case ARG_TEXT: return "a string";
+    case ARG_ANY: return "a value";
     }
     return "?";
 }
@@ -46,6 +47,7 @@ static bool arg_matches(const h5ark_value *v, arg_type t) {
     switch (t) {
     case ARG_STR: return v->kind == H5ARK_STR && !memchr(v->as.s.ptr, '\0', v->as.s.len);
     case ARG_TEXT: return v->kind == H5ARK_STR;
+    case ARG_ANY: return true;
     case ARG_BOOL: return v->kind == H5ARK_BOOL;
     case ARG_INT: return h5ark_value_to_int64(v, &i);
     case ARG_UINT: return h5ark_value_to_uint64(v, &u);

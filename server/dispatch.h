@@ -23,7 +23,8 @@ typedef enum {
     ARG_STR_ARRAY,  /* array of strings */
     ARG_UINT_ARRAY, /* array of non-negative integers */
     ARG_STR_ARRAYS, /* array of arrays of strings (awkward0 whitelist specs) */
-    ARG_TEXT        /* string, NUL bytes allowed (data, not a name) */
+    ARG_TEXT,       /* string, NUL bytes allowed (data, not a name) */
+    ARG_ANY         /* any value: the handler checks it (setacl's entries) */
 } arg_type;
 
 typedef struct {

@@ -16,6 +16,7 @@ extern const command_def select_commands[];    /* take slice assign concatenate 
 extern const command_def file_commands[];      /* glob filetype fileformat rmhdf */
 extern const command_def strings_commands[];   /* compare split random_strings */
 extern const command_def bigint_commands[];    /* bigint_arange bigint_limbs bigint_from_limbs */
+extern const command_def acl_commands[];       /* getacl setacl */
 
 /* Publish a freshly built object under args.name (or a generated name) and describe it in
  * the reply's `object`; published on every rank or on none. Takes obj's reference. */
@@ -31,5 +32,13 @@ int command_publish_all(command_ctx *ctx, object **objs, const char *const *keys
  * type_error for one the objtype or dtype cannot take, naming cmd. */
 int command_tag_arg(command_ctx *ctx, const char *cmd, h5ark_objtype objtype, h5ark_dtype dtype,
                     const char **out, h5ark_error *err);
+/* quota.disk (SERVICE.md §4): may the caller's files grow by `need` bytes, the files
+ * replaced[0..n) (absolute) given back? resource_limit naming quota.disk when not; agreed
+ * by every rank of the call. Users off or no quota: yes. */
+int command_disk_room(uint64_t need, const char *const *replaced, size_t nreplaced,
+                      h5ark_error *err);
+/* The same for a write of `need` bytes to `path` (a client path); with `replacing`, the
+ * files it replaces are path and its distributed set. */
+int command_disk_room_at(const char *path, uint64_t need, bool replacing, h5ark_error *err);
 
 #endif

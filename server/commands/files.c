@@ -1,9 +1,12 @@
-/* Commands on files as files: glob filetype fileformat rmhdf. Paths are relative to the data
- * directory and confined as every path is (storage/files.h); each runs on rank 0, which
- * sees the files as every rank does. */
+/* Commands on files as files: glob filetype fileformat rmhdf. Paths are the caller's
+ * (relative to the data directory, or with users to the caller's home) and confined and
+ * checked as every path is (storage/files.h); each runs on rank 0, which sees the files
+ * as every rank does. */
 #include "commands.h"
 
+#include "access.h"
 #include "storage/files.h"
+#include "storage/owners.h"
 #include "storage/storage.h"
 
 #include <errno.h>
@@ -14,8 +17,8 @@
 #include <unistd.h>
 
 /* glob {paths}: the files the names and patterns stand for, in order (each pattern's
- * matches sorted; a distributed name its set), relative to the data directory. not_found
- * names a pattern that matches nothing. */
+ * matches sorted; a distributed name its set), as the caller names them; only those the
+ * caller may read. not_found names a pattern that matches nothing. */
 static int cmd_glob(command_ctx *ctx, h5ark_error *err) {
     const h5ark_value *paths = arg_value(ctx, "paths");
     size_t n = h5ark_value_len(paths);
@@ -26,25 +29,32 @@ static int cmd_glob(command_ctx *ctx, h5ark_error *err) {
         patterns[i] = h5ark_value_at(paths, i)->as.s.ptr;
     char **files = NULL;
     size_t count = 0;
-    int rc = files_expand(patterns, n, false, &files, &count, err);
+    file_access fa = access_here();
+    int rc = files_expand(&fa, PERM_READ, patterns, n, false, &files, &count, err);
     free(patterns);
     if (rc) return -1;
     h5ark_value *list = h5ark_value_array();
-    for (size_t i = 0; list && i < count; i++)
-        if (h5ark_value_push(list, h5ark_value_str(files_display(files[i]))))
-            h5ark_value_destroy(&list);
+    for (size_t i = 0; list && i < count; i++) {
+        char shown[PATH_MAX];
+        files_shown(&fa, files[i], shown, sizeof shown);
+        if (h5ark_value_push(list, h5ark_value_str(shown))) h5ark_value_destroy(&list);
+    }
     files_list_free(files, count);
     if (!list) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     return reply_set(ctx, "files", list, err);
 }
 
-/* The first file `path` stands for (absolute, confined), into out. */
-static int first_file(command_ctx *ctx, char out[PATH_MAX], h5ark_error *err) {
+/* The first file `path` stands for that the caller may read (absolute, confined), into
+ * out, and its name as the caller gives it into shown. */
+static int first_file(command_ctx *ctx, char out[PATH_MAX], char shown[PATH_MAX],
+                      h5ark_error *err) {
     const char *pattern = arg_str(ctx, "path", "");
     char **files = NULL;
     size_t n = 0;
-    if (files_expand(&pattern, 1, false, &files, &n, err)) return -1;
+    file_access fa = access_here();
+    if (files_expand(&fa, PERM_READ, &pattern, 1, false, &files, &n, err)) return -1;
     strcpy(out, files[0]); /* files_expand's paths fit PATH_MAX */
+    files_shown(&fa, out, shown, PATH_MAX);
     files_list_free(files, n);
     return 0;
 }
@@ -75,13 +85,12 @@ static bool is_parquet(const char *path) {
 /* filetype {path}: {file, type "hdf5" | "parquet"} of the first file the path stands for,
  * from its signature; bad_request when it is neither. */
 static int cmd_filetype(command_ctx *ctx, h5ark_error *err) {
-    char file[PATH_MAX];
-    if (first_file(ctx, file, err)) return -1;
+    char file[PATH_MAX], shown[PATH_MAX];
+    if (first_file(ctx, file, shown, err)) return -1;
     const char *type = is_hdf5(file) ? "hdf5" : is_parquet(file) ? "parquet" : NULL;
     if (!type)
-        return h5ark_fail(err, H5ARK_BAD_REQUEST, "%.300s is neither HDF5 nor Parquet",
-                          files_display(file));
-    if (reply_set(ctx, "file", h5ark_value_str(files_display(file)), err)) return -1;
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "%.300s is neither HDF5 nor Parquet", shown);
+    if (reply_set(ctx, "file", h5ark_value_str(shown), err)) return -1;
     return reply_set(ctx, "type", h5ark_value_str(type), err);
 }
 
@@ -90,22 +99,23 @@ static int cmd_filetype(command_ctx *ctx, h5ark_error *err) {
  * distribute), which Arkouda's writer puts in every file it creates (attribute true); a
  * file without it is told by its name, a `_LOCALE####` one being part of a set. */
 static int cmd_fileformat(command_ctx *ctx, h5ark_error *err) {
-    char file[PATH_MAX];
-    if (first_file(ctx, file, err)) return -1;
+    char file[PATH_MAX], shown[PATH_MAX];
+    if (first_file(ctx, file, shown, err)) return -1;
     int64_t format = -1;
     int has = storage_file_format(file, &format, err);
     if (has < 0) return -1;
     const char *base = strrchr(file, '/');
     const char *mark = strstr(base ? base : file, "_LOCALE");
     bool distributed = has == 1 ? format != 0 : mark && strspn(mark + 7, "0123456789") == 4;
-    if (reply_set(ctx, "file", h5ark_value_str(files_display(file)), err) ||
+    if (reply_set(ctx, "file", h5ark_value_str(shown), err) ||
         reply_set(ctx, "file_format", h5ark_value_str(distributed ? "distribute" : "single"), err))
         return -1;
     return reply_set(ctx, "attribute", h5ark_value_bool(has == 1), err);
 }
 
 /* rmhdf {path}: remove the regular files `path` and its distributed set
- * (path_LOCALE####ext); {"deleted": [files]}. Nothing there is no error. */
+ * (path_LOCALE####ext) that the caller may delete; {"deleted": [files]}; their owners
+ * forget them. Nothing there is no error. */
 static int cmd_rmhdf(command_ctx *ctx, h5ark_error *err) {
     const char *path = arg_str(ctx, "path", "");
     char pattern[PATH_MAX];
@@ -115,18 +125,29 @@ static int cmd_rmhdf(command_ctx *ctx, h5ark_error *err) {
     const char *patterns[] = {pattern, path};
     char **files = NULL;
     size_t n = 0;
-    if (files_expand(patterns, 2, true, &files, &n, err)) return -1;
+    file_access fa = access_here();
+    if (files_expand(&fa, PERM_DELETE, patterns, 2, true, &files, &n, err)) return -1;
     h5ark_value *deleted = h5ark_value_array();
     int rc = deleted ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    size_t gone = 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         struct stat st;
+        char shown[PATH_MAX];
         if (lstat(files[i], &st) != 0 || !S_ISREG(st.st_mode)) continue; /* kept as given */
+        files_shown(&fa, files[i], shown, sizeof shown);
         if (unlink(files[i]) != 0 && errno != ENOENT)
-            rc = h5ark_fail(err, H5ARK_IO_ERROR, "cannot delete %s: %s", files_display(files[i]),
-                            strerror(errno));
-        else if (h5ark_value_push(deleted, h5ark_value_str(files_display(files[i]))))
+            rc = h5ark_fail(err, H5ARK_IO_ERROR, "cannot delete %s: %s", shown, strerror(errno));
+        else if (h5ark_value_push(deleted, h5ark_value_str(shown)))
             rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        else { /* the deleted ones first, for their owners */
+            char *t = files[gone];
+            files[gone++] = files[i];
+            files[i] = t;
+        }
     }
+    /* what is gone counts for no one any more, even when a later file failed */
+    h5ark_error ignore;
+    if (owners_deleted((const char *const *)files, gone, rc ? &ignore : err) && rc == 0) rc = -1;
     files_list_free(files, n);
     if (rc) {
         h5ark_value_destroy(&deleted);

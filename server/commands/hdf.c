@@ -2,11 +2,13 @@
  * here; the file work is the storage layer's. */
 #include "commands.h"
 
+#include "access.h"
 #include "dist/ranks.h"
 #include "dist/spmd.h"
 #include "registry.h"
 #include "storage/commit.h"
 #include "storage/files.h"
+#include "storage/owners.h"
 #include "storage/sandbox.h"
 #include "storage/storage.h"
 
@@ -16,8 +18,8 @@
 
 /* tohdf in ExeTera's format. HDF5 is serial and ExeTera's fields are written row after row,
  * so the rank the objects are gathered to (rank 0) writes the file alone. */
-static int exetera_write(command_ctx *ctx, storage_item *items, size_t n, storage_mode mode,
-                         h5ark_value *files, h5ark_error *err) {
+static int exetera_write(command_ctx *ctx, const file_access *fa, storage_item *items, size_t n,
+                         storage_mode mode, h5ark_value *files, h5ark_error *err) {
     object **whole = calloc(n ? n : 1, sizeof *whole), **own = calloc(n ? n : 1, sizeof *own);
     int rc = whole && own ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     rc = ranks_agree(rc, err);
@@ -27,8 +29,8 @@ static int exetera_write(command_ctx *ctx, storage_item *items, size_t n, storag
         if (rc == 0 && whole[i]) items[i].obj = whole[i];
     }
     if (rc == 0 && n && whole[0])
-        rc = storage_exetera_write(items, n, arg_str(ctx, "path", ""), arg_str(ctx, "group", "df"),
-                                   mode, files, ctx->warnings, err);
+        rc = storage_exetera_write(fa, items, n, arg_str(ctx, "path", ""),
+                                   arg_str(ctx, "group", "df"), mode, files, ctx->warnings, err);
     /* the caller releases the registry's objects */
     for (size_t i = 0; whole && own && i < n; i++) {
         if (own[i]) items[i].obj = own[i];
@@ -112,7 +114,8 @@ static int cmd_tohdf(command_ctx *ctx, h5ark_error *err) {
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
                           "tohdf: mode must be truncate, append or update, not '%s'", mode_name);
     const char *layout = arg_str(ctx, "dataframe_layout", "group");
-    storage_write_options wopts = {0};
+    file_access fa = access_here();
+    storage_write_options wopts = {.access = &fa};
     if (strcmp(layout, "columns") == 0)
         wopts.dataframe_columns = true;
     else if (strcmp(layout, "group") != 0)
@@ -174,6 +177,13 @@ static int cmd_tohdf(command_ctx *ctx, h5ark_error *err) {
         h5ark_fail(err, H5ARK_BAD_REQUEST, "tohdf: format %s writes awkward objects only", format);
         goto out;
     }
+    /* quota.disk before anything is written: the objects' bytes, less the caller's files
+     * a truncate replaces */
+    uint64_t need = 0;
+    for (size_t i = 0; i < n; i++)
+        need += object_nbytes(items[i].obj);
+    if (command_disk_room_at(arg_str(ctx, "path", ""), need, mode == STORAGE_TRUNCATE, err))
+        goto out;
     h5ark_value *files = h5ark_value_array();
     if (!files) {
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
@@ -186,7 +196,7 @@ static int cmd_tohdf(command_ctx *ctx, h5ark_error *err) {
             const char *ft = fieldtypes ? h5ark_value_at(fieldtypes, i)->as.s.ptr : all;
             items[i].fieldtype = ft && *ft ? ft : NULL;
         }
-        rc = exetera_write(ctx, items, n, mode, files, err);
+        rc = exetera_write(ctx, &fa, items, n, mode, files, err);
     } else
         rc = storage_write_ex(items, n, arg_str(ctx, "path", ""), mode, file_type, &wopts, files,
                               ctx->warnings, err);
@@ -210,13 +220,16 @@ typedef struct {
     const char *const *patterns;
     size_t npatterns;
     bool keep_missing;
+    const file_access *fa;
 } expansion;
 
 static h5ark_value *expand(void *ctx, h5ark_error *err) {
     const expansion *x = ctx;
     char **paths = NULL;
     size_t count = 0;
-    if (files_expand(x->patterns, x->npatterns, x->keep_missing, &paths, &count, err)) return NULL;
+    if (files_expand(x->fa, PERM_READ, x->patterns, x->npatterns, x->keep_missing, &paths, &count,
+                     err))
+        return NULL;
     h5ark_value *list = h5ark_value_array();
     for (size_t i = 0; list && i < count; i++)
         if (h5ark_value_push(list, h5ark_value_str(paths[i]))) h5ark_value_destroy(&list);
@@ -225,9 +238,9 @@ static h5ark_value *expand(void *ctx, h5ark_error *err) {
     return list;
 }
 
-static int expand_shared(const char *const *patterns, size_t npatterns, bool keep_missing,
-                         char ***paths, size_t *count, h5ark_error *err) {
-    expansion x = {patterns, npatterns, keep_missing};
+static int expand_shared(const file_access *fa, const char *const *patterns, size_t npatterns,
+                         bool keep_missing, char ***paths, size_t *count, h5ark_error *err) {
+    expansion x = {patterns, npatterns, keep_missing, fa};
     h5ark_value *list = NULL;
     *paths = NULL;
     *count = 0;
@@ -271,7 +284,8 @@ static int cmd_readhdf(command_ctx *ctx, h5ark_error *err) {
     /* a file set is read as one write left it: no commit between the names and the bytes */
     commit_readers_enter();
     locked = true;
-    if (expand_shared(patterns, npaths, allow_errors, &files, &nfiles, err)) goto out;
+    file_access fa = access_here();
+    if (expand_shared(&fa, patterns, npaths, allow_errors, &files, &nfiles, err)) goto out;
     storage_read_options opts = {
         .strict_types = arg_bool(ctx, "strict_types", true),
         .allow_errors = allow_errors,
@@ -290,8 +304,11 @@ static int cmd_readhdf(command_ctx *ctx, h5ark_error *err) {
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         goto out_values;
     }
-    for (size_t i = 0; i < nfiles; i++)
-        h5ark_value_push(file_list, h5ark_value_str(files_display(files[i])));
+    for (size_t i = 0; i < nfiles; i++) {
+        char shown[PATH_MAX];
+        files_shown(&fa, files[i], shown, sizeof shown);
+        h5ark_value_push(file_list, h5ark_value_str(shown));
+    }
     int read_rc = storage_read(files, nfiles, ndatasets ? names : NULL, ndatasets, &opts, &items,
                                &nitems, file_errors, ctx->warnings, err);
     commit_readers_leave();
@@ -372,11 +389,29 @@ static int cmd_gateway_read(command_ctx *ctx, h5ark_error *err) {
     return rc;
 }
 
+/* lshdf {path, recursive}: a file's objects, or with users a folder's folders and files
+ * (those the caller may read). */
 static int cmd_lshdf(command_ctx *ctx, h5ark_error *err) {
     char abs[PATH_MAX];
-    if (files_resolve(arg_str(ctx, "path", ""), false, abs, err)) return -1;
+    const char *given = arg_str(ctx, "path", "");
+    file_access fa = access_here();
     h5ark_value *entries = h5ark_value_array();
     if (!entries) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    /* folders are listed when users are on (before them, a folder was refused) */
+    if (file_access_on(&fa) && (files_is_folder(&fa, given) || files_names_home(&fa, given))) {
+        int rc = files_is_folder(&fa, given) ? 0 : 1; /* a home not made yet: empty */
+        if (rc == 0) rc = files_resolve_folder(&fa, PERM_READ, given, abs, err);
+        if (rc == 0) rc = files_list_folder(&fa, abs, entries, err);
+        if (rc < 0) {
+            h5ark_value_destroy(&entries);
+            return -1;
+        }
+        return reply_set(ctx, "entries", entries, err);
+    }
+    if (files_resolve(&fa, PERM_READ, given, false, abs, err)) {
+        h5ark_value_destroy(&entries);
+        return -1;
+    }
     if (sandbox_list(abs, arg_bool(ctx, "recursive", false) ? LIST_TREE : LIST_TOP, entries, err)) {
         h5ark_value_destroy(&entries);
         return -1;
@@ -388,10 +423,16 @@ static int cmd_repack(command_ctx *ctx, h5ark_error *err) {
     const char *pattern = arg_str(ctx, "path", "");
     char **files = NULL;
     size_t nfiles = 0;
-    if (files_expand(&pattern, 1, false, &files, &nfiles, err)) return -1;
+    file_access fa = access_here();
+    if (files_expand(&fa, PERM_UPDATE, &pattern, 1, false, &files, &nfiles, err)) return -1;
+    /* a repacked file takes the place of the old: the caller's own give their bytes back */
+    const char *const *abs = (const char *const *)files;
+    uint64_t own = owners_bytes_among(fa.user, abs, nfiles);
     h5ark_value *list = h5ark_value_array();
     uint64_t before = 0, after = 0;
-    int rc = list ? storage_repack(files, nfiles, list, &before, &after, err)
+    int rc = command_disk_room(own, abs, nfiles, err);
+    if (rc == 0)
+        rc = list ? storage_repack(&fa, files, nfiles, list, &before, &after, err)
                   : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     files_list_free(files, nfiles);
     if (rc) {
@@ -412,10 +453,12 @@ static int cmd_writepart(command_ctx *ctx, h5ark_error *err) {
     const char *path = arg_str(ctx, "path", ""), *field = arg_str(ctx, "field", "");
     /* the rank the object is gathered to (rank 0) writes the part alone */
     object *whole = NULL;
-    int rc = object_gather_whole(obj, &whole, err);
+    file_access fa = access_here();
+    int rc = command_disk_room_at(path, object_nbytes(obj), false, err);
+    if (rc == 0) rc = object_gather_whole(obj, &whole, err);
     if (rc == 0 && whole)
-        rc = storage_exetera_part(path, field, whole, name, arg_str(ctx, "fieldtype", NULL), &rows,
-                                  err);
+        rc = storage_exetera_part(&fa, path, field, whole, name, arg_str(ctx, "fieldtype", NULL),
+                                  &rows, err);
     object_whole_free(whole);
     object_release(obj);
     if (rc == 0) rc = reply_set(ctx, "field", h5ark_value_str(field), err);
@@ -426,7 +469,8 @@ static int cmd_writepart(command_ctx *ctx, h5ark_error *err) {
 static int cmd_complete(command_ctx *ctx, h5ark_error *err) {
     int64_t rows = 0;
     const char *field = arg_str(ctx, "field", "");
-    int rc = storage_exetera_complete(arg_str(ctx, "path", ""), field, &rows, err);
+    file_access fa = access_here();
+    int rc = storage_exetera_complete(&fa, arg_str(ctx, "path", ""), field, &rows, err);
     if (rc == 0) rc = reply_set(ctx, "field", h5ark_value_str(field), err);
     if (rc == 0) rc = reply_set(ctx, "rows", h5ark_value_int(rows), err);
     return rc;
@@ -478,6 +522,7 @@ const command_def hdf_commands[] = {
     {"lshdf",
      cmd_lshdf,
      {{"path", ARG_STR, true}, {"recursive", ARG_BOOL, false}, {0}},
+     .read_only = true,
      .ranks = RANKS_ZERO},
     /* repack rewrites files and touches no object: rank 0 alone, with its HDF5 */
     {"repack", cmd_repack, {{"path", ARG_STR, true}, {0}}, .ranks = RANKS_ZERO},

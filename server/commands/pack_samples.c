@@ -4,6 +4,7 @@
  * never walks an untrusted file itself. */
 #include "commands/pack.h"
 
+#include "access.h"
 #include "dist/ranks.h"
 #include "dist/spmd.h"
 #include "locales.h"
@@ -156,7 +157,8 @@ static int samples_from_paths(const h5ark_value *paths, sample_set *s, h5ark_err
     if (!pat) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     for (size_t i = 0; i < np; i++)
         pat[i] = h5ark_value_at(paths, i)->as.s.ptr;
-    int rc = files_expand(pat, np, false, &s->files, &s->nfiles, err);
+    file_access fa = access_here();
+    int rc = files_expand(&fa, PERM_READ, pat, np, false, &s->files, &s->nfiles, err);
     free(pat);
     if (rc) return -1;
     s->fcap = s->nfiles;
@@ -192,7 +194,8 @@ static int read_text(const char *abs, char **text, size_t *len, h5ark_error *err
 
 static int samples_from_list(const char *rel, sample_set *s, h5ark_error *err) {
     char abs[PATH_MAX];
-    if (files_resolve(rel, false, abs, err)) return -1;
+    file_access fa = access_here();
+    if (files_resolve(&fa, PERM_READ, rel, false, abs, err)) return -1;
     char *text = NULL;
     size_t len = 0;
     if (read_text(abs, &text, &len, err)) return -1;
@@ -213,7 +216,7 @@ static int samples_from_list(const char *rel, sample_set *s, h5ark_error *err) {
         const lbann_list_file *lf = &l.files[i];
         char joined[2 * PATH_MAX], fabs[PATH_MAX];
         snprintf(joined, sizeof joined, "%s/%s", base, lf->file);
-        if (files_resolve(joined, false, fabs, err)) {
+        if (files_resolve(&fa, PERM_READ, joined, false, fabs, err)) {
             rc = h5ark_fail_context(err, "%s, file '%s'", what, lf->file);
             break;
         }

@@ -2,12 +2,14 @@
  * of every request through the entry (entry.h) to h5grove's routes (h5grove.h). */
 #include "front/gateway.h"
 
+#include "access.h"
 #include "config.h"
 #include "entry.h"
 #include "front/h5grove.h"
 #include "front/http.h"
 #include "log.h"
 #include "registry.h"
+#include "storage/files.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -104,9 +106,12 @@ static int by_str(const void *a, const void *b) {
     return strcmp(json_string_value(*(json_t *const *)a), json_string_value(*(json_t *const *)b));
 }
 
-/* Regular files below dir (rel: their path from the data directory), depth first; hidden
- * names (temporaries, twins) and symbolic links are left out. */
-static void walk(const char *dir, const char *rel, int depth, json_t *list) {
+/* Regular files below dir (rel: their path from the data directory) that fa may read,
+ * named as fa gives them, depth first; hidden names (temporaries, twins, ACLs) and
+ * symbolic links are left out. */
+static void walk(const file_access *fa, const char *dir, const char *rel, int depth, json_t *list) {
+    h5ark_error ignore;
+    bool readable = acl_allows(fa, rel, PERM_READ, &ignore) > 0;
     DIR *d = opendir(dir);
     if (!d) return;
     struct dirent *de;
@@ -119,17 +124,20 @@ static void walk(const char *dir, const char *rel, int depth, json_t *list) {
             continue;
         struct stat st;
         if (lstat(path, &st) != 0) continue;
+        char shown[PATH_MAX];
         if (S_ISDIR(st.st_mode) && depth < FILES_MAX_DEPTH)
-            walk(path, sub, depth + 1, list);
-        else if (S_ISREG(st.st_mode))
-            json_array_append_new(list, gateway_jstr(sub, strlen(sub)));
+            walk(fa, path, sub, depth + 1, list);
+        else if (S_ISREG(st.st_mode) && readable) {
+            files_shown(fa, path, shown, sizeof shown);
+            json_array_append_new(list, gateway_jstr(shown, strlen(shown)));
+        }
     }
     closedir(d);
 }
 
-static void files(http_response *out) {
+static void files(const file_access *fa, http_response *out) {
     json_t *list = json_array();
-    if (list) walk(config.data_dir, "", 0, list);
+    if (list) walk(fa, config.data_dir, "", 0, list);
     size_t n = list ? json_array_size(list) : 0;
     json_t **items = n ? malloc(n * sizeof *items) : NULL;
     if (items) {
@@ -236,14 +244,14 @@ typedef struct {
 
 /* The route's answer, errors included, is its own. */
 static int route_run(void *door, const caller *who, h5ark_error *err) {
-    (void)who;
     const route *r = door;
+    file_access fa = access_of(who);
     switch (r->api) {
     case META: h5grove_meta(r->req, r->out, err); break;
     case ATTR: h5grove_attr(r->req, r->out, err); break;
     case DATA: h5grove_values(r->req, r->out, err); break;
     case PATHS: h5grove_paths(r->req, r->out, err); break;
-    default: files(r->out); break;
+    default: files(&fa, r->out); break;
     }
     return 0;
 }

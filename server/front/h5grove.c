@@ -1,6 +1,7 @@
 /* h5grove's routes over a file's tree: /meta/, /attr/, /paths/ (see h5grove.h). */
 #include "front/h5grove.h"
 
+#include "access.h"
 #include "storage/files.h"
 #include "storage/sandbox.h"
 #include "storage/storage.h"
@@ -367,14 +368,16 @@ static json_t *entity_json(const tree *tr, const h5ark_value *e, const char *pat
 
 /* ---- requests ------------------------------------------------------------------------ */
 
-/* The request's `file`, confined to the data directory as every client path is. */
+/* The request's `file`, confined to the data directory and checked for the token's user
+ * as every client path is. */
 static int request_file(const http_request *req, char abs[PATH_MAX], struct stat *st,
                         h5ark_error *err) {
     const char *file = http_query(req, "file");
     if (!file || !file[0])
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
                           "the query argument 'file' (a path in the data directory) is missing");
-    if (files_resolve(file, false, abs, err)) return -1;
+    file_access fa = access_here();
+    if (files_resolve(&fa, PERM_READ, file, false, abs, err)) return -1;
     if (stat(abs, st) != 0) return h5ark_fail(err, H5ARK_NOT_FOUND, "File not found: '%s'", file);
     if (!S_ISREG(st->st_mode))
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "'%s' is not a file", file);

@@ -18,6 +18,7 @@
 #include "families.h"
 #include "commit.h"
 #include "files.h"
+#include "owners.h"
 #include "layout.h"
 #include "progress.h"
 #include "sandbox.h"
@@ -61,14 +62,14 @@ typedef struct {
 /* Resolve the file (its directory created when create), and open for writing a copy of it
  * (a new file when fresh or missing), or its twin when in_place (twin.h: a part costs its
  * own size, not a copy of the file). must_exist: not_found when it is missing. */
-static int ex_open(ex_file *f, const char *rel, bool fresh, bool must_exist, bool in_place,
-                   h5ark_error *err) {
+static int ex_open(const file_access *fa, ex_file *f, const char *rel, bool fresh, bool must_exist,
+                   bool in_place, h5ark_error *err) {
     f->h5 = H5I_INVALID_HID;
     f->tmp_made = f->twinned = false;
     snprintf(f->rel, sizeof f->rel, "%s", rel);
-    if (files_resolve(rel, false, f->final, err)) {
+    if (files_resolve(fa, PERM_WRITE, rel, false, f->final, err)) {
         if (err->code != H5ARK_NOT_FOUND || must_exist) return -1;
-        if (files_resolve(rel, true, f->final, err)) return -1;
+        if (files_resolve(fa, PERM_WRITE, rel, true, f->final, err)) return -1;
     }
     struct stat st;
     f->exists = sysio.lstat(f->final, &st) == 0;
@@ -103,6 +104,13 @@ static int ex_open(ex_file *f, const char *rel, bool fresh, bool must_exist, boo
     if (f->h5 < 0) return h5u_fail(err, H5ARK_IO_ERROR, "cannot create a file beside '%s'", rel);
     h5u_io_clear();
     return 0;
+}
+
+/* A file the write made is its writer's (owners.h). */
+static int ex_owned(const file_access *fa, const ex_file *f, int rc, h5ark_error *err) {
+    if (rc || f->exists || !file_access_on(fa)) return rc;
+    const char *made = f->final;
+    return owners_created(fa->user, &made, 1, err);
 }
 
 /* Close the copy and put it in place (commit), or throw it away. A write the file driver
@@ -180,9 +188,9 @@ typedef struct {
     field_spec spec;
 } ex_field;
 
-int storage_exetera_write(const storage_item *items, size_t nitems, const char *path,
-                          const char *group, storage_mode mode, h5ark_value *files,
-                          h5ark_value *warnings, h5ark_error *err) {
+int storage_exetera_write(const file_access *fa, const storage_item *items, size_t nitems,
+                          const char *path, const char *group, storage_mode mode,
+                          h5ark_value *files, h5ark_value *warnings, h5ark_error *err) {
     h5u_quiet();
     h5u_io_clear();
     if (check_name(group, "a dataframe group name", err)) return -1;
@@ -229,7 +237,7 @@ int storage_exetera_write(const storage_item *items, size_t nitems, const char *
     ex_file file = {.h5 = H5I_INVALID_HID};
     hid_t df = H5I_INVALID_HID;
     bool fresh = mode == STORAGE_TRUNCATE;
-    rc = ex_open(&file, path, fresh, mode == STORAGE_UPDATE, false, err);
+    rc = ex_open(fa, &file, path, fresh, mode == STORAGE_UPDATE, false, err);
     if (rc == 0 && (df = df_group(file.h5, path, group, mode != STORAGE_UPDATE, err)) < 0) rc = -1;
     /* every rule checked before anything is written */
     for (size_t i = 0; i < n && rc == 0 && !fresh; i++) {
@@ -262,8 +270,11 @@ int storage_exetera_write(const storage_item *items, size_t nitems, const char *
     if (df >= 0) H5Gclose(df);
     bool existed = file.exists;
     if (ex_close(&file, rc == 0, err) && rc == 0) rc = -1;
+    rc = ex_owned(fa, &file, rc, err);
     pthread_mutex_unlock(&exetera_lock);
-    if (rc == 0 && h5ark_value_push(files, h5ark_value_str(files_display(file.final))))
+    char shown[PATH_MAX];
+    files_shown(fa, file.final, shown, sizeof shown);
+    if (rc == 0 && h5ark_value_push(files, h5ark_value_str(shown)))
         rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     if (rc == 0 && fresh && existed) {
         char msg[PATH_MAX + 64];
@@ -288,8 +299,9 @@ static int split_field(const char *field, char group[1024], char name[1024], h5a
            check_name(name, "a field name", err);
 }
 
-int storage_exetera_part(const char *path, const char *field, const object *obj, const char *label,
-                         const char *fieldtype, int64_t *rows, h5ark_error *err) {
+int storage_exetera_part(const file_access *fa, const char *path, const char *field,
+                         const object *obj, const char *label, const char *fieldtype, int64_t *rows,
+                         h5ark_error *err) {
     h5u_quiet();
     h5u_io_clear();
     char group[1024], name[1024];
@@ -302,7 +314,7 @@ int storage_exetera_part(const char *path, const char *field, const object *obj,
     hid_t df = H5I_INVALID_HID;
     field_spec old;
     int there = 0;
-    int rc = ex_open(&file, path, false, false, true, err);
+    int rc = ex_open(fa, &file, path, false, false, true, err);
     if (rc == 0 && (df = df_group(file.h5, path, group, true, err)) < 0) rc = -1;
     if (rc == 0 && (there = exetera_existing_field(df, group, name, &old, err)) < 0) rc = -1;
     if (rc == 0 && there) {
@@ -327,11 +339,13 @@ int storage_exetera_part(const char *path, const char *field, const object *obj,
     if (rc == 0) rc = exetera_write_field(df, name, obj, &want, !there, false, rows, err);
     if (df >= 0) H5Gclose(df);
     if (ex_close(&file, rc == 0, err) && rc == 0) rc = -1;
+    rc = ex_owned(fa, &file, rc, err);
     pthread_mutex_unlock(&exetera_lock);
     return rc;
 }
 
-int storage_exetera_complete(const char *path, const char *field, int64_t *rows, h5ark_error *err) {
+int storage_exetera_complete(const file_access *fa, const char *path, const char *field,
+                             int64_t *rows, h5ark_error *err) {
     h5u_quiet();
     h5u_io_clear();
     char group[1024], name[1024];
@@ -340,7 +354,7 @@ int storage_exetera_complete(const char *path, const char *field, int64_t *rows,
     ex_file file = {.h5 = H5I_INVALID_HID};
     hid_t df = H5I_INVALID_HID, g = H5I_INVALID_HID;
     field_spec s;
-    int rc = ex_open(&file, path, false, true, true, err);
+    int rc = ex_open(fa, &file, path, false, true, true, err);
     if (rc == 0 && (df = df_group(file.h5, path, group, false, err)) < 0) rc = -1;
     int there = rc == 0 ? exetera_existing_field(df, group, name, &s, err) : -1;
     if (rc == 0 && there <= 0) {

@@ -117,14 +117,15 @@ static int copy_contents(hid_t src, hid_t dst, const char *shown, h5ark_error *e
     return job.rc ? h5ark_fail_context(err, "copying '%s'", shown) : 0;
 }
 
-static int repack_files(char *const *paths, size_t npaths, h5ark_value *files, uint64_t *before,
-                        uint64_t *after, h5ark_error *err) {
+static int repack_files(const file_access *fa, char *const *paths, size_t npaths,
+                        h5ark_value *files, uint64_t *before, uint64_t *after, h5ark_error *err) {
     h5u_quiet();
     *before = *after = 0;
     progress_sink *progress = progress_here();
     progress_start(progress, PROGRESS_FILES, npaths);
     for (size_t i = 0; i < npaths; i++) {
-        const char *shown = files_display(paths[i]);
+        char shown[PATH_MAX];
+        files_shown(fa, paths[i], shown, sizeof shown);
         struct stat st;
         if (stat(paths[i], &st) != 0)
             return h5ark_fail(err, errno == ENOENT ? H5ARK_NOT_FOUND : H5ARK_IO_ERROR,
@@ -166,10 +167,10 @@ static int repack_files(char *const *paths, size_t npaths, h5ark_value *files, u
 }
 
 /* Files read while no part's change is being repeated on an old file (twin.h). */
-int storage_repack(char *const *paths, size_t npaths, h5ark_value *files, uint64_t *before,
-                   uint64_t *after, h5ark_error *err) {
+int storage_repack(const file_access *fa, char *const *paths, size_t npaths, h5ark_value *files,
+                   uint64_t *before, uint64_t *after, h5ark_error *err) {
     twin_readers_enter();
-    int rc = repack_files(paths, npaths, files, before, after, err);
+    int rc = repack_files(fa, paths, npaths, files, before, after, err);
     twin_readers_leave();
     return rc;
 }

@@ -4,6 +4,7 @@
 #define H5ARK_STORAGE_H
 
 #include "h5ark_value.h"
+#include "acl.h"
 #include "objects/object.h"
 #include "sandbox.h"
 
@@ -43,6 +44,8 @@ typedef struct {
     /* top-level Strings without their `segments` dataset (Arkouda's save_offsets False):
      * readers count the strings by their NULs */
     bool strings_without_segments;
+    /* who writes (files.h): their home, their rights; NULL: users off */
+    const file_access *access;
 } storage_write_options;
 
 /* awkward0's compression policies: none, its default (zlib for integer and bool blobs of
@@ -59,22 +62,24 @@ int storage_write_ex(const storage_item *items, size_t nitems, const char *path,
  * DataFrame's: each column's), completed. truncate: a new file; append: fields added
  * (already_exists when there); update: the fields, which must exist, replaced. The file is changed
  * through a copy renamed over it. Appends the file's relative name to `files`. */
-int storage_exetera_write(const storage_item *items, size_t nitems, const char *path,
-                          const char *group, storage_mode mode, h5ark_value *files,
-                          h5ark_value *warnings, h5ark_error *err);
+int storage_exetera_write(const file_access *fa, const storage_item *items, size_t nitems,
+                          const char *path, const char *group, storage_mode mode,
+                          h5ark_value *files, h5ark_value *warnings, h5ark_error *err);
 /* writepart: append obj's rows to the ExeTera field `field` ("<dataframe>/<name>") of the
  * file `path`, creating the file, the dataframe and the field when missing, and leave the
  * field not completed. *rows: the field's rows after. Crash-safe: the file is either as
  * before or holds the part. */
-int storage_exetera_part(const char *path, const char *field, const object *obj, const char *label,
-                         const char *fieldtype, int64_t *rows, h5ark_error *err);
+int storage_exetera_part(const file_access *fa, const char *path, const char *field,
+                         const object *obj, const char *label, const char *fieldtype, int64_t *rows,
+                         h5ark_error *err);
 /* complete: mark the ExeTera field completed (not_found when it is missing). */
-int storage_exetera_complete(const char *path, const char *field, int64_t *rows, h5ark_error *err);
+int storage_exetera_complete(const file_access *fa, const char *path, const char *field,
+                             int64_t *rows, h5ark_error *err);
 /* repack: rewrite each file (absolute, confined) into a fresh one with every object and
- * root attribute copied, and replace it atomically. Appends the files' relative names to
- * `files`; *before / *after are their total sizes. */
-int storage_repack(char *const *paths, size_t npaths, h5ark_value *files, uint64_t *before,
-                   uint64_t *after, h5ark_error *err);
+ * root attribute copied, and replace it atomically. Appends the files' names (as fa
+ * gives them) to `files`; *before / *after are their total sizes. */
+int storage_repack(const file_access *fa, char *const *paths, size_t npaths, h5ark_value *files,
+                   uint64_t *before, uint64_t *after, h5ark_error *err);
 
 typedef struct {
     bool strict_types;

@@ -10,6 +10,7 @@
 
 #include "commit.h"
 #include "config.h"
+#include "owners.h"
 #include "families.h"
 #include "files.h"
 #include "io.h"
@@ -54,11 +55,15 @@ static void locale_set_free(locale_set *s) {
     *s = (locale_set){0};
 }
 
-static int find_locale_set(const char *rel, locale_set *set, h5ark_error *err) {
+static int find_locale_set(const char *rel, const char *locale0, locale_set *set,
+                           h5ark_error *err) {
     *set = (locale_set){0};
     char abs[PATH_MAX], pattern[2 * PATH_MAX];
     size_t tail;
-    if (snprintf(abs, sizeof abs, "%s/%s", config.data_dir, rel) >= (int)sizeof abs ||
+    /* beside locale 0's file, resolved where the client's name leads */
+    const char *slash = strrchr(locale0, '/'), *base = strrchr(rel, '/');
+    if (snprintf(abs, sizeof abs, "%.*s/%s", (int)(slash - locale0), locale0,
+                 base ? base + 1 : rel) >= (int)sizeof abs ||
         files_locale_glob(abs, pattern, sizeof pattern, &tail))
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "path '%s' is too long", rel);
     glob_t g;
@@ -410,6 +415,7 @@ typedef struct {
     locale_set existing;
     write_plan *plan;
     h5ark_value *files, *warnings;
+    const file_access *fa;
 } write_state;
 
 /* Rank 0: every file resolved inside the data directory, the write mode's rules checked
@@ -425,7 +431,7 @@ static int lay_out(void *ctx, h5ark_error *err) {
         if (ws->distributed ? files_locale_name(ws->path, i, f->rel, sizeof f->rel)
                             : snprintf(f->rel, sizeof f->rel, "%s", ws->path) >= (int)sizeof f->rel)
             return h5ark_fail(err, H5ARK_BAD_REQUEST, "path '%s' is too long", ws->path);
-        if (files_resolve(f->rel, false, f->final, err)) {
+        if (files_resolve(ws->fa, PERM_WRITE, f->rel, false, f->final, err)) {
             if (err->code != H5ARK_NOT_FOUND) return -1;
             f->dir_missing = true;
             continue;
@@ -437,7 +443,8 @@ static int lay_out(void *ctx, h5ark_error *err) {
             return h5ark_fail(err, H5ARK_IO_ERROR, "cannot look at '%s': %s", f->rel,
                               strerror(errno));
     }
-    if (ws->distributed && !of[0].dir_missing && find_locale_set(ws->path, &ws->existing, err))
+    if (ws->distributed && !of[0].dir_missing &&
+        find_locale_set(ws->path, of[0].final, &ws->existing, err))
         return -1;
 
     /* 2. the write mode's rules */
@@ -464,7 +471,8 @@ static int lay_out(void *ctx, h5ark_error *err) {
     /* 3. every file built beside its final name (the locales write the data after) */
     for (int i = 0; i < nfiles; i++) {
         out_file *f = &of[i];
-        if (f->dir_missing && files_resolve(f->rel, true, f->final, err)) return -1;
+        if (f->dir_missing && files_resolve(ws->fa, PERM_WRITE, f->rel, true, f->final, err))
+            return -1;
         if (build_file(f, i, ws->mode, ws->distributed, ws->items, ws->nitems, ws->names, ws->plan,
                        err))
             return -1;
@@ -494,8 +502,17 @@ static int put_in_place(void *ctx, h5ark_error *err) {
     twin_readers_leave();
     int rc = commit_set(tmps, finals, nfiles, extra, nextra, err);
     twin_readers_enter();
+    /* the files this write made are its writer's (owners.h) */
+    const char *made[nfiles];
+    int nmade = 0;
+    for (int i = 0; i < nfiles; i++)
+        if (!of[i].exists) made[nmade++] = of[i].final;
+    if (rc == 0 && file_access_on(ws->fa))
+        rc = owners_created(ws->fa->user, made, (size_t)nmade, err);
     for (int i = 0; i < nfiles && rc == 0; i++) {
-        rc = write_list_add(ws->files, "%s", files_display(of[i].final), err);
+        char shown[PATH_MAX];
+        files_shown(ws->fa, of[i].final, shown, sizeof shown);
+        rc = write_list_add(ws->files, "%s", shown, err);
         if (rc == 0 && ws->mode == STORAGE_TRUNCATE && of[i].exists)
             rc = write_list_add(ws->warnings, "overwrote the existing file '%s'", of[i].rel, err);
     }
@@ -553,7 +570,8 @@ static int write_files(const storage_item *items, size_t nitems, const char *pat
                       .nfiles = nfiles,
                       .plan = &plan,
                       .files = files,
-                      .warnings = warnings};
+                      .warnings = warnings,
+                      .fa = opts ? opts->access : NULL};
     rc = of ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     for (int i = 0; of && i < nfiles; i++)
         of[i].h5 = H5I_INVALID_HID;

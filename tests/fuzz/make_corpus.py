@@ -210,3 +210,17 @@ for libver in ("earliest", "latest"):
             (out / "ohdr" / f"seed{seeds:02d}").write_bytes(settings + raw)
             seeds += 1
 print(f"corpus in {out}")
+
+# ACL files (.h5ark-acl): good ones and near misses
+(out / "acl").mkdir(parents=True, exist_ok=True)
+acls = [
+    b'[{"subject": "alice", "read": true, "create": true, "update": true, "delete": true, '
+    b'"readACL": true, "updateACL": true}]',
+    b'[{"subject": "g:physics", "read": true}, {"subject": "default", "readACL": true}]',
+    b'[{"subject": "bob"}, {"subject": "bob"}]',
+    b'[{"subject": "b o b", "read": 1}]',
+    b'{"subject": "alice"}',
+    b'[]',
+]
+for i, seed in enumerate(acls):
+    (out / "acl" / f"seed{i:02d}").write_bytes(seed)

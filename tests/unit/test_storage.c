@@ -728,7 +728,7 @@ static void test_composites(void) {
         snprintf(p, sizeof p, "%s/upd.h5", config.data_dir);
         char *paths[] = {p};
         uint64_t before = 0, after = 0;
-        CHECK(storage_repack(paths, 1, files, &before, &after, &err) == 0);
+        CHECK(storage_repack(NULL, paths, 1, files, &before, &after, &err) == 0);
         CHECK(after <= before);
         it = read_rel(rel, 1, "a", strict, NULL, &err);
         CHECK(it && same_object(it->obj, b));

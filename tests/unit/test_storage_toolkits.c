@@ -233,10 +233,10 @@ static void test_file_names(void) {
     char **paths = NULL;
     size_t count = 0;
     h5ark_error err = {0};
-    CHECK(files_expand(patterns, 3, false, &paths, &count, &err) == -1);
+    CHECK(files_expand(NULL, PERM_READ, patterns, 3, false, &paths, &count, &err) == -1);
     CHECK(err.code == H5ARK_NOT_FOUND && strstr(err.message, "gone.h5"));
     err = (h5ark_error){0};
-    CHECK(files_expand(patterns, 3, true, &paths, &count, &err) == 0);
+    CHECK(files_expand(NULL, PERM_READ, patterns, 3, true, &paths, &count, &err) == 0);
     CHECK(count == 5);
     if (count == 5) {
         CHECK(strcmp(files_display(paths[0]), "set_LOCALE0000.h5") == 0);
@@ -246,7 +246,7 @@ static void test_file_names(void) {
     }
     files_list_free(paths, count);
     const char *outside[] = {"../x.h5"};
-    CHECK(files_expand(outside, 1, true, &paths, &count, &err) == -1);
+    CHECK(files_expand(NULL, PERM_READ, outside, 1, true, &paths, &count, &err) == -1);
     CHECK(err.code == H5ARK_FORBIDDEN);
 }
 

@@ -757,6 +757,17 @@ class Client:
         """Remove the file `path` and its distributed set; the files removed."""
         return self.request("rmhdf", {"path": os.fspath(path)}).result["deleted"]
 
+    def getacl(self, path):
+        """The ACL that governs a folder (or a file's folder) when the daemon has users:
+        {"path", "acl": [{"subject", "read", "create", "update", "delete", "readACL",
+        "updateACL"}], "from": the folder holding it or None for the defaults, "default"}."""
+        return self.request("getacl", {"path": os.fspath(path)}).result
+
+    def setacl(self, path, acl):
+        """Replace a folder's ACL (a list of {"subject": user, "g:GROUP" or "default", and
+        the permissions it grants: "read": True, ...}); the ACL as written."""
+        return self.request("setacl", {"path": os.fspath(path), "acl": list(acl)}).result["acl"]
+
     # -- LBANN sample packing ----------------------------------------------------------
 
     def pack(self, data_schema, experiment_schema=None, paths=None, sample_list=None,

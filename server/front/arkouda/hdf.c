@@ -10,7 +10,9 @@
  * Paths may be absolute: they are made relative to the data directory, and the native confinement
  * (files.c) then applies. */
 #include "front/arkouda/commands.h"
+#include "access.h"
 #include "config.h"
+#include "storage/files.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -20,9 +22,10 @@
 
 /* ---- paths ---- */
 
-/* A client path made relative to the data directory: relative ones as they are; an
- * absolute one by resolving its longest existing directory prefix without glob
- * characters, which must lie inside the data directory (forbidden otherwise). */
+/* A client path as the native commands take it: relative ones as they are (with users:
+ * in the caller's home); an absolute one by resolving its longest existing directory
+ * prefix without glob characters, which must lie inside the data directory (forbidden
+ * otherwise), made relative to it (with users: from '/', the data directory's root). */
 static int relative_path(const char *given, char out[PATH_MAX], h5ark_error *err) {
     if (given[0] != '/') {
         if (strlen(given) >= PATH_MAX)
@@ -50,9 +53,12 @@ static int relative_path(const char *given, char out[PATH_MAX], h5ark_error *err
                           given, config.data_dir);
     const char *inside = real + dn + (real[dn] == '/');
     const char *rest = given + cut + (given[cut] == '/');
-    int n = snprintf(out, PATH_MAX, "%s%s%s", inside, *inside && *rest ? "/" : "", rest);
+    file_access fa = access_here();
+    const char *root = file_access_on(&fa) ? "/" : "";
+    int n = snprintf(out, PATH_MAX, "%s%s%s%s", root, inside, *inside && *rest ? "/" : "", rest);
     if (n < 0 || n >= PATH_MAX) return h5ark_fail(err, H5ARK_BAD_REQUEST, "the path is too long");
-    if (!*out) return h5ark_fail(err, H5ARK_BAD_REQUEST, "'%.200s' names no file", given);
+    if (!out[strlen(root)])
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "'%.200s' names no file", given);
     return 0;
 }
 
@@ -800,8 +806,8 @@ static int cmd_hdffileformat(ak_ctx *ctx, h5ark_error *err) {
     return rc;
 }
 
-/* globExpansion {filenames, file_count}: the files the names and patterns stand for, as
- * absolute paths (the native glob of each name). */
+/* globExpansion {filenames, file_count}: the files the names and patterns stand for that
+ * the caller may read, as absolute paths (the native glob of each name). */
 static int cmd_glob(ak_ctx *ctx, h5ark_error *err) {
     json_t *names = ak_arg_list(ctx->in, "filenames", err);
     if (!names) return -1;
@@ -809,17 +815,15 @@ static int cmd_glob(ak_ctx *ctx, h5ark_error *err) {
     size_t i;
     json_t *item;
     int rc = out ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    file_access fa = access_here();
     json_array_foreach(names, i, item) {
         dispatch_result res;
         if (rc || (rc = native_on_path(ctx, "glob", json_string_value(item), &res, err))) break;
         const h5ark_value *files = h5ark_value_get(res.result, "files");
-        for (size_t k = 0; k < h5ark_value_len(files); k++) {
-            char *abs = NULL;
-            if (asprintf(&abs, "%s/%s", config.data_dir, h5ark_value_at(files, k)->as.s.ptr) < 0)
-                rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-            else
-                json_array_append_new(out, json_string(abs));
-            free(abs);
+        for (size_t k = 0; rc == 0 && k < h5ark_value_len(files); k++) {
+            char abs[PATH_MAX];
+            rc = files_absolute(&fa, h5ark_value_at(files, k)->as.s.ptr, abs, err);
+            if (rc == 0) json_array_append_new(out, json_string(abs));
         }
         dispatch_result_free(&res);
     }

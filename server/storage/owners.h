@@ -1,0 +1,27 @@
+/* Who created which file through the daemon (SERVICE.md §4), for quota.disk.
+ *
+ * One small record, FILES_OWNERS at the data directory's root: a line "USER\tPATH" a file
+ * (PATH relative to the data directory; neither holds a tab or a newline, as names and
+ * paths hold no control character). It is replaced whole at each change (a temporary,
+ * fsync, rename, fsync of the folder), so a crash leaves the old record or the new. A
+ * record rather than an extended attribute: writes replace files by renaming a copy over
+ * them, which would drop an attribute, and a record works on every file system. Files
+ * present at start, or written while users are off, have no owner and count for no one;
+ * an entry whose file is gone counts nothing and is dropped at the next change. */
+#ifndef H5ARK_OWNERS_H
+#define H5ARK_OWNERS_H
+
+#include "h5ark_wire.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* `user` created the files abs[0..n) (absolute, inside the data directory): they are its
+ * from now on (an earlier entry of the same path belonged to a file since gone). */
+int owners_created(const char *user, const char *const *abs, size_t n, h5ark_error *err);
+/* The files abs[0..n) were deleted. */
+int owners_deleted(const char *const *abs, size_t n, h5ark_error *err);
+/* Bytes of those of abs[0..n) whose owner is `user`. */
+uint64_t owners_bytes_among(const char *user, const char *const *abs, size_t n);
+
+#endif
