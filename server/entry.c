@@ -1,6 +1,7 @@
 /* The one entry of every request (see entry.h). */
 #include "entry.h"
 
+#include "checkpoint.h"
 #include "config.h"
 #include "dist/ranks_serve.h"
 #include "inflight.h"
@@ -69,6 +70,8 @@ int entry_run(entry_call *c, h5ark_error *err) {
     else if (identify(c, &c->who, err) || permit(c, &c->who, err))
         return -1; /* before the check: a stranger learns nothing */
     if (c->check && c->check(c->door, err)) return -1;
+    /* while a restore runs, only what says how it goes (its own parts are known) */
+    if (!c->known && checkpoint_refuses(c->name, err)) return -1;
     uint64_t seq = c->forwarded_seq;
     if (ranks_serve_begin(c->ranks_name ? c->ranks_name : c->name, c->ranks, c->read_only,
                           forward_header, c, &seq, err))

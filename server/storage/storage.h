@@ -43,6 +43,10 @@ typedef struct {
     /* top-level Strings without their `segments` dataset (Arkouda's save_offsets False):
      * readers count the strings by their NULs */
     bool strings_without_segments;
+    /* A new, empty folder of the daemon's own (a checkpoint's, absolute): `path` is a file
+     * name in it rather than a client's path in the data directory, and each file is put
+     * in place by itself (the folder's rename is what commits the write). NULL: off. */
+    const char *base_dir;
 } storage_write_options;
 
 /* awkward0's compression policies: none, its default (zlib for integer and bool blobs of

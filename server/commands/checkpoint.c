@@ -1,0 +1,502 @@
+/* The checkpoint commands and their format (checkpoint.h): `checkpoint` writes every
+ * object into a new checkpoint; `checkpoint_restore` (internal: the daemon's own restore at
+ * start) publishes the objects of one. The data go through tohdf's writer and readhdf's
+ * reader, so the files are those any Arkouda-layout reader reads; the manifest says what
+ * each object was called, whose it was and what it looked like. */
+#include "commands.h"
+
+#include "checkpoint.h"
+#include "checkpoint_format.h"
+#include "config.h"
+#include "dist/ranks.h"
+#include "dist/spmd.h"
+#include "entry.h"
+#include "h5ark_version.h"
+#include "locales.h"
+#include "log.h"
+#include "registry.h"
+#include "storage/files.h"
+#include "storage/storage.h"
+#include "sysio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DATA_FILE "data.h5"
+
+/* ---- descriptors as JSON, and back ---- */
+
+static json_t *value_json(const h5ark_value *v) {
+    if (!v) return json_null();
+    switch (v->kind) {
+    case H5ARK_NIL: return json_null();
+    case H5ARK_BOOL: return json_boolean(v->as.b);
+    case H5ARK_INT: return json_integer(v->as.i);
+    case H5ARK_UINT:
+        return v->as.u > INT64_MAX ? json_real((double)v->as.u) : json_integer((json_int_t)v->as.u);
+    case H5ARK_FLOAT: return json_real(v->as.f);
+    case H5ARK_STR:
+    case H5ARK_BIN: return json_stringn(v->as.s.ptr, v->as.s.len);
+    case H5ARK_ARRAY: {
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < v->as.a.len; i++)
+            if (json_array_append_new(a, value_json(v->as.a.items[i]))) json_decref(a), a = NULL;
+        return a;
+    }
+    case H5ARK_MAP: {
+        json_t *m = json_object();
+        for (size_t i = 0; m && i < v->as.m.len; i++)
+            if (json_object_set_new(m, v->as.m.keys[i], value_json(v->as.m.vals[i])))
+                json_decref(m), m = NULL;
+        return m;
+    }
+    }
+    return NULL;
+}
+
+/* ---- names in the files ---- */
+
+/* The dataset an object is written as: its own name, unless HDF5 would take it otherwise
+ * (a leading '.'); then one no name of the registry's can be. */
+static void dataset_name(object *const *objs, size_t i, char *out, size_t len) {
+    const char *name = objs[i]->name;
+    if (name[0] != '.' && strcmp(name, "Filename_Codes") != 0) {
+        snprintf(out, len, "%s", name);
+        return;
+    }
+    snprintf(out, len, "h5ark object %zu/", i); /* '/' is in no object's name */
+    out[strlen(out) - 1] = '\0';
+    for (int k = 0;; k++) { /* a registry name may be the same; then another */
+        bool taken = false;
+        for (size_t j = 0; j < i + 1 && !taken; j++)
+            taken = strcmp(objs[j]->name, out) == 0;
+        if (!taken) return;
+        snprintf(out, len, "h5ark object %zu.%d", i, k);
+    }
+}
+
+/* ---- writing ---- */
+
+typedef struct {
+    const char *parent; /* absolute */
+    const char *id;     /* NULL: a new one */
+    bool overwrite;
+    object **objs;
+    size_t n;
+    char **datasets;
+    /* rank 0's */
+    char name[64];
+    char tmp[PATH_MAX], final[PATH_MAX], old[PATH_MAX];
+    double time;
+    uint64_t bytes; /* of the files */
+} ck_write;
+
+/* Rank 0: the temporary folder, and the checks of the folder it will become. */
+static int write_begin(void *ctx, h5ark_error *err) {
+    ck_write *w = ctx;
+    if (w->id)
+        snprintf(w->name, sizeof w->name, "%s", w->id);
+    else
+        checkpoint_new_id(w->parent, w->name);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    w->time = (double)ts.tv_sec + ts.tv_nsec / 1e9;
+    if (snprintf(w->final, sizeof w->final, "%s/%s", w->parent, w->name) >= PATH_MAX ||
+        snprintf(w->tmp, sizeof w->tmp, "%s/.tmp-%s", w->parent, w->name) >= PATH_MAX ||
+        snprintf(w->old, sizeof w->old, "%s/.old-%s", w->parent, w->name) >= PATH_MAX)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "checkpoint: the folder name is too long");
+    struct stat st;
+    if (!w->overwrite && sysio.lstat(w->final, &st) == 0)
+        return h5ark_fail(err, H5ARK_ALREADY_EXISTS, "checkpoint '%s' already exists", w->name);
+    checkpoint_remove_folder(w->tmp); /* one a killed write left */
+    if (sysio.mkdir(w->tmp, 0755) != 0)
+        return h5ark_fail(err, H5ARK_IO_ERROR, "checkpoint: cannot make the folder '%s': %s",
+                          w->tmp, strerror(errno));
+    return 0;
+}
+
+static int write_file_synced(const char *path, const char *text, size_t len, h5ark_error *err) {
+    int fd = sysio.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) goto fail;
+    for (size_t done = 0; done < len;) {
+        ssize_t k = sysio.pwrite(fd, text + done, len - done, (off_t)done);
+        if (k <= 0) {
+            if (k == 0) errno = EIO;
+            int e = errno;
+            sysio.close(fd);
+            errno = e;
+            goto fail;
+        }
+        done += (size_t)k;
+    }
+    if (sysio.fsync(fd) != 0) {
+        int e = errno;
+        sysio.close(fd);
+        errno = e;
+        goto fail;
+    }
+    if (sysio.close(fd) != 0) goto fail;
+    return 0;
+fail:
+    return h5ark_fail(err, H5ARK_IO_ERROR, "checkpoint: cannot write '%s': %s", path,
+                      strerror(errno));
+}
+
+/* Rank 0, every data file in place: the manifest written last, then the folder renamed
+ * into place and the parent flushed. */
+static int write_finish(void *ctx, h5ark_error *err) {
+    ck_write *w = ctx;
+    json_t *m = json_object(), *files = json_array(), *objects = json_array();
+    int rc = m && files && objects ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    int nfiles = w->n ? locales_count() : 0;
+    w->bytes = 0;
+    for (int i = 0; rc == 0 && i < nfiles; i++) {
+        char rel[PATH_MAX], path[2 * PATH_MAX];
+        struct stat st;
+        files_locale_name(DATA_FILE, i, rel, sizeof rel);
+        snprintf(path, sizeof path, "%s/%s", w->tmp, rel);
+        if (sysio.stat(path, &st) != 0) {
+            rc = h5ark_fail(err, H5ARK_IO_ERROR, "checkpoint: cannot look at '%s': %s", path,
+                            strerror(errno));
+            break;
+        }
+        w->bytes += (uint64_t)st.st_size;
+        json_array_append_new(
+            files, json_pack("{s:s, s:I}", "name", rel, "bytes", (json_int_t)st.st_size));
+    }
+    uint64_t nbytes = 0;
+    for (size_t i = 0; rc == 0 && i < w->n; i++) {
+        h5ark_value *desc = object_describe(w->objs[i]);
+        json_t *o = json_object(), *name = json_string(w->objs[i]->name);
+        if (!name)
+            rc = h5ark_fail(err, H5ARK_BAD_REQUEST,
+                            "checkpoint: the name of object %zu is not UTF-8", i);
+        else if (!o || !desc)
+            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        if (rc == 0) {
+            json_object_set_new(o, "name", name), name = NULL;
+            json_object_set_new(o, "dataset", json_string(w->datasets[i]));
+            /* owners and grants (SERVICE.md §2) once objects have them */
+            json_object_set_new(o, "owner", json_null());
+            json_object_set_new(o, "grants", json_array());
+            json_object_set_new(o, "descriptor", value_json(desc));
+            json_array_append(objects, o);
+        }
+        nbytes += object_nbytes(w->objs[i]);
+        json_decref(name);
+        json_decref(o);
+        h5ark_value_destroy(&desc);
+    }
+    char *text = NULL;
+    if (rc == 0) {
+        json_object_set_new(m, "format", json_string(CHECKPOINT_FORMAT));
+        json_object_set_new(m, "version", json_integer(CHECKPOINT_VERSION));
+        json_object_set_new(m, "id", json_string(w->name));
+        json_object_set_new(m, "time", json_real(w->time));
+        json_object_set_new(m, "written_by",
+                            json_pack("{s:s, s:i, s:i}", "h5ark", H5ARK_VERSION_STRING, "locales",
+                                      locales_count(), "ranks", ranks_count()));
+        json_object_set_new(m, "object_bytes", json_integer((json_int_t)nbytes));
+        json_object_set(m, "files", files);
+        json_object_set(m, "objects", objects);
+        text = json_dumps(m, JSON_INDENT(1));
+        if (!text) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/" CHECKPOINT_MANIFEST, w->tmp);
+    if (rc == 0) rc = write_file_synced(path, text, strlen(text), err);
+    free(text);
+    json_decref(m);
+    json_decref(files);
+    json_decref(objects);
+    if (rc == 0) rc = checkpoint_sync_folder(w->tmp, err);
+    /* in place: over an old one (overwrite) by moving that aside first */
+    struct stat st;
+    bool replacing = rc == 0 && sysio.lstat(w->final, &st) == 0;
+    if (replacing) {
+        checkpoint_remove_folder(w->old);
+        if (sysio.rename(w->final, w->old) != 0)
+            rc = h5ark_fail(err, H5ARK_IO_ERROR, "checkpoint: cannot move the old '%s' aside: %s",
+                            w->final, strerror(errno));
+    }
+    if (rc == 0 && sysio.rename(w->tmp, w->final) != 0) {
+        rc = h5ark_fail(err, H5ARK_IO_ERROR, "checkpoint: cannot rename '%s' into place: %s",
+                        w->tmp, strerror(errno));
+        if (replacing) sysio.rename(w->old, w->final); /* the old one back */
+    }
+    if (rc == 0) rc = checkpoint_sync_folder(w->parent, err);
+    if (rc == 0 && replacing) checkpoint_remove_folder(w->old);
+    return rc;
+}
+
+static int write_abandon(void *ctx, h5ark_error *err) {
+    (void)err;
+    checkpoint_remove_folder(((ck_write *)ctx)->tmp);
+    return 0;
+}
+
+int checkpoint_write(const char *parent, const char *id, bool overwrite, checkpoint_written *out,
+                     h5ark_error *err) {
+    memset(out, 0, sizeof *out);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint64_t changes = registry_changes();
+    ck_write w = {.parent = parent, .id = id, .overwrite = overwrite};
+    /* the objects as they are now: a reference to each, so a replacement made meanwhile is
+     * in the next checkpoint, and this one has the object whole as it was */
+    w.objs = registry_list(&w.n);
+    w.datasets = calloc(w.n ? w.n : 1, sizeof *w.datasets);
+    storage_item *items = calloc(w.n ? w.n : 1, sizeof *items);
+    int rc = w.datasets && items ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    for (size_t i = 0; rc == 0 && i < w.n; i++) {
+        char ds[REGISTRY_MAX_NAME + 32];
+        dataset_name(w.objs, i, ds, sizeof ds);
+        if (!(w.datasets[i] = strdup(ds)))
+            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        items[i] = (storage_item){.obj = w.objs[i], .dataset = w.datasets[i]};
+    }
+    rc = spmd_root_does(rc, write_begin, &w, err);
+    /* every rank writes into rank 0's folder */
+    if (rc == 0) rc = ranks_bcast(0, w.tmp, sizeof w.tmp, err);
+    h5ark_value *files = h5ark_value_array(), *warnings = h5ark_value_array();
+    if (rc == 0 && w.n) {
+        storage_write_options opts = {.base_dir = w.tmp};
+        rc = storage_write_ex(items, w.n, DATA_FILE, STORAGE_TRUNCATE, STORAGE_DISTRIBUTE, &opts,
+                              files, warnings, err);
+    }
+    rc = spmd_root_does(rc, write_finish, &w, err);
+    if (rc) {
+        h5ark_error ignored = {0};
+        spmd_root_does(0, write_abandon, &w, &ignored);
+    }
+    h5ark_value_destroy(&files);
+    h5ark_value_destroy(&warnings);
+    if (rc == 0) {
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        snprintf(out->id, sizeof out->id, "%s", w.name);
+        ranks_bcast(0, out->id, sizeof out->id, err);
+        out->objects = w.n;
+        out->bytes = w.bytes;
+        ranks_bcast(0, &out->bytes, sizeof out->bytes, err);
+        out->time = w.time;
+        out->seconds = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+        out->changes = changes;
+    }
+    for (size_t i = 0; w.datasets && i < w.n; i++)
+        free(w.datasets[i]);
+    free(w.datasets);
+    free(items);
+    registry_list_free(w.objs, w.n);
+    return rc;
+}
+
+/* ---- reading ---- */
+
+int checkpoint_read_manifest(const char *folder, json_t **manifest, h5ark_error *err) {
+    char path[PATH_MAX + 32];
+    json_error_t je;
+    snprintf(path, sizeof path, "%s/" CHECKPOINT_MANIFEST, folder);
+    json_t *m = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (!m)
+        return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "checkpoint '%s': manifest: %s", folder,
+                          je.text);
+    const char *format = json_string_value(json_object_get(m, "format"));
+    json_t *files = json_object_get(m, "files"), *objects = json_object_get(m, "objects");
+    int rc = 0;
+    if (!format || strcmp(format, CHECKPOINT_FORMAT) != 0 ||
+        json_integer_value(json_object_get(m, "version")) != CHECKPOINT_VERSION)
+        rc = h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                        "checkpoint '%s': not an h5ark checkpoint of version %d", folder,
+                        CHECKPOINT_VERSION);
+    else if (!json_is_array(files) || !json_is_array(objects))
+        rc = h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                        "checkpoint '%s': the manifest has no files or "
+                        "objects",
+                        folder);
+    /* every file there, whole */
+    for (size_t i = 0; rc == 0 && i < json_array_size(files); i++) {
+        json_t *f = json_array_get(files, i);
+        const char *name = json_string_value(json_object_get(f, "name"));
+        struct stat st;
+        if (!name || strchr(name, '/') ||
+            snprintf(path, sizeof path, "%s/%s", folder, name) >= PATH_MAX) {
+            rc = h5ark_fail(err, H5ARK_SCHEMA_ERROR, "checkpoint '%s': a bad file name", folder);
+        } else if (sysio.stat(path, &st) != 0) {
+            rc = h5ark_fail(err, H5ARK_SCHEMA_ERROR, "checkpoint '%s': file '%s' is missing: %s",
+                            folder, name, strerror(errno));
+        } else if ((json_int_t)st.st_size != json_integer_value(json_object_get(f, "bytes"))) {
+            rc = h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                            "checkpoint '%s': file '%s' holds %lld bytes, the manifest says %lld",
+                            folder, name, (long long)st.st_size,
+                            (long long)json_integer_value(json_object_get(f, "bytes")));
+        }
+    }
+    for (size_t i = 0; rc == 0 && i < json_array_size(objects); i++) {
+        json_t *o = json_array_get(objects, i);
+        if (!json_is_string(json_object_get(o, "name")) ||
+            !json_is_string(json_object_get(o, "dataset")))
+            rc = h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                            "checkpoint '%s': object %zu has no name or dataset", folder, i);
+    }
+    if (rc) {
+        json_decref(m);
+        return -1;
+    }
+    *manifest = m;
+    return 0;
+}
+
+/* The place owners and grants are given back: an object of the manifest, once published
+ * under its name, gets its `owner` (NULL: none) and `grants` (a JSON array of strings).
+ * Objects have neither yet; the registry's namespaces apply them here. */
+int checkpoint_restore_owner(object *obj, const char *owner, const json_t *grants,
+                             h5ark_error *err) {
+    (void)obj, (void)owner, (void)grants, (void)err;
+    return 0;
+}
+
+/* Whether the object read back looks as the manifest says it did (every key of its
+ * descriptor); the text of the first difference when not. */
+static bool same_descriptor(const object *obj, const json_t *want) {
+    h5ark_value *desc = object_describe(obj);
+    json_t *got = value_json(desc);
+    h5ark_value_destroy(&desc);
+    bool same = got && json_equal(got, want);
+    json_decref(got);
+    return same;
+}
+
+int checkpoint_read(const char *folder, bool replace, checkpoint_written *out,
+                    h5ark_value *warnings, h5ark_error *err) {
+    memset(out, 0, sizeof *out);
+    json_t *m = NULL;
+    /* every rank reads the manifest: each holds the objects' metadata */
+    if (ranks_agree(checkpoint_read_manifest(folder, &m, err), err)) {
+        json_decref(m);
+        return -1;
+    }
+    json_t *files = json_object_get(m, "files"), *objects = json_object_get(m, "objects");
+    size_t nfiles = json_array_size(files), n = json_array_size(objects);
+    char **paths = calloc(nfiles ? nfiles : 1, sizeof *paths);
+    const char **datasets = calloc(n ? n : 1, sizeof *datasets);
+    int rc = paths && datasets ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    for (size_t i = 0; rc == 0 && i < nfiles; i++) {
+        const char *name = json_string_value(json_object_get(json_array_get(files, i), "name"));
+        if (!(paths[i] = malloc(strlen(folder) + strlen(name) + 2)))
+            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        else
+            sprintf(paths[i], "%s/%s", folder, name);
+    }
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        datasets[i] = json_string_value(json_object_get(json_array_get(objects, i), "dataset"));
+    storage_read_item *items = NULL;
+    size_t nitems = 0;
+    storage_read_options opts = {.strict_types = true};
+    h5ark_value *file_errors = h5ark_value_array();
+    if (rc == 0 && n)
+        rc = storage_read(paths, nfiles, datasets, n, &opts, &items, &nitems, file_errors, warnings,
+                          err);
+    h5ark_value_destroy(&file_errors);
+    if (rc == 0 && nitems != n)
+        rc = h5ark_fail(err, H5ARK_SCHEMA_ERROR, "checkpoint '%s': %zu objects read of %zu", folder,
+                        nitems, n);
+    /* published on every rank or none; with `replace`, over objects of the same names */
+    size_t published = 0;
+    for (; rc == 0 && published < n; published++) {
+        json_t *o = json_array_get(objects, published);
+        const char *name = json_string_value(json_object_get(o, "name"));
+        if (replace) registry_remove(name, &(h5ark_error){0});
+        if (registry_publish(items[published].obj, name, err) ||
+            checkpoint_restore_owner(items[published].obj,
+                                     json_string_value(json_object_get(o, "owner")),
+                                     json_object_get(o, "grants"), err)) {
+            rc = -1;
+            break;
+        }
+        out->bytes += object_nbytes(items[published].obj);
+        if (!same_descriptor(items[published].obj, json_object_get(o, "descriptor"))) {
+            log_warn("checkpoint %s: object '%s' reads back with another descriptor", folder, name);
+            h5ark_value_push(warnings, h5ark_value_str("an object reads back with another "
+                                                       "descriptor: see the log"));
+        }
+    }
+    rc = ranks_agree(rc, err);
+    if (rc)
+        for (size_t i = 0; i < published; i++)
+            registry_remove(json_string_value(json_object_get(json_array_get(objects, i), "name")),
+                            &(h5ark_error){0});
+    if (rc == 0) {
+        snprintf(out->id, sizeof out->id, "%s", json_string_value(json_object_get(m, "id")) ?: "");
+        out->objects = n;
+        out->time = json_number_value(json_object_get(m, "time"));
+    }
+    storage_read_items_free(items, nitems);
+    for (size_t i = 0; paths && i < nfiles; i++)
+        free(paths[i]);
+    free(paths);
+    free(datasets);
+    json_decref(m);
+    return rc;
+}
+
+/* ---- the commands ---- */
+
+static int reply_written(command_ctx *ctx, const checkpoint_written *w, h5ark_error *err) {
+    return reply_set(ctx, "checkpoint", h5ark_value_str(w->id), err) ||
+                   reply_set(ctx, "objects", h5ark_value_uint(w->objects), err) ||
+                   reply_set(ctx, "bytes", h5ark_value_uint(w->bytes), err) ||
+                   reply_set(ctx, "seconds", h5ark_value_float(w->seconds), err)
+               ? -1
+               : 0;
+}
+
+static int cmd_checkpoint(command_ctx *ctx, h5ark_error *err) {
+    const caller *who = entry_caller();
+    if (who && who->user && who->role != ROLE_ADMIN)
+        return h5ark_fail(err, H5ARK_UNAUTHORIZED, "checkpoint needs the admin role");
+    const char *dir = checkpoint_dir();
+    if (!dir)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "checkpoint: this daemon has no --checkpoint-dir to write them to");
+    checkpoint_written w;
+    if (checkpoint_write(dir, NULL, false, &w, err)) return -1;
+    checkpoint_note(w.id, w.time, w.objects, w.changes);
+    checkpoint_prune(dir, config.checkpoint_keep);
+    log_notice("checkpoint %s: %llu objects, %llu bytes in %.3f s", w.id,
+               (unsigned long long)w.objects, (unsigned long long)w.bytes, w.seconds);
+    return reply_written(ctx, &w, err);
+}
+
+static int cmd_checkpoint_restore(command_ctx *ctx, h5ark_error *err) {
+    const char *dir = checkpoint_dir();
+    const char *id = arg_str(ctx, "id", "");
+    char folder[PATH_MAX];
+    if (!dir || !*id || strchr(id, '/') ||
+        snprintf(folder, sizeof folder, "%s/%s", dir, id) >= PATH_MAX)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "checkpoint_restore: no such checkpoint");
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    checkpoint_written w;
+    if (checkpoint_read(folder, false, &w, ctx->warnings, err)) return -1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    w.seconds = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+    return reply_written(ctx, &w, err);
+}
+
+const command_def checkpoint_commands[] = {
+    {"checkpoint", cmd_checkpoint, {{0}}, .ranks = RANKS_EVERY},
+    {"checkpoint_restore",
+     cmd_checkpoint_restore,
+     {{"id", ARG_STR, true}, {0}},
+     .ranks = RANKS_EVERY,
+     .internal = true},
+    {0},
+};
