@@ -269,7 +269,7 @@ static int configure(int argc, char **argv) {
         O_HTTP,
         O_WEB,
         O_CKPT_DIR,
-        O_CKPT_INTERVAL,
+        O_CKPT_INT,
         O_CKPT_EXIT,
         O_CKPT_KEEP
     };
@@ -289,8 +289,7 @@ static int configure(int argc, char **argv) {
                                          {"http-endpoint", required_argument, 0, O_HTTP},
                                          {"web-dir", required_argument, 0, O_WEB},
                                          {"checkpoint-dir", required_argument, 0, O_CKPT_DIR},
-                                         {"checkpoint-interval", required_argument, 0,
-                                          O_CKPT_INTERVAL},
+                                         {"checkpoint-interval", required_argument, 0, O_CKPT_INT},
                                          {"checkpoint-on-exit", no_argument, 0, O_CKPT_EXIT},
                                          {"checkpoint-keep", required_argument, 0, O_CKPT_KEEP},
                                          {"curve-secret-file", required_argument, 0, O_CURVE},
@@ -400,7 +399,7 @@ static int configure(int argc, char **argv) {
             break;
         case O_WEB: config.web_dir = optarg; break;
         case O_CKPT_DIR: config.checkpoint_dir = optarg; break;
-        case O_CKPT_INTERVAL:
+        case O_CKPT_INT:
             if (parse_seconds(optarg, &config.checkpoint_interval)) {
                 fprintf(stderr, "h5arkd: --checkpoint-interval takes seconds from 0 to 86400\n");
                 return -1;

@@ -4,12 +4,16 @@
 #ifndef H5ARK_CHECKPOINT_FORMAT_H
 #define H5ARK_CHECKPOINT_FORMAT_H
 
+#include "dispatch.h"
 #include "h5ark_value.h"
 #include "h5ark_wire.h"
 
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+/* The commands (dispatch.c's table): checkpoint, and the restore the daemon asks itself. */
+extern const command_def checkpoint_commands[];
 
 #define CHECKPOINT_FORMAT   "h5ark-checkpoint"
 #define CHECKPOINT_VERSION  1
