@@ -36,8 +36,10 @@ static struct {
     bool known;
     char id[64];
     double time;
-    uint64_t objects, changes;
+    uint64_t objects;
 } last;
+/* registry_changes() when the objects were last checkpointed or restored */
+static uint64_t seen_changes;
 
 const char *checkpoint_dir(void) {
     return folder[0] ? folder : NULL;
@@ -233,7 +235,7 @@ void checkpoint_note(const char *id, double time, uint64_t objects, uint64_t cha
     snprintf(last.id, sizeof last.id, "%s", id);
     last.time = time;
     last.objects = objects;
-    last.changes = changes;
+    seen_changes = changes;
     pthread_mutex_unlock(&lock);
 }
 
@@ -285,7 +287,12 @@ static void restore(void) {
         h5ark_value_destroy(&r);
         done = true;
     }
-    if (!done) log_notice("no checkpoint to restore in %s", folder);
+    if (!done) {
+        log_notice("no checkpoint to restore in %s", folder);
+        pthread_mutex_lock(&lock);
+        seen_changes = registry_changes();
+        pthread_mutex_unlock(&lock);
+    }
     list_free(list, n);
 }
 
@@ -296,9 +303,16 @@ static void periodic(void) {
     h5ark_value_destroy(&r);
 }
 
+/* Tests only (with H5ARK_FAULTS=1): every pread, pwrite and fsync of the restore sleeps
+ * this many milliseconds, so that a test sees the daemon while a restore runs. */
+#define RESTORE_DELAY_ENV "H5ARK_FAULTS_RESTORE_DELAY_MS"
+
 static void *checkpoint_thread(void *arg) {
     (void)arg;
+    const char *slow = sysio_faults_on() ? getenv(RESTORE_DELAY_ENV) : NULL;
+    if (slow) sysio_faults_delay((uint32_t)atoi(slow));
     restore();
+    if (slow) sysio_faults_delay(0);
     atomic_store(&restoring, false);
     if (config.checkpoint_interval <= 0) return NULL;
     pthread_mutex_lock(&lock);
@@ -311,7 +325,7 @@ static void *checkpoint_thread(void *arg) {
         if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
         while (!stopping && pthread_cond_timedwait(&wake, &lock, &until) != ETIMEDOUT) {}
         if (stopping) break;
-        bool changed = !last.known || registry_changes() != last.changes;
+        bool changed = registry_changes() != seen_changes;
         pthread_mutex_unlock(&lock);
         if (changed) periodic();
         pthread_mutex_lock(&lock);

@@ -30,7 +30,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DATA_FILE "data.h5"
+/* Everything but awkward arrays goes to one file per locale; awkward arrays, which are
+ * written whole, to one file of their own. */
+#define DATA_FILE    "data.h5"
+#define AWKWARD_FILE "awkward.h5"
+
+static bool whole_file(const object *obj) {
+    return obj->objtype == H5ARK_AWKWARD;
+}
 
 /* ---- descriptors as JSON, and back ---- */
 
@@ -156,12 +163,18 @@ static int write_finish(void *ctx, h5ark_error *err) {
     ck_write *w = ctx;
     json_t *m = json_object(), *files = json_array(), *objects = json_array();
     int rc = m && files && objects ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    int nfiles = w->n ? locales_count() : 0;
+    bool sets[2] = {false, false}; /* the per-locale set, the whole file */
+    for (size_t i = 0; i < w->n; i++)
+        sets[whole_file(w->objs[i])] = true;
+    int nfiles = (sets[0] ? locales_count() : 0) + sets[1];
     w->bytes = 0;
     for (int i = 0; rc == 0 && i < nfiles; i++) {
         char rel[PATH_MAX], path[2 * PATH_MAX];
         struct stat st;
-        files_locale_name(DATA_FILE, i, rel, sizeof rel);
+        if (sets[0] && i < locales_count())
+            files_locale_name(DATA_FILE, i, rel, sizeof rel);
+        else
+            snprintf(rel, sizeof rel, "%s", AWKWARD_FILE);
         snprintf(path, sizeof path, "%s/%s", w->tmp, rel);
         if (sysio.stat(path, &st) != 0) {
             rc = h5ark_fail(err, H5ARK_IO_ERROR, "checkpoint: cannot look at '%s': %s", path,
@@ -184,6 +197,8 @@ static int write_finish(void *ctx, h5ark_error *err) {
         if (rc == 0) {
             json_object_set_new(o, "name", name), name = NULL;
             json_object_set_new(o, "dataset", json_string(w->datasets[i]));
+            json_object_set_new(o, "file",
+                                json_string(whole_file(w->objs[i]) ? AWKWARD_FILE : DATA_FILE));
             /* owners and grants (SERVICE.md §2) once objects have them */
             json_object_set_new(o, "owner", json_null());
             json_object_set_new(o, "grants", json_array());
@@ -232,7 +247,11 @@ static int write_finish(void *ctx, h5ark_error *err) {
                         w->tmp, strerror(errno));
         if (replacing) sysio.rename(w->old, w->final); /* the old one back */
     }
-    if (rc == 0) rc = checkpoint_sync_folder(w->parent, err);
+    if (rc == 0 && checkpoint_sync_folder(w->parent, err) != 0) {
+        /* not known to be durable: not there, as if the rename had not been made */
+        rc = -1;
+        if (sysio.rename(w->final, w->tmp) == 0 && replacing) sysio.rename(w->old, w->final);
+    }
     if (rc == 0 && replacing) checkpoint_remove_folder(w->old);
     return rc;
 }
@@ -261,17 +280,26 @@ int checkpoint_write(const char *parent, const char *id, bool overwrite, checkpo
         dataset_name(w.objs, i, ds, sizeof ds);
         if (!(w.datasets[i] = strdup(ds)))
             rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        items[i] = (storage_item){.obj = w.objs[i], .dataset = w.datasets[i]};
     }
+    /* the per-locale set's items first, then the whole file's */
+    size_t nset = 0, nwhole = 0;
+    for (size_t i = 0; rc == 0 && i < w.n; i++)
+        if (!whole_file(w.objs[i]))
+            items[nset++] = (storage_item){.obj = w.objs[i], .dataset = w.datasets[i]};
+    for (size_t i = 0; rc == 0 && i < w.n; i++)
+        if (whole_file(w.objs[i]))
+            items[nset + nwhole++] = (storage_item){.obj = w.objs[i], .dataset = w.datasets[i]};
     rc = spmd_root_does(rc, write_begin, &w, err);
     /* every rank writes into rank 0's folder */
     if (rc == 0) rc = ranks_bcast(0, w.tmp, sizeof w.tmp, err);
     h5ark_value *files = h5ark_value_array(), *warnings = h5ark_value_array();
-    if (rc == 0 && w.n) {
-        storage_write_options opts = {.base_dir = w.tmp};
-        rc = storage_write_ex(items, w.n, DATA_FILE, STORAGE_TRUNCATE, STORAGE_DISTRIBUTE, &opts,
+    storage_write_options opts = {.base_dir = w.tmp};
+    if (rc == 0 && nset)
+        rc = storage_write_ex(items, nset, DATA_FILE, STORAGE_TRUNCATE, STORAGE_DISTRIBUTE, &opts,
                               files, warnings, err);
-    }
+    if (rc == 0 && nwhole)
+        rc = storage_write_ex(items + nset, nwhole, AWKWARD_FILE, STORAGE_TRUNCATE, STORAGE_SINGLE,
+                              &opts, files, warnings, err);
     rc = spmd_root_does(rc, write_finish, &w, err);
     if (rc) {
         h5ark_error ignored = {0};
@@ -374,6 +402,58 @@ static bool same_descriptor(const object *obj, const json_t *want) {
     return same;
 }
 
+/* The objects of one file set of the manifest (`set`: DATA_FILE, the per-locale files,
+ * or AWKWARD_FILE), read into objs at their places in the manifest. */
+static int read_set(const char *folder, json_t *m, const char *set, object **objs,
+                    h5ark_value *warnings, h5ark_error *err) {
+    json_t *files = json_object_get(m, "files"), *objects = json_object_get(m, "objects");
+    size_t nfiles = json_array_size(files), n = json_array_size(objects);
+    bool per_locale = strcmp(set, DATA_FILE) == 0;
+    char **paths = calloc(nfiles ? nfiles : 1, sizeof *paths);
+    const char **datasets = calloc(n ? n : 1, sizeof *datasets);
+    size_t *where = calloc(n ? n : 1, sizeof *where);
+    size_t npaths = 0, nds = 0;
+    int rc =
+        paths && datasets && where ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    for (size_t i = 0; rc == 0 && i < nfiles; i++) {
+        const char *name = json_string_value(json_object_get(json_array_get(files, i), "name"));
+        if ((strcmp(name, AWKWARD_FILE) == 0) == per_locale) continue;
+        if (!(paths[npaths] = malloc(strlen(folder) + strlen(name) + 2)))
+            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        else
+            sprintf(paths[npaths++], "%s/%s", folder, name);
+    }
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        json_t *o = json_array_get(objects, i);
+        const char *file = json_string_value(json_object_get(o, "file"));
+        if (strcmp(file ? file : DATA_FILE, set) != 0) continue;
+        where[nds] = i;
+        datasets[nds++] = json_string_value(json_object_get(o, "dataset"));
+    }
+    storage_read_item *items = NULL;
+    size_t nitems = 0;
+    storage_read_options opts = {.strict_types = true};
+    h5ark_value *file_errors = h5ark_value_array();
+    if (rc == 0 && nds && !npaths)
+        rc = h5ark_fail(err, H5ARK_SCHEMA_ERROR, "checkpoint '%s': no file holds %s", folder, set);
+    if (rc == 0 && nds)
+        rc = storage_read(paths, npaths, datasets, nds, &opts, &items, &nitems, file_errors,
+                          warnings, err);
+    h5ark_value_destroy(&file_errors);
+    if (rc == 0 && nitems != nds)
+        rc = h5ark_fail(err, H5ARK_SCHEMA_ERROR, "checkpoint '%s': %zu objects read of %zu", folder,
+                        nitems, nds);
+    for (size_t i = 0; rc == 0 && i < nitems; i++)
+        objs[where[i]] = object_ref(items[i].obj);
+    storage_read_items_free(items, nitems);
+    for (size_t i = 0; i < npaths; i++)
+        free(paths[i]);
+    free(paths);
+    free(datasets);
+    free(where);
+    return rc;
+}
+
 int checkpoint_read(const char *folder, bool replace, checkpoint_written *out,
                     h5ark_value *warnings, h5ark_error *err) {
     memset(out, 0, sizeof *out);
@@ -383,46 +463,31 @@ int checkpoint_read(const char *folder, bool replace, checkpoint_written *out,
         json_decref(m);
         return -1;
     }
-    json_t *files = json_object_get(m, "files"), *objects = json_object_get(m, "objects");
-    size_t nfiles = json_array_size(files), n = json_array_size(objects);
-    char **paths = calloc(nfiles ? nfiles : 1, sizeof *paths);
-    const char **datasets = calloc(n ? n : 1, sizeof *datasets);
-    int rc = paths && datasets ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    for (size_t i = 0; rc == 0 && i < nfiles; i++) {
-        const char *name = json_string_value(json_object_get(json_array_get(files, i), "name"));
-        if (!(paths[i] = malloc(strlen(folder) + strlen(name) + 2)))
-            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        else
-            sprintf(paths[i], "%s/%s", folder, name);
-    }
+    json_t *objects = json_object_get(m, "objects");
+    size_t n = json_array_size(objects);
+    object **objs = calloc(n ? n : 1, sizeof *objs);
+    int rc = objs ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (rc == 0) rc = read_set(folder, m, DATA_FILE, objs, warnings, err);
+    if (rc == 0) rc = read_set(folder, m, AWKWARD_FILE, objs, warnings, err);
     for (size_t i = 0; rc == 0 && i < n; i++)
-        datasets[i] = json_string_value(json_object_get(json_array_get(objects, i), "dataset"));
-    storage_read_item *items = NULL;
-    size_t nitems = 0;
-    storage_read_options opts = {.strict_types = true};
-    h5ark_value *file_errors = h5ark_value_array();
-    if (rc == 0 && n)
-        rc = storage_read(paths, nfiles, datasets, n, &opts, &items, &nitems, file_errors, warnings,
-                          err);
-    h5ark_value_destroy(&file_errors);
-    if (rc == 0 && nitems != n)
-        rc = h5ark_fail(err, H5ARK_SCHEMA_ERROR, "checkpoint '%s': %zu objects read of %zu", folder,
-                        nitems, n);
+        if (!objs[i])
+            rc = h5ark_fail(err, H5ARK_SCHEMA_ERROR, "checkpoint '%s': object %zu is in no file",
+                            folder, i);
     /* published on every rank or none; with `replace`, over objects of the same names */
     size_t published = 0;
     for (; rc == 0 && published < n; published++) {
         json_t *o = json_array_get(objects, published);
         const char *name = json_string_value(json_object_get(o, "name"));
         if (replace) registry_remove(name, &(h5ark_error){0});
-        if (registry_publish(items[published].obj, name, err) ||
-            checkpoint_restore_owner(items[published].obj,
+        if (registry_publish(objs[published], name, err) ||
+            checkpoint_restore_owner(objs[published],
                                      json_string_value(json_object_get(o, "owner")),
                                      json_object_get(o, "grants"), err)) {
             rc = -1;
             break;
         }
-        out->bytes += object_nbytes(items[published].obj);
-        if (!same_descriptor(items[published].obj, json_object_get(o, "descriptor"))) {
+        out->bytes += object_nbytes(objs[published]);
+        if (!same_descriptor(objs[published], json_object_get(o, "descriptor"))) {
             log_warn("checkpoint %s: object '%s' reads back with another descriptor", folder, name);
             h5ark_value_push(warnings, h5ark_value_str("an object reads back with another "
                                                        "descriptor: see the log"));
@@ -438,11 +503,9 @@ int checkpoint_read(const char *folder, bool replace, checkpoint_written *out,
         out->objects = n;
         out->time = json_number_value(json_object_get(m, "time"));
     }
-    storage_read_items_free(items, nitems);
-    for (size_t i = 0; paths && i < nfiles; i++)
-        free(paths[i]);
-    free(paths);
-    free(datasets);
+    for (size_t i = 0; objs && i < n; i++)
+        object_release(objs[i]);
+    free(objs);
     json_decref(m);
     return rc;
 }
@@ -458,6 +521,13 @@ static int reply_written(command_ctx *ctx, const checkpoint_written *w, h5ark_er
                : 0;
 }
 
+/* Rank 0: the checkpoints past --checkpoint-keep removed. */
+static int prune(void *dir, h5ark_error *err) {
+    (void)err;
+    checkpoint_prune(dir, config.checkpoint_keep);
+    return 0;
+}
+
 static int cmd_checkpoint(command_ctx *ctx, h5ark_error *err) {
     const caller *who = entry_caller();
     if (who && who->user && who->role != ROLE_ADMIN)
@@ -469,7 +539,7 @@ static int cmd_checkpoint(command_ctx *ctx, h5ark_error *err) {
     checkpoint_written w;
     if (checkpoint_write(dir, NULL, false, &w, err)) return -1;
     checkpoint_note(w.id, w.time, w.objects, w.changes);
-    checkpoint_prune(dir, config.checkpoint_keep);
+    spmd_root_does(0, prune, (void *)dir, &(h5ark_error){0});
     log_notice("checkpoint %s: %llu objects, %llu bytes in %.3f s", w.id,
                (unsigned long long)w.objects, (unsigned long long)w.bytes, w.seconds);
     return reply_written(ctx, &w, err);

@@ -1,0 +1,459 @@
+"""Checkpoints (SERVICE.md §5) against real daemons: every objtype written by `checkpoint`
+and restored at the next start with the same names, descriptors and bytes, at another
+locale count and at one and two ranks; the data files read by h5py and by readhdf; busy
+while a restore runs; a damaged newest checkpoint skipped; --checkpoint-keep,
+--checkpoint-interval and --checkpoint-on-exit; ENOSPC/EIO at every call of a checkpoint
+(the fault table) and SIGKILL at random moments of one, after which the previous
+checkpoint is intact and restored; refusals with a clear error."""
+import json
+import os
+import pathlib
+import random
+import signal
+import time
+
+import h5py
+import msgpack
+import numpy as np
+import pytest
+import zmq
+
+from conftest import edge_values
+from daemons import MPIRUN, TOOL_SLOWDOWN, Daemon, mpi_build
+from test_faults import calls_to_try, fault
+from test_hdf_composites import Conn, build_all
+from wire import DTYPES
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def ck_args(ck, *more):
+    return ["--checkpoint-dir", str(ck), "--log-level", "notice", *more]
+
+
+def complete(ck):
+    """The complete checkpoints of folder ck, oldest first."""
+    return sorted(p.name for p in ck.iterdir() if p.is_dir() and not p.name.startswith(".")
+                  and not p.name.endswith(".damaged"))
+
+
+def temporaries(ck):
+    return sorted(p.name for p in ck.iterdir() if p.name.startswith("."))
+
+
+def wait_restored(c, timeout=60):
+    """getconfig once the restore at start has ended."""
+    deadline = time.time() + timeout * TOOL_SLOWDOWN
+    while time.time() < deadline:
+        hdr, _ = c.raw("getconfig")
+        assert hdr["ok"], hdr
+        if not hdr["result"]["restoring"]:
+            return hdr["result"]
+        time.sleep(0.05)
+    raise AssertionError("the restore did not end")
+
+
+def awkward(c):
+    """An awkward array of lists of records (offsets, two fields)."""
+    form = {"class": "ListOffsetArray", "offsets": "i64", "form_key": "n0",
+            "content": {"class": "RecordArray", "fields": ["x", "y"], "form_key": "n1",
+                        "contents": [{"class": "NumpyArray", "primitive": "int64",
+                                      "form_key": "n2"},
+                                     {"class": "NumpyArray", "primitive": "float64",
+                                      "form_key": "n3"}]}}
+    bufs = {"n0-offsets": np.array([0, 2, 2, 5], "<i8"),
+            "n2-data": np.arange(5, dtype="<i8"), "n3-data": np.arange(5, dtype="<f8") / 4}
+    data = [b.tobytes() for b in bufs.values()]
+    hdr, _ = c.ok("put", data, buffers=[{"name": n, "nbytes": len(d)}
+                                        for n, d in zip(bufs, data)],
+                  objtype="awkward", form=json.dumps(form), length=3)
+    return hdr["result"]["object"]["name"]
+
+
+def build_everything(c):
+    """Objects of every objtype and dtype; their names."""
+    names = list(build_all(c).values())
+    for dt in DTYPES:
+        names.append(c.put(np.array(edge_values(dt), dtype=dt)))
+    names.append(c.put(np.array([], "<f8")))
+    names.append(c.put_strings(["", "a", "Grüße", "x" * 300, "nul\0inside"]))
+    names.append(awkward(c))
+    # names a client chose, one HDF5 would not take as it is
+    for name in (".hidden", "with space", "Filename_Codes"):
+        c.ok("put", [np.arange(4, dtype="<i2").tobytes()],
+             buffers=[{"name": "values", "nbytes": 8}], objtype="pdarray", dtype="int16",
+             shape=[4], name=name)
+        names.append(name)
+    return names
+
+
+def snapshot(c):
+    """{name: (descriptor, {buffer: bytes})} of every object of the daemon."""
+    hdr, _ = c.ok("info")
+    return {d["name"]: c.buffers(d["name"]) for d in hdr["result"]["objects"]}
+
+
+def assert_same(got, want):
+    assert sorted(got) == sorted(want)
+    for name in want:
+        assert got[name][0] == want[name][0], name  # every descriptor key
+        assert got[name][1] == want[name][1], name  # the same bytes
+
+
+def test_every_objtype_at_other_locale_counts(tmp_path):
+    ck = tmp_path / "a" / "b" / "ck"  # made with its parents
+    d = Daemon(locales=3, extra_args=ck_args(ck))
+    try:
+        c = Conn(d)
+        assert wait_restored(c)["checkpoint"] is None
+        build_everything(c)
+        want = snapshot(c)
+        hdr, _ = c.ok("checkpoint")
+        res = hdr["result"]
+        assert set(res) == {"checkpoint", "objects", "bytes", "seconds"}
+        assert res["objects"] == len(want) and res["bytes"] > 0
+        assert complete(ck) == [res["checkpoint"]] and temporaries(ck) == []
+        conf = wait_restored(c)
+        assert conf["checkpoint"]["id"] == res["checkpoint"]
+        assert conf["checkpoint"]["objects"] == len(want)
+        folder = ck / res["checkpoint"]
+        manifest = json.loads((folder / "manifest.json").read_text())
+        assert {o["name"] for o in manifest["objects"]} == set(want)
+        for o in manifest["objects"]:
+            assert o["owner"] is None and o["grants"] == []
+            assert o["descriptor"] == want[o["name"]][0]
+        # the data files are ordinary HDF5 in Arkouda's layout
+        for f in manifest["files"]:
+            with h5py.File(folder / f["name"], "r") as h:
+                assert (folder / f["name"]).stat().st_size == f["bytes"]
+                for o in manifest["objects"]:
+                    if (o["file"] == "awkward.h5") == (f["name"] == "awkward.h5"):
+                        assert o["dataset"] in h, (f, o)
+        ints = next(n for n, (desc, _) in want.items() if desc["dtype"] == "int64"
+                    and desc["objtype"] == "pdarray" and desc["size"] > 3)
+        ds = next(o["dataset"] for o in manifest["objects"] if o["name"] == ints)
+        parts = [h5py.File(folder / f"data_LOCALE{i:04d}.h5", "r")[ds][()] for i in range(3)]
+        assert np.concatenate(parts).tobytes() == want[ints][1]["values"]
+        # and by readhdf
+        (d.data_dir / "copy").mkdir(parents=True)
+        for f in folder.iterdir():
+            (d.data_dir / "copy" / f.name).write_bytes(f.read_bytes())
+        hdr, _ = c.ok("readhdf", paths=[f"copy/data_LOCALE{i:04d}.h5" for i in range(3)],
+                      datasets=[ds])
+        assert c.buffers(hdr["result"]["objects"][ds]["name"])[1] == want[ints][1]
+    finally:
+        d.cleanup()
+    for locales in (2, 5):
+        d = Daemon(locales=locales, extra_args=ck_args(ck))
+        try:
+            c = Conn(d)
+            conf = wait_restored(c)
+            assert conf["checkpoint"]["id"] == res["checkpoint"]
+            assert_same(snapshot(c), want)
+            assert "restored checkpoint" in d.read_log() and res["checkpoint"] in d.read_log()
+        finally:
+            d.cleanup()
+
+
+@pytest.mark.skipif(MPIRUN is None or not mpi_build(),
+                    reason="mpirun is not installed or h5arkd was built without MPI")
+def test_one_rank_to_two_and_back(tmp_path):
+    ck = tmp_path / "ck"
+    d = Daemon(locales=3, extra_args=ck_args(ck))
+    try:
+        c = Conn(d)
+        wait_restored(c)
+        build_everything(c)
+        want = snapshot(c)
+        c.ok("checkpoint")
+    finally:
+        d.cleanup()
+    d = Daemon(locales=2, ranks=2, extra_args=ck_args(ck))
+    try:
+        c = Conn(d)
+        assert wait_restored(c)["ranks"] == 2
+        assert_same(snapshot(c), want)
+        c.ok("delete", names=[next(iter(want))])
+        del want[next(iter(want))]
+        extra = c.put(np.arange(1000, dtype="<u4"), name="made_at_two_ranks")
+        want[extra] = c.buffers(extra)
+        hdr, _ = c.ok("checkpoint")
+        assert hdr["result"]["objects"] == len(want)
+    finally:
+        d.cleanup()
+    d = Daemon(locales=1, extra_args=ck_args(ck))
+    try:
+        c = Conn(d)
+        assert wait_restored(c)["checkpoint"]["id"] == hdr["result"]["checkpoint"]
+        assert_same(snapshot(c), want)
+    finally:
+        d.cleanup()
+
+
+def big_objects(c, n=1 << 21):
+    names = [c.put(np.arange(n, dtype="<i8") * k, name=f"big{k}") for k in range(3)]
+    names.append(c.put_strings([f"s{i}" for i in range(20000)]))
+    return names
+
+
+def test_busy_while_restoring(tmp_path):
+    ck = tmp_path / "ck"
+    d = Daemon(locales=2, extra_args=ck_args(ck))
+    try:
+        c = Conn(d)
+        wait_restored(c)
+        big_objects(c, 1 << 16)
+        want = snapshot(c)
+        c.ok("checkpoint")
+    finally:
+        d.cleanup()
+    # every read of the restore made slow (test-only switch of the fault table)
+    d = Daemon(locales=2, extra_args=ck_args(ck),
+               env={"H5ARK_FAULTS": "1", "H5ARK_FAULTS_RESTORE_DELAY_MS": "150"})
+    try:
+        c = Conn(d)
+        assert c.raw("ping")[0]["ok"]
+        hdr, _ = c.raw("getconfig")
+        assert hdr["result"]["restoring"] is True
+        hdr, _ = c.raw("status")
+        running = [r for r in hdr["result"]["requests"] if r["cmd"] == "checkpoint_restore"]
+        assert running, hdr
+        for cmd, args in (("info", {}), ("put", {}), ("checkpoint", {}), ("clear", {})):
+            err = c.fail(cmd, **args)
+            assert err["code"] == "busy" and "restore" in err["message"], (cmd, err)
+        conf = wait_restored(c)
+        assert conf["checkpoint"] is not None
+        assert_same(snapshot(c), want)
+    finally:
+        d.cleanup()
+
+
+def test_damaged_newest_is_skipped(tmp_path):
+    ck = tmp_path / "ck"
+    d = Daemon(locales=2, extra_args=ck_args(ck, "--checkpoint-keep", "5"))
+    try:
+        c = Conn(d)
+        wait_restored(c)
+        c.put(np.arange(100, dtype="<i8"), name="x")
+        first = snapshot(c)
+        ids = [c.ok("checkpoint")[0]["result"]["checkpoint"]]
+        c.put(np.arange(5, dtype="<f4"), name="y")
+        ids.append(c.ok("checkpoint")[0]["result"]["checkpoint"])
+        c.put(np.arange(7, dtype="<u1"), name="z")
+        ids.append(c.ok("checkpoint")[0]["result"]["checkpoint"])
+    finally:
+        d.cleanup()
+    # the newest: bytes of a data file overwritten, its size kept (HDF5 cannot read it)
+    f = ck / ids[2] / "data_LOCALE0000.h5"
+    raw = bytearray(f.read_bytes())
+    raw[:] = bytes(len(raw))
+    f.write_bytes(raw)
+    # the one before: its manifest cut short
+    m = ck / ids[1] / "manifest.json"
+    m.write_text(m.read_text()[:40])
+    # and what a killed checkpoint left
+    (ck / ".tmp-20990101T000000.000Z").mkdir()
+    (ck / ".tmp-20990101T000000.000Z" / "data_LOCALE0000.h5").write_bytes(b"half")
+    d = Daemon(locales=3, extra_args=ck_args(ck))
+    try:
+        c = Conn(d)
+        conf = wait_restored(c)
+        assert conf["checkpoint"]["id"] == ids[0]
+        assert_same(snapshot(c), first)
+        log = d.read_log()
+        for i in (1, 2):
+            assert f"{ids[i]} is damaged" in log, log
+            assert (ck / f"{ids[i]}.damaged").is_dir()
+        assert complete(ck) == [ids[0]] and temporaries(ck) == []
+        # damaged ones are never counted by --checkpoint-keep (default 2)
+        c.ok("checkpoint")
+        c.ok("checkpoint")
+        c.ok("checkpoint")
+        assert len(complete(ck)) == 2
+        assert (ck / f"{ids[1]}.damaged").is_dir() and (ck / f"{ids[2]}.damaged").is_dir()
+    finally:
+        d.cleanup()
+
+
+def test_keep_interval_and_exit(tmp_path):
+    ck = tmp_path / "ck"
+    d = Daemon(locales=2, extra_args=ck_args(ck, "--checkpoint-keep", "3",
+                                             "--checkpoint-interval", "0.2"))
+    try:
+        c = Conn(d)
+        wait_restored(c)
+        time.sleep(0.6)
+        assert complete(ck) == []  # nothing to write yet: nothing changed
+        c.put(np.arange(10, dtype="<i8"), name="a")
+        deadline = time.time() + 20 * TOOL_SLOWDOWN
+        while not complete(ck) and time.time() < deadline:
+            time.sleep(0.05)
+        assert len(complete(ck)) == 1
+        time.sleep(0.8)
+        assert len(complete(ck)) == 1  # nothing changed since
+        for i in range(4):
+            c.put(np.arange(3, dtype="<i8"), name=f"b{i}")
+            c.ok("checkpoint")
+        assert len(complete(ck)) == 3
+    finally:
+        d.cleanup()
+    d = Daemon(locales=2, extra_args=ck_args(ck, "--checkpoint-on-exit"))
+    try:
+        c = Conn(d)
+        wait_restored(c)
+        before = set(complete(ck))
+        c.put(np.arange(6, dtype="<f8"), name="late")
+        want = snapshot(c)
+        assert d.stop(signal.SIGTERM) == 0
+        assert len(set(complete(ck)) - before) == 1
+    finally:
+        d.cleanup()
+    d = Daemon(locales=2, extra_args=ck_args(ck, "--checkpoint-on-exit"))
+    try:
+        c = Conn(d)
+        wait_restored(c)
+        assert_same(snapshot(c), want)
+        c.ok("delete", names=["late"])
+        del want["late"]
+        d.shutdown()
+    finally:
+        d.cleanup()
+    d = Daemon(locales=2, extra_args=ck_args(ck))
+    try:
+        assert_same(snapshot(Conn(d)), want)
+    finally:
+        d.cleanup()
+
+
+def test_faults_at_every_call(tmp_path):
+    ck = tmp_path / "ck"
+    d = Daemon(locales=2, extra_args=ck_args(ck), env={"H5ARK_FAULTS": "1"})
+    try:
+        c = Conn(d)
+        wait_restored(c)
+        c.put(np.arange(300, dtype="<i8"), name="n")
+        c.put_strings(["a", "bb", "", "Grüße"])
+        awkward(c)
+        want = snapshot(c)
+        prev = c.ok("checkpoint")[0]["result"]["checkpoint"]
+        fault(c)
+        c.ok("checkpoint")
+        counts = fault(c)
+        for call in ("open", "pwrite", "fsync", "rename", "mkdir"):
+            assert call in counts["io_calls"], counts
+        fired = set()
+        for klass, errors in (("io", ["ENOSPC", "EIO"]), ("alloc", ["ENOMEM"])):
+            for error in errors:
+                for k in calls_to_try(counts[f"{klass}_calls"]):
+                    before = complete(ck)
+                    fault(c, **{"class": klass, "nth": k, "error": error})
+                    hdr, _ = c.raw("checkpoint")
+                    report = fault(c)
+                    what = (klass, error, k, report["fired"], hdr)
+                    fired.add(report["fired"])
+                    assert report["hdf5_open"] == 0, what
+                    if hdr["ok"]:
+                        assert len(complete(ck)) == 2, what
+                    else:
+                        assert hdr["error"]["code"] == ("resource_limit" if klass == "alloc"
+                                                        else "io_error"), what
+                        assert hdr["error"]["message"], what
+                        assert complete(ck) == before, what  # the previous ones intact
+                    assert temporaries(ck) == [], what
+                    assert c.raw("ping")[0]["ok"]
+        assert fired >= {"open", "pwrite", "fsync", "rename", "mkdir"}, fired
+        assert prev in complete(ck) or len(complete(ck)) == 2
+    finally:
+        d.cleanup()
+    d = Daemon(locales=3, extra_args=ck_args(ck))
+    try:
+        c = Conn(d)
+        wait_restored(c)
+        assert_same(snapshot(c), want)
+    finally:
+        d.cleanup()
+
+
+def test_sigkill_during_checkpoint(tmp_path):
+    ck = tmp_path / "ck"
+    rng = random.Random(26)
+    d = Daemon(locales=2, extra_args=ck_args(ck, "--checkpoint-keep", "100"))
+    try:
+        c = Conn(d)
+        wait_restored(c)
+        big_objects(c)
+        t0 = time.time()
+        c.ok("checkpoint")
+        window = 2 * (time.time() - t0)
+        want = snapshot(c)
+    finally:
+        d.cleanup()
+    outcomes = {"before": 0, "after": 0}
+    for trial in range(6):
+        d = Daemon(locales=2, extra_args=ck_args(ck, "--checkpoint-keep", "100"))
+        try:
+            c = Conn(d)
+            conf = wait_restored(c)
+            assert conf["checkpoint"]["id"] == complete(ck)[-1]
+            assert temporaries(ck) == []
+            assert_same(snapshot(c), want)
+            before = complete(ck)
+            s = zmq.Context.instance().socket(zmq.DEALER)
+            s.setsockopt(zmq.LINGER, 0)
+            s.connect(d.endpoint)
+            s.send(msgpack.packb({"v": 1, "id": 9, "cmd": "checkpoint"}))
+            time.sleep(rng.uniform(0, window))
+            d.proc.send_signal(signal.SIGKILL)
+            d.proc.wait()
+            s.close()
+            after = complete(ck)
+            outcomes["before" if after == before else "after"] += 1
+            assert after[:len(before)] == before and len(after) - len(before) in (0, 1)
+        finally:
+            d.cleanup()
+    print(f"checkpoint: 6 kills, {outcomes}")
+    d = Daemon(locales=3, extra_args=ck_args(ck))
+    try:
+        c = Conn(d)
+        wait_restored(c)
+        assert temporaries(ck) == []
+        assert_same(snapshot(c), want)
+    finally:
+        d.cleanup()
+
+
+def test_refusals(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(RuntimeError) as e:
+        Daemon(locales=1, extra_args=["--checkpoint-dir", str(blocker / "ck")])
+    assert str(blocker / "ck") in str(e.value)
+    for bad in (["--checkpoint-keep", "0"], ["--checkpoint-interval", "-1"]):
+        with pytest.raises(RuntimeError) as e:
+            Daemon(locales=1, extra_args=["--checkpoint-dir", str(tmp_path / "x"), *bad])
+        assert bad[0] in str(e.value)
+    d = Daemon(locales=1)
+    try:
+        c = Conn(d)
+        err = c.fail("checkpoint")
+        assert err["code"] == "bad_request" and "--checkpoint-dir" in err["message"]
+        assert c.raw("getconfig")[0]["result"]["checkpoint"] is None
+        err = c.fail("checkpoint_restore", id="x")
+        assert err["code"] == "unknown_command"
+    finally:
+        d.cleanup()
+    tokens = tmp_path / "tokens"
+    tokens.write_text("reader read\nwriter write\n")
+    d = Daemon(locales=1, token="writer", token_file=tokens,
+               extra_args=ck_args(tmp_path / "ck"))
+    try:
+        hdr, _ = Conn(d).raw("checkpoint")
+        assert hdr["error"]["code"] == "unauthorized"  # no token
+        from wire import request
+        hdr, _ = request(d.endpoint, {"v": 1, "cmd": "checkpoint", "token": "reader"})
+        assert hdr["error"]["code"] == "unauthorized"
+        hdr, _ = request(d.endpoint, {"v": 1, "cmd": "checkpoint", "token": "writer"})
+        assert hdr["ok"], hdr
+    finally:
+        d.cleanup()
+    assert os.access(tmp_path, os.W_OK) and pathlib.Path(tmp_path / "ck").is_dir()
