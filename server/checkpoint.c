@@ -11,6 +11,7 @@
 #include "registry.h"
 #include "sysio.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -130,13 +131,22 @@ static void list_free(char **list, size_t n) {
     free(list);
 }
 
+/* A name checkpoint_new_id made ("YYYYMMDDTHHMMSS.mmmZ", maybe with a suffix after): other
+ * names in a folder of Arkouda's checkpoints are the client's. */
+static bool is_id(const char *name) {
+    static const char shape[] = "ddddddddTdddddd.dddZ";
+    for (size_t i = 0; i < sizeof shape - 1; i++)
+        if (shape[i] == 'd' ? !isdigit((unsigned char)name[i]) : name[i] != shape[i]) return false;
+    return true;
+}
+
 void checkpoint_new_id(const char *dir, char id[32]) {
     /* later than every name there, damaged ones included, whatever the clock did */
     char newest[256] = "";
     DIR *d = opendir(dir);
     struct dirent *e;
     while (d && (e = readdir(d)))
-        if (e->d_name[0] != '.' && strcmp(e->d_name, newest) > 0)
+        if (is_id(e->d_name) && strcmp(e->d_name, newest) > 0)
             snprintf(newest, sizeof newest, "%s", e->d_name);
     if (d) closedir(d);
     struct timespec ts;

@@ -122,7 +122,9 @@ static int write_begin(void *ctx, h5ark_error *err) {
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "checkpoint: the folder name is too long");
     struct stat st;
     if (!w->overwrite && sysio.lstat(w->final, &st) == 0)
-        return h5ark_fail(err, H5ARK_ALREADY_EXISTS, "checkpoint '%s' already exists", w->name);
+        return h5ark_fail(err, H5ARK_ALREADY_EXISTS,
+                          "checkpoint '%s' already exists; mode overwrite replaces it",
+                          files_display(w->final));
     checkpoint_remove_folder(w->tmp); /* one a killed write left */
     if (sysio.mkdir(w->tmp, 0755) != 0)
         return h5ark_fail(err, H5ARK_IO_ERROR, "checkpoint: cannot make the folder '%s': %s",
@@ -528,20 +530,104 @@ static int prune(void *dir, h5ark_error *err) {
     return 0;
 }
 
+/* A checkpoint folder `<path>/<name>` in the data directory (Arkouda's save_checkpoint and
+ * load_checkpoint), resolved on rank 0: its parent, absolute, made when `make`. */
+typedef struct {
+    const char *path, *name;
+    bool make;
+    char parent[PATH_MAX], folder[PATH_MAX];
+} ck_place;
+
+static int resolve_place(void *ctx, h5ark_error *err) {
+    ck_place *p = ctx;
+    char rel[PATH_MAX], abs[PATH_MAX];
+    /* a name of one component, not hidden: the daemon's own temporaries start with '.' */
+    if (p->name[0] == '.' || strchr(p->name, '/') || strlen(p->name) >= 64)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "checkpoint: the name '%.100s' must be one folder name, not starting "
+                          "with '.', of under 64 bytes",
+                          p->name);
+    /* the folder `path` (made when `make`), confined, through a name never made in it */
+    if (snprintf(rel, sizeof rel, "%s/.h5ark-checkpoint", *p->path ? p->path : ".") >=
+        (int)sizeof rel)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "checkpoint: the path is too long");
+    if (files_resolve(rel, p->make, abs, err)) {
+        if (err->code == H5ARK_NOT_FOUND)
+            h5ark_fail(err, H5ARK_NOT_FOUND, "no checkpoint '%.300s/%.64s'", p->path, p->name);
+        return -1;
+    }
+    *strrchr(abs, '/') = '\0';
+    snprintf(p->parent, sizeof p->parent, "%s", abs);
+    if (snprintf(p->folder, sizeof p->folder, "%s/%s", abs, p->name) >= (int)sizeof p->folder)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "checkpoint: the path is too long");
+    struct stat st;
+    if (*p->name && sysio.lstat(p->folder, &st) == 0 && !S_ISDIR(st.st_mode))
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "'%.300s/%.64s' is not a checkpoint folder",
+                          p->path, p->name);
+    if (!p->make && sysio.lstat(p->folder, &st) != 0)
+        return h5ark_fail(err, H5ARK_NOT_FOUND, "no checkpoint '%.300s/%.64s'", p->path, p->name);
+    return 0;
+}
+
+static int place_of(command_ctx *ctx, bool make, ck_place *p, h5ark_error *err) {
+    *p = (ck_place){
+        .path = arg_str(ctx, "path", ""), .name = arg_str(ctx, "name", ""), .make = make};
+    int rc = spmd_root_does(0, resolve_place, p, err);
+    if (rc == 0) rc = ranks_bcast(0, p->parent, sizeof p->parent, err);
+    if (rc == 0) rc = ranks_bcast(0, p->folder, sizeof p->folder, err);
+    return rc;
+}
+
 static int cmd_checkpoint(command_ctx *ctx, h5ark_error *err) {
+    checkpoint_written w;
+    if (arg_has(ctx, "path")) { /* a folder of the caller's, not --checkpoint-dir */
+        const char *mode = arg_str(ctx, "mode", "error");
+        if (strcmp(mode, "error") != 0 && strcmp(mode, "overwrite") != 0)
+            return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                              "checkpoint: mode is error or overwrite, not '%.100s'", mode);
+        ck_place p;
+        if (place_of(ctx, true, &p, err) ||
+            checkpoint_write(p.parent, *p.name ? p.name : NULL, strcmp(mode, "overwrite") == 0, &w,
+                             err))
+            return -1;
+        return reply_written(ctx, &w, err);
+    }
+    if (arg_has(ctx, "name") || arg_has(ctx, "mode"))
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "checkpoint: 'name' and 'mode' need 'path'");
     const caller *who = entry_caller();
     if (who && who->user && who->role != ROLE_ADMIN)
         return h5ark_fail(err, H5ARK_UNAUTHORIZED, "checkpoint needs the admin role");
     const char *dir = checkpoint_dir();
     if (!dir)
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
-                          "checkpoint: this daemon has no --checkpoint-dir to write them to");
-    checkpoint_written w;
+                          "checkpoint: this daemon has no --checkpoint-dir to write them to "
+                          "(give 'path' for a folder in the data directory)");
     if (checkpoint_write(dir, NULL, false, &w, err)) return -1;
     checkpoint_note(w.id, w.time, w.objects, w.changes);
     spmd_root_does(0, prune, (void *)dir, &(h5ark_error){0});
     log_notice("checkpoint %s: %llu objects, %llu bytes in %.3f s", w.id,
                (unsigned long long)w.objects, (unsigned long long)w.bytes, w.seconds);
+    return reply_written(ctx, &w, err);
+}
+
+static double seconds_since(const struct timespec *t0) {
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) + (t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* load_checkpoint {path, name}: the objects of `<path>/<name>`, over those of the same
+ * names. */
+static int cmd_load_checkpoint(command_ctx *ctx, h5ark_error *err) {
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ck_place p;
+    checkpoint_written w;
+    if (!*arg_str(ctx, "name", ""))
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "load_checkpoint: 'name' is empty");
+    if (place_of(ctx, false, &p, err) || checkpoint_read(p.folder, true, &w, ctx->warnings, err))
+        return -1;
+    w.seconds = seconds_since(&t0);
     return reply_written(ctx, &w, err);
 }
 
@@ -552,17 +638,23 @@ static int cmd_checkpoint_restore(command_ctx *ctx, h5ark_error *err) {
     if (!dir || !*id || strchr(id, '/') ||
         snprintf(folder, sizeof folder, "%s/%s", dir, id) >= PATH_MAX)
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "checkpoint_restore: no such checkpoint");
-    struct timespec t0, t1;
+    struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     checkpoint_written w;
     if (checkpoint_read(folder, false, &w, ctx->warnings, err)) return -1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    w.seconds = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+    w.seconds = seconds_since(&t0);
     return reply_written(ctx, &w, err);
 }
 
 const command_def checkpoint_commands[] = {
-    {"checkpoint", cmd_checkpoint, {{0}}, .ranks = RANKS_EVERY},
+    {"checkpoint",
+     cmd_checkpoint,
+     {{"path", ARG_STR, false}, {"name", ARG_STR, false}, {"mode", ARG_STR, false}, {0}},
+     .ranks = RANKS_EVERY},
+    {"load_checkpoint",
+     cmd_load_checkpoint,
+     {{"path", ARG_STR, true}, {"name", ARG_STR, true}, {0}},
+     .ranks = RANKS_EVERY},
     {"checkpoint_restore",
      cmd_checkpoint_restore,
      {{"id", ARG_STR, true}, {0}},
