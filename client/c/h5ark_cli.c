@@ -1306,6 +1306,61 @@ static int cmd_complete(int argc, char **argv) {
     return field_command(argc, argv, false);
 }
 
+/* checkpoint [--path P [--name N] [--mode M]] / load-checkpoint --path P --name N: prints
+ * "ID OBJECTS objects BYTES bytes SECONDS s". */
+static int checkpoint_command(int argc, char **argv, bool load) {
+    enum { O_PATH = 1000, O_NAME, O_MODE };
+    static const struct option opts[] = {{"path", required_argument, 0, O_PATH},
+                                         {"name", required_argument, 0, O_NAME},
+                                         {"mode", required_argument, 0, O_MODE},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0}};
+    const char *path = NULL, *name = NULL, *mode = NULL;
+    int status = -1, c;
+    while ((c = next_opt(argc, argv, opts, &status)) != -1) {
+        if (c == -2) return status;
+        if (c == O_PATH) path = optarg;
+        if (c == O_NAME) name = optarg;
+        if (c == O_MODE) mode = optarg;
+    }
+    if (argc - optind != 0) return usage_error("%s takes no NAME", current_cmd);
+    if (load && (!path || !name || mode))
+        return usage_error("load-checkpoint needs --path P and --name N");
+    if (!path && (name || mode)) return usage_error("--name and --mode need --path");
+    h5ark_error err;
+    h5ark_client_t *cl = connect_client(&err);
+    if (!cl) return fail(&err);
+    h5ark_value *result = NULL;
+    progress_line line;
+    progress_begin(&line, cl, current_cmd);
+    int rc = load ? h5ark_client_load_checkpoint(cl, path, name, &result, &err)
+                  : h5ark_client_checkpoint(cl, path, name, mode, &result, &err);
+    progress_end(&line);
+    print_warnings(h5ark_client_warnings(cl));
+    if (rc == 0) {
+        char *id = value_text(h5ark_value_get(result, "checkpoint"));
+        uint64_t objects = 0, bytes = 0;
+        double seconds = 0;
+        h5ark_value_to_uint64(h5ark_value_get(result, "objects"), &objects);
+        h5ark_value_to_uint64(h5ark_value_get(result, "bytes"), &bytes);
+        h5ark_value_to_double(h5ark_value_get(result, "seconds"), &seconds);
+        printf("%s %llu objects %llu bytes %.3f s\n", id ? id : "?", (unsigned long long)objects,
+               (unsigned long long)bytes, seconds);
+        free(id);
+    }
+    h5ark_value_destroy(&result);
+    h5ark_client_destroy(&cl);
+    return rc ? fail(&err) : 0;
+}
+
+static int cmd_checkpoint(int argc, char **argv) {
+    return checkpoint_command(argc, argv, false);
+}
+
+static int cmd_load_checkpoint(int argc, char **argv) {
+    return checkpoint_command(argc, argv, true);
+}
+
 static int cmd_shutdown(int argc, char **argv) {
     int status = no_positional(argc, argv);
     if (status >= 0) return status;
@@ -1419,6 +1474,17 @@ static const command commands[] = {
      "  --max N          print at most N elements (default 100; 0 for all)\n",
      "get NAME [--start I] [--stop J] [--max N]", cmd_get},
     {"delete", "Delete objects from the daemon (all or none).\n", "delete NAME...", cmd_delete},
+    {"checkpoint",
+     "Write every object as a checkpoint: a new one in the daemon's --checkpoint-dir, or\n"
+     "the folder P/N of the data directory. Prints its id, objects, bytes and seconds.\n"
+     "  --path P         a folder of the data directory instead of --checkpoint-dir\n"
+     "  --name N         the checkpoint's folder in P (default: a new id)\n"
+     "  --mode M         error (default: refuse an existing one) or overwrite\n",
+     "checkpoint [--path P [--name N] [--mode error|overwrite]]", cmd_checkpoint},
+    {"load-checkpoint",
+     "Publish the objects of the checkpoint folder P/N of the data directory, over objects\n"
+     "of the same names.\n",
+     "load-checkpoint --path P --name N", cmd_load_checkpoint},
     {"shutdown", "Ask the daemon to finish in-flight requests and exit.\n", "shutdown",
      cmd_shutdown},
     {"help", "Print the commands, or a command's options.\n", "help [COMMAND]", cmd_help},

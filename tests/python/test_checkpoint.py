@@ -519,3 +519,40 @@ def test_native_checkpoint_in_the_data_directory(tmp_path):
         assert c.fail("load_checkpoint", path="saves", name="two")["code"] == "not_found"
     finally:
         d.cleanup()
+
+
+def test_clients(tmp_path):
+    """The Python client's checkpoint / load_checkpoint and the CLI's checkpoint and
+    load-checkpoint."""
+    import h5ark
+    from test_cli import CLI, failed, run
+    if not os.access(CLI, os.X_OK):
+        pytest.fail(f"h5ark not found at {CLI}: build first or set H5ARK_CLI")
+    ck = tmp_path / "ck"
+    d = Daemon(locales=2, extra_args=ck_args(ck))
+    try:
+        with h5ark.connect(d.endpoint, timeout=60) as cl:
+            cl.array(np.arange(20, dtype=np.int32), name="p")
+            res = cl.checkpoint()
+            assert res["objects"] == 1 and complete(ck) == [res["checkpoint"]]
+            assert cl.config()["checkpoint"]["id"] == res["checkpoint"]
+            assert cl.checkpoint(path="mine", name="c1")["checkpoint"] == "c1"
+            with pytest.raises(h5ark.AlreadyExistsError):
+                cl.checkpoint(path="mine", name="c1")
+            assert cl.checkpoint(path="mine", name="c1", mode="overwrite")["objects"] == 1
+            cl.delete("p")
+            assert cl.load_checkpoint("mine", "c1")["objects"] == 1
+            assert cl.info(["p"])[0].to_list() == list(range(20))
+        out = run("checkpoint", endpoint=d.endpoint)
+        assert out.returncode == 0, out
+        ident, n, _, nbytes = out.stdout.split()[:4]
+        assert ident in complete(ck) and n == "1" and int(nbytes) > 0
+        out = run("checkpoint", "--path", "mine", "--name", "c2", endpoint=d.endpoint)
+        assert out.returncode == 0 and out.stdout.startswith("c2 1 objects"), out
+        failed(run("checkpoint", "--path", "mine", "--name", "c2", endpoint=d.endpoint),
+               "already_exists")
+        out = run("load-checkpoint", "--path", "mine", "--name", "c2", endpoint=d.endpoint)
+        assert out.returncode == 0 and out.stdout.startswith("c2 1 objects"), out
+        assert run("load-checkpoint", "--path", "mine", endpoint=d.endpoint).returncode == 2
+    finally:
+        d.cleanup()
