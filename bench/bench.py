@@ -4,7 +4,7 @@ with one locale), and their ratio, median of the runs with min and max.
 
 Run it from anywhere after building (bench/run uses the interpreter that has h5py):
 
-    bench/run [--runs N] [--quick] [--only raw,h5py,small,range,exetera,awkward,writepart,memory,scaling,gzip,ranks,pack,packlayout,arkouda] [--netns]
+    bench/run [--runs N] [--quick] [--only raw,h5py,small,range,exetera,awkward,writepart,memory,scaling,gzip,ranks,pack,packlayout,arkouda,checkpoint] [--netns]
 
 The raw-socket and raw-I/O measures come from build/bench/h5ark-bench (C); the measures
 against h5py, of many small files, of peak memory and of scaling with locales are made
@@ -141,6 +141,10 @@ def measures(a):
                      *at_least(0.8)),
         "ak_sum": (f"Arkouda sumAll<int64,1> of {size}", "native reduce sum, same array",
                    *at_least(0.8)),
+        "checkpoint": (f"checkpoint {size} int64 + 1/8 of it in strings, {a.locales} loc",
+                       "pwrite()+fsync of the same bytes, a thread a file", *at_least(0.8)),
+        "checkpoint_restore": ("restore of that checkpoint (load_checkpoint), cold",
+                               "pread() of its files, a thread a file, cold", *at_least(0.8)),
         # what two threads of this machine do against one, on the work above: its limit
         "limit_memory": ("machine: memory streaming, 2 threads", "the same, 1 thread",
                          "(limit)", None),
@@ -1046,6 +1050,48 @@ def run_threads(fn, count):
         th.join()
 
 
+def checkpoint_measure(a):
+    """checkpoint (every object into --checkpoint-dir) against writing and fsyncing the same
+    bytes into as many files as it writes, a thread each; then the restore's reader
+    (load_checkpoint, the code the restore at start runs) against pread of those files, both
+    with the files dropped from the page cache first."""
+    ck = a.tmp / "data" / "ck"
+    n = a.bytes // 8
+    words = [f"w{i:06d}" for i in range(a.bytes // 8 // 8)]  # ~1/8 of the bytes, in strings
+    d = Daemon(locales=a.locales, data_dir=a.tmp / "data", extra_args=["--checkpoint-dir", str(ck)])
+    mine, ref, rmine, rref = [], [], [], []
+    try:
+        c = connect(d)
+        c.arange(n, name="numbers")
+        c.array(words, name="words")
+        ref_dir = a.tmp / "ckref"
+        for _ in range(a.runs):
+            for p in ck.iterdir():
+                shutil.rmtree(p)
+            t = time.perf_counter()
+            res = c.checkpoint()
+            wrote = time.perf_counter() - t
+            folder = ck / res["checkpoint"]
+            files = sorted(p for p in folder.iterdir() if p.suffix == ".h5")
+            data = np.frombuffer(b"".join(p.read_bytes() for p in files), np.uint8)
+            ref_dir.mkdir(exist_ok=True)
+            mine.append(res["bytes"] / wrote / 1e9)
+            ref.append(res["bytes"] / timed(lambda: raw_write(ref_dir, data, len(files))) / 1e9)
+            shutil.rmtree(ref_dir)
+            data = None  # the memory back before the restore
+            forget(files)
+            c.clear()
+            t = time.perf_counter()
+            c.load_checkpoint("ck", res["checkpoint"])
+            rmine.append(res["bytes"] / (time.perf_counter() - t) / 1e9)
+            forget(files)
+            rref.append(res["bytes"] / timed(lambda: raw_read(files)) / 1e9)
+        c.close()
+    finally:
+        d.cleanup()
+    return {"checkpoint": ("GB/s", mine, ref), "checkpoint_restore": ("GB/s", rmine, rref)}
+
+
 def gzip_measure(a, clients, arrays):
     """tohdf with gzip compression; a daemon that does not know the argument yet answers
     bad_request naming it."""
@@ -1519,7 +1565,9 @@ GROUPS = {"raw": ("ping, tohdf/readhdf vs write/pread, put + get (h5ark-bench)",
           "packlayout": ("a first pack of LBANN samples in each HDF5 layout vs an h5py + "
                          "numpy loop", pack_layouts_measure),
           "arkouda": ("the Arkouda endpoint's transfer and round trip vs the native one",
-                      arkouda_measure)}
+                      arkouda_measure),
+          "checkpoint": ("checkpoint and its restore vs write+fsync and pread of the same bytes",
+                         checkpoint_measure)}
 
 
 def main():
