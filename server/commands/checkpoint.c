@@ -23,6 +23,8 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <pthread.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,8 +266,8 @@ static int write_abandon(void *ctx, h5ark_error *err) {
     return 0;
 }
 
-int checkpoint_write(const char *parent, const char *id, bool overwrite, checkpoint_written *out,
-                     h5ark_error *err) {
+static int write_locked(const char *parent, const char *id, bool overwrite, checkpoint_written *out,
+                        h5ark_error *err) {
     memset(out, 0, sizeof *out);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -325,6 +327,18 @@ int checkpoint_write(const char *parent, const char *id, bool overwrite, checkpo
     free(w.datasets);
     free(items);
     registry_list_free(w.objs, w.n);
+    return rc;
+}
+
+/* One checkpoint at a time in this process: two would pick the same new id in the same
+ * millisecond and share a temporary folder. (At several ranks a checkpoint runs alone.) */
+static pthread_mutex_t writing = PTHREAD_MUTEX_INITIALIZER;
+
+int checkpoint_write(const char *parent, const char *id, bool overwrite, checkpoint_written *out,
+                     h5ark_error *err) {
+    pthread_mutex_lock(&writing);
+    int rc = write_locked(parent, id, overwrite, out, err);
+    pthread_mutex_unlock(&writing);
     return rc;
 }
 

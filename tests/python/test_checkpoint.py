@@ -177,6 +177,12 @@ def test_one_rank_to_two_and_back(tmp_path):
         del want[next(iter(want))]
         extra = c.put(np.arange(1000, dtype="<u4"), name="made_at_two_ranks")
         want[extra] = c.buffers(extra)
+        # and a checkpoint of the data directory, loaded back over what changed
+        c.ok("checkpoint", path="saves", name="two")
+        c.ok("delete", names=[extra])
+        assert c.ok("load_checkpoint", path="saves", name="two")[0]["result"]["objects"] == \
+            len(want)
+        assert_same(snapshot(c), want)
         hdr, _ = c.ok("checkpoint")
         assert hdr["result"]["objects"] == len(want)
     finally:
@@ -186,6 +192,51 @@ def test_one_rank_to_two_and_back(tmp_path):
         c = Conn(d)
         assert wait_restored(c)["checkpoint"]["id"] == hdr["result"]["checkpoint"]
         assert_same(snapshot(c), want)
+    finally:
+        d.cleanup()
+
+
+def test_empty_and_concurrent(tmp_path):
+    """A checkpoint of no objects restores as none; checkpoints asked for at once are
+    each whole, with ids of their own."""
+    import threading
+    ck = tmp_path / "ck"
+    d = Daemon(locales=2, extra_args=ck_args(ck, "--checkpoint-keep", "50"))
+    try:
+        c = Conn(d)
+        wait_restored(c)
+        empty = c.ok("checkpoint")[0]["result"]
+        assert empty["objects"] == 0
+        c.put(np.arange(1 << 16, dtype="<i8"), name="x")
+        results = []
+
+        def one():
+            results.append(Conn(d).raw("checkpoint")[0])
+        threads = [threading.Thread(target=one) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert all(r["ok"] for r in results), results
+        ids = {r["result"]["checkpoint"] for r in results}
+        assert len(ids) == 4 and ids <= set(complete(ck)) and temporaries(ck) == []
+        want = snapshot(c)
+    finally:
+        d.cleanup()
+    d = Daemon(locales=2, extra_args=ck_args(ck))
+    try:
+        c = Conn(d)
+        wait_restored(c)
+        assert_same(snapshot(c), want)
+    finally:
+        d.cleanup()
+    for newer in set(complete(ck)) - {empty["checkpoint"]}:
+        (ck / newer).rename(ck / f"{newer}.damaged")
+    d = Daemon(locales=2, extra_args=ck_args(ck))
+    try:
+        c = Conn(d)
+        assert wait_restored(c)["checkpoint"]["id"] == empty["checkpoint"]
+        assert c.ok("info")[0]["result"]["objects"] == []
     finally:
         d.cleanup()
 
@@ -320,7 +371,9 @@ def test_keep_interval_and_exit(tmp_path):
         d.cleanup()
     d = Daemon(locales=2, extra_args=ck_args(ck))
     try:
-        assert_same(snapshot(Conn(d)), want)
+        c = Conn(d)
+        wait_restored(c)
+        assert_same(snapshot(c), want)
     finally:
         d.cleanup()
 
