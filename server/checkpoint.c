@@ -86,7 +86,7 @@ int checkpoint_sync_folder(const char *path, h5ark_error *err) {
 }
 
 static bool is_temporary(const char *name) {
-    return strncmp(name, ".tmp-", 5) == 0 || strncmp(name, ".old-", 5) == 0;
+    return strncmp(name, ".tmp-", 5) == 0;
 }
 
 static bool is_complete(const char *dir, const char *name) {

@@ -103,7 +103,7 @@ typedef struct {
     char **datasets;
     /* rank 0's */
     char name[64];
-    char tmp[PATH_MAX], final[PATH_MAX], old[PATH_MAX];
+    char tmp[PATH_MAX], final[PATH_MAX];
     double time;
     uint64_t bytes; /* of the files */
 } ck_write;
@@ -119,8 +119,7 @@ static int write_begin(void *ctx, h5ark_error *err) {
     clock_gettime(CLOCK_REALTIME, &ts);
     w->time = (double)ts.tv_sec + ts.tv_nsec / 1e9;
     if (snprintf(w->final, sizeof w->final, "%s/%s", w->parent, w->name) >= PATH_MAX ||
-        snprintf(w->tmp, sizeof w->tmp, "%s/.tmp-%s", w->parent, w->name) >= PATH_MAX ||
-        snprintf(w->old, sizeof w->old, "%s/.old-%s", w->parent, w->name) >= PATH_MAX)
+        snprintf(w->tmp, sizeof w->tmp, "%s/.tmp-%s", w->parent, w->name) >= PATH_MAX)
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "checkpoint: the folder name is too long");
     struct stat st;
     if (!w->overwrite && sysio.lstat(w->final, &st) == 0)
@@ -237,26 +236,22 @@ static int write_finish(void *ctx, h5ark_error *err) {
     json_decref(files);
     json_decref(objects);
     if (rc == 0) rc = checkpoint_sync_folder(w->tmp, err);
-    /* in place: over an old one (overwrite) by moving that aside first */
+    /* in place; over an old one (overwrite) in one step: the two names swapped, and the
+     * old one, now under the temporary name, removed */
     struct stat st;
     bool replacing = rc == 0 && sysio.lstat(w->final, &st) == 0;
-    if (replacing) {
-        checkpoint_remove_folder(w->old);
-        if (sysio.rename(w->final, w->old) != 0)
-            rc = h5ark_fail(err, H5ARK_IO_ERROR, "checkpoint: cannot move the old '%s' aside: %s",
-                            w->final, strerror(errno));
-    }
-    if (rc == 0 && sysio.rename(w->tmp, w->final) != 0) {
-        rc = h5ark_fail(err, H5ARK_IO_ERROR, "checkpoint: cannot rename '%s' into place: %s",
-                        w->tmp, strerror(errno));
-        if (replacing) sysio.rename(w->old, w->final); /* the old one back */
-    }
+    if (rc == 0 && (replacing ? sysio.exchange(w->tmp, w->final) : sysio.rename(w->tmp, w->final)))
+        rc = h5ark_fail(err, H5ARK_IO_ERROR, "checkpoint: cannot put '%s' in place: %s",
+                        files_display(w->final), strerror(errno));
     if (rc == 0 && checkpoint_sync_folder(w->parent, err) != 0) {
-        /* not known to be durable: not there, as if the rename had not been made */
+        /* not known to be durable: as if it had not been put in place */
         rc = -1;
-        if (sysio.rename(w->final, w->tmp) == 0 && replacing) sysio.rename(w->old, w->final);
+        if (replacing)
+            sysio.exchange(w->tmp, w->final);
+        else
+            sysio.rename(w->final, w->tmp);
     }
-    if (rc == 0 && replacing) checkpoint_remove_folder(w->old);
+    if (rc == 0 && replacing) checkpoint_remove_folder(w->tmp);
     return rc;
 }
 
@@ -489,16 +484,25 @@ int checkpoint_read(const char *folder, bool replace, checkpoint_written *out,
         if (!objs[i])
             rc = h5ark_fail(err, H5ARK_SCHEMA_ERROR, "checkpoint '%s': object %zu is in no file",
                             folder, i);
-    /* published on every rank or none; with `replace`, over objects of the same names */
-    size_t published = 0;
+    /* published on every rank or none; with `replace`, over objects of the same names,
+     * which come back if it fails */
+    object **old = calloc(n ? n : 1, sizeof *old);
+    if (rc == 0 && !old) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    size_t published = 0, taken = 0;
     for (; rc == 0 && published < n; published++) {
         json_t *o = json_array_get(objects, published);
         const char *name = json_string_value(json_object_get(o, "name"));
-        if (replace) registry_remove(name, &(h5ark_error){0});
+        if (replace) {
+            old[taken] = registry_get(name, &(h5ark_error){0});
+            if (old[taken]) registry_remove(name, &(h5ark_error){0});
+            taken++;
+        }
         if (registry_publish(objs[published], name, err) ||
             checkpoint_restore_owner(objs[published],
                                      json_string_value(json_object_get(o, "owner")),
                                      json_object_get(o, "grants"), err)) {
+            if (objs[published]->name && strcmp(objs[published]->name, name) == 0)
+                registry_remove(name, &(h5ark_error){0});
             rc = -1;
             break;
         }
@@ -510,10 +514,17 @@ int checkpoint_read(const char *folder, bool replace, checkpoint_written *out,
         }
     }
     rc = ranks_agree(rc, err);
-    if (rc)
-        for (size_t i = 0; i < published; i++)
-            registry_remove(json_string_value(json_object_get(json_array_get(objects, i), "name")),
-                            &(h5ark_error){0});
+    for (size_t i = 0; rc && i < taken; i++) {
+        const char *name = json_string_value(json_object_get(json_array_get(objects, i), "name"));
+        if (i < published) registry_remove(name, &(h5ark_error){0});
+        if (old[i]) registry_publish(old[i], name, &(h5ark_error){0});
+    }
+    for (size_t i = taken; rc && i < published; i++)
+        registry_remove(json_string_value(json_object_get(json_array_get(objects, i), "name")),
+                        &(h5ark_error){0});
+    for (size_t i = 0; old && i < taken; i++)
+        object_release(old[i]);
+    free(old);
     if (rc == 0) {
         snprintf(out->id, sizeof out->id, "%s", json_string_value(json_object_get(m, "id")) ?: "");
         out->objects = n;

@@ -570,6 +570,21 @@ def test_native_checkpoint_in_the_data_directory(tmp_path):
         res = c.ok("load_checkpoint", path="saves", name="one")[0]["result"]
         assert res["objects"] == 1 and list(c.get("f")) == list(np.arange(50) * 1.0)
         assert c.fail("load_checkpoint", path="saves", name="two")["code"] == "not_found"
+        # a load that fails part-way puts back what it replaced
+        c.put(np.arange(5, dtype="<i2"), name="g")
+        c.ok("checkpoint", path="saves", name="three")
+        m = d.data_dir / "saves" / "three" / "manifest.json"
+        manifest = json.loads(m.read_text())
+        assert [o["name"] for o in manifest["objects"]] == ["f", "g"]
+        manifest["objects"][1]["name"] = "g/bad"
+        m.write_text(json.dumps(manifest))
+        c.put(np.arange(3, dtype="<u1"), name="h")
+        c.ok("delete", names=["f"])
+        c.put(np.arange(7, dtype="<i8"), name="f")
+        before = snapshot(c)
+        err = c.fail("load_checkpoint", path="saves", name="three")
+        assert err["code"] == "bad_request" and "g/bad" in err["message"], err
+        assert_same(snapshot(c), before)
     finally:
         d.cleanup()
 
