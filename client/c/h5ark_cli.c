@@ -1475,15 +1475,15 @@ static const command commands[] = {
      "get NAME [--start I] [--stop J] [--max N]", cmd_get},
     {"delete", "Delete objects from the daemon (all or none).\n", "delete NAME...", cmd_delete},
     {"checkpoint",
-     "Write every object as a checkpoint: a new one in the daemon's --checkpoint-dir, or\n"
-     "the folder P/N of the data directory. Prints its id, objects, bytes and seconds.\n"
-     "  --path P         a folder of the data directory instead of --checkpoint-dir\n"
+     "Write every object as a checkpoint and print its id, objects, bytes and seconds.\n"
+     "Without --path it is a new one in the daemon's --checkpoint-dir.\n"
+     "  --path P         the folder P/N of the data directory instead\n"
      "  --name N         the checkpoint's folder in P (default: a new id)\n"
      "  --mode M         error (default: refuse an existing one) or overwrite\n",
      "checkpoint [--path P [--name N] [--mode error|overwrite]]", cmd_checkpoint},
     {"load-checkpoint",
-     "Publish the objects of the checkpoint folder P/N of the data directory, over objects\n"
-     "of the same names.\n",
+     "Publish the objects of the checkpoint folder P/N, over objects of the same names.\n"
+     "P is a folder of the data directory.\n",
      "load-checkpoint --path P --name N", cmd_load_checkpoint},
     {"shutdown", "Ask the daemon to finish in-flight requests and exit.\n", "shutdown",
      cmd_shutdown},
