@@ -5,6 +5,7 @@ while a restore runs; a damaged newest checkpoint skipped; --checkpoint-keep,
 --checkpoint-interval and --checkpoint-on-exit; ENOSPC/EIO at every call of a checkpoint
 (the fault table) and SIGKILL at random moments of one, after which the previous
 checkpoint is intact and restored; refusals with a clear error."""
+import contextlib
 import json
 import os
 import pathlib
@@ -51,6 +52,25 @@ def wait_restored(c, timeout=60):
             return hdr["result"]
         time.sleep(0.05)
     raise AssertionError("the restore did not end")
+
+
+@contextlib.contextmanager
+def started(ck, locales=2, *more, **kw):
+    """A daemon on checkpoint folder ck once its restore at start has ended: its Conn
+    (`.daemon` the Daemon) and getconfig."""
+    d = Daemon(locales=locales, extra_args=ck_args(ck, *more), **kw)
+    try:
+        c = Conn(d)
+        yield c, wait_restored(c)
+    finally:
+        d.cleanup()
+
+
+def assert_restored(ck, want, locales=2):
+    """A daemon started on ck holds exactly `want` (snapshot's); its getconfig."""
+    with started(ck, locales) as (c, conf):
+        assert_same(snapshot(c), want)
+        return conf
 
 
 def awkward(c):
@@ -159,15 +179,10 @@ def test_every_objtype_at_other_locale_counts(tmp_path):
                     reason="mpirun is not installed or h5arkd was built without MPI")
 def test_one_rank_to_two_and_back(tmp_path):
     ck = tmp_path / "ck"
-    d = Daemon(locales=3, extra_args=ck_args(ck))
-    try:
-        c = Conn(d)
-        wait_restored(c)
+    with started(ck, 3) as (c, _):
         build_everything(c)
         want = snapshot(c)
         c.ok("checkpoint")
-    finally:
-        d.cleanup()
     d = Daemon(locales=2, ranks=2, extra_args=ck_args(ck))
     try:
         c = Conn(d)
@@ -187,13 +202,7 @@ def test_one_rank_to_two_and_back(tmp_path):
         assert hdr["result"]["objects"] == len(want)
     finally:
         d.cleanup()
-    d = Daemon(locales=1, extra_args=ck_args(ck))
-    try:
-        c = Conn(d)
-        assert wait_restored(c)["checkpoint"]["id"] == hdr["result"]["checkpoint"]
-        assert_same(snapshot(c), want)
-    finally:
-        d.cleanup()
+    assert assert_restored(ck, want, 1)["checkpoint"]["id"] == hdr["result"]["checkpoint"]
 
 
 def test_empty_and_concurrent(tmp_path):
@@ -223,13 +232,7 @@ def test_empty_and_concurrent(tmp_path):
         want = snapshot(c)
     finally:
         d.cleanup()
-    d = Daemon(locales=2, extra_args=ck_args(ck))
-    try:
-        c = Conn(d)
-        wait_restored(c)
-        assert_same(snapshot(c), want)
-    finally:
-        d.cleanup()
+    assert_restored(ck, want, locales=2)
     for newer in set(complete(ck)) - {empty["checkpoint"]}:
         (ck / newer).rename(ck / f"{newer}.damaged")
     d = Daemon(locales=2, extra_args=ck_args(ck))
@@ -249,15 +252,10 @@ def big_objects(c, n=1 << 21):
 
 def test_busy_while_restoring(tmp_path):
     ck = tmp_path / "ck"
-    d = Daemon(locales=2, extra_args=ck_args(ck))
-    try:
-        c = Conn(d)
-        wait_restored(c)
+    with started(ck) as (c, _):
         big_objects(c, 1 << 16)
         want = snapshot(c)
         c.ok("checkpoint")
-    finally:
-        d.cleanup()
     # every read of the restore made slow (test-only switch of the fault table)
     d = Daemon(locales=2, extra_args=ck_args(ck),
                env={"H5ARK_FAULTS": "1", "H5ARK_FAULTS_RESTORE_DELAY_MS": "150"})
@@ -348,34 +346,18 @@ def test_keep_interval_and_exit(tmp_path):
         assert len(complete(ck)) == 3
     finally:
         d.cleanup()
-    d = Daemon(locales=2, extra_args=ck_args(ck, "--checkpoint-on-exit"))
-    try:
-        c = Conn(d)
-        wait_restored(c)
+    with started(ck, 2, "--checkpoint-on-exit") as (c, _):
         before = set(complete(ck))
         c.put(np.arange(6, dtype="<f8"), name="late")
         want = snapshot(c)
-        assert d.stop(signal.SIGTERM) == 0
+        assert c.daemon.stop(signal.SIGTERM) == 0
         assert len(set(complete(ck)) - before) == 1
-    finally:
-        d.cleanup()
-    d = Daemon(locales=2, extra_args=ck_args(ck, "--checkpoint-on-exit"))
-    try:
-        c = Conn(d)
-        wait_restored(c)
+    with started(ck, 2, "--checkpoint-on-exit") as (c, _):
         assert_same(snapshot(c), want)
         c.ok("delete", names=["late"])
         del want["late"]
-        d.shutdown()
-    finally:
-        d.cleanup()
-    d = Daemon(locales=2, extra_args=ck_args(ck))
-    try:
-        c = Conn(d)
-        wait_restored(c)
-        assert_same(snapshot(c), want)
-    finally:
-        d.cleanup()
+        c.daemon.shutdown()
+    assert_restored(ck, want, locales=2)
 
 
 def test_faults_at_every_call(tmp_path):
@@ -418,13 +400,7 @@ def test_faults_at_every_call(tmp_path):
         assert prev in complete(ck) or len(complete(ck)) == 2
     finally:
         d.cleanup()
-    d = Daemon(locales=3, extra_args=ck_args(ck))
-    try:
-        c = Conn(d)
-        wait_restored(c)
-        assert_same(snapshot(c), want)
-    finally:
-        d.cleanup()
+    assert_restored(ck, want, locales=3)
 
 
 def test_sigkill_during_checkpoint(tmp_path):
