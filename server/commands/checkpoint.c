@@ -92,6 +92,25 @@ static void dataset_name(object *const *objs, size_t i, char *out, size_t len) {
     }
 }
 
+/* ---- owners and grants (SERVICE.md §2) ---- */
+
+/* The one place the manifest learns an object's `owner` and `grants`. Objects have
+ * neither yet: nil and []. */
+static void checkpoint_owner_of(const object *obj, json_t *entry) {
+    (void)obj;
+    json_object_set_new(entry, "owner", json_null());
+    json_object_set_new(entry, "grants", json_array());
+}
+
+/* And the one place they are given back: an object of the manifest, once published
+ * under its name, gets its `owner` (NULL: none) and `grants` (a JSON array of strings).
+ * Objects have neither yet; the registry's namespaces apply them here. */
+static int checkpoint_restore_owner(object *obj, const char *owner, const json_t *grants,
+                                    h5ark_error *err) {
+    (void)obj, (void)owner, (void)grants, (void)err;
+    return 0;
+}
+
 /* ---- writing ---- */
 
 typedef struct {
@@ -202,9 +221,7 @@ static int write_finish(void *ctx, h5ark_error *err) {
             json_object_set_new(o, "dataset", json_string(w->datasets[i]));
             json_object_set_new(o, "file",
                                 json_string(whole_file(w->objs[i]) ? AWKWARD_FILE : DATA_FILE));
-            /* owners and grants (SERVICE.md §2) once objects have them */
-            json_object_set_new(o, "owner", json_null());
-            json_object_set_new(o, "grants", json_array());
+            checkpoint_owner_of(w->objs[i], o);
             json_object_set_new(o, "descriptor", value_json(desc));
             json_array_append(objects, o);
         }
@@ -390,15 +407,6 @@ int checkpoint_read_manifest(const char *folder, json_t **manifest, h5ark_error 
         return -1;
     }
     *manifest = m;
-    return 0;
-}
-
-/* The place owners and grants are given back: an object of the manifest, once published
- * under its name, gets its `owner` (NULL: none) and `grants` (a JSON array of strings).
- * Objects have neither yet; the registry's namespaces apply them here. */
-int checkpoint_restore_owner(object *obj, const char *owner, const json_t *grants,
-                             h5ark_error *err) {
-    (void)obj, (void)owner, (void)grants, (void)err;
     return 0;
 }
 

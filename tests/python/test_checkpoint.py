@@ -183,7 +183,7 @@ def test_one_rank_to_two_and_back(tmp_path):
         build_everything(c)
         want = snapshot(c)
         c.ok("checkpoint")
-    d = Daemon(locales=2, ranks=2, extra_args=ck_args(ck))
+    d = Daemon(locales=2, ranks=2, extra_args=ck_args(ck), arkouda=True)
     try:
         c = Conn(d)
         assert wait_restored(c)["ranks"] == 2
@@ -198,11 +198,32 @@ def test_one_rank_to_two_and_back(tmp_path):
         assert c.ok("load_checkpoint", path="saves", name="two")[0]["result"]["objects"] == \
             len(want)
         assert_same(snapshot(c), want)
+        # Arkouda's save and load at two ranks
+        from test_arkouda_wire import Ak
+        ak = Ak(d.ak_endpoint)
+        assert ak.ok("save_checkpoint", {"name": "ak", "path": ".akdata", "mode": "error"}) == "ak"
+        c.ok("delete", names=[extra])
+        assert ak.ok("load_checkpoint", {"name": "ak", "path": ".akdata"}) == "ak"
+        ak.close()
+        assert_same(snapshot(c), want)
         hdr, _ = c.ok("checkpoint")
         assert hdr["result"]["objects"] == len(want)
     finally:
         d.cleanup()
     assert assert_restored(ck, want, 1)["checkpoint"]["id"] == hdr["result"]["checkpoint"]
+    # --checkpoint-on-exit at two ranks: `shutdown` writes one before the ranks stop
+    d = Daemon(locales=2, ranks=2, extra_args=ck_args(ck, "--checkpoint-on-exit"))
+    try:
+        c = Conn(d)
+        wait_restored(c)
+        c.put(np.arange(9, dtype="<i4"), name="at_exit")
+        want = snapshot(c)
+        before = set(complete(ck))
+        d.shutdown()
+        assert len(set(complete(ck)) - before) == 1
+    finally:
+        d.cleanup()
+    assert_restored(ck, want, 3)
 
 
 def test_empty_and_concurrent(tmp_path):
@@ -264,9 +285,16 @@ def test_busy_while_restoring(tmp_path):
         assert c.raw("ping")[0]["ok"]
         hdr, _ = c.raw("getconfig")
         assert hdr["result"]["restoring"] is True
-        hdr, _ = c.raw("status")
-        running = [r for r in hdr["result"]["requests"] if r["cmd"] == "checkpoint_restore"]
-        assert running, hdr
+        # status shows the restore and the bytes it has read
+        deadline = time.time() + 30 * TOOL_SLOWDOWN
+        while time.time() < deadline:
+            hdr, _ = c.raw("status")
+            running = [r for r in hdr["result"]["requests"] if r["cmd"] == "checkpoint_restore"]
+            assert running, hdr
+            if running[0]["unit"] == "bytes" and running[0]["total"]:
+                break
+            time.sleep(0.05)
+        assert running[0]["unit"] == "bytes" and running[0]["done"] <= running[0]["total"]
         for cmd, args in (("info", {}), ("put", {}), ("checkpoint", {}), ("clear", {})):
             err = c.fail(cmd, **args)
             assert err["code"] == "busy" and "restore" in err["message"], (cmd, err)
