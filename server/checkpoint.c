@@ -41,6 +41,8 @@ static struct {
 } last;
 /* registry_changes() when the objects were last checkpointed or restored */
 static uint64_t seen_changes;
+/* A whole checkpoint could not be restored: none is removed until the next start. */
+static bool keep_all;
 
 const char *checkpoint_dir(void) {
     return folder[0] ? folder : NULL;
@@ -164,6 +166,10 @@ void checkpoint_new_id(const char *dir, char id[32]) {
 }
 
 void checkpoint_prune(const char *dir, int keep) {
+    pthread_mutex_lock(&lock);
+    bool hold = keep_all && strcmp(dir, folder) == 0;
+    pthread_mutex_unlock(&lock);
+    if (hold) return;
     size_t n;
     char **list = list_complete(dir, &n);
     char p[PATH_MAX];
@@ -279,6 +285,18 @@ static void restore(void) {
         h5ark_value *args = h5ark_value_map();
         h5ark_value_set(args, "id", h5ark_value_str(list[i]));
         h5ark_value *r = run_request("checkpoint_restore", args, &err);
+        if (!r && (err.code == H5ARK_RESOURCE_LIMIT || err.code == H5ARK_BUSY ||
+                   err.code == H5ARK_INTERNAL)) {
+            /* whole, but not restorable here (too little memory): kept, and kept whole */
+            log_error("cannot restore checkpoint %s: %s; it is left as it is, and no checkpoint "
+                      "is removed by --checkpoint-keep until the daemon restarts",
+                      path, err.message);
+            pthread_mutex_lock(&lock);
+            keep_all = true;
+            seen_changes = registry_changes();
+            pthread_mutex_unlock(&lock);
+            break;
+        }
         if (!r) {
             set_aside(list[i], err.message);
             continue;
@@ -297,7 +315,7 @@ static void restore(void) {
         h5ark_value_destroy(&r);
         done = true;
     }
-    if (!done) {
+    if (!done && !keep_all) {
         log_notice("no checkpoint to restore in %s", folder);
         pthread_mutex_lock(&lock);
         seen_changes = registry_changes();

@@ -352,6 +352,29 @@ def test_damaged_newest_is_skipped(tmp_path):
         d.cleanup()
 
 
+def test_whole_but_too_big_is_kept(tmp_path):
+    """A checkpoint that does not fit in --max-memory is not damaged: it stays as it is,
+    and --checkpoint-keep removes nothing until the next start."""
+    ck = tmp_path / "ck"
+    with started(ck) as (c, _):
+        c.put(np.arange(1 << 20, dtype="<i8"), name="big")  # 8 MiB
+        want = snapshot(c)
+        first = c.ok("checkpoint")[0]["result"]["checkpoint"]
+    with started(ck, 2, "--checkpoint-keep", "1", max_memory=4 << 20) as (c, conf):
+        assert conf["checkpoint"] is None
+        log = c.daemon.read_log()
+        assert f"cannot restore checkpoint {ck / first}" in log and "memory" in log, log
+        assert not (ck / f"{first}.damaged").exists()
+        c.ok("checkpoint")
+        c.ok("checkpoint")
+        assert first in complete(ck) and len(complete(ck)) == 3
+    assert_restored(ck, {}, 2)  # the newest, empty, is restored next; the big one is kept
+    assert first in complete(ck)
+    (ck / complete(ck)[-1]).rename(ck / f"{complete(ck)[-1]}.damaged")
+    (ck / complete(ck)[-1]).rename(ck / f"{complete(ck)[-1]}.damaged")
+    assert_restored(ck, want, 2)
+
+
 def test_keep_interval_and_exit(tmp_path):
     ck = tmp_path / "ck"
     d = Daemon(locales=2, extra_args=ck_args(ck, "--checkpoint-keep", "3",
