@@ -62,7 +62,7 @@ static int make_dirs(const char *path) {
     return mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
-int checkpoint_remove_folder(const char *path) {
+static int remove_once(const char *path) {
     DIR *d = opendir(path);
     if (!d) return errno == ENOENT ? 0 : -1;
     struct dirent *e;
@@ -73,6 +73,11 @@ int checkpoint_remove_folder(const char *path) {
             sysio.unlink(p);
     closedir(d);
     return rmdir(path);
+}
+
+/* One more try when a call fails (a transient error), as write_remove_temp does. */
+int checkpoint_remove_folder(const char *path) {
+    return remove_once(path) == 0 ? 0 : remove_once(path);
 }
 
 int checkpoint_sync_folder(const char *path, h5ark_error *err) {

@@ -449,6 +449,25 @@ def test_faults_at_every_call(tmp_path):
                     assert c.raw("ping")[0]["ok"]
         assert fired >= {"open", "pwrite", "fsync", "rename", "mkdir"}, fired
         assert prev in complete(ck) or len(complete(ck)) == 2
+        # an overwrite in the data directory: the old folder whole, or the new one
+        saves = c.daemon.data_dir / "saves"
+        c.ok("checkpoint", path="saves", name="cp")
+        old = (saves / "cp" / "manifest.json").read_text()
+        fault(c)
+        c.ok("checkpoint", path="saves", name="cp", mode="overwrite")
+        calls = fault(c)["io_calls"]
+        assert "exchange" in calls, calls
+        for k in calls_to_try(calls):
+            c.ok("checkpoint", path="saves", name="cp", mode="overwrite")
+            old = (saves / "cp" / "manifest.json").read_text()
+            fault(c, **{"class": "io", "nth": k, "error": "EIO"})
+            hdr, _ = c.raw("checkpoint", path="saves", name="cp", mode="overwrite")
+            fault(c)
+            now = (saves / "cp" / "manifest.json").read_text()
+            assert (now != old) == hdr["ok"], (k, hdr)
+            assert sorted(p.name for p in saves.iterdir()) == ["cp"], (k, hdr)
+            hdr, _ = c.raw("load_checkpoint", path="saves", name="cp")
+            assert hdr["ok"], (k, hdr)
     finally:
         d.cleanup()
     assert_restored(ck, want, locales=3)
