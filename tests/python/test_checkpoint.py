@@ -265,6 +265,51 @@ def test_empty_and_concurrent(tmp_path):
         d.cleanup()
 
 
+def test_objects_replaced_meanwhile_are_whole(tmp_path):
+    """While checkpoints run, an object is replaced over and over (deleted, and another
+    published under its name): each checkpoint holds it whole, as one version, or not at
+    all."""
+    import threading
+    d = Daemon(locales=3)
+    try:
+        c = Conn(d)
+        n = 1 << 18
+        c.put(np.zeros(n, dtype="<i8"), name="v")
+        stop = threading.Event()
+
+        def replace():
+            other, k = Conn(d), 0
+            while not stop.is_set():
+                k += 1
+                hdr, _ = other.raw("create", dtype="int64", size=n, fill="full", value=k,
+                                   name="w")
+                assert hdr["ok"], hdr
+                other.ok("delete", names=["v"])
+                other.ok("concatenate", names=["w"], name="v")
+                other.ok("delete", names=["w"])
+        t = threading.Thread(target=replace)
+        t.start()
+        try:
+            for i in range(6):
+                hdr, _ = c.raw("checkpoint", path="saves", name=f"c{i}")
+                assert hdr["ok"], hdr
+        finally:
+            stop.set()
+            t.join()
+        seen = set()
+        for i in range(6):
+            c.ok("clear")
+            c.ok("load_checkpoint", path="saves", name=f"c{i}")
+            names = {o["name"] for o in c.ok("info")[0]["result"]["objects"]}
+            if "v" in names:
+                v = c.get("v")
+                assert len(v) == n and len(set(v.tolist())) == 1, i  # one version, whole
+                seen.add(int(v[0]))
+        assert seen, "no checkpoint held the object"
+    finally:
+        d.cleanup()
+
+
 def big_objects(c, n=1 << 21):
     names = [c.put(np.arange(n, dtype="<i8") * k, name=f"big{k}") for k in range(3)]
     names.append(c.put_strings([f"s{i}" for i in range(20000)]))
