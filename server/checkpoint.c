@@ -286,7 +286,9 @@ static void restore(void) {
             continue;
         }
         json_decref(m);
+        pthread_mutex_lock(&lock);
         snprintf(restoring_id, sizeof restoring_id, "%s", list[i]);
+        pthread_mutex_unlock(&lock);
         h5ark_value *args = h5ark_value_map();
         h5ark_value_set(args, "id", h5ark_value_str(list[i]));
         h5ark_value *r = run_request("checkpoint_restore", args, &err);
@@ -411,10 +413,14 @@ int checkpoint_refuses(const char *name, h5ark_error *err) {
     if (!atomic_load(&restoring) || !name) return 0;
     if (strcmp(name, "ping") == 0 || strcmp(name, "getconfig") == 0 || strcmp(name, "status") == 0)
         return 0;
+    char id[sizeof restoring_id];
+    pthread_mutex_lock(&lock);
+    snprintf(id, sizeof id, "%s", restoring_id[0] ? restoring_id : "(starting)");
+    pthread_mutex_unlock(&lock);
     return h5ark_fail(err, H5ARK_BUSY,
                       "a restore of checkpoint %s is running: ask again once getconfig says "
                       "restoring false (status shows how far it is)",
-                      restoring_id[0] ? restoring_id : "(starting)");
+                      id);
 }
 
 int checkpoint_config(h5ark_value *result) {
