@@ -1258,6 +1258,17 @@ static int cmd_delete(int argc, char **argv) {
     return rc ? fail(&err) : 0;
 }
 
+/* Options that each take a string, numbered from 1000 in opts: values[k] gets option
+ * 1000 + k's. -1 when they parsed, else the exit status (help given, or a usage error). */
+static int string_options(int argc, char **argv, const struct option *opts, const char **values) {
+    int status = -1, c;
+    while ((c = next_opt(argc, argv, opts, &status)) != -1) {
+        if (c == -2) return status;
+        if (c >= 1000) values[c - 1000] = optarg;
+    }
+    return -1;
+}
+
 /* writepart NAME / complete: a field of an ExeTera dataframe in parts; prints
  * "FIELD ROWS" (the field's rows after the request). */
 static int field_command(int argc, char **argv, bool part) {
@@ -1267,14 +1278,10 @@ static int field_command(int argc, char **argv, bool part) {
                                          {"fieldtype", required_argument, 0, O_FIELDTYPE},
                                          {"help", no_argument, 0, 'h'},
                                          {0}};
-    const char *path = NULL, *field = NULL, *fieldtype = NULL;
-    int status = -1, c;
-    while ((c = next_opt(argc, argv, opts, &status)) != -1) {
-        if (c == -2) return status;
-        if (c == O_PATH) path = optarg;
-        if (c == O_FIELD) field = optarg;
-        if (c == O_FIELDTYPE) fieldtype = optarg;
-    }
+    const char *v[3] = {NULL, NULL, NULL};
+    int status = string_options(argc, argv, opts, v);
+    if (status >= 0) return status;
+    const char *path = v[0], *field = v[1], *fieldtype = v[2];
     int names = argc - optind;
     if (part && names != 1) return usage_error("writepart takes one object NAME");
     if (!part && names != 0) return usage_error("complete takes no NAME");
@@ -1315,14 +1322,10 @@ static int checkpoint_command(int argc, char **argv, bool load) {
                                          {"mode", required_argument, 0, O_MODE},
                                          {"help", no_argument, 0, 'h'},
                                          {0}};
-    const char *path = NULL, *name = NULL, *mode = NULL;
-    int status = -1, c;
-    while ((c = next_opt(argc, argv, opts, &status)) != -1) {
-        if (c == -2) return status;
-        if (c == O_PATH) path = optarg;
-        if (c == O_NAME) name = optarg;
-        if (c == O_MODE) mode = optarg;
-    }
+    const char *v[3] = {NULL, NULL, NULL};
+    int status = string_options(argc, argv, opts, v);
+    if (status >= 0) return status;
+    const char *path = v[0], *name = v[1], *mode = v[2];
     if (argc - optind != 0) return usage_error("%s takes no NAME", current_cmd);
     if (load && (!path || !name || mode))
         return usage_error("load-checkpoint needs --path P and --name N");
