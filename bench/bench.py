@@ -4,7 +4,7 @@ with one locale), and their ratio, median of the runs with min and max.
 
 Run it from anywhere after building (bench/run uses the interpreter that has h5py):
 
-    bench/run [--runs N] [--quick] [--only raw,h5py,small,range,exetera,awkward,writepart,memory,scaling,gzip,ranks,pack,packlayout,arkouda] [--netns]
+    bench/run [--runs N] [--quick] [--only raw,h5py,small,range,exetera,awkward,writepart,memory,scaling,gzip,ranks,pack,packlayout,arkouda,checkpoint] [--netns]
 
 The raw-socket and raw-I/O measures come from build/bench/h5ark-bench (C); the measures
 against h5py, of many small files, of peak memory and of scaling with locales are made
@@ -141,6 +141,12 @@ def measures(a):
                      *at_least(0.8)),
         "ak_sum": (f"Arkouda sumAll<int64,1> of {size}", "native reduce sum, same array",
                    *at_least(0.8)),
+        "checkpoint": (f"checkpoint {size} int64 + 1/8 of it in strings, {a.locales} loc",
+                       "dd bs=16M conv=fsync, as many bytes, a process a file",
+                       *at_least(0.8)),
+        "checkpoint_restore": ("restore of that checkpoint (load_checkpoint), cold",
+                               "pread() of its files into fresh memory, a thread a file, cold",
+                               *at_least(0.8)),
         # what two threads of this machine do against one, on the work above: its limit
         "limit_memory": ("machine: memory streaming, 2 threads", "the same, 1 thread",
                          "(limit)", None),
@@ -1038,12 +1044,79 @@ def raw_read(files):
     run_threads(one, len(files))
 
 
+def dd_write(folder, sizes):
+    """dd (C, 16 MiB blocks, conv=fsync) of sizes[i] bytes into file i, a process each, all
+    at once: the best this machine's disk takes, which a Python writer here does not reach."""
+    procs = [subprocess.Popen(["dd", "if=/dev/zero", f"of={folder / f'part{i}'}", "bs=16M",
+                               f"count={n}", "iflag=count_bytes", "conv=fsync"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             for i, n in enumerate(sizes)]
+    for p in procs:
+        if p.wait() != 0:
+            raise RuntimeError("dd failed")
+
+
 def run_threads(fn, count):
     ts = [threading.Thread(target=fn, args=(i,)) for i in range(count)]
     for th in ts:
         th.start()
     for th in ts:
         th.join()
+
+
+def checkpoint_measure(a):
+    """checkpoint (every object into --checkpoint-dir) against dd writing and fsyncing as
+    many bytes into as many files as it writes, a process each; then the restore's reader
+    (load_checkpoint, the code the restore at start runs, into memory the clear before gave
+    back) against pread of those files into fresh memory, both with the files dropped from
+    the page cache first."""
+    ck = a.tmp / "data" / "ck"
+    n = a.bytes // 8
+    words = [f"w{i:06d}" for i in range(a.bytes // 8 // 8)]  # ~1/8 of the bytes, in strings
+    d = Daemon(locales=a.locales, data_dir=a.tmp / "data", extra_args=["--checkpoint-dir", str(ck)])
+    mine, ref, rmine, rref = [], [], [], []
+    try:
+        c = connect(d)
+        c.arange(n, name="numbers")
+        c.array(words, name="words")
+        ref_dir = a.tmp / "ckref"
+        res = c.checkpoint()  # the reference writes as many bytes, into as many files
+        sizes = [p.stat().st_size for p in (ck / res["checkpoint"]).iterdir()
+                 if p.suffix == ".h5"]
+        ref_dir.mkdir()  # one untimed write first: the first is slow here, whatever writes it
+        dd_write(ref_dir, sizes)
+        shutil.rmtree(ref_dir)
+        for run in range(a.runs):
+            def write_ref():
+                ref_dir.mkdir()
+                ref.append(sum(sizes) / timed(lambda: dd_write(ref_dir, sizes)) / 1e9)
+                shutil.rmtree(ref_dir)
+
+            def read_ref():
+                forget(files)
+                rref.append(res["bytes"] / timed(lambda: raw_read(files)) / 1e9)
+            if run % 2:  # alternately first and second, so both see the same load
+                write_ref()
+            for p in ck.iterdir():
+                shutil.rmtree(p)
+            t = time.perf_counter()
+            res = c.checkpoint()
+            mine.append(res["bytes"] / (time.perf_counter() - t) / 1e9)
+            files = sorted(p for p in (ck / res["checkpoint"]).iterdir() if p.suffix == ".h5")
+            if run % 2 == 0:
+                write_ref()
+                read_ref()
+            forget(files)
+            c.clear()
+            t = time.perf_counter()
+            c.load_checkpoint("ck", res["checkpoint"])
+            rmine.append(res["bytes"] / (time.perf_counter() - t) / 1e9)
+            if run % 2:
+                read_ref()
+        c.close()
+    finally:
+        d.cleanup()
+    return {"checkpoint": ("GB/s", mine, ref), "checkpoint_restore": ("GB/s", rmine, rref)}
 
 
 def gzip_measure(a, clients, arrays):
@@ -1519,7 +1592,9 @@ GROUPS = {"raw": ("ping, tohdf/readhdf vs write/pread, put + get (h5ark-bench)",
           "packlayout": ("a first pack of LBANN samples in each HDF5 layout vs an h5py + "
                          "numpy loop", pack_layouts_measure),
           "arkouda": ("the Arkouda endpoint's transfer and round trip vs the native one",
-                      arkouda_measure)}
+                      arkouda_measure),
+          "checkpoint": ("checkpoint and its restore vs write+fsync and pread of the same bytes",
+                         checkpoint_measure)}
 
 
 def main():

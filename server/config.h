@@ -28,6 +28,12 @@ typedef struct {
     /* Seconds without requests (but ping and getconfig) after which freed memory goes
      * back to the kernel (memory.h); 0: only at `clear`. */
     double give_back_after;
+    /* Checkpoints (checkpoint.h): the folder (absolute; NULL: off), seconds between
+     * periodic ones (0: none), one at exit, and how many complete ones are kept. */
+    const char *checkpoint_dir;
+    double checkpoint_interval;
+    bool checkpoint_on_exit;
+    int checkpoint_keep;
 } config_t;
 
 extern config_t config;

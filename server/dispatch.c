@@ -2,6 +2,7 @@
 #include "dispatch.h"
 
 #include "front/arkouda/endpoint.h"
+#include "commands/checkpoint_format.h"
 #include "commands/commands.h"
 #include "entry.h"
 #include "log.h"
@@ -13,9 +14,9 @@
 #include <string.h>
 
 static const command_def *const families[] = {
-    admin_commands,  array_commands,   hdf_commands,        composite_commands, groupby_commands,
-    lbann_commands,  compute_commands, select_commands,     file_commands,      strings_commands,
-    bigint_commands, acl_commands,     ak_internal_commands};
+    admin_commands,  array_commands,   hdf_commands,        composite_commands,  groupby_commands,
+    lbann_commands,  compute_commands, select_commands,     file_commands,       strings_commands,
+    bigint_commands, acl_commands,     checkpoint_commands, ak_internal_commands};
 
 static const command_def *command_find(const char *name) {
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
@@ -471,7 +472,7 @@ void dispatch_handle(request *req, reply *out) {
     if (check_header(h, req->decode_error, &err)) goto fail;
     n.name = h5ark_value_get(h, "cmd")->as.s.ptr;
     n.cmd = command_find(n.name);
-    if (n.cmd && n.cmd->internal && !req->forwarded_seq) n.cmd = NULL;
+    if (n.cmd && n.cmd->internal && !req->forwarded_seq && !req->from_daemon) n.cmd = NULL;
     n.ctx.args = h5ark_value_get(h, "args");
     if (!n.ctx.args || n.ctx.args->kind == H5ARK_NIL) n.ctx.args = empty_args = h5ark_value_map();
     if (!n.ctx.args) {
@@ -487,7 +488,7 @@ void dispatch_handle(request *req, reply *out) {
                        .unlisted = n.cmd && n.cmd->immediate,
                        .token = given ? token->as.s.ptr : NULL,
                        .token_len = given ? token->as.s.len : 0,
-                       .known = req->forwarded_seq ? &entry_forwarded : NULL,
+                       .known = req->forwarded_seq || req->from_daemon ? &entry_forwarded : NULL,
                        .forwarded_seq = req->forwarded_seq,
                        .check = native_check,
                        .run = native_run,

@@ -109,6 +109,9 @@ typedef struct request {
     /* Ranks > 0: the request number rank 0 forwarded it under (token and payload were
      * checked on rank 0; bulk bytes come through ranks.h). 0 on rank 0. */
     uint64_t forwarded_seq;
+    /* Made by the daemon itself (a checkpoint's timer, its restore at start): run with
+     * every right and no token, as a forwarded one is; internal commands allowed. */
+    bool from_daemon;
     /* Who sent it, for `status`: the client's routing identity, and its address when
      * ZeroMQ gives one (tcp, ipc); NULL when unknown. Owned by the router. */
     const unsigned char *identity;

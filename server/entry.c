@@ -1,6 +1,7 @@
 /* The one entry of every request (see entry.h). */
 #include "entry.h"
 
+#include "checkpoint.h"
 #include "config.h"
 #include "dist/ranks_serve.h"
 #include "inflight.h"
@@ -54,6 +55,8 @@ static const h5ark_value *forward_header(void *arg, h5ark_value **made) {
 /* The request, once its caller is admitted (entry_run). */
 static int admitted(entry_call *c, h5ark_error *err) {
     if (c->check && c->check(c->door, err)) return -1;
+    /* while a restore runs, only what says how it goes (its own parts are known) */
+    if (!c->known && checkpoint_refuses(c->name, err)) return -1;
     uint64_t seq = c->forwarded_seq;
     if (ranks_serve_begin(c->ranks_name ? c->ranks_name : c->name, c->ranks, c->read_only,
                           forward_header, c, &seq, err))

@@ -1,4 +1,5 @@
 /* h5arkd: command line, configuration, signals, start and stop. */
+#include "checkpoint.h"
 #include "config.h"
 #include "front/gateway.h"
 #include "h5ark_version.h"
@@ -92,6 +93,12 @@ static void usage(FILE *out) {
             "  --idle-release SECONDS  after this long without requests, give cached and\n"
             "                       freed memory back to the system (default %g; 0: only at\n"
             "                       `clear`)\n"
+            "  --checkpoint-dir DIR  keep checkpoints of every object in DIR (made if missing)\n"
+            "                       and restore the newest at start (default: off)\n"
+            "  --checkpoint-interval SECONDS  write one this often when objects changed\n"
+            "                       (default 0: only on request)\n"
+            "  --checkpoint-on-exit write one at SIGTERM or `shutdown` before exiting\n"
+            "  --checkpoint-keep N  complete checkpoints kept (default 2)\n"
             "  --log-level LEVEL    error, warn, notice, info or debug (default notice: the\n"
             "                       daemon's own events; info adds a line per request)\n"
             "  --version            print the version\n"
@@ -196,7 +203,11 @@ static int configure(int argc, char **argv) {
         O_VERSION,
         O_IDLE,
         O_HTTP,
-        O_WEB
+        O_WEB,
+        O_CKPT_DIR,
+        O_CKPT_INT,
+        O_CKPT_EXIT,
+        O_CKPT_KEEP
     };
     static const struct option opts[] = {{"endpoint", required_argument, 0, O_ENDPOINT},
                                          {"locales", required_argument, 0, O_LOCALES},
@@ -213,6 +224,10 @@ static int configure(int argc, char **argv) {
                                          {"idle-release", required_argument, 0, O_IDLE},
                                          {"http-endpoint", required_argument, 0, O_HTTP},
                                          {"web-dir", required_argument, 0, O_WEB},
+                                         {"checkpoint-dir", required_argument, 0, O_CKPT_DIR},
+                                         {"checkpoint-interval", required_argument, 0, O_CKPT_INT},
+                                         {"checkpoint-on-exit", no_argument, 0, O_CKPT_EXIT},
+                                         {"checkpoint-keep", required_argument, 0, O_CKPT_KEEP},
                                          {"curve-secret-file", required_argument, 0, O_CURVE},
                                          {"curve-keygen", required_argument, 0, O_KEYGEN},
                                          {"version", no_argument, 0, O_VERSION},
@@ -232,6 +247,7 @@ static int configure(int argc, char **argv) {
     config.handlers = 8;
     config.max_queue = 1024;
     config.give_back_after = DEFAULT_IDLE_RELEASE;
+    config.checkpoint_keep = 2;
     const char *data_dir = DEFAULT_DATA_DIR, *token_file = NULL, *curve_file = NULL;
     bool max_message_set = false, shard_cache_set = false;
     int c, q;
@@ -318,6 +334,20 @@ static int configure(int argc, char **argv) {
             config.http = optarg;
             break;
         case O_WEB: config.web_dir = optarg; break;
+        case O_CKPT_DIR: config.checkpoint_dir = optarg; break;
+        case O_CKPT_INT:
+            if (parse_seconds(optarg, &config.checkpoint_interval)) {
+                fprintf(stderr, "h5arkd: --checkpoint-interval takes seconds from 0 to 86400\n");
+                return -1;
+            }
+            break;
+        case O_CKPT_EXIT: config.checkpoint_on_exit = true; break;
+        case O_CKPT_KEEP:
+            if (parse_int(optarg, 1, 1000000, &config.checkpoint_keep)) {
+                fprintf(stderr, "h5arkd: --checkpoint-keep must be a whole number from 1\n");
+                return -1;
+            }
+            break;
         case O_HELP:
         case 'h': usage(stdout); exit(0);
         case O_VERSION: printf("h5arkd %s\n", H5ARK_VERSION_STRING); exit(0);
@@ -360,6 +390,7 @@ static int configure(int argc, char **argv) {
         users_install(t);
         config.token_file = token_file;
     }
+    if (checkpoint_configure() != 0) return -1;
     if (curve_file && ranks_self() == 0 && read_key(curve_file, config.curve_secret)) return -1;
     return 0;
 }
@@ -458,7 +489,9 @@ int main(int argc, char **argv) {
         if (rc == 0 && ranks_count() > 1 && ranks_self() == 0)
             log_notice("%d ranks of %d locales each (%s)", ranks_count(), config.locales,
                        ranks_mpi_library());
+        if (rc == 0 && ranks_self() == 0) checkpoint_start(); /* the restore, the timer */
         if (rc == 0) rc = ranks_self() == 0 ? router_run(zctx, &err) : ranks_worker_run(&err);
+        if (ranks_self() == 0) checkpoint_stop(rc == 0); /* on exit: one more */
         ranks_serve_stop();
         char why[512];
         if (rc == 0 && ranks_is_broken(why, sizeof why))

@@ -20,6 +20,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static entry **buckets;
 static size_t nbuckets, nobjects;
 static atomic_uint_fast64_t memory_used;
+static atomic_uint_fast64_t changes; /* publishes and removals: has anything changed */
 static uint64_t memory_limit;
 
 static uint64_t hash(const char *s) {
@@ -98,6 +99,10 @@ void registry_usage_of(const char *owner, uint64_t *memory, uint64_t *objects) {
     *objects = 0;
 }
 
+uint64_t registry_changes(void) {
+    return atomic_load(&changes);
+}
+
 size_t registry_count(void) {
     pthread_mutex_lock(&lock);
     size_t n = nobjects;
@@ -171,6 +176,7 @@ int registry_publish(object *obj, const char *name, h5ark_error *err) {
     e->next = NULL;
     *slot = e;
     if (++nobjects > nbuckets) grow();
+    atomic_fetch_add(&changes, 1);
     pthread_mutex_unlock(&lock);
     return 0;
 }
@@ -213,6 +219,7 @@ int registry_remove(const char *name, h5ark_error *err) {
     if (e) {
         *slot = e->next;
         nobjects--;
+        atomic_fetch_add(&changes, 1);
     }
     pthread_mutex_unlock(&lock);
     if (!e) return h5ark_fail(err, H5ARK_NOT_FOUND, "no object named '%s'", name);
@@ -233,6 +240,7 @@ size_t registry_clear(void) {
     if (buckets) memset(buckets, 0, nbuckets * sizeof *buckets);
     size_t n = nobjects;
     nobjects = 0;
+    atomic_fetch_add(&changes, 1);
     pthread_mutex_unlock(&lock);
     for (entry *e = all, *next; e; e = next) {
         next = e->next;

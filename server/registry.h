@@ -32,6 +32,8 @@ int registry_scratch_agreed(uint64_t bytes, void **p, uint64_t *reserved, h5ark_
 uint64_t registry_memory_used(void);
 uint64_t registry_memory_limit(void);
 size_t registry_count(void); /* objects published under a name */
+/* How many times a name was published or removed: unchanged means nothing changed. */
+uint64_t registry_changes(void);
 /* Bytes and objects held under one owner's names (SERVICE.md §2, §4). */
 void registry_usage_of(const char *owner, uint64_t *memory, uint64_t *objects);
 

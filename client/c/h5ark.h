@@ -284,6 +284,16 @@ int h5ark_client_writepart(h5ark_client_t *self, const char *path, const char *f
 int h5ark_client_complete(h5ark_client_t *self, const char *path, const char *field,
                           h5ark_value **result, h5ark_error *err);
 
+/* Checkpoints: every object written as a new checkpoint in the daemon's --checkpoint-dir
+ * (path NULL), or into the folder `path/name` of the data directory (name NULL: a new one;
+ * mode NULL or "error" refuses one that exists, "overwrite" replaces it); load one of those
+ * back, over objects of the same names. The result map holds `checkpoint` (its id or
+ * name), `objects`, `bytes` and `seconds`. */
+int h5ark_client_checkpoint(h5ark_client_t *self, const char *path, const char *name,
+                            const char *mode, h5ark_value **result, h5ark_error *err);
+int h5ark_client_load_checkpoint(h5ark_client_t *self, const char *path, const char *name,
+                                 h5ark_value **result, h5ark_error *err);
+
 typedef struct {
     bool strict_types, allow_errors, calc_string_offsets, tag_data;
     /* with range: only rows [start, stop) of the files' concatenation (stop = UINT64_MAX:

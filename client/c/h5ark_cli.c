@@ -1300,6 +1300,17 @@ static int cmd_unpack(int argc, char **argv) {
     return rc ? fail(&err) : 0;
 }
 
+/* Options that each take a string, numbered from 1000 in opts: values[k] gets option
+ * 1000 + k's. -1 when they parsed, else the exit status (help given, or a usage error). */
+static int string_options(int argc, char **argv, const struct option *opts, const char **values) {
+    int status = -1, c;
+    while ((c = next_opt(argc, argv, opts, &status)) != -1) {
+        if (c == -2) return status;
+        if (c >= 1000) values[c - 1000] = optarg;
+    }
+    return -1;
+}
+
 /* writepart NAME / complete: a field of an ExeTera dataframe in parts; prints
  * "FIELD ROWS" (the field's rows after the request). */
 static int field_command(int argc, char **argv, bool part) {
@@ -1309,14 +1320,10 @@ static int field_command(int argc, char **argv, bool part) {
                                          {"fieldtype", required_argument, 0, O_FIELDTYPE},
                                          {"help", no_argument, 0, 'h'},
                                          {0}};
-    const char *path = NULL, *field = NULL, *fieldtype = NULL;
-    int status = -1, c;
-    while ((c = next_opt(argc, argv, opts, &status)) != -1) {
-        if (c == -2) return status;
-        if (c == O_PATH) path = optarg;
-        if (c == O_FIELD) field = optarg;
-        if (c == O_FIELDTYPE) fieldtype = optarg;
-    }
+    const char *v[3] = {NULL, NULL, NULL};
+    int status = string_options(argc, argv, opts, v);
+    if (status >= 0) return status;
+    const char *path = v[0], *field = v[1], *fieldtype = v[2];
     int names = argc - optind;
     if (part && names != 1) return usage_error("writepart takes one object NAME");
     if (!part && names != 0) return usage_error("complete takes no NAME");
@@ -1346,6 +1353,57 @@ static int cmd_writepart(int argc, char **argv) {
 
 static int cmd_complete(int argc, char **argv) {
     return field_command(argc, argv, false);
+}
+
+/* checkpoint [--path P [--name N] [--mode M]] / load-checkpoint --path P --name N: prints
+ * "ID OBJECTS objects BYTES bytes SECONDS s". */
+static int checkpoint_command(int argc, char **argv, bool load) {
+    enum { O_PATH = 1000, O_NAME, O_MODE };
+    static const struct option opts[] = {{"path", required_argument, 0, O_PATH},
+                                         {"name", required_argument, 0, O_NAME},
+                                         {"mode", required_argument, 0, O_MODE},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0}};
+    const char *v[3] = {NULL, NULL, NULL};
+    int status = string_options(argc, argv, opts, v);
+    if (status >= 0) return status;
+    const char *path = v[0], *name = v[1], *mode = v[2];
+    if (argc - optind != 0) return usage_error("%s takes no NAME", current_cmd);
+    if (load && (!path || !name || mode))
+        return usage_error("load-checkpoint needs --path P and --name N");
+    if (!path && (name || mode)) return usage_error("--name and --mode need --path");
+    h5ark_error err;
+    h5ark_client_t *cl = connect_client(&err);
+    if (!cl) return fail(&err);
+    h5ark_value *result = NULL;
+    progress_line line;
+    progress_begin(&line, cl, current_cmd);
+    int rc = load ? h5ark_client_load_checkpoint(cl, path, name, &result, &err)
+                  : h5ark_client_checkpoint(cl, path, name, mode, &result, &err);
+    progress_end(&line);
+    print_warnings(h5ark_client_warnings(cl));
+    if (rc == 0) {
+        char *id = value_text(h5ark_value_get(result, "checkpoint"));
+        uint64_t objects = 0, bytes = 0;
+        double seconds = 0;
+        h5ark_value_to_uint64(h5ark_value_get(result, "objects"), &objects);
+        h5ark_value_to_uint64(h5ark_value_get(result, "bytes"), &bytes);
+        h5ark_value_to_double(h5ark_value_get(result, "seconds"), &seconds);
+        printf("%s %llu objects %llu bytes %.3f s\n", id ? id : "?", (unsigned long long)objects,
+               (unsigned long long)bytes, seconds);
+        free(id);
+    }
+    h5ark_value_destroy(&result);
+    h5ark_client_destroy(&cl);
+    return rc ? fail(&err) : 0;
+}
+
+static int cmd_checkpoint(int argc, char **argv) {
+    return checkpoint_command(argc, argv, false);
+}
+
+static int cmd_load_checkpoint(int argc, char **argv) {
+    return checkpoint_command(argc, argv, true);
 }
 
 static int cmd_shutdown(int argc, char **argv) {
@@ -1466,6 +1524,17 @@ static const command commands[] = {
      "Each is shared, not copied, and printed as COMPONENT NAME; NAME is then deleted.\n"
      "  --keep           keep NAME too\n",
      "unpack NAME [--keep]", cmd_unpack},
+    {"checkpoint",
+     "Write every object as a checkpoint and print its id, objects, bytes and seconds.\n"
+     "Without --path it is a new one in the daemon's --checkpoint-dir.\n"
+     "  --path P         the folder P/N of the data directory instead\n"
+     "  --name N         the checkpoint's folder in P (default: a new id)\n"
+     "  --mode M         error (default: refuse an existing one) or overwrite\n",
+     "checkpoint [--path P [--name N] [--mode error|overwrite]]", cmd_checkpoint},
+    {"load-checkpoint",
+     "Publish the objects of the checkpoint folder P/N, over objects of the same names.\n"
+     "P is a folder of the data directory.\n",
+     "load-checkpoint --path P --name N", cmd_load_checkpoint},
     {"shutdown", "Ask the daemon to finish in-flight requests and exit.\n", "shutdown",
      cmd_shutdown},
     {"help", "Print the commands, or a command's options.\n", "help [COMMAND]", cmd_help},

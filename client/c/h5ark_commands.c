@@ -576,6 +576,32 @@ int h5ark_client_complete(h5ark_client_t *self, const char *path, const char *fi
     return call(self, "complete", args, NULL, 0, NULL, result, err);
 }
 
+int h5ark_client_checkpoint(h5ark_client_t *self, const char *path, const char *name,
+                            const char *mode, h5ark_value **result, h5ark_error *err) {
+    h5ark_value *args = h5ark_value_map();
+    int rc = args ? 0 : -1;
+    if (path) rc |= h5ark_value_set(args, "path", h5ark_value_str(path));
+    if (name) rc |= h5ark_value_set(args, "name", h5ark_value_str(name));
+    if (mode) rc |= h5ark_value_set(args, "mode", h5ark_value_str(mode));
+    if (rc) {
+        h5ark_value_destroy(&args);
+        return oom(err);
+    }
+    return call(self, "checkpoint", args, NULL, 0, NULL, result, err);
+}
+
+int h5ark_client_load_checkpoint(h5ark_client_t *self, const char *path, const char *name,
+                                 h5ark_value **result, h5ark_error *err) {
+    h5ark_value *args = h5ark_value_map();
+    int rc = h5ark_value_set(args, "path", h5ark_value_str(path ? path : ""));
+    rc |= h5ark_value_set(args, "name", h5ark_value_str(name ? name : ""));
+    if (rc) {
+        h5ark_value_destroy(&args);
+        return oom(err);
+    }
+    return call(self, "load_checkpoint", args, NULL, 0, NULL, result, err);
+}
+
 int h5ark_client_readhdf(h5ark_client_t *self, const char *const *paths, size_t npaths,
                          const char *const *datasets, size_t ndatasets,
                          const h5ark_readhdf_opts *opts, h5ark_value **result, h5ark_error *err) {

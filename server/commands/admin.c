@@ -2,6 +2,7 @@
  * shutdown, and the test-only fault. */
 #include "commands.h"
 
+#include "checkpoint.h"
 #include "config.h"
 #include "inflight.h"
 #include "locales.h"
@@ -59,6 +60,8 @@ static int cmd_getconfig(command_ctx *ctx, h5ark_error *err) {
         reply_set(ctx, "hosts", hosts, err) ||
         reply_set(ctx, "locales_per_rank", h5ark_value_uint((uint64_t)locales_local_count()), err))
         return -1;
+    if (checkpoint_config(ctx->result) != 0)
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory building the reply");
     return 0;
 }
 

@@ -46,6 +46,10 @@ typedef struct {
     bool strings_without_segments;
     /* who writes (files.h): their home, their rights; NULL: users off */
     const file_access *access;
+    /* A new, empty folder of the daemon's own (a checkpoint's, absolute): `path` is a file
+     * name in it rather than a client's path in the data directory, and each file is put
+     * in place by itself (the folder's rename is what commits the write). NULL: off. */
+    const char *base_dir;
 } storage_write_options;
 
 /* awkward0's compression policies: none, its default (zlib for integer and bool blobs of

@@ -409,6 +409,7 @@ typedef struct {
     const char *path;
     storage_mode mode;
     bool distributed;
+    const char *base_dir; /* storage_write_options.base_dir */
     const top_names *names;
     out_file *of;
     int nfiles;
@@ -431,6 +432,12 @@ static int lay_out(void *ctx, h5ark_error *err) {
         if (ws->distributed ? files_locale_name(ws->path, i, f->rel, sizeof f->rel)
                             : snprintf(f->rel, sizeof f->rel, "%s", ws->path) >= (int)sizeof f->rel)
             return h5ark_fail(err, H5ARK_BAD_REQUEST, "path '%s' is too long", ws->path);
+        if (ws->base_dir) { /* a fresh folder: nothing to resolve, nothing there yet */
+            if (snprintf(f->final, sizeof f->final, "%s/%s", ws->base_dir, f->rel) >=
+                (int)sizeof f->final)
+                return h5ark_fail(err, H5ARK_BAD_REQUEST, "path '%s' is too long", ws->base_dir);
+            continue;
+        }
         if (files_resolve(ws->fa, PERM_WRITE, f->rel, false, f->final, err)) {
             if (err->code != H5ARK_NOT_FOUND) return -1;
             f->dir_missing = true;
@@ -443,7 +450,7 @@ static int lay_out(void *ctx, h5ark_error *err) {
             return h5ark_fail(err, H5ARK_IO_ERROR, "cannot look at '%s': %s", f->rel,
                               strerror(errno));
     }
-    if (ws->distributed && !of[0].dir_missing &&
+    if (ws->distributed && !ws->base_dir && !of[0].dir_missing &&
         find_locale_set(ws->path, of[0].final, &ws->existing, err))
         return -1;
 
@@ -499,16 +506,24 @@ static int put_in_place(void *ctx, h5ark_error *err) {
     if (ws->distributed && ws->mode == STORAGE_TRUNCATE)
         for (size_t i = 0; i < ws->existing.n; i++)
             if (ws->existing.numbers[i] >= nfiles) extra[nextra++] = ws->existing.paths[i];
-    twin_readers_leave();
-    int rc = commit_set(tmps, finals, nfiles, extra, nextra, err);
-    twin_readers_enter();
-    /* the files this write made are its writer's (owners.h) */
-    const char *made[nfiles];
-    int nmade = 0;
-    for (int i = 0; i < nfiles; i++)
-        if (!of[i].exists) made[nmade++] = of[i].final;
-    if (rc == 0 && file_access_on(ws->fa))
-        rc = owners_created(ws->fa->user, made, (size_t)nmade, err);
+    int rc = 0;
+    if (ws->base_dir) {
+        for (int i = 0; i < nfiles && rc == 0; i++)
+            rc = commit_file(tmps[i], finals[i], err);
+        for (int i = 0; i < nfiles && rc; i++)
+            write_remove_temp(tmps[i]); /* a renamed one is gone already */
+    } else {
+        twin_readers_leave();
+        rc = commit_set(tmps, finals, nfiles, extra, nextra, err);
+        twin_readers_enter();
+        /* the files this write made are its writer's (owners.h) */
+        const char *made[nfiles];
+        int nmade = 0;
+        for (int i = 0; i < nfiles; i++)
+            if (!of[i].exists) made[nmade++] = of[i].final;
+        if (rc == 0 && file_access_on(ws->fa))
+            rc = owners_created(ws->fa->user, made, (size_t)nmade, err);
+    }
     for (int i = 0; i < nfiles && rc == 0; i++) {
         char shown[PATH_MAX];
         files_shown(ws->fa, of[i].final, shown, sizeof shown);
@@ -565,6 +580,7 @@ static int write_files(const storage_item *items, size_t nitems, const char *pat
                       .path = path,
                       .mode = mode,
                       .distributed = distributed,
+                      .base_dir = opts ? opts->base_dir : NULL,
                       .names = &names,
                       .of = of,
                       .nfiles = nfiles,

@@ -383,6 +383,23 @@ class Client:
         """Delete every object; returns how many were deleted."""
         return self.request("clear").result["deleted"]
 
+    # -- checkpoints (protocol/PROTOCOL.md, "Checkpoints") --------------------------------
+
+    def checkpoint(self, path=None, name=None, mode=None):
+        """Write every object as a checkpoint: with no arguments a new one in the daemon's
+        --checkpoint-dir (the admin role when users are on), else the folder `path/name` of
+        the data directory (name None: a new one; mode "error", the default, refuses one
+        that exists, "overwrite" replaces it). A Result with `checkpoint` (its id or name),
+        `objects`, `bytes` and `seconds`; a long one shows a progress bar."""
+        args = {k: v for k, v in (("path", path), ("name", name), ("mode", mode))
+                if v is not None}
+        return Result(self.request("checkpoint", args).result)
+
+    def load_checkpoint(self, path, name):
+        """Publish the objects of the checkpoint folder `path/name` of the data directory,
+        over objects of the same names; a Result as checkpoint's."""
+        return Result(self.request("load_checkpoint", {"path": path, "name": name}).result)
+
     # -- numeric compute (protocol/PROTOCOL.md, "Numeric compute") --------------------
 
     def binop(self, a, op, b, reverse=False, name=None):

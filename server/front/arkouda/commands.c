@@ -7,8 +7,9 @@
 #include <string.h>
 
 static const ak_command *const families[] = {
-    ak_session_commands, ak_transfer_commands, ak_hdf_commands,     ak_compute_commands,
-    ak_select_commands,  ak_group_commands,    ak_strings_commands, ak_bigint_commands};
+    ak_session_commands, ak_transfer_commands, ak_hdf_commands,
+    ak_compute_commands, ak_select_commands,   ak_group_commands,
+    ak_strings_commands, ak_bigint_commands,   ak_ckpt_commands};
 
 const ak_command *ak_command_find(const char *base) {
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
