@@ -5,6 +5,7 @@
 #include "dist/ranks_serve.h"
 #include "inflight.h"
 #include "metrics.h"
+#include "registry.h"
 
 #include <string.h>
 
@@ -76,7 +77,9 @@ int entry_run(entry_call *c, h5ark_error *err) {
     inflight_entry *flight = c->unlisted || !c->req ? NULL : inflight_begin(c->req, c->name);
     const caller *outer = current;
     current = &c->who;
+    registry_scope names = registry_enter(c->who.user, c->who.role == ROLE_ADMIN);
     int rc = c->run(c->door, &c->who, err);
+    registry_leave(names);
     current = outer;
     inflight_end(flight);
     if (ranks_serve_end(seq, &rc, err) || rc != 0) return -1;

@@ -34,6 +34,9 @@ typedef struct {
     int nshards; /* = locales_count() */
     shard *shards;
     uint64_t reserved; /* bytes accounted in the registry's memory total */
+    /* The owner charged for it (every rank's bytes, `charged`); NULL: users off. */
+    struct registry_account *account;
+    uint64_t charged;
 } darray;
 
 /* Allocate a darray whose shard b holds counts[b] elements (counts == NULL: block
@@ -62,6 +65,7 @@ typedef struct {
 struct object {
     atomic_int refs;
     char *name; /* set when published; components are named "<parent>/<component>" */
+    const char *owner; /* set when published with users on (kept by the registry) */
     h5ark_objtype objtype;
     h5ark_dtype dtype; /* element dtype; H5ARK_STRING for strings */
     uint64_t size;     /* elements, strings, sub-arrays or rows */
@@ -107,7 +111,7 @@ void object_release(object *obj); /* frees at the last reference; NULL is fine *
 /* Total bytes of an object's data (what `nbytes` reports). */
 uint64_t object_nbytes(const object *obj);
 /* The protocol's object descriptor: name, objtype, dtype, size, shape, ndim, itemsize,
- * nbytes, and for composites `components` (name -> descriptor, in order, each named
+ * nbytes, `owner` (with users on; another's object is named "OWNER/NAME"), and for composites `components` (name -> descriptor, in order, each named
  * "<parent>/<component>"), plus `tag`, `na_value`, `max_bits` and the extra keys where
  * set. NULL only when out of memory. */
 h5ark_value *object_describe(const object *obj);
