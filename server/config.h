@@ -14,13 +14,10 @@ typedef struct {
     char data_dir[PATH_MAX]; /* absolute, symlinks resolved */
     uint64_t max_memory;
     uint64_t shard_cache; /* freed shard memory kept for reuse (shardcache.h) */
-    /* Tokens from --token-file; none: no authentication. A read token may only run
-     * commands that create and change nothing (see command_def.read_only). */
-    struct token {
-        char *secret;
-        bool may_write;
-    } * tokens;
-    size_t ntokens;
+    /* --token-file, or NULL: no authentication. Its tokens, roles and users are users.h's
+     * table (re-read by `reload`); a read token may only run commands that create and
+     * change nothing (see command_def.read_only). */
+    const char *token_file;
     char curve_secret[41]; /* Z85 server secret key; empty: no encryption */
     int handlers;          /* request handler threads */
     size_t max_queue;      /* requests waiting for a handler before `busy` */

@@ -19,32 +19,20 @@ const caller *entry_caller(void) {
     return current;
 }
 
-/* Compare without an early exit, so the time taken does not reveal how much matched. */
-static bool token_equal(const char *given, size_t given_len, const char *expected) {
-    size_t n = strlen(expected);
-    unsigned char diff = (unsigned char)(given_len != n);
-    for (size_t i = 0; i < n; i++)
-        diff |= (unsigned char)(given[i < given_len ? i : 0] ^ expected[i]);
-    return diff == 0 && given_len > 0;
-}
-
-/* Who the caller is, from the credentials the door decoded (--token-file). Every token is
- * compared, whatever matches, so the time taken says nothing about which (or whether one)
- * did. */
-static int identify(const entry_call *c, caller *who, h5ark_error *err) {
+/* Who the caller is, from the credentials the door decoded, in the token table t
+ * (--token-file; NULL: none). */
+static int identify(const entry_call *c, const users_table *t, caller *who, h5ark_error *err) {
     *who = (caller){.token = -1, .may_write = true, .role = ROLE_WRITE};
-    if (config.ntokens == 0) return 0;
+    if (!t) return 0;
     if (!c->token)
         return c->token_hint ? h5ark_fail(err, H5ARK_UNAUTHORIZED,
                                           "this daemon requires a token: %s", c->token_hint)
                              : h5ark_fail(err, H5ARK_UNAUTHORIZED, "this daemon requires a token");
-    int match = -1;
-    for (size_t i = 0; i < config.ntokens; i++)
-        if (token_equal(c->token, c->token_len, config.tokens[i].secret)) match = (int)i;
+    caller_role role;
+    const user *u;
+    int match = users_match(t, c->token, c->token_len, &role, &u);
     if (match < 0) return h5ark_fail(err, H5ARK_UNAUTHORIZED, "the token is not valid");
-    *who = (caller){.token = match,
-                    .may_write = config.tokens[match].may_write,
-                    .role = config.tokens[match].may_write ? ROLE_WRITE : ROLE_READ};
+    *who = (caller){.token = match, .may_write = role >= ROLE_WRITE, .role = role, .user = u};
     return 0;
 }
 
@@ -64,11 +52,8 @@ static const h5ark_value *forward_header(void *arg, h5ark_value **made) {
     return c->forward ? *made : c->req ? c->req->header : NULL;
 }
 
-int entry_run(entry_call *c, h5ark_error *err) {
-    if (c->known)
-        c->who = *c->known;
-    else if (identify(c, &c->who, err) || permit(c, &c->who, err))
-        return -1; /* before the check: a stranger learns nothing */
+/* The request, once its caller is admitted (entry_run). */
+static int admitted(entry_call *c, h5ark_error *err) {
     if (c->check && c->check(c->door, err)) return -1;
     uint64_t seq = c->forwarded_seq;
     if (ranks_serve_begin(c->ranks_name ? c->ranks_name : c->name, c->ranks, c->read_only,
@@ -84,6 +69,23 @@ int entry_run(entry_call *c, h5ark_error *err) {
     inflight_end(flight);
     if (ranks_serve_end(seq, &rc, err) || rc != 0) return -1;
     return 0;
+}
+
+int entry_run(entry_call *c, h5ark_error *err) {
+    /* the table the request is admitted with stays until it ends, whatever a reload does */
+    users_table *table = NULL;
+    int rc = -1;
+    if (c->known) {
+        c->who = *c->known;
+    } else {
+        table = users_acquire();
+        if (identify(c, table, &c->who, err) || permit(c, &c->who, err))
+            goto out; /* before the check: a stranger learns nothing */
+    }
+    rc = admitted(c, err);
+out:
+    users_release(table);
+    return rc;
 }
 
 void entry_answered(const request *req, h5ark_code outcome, const reply *out) {

@@ -18,6 +18,7 @@
 #include "storage/storage.h"
 #include "storage/sandbox.h"
 #include "sysio.h"
+#include "users.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -72,8 +73,9 @@ static void usage(FILE *out) {
             "                       then already touched; it gives way to objects within\n"
             "                       --max-memory (default: a quarter of it; 0: none)\n"
             "  --token-file FILE    require every request to carry one of the tokens in FILE,\n"
-            "                       one per line, each optionally followed by its role,\n"
-            "                       read or write (default write; default: no authentication)\n"
+            "                       one per line: TOKEN [read|write|admin] [user=NAME\n"
+            "                       groups=A,B quota.KEY=N ...] (default role write; default:\n"
+            "                       no authentication; SIGHUP or `reload` re-reads it)\n"
             "  --curve-secret-file FILE  encrypt with ZeroMQ CURVE using the server secret key\n"
             "                       in FILE (clients need the matching public key)\n"
             "  --curve-keygen PREFIX  write a new key pair to PREFIX.key and PREFIX.pub, exit\n"
@@ -98,28 +100,6 @@ static void usage(FILE *out) {
             DEFAULT_IDLE_RELEASE);
 }
 
-/* "4G", "512M", "1048576" -> bytes; -1 when malformed or overflowing. */
-static int parse_bytes(const char *s, uint64_t *out) {
-    char *end;
-    errno = 0;
-    if (!isdigit((unsigned char)*s)) return -1;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno) return -1;
-    int shift = 0;
-    switch (toupper((unsigned char)*end)) {
-    case '\0': break;
-    case 'K': shift = 10; break;
-    case 'M': shift = 20; break;
-    case 'G': shift = 30; break;
-    case 'T': shift = 40; break;
-    default: return -1;
-    }
-    if (*end && end[1] && !(toupper((unsigned char)end[1]) == 'B' && !end[2])) return -1;
-    if (shift && v > (UINT64_MAX >> shift)) return -1;
-    *out = (uint64_t)v << shift;
-    return 0;
-}
-
 /* Seconds, decimals allowed, from 0 to a day; -1 when malformed. */
 static int parse_seconds(const char *s, double *out) {
     char *end;
@@ -137,50 +117,6 @@ static int parse_int(const char *s, long lo, long hi, int *out) {
     if (errno || *end || end == s || v < lo || v > hi) return -1;
     *out = (int)v;
     return 0;
-}
-
-/* Token file: one token per line, optionally followed by its role, `read` or `write`
- * (default write); blank lines and lines starting with '#' are skipped. */
-static int read_tokens(const char *path) {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        fprintf(stderr, "h5arkd: cannot read token file %s: %s\n", path, strerror(errno));
-        return -1;
-    }
-    char line[4096];
-    int lineno = 0, rc = 0;
-    while (rc == 0 && fgets(line, sizeof line, f)) {
-        lineno++;
-        char *secret = strtok(line, " \t\r\n");
-        if (!secret || *secret == '#') continue;
-        char *role = strtok(NULL, " \t\r\n");
-        char *extra = role ? strtok(NULL, " \t\r\n") : NULL;
-        bool may_write = true;
-        if (role && strcmp(role, "read") == 0)
-            may_write = false;
-        else if (role && strcmp(role, "write") != 0)
-            role = NULL, extra = "";
-        if (extra) {
-            fprintf(stderr, "h5arkd: %s line %d: expected 'TOKEN [read|write]'\n", path, lineno);
-            rc = -1;
-            break;
-        }
-        struct token *t = realloc(config.tokens, (config.ntokens + 1) * sizeof *t);
-        if (!t || !(secret = strdup(secret))) {
-            fprintf(stderr, "h5arkd: out of memory reading %s\n", path);
-            if (t) config.tokens = t;
-            rc = -1;
-            break;
-        }
-        config.tokens = t;
-        config.tokens[config.ntokens++] = (struct token){secret, may_write};
-    }
-    fclose(f);
-    if (rc == 0 && config.ntokens == 0) {
-        fprintf(stderr, "h5arkd: token file %s holds no token\n", path);
-        rc = -1;
-    }
-    return rc;
 }
 
 /* The first line of a key file, which must be a 40-character Z85 key. */
@@ -324,14 +260,14 @@ static int configure(int argc, char **argv) {
             break;
         case O_DATA: data_dir = optarg; break;
         case O_MEM:
-            if (parse_bytes(optarg, &config.max_memory) || config.max_memory == 0) {
+            if (memlimit_parse_bytes(optarg, &config.max_memory) || config.max_memory == 0) {
                 fprintf(stderr, "h5arkd: --max-memory takes bytes, e.g. 1073741824 or 4G\n");
                 return -1;
             }
             max_memory_set = true;
             break;
         case O_CACHE:
-            if (parse_bytes(optarg, &config.shard_cache)) {
+            if (memlimit_parse_bytes(optarg, &config.shard_cache)) {
                 fprintf(stderr, "h5arkd: --shard-cache takes bytes, e.g. 1G, or 0 for none\n");
                 return -1;
             }
@@ -354,7 +290,7 @@ static int configure(int argc, char **argv) {
             config.max_queue = (size_t)q;
             break;
         case O_MSG:
-            if (parse_bytes(optarg, &config.max_message) || config.max_message == 0) {
+            if (memlimit_parse_bytes(optarg, &config.max_message) || config.max_message == 0) {
                 fprintf(stderr, "h5arkd: --max-message takes bytes, e.g. 64M\n");
                 return -1;
             }
@@ -414,7 +350,16 @@ static int configure(int argc, char **argv) {
         return -1;
     }
     /* only rank 0 serves clients: the other ranks' hosts need not hold these files */
-    if (token_file && ranks_self() == 0 && read_tokens(token_file)) return -1;
+    if (token_file && ranks_self() == 0) {
+        users_table *t;
+        char why[1024];
+        if (users_load(token_file, &t, why, sizeof why)) {
+            fprintf(stderr, "h5arkd: %s\n", why);
+            return -1;
+        }
+        users_install(t);
+        config.token_file = token_file;
+    }
     if (curve_file && ranks_self() == 0 && read_key(curve_file, config.curve_secret)) return -1;
     return 0;
 }
@@ -538,9 +483,7 @@ int main(int argc, char **argv) {
     shardcache_shutdown();
     sandbox_stop();
     locales_stop();
-    for (size_t i = 0; i < config.ntokens; i++)
-        free(config.tokens[i].secret);
-    free(config.tokens);
+    users_install(NULL);
     H5close();
     ranks_finalize();
     return rc == 0 ? 0 : 1;

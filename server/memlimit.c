@@ -1,6 +1,7 @@
 /* The cgroup memory limit behind the default --max-memory (memlimit.h). */
 #include "memlimit.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -90,4 +91,26 @@ uint64_t memlimit_cgroup(const char *root) {
 uint64_t memlimit_default(uint64_t phys, uint64_t cgroup_limit) {
     uint64_t m = cgroup_limit && (!phys || cgroup_limit < phys) ? cgroup_limit : phys;
     return m / 2;
+}
+
+/* "4G", "512M", "1048576" -> bytes; -1 when malformed or overflowing. */
+int memlimit_parse_bytes(const char *s, uint64_t *out) {
+    char *end;
+    errno = 0;
+    if (!isdigit((unsigned char)*s)) return -1;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno) return -1;
+    int shift = 0;
+    switch (toupper((unsigned char)*end)) {
+    case '\0': break;
+    case 'K': shift = 10; break;
+    case 'M': shift = 20; break;
+    case 'G': shift = 30; break;
+    case 'T': shift = 40; break;
+    default: return -1;
+    }
+    if (*end && end[1] && !(toupper((unsigned char)end[1]) == 'B' && !end[2])) return -1;
+    if (shift && v > (UINT64_MAX >> shift)) return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
 }

@@ -21,4 +21,8 @@ uint64_t memlimit_cgroup(const char *root);
  * and smaller. */
 uint64_t memlimit_default(uint64_t phys, uint64_t cgroup_limit);
 
+/* A size as --max-memory takes it: "4G", "512M", "1048576" (K, M, G, T: powers of 1024, an
+ * optional B after); -1 when malformed or overflowing. */
+int memlimit_parse_bytes(const char *s, uint64_t *out);
+
 #endif

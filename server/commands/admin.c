@@ -41,7 +41,7 @@ static int cmd_getconfig(command_ctx *ctx, h5ark_error *err) {
         reply_set(ctx, "memory_cached", h5ark_value_uint(shardcache_bytes()), err) ||
         reply_set(ctx, "memory_resident", h5ark_value_uint(memory_resident()), err) ||
         reply_set(ctx, "idle_release", h5ark_value_float(config.give_back_after), err) ||
-        reply_set(ctx, "auth", h5ark_value_bool(config.ntokens > 0), err) ||
+        reply_set(ctx, "auth", h5ark_value_bool(config.token_file != NULL), err) ||
         reply_set(ctx, "encrypted", h5ark_value_bool(config.curve_secret[0] != '\0'), err) ||
         reply_set(ctx, "hdf5_version", h5ark_value_str(hdf5), err) ||
         reply_set(ctx, "zmq_version", h5ark_value_str(zmqv), err) ||

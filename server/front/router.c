@@ -313,7 +313,7 @@ int router_run(void *zmq_context, h5ark_error *err) {
            "bytes%s%s%s%s%s%s%s\n",
            H5ARK_VERSION_STRING, bound, locales_count(), locales_count() == 1 ? "" : "s",
            config.data_dir, (unsigned long long)config.max_memory,
-           config.ntokens ? ", token required" : "",
+           config.token_file ? ", token required" : "",
            config.curve_secret[0] ? ", CURVE encryption" : "",
            metrics ? ", metrics at http://" : "", metrics ? metrics : "", metrics ? "/metrics" : "",
            arkouda ? ", Arkouda clients at " : "", arkouda ? arkouda_endpoint() : "");

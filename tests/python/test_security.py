@@ -69,7 +69,8 @@ def test_bad_tokens(guarded, token):
     assert rep["error"]["code"] == "unauthorized"
 
 
-@pytest.mark.parametrize("content", ["", "# only a comment\n", "tok admin\n", "tok read extra\n"])
+@pytest.mark.parametrize("content", ["", "# only a comment\n", "tok superuser\n", "tok read extra\n",
+                                     "tok user=a\ntok2\n"])
 def test_bad_token_files(tmp_path, content):
     token_file = tmp_path / "tokens"
     token_file.write_text(content)

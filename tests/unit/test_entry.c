@@ -84,8 +84,16 @@ static entry_call call_of(door_state *d, const char *token, bool read_only) {
                         .door = d};
 }
 
+/* Put the token file `text` in force. */
+static void tokens(const char *text) {
+    users_table *t;
+    char why[256];
+    CHECK(users_parse(text, strlen(text), "tokens", &t, why, sizeof why) == 0);
+    users_install(t);
+}
+
 static void test_no_tokens(void) {
-    config.ntokens = 0;
+    users_install(NULL);
     door_state d = {0};
     entry_call c = call_of(&d, NULL, false);
     h5ark_error err = {0};
@@ -98,10 +106,7 @@ static void test_no_tokens(void) {
 }
 
 static void test_tokens(void) {
-    char writer[] = "writer-secret", reader_secret[] = "reader-secret";
-    struct token tokens[] = {{writer, true}, {reader_secret, false}};
-    config.tokens = tokens;
-    config.ntokens = 2;
+    tokens("writer-secret write\nreader-secret read\n");
     h5ark_error err;
 
     door_state d = {0};
@@ -148,8 +153,7 @@ static void test_tokens(void) {
     c.known = &entry_forwarded;
     CHECK(entry_run(&c, &err) == 0 && c.who.may_write);
 
-    config.ntokens = 0;
-    config.tokens = NULL;
+    users_install(NULL);
 }
 
 static void test_refusals_in_order(void) {
@@ -175,10 +179,7 @@ static void test_listed_and_parts(void) {
     req.identity_len = 8;
     h5ark_error err = {0};
 
-    char secret[] = "reader-secret";
-    struct token tokens[] = {{secret, false}};
-    config.tokens = tokens;
-    config.ntokens = 1;
+    tokens("reader-secret read\n");
     door_state d = {.open_part = true, .nested_seen = {.token = -1, .may_write = true}};
     entry_call c = call_of(&d, "reader-secret", true);
     c.req = &req;
@@ -198,8 +199,7 @@ static void test_listed_and_parts(void) {
     CHECK(entry_run(&c, &err) == 0);
     CHECK(d.ran == 1 && d.listed == 0);
     h5ark_value_destroy(&req.header);
-    config.ntokens = 0;
-    config.tokens = NULL;
+    users_install(NULL);
 }
 
 int main(void) {

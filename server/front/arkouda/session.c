@@ -76,7 +76,7 @@ static int cmd_getconfig(ak_ctx *ctx, h5ark_error *err) {
         "serverHostname", host, "ServerPort", (int)endpoint_port(), "numLocales", locales_count(),
         "numNodes", nodes, "numPUs", (json_int_t)pus, "maxTaskPar", locales_count(),
         "physicalMemory", mem, "distributionType", "domain(1,int(64),one)", "LocaleConfigs", locale,
-        "authenticate", config.ntokens > 0, "logLevel", "INFO", "logChannel", "CONSOLE",
+        "authenticate", config.token_file != NULL, "logLevel", "INFO", "logChannel", "CONSOLE",
         "regexMaxCaptures", 20, "byteorder", *(const uint8_t *)&probe ? "little" : "big",
         "autoShutdown", 0, "serverInfoNoSplash", 0);
     return reply_json(ctx, c, err);
