@@ -152,7 +152,6 @@ int registry_check_name(const char *name, h5ark_error *err) {
     return 0;
 }
 
-
 /* ---- namespaces ---------------------------------------------------------------------- */
 
 registry_scope registry_enter(const user *who, bool admin) {
@@ -318,8 +317,7 @@ object *registry_get(const char *name, h5ark_error *err) {
  * read it, not_found when not (no one learns what others hold). */
 static int not_theirs(const target *t, const char *name, const char *what, h5ark_error *err) {
     if (t->ok && *find(t->owner, t->name) && readable(t->owner, t->name))
-        return h5ark_fail(err, H5ARK_FORBIDDEN, "only the owner of '%.300s' may %s it", name,
-                          what);
+        return h5ark_fail(err, H5ARK_FORBIDDEN, "only the owner of '%.300s' may %s it", name, what);
     not_found(name, err);
     return -1;
 }

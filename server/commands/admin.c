@@ -1,5 +1,5 @@
 /* Commands about the daemon and its registry: ping getconfig status info delete clear
- * share unshare shutdown, and the test-only fault. */
+ * share unshare register unregister shutdown, and the test-only fault. */
 #include "commands.h"
 
 #include "config.h"
@@ -8,6 +8,7 @@
 #include "memory.h"
 #include "front/gateway.h"
 #include "metrics.h"
+#include "dist/ranks.h"
 #include "dist/spmd.h"
 #include "registry.h"
 #include "shardcache.h"
@@ -105,7 +106,8 @@ static int cmd_delete(command_ctx *ctx, h5ark_error *err) {
         const char *name = h5ark_value_at(names, i)->as.s.ptr;
         h5ark_error ignore;
         /* a name listed twice, or deleted meanwhile by another client, is not an error */
-        if (registry_delete(name, false, &ignore) == 0) h5ark_value_push(deleted, h5ark_value_str(name));
+        if (registry_delete(name, false, &ignore) == 0)
+            h5ark_value_push(deleted, h5ark_value_str(name));
     }
     return reply_set(ctx, "deleted", deleted, err);
 }
@@ -160,6 +162,34 @@ static int cmd_share(command_ctx *ctx, h5ark_error *err) {
 
 static int cmd_unshare(command_ctx *ctx, h5ark_error *err) {
     return change_grants(ctx, false, err);
+}
+
+/* register {"name", "as"}: the object `name` (the caller's, or one shared with them) under a
+ * second name `as` of the caller's, marked registered (Arkouda's registry) */
+static int cmd_register(command_ctx *ctx, h5ark_error *err) {
+    object *obj = registry_get(arg_str(ctx, "name", ""), err);
+    object *twin = obj ? object_twin(obj, err) : NULL;
+    object_release(obj);
+    if (!twin) return ranks_agree(-1, err);
+    twin->registered = true;
+    const char *key = "object";
+    int rc = command_publish_all(ctx, &twin, &key, 1, arg_str(ctx, "as", ""), err);
+    object_release(twin);
+    return rc;
+}
+
+/* unregister {"name"}: the caller's registered name goes (the object it was made from
+ * stays under its own name) */
+static int cmd_unregister(command_ctx *ctx, h5ark_error *err) {
+    const char *name = arg_str(ctx, "name", "");
+    object *obj = registry_get(name, err);
+    bool registered = obj && obj->registered;
+    object_release(obj);
+    if (!obj) return -1;
+    if (!registered)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "'%.300s' is not a registered name", name);
+    if (registry_remove(name, err)) return -1;
+    return reply_set(ctx, "deleted", h5ark_value_str(name), err);
 }
 
 static int cmd_shutdown(command_ctx *ctx, h5ark_error *err) {
@@ -254,6 +284,11 @@ const command_def admin_commands[] = {
      cmd_unshare,
      {{"names", ARG_STR_ARRAY, true}, {"with", ARG_STR_ARRAY, true}, {0}},
      .ranks = RANKS_EVERY},
+    {"register",
+     cmd_register,
+     {{"name", ARG_STR, true}, {"as", ARG_STR, true}, {0}},
+     .ranks = RANKS_EVERY},
+    {"unregister", cmd_unregister, {{"name", ARG_STR, true}, {0}}, .ranks = RANKS_EVERY},
     {"shutdown", cmd_shutdown, {{0}}, .ranks = RANKS_ZERO},
     {"fault",
      cmd_fault,

@@ -239,6 +239,29 @@ int object_set_extra(object *obj, const char *key, h5ark_value *val, h5ark_error
     return 0;
 }
 
+object *object_twin(const object *obj, h5ark_error *err) {
+    object *t = object_alloc(obj->objtype, obj->dtype, obj->size, err);
+    if (!t) return NULL;
+    t->ndim = obj->ndim;
+    memcpy(t->shape, obj->shape, sizeof t->shape);
+    t->tag = obj->tag;
+    t->max_bits = obj->max_bits;
+    t->values = darray_ref(obj->values);
+    t->segments = darray_ref(obj->segments);
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < obj->ncomponents; i++)
+        rc = object_add_component(t, obj->components[i].name, obj->components[i].obj, err);
+    if (rc == 0 && obj->na_value && !(t->na_value = strdup(obj->na_value)))
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (rc == 0 && obj->extra && !(t->extra = h5ark_value_copy(obj->extra)))
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (rc) {
+        object_release(t);
+        return NULL;
+    }
+    return t;
+}
+
 object *object_ref(object *obj) {
     if (obj) atomic_fetch_add(&obj->refs, 1);
     return obj;
@@ -283,6 +306,7 @@ h5ark_value *object_describe_as(const object *obj, const char *name) {
         h5ark_value_push(shape, h5ark_value_uint(obj->shape[i]));
     int rc = h5ark_value_set(d, "name", h5ark_value_str(name ? name : ""));
     if (obj->owner) rc |= h5ark_value_set(d, "owner", h5ark_value_str(obj->owner));
+    if (obj->registered) rc |= h5ark_value_set(d, "registered", h5ark_value_bool(true));
     rc |= h5ark_value_set(d, "objtype", h5ark_value_str(h5ark_objtype_name(obj->objtype)));
     rc |= h5ark_value_set(d, "dtype", h5ark_value_str(h5ark_dtype_name(obj->dtype)));
     rc |= h5ark_value_set(d, "size", h5ark_value_uint(obj->size));

@@ -301,6 +301,10 @@ size_t ak_itemsize(const object *obj) {
 }
 
 char *ak_created(const object *obj) {
+    return ak_created_as(obj, obj->name);
+}
+
+char *ak_created_as(const object *obj, const char *name) {
     char shape[OBJECT_MAX_DIMS * 21 + 3] = "[";
     size_t at = 1;
     unsigned ndim = obj->ndim ? obj->ndim : 1;
@@ -311,11 +315,11 @@ char *ak_created(const object *obj) {
     char *text = NULL;
     int n;
     if (obj->objtype == H5ARK_STRINGS)
-        n = asprintf(&text, "created %s str %llu 1 [%llu] 1+created bytes.size %llu", obj->name,
+        n = asprintf(&text, "created %s str %llu 1 [%llu] 1+created bytes.size %llu", name,
                      (unsigned long long)obj->size, (unsigned long long)obj->size,
                      (unsigned long long)(obj->values ? obj->values->size : 0));
     else
-        n = asprintf(&text, "created %s %s %llu %u %s %zu", obj->name, ak_dtype_name(obj->dtype),
+        n = asprintf(&text, "created %s %s %llu %u %s %zu", name, ak_dtype_name(obj->dtype),
                      (unsigned long long)obj->size, ndim, shape, ak_itemsize(obj));
     return n < 0 ? NULL : text;
 }

@@ -61,6 +61,7 @@ const char *ak_dtype_name(h5ark_dtype dtype);
 /* "created <name> <dtype> <size> <ndim> [<shape>] <itemsize>", for strings followed by
  * "+created bytes.size <n>". malloc'd; NULL when out of memory. */
 char *ak_created(const object *obj);
+char *ak_created_as(const object *obj, const char *name); /* under the name the client gave */
 /* The item size Arkouda's server gives an array of obj's dtype (a bigint's: 16). */
 size_t ak_itemsize(const object *obj);
 

@@ -11,8 +11,9 @@
 #include <string.h>
 
 static const ak_command *const families[] = {
-    ak_session_commands, ak_transfer_commands, ak_hdf_commands,     ak_compute_commands,
-    ak_select_commands,  ak_group_commands,    ak_strings_commands, ak_bigint_commands};
+    ak_session_commands, ak_transfer_commands, ak_hdf_commands,
+    ak_compute_commands, ak_select_commands,   ak_group_commands,
+    ak_strings_commands, ak_bigint_commands,   ak_registry_commands};
 
 const ak_command *ak_command_find(const char *base) {
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
@@ -90,7 +91,7 @@ char *ak_created_of(const h5ark_value *desc, const char *name, h5ark_error *err)
         h5ark_fail(err, H5ARK_INTERNAL, "%s made no object", name);
         return NULL;
     }
-    char *text = ak_created(obj);
+    char *text = ak_created_as(obj, made->as.s.ptr); /* "alice/x" stays so */
     object_release(obj);
     if (!text) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     return text;

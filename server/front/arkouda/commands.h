@@ -52,6 +52,7 @@ extern const ak_command ak_select_commands[];   /* [int] [slice] [pdarray] conca
 extern const ak_command ak_group_commands[];    /* unique gbbroadcast segmentedReduction */
 extern const ak_command ak_strings_commands[];  /* randomStrings segmented* concatenateStr */
 extern const ak_command ak_bigint_commands[];   /* get_max_bits set_max_bits */
+extern const ak_command ak_registry_commands[]; /* register attach list_registry unregister */
 
 /* The last template parameter, the rank: only 1-d arrays here (bad_request). */
 int ak_check_rank(ak_ctx *ctx, h5ark_error *err);
