@@ -560,6 +560,32 @@ int registry_share(const char *name, const char *const *subjects, size_t n, bool
     return rc;
 }
 
+h5ark_value *registry_grants_of(const object *obj) {
+    h5ark_value *list = h5ark_value_array();
+    pthread_mutex_lock(&lock);
+    registry_account *owner = obj->owner ? account_of(obj->owner, false) : NULL;
+    grant *g = obj->name ? grant_of(owner, obj->name) : NULL;
+    for (size_t i = 0; list && g && i < g->n; i++)
+        if (h5ark_value_push(list, h5ark_value_str(g->subjects[i]))) h5ark_value_destroy(&list);
+    pthread_mutex_unlock(&lock);
+    return list;
+}
+
+int registry_restore(object *obj, const char *owner, const char *name, const char *const *grants,
+                     size_t ngrants, h5ark_error *err) {
+    /* as the owner would publish and share it, an admin's scope for the grants */
+    user as = {.name = owner, .quota = {-1, -1, -1, -1}};
+    registry_scope previous = registry_enter(owner ? &as : NULL, true);
+    h5ark_value *list = NULL;
+    int rc = registry_publish(obj, name, err);
+    if (rc == 0 && owner && ngrants &&
+        (rc = registry_share(name, grants, ngrants, true, &list, err)) != 0)
+        registry_remove(name, NULL); /* all of it or none */
+    h5ark_value_destroy(&list);
+    registry_leave(previous);
+    return rc;
+}
+
 static void grow(void) {
     size_t n = nbuckets * 2;
     entry **nb = calloc(n, sizeof *nb);

@@ -69,6 +69,13 @@ void registry_uncharge(registry_account *account, uint64_t bytes);
 int registry_share(const char *name, const char *const *subjects, size_t n, bool share,
                    h5ark_value **grants, h5ark_error *err);
 
+/* For checkpoints (SERVICE.md §5): the subjects obj's name is shared with (a new array,
+ * empty when none; NULL when out of memory), and obj published again under `owner` (NULL:
+ * none) and `name` with those grants, whoever calls. */
+h5ark_value *registry_grants_of(const object *obj);
+int registry_restore(object *obj, const char *owner, const char *name, const char *const *grants,
+                     size_t ngrants, h5ark_error *err);
+
 /* Check a client-chosen name: 1..255 printable characters, no '/'. */
 int registry_check_name(const char *name, h5ark_error *err);
 /* Publish obj under `name` (NULL: a fresh unique name) in the caller's namespace (a name
