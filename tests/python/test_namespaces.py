@@ -362,3 +362,26 @@ def test_load_several_users_never_see_each_other(tmp_path):
                        "info"))["objects"] == []
     finally:
         d.cleanup()
+
+
+def test_python_client_share(tmp_path):
+    """The Python client's share/unshare/clear(all) as one user and another."""
+    import h5ark
+    d = start(tmp_path)
+    try:
+        with h5ark.Client(d.endpoint, token="tok-alice") as alice, \
+                h5ark.Client(d.endpoint, token="tok-bob") as bob, \
+                h5ark.Client(d.endpoint, token="tok-root") as root:
+            x = alice.array(np.arange(4), name="x")
+            assert alice.share(x, ["bob", "g:physics"]) == {"x": ["bob", "g:physics"]}
+            [seen] = bob.info(["alice/x"])
+            assert seen.name == "alice/x" and list(seen.to_ndarray()) == [0, 1, 2, 3]
+            assert alice.unshare("x", "bob") == {"x": ["g:physics"]}
+            assert alice.unshare("x", "g:physics") == {"x": []}
+            with pytest.raises(h5ark.H5arkError):
+                bob.info(["alice/x"])
+            with pytest.raises(h5ark.H5arkError):
+                bob.clear(all=True)
+            assert root.clear(all=True) == 1
+    finally:
+        d.cleanup()
