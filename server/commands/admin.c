@@ -206,7 +206,8 @@ const command_def admin_commands[] = {
      .ranks = RANKS_ZERO},
     {"delete", cmd_delete, {{"names", ARG_STR_ARRAY, true}, {0}}, .ranks = RANKS_EVERY},
     {"clear", cmd_clear, {{0}}, .ranks = RANKS_EVERY},
-    {"shutdown", cmd_shutdown, {{0}}, .ranks = RANKS_ZERO},
+    /* a shared service is stopped by its admins */
+    {"shutdown", cmd_shutdown, {{0}}, .admin_only = true, .ranks = RANKS_ZERO},
     {"fault",
      cmd_fault,
      {{"class", ARG_STR, false},
