@@ -289,7 +289,8 @@ const command_def admin_commands[] = {
      {{"name", ARG_STR, true}, {"as", ARG_STR, true}, {0}},
      .ranks = RANKS_EVERY},
     {"unregister", cmd_unregister, {{"name", ARG_STR, true}, {0}}, .ranks = RANKS_EVERY},
-    {"shutdown", cmd_shutdown, {{0}}, .ranks = RANKS_ZERO},
+    /* a shared service is stopped by its admins */
+    {"shutdown", cmd_shutdown, {{0}}, .admin_only = true, .ranks = RANKS_ZERO},
     {"fault",
      cmd_fault,
      {{"class", ARG_STR, false},
