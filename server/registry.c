@@ -168,6 +168,13 @@ const char *registry_viewer(void) {
     return scope.who ? scope.who->name : NULL;
 }
 
+const char *registry_name_for(const object *obj, char *buf) {
+    const char *viewer = registry_viewer();
+    if (!obj->owner || !obj->name || (viewer && strcmp(viewer, obj->owner) == 0)) return obj->name;
+    snprintf(buf, REGISTRY_MAX_NAME * 2, "%s/%s", obj->owner, obj->name);
+    return buf;
+}
+
 /* The account named `name` (under lock); made when `make`. NULL: none, or out of memory. */
 static registry_account *account_of(const char *name, bool make) {
     for (registry_account *a = accounts; a; a = a->next)

@@ -53,6 +53,9 @@ registry_scope registry_enter(const user *who, bool admin); /* answers the scope
 void registry_leave(registry_scope previous);
 /* The user whose scope this thread is in; NULL: none (users off). */
 const char *registry_viewer(void);
+/* obj's name as this thread's caller gives it: its own name, or "OWNER/NAME" for
+ * another's (written into buf, of at least REGISTRY_MAX_NAME * 2 bytes). */
+const char *registry_name_for(const object *obj, char *buf);
 
 /* An owner's account of memory (darray.h's arrays charge it). NULL: users off. */
 typedef struct registry_account registry_account;

@@ -338,13 +338,8 @@ h5ark_value *object_describe_as(const object *obj, const char *name) {
 }
 
 h5ark_value *object_describe(const object *obj) {
-    /* another's object, as the caller names it */
-    const char *viewer = registry_viewer();
-    if (!obj->owner || !obj->name || (viewer && strcmp(viewer, obj->owner) == 0))
-        return object_describe_as(obj, obj->name);
-    char name[2 * 256 + 2];
-    snprintf(name, sizeof name, "%s/%s", obj->owner, obj->name);
-    return object_describe_as(obj, name);
+    char name[REGISTRY_MAX_NAME * 2];
+    return object_describe_as(obj, registry_name_for(obj, name));
 }
 
 /* ---- an object whole on rank 0 -------------------------------------------------------- */

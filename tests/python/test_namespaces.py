@@ -213,9 +213,16 @@ def test_shared_inputs_of_every_kind_of_command(svc, tmp_path):
     fails(send(c, "slice", {"array": "alice/k", "start": 1, "stop": 4}), "not_found")
 
 
+def usage(who):
+    u = ok(send(who, "whoami"))["usage"]
+    return u["memory"], u["objects"]
+
+
 def test_quota_memory_exact_before_allocating(svc):
     q = svc.as_["quota"]
+    assert usage(q) == (0, 0)
     put_array(q, np.arange(400), name="big")  # 3200 of 4096 bytes
+    assert usage(q) == (3200, 1)
     msg = fails(send(q, "put", {"objtype": "pdarray", "dtype": "int64", "shape": [200]},
                      [b"\0" * 1600], [{"name": "values", "nbytes": 1600}]), "resource_limit")
     assert all(w in msg for w in ("quota.memory", "3200", "1600", "4096")), msg
@@ -235,16 +242,23 @@ def test_quota_memory_exact_before_allocating(svc):
     finally:
         ak.close()
     assert names_of(ok(send(q, "info"))) == [("big", "quota")]
+    assert usage(q) == (3200, 1)
     # deleting gives it back, exactly
     ok(send(q, "delete", {"names": ["big"]}))
+    assert usage(q) == (0, 0)
     put_array(q, np.arange(512), name="full")  # 4096: exactly the quota
+    assert usage(q) == (4096, 1)
     fails(send(q, "put", {"objtype": "pdarray", "dtype": "int8", "shape": [1]},
                 [b"\0"], [{"name": "values", "nbytes": 1}]), "resource_limit", "quota.memory")
     ok(send(q, "clear"))
+    assert usage(q) == (0, 0)
     res = ok(send(q, "readhdf", {"paths": ["q.h5"], "datasets": ["v"]}))
     assert res["objects"]["v"]["owner"] == "quota"
-    # other users are not bound by it
+    assert usage(q) == (2400, 1)
+    # other users are not bound by it, nor counted in it
     put_array(svc.as_["alice"], np.arange(10000), name="a")
+    assert usage(svc.as_["alice"]) == (80000, 1)
+    assert usage(q) == (2400, 1)
 
 
 def test_quota_objects(svc):
@@ -254,7 +268,9 @@ def test_quota_objects(svc):
     msg = fails(send(q, "put", {"objtype": "pdarray", "dtype": "int64", "shape": [1]},
                      [b"\0" * 8], [{"name": "values", "nbytes": 8}]), "resource_limit")
     assert "quota.objects" in msg and "3" in msg
+    assert usage(q) == (24, 3)
     ok(send(q, "delete", {"names": ["o0"]}))
+    assert usage(q) == (16, 2)
     put_array(q, np.arange(1), name="o3")
     fails(send(q, "put", {"objtype": "pdarray", "dtype": "int64", "shape": [1]},
                [b"\0" * 8], [{"name": "values", "nbytes": 8}]), "resource_limit",
@@ -291,6 +307,11 @@ def test_arkouda_namespaces_and_registry(svc):
                                    {"op": "+", "a": "alice/reg", "b": "alice/reg"}))
         assert list(get_array(svc.as_["bob"], out.group(1), "int64")) == [0, 2, 4, 6, 8]
         assert "only the owner" in bob.error("delete", {"name": "alice/reg"})
+        seen = {o["name"]: o["registered"] for o in json.loads(bob.ok("info", {
+            "names": "__AllSymbols__"}))}
+        assert seen == {"alice/reg": True, out.group(1): False}
+        assert [o["name"] for o in json.loads(alice.ok("info", {
+            "names": "__RegisteredSymbols__"}))] == ["reg"]
         assert "no object named" in carol.error("attach", {"name": "alice/reg"})
         assert json.loads(json.loads(bob.ok("list_registry"))["Objects"]) == []
         # unregister: the name goes, the array it came from stays

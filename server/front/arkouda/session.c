@@ -109,32 +109,34 @@ static int cmd_delete(ak_ctx *ctx, h5ark_error *err) {
 }
 
 static json_t *describe(const object *obj) {
+    char name[REGISTRY_MAX_NAME * 2];
     json_t *shape = json_array();
     unsigned ndim = obj->ndim ? obj->ndim : 1;
     for (unsigned d = 0; d < ndim; d++)
         json_array_append_new(shape,
                               json_integer((json_int_t)(obj->ndim ? obj->shape[d] : obj->size)));
     bool strings = obj->objtype == H5ARK_STRINGS;
-    return json_pack("{s:s,s:s,s:I,s:i,s:o,s:i,s:b}", "name", obj->name, "dtype",
+    return json_pack("{s:s,s:s,s:I,s:i,s:o,s:i,s:b}", "name", registry_name_for(obj, name), "dtype",
                      strings ? "str" : ak_dtype_name(obj->dtype), "size", (json_int_t)obj->size,
                      "ndim", (int)ndim, "shape", shape, "itemsize",
-                     strings ? 1 : (int)ak_itemsize(obj), "registered", 0);
+                     strings ? 1 : (int)ak_itemsize(obj), "registered", (int)obj->registered);
 }
 
-/* names: "__AllSymbols__", "__RegisteredSymbols__" (nothing is registered here), a name,
- * or a JSON list of names. */
+/* names: "__AllSymbols__", "__RegisteredSymbols__" (the caller's registered names), a
+ * name, or a JSON list of names. */
 static int cmd_info(ak_ctx *ctx, h5ark_error *err) {
     const char *names;
     if (ak_arg_str(ctx->in, "names", &names, err)) return -1;
     json_t *list = json_array();
     if (!list) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    if (strcmp(names, "__AllSymbols__") == 0) {
+    bool registered = strcmp(names, "__RegisteredSymbols__") == 0;
+    if (registered || strcmp(names, "__AllSymbols__") == 0) {
         size_t n;
         object **all = registry_list(&n);
         for (size_t i = 0; i < n; i++)
-            json_array_append_new(list, describe(all[i]));
+            if (!registered || all[i]->registered) json_array_append_new(list, describe(all[i]));
         registry_list_free(all, n);
-    } else if (strcmp(names, "__RegisteredSymbols__") != 0) {
+    } else {
         json_t *given =
             names[0] == '[' ? ak_arg_list(ctx->in, "names", err) : json_pack("[s]", names);
         if (!given) {
