@@ -38,6 +38,15 @@ int ak_reply(ak_ctx *ctx, h5ark_error *err, const char *fmt, ...) {
     return 0;
 }
 
+int ak_reply_value(ak_ctx *ctx, json_t *value, h5ark_error *err) {
+    char *text = value ? json_dumps(value, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(value);
+    if (!text) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    free(ctx->msg);
+    ctx->msg = text;
+    return 0;
+}
+
 int ak_reply_created(ak_ctx *ctx, object *obj, h5ark_error *err) {
     int rc = registry_publish(obj, NULL, err);
     if (ranks_call_seq()) { /* published on every rank or on none */

@@ -76,6 +76,8 @@ ranks_mode ak_command_ranks(const ak_command *c, const ak_request *in);
 /* Reply helpers. */
 int ak_reply(ak_ctx *ctx, h5ark_error *err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Reply value (taken; NULL: out of memory) as JSON text. */
+int ak_reply_value(ak_ctx *ctx, json_t *value, h5ark_error *err);
 /* Publish obj under a fresh name and reply its `created ...` text. */
 int ak_reply_created(ak_ctx *ctx, object *obj, h5ark_error *err);
 /* The object named by argument `key`, which must be of objtype `want` (or any when

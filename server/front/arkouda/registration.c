@@ -26,15 +26,19 @@ static const char *objtype_of(const h5ark_value *desc) {
                                                                                        : "PDARRAY";
 }
 
-/* The one descriptor of the native info of `name`; NULL with err (res freed). */
-static const h5ark_value *describe(ak_ctx *ctx, const char *name, dispatch_result *res,
-                                   h5ark_error *err) {
-    if (ak_describe(ctx, name, res, err)) return NULL;
-    const h5ark_value *list = h5ark_value_get(res->result, "objects");
-    if (list && h5ark_value_len(list) == 1) return h5ark_value_at(list, 0);
-    dispatch_result_free(res);
-    h5ark_fail(err, H5ARK_INTERNAL, "info of '%.300s' described no object", name);
-    return NULL;
+/* The argument `name`, and what the native info says of it: Arkouda's ObjType (NULL when
+ * none of array_types) and, when `created` is not NULL and it is one, its created text. */
+static int described(ak_ctx *ctx, const char **name, const char **type, char **created,
+                     h5ark_error *err) {
+    dispatch_result res;
+    if (ak_arg_str(ctx->in, "name", name, err) || ak_describe(ctx, *name, &res, err)) return -1;
+    const h5ark_value *list = h5ark_value_get(res.result, "objects");
+    const h5ark_value *desc = list && h5ark_value_len(list) == 1 ? h5ark_value_at(list, 0) : NULL;
+    *type = desc ? objtype_of(desc) : NULL;
+    int rc = desc ? 0 : h5ark_fail(err, H5ARK_INTERNAL, "info described no object");
+    if (rc == 0 && created && *type && !(*created = ak_created_of(desc, "attach", err))) rc = -1;
+    dispatch_result_free(&res);
+    return rc;
 }
 
 /* A native command of one name argument (and `as`, when not NULL). */
@@ -73,40 +77,24 @@ static int cmd_register(ak_ctx *ctx, h5ark_error *err) {
 
 /* attach {name}: {"objType", "create"} as Arkouda's server answers */
 static int cmd_attach(ak_ctx *ctx, h5ark_error *err) {
-    const char *name;
-    if (ak_arg_str(ctx->in, "name", &name, err)) return -1;
-    dispatch_result res;
-    const h5ark_value *desc = describe(ctx, name, &res, err);
-    if (!desc) return -1;
-    const char *type = objtype_of(desc);
-    char *created = type ? ak_created_of(desc, "attach", err) : NULL;
-    dispatch_result_free(&res);
+    const char *name, *type;
+    char *created = NULL;
+    if (described(ctx, &name, &type, &created, err)) return -1;
     if (!type)
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
                           "'%.300s' is not an array this server attaches (pdarray, Strings, "
                           "Datetime, Timedelta, IPv4)",
                           name);
-    if (!created) return -1;
     json_t *reply = json_pack("{s:s,s:s}", "objType", type, "create", created);
     free(created);
-    char *text = reply ? json_dumps(reply, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(reply);
-    if (!text) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    free(ctx->msg);
-    ctx->msg = text;
-    return 0;
+    return ak_reply_value(ctx, reply, err);
 }
 
 /* unregister {name}: the caller's registered name goes */
 static int cmd_unregister(ak_ctx *ctx, h5ark_error *err) {
-    const char *name;
-    if (ak_arg_str(ctx->in, "name", &name, err)) return -1;
-    dispatch_result res;
-    const h5ark_value *desc = describe(ctx, name, &res, err);
-    if (!desc) return -1;
-    const char *type = objtype_of(desc);
-    dispatch_result_free(&res);
-    if (native_named(ctx, "unregister", name, NULL, err)) return -1;
+    const char *name, *type;
+    if (described(ctx, &name, &type, NULL, err) || native_named(ctx, "unregister", name, NULL, err))
+        return -1;
     return ak_reply(ctx, err, "Unregistered %s %s", type ? type : "PDARRAY", name);
 }
 
@@ -140,12 +128,7 @@ static int cmd_list_registry(ak_ctx *ctx, h5ark_error *err) {
                                         : NULL;
     free(objects);
     free(objtypes);
-    char *text = reply ? json_dumps(reply, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(reply);
-    if (!text) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    free(ctx->msg);
-    ctx->msg = text;
-    return 0;
+    return ak_reply_value(ctx, reply, err);
 }
 
 const ak_command ak_registry_commands[] = {

@@ -17,15 +17,6 @@
  * from warning of a version mismatch. */
 #define AK_CLIENT_RELEASE "2026.07.15"
 
-static int reply_json(ak_ctx *ctx, json_t *value, h5ark_error *err) {
-    char *text = value ? json_dumps(value, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(value);
-    if (!text) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    free(ctx->msg);
-    ctx->msg = text;
-    return 0;
-}
-
 static int cmd_connect(ak_ctx *ctx, h5ark_error *err) {
     return ak_reply(ctx, err, "connected to arkouda server %s", arkouda_endpoint());
 }
@@ -79,7 +70,7 @@ static int cmd_getconfig(ak_ctx *ctx, h5ark_error *err) {
         "authenticate", config.token_file != NULL, "logLevel", "INFO", "logChannel", "CONSOLE",
         "regexMaxCaptures", 20, "byteorder", *(const uint8_t *)&probe ? "little" : "big",
         "autoShutdown", 0, "serverInfoNoSplash", 0);
-    return reply_json(ctx, c, err);
+    return ak_reply_value(ctx, c, err);
 }
 
 static int cmd_registration(ak_ctx *ctx, h5ark_error *err) {
@@ -87,7 +78,7 @@ static int cmd_registration(ak_ctx *ctx, h5ark_error *err) {
                           "parameter_classes", "array", "nd", 1, "dtype", "int", "uint", "real",
                           "bool", "binop", "dtype", "int", "uint", "real", "bool", "scalar",
                           "dtype", "int", "uint", "real", "bool");
-    return reply_json(ctx, c, err);
+    return ak_reply_value(ctx, c, err);
 }
 
 /* through the native delete, which runs on every rank */
@@ -157,7 +148,7 @@ static int cmd_info(ak_ctx *ctx, h5ark_error *err) {
         }
         json_decref(given);
     }
-    return reply_json(ctx, list, err);
+    return ak_reply_value(ctx, list, err);
 }
 
 const ak_command ak_session_commands[] = {
