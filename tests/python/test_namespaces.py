@@ -146,6 +146,13 @@ def test_delete_and_replace_only_by_owner_or_admin(svc):
     for who, code in ((b, "forbidden"), (c, "not_found")):
         fails(send(who, "binop", {"op": "+", "a": "alice/x", "b": "alice/x",
                                   "name": "alice/x"}), code)
+    # nor change it in place: fill replaces its array under its name
+    fails(send(b, "fill", {"array": "alice/x", "value": 7}), "forbidden", "alice/x")
+    fails(send(c, "fill", {"array": "alice/x", "value": 7}), "not_found", "alice/x")
+    # an admin may delete it but never create a name in another's namespace
+    fails(send(root, "binop", {"op": "+", "a": "alice/x", "b": "alice/x", "name": "alice/q"}),
+          "not_found", "alice/q")
+    fails(send(root, "get", {"name": "alice/q"}), "not_found")
     # a shared object is an input: bob's result is bob's
     res = ok(send(b, "binop", {"op": "+", "a": "alice/x", "b": "alice/x", "name": "y"}))
     assert res["object"]["owner"] == "bob"
