@@ -181,6 +181,20 @@ lbann = [
 ]
 for i, seed in enumerate(lbann):
     (out / "lbann" / f"seed{i:02d}").write_bytes(seed)
+# token files (shared/SERVICE.md §1): old style, users with groups and quotas, and refused
+(out / "tokens").mkdir(parents=True, exist_ok=True)
+tokens = [
+    b"# comment\n\nw-tok write\nr-tok read\nplain\na-tok admin\n",
+    b"alice-tok write user=alice groups=physics,chem quota.requests=2 quota.memory=1G\n"
+    b"alice-ro read user=alice groups=bio quota.requests=2 quota.memory=1G\n"
+    b"bob-tok user=bob groups=physics quota.disk=512M quota.objects=10\n"
+    b"root-tok admin user=root\r\n",
+    b"a user=a\nb read\n",
+    b"a user=a quota.memory=1G\nb user=a quota.memory=2G\n",
+    b"a user=a groups=x,,y colour=blue\n",
+]
+for i, seed in enumerate(tokens):
+    (out / "tokens" / f"seed{i:02d}").write_bytes(seed)
 # object headers: settings (sizes of offsets and lengths, base address, the header's
 # address: fuzz_ohdr.c) and a small file's bytes, a seed per dataset of every kind
 (out / "ohdr").mkdir(parents=True, exist_ok=True)
