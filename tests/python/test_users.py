@@ -17,7 +17,7 @@ import urllib.request
 import numpy as np
 import pytest
 
-from daemons import Daemon, MPIRUN, TOOL_SLOWDOWN, daemon_binary, free_port, mpi_build
+from daemons import Daemon, MPIRUN, REPO, TOOL_SLOWDOWN, daemon_binary, free_port, mpi_build
 from wire import fails, ok, put_array, send
 
 TOKENS = """# a team: two physicists (one also in chem), an admin
@@ -393,3 +393,41 @@ def test_gateway_token_is_the_user(tmp_path, daemons):
     assert http_get(base, "/files/", "bob-tok")[0] == 200
     ok(held.join())
     assert http_get(base, "/files/", "dave-tok")[0] == 200
+
+
+def test_clients_whoami_and_reload(tmp_path, daemons):
+    """The Python client's whoami() and reload(), and `h5ark whoami` / `h5ark reload`."""
+    import os
+    import h5ark
+    from h5ark.errors import ForbiddenError
+    daemons.append(start(tmp_path))
+    d = daemons[0]
+    with h5ark.connect(d.endpoint, token="alice-tok", timeout=30) as c:
+        me = c.whoami()
+        assert (me["user"], me["role"], me["groups"]) == ("alice", "write",
+                                                          ["bio", "chem", "physics"])
+        assert me["quotas"]["requests"] == 2 and me["usage"]["requests"] == 1
+        with pytest.raises(ForbiddenError, match="needs the admin role"):
+            c.reload()
+    d.tokens.write_text(NEW_TOKENS)
+    with h5ark.connect(d.endpoint, token="root-tok", timeout=30) as c:
+        assert c.reload() == {"tokens": 3, "users": 3, "groups": ["astro", "chem", "physics"]}
+    cli = os.environ.get("H5ARK_CLI", str(REPO / "build" / "client" / "c" / "h5ark"))
+    (tmp_path / "carol.token").write_text("carol-tok\n")
+    (tmp_path / "root.token").write_text("root-tok\n")
+
+    def run(token_file, *args):
+        return subprocess.run([cli, "--endpoint", d.endpoint, "--token-file",
+                               str(tmp_path / token_file), *args], capture_output=True,
+                              text=True, timeout=30 * TOOL_SLOWDOWN)
+    out = run("carol.token", "whoami")
+    assert out.returncode == 0, out.stderr
+    lines = dict(line.split(None, 1) for line in out.stdout.splitlines())
+    assert lines["user"] == "carol" and lines["role"] == "write"
+    assert lines["groups"] == '["astro", "chem"]'
+    assert lines["objects"] == "0 of 7" and lines["requests"] == "1 (no quota)"
+    assert lines["memory"] == "0 (no quota)"
+    out = run("carol.token", "reload")
+    assert out.returncode != 0 and "admin role" in out.stderr
+    out = run("root.token", "reload")
+    assert out.returncode == 0 and "3 token(s), 3 user(s)" in out.stdout, out
