@@ -234,17 +234,24 @@ class Held:
         return self.reply[0]
 
 
+def held_and_queued(d, ms):
+    """alice's tohdf held for `ms` (with one handler, it holds the handler) and her whoami
+    sent behind it (queued): (held, the whoami's thread, the list its reply goes to)."""
+    held = Held(d, "alice-tok", ms)
+    queued = []
+    t = threading.Thread(target=lambda: queued.append(call(d, "alice-ro", "whoami")))
+    t.start()
+    time.sleep(0.2)
+    return held, t, queued
+
+
 def test_quota_requests_counts_queued_requests(tmp_path, daemons, ranks):
     """alice may have 2 requests in flight: with one handler, one running (held) and one
     queued behind it, a third is busy at once, while bob is served."""
     daemons.append(start(tmp_path, ranks=ranks, env={"H5ARK_FAULTS": "1"},
                          extra_args=["--handlers", "1"]))
     d = daemons[0]
-    held = Held(d, "alice-tok", 1500 * TOOL_SLOWDOWN)
-    queued = []
-    t = threading.Thread(target=lambda: queued.append(call(d, "alice-ro", "whoami")))
-    t.start()
-    time.sleep(0.2)
+    held, t, queued = held_and_queued(d, 1500 * TOOL_SLOWDOWN)
     t0 = time.time()
     msg = fails(call(d, "alice-tok", "ping"), "busy", "alice", "quota.requests")
     assert time.time() - t0 < 1.0 * TOOL_SLOWDOWN  # refused on arrival, not after the held
@@ -274,11 +281,7 @@ def test_requests_keep_the_table_they_arrived_with(tmp_path, daemons):
     daemons.append(start(tmp_path, env={"H5ARK_FAULTS": "1"}, extra_args=[
         "--handlers", "1", "--log-level", "info"]))
     d = daemons[0]
-    held = Held(d, "alice-tok", 1000 * TOOL_SLOWDOWN)
-    queued = []
-    t = threading.Thread(target=lambda: queued.append(call(d, "alice-ro", "whoami")))
-    t.start()
-    time.sleep(0.2)
+    held, t, queued = held_and_queued(d, 1000 * TOOL_SLOWDOWN)
     d.tokens.write_text("root-tok admin user=root\n")
     d.proc.send_signal(signal.SIGHUP)
     wait_for(lambda: "SIGHUP: token file" in d.read_log(), "the reload")
