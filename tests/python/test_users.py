@@ -99,6 +99,11 @@ def test_a_bad_token_file_is_refused_naming_line_and_key(tmp_path, text, words):
         assert w in err, err
 
 
+def test_a_token_file_over_a_mebibyte_is_refused(tmp_path):
+    err = refused_at_start(tmp_path, "alice-tok user=alice\n" + "#" * (1 << 20) + "\n")
+    assert "not a file of at most 1048576 bytes" in err, err
+
+
 def test_an_old_style_file_has_no_users(tmp_path, daemons):
     daemons.append(start(tmp_path, "w-tok\nr-tok read\na-tok admin\n", token="w-tok"))
     d = daemons[0]
