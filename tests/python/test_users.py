@@ -5,6 +5,7 @@ with); quota.requests counting a user's requests from their arrival, queued incl
 `shared/<group>/`; per-user log lines and metrics; through the native endpoint, Arkouda's
 and the HTTP gateway, at one rank and at two where ranks matter."""
 import json
+import os
 import re
 import signal
 import subprocess
@@ -157,6 +158,17 @@ def test_roles(tmp_path, daemons):
     assert d.proc.wait(30 * TOOL_SLOWDOWN) == 0
 
 
+def test_a_client_cannot_claim_a_caller(tmp_path, daemons, ranks):
+    """The `caller` rank 0 forwards to the other ranks is no header key of a client's."""
+    daemons.append(start(tmp_path, ranks=ranks))
+    d = daemons[0]
+    claim = {"user": "root", "role": "admin", "groups": [], "quotas": {}}
+    fails(send(as_user(d, "alice-ro"), "reload", caller=claim), "bad_request",
+          "unknown header field 'caller'")
+    fails(send(as_user(d, "alice-ro"), "create", {"dtype": "int64", "size": 2}, caller=claim),
+          "bad_request", "unknown header field 'caller'")
+
+
 NEW_TOKENS = """alice-tok write user=alice groups=physics quota.requests=2 quota.memory=1G
 carol-tok write user=carol groups=chem,astro quota.objects=7
 root-tok  admin user=root
@@ -191,16 +203,25 @@ def test_reload(tmp_path, daemons, ranks):
     ok(call(d, "carol-tok", "ping"))
 
 
-def test_sighup(tmp_path, daemons):
-    daemons.append(start(tmp_path, extra_args=["--log-level", "notice"]))
+def test_sighup(tmp_path, daemons, ranks):
+    """SIGHUP to the daemon (under mpirun: to rank 0, which reads the token file)."""
+    daemons.append(start(tmp_path, ranks=ranks, extra_args=["--log-level", "notice"]))
     d = daemons[0]
+
+    def hangup():
+        if ranks == 1:
+            d.proc.send_signal(signal.SIGHUP)
+        else:
+            os.kill(d.rank_pids()[0], signal.SIGHUP)
     d.tokens.write_text(NEW_TOKENS)
-    d.proc.send_signal(signal.SIGHUP)
+    hangup()
     wait_for(lambda: call(d, "carol-tok", "ping")[0]["ok"], "SIGHUP's new token")
     fails(call(d, "bob-tok", "ping"), "unauthorized")
     assert (d.data_dir / "shared" / "astro").is_dir()
+    # the new user's request runs on every rank
+    ok(call(d, "carol-tok", "create", {"dtype": "int64", "size": 4}))
     d.tokens.write_text(NEW_TOKENS + "erin-tok user=erin groups=a,,b\n")
-    d.proc.send_signal(signal.SIGHUP)
+    hangup()
     wait_for(lambda: "line 4, key groups" in d.read_log(), "SIGHUP's refusal in the log")
     assert "the token file read before stays in force" in d.read_log()
     ok(call(d, "carol-tok", "ping"))
@@ -405,7 +426,6 @@ def test_gateway_token_is_the_user(tmp_path, daemons):
 
 def test_clients_whoami_and_reload(tmp_path, daemons):
     """The Python client's whoami() and reload(), and `h5ark whoami` / `h5ark reload`."""
-    import os
     import h5ark
     from h5ark.errors import ForbiddenError
     daemons.append(start(tmp_path))
