@@ -267,7 +267,7 @@ def held_and_queued(d, ms):
     queued = []
     t = threading.Thread(target=lambda: queued.append(call(d, "alice-ro", "whoami")))
     t.start()
-    time.sleep(0.2)
+    time.sleep(0.2 * TOOL_SLOWDOWN)  # it has arrived
     return held, t, queued
 
 
