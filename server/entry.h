@@ -48,7 +48,9 @@ typedef struct caller {
     int token;      /* which of --token-file's tokens it gave; -1: none was asked for */
     bool may_write; /* may create and change objects and files (else only read) */
     caller_role role;
-    const user *user; /* who the token names; NULL: the token file names no users */
+    /* who the token names; NULL: the token file names no users. It lives as long as the
+     * request (the token table it was admitted with). */
+    const user *user;
 } caller;
 
 /* Every right: a request rank 0 forwarded (rank 0 admitted its caller). The entry then

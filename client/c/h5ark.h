@@ -121,6 +121,10 @@ int h5ark_client_delete(h5ark_client_t *self, const char *const *names, size_t c
                         h5ark_value **deleted, h5ark_error *err);
 int h5ark_client_clear(h5ark_client_t *self, uint64_t *deleted, h5ark_error *err);
 int h5ark_client_shutdown(h5ark_client_t *self, h5ark_error *err);
+/* Who the token names (a daemon with users): user, role, groups, quotas, usage. */
+int h5ark_client_whoami(h5ark_client_t *self, h5ark_value **me, h5ark_error *err);
+/* Have the daemon read its token file again (an admin's): tokens, users, groups in force. */
+int h5ark_client_reload(h5ark_client_t *self, h5ark_value **result, h5ark_error *err);
 
 /* A number argument: absent, or a bool, integer or float as the daemon should read it. */
 typedef struct {

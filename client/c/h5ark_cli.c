@@ -1318,6 +1318,60 @@ static int cmd_shutdown(int argc, char **argv) {
     return rc ? fail(&err) : 0;
 }
 
+static int cmd_whoami(int argc, char **argv) {
+    int status = no_positional(argc, argv);
+    if (status >= 0) return status;
+    h5ark_error err;
+    h5ark_client_t *cl = connect_client(&err);
+    if (!cl) return fail(&err);
+    h5ark_value *me = NULL;
+    int rc = h5ark_client_whoami(cl, &me, &err);
+    h5ark_client_destroy(&cl);
+    if (rc) return fail(&err);
+    static const char *const keys[] = {"user", "role", "groups"};
+    for (size_t i = 0; i < 3; i++) {
+        char *text = value_text(h5ark_value_get(me, keys[i]));
+        printf("%-9s %s\n", keys[i], text ? text : "?");
+        free(text);
+    }
+    /* each of usage and quota: what the user has of what they may have */
+    static const char *const measures[] = {"memory", "disk", "objects", "requests"};
+    const h5ark_value *usage = h5ark_value_get(me, "usage"),
+                      *quotas = h5ark_value_get(me, "quotas");
+    for (size_t i = 0; i < 4; i++) {
+        char *used = value_text(h5ark_value_get(usage, measures[i]));
+        const h5ark_value *q = h5ark_value_get(quotas, measures[i]);
+        char *quota = q && q->kind != H5ARK_NIL ? value_text(q) : NULL;
+        printf("%-9s %s%s%s%s\n", measures[i], used ? used : "?", quota ? " of " : " (no quota)",
+               quota ? quota : "", quota && i < 2 ? " bytes" : "");
+        free(used);
+        free(quota);
+    }
+    h5ark_value_destroy(&me);
+    return 0;
+}
+
+static int cmd_reload(int argc, char **argv) {
+    int status = no_positional(argc, argv);
+    if (status >= 0) return status;
+    h5ark_error err;
+    h5ark_client_t *cl = connect_client(&err);
+    if (!cl) return fail(&err);
+    h5ark_value *got = NULL;
+    int rc = h5ark_client_reload(cl, &got, &err);
+    h5ark_client_destroy(&cl);
+    if (rc) return fail(&err);
+    char *groups = value_text(h5ark_value_get(got, "groups"));
+    uint64_t tokens = 0, users = 0;
+    h5ark_value_to_uint64(h5ark_value_get(got, "tokens"), &tokens);
+    h5ark_value_to_uint64(h5ark_value_get(got, "users"), &users);
+    printf("token file read again: %" PRIu64 " token(s), %" PRIu64 " user(s), groups %s\n", tokens,
+           users, groups ? groups : "?");
+    free(groups);
+    h5ark_value_destroy(&got);
+    return 0;
+}
+
 static void print_help(void);
 
 static int cmd_help(int argc, char **argv) {
@@ -1347,6 +1401,17 @@ static const command commands[] = {
      "how long it has run, and DONE of TOTAL in bytes, rows or files (- when the request\n"
      "reports no measure).\n",
      "status", cmd_status},
+    {"whoami",
+     "Print who the token names and what the user holds of each quota.\n"
+     "User, role and groups; then for memory, disk, objects and requests in flight what the\n"
+     "user has, of what quota (a daemon whose token file names users; without, the user is\n"
+     "nil).\n",
+     "whoami", cmd_whoami},
+    {"reload",
+     "Have the daemon read its token file again.\n"
+     "With users it takes an admin's token. A bad file is refused with the reason, the\n"
+     "tokens in force staying.\n",
+     "reload", cmd_reload},
     {"ls",
      "List the groups and datasets of an HDF5 file in the daemon's data directory.\n"
      "An ExeTera field is one entry, of kind field, with its FIELDTYPE, LENGTH and COMPLETED.\n"

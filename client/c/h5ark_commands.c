@@ -64,6 +64,14 @@ int h5ark_client_getconfig(h5ark_client_t *self, h5ark_value **config, h5ark_err
     return call(self, "getconfig", NULL, NULL, 0, NULL, config, err);
 }
 
+int h5ark_client_whoami(h5ark_client_t *self, h5ark_value **me, h5ark_error *err) {
+    return call(self, "whoami", NULL, NULL, 0, NULL, me, err);
+}
+
+int h5ark_client_reload(h5ark_client_t *self, h5ark_value **result, h5ark_error *err) {
+    return call(self, "reload", NULL, NULL, 0, NULL, result, err);
+}
+
 int h5ark_client_status(h5ark_client_t *self, const char *client, h5ark_value **requests,
                         h5ark_error *err) {
     h5ark_value *args = NULL;

@@ -5,6 +5,7 @@ with); quota.requests counting a user's requests from their arrival, queued incl
 `shared/<group>/`; per-user log lines and metrics; through the native endpoint, Arkouda's
 and the HTTP gateway, at one rank and at two where ranks matter."""
 import json
+import os
 import re
 import signal
 import subprocess
@@ -17,7 +18,7 @@ import urllib.request
 import numpy as np
 import pytest
 
-from daemons import Daemon, MPIRUN, TOOL_SLOWDOWN, daemon_binary, free_port, mpi_build
+from daemons import Daemon, MPIRUN, REPO, TOOL_SLOWDOWN, daemon_binary, free_port, mpi_build
 from wire import fails, ok, put_array, send
 
 TOKENS = """# a team: two physicists (one also in chem), an admin
@@ -99,6 +100,11 @@ def test_a_bad_token_file_is_refused_naming_line_and_key(tmp_path, text, words):
         assert w in err, err
 
 
+def test_a_token_file_over_a_mebibyte_is_refused(tmp_path):
+    err = refused_at_start(tmp_path, "alice-tok user=alice\n" + "#" * (1 << 20) + "\n")
+    assert "not a file of at most 1048576 bytes" in err, err
+
+
 def test_an_old_style_file_has_no_users(tmp_path, daemons):
     daemons.append(start(tmp_path, "w-tok\nr-tok read\na-tok admin\n", token="w-tok"))
     d = daemons[0]
@@ -152,6 +158,17 @@ def test_roles(tmp_path, daemons):
     assert d.proc.wait(30 * TOOL_SLOWDOWN) == 0
 
 
+def test_a_client_cannot_claim_a_caller(tmp_path, daemons, ranks):
+    """The `caller` rank 0 forwards to the other ranks is no header key of a client's."""
+    daemons.append(start(tmp_path, ranks=ranks))
+    d = daemons[0]
+    claim = {"user": "root", "role": "admin", "groups": [], "quotas": {}}
+    fails(send(as_user(d, "alice-ro"), "reload", caller=claim), "bad_request",
+          "unknown header field 'caller'")
+    fails(send(as_user(d, "alice-ro"), "create", {"dtype": "int64", "size": 2}, caller=claim),
+          "bad_request", "unknown header field 'caller'")
+
+
 NEW_TOKENS = """alice-tok write user=alice groups=physics quota.requests=2 quota.memory=1G
 carol-tok write user=carol groups=chem,astro quota.objects=7
 root-tok  admin user=root
@@ -186,16 +203,25 @@ def test_reload(tmp_path, daemons, ranks):
     ok(call(d, "carol-tok", "ping"))
 
 
-def test_sighup(tmp_path, daemons):
-    daemons.append(start(tmp_path, extra_args=["--log-level", "notice"]))
+def test_sighup(tmp_path, daemons, ranks):
+    """SIGHUP to the daemon (under mpirun: to rank 0, which reads the token file)."""
+    daemons.append(start(tmp_path, ranks=ranks, extra_args=["--log-level", "notice"]))
     d = daemons[0]
+
+    def hangup():
+        if ranks == 1:
+            d.proc.send_signal(signal.SIGHUP)
+        else:
+            os.kill(d.rank_pids()[0], signal.SIGHUP)
     d.tokens.write_text(NEW_TOKENS)
-    d.proc.send_signal(signal.SIGHUP)
+    hangup()
     wait_for(lambda: call(d, "carol-tok", "ping")[0]["ok"], "SIGHUP's new token")
     fails(call(d, "bob-tok", "ping"), "unauthorized")
     assert (d.data_dir / "shared" / "astro").is_dir()
+    # the new user's request runs on every rank
+    ok(call(d, "carol-tok", "create", {"dtype": "int64", "size": 4}))
     d.tokens.write_text(NEW_TOKENS + "erin-tok user=erin groups=a,,b\n")
-    d.proc.send_signal(signal.SIGHUP)
+    hangup()
     wait_for(lambda: "line 4, key groups" in d.read_log(), "SIGHUP's refusal in the log")
     assert "the token file read before stays in force" in d.read_log()
     ok(call(d, "carol-tok", "ping"))
@@ -234,17 +260,24 @@ class Held:
         return self.reply[0]
 
 
+def held_and_queued(d, ms):
+    """alice's tohdf held for `ms` (with one handler, it holds the handler) and her whoami
+    sent behind it (queued): (held, the whoami's thread, the list its reply goes to)."""
+    held = Held(d, "alice-tok", ms)
+    queued = []
+    t = threading.Thread(target=lambda: queued.append(call(d, "alice-ro", "whoami")))
+    t.start()
+    time.sleep(0.2 * TOOL_SLOWDOWN)  # it has arrived
+    return held, t, queued
+
+
 def test_quota_requests_counts_queued_requests(tmp_path, daemons, ranks):
     """alice may have 2 requests in flight: with one handler, one running (held) and one
     queued behind it, a third is busy at once, while bob is served."""
     daemons.append(start(tmp_path, ranks=ranks, env={"H5ARK_FAULTS": "1"},
                          extra_args=["--handlers", "1"]))
     d = daemons[0]
-    held = Held(d, "alice-tok", 1500 * TOOL_SLOWDOWN)
-    queued = []
-    t = threading.Thread(target=lambda: queued.append(call(d, "alice-ro", "whoami")))
-    t.start()
-    time.sleep(0.2)
+    held, t, queued = held_and_queued(d, 1500 * TOOL_SLOWDOWN)
     t0 = time.time()
     msg = fails(call(d, "alice-tok", "ping"), "busy", "alice", "quota.requests")
     assert time.time() - t0 < 1.0 * TOOL_SLOWDOWN  # refused on arrival, not after the held
@@ -274,11 +307,7 @@ def test_requests_keep_the_table_they_arrived_with(tmp_path, daemons):
     daemons.append(start(tmp_path, env={"H5ARK_FAULTS": "1"}, extra_args=[
         "--handlers", "1", "--log-level", "info"]))
     d = daemons[0]
-    held = Held(d, "alice-tok", 1000 * TOOL_SLOWDOWN)
-    queued = []
-    t = threading.Thread(target=lambda: queued.append(call(d, "alice-ro", "whoami")))
-    t.start()
-    time.sleep(0.2)
+    held, t, queued = held_and_queued(d, 1000 * TOOL_SLOWDOWN)
     d.tokens.write_text("root-tok admin user=root\n")
     d.proc.send_signal(signal.SIGHUP)
     wait_for(lambda: "SIGHUP: token file" in d.read_log(), "the reload")
@@ -393,3 +422,40 @@ def test_gateway_token_is_the_user(tmp_path, daemons):
     assert http_get(base, "/files/", "bob-tok")[0] == 200
     ok(held.join())
     assert http_get(base, "/files/", "dave-tok")[0] == 200
+
+
+def test_clients_whoami_and_reload(tmp_path, daemons):
+    """The Python client's whoami() and reload(), and `h5ark whoami` / `h5ark reload`."""
+    import h5ark
+    from h5ark.errors import ForbiddenError
+    daemons.append(start(tmp_path))
+    d = daemons[0]
+    with h5ark.connect(d.endpoint, token="alice-tok", timeout=30) as c:
+        me = c.whoami()
+        assert (me["user"], me["role"], me["groups"]) == ("alice", "write",
+                                                          ["bio", "chem", "physics"])
+        assert me["quotas"]["requests"] == 2 and me["usage"]["requests"] == 1
+        with pytest.raises(ForbiddenError, match="needs the admin role"):
+            c.reload()
+    d.tokens.write_text(NEW_TOKENS)
+    with h5ark.connect(d.endpoint, token="root-tok", timeout=30) as c:
+        assert c.reload() == {"tokens": 3, "users": 3, "groups": ["astro", "chem", "physics"]}
+    cli = os.environ.get("H5ARK_CLI", str(REPO / "build" / "client" / "c" / "h5ark"))
+    (tmp_path / "carol.token").write_text("carol-tok\n")
+    (tmp_path / "root.token").write_text("root-tok\n")
+
+    def run(token_file, *args):
+        return subprocess.run([cli, "--endpoint", d.endpoint, "--token-file",
+                               str(tmp_path / token_file), *args], capture_output=True,
+                              text=True, timeout=30 * TOOL_SLOWDOWN)
+    out = run("carol.token", "whoami")
+    assert out.returncode == 0, out.stderr
+    lines = dict(line.split(None, 1) for line in out.stdout.splitlines())
+    assert lines["user"] == "carol" and lines["role"] == "write"
+    assert lines["groups"] == '["astro", "chem"]'
+    assert lines["objects"] == "0 of 7" and lines["requests"] == "1 (no quota)"
+    assert lines["memory"] == "0 (no quota)"
+    out = run("carol.token", "reload")
+    assert out.returncode != 0 and "admin role" in out.stderr
+    out = run("root.token", "reload")
+    assert out.returncode == 0 and "3 token(s), 3 user(s)" in out.stdout, out

@@ -258,6 +258,17 @@ class Client:
         reports no measure). Answered at once, however busy the daemon is."""
         return self.request("status").result["requests"]
 
+    def whoami(self):
+        """Who this client's token names (a daemon with users: protocol/PROTOCOL.md,
+        "Users"): `user`, `role`, `groups`, `quotas` and `usage` ({memory, disk, objects,
+        requests}); a quota not set is None, and `user` is None without users."""
+        return Result(self.request("whoami").result)
+
+    def reload(self):
+        """Have the daemon read its token file again (an admin's): `tokens`, `users` and
+        `groups` of the file now in force. A bad file raises, the old one staying."""
+        return Result(self.request("reload").result)
+
     def shutdown(self):
         """Ask the daemon to finish in-flight work and exit; closes this client."""
         result = Result(self.request("shutdown").result)
