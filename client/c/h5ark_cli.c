@@ -1258,6 +1258,50 @@ static int cmd_delete(int argc, char **argv) {
     return rc ? fail(&err) : 0;
 }
 
+/* share / unshare NAME... --with SUBJECT...: prints "NAME SUBJECT,..." (the grants after) */
+static int share_command(int argc, char **argv, bool share) {
+    enum { O_WITH = 1000 };
+    static const struct option opts[] = {
+        {"with", required_argument, 0, O_WITH}, {"help", no_argument, 0, 'h'}, {0}};
+    const char *with[64];
+    size_t nwith = 0;
+    int status = -1, c;
+    while ((c = next_opt(argc, argv, opts, &status)) != -1) {
+        if (c == -2) return status;
+        if (nwith == sizeof with / sizeof with[0]) return usage_error("at most 64 --with");
+        with[nwith++] = optarg;
+    }
+    if (argc - optind < 1 || nwith == 0)
+        return usage_error("%s takes one or more NAMEs and one or more --with", current_cmd);
+    h5ark_error err;
+    h5ark_client_t *cl = connect_client(&err);
+    if (!cl) return fail(&err);
+    h5ark_value *grants = NULL;
+    int rc = h5ark_client_share(cl, (const char *const *)argv + optind, (size_t)(argc - optind),
+                                with, nwith, share, &grants, &err);
+    for (size_t i = 0; rc == 0 && grants && i < grants->as.m.len; i++) {
+        printf("%s", grants->as.m.keys[i]);
+        const h5ark_value *list = grants->as.m.vals[i];
+        for (size_t k = 0; k < h5ark_value_len(list); k++) {
+            char *s = value_text(h5ark_value_at(list, k));
+            printf("%s%s", k ? "," : " ", s ? s : "?");
+            free(s);
+        }
+        printf("\n");
+    }
+    h5ark_value_destroy(&grants);
+    h5ark_client_destroy(&cl);
+    return rc ? fail(&err) : 0;
+}
+
+static int cmd_share(int argc, char **argv) {
+    return share_command(argc, argv, true);
+}
+
+static int cmd_unshare(int argc, char **argv) {
+    return share_command(argc, argv, false);
+}
+
 /* writepart NAME / complete: a field of an ExeTera dataframe in parts; prints
  * "FIELD ROWS" (the field's rows after the request). */
 static int field_command(int argc, char **argv, bool part) {
@@ -1419,6 +1463,13 @@ static const command commands[] = {
      "ls FILE [--recursive]", cmd_ls},
     {"info", "Describe the named objects, or all objects when no NAME is given.\n",
      "info [NAME...]", cmd_info},
+    {"share",
+     "Let users, g:GROUPs or * read the caller's objects (a daemon with users), as\n"
+     "OWNER/NAME. Prints each NAME and whom it is shared with.\n"
+     "  --with S         a user, g:GROUP or * (repeat for several)\n",
+     "share NAME... --with S [--with S...]", cmd_share},
+    {"unshare", "Take back what share gave. Prints each NAME and whom it is still shared with.\n",
+     "unshare NAME... --with S [--with S...]", cmd_unshare},
     {"create",
      "Create a pdarray NAME in the daemon.\n"
      "  --dtype T        int8 int16 int32 int64 uint8 uint16 uint32 uint64 float32 float64\n"

@@ -119,6 +119,18 @@ int h5ark_client_clear(h5ark_client_t *self, uint64_t *deleted, h5ark_error *err
     return 0;
 }
 
+int h5ark_client_share(h5ark_client_t *self, const char *const *names, size_t count,
+                       const char *const *with, size_t nwith, bool share, h5ark_value **grants,
+                       h5ark_error *err) {
+    h5ark_value *args = h5ark_value_map();
+    if (h5ark_value_set(args, "names", str_array(names, count)) != 0 ||
+        h5ark_value_set(args, "with", str_array(with, nwith)) != 0) {
+        h5ark_value_destroy(&args);
+        return oom(err);
+    }
+    return call(self, share ? "share" : "unshare", args, NULL, 0, "grants", grants, err);
+}
+
 int h5ark_client_shutdown(h5ark_client_t *self, h5ark_error *err) {
     return call(self, "shutdown", NULL, NULL, 0, NULL, NULL, err);
 }

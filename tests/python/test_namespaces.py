@@ -3,6 +3,7 @@
 inputs, Arkouda's register/attach/list_registry/unregister, at one rank and at two; and a
 load test of several users at once. Every user here is a token of a real token file."""
 import json
+import os
 import threading
 import types
 
@@ -411,5 +412,32 @@ def test_python_client_share(tmp_path):
             with pytest.raises(h5ark.H5arkError):
                 bob.clear(all=True)
             assert root.clear(all=True) == 1
+    finally:
+        d.cleanup()
+
+
+def test_cli_share(tmp_path):
+    """h5ark share / unshare, the C library's h5ark_client_share, as alice for bob."""
+    from test_cli import CLI, run
+    if not os.access(CLI, os.X_OK):
+        pytest.fail(f"h5ark not found at {CLI}: build first or set H5ARK_CLI")
+    d = start(tmp_path)
+    a, b = (types.SimpleNamespace(endpoint=d.endpoint, token=f"tok-{u}") for u in ("alice", "bob"))
+    tok = tmp_path / "alice.token"
+    tok.write_text("tok-alice\n")
+    try:
+        put_array(a, np.arange(3), name="x")
+        out = run("--token-file", tok, "share", "x", "--with", "bob", "--with", "g:physics",
+                  endpoint=d.endpoint)
+        assert out.returncode == 0 and out.stdout == "x bob,g:physics\n", out
+        assert list(get_array(b, "alice/x", "int64")) == [0, 1, 2]
+        out = run("--token-file", tok, "unshare", "x", "--with", "bob", "--with", "g:physics",
+                  endpoint=d.endpoint)
+        assert out.returncode == 0 and out.stdout == "x\n", out
+        fails(send(b, "get", {"name": "alice/x"}), "not_found")
+        out = run("--token-file", tok, "share", "nope", "--with", "bob", endpoint=d.endpoint)
+        assert out.returncode != 0 and "not_found" in out.stderr + out.stdout, out
+        out = run("--token-file", tok, "share", "x", endpoint=d.endpoint)
+        assert out.returncode != 0 and "--with" in out.stderr, out
     finally:
         d.cleanup()
