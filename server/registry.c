@@ -558,7 +558,7 @@ int registry_share(const char *name, const char *const *subjects, size_t n, bool
         if (grant_change(g, subjects[i], share))
             rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     h5ark_value *list = rc == 0 ? h5ark_value_array() : NULL;
-    if (g) qsort(g->subjects, g->n, sizeof *g->subjects, by_str);
+    if (g && g->n) qsort(g->subjects, g->n, sizeof *g->subjects, by_str);
     for (size_t i = 0; list && g && i < g->n; i++)
         if (h5ark_value_push(list, h5ark_value_str(g->subjects[i]))) h5ark_value_destroy(&list);
     pthread_mutex_unlock(&lock);

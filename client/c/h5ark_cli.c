@@ -1464,8 +1464,9 @@ static const command commands[] = {
     {"info", "Describe the named objects, or all objects when no NAME is given.\n",
      "info [NAME...]", cmd_info},
     {"share",
-     "Let users, g:GROUPs or * read the caller's objects (a daemon with users), as\n"
-     "OWNER/NAME. Prints each NAME and whom it is shared with.\n"
+     "Let users, g:GROUPs or * read the caller's objects, as OWNER/NAME.\n"
+     "For a daemon whose token file names users. Prints each NAME and whom it is shared\n"
+     "with.\n"
      "  --with S         a user, g:GROUP or * (repeat for several)\n",
      "share NAME... --with S [--with S...]", cmd_share},
     {"unshare", "Take back what share gave. Prints each NAME and whom it is still shared with.\n",
