@@ -350,18 +350,20 @@ def test_users_off_as_before(tmp_path):
         d.cleanup()
 
 
-def test_load_several_users_never_see_each_other(tmp_path):
+@pytest.mark.parametrize("ranks", [1, 2], ids=["1rank", "2ranks"])
+def test_load_several_users_never_see_each_other(tmp_path, ranks):
     """Four users at once, each making, reading, listing and deleting objects of the same
     names with their own values: no reply ever holds another user's object."""
     users = [f"u{i}" for i in range(4)]
-    d = start(tmp_path, tokens="".join(f"tok-{u} write user={u}\n" for u in users) +
+    d = start(tmp_path, ranks=ranks if ranks > 1 else None,
+              tokens="".join(f"tok-{u} write user={u}\n" for u in users) +
               "tok-root admin user=root\n")
     errors = []
 
     def work(i, u):
         who = types.SimpleNamespace(endpoint=d.endpoint, token=f"tok-{u}")
         try:
-            for round_ in range(25):
+            for round_ in range(60 if ranks == 1 else 25):
                 vals = np.full(50, i * 1000 + round_)
                 put_array(who, vals, name="x")
                 put_array(who, vals + 1)
