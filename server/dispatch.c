@@ -4,6 +4,7 @@
 #include "front/arkouda/endpoint.h"
 #include "commands/checkpoint_format.h"
 #include "commands/commands.h"
+#include "config.h"
 #include "entry.h"
 #include "log.h"
 #include "dist/ranks.h"
@@ -14,9 +15,10 @@
 #include <string.h>
 
 static const command_def *const families[] = {
-    admin_commands,  array_commands,   hdf_commands,        composite_commands,  groupby_commands,
-    lbann_commands,  compute_commands, select_commands,     file_commands,       strings_commands,
-    bigint_commands, acl_commands,     checkpoint_commands, ak_internal_commands};
+    admin_commands,      array_commands,   hdf_commands,        composite_commands,
+    groupby_commands,    lbann_commands,   compute_commands,    select_commands,
+    file_commands,       strings_commands, bigint_commands,     acl_commands,
+    checkpoint_commands, user_commands,    ak_internal_commands};
 
 static const command_def *command_find(const char *name) {
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
@@ -94,7 +96,8 @@ static int check_args(const command_def *cmd, const h5ark_value *args, h5ark_err
     return 0;
 }
 
-static int check_header(const h5ark_value *h, const char *decode_error, h5ark_error *err) {
+static int check_header(const h5ark_value *h, const char *decode_error, bool forwarded,
+                        h5ark_error *err) {
     if (!h)
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "the header frame %s",
                           decode_error ? decode_error : "is missing");
@@ -106,6 +109,7 @@ static int check_header(const h5ark_value *h, const char *decode_error, h5ark_er
         bool ok = false;
         for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
             ok |= strcmp(h->as.m.keys[i], known[k]) == 0;
+        ok |= forwarded && strcmp(h->as.m.keys[i], "caller") == 0; /* rank 0's (entry.c) */
         if (!ok)
             return h5ark_fail(err, H5ARK_BAD_REQUEST, "unknown header field '%s'", h->as.m.keys[i]);
     }
@@ -413,6 +417,7 @@ int dispatch_call(const request *req, const char *name, const h5ark_value *args,
         entry_call call = {.req = req,
                            .name = cmd->name,
                            .read_only = cmd->read_only,
+                           .admin_only = cmd->admin_only,
                            .ranks = cmd->ranks,
                            .unlisted = cmd->immediate,
                            .known = entry_caller(),
@@ -461,6 +466,13 @@ bool dispatch_is_immediate(const request *req) {
     return !def || (def->immediate && req->payload.total == 0);
 }
 
+int dispatch_accept(request *req, h5ark_error *err) {
+    if (!config.token_file) return 0;
+    const h5ark_value *token = h5ark_value_get(req->header, "token");
+    bool given = token && token->kind == H5ARK_STR;
+    return entry_accept(req, given ? token->as.s.ptr : NULL, given ? token->as.s.len : 0, err);
+}
+
 void dispatch_handle(request *req, reply *out) {
     memset(out, 0, sizeof *out);
     h5ark_error err = {0};
@@ -469,7 +481,7 @@ void dispatch_handle(request *req, reply *out) {
     const h5ark_value *h = req->header;
     h5ark_code outcome = H5ARK_OK;
 
-    if (check_header(h, req->decode_error, &err)) goto fail;
+    if (check_header(h, req->decode_error, req->forwarded_seq != 0, &err)) goto fail;
     n.name = h5ark_value_get(h, "cmd")->as.s.ptr;
     n.cmd = command_find(n.name);
     if (n.cmd && n.cmd->internal && !req->forwarded_seq && !req->from_daemon) n.cmd = NULL;
@@ -484,6 +496,7 @@ void dispatch_handle(request *req, reply *out) {
     entry_call call = {.req = req,
                        .name = n.cmd ? n.cmd->name : NULL,
                        .read_only = n.cmd && n.cmd->read_only,
+                       .admin_only = n.cmd && n.cmd->admin_only,
                        .ranks = n.cmd ? n.cmd->ranks : RANKS_ZERO,
                        .unlisted = n.cmd && n.cmd->immediate,
                        .token = given ? token->as.s.ptr : NULL,

@@ -55,6 +55,8 @@ typedef struct {
     bool immediate;
     /* Creates and changes nothing (no object, no file): allowed with a read token. */
     bool read_only;
+    /* With users (the token file names them, users.h): only for the admin role. */
+    bool admin_only;
     ranks_mode ranks;
     /* No client command: only run as forwarded by rank 0 for a front end's own collective
      * call (the HTTP gateway's reads); a client asking for it gets unknown_command. */
@@ -121,6 +123,7 @@ typedef struct request {
      * came, NUL-terminated, and header is NULL. Owned by the router. */
     char *text;
     size_t text_len;
+    struct entry_ticket *ticket; /* entry_accept's (entry.h); NULL: none */
 } request;
 
 /* A reply ready to send: the header's bytes and the payload spans (see h5ark_frames.h). */
@@ -139,6 +142,9 @@ typedef struct reply {
 /* True when the request can be answered on the router thread: an immediate command, or
  * a header so malformed that the answer is an error found without running anything. */
 bool dispatch_is_immediate(const request *req);
+/* The request has arrived (entry_accept, with its header's token); busy past the user's
+ * quota.requests. */
+int dispatch_accept(request *req, h5ark_error *err);
 /* Handle one request completely; never fails (errors become error replies). */
 void dispatch_handle(request *req, reply *out);
 /* An error reply for a request that could not be handed to a handler (busy, too large). */

@@ -29,8 +29,11 @@
  *     ...encode s's answer, or err, as HSDS's JSON into `out`...
  *     entry_answered(&req, rc ? err.code : H5ARK_OK, &out);
  *
- * Users and their ACLs, when they come, belong in `caller` and in entry.c's admission:
- * every door then has them without a change. */
+ * Users (users.h) are in `caller` and in entry.c's admission: every door has them
+ * without a change. A door that queues requests before they run (the router) calls
+ * entry_accept when one arrives and entry_done once it is answered, so that a user's
+ * requests count as in flight from their arrival (quota.requests) and the request keeps
+ * the token table in force when it arrived. */
 #ifndef H5ARK_ENTRY_H
 #define H5ARK_ENTRY_H
 
@@ -45,10 +48,13 @@ typedef struct caller {
     int token;      /* which of --token-file's tokens it gave; -1: none was asked for */
     bool may_write; /* may create and change objects and files (else only read) */
     caller_role role;
-    const user *user; /* who the token names; NULL: the token file names no users */
+    /* who the token names; NULL: the token file names no users. It lives as long as the
+     * request (the token table it was admitted with). */
+    const user *user;
 } caller;
 
-/* Every right: a request rank 0 forwarded (rank 0 admitted its caller). */
+/* Every right: a request rank 0 forwarded (rank 0 admitted its caller). The entry then
+ * takes the caller rank 0 forwarded with the request's header (its role and user). */
 extern const caller entry_forwarded;
 
 typedef struct entry_call {
@@ -62,6 +68,7 @@ typedef struct entry_call {
     /* How errors about ranks name it (NULL: as `name`). */
     const char *ranks_name;
     bool read_only;   /* creates and changes nothing: a caller that may only read may ask */
+    bool admin_only;  /* with users (users.h), only a caller with the admin role may ask */
     ranks_mode ranks; /* where it runs at several ranks (dispatch.h) */
     bool unlisted;    /* answered at once on the router thread: no in-flight entry */
 
@@ -90,6 +97,18 @@ typedef struct entry_call {
 /* Everything a request needs but its wire format (above). 0, or -1 with err; err comes
  * from the admission, the check, the ranks or the run, whichever refused first. */
 int entry_run(entry_call *call, h5ark_error *err);
+
+/* A request has arrived at a door that queues it (before entry_run): the token table in
+ * force is kept for it and its user's requests in flight count it, until entry_done. -1
+ * with `busy` when the user has quota.requests in flight already (entry_done is still
+ * called). A token that is not valid counts for no one (entry_run refuses it). */
+int entry_accept(request *req, const char *token, size_t token_len, h5ark_error *err);
+void entry_done(request *req);
+
+/* A user's record as `whoami` and the other ranks see it: {"user", "groups", "quotas":
+ * {"memory", "disk", "objects", "requests"}}, nil where unset (and for NULL: users off);
+ * NULL when out of memory. */
+h5ark_value *entry_user_value(const user *u);
 
 /* The caller of the request this thread is running (inside call->run); NULL outside one. */
 const caller *entry_caller(void);

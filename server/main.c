@@ -381,13 +381,12 @@ static int configure(int argc, char **argv) {
     }
     /* only rank 0 serves clients: the other ranks' hosts need not hold these files */
     if (token_file && ranks_self() == 0) {
-        users_table *t;
+        /* ranks > 0 keep no table: rank 0 forwards each request's caller with it */
         char why[1024];
-        if (users_load(token_file, &t, why, sizeof why)) {
+        if (users_reload(token_file, config.data_dir, why, sizeof why)) {
             fprintf(stderr, "h5arkd: %s\n", why);
             return -1;
         }
-        users_install(t);
         config.token_file = token_file;
     }
     if (checkpoint_configure() != 0) return -1;
@@ -406,21 +405,24 @@ static void stop_signal_redirect(int sig, siginfo_t *info, void *context) {
     errno = saved;
 }
 
-/* SIGINT and SIGTERM stop the daemon whatever it inherited. The router reads them through a
- * signalfd, so they are blocked in every thread (the MPI library's too: ranks_init starts
- * them) whether or not they came blocked; and a handler of our own replaces an inherited
- * disposition, since a shell starts a background job with SIGINT ignored and POSIX lets a
- * signal that is ignored be discarded even while it is blocked. */
+/* SIGINT and SIGTERM stop the daemon and SIGHUP re-reads --token-file, whatever it
+ * inherited. The router reads them through a signalfd, so they are blocked in every thread
+ * (the MPI library's too: ranks_init starts them) whether or not they came blocked; and a
+ * handler of our own replaces an inherited disposition, since a shell starts a background
+ * job with SIGINT ignored (nohup, SIGHUP) and POSIX lets a signal that is ignored be
+ * discarded even while it is blocked. */
 static void stop_signals_setup(void) {
     sigset_t sigs;
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGINT);
     sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGHUP); /* re-reads --token-file (the router reads it too) */
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     struct sigaction sa = {.sa_sigaction = stop_signal_redirect, .sa_flags = SA_SIGINFO};
     sa.sa_mask = sigs;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
 }
 
 int main(int argc, char **argv) {

@@ -11,6 +11,7 @@
 #include "registry.h"
 #include "shardcache.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -116,7 +117,33 @@ static void logfmt_value(const char *s, size_t len, char *out, size_t outlen) {
     out[n] = '\0';
 }
 
-void metrics_request_done(const request *req, h5ark_code outcome, const reply *out) {
+/* Per-user request counts: names given slots in order, then "other"; a slot's name is
+ * written before the count of slots that shows it. */
+static char user_names[METRICS_USERS][65];
+static _Atomic uint64_t user_requests[METRICS_USERS + 1];
+static atomic_int nusers;
+static pthread_mutex_t users_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int metrics_user_slot(const char *user) {
+    pthread_mutex_lock(&users_lock);
+    int n = atomic_load(&nusers), slot = 0;
+    while (slot < n && strcmp(user_names[slot], user) != 0)
+        slot++;
+    if (slot == n && n < METRICS_USERS) {
+        snprintf(user_names[n], sizeof user_names[n], "%s", user);
+        atomic_store(&nusers, n + 1);
+    }
+    pthread_mutex_unlock(&users_lock);
+    return slot; /* METRICS_USERS: "other" */
+}
+
+void metrics_user_request(int slot) {
+    if (slot >= 0 && slot <= METRICS_USERS)
+        atomic_fetch_add_explicit(&user_requests[slot], 1, memory_order_relaxed);
+}
+
+void metrics_request_done(const request *req, const char *user, h5ark_code outcome,
+                          const reply *out) {
     bool logging = log_threshold >= LOG_INFO;
     if (!counting && !logging) return;
     uint64_t now = metrics_clock();
@@ -146,9 +173,11 @@ void metrics_request_done(const request *req, h5ark_code outcome, const reply *o
         uint64_t u;
         if (h && h5ark_value_to_uint64(h5ark_value_get(h, "id"), &u))
             snprintf(id, sizeof id, "%llu", (unsigned long long)u);
-        log_info("event=request cmd=%s id=%s ms=%.3f bytes_in=%llu bytes_out=%llu outcome=%s", name,
-                 id, (double)ns / 1e6, (unsigned long long)req->bytes,
-                 (unsigned long long)bytes_out, h5ark_code_name(outcome));
+        /* user names are [A-Za-z0-9_.-]: a bare logfmt value */
+        log_info("event=request cmd=%s id=%s ms=%.3f bytes_in=%llu bytes_out=%llu outcome=%s%s%s",
+                 name, id, (double)ns / 1e6, (unsigned long long)req->bytes,
+                 (unsigned long long)bytes_out, h5ark_code_name(outcome), user ? " user=" : "",
+                 user ? user : "");
     }
 }
 
@@ -271,6 +300,16 @@ static void exposition(text *t) {
                 put(t, "%s{cmd=\"%s\"} %llu\n", bytes[i].name, slot_names[s],
                     (unsigned long long)load(
                         (_Atomic uint64_t *)((char *)&slots[s] + bytes[i].offset)));
+    }
+
+    family(t, "h5ark_user_requests_total", "counter",
+           "Requests by user (the first 100 user names; every later one as \"other\").");
+    int users = atomic_load(&nusers);
+    for (int u = 0; u <= users; u++) {
+        uint64_t n = load(&user_requests[u < users ? u : METRICS_USERS]);
+        if (n)
+            put(t, "h5ark_user_requests_total{user=\"%s\"} %llu\n",
+                u < users ? user_names[u] : "other", (unsigned long long)n);
     }
 
     gauge(t, "h5ark_memory_used_bytes",

@@ -24,10 +24,19 @@ const char *metrics_address(void);
 uint64_t metrics_clock(void); /* monotonic nanoseconds, for a request's arrival */
 
 /* A request is answered (entry_answered, entry.h, calls this for every door): `outcome` is
- * H5ARK_OK or the error code of its reply `out`.
+ * H5ARK_OK or the error code of its reply `out`; `user` the user who sent it (NULL: none
+ * known, or users off).
  * Counted by command and outcome with its latency (from req->arrived_ns) and bytes, and
  * at --log-level info written as one log line. */
-void metrics_request_done(const struct request *req, h5ark_code outcome, const struct reply *out);
+void metrics_request_done(const struct request *req, const char *user, h5ark_code outcome,
+                          const struct reply *out);
+
+/* h5ark_user_requests_total: the label slot of a user name (asked once per user: the first
+ * METRICS_USERS names each have their own, every later one shares "other"), and a request
+ * of that slot's user (-1: none). */
+#define METRICS_USERS 100
+int metrics_user_slot(const char *user);
+void metrics_user_request(int slot);
 
 void metrics_files_read(uint64_t n);    /* files whose objects a readhdf read */
 void metrics_files_written(uint64_t n); /* files replaced or swapped in by a write */

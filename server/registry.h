@@ -4,7 +4,9 @@
 #define H5ARK_REGISTRY_H
 
 #include "objects/object.h"
+#include "users.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define REGISTRY_MAX_NAME 256
@@ -34,22 +36,75 @@ uint64_t registry_memory_limit(void);
 size_t registry_count(void); /* objects published under a name */
 /* How many times a name was published or removed: unchanged means nothing changed. */
 uint64_t registry_changes(void);
-/* Bytes and objects held under one owner's names (SERVICE.md §2, §4). */
+/* Bytes and objects held under one owner's names (SERVICE.md §2, §4): the bytes of the
+ * arrays made by the owner's requests that are still alive (every rank's together, so every
+ * rank counts the same), and the objects published under the owner's names. */
 void registry_usage_of(const char *owner, uint64_t *memory, uint64_t *objects);
+
+/* Namespaces (SERVICE.md §2). A request's names are resolved for its caller: the entry
+ * enters the caller's scope on the request's thread before the work and leaves it after
+ * (user NULL: users off, one namespace, everything as before). Within a user's scope a
+ * bare name `x` is the caller's own, `OWNER/NAME` another's, readable when shared with the
+ * caller (the user, `g:GROUP` of the user's, or `*`) or when the caller is an admin;
+ * objects published get the caller as owner. */
+typedef struct registry_scope {
+    const user *who;
+    bool admin;
+} registry_scope;
+registry_scope registry_enter(const user *who, bool admin); /* answers the scope it replaced */
+void registry_leave(registry_scope previous);
+/* The user whose scope this thread is in; NULL: none (users off). */
+const char *registry_viewer(void);
+/* obj's name as this thread's caller gives it: its own name, or "OWNER/NAME" for
+ * another's (written into buf, of at least REGISTRY_MAX_NAME * 2 bytes). */
+const char *registry_name_for(const object *obj, char *buf);
+
+/* An owner's account of memory (darray.h's arrays charge it). NULL: users off. */
+typedef struct registry_account registry_account;
+/* Charge `bytes` to the caller's account before allocating them: resource_limit naming
+ * quota.memory (usage, need, quota) or quota.objects when the caller would pass either.
+ * *to: the account charged (NULL when users are off), for registry_uncharge. */
+int registry_charge(uint64_t bytes, registry_account **to, h5ark_error *err);
+void registry_uncharge(registry_account *account, uint64_t bytes);
+
+/* Grant (share) or take back (!share) read access to the caller's object `name` for
+ * `subjects` (user names, "g:GROUP", "*"); *grants set to the name's grants afterwards
+ * (a new array of strings). Only the owner or an admin; a grant is on the name, so it
+ * holds for a later object of the same name. */
+int registry_share(const char *name, const char *const *subjects, size_t n, bool share,
+                   h5ark_value **grants, h5ark_error *err);
+
+/* For checkpoints (SERVICE.md §5): the subjects obj's name is shared with (a new array,
+ * empty when none; NULL when out of memory), and obj published again under `owner` (NULL:
+ * none) and `name` with those grants, whoever calls. */
+h5ark_value *registry_grants_of(const object *obj);
+int registry_restore(object *obj, const char *owner, const char *name, const char *const *grants,
+                     size_t ngrants, h5ark_error *err);
 
 /* Check a client-chosen name: 1..255 printable characters, no '/'. */
 int registry_check_name(const char *name, h5ark_error *err);
-/* Publish obj under `name` (NULL: a fresh unique name). Takes a reference of its own;
- * already_exists if the name is taken. */
+/* Publish obj under `name` (NULL: a fresh unique name) in the caller's namespace (a name
+ * `OWNER/NAME` only when OWNER is the caller). Takes a reference of its own; already_exists
+ * if the name is taken, resource_limit past quota.objects. */
 int registry_publish(object *obj, const char *name, h5ark_error *err);
 /* A new reference to the object named `name`, or NULL with not_found. */
 object *registry_get(const char *name, h5ark_error *err);
-/* Unpublish; the memory goes when the last reference does. not_found if absent. */
+/* Unpublish the caller's own object; the memory goes when the last reference does.
+ * not_found if absent; another's: forbidden if the caller may read it, else not_found. */
 int registry_remove(const char *name, h5ark_error *err);
-size_t registry_clear(void);
-/* New references to every published object, sorted by name; *count set. Free the array
- * with registry_list_free. */
+/* The same, where an admin may also remove another's object (the `delete` command);
+ * check_only: only whether it would. */
+int registry_delete(const char *name, bool check_only, h5ark_error *err);
+size_t registry_clear(void); /* the caller's objects (users off: every object) */
+/* Every namespace's objects: forbidden unless users are off or the caller is an admin. */
+int registry_clear_all(size_t *deleted, h5ark_error *err);
+/* New references to every object the caller may read (users off: every published object):
+ * the caller's own sorted by name, then others' by owner and name; *count set. Free the
+ * array with registry_list_free. */
 object **registry_list(size_t *count);
+/* For checkpoints: every object of every owner (everyone), or the caller's own (users off:
+ * every object); free with registry_list_free. */
+object **registry_list_of(bool everyone, size_t *count);
 void registry_list_free(object **list, size_t count);
 
 #endif

@@ -1,9 +1,12 @@
 /* The token file and the table of users it names (users.h, SERVICE.md §1). */
 #include "users.h"
 
+#include "config.h"
+#include "log.h"
 #include "memlimit.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -11,13 +14,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-#define NAME_MAX_LEN   64
-#define FILE_MAX_BYTES (16u << 20)
+#define NAME_MAX_LEN 64
+/* Tens of thousands of tokens; finding a line's user is linear in the users read. */
+#define FILE_MAX_BYTES (1u << 20)
 
 struct user_state {
     char name[NAME_MAX_LEN + 1];
     atomic_int_fast64_t in_flight;
+    atomic_int metrics_slot; /* -1: not asked for yet */
     user_state *next;
 };
 
@@ -71,6 +77,7 @@ static user_state *state_of(const char *name) {
         s = s->next;
     if (!s && (s = calloc(1, sizeof *s))) {
         snprintf(s->name, sizeof s->name, "%s", name);
+        atomic_init(&s->metrics_slot, -1);
         s->next = states;
         states = s;
     }
@@ -444,9 +451,10 @@ int users_load(const char *path, users_table **out, char *why, size_t why_len) {
 /* ---- the table in force ---- */
 
 static pthread_mutex_t current_lock = PTHREAD_MUTEX_INITIALIZER;
-static users_table *current;
+static users_table *_Atomic current;
 
 users_table *users_acquire(void) {
+    if (!atomic_load_explicit(&current, memory_order_relaxed)) return NULL; /* no token file */
     pthread_mutex_lock(&current_lock);
     users_table *t = current;
     if (t) atomic_fetch_add(&t->refs, 1);
@@ -486,6 +494,14 @@ int users_match(const users_table *t, const char *token, size_t len, caller_role
     return match;
 }
 
+size_t users_token_count(const users_table *t) {
+    return t ? t->ntokens : 0;
+}
+
+size_t users_count(const users_table *t) {
+    return t ? t->nusers : 0;
+}
+
 bool users_named(const users_table *t) {
     return t && t->nusers > 0;
 }
@@ -521,4 +537,79 @@ void users_request_end(const user *u) {
 
 int64_t users_requests_in_flight(const user *u) {
     return u && u->state ? (int64_t)atomic_load(&u->state->in_flight) : 0;
+}
+
+int users_metrics_slot(const user *u, int (*slot_of)(const char *name)) {
+    if (!u || !u->state) return -1;
+    int slot = atomic_load(&u->state->metrics_slot);
+    if (slot < 0) atomic_store(&u->state->metrics_slot, slot = slot_of(u->name));
+    return slot;
+}
+
+/* ---- shared/<group>/ ---- */
+
+/* dir/name made if missing, and opened; a link there is refused (no way out of the data
+ * directory). */
+static int open_folder(int dir, const char *name, const char *shown, char *why, size_t why_len) {
+    if (mkdirat(dir, name, 0755) != 0 && errno != EEXIST) {
+        snprintf(why, why_len, "cannot make %s: %s", shown, strerror(errno));
+        return -1;
+    }
+    int fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        snprintf(why, why_len, "cannot make %s: %s", shown,
+                 errno == ELOOP || errno == ENOTDIR ? "something other than a folder is there"
+                                                    : strerror(errno));
+    return fd;
+}
+
+int users_make_shared(const users_table *t, const char *data_dir, char *why, size_t why_len) {
+    if (!users_group_count(t)) return 0;
+    int root = open(data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0) {
+        snprintf(why, why_len, "cannot open the data directory: %s", strerror(errno));
+        return -1;
+    }
+    int shared = open_folder(root, "shared", "shared/", why, why_len);
+    close(root);
+    int rc = shared < 0 ? -1 : 0;
+    for (size_t i = 0; rc == 0 && i < t->ngroups; i++) {
+        char shown[NAME_MAX_LEN + 16];
+        snprintf(shown, sizeof shown, "shared/%s/", t->groups[i]);
+        int fd = open_folder(shared, t->groups[i], shown, why, why_len);
+        if (fd < 0)
+            rc = -1;
+        else
+            close(fd);
+    }
+    if (shared >= 0) close(shared);
+    return rc;
+}
+
+int users_reload(const char *path, const char *data_dir, char *why, size_t why_len) {
+    users_table *t;
+    if (users_load(path, &t, why, why_len)) return -1;
+    if (users_make_shared(t, data_dir, why, why_len)) {
+        users_release(t);
+        return -1;
+    }
+    users_install(t);
+    return 0;
+}
+
+int users_reread(const char *by, char *why, size_t why_len) {
+    if (!config.token_file) {
+        snprintf(why, why_len, "this daemon has no --token-file to read again");
+        log_warn("%s: %s", by, why);
+        return -1;
+    }
+    if (users_reload(config.token_file, config.data_dir, why, why_len)) {
+        log_warn("%s: %s; the token file read before stays in force", by, why);
+        return -1;
+    }
+    users_table *t = users_acquire();
+    log_notice("%s: token file %s read again: %zu token(s), %zu user(s), %zu group(s)", by,
+               config.token_file, users_token_count(t), users_count(t), users_group_count(t));
+    users_release(t);
+    return 0;
 }

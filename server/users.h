@@ -67,6 +67,9 @@ void users_install(users_table *t);
  * says nothing about which one did. */
 int users_match(const users_table *t, const char *token, size_t len, caller_role *role,
                 const user **who);
+/* How many tokens and users t holds. */
+size_t users_token_count(const users_table *t);
+size_t users_count(const users_table *t);
 /* Whether t names users (SERVICE.md: everything of users is off when not). */
 bool users_named(const users_table *t);
 /* The user named `name` in t, or NULL. */
@@ -74,6 +77,20 @@ const user *users_find(const users_table *t, const char *name);
 /* The groups t names, sorted, each once: i < users_group_count(t). */
 size_t users_group_count(const users_table *t);
 const char *users_group(const users_table *t, size_t i);
+
+/* Make shared/<group>/ under data_dir for every group t names (0), or -1 with why. */
+int users_make_shared(const users_table *t, const char *data_dir, char *why, size_t why_len);
+/* Read the token file at path and put it in force for the requests that come after (its
+ * groups' shared folders made first); -1 with why, the table in force staying, when it
+ * cannot be read, parsed or its folders made. */
+int users_reload(const char *path, const char *data_dir, char *why, size_t why_len);
+
+/* users_reload of --token-file (config.h), logged as done `by` (SIGHUP, reload). */
+int users_reread(const char *by, char *why, size_t why_len);
+
+/* u's slot in the per-user request counter, slot_of(u->name) asked once per user name
+ * (metrics.h); -1 for NULL or a user with no state. */
+int users_metrics_slot(const user *u, int (*slot_of)(const char *name));
 
 /* quota.requests: count a request of u's in flight (0), or -1 when u already has its
  * quota of them in flight (nothing counted). users_request_end ends one counted. No-ops

@@ -120,7 +120,16 @@ int h5ark_client_info(h5ark_client_t *self, const char *const *names, size_t cou
 int h5ark_client_delete(h5ark_client_t *self, const char *const *names, size_t count,
                         h5ark_value **deleted, h5ark_error *err);
 int h5ark_client_clear(h5ark_client_t *self, uint64_t *deleted, h5ark_error *err);
+/* Let `with` (users, "g:GROUP", "*") read the caller's named objects (share), or take that
+ * back (!share): *grants set to {name: [subjects]} (a daemon with users). */
+int h5ark_client_share(h5ark_client_t *self, const char *const *names, size_t count,
+                       const char *const *with, size_t nwith, bool share, h5ark_value **grants,
+                       h5ark_error *err);
 int h5ark_client_shutdown(h5ark_client_t *self, h5ark_error *err);
+/* Who the token names (a daemon with users): user, role, groups, quotas, usage. */
+int h5ark_client_whoami(h5ark_client_t *self, h5ark_value **me, h5ark_error *err);
+/* Have the daemon read its token file again (an admin's): tokens, users, groups in force. */
+int h5ark_client_reload(h5ark_client_t *self, h5ark_value **result, h5ark_error *err);
 
 /* A number argument: absent, or a bool, integer or float as the daemon should read it. */
 typedef struct {

@@ -1300,6 +1300,42 @@ static int cmd_unpack(int argc, char **argv) {
     return rc ? fail(&err) : 0;
 }
 
+/* share / unshare NAME... --with SUBJECT...: prints "NAME SUBJECT,..." (the grants after) */
+static int share_command(int argc, char **argv, bool share) {
+    enum { O_WITH = 1000 };
+    static const struct option opts[] = {
+        {"with", required_argument, 0, O_WITH}, {"help", no_argument, 0, 'h'}, {0}};
+    const char *with[64];
+    size_t nwith = 0;
+    int status = -1, c;
+    while ((c = next_opt(argc, argv, opts, &status)) != -1) {
+        if (c == -2) return status;
+        if (nwith == sizeof with / sizeof with[0]) return usage_error("at most 64 --with");
+        with[nwith++] = optarg;
+    }
+    if (argc - optind < 1 || nwith == 0)
+        return usage_error("%s takes one or more NAMEs and one or more --with", current_cmd);
+    h5ark_error err;
+    h5ark_client_t *cl = connect_client(&err);
+    if (!cl) return fail(&err);
+    h5ark_value *grants = NULL;
+    int rc = h5ark_client_share(cl, (const char *const *)argv + optind, (size_t)(argc - optind),
+                                with, nwith, share, &grants, &err);
+    for (size_t i = 0; rc == 0 && grants && i < grants->as.m.len; i++) {
+        printf("%s", grants->as.m.keys[i]);
+        const h5ark_value *list = grants->as.m.vals[i];
+        for (size_t k = 0; k < h5ark_value_len(list); k++) {
+            char *s = value_text(h5ark_value_at(list, k));
+            printf("%s%s", k ? "," : " ", s ? s : "?");
+            free(s);
+        }
+        printf("\n");
+    }
+    h5ark_value_destroy(&grants);
+    h5ark_client_destroy(&cl);
+    return rc ? fail(&err) : 0;
+}
+
 /* Options that each take a string, numbered from 1000 in opts: values[k] gets option
  * 1000 + k's. -1 when they parsed, else the exit status (help given, or a usage error). */
 static int string_options(int argc, char **argv, const struct option *opts, const char **values) {
@@ -1309,6 +1345,14 @@ static int string_options(int argc, char **argv, const struct option *opts, cons
         if (c >= 1000) values[c - 1000] = optarg;
     }
     return -1;
+}
+
+static int cmd_share(int argc, char **argv) {
+    return share_command(argc, argv, true);
+}
+
+static int cmd_unshare(int argc, char **argv) {
+    return share_command(argc, argv, false);
 }
 
 /* writepart NAME / complete: a field of an ExeTera dataframe in parts; prints
@@ -1418,6 +1462,60 @@ static int cmd_shutdown(int argc, char **argv) {
     return rc ? fail(&err) : 0;
 }
 
+static int cmd_whoami(int argc, char **argv) {
+    int status = no_positional(argc, argv);
+    if (status >= 0) return status;
+    h5ark_error err;
+    h5ark_client_t *cl = connect_client(&err);
+    if (!cl) return fail(&err);
+    h5ark_value *me = NULL;
+    int rc = h5ark_client_whoami(cl, &me, &err);
+    h5ark_client_destroy(&cl);
+    if (rc) return fail(&err);
+    static const char *const keys[] = {"user", "role", "groups"};
+    for (size_t i = 0; i < 3; i++) {
+        char *text = value_text(h5ark_value_get(me, keys[i]));
+        printf("%-9s %s\n", keys[i], text ? text : "?");
+        free(text);
+    }
+    /* each of usage and quota: what the user has of what they may have */
+    static const char *const measures[] = {"memory", "disk", "objects", "requests"};
+    const h5ark_value *usage = h5ark_value_get(me, "usage"),
+                      *quotas = h5ark_value_get(me, "quotas");
+    for (size_t i = 0; i < 4; i++) {
+        char *used = value_text(h5ark_value_get(usage, measures[i]));
+        const h5ark_value *q = h5ark_value_get(quotas, measures[i]);
+        char *quota = q && q->kind != H5ARK_NIL ? value_text(q) : NULL;
+        printf("%-9s %s%s%s%s\n", measures[i], used ? used : "?", quota ? " of " : " (no quota)",
+               quota ? quota : "", quota && i < 2 ? " bytes" : "");
+        free(used);
+        free(quota);
+    }
+    h5ark_value_destroy(&me);
+    return 0;
+}
+
+static int cmd_reload(int argc, char **argv) {
+    int status = no_positional(argc, argv);
+    if (status >= 0) return status;
+    h5ark_error err;
+    h5ark_client_t *cl = connect_client(&err);
+    if (!cl) return fail(&err);
+    h5ark_value *got = NULL;
+    int rc = h5ark_client_reload(cl, &got, &err);
+    h5ark_client_destroy(&cl);
+    if (rc) return fail(&err);
+    char *groups = value_text(h5ark_value_get(got, "groups"));
+    uint64_t tokens = 0, users = 0;
+    h5ark_value_to_uint64(h5ark_value_get(got, "tokens"), &tokens);
+    h5ark_value_to_uint64(h5ark_value_get(got, "users"), &users);
+    printf("token file read again: %" PRIu64 " token(s), %" PRIu64 " user(s), groups %s\n", tokens,
+           users, groups ? groups : "?");
+    free(groups);
+    h5ark_value_destroy(&got);
+    return 0;
+}
+
 static void print_help(void);
 
 static int cmd_help(int argc, char **argv) {
@@ -1447,6 +1545,17 @@ static const command commands[] = {
      "how long it has run, and DONE of TOTAL in bytes, rows or files (- when the request\n"
      "reports no measure).\n",
      "status", cmd_status},
+    {"whoami",
+     "Print who the token names and what the user holds of each quota.\n"
+     "User, role and groups; then for memory, disk, objects and requests in flight what the\n"
+     "user has, of what quota (a daemon whose token file names users; without, the user is\n"
+     "nil).\n",
+     "whoami", cmd_whoami},
+    {"reload",
+     "Have the daemon read its token file again.\n"
+     "With users it takes an admin's token. A bad file is refused with the reason, the\n"
+     "tokens in force staying.\n",
+     "reload", cmd_reload},
     {"ls",
      "List the groups and datasets of an HDF5 file in the daemon's data directory.\n"
      "An ExeTera field is one entry, of kind field, with its FIELDTYPE, LENGTH and COMPLETED.\n"
@@ -1454,6 +1563,14 @@ static const command commands[] = {
      "ls FILE [--recursive]", cmd_ls},
     {"info", "Describe the named objects, or all objects when no NAME is given.\n",
      "info [NAME...]", cmd_info},
+    {"share",
+     "Let users, g:GROUPs or * read the caller's objects, as OWNER/NAME.\n"
+     "For a daemon whose token file names users. Prints each NAME and whom it is shared\n"
+     "with.\n"
+     "  --with S         a user, g:GROUP or * (repeat for several)\n",
+     "share NAME... --with S [--with S...]", cmd_share},
+    {"unshare", "Take back what share gave. Prints each NAME and whom it is still shared with.\n",
+     "unshare NAME... --with S [--with S...]", cmd_unshare},
     {"create",
      "Create a pdarray NAME in the daemon.\n"
      "  --dtype T        int8 int16 int32 int64 uint8 uint16 uint32 uint64 float32 float64\n"

@@ -64,6 +64,14 @@ int h5ark_client_getconfig(h5ark_client_t *self, h5ark_value **config, h5ark_err
     return call(self, "getconfig", NULL, NULL, 0, NULL, config, err);
 }
 
+int h5ark_client_whoami(h5ark_client_t *self, h5ark_value **me, h5ark_error *err) {
+    return call(self, "whoami", NULL, NULL, 0, NULL, me, err);
+}
+
+int h5ark_client_reload(h5ark_client_t *self, h5ark_value **result, h5ark_error *err) {
+    return call(self, "reload", NULL, NULL, 0, NULL, result, err);
+}
+
 int h5ark_client_status(h5ark_client_t *self, const char *client, h5ark_value **requests,
                         h5ark_error *err) {
     h5ark_value *args = NULL;
@@ -109,6 +117,18 @@ int h5ark_client_clear(h5ark_client_t *self, uint64_t *deleted, h5ark_error *err
     if (!ok) return h5ark_fail(err, H5ARK_INTERNAL, "clear: 'deleted' is not a count");
     if (deleted) *deleted = u;
     return 0;
+}
+
+int h5ark_client_share(h5ark_client_t *self, const char *const *names, size_t count,
+                       const char *const *with, size_t nwith, bool share, h5ark_value **grants,
+                       h5ark_error *err) {
+    h5ark_value *args = h5ark_value_map();
+    if (h5ark_value_set(args, "names", str_array(names, count)) != 0 ||
+        h5ark_value_set(args, "with", str_array(with, nwith)) != 0) {
+        h5ark_value_destroy(&args);
+        return oom(err);
+    }
+    return call(self, share ? "share" : "unshare", args, NULL, 0, "grants", grants, err);
 }
 
 int h5ark_client_shutdown(h5ark_client_t *self, h5ark_error *err) {

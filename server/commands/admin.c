@@ -1,5 +1,5 @@
 /* Commands about the daemon and its registry: ping getconfig status info delete clear
- * shutdown, and the test-only fault. */
+ * share unshare register unregister shutdown, and the test-only fault. */
 #include "commands.h"
 
 #include "checkpoint.h"
@@ -9,6 +9,7 @@
 #include "memory.h"
 #include "front/gateway.h"
 #include "metrics.h"
+#include "dist/ranks.h"
 #include "dist/spmd.h"
 #include "registry.h"
 #include "shardcache.h"
@@ -101,28 +102,97 @@ static int cmd_info(command_ctx *ctx, h5ark_error *err) {
 static int cmd_delete(command_ctx *ctx, h5ark_error *err) {
     const h5ark_value *names = arg_value(ctx, "names");
     /* all or nothing: check every name first */
-    for (size_t i = 0; i < h5ark_value_len(names); i++) {
-        object *obj = registry_get(h5ark_value_at(names, i)->as.s.ptr, err);
-        if (!obj) return -1;
-        object_release(obj);
-    }
+    for (size_t i = 0; i < h5ark_value_len(names); i++)
+        if (registry_delete(h5ark_value_at(names, i)->as.s.ptr, true, err)) return -1;
     h5ark_value *deleted = h5ark_value_array();
     for (size_t i = 0; i < h5ark_value_len(names); i++) {
         const char *name = h5ark_value_at(names, i)->as.s.ptr;
         h5ark_error ignore;
         /* a name listed twice, or deleted meanwhile by another client, is not an error */
-        if (registry_remove(name, &ignore) == 0) h5ark_value_push(deleted, h5ark_value_str(name));
+        if (registry_delete(name, false, &ignore) == 0)
+            h5ark_value_push(deleted, h5ark_value_str(name));
     }
     return reply_set(ctx, "deleted", deleted, err);
 }
 
+/* the caller's objects; {"all": true}: everyone's (an admin's, with users on) */
 static int cmd_clear(command_ctx *ctx, h5ark_error *err) {
-    size_t deleted = registry_clear();
+    size_t deleted = 0;
+    if (!arg_bool(ctx, "all", false))
+        deleted = registry_clear();
+    else if (registry_clear_all(&deleted, err))
+        return -1;
     /* Nothing is left to reuse the memory for: give it back now rather than when idle.
      * (Objects a reply still sends from are freed when it has gone, and given back when
      * the daemon is next idle.) */
     memory_give_back();
     return reply_set(ctx, "deleted", h5ark_value_uint(deleted), err);
+}
+
+/* share / unshare {"names", "with"}: every name checked first, then every grant changed */
+static int change_grants(command_ctx *ctx, bool share, h5ark_error *err) {
+    const h5ark_value *names = arg_value(ctx, "names"), *with = arg_value(ctx, "with");
+    size_t n = h5ark_value_len(with);
+    const char *subjects[64];
+    if (n > sizeof subjects / sizeof subjects[0])
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "'with' names at most %zu subjects",
+                          sizeof subjects / sizeof subjects[0]);
+    for (size_t i = 0; i < n; i++)
+        subjects[i] = h5ark_value_at(with, i)->as.s.ptr;
+    h5ark_value *none = NULL;
+    for (size_t i = 0; i < h5ark_value_len(names); i++) { /* all or nothing */
+        if (registry_share(h5ark_value_at(names, i)->as.s.ptr, subjects, 0, share, &none, err))
+            return -1;
+        h5ark_value_destroy(&none);
+    }
+    h5ark_value *grants = h5ark_value_map();
+    if (!grants) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    for (size_t i = 0; i < h5ark_value_len(names); i++) {
+        const char *name = h5ark_value_at(names, i)->as.s.ptr;
+        h5ark_value *list;
+        if (registry_share(name, subjects, n, share, &list, err) ||
+            h5ark_value_set(grants, name, list)) {
+            h5ark_value_destroy(&grants);
+            return list ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory") : -1;
+        }
+    }
+    return reply_set(ctx, "grants", grants, err);
+}
+
+static int cmd_share(command_ctx *ctx, h5ark_error *err) {
+    return change_grants(ctx, true, err);
+}
+
+static int cmd_unshare(command_ctx *ctx, h5ark_error *err) {
+    return change_grants(ctx, false, err);
+}
+
+/* register {"name", "as"}: the object `name` (the caller's, or one shared with them) under a
+ * second name `as` of the caller's, marked registered (Arkouda's registry) */
+static int cmd_register(command_ctx *ctx, h5ark_error *err) {
+    object *obj = registry_get(arg_str(ctx, "name", ""), err);
+    object *twin = obj ? object_twin(obj, err) : NULL;
+    object_release(obj);
+    if (!twin) return ranks_agree(-1, err);
+    twin->registered = true;
+    const char *key = "object";
+    int rc = command_publish_all(ctx, &twin, &key, 1, arg_str(ctx, "as", ""), err);
+    object_release(twin);
+    return rc;
+}
+
+/* unregister {"name"}: the caller's registered name goes (the object it was made from
+ * stays under its own name) */
+static int cmd_unregister(command_ctx *ctx, h5ark_error *err) {
+    const char *name = arg_str(ctx, "name", "");
+    object *obj = registry_get(name, err);
+    bool registered = obj && obj->registered;
+    object_release(obj);
+    if (!obj) return -1;
+    if (!registered)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "'%.300s' is not a registered name", name);
+    if (registry_remove(name, err)) return -1;
+    return reply_set(ctx, "deleted", h5ark_value_str(name), err);
 }
 
 static int cmd_shutdown(command_ctx *ctx, h5ark_error *err) {
@@ -208,8 +278,22 @@ const command_def admin_commands[] = {
      .read_only = true,
      .ranks = RANKS_ZERO},
     {"delete", cmd_delete, {{"names", ARG_STR_ARRAY, true}, {0}}, .ranks = RANKS_EVERY},
-    {"clear", cmd_clear, {{0}}, .ranks = RANKS_EVERY},
-    {"shutdown", cmd_shutdown, {{0}}, .ranks = RANKS_ZERO},
+    {"clear", cmd_clear, {{"all", ARG_BOOL, false}, {0}}, .ranks = RANKS_EVERY},
+    {"share",
+     cmd_share,
+     {{"names", ARG_STR_ARRAY, true}, {"with", ARG_STR_ARRAY, true}, {0}},
+     .ranks = RANKS_EVERY},
+    {"unshare",
+     cmd_unshare,
+     {{"names", ARG_STR_ARRAY, true}, {"with", ARG_STR_ARRAY, true}, {0}},
+     .ranks = RANKS_EVERY},
+    {"register",
+     cmd_register,
+     {{"name", ARG_STR, true}, {"as", ARG_STR, true}, {0}},
+     .ranks = RANKS_EVERY},
+    {"unregister", cmd_unregister, {{"name", ARG_STR, true}, {0}}, .ranks = RANKS_EVERY},
+    /* a shared service is stopped by its admins */
+    {"shutdown", cmd_shutdown, {{0}}, .admin_only = true, .ranks = RANKS_ZERO},
     {"fault",
      cmd_fault,
      {{"class", ARG_STR, false},

@@ -78,7 +78,8 @@ static json_t *value_json(const h5ark_value *v) {
  * (a leading '.'); then one no name of the registry's can be. */
 static void dataset_name(object *const *objs, size_t i, char *out, size_t len) {
     const char *name = objs[i]->name;
-    if (name[0] != '.' && strcmp(name, "Filename_Codes") != 0) {
+    /* another owner's object may have the same name: owned ones are numbered */
+    if (!objs[i]->owner && name[0] != '.' && strcmp(name, "Filename_Codes") != 0) {
         snprintf(out, len, "%s", name);
         return;
     }
@@ -98,18 +99,26 @@ static void dataset_name(object *const *objs, size_t i, char *out, size_t len) {
 /* The one place the manifest learns an object's `owner` and `grants`. Objects have
  * neither yet: nil and []. */
 static void checkpoint_owner_of(const object *obj, json_t *entry) {
-    (void)obj;
-    json_object_set_new(entry, "owner", json_null());
-    json_object_set_new(entry, "grants", json_array());
+    json_object_set_new(entry, "owner", obj->owner ? json_string(obj->owner) : json_null());
+    h5ark_value *grants = registry_grants_of(obj);
+    json_object_set_new(entry, "grants", grants ? value_json(grants) : json_array());
+    h5ark_value_destroy(&grants);
 }
 
-/* And the one place they are given back: an object of the manifest, once published
- * under its name, gets its `owner` (NULL: none) and `grants` (a JSON array of strings).
- * Objects have neither yet; the registry's namespaces apply them here. */
-static int checkpoint_restore_owner(object *obj, const char *owner, const json_t *grants,
-                                    h5ark_error *err) {
-    (void)obj, (void)owner, (void)grants, (void)err;
-    return 0;
+/* And the one place they are given back: obj published under `name` as `owner`'s (NULL:
+ * none) with `grants` (a JSON array of strings) — at a restore of the daemon's own
+ * checkpoints, where no caller is in scope; a caller's load_checkpoint publishes in the
+ * caller's namespace. */
+static int checkpoint_publish(object *obj, const char *name, const char *owner,
+                              const json_t *grants, h5ark_error *err) {
+    if (registry_viewer()) return registry_publish(obj, name, err);
+    size_t n = json_array_size(grants);
+    const char *subjects[n ? n : 1];
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (json_is_string(json_array_get(grants, i)))
+            subjects[k++] = json_string_value(json_array_get(grants, i));
+    return registry_restore(obj, owner, name, subjects, k, err);
 }
 
 /* ---- writing ---- */
@@ -279,8 +288,8 @@ static int write_abandon(void *ctx, h5ark_error *err) {
     return 0;
 }
 
-static int write_locked(const char *parent, const char *id, bool overwrite, checkpoint_written *out,
-                        h5ark_error *err) {
+static int write_locked(const char *parent, const char *id, bool overwrite, bool everyone,
+                        checkpoint_written *out, h5ark_error *err) {
     memset(out, 0, sizeof *out);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -288,7 +297,7 @@ static int write_locked(const char *parent, const char *id, bool overwrite, chec
     ck_write w = {.parent = parent, .id = id, .overwrite = overwrite};
     /* the objects as they are now: a reference to each, so a replacement made meanwhile is
      * in the next checkpoint, and this one has the object whole as it was */
-    w.objs = registry_list(&w.n);
+    w.objs = registry_list_of(everyone, &w.n);
     w.datasets = calloc(w.n ? w.n : 1, sizeof *w.datasets);
     storage_item *items = calloc(w.n ? w.n : 1, sizeof *items);
     int rc = w.datasets && items ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
@@ -347,10 +356,10 @@ static int write_locked(const char *parent, const char *id, bool overwrite, chec
  * millisecond and share a temporary folder. (At several ranks a checkpoint runs alone.) */
 static pthread_mutex_t writing = PTHREAD_MUTEX_INITIALIZER;
 
-int checkpoint_write(const char *parent, const char *id, bool overwrite, checkpoint_written *out,
-                     h5ark_error *err) {
+int checkpoint_write(const char *parent, const char *id, bool overwrite, bool everyone,
+                     checkpoint_written *out, h5ark_error *err) {
     pthread_mutex_lock(&writing);
-    int rc = write_locked(parent, id, overwrite, out, err);
+    int rc = write_locked(parent, id, overwrite, everyone, out, err);
     pthread_mutex_unlock(&writing);
     return rc;
 }
@@ -506,10 +515,9 @@ int checkpoint_read(const char *folder, bool replace, checkpoint_written *out,
             if (old[taken]) registry_remove(name, &(h5ark_error){0});
             taken++;
         }
-        if (registry_publish(objs[published], name, err) ||
-            checkpoint_restore_owner(objs[published],
-                                     json_string_value(json_object_get(o, "owner")),
-                                     json_object_get(o, "grants"), err)) {
+        if (checkpoint_publish(objs[published], name,
+                               json_string_value(json_object_get(o, "owner")),
+                               json_object_get(o, "grants"), err)) {
             if (objs[published]->name && strcmp(objs[published]->name, name) == 0)
                 registry_remove(name, &(h5ark_error){0});
             rc = -1;
@@ -622,8 +630,8 @@ static int cmd_checkpoint(command_ctx *ctx, h5ark_error *err) {
                               "checkpoint: mode is error or overwrite, not '%.100s'", mode);
         ck_place p;
         if (place_of(ctx, true, &p, err) ||
-            checkpoint_write(p.parent, *p.name ? p.name : NULL, strcmp(mode, "overwrite") == 0, &w,
-                             err))
+            checkpoint_write(p.parent, *p.name ? p.name : NULL, strcmp(mode, "overwrite") == 0,
+                             false, &w, err))
             return -1;
         return reply_written(ctx, &w, err);
     }
@@ -631,13 +639,15 @@ static int cmd_checkpoint(command_ctx *ctx, h5ark_error *err) {
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "checkpoint: 'name' and 'mode' need 'path'");
     const caller *who = entry_caller();
     if (who && who->user && who->role != ROLE_ADMIN)
-        return h5ark_fail(err, H5ARK_UNAUTHORIZED, "checkpoint needs the admin role");
+        return h5ark_fail(err, H5ARK_FORBIDDEN,
+                          "'checkpoint' of every user's objects needs the admin role (give "
+                          "'path' for a checkpoint of one's own)");
     const char *dir = checkpoint_dir();
     if (!dir)
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
                           "checkpoint: this daemon has no --checkpoint-dir to write them to "
                           "(give 'path' for a folder in the data directory)");
-    if (checkpoint_write(dir, NULL, false, &w, err)) return -1;
+    if (checkpoint_write(dir, NULL, false, true, &w, err)) return -1;
     checkpoint_note(w.id, w.time, w.objects, w.changes);
     spmd_root_does(0, prune, (void *)dir, &(h5ark_error){0});
     log_notice("checkpoint %s: %llu objects, %llu bytes in %.3f s", w.id,

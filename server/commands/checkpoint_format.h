@@ -27,12 +27,13 @@ typedef struct {
     uint64_t changes;        /* registry_changes() when the objects were taken */
 } checkpoint_written;
 
-/* Every rank, within one call: every object of the registry into the folder
+/* Every rank, within one call: every object of every owner (everyone: the daemon's own
+ * checkpoints), or the caller's own objects (a checkpoint in the data directory), into the folder
  * `<parent>/<id>` (id NULL: a new one, checkpoint_new_id), written as `.tmp-<id>` and
  * renamed into place; an existing one is refused with already_exists unless `overwrite`.
  * On failure nothing of it is left. */
-int checkpoint_write(const char *parent, const char *id, bool overwrite, checkpoint_written *out,
-                     h5ark_error *err);
+int checkpoint_write(const char *parent, const char *id, bool overwrite, bool everyone,
+                     checkpoint_written *out, h5ark_error *err);
 /* Every rank, within one call: publish every object of the checkpoint `folder` (absolute)
  * under its name, all or none; `replace`: over objects of the same names (else
  * already_exists). Differences of a descriptor read back go to `warnings`. */

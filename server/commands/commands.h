@@ -17,6 +17,7 @@ extern const command_def file_commands[];      /* glob filetype fileformat rmhdf
 extern const command_def strings_commands[];   /* compare split random_strings */
 extern const command_def bigint_commands[];    /* bigint_arange bigint_limbs bigint_from_limbs */
 extern const command_def acl_commands[];       /* getacl setacl */
+extern const command_def user_commands[];      /* whoami reload */
 
 /* Publish a freshly built object under args.name (or a generated name) and describe it in
  * the reply's `object`; published on every rank or on none. Takes obj's reference. */

@@ -49,6 +49,7 @@ static atomic_bool stop_requested;
 static void *zctx;
 
 static void work_free(work *w) {
+    entry_done(&w->req);
     for (int i = 0; i < w->nenvelope; i++)
         zmq_msg_close(&w->envelope[i]);
     h5ark_value_destroy(&w->req.header);
@@ -323,6 +324,7 @@ int router_run(void *zmq_context, h5ark_error *err) {
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGINT);
     sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGHUP);
     int sigfd = signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC);
 
     pthread_t *handlers = calloc((size_t)config.handlers, sizeof *handlers);
@@ -367,10 +369,16 @@ int router_run(void *zmq_context, h5ark_error *err) {
         }
         if (items[1].revents & ZMQ_POLLIN) {
             struct signalfd_siginfo si;
-            while (read(sigfd, &si, sizeof si) == sizeof si)
+            while (read(sigfd, &si, sizeof si) == sizeof si) {
+                char why[1024];
+                if (si.ssi_signo == SIGHUP) {
+                    users_reread("SIGHUP", why, sizeof why); /* it logs what it did */
+                    continue;
+                }
                 log_notice("signal %u: stopping after %llu request(s) in flight", si.ssi_signo,
                            (unsigned long long)in_flight);
-            accepting = false;
+                accepting = false;
+            }
         }
         if (atomic_load(&stop_requested) && accepting) {
             log_notice("shutdown requested: stopping after %llu request(s) in flight",
@@ -383,7 +391,12 @@ int router_run(void *zmq_context, h5ark_error *err) {
             bool answered;
             work *w = receive_request(sock, k == 3, &answered);
             if (!w) continue;
-            if (k == 2 ? dispatch_is_immediate(&w->req) : arkouda_is_immediate(&w->req)) {
+            /* in flight for its user from now on, queued included (quota.requests) */
+            h5ark_error refused = {0};
+            if ((k == 3 ? arkouda_accept(&w->req, &refused) : dispatch_accept(&w->req, &refused))) {
+                reply_now(sock, w, refused.code, refused.message);
+                work_free(w);
+            } else if (k == 2 ? dispatch_is_immediate(&w->req) : arkouda_is_immediate(&w->req)) {
                 reply r;
                 if (k == 3)
                     arkouda_handle(&w->req, &r);

@@ -33,17 +33,22 @@ darray *darray_new(h5ark_dtype dtype, uint64_t size, const uint64_t *counts, h5a
                    (unsigned long long)size, (unsigned long long)OBJECT_MAX_ELEMENTS);
         return NULL;
     }
-    /* With several ranks each rank accounts (and holds) only its own shards' bytes. */
+    /* With several ranks each rank accounts (and holds) only its own shards' bytes; the
+     * owner is charged every rank's, the same on every rank. */
     uint64_t bytes = 0, start = 0;
     for (int b = 0; b < n; b++) {
         uint64_t count = counts ? counts[b] : locales_block_start(size, n, b + 1) - start;
         if (locales_is_local(b)) bytes += count * itemsize;
         start += count;
     }
+    struct registry_account *account = NULL;
+    int rc = registry_charge(start * itemsize, &account, err);
     /* in a call, every rank goes on or none does (the lowest failing rank's error) */
-    int rc = registry_reserve_only(bytes, err);
+    if (rc == 0 && (rc = registry_reserve_only(bytes, err)) != 0) {
+        registry_uncharge(account, start * itemsize);
+        place_rank_context(err); /* a quota is the same on every rank: no rank named */
+    }
     bool reserved = rc == 0;
-    if (rc != 0) place_rank_context(err);
     darray *a = rc == 0 ? calloc(1, sizeof *a) : NULL;
     shard *shards = rc == 0 ? calloc((size_t)n, sizeof *shards) : NULL;
     if (rc == 0 && (!a || !shards)) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
@@ -51,10 +56,15 @@ darray *darray_new(h5ark_dtype dtype, uint64_t size, const uint64_t *counts, h5a
     if (rc != 0) {
         free(a);
         free(shards);
-        if (reserved) registry_unreserve(bytes);
+        if (reserved) {
+            registry_unreserve(bytes);
+            registry_uncharge(account, start * itemsize);
+        }
         return NULL;
     }
     atomic_init(&a->refs, 1);
+    a->account = account;
+    a->charged = start * itemsize;
     a->dtype = dtype;
     a->itemsize = itemsize;
     a->size = size;
@@ -109,6 +119,7 @@ void darray_free(darray *a) {
         shardcache_give(b, a->shards[b].data, a->shards[b].count * a->itemsize);
     free(a->shards);
     registry_unreserve(a->reserved);
+    registry_uncharge(a->account, a->charged);
     free(a);
 }
 
@@ -228,6 +239,29 @@ int object_set_extra(object *obj, const char *key, h5ark_value *val, h5ark_error
     return 0;
 }
 
+object *object_twin(const object *obj, h5ark_error *err) {
+    object *t = object_alloc(obj->objtype, obj->dtype, obj->size, err);
+    if (!t) return NULL;
+    t->ndim = obj->ndim;
+    memcpy(t->shape, obj->shape, sizeof t->shape);
+    t->tag = obj->tag;
+    t->max_bits = obj->max_bits;
+    t->values = darray_ref(obj->values);
+    t->segments = darray_ref(obj->segments);
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < obj->ncomponents; i++)
+        rc = object_add_component(t, obj->components[i].name, obj->components[i].obj, err);
+    if (rc == 0 && obj->na_value && !(t->na_value = strdup(obj->na_value)))
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (rc == 0 && obj->extra && !(t->extra = h5ark_value_copy(obj->extra)))
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (rc) {
+        object_release(t);
+        return NULL;
+    }
+    return t;
+}
+
 object *object_ref(object *obj) {
     if (obj) atomic_fetch_add(&obj->refs, 1);
     return obj;
@@ -271,6 +305,8 @@ h5ark_value *object_describe_as(const object *obj, const char *name) {
     for (unsigned i = 0; i < obj->ndim; i++)
         h5ark_value_push(shape, h5ark_value_uint(obj->shape[i]));
     int rc = h5ark_value_set(d, "name", h5ark_value_str(name ? name : ""));
+    if (obj->owner) rc |= h5ark_value_set(d, "owner", h5ark_value_str(obj->owner));
+    if (obj->registered) rc |= h5ark_value_set(d, "registered", h5ark_value_bool(true));
     rc |= h5ark_value_set(d, "objtype", h5ark_value_str(h5ark_objtype_name(obj->objtype)));
     rc |= h5ark_value_set(d, "dtype", h5ark_value_str(h5ark_dtype_name(obj->dtype)));
     rc |= h5ark_value_set(d, "size", h5ark_value_uint(obj->size));
@@ -302,7 +338,8 @@ h5ark_value *object_describe_as(const object *obj, const char *name) {
 }
 
 h5ark_value *object_describe(const object *obj) {
-    return object_describe_as(obj, obj->name);
+    char name[REGISTRY_MAX_NAME * 2];
+    return object_describe_as(obj, registry_name_for(obj, name));
 }
 
 /* ---- an object whole on rank 0 -------------------------------------------------------- */

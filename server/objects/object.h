@@ -16,6 +16,7 @@
 #include "h5ark_wire.h"
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #define OBJECT_MAX_DIMS 32
@@ -34,6 +35,9 @@ typedef struct {
     int nshards; /* = locales_count() */
     shard *shards;
     uint64_t reserved; /* bytes accounted in the registry's memory total */
+    /* The owner charged for it (every rank's bytes, `charged`); NULL: users off. */
+    struct registry_account *account;
+    uint64_t charged;
 } darray;
 
 /* Allocate a darray whose shard b holds counts[b] elements (counts == NULL: block
@@ -61,7 +65,9 @@ typedef struct {
 
 struct object {
     atomic_int refs;
-    char *name; /* set when published; components are named "<parent>/<component>" */
+    char *name;        /* set when published; components are named "<parent>/<component>" */
+    const char *owner; /* set when published with users on (kept by the registry) */
+    bool registered;   /* a name given by `register` (Arkouda's registry) */
     h5ark_objtype objtype;
     h5ark_dtype dtype; /* element dtype; H5ARK_STRING for strings */
     uint64_t size;     /* elements, strings, sub-arrays or rows */
@@ -101,15 +107,20 @@ object *object_component_get(const object *obj, const char *name);
 /* Set a further descriptor key (takes val). */
 int object_set_extra(object *obj, const char *key, h5ark_value *val, h5ark_error *err);
 
+/* A new object sharing obj's arrays and components (no bytes copied, nothing charged):
+ * the same data under a second name. NULL with err when out of memory. */
+object *object_twin(const object *obj, h5ark_error *err);
+
 object *object_ref(object *obj);
 void object_release(object *obj); /* frees at the last reference; NULL is fine */
 
 /* Total bytes of an object's data (what `nbytes` reports). */
 uint64_t object_nbytes(const object *obj);
 /* The protocol's object descriptor: name, objtype, dtype, size, shape, ndim, itemsize,
- * nbytes, and for composites `components` (name -> descriptor, in order, each named
- * "<parent>/<component>"), plus `tag`, `na_value`, `max_bits` and the extra keys where
- * set. NULL only when out of memory. */
+ * nbytes, `owner` with users on (another's object named "OWNER/NAME"), `registered`
+ * when registered, and for composites `components` (name -> descriptor, in order, each
+ * named "<parent>/<component>"), plus `tag`, `na_value`, `max_bits` and the extra keys
+ * where set. NULL only when out of memory. */
 h5ark_value *object_describe(const object *obj);
 /* The same, under another name (a component reached by its path). */
 h5ark_value *object_describe_as(const object *obj, const char *name);

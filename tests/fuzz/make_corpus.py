@@ -166,9 +166,16 @@ for i, f in enumerate(forms):
     tail = bytes([3]) + bytes(range(0, 64, 1))
     (out / "form" / f"seed{i:02d}").write_bytes(json.dumps(f).encode() + b"\0" + tail)
 
+
+def write_seeds(target, seeds):
+    """Each of `seeds` (bytes) as a file of the corpus of `target`."""
+    (out / target).mkdir(parents=True, exist_ok=True)
+    for i, seed in enumerate(seeds):
+        (out / target / f"seed{i:02d}").write_bytes(seed)
+
+
 # pack: a data schema, NUL, an experiment schema, NUL, a field's bytes; and sample lists
-(out / "lbann").mkdir(parents=True, exist_ok=True)
-lbann = [
+write_seeds("lbann", [
     b"img:\n  metadata:\n    dims: [2, 2]\n    channels: 2\n    layout: hwc\n"
     b"    transpose: chw\n    scale: [0.5, 2.0]\n    bias: [1, 0]\n    ordering: 0\n"
     b"x:\n  metadata: {ordering: 1, scale: 0.1, bias: -1.0}\n\0"
@@ -178,9 +185,18 @@ lbann = [
     b"CONDUIT_HDF5_INCLUSION\n2 0 1\n.\nf.h5 2 0 RUN_ID/000000001 RUN_ID/000000002\n",
     b"CONDUIT_HDF5_EXCLUSION\n1 1 1\nbase\nf.h5 1 1 x\n",
     b"MULTI-SAMPLE_INCLUSION_V2\n1 1\n.\nf.h5 1 s0\n",
-]
-for i, seed in enumerate(lbann):
-    (out / "lbann" / f"seed{i:02d}").write_bytes(seed)
+])
+# token files (shared/SERVICE.md §1): old style, users with groups and quotas, and refused
+write_seeds("tokens", [
+    b"# comment\n\nw-tok write\nr-tok read\nplain\na-tok admin\n",
+    b"alice-tok write user=alice groups=physics,chem quota.requests=2 quota.memory=1G\n"
+    b"alice-ro read user=alice groups=bio quota.requests=2 quota.memory=1G\n"
+    b"bob-tok user=bob groups=physics quota.disk=512M quota.objects=10\n"
+    b"root-tok admin user=root\r\n",
+    b"a user=a\nb read\n",
+    b"a user=a quota.memory=1G\nb user=a quota.memory=2G\n",
+    b"a user=a groups=x,,y colour=blue\n",
+])
 # object headers: settings (sizes of offsets and lengths, base address, the header's
 # address: fuzz_ohdr.c) and a small file's bytes, a seed per dataset of every kind
 (out / "ohdr").mkdir(parents=True, exist_ok=True)

@@ -715,3 +715,55 @@ def test_clients(tmp_path):
         assert run("load-checkpoint", "--path", "mine", endpoint=d.endpoint).returncode == 2
     finally:
         d.cleanup()
+
+
+def test_owners_and_grants_survive_a_restart(tmp_path):
+    """With users on, the daemon's checkpoint holds every user's objects with their owners
+    and grants (two users' `x` apart), and the restore gives each back to its owner, shared
+    as before; a user's checkpoint in the data directory holds only that user's objects."""
+    from wire import fails, get_array, ok, put_array, send
+    tokens = tmp_path / "tokens"
+    tokens.write_text("tok-alice write user=alice groups=physics\n"
+                      "tok-bob write user=bob groups=physics\n"
+                      "tok-carol write user=carol\n"
+                      "tok-root admin user=root\n")
+    ck = tmp_path / "ck"
+
+    def daemon():
+        d = Daemon(locales=2, token="tok-root", token_file=tokens, extra_args=ck_args(ck))
+        deadline = time.time() + 60 * TOOL_SLOWDOWN
+        while ok(send(d, "getconfig"))["restoring"]:
+            assert time.time() < deadline
+            time.sleep(0.05)
+        d.as_ = {u: type("who", (), {"endpoint": d.endpoint, "token": f"tok-{u}"})
+                 for u in ("alice", "bob", "carol", "root")}
+        return d
+
+    d = daemon()
+    try:
+        a, b, c = d.as_["alice"], d.as_["bob"], d.as_["carol"]
+        put_array(a, np.arange(10), name="x")
+        put_array(b, np.arange(4) * 3, name="x")
+        ok(send(a, "share", {"names": ["x"], "with": ["g:physics"]}))
+        # only an admin writes the daemon's checkpoints once users are on
+        fails(send(a, "checkpoint"), "forbidden")
+        assert ok(send(d.as_["root"], "checkpoint"))["objects"] == 2
+        # alice's own checkpoint in her home holds her object alone
+        assert ok(send(a, "checkpoint", {"path": "ck", "name": "mine"}))["objects"] == 1
+    finally:
+        d.cleanup()
+    manifest = json.loads(next(p for p in ck.iterdir() if p.is_dir()).joinpath(
+        "manifest.json").read_text())
+    assert sorted((o["name"], o["owner"], o["grants"]) for o in manifest["objects"]) == \
+        [("x", "alice", ["g:physics"]), ("x", "bob", [])]
+
+    d = daemon()
+    try:
+        a, b, c = d.as_["alice"], d.as_["bob"], d.as_["carol"]
+        assert list(get_array(a, "x", "int64")) == list(range(10))
+        assert list(get_array(b, "x", "int64")) == [0, 3, 6, 9]
+        assert list(get_array(b, "alice/x", "int64")) == list(range(10))  # still shared
+        fails(send(c, "get", {"name": "alice/x"}), "not_found")
+        fails(send(a, "get", {"name": "bob/x"}), "not_found")
+    finally:
+        d.cleanup()

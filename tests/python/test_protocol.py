@@ -836,7 +836,7 @@ def test_unknown_command(daemon, cmd):
     ("get", {"name": "x", "step": 2}, "step"),
     ("info", {"name": "x"}, "name"),
     ("delete", {"names": [], "force": True}, "force"),
-    ("clear", {"all": True}, "all"),
+    ("clear", {"everything": True}, "everything"),
     ("shutdown", {"now": True}, "now"),
     ("put", {"objtype": "pdarray", "dtype": "int8", "shape": [0], "order": "C"}, "order"),
 ])

@@ -39,9 +39,10 @@ def run_readme(path, daemon, monkeypatch):
     return namespace
 
 
-def test_python_client_readme_runs(start_daemon, monkeypatch):
+def test_python_client_readme_runs(start_daemon, monkeypatch, tmp_path):
     path = REPO / "client" / "python" / "README.md"
-    daemon = start_daemon(locales=2)
+    # its checkpoint block writes into the daemon's --checkpoint-dir
+    daemon = start_daemon(locales=2, extra_args=["--checkpoint-dir", str(tmp_path / "ck")])
     ns = run_readme(path, daemon, monkeypatch)
     # the last block ran to its end, on this daemon
     assert isinstance(ns["names"], h5ark.Strings)

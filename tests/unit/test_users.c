@@ -223,11 +223,70 @@ static void test_entry_caller(void) {
     CHECK(entry_run(&c, &err) == 0 && seen.user == NULL && seen.role == ROLE_WRITE);
 }
 
+/* What the work saw of its user (which lives as long as the request). */
+typedef struct seen_user {
+    caller who;
+    char name[65];
+    size_t ngroups;
+    bool in_g2, in_g3, has_state;
+    user_quotas quota;
+} seen_user;
+
+static int user_run(void *door, const caller *who, h5ark_error *err) {
+    (void)err;
+    seen_user *s = door;
+    *s = (seen_user){.who = *who};
+    if (!who->user) return 0;
+    snprintf(s->name, sizeof s->name, "%s", who->user->name);
+    s->ngroups = who->user->ngroups;
+    s->in_g2 = user_in_group(who->user, "g2");
+    s->in_g3 = user_in_group(who->user, "g3");
+    s->has_state = who->user->state != NULL;
+    s->quota = who->user->quota;
+    return 0;
+}
+
+/* A rank > 0: the caller rank 0 forwarded with the request's header (its role and user),
+ * or every right when the header has none (no token file). */
+static void test_forwarded_caller(void) {
+    users_table *t = parse("a-SECRET read user=alice groups=g1,g2 quota.memory=2K\n");
+    h5ark_value *who = entry_user_value(users_find(t, "alice"));
+    h5ark_value_set(who, "role", h5ark_value_str("read"));
+    request req = {.forwarded_seq = 5, .header = h5ark_value_map()};
+    seen_user seen;
+    entry_call c = {.req = &req,
+                    .name = "x",
+                    .read_only = true,
+                    .ranks = RANKS_ZERO,
+                    .known = &entry_forwarded,
+                    .run = user_run,
+                    .door = &seen};
+    h5ark_error err = {0};
+    CHECK(entry_run(&c, &err) == 0);
+    CHECK(seen.who.role == ROLE_WRITE && seen.who.may_write && seen.who.user == NULL);
+    h5ark_value_set(req.header, "caller", who);
+    CHECK(entry_run(&c, &err) == 0);
+    CHECK(seen.who.role == ROLE_READ && !seen.who.may_write && seen.who.user && !seen.has_state);
+    CHECK_STR(seen.name, "alice");
+    CHECK(seen.ngroups == 2 && seen.in_g2 && !seen.in_g3);
+    CHECK(seen.quota.memory == 2048 && seen.quota.requests == -1 && seen.quota.disk == -1);
+    users_release(t);
+    /* a malformed one is refused, not guessed at */
+    h5ark_value *bad = h5ark_value_map();
+    h5ark_value_set(bad, "role", h5ark_value_str("king"));
+    h5ark_value_set(req.header, "caller", bad);
+    err = (h5ark_error){0};
+    CHECK(entry_run(&c, &err) == -1 && err.code == H5ARK_INTERNAL);
+    CHECK_STR(err.message, "the caller rank 0 forwarded is malformed");
+    h5ark_value_destroy(&req.header);
+}
+
 int main(void) {
     test_old_style();
     test_users();
     test_refusals();
     test_in_force();
     test_entry_caller();
+    test_forwarded_caller();
     return check_exit("test_users");
 }

@@ -33,8 +33,8 @@ from .objects import (ArrayView, Categorical, DataFrame, Datetime, GroupBy, H5ar
 __version__ = "0.1.0"
 
 _FORWARDED = ("ping", "config", "status", "zeros", "ones", "full", "arange", "linspace", "randint",
-              "uniform", "array", "ip_address", "reshape", "info", "delete", "clear",
-              "to_hdf", "read_hdf", "repack", "ls", "shutdown", "put_awkward", "pack",
+              "uniform", "array", "ip_address", "reshape", "info", "delete", "clear", "share",
+              "unshare", "to_hdf", "read_hdf", "repack", "ls", "shutdown", "put_awkward", "pack",
               "binop", "cast", "fill", "reduce", "cumsum", "limit_bits")
 
 

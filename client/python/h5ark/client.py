@@ -258,6 +258,17 @@ class Client:
         reports no measure). Answered at once, however busy the daemon is."""
         return self.request("status").result["requests"]
 
+    def whoami(self):
+        """Who this client's token names (a daemon with users: protocol/PROTOCOL.md,
+        "Users"): `user`, `role`, `groups`, `quotas` and `usage` ({memory, disk, objects,
+        requests}); a quota not set is None, and `user` is None without users."""
+        return Result(self.request("whoami").result)
+
+    def reload(self):
+        """Have the daemon read its token file again (an admin's): `tokens`, `users` and
+        `groups` of the file now in force. A bad file raises, the old one staying."""
+        return Result(self.request("reload").result)
+
     def shutdown(self):
         """Ask the daemon to finish in-flight work and exit; closes this client."""
         result = Result(self.request("shutdown").result)
@@ -379,9 +390,25 @@ class Client:
         """Delete objects given as handles or names; returns the deleted names."""
         return self.request("delete", {"names": _names_of(objs_or_names)}).result["deleted"]
 
-    def clear(self):
-        """Delete every object; returns how many were deleted."""
-        return self.request("clear").result["deleted"]
+    def clear(self, all=False):
+        """Delete every object (with users on: the caller's own; all=True: everyone's, for
+        an admin); returns how many were deleted."""
+        return self.request("clear", {"all": True} if all else {}).result["deleted"]
+
+    def share(self, objs_or_names, with_):
+        """Let users, "g:GROUP"s or "*" (with_: a str or a list) read the caller's objects,
+        as "OWNER/NAME"; returns {name: subjects} (protocol/PROTOCOL.md, "One namespace
+        per user")."""
+        return self._grants("share", objs_or_names, with_)
+
+    def unshare(self, objs_or_names, with_):
+        """Take back what share gave; returns {name: subjects left}."""
+        return self._grants("unshare", objs_or_names, with_)
+
+    def _grants(self, cmd, objs_or_names, with_):
+        subjects = [with_] if isinstance(with_, str) else list(with_)
+        args = {"names": _names_of(objs_or_names), "with": subjects}
+        return self.request(cmd, args).result["grants"]
 
     # -- checkpoints (protocol/PROTOCOL.md, "Checkpoints") --------------------------------
 

@@ -7,9 +7,9 @@
 #include <string.h>
 
 static const ak_command *const families[] = {
-    ak_session_commands, ak_transfer_commands, ak_hdf_commands,
-    ak_compute_commands, ak_select_commands,   ak_group_commands,
-    ak_strings_commands, ak_bigint_commands,   ak_ckpt_commands};
+    ak_session_commands, ak_transfer_commands, ak_hdf_commands,     ak_compute_commands,
+    ak_select_commands,  ak_group_commands,    ak_strings_commands, ak_bigint_commands,
+    ak_ckpt_commands,    ak_registry_commands};
 
 const ak_command *ak_command_find(const char *base) {
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
@@ -29,6 +29,15 @@ int ak_reply(ak_ctx *ctx, h5ark_error *err, const char *fmt, ...) {
     int n = vasprintf(&text, fmt, ap);
     va_end(ap);
     if (n < 0) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    free(ctx->msg);
+    ctx->msg = text;
+    return 0;
+}
+
+int ak_reply_value(ak_ctx *ctx, json_t *value, h5ark_error *err) {
+    char *text = value ? json_dumps(value, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(value);
+    if (!text) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     free(ctx->msg);
     ctx->msg = text;
     return 0;

@@ -53,6 +53,7 @@ extern const ak_command ak_group_commands[];    /* unique gbbroadcast segmentedR
 extern const ak_command ak_strings_commands[];  /* randomStrings segmented* concatenateStr */
 extern const ak_command ak_bigint_commands[];   /* get_max_bits set_max_bits */
 extern const ak_command ak_ckpt_commands[];     /* save_checkpoint load_checkpoint */
+extern const ak_command ak_registry_commands[]; /* register attach list_registry unregister */
 
 /* The last template parameter, the rank: only 1-d arrays here (bad_request). */
 int ak_check_rank(ak_ctx *ctx, h5ark_error *err);
@@ -80,6 +81,8 @@ ranks_mode ak_command_ranks(const ak_command *c, const ak_request *in);
 /* Reply helpers. */
 int ak_reply(ak_ctx *ctx, h5ark_error *err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Reply value (taken; NULL: out of memory) as JSON text. */
+int ak_reply_value(ak_ctx *ctx, json_t *value, h5ark_error *err);
 /* Run a command of the native table (dispatch_call) for this request. */
 int ak_native(ak_ctx *ctx, const char *name, const h5ark_value *args, const h5ark_value *buffers,
               dispatch_result *out, h5ark_error *err);

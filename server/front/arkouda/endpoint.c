@@ -1,6 +1,7 @@
 /* The Arkouda front end's request handling (see endpoint.h). */
 #include "front/arkouda/endpoint.h"
 
+#include "config.h"
 #include "entry.h"
 #include "front/arkouda/commands.h"
 #include "log.h"
@@ -137,6 +138,16 @@ const command_def ak_internal_commands[] = {
      .internal = true},
     {0},
 };
+
+int arkouda_accept(request *req, h5ark_error *err) {
+    if (!config.token_file || !req->text) return 0;
+    ak_request in;
+    h5ark_error ignored = {0}; /* a malformed request is refused once it runs */
+    bool parsed = ak_request_parse(req->text, req->text_len, &in, &ignored) == 0;
+    int rc = entry_accept(req, parsed ? in.token : NULL, parsed ? in.token_len : 0, err);
+    ak_request_free(&in);
+    return rc;
+}
 
 bool arkouda_is_immediate(const request *req) {
     if (!req->text || req->payload.total) return !req->text;

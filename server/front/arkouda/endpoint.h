@@ -7,6 +7,9 @@
 
 #include "dispatch.h"
 
+/* The request has arrived (entry_accept, with its access_token); busy past the user's
+ * quota.requests. */
+int arkouda_accept(request *req, h5ark_error *err);
 /* True when the request is one to answer on the router thread: a constant-time session
  * command (or a request too broken to parse, answered at once). */
 bool arkouda_is_immediate(const request *req);

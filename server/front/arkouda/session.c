@@ -14,15 +14,6 @@
  * from warning of a version mismatch. */
 #define AK_CLIENT_RELEASE "2026.07.15"
 
-static int reply_json(ak_ctx *ctx, json_t *value, h5ark_error *err) {
-    char *text = value ? json_dumps(value, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(value);
-    if (!text) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    free(ctx->msg);
-    ctx->msg = text;
-    return 0;
-}
-
 static int cmd_connect(ak_ctx *ctx, h5ark_error *err) {
     return ak_reply(ctx, err, "connected to arkouda server %s", arkouda_endpoint());
 }
@@ -86,7 +77,7 @@ static int cmd_getconfig(ak_ctx *ctx, h5ark_error *err) {
         config.token_file != NULL, "logLevel", "INFO", "logChannel", "CONSOLE", "regexMaxCaptures",
         20, "byteorder", *(const uint8_t *)&probe ? "little" : "big", "autoShutdown", 0,
         "serverInfoNoSplash", 0);
-    return reply_json(ctx, c, err);
+    return ak_reply_value(ctx, c, err);
 }
 
 static int cmd_registration(ak_ctx *ctx, h5ark_error *err) {
@@ -94,7 +85,7 @@ static int cmd_registration(ak_ctx *ctx, h5ark_error *err) {
                           "parameter_classes", "array", "nd", 1, "dtype", "int", "uint", "real",
                           "bool", "binop", "dtype", "int", "uint", "real", "bool", "scalar",
                           "dtype", "int", "uint", "real", "bool");
-    return reply_json(ctx, c, err);
+    return ak_reply_value(ctx, c, err);
 }
 
 /* through the native delete, which runs on every rank */
@@ -128,19 +119,20 @@ static json_t *describe(const h5ark_value *d) {
     return json_pack("{s:s,s:s,s:I,s:i,s:o,s:i,s:b}", "name", ak_desc_str(d, "name"), "dtype",
                      strings ? "str" : ak_dtype_name(dtype), "size",
                      (json_int_t)ak_desc_uint(d, "size"), "ndim", (int)ndim, "shape", shape,
-                     "itemsize", strings ? 1 : (int)ak_itemsize(dtype), "registered", 0);
+                     "itemsize", strings ? 1 : (int)ak_itemsize(dtype), "registered",
+                     h5ark_value_get(d, "registered") != NULL);
 }
 
-/* names: "__AllSymbols__", "__RegisteredSymbols__" (nothing is registered here), a name,
- * or a JSON list of names: the native info. */
+/* names: "__AllSymbols__", "__RegisteredSymbols__" (the caller's registered names), a
+ * name, or a JSON list of names: the native info. */
 static int cmd_info(ak_ctx *ctx, h5ark_error *err) {
     const char *names;
     if (ak_arg_str(ctx->in, "names", &names, err)) return -1;
     json_t *list = json_array();
     if (!list) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    if (strcmp(names, "__RegisteredSymbols__") == 0) return reply_json(ctx, list, err);
+    bool registered = strcmp(names, "__RegisteredSymbols__") == 0;
     h5ark_value *args = h5ark_value_map(), *given = NULL;
-    if (args && strcmp(names, "__AllSymbols__") != 0) {
+    if (args && !registered && strcmp(names, "__AllSymbols__") != 0) {
         given = names[0] == '[' ? ak_names_arg(ctx, "names", err) : h5ark_value_array();
         if (given && names[0] != '[' && h5ark_value_push(given, h5ark_value_str(names)))
             h5ark_value_destroy(&given);
@@ -155,10 +147,13 @@ static int cmd_info(ak_ctx *ctx, h5ark_error *err) {
         return -1;
     }
     const h5ark_value *objs = h5ark_value_get(res.result, "objects");
-    for (size_t i = 0; i < h5ark_value_len(objs); i++)
-        json_array_append_new(list, describe(h5ark_value_at(objs, i)));
+    for (size_t i = 0; i < h5ark_value_len(objs); i++) {
+        const h5ark_value *d = h5ark_value_at(objs, i);
+        if (!registered || h5ark_value_get(d, "registered"))
+            json_array_append_new(list, describe(d));
+    }
     dispatch_result_free(&res);
-    return reply_json(ctx, list, err);
+    return ak_reply_value(ctx, list, err);
 }
 
 const ak_command ak_session_commands[] = {
