@@ -54,8 +54,10 @@ static int permit(const entry_call *c, const caller *who, h5ark_error *err) {
 
 typedef struct entry_ticket {
     users_table *table; /* in force when the request arrived */
-    const user *user;   /* who the token names (NULL: no one, or no users) */
-    bool counted;       /* in the user's requests in flight */
+    int token;          /* the token's index in it: matched once (-1: none matched) */
+    caller_role role;
+    const user *user; /* who the token names (NULL: no one, or no users) */
+    bool counted;     /* in the user's requests in flight */
 } entry_ticket;
 
 static int user_busy(const user *u, h5ark_error *err) {
@@ -81,8 +83,8 @@ int entry_accept(request *req, const char *token, size_t token_len, h5ark_error 
         return 0;
     }
     k->table = t;
-    caller_role role;
-    if (token && users_match(t, token, token_len, &role, &k->user) < 0) k->user = NULL;
+    k->token = token ? users_match(t, token, token_len, &k->role, &k->user) : -1;
+    if (k->token < 0) k->user = NULL;
     req->ticket = k;
     if (user_begin(k->user, err)) return -1;
     k->counted = k->user != NULL;
@@ -221,6 +223,13 @@ int entry_run(entry_call *c, h5ark_error *err) {
         if (forwarded_caller(c, &fu, err)) goto out;
     } else if (c->known) {
         c->who = *c->known;
+    } else if (k && k->token >= 0 && c->token) {
+        /* matched on arrival (entry_accept), from the same request's token */
+        c->who = (caller){.token = k->token,
+                          .may_write = k->role >= ROLE_WRITE,
+                          .role = k->role,
+                          .user = k->user};
+        if (permit(c, &c->who, err)) goto out;
     } else {
         if (!k) table = users_acquire();
         if (identify(c, k ? k->table : table, &c->who, err) || permit(c, &c->who, err))

@@ -2,11 +2,14 @@
  * must hold what it says: every line's token found with its user, users' names and groups
  * well formed, groups sorted and each once; a file it refuses says why in one line that
  * names a line or the file. */
+#include "config.h"
 #include "users.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+config_t config; /* the daemon's is defined in main.c, which fuzz targets do not link */
 
 static int name_ok(const char *s) {
     size_t n = strlen(s);
