@@ -533,7 +533,11 @@ def test_sigkill_during_checkpoint(tmp_path):
     finally:
         d.cleanup()
     outcomes = {"before": 0, "after": 0}
-    for trial in range(10):
+    # at least 10 kills; more, with the window moved towards the outcome not yet seen,
+    # when a loaded machine makes every kill land on one side
+    for trial in range(30):
+        if trial >= 10 and outcomes["before"] and outcomes["after"]:
+            break
         d = Daemon(locales=2, extra_args=ck_args(ck, "--checkpoint-keep", "100"))
         try:
             c = Conn(d)
@@ -552,10 +556,11 @@ def test_sigkill_during_checkpoint(tmp_path):
             s.close()
             after = complete(ck)
             outcomes["before" if after == before else "after"] += 1
+            window *= 1.3 if after == before else 0.8
             assert after[:len(before)] == before and len(after) - len(before) in (0, 1)
         finally:
             d.cleanup()
-    print(f"checkpoint: 10 kills, {outcomes}")
+    print(f"checkpoint: {trial + 1} kills, {outcomes}")
     assert outcomes["before"] > 0 and outcomes["after"] > 0, outcomes
     d = Daemon(locales=3, extra_args=ck_args(ck))
     try:
