@@ -207,7 +207,8 @@ def test_fault_on_one_rank(akd, inputs, what, rank, cls):
 
 def test_scratch_within_max_memory():
     """The buffers that move rows between ranks ([pdarray]=pdarray's pairs and records,
-    cumSum's sums moved one row on, a bool mask's positions, gbbroadcast's whole copies)
+    cumSum's sums moved one row on, a bool mask's positions bound for another rank,
+    gbbroadcast's whole copies)
     are counted against each rank's --max-memory as the objects are: past it that is
     resource_limit, nothing changes or is published, the memory comes back, and a smaller
     operation works."""
@@ -217,7 +218,7 @@ def test_scratch_within_max_memory():
         # gathers 16 MB on rank 0, which must fit; the moving buffers below must not
         n = 2_000_000
         a = np.arange(n, dtype=np.int64)
-        names = [upload(c, arr)[0] for arr in (a, a[::-1].copy(), np.ones(n, bool))]
+        names = [upload(c, arr)[0] for arr in (a, a[::-1].copy(), a >= 600_000)]
         target, pos = names[0], names[1]
         used = ok(d.endpoint, "getconfig")[0]["memory_used"]
         before = symbols(c)
@@ -232,12 +233,25 @@ def test_scratch_within_max_memory():
             assert "--max-memory" in msg, msg
             assert ok(d.endpoint, "getconfig")[0]["memory_used"] == used
             assert symbols(c) == before
-        # positions of a mask of n trues: n int64 of result and twice that moving them
-        hold = upload(c, np.zeros(n // 2, np.int64))[0]  # 4 MB a rank more
+        # a mask's positions: each rank makes those of its own rows, and those of the other
+        # rank's rows of the result move there. True from row 600k on: rank 0 keeps its 400k
+        # positions, rank 1 keeps 700k of its 1.4M and moves 300k (2.4 MB) to rank 0. Each
+        # rank is filled up to 1.2 MB short of holding its 5.6 MB of the result and those
+        # 2.4 MB, whatever it holds now: the result fits, the moving positions do not
+        result, moving = 700_000 * 8, 300_000 * 8
+        cfg = ok(d.endpoint, "getconfig")[0]
+        pad = (cfg["max_memory"] - cfg["memory_used"] - result - moving // 2) // 8 * 8
+        hold = upload(c, np.zeros(2 * pad, bool))[0]  # pad bytes on each rank
+        used = ok(d.endpoint, "getconfig")[0]["memory_used"]
+        before = symbols(c)
         msg = c.error("[pdarray]", {"array": target, "idx": names[2]})
-        assert "--max-memory" in msg, msg
-        assert ok(d.endpoint, "getconfig")[0]["memory_used"] == used + n // 2 * 8 // 2
+        assert "--max-memory" in msg and f"needs {moving} bytes" in msg, msg
+        assert ok(d.endpoint, "getconfig")[0]["memory_used"] == used
+        assert symbols(c) == before
         c.ok("delete", {"name": hold})
+        took = created_name(c.ok("[pdarray]", {"array": target, "idx": names[2]}))
+        np.testing.assert_array_equal(download(c, took, "int64", n - 600_000), a[600_000:])
+        c.ok("delete", {"name": took})
         # gbbroadcast of one group a row: the segments and values copied whole to every rank
         segs, gvals = upload(c, a)[0], upload(c, a * 2)[0]
         used = ok(d.endpoint, "getconfig")[0]["memory_used"]
