@@ -428,18 +428,18 @@ def hdf_files(multi, single):
     order = list(names)
     for file_type, path in [("single", "one.h5"), ("distribute", "parts")]:
         call_ok(single.endpoint, "tohdf", {"names": [names[k] for k in order], "datasets": order,
-                                      "path": path, "file_type": file_type})
+                                           "path": path, "file_type": file_type})
     call_ok(single.endpoint, "tohdf", {"names": [names["i"], names["s"]], "datasets": ["i", "s"],
-                                  "path": "more.h5", "file_type": "single"})
+                                       "path": "more.h5", "file_type": "single"})
     hdr, _ = put_strings(single.endpoint, ["x", ""])  # fewer strings than locales
     tiny = [hdr["result"]["object"]["name"], names["u"]]
     call_ok(single.endpoint, "tohdf", {"names": tiny, "datasets": ["s", "u"], "path": "tiny.h5",
-                                  "file_type": "single"})
+                                       "file_type": "single"})
     seg = call_ok(single.endpoint, "create", {"dtype": "int64", "fill": "arange", "stop": 10,
-                                         "step": 2})[0]["object"]["name"]
+                                              "step": 2})[0]["object"]["name"]
     sa = call_ok(single.endpoint, "segarray", {"segments": seg, "values": names["i"]})[0]
     call_ok(single.endpoint, "tohdf", {"names": [sa["object"]["name"]], "datasets": ["sa"],
-                                  "path": "segarray.h5", "file_type": "single"})
+                                       "path": "segarray.h5", "file_type": "single"})
     (single.data_dir / "broken.h5").write_bytes(b"not an HDF5 file at all" * 10)
     dest = multi.tmp / "data"
     dest.mkdir(exist_ok=True)
@@ -770,9 +770,9 @@ def test_repack_matches_one_rank(multi, single):
         (ddir / "rp").mkdir(parents=True, exist_ok=True)
         objs = make_objects(d.endpoint, ["ab", "c"] * 40)
         call_ok(d.endpoint, "tohdf", {"names": [objs["i"], objs["s"]], "datasets": ["i", "s"],
-                                 "path": "rp/x.h5", "file_type": "single"})
+                                      "path": "rp/x.h5", "file_type": "single"})
         call_ok(d.endpoint, "tohdf", {"names": [objs["t"]], "datasets": ["s"], "path": "rp/x.h5",
-                                 "file_type": "single", "mode": "update"})
+                                      "file_type": "single", "mode": "update"})
         res, _ = call_ok(d.endpoint, "repack", {"path": "rp/x.h5"})
         out[name] = ([os.path.basename(f) for f in res["files"]], h5_tree(ddir / "rp" / "x.h5"))
     assert out["multi"] == out["single"]
@@ -790,7 +790,7 @@ def test_tohdf_exetera_matches_one_rank(multi, single):
         names = make_objects(d.endpoint, words)
         codes = np.random.default_rng(9).integers(0, 3, len(words))
         call_ok(d.endpoint, "put", {"dtype": "int64", "shape": [len(codes)], "name": "xc"},
-           [{"name": "values", "nbytes": codes.nbytes}], [codes.tobytes()])
+                [{"name": "values", "nbytes": codes.nbytes}], [codes.tobytes()])
         put_strings(d.endpoint, ["lo", "mid", "hi"], "xk")
         call_ok(d.endpoint, "categorical", {"codes": "xc", "categories": "xk", "name": "xcat"})
         put_strings(d.endpoint, words, "xs")
@@ -830,7 +830,7 @@ def test_exetera_parts_match_one_rank(multi, single):
         names = make_objects(d.endpoint, words)
         codes = np.random.default_rng(5).integers(0, 3, 500)
         call_ok(d.endpoint, "put", {"dtype": "int64", "shape": [len(codes)], "name": "pc"},
-           [{"name": "values", "nbytes": codes.nbytes}], [codes.tobytes()])
+                [{"name": "values", "nbytes": codes.nbytes}], [codes.tobytes()])
         put_strings(d.endpoint, ["lo", "mid", "hi"], "pk")
         call_ok(d.endpoint, "categorical", {"codes": "pc", "categories": "pk", "name": "pcat"})
         replies = []
@@ -838,10 +838,10 @@ def test_exetera_parts_match_one_rank(multi, single):
                             ("df/s", names["s"]), ("df/s", names["t"]), ("df/c", "pcat"),
                             ("df/c", "pcat"), ("df/f", names["u"])]:
             replies.append(call_ok(d.endpoint, "writepart", {"path": "parts.h5", "field": field,
-                                                        "name": name})[0])
+                                                             "name": name})[0])
         for field in ("df/n", "df/s", "df/c"):
             replies.append(call_ok(d.endpoint, "complete", {"path": "parts.h5",
-                                                       "field": field})[0])
+                                                            "field": field})[0])
         # a part of another type, and a field that is not there: the same errors
         errs = [call(d.endpoint, "writepart", {"path": "parts.h5", "field": "df/n",
                                                "name": names["s"]})[0]["error"],
@@ -1002,7 +1002,7 @@ def test_tohdf_set_fault_at_every_call_leaves_it_whole(faulty_pair, mode):
     old_rows, new_rows = list(range(7, 1000)), list(range(10**9, 10**9 + 993))
     a = call_ok(ep, "create", {"dtype": "int64", "fill": "arange", "start": 7, "stop": 1000})[0]
     b = call_ok(ep, "create", {"dtype": "int64", "fill": "arange", "start": 10**9,
-                          "stop": 10**9 + 993})[0]
+                               "stop": 10**9 + 993})[0]
     call_ok(ep, "tohdf", {"names": [a["object"]["name"]], "datasets": ["x"], "path": path})
     before = snapshot(out)
     assert len(before) == 4, before
@@ -1051,7 +1051,7 @@ def test_set_killed_between_renames_is_completed_at_start(tmp_path):
         ep = d.endpoint
         a = call_ok(ep, "create", {"dtype": "int64", "fill": "arange", "start": 7, "stop": 1000})[0]
         b = call_ok(ep, "create", {"dtype": "int64", "fill": "arange", "start": 10**9,
-                              "stop": 10**9 + 993})[0]
+                                   "stop": 10**9 + 993})[0]
         call_ok(ep, "tohdf", {"names": [a["object"]["name"]], "datasets": ["x"], "path": "k.h5"})
         before = snapshot(data)
         args = {"names": [b["object"]["name"]], "datasets": ["x"], "path": "k.h5"}
@@ -1098,7 +1098,7 @@ def test_tohdf_rank_killed_leaves_old_or_new():
         small = call_ok(ep, "create", {"dtype": "int64", "fill": "zeros", "size": 10})[0]["object"]["name"]
         for ft in ("single", "distribute"):
             call_ok(ep, "tohdf", {"names": [small], "datasets": ["v"], "path": f"k_{ft}",
-                             "file_type": ft})
+                                  "file_type": ft})
         old = snapshot(d.tmp / "data")
         import threading
         results = []
@@ -1134,7 +1134,7 @@ def test_rank_that_gives_up_a_transfer_stops_the_job():
     try:
         ep = d.endpoint
         name = call_ok(ep, "create", {"dtype": "int64", "fill": "zeros",
-                                 "size": 5_000_000})[0]["object"]["name"]
+                                      "size": 5_000_000})[0]["object"]["name"]
         args = {"names": [name], "path": "z.h5", "compression": "gzip"}
         ended = None
         for nth in range(1, 200):
@@ -1171,7 +1171,7 @@ def test_wait_deadline_ends_the_job():
     try:
         ep = d.endpoint
         name = call_ok(ep, "create", {"dtype": "int64", "fill": "arange",
-                                 "stop": 1000})[0]["object"]["name"]
+                                      "stop": 1000})[0]["object"]["name"]
         call_ok(ep, "tohdf", {"names": [name], "path": "w.h5", "file_type": "single"})  # quick
         call_ok(ep, "fault", {"nth": 0, "delay_ms": 1500})
         t = time.time()
@@ -1201,7 +1201,7 @@ def test_concurrent_strings_and_files(multi):
                 name = hdr["result"]["object"]["name"]
                 ft = "single" if (k + i) % 2 else "distribute"
                 call_ok(multi.endpoint, "tohdf", {"names": [name], "datasets": ["w"],
-                                             "path": f"conc_{k}_{i}", "file_type": ft})
+                                                  "path": f"conc_{k}_{i}", "file_type": ft})
                 res, _ = call_ok(multi.endpoint, "readhdf", {"paths": [f"conc_{k}_{i}"]})
                 raw = object_bytes(multi.endpoint, res["objects"]["w"])
                 seg, val = strings_payload(words)
@@ -1490,7 +1490,7 @@ def test_categorical_from_codes_matches_one_rank(multi, single, label):
         hdr, _ = put_strings(d.endpoint, cats, "cats")
         assert hdr["ok"], hdr
         desc = call_ok(d.endpoint, "categorical", {"codes": "codes", "categories": "cats",
-                                              "name": "cat"})[0]["object"]
+                                                   "name": "cat"})[0]["object"]
         hdr, frames = call(d.endpoint, "get", {"name": "cat"})
         assert hdr["ok"], hdr
         # a dataframe and a segarray over it, got through their components
@@ -1535,7 +1535,7 @@ def composite_files(d, ddir, file_type, names):
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     res, _ = call_ok(d.endpoint, "tohdf", {"names": names, "path": f"{out.name}/c.h5",
-                                      "file_type": file_type})
+                                           "file_type": file_type})
     return out, res
 
 
@@ -1883,7 +1883,7 @@ def test_groupby_keys_not_in_blocks_match_one_rank(multi, single):
             for op, vals in [("sum", "aw/n1-data"), ("first", "aw/n1-data"),
                              ("nunique", s), ("max", v)]:
                 res, _ = call_ok(d.endpoint, "aggregate",
-                            {"groupby": f"gb{g}", "op": op, "values": vals})
+                                 {"groupby": f"gb{g}", "op": op, "values": vals})
                 objs = res["keys"] + [res["values"]]
                 got.append((op, [anonymous(o) for o in objs],
                             [object_bytes(d.endpoint, o) for o in objs]))
@@ -2122,7 +2122,7 @@ def test_pack_matches_one_rank(multi, single, pack_files, label, args):
                 values(frames, desc["dtype"]).reshape(desc["shape"]), rows)
     for ep, res in ((multi.endpoint, got), (single.endpoint, want)):
         call_ok(ep, "delete", {"names": [res["sample_ids"]["name"]] +
-                          [d["name"] for d in res["groups"].values()]})
+                               [d["name"] for d in res["groups"].values()]})
 
 
 def test_pack_named_and_batches(multi, single, pack_files):
@@ -2478,7 +2478,7 @@ def test_awkward_matches_one_rank(multi, single):
         assert not got["ok"] and got["error"] == want["error"], (args, got, want)
     # the big-endian copy, swapped as each rank reads its shards, is `big`
     be, _ = call_ok(multi.endpoint, "readhdf", {"paths": ["ak2.h5"], "datasets": ["big_be"],
-                                           "byteorder": ">"})
+                                                "byteorder": ">"})
     assert not call(multi.endpoint, "readhdf", {"paths": ["ak2.h5"], "datasets": ["big_be"]})[0]["ok"]
     le, _ = call_ok(multi.endpoint, "readhdf", {"paths": ["ak2.h5"], "datasets": ["big"]})
     assert object_bytes(multi.endpoint, be["objects"]["big_be"]) == \
@@ -2488,7 +2488,7 @@ def test_awkward_matches_one_rank(multi, single):
     want, _ = call_ok(single.endpoint, "readhdf", {"paths": ["ak2.h5"], "datasets": ["big"]})
     for ep, res in [(multi.endpoint, got), (single.endpoint, want)]:
         call_ok(ep, "tohdf", {"names": [res["objects"]["big"]["name"]], "datasets": ["big"],
-                         "path": "back.h5"})
+                              "path": "back.h5"})
     with h5py.File(multi.tmp / "data" / "back.h5") as a, \
             h5py.File(single.data_dir / "back.h5") as b:
         assert dict(a["big"].attrs) == dict(b["big"].attrs)
@@ -2507,7 +2507,7 @@ def test_awkward_matches_one_rank(multi, single):
         path = f"back0_{policy}.h5"
         for ep in (multi.endpoint, single.endpoint):
             call_ok(ep, "tohdf", {"names": objs[ep], "datasets": cases, "path": path,
-                             "format": "awkward0", "compression": policy})
+                                  "format": "awkward0", "compression": policy})
         with h5py.File(multi.tmp / "data" / path) as a, h5py.File(single.data_dir / path) as b:
             assert set(a) == set(b) == set(cases)
             for c in cases:
@@ -2538,9 +2538,9 @@ def test_gather_to_rank0_within_max_memory():
             assert not (d.tmp / "data" / "m.h5").exists()
         # within the limit it is written, and memory was given back
         small = call_ok(d.endpoint, "create", {"dtype": "int64", "fill": "arange",
-                                          "stop": 1000})[0]["object"]["name"]
+                                               "stop": 1000})[0]["object"]["name"]
         assert call_ok(d.endpoint, "writepart", {"path": "m.h5", "field": "df/n",
-                                            "name": small})[0]["rows"] == 1000
+                                                 "name": small})[0]["rows"] == 1000
         call_ok(d.endpoint, "delete", {"names": [name, small]})
         assert call_ok(d.endpoint, "getconfig")[0]["memory_used"] == 0
     finally:

@@ -172,7 +172,7 @@ def test_fault_on_one_rank(akd, inputs, what, rank, cls):
                 p = params
             before, old = symbols(c), files(akd.data_dir)
             call_ok(ep, "fault", {"class": cls, "nth": nth, "rank": rank,
-                             "error": "ENOMEM" if cls == "alloc" else "EIO"})
+                                  "error": "ENOMEM" if cls == "alloc" else "EIO"})
             r = c.reply(cmd, p)
             fired = call_ok(ep, "fault", {"nth": 0})[0]["fired"]
             assert akd.proc.poll() is None, akd.read_log()

@@ -96,7 +96,7 @@ def test_tohdf_readhdf_match_one_rank(multi, single, file_type):
         call_ok(d.endpoint, "clear")
         objs = [call_ok(d.endpoint, "create", {"dtype": "int64", "fill": "arange", "stop": 50_000})[0],
                 call_ok(d.endpoint, "create", {"dtype": "float64", "fill": "uniform", "seed": 1,
-                                          "size": 33_333})[0]]
+                                               "size": 33_333})[0]]
         names = [o["object"]["name"] for o in objs]
         hdr, _ = put_strings(d.endpoint, words)
         names.append(hdr["result"]["object"]["name"])

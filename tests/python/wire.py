@@ -96,8 +96,9 @@ def send(d, cmd, args=None, frames=(), buffers=None, id=7, timeout_ms=60000, **h
 
 def call(d, cmd, args=None, buffers=None, frames=()):
     """send with the arguments in the order the ranks tests give them (args, buffers,
-    frames), to a daemon or an endpoint's address: (header, frames)."""
-    return send(d, cmd, args or {}, frames, buffers)
+    frames), to a daemon or an endpoint's address, within request's 30 s: (header,
+    frames)."""
+    return send(d, cmd, args or {}, frames, buffers, timeout_ms=30000)
 
 
 def call_ok(d, cmd, args=None, buffers=None, frames=()):
