@@ -241,14 +241,17 @@ def test_scratch_within_max_memory():
         result, moving = 700_000 * 8, 300_000 * 8
         cfg = call_ok(d.endpoint, "getconfig")[0]
         pad = (cfg["max_memory"] - cfg["memory_used"] - result - moving // 2) // 8 * 8
-        hold = upload(c, np.zeros(2 * pad, bool))[0]  # pad bytes on each rank
+        # pad bytes on each rank, in uploads each within a message's size
+        hold = [upload(c, np.zeros(min(8 << 20, 2 * pad - k), bool))[0]
+                for k in range(0, 2 * pad, 8 << 20)]
         used = call_ok(d.endpoint, "getconfig")[0]["memory_used"]
         before = symbols(c)
         msg = c.error("[pdarray]", {"array": target, "idx": names[2]})
         assert "--max-memory" in msg and f"needs {moving} bytes" in msg, msg
         assert call_ok(d.endpoint, "getconfig")[0]["memory_used"] == used
         assert symbols(c) == before
-        c.ok("delete", {"name": hold})
+        for name in hold:
+            c.ok("delete", {"name": name})
         took = created_name(c.ok("[pdarray]", {"array": target, "idx": names[2]}))
         np.testing.assert_array_equal(download(c, took, "int64", n - 600_000), a[600_000:])
         c.ok("delete", {"name": took})
