@@ -11,13 +11,14 @@ is true (at several ranks every position moves to another rank), and assign of a
 where the 30% mask is true. ranks: 1 (default) or more (mpirun, 4 locales / ranks each)."""
 import os
 import pathlib
-import statistics
 import sys
 import time
 
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests" / "python"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from ab import alternate  # noqa: E402
 from daemons import Daemon  # noqa: E402
 from wire import LONG, ok, put_array, send  # noqa: E402
 
@@ -32,6 +33,16 @@ MASK = RNG.random(N) < 0.3
 HALF = np.arange(N) >= N // 2
 
 
+class Client:
+    """What ab.alternate hands each command: the daemon (its requests are one socket each)."""
+
+    def __init__(self, d):
+        self.d = d
+
+    def close(self):
+        pass
+
+
 def start(binary):
     os.environ["H5ARKD"] = binary
     d = Daemon(ranks=RANKS if RANKS > 1 else None, locales=4 // RANKS)
@@ -42,34 +53,16 @@ def start(binary):
         "take mask 2nd half": ("take", {"array": a, "index": half}),
         "assign mask 30%": ("assign", {"array": a, "index": mask, "value": -1}),
     }
-    return d, cmds
+    return d, Client(d), cmds
 
 
-def once(d, cmd, args):
+def once(c, cmd, args):
     t = time.perf_counter()
-    result = ok(send(d, cmd, args, timeout_ms=LONG))
+    result = ok(send(c.d, cmd, args, timeout_ms=LONG))
     dt = time.perf_counter() - t
     if cmd == "take":
-        ok(send(d, "delete", {"names": [result["object"]["name"]]}))
+        ok(send(c.d, "delete", {"names": [result["object"]["name"]]}))
     return dt
 
 
-daemons = {"A": start(A), "B": start(B)}
-times = {k: {w: [] for w in daemons["A"][1]} for k in daemons}
-try:
-    for _ in range(RUNS):
-        for what in daemons["A"][1]:
-            for k in ("A", "B"):
-                d, cmds = daemons[k]
-                times[k][what].append(once(d, *cmds[what]))
-finally:
-    for d, _ in daemons.values():
-        d.cleanup()
-print(f"ranks {RANKS}, {RUNS} runs, {N} rows")
-for what in times["A"]:
-    a, b = times["A"][what], times["B"][what]
-    ref = statistics.median(a)
-    print(f"{what:20s} A median {ref:.4f} s (min {min(a):.4f} max {max(a):.4f})  "
-          f"B median {statistics.median(b):.4f} s (min {min(b):.4f} max {max(b):.4f})  "
-          f"B speed {ref / statistics.median(b):.2f}x (min {ref / max(b):.2f}, "
-          f"max {ref / min(b):.2f})", flush=True)
+alternate({"A": start(A), "B": start(B)}, once, RUNS, f"ranks {RANKS}, {RUNS} runs, {N} rows")
