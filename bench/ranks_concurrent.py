@@ -16,7 +16,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests" / "python"))
 from daemons import Daemon  # noqa: E402
-from test_ranks import call  # noqa: E402
+from wire import call  # noqa: E402
 
 R, K, N, RUNS = (int(x) for x in (sys.argv[1:5] if len(sys.argv) > 4 else (2, 4, 10, 5)))
 ROWS = 1 << 20

@@ -322,7 +322,8 @@ typedef struct {
     const char *name; /* as asked */
     command_ctx ctx;
     h5ark_buffer_list buffers;
-    const h5ark_value *args, *buffer_list; /* dispatch_call's */
+    const h5ark_value *buffer_list; /* the buffers the payload holds (NULL: none named) */
+    bool part;                      /* dispatch_call's: a part of the request */
 } native_request;
 
 static void native_free(native_request *n) {
@@ -340,15 +341,17 @@ static int ctx_start(command_ctx *ctx, h5ark_error *err) {
 }
 
 /* A client's request, once its caller is known: a command it may know of, its arguments
- * as its list declares them, and as many payload bytes as its buffers say. */
+ * as its list declares them, and as many payload bytes as its buffers say (the payload
+ * came to rank 0: a forwarded request's is scattered; a part of a request that names no
+ * buffers uses none of it). */
 static int native_check(void *door, h5ark_error *err) {
     native_request *n = door;
     const request *req = n->req;
-    const h5ark_value *h = req->header;
     if (!n->cmd) return h5ark_fail(err, H5ARK_UNKNOWN_COMMAND, "unknown command '%s'", n->name);
     if (check_args(n->cmd, n->ctx.args, err)) return -1;
-    if (h5ark_buffer_list_parse(h5ark_value_get(h, "buffers"), &n->buffers, err)) return -1;
-    if (n->buffers.total != req->payload.total && !req->forwarded_seq)
+    if (h5ark_buffer_list_parse(n->buffer_list, &n->buffers, err)) return -1;
+    if (n->buffers.total != req->payload.total && !req->forwarded_seq &&
+        (n->buffer_list || !n->part))
         return h5ark_fail(
             err, H5ARK_BAD_REQUEST,
             "the header's buffers add up to %llu bytes but %llu payload bytes arrived",
@@ -373,7 +376,7 @@ static h5ark_value *call_header(void *door) {
     size_t want = n->buffer_list ? 4 : 3;
     h5ark_value_set(h, "v", h5ark_value_uint(H5ARK_PROTOCOL_VERSION));
     h5ark_value_set(h, "cmd", h5ark_value_str(n->name));
-    h5ark_value_set(h, "args", h5ark_value_copy(n->args));
+    h5ark_value_set(h, "args", h5ark_value_copy(n->ctx.args));
     if (n->buffer_list) h5ark_value_set(h, "buffers", h5ark_value_copy(n->buffer_list));
     if (h5ark_value_len(h) != want) h5ark_value_destroy(&h);
     return h;
@@ -383,37 +386,20 @@ int dispatch_call(const request *req, const char *name, const h5ark_value *args,
                   const h5ark_value *buffers, dispatch_result *out, h5ark_error *err) {
     memset(out, 0, sizeof *out);
     const command_def *cmd = command_find(name);
-    if (!cmd || cmd->internal) return h5ark_fail(err, H5ARK_INTERNAL, "no command '%s'", name);
-    native_request n = {.req = req, .cmd = cmd, .name = name, .args = args, .buffer_list = buffers};
+    native_request n = {.req = req,
+                        .cmd = cmd,
+                        .name = name,
+                        .ctx.args = args,
+                        .buffer_list = buffers,
+                        .part = true};
     command_ctx *ctx = &n.ctx;
-    int rc = -1;
-    bool nested = ranks_call_seq() != 0, agreed = false; /* from a command every rank runs */
-    if (nested && cmd->ranks != RANKS_EVERY) {
-        h5ark_fail(err, H5ARK_INTERNAL, "'%s' called inside a call of every rank", name);
-        goto out;
-    }
-    if (check_args(cmd, args, err) || h5ark_buffer_list_parse(buffers, &n.buffers, err)) goto out;
-    /* nested on a rank > 0, the payload is rank 0's, which scatters it */
-    if (buffers && n.buffers.total != req->payload.total && !(nested && ranks_self() > 0)) {
-        h5ark_fail(err, H5ARK_BAD_REQUEST, "%llu bytes of data were expected but %llu arrived",
-                   (unsigned long long)n.buffers.total, (unsigned long long)req->payload.total);
-        goto out;
-    }
-    ctx->args = args;
-    ctx->buffers = &n.buffers;
-    ctx->payload = &req->payload;
-    if (ctx_start(ctx, err)) goto out;
-    if (nested) {
-        /* every rank is running the caller: the command runs within its call, and the
-         * ranks agree on its whole outcome as after a request of its own */
-        int ran = cmd->fn(ctx, err);
-        if (ran == 0 && ctx->nheld && !(out->hold = take_hold(ctx)))
-            ran = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        agreed = true;
-        if (ranks_agree(ran, err)) goto out;
+    int rc;
+    if (!cmd || cmd->internal) {
+        rc = h5ark_fail(err, H5ARK_INTERNAL, "no command '%s'", name);
     } else {
-        /* a part of the request this thread runs, for the caller admitted for it; at
-         * several ranks one that runs everywhere is forwarded with call_header */
+        /* for the caller admitted for the request; one that runs everywhere, called on rank
+         * 0 alone, is forwarded with call_header, and called inside a call every rank runs
+         * it runs within that call (ranks_serve.h) */
         entry_call call = {.req = req,
                            .name = cmd->name,
                            .read_only = cmd->read_only,
@@ -421,26 +407,25 @@ int dispatch_call(const request *req, const char *name, const h5ark_value *args,
                            .ranks = cmd->ranks,
                            .unlisted = cmd->immediate,
                            .known = entry_caller(),
+                           .check = native_check,
                            .forward = call_header,
                            .run = native_run,
                            .door = &n};
-        if (entry_run(&call, err)) goto out;
-        if (ctx->nheld && !(out->hold = take_hold(ctx))) {
-            h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-            goto out;
-        }
+        rc = entry_run(&call, err);
+        if (rc == 0 && ctx->nheld && !(out->hold = take_hold(ctx)))
+            rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     }
-    out->result = ctx->result;
-    out->warnings = ctx->warnings;
-    out->buffers = ctx->reply_buffers;
-    out->spans = ctx->spans;
-    out->nspans = ctx->nspans;
-    ctx->result = ctx->warnings = ctx->reply_buffers = NULL;
-    ctx->spans = NULL;
-    rc = 0;
-out:
-    if (nested && !agreed) ranks_agree(-1, err); /* failed before running: the others know */
-    if (rc) {
+    /* within a call, the ranks agree on its whole outcome as after a request of its own
+     * (outside one this is the outcome as it is) */
+    if ((rc = ranks_agree(rc, err)) == 0) {
+        out->result = ctx->result;
+        out->warnings = ctx->warnings;
+        out->buffers = ctx->reply_buffers;
+        out->spans = ctx->spans;
+        out->nspans = ctx->nspans;
+        ctx->result = ctx->warnings = ctx->reply_buffers = NULL;
+        ctx->spans = NULL;
+    } else {
         h5ark_hold_drop(out->hold);
         out->hold = NULL;
     }
@@ -486,6 +471,7 @@ void dispatch_handle(request *req, reply *out) {
     n.cmd = command_find(n.name);
     if (n.cmd && n.cmd->internal && !req->forwarded_seq && !req->from_daemon) n.cmd = NULL;
     n.ctx.args = h5ark_value_get(h, "args");
+    n.buffer_list = h5ark_value_get(h, "buffers");
     if (!n.ctx.args || n.ctx.args->kind == H5ARK_NIL) n.ctx.args = empty_args = h5ark_value_map();
     if (!n.ctx.args) {
         h5ark_fail(&err, H5ARK_RESOURCE_LIMIT, "out of memory");

@@ -4,6 +4,7 @@
 #include "config.h"
 #include "dispatch.h"
 #include "h5ark_version.h"
+#include "front/gateway.h"
 #include "front/http.h"
 #include "locales.h"
 #include "log.h"
@@ -45,8 +46,9 @@ typedef struct {
     _Atomic uint64_t sum_ns, bytes_in, bytes_out;
 } slot_counters;
 
-/* Slots: the command table in name order, then a name not in it, then no readable name.
- * Only the table's names become labels, so clients cannot add series. */
+/* Slots: the command table and the gateway's routes in name order, then a name not among
+ * them, then no readable name. Only those names become labels, so clients cannot add
+ * series. */
 #define MAX_SLOTS 128
 static const char *slot_names[MAX_SLOTS];
 static size_t ncommands, nslots;
@@ -70,6 +72,9 @@ static void slots_init(void) {
     if (nslots) return;
     for (size_t i = 0; dispatch_command_name(i) && ncommands < MAX_SLOTS - 2; i++)
         slot_names[ncommands++] = dispatch_command_name(i);
+    /* the gateway's routes, named as commands are */
+    for (size_t i = 0; gateway_route_names[i] && ncommands < MAX_SLOTS - 2; i++)
+        slot_names[ncommands++] = gateway_route_names[i];
     qsort(slot_names, ncommands, sizeof *slot_names, by_name);
     slot_names[ncommands] = "other";
     slot_names[ncommands + 1] = "none";

@@ -240,17 +240,6 @@ object *elem_masked_u64(const object *src, uint64_t mask, h5ark_error *err) {
     return dst;
 }
 
-bool elem_block_layout(const darray *d) {
-    if (ranks_count() == 1) return true;
-    int L = locales_count();
-    if (!d || d->nshards != L) return false;
-    for (int b = 0; b < L; b++)
-        if (d->shards[b].start != locales_block_start(d->size, L, b) ||
-            d->shards[b].count != locales_block_start(d->size, L, b + 1) - d->shards[b].start)
-            return false;
-    return true;
-}
-
 const char *elem_string_at(const object *s, uint64_t i, uint64_t *len) {
     uint64_t from = strings_offset(s, i), to = strings_offset(s, i + 1);
     *len = to > from ? to - from - 1 : 0;
@@ -266,73 +255,197 @@ const char *elem_string_in_shard(const object *s, int b, uint64_t k, uint64_t *l
     return (const char *)val->data + (from - val->start);
 }
 
-/* How many of [lo, hi) are in [lo2, hi2). */
-static uint64_t overlap(uint64_t lo, uint64_t hi, uint64_t lo2, uint64_t hi2) {
-    uint64_t a = lo > lo2 ? lo : lo2, b = hi < hi2 ? hi : hi2;
-    return b > a ? b - a : 0;
+/* ---- an index's positions ---- */
+
+/* Rows [row, row + count) of the positions, made by this rank from its shard b of the
+ * index, in order: `done` made so far, and for a mask where its scan has got to. */
+typedef struct {
+    uint64_t row, count, done, scan;
+    int b;
+} pos_run;
+
+typedef struct {
+    const object *idx;
+    uint64_t size; /* the rows the index selects from */
+    bool mask;
+    pos_run *runs; /* this rank's, in the order of its shards */
+    size_t nruns;
+} pos_job;
+
+/* The next n positions of run r into dst: bad_request at an index out of bounds. */
+static int make_positions(const pos_job *j, pos_run *r, int64_t *dst, uint64_t n,
+                          h5ark_error *err) {
+    const shard *s = &j->idx->values->shards[r->b];
+    h5ark_dtype t = j->idx->dtype;
+    for (uint64_t k = 0; k < n; k++) {
+        int64_t v;
+        if (j->mask) {
+            while (!((const uint8_t *)s->data)[r->scan])
+                r->scan++;
+            v = (int64_t)(s->start + r->scan++);
+        } else if (elem_is_unsigned(t)) {
+            uint64_t u = elem_load_u(s->data, t, r->done + k);
+            if (u >= j->size)
+                return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                                  "index %llu is out of bounds for %llu rows",
+                                  (unsigned long long)u, (unsigned long long)j->size);
+            v = (int64_t)u;
+        } else {
+            v = elem_load_i(s->data, t, r->done + k);
+            int64_t w = v < 0 ? v + (int64_t)j->size : v;
+            if (w < 0 || (uint64_t)w >= j->size)
+                return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                                  "index %lld is out of bounds for %llu rows", (long long)v,
+                                  (unsigned long long)j->size);
+            v = w;
+        }
+        dst[k] = v;
+    }
+    r->done += n;
+    return 0;
 }
 
-/* A bool mask's true positions at several ranks (a block distributed mask): each locale
- * counts its trues, an allreduce gives every rank where each locale's positions go in the
- * result, and one all to all moves them to the ranks holding those rows of it. */
-static object *mask_positions_ranks(const darray *a, h5ark_error *err) {
-    int L = locales_count(), R = ranks_count(), T = locales_local_count(), me = ranks_self();
-    uint64_t *off = calloc((size_t)L + 1, sizeof *off);
-    uint64_t *sc = calloc((size_t)R, sizeof *sc), *rc_ = calloc((size_t)R, sizeof *rc_);
-    int64_t *send = NULL, *recv = NULL;
-    uint64_t reserved = 0; /* send and recv, counted against --max-memory */
-    object *out = NULL;
-    int rc = off && sc && rc_ ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    if (ranks_agree(rc, err)) goto out;
-    for (int b = locales_local_first(); b < locales_local_first() + T; b++)
-        for (uint64_t i = 0; i < a->shards[b].count; i++)
-            off[b + 1] += ((const uint8_t *)a->shards[b].data)[i] != 0;
-    if (ranks_allreduce_u64(off + 1, (size_t)L, RANKS_SUM, err)) goto out;
-    for (int b = 0; b < L; b++)
-        off[b + 1] += off[b];
-    uint64_t n = off[L];
-    if (!(out = object_new_pdarray(H5ARK_INT64, n, err))) goto out;
-    /* rank r gives result rows [off[r T], off[(r + 1) T]) and holds the rows its locales'
-     * shards of the result start at */
-    uint64_t lo = off[me * T], hi = off[(me + 1) * T];
-    uint64_t my_lo = locales_block_start(n, L, me * T),
-             my_hi = locales_block_start(n, L, me * T + T);
-    for (int r = 0; r < R; r++) {
-        uint64_t r_lo = locales_block_start(n, L, r * T),
-                 r_hi = locales_block_start(n, L, r * T + T);
-        sc[r] = 8 * overlap(lo, hi, r_lo, r_hi);
-        rc_[r] = 8 * overlap(off[r * T], off[(r + 1) * T], my_lo, my_hi);
+/* The next len positions of run r, for rows [row, row + len) of out held here, made where
+ * those rows are. */
+static int make_in_place(const pos_job *j, pos_run *r, darray *out, uint64_t row, uint64_t len,
+                         h5ark_error *err) {
+    while (len > 0) {
+        shard *s = &out->shards[darray_shard_of(out, row)];
+        uint64_t take = s->start + s->count - row;
+        if (take > len) take = len;
+        if (make_positions(j, r, (int64_t *)s->data + (row - s->start), take, err)) return -1;
+        row += take;
+        len -= take;
     }
-    rc = registry_scratch((hi - lo) * 8, (void **)&send, &reserved, err) ||
-                 registry_scratch((my_hi - my_lo) * 8, (void **)&recv, &reserved, err)
+    return 0;
+}
+
+/* The rank holding row `row` of the result, rank q's rows being [starts[q], starts[q + 1]):
+ * the last whose rows start at or before it (an empty rank starts where the next does). */
+static int holder(const uint64_t *starts, int R, uint64_t row) {
+    int lo = 0, hi = R - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (starts[mid] <= row)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+/* The buffers that move positions between ranks: per rank, pieces and positions each way,
+ * and the pieces' (row, count) and positions themselves. */
+typedef struct {
+    uint64_t *starts, *cnt, *rcnt, *sc, *rc, *hat, *at;
+    uint64_t *hdr, *rhdr;
+    int64_t *send, *recv;
+    uint64_t reserved; /* send and recv, counted against --max-memory */
+} pos_moves;
+
+static void pos_moves_free(pos_moves *m) {
+    free(m->starts);
+    free(m->cnt);
+    free(m->rcnt);
+    free(m->sc);
+    free(m->rc);
+    free(m->hat);
+    free(m->at);
+    free(m->hdr);
+    free(m->rhdr);
+    free(m->send);
+    free(m->recv);
+    registry_unreserve(m->reserved);
+}
+
+/* Where the piece of a run from `row` (held by rank q) ends: at q's last row or the run's end. */
+static uint64_t piece_end(const pos_moves *m, int q, uint64_t end) {
+    return m->starts[q + 1] < end ? m->starts[q + 1] : end;
+}
+
+/* Every run's positions to the rank holding their rows of out (block distributed, this
+ * rank's rows [lo, hi)): those of this rank's own rows are made in place; the others are
+ * made into a buffer and moved by two all to alls, their (row, count) pieces then the
+ * positions. At one rank every row is its own: nothing is copied or reserved. */
+static int place_positions(pos_job *j, darray *out, h5ark_error *err) {
+    int R = ranks_count(); /* sizes the per-rank counts */
+    size_t r8 = (size_t)R * 8;
+    uint64_t lo, hi, npieces = 0, nout = 0, rpieces = 0, nin = 0;
+    locales_local_block(out->size, &lo, &hi);
+    pos_moves m = {.starts = malloc(r8 + 8),
+                   .cnt = calloc(2, r8),
+                   .rcnt = calloc(2, r8),
+                   .sc = malloc(r8),
+                   .rc = malloc(r8),
+                   .hat = calloc(1, r8),
+                   .at = calloc(1, r8)};
+    int rc = m.starts && m.cnt && m.rcnt && m.sc && m.rc && m.hat && m.at
+                 ? 0
+                 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if ((rc = ranks_agree(rc, err)) || (rc = ranks_allgather(&lo, m.starts, 8, err))) goto out;
+    m.starts[R] = out->size;
+    /* how many pieces and positions go to each other rank */
+    for (size_t k = 0; k < j->nruns; k++) {
+        const pos_run *r = &j->runs[k];
+        for (uint64_t row = r->row, end = r->row + r->count, stop; row < end; row = stop) {
+            int q = holder(m.starts, R, row);
+            stop = piece_end(&m, q, end);
+            if (m.starts[q] == lo && m.starts[q + 1] == hi) continue; /* this rank's */
+            m.cnt[2 * q]++;
+            m.cnt[2 * q + 1] += stop - row;
+        }
+    }
+    for (int q = 0; q < R; q++)
+        m.sc[q] = 16;
+    if ((rc = ranks_alltoallv(m.cnt, m.sc, m.rcnt, m.sc, err))) goto out;
+    for (int q = 0; q < R; q++) {
+        m.hat[q] = npieces;
+        m.at[q] = nout;
+        npieces += m.cnt[2 * q];
+        nout += m.cnt[2 * q + 1];
+        rpieces += m.rcnt[2 * q];
+        nin += m.rcnt[2 * q + 1];
+    }
+    rc = registry_scratch(nout * 8, (void **)&m.send, &m.reserved, err) ||
+                 registry_scratch(nin * 8, (void **)&m.recv, &m.reserved, err)
              ? -1
              : 0;
-    if (ranks_agree(rc, err)) goto fail;
-    uint64_t k = 0;
-    for (int b = locales_local_first(); b < locales_local_first() + T; b++)
-        for (uint64_t i = 0; i < a->shards[b].count; i++)
-            if (((const uint8_t *)a->shards[b].data)[i])
-                send[k++] = (int64_t)(a->shards[b].start + i);
-    if (ranks_alltoallv(send, sc, recv, rc_, err)) goto fail;
-    /* what arrived is this rank's rows of the result, in order */
-    k = 0;
-    for (int b = locales_local_first(); b < locales_local_first() + T; b++) {
-        shard *s = &out->values->shards[b];
-        if (s->count) memcpy(s->data, recv + k, s->count * 8);
-        k += s->count;
+    if (rc == 0 && (!(m.hdr = malloc(npieces * 16 + 1)) || !(m.rhdr = malloc(rpieces * 16 + 1))))
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if ((rc = ranks_agree(rc, err))) goto out;
+    /* made in the runs' order, so that a rank reports its first bad index */
+    for (size_t k = 0; rc == 0 && k < j->nruns; k++) {
+        pos_run *r = &j->runs[k];
+        for (uint64_t row = r->row, end = r->row + r->count, stop; rc == 0 && row < end;
+             row = stop) {
+            int q = holder(m.starts, R, row);
+            stop = piece_end(&m, q, end);
+            if (m.starts[q] == lo && m.starts[q + 1] == hi) {
+                rc = make_in_place(j, r, out, row, stop - row, err);
+                continue;
+            }
+            m.hdr[2 * m.hat[q]] = row;
+            m.hdr[2 * m.hat[q]++ + 1] = stop - row;
+            rc = make_positions(j, r, m.send + m.at[q], stop - row, err);
+            m.at[q] += stop - row;
+        }
     }
-    goto out;
-fail:
-    object_release(out);
-    out = NULL;
+    if ((rc = ranks_agree(rc, err))) goto out;
+    for (int q = 0; q < R; q++) {
+        m.sc[q] = m.cnt[2 * q] * 16;
+        m.rc[q] = m.rcnt[2 * q] * 16;
+    }
+    if ((rc = ranks_alltoallv(m.hdr, m.sc, m.rhdr, m.rc, err))) goto out;
+    for (int q = 0; q < R; q++) {
+        m.sc[q] = m.cnt[2 * q + 1] * 8;
+        m.rc[q] = m.rcnt[2 * q + 1] * 8;
+    }
+    if ((rc = ranks_alltoallv(m.send, m.sc, m.recv, m.rc, err))) goto out;
+    for (uint64_t p = 0, off = 0; p < rpieces; off += m.rhdr[2 * p + 1], p++)
+        elem_copy_into(out, m.rhdr[2 * p], m.recv + off, m.rhdr[2 * p + 1]);
 out:
-    free(off);
-    free(sc);
-    free(rc_);
-    free(send);
-    free(recv);
-    registry_unreserve(reserved);
-    return out;
+    pos_moves_free(&m);
+    return rc;
 }
 
 object *elem_positions(const object *idx, uint64_t size, h5ark_error *err) {
@@ -347,54 +460,29 @@ object *elem_positions(const object *idx, uint64_t size, h5ark_error *err) {
                    (unsigned long long)idx->size, (unsigned long long)size);
         return NULL;
     }
-    /* at several ranks, integer positions of a block distributed index: each rank makes its
-     * rows of the result from its own shards (a mask's positions move between ranks) */
-    bool ranks = ranks_count() > 1;
-    if (ranks && !elem_block_layout(a)) {
-        ranks_not_yet(err, "indexing with %s that are not block distributed",
-                      mask ? "a mask" : "positions");
-        return NULL;
-    }
-    if (ranks && mask) return mask_positions_ranks(a, err);
-    uint64_t n = 0;
-    for (int b = 0; mask && b < a->nshards; b++)
-        for (uint64_t i = 0; i < a->shards[b].count; i++)
-            n += ((const uint8_t *)a->shards[b].data)[i] != 0;
-    object *out = object_new_pdarray(H5ARK_INT64, mask ? n : idx->size, err);
-    if (!out) return NULL;
-    uint64_t k = 0;
-    for (int b = 0; b < a->nshards; b++) {
+    /* a run per shard held here: position i of integers is row i of the result; a mask's
+     * true positions follow those of the shards before, this rank's after the ranks' below */
+    pos_job j = {.idx = idx, .size = size, .mask = mask};
+    j.runs = calloc((size_t)a->nshards + 1, sizeof *j.runs);
+    int rc = j.runs ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    uint64_t mine = 0, before = 0, n = idx->size;
+    for (int b = 0; rc == 0 && b < a->nshards; b++) {
         const shard *s = &a->shards[b];
-        if (ranks && !locales_is_local(b)) continue;
-        if (!mask) k = s->start; /* position i of idx is element i of out */
-        for (uint64_t i = 0; i < s->count; i++) {
-            int64_t v;
-            if (mask) {
-                if (!((const uint8_t *)s->data)[i]) continue;
-                v = (int64_t)(s->start + i);
-            } else if (elem_is_unsigned(idx->dtype)) {
-                uint64_t u = elem_load_u(s->data, idx->dtype, i);
-                v = (int64_t)u;
-                if (u >= size) {
-                    h5ark_fail(err, H5ARK_BAD_REQUEST, "index %llu is out of bounds for %llu rows",
-                               (unsigned long long)u, (unsigned long long)size);
-                    object_release(out);
-                    return NULL;
-                }
-            } else {
-                v = elem_load_i(s->data, idx->dtype, i);
-                int64_t w = v < 0 ? v + (int64_t)size : v;
-                if (w < 0 || (uint64_t)w >= size) {
-                    h5ark_fail(err, H5ARK_BAD_REQUEST, "index %lld is out of bounds for %llu rows",
-                               (long long)v, (unsigned long long)size);
-                    object_release(out);
-                    return NULL;
-                }
-                v = w;
-            }
-            int64_t *dst = (int64_t *)elem_at(out->values, k++);
-            *dst = v;
-        }
+        if (!locales_is_local(b)) continue;
+        uint64_t c = mask ? 0 : s->count;
+        for (uint64_t i = 0; mask && i < s->count; i++)
+            c += ((const uint8_t *)s->data)[i] != 0;
+        j.runs[j.nruns++] = (pos_run){.row = mask ? mine : s->start, .count = c, .b = b};
+        mine += c;
     }
-    return out;
+    if ((rc = ranks_agree(rc, err)) == 0 && mask) rc = ranks_exscan_u64(mine, &before, &n, err);
+    for (size_t k = 0; mask && k < j.nruns; k++)
+        j.runs[k].row += before;
+    object *out = rc == 0 ? object_new_pdarray(H5ARK_INT64, n, err) : NULL;
+    if (rc == 0) rc = ranks_agree(out ? 0 : -1, err);
+    if (rc == 0) rc = place_positions(&j, out->values, err);
+    free(j.runs);
+    if (rc == 0) return out;
+    object_release(out);
+    return NULL;
 }

@@ -47,12 +47,10 @@ const char *elem_string_in_shard(const object *s, int b, uint64_t k, uint64_t *l
 
 /* The row positions an index array selects from `size` rows: a bool mask of that length
  * gives where it is true, an integer array its entries with negative ones counted from the
- * end. A new int64 pdarray; bad_request naming the first index out of bounds. */
+ * end. A new int64 pdarray; bad_request naming the first index out of bounds. Inside a
+ * command that runs on every rank (every rank calls, and all get the same outcome): each
+ * rank makes the positions of its own shards of the index, and those of another rank's
+ * rows of the result move there (against --max-memory; at one rank nothing moves). */
 object *elem_positions(const object *idx, uint64_t size, h5ark_error *err);
-
-/* At several ranks, inside a command that runs on every rank: whether `d` is laid out as
- * a new array of its size is (the block distribution), so that a locale's rows of it are
- * in its own shard. Always true with one rank. */
-bool elem_block_layout(const darray *d);
 
 #endif

@@ -2,14 +2,10 @@
 #include "dist/place.h"
 
 #include "dist/ranks.h"
+#include "dist/spmd.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-int place_rank_context(h5ark_error *err) {
-    if (ranks_call_seq() != 0) h5ark_fail_context(err, "rank %d", ranks_self());
-    return -1;
-}
 
 int place_payload(const h5ark_payload *p, const place_piece *pieces, size_t npieces,
                   void (*fill)(void *ctx, bool from_payload), void *ctx, h5ark_error *err) {
@@ -57,7 +53,7 @@ int place_root_calloc(size_t n, void **out, h5ark_error *err) {
     if (ranks_self() != 0) return 0;
     if (!(*out = calloc(1, n ? n : 1))) {
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory allocating %zu bytes", n);
-        return place_rank_context(err);
+        return spmd_name_rank(-1, err);
     }
     return 0;
 }
@@ -127,7 +123,7 @@ int place_rows_exchange(int rc, const place_rows_piece *pieces, size_t npieces,
     uint64_t nout = 0, outbytes = 0, outrows = 0, nin = 0, inbytes = 0, inrows = 0;
     if (rc == 0 && (!x.cnt || !x.rcnt || !x.sc || !x.rc)) {
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        rc = place_rank_context(err);
+        rc = spmd_name_rank(-1, err);
     }
     /* how many pieces, bytes and rows go to each other rank (a rank's own stay) */
     for (size_t k = 0; rc == 0 && k < npieces; k++) {
@@ -135,7 +131,7 @@ int place_rows_exchange(int rc, const place_rows_piece *pieces, size_t npieces,
         if (pc->to == me) continue;
         if (pc->to < 0 || pc->to >= R) {
             h5ark_fail(err, H5ARK_INTERNAL, "rows for rank %d of %d", pc->to, R);
-            rc = place_rank_context(err);
+            rc = spmd_name_rank(-1, err);
             break;
         }
         x.cnt[3 * pc->to]++;
@@ -196,7 +192,7 @@ int place_rows_exchange(int rc, const place_rows_piece *pieces, size_t npieces,
     x.got = malloc((nin + npieces ? nin + npieces : 1) * sizeof *x.got);
     if (!x.got) {
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        rc = place_rank_context(err);
+        rc = spmd_name_rank(-1, err);
     }
     if ((rc = ranks_agree(rc, err)) != 0) goto out;
     for (uint64_t k = 0, at = 0, os = 0; k < nin; k++) {

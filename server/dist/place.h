@@ -12,12 +12,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* ---- failures ---- */
-
-/* Within a call, "rank N" (this rank) before err's message, which says where a failure
- * happened; outside one (one rank), the message as it is. Returns -1. */
-int place_rank_context(h5ark_error *err);
-
 /* ---- rank 0's payload and answers ---- */
 
 /* A piece of a request's payload for one rank: len bytes from offset, for rank `rank`, into

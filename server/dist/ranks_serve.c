@@ -687,6 +687,12 @@ int ranks_serve_begin(const char *name, ranks_mode mode, bool shared, ranks_head
     if (ranks_count() == 1) return 0;
     char why[512];
     if (ranks_is_broken(why, sizeof why)) return h5ark_fail(err, H5ARK_IO_ERROR, "%s", why);
+    if (ranks_call_seq() != 0) { /* a part of the call every rank runs */
+        *seq = 0;
+        return mode == RANKS_EVERY ? 0
+                                   : h5ark_fail(err, H5ARK_INTERNAL,
+                                                "'%s' called inside a call of every rank", name);
+    }
     if (mode == RANKS_NOT_YET) return ranks_not_yet(err, "%s", name);
     if (mode == RANKS_ZERO) {
         *seq = 0;

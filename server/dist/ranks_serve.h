@@ -30,7 +30,9 @@ typedef const h5ark_value *(*ranks_header_fn)(void *arg, h5ark_value **made);
  * (naming it `name`); on rank 0, wait for its turn (`shared`: it only reads, and may run
  * beside others that only read; otherwise alone), forward one that runs everywhere
  * (header(arg)) and number it (*seq); then enter its call. *seq is the forwarded number
- * on ranks > 0, 0 on rank 0. */
+ * on ranks > 0, 0 on rank 0. A part of a request called inside the call every rank runs
+ * for it (dispatch_call) runs within that call, *seq 0: nothing to end, the caller agrees
+ * on its outcome; only one that runs everywhere may be called so (internal otherwise). */
 int ranks_serve_begin(const char *name, ranks_mode mode, bool shared, ranks_header_fn header,
                       void *arg, uint64_t *seq, h5ark_error *err);
 /* entry.c: after it ran (status *rc, err): every rank agrees on the outcome (the lowest

@@ -2,6 +2,7 @@
 #include "dist/sort.h"
 
 #include "dist/ranks.h"
+#include "dist/spmd.h"
 #include "progress.h"
 
 #include <stdbool.h>
@@ -83,7 +84,7 @@ static int merge(const kind *k, const char *buf, const uint64_t *off, const uint
 }
 
 static int oom(h5ark_error *err) {
-    return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", ranks_self());
+    return spmd_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
 }
 
 static uint64_t overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) {

@@ -147,13 +147,19 @@ uint64_t spmd_on_rank(int64_t rank, uint64_t v) {
     return rank == ranks_self() ? v : 0;
 }
 
+int spmd_name_rank(int rc, h5ark_error *err) {
+    if (rc && ranks_call_seq() != 0) h5ark_fail_context(err, "rank %d", ranks_self());
+    return rc;
+}
+
 int spmd_fail(h5ark_error *err, h5ark_code code, const char *fmt, ...) {
     char what[sizeof err->message];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    return h5ark_fail(err, code, "rank %d: %s", ranks_self(), what);
+    h5ark_fail(err, code, "%s", what);
+    return spmd_name_rank(-1, err);
 }
 
 /* ---- steps rank 0 takes for all ---- */
@@ -162,23 +168,18 @@ bool spmd_is_root_rank(int rank) {
     return rank == 0;
 }
 
-int spmd_name_rank(int rc, h5ark_error *err) {
-    if (rc && ranks_self() != 0) h5ark_fail_context(err, "rank %d", ranks_self());
-    return rc;
-}
-
 int spmd_root_does(int rc, int (*fn)(void *ctx, h5ark_error *err), void *ctx, h5ark_error *err) {
     rc = ranks_agree(rc, err);
     return rc ? rc : ranks_on_root(fn, ctx, err);
 }
 
-int spmd_share_value(h5ark_value *(*encode)(void *ctx),
-                     int (*decode)(const h5ark_value *v, void *ctx, h5ark_error *err), void *ctx,
+int spmd_share_value(h5ark_value *(*make)(void *ctx, h5ark_error *err),
+                     int (*take)(const h5ark_value *v, void *ctx, h5ark_error *err), void *ctx,
                      h5ark_error *err) {
-    if (ranks_count() == 1) return 0;
-    h5ark_value *v = ranks_self() == 0 ? encode(ctx) : NULL;
-    int rc = ranks_bcast_value(&v, err); /* agreed: a NULL value on rank 0 fails every rank */
-    if (rc == 0 && ranks_self() != 0) rc = decode(v, ctx, err);
+    if (group_count() == 1) return 0; /* rank 0's state is every rank's */
+    h5ark_value *v = NULL;
+    int rc = ranks_on_root_value(make, ctx, &v, err);
+    if (rc == 0 && group_self() != 0) rc = take(v, ctx, err);
     h5ark_value_destroy(&v);
     return ranks_agree(rc, err);
 }
@@ -235,7 +236,7 @@ int spmd_funnel(const h5ark_span *mine, size_t n, spmd_take_fn take, void *ctx, 
         sizes[i] = mine[i].len;
     for (int r = 0; eight && r < R; r++)
         eight[r] = sizeof count;
-    if (rc) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", self);
+    if (rc) spmd_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     rc = ranks_agree(rc, err);
     h5ark_span one = {&count, sizeof count};
     if (rc == 0) rc = ranks_gatherv(&one, 1, each, eight, err);

@@ -71,7 +71,14 @@ h5ark_value *spmd_hosts(void);
 int spmd_check_rank(int64_t rank, const char *what, h5ark_error *err);
 /* v on rank `rank`, 0 on the others. */
 uint64_t spmd_on_rank(int64_t rank, uint64_t v);
-/* err failed as h5ark_fail would, its message prefixed with "rank <this rank>: ". */
+
+/* ---- which rank a failure happened on ---- */
+
+/* The one way an error names its rank: within a call (several ranks at work), a failure's
+ * message (rc != 0) gets this rank before it, "rank N: ..."; outside one (one rank, or
+ * rank 0 alone) it reads as it is. Returns rc. */
+int spmd_name_rank(int rc, h5ark_error *err);
+/* err failed as h5ark_fail would, then named by spmd_name_rank. Returns -1. */
 int spmd_fail(h5ark_error *err, h5ark_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -80,20 +87,17 @@ int spmd_fail(h5ark_error *err, h5ark_code code, const char *fmt, ...)
 /* Whether rank `rank` is the root, rank 0 (a shard's rank, locales_rank_of). */
 bool spmd_is_root_rank(int rank);
 
-/* rc, and on a rank other than 0 a failure's err given that rank's name as context ("rank
- * N: ..."): rank 0's errors read as with one rank. */
-int spmd_name_rank(int rc, h5ark_error *err);
-
 /* ranks_on_root after agreeing on rc, this rank's status so far: fn(ctx, err) on rank 0
  * alone, and every rank returns its outcome (0, or -1 with rank 0's error); a rank that
  * failed before makes every rank fail with its error, fn unrun. */
 int spmd_root_does(int rc, int (*fn)(void *ctx, h5ark_error *err), void *ctx, h5ark_error *err);
 
-/* What rank 0 knows, to every rank: encode(ctx) on rank 0 makes a value (NULL when out of
- * memory), which decode(v, ctx, err) takes in on every other rank. Every rank returns the
- * same outcome (the lowest failing rank's error). With one rank: 0, nothing encoded. */
-int spmd_share_value(h5ark_value *(*encode)(void *ctx),
-                     int (*decode)(const h5ark_value *v, void *ctx, h5ark_error *err), void *ctx,
+/* What rank 0 knows, to every rank: ranks_on_root_value's make(ctx, err) on rank 0, and
+ * take(v, ctx, err) of its value on every other rank (rank 0 has it already). Every rank
+ * returns the same outcome (the lowest failing rank's error). With one rank: 0, nothing
+ * made. */
+int spmd_share_value(h5ark_value *(*make)(void *ctx, h5ark_error *err),
+                     int (*take)(const h5ark_value *v, void *ctx, h5ark_error *err), void *ctx,
                      h5ark_error *err);
 
 /* A new buffer on rank 0 holding every rank's spans back to back in rank order (counts[r]:

@@ -8,6 +8,7 @@
 #include "front/h5grove.h"
 #include "front/http.h"
 #include "log.h"
+#include "metrics.h"
 #include "registry.h"
 #include "storage/files.h"
 
@@ -234,7 +235,11 @@ static bool route_is(const char *url, const char *name) {
     return strncmp(url, name, n) == 0 && (url[n] == '\0' || (url[n] == '/' && url[n + 1] == '\0'));
 }
 
-typedef enum { NONE, META, ATTR, DATA, PATHS, FILES } api_route;
+typedef enum { META, ATTR, DATA, PATHS, FILES, NONE } api_route;
+
+const char *const gateway_route_names[] = {
+    [META] = "http_meta",   [ATTR] = "http_attr",   [DATA] = "http_data",
+    [PATHS] = "http_paths", [FILES] = "http_files", [NONE] = NULL};
 
 typedef struct {
     api_route api;
@@ -284,7 +289,15 @@ static void serve(void *arg, const http_request *req, http_response *out) {
     const char *token = auth && strncmp(auth, "Bearer ", 7) == 0 ? auth + 7 : NULL;
     if (!token) token = http_query(req, "token");
     route r = {api, req, out};
-    entry_call call = {.read_only = true,
+    /* a request like any other: listed in `status` while it runs, and counted by its
+     * route's name and outcome when answered (its answer's body as the reply's bytes) */
+    h5ark_value *header = h5ark_value_map();
+    if (header && h5ark_value_set(header, "cmd", h5ark_value_str(gateway_route_names[api])))
+        h5ark_value_destroy(&header); /* counted as a request without a name */
+    request asked = {.header = header, .arrived_ns = metrics_clock()};
+    entry_call call = {.req = &asked,
+                       .name = gateway_route_names[api],
+                       .read_only = true,
                        .ranks = RANKS_ZERO,
                        .token = token,
                        .token_len = token ? strlen(token) : 0,
@@ -293,6 +306,12 @@ static void serve(void *arg, const http_request *req, http_response *out) {
                        .run = route_run,
                        .door = &r};
     if (entry_run(&call, &err)) gateway_error(out, &err);
+    h5ark_code outcome = out->status < 400      ? H5ARK_OK
+                         : err.code != H5ARK_OK ? err.code
+                                                : H5ARK_INTERNAL;
+    h5ark_span body = {out->body, out->len};
+    entry_answered(&asked, outcome, &(reply){.spans = &body, .nspans = out->body ? 1 : 0});
+    h5ark_value_destroy(&header);
 }
 
 /* The built page: --web-dir, else `web` beside the program (the build tree), else

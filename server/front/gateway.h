@@ -16,4 +16,9 @@ void gateway_stop(void);
 /* "HOST:PORT" bound, or NULL when the gateway is off. */
 const char *gateway_address(void);
 
+/* The names the API's requests are listed under in `status` and counted under in the
+ * metrics, as a command's are: "http_meta", "http_attr", "http_data", "http_paths",
+ * "http_files"; NULL after the last. */
+extern const char *const gateway_route_names[];
+
 #endif

@@ -4,13 +4,14 @@
 
 #include "registry.h"
 #include "dist/ranks.h"
+#include "dist/spmd.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 int groupby_fetch_rows(const darray *a, const int64_t *rows, uint64_t nrows, void *out,
                        h5ark_error *err) {
-    int R = ranks_count(), me = ranks_self(), rc = 0;
+    int R = ranks_count(), rc = 0; /* R sizes the per-rank counts */
     size_t is = a->itemsize;
     uint64_t reserved = 0, nin = 0;
     uint64_t *cnt = calloc((size_t)R, sizeof *cnt), *rcnt = calloc((size_t)R, sizeof *rcnt);
@@ -19,7 +20,7 @@ int groupby_fetch_rows(const darray *a, const int64_t *rows, uint64_t nrows, voi
     uint64_t *req = NULL, *order = NULL, *inreq = NULL;
     char *rep = NULL, *back = NULL;
     if (!cnt || !rcnt || !sc || !rcv || !pos)
-        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me);
+        rc = spmd_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     if (ranks_agree(rc, err) ||
         registry_scratch_agreed(nrows * 16, (void **)&req, &reserved, err) ||
         registry_scratch_agreed(nrows * is, (void **)&back, &reserved, err)) {
@@ -72,14 +73,14 @@ out:
 
 int groupby_fetch_strings(const object *src, const uint64_t *rows, uint64_t nrows, uint64_t *offs,
                           char **bytes, uint64_t *nbytes, uint64_t *reserved, h5ark_error *err) {
-    int R = ranks_count(), me = ranks_self(), rc = 0;
+    int R = ranks_count(), rc = 0; /* R sizes the per-rank counts */
     uint64_t nin = 0, inbytes = 0, outbytes = 0;
     uint64_t *cnt = calloc((size_t)R, 8), *rcnt = calloc((size_t)R, 8);
     uint64_t *sc = calloc((size_t)R, 8), *rcv = calloc((size_t)R, 8), *bsc = calloc((size_t)R, 8);
     uint64_t *pos = calloc((size_t)R + 1, 8), *req = NULL, *inreq = NULL, *glen = NULL;
     char *rep = NULL, *back = NULL;
     if (!cnt || !rcnt || !sc || !rcv || !bsc || !pos)
-        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "rank %d: out of memory", me);
+        rc = spmd_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     if (ranks_agree(rc, err) || registry_scratch_agreed(nrows * 24, (void **)&req, reserved, err))
         goto fail;
     uint64_t *order = req + nrows;

@@ -3,6 +3,7 @@
 
 #include "locales.h"
 #include "dist/place.h"
+#include "dist/spmd.h"
 #include "dist/ranks.h"
 #include "registry.h"
 #include "shardcache.h"
@@ -46,7 +47,7 @@ darray *darray_new(h5ark_dtype dtype, uint64_t size, const uint64_t *counts, h5a
     /* in a call, every rank goes on or none does (the lowest failing rank's error) */
     if (rc == 0 && (rc = registry_reserve_only(bytes, err)) != 0) {
         registry_uncharge(account, start * itemsize);
-        place_rank_context(err); /* a quota is the same on every rank: no rank named */
+        spmd_name_rank(-1, err); /* a quota is the same on every rank: no rank named */
     }
     bool reserved = rc == 0;
     darray *a = rc == 0 ? calloc(1, sizeof *a) : NULL;
@@ -98,7 +99,7 @@ darray *darray_new(h5ark_dtype dtype, uint64_t size, const uint64_t *counts, h5a
     if (atomic_load(&job.failed)) {
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory allocating %llu bytes",
                    (unsigned long long)bytes);
-        rc = place_rank_context(err);
+        rc = spmd_name_rank(-1, err);
     }
     if (ranks_agree(rc, err) != 0) {
         darray_free(a);
@@ -385,7 +386,7 @@ static int gather_darray(const darray *a, darray **out, h5ark_error *err) {
             !(w->buf = malloc(remote ? remote : 1))) {
             h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory gathering %llu bytes",
                        (unsigned long long)remote);
-            rc = place_rank_context(err);
+            rc = spmd_name_rank(-1, err);
         } else if ((rc = registry_reserve(remote, err)) == 0) {
             w->a.reserved = remote;
         }

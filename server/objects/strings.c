@@ -4,6 +4,7 @@
 #include "locales.h"
 #include "progress.h"
 #include "dist/place.h"
+#include "dist/spmd.h"
 #include "dist/ranks.h"
 #include "registry.h"
 #include "sysio.h"
@@ -187,13 +188,13 @@ char *strings_dup(const object *s, uint64_t i, uint64_t *slen, h5ark_error *err)
             len++;
         } else {
             h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-            rc = place_rank_context(err);
+            rc = spmd_name_rank(-1, err);
         }
     }
     if (ranks_agree(rc, err) || ranks_bcast(holder, &len, sizeof len, err)) goto fail;
     if (!out && !(out = calloc(1, len))) {
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        rc = place_rank_context(err);
+        rc = spmd_name_rank(-1, err);
     }
     if (ranks_agree(rc, err) || ranks_bcast(holder, out, len, err)) goto fail;
     if (slen) *slen = len - 1;
@@ -247,7 +248,7 @@ object *strings_from_block(uint64_t n, const strings_run *runs, size_t nruns, h5
     int rc = 0;
     if (!bc || !j.run_at || !j.str_at) {
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        rc = place_rank_context(err);
+        rc = spmd_name_rank(-1, err);
     }
     /* the strings in row order: where each local locale's first lies, and its bytes; each
      * string runs from its offset to the next and ends in a NUL */
@@ -270,13 +271,13 @@ object *strings_from_block(uint64_t n, const strings_run *runs, size_t nruns, h5
             h5ark_fail(err, H5ARK_INTERNAL,
                        "strings for rows from %llu are not the %llu strings expected there",
                        (unsigned long long)run->row, (unsigned long long)run->count);
-            rc = place_rank_context(err);
+            rc = spmd_name_rank(-1, err);
         }
     }
     if (rc == 0 && row != hi) {
         h5ark_fail(err, H5ARK_INTERNAL, "strings for rows %llu..%llu are missing",
                    (unsigned long long)row, (unsigned long long)hi);
-        rc = place_rank_context(err);
+        rc = spmd_name_rank(-1, err);
     }
     if (ranks_agree(rc, err) == 0 && ranks_allreduce_u64(bc, (size_t)L, RANKS_SUM, err) == 0 &&
         (out = object_new_strings(n, bc, err)) != NULL) {
@@ -362,10 +363,10 @@ object *strings_place(uint64_t n, const strings_run *runs, size_t nruns, h5ark_e
         starts[b] = locales_block_start(n, L, b);
     if (starts && cut_runs(runs, nruns, starts, L, NULL, &np)) {
         h5ark_fail(err, H5ARK_INTERNAL, "a run does not hold its strings");
-        rc = place_rank_context(err);
+        rc = spmd_name_rank(-1, err);
     } else if (!starts || !(pieces = sysio.malloc((np ? np : 1) * sizeof *pieces))) {
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        rc = place_rank_context(err);
+        rc = spmd_name_rank(-1, err);
     } else {
         cut_runs(runs, nruns, starts, L, pieces, &np);
     }

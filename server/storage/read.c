@@ -101,8 +101,10 @@ static int probe_on_root(void *ctx, h5ark_error *err) {
     return sandbox_probe_read(pj->rq, pj->st, err);
 }
 
-static h5ark_value *probe_encode(void *ctx) {
-    return read_probe_encode(((probe_job *)ctx)->st);
+static h5ark_value *probe_encode(void *ctx, h5ark_error *err) {
+    h5ark_value *v = read_probe_encode(((probe_job *)ctx)->st);
+    if (!v) spmd_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory encoding a value");
+    return v;
 }
 
 static int probe_decode(const h5ark_value *v, void *ctx, h5ark_error *err) {

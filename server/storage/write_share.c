@@ -57,7 +57,7 @@ static size_t darray_number(const darray_list *dl, const darray *a) {
     return k;
 }
 
-static h5ark_value *encode_plan(void *ctx) {
+static h5ark_value *encode_plan(void *ctx, h5ark_error *err) {
     const share_job *sj = ctx;
     const out_file *of = sj->of;
     int nfiles = sj->nfiles;
@@ -93,7 +93,10 @@ static h5ark_value *encode_plan(void *ctx) {
     free(cw);
     h5ark_value_destroy(&tmp);
     h5ark_value_destroy(&rel);
-    if (!ok) h5ark_value_destroy(&v);
+    if (!ok) {
+        h5ark_value_destroy(&v);
+        spmd_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory encoding a value");
+    }
     return v;
 }
 

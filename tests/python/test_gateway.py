@@ -6,6 +6,7 @@ answers several connections at once."""
 import json
 import os
 import pathlib
+import re
 import threading
 import time
 import urllib.error
@@ -924,3 +925,60 @@ def test_answers_count_against_max_memory(start_daemon):
     np.testing.assert_array_equal(np.frombuffer(body), values[:50000])
     assert memory_used_settles(d) == 0
     assert d.alive()
+
+
+def counted(metrics_url):
+    """{(cmd, outcome): n} of h5ark_requests_total in one scrape."""
+    with urllib.request.urlopen(metrics_url, timeout=HTTP_TIMEOUT) as r:
+        text = r.read().decode()
+    return {(m[1], m[2]): int(m[3]) for m in re.finditer(
+        r'^h5ark_requests_total\{cmd="([^"]*)",outcome="([^"]*)"\} (\d+)$', text, re.M)}
+
+
+def test_requests_in_status_and_the_metrics(start_daemon):
+    """The gateway's requests go through the entry as the protocol's do: listed in `status`
+    while they run, under their route's name (http_meta, http_data, ...), and counted in
+    the metrics by route and outcome once answered; the viewer page's files are not."""
+    port = free_port()
+    d = start_daemon(locales=1, env={**os.environ, "H5ARK_FAULTS": "1"},
+                     extra_args=["--http-endpoint", f"127.0.0.1:{port}",
+                                 "--metrics-endpoint", "127.0.0.1:0"])
+    base = f"http://127.0.0.1:{port}"
+    hdr, _ = request(d.endpoint, {"v": 1, "cmd": "getconfig"})
+    metrics_url = f"http://{hdr['result']['metrics_endpoint']}/metrics"
+    with h5py.File(d.data_dir / "s.h5", "w") as f:
+        f["v"] = np.arange(4000, dtype=np.float64)
+    before = counted(metrics_url)
+    assert ok_json_noauth(base, "/meta/", file="s.h5", path="/v")["shape"] == [4000]
+    assert ok_json_noauth(base, "/attr/", file="s.h5", path="/v") == {}
+    assert ok_json_noauth(base, "/data/", file="s.h5", path="/v", selection="0:3") == [0, 1, 2]
+    assert "s.h5" in json.dumps(ok_json_noauth(base, "/files/"))
+    assert http(base, "/meta/", {"file": "none.h5", "path": "/"}, token=None)[0] == 404
+    assert http(base, "/data/", {"file": "s.h5", "path": "/v", "selection": "x"},
+                token=None)[0] == 400
+    http(base, "/", token=None)  # the page: no request of the API
+    after = counted(metrics_url)
+    assert {k: n - before.get(k, 0) for k, n in after.items() if n != before.get(k, 0)} == {
+        ("http_meta", "ok"): 1, ("http_attr", "ok"): 1, ("http_data", "ok"): 1,
+        ("http_files", "ok"): 1, ("http_meta", "not_found"): 1, ("http_data", "bad_request"): 1}
+
+    # every read of the file's bytes slowed down: the read is seen in flight, then gone
+    hdr, _ = request(d.endpoint, {"v": 1, "cmd": "fault", "args": {"delay_ms": 200}})
+    assert hdr["ok"], hdr
+    got = []
+    reader = threading.Thread(target=lambda: got.append(
+        http(base, "/data/", {"file": "s.h5", "path": "/v", "format": "bin"}, token=None)))
+    reader.start()
+    seen = []
+    deadline = time.monotonic() + 30 * TOOL_SLOWDOWN
+    while reader.is_alive() and not seen and time.monotonic() < deadline:
+        hdr, _ = request(d.endpoint, {"v": 1, "cmd": "status"})
+        seen = [r for r in hdr["result"]["requests"] if r["cmd"] == "http_data"]
+        time.sleep(0.02)
+    reader.join(60 * TOOL_SLOWDOWN)
+    request(d.endpoint, {"v": 1, "cmd": "fault", "args": {"delay_ms": 0}})
+    assert seen, "the gateway's read was never listed in status"
+    assert got[0][0] == 200 and np.array_equal(np.frombuffer(got[0][2]), np.arange(4000.0))
+    hdr, _ = request(d.endpoint, {"v": 1, "cmd": "status"})
+    assert [r for r in hdr["result"]["requests"] if r["cmd"].startswith("http_")] == []
+    assert counted(metrics_url)[("http_data", "ok")] == after[("http_data", "ok")] + 1

@@ -17,18 +17,11 @@ import pytest
 
 from conftest import SHARED_FIXTURES
 from daemons import MPIRUN, Daemon, mpi_build, TOOL_SLOWDOWN
-from wire import request
+from wire import call, call_ok, request
 
 THREADS = 2  # locales per rank; the one-rank daemon compared with gets R * THREADS
 
 pytestmark = pytest.mark.skipif(MPIRUN is None, reason="mpirun is not installed (openmpi-bin)")
-
-
-def call(endpoint, cmd, args=None, buffers=None, frames=()):
-    header = {"v": 1, "id": 7, "cmd": cmd, "args": args or {}}
-    if buffers:
-        header["buffers"] = buffers
-    return request(endpoint, header, frames)
 
 
 def values(frames, dtype):
@@ -272,25 +265,25 @@ def test_readers_together_writers_alone():
         big = np.arange(10_001, dtype=np.float64)
         with h5py.File(d.tmp / "data" / "r.h5", "w") as f:
             f["big"] = big
-        ok(ep, "create", {"dtype": "int64", "fill": "arange", "stop": 10, "name": "x"})
-        ok(ep, "fault", {"nth": 0, "delay_ms": int(delay * 1000)})
+        call_ok(ep, "create", {"dtype": "int64", "fill": "arange", "stop": 10, "name": "x"})
+        call_ok(ep, "fault", {"nth": 0, "delay_ms": int(delay * 1000)})
         done = {}
 
         def timed(key, fn):
             fn()
             done[key] = time.monotonic()
 
-        writer = threading.Thread(target=timed, args=("readhdf", lambda: ok(
+        writer = threading.Thread(target=timed, args=("readhdf", lambda: call_ok(
             ep, "readhdf", {"paths": ["r.h5"], "datasets": ["big"]})))
         writer.start()
         # the get goes once the readhdf is in flight (on a loaded machine, or under a tool,
         # a fixed pause may pass before the readhdf has even arrived)
         deadline = time.monotonic() + 30 * TOOL_SLOWDOWN
-        while not any(e["cmd"] == "readhdf" for e in ok(ep, "status", {})[0]["requests"]):
+        while not any(e["cmd"] == "readhdf" for e in call_ok(ep, "status", {})[0]["requests"]):
             assert time.monotonic() < deadline, "the readhdf never showed in status"
             time.sleep(0.02)
         time.sleep(0.3)
-        timed("get", lambda: ok(ep, "get", {"name": "x"}))
+        timed("get", lambda: call_ok(ep, "get", {"name": "x"}))
         writer.join(120)
         assert done["get"] > done["readhdf"], done  # the reader waited for the writer
 
@@ -304,7 +297,7 @@ def test_readers_together_writers_alone():
         gets = 0
         while reader.is_alive():  # through the gateway's probe and then its read
             t = time.monotonic()
-            frames = ok(ep, "get", {"name": "x"})[1]
+            frames = call_ok(ep, "get", {"name": "x"})[1]
             slowest = max(slowest, time.monotonic() - t)
             gets += 1
             assert np.frombuffer(b"".join(frames), np.int64).tolist() == list(range(10))
@@ -312,7 +305,7 @@ def test_readers_together_writers_alone():
         reader.join()
         np.testing.assert_array_equal(np.frombuffer(got[0], np.float64), big)
         assert gets >= 5 and slowest < delay / 2, (gets, slowest)
-        ok(ep, "fault", {"nth": 0})
+        call_ok(ep, "fault", {"nth": 0})
     finally:
         d.cleanup()
 
@@ -397,15 +390,9 @@ def test_strings_malformed_on_another_rank(multi):
     assert hdr["error"]["code"] == "not_found"
 
 
-def ok(endpoint, cmd, args=None, buffers=None, frames=()):
-    hdr, frames = call(endpoint, cmd, args, buffers, frames)
-    assert hdr["ok"], hdr
-    return hdr["result"], frames
-
-
 def object_bytes(endpoint, desc):
     """The reply bytes of a whole object (strings: segments then values)."""
-    _, frames = ok(endpoint, "get", {"name": desc["name"]})
+    _, frames = call_ok(endpoint, "get", {"name": desc["name"]})
     return b"".join(bytes(f) for f in frames)
 
 
@@ -426,7 +413,7 @@ def hdf_files(multi, single):
     """The same files in both daemons' data directories: written by the one-rank daemon
     (pdarrays of several dtypes and Strings, one file and per-locale files), copied over."""
     words = ["", "alpha", "b", "gamma" * 30, "é", ""] * 41 + ["end"]
-    ok(single.endpoint, "clear")
+    call_ok(single.endpoint, "clear")
     names = {}
     for label, args in [("i", {"dtype": "int64", "fill": "arange", "start": -3, "stop": 1234}),
                         ("f", {"dtype": "float64", "fill": "uniform", "seed": 5, "size": 777}),
@@ -434,25 +421,25 @@ def hdf_files(multi, single):
                                "seed": 2, "size": 99}),
                         ("u", {"dtype": "uint8", "fill": "randint", "low": 0, "high": 255,
                                "seed": 9, "size": 5})]:
-        names[label] = ok(single.endpoint, "create", args)[0]["object"]["name"]
+        names[label] = call_ok(single.endpoint, "create", args)[0]["object"]["name"]
     hdr, _ = put_strings(single.endpoint, words)
     assert hdr["ok"], hdr
     names["s"] = hdr["result"]["object"]["name"]
     order = list(names)
     for file_type, path in [("single", "one.h5"), ("distribute", "parts")]:
-        ok(single.endpoint, "tohdf", {"names": [names[k] for k in order], "datasets": order,
-                                      "path": path, "file_type": file_type})
-    ok(single.endpoint, "tohdf", {"names": [names["i"], names["s"]], "datasets": ["i", "s"],
-                                  "path": "more.h5", "file_type": "single"})
+        call_ok(single.endpoint, "tohdf", {"names": [names[k] for k in order], "datasets": order,
+                                           "path": path, "file_type": file_type})
+    call_ok(single.endpoint, "tohdf", {"names": [names["i"], names["s"]], "datasets": ["i", "s"],
+                                       "path": "more.h5", "file_type": "single"})
     hdr, _ = put_strings(single.endpoint, ["x", ""])  # fewer strings than locales
     tiny = [hdr["result"]["object"]["name"], names["u"]]
-    ok(single.endpoint, "tohdf", {"names": tiny, "datasets": ["s", "u"], "path": "tiny.h5",
-                                  "file_type": "single"})
-    seg = ok(single.endpoint, "create", {"dtype": "int64", "fill": "arange", "stop": 10,
-                                         "step": 2})[0]["object"]["name"]
-    sa = ok(single.endpoint, "segarray", {"segments": seg, "values": names["i"]})[0]
-    ok(single.endpoint, "tohdf", {"names": [sa["object"]["name"]], "datasets": ["sa"],
-                                  "path": "segarray.h5", "file_type": "single"})
+    call_ok(single.endpoint, "tohdf", {"names": tiny, "datasets": ["s", "u"], "path": "tiny.h5",
+                                       "file_type": "single"})
+    seg = call_ok(single.endpoint, "create", {"dtype": "int64", "fill": "arange", "stop": 10,
+                                              "step": 2})[0]["object"]["name"]
+    sa = call_ok(single.endpoint, "segarray", {"segments": seg, "values": names["i"]})[0]
+    call_ok(single.endpoint, "tohdf", {"names": [sa["object"]["name"]], "datasets": ["sa"],
+                                       "path": "segarray.h5", "file_type": "single"})
     (single.data_dir / "broken.h5").write_bytes(b"not an HDF5 file at all" * 10)
     dest = multi.tmp / "data"
     dest.mkdir(exist_ok=True)
@@ -486,8 +473,8 @@ READS = [
 
 @pytest.mark.parametrize("label,args", READS, ids=[r[0] for r in READS])
 def test_readhdf_matches_one_rank(multi, single, hdf_files, label, args):
-    got, _ = ok(multi.endpoint, "readhdf", args)
-    want, _ = ok(single.endpoint, "readhdf", args)
+    got, _ = call_ok(multi.endpoint, "readhdf", args)
+    want, _ = call_ok(single.endpoint, "readhdf", args)
     same_result(got, want, multi.endpoint, single.endpoint)
 
 
@@ -553,8 +540,8 @@ def test_readhdf_whole_file_leaves_out_alike(multi, single):
 @pytest.mark.parametrize("label,args", PLAIN, ids=[r[0] for r in PLAIN])
 def test_readhdf_plain_strings_match_one_rank(multi, single, label, args):
     plain_strings_files(multi, single)
-    got, _ = ok(multi.endpoint, "readhdf", args)
-    want, _ = ok(single.endpoint, "readhdf", args)
+    got, _ = call_ok(multi.endpoint, "readhdf", args)
+    want, _ = call_ok(single.endpoint, "readhdf", args)
     same_result(got, want, multi.endpoint, single.endpoint)
     assert got["objects"]
 
@@ -591,7 +578,7 @@ def test_readhdf_exetera_matches_one_rank(multi, single, args):
 
 
 def test_readhdf_strings_values(multi, hdf_files):
-    res, _ = ok(multi.endpoint, "readhdf", {"paths": ["one.h5"], "datasets": ["s"]})
+    res, _ = call_ok(multi.endpoint, "readhdf", {"paths": ["one.h5"], "datasets": ["s"]})
     raw = object_bytes(multi.endpoint, res["objects"]["s"])
     seg, val = strings_payload(hdf_files)
     assert raw == seg + val
@@ -604,11 +591,11 @@ def test_readhdf_strings_values(multi, hdf_files):
     {"paths": ["one.h5"], "datasets": ["s"], "start": 5, "stop": 100000},
 ])
 def test_readhdf_errors_match_one_rank(multi, single, hdf_files, args):
-    before = len(ok(multi.endpoint, "info")[0]["objects"])
+    before = len(call_ok(multi.endpoint, "info")[0]["objects"])
     got, _ = call(multi.endpoint, "readhdf", args)
     want, _ = call(single.endpoint, "readhdf", args)
     assert not got["ok"] and got["error"] == want["error"]
-    assert len(ok(multi.endpoint, "info")[0]["objects"]) == before  # nothing published
+    assert len(call_ok(multi.endpoint, "info")[0]["objects"]) == before  # nothing published
 
 
 def stored_chunks(dset):
@@ -664,7 +651,7 @@ def make_objects(endpoint, words):
                                "seed": 5, "size": 300001}),
                         ("u", {"dtype": "float64", "fill": "uniform", "seed": 2,
                                "size": 200003})]:
-        names[label] = ok(endpoint, "create", args)[0]["object"]["name"]
+        names[label] = call_ok(endpoint, "create", args)[0]["object"]["name"]
     hdr, _ = put_strings(endpoint, words)
     assert hdr["ok"], hdr
     names["s"] = hdr["result"]["object"]["name"]
@@ -698,8 +685,8 @@ TOHDF = [
 @pytest.mark.parametrize("label,steps", TOHDF, ids=[t[0] for t in TOHDF])
 def test_tohdf_matches_one_rank(multi, single, label, steps):
     words = ["w%d" % (i * i) for i in range(150)] + ["", "ü" * 40]
-    ok(multi.endpoint, "clear")
-    ok(single.endpoint, "clear")
+    call_ok(multi.endpoint, "clear")
+    call_ok(single.endpoint, "clear")
     dirs = {}
     for name, d in [("multi", multi), ("single", single)]:
         objs = make_objects(d.endpoint, words)
@@ -715,7 +702,7 @@ def test_tohdf_matches_one_rank(multi, single, label, steps):
             for k in ("compression", "compression_level"):
                 if k in step:
                     args[k] = step[k]
-            res, _ = ok(d.endpoint, "tohdf", args)
+            res, _ = call_ok(d.endpoint, "tohdf", args)
             dirs.setdefault(name, []).append(res)
         dirs[name + "_dir"] = out
     assert dirs["multi"] == dirs["single"]  # files written and warnings alike
@@ -730,8 +717,8 @@ def test_tohdf_matches_one_rank(multi, single, label, steps):
     if any("compression" in step for step in steps):
         assert chunks >= 4  # the chunks compared were there
     # and read back alike at R > 1
-    res, _ = ok(multi.endpoint, "readhdf", {"paths": [f"{got.name}/x*"]})
-    want_res, _ = ok(single.endpoint, "readhdf", {"paths": [f"{want.name}/x*"]})
+    res, _ = call_ok(multi.endpoint, "readhdf", {"paths": [f"{got.name}/x*"]})
+    want_res, _ = call_ok(single.endpoint, "readhdf", {"paths": [f"{want.name}/x*"]})
     same_result(res, want_res, multi.endpoint, single.endpoint)
 
 
@@ -744,7 +731,7 @@ def test_tohdf_strings_without_segments_matches_one_rank(multi, single, file_typ
     words = ["w%d" % (i * 7) for i in range(300)] + ["", "ü" * 40, "x" * 70_000, ""]
     trees = {}
     for name, d in [("multi", multi), ("single", single)]:
-        ok(d.endpoint, "clear")
+        call_ok(d.endpoint, "clear")
         hdr, _ = put_strings(d.endpoint, words, "s")
         assert hdr["ok"], hdr
         hdr, _ = put_strings(d.endpoint, ["kept", "segments"], "t")
@@ -756,7 +743,7 @@ def test_tohdf_strings_without_segments_matches_one_rank(multi, single, file_typ
                 "strings_segments": False}
         if gzip:
             args["compression"] = "gzip"
-        res, _ = ok(d.endpoint, "tohdf", args)
+        res, _ = call_ok(d.endpoint, "tohdf", args)
         trees[name] = (res, data_files(out), {f: h5_tree(out / f) for f in data_files(out)})
         got = b""
         for f in data_files(out):
@@ -765,7 +752,7 @@ def test_tohdf_strings_without_segments_matches_one_rank(multi, single, file_typ
                 got += h["s/values"][()].tobytes()
         assert got == b"".join(w.encode() + b"\0" for w in words)
         # read back at this R: the strings found by their NULs
-        res, _ = ok(d.endpoint, "readhdf", {"paths": [f"{out.name}/x*"], "datasets": ["s"]})
+        res, _ = call_ok(d.endpoint, "readhdf", {"paths": [f"{out.name}/x*"], "datasets": ["s"]})
         (desc,) = res["objects"].values()
         _, raw, _ = get_strings(d.endpoint, desc["name"])
         assert raw == b"".join(strings_payload(words))
@@ -782,11 +769,11 @@ def test_repack_matches_one_rank(multi, single):
         ddir = d.tmp / "data" if name == "multi" else d.data_dir
         (ddir / "rp").mkdir(parents=True, exist_ok=True)
         objs = make_objects(d.endpoint, ["ab", "c"] * 40)
-        ok(d.endpoint, "tohdf", {"names": [objs["i"], objs["s"]], "datasets": ["i", "s"],
-                                 "path": "rp/x.h5", "file_type": "single"})
-        ok(d.endpoint, "tohdf", {"names": [objs["t"]], "datasets": ["s"], "path": "rp/x.h5",
-                                 "file_type": "single", "mode": "update"})
-        res, _ = ok(d.endpoint, "repack", {"path": "rp/x.h5"})
+        call_ok(d.endpoint, "tohdf", {"names": [objs["i"], objs["s"]], "datasets": ["i", "s"],
+                                      "path": "rp/x.h5", "file_type": "single"})
+        call_ok(d.endpoint, "tohdf", {"names": [objs["t"]], "datasets": ["s"], "path": "rp/x.h5",
+                                      "file_type": "single", "mode": "update"})
+        res, _ = call_ok(d.endpoint, "repack", {"path": "rp/x.h5"})
         out[name] = ([os.path.basename(f) for f in res["files"]], h5_tree(ddir / "rp" / "x.h5"))
     assert out["multi"] == out["single"]
     hdr, _ = call(multi.endpoint, "repack", {"path": "rp/missing.h5"})
@@ -802,12 +789,12 @@ def test_tohdf_exetera_matches_one_rank(multi, single):
     for d in (multi, single):
         names = make_objects(d.endpoint, words)
         codes = np.random.default_rng(9).integers(0, 3, len(words))
-        ok(d.endpoint, "put", {"dtype": "int64", "shape": [len(codes)], "name": "xc"},
-           [{"name": "values", "nbytes": codes.nbytes}], [codes.tobytes()])
+        call_ok(d.endpoint, "put", {"dtype": "int64", "shape": [len(codes)], "name": "xc"},
+                [{"name": "values", "nbytes": codes.nbytes}], [codes.tobytes()])
         put_strings(d.endpoint, ["lo", "mid", "hi"], "xk")
-        ok(d.endpoint, "categorical", {"codes": "xc", "categories": "xk", "name": "xcat"})
+        call_ok(d.endpoint, "categorical", {"codes": "xc", "categories": "xk", "name": "xcat"})
         put_strings(d.endpoint, words, "xs")
-        ok(d.endpoint, "dataframe", {"columns": ["xs", "xcat", "xc"], "name": "xdf"})
+        call_ok(d.endpoint, "dataframe", {"columns": ["xs", "xcat", "xc"], "name": "xdf"})
         steps = [
             {"names": [names["L"], names["u"], names["s"], names["t"], "xcat"],
              "datasets": ["L", "u", "s", "t", "c"],
@@ -816,7 +803,7 @@ def test_tohdf_exetera_matches_one_rank(multi, single):
             {"names": [names["f"]], "datasets": ["L"], "mode": "update"},
             {"names": ["xdf"], "group": "frame", "mode": "append"},
         ]
-        replies = [ok(d.endpoint, "tohdf", {"path": "ex.h5", "format": "exetera", **st})[0]
+        replies = [call_ok(d.endpoint, "tohdf", {"path": "ex.h5", "format": "exetera", **st})[0]
                    for st in steps]
         # the wrong fieldtype for a pdarray: the file is left as it was
         err = call(d.endpoint, "tohdf", {"names": [names["i"]], "datasets": ["z"],
@@ -826,7 +813,7 @@ def test_tohdf_exetera_matches_one_rank(multi, single):
         err["message"] = err["message"].replace(names["i"], "I")
         out.append((replies, err, h5_tree(d.tmp / "data" / "ex.h5")))
         for n in ("xdf", "xcat", "xc", "xk", "xs"):
-            ok(d.endpoint, "delete", {"names": [n]})
+            call_ok(d.endpoint, "delete", {"names": [n]})
     assert out[0][0] == out[1][0]
     assert out[0][1] == out[1][1] and out[0][1]["code"] == "type_error"
     assert out[0][2] == out[1][2]
@@ -842,19 +829,19 @@ def test_exetera_parts_match_one_rank(multi, single):
     for d in (multi, single):
         names = make_objects(d.endpoint, words)
         codes = np.random.default_rng(5).integers(0, 3, 500)
-        ok(d.endpoint, "put", {"dtype": "int64", "shape": [len(codes)], "name": "pc"},
-           [{"name": "values", "nbytes": codes.nbytes}], [codes.tobytes()])
+        call_ok(d.endpoint, "put", {"dtype": "int64", "shape": [len(codes)], "name": "pc"},
+                [{"name": "values", "nbytes": codes.nbytes}], [codes.tobytes()])
         put_strings(d.endpoint, ["lo", "mid", "hi"], "pk")
-        ok(d.endpoint, "categorical", {"codes": "pc", "categories": "pk", "name": "pcat"})
+        call_ok(d.endpoint, "categorical", {"codes": "pc", "categories": "pk", "name": "pcat"})
         replies = []
         for field, name in [("df/n", names["L"]), ("df/n", names["i"]),
                             ("df/s", names["s"]), ("df/s", names["t"]), ("df/c", "pcat"),
                             ("df/c", "pcat"), ("df/f", names["u"])]:
-            replies.append(ok(d.endpoint, "writepart", {"path": "parts.h5", "field": field,
-                                                        "name": name})[0])
+            replies.append(call_ok(d.endpoint, "writepart", {"path": "parts.h5", "field": field,
+                                                             "name": name})[0])
         for field in ("df/n", "df/s", "df/c"):
-            replies.append(ok(d.endpoint, "complete", {"path": "parts.h5",
-                                                       "field": field})[0])
+            replies.append(call_ok(d.endpoint, "complete", {"path": "parts.h5",
+                                                            "field": field})[0])
         # a part of another type, and a field that is not there: the same errors
         errs = [call(d.endpoint, "writepart", {"path": "parts.h5", "field": "df/n",
                                                "name": names["s"]})[0]["error"],
@@ -864,7 +851,7 @@ def test_exetera_parts_match_one_rank(multi, single):
             e["message"] = e["message"].replace(names["s"], "S")
         out.append((replies, errs, h5_tree(d.tmp / "data" / "parts.h5")))
         for n in ("pc", "pk", "pcat"):
-            ok(d.endpoint, "delete", {"names": [n]})
+            call_ok(d.endpoint, "delete", {"names": [n]})
     assert out[0][0] == out[1][0]
     assert out[0][1] == out[1][1]
     assert out[0][2] == out[1][2]
@@ -898,21 +885,21 @@ def test_fault_rank_checked(faulty):
 def test_tohdf_failing_on_one_rank_replaces_nothing(faulty, file_type, rank):
     ep = faulty.endpoint
     data = faulty.tmp / "data"
-    ok(ep, "clear")
+    call_ok(ep, "clear")
     objs = make_objects(ep, ["abc", "de", "f"] * 50)
     out = data / f"fail_{file_type}_{rank}"
     out.mkdir(parents=True, exist_ok=True)
     args = {"names": [objs["i"], objs["s"]], "datasets": ["i", "s"],
             "path": f"{out.name}/x.h5", "file_type": file_type}
-    ok(ep, "tohdf", args)  # the old files
+    call_ok(ep, "tohdf", args)  # the old files
     before = snapshot(out)
     new = {**args, "names": [objs["f"], objs["t"]]}
     # the rank's first I/O call in the write: on rank 0 it lays out the files, on the
     # others it opens a temporary to write its shards
     for nth in (1, 2, 5):
-        ok(ep, "fault", {"class": "io", "nth": nth, "error": "ENOSPC", "rank": rank})
+        call_ok(ep, "fault", {"class": "io", "nth": nth, "error": "ENOSPC", "rank": rank})
         hdr, _ = call(ep, "tohdf", new)
-        fired = ok(ep, "fault", {"nth": 0})[0]
+        fired = call_ok(ep, "fault", {"nth": 0})[0]
         if hdr["ok"]:  # the fault came after the last call of this write on that rank
             assert rank == 0 or fired["fired"] is None
             return
@@ -920,7 +907,7 @@ def test_tohdf_failing_on_one_rank_replaces_nothing(faulty, file_type, rank):
         if rank:
             assert f"rank {rank}" in hdr["error"]["message"], hdr
         assert snapshot(out) == before  # every file old, no temporary left
-    res, _ = ok(ep, "tohdf", new)  # and the daemon goes on
+    res, _ = call_ok(ep, "tohdf", new)  # and the daemon goes on
     assert snapshot(out) != before
 
 
@@ -947,7 +934,7 @@ def test_tohdf_gzip_failing_on_one_rank_replaces_nothing(cls, rank):
                 args = {"names": [objs["i"], objs["s"]], "datasets": ["i", "s"],
                         "path": "gz/x.h5", "compression": "gzip"}
                 new = {**args, "names": [objs["L"], objs["t"]]}
-                ok(ep, "tohdf", args)
+                call_ok(ep, "tohdf", args)
                 before = snapshot(out)
             # (the fault command's own reply may be what the fault hits)
             hdr, _ = call(ep, "fault", {"class": cls, "nth": nth, "rank": rank,
@@ -955,8 +942,8 @@ def test_tohdf_gzip_failing_on_one_rank_replaces_nothing(cls, rank):
             if hdr["ok"]:
                 hdr, _ = call(ep, "tohdf", new)
             if hdr["ok"]:
-                ok(ep, "fault", {"nth": 0})
-                ok(ep, "tohdf", args)  # the old files again
+                call_ok(ep, "fault", {"nth": 0})
+                call_ok(ep, "tohdf", args)  # the old files again
                 before = snapshot(out)
                 continue
             failed += 1
@@ -970,12 +957,12 @@ def test_tohdf_gzip_failing_on_one_rank_replaces_nothing(cls, rank):
                 d.cleanup()
                 d = None
                 continue
-            ok(ep, "fault", {"nth": 0})
+            call_ok(ep, "fault", {"nth": 0})
             assert snapshot(out) == before  # every file old, no temporary left
         # ranks > 0 do no I/O in a compressed write: rank 0 writes every chunk
         assert failed > 0 or (cls == "io" and rank > 0)
         if d is not None:
-            ok(ep, "tohdf", new)  # and the daemon goes on
+            call_ok(ep, "tohdf", new)  # and the daemon goes on
             assert snapshot(out) != before
     finally:
         if d is not None:
@@ -997,7 +984,7 @@ def read_rows(ep, path, dataset):
     assert hdr["ok"], hdr
     name = hdr["result"]["objects"][dataset]["name"]
     hdr, frames = call(ep, "get", {"name": name})
-    ok(ep, "delete", {"names": [name]})
+    call_ok(ep, "delete", {"names": [name]})
     return list(np.frombuffer(b"".join(bytes(f) for f in frames), "<i8"))
 
 
@@ -1013,17 +1000,17 @@ def test_tohdf_set_fault_at_every_call_leaves_it_whole(faulty_pair, mode):
     out.mkdir(parents=True, exist_ok=True)
     path = f"{out.name}/s.h5"
     old_rows, new_rows = list(range(7, 1000)), list(range(10**9, 10**9 + 993))
-    a = ok(ep, "create", {"dtype": "int64", "fill": "arange", "start": 7, "stop": 1000})[0]
-    b = ok(ep, "create", {"dtype": "int64", "fill": "arange", "start": 10**9,
-                          "stop": 10**9 + 993})[0]
-    ok(ep, "tohdf", {"names": [a["object"]["name"]], "datasets": ["x"], "path": path})
+    a = call_ok(ep, "create", {"dtype": "int64", "fill": "arange", "start": 7, "stop": 1000})[0]
+    b = call_ok(ep, "create", {"dtype": "int64", "fill": "arange", "start": 10**9,
+                               "stop": 10**9 + 993})[0]
+    call_ok(ep, "tohdf", {"names": [a["object"]["name"]], "datasets": ["x"], "path": path})
     before = snapshot(out)
     assert len(before) == 4, before
     dset = "y" if mode == "append" else "x"
     args = {"names": [b["object"]["name"]], "datasets": [dset], "path": path, "mode": mode}
-    ok(ep, "fault", {"nth": 0})
-    ok(ep, "tohdf", args)
-    count = ok(ep, "fault", {"nth": 0})[0]["io"]
+    call_ok(ep, "fault", {"nth": 0})
+    call_ok(ep, "tohdf", args)
+    count = call_ok(ep, "fault", {"nth": 0})[0]["io"]
     outcomes = {"old": 0, "new": 0}
     for rank in (0, 1):
         for nth in range(1, count + 1 if rank == 0 else 200):
@@ -1031,9 +1018,9 @@ def test_tohdf_set_fault_at_every_call_leaves_it_whole(faulty_pair, mode):
                 f.unlink()
             for name, content in before.items():
                 (out / name).write_bytes(content)
-            ok(ep, "fault", {"class": "io", "nth": nth, "error": "EIO", "rank": rank})
+            call_ok(ep, "fault", {"class": "io", "nth": nth, "error": "EIO", "rank": rank})
             hdr, _ = call(ep, "tohdf", args)
-            fired = ok(ep, "fault", {"nth": 0})[0]["fired"]
+            fired = call_ok(ep, "fault", {"nth": 0})[0]["fired"]
             what = (mode, rank, nth, fired, hdr)
             journals = data / ".h5ark-journal"
             assert not journals.exists() or not list(journals.iterdir()), what
@@ -1062,20 +1049,20 @@ def test_set_killed_between_renames_is_completed_at_start(tmp_path):
     d = Daemon(ranks=2, locales=THREADS, env={"H5ARK_FAULTS": "1"}, data_dir=data)
     try:
         ep = d.endpoint
-        a = ok(ep, "create", {"dtype": "int64", "fill": "arange", "start": 7, "stop": 1000})[0]
-        b = ok(ep, "create", {"dtype": "int64", "fill": "arange", "start": 10**9,
-                              "stop": 10**9 + 993})[0]
-        ok(ep, "tohdf", {"names": [a["object"]["name"]], "datasets": ["x"], "path": "k.h5"})
+        a = call_ok(ep, "create", {"dtype": "int64", "fill": "arange", "start": 7, "stop": 1000})[0]
+        b = call_ok(ep, "create", {"dtype": "int64", "fill": "arange", "start": 10**9,
+                                   "stop": 10**9 + 993})[0]
+        call_ok(ep, "tohdf", {"names": [a["object"]["name"]], "datasets": ["x"], "path": "k.h5"})
         before = snapshot(data)
         args = {"names": [b["object"]["name"]], "datasets": ["x"], "path": "k.h5"}
-        ok(ep, "fault", {"nth": 0})
-        ok(ep, "tohdf", args)
-        calls = ok(ep, "fault", {"nth": 0})[0]["io_calls"]
+        call_ok(ep, "fault", {"nth": 0})
+        call_ok(ep, "tohdf", args)
+        calls = call_ok(ep, "fault", {"nth": 0})[0]["io_calls"]
         for name, content in before.items():
             (data / name).write_bytes(content)
         renames = [k + 1 for k, c in enumerate(calls) if c == "rename"]
         assert len(renames) == 4, calls
-        ok(ep, "fault", {"nth": renames[2], "pause_ms": 60000})
+        call_ok(ep, "fault", {"nth": renames[2], "pause_ms": 60000})
         t = threading.Thread(target=lambda: call(ep, "tohdf", args), daemon=True)
         t.start()
         end = time.time() + 30
@@ -1107,11 +1094,11 @@ def test_tohdf_rank_killed_leaves_old_or_new():
     try:
         ep = d.endpoint
         n = 1 << 20
-        name = ok(ep, "create", {"dtype": "int64", "fill": "arange", "stop": n})[0]["object"]["name"]
-        small = ok(ep, "create", {"dtype": "int64", "fill": "zeros", "size": 10})[0]["object"]["name"]
+        name = call_ok(ep, "create", {"dtype": "int64", "fill": "arange", "stop": n})[0]["object"]["name"]
+        small = call_ok(ep, "create", {"dtype": "int64", "fill": "zeros", "size": 10})[0]["object"]["name"]
         for ft in ("single", "distribute"):
-            ok(ep, "tohdf", {"names": [small], "datasets": ["v"], "path": f"k_{ft}",
-                             "file_type": ft})
+            call_ok(ep, "tohdf", {"names": [small], "datasets": ["v"], "path": f"k_{ft}",
+                                  "file_type": ft})
         old = snapshot(d.tmp / "data")
         import threading
         results = []
@@ -1146,8 +1133,8 @@ def test_rank_that_gives_up_a_transfer_stops_the_job():
     d = Daemon(ranks=2, locales=THREADS, env={"H5ARK_FAULTS": "1"})
     try:
         ep = d.endpoint
-        name = ok(ep, "create", {"dtype": "int64", "fill": "zeros",
-                                 "size": 5_000_000})[0]["object"]["name"]
+        name = call_ok(ep, "create", {"dtype": "int64", "fill": "zeros",
+                                      "size": 5_000_000})[0]["object"]["name"]
         args = {"names": [name], "path": "z.h5", "compression": "gzip"}
         ended = None
         for nth in range(1, 200):
@@ -1183,10 +1170,10 @@ def test_wait_deadline_ends_the_job():
     d = Daemon(ranks=2, locales=THREADS, env={"H5ARK_FAULTS": "1", "H5ARK_RANK_WAIT": "1"})
     try:
         ep = d.endpoint
-        name = ok(ep, "create", {"dtype": "int64", "fill": "arange",
-                                 "stop": 1000})[0]["object"]["name"]
-        ok(ep, "tohdf", {"names": [name], "path": "w.h5", "file_type": "single"})  # quick
-        ok(ep, "fault", {"nth": 0, "delay_ms": 1500})
+        name = call_ok(ep, "create", {"dtype": "int64", "fill": "arange",
+                                      "stop": 1000})[0]["object"]["name"]
+        call_ok(ep, "tohdf", {"names": [name], "path": "w.h5", "file_type": "single"})  # quick
+        call_ok(ep, "fault", {"nth": 0, "delay_ms": 1500})
         t = time.time()
         hdr, _ = call(ep, "tohdf", {"names": [name], "path": "w2.h5", "file_type": "single"})
         assert not hdr["ok"] and hdr["error"]["code"] == "io_error", hdr
@@ -1213,9 +1200,9 @@ def test_concurrent_strings_and_files(multi):
                 assert hdr["ok"], hdr
                 name = hdr["result"]["object"]["name"]
                 ft = "single" if (k + i) % 2 else "distribute"
-                ok(multi.endpoint, "tohdf", {"names": [name], "datasets": ["w"],
-                                             "path": f"conc_{k}_{i}", "file_type": ft})
-                res, _ = ok(multi.endpoint, "readhdf", {"paths": [f"conc_{k}_{i}"]})
+                call_ok(multi.endpoint, "tohdf", {"names": [name], "datasets": ["w"],
+                                                  "path": f"conc_{k}_{i}", "file_type": ft})
+                res, _ = call_ok(multi.endpoint, "readhdf", {"paths": [f"conc_{k}_{i}"]})
                 raw = object_bytes(multi.endpoint, res["objects"]["w"])
                 seg, val = strings_payload(words)
                 assert raw == seg + val
@@ -1303,7 +1290,7 @@ def test_groupby_matches_one_rank(multi, single, label):
     out = {}
     for name, d in [("multi", multi), ("single", single)]:
         keys = [put_array(d.endpoint, k) for k in group_keys(label)]
-        res, _ = ok(d.endpoint, "groupby", {"keys": keys})
+        res, _ = call_ok(d.endpoint, "groupby", {"keys": keys})
         gb = res["object"]
         hdr, frames = call(d.endpoint, "get", {"name": gb["name"]})
         assert hdr["ok"], hdr
@@ -1332,10 +1319,10 @@ def test_aggregate_matches_one_rank(multi, single, keys_label, vals_label):
     vals = AGG_VALUES[vals_label](np.random.default_rng(5), len(keys[0]))
     out = {}
     for name, d in [("multi", multi), ("single", single)]:
-        ok(d.endpoint, "clear")
+        call_ok(d.endpoint, "clear")
         knames = [put_array(d.endpoint, k) for k in keys]
         vname = put_array(d.endpoint, vals)
-        gb = ok(d.endpoint, "groupby", {"keys": knames})[0]["object"]["name"]
+        gb = call_ok(d.endpoint, "groupby", {"keys": knames})[0]["object"]["name"]
         got = []
         for op in ["count", "sum", "min", "max", "mean", "first", "nunique"]:
             args = {"groupby": gb, "op": op}
@@ -1354,13 +1341,13 @@ def test_aggregate_matches_one_rank(multi, single, keys_label, vals_label):
 
 
 def named(endpoint, cmd, args, name):
-    return ok(endpoint, cmd, {**args, "name": name})[0]["object"]
+    return call_ok(endpoint, cmd, {**args, "name": name})[0]["object"]
 
 
 def build_composites(endpoint):
     """Composites of every kind over pdarrays and Strings, under fixed names; their
     descriptions by name."""
-    ok(endpoint, "clear")
+    call_ok(endpoint, "clear")
     rng = np.random.default_rng(21)
     n = 301
     vals = rng.integers(-50, 50, 1000)
@@ -1494,7 +1481,7 @@ def test_categorical_from_codes_matches_one_rank(multi, single, label):
     codes = np.random.default_rng(3).integers(0, max(len(cats), 1), n if cats else 0)
     out = []
     for d in (multi, single):
-        ok(d.endpoint, "clear")
+        call_ok(d.endpoint, "clear")
         hdr, _ = call(d.endpoint, "put", {"dtype": "int64", "shape": [len(codes)],
                                           "name": "codes"},
                       [{"name": "values", "nbytes": codes.nbytes}],
@@ -1502,12 +1489,12 @@ def test_categorical_from_codes_matches_one_rank(multi, single, label):
         assert hdr["ok"], hdr
         hdr, _ = put_strings(d.endpoint, cats, "cats")
         assert hdr["ok"], hdr
-        desc = ok(d.endpoint, "categorical", {"codes": "codes", "categories": "cats",
-                                              "name": "cat"})[0]["object"]
+        desc = call_ok(d.endpoint, "categorical", {"codes": "codes", "categories": "cats",
+                                                   "name": "cat"})[0]["object"]
         hdr, frames = call(d.endpoint, "get", {"name": "cat"})
         assert hdr["ok"], hdr
         # a dataframe and a segarray over it, got through their components
-        df = ok(d.endpoint, "dataframe", {"columns": ["cat", "codes"], "name": "df"})[0]
+        df = call_ok(d.endpoint, "dataframe", {"columns": ["cat", "codes"], "name": "df"})[0]
         hdr2, frames2 = call(d.endpoint, "get", {"name": "df"})
         assert hdr2["ok"], hdr2
         out.append((desc, hdr["result"], b"".join(bytes(f) for f in frames), df,
@@ -1547,8 +1534,8 @@ def composite_files(d, ddir, file_type, names):
     out = ddir / f"composites_{file_type}"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    res, _ = ok(d.endpoint, "tohdf", {"names": names, "path": f"{out.name}/c.h5",
-                                      "file_type": file_type})
+    res, _ = call_ok(d.endpoint, "tohdf", {"names": names, "path": f"{out.name}/c.h5",
+                                           "file_type": file_type})
     return out, res
 
 
@@ -1610,8 +1597,8 @@ def test_readhdf_composites_match_one_rank(multi, single, args):
         dest = multi.tmp / "data" / src.name
         shutil.rmtree(dest, ignore_errors=True)
         shutil.copytree(src, dest)
-    ok(multi.endpoint, "clear")
-    ok(single.endpoint, "clear")
+    call_ok(multi.endpoint, "clear")
+    call_ok(single.endpoint, "clear")
     got, _ = call(multi.endpoint, "readhdf", args)
     want, _ = call(single.endpoint, "readhdf", args)
     assert got["ok"] == want["ok"], (got, want)
@@ -1633,7 +1620,7 @@ def test_groupby_categorical_key_matches_one_rank(multi, single, with_int):
     vals = rng.integers(-100, 100, n)
     out = {}
     for name, d in [("multi", multi), ("single", single)]:
-        ok(d.endpoint, "clear")
+        call_ok(d.endpoint, "clear")
         for k, a in [("codes", codes), ("ints", ints), ("vals", vals)]:
             hdr, _ = call(d.endpoint, "put", {"dtype": "int64", "shape": [n], "name": k},
                           [{"name": "values", "nbytes": a.nbytes}], [a.tobytes()])
@@ -1650,7 +1637,7 @@ def test_groupby_categorical_key_matches_one_rank(multi, single, with_int):
             args = {"groupby": "gb", "op": op}
             if op != "count":
                 args["values"] = "vals"
-            res, _ = ok(d.endpoint, "aggregate", args)
+            res, _ = call_ok(d.endpoint, "aggregate", args)
             objs = res["keys"] + [res["values"]]
             got.append((op, [anonymous(o) for o in objs],
                         [object_bytes(d.endpoint, o) for o in objs]))
@@ -1665,14 +1652,14 @@ def test_aggregate_count_of_strings_matches_one_rank(multi, single):
     keys = np.random.default_rng(4).integers(0, 5, 333)
     out = {}
     for name, d in [("multi", multi), ("single", single)]:
-        ok(d.endpoint, "clear")
+        call_ok(d.endpoint, "clear")
         hdr, _ = call(d.endpoint, "put", {"dtype": "int64", "shape": [len(keys)], "name": "k"},
                       [{"name": "values", "nbytes": keys.nbytes}], [keys.tobytes()])
         assert hdr["ok"], hdr
         hdr, _ = put_strings(d.endpoint, [f"s{i % 7}" for i in range(len(keys))], "s")
         assert hdr["ok"], hdr
         named(d.endpoint, "groupby", {"keys": ["k"]}, "gb")
-        res, _ = ok(d.endpoint, "aggregate", {"groupby": "gb", "op": "count", "values": "s"})
+        res, _ = call_ok(d.endpoint, "aggregate", {"groupby": "gb", "op": "count", "values": "s"})
         objs = res["keys"] + [res["values"]]
         out[name] = ([anonymous(o) for o in objs], [object_bytes(d.endpoint, o) for o in objs])
     assert out["multi"] == out["single"]
@@ -1745,12 +1732,12 @@ def test_groupby_strings_keys_match_one_rank(multi, single, label):
     keys = strings_keys(label)
     out = {}
     for name, d in [("multi", multi), ("single", single)]:
-        ok(d.endpoint, "clear")
+        call_ok(d.endpoint, "clear")
         knames = [put_key(d.endpoint, k) for k in keys]
         gb = named(d.endpoint, "groupby", {"keys": knames}, "gb")
         parts = {}
         for c in ["permutation", "segments", "unique_key_idx"]:
-            _, frames = ok(d.endpoint, "get", {"name": gb["components"][c]["name"]})
+            _, frames = call_ok(d.endpoint, "get", {"name": gb["components"][c]["name"]})
             parts[c] = values(frames, "<i8")
         out[name] = (anonymous(gb), parts)
     assert out["multi"][0] == out["single"][0]
@@ -1776,7 +1763,7 @@ def test_aggregate_strings_keys_match_one_rank(multi, single, label):
     words = [["q", "", "r", "ä"][int(v)] for v in rng.integers(0, 4, n)]
     out = {}
     for name, d in [("multi", multi), ("single", single)]:
-        ok(d.endpoint, "clear")
+        call_ok(d.endpoint, "clear")
         knames = [put_key(d.endpoint, k) for k in keys]
         vnames = {k: put_array(d.endpoint, v) for k, v in vals.items()}
         vnames["strings"] = put_key(d.endpoint, words)
@@ -1786,7 +1773,7 @@ def test_aggregate_strings_keys_match_one_rank(multi, single, label):
             ops = ["count", "first", "nunique"] if vk == "strings" else \
                 ["count", "sum", "min", "max", "mean", "first", "nunique"]
             for op in ops:
-                res, _ = ok(d.endpoint, "aggregate", {"groupby": "gb", "op": op, "values": vname})
+                res, _ = call_ok(d.endpoint, "aggregate", {"groupby": "gb", "op": op, "values": vname})
                 objs = res["keys"] + [res["values"]]
                 got.append((vk, op, [anonymous(o) for o in objs],
                             [object_bytes(d.endpoint, o) for o in objs]))
@@ -1812,7 +1799,7 @@ def test_strings_group_errors_match_one_rank(multi, single):
     daemon goes on."""
     out = {}
     for name, d in [("multi", multi), ("single", single)]:
-        ok(d.endpoint, "clear")
+        call_ok(d.endpoint, "clear")
         put_key(d.endpoint, ["a", "b", "a"])
         hdr, _ = put_strings(d.endpoint, ["a", "b", "a"], "s3")
         assert hdr["ok"], hdr
@@ -1844,7 +1831,7 @@ def test_categorical_from_values_matches_one_rank(multi, single, label, na):
     words = strings_keys(label)[0]
     out = {}
     for name, d in [("multi", multi), ("single", single)]:
-        ok(d.endpoint, "clear")
+        call_ok(d.endpoint, "clear")
         vname = put_key(d.endpoint, words)
         got = []
         for keep in [False, True]:
@@ -1879,7 +1866,7 @@ def test_groupby_keys_not_in_blocks_match_one_rank(multi, single):
     form = lo(np_node("int32", "n1"), "n0")
     out = {}
     for name, d in [("multi", multi), ("single", single)]:
-        ok(d.endpoint, "clear")
+        call_ok(d.endpoint, "clear")
         hdr, _ = call(d.endpoint, "put", {"objtype": "awkward", "form": json.dumps(form),
                                           "length": n, "name": "aw"},
                       [{"name": "n0-offsets", "nbytes": off.nbytes},
@@ -1895,8 +1882,8 @@ def test_groupby_keys_not_in_blocks_match_one_rank(multi, single):
             got.append(object_bytes(d.endpoint, gb))
             for op, vals in [("sum", "aw/n1-data"), ("first", "aw/n1-data"),
                              ("nunique", s), ("max", v)]:
-                res, _ = ok(d.endpoint, "aggregate",
-                            {"groupby": f"gb{g}", "op": op, "values": vals})
+                res, _ = call_ok(d.endpoint, "aggregate",
+                                 {"groupby": f"gb{g}", "op": op, "values": vals})
                 objs = res["keys"] + [res["values"]]
                 got.append((op, [anonymous(o) for o in objs],
                             [object_bytes(d.endpoint, o) for o in objs]))
@@ -2116,8 +2103,8 @@ def test_pack_matches_one_rank(multi, single, pack_files, label, args):
     """pack at several ranks: the same fields, groups (shape, dtype, block distribution) and
     values as one rank with as many locales, and the values LBANN's rules give."""
     from test_lbann import expected_rows
-    got, _ = ok(multi.endpoint, "pack", pack_args(args))
-    want, _ = ok(single.endpoint, "pack", pack_args(args))
+    got, _ = call_ok(multi.endpoint, "pack", pack_args(args))
+    want, _ = call_ok(single.endpoint, "pack", pack_args(args))
     assert got["samples"] == want["samples"] and got["fields"] == want["fields"]
     assert sorted(got["groups"]) == sorted(want["groups"])
     ids = ids_of(multi.endpoint, got["sample_ids"])
@@ -2130,18 +2117,18 @@ def test_pack_matches_one_rank(multi, single, pack_files, label, args):
         samples, responses, labels = expected_rows({i: pack_files[i] for i in ids})
         for g, rows in (("samples", samples), ("responses", responses), ("label", labels)):
             desc = got["groups"][g]
-            _, frames = ok(multi.endpoint, "get", {"name": desc["name"]})
+            _, frames = call_ok(multi.endpoint, "get", {"name": desc["name"]})
             np.testing.assert_array_equal(
                 values(frames, desc["dtype"]).reshape(desc["shape"]), rows)
     for ep, res in ((multi.endpoint, got), (single.endpoint, want)):
-        ok(ep, "delete", {"names": [res["sample_ids"]["name"]] +
-                          [d["name"] for d in res["groups"].values()]})
+        call_ok(ep, "delete", {"names": [res["sample_ids"]["name"]] +
+                               [d["name"] for d in res["groups"].values()]})
 
 
 def test_pack_named_and_batches(multi, single, pack_files):
     """Named results, and a shuffled mini-batch by `get` with `rows` across ranks."""
-    got, _ = ok(multi.endpoint, "pack", pack_args({"paths": ["pk/p*.h5"], "name": "pk_"}))
-    want, _ = ok(single.endpoint, "pack", pack_args({"paths": ["pk/p*.h5"], "name": "pk_"}))
+    got, _ = call_ok(multi.endpoint, "pack", pack_args({"paths": ["pk/p*.h5"], "name": "pk_"}))
+    want, _ = call_ok(single.endpoint, "pack", pack_args({"paths": ["pk/p*.h5"], "name": "pk_"}))
     assert got["groups"]["samples"]["name"] == "pk_samples"
     assert got["sample_ids"]["name"] == "pk_sample_ids"
     rows = list(np.random.default_rng(3).permutation(got["samples"]))[:9] + [0, 12, 0]
@@ -2152,14 +2139,14 @@ def test_pack_named_and_batches(multi, single, pack_files):
         assert a["ok"] and b["ok"], (a, b)
         assert b"".join(bytes(f) for f in fa) == b"".join(bytes(f) for f in fb)
     desc = got["groups"]["samples"]
-    _, whole = ok(multi.endpoint, "get", {"name": desc["name"]})
-    _, batch = ok(multi.endpoint, "get", {"name": desc["name"], "rows": rows})
+    _, whole = call_ok(multi.endpoint, "get", {"name": desc["name"]})
+    _, batch = call_ok(multi.endpoint, "get", {"name": desc["name"], "rows": rows})
     np.testing.assert_array_equal(values(batch, "f4").reshape(-1, 24),
                                   values(whole, "f4").reshape(-1, 24)[rows])
     hdr, _ = call(multi.endpoint, "pack", pack_args({"paths": ["pk/p1.h5"], "name": "pk_"}))
     assert hdr["error"]["code"] == "already_exists", hdr
     for ep in (multi.endpoint, single.endpoint):
-        ok(ep, "delete", {"names": ["pk_sample_ids", "pk_samples", "pk_responses", "pk_label"]})
+        call_ok(ep, "delete", {"names": ["pk_sample_ids", "pk_samples", "pk_responses", "pk_label"]})
 
 
 PACK_ERRORS = [
@@ -2187,7 +2174,7 @@ PACK_ERRORS = [
 def test_pack_errors_match_one_rank(multi, single, pack_files, label, args):
     """A sample lacking a field in the last rank's block, and the other refusals: the error
     one rank gives, nothing published, and the daemon goes on."""
-    before = ok(multi.endpoint, "info", {})[0]["objects"]
+    before = call_ok(multi.endpoint, "info", {})[0]["objects"]
     got, _ = call(multi.endpoint, "pack", pack_args(args))
     want, _ = call(single.endpoint, "pack", pack_args(args))
     assert not got["ok"] and got["error"] == want["error"], (got, want)
@@ -2203,7 +2190,7 @@ def test_pack_errors_match_one_rank(multi, single, pack_files, label, args):
     if expect:
         assert expect in got["error"]["message"], got
         assert got["error"]["code"] == "schema_error", got
-    assert ok(multi.endpoint, "info", {})[0]["objects"] == before
+    assert call_ok(multi.endpoint, "info", {})[0]["objects"] == before
     assert call(multi.endpoint, "ping")[0]["ok"]
 
 
@@ -2217,15 +2204,15 @@ def test_pack_read_failing_on_one_rank_publishes_nothing(faulty, rank):
     data.mkdir(parents=True, exist_ok=True)
     write_samples(data / "a.h5", ["x%d" % i for i in range(9)], 1)
     args = pack_args({"paths": ["pkf/a.h5"]})
-    ok(faulty.endpoint, "clear")
-    before = ok(faulty.endpoint, "info", {})[0]["objects"]
-    ok(faulty.endpoint, "fault", {"class": "io", "nth": 1, "error": "EIO", "rank": rank})
+    call_ok(faulty.endpoint, "clear")
+    before = call_ok(faulty.endpoint, "info", {})[0]["objects"]
+    call_ok(faulty.endpoint, "fault", {"class": "io", "nth": 1, "error": "EIO", "rank": rank})
     hdr, _ = call(faulty.endpoint, "pack", args)
-    fired = ok(faulty.endpoint, "fault", {"nth": 0})[0]
+    fired = call_ok(faulty.endpoint, "fault", {"nth": 0})[0]
     assert not hdr["ok"] and hdr["error"]["code"] == "io_error", (hdr, fired)
     assert "pkf/a.h5" in hdr["error"]["message"], hdr
-    assert ok(faulty.endpoint, "info", {})[0]["objects"] == before
-    res, _ = ok(faulty.endpoint, "pack", args)
+    assert call_ok(faulty.endpoint, "info", {})[0]["objects"] == before
+    res, _ = call_ok(faulty.endpoint, "pack", args)
     assert res["samples"] == 9
 
 
@@ -2240,18 +2227,18 @@ def test_pack_probe_failing_on_rank_1(faulty):
     for k, name in enumerate("abc"):
         write_samples(data / f"{name}.h5", [f"{name}{i}" for i in range(4)], k)
     args = pack_args({"paths": ["pkp/a.h5", "pkp/b.h5", "pkp/c.h5"]})
-    ok(faulty.endpoint, "clear")
-    before = ok(faulty.endpoint, "info", {})[0]["objects"]
-    ok(faulty.endpoint, "fault", {"class": "io", "nth": 1, "error": "EIO", "rank": 1})
+    call_ok(faulty.endpoint, "clear")
+    before = call_ok(faulty.endpoint, "info", {})[0]["objects"]
+    call_ok(faulty.endpoint, "fault", {"class": "io", "nth": 1, "error": "EIO", "rank": 1})
     hdr, _ = call(faulty.endpoint, "pack", args)
-    fired = ok(faulty.endpoint, "fault", {"nth": 0})[0]
+    fired = call_ok(faulty.endpoint, "fault", {"nth": 0})[0]
     assert not hdr["ok"] and hdr["error"]["code"] == "io_error", (hdr, fired)
     # rank 1's probe of b.h5 failed (not a read after the probes)
     assert hdr["error"]["message"].startswith("samples of 'pkp/b.h5': "), hdr
-    assert ok(faulty.endpoint, "info", {})[0]["objects"] == before
-    res, _ = ok(faulty.endpoint, "pack", args)
+    assert call_ok(faulty.endpoint, "info", {})[0]["objects"] == before
+    res, _ = call_ok(faulty.endpoint, "pack", args)
     assert res["samples"] == 12
-    ok(faulty.endpoint, "clear")
+    call_ok(faulty.endpoint, "clear")
 
 
 @pytest.mark.parametrize("ranks", [2, 3])
@@ -2279,8 +2266,8 @@ def test_pack_plan_past_max_memory(ranks, tmp_path):
         for hdr in (got, want):
             assert not hdr["ok"] and hdr["error"]["code"] == "resource_limit", hdr
             assert hdr["error"]["message"].startswith("pack: the plan of 300 samples: needs "), hdr
-        assert ok(multi.endpoint, "info", {})[0]["objects"] == []
-        res, _ = ok(multi.endpoint, "pack", pack_args({"paths": ["pkm/x.h5"]}))
+        assert call_ok(multi.endpoint, "info", {})[0]["objects"] == []
+        res, _ = call_ok(multi.endpoint, "pack", pack_args({"paths": ["pkm/x.h5"]}))
         assert res["samples"] == 2
         assert multi.shutdown() == 0
     finally:
@@ -2289,9 +2276,9 @@ def test_pack_plan_past_max_memory(ranks, tmp_path):
 
 
 def get_rows_of(endpoint, create_args, rows, reshape=None):
-    name = ok(endpoint, "create", create_args)[0]["object"]["name"]
+    name = call_ok(endpoint, "create", create_args)[0]["object"]["name"]
     if reshape:
-        name = ok(endpoint, "reshape", {"array": name, "shape": reshape})[0]["object"]["name"]
+        name = call_ok(endpoint, "reshape", {"array": name, "shape": reshape})[0]["object"]["name"]
     return call(endpoint, "get", {"name": name, "rows": rows})
 
 
@@ -2329,7 +2316,7 @@ def test_get_rows_bad_at_several_ranks(multi, single):
     assert not got["ok"] and got["error"] == want["error"], (got, want)
     assert call(multi.endpoint, "ping")[0]["ok"]
     for ep in (multi.endpoint, single.endpoint):
-        ok(ep, "delete", {"names": ["rows_bad"]})
+        call_ok(ep, "delete", {"names": ["rows_bad"]})
 
 
 def test_http_gateway_at_several_ranks():
@@ -2476,12 +2463,12 @@ def test_awkward_matches_one_rank(multi, single):
                 [{"paths": ["ak2.h5"], "datasets": ["big_be"], "byteorder": ">"}] + \
                 [{"paths": ["ak0.h5"], "datasets": [c]} for c in readable] + \
                 [{"paths": ["ak2.h5"], "datasets": ["big"], "tag_data": True}]:
-        got, _ = ok(multi.endpoint, "readhdf", args)
-        want, _ = ok(single.endpoint, "readhdf", args)
+        got, _ = call_ok(multi.endpoint, "readhdf", args)
+        want, _ = call_ok(single.endpoint, "readhdf", args)
         same_awkward(got, want, multi.endpoint, single.endpoint)
     if (multi.tmp / "data" / "fx_ak0.h5").exists():
-        got, _ = ok(multi.endpoint, "readhdf", {"paths": ["fx_ak0.h5"], "datasets": ["chunked"]})
-        want, _ = ok(single.endpoint, "readhdf", {"paths": ["fx_ak0.h5"], "datasets": ["chunked"]})
+        got, _ = call_ok(multi.endpoint, "readhdf", {"paths": ["fx_ak0.h5"], "datasets": ["chunked"]})
+        want, _ = call_ok(single.endpoint, "readhdf", {"paths": ["fx_ak0.h5"], "datasets": ["chunked"]})
         same_awkward(got, want, multi.endpoint, single.endpoint)
     for args in [{"paths": ["ak2.h5"], "datasets": ["big_bad"]},
                  {"paths": ["ak0.h5"], "datasets": ["indexed_out"]},
@@ -2490,18 +2477,18 @@ def test_awkward_matches_one_rank(multi, single):
         want, _ = call(single.endpoint, "readhdf", args)
         assert not got["ok"] and got["error"] == want["error"], (args, got, want)
     # the big-endian copy, swapped as each rank reads its shards, is `big`
-    be, _ = ok(multi.endpoint, "readhdf", {"paths": ["ak2.h5"], "datasets": ["big_be"],
-                                           "byteorder": ">"})
+    be, _ = call_ok(multi.endpoint, "readhdf", {"paths": ["ak2.h5"], "datasets": ["big_be"],
+                                                "byteorder": ">"})
     assert not call(multi.endpoint, "readhdf", {"paths": ["ak2.h5"], "datasets": ["big_be"]})[0]["ok"]
-    le, _ = ok(multi.endpoint, "readhdf", {"paths": ["ak2.h5"], "datasets": ["big"]})
+    le, _ = call_ok(multi.endpoint, "readhdf", {"paths": ["ak2.h5"], "datasets": ["big"]})
     assert object_bytes(multi.endpoint, be["objects"]["big_be"]) == \
         object_bytes(multi.endpoint, le["objects"]["big"])
     # tohdf of what was read: the files hold the same groups
-    got, _ = ok(multi.endpoint, "readhdf", {"paths": ["ak2.h5"], "datasets": ["big"]})
-    want, _ = ok(single.endpoint, "readhdf", {"paths": ["ak2.h5"], "datasets": ["big"]})
+    got, _ = call_ok(multi.endpoint, "readhdf", {"paths": ["ak2.h5"], "datasets": ["big"]})
+    want, _ = call_ok(single.endpoint, "readhdf", {"paths": ["ak2.h5"], "datasets": ["big"]})
     for ep, res in [(multi.endpoint, got), (single.endpoint, want)]:
-        ok(ep, "tohdf", {"names": [res["objects"]["big"]["name"]], "datasets": ["big"],
-                         "path": "back.h5"})
+        call_ok(ep, "tohdf", {"names": [res["objects"]["big"]["name"]], "datasets": ["big"],
+                              "path": "back.h5"})
     with h5py.File(multi.tmp / "data" / "back.h5") as a, \
             h5py.File(single.data_dir / "back.h5") as b:
         assert dict(a["big"].attrs) == dict(b["big"].attrs)
@@ -2514,13 +2501,13 @@ def test_awkward_matches_one_rank(multi, single):
     cases = ["big"] + H5_CASES
     objs = {}
     for ep in (multi.endpoint, single.endpoint):
-        res, _ = ok(ep, "readhdf", {"paths": ["ak2.h5"], "datasets": cases})
+        res, _ = call_ok(ep, "readhdf", {"paths": ["ak2.h5"], "datasets": cases})
         objs[ep] = [res["objects"][c]["name"] for c in cases]
     for policy in ("default", "all", "none"):
         path = f"back0_{policy}.h5"
         for ep in (multi.endpoint, single.endpoint):
-            ok(ep, "tohdf", {"names": objs[ep], "datasets": cases, "path": path,
-                             "format": "awkward0", "compression": policy})
+            call_ok(ep, "tohdf", {"names": objs[ep], "datasets": cases, "path": path,
+                                  "format": "awkward0", "compression": policy})
         with h5py.File(multi.tmp / "data" / path) as a, h5py.File(single.data_dir / path) as b:
             assert set(a) == set(b) == set(cases)
             for c in cases:
@@ -2529,8 +2516,8 @@ def test_awkward_matches_one_rank(multi, single):
                     assert a[c][k][()].tobytes() == b[c][k][()].tobytes(), (policy, c, k)
             if policy != "none":  # big's offsets pass 8192 bytes: a zlib blob
                 assert b"zlib" in a["big"]["schema.json"][()].tobytes()
-        got, _ = ok(multi.endpoint, "readhdf", {"paths": [path], "datasets": cases})
-        want, _ = ok(single.endpoint, "readhdf", {"paths": [path], "datasets": cases})
+        got, _ = call_ok(multi.endpoint, "readhdf", {"paths": [path], "datasets": cases})
+        want, _ = call_ok(single.endpoint, "readhdf", {"paths": [path], "datasets": cases})
         same_awkward(got, want, multi.endpoint, single.endpoint)
 
 
@@ -2542,7 +2529,7 @@ def test_gather_to_rank0_within_max_memory():
     d = Daemon(ranks=2, locales=THREADS, extra_args=["--max-memory", str(1200 * 1024)])
     try:
         n = 200000  # 1.6 MB of int64: 0.8 MB on each rank, 1.6 MB on rank 0 gathered
-        name = ok(d.endpoint, "create", {"dtype": "int64", "fill": "arange", "stop": n})[0][
+        name = call_ok(d.endpoint, "create", {"dtype": "int64", "fill": "arange", "stop": n})[0][
             "object"]["name"]
         for cmd, args in [("writepart", {"path": "m.h5", "field": "df/n", "name": name}),
                           ("tohdf", {"names": [name], "path": "m.h5", "format": "exetera"})]:
@@ -2550,12 +2537,12 @@ def test_gather_to_rank0_within_max_memory():
             assert not hdr["ok"] and hdr["error"]["code"] == "resource_limit", hdr
             assert not (d.tmp / "data" / "m.h5").exists()
         # within the limit it is written, and memory was given back
-        small = ok(d.endpoint, "create", {"dtype": "int64", "fill": "arange",
-                                          "stop": 1000})[0]["object"]["name"]
-        assert ok(d.endpoint, "writepart", {"path": "m.h5", "field": "df/n",
-                                            "name": small})[0]["rows"] == 1000
-        ok(d.endpoint, "delete", {"names": [name, small]})
-        assert ok(d.endpoint, "getconfig")[0]["memory_used"] == 0
+        small = call_ok(d.endpoint, "create", {"dtype": "int64", "fill": "arange",
+                                               "stop": 1000})[0]["object"]["name"]
+        assert call_ok(d.endpoint, "writepart", {"path": "m.h5", "field": "df/n",
+                                                 "name": small})[0]["rows"] == 1000
+        call_ok(d.endpoint, "delete", {"names": [name, small]})
+        assert call_ok(d.endpoint, "getconfig")[0]["memory_used"] == 0
     finally:
         d.cleanup()
 
@@ -2571,16 +2558,16 @@ def test_groupby_strings_within_max_memory():
         words = [f"key-{i % 5000:07d}-{'x' * 12}" for i in range(40000)]  # ~1.3 MB in all
         hdr, _ = put_strings(d.endpoint, words, "big")
         assert hdr["ok"], hdr
-        used = ok(d.endpoint, "getconfig")[0]["memory_used"]
+        used = call_ok(d.endpoint, "getconfig")[0]["memory_used"]
         hdr, _ = call(d.endpoint, "groupby", {"keys": ["big"], "name": "gb"})
         assert not hdr["ok"] and hdr["error"]["code"] == "resource_limit", hdr
         assert call(d.endpoint, "info", {"names": ["gb"]})[0]["error"]["code"] == "not_found"
-        assert ok(d.endpoint, "getconfig")[0]["memory_used"] == used
+        assert call_ok(d.endpoint, "getconfig")[0]["memory_used"] == used
         hdr, _ = put_strings(d.endpoint, words[:300], "small")
         assert hdr["ok"], hdr
         gb = named(d.endpoint, "groupby", {"keys": ["small"]}, "gb")
         assert gb["components"]["segments"]["size"] == len(set(words[:300]))
-        ok(d.endpoint, "clear")
-        assert ok(d.endpoint, "getconfig")[0]["memory_used"] == 0
+        call_ok(d.endpoint, "clear")
+        assert call_ok(d.endpoint, "getconfig")[0]["memory_used"] == 0
     finally:
         d.cleanup()

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from daemons import MPIRUN, Daemon, mpi_build
-from test_ranks import call, ok
+from wire import call, call_ok
 import test_arkouda_wire as wire
 from test_arkouda_wire import Ak, created_name, download, get_strings, put_strings, upload
 
@@ -545,7 +545,7 @@ def test_strings_results_within_max_memory():
         words = ["a,bc," * 20 + str(i) for i in range(60_000)]  # 6 MB of bytes
         s = put_strings(c, words)
         commas = put_strings(c, ["," * 199] * 60_000)  # 12 M pieces: 96 MB of offsets
-        used = ok(d.endpoint, "getconfig")[0]["memory_used"]
+        used = call_ok(d.endpoint, "getconfig")[0]["memory_used"]
         before = symbols(c)
         for cmd, params in (
                 ("concatenateStr", {"objType": "Strings", "names": [s] * 20, "mode": "append"}),
@@ -554,7 +554,7 @@ def test_strings_results_within_max_memory():
             for _ in range(2):  # the same again: what the first took was given back
                 msg = c.error(cmd, params)
                 assert "--max-memory" in msg, msg
-                assert ok(d.endpoint, "getconfig")[0]["memory_used"] == used
+                assert call_ok(d.endpoint, "getconfig")[0]["memory_used"] == used
                 assert symbols(c) == before
         # every rank's budget is whole again: an array of nearly all of it fits
         free = 64 * 2**20 - used

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from daemons import MPIRUN, Daemon, mpi_build
-from test_ranks import ok
+from wire import call_ok
 from test_arkouda_wire import (Ak, arkouda_short_key, created_name, download, get_strings,
                                put_strings, upload)
 from test_ranks_arkouda import arkouda_at_two_ranks
@@ -171,10 +171,10 @@ def test_fault_on_one_rank(akd, inputs, what, rank, cls):
             else:
                 p = params
             before, old = symbols(c), files(akd.data_dir)
-            ok(ep, "fault", {"class": cls, "nth": nth, "rank": rank,
-                             "error": "ENOMEM" if cls == "alloc" else "EIO"})
+            call_ok(ep, "fault", {"class": cls, "nth": nth, "rank": rank,
+                                  "error": "ENOMEM" if cls == "alloc" else "EIO"})
             r = c.reply(cmd, p)
-            fired = ok(ep, "fault", {"nth": 0})[0]["fired"]
+            fired = call_ok(ep, "fault", {"nth": 0})[0]["fired"]
             assert akd.proc.poll() is None, akd.read_log()
             if r["msgType"] == "NORMAL":  # after the last call on that rank, or a call retried
                 check_success(c, akd, a, what, r, p, check)
@@ -201,13 +201,14 @@ def test_fault_on_one_rank(akd, inputs, what, rank, cls):
         check_success(c, akd, a, what, r, p, check)
         c.ok("note", {"message": "still here"})
     finally:
-        ok(ep, "fault", {"nth": 0})
+        call_ok(ep, "fault", {"nth": 0})
         c.close()
 
 
 def test_scratch_within_max_memory():
     """The buffers that move rows between ranks ([pdarray]=pdarray's pairs and records,
-    cumSum's sums moved one row on, a bool mask's positions, gbbroadcast's whole copies)
+    cumSum's sums moved one row on, a bool mask's positions bound for another rank,
+    gbbroadcast's whole copies)
     are counted against each rank's --max-memory as the objects are: past it that is
     resource_limit, nothing changes or is published, the memory comes back, and a smaller
     operation works."""
@@ -217,35 +218,51 @@ def test_scratch_within_max_memory():
         # gathers 16 MB on rank 0, which must fit; the moving buffers below must not
         n = 2_000_000
         a = np.arange(n, dtype=np.int64)
-        names = [upload(c, arr)[0] for arr in (a, a[::-1].copy(), np.ones(n, bool))]
+        names = [upload(c, arr)[0] for arr in (a, a[::-1].copy(), a >= 600_000)]
         target, pos = names[0], names[1]
-        used = ok(d.endpoint, "getconfig")[0]["memory_used"]
+        used = call_ok(d.endpoint, "getconfig")[0]["memory_used"]
         before = symbols(c)
         for _ in range(2):  # the same again: what the first took was given back
             msg = c.error("[pdarray]=pdarray", {"array": target, "idx": pos, "value": pos})
             assert "--max-memory" in msg, msg
-            assert ok(d.endpoint, "getconfig")[0]["memory_used"] == used
+            assert call_ok(d.endpoint, "getconfig")[0]["memory_used"] == used
             assert symbols(c) == before
             np.testing.assert_array_equal(download(c, target, "int64", n), a)  # unchanged
             # cumSum with includeInitial: every sum one row on, through the same records
             msg = c.error("cumSum<int64,1>", {"x": target, "axis": 0, "includeInitial": True})
             assert "--max-memory" in msg, msg
-            assert ok(d.endpoint, "getconfig")[0]["memory_used"] == used
+            assert call_ok(d.endpoint, "getconfig")[0]["memory_used"] == used
             assert symbols(c) == before
-        # positions of a mask of n trues: n int64 of result and twice that moving them
-        hold = upload(c, np.zeros(n // 2, np.int64))[0]  # 4 MB a rank more
+        # a mask's positions: each rank makes those of its own rows, and those of the other
+        # rank's rows of the result move there. True from row 600k on: rank 0 keeps its 400k
+        # positions, rank 1 keeps 700k of its 1.4M and moves 300k (2.4 MB) to rank 0. Each
+        # rank is filled up to 1.2 MB short of holding its 5.6 MB of the result and those
+        # 2.4 MB, whatever it holds now: the result fits, the moving positions do not
+        result, moving = 700_000 * 8, 300_000 * 8
+        cfg = call_ok(d.endpoint, "getconfig")[0]
+        pad = (cfg["max_memory"] - cfg["memory_used"] - result - moving // 2) // 8 * 8
+        # pad bytes on each rank, in uploads each within a message's size
+        hold = [upload(c, np.zeros(min(8 << 20, 2 * pad - k), bool))[0]
+                for k in range(0, 2 * pad, 8 << 20)]
+        used = call_ok(d.endpoint, "getconfig")[0]["memory_used"]
+        before = symbols(c)
         msg = c.error("[pdarray]", {"array": target, "idx": names[2]})
-        assert "--max-memory" in msg, msg
-        assert ok(d.endpoint, "getconfig")[0]["memory_used"] == used + n // 2 * 8 // 2
-        c.ok("delete", {"name": hold})
+        assert "--max-memory" in msg and f"needs {moving} bytes" in msg, msg
+        assert call_ok(d.endpoint, "getconfig")[0]["memory_used"] == used
+        assert symbols(c) == before
+        for name in hold:
+            c.ok("delete", {"name": name})
+        took = created_name(c.ok("[pdarray]", {"array": target, "idx": names[2]}))
+        np.testing.assert_array_equal(download(c, took, "int64", n - 600_000), a[600_000:])
+        c.ok("delete", {"name": took})
         # gbbroadcast of one group a row: the segments and values copied whole to every rank
         segs, gvals = upload(c, a)[0], upload(c, a * 2)[0]
-        used = ok(d.endpoint, "getconfig")[0]["memory_used"]
+        used = call_ok(d.endpoint, "getconfig")[0]["memory_used"]
         before = symbols(c)
         msg = c.error("gbbroadcast", {"permName": "none", "segName": segs, "valName": gvals,
                                       "permute": False, "size": n})
         assert "--max-memory" in msg, msg
-        assert ok(d.endpoint, "getconfig")[0]["memory_used"] == used
+        assert call_ok(d.endpoint, "getconfig")[0]["memory_used"] == used
         assert symbols(c) == before
         small = upload(c, np.arange(1000, dtype=np.int64))[0]
         idx = upload(c, np.arange(1000, dtype=np.int64)[::-1].copy())[0]

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from daemons import Daemon, mpi_build
-from wire import request
+from wire import call, call_ok, request
 from netns_cluster import UNSHARE, NetnsCluster, NetnsDaemon, unavailable
-from test_ranks import (call, group_keys, h5_tree, ok, object_bytes, put_array, put_key,
-                        put_strings, same_result, strings_keys)
+from test_ranks import (group_keys, h5_tree, object_bytes, put_array, put_key, put_strings,
+                        same_result, strings_keys)
 
 RANKS = 3
 THREADS = 1  # locales per rank: 2 cores here; the one-rank daemon gets RANKS * THREADS
@@ -54,7 +54,7 @@ def single():
 
 
 def test_ranks_on_three_hosts(multi, cluster):
-    res, _ = ok(multi.endpoint, "getconfig")
+    res, _ = call_ok(multi.endpoint, "getconfig")
     assert res["ranks"] == RANKS and res["locales"] == RANKS * THREADS
     if UNSHARE:  # each rank in its own namespace, named after it, in order
         assert res["hosts"] == cluster.names
@@ -68,14 +68,14 @@ def test_create_put_get_match_one_rank(multi, single):
     big = rng.random(1_000_003)  # 8 MB: most of it crosses the bridge twice
     words = ["", "alpha", "é" * 7, "x" * 5000] * 301
     for d in (multi, single):
-        ok(d.endpoint, "clear")
+        call_ok(d.endpoint, "clear")
     out = {}
     for name, d in [("multi", multi), ("single", single)]:
         got = []
         for args in [{"dtype": "int64", "fill": "arange", "start": -5, "stop": 100_000, "step": 3},
                      {"dtype": "float32", "fill": "uniform", "seed": 3, "size": 10_001},
                      {"dtype": "bool", "fill": "ones", "size": 2}]:
-            obj = ok(d.endpoint, "create", args)[0]["object"]
+            obj = call_ok(d.endpoint, "create", args)[0]["object"]
             got.append(({**obj, "name": ""}, object_bytes(d.endpoint, obj)))
         name_big = put_array(d.endpoint, big)
         got.append(object_bytes(d.endpoint, {"name": name_big}))
@@ -93,10 +93,10 @@ def test_tohdf_readhdf_match_one_rank(multi, single, file_type):
     words = ["w%d" % (i * i) for i in range(3000)] + ["", "ü" * 40]
     dirs, res = {}, {}
     for name, d in [("multi", multi), ("single", single)]:
-        ok(d.endpoint, "clear")
-        objs = [ok(d.endpoint, "create", {"dtype": "int64", "fill": "arange", "stop": 50_000})[0],
-                ok(d.endpoint, "create", {"dtype": "float64", "fill": "uniform", "seed": 1,
-                                          "size": 33_333})[0]]
+        call_ok(d.endpoint, "clear")
+        objs = [call_ok(d.endpoint, "create", {"dtype": "int64", "fill": "arange", "stop": 50_000})[0],
+                call_ok(d.endpoint, "create", {"dtype": "float64", "fill": "uniform", "seed": 1,
+                                               "size": 33_333})[0]]
         names = [o["object"]["name"] for o in objs]
         hdr, _ = put_strings(d.endpoint, words)
         names.append(hdr["result"]["object"]["name"])
@@ -107,7 +107,7 @@ def test_tohdf_readhdf_match_one_rank(multi, single, file_type):
                 "file_type": "distribute" if file_type == "distribute" else "single"}
         if file_type == "gzip":
             args["compression"] = "gzip"
-        res[name] = ok(d.endpoint, "tohdf", args)[0]
+        res[name] = call_ok(d.endpoint, "tohdf", args)[0]
         dirs[name] = out
     assert res["multi"] == res["single"]
     files = sorted(os.listdir(dirs["multi"]))
@@ -115,8 +115,8 @@ def test_tohdf_readhdf_match_one_rank(multi, single, file_type):
     assert len(files) == (RANKS * THREADS if file_type == "distribute" else 1)
     for f in files:  # h5py reads what every rank wrote into the shared directory
         assert h5_tree(dirs["multi"] / f) == h5_tree(dirs["single"] / f), f
-    got, _ = ok(multi.endpoint, "readhdf", {"paths": [f"{file_type}/x*"]})
-    want, _ = ok(single.endpoint, "readhdf", {"paths": [f"{file_type}/x*"]})
+    got, _ = call_ok(multi.endpoint, "readhdf", {"paths": [f"{file_type}/x*"]})
+    want, _ = call_ok(single.endpoint, "readhdf", {"paths": [f"{file_type}/x*"]})
     same_result(got, want, multi.endpoint, single.endpoint)
 
 
@@ -126,9 +126,9 @@ def test_groupby_aggregate_match_one_rank(multi, single, label):
     vals = np.random.default_rng(5).integers(-1000, 1000, len(keys[0]))
     out = {}
     for name, d in [("multi", multi), ("single", single)]:
-        ok(d.endpoint, "clear")
+        call_ok(d.endpoint, "clear")
         knames = [put_array(d.endpoint, k) for k in keys]
-        gb = ok(d.endpoint, "groupby", {"keys": knames})[0]["object"]
+        gb = call_ok(d.endpoint, "groupby", {"keys": knames})[0]["object"]
         hdr, frames = call(d.endpoint, "get", {"name": gb["name"]})
         assert hdr["ok"], hdr
         got = [b"".join(bytes(f) for f in frames)]
@@ -137,7 +137,7 @@ def test_groupby_aggregate_match_one_rank(multi, single, label):
             args = {"groupby": gb["name"], "op": op}
             if op != "count":
                 args["values"] = vname
-            r = ok(d.endpoint, "aggregate", args)[0]
+            r = call_ok(d.endpoint, "aggregate", args)[0]
             got.append([object_bytes(d.endpoint, o) for o in r["keys"] + [r["values"]]])
         out[name] = got
     assert out["multi"] == out["single"]
@@ -150,13 +150,13 @@ def test_groupby_strings_keys_match_one_rank(multi, single, label):
     words = [["q", "", "ä"][i % 3] for i in range(len(keys[0]))]
     out = {}
     for name, d in [("multi", multi), ("single", single)]:
-        ok(d.endpoint, "clear")
+        call_ok(d.endpoint, "clear")
         knames = [put_key(d.endpoint, k) for k in keys]
-        gb = ok(d.endpoint, "groupby", {"keys": knames})[0]["object"]
+        gb = call_ok(d.endpoint, "groupby", {"keys": knames})[0]["object"]
         got = [object_bytes(d.endpoint, gb)]
         vname = put_key(d.endpoint, words)
         for op in ["count", "first", "nunique"]:
-            r = ok(d.endpoint, "aggregate", {"groupby": gb["name"], "op": op, "values": vname})[0]
+            r = call_ok(d.endpoint, "aggregate", {"groupby": gb["name"], "op": op, "values": vname})[0]
             got.append([object_bytes(d.endpoint, o) for o in r["keys"] + [r["values"]]])
         out[name] = got
     assert out["multi"] == out["single"]

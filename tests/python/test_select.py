@@ -128,6 +128,33 @@ def test_take_and_slice(c, dtype):
         np.testing.assert_array_equal(fetch(c.slice(a, start, stop, step)), data[s])
 
 
+@pytest.mark.parametrize("where", ["first", "last", "ends", "middle", "none", "all"])
+def test_mask_positions_where_they_fall(c, where):
+    """A mask's positions are made by the rank holding its rows and kept by the rank holding
+    those rows of the result: trues all in one rank's rows, at both ends, none or all give
+    the rows numpy gives, for take and for assign; and of integer positions out of bounds,
+    the first is the one named, whichever rank holds it."""
+    n = 1001
+    i = np.arange(n)
+    mask = {"first": i < 300, "last": i >= 640, "ends": (i < 50) | (i > 900),
+            "middle": (i > 400) & (i < 560), "none": i < 0, "all": i >= 0}[where]
+    data = i * 7 - 3
+    a = c.array(data)
+    np.testing.assert_array_equal(c.take(a, c.array(mask)).to_ndarray(), data[mask])
+    c.array(data, name="target")
+    c.assign("target", c.array(mask), value=-1)
+    want = data.copy()
+    want[mask] = -1
+    np.testing.assert_array_equal(c.info("target")[0].to_ndarray(), want)
+    pos = np.arange(n, dtype=np.int64)
+    pos[[100, 990]] = [-2000, 5000]
+    with pytest.raises(h5ark.BadRequestError, match="index -2000 is out of bounds for 1001 rows"):
+        c.take(a, c.array(pos))
+    pos[100] = 0
+    with pytest.raises(h5ark.BadRequestError, match="index 5000 is out of bounds for 1001 rows"):
+        c.take(a, c.array(pos))
+
+
 def test_assign(c):
     base = RNG.integers(-1000, 1000, 300).astype(np.int32)
     a = c.array(base, name="target")

@@ -83,14 +83,28 @@ def unique(prefix="t"):
 
 
 def send(d, cmd, args=None, frames=(), buffers=None, id=7, timeout_ms=60000, **header):
-    """One request to daemon `d` (token added when `d` has one); returns (header, frames)."""
+    """One request to daemon `d` (token added when `d` has one), or to an endpoint given by
+    its address; returns (header, frames)."""
     hdr = {"v": 1, "id": id, "cmd": cmd, "token": getattr(d, "token", None)}
     if args is not None:
         hdr["args"] = args
     if buffers is not None:
         hdr["buffers"] = buffers
     hdr.update(header)
-    return request(d.endpoint, hdr, frames, timeout_ms=timeout_ms)
+    return request(d if isinstance(d, str) else d.endpoint, hdr, frames, timeout_ms=timeout_ms)
+
+
+def call(d, cmd, args=None, buffers=None, frames=()):
+    """send with the arguments in the order the ranks tests give them (args, buffers,
+    frames), to a daemon or an endpoint's address, within request's 30 s: (header,
+    frames)."""
+    return send(d, cmd, args or {}, frames, buffers, timeout_ms=30000)
+
+
+def call_ok(d, cmd, args=None, buffers=None, frames=()):
+    """call, its reply checked (ok): (result, frames)."""
+    reply = call(d, cmd, args, buffers, frames)
+    return ok(reply), reply[1]
 
 
 def ok(reply, id=7):

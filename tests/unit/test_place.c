@@ -1,11 +1,12 @@
 /* Unit tests of dist/place, at one rank and at 2 to 4 ranks as threads of this process
  * (ranks_threads_run): a payload's pieces filled by the rank holding it and received by
- * the others, rank 0's answer on every rank, a gather buffer on rank 0 alone, a failure's
- * rank context inside a call only, and rows held anywhere handed to the ranks they are
- * for, in row order, with every byte of scratch given back. */
+ * the others, rank 0's answer on every rank, a gather buffer on rank 0 alone, and rows
+ * held anywhere handed to the ranks they are for, in row order, with every byte of scratch
+ * given back. */
 #include "check.h"
 #include "dist/place.h"
 #include "dist/ranks.h"
+#include "dist/spmd.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -97,17 +98,6 @@ static void test_root(void) {
     CHECK(place_root_calloc(16, &buf, &err) == 0);
     CHECK(buf != NULL && ((char *)buf)[15] == 0);
     free(buf);
-}
-
-static void test_context(void) {
-    h5ark_error err = {0};
-    h5ark_fail(&err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    CHECK(place_rank_context(&err) == -1);
-    CHECK_STR(err.message, "out of memory"); /* outside a call: as it is */
-    ranks_call_enter(7);
-    CHECK(place_rank_context(&err) == -1);
-    CHECK_STR(err.message, "rank 0: out of memory");
-    ranks_call_leave();
 }
 
 /* ---- rows ---- */
@@ -273,7 +263,7 @@ static void rank_rows(int rank, void *ctx) {
     int mine = 0;
     if (rank == nranks_run - 1) {
         h5ark_fail(&err, H5ARK_RESOURCE_LIMIT, "short here");
-        mine = place_rank_context(&err);
+        mine = spmd_name_rank(-1, &err);
     }
     TCHECK(place_rows_exchange(mine, pieces, n, &scratch, check_rows, &none, &err) == -1);
     char want[64];
@@ -350,7 +340,6 @@ static void test_ranks(void) {
 int main(void) {
     test_payload();
     test_root();
-    test_context();
     test_rows();
     test_ranks();
     return check_exit("test_place");

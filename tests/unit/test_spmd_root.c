@@ -3,8 +3,9 @@
  * a new buffer is a copy of the spans, and a funnel takes rank 0's own pieces in order and
  * stops taking at the first failure. At R = 2, 3 (ranks as threads, ranks_threads_run) the
  * same steps across ranks: rank 0 alone runs the step, every rank gets its outcome or a
- * failing rank's, the other ranks decode what rank 0 encoded, and rank 0 takes every
- * rank's pieces in rank order. */
+ * failing rank's, the other ranks take in what rank 0 made, and rank 0 takes every
+ * rank's pieces in rank order. A failure names its rank within a call only (spmd_name_rank,
+ * spmd_fail), rank 0 too. */
 #include "check.h"
 #include "config.h"
 #include "dist/ranks.h"
@@ -53,8 +54,8 @@ static void test_root_does(void) {
 
 static int encodes, decodes;
 
-static h5ark_value *encode(void *ctx) {
-    (void)ctx;
+static h5ark_value *encode(void *ctx, h5ark_error *err) {
+    (void)ctx, (void)err;
     encodes++;
     return h5ark_value_map();
 }
@@ -120,6 +121,16 @@ static void test_names(void) {
     CHECK(spmd_name_rank(-1, &err) == -1);
     CHECK_STR(err.message, "cannot write 'x'"); /* rank 0 reads as with one rank */
     CHECK(spmd_name_rank(0, &err) == 0);
+    CHECK_INT(spmd_fail(&err, H5ARK_RESOURCE_LIMIT, "out of memory for %d bytes", 12), -1);
+    CHECK_STR(err.message, "out of memory for 12 bytes"); /* outside a call: as it is */
+    CHECK_INT(err.code, H5ARK_RESOURCE_LIMIT);
+    ranks_call_enter(7); /* within a call, even rank 0 says which it is */
+    h5ark_fail(&err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    CHECK(spmd_name_rank(-1, &err) == -1);
+    CHECK_STR(err.message, "rank 0: out of memory");
+    CHECK_INT(spmd_fail(&err, H5ARK_IO_ERROR, "short by %d", 3), -1);
+    CHECK_STR(err.message, "rank 0: short by 3");
+    ranks_call_leave();
     CHECK(spmd_is_root_rank(0));
     CHECK(!spmd_is_root_rank(1));
 }
@@ -158,15 +169,30 @@ static void rank_root_does(int rank, void *ctx) {
     ranks_call_leave();
 }
 
-static h5ark_value *encode_n(void *ctx) {
+/* share_value's state: n, rank 0's to share; a make failing when n is 0, a take when the
+ * value's n is 1 on rank `refuse`; how many takes ran */
+typedef struct {
+    int64_t n;
+    int refuse, takes;
+} share_state;
+
+static h5ark_value *encode_n(void *ctx, h5ark_error *err) {
+    share_state *s = ctx;
+    if (s->n == 0) {
+        spmd_fail(err, H5ARK_NOT_FOUND, "nothing to share");
+        return NULL;
+    }
     h5ark_value *v = h5ark_value_map();
-    if (v && h5ark_value_set(v, "n", h5ark_value_int(*(int64_t *)ctx))) h5ark_value_destroy(&v);
+    if (v && h5ark_value_set(v, "n", h5ark_value_int(s->n))) h5ark_value_destroy(&v);
     return v;
 }
 
 static int decode_n(const h5ark_value *v, void *ctx, h5ark_error *err) {
-    if (h5ark_value_to_int64(h5ark_value_get(v, "n"), ctx) != 1)
+    share_state *s = ctx;
+    s->takes++;
+    if (h5ark_value_to_int64(h5ark_value_get(v, "n"), &s->n) != 1)
         return h5ark_fail(err, H5ARK_INTERNAL, "no n");
+    if (s->n == 1 && ranks_self() == s->refuse) return spmd_fail(err, H5ARK_IO_ERROR, "refused");
     return 0;
 }
 
@@ -174,9 +200,21 @@ static void rank_share(int rank, void *ctx) {
     (void)ctx;
     ranks_call_enter(2);
     h5ark_error err = {0};
-    int64_t n = rank == 0 ? 7 : -1;
-    TCHECK(spmd_share_value(encode_n, decode_n, &n, &err) == 0);
-    TCHECK(n == 7);
+    share_state s = {rank == 0 ? 7 : -1, -1, 0};
+    TCHECK(spmd_share_value(encode_n, decode_n, &s, &err) == 0);
+    TCHECK(s.n == 7);
+    TCHECK(s.takes == (rank == 0 ? 0 : 1)); /* rank 0 has it already */
+    /* rank 0 fails to make it: every rank fails with its error, nothing taken */
+    s = (share_state){rank == 0 ? 0 : -1, -1, 0};
+    TCHECK(spmd_share_value(encode_n, decode_n, &s, &err) == -1);
+    TCHECK(strcmp(err.message, "rank 0: nothing to share") == 0 && err.code == H5ARK_NOT_FOUND);
+    TCHECK(s.takes == 0);
+    /* the last rank fails to take it: every rank fails with that rank's error */
+    s = (share_state){rank == 0 ? 1 : -1, ranks_count() - 1, 0};
+    TCHECK(spmd_share_value(encode_n, decode_n, &s, &err) == -1);
+    char want[32];
+    snprintf(want, sizeof want, "rank %d: refused", ranks_count() - 1);
+    TCHECK(strcmp(err.message, want) == 0 && err.code == H5ARK_IO_ERROR);
     ranks_call_leave();
 }
 
@@ -237,10 +275,10 @@ static void rank_funnel(int rank, void *ctx) {
     TCHECK(spmd_funnel(mine, (size_t)n, take_in_order, &runs[rank], &err) == -1);
     TCHECK(strcmp(err.message, "rank 1's piece") == 0);
     if (rank == 0) TCHECK(runs[0].ntaken == 2); /* rank 0's one piece, then rank 1's first */
-    /* rank 1 names itself in its errors; rank 0 reads as with one rank */
+    /* every rank names itself in its errors within a call */
     h5ark_fail(&err, H5ARK_IO_ERROR, "cannot write 'x'");
     spmd_name_rank(-1, &err);
-    TCHECK(strcmp(err.message, rank == 0   ? "cannot write 'x'"
+    TCHECK(strcmp(err.message, rank == 0   ? "rank 0: cannot write 'x'"
                                : rank == 1 ? "rank 1: cannot write 'x'"
                                            : "rank 2: cannot write 'x'") == 0);
     ranks_call_leave();
