@@ -1,6 +1,7 @@
 /* h5arkd: command line, configuration, signals, start and stop. */
 #include "config.h"
 #include "front/gateway.h"
+#include "front/hsds.h"
 #include "h5ark_version.h"
 #include "locales.h"
 #include "front/http.h"
@@ -85,6 +86,8 @@ static void usage(FILE *out) {
             "                       this address (HOST default 127.0.0.1; default: off)\n"
             "  --http-endpoint [HOST:]PORT  serve the data directory read-only over HTTP:\n"
             "                       h5grove's API and the viewer page at / (default: off)\n"
+            "  --hsds-endpoint [HOST:]PORT  serve the data directory's HDF5 files over HSDS's\n"
+            "                       REST API, for h5pyd and h5web (default: off)\n"
             "  --web-dir DIR        the built viewer page to serve (default: `web` beside\n"
             "                       h5arkd, or ../share/h5ark/web from it)\n"
             "  --idle-release SECONDS  after this long without requests, give cached and\n"
@@ -260,7 +263,8 @@ static int configure(int argc, char **argv) {
         O_VERSION,
         O_IDLE,
         O_HTTP,
-        O_WEB
+        O_WEB,
+        O_HSDS
     };
     static const struct option opts[] = {{"endpoint", required_argument, 0, O_ENDPOINT},
                                          {"locales", required_argument, 0, O_LOCALES},
@@ -277,6 +281,7 @@ static int configure(int argc, char **argv) {
                                          {"idle-release", required_argument, 0, O_IDLE},
                                          {"http-endpoint", required_argument, 0, O_HTTP},
                                          {"web-dir", required_argument, 0, O_WEB},
+                                         {"hsds-endpoint", required_argument, 0, O_HSDS},
                                          {"curve-secret-file", required_argument, 0, O_CURVE},
                                          {"curve-keygen", required_argument, 0, O_KEYGEN},
                                          {"version", no_argument, 0, O_VERSION},
@@ -382,6 +387,10 @@ static int configure(int argc, char **argv) {
             config.http = optarg;
             break;
         case O_WEB: config.web_dir = optarg; break;
+        case O_HSDS:
+            if (check_http_address("--hsds-endpoint", optarg)) return -1;
+            config.hsds = optarg;
+            break;
         case O_HELP:
         case 'h': usage(stdout); exit(0);
         case O_VERSION: printf("h5arkd %s\n", H5ARK_VERSION_STRING); exit(0);
@@ -508,6 +517,9 @@ int main(int argc, char **argv) {
     } else if (ranks_self() == 0 && gateway_start(config.http, config.web_dir, &err) != 0) {
         fprintf(stderr, "h5arkd: --http-endpoint: %s\n", err.message);
         rc = -1;
+    } else if (ranks_self() == 0 && hsds_start(config.hsds, &err) != 0) {
+        fprintf(stderr, "h5arkd: --hsds-endpoint: %s\n", err.message);
+        rc = -1;
     } else {
         rc = ranks_serve_start(zctx, &err);
         if (rc == 0 && ranks_count() > 1 && ranks_self() == 0)
@@ -525,6 +537,7 @@ int main(int argc, char **argv) {
         else
             log_notice("stopped cleanly");
     }
+    hsds_stop();
     gateway_stop();
     metrics_stop();
     if (rc != 0 && ranks_count() > 1) {

@@ -1,0 +1,63 @@
+/* What h5obj.c, h5obj_type.c and h5obj_value.c share (internal to storage/). */
+#ifndef H5ARK_H5OBJ_INT_H
+#define H5ARK_H5OBJ_INT_H
+
+#include "storage/h5obj.h"
+
+#include <hdf5.h>
+#include <limits.h>
+
+#define H5OBJ_ID_LEN 38
+#define H5OBJ_HOLD   ".h5ark-unlinked" /* the root's group of objects not linked yet */
+
+/* A domain opened for reading. */
+typedef struct {
+    const char *domain;
+    char abs[PATH_MAX];
+    char prefix[18]; /* the hash of the domain, "xxxxxxxx-xxxxxxxx" */
+    double created, modified;
+    hid_t fid;
+} h5obj_file;
+
+/* An object's id, as a string value; the file's times in m. */
+h5ark_value *h5obj_id_value(const h5obj_file *f, char kind, haddr_t addr);
+int h5obj_times(h5ark_value *m, const h5obj_file *f);
+
+/* ---- links and attributes (h5obj_links.c) ---- */
+
+int h5obj_links(const h5obj_file *f, hid_t g, const h5obj_args *a, h5obj_answer *out,
+                h5ark_error *err);
+int h5obj_link(const h5obj_file *f, hid_t g, const h5obj_args *a, h5obj_answer *out,
+               h5ark_error *err);
+int h5obj_attrs(const h5obj_file *f, hid_t obj, const h5obj_args *a, h5obj_answer *out,
+                h5ark_error *err);
+int h5obj_attr(const h5obj_file *f, hid_t obj, const h5obj_args *a, h5obj_answer *out,
+               h5ark_error *err);
+
+/* ---- types and values (h5obj_type.c) ---- */
+
+/* The type's JSON (HSDS_API.md §5); type_error naming a type that has none. */
+h5ark_value *h5obj_type_json(hid_t type, h5ark_error *err);
+/* The shape's JSON of a dataspace ({"class": "H5S_SIMPLE", "dims", "maxdims"} ...). */
+h5ark_value *h5obj_shape_json(hid_t space, h5ark_error *err);
+
+/* The memory type values are read as: the file type's little-endian form, compounds packed,
+ * variable-length strings as char * (*vlen set: binary answers then carry a 4-byte length
+ * before each element's bytes). type_error for what cannot be read. */
+hid_t h5obj_wire_type(hid_t type, bool *vlen, h5ark_error *err);
+/* n elements read as `wire` at buf into nested lists by dims (rank 0: one value alone). */
+h5ark_value *h5obj_values_json(hid_t wire, const char *buf, size_t n, const hsize_t *dims, int rank,
+                               h5ark_error *err);
+/* Binary answer of n variable-length strings (char * each): a 4-byte length, then bytes. */
+int h5obj_vlen_binary(const char *const *strs, size_t n, uint64_t max, char **out, size_t *len,
+                      h5ark_error *err);
+
+/* ---- values (h5obj_value.c) ---- */
+
+/* A dataset's selected values into out (json or bytes). */
+int h5obj_read_value(const h5obj_file *f, hid_t dset, const h5obj_args *a, h5obj_answer *out,
+                     h5ark_error *err);
+/* An attribute's value as JSON, by its shape. */
+h5ark_value *h5obj_attr_value(hid_t attr, h5ark_error *err);
+
+#endif
