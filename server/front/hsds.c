@@ -213,81 +213,74 @@ static void allow(http_response *out, const char *methods) {
 static int route(const http_request *req, hsds_call *c, http_response *out) {
     char(*parts)[NAME_MAX_BYTES] = c->parts;
     int n = split_path(req->path, parts);
-    bool get = strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0;
-    bool post = strcmp(req->method, "POST") == 0;
+    const char *m = req->method;
+    bool get = strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0, post = strcmp(m, "POST") == 0;
+    bool put = strcmp(m, "PUT") == 0, del = strcmp(m, "DELETE") == 0;
     h5obj_args *a = &c->a;
-    if (n < 0) {
+    h5obj_coll coll = n > 0 ? coll_of(parts[0]) : H5OBJ_ANY;
+    const char *what = n > 2 ? parts[2] : "";
+    bool links = strcmp(what, "links") == 0 && coll == H5OBJ_GROUPS;
+    bool attrs = strcmp(what, "attributes") == 0;
+    bool shape = n == 3 && strcmp(what, "shape") == 0 && coll == H5OBJ_DATASETS;
+    bool value = n == 3 && strcmp(what, "value") == 0 && coll == H5OBJ_DATASETS;
+    if (n < 0 || (n > 0 && coll == H5OBJ_ANY) || (n > 2 && !links && !attrs && !shape && !value)) {
         answer_error(out, 404, "no such path");
         return -1;
     }
+    const char *allowed = n == 0                              ? "GET, PUT, DELETE"
+                          : n == 1 && coll != H5OBJ_DATATYPES ? "POST"
+                          : n == 2                            ? "GET"
+                          : links || attrs                    ? (n == 4  ? "GET, PUT, DELETE"
+                                                                 : attrs ? "GET, PUT"
+                                                                         : "GET")
+                          : shape                             ? "GET, PUT"
+                          : value                             ? "GET, POST, PUT"
+                                                              : "";
+    char verb[16];
+    snprintf(verb, sizeof verb, "%s", m);
+    if (!strstr(allowed, verb) && !(get && strstr(allowed, "GET"))) {
+        allow(out, allowed[0] ? allowed : "GET");
+        return -1;
+    }
+    c->changes = !get && !(post && value);
     if (n == 0) {
-        if (!get) {
-            allow(out, "GET");
-            return -1;
-        }
-        a->op = H5OBJ_DOMAIN;
+        a->op = get ? H5OBJ_DOMAIN : put ? H5OBJ_PUT_DOMAIN : H5OBJ_DELETE_DOMAIN;
         a->verbose = arg_true(req, "verbose");
-        return 0;
-    }
-    h5obj_coll coll = coll_of(parts[0]);
-    if (coll == H5OBJ_ANY) {
-        answer_error(out, 404, "no such path");
-        return -1;
-    }
-    if (n == 1) {
-        allow(out, "GET");
-        return -1;
-    }
-    a->coll = coll;
-    a->id = parts[1];
-    if (n == 2) {
-        if (!get) {
-            allow(out, "GET");
-            return -1;
-        }
-        a->op = H5OBJ_GET;
-        a->getalias = arg_true(req, "getalias");
-        a->verbose = arg_true(req, "verbose");
-        return 0;
-    }
-    const char *what = parts[2];
-    if (strcmp(what, "attributes") == 0) {
-        if (!get) {
-            allow(out, "GET");
-            return -1;
-        }
-        a->op = n == 4 ? H5OBJ_ATTR : H5OBJ_ATTRS;
-        a->include_data = arg_true(req, "IncludeData");
-    } else if (strcmp(what, "links") == 0 && coll == H5OBJ_GROUPS) {
-        if (!get) {
-            allow(out, "GET");
-            return -1;
-        }
-        a->op = n == 4 ? H5OBJ_LINK : H5OBJ_LINKS;
-        a->follow_links = arg_true(req, "follow_links");
-    } else if (n == 3 && strcmp(what, "shape") == 0 && coll == H5OBJ_DATASETS) {
-        if (!get) {
-            allow(out, "GET");
-            return -1;
-        }
-        a->op = H5OBJ_SHAPE;
-    } else if (n == 3 && strcmp(what, "value") == 0 && coll == H5OBJ_DATASETS) {
-        if (!get && !post) {
-            allow(out, "GET, POST");
-            return -1;
-        }
-        a->op = H5OBJ_VALUE;
-        a->select = http_query(req, "select");
+    } else if (n == 1) {
+        a->op = coll == H5OBJ_GROUPS ? H5OBJ_POST_GROUP : H5OBJ_POST_DATASET;
     } else {
-        answer_error(out, 404, "no such path");
-        return -1;
+        a->coll = coll;
+        a->id = parts[1];
+        if (n == 4) a->name = parts[3];
+        a->op = n == 2  ? H5OBJ_GET
+                : links ? (put      ? H5OBJ_PUT_LINK
+                           : del    ? H5OBJ_DELETE_LINK
+                           : n == 4 ? H5OBJ_LINK
+                                    : H5OBJ_LINKS)
+                : attrs ? (put      ? H5OBJ_PUT_ATTR
+                           : del    ? H5OBJ_DELETE_ATTR
+                           : n == 4 ? H5OBJ_ATTR
+                                    : H5OBJ_ATTRS)
+                : shape ? (put ? H5OBJ_PUT_SHAPE : H5OBJ_SHAPE)
+                        : (put ? H5OBJ_PUT_VALUE : H5OBJ_VALUE);
     }
-    if (n == 4) a->name = parts[3];
+    a->getalias = arg_true(req, "getalias");
+    a->verbose = arg_true(req, "verbose");
+    a->include_data = arg_true(req, "IncludeData");
+    a->follow_links = arg_true(req, "follow_links");
     a->create_order = arg_true(req, "CreateOrder");
+    a->replace = arg_true(req, "replace");
+    const char *count = http_query(req, "element_count");
+    a->element_count = count && strcmp(count, "1") == 0;
+    a->select = http_query(req, "select");
     a->pattern = http_query(req, "pattern");
     a->marker = http_query(req, "Marker");
     const char *limit = http_query(req, "Limit");
     a->limit = limit ? strtoll(limit, NULL, 10) : 0;
+    a->body = req->body;
+    a->body_len = req->body_len;
+    const char *type = http_header(req, "Content-Type");
+    a->body_binary = type && strncmp(type, "application/octet-stream", 24) == 0;
     return 0;
 }
 
@@ -362,6 +355,7 @@ static void serve(void *arg, const http_request *req, http_response *out) {
         const char *accept = http_header(req, "Accept");
         c.a.json_values = !accept || !strstr(accept, "application/octet-stream");
         if (strcmp(req->method, "POST") == 0) value_body(req, &c.a, &points, &select, &err);
+        if (strcmp(req->method, "PUT") == 0) c.a.max_bytes = H5OBJ_MAX_REQUEST;
     }
     entry_call call = {.ranks_name = "hsds",
                        .read_only = !c.changes,
@@ -375,7 +369,7 @@ static void serve(void *arg, const http_request *req, http_response *out) {
     if (err.code || entry_run(&call, &err)) {
         answer_err(out, &err);
     } else if (c.answer.json) {
-        answer_json(out, 200, c.answer.json);
+        answer_json(out, c.answer.created ? 201 : 200, c.answer.json);
     } else {
         gateway_body(out, 200, "application/octet-stream", c.answer.bytes, c.answer.nbytes);
         c.answer.bytes = NULL;

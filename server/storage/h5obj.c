@@ -9,6 +9,7 @@
 #include "storage/probe.h"
 #include "storage/sandbox.h"
 #include "storage/sha256.h"
+#include "storage/twin.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -101,8 +102,7 @@ h5ark_value *h5obj_id_value(const h5obj_file *f, char kind, haddr_t addr) {
     return h5ark_value_str(id);
 }
 
-/* Open a domain's file for reading, after the sandbox has walked it. */
-static int open_file(const char *domain, h5obj_file *f, h5ark_error *err) {
+int h5obj_locate(const char *domain, h5obj_file *f, h5ark_error *err) {
     *f = (h5obj_file){.domain = domain, .fid = H5I_INVALID_HID};
     if (h5obj_check_domain(domain, err)) return -1;
     struct stat st;
@@ -118,10 +118,20 @@ static int open_file(const char *domain, h5obj_file *f, h5ark_error *err) {
     snprintf(f->prefix, sizeof f->prefix, "%02x%02x%02x%02x-%02x%02x%02x%02x", h[0], h[1], h[2],
              h[3], h[4], h[5], h[6], h[7]);
     times_of(f->abs, &st, &f->created, &f->modified);
-    uint64_t size;
     if (h5u_is_hdf5(f->abs) == 0)
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "domain '%s' is not an HDF5 file", domain);
-    if (sandbox_check_file(f->abs, err) || read_probe_open(f->abs, &f->fid, &size, err)) {
+    if (sandbox_check_file(f->abs, err)) {
+        err->code = H5ARK_BAD_REQUEST;
+        return h5ark_fail_context(err, "domain '%s'", domain);
+    }
+    return 0;
+}
+
+/* Open a domain's file for reading, after the sandbox has walked it. */
+static int open_file(const char *domain, h5obj_file *f, h5ark_error *err) {
+    if (h5obj_locate(domain, f, err)) return -1;
+    uint64_t size;
+    if (read_probe_open(f->abs, &f->fid, &size, err)) {
         f->fid = H5I_INVALID_HID;
         if (err->code == H5ARK_SCHEMA_ERROR) err->code = H5ARK_BAD_REQUEST;
         return h5ark_fail_context(err, "domain '%s'", domain);
@@ -189,7 +199,7 @@ static int domain_counts(h5ark_value *m, const h5obj_file *f, uint64_t size) {
            set(m, "md5_sum", h5ark_value_str(""));
 }
 
-static int get_domain(const h5obj_args *a, h5obj_answer *out, h5ark_error *err) {
+int h5obj_get_domain(const h5obj_args *a, h5obj_answer *out, h5ark_error *err) {
     if (h5obj_check_domain(a->domain, err)) return -1;
     char abs[PATH_MAX];
     struct stat st;
@@ -248,8 +258,8 @@ static herr_t find_link(hid_t g, const char *name, const H5L_info_t *info, void 
 
 /* Open the object an id names: its kind's prefix, its domain's hash, an object header at
  * its address reached by a hard link. */
-static hid_t open_id(const h5obj_file *f, const char *id, h5obj_coll coll, h5ark_value **alias,
-                     h5ark_error *err) {
+hid_t h5obj_open_id(const h5obj_file *f, const char *id, h5obj_coll coll, h5ark_value **alias,
+                    h5ark_error *err) {
     static const char shape[] = "x-hhhhhhhh-hhhhhhhh-hhhh-hhhhhh-hhhhhh";
     bool ok = id && strlen(id) == H5OBJ_ID_LEN && strchr("gdt", id[0]);
     for (size_t i = 1; ok && i < H5OBJ_ID_LEN; i++)
@@ -458,16 +468,39 @@ static int dataset_props(hid_t d, h5ark_value **props, h5ark_value **layout, h5a
     return 0;
 }
 
+int h5obj_describe(const h5obj_file *f, hid_t obj, h5ark_value **out, h5ark_error *err) {
+    H5I_type_t t = H5Iget_type(obj);
+    char id[H5OBJ_ID_LEN + 1];
+    make_id(f, t == H5I_GROUP ? 'g' : t == H5I_DATASET ? 'd' : 't', addr_of(obj), id);
+    if (!(*out = h5ark_value_map())) return oom(err);
+    int rc = t == H5I_GROUP     ? (group_json(*out, f, id, obj) ? oom(err) : 0)
+             : t == H5I_DATASET ? dataset_json(*out, f, id, obj, false, err)
+                                : h5ark_fail(err, H5ARK_BAD_REQUEST, "not a group or a dataset");
+    if (rc) h5ark_value_destroy(out);
+    return rc;
+}
+
 /* ---- one operation ------------------------------------------------------------------- */
+
+static int read_op(const h5obj_args *a, h5obj_answer *out, h5ark_error *err);
 
 int h5obj_run(const h5obj_args *a, h5obj_answer *out, h5ark_error *err) {
     *out = (h5obj_answer){0};
     h5u_quiet();
-    if (a->op == H5OBJ_DOMAIN) return get_domain(a, out, err);
+    if (a->op >= H5OBJ_PUT_DOMAIN) return h5obj_write(a, out, err);
+    twin_readers_enter(); /* a change waits to level a file's twin until its readers are done */
+    int rc = read_op(a, out, err);
+    twin_readers_leave();
+    return rc;
+}
+
+static int read_op(const h5obj_args *a, h5obj_answer *out, h5ark_error *err) {
+    if (a->op == H5OBJ_DOMAIN) return h5obj_get_domain(a, out, err);
     h5obj_file f;
     if (open_file(a->domain, &f, err)) return -1;
     h5ark_value *alias = NULL;
-    hid_t obj = open_id(&f, a->id, a->coll, a->op == H5OBJ_GET && a->getalias ? &alias : NULL, err);
+    hid_t obj =
+        h5obj_open_id(&f, a->id, a->coll, a->op == H5OBJ_GET && a->getalias ? &alias : NULL, err);
     int rc = obj < 0 ? -1 : 0;
     H5I_type_t kind = obj >= 0 ? H5Iget_type(obj) : H5I_BADID;
     if (rc == 0 && kind != H5I_GROUP && (a->op == H5OBJ_LINKS || a->op == H5OBJ_LINK))

@@ -23,7 +23,18 @@ typedef enum {
     H5OBJ_SHAPE,  /* a dataset's shape */
     H5OBJ_ATTRS,  /* an object's attributes */
     H5OBJ_ATTR,   /* one attribute */
-    H5OBJ_VALUE   /* a dataset's values: a selection or points */
+    H5OBJ_VALUE,  /* a dataset's values: a selection or points */
+    /* the changes, each atomic and durable */
+    H5OBJ_PUT_DOMAIN,    /* create the file (or, with flush, nothing) */
+    H5OBJ_DELETE_DOMAIN, /* remove the file */
+    H5OBJ_POST_GROUP,    /* a new group, linked or anonymous */
+    H5OBJ_PUT_LINK,      /* a hard, soft or external link */
+    H5OBJ_DELETE_LINK,
+    H5OBJ_POST_DATASET, /* a new dataset, linked or anonymous */
+    H5OBJ_PUT_VALUE,    /* values into a selection */
+    H5OBJ_PUT_SHAPE,    /* resize */
+    H5OBJ_PUT_ATTR,     /* one attribute (name) or several (body {"attributes"}) */
+    H5OBJ_DELETE_ATTR
 } h5obj_op;
 
 /* What the HSDS API calls a collection: the kind of object an id names. */
@@ -51,12 +62,20 @@ typedef struct {
     size_t points_len;
     bool json_values;   /* VALUE: as nested lists in `value` (else bytes) */
     uint64_t max_bytes; /* VALUE: an answer larger is resource_limit */
+    /* The changes: the request's body, JSON (HSDS_API.md's), or for PUT_VALUE with
+     * body_binary the elements' bytes (§8.2). */
+    const char *body;
+    size_t body_len;
+    bool body_binary;
+    bool replace;       /* PUT_ATTR: an existing one is replaced (else already_exists) */
+    bool element_count; /* PUT_VALUE: the body is one element, written everywhere */
 } h5obj_args;
 
 typedef struct {
     h5ark_value *json; /* the answer's map */
     char *bytes;       /* VALUE without json_values: the elements (malloc'd) */
     size_t nbytes;
+    bool created; /* a change made something new (HTTP's 201) */
 } h5obj_answer;
 
 /* The limit of a request's or an answer's bytes (GET /'s `limits`). */

@@ -5,6 +5,7 @@
 #include "storage/h5obj.h"
 
 #include <hdf5.h>
+#include <jansson.h>
 #include <limits.h>
 
 #define H5OBJ_ID_LEN 38
@@ -18,6 +19,22 @@ typedef struct {
     double created, modified;
     hid_t fid;
 } h5obj_file;
+
+/* Check and resolve a domain's file (not_found, bad_request for what is not HDF5, or a file
+ * the sandbox's probe died on), and fill f but its fid. */
+int h5obj_locate(const char *domain, h5obj_file *f, h5ark_error *err);
+/* The object an id names in f (of the collection's kind; ANY: the prefix's); alias: the
+ * paths to it, when not NULL. */
+hid_t h5obj_open_id(const h5obj_file *f, const char *id, h5obj_coll coll, h5ark_value **alias,
+                    h5ark_error *err);
+/* GET's answer of a group or a dataset. */
+int h5obj_describe(const h5obj_file *f, hid_t obj, h5ark_value **out, h5ark_error *err);
+int h5obj_get_domain(const h5obj_args *a, h5obj_answer *out, h5ark_error *err);
+/* The changes (h5obj_write.c). */
+int h5obj_write(const h5obj_args *a, h5obj_answer *out, h5ark_error *err);
+/* The selection of a (select or points) on space; the answer's dims and element count. */
+int h5obj_select(hid_t space, const h5obj_args *a, hsize_t *rdims, int *rrank, uint64_t *nelem,
+                 h5ark_error *err);
 
 /* An object's id, as a string value; the file's times in m. */
 h5ark_value *h5obj_id_value(const h5obj_file *f, char kind, haddr_t addr);
@@ -51,6 +68,19 @@ h5ark_value *h5obj_values_json(hid_t wire, const char *buf, size_t n, const hsiz
 /* Binary answer of n variable-length strings (char * each): a 4-byte length, then bytes. */
 int h5obj_vlen_binary(const char *const *strs, size_t n, uint64_t max, char **out, size_t *len,
                       h5ark_error *err);
+
+/* ---- what clients send (h5obj_make.c) ---- */
+
+/* The HDF5 type a type's JSON stands for, as h5py makes it for the same dtype; bad_request
+ * naming what cannot be made. */
+hid_t h5obj_make_type(const json_t *j, h5ark_error *err);
+/* Nested lists by dims (rank 0: one element) into buf, elements of `wire` (h5obj_wire_type;
+ * variable-length strings strdup'd). bad_request when the value does not fit. */
+int h5obj_values_from_json(hid_t wire, const json_t *v, void *buf, const hsize_t *dims, int rank,
+                           h5ark_error *err);
+/* A shape's JSON ([dims], [] or "H5S_NULL") and maxdims (0: unlimited; NULL: as dims). */
+int h5obj_make_shape(const json_t *shape, const json_t *maxdims, int *rank, hsize_t *dims,
+                     hsize_t *max, bool *null, h5ark_error *err);
 
 /* ---- values (h5obj_value.c) ---- */
 

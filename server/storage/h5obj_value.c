@@ -187,8 +187,8 @@ static int list_points(const axis_sel *ax, int rank, hsize_t **points, size_t *n
 }
 
 /* The file space's selection and the memory shape of the answer. */
-static int select_space(hid_t space, const h5obj_args *a, hsize_t *rdims, int *rrank,
-                        uint64_t *nelem, h5ark_error *err) {
+int h5obj_select(hid_t space, const h5obj_args *a, hsize_t *rdims, int *rrank, uint64_t *nelem,
+                 h5ark_error *err) {
     hsize_t dims[H5S_MAX_RANK];
     int rank = H5Sget_simple_extent_ndims(space);
     if (rank < 0 || H5Sget_simple_extent_dims(space, dims, NULL) < 0)
@@ -290,7 +290,7 @@ int h5obj_read_value(const h5obj_file *f, hid_t dset, const h5obj_args *a, h5obj
     }
     if (cls == H5S_SCALAR)
         nelem = 1;
-    else if (select_space(space, a, rdims, &rrank, &nelem, err))
+    else if (h5obj_select(space, a, rdims, &rrank, &nelem, err))
         goto done;
     if ((wire = h5obj_wire_type(ftype, &vlen, err)) < 0) goto done;
     size_t size = H5Tget_size(wire);
