@@ -6,6 +6,7 @@
 #include "storage/h5obj.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static h5obj_coll coll_arg(command_ctx *ctx) {
     const char *c = arg_str(ctx, "collection", "");
@@ -35,7 +36,11 @@ static int run_op(command_ctx *ctx, h5obj_op op, h5ark_error *err) {
         .select = arg_str(ctx, "select", NULL),
         .json_values = arg_bool(ctx, "json", false),
         .max_bytes = H5OBJ_MAX_REQUEST,
+        .body = arg_str(ctx, "body", NULL),
+        .replace = arg_bool(ctx, "replace", false),
+        .element_count = arg_bool(ctx, "element_count", false),
     };
+    a.body_len = a.body ? strlen(a.body) : 0;
     /* points: rank coordinates a point, flat, as uint64 little-endian */
     const h5ark_value *pts = arg_value(ctx, "points");
     size_t n = pts ? h5ark_value_len(pts) : 0;
@@ -61,30 +66,28 @@ static int run_op(command_ctx *ctx, h5obj_op op, h5ark_error *err) {
     return rc;
 }
 
-static int cmd_h5domain(command_ctx *ctx, h5ark_error *err) {
-    return run_op(ctx, H5OBJ_DOMAIN, err);
-}
-static int cmd_h5get(command_ctx *ctx, h5ark_error *err) {
-    return run_op(ctx, H5OBJ_GET, err);
-}
-static int cmd_h5links(command_ctx *ctx, h5ark_error *err) {
-    return run_op(ctx, H5OBJ_LINKS, err);
-}
-static int cmd_h5link(command_ctx *ctx, h5ark_error *err) {
-    return run_op(ctx, H5OBJ_LINK, err);
-}
-static int cmd_h5shape(command_ctx *ctx, h5ark_error *err) {
-    return run_op(ctx, H5OBJ_SHAPE, err);
-}
-static int cmd_h5attrs(command_ctx *ctx, h5ark_error *err) {
-    return run_op(ctx, H5OBJ_ATTRS, err);
-}
-static int cmd_h5attr(command_ctx *ctx, h5ark_error *err) {
-    return run_op(ctx, H5OBJ_ATTR, err);
-}
-static int cmd_h5value(command_ctx *ctx, h5ark_error *err) {
-    return run_op(ctx, H5OBJ_VALUE, err);
-}
+#define OP_COMMAND(fn, op)                                                                         \
+    static int fn(command_ctx *ctx, h5ark_error *err) {                                            \
+        return run_op(ctx, op, err);                                                               \
+    }
+OP_COMMAND(cmd_h5domain, H5OBJ_DOMAIN)
+OP_COMMAND(cmd_h5get, H5OBJ_GET)
+OP_COMMAND(cmd_h5links, H5OBJ_LINKS)
+OP_COMMAND(cmd_h5link, H5OBJ_LINK)
+OP_COMMAND(cmd_h5shape, H5OBJ_SHAPE)
+OP_COMMAND(cmd_h5attrs, H5OBJ_ATTRS)
+OP_COMMAND(cmd_h5attr, H5OBJ_ATTR)
+OP_COMMAND(cmd_h5value, H5OBJ_VALUE)
+OP_COMMAND(cmd_h5put_domain, H5OBJ_PUT_DOMAIN)
+OP_COMMAND(cmd_h5delete_domain, H5OBJ_DELETE_DOMAIN)
+OP_COMMAND(cmd_h5post_group, H5OBJ_POST_GROUP)
+OP_COMMAND(cmd_h5put_link, H5OBJ_PUT_LINK)
+OP_COMMAND(cmd_h5delete_link, H5OBJ_DELETE_LINK)
+OP_COMMAND(cmd_h5post_dataset, H5OBJ_POST_DATASET)
+OP_COMMAND(cmd_h5put_value, H5OBJ_PUT_VALUE)
+OP_COMMAND(cmd_h5put_shape, H5OBJ_PUT_SHAPE)
+OP_COMMAND(cmd_h5put_attr, H5OBJ_PUT_ATTR)
+OP_COMMAND(cmd_h5delete_attr, H5OBJ_DELETE_ATTR)
 
 #define DOMAIN_ARG                                                                                 \
     { "domain", ARG_STR, true }
@@ -97,7 +100,10 @@ static int cmd_h5value(command_ctx *ctx, h5ark_error *err) {
         "limit", ARG_INT, false                                                                    \
     }
 
-/* All read files and nothing else, on rank 0 (where the files are opened). */
+#define BODY_ARG                                                                                   \
+    { "body", ARG_TEXT, false }
+
+/* On rank 0, where the files are opened; the first eight only read. */
 const command_def h5obj_commands[] = {
     {"h5domain",
      cmd_h5domain,
@@ -139,5 +145,35 @@ const command_def h5obj_commands[] = {
       {"json", ARG_BOOL, false},
       {0}},
      .read_only = true,
+     .ranks = RANKS_ZERO},
+    {"h5put_domain", cmd_h5put_domain, {DOMAIN_ARG, BODY_ARG, {0}}, .ranks = RANKS_ZERO},
+    {"h5delete_domain", cmd_h5delete_domain, {DOMAIN_ARG, {0}}, .ranks = RANKS_ZERO},
+    {"h5post_group", cmd_h5post_group, {DOMAIN_ARG, BODY_ARG, {0}}, .ranks = RANKS_ZERO},
+    {"h5post_dataset", cmd_h5post_dataset, {DOMAIN_ARG, BODY_ARG, {0}}, .ranks = RANKS_ZERO},
+    {"h5put_link",
+     cmd_h5put_link,
+     {DOMAIN_ARG, ID_ARGS, {"name", ARG_STR, true}, BODY_ARG, {0}},
+     .ranks = RANKS_ZERO},
+    {"h5delete_link",
+     cmd_h5delete_link,
+     {DOMAIN_ARG, ID_ARGS, {"name", ARG_STR, true}, {0}},
+     .ranks = RANKS_ZERO},
+    {"h5put_value",
+     cmd_h5put_value,
+     {DOMAIN_ARG,
+      ID_ARGS,
+      {"select", ARG_STR, false},
+      {"element_count", ARG_BOOL, false},
+      BODY_ARG,
+      {0}},
+     .ranks = RANKS_ZERO},
+    {"h5put_shape", cmd_h5put_shape, {DOMAIN_ARG, ID_ARGS, BODY_ARG, {0}}, .ranks = RANKS_ZERO},
+    {"h5put_attr",
+     cmd_h5put_attr,
+     {DOMAIN_ARG, ID_ARGS, {"name", ARG_STR, false}, {"replace", ARG_BOOL, false}, BODY_ARG, {0}},
+     .ranks = RANKS_ZERO},
+    {"h5delete_attr",
+     cmd_h5delete_attr,
+     {DOMAIN_ARG, ID_ARGS, {"name", ARG_STR, true}, {0}},
      .ranks = RANKS_ZERO},
     {0}};

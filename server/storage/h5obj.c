@@ -553,6 +553,7 @@ static int read_op(const h5obj_args *a, h5obj_answer *out, h5ark_error *err) {
     h5ark_value_destroy(&alias);
     if (obj >= 0) H5Oclose(obj);
     H5Eclear2(H5E_DEFAULT);
+    if (rc) h5u_io_blame(f.fid, err); /* a file that could not be read is not to blame */
     close_file(&f);
     if (rc) h5obj_answer_free(out);
     return rc;

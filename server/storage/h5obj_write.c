@@ -250,8 +250,10 @@ static int post_group(wfile *w, const h5obj_args *a, h5obj_answer *out, h5ark_er
     if (rc == 0 && !link) rc = name_held(w, parent, g, err);
     if (rc == 0) rc = h5obj_describe(&w->f, g, &out->json, err);
     out->created = true;
-    if (g >= 0) H5Gclose(g);
-    if (parent >= 0) H5Oclose(parent);
+    if (g >= 0 && h5u_close_written(g) && rc == 0)
+        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot write the group");
+    if (parent >= 0 && h5u_close_written(parent) && rc == 0)
+        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot write the group");
     if (gcpl >= 0) H5Pclose(gcpl);
     json_decref(body);
     return rc;
@@ -394,8 +396,10 @@ static int post_dataset(wfile *w, const h5obj_args *a, h5obj_answer *out, h5ark_
     if (rc == 0 && !link) rc = name_held(w, parent, d, err);
     if (rc == 0) rc = h5obj_describe(&w->f, d, &out->json, err);
     out->created = true;
-    if (d >= 0) H5Dclose(d);
-    if (parent >= 0) H5Oclose(parent);
+    if (d >= 0 && h5u_close_written(d) && rc == 0)
+        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot write the dataset");
+    if (parent >= 0 && h5u_close_written(parent) && rc == 0)
+        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot write the dataset");
     if (dcpl >= 0) H5Pclose(dcpl);
     if (space >= 0) H5Sclose(space);
     if (type >= 0) H5Tclose(type);
@@ -716,8 +720,11 @@ static int change_file(const h5obj_args *a, h5obj_answer *out, h5ark_error *err)
         default: rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "unknown change"); break;
         }
     }
-    if (obj >= 0) H5Oclose(obj);
+    /* closing a dataset writes its cached chunks: a failure there fails the change */
+    if (obj >= 0 && h5u_close_written(obj) && rc == 0)
+        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot write '%s'", a->domain);
     H5Eclear2(H5E_DEFAULT);
+    if (rc) h5u_io_blame(w.f.fid, err); /* a file that could not be read is not to blame */
     if (wclose(&w, rc == 0, err)) rc = -1;
     if (rc == 0 && !out->json && !(out->json = h5ark_value_map())) rc = oom(err);
     return rc;
