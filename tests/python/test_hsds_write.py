@@ -17,7 +17,7 @@ import h5py
 import numpy as np
 import pytest
 
-from daemons import Daemon, free_port, TOOL_SLOWDOWN
+from daemons import Daemon, MPIRUN, free_port, mpi_build, TOOL_SLOWDOWN
 from test_hsds import Endpoint, basic, ID
 from wire import ok, send
 
@@ -499,3 +499,63 @@ def test_sigkill_never_tears_a_file(tmp_path):
         assert got[0] >= acked[-1], (trial, got[0], acked[-1])
         value = int(got[0])
     assert value > 0
+
+
+# ---- the Python client's h5py-like File, at one rank and at two -----------------------------
+
+
+def test_python_client_file(ranked_conn):
+    """h5ark's File over the native commands: what it writes h5py reads as written; what
+    h5py wrote it reads back."""
+    import h5ark
+    d = ranked_conn.daemon
+    d.data_dir.mkdir(exist_ok=True)
+    c = h5ark.Client(d.endpoint, token=getattr(d, "token", None), timeout=60)
+    try:
+        f = c.h5file("/py/run.h5", "w")
+        x = f.create_dataset("grp/x", data=np.arange(10.0), chunks=(4,), maxshape=(None,),
+                             compression="gzip", shuffle=True, fillvalue=-1.0)
+        x[2:4] = [7, 8]
+        x.resize((12,))
+        f["grp"].attrs["units"] = "m"
+        f.create_dataset("words", data=["a", "bé", ""])
+        assert x.shape == (12,) and x.maxshape == (None,) and x.chunks == (4,)
+        assert x[:].tolist() == [0, 1, 7, 8, 4, 5, 6, 7, 8, 9, -1, -1]
+        assert sorted(f) == ["grp", "words"] and "grp/x" in f and "nope" not in f
+        assert f["grp"].attrs["units"] == "m"
+        assert list(f["words"][:]) == ["a", "bé", ""]
+        with h5py.File(d.data_dir / "py" / "run.h5", "r") as h:
+            assert h["grp/x"][()].tolist() == x[:].tolist()
+            assert h["grp/x"].compression == "gzip" and h["grp/x"].fillvalue == -1
+            assert h["grp"].attrs["units"] == "m"
+        with pytest.raises(KeyError):
+            f["nope"]
+        del f["words"]
+        assert list(f) == ["grp"]
+        with pytest.raises(FileExistsError):
+            c.h5file("/py/run.h5", "x")
+        r = c.h5file("/py/run.h5", "r")
+        assert r["grp/x"][[0, 3]].tolist() == [0, 8]
+    finally:
+        c.close()
+
+
+def test_endpoint_at_two_ranks():
+    """The endpoint is rank 0's: the same answers when the daemon is two ranks."""
+    if MPIRUN is None or not mpi_build():
+        pytest.skip("mpirun is not installed or h5arkd was built without MPI")
+    port = free_port()
+    d = Daemon(locales=1, ranks=2, extra_args=["--hsds-endpoint", f"127.0.0.1:{port}"])
+    try:
+        d.data_dir.mkdir(exist_ok=True)
+        ep = Endpoint(port, auth=None)
+        root = new_domain(ep, "/ranks.h5")
+        oid = create_dataset(ep, "/ranks.h5", root, "x", {"type": "H5T_STD_I16LE", "shape": [5]},
+                             np.arange(5), "<i2")
+        got, _, body = ep.call("GET", f"/datasets/{oid}/value", {"domain": "/ranks.h5",
+                                                                  "select": "[1:4]"})
+        assert got == 200 and json.loads(body)["value"] == [1, 2, 3]
+        with h5py.File(d.data_dir / "ranks.h5", "r") as f:
+            assert f["x"][()].tolist() == [0, 1, 2, 3, 4]
+    finally:
+        d.cleanup()
