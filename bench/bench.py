@@ -4,7 +4,7 @@ with one locale), and their ratio, median of the runs with min and max.
 
 Run it from anywhere after building (bench/run uses the interpreter that has h5py):
 
-    bench/run [--runs N] [--quick] [--only raw,h5py,small,range,exetera,awkward,writepart,memory,scaling,gzip,ranks,pack,packlayout,arkouda] [--netns]
+    bench/run [--runs N] [--quick] [--only raw,h5py,small,range,exetera,awkward,writepart,memory,scaling,gzip,ranks,pack,packlayout,arkouda,hsds] [--netns]
 
 The raw-socket and raw-I/O measures come from build/bench/h5ark-bench (C); the measures
 against h5py, of many small files, of peak memory and of scaling with locales are made
@@ -39,6 +39,7 @@ try:  # --help answers without them; main() says which is missing
     from conftest import block_bounds, h5_pdarray
     from daemons import Daemon, free_tcp_endpoint
     import h5ark
+    import hsds_bench
     MISSING = None
 except ImportError as e:
     MISSING = e
@@ -141,6 +142,7 @@ def measures(a):
                      *at_least(0.8)),
         "ak_sum": (f"Arkouda sumAll<int64,1> of {size}", "native reduce sum, same array",
                    *at_least(0.8)),
+        **hsds_bench.rows(a),
         # what two threads of this machine do against one, on the work above: its limit
         "limit_memory": ("machine: memory streaming, 2 threads", "the same, 1 thread",
                          "(limit)", None),
@@ -1519,7 +1521,9 @@ GROUPS = {"raw": ("ping, tohdf/readhdf vs write/pread, put + get (h5ark-bench)",
           "packlayout": ("a first pack of LBANN samples in each HDF5 layout vs an h5py + "
                          "numpy loop", pack_layouts_measure),
           "arkouda": ("the Arkouda endpoint's transfer and round trip vs the native one",
-                      arkouda_measure)}
+                      arkouda_measure),
+          "hsds": ("the HSDS endpoint's slab read vs h5py, its round trip vs a native ping",
+                   lambda a: hsds_bench.measure(a, h5ark))}
 
 
 def main():

@@ -300,7 +300,8 @@ int h5obj_read_value(const h5obj_file *f, hid_t dset, const h5obj_args *a, h5obj
                    (unsigned long long)(nelem * size), (unsigned long long)a->max_bytes);
         goto done;
     }
-    buf = calloc(nelem ? nelem : 1, size);
+    /* every byte is read into (pointers too), but a vlen buffer is reclaimed as it is */
+    buf = vlen ? calloc(nelem ? nelem : 1, size) : malloc(nelem ? nelem * size : 1);
     if (!buf) {
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         goto done;

@@ -43,6 +43,10 @@ typedef struct {
 static int wopen(const char *domain, wfile *w, h5ark_error *err) {
     w->twinned = false;
     if (h5obj_locate(domain, &w->f, err)) return -1;
+    if (h5u_is_hdf5(w->f.abs) <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "domain '%s' is not an HDF5 file", domain);
+    }
     if (twin_begin(&w->tc, w->f.abs, domain, err)) return -1;
     w->twinned = true;
     h5u_io_clear();
