@@ -363,6 +363,15 @@ static hid_t dataset_plist(const json_t *cp, hid_t type, int rank, const hsize_t
         free(buf);
         if (wire >= 0) H5Tclose(wire);
     }
+    const char *ft = json_string_value(json_object_get(cp, "fillTime"));
+    if (rc == 0 && ft) { /* h5pyd asks ALLOC for chunked datasets */
+        H5D_fill_time_t when = !strcmp(ft, "H5D_FILL_TIME_ALLOC")   ? H5D_FILL_TIME_ALLOC
+                               : !strcmp(ft, "H5D_FILL_TIME_NEVER") ? H5D_FILL_TIME_NEVER
+                               : !strcmp(ft, "H5D_FILL_TIME_IFSET") ? H5D_FILL_TIME_IFSET
+                                                                    : H5D_FILL_TIME_ERROR;
+        if (when == H5D_FILL_TIME_ERROR || H5Pset_fill_time(dcpl, when) < 0)
+            rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "fillTime: '%.40s' is not one", ft);
+    }
     if (rc == 0 && wants_order(cp))
         H5Pset_attr_creation_order(dcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
     if (rc) {

@@ -226,7 +226,8 @@ def test_chunks_filters_fill_and_layout_rules(ep, hsds):
     create_dataset(ep, dom, root, "kept", {
         "type": f8, "shape": [10, 6], "maxdims": [0, 6],
         "creationProperties": {"layout": {"class": "H5D_CHUNKED", "dims": [3, 2]},
-                               "filters": gz, "fillValue": -1.5}})
+                               "filters": gz, "fillValue": -1.5,
+                               "fillTime": "H5D_FILL_TIME_ALLOC"}})
     create_dataset(ep, dom, root, "whole", {"type": f8, "shape": [100, 10],
                                             "creationProperties": {"filters": gz}})
     create_dataset(ep, dom, root, "grows", {"type": f8, "shape": [10], "maxdims": [0]})
@@ -237,6 +238,7 @@ def test_chunks_filters_fill_and_layout_rules(ep, hsds):
         assert k.chunks == (3, 2) and k.maxshape == (None, 6) and k.compression == "gzip"
         assert k.compression_opts == 5 and k.shuffle and k.fillvalue == -1.5
         assert (k[()] == -1.5).all()
+        assert k.id.get_create_plist().get_fill_time() == h5py.h5d.FILL_TIME_ALLOC
         assert f["whole"].chunks == (100, 10)
         assert f["grows"].chunks is not None and f["grows"].maxshape == (None,)
         assert f["scalar"][()] == 2.5 and f["null"].shape is None
@@ -248,6 +250,7 @@ def test_chunks_filters_fill_and_layout_rules(ep, hsds):
         {"type": f8, "shape": [4], "creationProperties": {"layout": {"class": "H5D_CHUNKED",
                                                                      "dims": [2, 2]}}},
         {"type": f8, "shape": [4], "creationProperties": {"filters": [{"name": "lzf"}]}},
+        {"type": f8, "shape": [4], "creationProperties": {"fillTime": "sometimes"}},
         {"type": {"class": "H5T_TIME"}, "shape": [4]},
         {"type": "H5T_STD_I9LE", "shape": [4]},
         {"type": f8, "shape": [-1]},
