@@ -315,17 +315,6 @@ static unsigned attr_count(hid_t obj) {
     return H5Oget_info2(obj, &oi, H5O_INFO_NUM_ATTRS) < 0 ? 0 : (unsigned)oi.num_attrs;
 }
 
-/* Whether a group tracks the creation order of its links (and can be listed by it). */
-static bool tracks_order(hid_t g) {
-    hid_t gcpl = H5Gget_create_plist(g);
-    unsigned flags = 0;
-    if (gcpl >= 0) {
-        H5Pget_link_creation_order(gcpl, &flags);
-        H5Pclose(gcpl);
-    }
-    return (flags & H5P_CRT_ORDER_TRACKED) && (flags & H5P_CRT_ORDER_INDEXED);
-}
-
 static int common(h5ark_value *m, const h5obj_file *f, const char *id, hid_t obj) {
     return set(m, "id", h5ark_value_str(id)) ||
            set(m, "root", h5obj_id_value(f, 'g', addr_of(f->fid))) ||
@@ -338,7 +327,7 @@ static int group_json(h5ark_value *m, const h5obj_file *f, const char *id, hid_t
     uint64_t links = H5Gget_info(g, &gi) < 0 ? 0 : gi.nlinks;
     if (addr_of(g) == addr_of(f->fid) && H5Lexists(g, H5OBJ_HOLD, H5P_DEFAULT) > 0) links--;
     h5ark_value *cp = h5ark_value_map();
-    if (cp && tracks_order(g) && set(cp, "CreateOrder", h5ark_value_int(1))) return -1;
+    if (cp && h5obj_tracks_order(g) && set(cp, "CreateOrder", h5ark_value_int(1))) return -1;
     return common(m, f, id, g) || set(m, "linkCount", h5ark_value_uint(links)) ||
            set(m, "creationProperties", cp);
 }

@@ -42,6 +42,9 @@ int h5obj_times(h5ark_value *m, const h5obj_file *f);
 
 /* ---- links and attributes (h5obj_links.c) ---- */
 
+/* Whether a group tracks the creation order of its links (and can be listed by it). */
+bool h5obj_tracks_order(hid_t g);
+
 int h5obj_links(const h5obj_file *f, hid_t g, const h5obj_args *a, h5obj_answer *out,
                 h5ark_error *err);
 int h5obj_link(const h5obj_file *f, hid_t g, const h5obj_args *a, h5obj_answer *out,
@@ -84,6 +87,22 @@ int h5obj_make_shape(const json_t *shape, const json_t *maxdims, int *rank, hsiz
 
 /* ---- values (h5obj_value.c) ---- */
 
+/* A dataset's values to read or write: its type and space, the selection of a (select or
+ * points), the memory type, space and buffer for it. h5obj_values_begin: 0, 1 when the
+ * dataset's shape is null (nothing to read or write), -1 with err (bad selection, over
+ * max_bytes); h5obj_values_end after either. */
+typedef struct {
+    hid_t ftype, space, wire, mspace;
+    H5S_class_t cls;
+    bool vlen;
+    hsize_t rdims[H5S_MAX_RANK];
+    int rrank;
+    uint64_t n;
+    char *buf;
+} h5obj_values;
+int h5obj_values_begin(hid_t dset, const h5obj_args *a, uint64_t max_bytes, h5obj_values *v,
+                       h5ark_error *err);
+void h5obj_values_end(h5obj_values *v);
 /* A dataset's selected values into out (json or bytes). */
 int h5obj_read_value(const h5obj_file *f, hid_t dset, const h5obj_args *a, h5obj_answer *out,
                      h5ark_error *err);

@@ -30,6 +30,19 @@ static int check_name(const char *name, const char *what, h5ark_error *err) {
     return 0;
 }
 
+/* Whether a listing takes `name`: 0 to leave it out, 1 to list it, -1 when the listing is
+ * full (a page's Limit, or LIST_MAX). Names up to the Marker are left out. */
+static int listing_takes(const h5obj_args *a, bool *past_marker, const h5ark_value *list,
+                         const char *name) {
+    if (a->marker && !*past_marker) {
+        *past_marker = strcmp(name, a->marker) == 0;
+        return 0;
+    }
+    if (a->pattern && fnmatch(a->pattern, name, 0) != 0) return 0;
+    size_t n = h5ark_value_len(list);
+    return (a->limit > 0 && (int64_t)n >= a->limit) || n >= LIST_MAX ? -1 : 1;
+}
+
 /* ---- links ------------------------------------------------------------------------- */
 
 static h5ark_value *link_json(const h5obj_file *f, hid_t g, const char *name,
@@ -92,14 +105,8 @@ typedef struct {
 static herr_t one_link(hid_t g, const char *name, const H5L_info_t *info, void *arg) {
     links_state *s = arg;
     if (s->root && strcmp(name, H5OBJ_HOLD) == 0) return 0;
-    if (s->a->marker && !s->past_marker) {
-        s->past_marker = strcmp(name, s->a->marker) == 0;
-        return 0;
-    }
-    if (s->a->pattern && fnmatch(s->a->pattern, name, 0) != 0) return 0;
-    if ((s->a->limit > 0 && (int64_t)h5ark_value_len(s->list) >= s->a->limit) ||
-        h5ark_value_len(s->list) >= LIST_MAX)
-        return 1;
+    int takes = listing_takes(s->a, &s->past_marker, s->list, name);
+    if (takes <= 0) return takes < 0 ? 1 : 0;
     haddr_t sub = HADDR_UNDEF;
     h5ark_value *l = link_json(s->f, g, name, info, s->a->follow_links ? &sub : NULL);
     if (!l || h5ark_value_push(s->list, l)) {
@@ -124,7 +131,7 @@ static herr_t one_link(hid_t g, const char *name, const H5L_info_t *info, void *
     return 0;
 }
 
-static bool tracks_order(hid_t g) {
+bool h5obj_tracks_order(hid_t g) {
     hid_t gcpl = H5Gget_create_plist(g);
     unsigned flags = 0;
     if (gcpl >= 0) {
@@ -142,7 +149,8 @@ static h5ark_value *list_group(links_state *s, hid_t g, h5ark_error *err) {
         oom(err);
         return NULL;
     }
-    H5_index_t idx = s->a->create_order && tracks_order(g) ? H5_INDEX_CRT_ORDER : H5_INDEX_NAME;
+    H5_index_t idx =
+        s->a->create_order && h5obj_tracks_order(g) ? H5_INDEX_CRT_ORDER : H5_INDEX_NAME;
     hsize_t at = 0;
     if (H5Literate(g, idx, H5_ITER_INC, &at, one_link, s) < 0 || s->failed) {
         H5Eclear2(H5E_DEFAULT);
@@ -265,14 +273,8 @@ typedef struct {
 static herr_t one_attr(hid_t obj, const char *name, const H5A_info_t *info, void *arg) {
     (void)info;
     attrs_state *s = arg;
-    if (s->a->marker && !s->past_marker) {
-        s->past_marker = strcmp(name, s->a->marker) == 0;
-        return 0;
-    }
-    if (s->a->pattern && fnmatch(s->a->pattern, name, 0) != 0) return 0;
-    if ((s->a->limit > 0 && (int64_t)h5ark_value_len(s->list) >= s->a->limit) ||
-        h5ark_value_len(s->list) >= LIST_MAX)
-        return 1;
+    int takes = listing_takes(s->a, &s->past_marker, s->list, name);
+    if (takes <= 0) return takes < 0 ? 1 : 0;
     h5ark_value *m = attr_json(s->f, obj, name, s->a->include_data, false, s->err);
     if (!m || h5ark_value_push(s->list, m)) {
         if (!s->err->code) oom(s->err);

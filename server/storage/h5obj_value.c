@@ -264,80 +264,70 @@ int h5obj_select(hid_t space, const h5obj_args *a, hsize_t *rdims, int *rrank, u
     return rc;
 }
 
+int h5obj_values_begin(hid_t dset, const h5obj_args *a, uint64_t max_bytes, h5obj_values *v,
+                       h5ark_error *err) {
+    *v = (h5obj_values){
+        .ftype = H5Dget_type(dset), .space = H5Dget_space(dset), .wire = -1, .mspace = -1};
+    if (v->ftype < 0 || v->space < 0)
+        return h5u_fail(err, H5ARK_SCHEMA_ERROR, "cannot read the dataset's type or shape");
+    v->cls = H5Sget_simple_extent_type(v->space);
+    if (v->cls == H5S_NULL) return 1;
+    if (v->cls == H5S_SCALAR && ((a->select && a->select[0]) || a->points))
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "a scalar dataset takes no selection");
+    if (v->cls == H5S_SCALAR)
+        v->n = 1;
+    else if (h5obj_select(v->space, a, v->rdims, &v->rrank, &v->n, err))
+        return -1;
+    if ((v->wire = h5obj_wire_type(v->ftype, &v->vlen, err)) < 0) return -1;
+    size_t size = H5Tget_size(v->wire);
+    if (!v->vlen && v->n * size > max_bytes)
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT,
+                          "%llu bytes of values, over max_request_size (%llu)",
+                          (unsigned long long)(v->n * size), (unsigned long long)max_bytes);
+    /* every byte is read or written (pointers too), but a vlen buffer is reclaimed whole */
+    v->buf = v->vlen ? calloc(v->n ? v->n : 1, size) : malloc(v->n ? v->n * size : 1);
+    if (!v->buf) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    hsize_t m = v->n;
+    v->mspace = v->cls == H5S_SCALAR ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &m, NULL);
+    return v->mspace < 0 ? h5u_fail(err, H5ARK_INTERNAL, "cannot make a dataspace") : 0;
+}
+
+void h5obj_values_end(h5obj_values *v) {
+    free(v->buf);
+    if (v->mspace >= 0) H5Sclose(v->mspace);
+    if (v->wire >= 0) H5Tclose(v->wire);
+    if (v->space >= 0) H5Sclose(v->space);
+    if (v->ftype >= 0) H5Tclose(v->ftype);
+}
+
 int h5obj_read_value(const h5obj_file *f, hid_t dset, const h5obj_args *a, h5obj_answer *out,
                      h5ark_error *err) {
-    (void)f;
-    hid_t ftype = H5Dget_type(dset), space = H5Dget_space(dset), wire = -1, mspace = -1;
-    bool vlen = false;
-    char *buf = NULL;
-    hsize_t rdims[H5S_MAX_RANK];
-    int rrank = 0, rc = -1;
-    uint64_t nelem = 0;
-    if (ftype < 0 || space < 0) {
-        h5u_fail(err, H5ARK_SCHEMA_ERROR, "cannot read the dataset's type or shape");
-        goto done;
-    }
-    H5S_class_t cls = H5Sget_simple_extent_type(space);
-    if (cls == H5S_NULL) { /* nothing to read */
+    h5obj_values v;
+    int rc = h5obj_values_begin(dset, a, a->max_bytes, &v, err);
+    if (rc == 1) { /* a null shape: nothing to read */
         out->json = h5ark_value_map();
         if (a->json_values) h5ark_value_set(out->json, "value", h5ark_value_nil());
         rc = out->json ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        goto done;
-    }
-    if (cls == H5S_SCALAR && ((a->select && a->select[0]) || a->points)) {
-        h5ark_fail(err, H5ARK_BAD_REQUEST, "a scalar dataset takes no selection");
-        goto done;
-    }
-    if (cls == H5S_SCALAR)
-        nelem = 1;
-    else if (h5obj_select(space, a, rdims, &rrank, &nelem, err))
-        goto done;
-    if ((wire = h5obj_wire_type(ftype, &vlen, err)) < 0) goto done;
-    size_t size = H5Tget_size(wire);
-    if (!vlen && nelem * size > a->max_bytes) {
-        h5ark_fail(err, H5ARK_RESOURCE_LIMIT,
-                   "the answer would be %llu bytes, over max_request_size (%llu)",
-                   (unsigned long long)(nelem * size), (unsigned long long)a->max_bytes);
-        goto done;
-    }
-    /* every byte is read into (pointers too), but a vlen buffer is reclaimed as it is */
-    buf = vlen ? calloc(nelem ? nelem : 1, size) : malloc(nelem ? nelem * size : 1);
-    if (!buf) {
-        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-        goto done;
-    }
-    hsize_t mdim = nelem;
-    mspace = cls == H5S_SCALAR ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &mdim, NULL);
-    if (nelem && (mspace < 0 || H5Dread(dset, wire, mspace, space, H5P_DEFAULT, buf) < 0)) {
-        h5u_fail(err, H5ARK_IO_ERROR, "cannot read the values");
+    } else if (rc == 0 && v.n && H5Dread(dset, v.wire, v.mspace, v.space, H5P_DEFAULT, v.buf) < 0) {
+        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot read the values");
         h5u_io_blame(f->fid, err);
-        goto done;
-    }
-    if (a->json_values) {
-        h5ark_value *v = h5obj_values_json(wire, buf, nelem, rdims, rrank, err);
-        out->json = h5ark_value_map();
-        if (!v || !out->json || h5ark_value_set(out->json, "value", v)) {
-            if (!err->code) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-            goto reclaim;
+    } else if (rc == 0) {
+        if (a->json_values) {
+            h5ark_value *j = h5obj_values_json(v.wire, v.buf, v.n, v.rdims, v.rrank, err);
+            out->json = h5ark_value_map();
+            if (!j || !out->json || h5ark_value_set(out->json, "value", j))
+                rc = err->code ? -1 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        } else if (v.vlen) {
+            rc = h5obj_vlen_binary((const char *const *)v.buf, v.n, a->max_bytes, &out->bytes,
+                                   &out->nbytes, err);
+        } else {
+            out->bytes = v.buf;
+            out->nbytes = v.n * H5Tget_size(v.wire);
+            v.buf = NULL;
         }
-    } else if (vlen) {
-        if (h5obj_vlen_binary((const char *const *)buf, nelem, a->max_bytes, &out->bytes,
-                              &out->nbytes, err))
-            goto reclaim;
-    } else {
-        out->bytes = buf;
-        out->nbytes = nelem * size;
-        buf = NULL;
+        if (v.vlen && v.n) H5Dvlen_reclaim(v.wire, v.mspace, H5P_DEFAULT, v.buf);
     }
-    rc = 0;
-reclaim:
-    if (vlen && nelem) H5Dvlen_reclaim(wire, mspace, H5P_DEFAULT, buf);
-done:
-    free(buf);
-    if (mspace >= 0) H5Sclose(mspace);
-    if (wire >= 0) H5Tclose(wire);
-    if (space >= 0) H5Sclose(space);
-    if (ftype >= 0) H5Tclose(ftype);
+    h5obj_values_end(&v);
     return rc;
 }
 

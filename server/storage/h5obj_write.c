@@ -524,55 +524,18 @@ static int body_elements(const h5obj_args *a, hid_t wire, bool vlen, uint64_t n,
 }
 
 static int put_value(hid_t d, const h5obj_args *a, h5ark_error *err) {
-    hid_t ftype = H5Dget_type(d), space = H5Dget_space(d), wire = -1, mspace = -1;
-    hsize_t rdims[H5S_MAX_RANK];
-    int rrank = 0, rc = -1;
-    uint64_t n = 0;
-    bool vlen = false;
-    char *buf = NULL;
-    H5S_class_t cls = space >= 0 ? H5Sget_simple_extent_type(space) : H5S_NULL;
-    if (cls == H5S_NULL) {
-        h5ark_fail(err, H5ARK_BAD_REQUEST, "a dataset of null shape holds no values");
-        goto done;
-    }
-    if (cls == H5S_SCALAR) {
-        if (a->select && a->select[0]) {
-            h5ark_fail(err, H5ARK_BAD_REQUEST, "a scalar dataset takes no selection");
-            goto done;
-        }
-        n = 1;
-    } else if (h5obj_select(space, a, rdims, &rrank, &n, err)) {
-        goto done;
-    }
-    if ((wire = h5obj_wire_type(ftype, &vlen, err)) < 0) goto done;
-    if (n * H5Tget_size(wire) > H5OBJ_MAX_REQUEST * 2) {
-        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "the selection is too large to write at once");
-        goto done;
-    }
-    if (!(buf = calloc(n ? n : 1, H5Tget_size(wire)))) {
-        oom(err);
-        goto done;
-    }
-    if (body_elements(a, wire, vlen, n, rdims, rrank, buf, err)) goto reclaim;
-    hsize_t m = n;
-    mspace = cls == H5S_SCALAR ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &m, NULL);
-    if (n && (mspace < 0 || H5Dwrite(d, wire, mspace, space, H5P_DEFAULT, buf) < 0)) {
-        h5u_fail(err, H5ARK_BAD_REQUEST, "cannot write the values");
-        goto reclaim;
-    }
-    rc = 0;
-reclaim:
-    for (uint64_t i = 0; vlen && i < n; i++) {
+    h5obj_values v;
+    int rc = h5obj_values_begin(d, a, H5OBJ_MAX_REQUEST * 2, &v, err);
+    if (rc == 1) rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "a dataset of null shape holds no values");
+    if (rc == 0) rc = body_elements(a, v.wire, v.vlen, v.n, v.rdims, v.rrank, v.buf, err);
+    if (rc == 0 && v.n && H5Dwrite(d, v.wire, v.mspace, v.space, H5P_DEFAULT, v.buf) < 0)
+        rc = h5u_fail(err, H5ARK_BAD_REQUEST, "cannot write the values");
+    for (uint64_t i = 0; v.vlen && v.buf && i < v.n; i++) {
         char *s;
-        memcpy(&s, buf + i * sizeof s, sizeof s);
+        memcpy(&s, v.buf + i * sizeof s, sizeof s);
         free(s);
     }
-done:
-    free(buf);
-    if (mspace >= 0) H5Sclose(mspace);
-    if (wire >= 0) H5Tclose(wire);
-    if (space >= 0) H5Sclose(space);
-    if (ftype >= 0) H5Tclose(ftype);
+    h5obj_values_end(&v);
     return rc;
 }
 

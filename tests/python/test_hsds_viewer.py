@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from daemons import Daemon, daemon_binary, free_port
-from test_viewer import (CHROMEDRIVER, CHROMIUM, WAIT, artifact, body_shows, page_missing,
+from test_viewer import (CHROMEDRIVER, CHROMIUM, artifact, body_shows, chromium, page_missing,
                          png_colors, wait_for)
 
 TOKEN = "hsds-viewer-token"
@@ -52,15 +52,7 @@ def page():
 
 @pytest.fixture(scope="module")
 def browser(page):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for arg in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-                "--window-size=1280,900", "--enable-unsafe-swiftshader", "--use-angle=swiftshader"]:
-        opts.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
-    driver.set_page_load_timeout(WAIT)
+    driver = chromium()
     yield driver
     driver.quit()
 
