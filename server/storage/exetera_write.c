@@ -225,6 +225,7 @@ int storage_exetera_write(const storage_item *items, size_t nitems, const char *
         free(fields);
         return -1;
     }
+    twin_changes_lock(); /* before exetera_lock: the order every writer takes them in */
     pthread_mutex_lock(&exetera_lock);
     ex_file file = {.h5 = H5I_INVALID_HID};
     hid_t df = H5I_INVALID_HID;
@@ -263,6 +264,7 @@ int storage_exetera_write(const storage_item *items, size_t nitems, const char *
     bool existed = file.exists;
     if (ex_close(&file, rc == 0, err) && rc == 0) rc = -1;
     pthread_mutex_unlock(&exetera_lock);
+    twin_changes_unlock();
     if (rc == 0 && h5ark_value_push(files, h5ark_value_str(files_display(file.final))))
         rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     if (rc == 0 && fresh && existed) {
@@ -297,6 +299,7 @@ int storage_exetera_part(const char *path, const char *field, const object *obj,
     if (split_field(field, group, name, err)) return -1;
     if (fieldtype && exetera_spec_parse(fieldtype, &want, err)) return -1;
     if (!fieldtype && exetera_spec_of(obj, label, &want, err)) return -1;
+    twin_changes_lock(); /* before exetera_lock: the order every writer takes them in */
     pthread_mutex_lock(&exetera_lock);
     ex_file file = {.h5 = H5I_INVALID_HID};
     hid_t df = H5I_INVALID_HID;
@@ -328,6 +331,7 @@ int storage_exetera_part(const char *path, const char *field, const object *obj,
     if (df >= 0) H5Gclose(df);
     if (ex_close(&file, rc == 0, err) && rc == 0) rc = -1;
     pthread_mutex_unlock(&exetera_lock);
+    twin_changes_unlock();
     return rc;
 }
 
@@ -336,6 +340,7 @@ int storage_exetera_complete(const char *path, const char *field, int64_t *rows,
     h5u_io_clear();
     char group[1024], name[1024];
     if (split_field(field, group, name, err)) return -1;
+    twin_changes_lock(); /* before exetera_lock: the order every writer takes them in */
     pthread_mutex_lock(&exetera_lock);
     ex_file file = {.h5 = H5I_INVALID_HID};
     hid_t df = H5I_INVALID_HID, g = H5I_INVALID_HID;
@@ -356,5 +361,6 @@ int storage_exetera_complete(const char *path, const char *field, int64_t *rows,
     if (ex_close(&file, rc == 0, err) && rc == 0) rc = -1;
     if (rc == 0) twin_drop(file.final); /* the stream is over */
     pthread_mutex_unlock(&exetera_lock);
+    twin_changes_unlock();
     return rc;
 }

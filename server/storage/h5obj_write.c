@@ -1,8 +1,8 @@
 /* The HSDS API's changes to files (HSDS_API.md §6-9, §11): each request atomic and durable
  * on its own. A change inside a file is made to its twin (twin.h), which keeps every object's
  * address, hence its id, and is swapped in whole; a new file is written beside its name and
- * linked in; changes are serialised. Anonymous objects wait in the root's /.h5ark-unlinked
- * until they are linked. */
+ * linked in; changes are serialised with every writer of files (twin_changes_lock). Anonymous
+ * objects wait in the root's /.h5ark-unlinked until they are linked. */
 #include "storage/h5obj_int.h"
 
 #include "storage/files.h"
@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,10 +22,6 @@
 #define CHUNK_MIN  (8 * 1024)
 #define CHUNK_MAX  (1024 * 1024)
 #define NEW_NAME   "h5ark-new"
-
-/* One change at a time: the twin of a file is one per file, and creating a domain checks
- * that none is there before putting one in place. */
-static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int oom(h5ark_error *err) {
     return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
@@ -707,10 +702,10 @@ static int change_file(const h5obj_args *a, h5obj_answer *out, h5ark_error *err)
 }
 
 int h5obj_write(const h5obj_args *a, h5obj_answer *out, h5ark_error *err) {
-    pthread_mutex_lock(&write_lock);
+    twin_changes_lock(); /* serialised with every other writer of files (twin.h) */
     int rc = a->op == H5OBJ_PUT_DOMAIN      ? put_domain(a, out, err)
              : a->op == H5OBJ_DELETE_DOMAIN ? delete_domain(a, out, err)
                                             : change_file(a, out, err);
-    pthread_mutex_unlock(&write_lock);
+    twin_changes_unlock();
     return rc;
 }

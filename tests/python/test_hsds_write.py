@@ -19,7 +19,7 @@ import pytest
 
 from daemons import Daemon, MPIRUN, free_port, mpi_build, TOOL_SLOWDOWN
 from test_hsds import Endpoint, basic, ID
-from wire import ok, send
+from wire import ok, put_array, send
 
 WRITE, READ = "hsds-w-secret", "hsds-r-secret"
 TEMP = re.compile(r"^\..*\.h5ark-tmp\.\d+\.\d+$")
@@ -560,5 +560,38 @@ def test_endpoint_at_two_ranks():
         assert got == 200 and json.loads(body)["value"] == [1, 2, 3]
         with h5py.File(d.data_dir / "ranks.h5", "r") as f:
             assert f["x"][()].tolist() == [0, 1, 2, 3, 4]
+    finally:
+        d.cleanup()
+
+
+def test_changes_serialised_with_tohdf():
+    """tohdf (mode update, which copies the file and puts the copy in place) and HSDS value
+    writes to another dataset of the same file, at the same time, round after round: after
+    each round the file holds both rounds' values, none lost to the other's put in place."""
+    port = free_port()
+    d = Daemon(locales=2, extra_args=["--hsds-endpoint", f"127.0.0.1:{port}"])
+    try:
+        d.data_dir.mkdir(exist_ok=True)
+        n = 1 << 16
+        with h5py.File(d.data_dir / "both.h5", "w") as f:
+            f["a"] = np.zeros(n, dtype="<i8")
+            f["b"] = np.zeros(n, dtype="<i8")
+        ep = Endpoint(port, auth=None)
+        root = call(ep, "GET", "/", "/both.h5")["root"]
+        bid = call(ep, "GET", f"/groups/{root}/links/b", "/both.h5")["link"]["id"]
+        for k in range(1, 13):
+            name = put_array(d, np.full(n, k, dtype="<i8"))
+            done = []
+            t = threading.Thread(target=lambda: done.append(send(d, "tohdf", {
+                "names": [name], "datasets": ["a"], "path": "both.h5", "mode": "update",
+                "file_type": "single"})))
+            t.start()
+            for _ in range(3):
+                call(ep, "PUT", f"/datasets/{bid}/value", "/both.h5",
+                     np.full(n, k, dtype="<i8").tobytes(), headers=OCTETS)
+            t.join()
+            ok(done[0])
+            with h5py.File(d.data_dir / "both.h5", "r") as f:
+                assert (f["a"][()] == k).all() and (f["b"][()] == k).all(), k
     finally:
         d.cleanup()
