@@ -1523,7 +1523,7 @@ GROUPS = {"raw": ("ping, tohdf/readhdf vs write/pread, put + get (h5ark-bench)",
           "arkouda": ("the Arkouda endpoint's transfer and round trip vs the native one",
                       arkouda_measure),
           "hsds": ("the HSDS endpoint's slab read vs h5py, its round trip vs a native ping",
-                   lambda a: hsds_bench.measure(a, h5ark))}
+                   hsds_bench.measure)}
 
 
 def main():
