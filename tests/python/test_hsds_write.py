@@ -595,3 +595,23 @@ def test_changes_serialised_with_tohdf():
                 assert (f["a"][()] == k).all() and (f["b"][()] == k).all(), k
     finally:
         d.cleanup()
+
+
+def test_a_body_over_the_limit_is_refused_unread(ep, hsds):
+    """A body announced over max_request_size is answered 413 from its headers alone."""
+    import socket
+    root = new_domain(ep, "/big-body.h5")
+    limit = call(ep, "GET", "/", "/big-body.h5")["limits"]["max_request_size"]
+    with socket.create_connection(("127.0.0.1", hsds[1]), timeout=30) as s:
+        s.sendall((f"PUT /groups/{root}/attributes/a?domain=/big-body.h5 HTTP/1.1\r\n"
+                   f"Host: t\r\nAuthorization: {basic('alice', WRITE)}\r\n"
+                   f"Content-Type: application/json\r\nContent-Length: {limit + 1}\r\n\r\n")
+                  .encode())
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+    assert call(ep, "GET", f"/groups/{root}/attributes", "/big-body.h5")["attributes"] == []
