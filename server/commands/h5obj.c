@@ -117,7 +117,7 @@ const command_def h5obj_commands[] = {
      .ranks = RANKS_ZERO},
     {"h5links",
      cmd_h5links,
-     {DOMAIN_ARG, ID_ARGS, LIST_ARGS, {"follow_links", ARG_BOOL, false}, {0}},
+     {DOMAIN_ARG, ID_ARGS, LIST_ARGS, {"follow_links", ARG_BOOL, false}, BODY_ARG, {0}},
      .read_only = true,
      .ranks = RANKS_ZERO},
     {"h5link",

@@ -232,7 +232,7 @@ static int route(const http_request *req, hsds_call *c, http_response *out) {
                           : n == 2                            ? "GET"
                           : links || attrs                    ? (n == 4  ? "GET, PUT, DELETE"
                                                                  : attrs ? "GET, PUT"
-                                                                         : "GET")
+                                                                         : "GET, POST")
                           : shape                             ? "GET, PUT"
                           : value                             ? "GET, POST, PUT"
                                                               : "";
@@ -242,7 +242,7 @@ static int route(const http_request *req, hsds_call *c, http_response *out) {
         allow(out, allowed[0] ? allowed : "GET");
         return -1;
     }
-    c->changes = !get && !(post && value);
+    c->changes = !get && !(post && (value || links)); /* POSTs that only read */
     if (n == 0) {
         a->op = get ? H5OBJ_DOMAIN : put ? H5OBJ_PUT_DOMAIN : H5OBJ_DELETE_DOMAIN;
         a->verbose = arg_true(req, "verbose");

@@ -94,6 +94,7 @@ static h5ark_value *link_json(const h5obj_file *f, hid_t g, const char *name,
 typedef struct {
     const h5obj_file *f;
     const h5obj_args *a;
+    const json_t *titles; /* POST .../links {"titles"}: only these (NULL: all) */
     bool root;
     bool past_marker;
     h5ark_value *list;
@@ -105,6 +106,11 @@ typedef struct {
 static herr_t one_link(hid_t g, const char *name, const H5L_info_t *info, void *arg) {
     links_state *s = arg;
     if (s->root && strcmp(name, H5OBJ_HOLD) == 0) return 0;
+    bool asked = !s->titles;
+    for (size_t i = 0; !asked && i < json_array_size(s->titles); i++)
+        asked = json_is_string(json_array_get(s->titles, i)) &&
+                strcmp(json_string_value(json_array_get(s->titles, i)), name) == 0;
+    if (!asked) return 0;
     int takes = listing_takes(s->a, &s->past_marker, s->list, name);
     if (takes <= 0) return takes < 0 ? 1 : 0;
     haddr_t sub = HADDR_UNDEF;
@@ -175,7 +181,19 @@ static int put_list(h5ark_value *by_id, h5ark_value *id, h5ark_value *list) {
 int h5obj_links(const h5obj_file *f, hid_t g, const h5obj_args *a, h5obj_answer *out,
                 h5ark_error *err) {
     links_state s = {.f = f, .a = a};
+    json_t *body = NULL;
+    if (a->body && a->body_len) { /* the links of these titles */
+        json_error_t je;
+        body = json_loadb(a->body, a->body_len, 0, &je);
+        s.titles = json_object_get(body, "titles");
+        if (!json_is_array(s.titles)) {
+            json_decref(body);
+            return h5ark_fail(err, H5ARK_BAD_REQUEST, "the body is {\"titles\": [names]}");
+        }
+    }
     h5ark_value *list = list_group(&s, g, err);
+    json_decref(body);
+    s.titles = NULL;
     if (!list) return -1;
     out->json = h5ark_value_map();
     if (!out->json) {

@@ -615,6 +615,9 @@ def test_native_commands(hsds):
     attr = ok(send(d, "h5attr", {"domain": "/plain.h5", "id": root, "name": "title"}))
     assert attr["value"] == "plain"
     assert len(ok(send(d, "h5attrs", {"domain": "/plain.h5", "id": root}))["attributes"]) == 3
+    some = ok(send(d, "h5links", {"domain": "/plain.h5", "id": root,
+                                  "body": json.dumps({"titles": ["g1"]})}))["links"]
+    assert [link["title"] for link in some] == ["g1"]
     fails(send(d, "h5domain", {"domain": "/../x.h5"}), "forbidden")
     fails(send(d, "h5get", {"domain": "/plain.h5", "id": "g-bad"}), "bad_request")
     fails(send(d, "h5link", {"domain": "/plain.h5", "id": root, "name": "zz"}), "not_found")
@@ -624,3 +627,20 @@ def test_native_commands_need_a_token(hsds):
     d = hsds[0]
     hdr, _ = send(d, "h5domain", {"domain": "/plain.h5"}, token=None)
     assert hdr["ok"] is False and hdr["error"]["code"] == "unauthorized"
+
+
+def test_links_by_titles(ep):
+    """POST .../links {"titles"}: only the links named (h5pyd's get of several names); a
+    read token may ask it."""
+    root = root_of(ep)
+    got, _, body = ep.call("POST", f"/groups/{root}/links", {"domain": "/plain.h5"},
+                           body=json.dumps({"titles": ["soft", "g1", "nothere"]}))
+    assert got == 200, body
+    assert [link["title"] for link in json.loads(body)["links"]] == ["g1", "soft"]
+    r = Endpoint(ep.port, auth=f"Bearer {READ}")
+    got, _, body = r.call("POST", f"/groups/{root}/links", {"domain": "/plain.h5"},
+                          body=json.dumps({"titles": ["g1"]}))
+    assert got == 200 and len(json.loads(body)["links"]) == 1
+    got, _, _ = ep.call("POST", f"/groups/{root}/links", {"domain": "/plain.h5"},
+                        body=b"{\"titles\": 3}")
+    assert got == 400
