@@ -4,7 +4,7 @@ with one locale), and their ratio, median of the runs with min and max.
 
 Run it from anywhere after building (bench/run uses the interpreter that has h5py):
 
-    bench/run [--runs N] [--quick] [--only raw,h5py,small,range,exetera,awkward,writepart,memory,scaling,gzip,ranks,pack,packlayout,arkouda,checkpoint] [--netns]
+    bench/run [--runs N] [--quick] [--only raw,h5py,small,range,exetera,awkward,writepart,memory,scaling,gzip,ranks,pack,packlayout,arkouda,checkpoint,hsds] [--netns]
 
 The raw-socket and raw-I/O measures come from build/bench/h5ark-bench (C); the measures
 against h5py, of many small files, of peak memory and of scaling with locales are made
@@ -39,6 +39,7 @@ try:  # --help answers without them; main() says which is missing
     from conftest import block_bounds, h5_pdarray
     from daemons import Daemon, free_tcp_endpoint
     import h5ark
+    import hsds_bench
     MISSING = None
 except ImportError as e:
     MISSING = e
@@ -147,6 +148,7 @@ def measures(a):
         "checkpoint_restore": ("restore of that checkpoint (load_checkpoint), cold",
                                "pread() of its files into fresh memory, a thread a file, cold",
                                *at_least(0.8)),
+        **hsds_bench.rows(a),
         # what two threads of this machine do against one, on the work above: its limit
         "limit_memory": ("machine: memory streaming, 2 threads", "the same, 1 thread",
                          "(limit)", None),
@@ -1594,7 +1596,9 @@ GROUPS = {"raw": ("ping, tohdf/readhdf vs write/pread, put + get (h5ark-bench)",
           "arkouda": ("the Arkouda endpoint's transfer and round trip vs the native one",
                       arkouda_measure),
           "checkpoint": ("checkpoint and its restore vs write+fsync and pread of the same bytes",
-                         checkpoint_measure)}
+                         checkpoint_measure),
+          "hsds": ("the HSDS endpoint's slab read vs h5py, its round trip vs a native ping",
+                   hsds_bench.measure)}
 
 
 def main():

@@ -24,6 +24,7 @@ typedef struct {
     uint64_t max_message;  /* bytes of one request, payload included */
     const char *metrics;   /* --metrics-endpoint "[HOST:]PORT", or NULL: none */
     const char *http;      /* --http-endpoint "[HOST:]PORT", or NULL: no HTTP gateway */
+    const char *hsds;      /* --hsds-endpoint "[HOST:]PORT", or NULL: no HSDS endpoint */
     const char *web_dir;   /* --web-dir, or NULL: looked for beside the program */
     /* Seconds without requests (but ping and getconfig) after which freed memory goes
      * back to the kernel (memory.h); 0: only at `clear`. */

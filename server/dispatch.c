@@ -15,10 +15,10 @@
 #include <string.h>
 
 static const command_def *const families[] = {
-    admin_commands,      array_commands,   hdf_commands,        composite_commands,
-    groupby_commands,    lbann_commands,   compute_commands,    select_commands,
-    file_commands,       strings_commands, bigint_commands,     acl_commands,
-    checkpoint_commands, user_commands,    ak_internal_commands};
+    admin_commands,      array_commands,   hdf_commands,     composite_commands,
+    groupby_commands,    lbann_commands,   compute_commands, select_commands,
+    file_commands,       strings_commands, bigint_commands,  acl_commands,
+    checkpoint_commands, user_commands,    h5obj_commands,   ak_internal_commands};
 
 static const command_def *command_find(const char *name) {
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)

@@ -2,6 +2,7 @@
 #include "checkpoint.h"
 #include "config.h"
 #include "front/gateway.h"
+#include "front/hsds.h"
 #include "h5ark_version.h"
 #include "locales.h"
 #include "front/http.h"
@@ -88,6 +89,8 @@ static void usage(FILE *out) {
             "                       this address (HOST default 127.0.0.1; default: off)\n"
             "  --http-endpoint [HOST:]PORT  serve the data directory read-only over HTTP:\n"
             "                       h5grove's API and the viewer page at / (default: off)\n"
+            "  --hsds-endpoint [HOST:]PORT  serve the data directory's HDF5 files over HSDS's\n"
+            "                       REST API, for h5pyd and h5web (default: off)\n"
             "  --web-dir DIR        the built viewer page to serve (default: `web` beside\n"
             "                       h5arkd, or ../share/h5ark/web from it)\n"
             "  --idle-release SECONDS  after this long without requests, give cached and\n"
@@ -207,7 +210,8 @@ static int configure(int argc, char **argv) {
         O_CKPT_DIR,
         O_CKPT_INT,
         O_CKPT_EXIT,
-        O_CKPT_KEEP
+        O_CKPT_KEEP,
+        O_HSDS
     };
     static const struct option opts[] = {{"endpoint", required_argument, 0, O_ENDPOINT},
                                          {"locales", required_argument, 0, O_LOCALES},
@@ -228,6 +232,7 @@ static int configure(int argc, char **argv) {
                                          {"checkpoint-interval", required_argument, 0, O_CKPT_INT},
                                          {"checkpoint-on-exit", no_argument, 0, O_CKPT_EXIT},
                                          {"checkpoint-keep", required_argument, 0, O_CKPT_KEEP},
+                                         {"hsds-endpoint", required_argument, 0, O_HSDS},
                                          {"curve-secret-file", required_argument, 0, O_CURVE},
                                          {"curve-keygen", required_argument, 0, O_KEYGEN},
                                          {"version", no_argument, 0, O_VERSION},
@@ -347,6 +352,10 @@ static int configure(int argc, char **argv) {
                 fprintf(stderr, "h5arkd: --checkpoint-keep must be a whole number from 1\n");
                 return -1;
             }
+            break;
+        case O_HSDS:
+            if (check_http_address("--hsds-endpoint", optarg)) return -1;
+            config.hsds = optarg;
             break;
         case O_HELP:
         case 'h': usage(stdout); exit(0);
@@ -486,6 +495,9 @@ int main(int argc, char **argv) {
     } else if (ranks_self() == 0 && gateway_start(config.http, config.web_dir, &err) != 0) {
         fprintf(stderr, "h5arkd: --http-endpoint: %s\n", err.message);
         rc = -1;
+    } else if (ranks_self() == 0 && hsds_start(config.hsds, &err) != 0) {
+        fprintf(stderr, "h5arkd: --hsds-endpoint: %s\n", err.message);
+        rc = -1;
     } else {
         rc = ranks_serve_start(zctx, &err);
         if (rc == 0 && ranks_count() > 1 && ranks_self() == 0)
@@ -505,6 +517,7 @@ int main(int argc, char **argv) {
         else
             log_notice("stopped cleanly");
     }
+    hsds_stop();
     gateway_stop();
     metrics_stop();
     if (rc != 0 && ranks_count() > 1) {

@@ -11,6 +11,8 @@ export default defineConfig({
     emptyOutDir: true,
     chunkSizeWarningLimit: 4096,
     rollupOptions: {
+      // the data directory viewer, and a file through the HSDS endpoint (hsds.html)
+      input: { index: 'index.html', hsds: 'hsds.html' },
       // h5web's dependencies mark React server components ("use client"): meaningless in
       // a page, and harmless
       onwarn(warning, warn) {

@@ -8,6 +8,7 @@
 #include "locales.h"
 #include "memory.h"
 #include "front/gateway.h"
+#include "front/hsds.h"
 #include "metrics.h"
 #include "dist/ranks.h"
 #include "dist/spmd.h"
@@ -52,7 +53,10 @@ static int cmd_getconfig(command_ctx *ctx, h5ark_error *err) {
                   metrics_address() ? h5ark_value_str(metrics_address()) : h5ark_value_nil(),
                   err) ||
         reply_set(ctx, "http_endpoint",
-                  gateway_address() ? h5ark_value_str(gateway_address()) : h5ark_value_nil(), err))
+                  gateway_address() ? h5ark_value_str(gateway_address()) : h5ark_value_nil(),
+                  err) ||
+        reply_set(ctx, "hsds_endpoint",
+                  hsds_address() ? h5ark_value_str(hsds_address()) : h5ark_value_nil(), err))
         return -1;
     /* ranks: the processes of the daemon; hosts: each rank's host name, in rank order */
     h5ark_value *hosts = spmd_hosts();

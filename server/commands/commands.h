@@ -15,6 +15,7 @@ extern const command_def compute_commands[];   /* binop cast fill reduce cumsum 
 extern const command_def select_commands[];    /* take slice assign concatenate unique ... */
 extern const command_def file_commands[];      /* glob filetype fileformat rmhdf */
 extern const command_def strings_commands[];   /* compare split random_strings */
+extern const command_def h5obj_commands[];     /* h5domain h5get h5links ... h5value */
 extern const command_def bigint_commands[];    /* bigint_arange bigint_limbs bigint_from_limbs */
 extern const command_def acl_commands[];       /* getacl setacl */
 extern const command_def user_commands[];      /* whoami reload */

@@ -7,6 +7,7 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +21,63 @@ struct http_server {
     struct MHD_Daemon *daemon;
     http_handler fn;
     void *arg;
+    size_t max_body; /* 0: bodies are not read */
     char address[300];
 };
+
+/* A request's body as it comes in (servers that read bodies). */
+typedef struct {
+    char *buf;
+    size_t len, cap;
+    bool too_large;
+} upload_state;
+
+static void upload_free(void *cls, struct MHD_Connection *conn, void **state,
+                        enum MHD_RequestTerminationCode why) {
+    (void)conn;
+    (void)why;
+    http_server *s = cls;
+    if (s->max_body && *state) {
+        upload_state *u = *state;
+        free(u->buf);
+        free(u);
+    }
+    *state = NULL;
+}
+
+/* Append a piece of the body, keeping a NUL after it; past the limit, drop it all. */
+static void upload_add(upload_state *u, size_t max, const char *data, size_t n) {
+    if (u->too_large) return;
+    if (u->len + n > max) {
+        u->too_large = true;
+        free(u->buf);
+        *u = (upload_state){.too_large = true};
+        return;
+    }
+    if (u->len + n + 1 > u->cap) {
+        size_t cap = u->cap ? u->cap : 4096;
+        while (cap < u->len + n + 1)
+            cap *= 2;
+        char *b = realloc(u->buf, cap);
+        if (!b) {
+            free(u->buf);
+            *u = (upload_state){.too_large = true};
+            return;
+        }
+        u->buf = b;
+        u->cap = cap;
+    }
+    memcpy(u->buf + u->len, data, n);
+    u->len += n;
+    u->buf[u->len] = '\0';
+}
+
+void http_add_header(http_response *out, const char *name, const char *value) {
+    if (out->nextra >= (int)(sizeof out->extra / sizeof out->extra[0])) return;
+    out->extra[out->nextra].name = name;
+    snprintf(out->extra[out->nextra].value, sizeof out->extra[0].value, "%s", value);
+    out->nextra++;
+}
 
 int http_parse_address(const char *address, const char *default_host, char *host, size_t hostlen,
                        char *port, size_t portlen, h5ark_error *err) {
@@ -94,12 +150,33 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     (void)version;
     (void)upload;
     http_server *s = cls;
-    if (*state) { /* answered on the first call: the body, if any, is ignored */
-        *upload_size = 0;
-        return MHD_YES;
+    http_request req = {method, url, conn, NULL, 0, false};
+    if (s->max_body) {
+        upload_state *u = *state;
+        if (!u) { /* the first call: headers only */
+            if (!(u = calloc(1, sizeof *u))) return MHD_NO;
+            *state = u;
+            const char *length =
+                MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+            if (!length || strtoull(length, NULL, 10) <= s->max_body) return MHD_YES;
+            u->too_large = true; /* answered now, the body left unread */
+        } else if (*upload_size) {
+            upload_add(u, s->max_body, upload, *upload_size);
+            *upload_size = 0;
+            return MHD_YES;
+        }
+        if (u->cap == SIZE_MAX) return MHD_YES; /* answered already */
+        req.body = u->buf;
+        req.body_len = u->len;
+        req.body_too_large = u->too_large;
+        u->cap = SIZE_MAX; /* the buffer is the handler's now: nothing more is added */
+    } else {
+        if (*state) { /* answered on the first call: the body, if any, is ignored */
+            *upload_size = 0;
+            return MHD_YES;
+        }
+        *state = s;
     }
-    *state = s;
-    http_request req = {method, url, conn};
     http_response out = {.status = 500};
     s->fn(s->arg, &req, &out);
     if (out.release && !out.body) {
@@ -125,6 +202,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
                             out.content_type ? out.content_type : "text/plain; charset=utf-8");
     if (out.allow) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, out.allow);
+    for (int i = 0; i < out.nextra; i++)
+        MHD_add_response_header(r, out.extra[i].name, out.extra[i].value);
     enum MHD_Result rc = MHD_queue_response(conn, (unsigned)out.status, r);
     MHD_destroy_response(r);
     return rc;
@@ -145,6 +224,11 @@ static void describe_bound(int fd, char *out, size_t outlen) {
 
 int http_start(const char *address, http_handler fn, void *arg, http_server **out,
                h5ark_error *err) {
+    return http_start_bodies(address, fn, arg, 0, out, err);
+}
+
+int http_start_bodies(const char *address, http_handler fn, void *arg, size_t max_body,
+                      http_server **out, h5ark_error *err) {
     *out = NULL;
     char host[256], port[8];
     if (http_parse_address(address, HTTP_DEFAULT_HOST, host, sizeof host, port, sizeof port, err))
@@ -183,6 +267,7 @@ int http_start(const char *address, http_handler fn, void *arg, http_server **ou
     }
     s->fn = fn;
     s->arg = arg;
+    s->max_body = max_body;
     describe_bound(fd, s->address, sizeof s->address);
     /* poll() where the system has it: the daemon's descriptors may pass select()'s 1024 */
     unsigned flags =
@@ -191,7 +276,8 @@ int http_start(const char *address, http_handler fn, void *arg, http_server **ou
     s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER,
                                  library_log, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
                                  MHD_OPTION_CONNECTION_LIMIT, HTTP_MAX_CONNECTIONS,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, HTTP_IDLE_SECONDS, MHD_OPTION_END);
+                                 MHD_OPTION_CONNECTION_TIMEOUT, HTTP_IDLE_SECONDS,
+                                 MHD_OPTION_NOTIFY_COMPLETED, upload_free, s, MHD_OPTION_END);
     if (!s->daemon) {
         close(fd);
         free(s);

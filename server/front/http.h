@@ -8,6 +8,7 @@
 
 #include "h5ark_wire.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -15,6 +16,11 @@ typedef struct {
     const char *method; /* "GET", "HEAD", "POST", ... as sent */
     const char *path;   /* the URL's path, without the query string */
     void *conn;         /* the library's connection, for http_query */
+    /* The request's body, for a server started with a body limit (http_start_bodies):
+     * NUL-terminated (not counted in body_len); NULL when there is none. */
+    const char *body;
+    size_t body_len;
+    bool body_too_large; /* its Content-Length passed the limit: nothing of it was read */
 } http_request;
 
 typedef struct {
@@ -27,7 +33,16 @@ typedef struct {
      * dropped) and freed, the server calls release(held). NULL: nothing held. */
     void (*release)(uint64_t held);
     uint64_t held;
+    /* Further headers (CORS, WWW-Authenticate ...): names static, values copied in. */
+    struct {
+        const char *name;
+        char value[256];
+    } extra[4];
+    int nextra;
 } http_response;
+
+/* Add a header to the response (dropped past four). */
+void http_add_header(http_response *out, const char *name, const char *value);
 
 #define HTTP_MAX_CONNECTIONS 64u
 
@@ -48,6 +63,10 @@ int http_parse_address(const char *address, const char *default_host, char *host
  * address of this machine, ...). */
 int http_start(const char *address, http_handler fn, void *arg, http_server **out,
                h5ark_error *err);
+/* The same, reading each request's body of up to max_body bytes before the handler runs
+ * (a larger one is not read: body_too_large). */
+int http_start_bodies(const char *address, http_handler fn, void *arg, size_t max_body,
+                      http_server **out, h5ark_error *err);
 /* The address bound, "HOST:PORT" with the port chosen when 0 was asked for. */
 const char *http_address(const http_server *s);
 /* A query-string argument of the request, or NULL. */

@@ -233,6 +233,7 @@ int storage_exetera_write(const file_access *fa, const storage_item *items, size
         free(fields);
         return -1;
     }
+    twin_changes_lock(); /* before exetera_lock: the order every writer takes them in */
     pthread_mutex_lock(&exetera_lock);
     ex_file file = {.h5 = H5I_INVALID_HID};
     hid_t df = H5I_INVALID_HID;
@@ -272,6 +273,7 @@ int storage_exetera_write(const file_access *fa, const storage_item *items, size
     if (ex_close(&file, rc == 0, err) && rc == 0) rc = -1;
     rc = ex_owned(fa, &file, rc, err);
     pthread_mutex_unlock(&exetera_lock);
+    twin_changes_unlock();
     char shown[PATH_MAX];
     files_shown(fa, file.final, shown, sizeof shown);
     if (rc == 0 && h5ark_value_push(files, h5ark_value_str(shown)))
@@ -309,6 +311,7 @@ int storage_exetera_part(const file_access *fa, const char *path, const char *fi
     if (split_field(field, group, name, err)) return -1;
     if (fieldtype && exetera_spec_parse(fieldtype, &want, err)) return -1;
     if (!fieldtype && exetera_spec_of(obj, label, &want, err)) return -1;
+    twin_changes_lock(); /* before exetera_lock: the order every writer takes them in */
     pthread_mutex_lock(&exetera_lock);
     ex_file file = {.h5 = H5I_INVALID_HID};
     hid_t df = H5I_INVALID_HID;
@@ -341,6 +344,7 @@ int storage_exetera_part(const file_access *fa, const char *path, const char *fi
     if (ex_close(&file, rc == 0, err) && rc == 0) rc = -1;
     rc = ex_owned(fa, &file, rc, err);
     pthread_mutex_unlock(&exetera_lock);
+    twin_changes_unlock();
     return rc;
 }
 
@@ -350,6 +354,7 @@ int storage_exetera_complete(const file_access *fa, const char *path, const char
     h5u_io_clear();
     char group[1024], name[1024];
     if (split_field(field, group, name, err)) return -1;
+    twin_changes_lock(); /* before exetera_lock: the order every writer takes them in */
     pthread_mutex_lock(&exetera_lock);
     ex_file file = {.h5 = H5I_INVALID_HID};
     hid_t df = H5I_INVALID_HID, g = H5I_INVALID_HID;
@@ -370,5 +375,6 @@ int storage_exetera_complete(const file_access *fa, const char *path, const char
     if (ex_close(&file, rc == 0, err) && rc == 0) rc = -1;
     if (rc == 0) twin_drop(file.final); /* the stream is over */
     pthread_mutex_unlock(&exetera_lock);
+    twin_changes_unlock();
     return rc;
 }

@@ -169,8 +169,10 @@ static int repack_files(const file_access *fa, char *const *paths, size_t npaths
 /* Files read while no part's change is being repeated on an old file (twin.h). */
 int storage_repack(const file_access *fa, char *const *paths, size_t npaths, h5ark_value *files,
                    uint64_t *before, uint64_t *after, h5ark_error *err) {
+    twin_changes_lock(); /* no change in place meanwhile: this replaces files */
     twin_readers_enter();
     int rc = repack_files(fa, paths, npaths, files, before, after, err);
     twin_readers_leave();
+    twin_changes_unlock();
     return rc;
 }

@@ -37,6 +37,16 @@ static void readers_init(void) {
     rwlock_init_writer_first(&readers);
 }
 
+static pthread_mutex_t changes = PTHREAD_MUTEX_INITIALIZER;
+
+void twin_changes_lock(void) {
+    pthread_mutex_lock(&changes);
+}
+
+void twin_changes_unlock(void) {
+    pthread_mutex_unlock(&changes);
+}
+
 void twin_readers_enter(void) {
     pthread_once(&readers_once, readers_init);
     pthread_rwlock_rdlock(&readers);

@@ -37,6 +37,14 @@ void twin_abort(twin_change *c);
 /* A file done with parts, or replaced some other way: its twin goes. */
 void twin_drop(const char *final);
 
+/* One change to the data directory's files at a time in this process: whoever changes a
+ * file in place (twin_begin ... twin_commit: writepart, the HSDS endpoint) or replaces whole
+ * files (tohdf, repack) holds it from reading a file's old state until its new one is in
+ * place, so that no change is made to a state another change is replacing. Taken before
+ * twin_readers, never while holding it. */
+void twin_changes_lock(void);
+void twin_changes_unlock(void);
+
 /* Readers of files in the daemon hold this, shared, while any file they opened is open:
  * repeating a change on the old file waits until nobody in the daemon can be reading it.
  * (Other processes' HDF5 readers hold a shared flock; the twin is then dropped, not

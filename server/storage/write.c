@@ -629,8 +629,10 @@ int storage_write(const storage_item *items, size_t nitems, const char *path, st
 int storage_write_ex(const storage_item *items, size_t nitems, const char *path, storage_mode mode,
                      storage_file_type file_type, const storage_write_options *opts,
                      h5ark_value *files, h5ark_value *warnings, h5ark_error *err) {
+    twin_changes_lock(); /* no change in place meanwhile: this replaces files */
     twin_readers_enter();
     int rc = write_files(items, nitems, path, mode, file_type, opts, files, warnings, err);
     twin_readers_leave();
+    twin_changes_unlock();
     return rc;
 }

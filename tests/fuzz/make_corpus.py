@@ -225,6 +225,25 @@ for libver in ("earliest", "latest"):
                               addr >> 8 & 0xff, addr >> 16 & 0xff, 0, 0])
             (out / "ohdr" / f"seed{seeds:02d}").write_bytes(settings + raw)
             seeds += 1
+# the HSDS endpoint's parser (fuzz_hsds.c): a part byte, a shape byte, then the text
+(out / "hsds").mkdir(parents=True, exist_ok=True)
+hsds = [
+    b"\0\0/home/a.h5", b"\0\0/a/../b//c", b"\0\0YWxpY2U6c2VjcmV0",
+    b"\1\x13[0:3:1,[1,2],4]", b"\1\x0a[1:,:]", b"\1\x02[[0,1],[1,0],0:5:2]",
+    b"\2\x01" + bytes(16),
+    b'\3\0{"type": "H5T_STD_I32LE", "shape": [2, 2], "maxdims": [0, 2], "value": [[1, 2], [3, 4]]}',
+    b'\3\0{"type": {"class": "H5T_COMPOUND", "fields": [{"name": "a", "type": "H5T_STD_I8LE"},'
+    b' {"name": "b", "type": {"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII", "length": 3}}]},'
+    b' "shape": [2], "value": [[1, "ab"], [2, "c"]]}',
+    b'\3\0{"type": {"class": "H5T_STRING", "length": "H5T_VARIABLE"}, "shape": [3],'
+    b' "value": ["x", "y", "zz"]}',
+    b'\3\0{"type": {"class": "H5T_ENUM", "base": "H5T_STD_I8LE", "mapping": {"FALSE": 0,'
+    b' "TRUE": 1}}, "shape": [], "value": true}',
+    b'\3\0{"type": {"class": "H5T_ARRAY", "dims": [2], "base": "H5T_IEEE_F16LE"}, "shape": [1],'
+    b' "value": [[1.5, 1e10]]}',
+]
+for i, seed in enumerate(hsds):
+    (out / "hsds" / f"seed{i:02d}").write_bytes(seed)
 print(f"corpus in {out}")
 
 # ACL files (.h5ark-acl): good ones and near misses

@@ -112,8 +112,8 @@ def page(tmp_path_factory):
     d.cleanup()
 
 
-@pytest.fixture(scope="module")
-def browser(page):
+def chromium():
+    """Headless Chromium through chromedriver, as the page tests drive it."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     opts = webdriver.ChromeOptions()
@@ -124,6 +124,12 @@ def browser(page):
         opts.add_argument(arg)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
     driver.set_page_load_timeout(WAIT)
+    return driver
+
+
+@pytest.fixture(scope="module")
+def browser(page):
+    driver = chromium()
     yield driver
     driver.quit()
 

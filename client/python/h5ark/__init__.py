@@ -35,7 +35,7 @@ __version__ = "0.1.0"
 _FORWARDED = ("ping", "config", "status", "zeros", "ones", "full", "arange", "linspace", "randint",
               "uniform", "array", "ip_address", "reshape", "info", "delete", "clear", "share",
               "unshare", "to_hdf", "read_hdf", "repack", "ls", "shutdown", "put_awkward", "pack",
-              "binop", "cast", "fill", "reduce", "cumsum", "limit_bits")
+              "binop", "cast", "fill", "reduce", "cumsum", "limit_bits", "h5file")
 
 
 def _forward(method_name):

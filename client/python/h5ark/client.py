@@ -782,6 +782,13 @@ class Client:
         `awkward` or `awkward0`, `length` and `form`."""
         return self.request("lshdf", {"path": path, "recursive": recursive}).result["entries"]
 
+    def h5file(self, domain, mode="r"):
+        """The HDF5 file `domain` (its path from the data directory, starting with '/'),
+        h5py-like (h5file.File): groups, datasets and attributes read and changed in place
+        through the HSDS endpoint's native commands."""
+        from .h5file import File
+        return File(self, domain, mode)
+
     def glob(self, paths):
         """The files names and glob patterns stand for (a distributed name its set), relative
         to the data directory."""

@@ -1,0 +1,28 @@
+/* The HSDS-compatible endpoint (--hsds-endpoint): the REST API of the HDF Group's HSDS that
+ * h5pyd and h5web's HSDS provider speak, over the files of the data directory
+ * (shared/HSDS_API.md; protocol/PROTOCOL.md, "HSDS endpoint"). This door only speaks HTTP:
+ * every request goes through the entry (entry.h) and the work is storage/h5obj.h's. */
+#ifndef H5ARK_HSDS_H
+#define H5ARK_HSDS_H
+
+#include "h5ark_value.h"
+#include "h5ark_wire.h"
+
+#include <stddef.h>
+
+/* Serve on `address` ("[HOST:]PORT"); NULL: no endpoint. */
+int hsds_start(const char *address, h5ark_error *err);
+void hsds_stop(void);
+/* "HOST:PORT" bound, or NULL when the endpoint is off. */
+const char *hsds_address(void);
+
+/* ---- its JSON (hsds_json.c) ---- */
+
+/* v as JSON text (malloc'd, *len its length): maps as objects, NaN and infinities as the
+ * bare tokens NaN, Infinity, -Infinity. NULL when out of memory. */
+char *hsds_json_text(const h5ark_value *v, size_t *len);
+/* Decode standard base64 into out (at most outlen - 1 bytes, NUL-terminated): its length,
+ * or -1 when malformed or too long. */
+long hsds_base64_decode(const char *in, char *out, size_t outlen);
+
+#endif

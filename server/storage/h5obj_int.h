@@ -1,0 +1,117 @@
+/* What h5obj.c, h5obj_type.c and h5obj_value.c share (internal to storage/). */
+#ifndef H5ARK_H5OBJ_INT_H
+#define H5ARK_H5OBJ_INT_H
+
+#include "storage/h5obj.h"
+
+#include <hdf5.h>
+#include <jansson.h>
+#include <limits.h>
+
+#define H5OBJ_ID_LEN 38
+#define H5OBJ_HOLD   ".h5ark-unlinked" /* the root's group of objects not linked yet */
+
+/* A domain opened for reading. */
+typedef struct {
+    const char *domain;
+    char abs[PATH_MAX];
+    char prefix[18]; /* the hash of the domain, "xxxxxxxx-xxxxxxxx" */
+    double created, modified;
+    hid_t fid;
+} h5obj_file;
+
+/* Check and resolve a domain's file (not_found, bad_request for what is not HDF5, or a file
+ * the sandbox's probe died on), and fill f but its fid. */
+int h5obj_locate(const h5obj_args *a, file_perm perm, h5obj_file *f, h5ark_error *err);
+/* The domain's file (absolute) when the caller may do `perm` on it: with users on a domain
+ * resolves from the data directory's root ("/home/alice/a.h5"), as SERVICE.md's paths that
+ * start with '/'; off, relative to it. */
+int h5obj_resolve(const h5obj_args *a, file_perm perm, bool create_dirs, char abs[PATH_MAX],
+                  h5ark_error *err);
+/* The object an id names in f (of the collection's kind; ANY: the prefix's); alias: the
+ * paths to it, when not NULL. */
+hid_t h5obj_open_id(const h5obj_file *f, const char *id, h5obj_coll coll, h5ark_value **alias,
+                    h5ark_error *err);
+/* GET's answer of a group or a dataset. */
+int h5obj_describe(const h5obj_file *f, hid_t obj, h5ark_value **out, h5ark_error *err);
+int h5obj_get_domain(const h5obj_args *a, h5obj_answer *out, h5ark_error *err);
+/* The changes (h5obj_write.c). */
+int h5obj_write(const h5obj_args *a, h5obj_answer *out, h5ark_error *err);
+/* The selection of a (select or points) on space; the answer's dims and element count. */
+int h5obj_select(hid_t space, const h5obj_args *a, hsize_t *rdims, int *rrank, uint64_t *nelem,
+                 h5ark_error *err);
+
+/* An object's id, as a string value; the file's times in m. */
+h5ark_value *h5obj_id_value(const h5obj_file *f, char kind, haddr_t addr);
+int h5obj_times(h5ark_value *m, const h5obj_file *f);
+
+/* ---- links and attributes (h5obj_links.c) ---- */
+
+/* Whether a group tracks the creation order of its links (and can be listed by it). */
+bool h5obj_tracks_order(hid_t g);
+
+int h5obj_links(const h5obj_file *f, hid_t g, const h5obj_args *a, h5obj_answer *out,
+                h5ark_error *err);
+int h5obj_link(const h5obj_file *f, hid_t g, const h5obj_args *a, h5obj_answer *out,
+               h5ark_error *err);
+int h5obj_attrs(const h5obj_file *f, hid_t obj, const h5obj_args *a, h5obj_answer *out,
+                h5ark_error *err);
+int h5obj_attr(const h5obj_file *f, hid_t obj, const h5obj_args *a, h5obj_answer *out,
+               h5ark_error *err);
+
+/* ---- types and values (h5obj_type.c) ---- */
+
+/* The type's JSON (HSDS_API.md §5); type_error naming a type that has none. */
+h5ark_value *h5obj_type_json(hid_t type, h5ark_error *err);
+/* The shape's JSON of a dataspace ({"class": "H5S_SIMPLE", "dims", "maxdims"} ...). */
+h5ark_value *h5obj_shape_json(hid_t space, h5ark_error *err);
+
+/* The memory type values are read as: the file type's little-endian form, compounds packed,
+ * variable-length strings as char * (*vlen set: binary answers then carry a 4-byte length
+ * before each element's bytes). type_error for what cannot be read. */
+hid_t h5obj_wire_type(hid_t type, bool *vlen, h5ark_error *err);
+/* n elements read as `wire` at buf into nested lists by dims (rank 0: one value alone). */
+h5ark_value *h5obj_values_json(hid_t wire, const char *buf, size_t n, const hsize_t *dims, int rank,
+                               h5ark_error *err);
+/* Binary answer of n variable-length strings (char * each): a 4-byte length, then bytes. */
+int h5obj_vlen_binary(const char *const *strs, size_t n, uint64_t max, char **out, size_t *len,
+                      h5ark_error *err);
+
+/* ---- what clients send (h5obj_make.c) ---- */
+
+/* The HDF5 type a type's JSON stands for, as h5py makes it for the same dtype; bad_request
+ * naming what cannot be made. */
+hid_t h5obj_make_type(const json_t *j, h5ark_error *err);
+/* Nested lists by dims (rank 0: one element) into buf, elements of `wire` (h5obj_wire_type;
+ * variable-length strings strdup'd). bad_request when the value does not fit. */
+int h5obj_values_from_json(hid_t wire, const json_t *v, void *buf, const hsize_t *dims, int rank,
+                           h5ark_error *err);
+/* A shape's JSON ([dims], [] or "H5S_NULL") and maxdims (0: unlimited; NULL: as dims). */
+int h5obj_make_shape(const json_t *shape, const json_t *maxdims, int *rank, hsize_t *dims,
+                     hsize_t *max, bool *null, h5ark_error *err);
+
+/* ---- values (h5obj_value.c) ---- */
+
+/* A dataset's values to read or write: its type and space, the selection of a (select or
+ * points), the memory type, space and buffer for it. h5obj_values_begin: 0, 1 when the
+ * dataset's shape is null (nothing to read or write), -1 with err (bad selection, over
+ * max_bytes); h5obj_values_end after either. */
+typedef struct {
+    hid_t ftype, space, wire, mspace;
+    H5S_class_t cls;
+    bool vlen;
+    hsize_t rdims[H5S_MAX_RANK];
+    int rrank;
+    uint64_t n;
+    char *buf;
+} h5obj_values;
+int h5obj_values_begin(hid_t dset, const h5obj_args *a, uint64_t max_bytes, h5obj_values *v,
+                       h5ark_error *err);
+void h5obj_values_end(h5obj_values *v);
+/* A dataset's selected values into out (json or bytes). */
+int h5obj_read_value(const h5obj_file *f, hid_t dset, const h5obj_args *a, h5obj_answer *out,
+                     h5ark_error *err);
+/* An attribute's value as JSON, by its shape. */
+h5ark_value *h5obj_attr_value(hid_t attr, h5ark_error *err);
+
+#endif
