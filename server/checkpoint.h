@@ -15,6 +15,7 @@
 #include "h5ark_wire.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* main.c, once the options are read: --checkpoint-dir made with its parents and checked
@@ -45,6 +46,23 @@ void checkpoint_new_id(const char *dir, char id[32]);
 void checkpoint_note(const char *id, double time, uint64_t objects, uint64_t changes);
 /* Keep the newest `keep` complete checkpoints of dir; remove the rest. */
 void checkpoint_prune(const char *dir, int keep);
+/* A killed checkpoint's temporary folder (".tmp-..."). */
+bool checkpoint_is_temporary(const char *name);
+/* The complete checkpoints of dir, newest first (free with checkpoint_list_free). */
+char **checkpoint_list_complete(const char *dir, size_t *count);
+void checkpoint_list_free(char **list, size_t n);
+
+/* ---- for checkpoint_service.c, the restore and the timer ---- */
+
+/* A restore of checkpoint `id` (NULL: not known yet) runs (on) or has ended. */
+void checkpoint_restoring(bool on, const char *id);
+/* A whole checkpoint could not be restored here: none is pruned until the next start. */
+void checkpoint_keep_all(void);
+bool checkpoint_kept_all(void);
+/* Objects changed since the last checkpoint written or restored (or checkpoint_seen_now). */
+bool checkpoint_changed(void);
+void checkpoint_seen_now(void);
+
 /* Remove a folder of files (a checkpoint, a temporary, one being replaced). */
 int checkpoint_remove_folder(const char *path);
 /* fsync a folder (after a rename in it). */
