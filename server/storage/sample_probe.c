@@ -120,14 +120,14 @@ static hid_t open_child(hid_t g, const children *c, const char *name) {
 
 typedef struct {
     int fd; /* the library's descriptor of the file (h5u_vfd_fd): the very file it opened */
-    h5u_read_window *window; /* the file's small reads, the library's and these (vfd.h) */
+    io_window *window; /* the file's small reads, the library's and these (vfd.h) */
     ohdr_file f;
     sample_chunk_table *chunks; /* the answer's, where chunked fields' chunks go */
 } headers;
 
 static int fd_read(void *ctx, uint64_t offset, void *buf, size_t n) {
     const headers *h = ctx;
-    int served = h5u_window_read(h->window, offset, buf, n);
+    int served = io_window_read(h->window, offset, buf, n);
     if (served <= 0) return served;
     size_t done = 0;
     while (done < n) {
@@ -140,8 +140,8 @@ static int fd_read(void *ctx, uint64_t offset, void *buf, size_t n) {
 }
 
 /* Ready h to read file's headers: false when the library's path is to be taken. */
-static bool headers_open(hid_t file, uint64_t size, sample_chunk_table *chunks,
-                         h5u_read_window *window, headers *h) {
+static bool headers_open(hid_t file, uint64_t size, sample_chunk_table *chunks, io_window *window,
+                         headers *h) {
     const char *off = getenv(FALLBACK_ENV);
     h->fd = -1;
     h->window = window;
@@ -352,9 +352,9 @@ int sample_probe_file(const char *path, const char *const *groups, size_t ngroup
     if (read_probe_open(path, &file, &size, err)) return -1;
     int rc = 0;
     headers h;
-    h5u_read_window *window = malloc(sizeof *window);
+    io_window *window = malloc(sizeof *window);
     if (window) {
-        window->fd = h5u_vfd_fd(file);
+        io_window_reset(window, h5u_vfd_fd(file));
         h5u_vfd_window(window->fd >= 0 ? window : NULL);
     }
     bool fast = nfields && headers_open(file, size, &out->chunks, window, &h);

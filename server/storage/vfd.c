@@ -35,7 +35,7 @@ static _Thread_local bool closing;             /* in h5u_close_written */
 static _Thread_local bool copying;             /* in h5u_copy_object */
 static _Thread_local h5u_raw_place *deferred;  /* h5u_vfd_defer_raw */
 static _Thread_local h5u_write_log *recording; /* h5u_vfd_record */
-static _Thread_local h5u_read_window *window;  /* h5u_vfd_window */
+static _Thread_local io_window *window;        /* h5u_vfd_window */
 
 void h5u_vfd_defer_raw(h5u_raw_place *place) {
     deferred = place;
@@ -45,27 +45,8 @@ void h5u_vfd_record(h5u_write_log *log) {
     recording = log;
 }
 
-void h5u_vfd_window(h5u_read_window *w) {
-    if (w) w->len = 0;
+void h5u_vfd_window(io_window *w) {
     window = w;
-}
-
-int h5u_window_read(h5u_read_window *w, uint64_t offset, void *buf, size_t n) {
-    if (!w || n > H5U_WINDOW_SMALL || offset > MAXADDR) return 1;
-    if (offset < w->start || offset + n > w->start + w->len) {
-        uint64_t start = offset & ~(uint64_t)4095;
-        ssize_t got;
-        w->len = 0;
-        do
-            got = sysio.pread(w->fd, w->bytes, H5U_WINDOW, (off_t)start);
-        while (got < 0 && errno == EINTR);
-        if (got < 0) return -1;
-        w->start = start;
-        w->len = (uint64_t)got;
-        if (offset + n > start + w->len) return 1; /* the file ends before: the caller's case */
-    }
-    memcpy(buf, w->bytes + (offset - w->start), n);
-    return 0;
 }
 
 static h5u_write_log *log_of(const vfd_file *f) {
@@ -232,7 +213,7 @@ static herr_t vfd_read(H5FD_t *file, H5FD_mem_t type, hid_t dxpl, haddr_t addr, 
         return 0;
     }
     if (window && window->fd == f->fd) {
-        int served = h5u_window_read(window, addr, buf, size);
+        int served = io_window_read(window, addr, buf, size);
         if (served == 0) return 0;
         if (served < 0) return read_failed(f, buf, size);
     }

@@ -4,6 +4,7 @@
 #define H5ARK_VFD_H
 
 #include "h5ark_wire.h"
+#include "io.h"
 
 #include <hdf5.h>
 #include <stdbool.h>
@@ -38,25 +39,10 @@ void h5u_vfd_record(h5u_write_log *log);
  * beside the library's (pread: no shared position); it is the library's, never closed by
  * the caller. */
 int h5u_vfd_fd(hid_t file);
-/* Small reads of one open file served from a window of its bytes. While one is set on a
- * thread (NULL: none), reads of the window's file of at most H5U_WINDOW_SMALL bytes (by the
- * driver, and by h5u_window_read) come from the window, which a miss refills with the
- * H5U_WINDOW bytes from the page the read starts in: the library allocates the metadata of
- * a group and of its small datasets (object headers, B-tree nodes, heaps) close together,
- * so a probe's pass over them costs a pread or two rather than one a piece. For reading a
- * file that is not written meanwhile (a write through the driver empties the window). */
-#define H5U_WINDOW       (16u << 10)
-#define H5U_WINDOW_SMALL 4096u
-typedef struct {
-    int fd; /* the file's descriptor (h5u_vfd_fd) */
-    uint64_t start, len;
-    unsigned char bytes[H5U_WINDOW];
-} h5u_read_window;
-void h5u_vfd_window(h5u_read_window *w);
-/* n bytes at offset of w's file into buf: 0 when served from the window, 1 when the caller
- * is to read them itself (too many, or past what the file holds), -1 when the refill's
- * read failed (errno says why). */
-int h5u_window_read(h5u_read_window *w, uint64_t offset, void *buf, size_t n);
+/* While a window (io.h) is set on a thread (NULL: none), the driver's small reads of the
+ * window's file come from it, and a write to that file empties it: for a probe's pass over
+ * a file's metadata, which then costs a pread or two a group rather than one a piece. */
+void h5u_vfd_window(io_window *w);
 /* The errno of this thread's last failed call in the file driver (0: none since the last
  * h5u_io_clear). h5u_fail turns a failure the driver saw into io_error (resource_limit for
  * ENOMEM), whatever code the caller chose: a file that could not be read is not to be
