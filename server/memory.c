@@ -9,14 +9,8 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <stdbool.h>
-#include <stdint.h>
 #include <stdio.h>
-#include <sys/mman.h>
 #include <unistd.h>
-
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels refuse it, harmlessly */
-#endif
 
 void memory_tune(void) {
     /* One heap for every thread. malloc_trim gives back the free pages of every heap but,
@@ -38,11 +32,6 @@ void memory_tune(void) {
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TOP_PAD, 64 << 20);
     mallopt(M_TRIM_THRESHOLD, INT_MAX);
-}
-
-void memory_prefault(void *p, uint64_t n) {
-    uintptr_t page = 4096, lo = (uintptr_t)p & ~(page - 1), hi = (uintptr_t)p + n;
-    if (p && n) (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
 }
 
 void memory_give_back(void) {

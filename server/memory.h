@@ -23,12 +23,6 @@ int memory_housekeeper_start(void);
 void memory_housekeeper_stop(void);
 void memory_give_back_soon(void);
 
-/* Fault in the pages of the n bytes at p, fresh memory about to be written, in one call
- * (MADV_POPULATE_WRITE, Linux 5.14): on a virtual machine each page's first touch is a
- * trap of its own, which costs more than the kernel zeroing the page. Their contents do
- * not change; where the kernel cannot, nothing happens and the writes fault them in. */
-void memory_prefault(void *p, uint64_t n);
-
 /* The process's resident memory in bytes (VmRSS), or 0 if it cannot be read. */
 uint64_t memory_resident(void);
 

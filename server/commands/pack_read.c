@@ -5,7 +5,6 @@
 
 #include "dist/ranks.h"
 #include "locales.h"
-#include "memory.h"
 #include "storage/files.h"
 #include "storage/io.h"
 #include "sysio.h"
@@ -80,25 +79,6 @@ static void locale_samples(const pack_job *j, int locale, uint64_t *lo, uint64_t
     }
 }
 
-/* The locale's shards are fresh memory that the rows fill in order: each is faulted in a
- * window at a time just ahead of the rows (memory.h), so the pages are still in the cache
- * when the rows are written. ready[g]: the bytes of group g's shard faulted in so far. */
-#define PREFAULT_WINDOW (UINT64_C(1) << 20)
-
-static void prefault_rows(const pack_job *j, int locale, uint64_t i, uint64_t *ready) {
-    for (size_t g = 0; g < j->groups->n; g++) {
-        const darray *a = j->arrays[g]->values;
-        const shard *sh = &a->shards[locale];
-        uint64_t end = (i + 1) * j->width[g], bytes = sh->count * a->itemsize;
-        if (end <= sh->start) continue;
-        uint64_t need = end - sh->start < sh->count ? (end - sh->start) * a->itemsize : bytes;
-        if (need <= ready[g]) continue;
-        uint64_t to = bytes - need > PREFAULT_WINDOW ? need + PREFAULT_WINDOW : bytes;
-        memory_prefault((char *)sh->data + ready[g], to - ready[g]);
-        ready[g] = to;
-    }
-}
-
 void pack_read_locale(int locale, void *ctx) {
     pack_job *j = ctx;
     const sample_set *s = j->samples;
@@ -109,13 +89,12 @@ void pack_read_locale(int locale, void *ctx) {
     size_t bytes = (size_t)(j->max_count ? j->max_count : 1) * 8;
     void *raw = malloc(bytes), *tmp = malloc(bytes), *row = malloc(bytes);
     io_window *window = malloc(sizeof *window); /* the sample files' small fields */
-    uint64_t *ready = calloc(j->groups->n ? j->groups->n : 1, sizeof *ready);
     h5ark_error err = {0};
     sample_chunk_buffers cb = {.window = window};
     int fd = -1;
     size_t open_file = SIZE_MAX;
     uint64_t i = lo;
-    if (!raw || !tmp || !row || !ready || !window) {
+    if (!raw || !tmp || !row || !window) {
         h5ark_fail(&err, H5ARK_RESOURCE_LIMIT, "out of memory");
         note_error(j, lo * f->n, &err);
         i = hi;
@@ -127,7 +106,6 @@ void pack_read_locale(int locale, void *ctx) {
         pthread_mutex_unlock(&j->lock);
         if (stop) break;
         const sample_field *sf = pack_facts(s, i);
-        prefault_rows(j, locale, i, ready);
         for (size_t k = 0; k < f->n; k++) {
             const field_plan *p = &j->plan[k];
             darray *a = j->arrays[p->group]->values;
@@ -167,7 +145,6 @@ void pack_read_locale(int locale, void *ctx) {
     free(raw);
     free(tmp);
     free(row);
-    free(ready);
     free(window);
 }
 
