@@ -41,7 +41,9 @@ static int read_field(const sample_set *s, size_t i, const lbann_fields *fields,
                                   files_display(file), fields->v[k].path);
     }
     if (sf->contiguous && sf->exact) {
-        if (io_pread_full(fd, raw, sf->count * itemsize, sf->offset) == 0) return 0;
+        uint64_t n = sf->count * itemsize;
+        int small = io_window_read(cb->window, sf->offset, raw, n);
+        if (small == 0 || (small > 0 && io_pread_full(fd, raw, n, sf->offset) == 0)) return 0;
         return h5ark_fail(err, H5ARK_IO_ERROR,
                           "sample '%s' of '%s', field '%s': cannot read it: %s", s->ids[i],
                           files_display(file), fields->v[k].path,
@@ -86,12 +88,13 @@ void pack_read_locale(int locale, void *ctx) {
     if (lo >= hi) return;
     size_t bytes = (size_t)(j->max_count ? j->max_count : 1) * 8;
     void *raw = malloc(bytes), *tmp = malloc(bytes), *row = malloc(bytes);
+    io_window *window = malloc(sizeof *window); /* the sample files' small fields */
     h5ark_error err = {0};
-    sample_chunk_buffers cb = {0};
+    sample_chunk_buffers cb = {.window = window};
     int fd = -1;
     size_t open_file = SIZE_MAX;
     uint64_t i = lo;
-    if (!raw || !tmp || !row) {
+    if (!raw || !tmp || !row || !window) {
         h5ark_fail(&err, H5ARK_RESOURCE_LIMIT, "out of memory");
         note_error(j, lo * f->n, &err);
         i = hi;
@@ -122,6 +125,7 @@ void pack_read_locale(int locale, void *ctx) {
                     failed = true;
                     break;
                 }
+                io_window_reset(window, fd);
             }
             if (read_field(s, i, f, k, &sf[k], fd, raw, &cb, &err)) {
                 note_error(j, i * f->n + k, &err);
@@ -141,6 +145,7 @@ void pack_read_locale(int locale, void *ctx) {
     free(raw);
     free(tmp);
     free(row);
+    free(window);
 }
 
 object *pack_ids_object(const sample_set *s, h5ark_error *err) {

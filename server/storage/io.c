@@ -4,6 +4,7 @@
 #include "sysio.h"
 
 #include <errno.h>
+#include <string.h>
 #include <unistd.h>
 
 /* Linux moves at most 0x7ffff000 bytes per call; stay under it. */
@@ -38,5 +39,29 @@ int io_pwrite_full(int fd, const void *buf, uint64_t len, uint64_t offset) {
         len -= (uint64_t)put;
         offset += (uint64_t)put;
     }
+    return 0;
+}
+
+void io_window_reset(io_window *w, int fd) {
+    w->fd = fd;
+    w->start = w->len = 0;
+}
+
+int io_window_read(io_window *w, uint64_t offset, void *buf, size_t n) {
+    if (!w || w->fd < 0 || n > IO_WINDOW_SMALL || offset > (uint64_t)INT64_MAX - IO_WINDOW)
+        return 1;
+    if (offset < w->start || offset + n > w->start + w->len) {
+        uint64_t start = offset & ~(uint64_t)4095;
+        ssize_t got;
+        w->len = 0;
+        do
+            got = sysio.pread(w->fd, w->bytes, IO_WINDOW, (off_t)start);
+        while (got < 0 && errno == EINTR);
+        if (got < 0) return -1;
+        w->start = start;
+        w->len = (uint64_t)got;
+        if (offset + n > start + w->len) return 1; /* the file ends before: the caller's case */
+    }
+    memcpy(buf, w->bytes + (offset - w->start), n);
     return 0;
 }

@@ -194,8 +194,9 @@ int sample_chunks_read(int fd, const uint64_t *words, size_t nwords, uint64_t at
             }
         if (size == 0 || size > (deflated ? most : cbytes) || (!deflated && size != cbytes))
             return h5ark_fail(err, H5ARK_INTERNAL, "a malformed chunk table from the file probe");
-        if (span ? k == 0 && io_pread_full(fd, b->stored, hi - lo, lo)
-                 : io_pread_full(fd, b->stored, size, addr))
+        int small = span ? 1 : io_window_read(b->window, addr, b->stored, size);
+        if (small < 0 || (span ? k == 0 && io_pread_full(fd, b->stored, hi - lo, lo)
+                               : small && io_pread_full(fd, b->stored, size, addr)))
             return h5ark_fail(err, H5ARK_IO_ERROR, "cannot read its chunk at byte %llu: %s",
                               (unsigned long long)(span ? lo : addr),
                               errno == ENODATA ? "the file ends early" : strerror(errno));

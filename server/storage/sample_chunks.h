@@ -8,6 +8,7 @@
 #define H5ARK_STORAGE_SAMPLE_CHUNKS_H
 
 #include "h5ark_wire.h"
+#include "io.h"
 #include "ohdr.h"
 
 #include <stddef.h>
@@ -25,11 +26,13 @@ int sample_chunks_add(sample_chunk_table *t, const ohdr_dataset *d, const ohdr_c
 
 struct libdeflate_decompressor;
 
-/* A locale's working memory for chunks, grown as needed. */
+/* A locale's working memory for chunks, grown as needed; small chunks are read through
+ * `window` when one is given (the caller's, aimed at the file being read). */
 typedef struct {
     unsigned char *stored, *inflated, *unshuffled;
     size_t stored_cap, inflated_cap, unshuffled_cap;
     struct libdeflate_decompressor *inflater;
+    io_window *window;
 } sample_chunk_buffers;
 
 /* The count elements of itemsize bytes of the field whose entry is words[at], read from fd

@@ -120,12 +120,15 @@ static hid_t open_child(hid_t g, const children *c, const char *name) {
 
 typedef struct {
     int fd; /* the library's descriptor of the file (h5u_vfd_fd): the very file it opened */
+    io_window *window; /* the file's small reads, the library's and these (vfd.h) */
     ohdr_file f;
     sample_chunk_table *chunks; /* the answer's, where chunked fields' chunks go */
 } headers;
 
 static int fd_read(void *ctx, uint64_t offset, void *buf, size_t n) {
     const headers *h = ctx;
+    int served = io_window_read(h->window, offset, buf, n);
+    if (served <= 0) return served;
     size_t done = 0;
     while (done < n) {
         ssize_t r = sysio.pread(h->fd, (char *)buf + done, n - done, (off_t)(offset + done));
@@ -137,9 +140,11 @@ static int fd_read(void *ctx, uint64_t offset, void *buf, size_t n) {
 }
 
 /* Ready h to read file's headers: false when the library's path is to be taken. */
-static bool headers_open(hid_t file, uint64_t size, sample_chunk_table *chunks, headers *h) {
+static bool headers_open(hid_t file, uint64_t size, sample_chunk_table *chunks, io_window *window,
+                         headers *h) {
     const char *off = getenv(FALLBACK_ENV);
     h->fd = -1;
+    h->window = window;
     if (off && strcmp(off, "1") == 0) return false;
     hid_t fcpl = H5Fget_create_plist(file);
     size_t so = 0, sl = 0;
@@ -347,7 +352,12 @@ int sample_probe_file(const char *path, const char *const *groups, size_t ngroup
     if (read_probe_open(path, &file, &size, err)) return -1;
     int rc = 0;
     headers h;
-    bool fast = nfields && headers_open(file, size, &out->chunks, &h);
+    io_window *window = malloc(sizeof *window);
+    if (window) {
+        io_window_reset(window, h5u_vfd_fd(file));
+        h5u_vfd_window(window->fd >= 0 ? window : NULL);
+    }
+    bool fast = nfields && headers_open(file, size, &out->chunks, window, &h);
     hid_t *listed = NULL; /* the groups found listing, kept open for their fields */
     if (!groups) {
         h5u_names all = {0};
@@ -404,6 +414,8 @@ int sample_probe_file(const char *path, const char *const *groups, size_t ngroup
         if (listed[i] >= 0) H5Oclose(listed[i]);
     free(listed);
     H5Eclear2(H5E_DEFAULT);
+    h5u_vfd_window(NULL);
+    free(window);
     if (H5Fclose(file) < 0 && rc == 0) rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot close it");
     if (rc) sample_probe_clear(out);
     return rc;

@@ -35,6 +35,7 @@ static _Thread_local bool closing;             /* in h5u_close_written */
 static _Thread_local bool copying;             /* in h5u_copy_object */
 static _Thread_local h5u_raw_place *deferred;  /* h5u_vfd_defer_raw */
 static _Thread_local h5u_write_log *recording; /* h5u_vfd_record */
+static _Thread_local io_window *window;        /* h5u_vfd_window */
 
 void h5u_vfd_defer_raw(h5u_raw_place *place) {
     deferred = place;
@@ -42,6 +43,10 @@ void h5u_vfd_defer_raw(h5u_raw_place *place) {
 
 void h5u_vfd_record(h5u_write_log *log) {
     recording = log;
+}
+
+void h5u_vfd_window(io_window *w) {
+    window = w;
 }
 
 static h5u_write_log *log_of(const vfd_file *f) {
@@ -207,6 +212,11 @@ static herr_t vfd_read(H5FD_t *file, H5FD_mem_t type, hid_t dxpl, haddr_t addr, 
         }
         return 0;
     }
+    if (window && window->fd == f->fd) {
+        int served = io_window_read(window, addr, buf, size);
+        if (served == 0) return 0;
+        if (served < 0) return read_failed(f, buf, size);
+    }
     char *p = buf;
     while (size > 0) {
         ssize_t got = sysio.pread(f->fd, p, size > IO_MAX ? IO_MAX : size, (off_t)addr);
@@ -230,6 +240,7 @@ static herr_t vfd_write(H5FD_t *file, H5FD_mem_t type, hid_t dxpl, haddr_t addr,
         return write_failed(f);
     }
     h5u_write_log *log = log_of(f);
+    if (window && window->fd == f->fd) window->len = 0;
     if (log) note_write(log, addr, size); /* before: a write that fails may still change bytes */
     const char *p = buf;
     while (size > 0) {

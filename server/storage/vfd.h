@@ -4,6 +4,7 @@
 #define H5ARK_VFD_H
 
 #include "h5ark_wire.h"
+#include "io.h"
 
 #include <hdf5.h>
 #include <stdbool.h>
@@ -38,6 +39,10 @@ void h5u_vfd_record(h5u_write_log *log);
  * beside the library's (pread: no shared position); it is the library's, never closed by
  * the caller. */
 int h5u_vfd_fd(hid_t file);
+/* While a window (io.h) is set on a thread (NULL: none), the driver's small reads of the
+ * window's file come from it, and a write to that file empties it: for a probe's pass over
+ * a file's metadata, which then costs a pread or two a group rather than one a piece. */
+void h5u_vfd_window(io_window *w);
 /* The errno of this thread's last failed call in the file driver (0: none since the last
  * h5u_io_clear). h5u_fail turns a failure the driver saw into io_error (resource_limit for
  * ENOMEM), whatever code the caller chose: a file that could not be read is not to be
