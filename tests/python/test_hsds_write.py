@@ -539,6 +539,9 @@ def test_python_client_file(ranked_conn):
             c.h5file("/py/run.h5", "x")
         r = c.h5file("/py/run.h5", "r")
         assert r["grp/x"][[0, 3]].tolist() == [0, 8]
+        # the module-level h5ark.h5file stays the function once the File's module is loaded
+        import h5ark
+        assert callable(h5ark.h5file) and not isinstance(h5ark.h5file, type(h5ark))
     finally:
         c.close()
 

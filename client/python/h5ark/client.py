@@ -784,9 +784,9 @@ class Client:
 
     def h5file(self, domain, mode="r"):
         """The HDF5 file `domain` (its path from the data directory, starting with '/'),
-        h5py-like (h5file.File): groups, datasets and attributes read and changed in place
+        h5py-like (h5py_like.File): groups, datasets and attributes read and changed in place
         through the HSDS endpoint's native commands."""
-        from .h5file import File
+        from .h5py_like import File  # a module name apart from h5ark.h5file, the function
         return File(self, domain, mode)
 
     def glob(self, paths):
