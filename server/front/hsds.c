@@ -6,6 +6,7 @@
 #include "entry.h"
 #include "front/h5grove.h"
 #include "front/http.h"
+#include "metrics.h"
 #include "h5ark_version.h"
 #include "log.h"
 #include "storage/h5obj.h"
@@ -99,6 +100,26 @@ static void read_credentials(const http_request *req, credentials *c) {
 }
 
 /* ---- routes ------------------------------------------------------------------------ */
+
+const char *const hsds_route_names[] = {[H5OBJ_DOMAIN] = "hsds_domain",
+                                        [H5OBJ_GET] = "hsds_get",
+                                        [H5OBJ_LINKS] = "hsds_links",
+                                        [H5OBJ_LINK] = "hsds_link",
+                                        [H5OBJ_SHAPE] = "hsds_shape",
+                                        [H5OBJ_ATTRS] = "hsds_attrs",
+                                        [H5OBJ_ATTR] = "hsds_attr",
+                                        [H5OBJ_VALUE] = "hsds_value",
+                                        [H5OBJ_PUT_DOMAIN] = "hsds_put_domain",
+                                        [H5OBJ_DELETE_DOMAIN] = "hsds_delete_domain",
+                                        [H5OBJ_POST_GROUP] = "hsds_post_group",
+                                        [H5OBJ_PUT_LINK] = "hsds_put_link",
+                                        [H5OBJ_DELETE_LINK] = "hsds_delete_link",
+                                        [H5OBJ_POST_DATASET] = "hsds_post_dataset",
+                                        [H5OBJ_PUT_VALUE] = "hsds_put_value",
+                                        [H5OBJ_PUT_SHAPE] = "hsds_put_shape",
+                                        [H5OBJ_PUT_ATTR] = "hsds_put_attr",
+                                        [H5OBJ_DELETE_ATTR] = "hsds_delete_attr",
+                                        [H5OBJ_DELETE_ATTR + 1] = NULL};
 
 typedef struct {
     h5obj_args a;
@@ -362,16 +383,27 @@ static void serve(void *arg, const http_request *req, http_response *out) {
         if (strcmp(req->method, "POST") == 0) value_body(req, &c.a, &points, &select, &err);
         if (strcmp(req->method, "PUT") == 0) c.a.max_bytes = H5OBJ_MAX_REQUEST;
     }
-    entry_call call = {.ranks_name = "hsds",
+    /* a request like any other: listed in `status` while it runs, counted by its route's
+     * name and outcome, and logged with its user, once answered */
+    const char *name = hsds_route_names[c.a.op];
+    h5ark_value *header = h5ark_value_map();
+    if (header && h5ark_value_set(header, "cmd", h5ark_value_str(name)))
+        h5ark_value_destroy(&header); /* counted as a request without a name */
+    request asked = {.header = header, .arrived_ns = metrics_clock()};
+    const char *token = cred.given ? cred.token : NULL;
+    size_t token_len = token ? strlen(token) : 0;
+    entry_call call = {.req = &asked,
+                       .name = name,
+                       .ranks_name = "hsds",
                        .read_only = !c.changes,
                        .ranks = RANKS_ZERO,
-                       .token = cred.given ? cred.token : NULL,
-                       .token_len = cred.given ? strlen(cred.token) : 0,
+                       .token = token,
+                       .token_len = token_len,
                        .token_hint = "send 'Authorization: Basic base64(USER:TOKEN)' or "
                                      "'Authorization: Bearer TOKEN'",
                        .run = run_call,
                        .door = &c};
-    if (err.code || entry_run(&call, &err)) {
+    if (err.code || entry_accept(&asked, token, token_len, &err) || entry_run(&call, &err)) {
         answer_err(out, &err);
     } else if (c.answer.json) {
         answer_json(out, c.answer.created ? 201 : 200, c.answer.json);
@@ -379,6 +411,13 @@ static void serve(void *arg, const http_request *req, http_response *out) {
         gateway_body(out, 200, "application/octet-stream", c.answer.bytes, c.answer.nbytes);
         c.answer.bytes = NULL;
     }
+    h5ark_code outcome = out->status < 400      ? H5ARK_OK
+                         : err.code != H5ARK_OK ? err.code
+                                                : H5ARK_INTERNAL;
+    h5ark_span sent = {out->body, out->len};
+    entry_answered(&asked, outcome, &(reply){.spans = &sent, .nspans = out->body ? 1 : 0});
+    entry_done(&asked);
+    h5ark_value_destroy(&header);
     h5obj_answer_free(&c.answer);
     free(points);
     free(select);
