@@ -119,20 +119,20 @@ const char *const hsds_route_names[] = {[H5OBJ_DOMAIN] = "hsds_domain",
                                         [H5OBJ_PUT_SHAPE] = "hsds_put_shape",
                                         [H5OBJ_PUT_ATTR] = "hsds_put_attr",
                                         [H5OBJ_DELETE_ATTR] = "hsds_delete_attr",
-                                        [H5OBJ_DELETE_ATTR + 1] = NULL};
+                                        [H5OBJ_ACLS] = "hsds_acls",
+                                        [H5OBJ_ACL] = "hsds_acl",
+                                        [H5OBJ_PUT_ACL] = "hsds_put_acl",
+                                        [H5OBJ_PUT_ACL + 1] = NULL};
 
 typedef struct {
     h5obj_args a;
-    bool changes; /* creates or changes a file: a token that may only read is refused */
+    bool changes; /* creates or changes a file: the entry refuses a token that may only read */
     h5obj_answer answer;
     char parts[4][NAME_MAX_BYTES]; /* the path's, which a's id and name point into */
 } hsds_call;
 
 static int run_call(void *door, const caller *who, h5ark_error *err) {
     hsds_call *c = door;
-    if (c->changes && !who->may_write)
-        return h5ark_fail(err, H5ARK_FORBIDDEN, "this token may only read: it may not change '%s'",
-                          c->a.domain);
     file_access fa = access_of(who);
     c->a.fa = &fa;
     int rc = h5obj_run(&c->a, &c->answer, err);
@@ -249,11 +249,14 @@ static int route(const http_request *req, hsds_call *c, http_response *out) {
     bool attrs = strcmp(what, "attributes") == 0;
     bool shape = n == 3 && strcmp(what, "shape") == 0 && coll == H5OBJ_DATASETS;
     bool value = n == 3 && strcmp(what, "value") == 0 && coll == H5OBJ_DATASETS;
-    if (n < 0 || (n > 0 && coll == H5OBJ_ANY) || (n > 2 && !links && !attrs && !shape && !value)) {
+    bool acls = n > 0 && n < 3 && strcmp(parts[0], "acls") == 0;
+    if (n < 0 || (n > 0 && coll == H5OBJ_ANY && !acls) ||
+        (n > 2 && !links && !attrs && !shape && !value)) {
         answer_error(out, 404, "no such path");
         return -1;
     }
-    const char *allowed = n == 0                              ? "GET, PUT, DELETE"
+    const char *allowed = acls                                ? (n == 1 ? "GET" : "GET, PUT")
+                          : n == 0                            ? "GET, PUT, DELETE"
                           : n == 1 && coll != H5OBJ_DATATYPES ? "POST"
                           : n == 2                            ? "GET"
                           : links || attrs                    ? (n == 4  ? "GET, PUT, DELETE"
@@ -269,7 +272,10 @@ static int route(const http_request *req, hsds_call *c, http_response *out) {
         return -1;
     }
     c->changes = !get && !(post && (value || links)); /* POSTs that only read */
-    if (n == 0) {
+    if (acls) {
+        a->op = n == 1 ? H5OBJ_ACLS : put ? H5OBJ_PUT_ACL : H5OBJ_ACL;
+        if (n == 2) a->name = parts[1];
+    } else if (n == 0) {
         a->op = get ? H5OBJ_DOMAIN : put ? H5OBJ_PUT_DOMAIN : H5OBJ_DELETE_DOMAIN;
         a->verbose = arg_true(req, "verbose");
     } else if (n == 1) {
@@ -404,6 +410,8 @@ static void serve(void *arg, const http_request *req, http_response *out) {
                        .run = run_call,
                        .door = &c};
     if (err.code || entry_accept(&asked, token, token_len, &err) || entry_run(&call, &err)) {
+        /* a valid token refused (a read token changing a file) is HSDS's 403, not 401 */
+        if (err.code == H5ARK_UNAUTHORIZED && call.who.token >= 0) err.code = H5ARK_FORBIDDEN;
         answer_err(out, &err);
     } else if (c.answer.json) {
         answer_json(out, c.answer.created ? 201 : 200, c.answer.json);

@@ -710,3 +710,10 @@ def test_requests_in_status_metrics_and_log(tmp_path):
     finally:
         e.conn.close()
         d.cleanup()
+
+
+def test_acls_need_users(ep):
+    """Without users there are no ACLs: 404, which h5pyd's mode "a" takes as nothing to
+    check."""
+    assert "users" in ep.error("/acls/alice", 404, params={"domain": "/plain.h5"})
+    assert "users" in ep.error("/acls", 404, params={"domain": "/plain.h5"})
