@@ -417,6 +417,7 @@ static void serve(void *arg, const http_request *req, http_response *out) {
         answer_json(out, c.answer.created ? 201 : 200, c.answer.json);
     } else {
         gateway_body(out, 200, "application/octet-stream", c.answer.bytes, c.answer.nbytes);
+        if (out->body == c.answer.bytes) out->free_body = h5obj_bytes_free; /* kept for reuse */
         c.answer.bytes = NULL;
     }
     h5ark_code outcome = out->status < 400      ? H5ARK_OK

@@ -572,6 +572,6 @@ static int read_op(const h5obj_args *a, h5obj_answer *out, h5ark_error *err) {
 
 void h5obj_answer_free(h5obj_answer *a) {
     h5ark_value_destroy(&a->json);
-    free(a->bytes);
+    h5obj_bytes_free(a->bytes, a->nbytes);
     *a = (h5obj_answer){0};
 }

@@ -91,6 +91,11 @@ typedef struct {
  * not_found (domain, id, link, attribute), resource_limit (too large). */
 int h5obj_run(const h5obj_args *a, h5obj_answer *out, h5ark_error *err);
 void h5obj_answer_free(h5obj_answer *a);
+/* A block for an answer's bytes (n of them, or 1 when n is 0; NULL when out of memory),
+ * and its release (bytes: at most its size; NULL: nothing): blocks are kept for reuse, so
+ * that the pages of a large answer need not be faulted in afresh for the next one. */
+char *h5obj_bytes_alloc(uint64_t n);
+void h5obj_bytes_free(char *bytes, size_t n);
 
 /* Check a domain as given (absolute, no `.`, `..`, empty or hidden components, no control
  * characters): bad_request or forbidden naming what is wrong. */
