@@ -717,3 +717,24 @@ def test_acls_need_users(ep):
     check."""
     assert "users" in ep.error("/acls/alice", 404, params={"domain": "/plain.h5"})
     assert "users" in ep.error("/acls", 404, params={"domain": "/plain.h5"})
+
+
+def test_large_answers_one_after_another(ep, hsds):
+    """Blocks of large answers are reused (the shard cache): each answer holds its own
+    values, whatever the block held before, also when a smaller one is cut from it."""
+    d = hsds[0]
+    with h5py.File(d.data_dir / "large.h5", "w") as f:
+        f["a"] = np.arange(300_000, dtype="<f8")
+        f["b"] = -np.arange(300_000, dtype="<f8")
+        f["c"] = np.arange(300_000, dtype="<i4")
+    for name, select, want in [
+            ("a", None, np.arange(300_000.0)), ("b", None, -np.arange(300_000.0)),
+            ("a", "[100000:290000]", np.arange(100_000.0, 290_000.0)),
+            ("b", "[0:300000:2]", -np.arange(0.0, 300_000.0, 2)),
+            ("c", None, np.arange(300_000, dtype="<i4"))]:
+        oid = walk(ep, "/large.h5", name)
+        got, hdrs, body = ep.call("GET", f"/datasets/{oid}/value",
+                                  {"domain": "/large.h5", **({"select": select} if select else {})},
+                                  headers={"Accept": "application/octet-stream"})
+        assert got == 200 and hdrs["Content-Type"] == "application/octet-stream"
+        assert np.array_equal(np.frombuffer(body, want.dtype), want), (name, select)
