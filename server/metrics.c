@@ -5,6 +5,7 @@
 #include "dispatch.h"
 #include "h5ark_version.h"
 #include "front/gateway.h"
+#include "front/hsds.h"
 #include "front/http.h"
 #include "locales.h"
 #include "log.h"
@@ -46,10 +47,10 @@ typedef struct {
     _Atomic uint64_t sum_ns, bytes_in, bytes_out;
 } slot_counters;
 
-/* Slots: the command table and the gateway's routes in name order, then a name not among
+/* Slots: the command table and the HTTP doors' routes in name order, then a name not among
  * them, then no readable name. Only those names become labels, so clients cannot add
  * series. */
-#define MAX_SLOTS 128
+#define MAX_SLOTS 256
 static const char *slot_names[MAX_SLOTS];
 static size_t ncommands, nslots;
 static slot_counters slots[MAX_SLOTS];
@@ -72,9 +73,11 @@ static void slots_init(void) {
     if (nslots) return;
     for (size_t i = 0; dispatch_command_name(i) && ncommands < MAX_SLOTS - 2; i++)
         slot_names[ncommands++] = dispatch_command_name(i);
-    /* the gateway's routes, named as commands are */
-    for (size_t i = 0; gateway_route_names[i] && ncommands < MAX_SLOTS - 2; i++)
-        slot_names[ncommands++] = gateway_route_names[i];
+    /* the HTTP doors' routes, named as commands are */
+    const char *const *const routes[] = {gateway_route_names, hsds_route_names};
+    for (size_t r = 0; r < sizeof routes / sizeof *routes; r++)
+        for (size_t i = 0; routes[r][i] && ncommands < MAX_SLOTS - 2; i++)
+            slot_names[ncommands++] = routes[r][i];
     qsort(slot_names, ncommands, sizeof *slot_names, by_name);
     slot_names[ncommands] = "other";
     slot_names[ncommands + 1] = "none";

@@ -6,6 +6,7 @@
 #include "entry.h"
 #include "front/h5grove.h"
 #include "front/http.h"
+#include "metrics.h"
 #include "h5ark_version.h"
 #include "log.h"
 #include "storage/h5obj.h"
@@ -100,18 +101,38 @@ static void read_credentials(const http_request *req, credentials *c) {
 
 /* ---- routes ------------------------------------------------------------------------ */
 
+const char *const hsds_route_names[] = {[H5OBJ_DOMAIN] = "hsds_domain",
+                                        [H5OBJ_GET] = "hsds_get",
+                                        [H5OBJ_LINKS] = "hsds_links",
+                                        [H5OBJ_LINK] = "hsds_link",
+                                        [H5OBJ_SHAPE] = "hsds_shape",
+                                        [H5OBJ_ATTRS] = "hsds_attrs",
+                                        [H5OBJ_ATTR] = "hsds_attr",
+                                        [H5OBJ_VALUE] = "hsds_value",
+                                        [H5OBJ_PUT_DOMAIN] = "hsds_put_domain",
+                                        [H5OBJ_DELETE_DOMAIN] = "hsds_delete_domain",
+                                        [H5OBJ_POST_GROUP] = "hsds_post_group",
+                                        [H5OBJ_PUT_LINK] = "hsds_put_link",
+                                        [H5OBJ_DELETE_LINK] = "hsds_delete_link",
+                                        [H5OBJ_POST_DATASET] = "hsds_post_dataset",
+                                        [H5OBJ_PUT_VALUE] = "hsds_put_value",
+                                        [H5OBJ_PUT_SHAPE] = "hsds_put_shape",
+                                        [H5OBJ_PUT_ATTR] = "hsds_put_attr",
+                                        [H5OBJ_DELETE_ATTR] = "hsds_delete_attr",
+                                        [H5OBJ_ACLS] = "hsds_acls",
+                                        [H5OBJ_ACL] = "hsds_acl",
+                                        [H5OBJ_PUT_ACL] = "hsds_put_acl",
+                                        [H5OBJ_PUT_ACL + 1] = NULL};
+
 typedef struct {
     h5obj_args a;
-    bool changes; /* creates or changes a file: a token that may only read is refused */
+    bool changes; /* creates or changes a file: the entry refuses a token that may only read */
     h5obj_answer answer;
     char parts[4][NAME_MAX_BYTES]; /* the path's, which a's id and name point into */
 } hsds_call;
 
 static int run_call(void *door, const caller *who, h5ark_error *err) {
     hsds_call *c = door;
-    if (c->changes && !who->may_write)
-        return h5ark_fail(err, H5ARK_FORBIDDEN, "this token may only read: it may not change '%s'",
-                          c->a.domain);
     file_access fa = access_of(who);
     c->a.fa = &fa;
     int rc = h5obj_run(&c->a, &c->answer, err);
@@ -228,11 +249,14 @@ static int route(const http_request *req, hsds_call *c, http_response *out) {
     bool attrs = strcmp(what, "attributes") == 0;
     bool shape = n == 3 && strcmp(what, "shape") == 0 && coll == H5OBJ_DATASETS;
     bool value = n == 3 && strcmp(what, "value") == 0 && coll == H5OBJ_DATASETS;
-    if (n < 0 || (n > 0 && coll == H5OBJ_ANY) || (n > 2 && !links && !attrs && !shape && !value)) {
+    bool acls = n > 0 && n < 3 && strcmp(parts[0], "acls") == 0;
+    if (n < 0 || (n > 0 && coll == H5OBJ_ANY && !acls) ||
+        (n > 2 && !links && !attrs && !shape && !value)) {
         answer_error(out, 404, "no such path");
         return -1;
     }
-    const char *allowed = n == 0                              ? "GET, PUT, DELETE"
+    const char *allowed = acls                                ? (n == 1 ? "GET" : "GET, PUT")
+                          : n == 0                            ? "GET, PUT, DELETE"
                           : n == 1 && coll != H5OBJ_DATATYPES ? "POST"
                           : n == 2                            ? "GET"
                           : links || attrs                    ? (n == 4  ? "GET, PUT, DELETE"
@@ -248,7 +272,10 @@ static int route(const http_request *req, hsds_call *c, http_response *out) {
         return -1;
     }
     c->changes = !get && !(post && (value || links)); /* POSTs that only read */
-    if (n == 0) {
+    if (acls) {
+        a->op = n == 1 ? H5OBJ_ACLS : put ? H5OBJ_PUT_ACL : H5OBJ_ACL;
+        if (n == 2) a->name = parts[1];
+    } else if (n == 0) {
         a->op = get ? H5OBJ_DOMAIN : put ? H5OBJ_PUT_DOMAIN : H5OBJ_DELETE_DOMAIN;
         a->verbose = arg_true(req, "verbose");
     } else if (n == 1) {
@@ -362,23 +389,44 @@ static void serve(void *arg, const http_request *req, http_response *out) {
         if (strcmp(req->method, "POST") == 0) value_body(req, &c.a, &points, &select, &err);
         if (strcmp(req->method, "PUT") == 0) c.a.max_bytes = H5OBJ_MAX_REQUEST;
     }
-    entry_call call = {.ranks_name = "hsds",
+    /* a request like any other: listed in `status` while it runs, counted by its route's
+     * name and outcome, and logged with its user, once answered */
+    const char *name = hsds_route_names[c.a.op];
+    h5ark_value *header = h5ark_value_map();
+    if (header && h5ark_value_set(header, "cmd", h5ark_value_str(name)))
+        h5ark_value_destroy(&header); /* counted as a request without a name */
+    request asked = {.header = header, .arrived_ns = metrics_clock()};
+    const char *token = cred.given ? cred.token : NULL;
+    size_t token_len = token ? strlen(token) : 0;
+    entry_call call = {.req = &asked,
+                       .name = name,
+                       .ranks_name = "hsds",
                        .read_only = !c.changes,
                        .ranks = RANKS_ZERO,
-                       .token = cred.given ? cred.token : NULL,
-                       .token_len = cred.given ? strlen(cred.token) : 0,
+                       .token = token,
+                       .token_len = token_len,
                        .token_hint = "send 'Authorization: Basic base64(USER:TOKEN)' or "
                                      "'Authorization: Bearer TOKEN'",
                        .run = run_call,
                        .door = &c};
-    if (err.code || entry_run(&call, &err)) {
+    if (err.code || entry_accept(&asked, token, token_len, &err) || entry_run(&call, &err)) {
+        /* a valid token refused (a read token changing a file) is HSDS's 403, not 401 */
+        if (err.code == H5ARK_UNAUTHORIZED && call.who.token >= 0) err.code = H5ARK_FORBIDDEN;
         answer_err(out, &err);
     } else if (c.answer.json) {
         answer_json(out, c.answer.created ? 201 : 200, c.answer.json);
     } else {
         gateway_body(out, 200, "application/octet-stream", c.answer.bytes, c.answer.nbytes);
+        if (out->body == c.answer.bytes) out->free_body = h5obj_bytes_free; /* kept for reuse */
         c.answer.bytes = NULL;
     }
+    h5ark_code outcome = out->status < 400      ? H5ARK_OK
+                         : err.code != H5ARK_OK ? err.code
+                                                : H5ARK_INTERNAL;
+    h5ark_span sent = {out->body, out->len};
+    entry_answered(&asked, outcome, &(reply){.spans = &sent, .nspans = out->body ? 1 : 0});
+    entry_done(&asked);
+    h5ark_value_destroy(&header);
     h5obj_answer_free(&c.answer);
     free(points);
     free(select);

@@ -16,6 +16,11 @@ void hsds_stop(void);
 /* "HOST:PORT" bound, or NULL when the endpoint is off. */
 const char *hsds_address(void);
 
+/* The names its requests are listed under in `status` and counted under in the metrics,
+ * as a command's are: "hsds_" and the operation (h5obj.h), "hsds_domain" ...
+ * "hsds_delete_attr"; NULL after the last. */
+extern const char *const hsds_route_names[];
+
 /* ---- its JSON (hsds_json.c) ---- */
 
 /* v as JSON text (malloc'd, *len its length): maps as objects, NaN and infinities as the

@@ -133,14 +133,23 @@ static void library_log(void *arg, const char *fmt, va_list ap) {
 /* A body that holds memory of the caller's budget, until the library is done with it. */
 typedef struct {
     char *body;
+    size_t len;
+    void (*free_body)(char *body, size_t len);
     void (*release)(uint64_t held);
     uint64_t held;
 } held_body;
 
+static void drop_body(const http_response *out) {
+    if (out->free_body)
+        out->free_body(out->body, out->len);
+    else
+        free(out->body);
+}
+
 static void free_held(void *arg) {
     held_body *h = arg;
-    free(h->body);
-    h->release(h->held);
+    drop_body(&(http_response){.body = h->body, .len = h->len, .free_body = h->free_body});
+    if (h->release) h->release(h->held);
     free(h);
 }
 
@@ -187,14 +196,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     held_body *h = NULL;
     if (!out.body) {
         r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
-    } else if (!out.release) {
+    } else if (!out.release && !out.free_body) {
         r = MHD_create_response_from_buffer(out.len, out.body, MHD_RESPMEM_MUST_FREE);
     } else if ((h = malloc(sizeof *h))) {
-        *h = (held_body){out.body, out.release, out.held};
+        *h = (held_body){out.body, out.len, out.free_body, out.release, out.held};
         r = MHD_create_response_from_buffer_with_free_callback_cls(out.len, out.body, free_held, h);
     }
     if (!r) { /* out of memory: the library closes the connection */
-        free(out.body);
+        drop_body(&out);
         if (out.release) out.release(out.held);
         free(h);
         return MHD_NO;

@@ -33,6 +33,8 @@ typedef struct {
      * dropped) and freed, the server calls release(held). NULL: nothing held. */
     void (*release)(uint64_t held);
     uint64_t held;
+    /* How the body is freed once sent or dropped (given back for reuse, say); NULL: free. */
+    void (*free_body)(char *body, size_t len);
     /* Further headers (CORS, WWW-Authenticate ...): names static, values copied in. */
     struct {
         const char *name;

@@ -6,6 +6,7 @@
 #include "h5ark_version.h"
 #include "storage/files.h"
 #include "storage/hdf5_util.h"
+#include "storage/owners.h"
 #include "storage/probe.h"
 #include "storage/sandbox.h"
 #include "storage/sha256.h"
@@ -215,7 +216,11 @@ int h5obj_get_domain(const h5obj_args *a, h5obj_answer *out, h5ark_error *err) {
     h5ark_value *m = h5ark_value_map();
     if (!m) return oom(err);
     out->json = m;
-    const char *owner = a->owner && a->owner[0] ? a->owner : "h5ark";
+    /* with users: the file's creator (owners.h), else the caller; without: as given */
+    char creator[128];
+    const char *owner = file_access_on(a->fa)     ? a->fa->user
+                        : a->owner && a->owner[0] ? a->owner
+                                                  : "h5ark";
     if (folder) {
         h5obj_file dir = {0};
         times_of(abs, &st, &dir.created, &dir.modified);
@@ -226,6 +231,7 @@ int h5obj_get_domain(const h5obj_args *a, h5obj_answer *out, h5ark_error *err) {
     }
     h5obj_file f;
     if (open_file(a, &f, err)) return -1;
+    if (file_access_on(a->fa) && owners_of(f.abs, creator, sizeof creator)) owner = creator;
     int rc = set(m, "root", h5obj_id_value(&f, 'g', addr_of(f.fid))) ||
              set(m, "class", h5ark_value_str("domain")) ||
              set(m, "owner", h5ark_value_str(owner)) || h5obj_times(m, &f) ||
@@ -484,7 +490,11 @@ int h5obj_run(const h5obj_args *a, h5obj_answer *out, h5ark_error *err) {
     *out = (h5obj_answer){0};
     h5u_quiet();
     int rc;
-    if (a->op >= H5OBJ_PUT_DOMAIN) {
+    if (a->op == H5OBJ_ACLS || a->op == H5OBJ_ACL) {
+        rc = h5obj_acl_read(a, out, err);
+    } else if (a->op == H5OBJ_PUT_ACL) {
+        rc = h5obj_acl_write(a, out, err);
+    } else if (a->op >= H5OBJ_PUT_DOMAIN) {
         rc = h5obj_write(a, out, err);
     } else {
         twin_readers_enter(); /* a change levels a file's twin once its readers are done */
@@ -562,6 +572,6 @@ static int read_op(const h5obj_args *a, h5obj_answer *out, h5ark_error *err) {
 
 void h5obj_answer_free(h5obj_answer *a) {
     h5ark_value_destroy(&a->json);
-    free(a->bytes);
+    h5obj_bytes_free(a->bytes, a->nbytes);
     *a = (h5obj_answer){0};
 }

@@ -25,6 +25,8 @@ typedef enum {
     H5OBJ_ATTRS,  /* an object's attributes */
     H5OBJ_ATTR,   /* one attribute */
     H5OBJ_VALUE,  /* a dataset's values: a selection or points */
+    H5OBJ_ACLS,   /* the entries of the ACL that governs the domain (users only) */
+    H5OBJ_ACL,    /* one user's rights on the domain (name: the user) */
     /* the changes, each atomic and durable */
     H5OBJ_PUT_DOMAIN,    /* create the file (or, with flush, nothing) */
     H5OBJ_DELETE_DOMAIN, /* remove the file */
@@ -35,7 +37,8 @@ typedef enum {
     H5OBJ_PUT_VALUE,    /* values into a selection */
     H5OBJ_PUT_SHAPE,    /* resize */
     H5OBJ_PUT_ATTR,     /* one attribute (name) or several (body {"attributes"}) */
-    H5OBJ_DELETE_ATTR
+    H5OBJ_DELETE_ATTR,
+    H5OBJ_PUT_ACL /* one user's entry in the ACL of the domain's folder */
 } h5obj_op;
 
 /* What the HSDS API calls a collection: the kind of object an id names. */
@@ -47,8 +50,8 @@ typedef struct {
     const file_access *fa; /* who asks (storage/acl.h: their rights); NULL: users off */
     h5obj_coll coll;       /* the kind the id must name (ANY: as its prefix says) */
     const char *id;        /* g-/d-/t- and 32 hex digits */
-    const char *name;      /* a link's or an attribute's */
-    const char *owner;     /* DOMAIN: shown as the owner (NULL: "h5ark") */
+    const char *name;      /* a link's or an attribute's; ACL, PUT_ACL: the user's */
+    const char *owner;     /* DOMAIN, users off: shown as the owner (NULL: "h5ark") */
     bool verbose;          /* DOMAIN, GET: the counts of the file or the dataset's storage */
     bool getalias;         /* GET: the paths to the object */
     bool include_data;     /* ATTRS: each value too */
@@ -88,6 +91,11 @@ typedef struct {
  * not_found (domain, id, link, attribute), resource_limit (too large). */
 int h5obj_run(const h5obj_args *a, h5obj_answer *out, h5ark_error *err);
 void h5obj_answer_free(h5obj_answer *a);
+/* A block for an answer's bytes (n of them, or 1 when n is 0; NULL when out of memory),
+ * and its release (bytes: at most its size; NULL: nothing): blocks are kept for reuse, so
+ * that the pages of a large answer need not be faulted in afresh for the next one. */
+char *h5obj_bytes_alloc(uint64_t n);
+void h5obj_bytes_free(char *bytes, size_t n);
 
 /* Check a domain as given (absolute, no `.`, `..`, empty or hidden components, no control
  * characters): bad_request or forbidden naming what is wrong. */

@@ -37,6 +37,9 @@ int h5obj_describe(const h5obj_file *f, hid_t obj, h5ark_value **out, h5ark_erro
 int h5obj_get_domain(const h5obj_args *a, h5obj_answer *out, h5ark_error *err);
 /* The changes (h5obj_write.c). */
 int h5obj_write(const h5obj_args *a, h5obj_answer *out, h5ark_error *err);
+/* ACLS and ACL; PUT_ACL (h5obj_acl.c). */
+int h5obj_acl_read(const h5obj_args *a, h5obj_answer *out, h5ark_error *err);
+int h5obj_acl_write(const h5obj_args *a, h5obj_answer *out, h5ark_error *err);
 /* The selection of a (select or points) on space; the answer's dims and element count. */
 int h5obj_select(hid_t space, const h5obj_args *a, hsize_t *rdims, int *rrank, uint64_t *nelem,
                  h5ark_error *err);

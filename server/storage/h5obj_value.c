@@ -1,6 +1,8 @@
 /* Values of datasets and attributes: selections (HSDS_API.md §8.1), points, and the
  * answers in bytes or JSON (§8.2). */
 #include "storage/h5obj_int.h"
+
+#include "shardcache.h"
 #include "storage/hdf5_util.h"
 
 #include <ctype.h>
@@ -284,8 +286,9 @@ int h5obj_values_begin(hid_t dset, const h5obj_args *a, uint64_t max_bytes, h5ob
         return h5ark_fail(err, H5ARK_RESOURCE_LIMIT,
                           "%llu bytes of values, over max_request_size (%llu)",
                           (unsigned long long)(v->n * size), (unsigned long long)max_bytes);
-    /* every byte is read or written (pointers too), but a vlen buffer is reclaimed whole */
-    v->buf = v->vlen ? calloc(v->n ? v->n : 1, size) : malloc(v->n ? v->n * size : 1);
+    /* every byte is read or written (pointers too), but a vlen buffer is reclaimed whole;
+     * fixed-size elements in a block used before, whose pages need no faulting in */
+    v->buf = v->vlen ? calloc(v->n ? v->n : 1, size) : h5obj_bytes_alloc(v->n * size);
     if (!v->buf) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     hsize_t m = v->n;
     v->mspace = v->cls == H5S_SCALAR ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &m, NULL);
@@ -293,7 +296,10 @@ int h5obj_values_begin(hid_t dset, const h5obj_args *a, uint64_t max_bytes, h5ob
 }
 
 void h5obj_values_end(h5obj_values *v) {
-    free(v->buf);
+    if (v->vlen)
+        free(v->buf);
+    else if (v->buf)
+        h5obj_bytes_free(v->buf, v->n * H5Tget_size(v->wire));
     if (v->mspace >= 0) H5Sclose(v->mspace);
     if (v->wire >= 0) H5Tclose(v->wire);
     if (v->space >= 0) H5Sclose(v->space);
@@ -329,6 +335,18 @@ int h5obj_read_value(const h5obj_file *f, hid_t dset, const h5obj_args *a, h5obj
     }
     h5obj_values_end(&v);
     return rc;
+}
+
+/* Large answers' blocks come from and go back to the shard cache (shardcache.h), under a
+ * locale of their own: a slab read after another finds its pages touched already. */
+#define ANSWER_LOCALE (-1)
+
+char *h5obj_bytes_alloc(uint64_t n) {
+    return shardcache_alloc(ANSWER_LOCALE, n);
+}
+
+void h5obj_bytes_free(char *bytes, size_t n) {
+    shardcache_give(ANSWER_LOCALE, bytes, n);
 }
 
 h5ark_value *h5obj_attr_value(hid_t attr, h5ark_error *err) {

@@ -7,6 +7,7 @@
 
 #include "storage/files.h"
 #include "storage/hdf5_util.h"
+#include "storage/owners.h"
 #include "storage/twin.h"
 
 #include <errno.h>
@@ -181,6 +182,13 @@ static int put_domain(const h5obj_args *a, h5obj_answer *out, h5ark_error *err) 
     unlink(tmp);
     if (rc) return -1;
     sync_dir_of(abs);
+    /* its creator's from now on (quota.disk counts it); unrecorded, it is not made */
+    const char *made[] = {abs};
+    if (owners_created(a->fa ? a->fa->user : NULL, made, 1, err)) {
+        unlink(abs);
+        sync_dir_of(abs);
+        return -1;
+    }
     out->created = true;
     return h5obj_get_domain(a, out, err);
 }
@@ -197,6 +205,9 @@ static int delete_domain(const h5obj_args *a, h5obj_answer *out, h5ark_error *er
                           "cannot remove '%s': %s", a->domain, strerror(errno));
     twin_drop(abs);
     sync_dir_of(abs);
+    /* the record then names no one for it (an entry left behind counts nothing) */
+    const char *gone[] = {abs};
+    owners_deleted(gone, 1, &(h5ark_error){0});
     out->json = h5ark_value_map();
     return out->json ? 0 : oom(err);
 }

@@ -157,6 +157,22 @@ int owners_deleted(const char *const *abs, size_t n, h5ark_error *err) {
     return rc;
 }
 
+int owners_of(const char *abs, char *user, size_t len) {
+    record r;
+    h5ark_error ignore;
+    pthread_mutex_lock(&lock);
+    int rc = record_read(&r, &ignore);
+    pthread_mutex_unlock(&lock);
+    if (len) user[0] = '\0';
+    if (rc) return 0;
+    int found = 0;
+    for (size_t i = 0; i < r.n && !found; i++)
+        if (strcmp(files_display(abs), r.path[i]) == 0)
+            found = snprintf(user, len, "%s", r.user[i]) >= 0;
+    record_free(&r);
+    return found;
+}
+
 /* Bytes of the files `user` owns, among `abs` (NULL: all). */
 static uint64_t owned_bytes(const char *user, const char *const *abs, size_t n) {
     record r;

@@ -21,6 +21,9 @@
 int owners_created(const char *user, const char *const *abs, size_t n, h5ark_error *err);
 /* The files abs[0..n) were deleted. */
 int owners_deleted(const char *const *abs, size_t n, h5ark_error *err);
+/* Who created the file abs (absolute): its name in user (at most len - 1 bytes), 1; 0 (user
+ * "") when the record names no one or cannot be read. */
+int owners_of(const char *abs, char *user, size_t len);
 /* Bytes of those of abs[0..n) whose owner is `user`. */
 uint64_t owners_bytes_among(const char *user, const char *const *abs, size_t n);
 

@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import threading
+import time
 import urllib.parse
 
 import h5py
@@ -644,3 +645,96 @@ def test_links_by_titles(ep):
     got, _, _ = ep.call("POST", f"/groups/{root}/links", {"domain": "/plain.h5"},
                         body=b"{\"titles\": 3}")
     assert got == 400
+
+
+def counted(port):
+    """{(cmd, outcome): n} of h5ark_requests_total in one scrape of the metrics."""
+    text = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
+    text.request("GET", "/metrics")
+    body = text.getresponse().read().decode()
+    text.close()
+    return {(m[1], m[2]): int(m[3]) for m in re.finditer(
+        r'^h5ark_requests_total\{cmd="([^"]*)",outcome="([^"]*)"\} (\d+)$', body, re.M)}
+
+
+def test_requests_in_status_metrics_and_log(tmp_path):
+    """The endpoint's requests go through the entry as the protocol's do: listed in
+    `status` while they run under their route's name (hsds_value, ...), counted in the
+    metrics by route and outcome, and logged with the user the token names."""
+    port, mport = free_port(), free_port()
+    tokens = tmp_path / "tokens"
+    tokens.write_text("tok-alice write user=alice\ntok-root admin user=root\n")
+    d = Daemon(locales=1, token="tok-root", token_file=tokens, env={"H5ARK_FAULTS": "1"},
+               extra_args=["--hsds-endpoint", f"127.0.0.1:{port}", "--log-level", "info",
+                           "--metrics-endpoint", f"127.0.0.1:{mport}"])
+    e = Endpoint(port, auth=basic("anyone", "tok-alice"))
+    try:
+        (d.data_dir / "home" / "alice").mkdir(parents=True)
+        with h5py.File(d.data_dir / "home" / "alice" / "s.h5", "w") as f:
+            f["v"] = np.arange(4000, dtype="<f8")
+        dom = "/home/alice/s.h5"
+        before = counted(mport)
+        oid = walk(e, dom, "v")
+        assert e.error("/", 404, params={"domain": "/home/alice/none.h5"})
+        assert e.error(f"/datasets/{oid}/value", 400, params={"domain": dom, "select": "x"})
+        after = counted(mport)
+        assert {k: n - before.get(k, 0) for k, n in after.items()
+                if n != before.get(k, 0)} == {
+            ("hsds_domain", "ok"): 1, ("hsds_link", "ok"): 1, ("hsds_domain", "not_found"): 1,
+            ("hsds_value", "bad_request"): 1}
+        log = d.read_log()
+        assert re.search(r"cmd=hsds_link .*outcome=ok user=alice$", log, re.M), log
+        assert re.search(r"cmd=hsds_value .*outcome=bad_request user=alice$", log, re.M), log
+        assert "tok-alice" not in log
+
+        # every read of the file's bytes slowed down: the read is seen in flight, then gone
+        ok(send(d, "fault", {"delay_ms": 200}))
+        got = []
+        reader = threading.Thread(target=lambda: got.append(Endpoint(
+            port, auth=basic("a", "tok-alice")).call(
+                "GET", f"/datasets/{oid}/value", {"domain": dom},
+                headers={"Accept": "application/octet-stream"})))
+        reader.start()
+        seen = []
+        while reader.is_alive() and not seen:
+            seen = [r for r in ok(send(d, "status"))["requests"] if r["cmd"] == "hsds_value"]
+            time.sleep(0.02)
+        reader.join(TIMEOUT)
+        ok(send(d, "fault", {"delay_ms": 0}))
+        assert seen, "the endpoint's read was never listed in status"
+        assert got[0][0] == 200
+        assert np.array_equal(np.frombuffer(got[0][2], "<f8"), np.arange(4000.0))
+        assert [r for r in ok(send(d, "status"))["requests"]
+                if r["cmd"].startswith("hsds_")] == []
+        assert counted(mport)[("hsds_value", "ok")] == after.get(("hsds_value", "ok"), 0) + 1
+    finally:
+        e.conn.close()
+        d.cleanup()
+
+
+def test_acls_need_users(ep):
+    """Without users there are no ACLs: 404, which h5pyd's mode "a" takes as nothing to
+    check."""
+    assert "users" in ep.error("/acls/alice", 404, params={"domain": "/plain.h5"})
+    assert "users" in ep.error("/acls", 404, params={"domain": "/plain.h5"})
+
+
+def test_large_answers_one_after_another(ep, hsds):
+    """Blocks of large answers are reused (the shard cache): each answer holds its own
+    values, whatever the block held before, also when a smaller one is cut from it."""
+    d = hsds[0]
+    with h5py.File(d.data_dir / "large.h5", "w") as f:
+        f["a"] = np.arange(300_000, dtype="<f8")
+        f["b"] = -np.arange(300_000, dtype="<f8")
+        f["c"] = np.arange(300_000, dtype="<i4")
+    for name, select, want in [
+            ("a", None, np.arange(300_000.0)), ("b", None, -np.arange(300_000.0)),
+            ("a", "[100000:290000]", np.arange(100_000.0, 290_000.0)),
+            ("b", "[0:300000:2]", -np.arange(0.0, 300_000.0, 2)),
+            ("c", None, np.arange(300_000, dtype="<i4"))]:
+        oid = walk(ep, "/large.h5", name)
+        got, hdrs, body = ep.call("GET", f"/datasets/{oid}/value",
+                                  {"domain": "/large.h5", **({"select": select} if select else {})},
+                                  headers={"Accept": "application/octet-stream"})
+        assert got == 200 and hdrs["Content-Type"] == "application/octet-stream"
+        assert np.array_equal(np.frombuffer(body, want.dtype), want), (name, select)

@@ -661,3 +661,76 @@ def test_users_and_acls(tmp_path):
         for e in eps.values():
             e.conn.close()
         d.cleanup()
+
+
+def test_owner_and_acl_routes(tmp_path):
+    """With users, GET /'s owner is the file's creator (recorded by PUT /, so quota.disk
+    counts it), else the caller; GET /acls/USER answers the caller's own rights as every
+    request is allowed by them, another user's entry with readACL; GET /acls the governing
+    ACL's entries; PUT /acls/USER changes one entry as setacl does (updateACL)."""
+    port = free_port()
+    tokens = tmp_path / "tokens"
+    tokens.write_text("tok-alice write user=alice groups=physics\n"
+                      "tok-bob write user=bob groups=physics\n"
+                      "tok-root admin user=root\n")
+    d = Daemon(locales=1, token="tok-root", token_file=tokens,
+               extra_args=["--hsds-endpoint", f"127.0.0.1:{port}"])
+    a, b, root = (Endpoint(port, auth=basic("anyone", f"tok-{u}"))
+                  for u in ("alice", "bob", "root"))
+    names = ["read", "create", "update", "delete", "readACL", "updateACL"]
+
+    def rights(ep, domain, user, status=200):
+        got = call(ep, "GET", f"/acls/{user}", domain, status=status)
+        return got if status != 200 else {k: got["acl"][k] for k in names}
+
+    try:
+        mine = "/home/alice/a.h5"
+        new_domain(a, mine)
+        assert call(a, "GET", "/", mine)["owner"] == "alice"
+        assert call(root, "GET", "/", mine)["owner"] == "alice"  # the creator, not the caller
+        size = (d.data_dir / "home" / "alice" / "a.h5").stat().st_size
+        assert ok(send(d, "whoami", token="tok-alice"))["usage"]["disk"] == size
+        # a file no request made: the caller
+        (d.data_dir / "shared" / "physics").mkdir(parents=True, exist_ok=True)
+        with h5py.File(d.data_dir / "shared" / "physics" / "old.h5", "w") as f:
+            f["v"] = np.arange(3)
+        assert call(b, "GET", "/", "/shared/physics/old.h5")["owner"] == "bob"
+        assert call(a, "GET", "/", "/home/alice/")["owner"] == "alice"
+
+        # the caller's own rights, as they are decided
+        assert rights(a, mine, "alice") == dict.fromkeys(names, True)
+        assert rights(root, mine, "root") == dict.fromkeys(names, True)
+        assert rights(b, "/shared/physics/old.h5", "bob") == {
+            "read": True, "create": True, "update": True, "delete": True, "readACL": False,
+            "updateACL": False}
+        assert "read" in rights(b, mine, "bob", status=403)["message"]
+        assert "readACL" in rights(b, "/shared/physics/old.h5", "alice", status=403)["message"]
+        assert "bob" in rights(a, mine, "bob", status=404)["message"]
+        assert [e["userName"] for e in call(a, "GET", "/acls", mine)["acls"]] == ["alice"]
+
+        # alice lets bob read her home's files: bob reads, may not change the ACL
+        got = call(a, "PUT", "/acls/bob", mine, {"read": True}, status=201)["acl"]
+        assert got["userName"] == "bob" and got["read"] and not got["update"]
+        assert call(b, "GET", "/", mine)["owner"] == "alice"
+        assert rights(b, mine, "bob") == {**dict.fromkeys(names, False), "read": True}
+        assert rights(a, mine, "bob") == rights(b, mine, "bob")
+        assert "updateACL" in call(b, "PUT", "/acls/bob", mine, {"update": True},
+                                   status=403)["message"]
+        call(b, "POST", "/groups", mine, {"link": {"id": call(a, "GET", "/", mine)["root"],
+                                                    "name": "g"}}, status=403)
+        acl = ok(send(d, "getacl", {"path": "/home/alice"}, token="tok-alice"))
+        assert {e["subject"]: e["read"] for e in acl["acl"]} == {"alice": True, "bob": True}
+        assert sorted(e["userName"] for e in call(a, "GET", "/acls", mine)["acls"]) == [
+            "alice", "bob"]
+        assert (d.data_dir / "home" / "alice" / ".h5ark-acl").exists()
+        # bad bodies and names change nothing
+        call(a, "PUT", "/acls/bob", mine, {"read": "yes"}, status=400)
+        call(a, "PUT", "/acls/bob", mine, b"not json", status=400)
+        call(a, "PUT", "/acls/no%20one", mine, {"read": True}, status=400)
+        assert rights(b, mine, "bob")["read"] is True
+        assert b.call("DELETE", "/acls/bob", {"domain": mine})[0] == 405
+        call(a, "GET", "/acls/alice", "/home/alice/none.h5", status=404)
+    finally:
+        for e in (a, b, root):
+            e.conn.close()
+        d.cleanup()
