@@ -772,3 +772,65 @@ def test_owners_and_grants_survive_a_restart(tmp_path):
         fails(send(a, "get", {"name": "bob/x"}), "not_found")
     finally:
         d.cleanup()
+
+
+@pytest.mark.parametrize("ranks", [(1, 1), (2, 2), (1, 2)], ids=["1rank", "2ranks", "1to2"])
+def test_usage_survives_a_restart(tmp_path, ranks):
+    """Objects restored at start are charged to their owners: each user's usage.memory and
+    usage.objects equal what they were before the restart (at the rank count that wrote the
+    checkpoint and at another), and quota.memory counts them. (Objects that share arrays, a
+    GroupBy and its keys, come back with copies of their own, counted as what they hold.)"""
+    from wire import fails, ok, put_array, put_strings, send
+    if ranks != (1, 1) and (MPIRUN is None or not mpi_build()):
+        pytest.skip("mpirun is not installed or h5arkd was built without MPI")
+    tokens = tmp_path / "tokens"
+    tokens.write_text("tok-alice write user=alice\n"
+                      "tok-bob write user=bob quota.memory=4096\n"
+                      "tok-root admin user=root\n")
+    ck = tmp_path / "ck"
+    users = ("alice", "bob")
+
+    def daemon(r):
+        d = Daemon(locales=2, ranks=r if r > 1 else None, token="tok-root", token_file=tokens,
+                   extra_args=ck_args(ck))
+        deadline = time.time() + 60 * TOOL_SLOWDOWN
+        while ok(send(d, "getconfig"))["restoring"]:
+            assert time.time() < deadline
+            time.sleep(0.05)
+        d.as_ = {u: type("who", (), {"endpoint": d.endpoint, "token": f"tok-{u}"})
+                 for u in users + ("root",)}
+        return d
+
+    def usage(d):
+        return {u: ok(send(d.as_[u], "whoami"))["usage"] for u in users}
+
+    d = daemon(ranks[0])
+    try:
+        a, b = d.as_["alice"], d.as_["bob"]
+        put_array(a, np.arange(1000), name="x")
+        put_strings(a, ["one", "two", "three"], name="s")
+        put_array(a, np.array([3, 1, 3, 2]), name="k")
+        ok(send(a, "binop", {"op": "+", "a": "k", "b": "k", "name": "k2"}))
+        put_array(b, np.arange(400), name="big")  # 3200 of bob's 4096 bytes
+        before = usage(d)
+        assert before["bob"]["memory"] == 3200 and before["alice"]["objects"] == 4
+        assert ok(send(d.as_["root"], "checkpoint"))["objects"] == 5
+    finally:
+        d.cleanup()
+
+    d = daemon(ranks[1])
+    try:
+        after = usage(d)
+        for u in users:
+            assert (after[u]["memory"], after[u]["objects"]) == \
+                (before[u]["memory"], before[u]["objects"]), (u, before, after)
+        # bob's quota counts what was restored; deleting it gives the memory back
+        b = d.as_["bob"]
+        fails(send(b, "put", {"objtype": "pdarray", "dtype": "int64", "shape": [200]},
+                   [b"\0" * 1600], [{"name": "values", "nbytes": 1600}]),
+              "resource_limit", "quota.memory")
+        ok(send(b, "delete", {"names": ["big"]}))
+        assert (usage(d)["bob"]["memory"], usage(d)["bob"]["objects"]) == (0, 0)
+        put_array(b, np.arange(200), name="small")
+    finally:
+        d.cleanup()
