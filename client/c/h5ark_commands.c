@@ -131,6 +131,27 @@ int h5ark_client_share(h5ark_client_t *self, const char *const *names, size_t co
     return call(self, share ? "share" : "unshare", args, NULL, 0, "grants", grants, err);
 }
 
+int h5ark_client_getacl(h5ark_client_t *self, const char *path, h5ark_value **result,
+                        h5ark_error *err) {
+    h5ark_value *args = h5ark_value_map();
+    if (h5ark_value_set(args, "path", h5ark_value_str(path)) != 0) {
+        h5ark_value_destroy(&args);
+        return oom(err);
+    }
+    return call(self, "getacl", args, NULL, 0, NULL, result, err);
+}
+
+int h5ark_client_setacl(h5ark_client_t *self, const char *path, const h5ark_value *acl,
+                        h5ark_value **written, h5ark_error *err) {
+    h5ark_value *args = h5ark_value_map();
+    if (h5ark_value_set(args, "path", h5ark_value_str(path)) != 0 ||
+        h5ark_value_set(args, "acl", h5ark_value_copy(acl)) != 0) {
+        h5ark_value_destroy(&args);
+        return oom(err);
+    }
+    return call(self, "setacl", args, NULL, 0, "acl", written, err);
+}
+
 int h5ark_client_shutdown(h5ark_client_t *self, h5ark_error *err) {
     return call(self, "shutdown", NULL, NULL, 0, NULL, NULL, err);
 }
