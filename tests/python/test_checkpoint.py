@@ -651,6 +651,54 @@ def test_arkouda_save_and_load_checkpoint(tmp_path):
         d.cleanup()
 
 
+def test_arkouda_checkpoint_at_an_absolute_path(tmp_path):
+    """Arkouda's client sends the path it was given: an absolute one in the data directory
+    (a folder not made yet, or the data directory itself) saves and loads there; with users
+    it is from the data directory's root, by the caller's rights; one outside is refused."""
+    from test_arkouda_wire import Ak
+    d = Daemon(locales=2, arkouda=True)
+    try:
+        c, ak = Conn(d), Ak(d.ak_endpoint)
+        c.put(np.arange(7, dtype="<i8"), name="v")
+        want = snapshot(c)
+        root = str(d.data_dir.resolve())
+        for path, folder in ((f"{root}/abs/deeper", "abs/deeper"), (root, ""), (f"{root}/", "")):
+            assert ak.ok("save_checkpoint", {"name": "cp", "path": path, "mode": "overwrite"}) \
+                == "cp"
+            assert (d.data_dir / folder / "cp" / "manifest.json").is_file()
+            c.ok("delete", names=["v"])
+            assert ak.ok("load_checkpoint", {"name": "cp", "path": path}) == "cp"
+            assert_same(snapshot(c), want)
+        outside = tmp_path / "outside"
+        assert "outside the data directory" in ak.error(
+            "save_checkpoint", {"name": "cp", "path": str(outside), "mode": "error"})
+        assert not outside.exists()
+        assert "outside the data directory" in ak.error(
+            "load_checkpoint", {"name": "cp", "path": str(tmp_path)})
+        ak.close()
+    finally:
+        d.cleanup()
+    tokens = tmp_path / "tokens"
+    tokens.write_text("tok-alice write user=alice\ntok-bob write user=bob\n"
+                      "tok-root admin user=root\n")
+    d = Daemon(locales=2, arkouda=True, token="tok-root", token_file=tokens)
+    try:
+        alice, bob = Ak(d.ak_endpoint, token="tok-alice"), Ak(d.ak_endpoint, token="tok-bob")
+        alice.ok("arange<int64,1>", {"start": 0, "stop": 5, "step": 1})
+        home = f"{d.data_dir.resolve()}/home/alice"
+        assert alice.ok("save_checkpoint", {"name": "mine", "path": f"{home}/cks",
+                                            "mode": "error"}) == "mine"
+        assert (d.data_dir / "home" / "alice" / "cks" / "mine" / "manifest.json").is_file()
+        assert alice.ok("load_checkpoint", {"name": "mine", "path": f"{home}/cks"}) == "mine"
+        msg = bob.error("save_checkpoint", {"name": "his", "path": home, "mode": "error"})
+        assert msg.endswith("no create permission on '/home/alice'"), msg
+        assert not (d.data_dir / "home" / "alice" / "his").exists()
+        alice.close()
+        bob.close()
+    finally:
+        d.cleanup()
+
+
 def test_native_checkpoint_in_the_data_directory(tmp_path):
     """checkpoint {path, name, mode} and load_checkpoint {path, name}, no --checkpoint-dir."""
     d = Daemon(locales=2)
