@@ -587,13 +587,36 @@ h5ark_value *registry_grants_of(const object *obj) {
     return list;
 }
 
+/* Charge obj's arrays that no account holds (read with no caller in scope) to `to`: the
+ * owner's usage is then what it was before the checkpoint. Uncharged as ever when the
+ * arrays go. A darray shared by two objects (an arrayview's) is charged once. */
+static void adopt(object *obj, registry_account *to) {
+    darray *arrays[] = {obj->values, obj->segments};
+    for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++)
+        if (arrays[i] && !arrays[i]->account) {
+            arrays[i]->account = to;
+            atomic_fetch_add(&to->memory, arrays[i]->charged);
+        }
+    for (size_t i = 0; i < obj->ncomponents; i++)
+        adopt(obj->components[i].obj, to);
+}
+
 int registry_restore(object *obj, const char *owner, const char *name, const char *const *grants,
                      size_t ngrants, h5ark_error *err) {
-    /* as the owner would publish and share it, an admin's scope for the grants */
+    /* as the owner would publish and share it, an admin's scope for the grants; no quota
+     * refuses what the owner held before */
     user as = {.name = owner, .quota = {-1, -1, -1, -1}};
     registry_scope previous = registry_enter(owner ? &as : NULL, true);
     h5ark_value *list = NULL;
-    int rc = registry_publish(obj, name, err);
+    int rc = 0;
+    if (owner) {
+        pthread_mutex_lock(&lock);
+        registry_account *to = me();
+        if (to) adopt(obj, to);
+        pthread_mutex_unlock(&lock);
+        if (!to) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    if (rc == 0) rc = registry_publish(obj, name, err);
     if (rc == 0 && owner && ngrants &&
         (rc = registry_share(name, grants, ngrants, true, &list, err)) != 0)
         registry_remove(name, NULL); /* all of it or none */

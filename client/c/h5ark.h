@@ -125,6 +125,15 @@ int h5ark_client_clear(h5ark_client_t *self, uint64_t *deleted, h5ark_error *err
 int h5ark_client_share(h5ark_client_t *self, const char *const *names, size_t count,
                        const char *const *with, size_t nwith, bool share, h5ark_value **grants,
                        h5ark_error *err);
+/* The ACL that governs a folder (or a file's folder), a daemon with users: *result set to
+ * {path, acl: [{subject, read, create, update, delete, readACL, updateACL}], from (the
+ * folder whose .h5ark-acl it is; nil: the defaults), default}. Needs readACL. */
+int h5ark_client_getacl(h5ark_client_t *self, const char *path, h5ark_value **result,
+                        h5ark_error *err);
+/* Replace a folder's ACL with `acl` (an array of entries as above; a permission left out is
+ * false), atomically: *written set to the ACL as written. Needs updateACL. */
+int h5ark_client_setacl(h5ark_client_t *self, const char *path, const h5ark_value *acl,
+                        h5ark_value **written, h5ark_error *err);
 int h5ark_client_shutdown(h5ark_client_t *self, h5ark_error *err);
 /* Who the token names (a daemon with users): user, role, groups, quotas, usage. */
 int h5ark_client_whoami(h5ark_client_t *self, h5ark_value **me, h5ark_error *err);

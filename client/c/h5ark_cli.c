@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -1355,6 +1356,101 @@ static int cmd_unshare(int argc, char **argv) {
     return share_command(argc, argv, false);
 }
 
+/* ---- ACLs ---- */
+
+/* A JSON value as the wire's (--acl); NULL when out of memory. */
+static h5ark_value *json_to_value(const json_t *j) {
+    switch (json_typeof(j)) {
+    case JSON_OBJECT: {
+        h5ark_value *m = h5ark_value_map();
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)j, k, v) {
+            if (m && h5ark_value_set(m, k, json_to_value(v))) h5ark_value_destroy(&m);
+        }
+        return m;
+    }
+    case JSON_ARRAY: {
+        h5ark_value *a = h5ark_value_array();
+        for (size_t i = 0; a && i < json_array_size(j); i++)
+            if (h5ark_value_push(a, json_to_value(json_array_get(j, i)))) h5ark_value_destroy(&a);
+        return a;
+    }
+    case JSON_STRING: return h5ark_value_strn(json_string_value(j), json_string_length(j));
+    case JSON_INTEGER: return h5ark_value_int(json_integer_value(j));
+    case JSON_REAL: return h5ark_value_float(json_real_value(j));
+    case JSON_TRUE: return h5ark_value_bool(true);
+    case JSON_FALSE: return h5ark_value_bool(false);
+    default: return h5ark_value_nil();
+    }
+}
+
+/* One line per entry: SUBJECT and the permissions it grants, comma-separated (- none). */
+static void print_acl(const h5ark_value *acl) {
+    static const char *const perms[] = {"read",   "create",  "update",
+                                        "delete", "readACL", "updateACL"};
+    for (size_t i = 0; i < h5ark_value_len(acl); i++) {
+        const h5ark_value *e = h5ark_value_at(acl, i), *subject = h5ark_value_get(e, "subject");
+        printf("%-16s ", subject && subject->kind == H5ARK_STR ? subject->as.s.ptr : "?");
+        int n = 0;
+        for (size_t k = 0; k < sizeof perms / sizeof *perms; k++) {
+            const h5ark_value *v = h5ark_value_get(e, perms[k]);
+            if (v && v->kind == H5ARK_BOOL && v->as.b) printf("%s%s", n++ ? "," : "", perms[k]);
+        }
+        printf("%s\n", n ? "" : "-");
+    }
+}
+
+/* getacl PATH: "from FOLDER" (or "from (defaults)"), then the entries. */
+static int cmd_getacl(int argc, char **argv) {
+    int status = -1, c;
+    while ((c = next_opt(argc, argv, no_opts, &status)) != -1)
+        if (c == -2) return status;
+    if (argc - optind != 1) return usage_error("getacl takes one PATH");
+    h5ark_error err;
+    h5ark_client_t *cl = connect_client(&err);
+    if (!cl) return fail(&err);
+    h5ark_value *res = NULL;
+    int rc = h5ark_client_getacl(cl, argv[optind], &res, &err);
+    h5ark_client_destroy(&cl);
+    if (rc) return fail(&err);
+    const h5ark_value *from = h5ark_value_get(res, "from");
+    printf("%-16s %s\n", "from",
+           from && from->kind == H5ARK_STR ? from->as.s.ptr : "(the defaults)");
+    print_acl(h5ark_value_get(res, "acl"));
+    h5ark_value_destroy(&res);
+    return 0;
+}
+
+/* setacl PATH --acl JSON: prints the ACL as written, as getacl does. */
+static int cmd_setacl(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"acl", required_argument, 0, 1000}, {"help", no_argument, 0, 'h'}, {0}};
+    const char *text = NULL;
+    int status = string_options(argc, argv, opts, &text);
+    if (status >= 0) return status;
+    if (argc - optind != 1 || !text) return usage_error("setacl takes one PATH and --acl JSON");
+    json_error_t jerr;
+    json_t *j = json_loads(text, JSON_DECODE_ANY, &jerr);
+    if (!j) return usage_error("--acl is not JSON: %s (column %d)", jerr.text, jerr.column);
+    if (!json_is_array(j)) {
+        json_decref(j);
+        return usage_error("--acl is a JSON array of entries, [{\"subject\": ..., ...}]");
+    }
+    h5ark_value *acl = json_to_value(j), *written = NULL;
+    json_decref(j);
+    h5ark_error err;
+    h5ark_client_t *cl = acl ? connect_client(&err) : NULL;
+    if (!acl) h5ark_fail(&err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    int rc = cl ? h5ark_client_setacl(cl, argv[optind], acl, &written, &err) : -1;
+    h5ark_client_destroy(&cl);
+    h5ark_value_destroy(&acl);
+    if (rc) return fail(&err);
+    print_acl(written);
+    h5ark_value_destroy(&written);
+    return 0;
+}
+
 /* writepart NAME / complete: a field of an ExeTera dataframe in parts; prints
  * "FIELD ROWS" (the field's rows after the request). */
 static int field_command(int argc, char **argv, bool part) {
@@ -1571,6 +1667,17 @@ static const command commands[] = {
      "share NAME... --with S [--with S...]", cmd_share},
     {"unshare", "Take back what share gave. Prints each NAME and whom it is still shared with.\n",
      "unshare NAME... --with S [--with S...]", cmd_unshare},
+    {"getacl",
+     "Print the ACL that governs a folder (or a file's folder) of the data directory.\n"
+     "For a daemon whose token file names users; needs readACL. First the folder whose\n"
+     ".h5ark-acl it is (or the defaults), then one line per subject (a user, g:GROUP or\n"
+     "default) with the permissions it grants.\n",
+     "getacl PATH", cmd_getacl},
+    {"setacl",
+     "Replace a folder's ACL, atomically, and print it as written.\n"
+     "Needs updateACL. A permission left out of an entry is not granted.\n"
+     "  --acl JSON       the entries, e.g. '[{\"subject\": \"g:physics\", \"read\": true}]'\n",
+     "setacl PATH --acl JSON", cmd_setacl},
     {"create",
      "Create a pdarray NAME in the daemon.\n"
      "  --dtype T        int8 int16 int32 int64 uint8 uint16 uint32 uint64 float32 float64\n"

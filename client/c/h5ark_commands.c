@@ -131,6 +131,29 @@ int h5ark_client_share(h5ark_client_t *self, const char *const *names, size_t co
     return call(self, share ? "share" : "unshare", args, NULL, 0, "grants", grants, err);
 }
 
+/* getacl {path} or setacl {path, acl}: the answer's `key` (NULL: all of it) into *out. */
+static int acl_call(h5ark_client_t *self, const char *cmd, const char *path, const h5ark_value *acl,
+                    const char *key, h5ark_value **out, h5ark_error *err) {
+    h5ark_value *args = h5ark_value_map();
+    if (h5ark_value_set(args, "path", h5ark_value_str(path)) != 0 ||
+        (acl && h5ark_value_set(args, "acl", h5ark_value_copy(acl)) != 0)) {
+        h5ark_value_destroy(&args);
+        return oom(err);
+    }
+    return call(self, cmd, args, NULL, 0, key, out, err);
+}
+
+int h5ark_client_getacl(h5ark_client_t *self, const char *path, h5ark_value **result,
+                        h5ark_error *err) {
+    return acl_call(self, "getacl", path, NULL, NULL, result, err);
+}
+
+int h5ark_client_setacl(h5ark_client_t *self, const char *path, const h5ark_value *acl,
+                        h5ark_value **written, h5ark_error *err) {
+    if (!acl) return h5ark_fail(err, H5ARK_BAD_REQUEST, "setacl: no ACL given");
+    return acl_call(self, "setacl", path, acl, "acl", written, err);
+}
+
 int h5ark_client_shutdown(h5ark_client_t *self, h5ark_error *err) {
     return call(self, "shutdown", NULL, NULL, 0, NULL, NULL, err);
 }

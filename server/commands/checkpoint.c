@@ -590,13 +590,16 @@ static int resolve_place(void *ctx, h5ark_error *err) {
                           "with '.', of under 64 bytes",
                           p->name);
     /* the folder `path` (made when `make`), confined, through a name never made in it */
-    if (snprintf(rel, sizeof rel, "%s/.h5ark-checkpoint", *p->path ? p->path : ".") >=
-        (int)sizeof rel)
+    static const char probe[] = "/.h5ark-checkpoint";
+    if (snprintf(rel, sizeof rel, "%s%s", *p->path ? p->path : ".", probe) >= (int)sizeof rel)
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "checkpoint: the path is too long");
     file_access fa = access_here();
     if (files_resolve(&fa, p->make ? PERM_WRITE : PERM_READ, rel, p->make, abs, err)) {
         if (err->code == H5ARK_NOT_FOUND)
             h5ark_fail(err, H5ARK_NOT_FOUND, "no checkpoint '%.300s/%.64s'", p->path, p->name);
+        /* a refusal names the folder as the client gave it, not the name probed in it */
+        char *at = strstr(err->message, probe), *after = at ? at + sizeof probe - 1 : NULL;
+        if (at) memmove(at, after, strlen(after) + 1);
         return -1;
     }
     *strrchr(abs, '/') = '\0';

@@ -305,12 +305,15 @@ static void serve(void *arg, const http_request *req, http_response *out) {
                            "send 'Authorization: Bearer TOKEN' or the query argument token=TOKEN",
                        .run = route_run,
                        .door = &r};
-    if (entry_run(&call, &err)) gateway_error(out, &err);
+    /* its caller kept with it from the start, as at every door: its log line names the user */
+    if (entry_accept(&asked, token, call.token_len, &err) || entry_run(&call, &err))
+        gateway_error(out, &err);
     h5ark_code outcome = out->status < 400      ? H5ARK_OK
                          : err.code != H5ARK_OK ? err.code
                                                 : H5ARK_INTERNAL;
     h5ark_span body = {out->body, out->len};
     entry_answered(&asked, outcome, &(reply){.spans = &body, .nspans = out->body ? 1 : 0});
+    entry_done(&asked);
     h5ark_value_destroy(&header);
 }
 

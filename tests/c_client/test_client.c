@@ -1155,14 +1155,56 @@ static void test_parts(h5ark_client_t *c) {
               H5ARK_BAD_REQUEST);
 }
 
+/* getacl/setacl as a user whose home is "." (a daemon with users; the token from
+ * H5ARK_TEST_TOKEN): an ACL written, read back, a bad one refused with the old kept. */
+static void test_acl(h5ark_client_t *c) {
+    h5ark_value *acl = h5ark_value_array(), *mine = h5ark_value_map(), *group = h5ark_value_map();
+    static const char *const perms[] = {"read",   "create",  "update",
+                                        "delete", "readACL", "updateACL"};
+    h5ark_value_set(mine, "subject", h5ark_value_str(getenv("H5ARK_TEST_USER")));
+    for (size_t i = 0; i < 6; i++)
+        h5ark_value_set(mine, perms[i], h5ark_value_bool(true));
+    h5ark_value_set(group, "subject", h5ark_value_str("g:physics"));
+    h5ark_value_set(group, "read", h5ark_value_bool(true));
+    h5ark_value_push(acl, mine);
+    h5ark_value_push(acl, group);
+    h5ark_value *written = NULL, *got = NULL;
+    CHECK_OK(h5ark_client_setacl(c, ".", acl, &written, &err));
+    CHECK(h5ark_value_len(written) == 2, "setacl answers %zu entries", h5ark_value_len(written));
+    const h5ark_value *g = h5ark_value_at(written, 1);
+    CHECK(g && strcmp(desc_str(g, "subject"), "g:physics") == 0, "the group's entry second");
+    CHECK(h5ark_value_get(g, "read") && h5ark_value_get(g, "read")->as.b &&
+              h5ark_value_get(g, "create") && !h5ark_value_get(g, "create")->as.b,
+          "the group may read, not create");
+    CHECK_OK(h5ark_client_getacl(c, "sub/../x.h5", &got, &err));
+    CHECK(strcmp(desc_str(got, "from"), ".") == 0, "from %s", desc_str(got, "from"));
+    CHECK(!h5ark_value_get(got, "default")->as.b, "not the defaults");
+    CHECK(h5ark_value_len(h5ark_value_get(got, "acl")) == 2, "two entries read back");
+    h5ark_value_destroy(&got);
+    /* a bad subject: refused, the ACL unchanged; a shared folder (no updateACL): forbidden */
+    h5ark_value_set(h5ark_value_at(acl, 1), "subject", h5ark_value_str("bad name"));
+    CHECK_ERR(h5ark_client_setacl(c, ".", acl, NULL, &err), H5ARK_BAD_REQUEST);
+    CHECK(strstr(err.message, "bad name") != NULL, "names the subject: %s", err.message);
+    CHECK_OK(h5ark_client_getacl(c, ".", &got, &err));
+    CHECK(strcmp(desc_str(h5ark_value_at(h5ark_value_get(got, "acl"), 1), "subject"),
+                 "g:physics") == 0,
+          "the old ACL kept");
+    CHECK_ERR(h5ark_client_setacl(c, "/shared/physics", acl, NULL, &err), H5ARK_FORBIDDEN);
+    CHECK_ERR(h5ark_client_getacl(c, "../../outside", NULL, &err), H5ARK_FORBIDDEN);
+    h5ark_value_destroy(&got);
+    h5ark_value_destroy(&written);
+    h5ark_value_destroy(&acl);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s ENDPOINT [basic|hdf|compute|select|ops|parts|destructive]...\n",
+        fprintf(stderr,
+                "usage: %s ENDPOINT [basic|hdf|compute|select|ops|parts|acl|destructive]...\n",
                 argv[0]);
         return 2;
     }
     snprintf(prefix, sizeof prefix, "ct%d_%ld", (int)getpid(), (long)time(NULL) % 100000);
-    h5ark_client_t *c = h5ark_client_new(argv[1], NULL, &err);
+    h5ark_client_t *c = h5ark_client_new(argv[1], getenv("H5ARK_TEST_TOKEN"), &err);
     if (!c) {
         fprintf(stderr, "FAIL: cannot create a client for %s: %s\n", argv[1], err.message);
         return 1;
@@ -1170,6 +1212,7 @@ int main(int argc, char **argv) {
     h5ark_client_set_timeout(c, 60000);
     bool basic = argc == 2, hdf = false, select = false, destructive = false, compute = false;
     bool ops = false, parts = false; /* strings and bigint compute; objects from parts */
+    bool acl = false;
     for (int i = 2; i < argc; i++) {
         basic |= strcmp(argv[i], "basic") == 0;
         hdf |= strcmp(argv[i], "hdf") == 0;
@@ -1178,6 +1221,7 @@ int main(int argc, char **argv) {
         compute |= strcmp(argv[i], "compute") == 0;
         ops |= strcmp(argv[i], "ops") == 0;
         parts |= strcmp(argv[i], "parts") == 0;
+        acl |= strcmp(argv[i], "acl") == 0;
     }
     if (compute && !basic) test_compute(c);
     if (basic) {
@@ -1199,6 +1243,7 @@ int main(int argc, char **argv) {
     if (ops) test_strings_compute(c);
     if (ops) test_bigint_compute(c);
     if (parts) test_parts(c);
+    if (acl) test_acl(c);
     cleanup(c);
     if (destructive) test_destructive(c);
     h5ark_client_destroy(&c);

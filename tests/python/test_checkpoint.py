@@ -651,6 +651,54 @@ def test_arkouda_save_and_load_checkpoint(tmp_path):
         d.cleanup()
 
 
+def test_arkouda_checkpoint_at_an_absolute_path(tmp_path):
+    """Arkouda's client sends the path it was given: an absolute one in the data directory
+    (a folder not made yet, or the data directory itself) saves and loads there; with users
+    it is from the data directory's root, by the caller's rights; one outside is refused."""
+    from test_arkouda_wire import Ak
+    d = Daemon(locales=2, arkouda=True)
+    try:
+        c, ak = Conn(d), Ak(d.ak_endpoint)
+        c.put(np.arange(7, dtype="<i8"), name="v")
+        want = snapshot(c)
+        root = str(d.data_dir.resolve())
+        for path, folder in ((f"{root}/abs/deeper", "abs/deeper"), (root, ""), (f"{root}/", "")):
+            assert ak.ok("save_checkpoint", {"name": "cp", "path": path, "mode": "overwrite"}) \
+                == "cp"
+            assert (d.data_dir / folder / "cp" / "manifest.json").is_file()
+            c.ok("delete", names=["v"])
+            assert ak.ok("load_checkpoint", {"name": "cp", "path": path}) == "cp"
+            assert_same(snapshot(c), want)
+        outside = tmp_path / "outside"
+        assert "outside the data directory" in ak.error(
+            "save_checkpoint", {"name": "cp", "path": str(outside), "mode": "error"})
+        assert not outside.exists()
+        assert "outside the data directory" in ak.error(
+            "load_checkpoint", {"name": "cp", "path": str(tmp_path)})
+        ak.close()
+    finally:
+        d.cleanup()
+    tokens = tmp_path / "tokens"
+    tokens.write_text("tok-alice write user=alice\ntok-bob write user=bob\n"
+                      "tok-root admin user=root\n")
+    d = Daemon(locales=2, arkouda=True, token="tok-root", token_file=tokens)
+    try:
+        alice, bob = Ak(d.ak_endpoint, token="tok-alice"), Ak(d.ak_endpoint, token="tok-bob")
+        alice.ok("arange<int64,1>", {"start": 0, "stop": 5, "step": 1})
+        home = f"{d.data_dir.resolve()}/home/alice"
+        assert alice.ok("save_checkpoint", {"name": "mine", "path": f"{home}/cks",
+                                            "mode": "error"}) == "mine"
+        assert (d.data_dir / "home" / "alice" / "cks" / "mine" / "manifest.json").is_file()
+        assert alice.ok("load_checkpoint", {"name": "mine", "path": f"{home}/cks"}) == "mine"
+        msg = bob.error("save_checkpoint", {"name": "his", "path": home, "mode": "error"})
+        assert msg.endswith("no create permission on '/home/alice'"), msg
+        assert not (d.data_dir / "home" / "alice" / "his").exists()
+        alice.close()
+        bob.close()
+    finally:
+        d.cleanup()
+
+
 def test_native_checkpoint_in_the_data_directory(tmp_path):
     """checkpoint {path, name, mode} and load_checkpoint {path, name}, no --checkpoint-dir."""
     d = Daemon(locales=2)
@@ -770,5 +818,67 @@ def test_owners_and_grants_survive_a_restart(tmp_path):
         assert list(get_array(b, "alice/x", "int64")) == list(range(10))  # still shared
         fails(send(c, "get", {"name": "alice/x"}), "not_found")
         fails(send(a, "get", {"name": "bob/x"}), "not_found")
+    finally:
+        d.cleanup()
+
+
+@pytest.mark.parametrize("ranks", [(1, 1), (2, 2), (1, 2)], ids=["1rank", "2ranks", "1to2"])
+def test_usage_survives_a_restart(tmp_path, ranks):
+    """Objects restored at start are charged to their owners: each user's usage.memory and
+    usage.objects equal what they were before the restart (at the rank count that wrote the
+    checkpoint and at another), and quota.memory counts them. (Objects that share arrays, a
+    GroupBy and its keys, come back with copies of their own, counted as what they hold.)"""
+    from wire import fails, ok, put_array, put_strings, send
+    if ranks != (1, 1) and (MPIRUN is None or not mpi_build()):
+        pytest.skip("mpirun is not installed or h5arkd was built without MPI")
+    tokens = tmp_path / "tokens"
+    tokens.write_text("tok-alice write user=alice\n"
+                      "tok-bob write user=bob quota.memory=4096\n"
+                      "tok-root admin user=root\n")
+    ck = tmp_path / "ck"
+    users = ("alice", "bob")
+
+    def daemon(r):
+        d = Daemon(locales=2, ranks=r if r > 1 else None, token="tok-root", token_file=tokens,
+                   extra_args=ck_args(ck))
+        deadline = time.time() + 60 * TOOL_SLOWDOWN
+        while ok(send(d, "getconfig"))["restoring"]:
+            assert time.time() < deadline
+            time.sleep(0.05)
+        d.as_ = {u: type("who", (), {"endpoint": d.endpoint, "token": f"tok-{u}"})
+                 for u in users + ("root",)}
+        return d
+
+    def usage(d):
+        return {u: ok(send(d.as_[u], "whoami"))["usage"] for u in users}
+
+    d = daemon(ranks[0])
+    try:
+        a, b = d.as_["alice"], d.as_["bob"]
+        put_array(a, np.arange(1000), name="x")
+        put_strings(a, ["one", "two", "three"], name="s")
+        put_array(a, np.array([3, 1, 3, 2]), name="k")
+        ok(send(a, "binop", {"op": "+", "a": "k", "b": "k", "name": "k2"}))
+        put_array(b, np.arange(400), name="big")  # 3200 of bob's 4096 bytes
+        before = usage(d)
+        assert before["bob"]["memory"] == 3200 and before["alice"]["objects"] == 4
+        assert ok(send(d.as_["root"], "checkpoint"))["objects"] == 5
+    finally:
+        d.cleanup()
+
+    d = daemon(ranks[1])
+    try:
+        after = usage(d)
+        for u in users:
+            assert (after[u]["memory"], after[u]["objects"]) == \
+                (before[u]["memory"], before[u]["objects"]), (u, before, after)
+        # bob's quota counts what was restored; deleting it gives the memory back
+        b = d.as_["bob"]
+        fails(send(b, "put", {"objtype": "pdarray", "dtype": "int64", "shape": [200]},
+                   [b"\0" * 1600], [{"name": "values", "nbytes": 1600}]),
+              "resource_limit", "quota.memory")
+        ok(send(b, "delete", {"names": ["big"]}))
+        assert (usage(d)["bob"]["memory"], usage(d)["bob"]["objects"]) == (0, 0)
+        put_array(b, np.arange(200), name="small")
     finally:
         d.cleanup()

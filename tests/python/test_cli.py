@@ -1,6 +1,7 @@
 """The h5ark command-line tool and the C library (libh5ark) against a real daemon: each
 command's output, error codes on stderr with exit status 1, usage errors with exit status 2,
 UTF-8 strings, and the library's own test program."""
+import json
 import os
 import pathlib
 import re
@@ -614,6 +615,55 @@ def test_c_library_over_tcp(start_daemon):
     run_client_test(d.endpoint, "basic")
     out = ok(run("ping", endpoint=None, env_extra={"H5ARK_ENDPOINT": d.endpoint}))
     assert d.endpoint in out
+
+
+def test_getacl_setacl(start_daemon, tmp_path):
+    """`h5ark getacl` / `h5ark setacl` and the C library's getacl/setacl against a daemon with
+    users: an ACL written, read back by the daemon's rules (bob of g:physics then reads
+    alice's folder), refusals as every command's."""
+    tokens = tmp_path / "tokens"
+    tokens.write_text("tok-alice write user=alice groups=physics\n"
+                      "tok-bob write user=bob groups=physics\ntok-root admin user=root\n")
+    d = start_daemon(token="tok-root", token_file=tokens, locales=2)
+    for u in ("alice", "bob"):
+        (tmp_path / f"{u}.token").write_text(f"tok-{u}\n")
+
+    def as_(user, *args):
+        return run("--token-file", tmp_path / f"{user}.token", *args, endpoint=d.endpoint)
+    (d.data_dir / "home" / "alice" / "pub").mkdir(parents=True)
+    with h5py.File(d.data_dir / "home" / "alice" / "pub" / "a.h5", "w") as f:
+        f["x"] = np.arange(3)
+    failed(as_("bob", "ls", "/home/alice/pub/a.h5"), "forbidden")
+    failed(as_("bob", "getacl", "/home/alice/pub"), "forbidden")
+    acl = '[{"subject": "alice", "read": true, "create": true, "update": true, ' \
+          '"delete": true, "readACL": true, "updateACL": true}, ' \
+          '{"subject": "g:physics", "read": true, "readACL": true}]'
+    out = ok(as_("alice", "setacl", "pub", "--acl", acl))
+    assert out.split("\n") == ["alice            read,create,update,delete,readACL,updateACL",
+                                "g:physics        read,readACL", ""], out
+    assert json.loads((d.data_dir / "home" / "alice" / "pub" / ".h5ark-acl").read_text())[1] \
+        == {"subject": "g:physics", "read": True, "create": False, "update": False,
+            "delete": False, "readACL": True, "updateACL": False}
+    out = ok(as_("bob", "getacl", "/home/alice/pub/a.h5"))
+    assert out.splitlines()[0].split() == ["from", "/home/alice/pub"], out
+    assert out.splitlines()[2].split() == ["g:physics", "read,readACL"], out
+    assert "x" in ok(as_("bob", "ls", "/home/alice/pub/a.h5"))
+    # refusals: bob may not change it, a bad subject or bad JSON changes nothing
+    failed(as_("bob", "setacl", "/home/alice/pub", "--acl", "[]"), "forbidden")
+    err = failed(as_("alice", "setacl", "pub", "--acl", '[{"subject": "a b"}]'), "bad_request")
+    assert "a b" in err
+    for bad in ("{", '{"subject": "bob"}'):
+        proc = as_("alice", "setacl", "pub", "--acl", bad)
+        assert proc.returncode == 2 and "--acl" in proc.stderr, proc.stderr
+    proc = as_("alice", "setacl", "pub")
+    assert proc.returncode == 2 and "--acl" in proc.stderr, proc.stderr
+    assert "g:physics" in ok(as_("bob", "getacl", "/home/alice/pub"))
+    # the C library, as alice in her home
+    os.environ["H5ARK_TEST_TOKEN"], os.environ["H5ARK_TEST_USER"] = "tok-alice", "alice"
+    try:
+        run_client_test(d.endpoint, "acl")
+    finally:
+        del os.environ["H5ARK_TEST_TOKEN"], os.environ["H5ARK_TEST_USER"]
 
 
 def test_pack(h5, daemon, tmp_path):

@@ -13,7 +13,7 @@ import pytest
 
 from daemons import MPIRUN, Daemon, mpi_build
 from test_arkouda_wire import CREATED, Ak
-from wire import fails, get_array, ok, put_array, send
+from wire import fails, get_array, ok, put_array, put_strings, send
 
 # alice and bob are in physics; carol in no group; root is an admin; quota holds quotas
 TOKENS = """\
@@ -444,3 +444,54 @@ def test_cli_share(tmp_path):
         assert out.returncode != 0 and "--with" in out.stderr, out
     finally:
         d.cleanup()
+
+
+def test_usage_at_two_ranks_is_one_ranks(tmp_path):
+    """whoami runs on rank 0: its usage.memory, usage.objects and usage.disk after the same
+    work (puts, compute, groupby, a composite, files written per locale and read back) at
+    two ranks equal the one-rank answer, as they go up and come back down."""
+    if MPIRUN is None or not mpi_build():
+        pytest.skip("mpirun is not installed or h5arkd was built without MPI")
+    path = tmp_path / "tokens"
+    path.write_text(TOKENS)
+
+    def work(d):
+        a = types.SimpleNamespace(endpoint=d.endpoint, token="tok-alice")
+        seen = []
+
+        def note():
+            u = ok(send(a, "whoami"))["usage"]
+            seen.append((u["memory"], u["objects"], u["disk"]))
+
+        put_array(a, np.arange(1001), name="x")
+        put_strings(a, ["a", "bb", "ccc", "dddd", "eeeee"], name="s")
+        note()
+        ok(send(a, "binop", {"op": "+", "a": "x", "b": "x", "name": "y"}))
+        put_array(a, np.array([3, 1, 3, 2, 1, 5, 3]), name="k")
+        ok(send(a, "groupby", {"keys": ["k"], "name": "g"}))
+        ok(send(a, "slice", {"array": "x", "start": 7, "stop": 700, "name": "z"}))
+        note()
+        ok(send(a, "tohdf", {"names": ["x", "s"], "datasets": ["x", "s"], "path": "run"}))
+        ok(send(a, "tohdf", {"names": ["k"], "datasets": ["k"], "path": "one",
+                             "file_type": "single"}))
+        note()
+        ok(send(a, "readhdf", {"paths": ["run_LOCALE*"], "datasets": ["x", "s"]}))
+        note()
+        ok(send(a, "delete", {"names": ["x", "g"]}))
+        note()
+        ok(send(a, "clear"))
+        note()
+        return seen
+
+    one = Daemon(locales=4, token="tok-root", token_file=path)
+    try:
+        want = work(one)
+    finally:
+        one.cleanup()
+    two = Daemon(locales=2, ranks=2, token="tok-root", token_file=path)
+    try:
+        got = work(two)
+    finally:
+        two.cleanup()
+    assert got == want
+    assert want[0][0] == 1001 * 8 + 5 * 8 + 20 and want[-1][:2] == (0, 0) and want[2][2] > 0

@@ -408,7 +408,8 @@ def http_get(base, path, token):
 def test_gateway_token_is_the_user(tmp_path, daemons):
     port, mport = free_port(), free_port()
     daemons.append(start(tmp_path, DAVE, env={"H5ARK_FAULTS": "1"}, extra_args=[
-        "--http-endpoint", f"127.0.0.1:{port}", "--metrics-endpoint", f"127.0.0.1:{mport}"]))
+        "--http-endpoint", f"127.0.0.1:{port}", "--metrics-endpoint", f"127.0.0.1:{mport}",
+        "--log-level", "info"]))
     d = daemons[0]
     base = f"http://127.0.0.1:{port}"
     status, body = http_get(base, "/files/", "bob-tok")
@@ -422,6 +423,13 @@ def test_gateway_token_is_the_user(tmp_path, daemons):
     assert http_get(base, "/files/", "bob-tok")[0] == 200
     ok(held.join())
     assert http_get(base, "/files/", "dave-tok")[0] == 200
+    # its log lines name the user, as the other doors' do; never a token
+    log = d.read_log()
+    assert re.search(r"cmd=http_files .*outcome=ok user=bob$", log, re.M), log
+    assert re.search(r"cmd=http_files .*outcome=busy user=dave$", log, re.M), log
+    unauth = [ln for ln in log.splitlines() if "cmd=http_files" in ln and "unauthorized" in ln]
+    assert unauth and all("user=" not in ln for ln in unauth), unauth
+    assert "bob-tok" not in log and "dave-tok" not in log
 
 
 def test_clients_whoami_and_reload(tmp_path, daemons):

@@ -1,7 +1,8 @@
 /* Arkouda's save_checkpoint and load_checkpoint: the native `checkpoint {path, name, mode}`
  * and `load_checkpoint {path, name}` (commands/checkpoint.c), so every objtype is saved,
- * in h5ark's format, in the folder `<path>/<name>` of the data directory. Each answers
- * the checkpoint's name, as Arkouda's server does. */
+ * in h5ark's format, in the folder `<path>/<name>` of the data directory (`path` absolute or
+ * not, as Arkouda's client sends it). Each answers the checkpoint's name, as Arkouda's
+ * server does. */
 #include "front/arkouda/commands.h"
 
 #include <string.h>
@@ -12,8 +13,10 @@ static int run(ak_ctx *ctx, const char *cmd, bool with_mode, h5ark_error *err) {
     if (ak_arg_str(ctx->in, "path", &path, err) || ak_arg_str(ctx->in, "name", &name, err) ||
         (with_mode && ak_arg_str(ctx->in, "mode", &mode, err)))
         return -1;
+    char rel[PATH_MAX];
+    if (ak_client_path(path, true, rel, err)) return -1;
     h5ark_value *args = h5ark_value_map();
-    h5ark_value_set(args, "path", h5ark_value_str(path));
+    h5ark_value_set(args, "path", h5ark_value_str(rel));
     h5ark_value_set(args, "name", h5ark_value_str(name));
     if (mode) h5ark_value_set(args, "mode", h5ark_value_str(mode));
     if (h5ark_value_len(args) != (mode ? 3u : 2u)) {

@@ -8,6 +8,8 @@
 #include "front/arkouda/codec.h"
 #include "dispatch.h"
 
+#include <limits.h>
+
 /* One request being handled, and its reply. */
 typedef struct {
     const request *req;   /* the raw request: its payload, for binary uploads */
@@ -110,5 +112,11 @@ h5ark_value *ak_str_args(const char *key, ...) __attribute__((sentinel));
 /* An Arkouda number string as a native argument: an integer kept exact (int64, or uint64
  * above it), else a float; NULL with bad_request naming `key` when it is neither. */
 h5ark_value *ak_number_value(const char *key, const char *text, h5ark_error *err);
+/* A client path as the native commands take it: relative ones as they are (with users:
+ * in the caller's home); an absolute one by resolving its longest existing directory
+ * prefix without glob characters, which must lie inside the data directory (forbidden
+ * otherwise), made relative to it (with users: from '/', the data directory's root). A
+ * `folder` may be the data directory itself ("", or "/" with users); a file may not. */
+int ak_client_path(const char *given, bool folder, char out[PATH_MAX], h5ark_error *err);
 
 #endif

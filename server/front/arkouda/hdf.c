@@ -7,8 +7,7 @@
  * composite taken apart by the native unpack (Arkouda's client keeps composites on its side,
  * as names of their parts). tohdf runs on rank 0 (it asks the native info and get), each native
  * command on every rank; readAllHdf runs on every rank, its native commands within its call.
- * Paths may be absolute: they are made relative to the data directory, and the native confinement
- * (files.c) then applies. */
+ * Paths may be absolute (ak_client_path, paths.c). */
 #include "front/arkouda/commands.h"
 #include "access.h"
 #include "config.h"
@@ -20,55 +19,13 @@
 #include <string.h>
 #include <strings.h>
 
-/* ---- paths ---- */
-
-/* A client path as the native commands take it: relative ones as they are (with users:
- * in the caller's home); an absolute one by resolving its longest existing directory
- * prefix without glob characters, which must lie inside the data directory (forbidden
- * otherwise), made relative to it (with users: from '/', the data directory's root). */
-static int relative_path(const char *given, char out[PATH_MAX], h5ark_error *err) {
-    if (given[0] != '/') {
-        if (strlen(given) >= PATH_MAX)
-            return h5ark_fail(err, H5ARK_BAD_REQUEST, "the path is too long");
-        strcpy(out, given);
-        return 0;
-    }
-    size_t cut = strcspn(given, "*?[");
-    char prefix[PATH_MAX], real[PATH_MAX];
-    if (cut >= sizeof prefix) return h5ark_fail(err, H5ARK_BAD_REQUEST, "the path is too long");
-    memcpy(prefix, given, cut);
-    prefix[cut] = '\0';
-    for (;;) {
-        char *slash = strrchr(prefix, '/');
-        if (!slash) return h5ark_fail(err, H5ARK_BAD_REQUEST, "bad path '%.200s'", given);
-        slash[slash == prefix ? 1 : 0] = '\0'; /* the parent; "/" stays */
-        cut = strlen(prefix);
-        if (realpath(prefix, real)) break;
-        if (cut == 1) return h5ark_fail(err, H5ARK_FORBIDDEN, "cannot resolve '%.200s'", given);
-    }
-    size_t dn = strlen(config.data_dir);
-    if (strncmp(real, config.data_dir, dn) != 0 || (real[dn] != '\0' && real[dn] != '/'))
-        return h5ark_fail(err, H5ARK_FORBIDDEN,
-                          "'%.300s' is outside the data directory; absolute paths must lie in %s",
-                          given, config.data_dir);
-    const char *inside = real + dn + (real[dn] == '/');
-    const char *rest = given + cut + (given[cut] == '/');
-    file_access fa = access_here();
-    const char *root = file_access_on(&fa) ? "/" : "";
-    int n = snprintf(out, PATH_MAX, "%s%s%s%s", root, inside, *inside && *rest ? "/" : "", rest);
-    if (n < 0 || n >= PATH_MAX) return h5ark_fail(err, H5ARK_BAD_REQUEST, "the path is too long");
-    if (!out[strlen(root)])
-        return h5ark_fail(err, H5ARK_BAD_REQUEST, "'%.200s' names no file", given);
-    return 0;
-}
-
 /* A native command `cmd` on one client path (made relative) as {path} (or {paths: [path]}
  * for glob); not_found saying that it "does not exist", the words Arkouda's client looks
  * for. */
 static int native_on_path(ak_ctx *ctx, const char *cmd, const char *given, dispatch_result *res,
                           h5ark_error *err) {
     char rel[PATH_MAX];
-    if (relative_path(given, rel, err)) return -1;
+    if (ak_client_path(given, false, rel, err)) return -1;
     h5ark_value *args = h5ark_value_map(), *path = h5ark_value_str(rel);
     bool glob = strcmp(cmd, "glob") == 0;
     if (glob && path) {
@@ -422,7 +379,7 @@ static int cmd_tohdf(ak_ctx *ctx, h5ark_error *err) {
         return h5ark_fail(err, H5ARK_BAD_REQUEST,
                           "file_format must be 0 (single) or 1 (distribute)");
     char rel[PATH_MAX];
-    if (relative_path(filename, rel, err)) return -1;
+    if (ak_client_path(filename, false, rel, err)) return -1;
     made_list m = {ctx, h5ark_value_array()};
     if (!m.made) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     char *name = object_to_write(&m, type, err);
@@ -649,7 +606,7 @@ static int cmd_read_all(ak_ctx *ctx, h5ark_error *err) {
     json_t *item;
     json_array_foreach(names, i, item) {
         char rel[PATH_MAX];
-        if (relative_path(json_string_value(item), rel, err)) goto out;
+        if (ak_client_path(json_string_value(item), false, rel, err)) goto out;
         h5ark_value_push(paths, h5ark_value_str(rel));
     }
     json_array_foreach(dsets, i, item)
