@@ -187,8 +187,9 @@ static int default_acl(const char *dir, acl *out, h5ark_error *err) {
                 /* a folder no user or group could have: nobody but admins */
                 return err->code == H5ARK_RESOURCE_LIMIT ? -1 : 0;
             }
+            /* readACL "for all" includes the members, whose entry decides for them */
             for (int p = 0; p < PERM_COUNT; p++)
-                e->allow[p] = home || p <= PERM_DELETE;
+                e->allow[p] = home || p <= PERM_DELETE || p == PERM_READ_ACL;
             acl_entry *all = shared ? add_entry(out, "default", err) : NULL; /* moves e */
             if (shared && !all) return acl_free(out), -1;
             if (all) all->allow[PERM_READ_ACL] = true;

@@ -145,6 +145,7 @@ def test_shared_folders_are_their_groups(svc, who):
     acl = who["carol"].ok("getacl", path="/shared/physics")
     assert acl["default"] is True and acl["from"] is None
     assert {e["subject"] for e in acl["acl"]} == {"g:physics", "default"}
+    assert who["bob"].ok("getacl", path="/shared/physics")["acl"] == acl["acl"]  # members too
     who["carol"].fails("setacl", "forbidden", "updateACL", path="/shared/physics",
                        acl=[{"subject": "carol", "read": True}])
     # a member deletes a member's file

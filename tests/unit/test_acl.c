@@ -42,7 +42,8 @@ static void test_defaults(void) {
         CHECK(allows(&alice, "home/alice/deep/er", p) == 1);
         CHECK(allows(&bob, "home/alice", p) == 0);
         CHECK(allows(&root, "home/alice", p) == 1);
-        CHECK(allows(&alice, "shared/physics", p) == (p <= PERM_DELETE));
+        /* members: read, create, update, delete, and readACL as everyone */
+        CHECK(allows(&alice, "shared/physics", p) == (p <= PERM_DELETE || p == PERM_READ_ACL));
         CHECK(allows(&carol, "shared/physics", p) == (p == PERM_READ_ACL));
         CHECK(allows(&alice, "", p) == (p == PERM_READ));
         CHECK(allows(&alice, "elsewhere/x", p) == (p == PERM_READ));
