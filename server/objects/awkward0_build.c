@@ -175,12 +175,16 @@ val *ak0_inflate(interp *c, json_t *j, int depth) {
     return bytes_val(c, out, len);
 }
 
+/* The decoder's own memory (its dictionary, which a stream's header chooses): xz's largest
+ * preset needs 65 MiB; a hostile header asking for gigabytes is refused, not allocated. */
+#define AK0_LZMA_MEMLIMIT (UINT64_C(128) << 20)
+
 /* lzma.decompress: .xz or .lzma, as Python's FORMAT_AUTO takes them */
 val *ak0_unxz(interp *c, json_t *j, int depth) {
     val *b = ak0_want(c, ak0_arg(c, j, 0, depth), V_BYTES, "decompress's buffer");
     if (!b) return NULL;
     lzma_stream zs = LZMA_STREAM_INIT;
-    if (lzma_auto_decoder(&zs, AK0_MAX_BLOB, 0) != LZMA_OK) {
+    if (lzma_auto_decoder(&zs, AK0_LZMA_MEMLIMIT, 0) != LZMA_OK) {
         ak0_oom(c);
         return NULL;
     }
@@ -199,7 +203,11 @@ val *ak0_unxz(interp *c, json_t *j, int depth) {
     lzma_end(&zs);
     if (!out || rc != LZMA_STREAM_END) {
         free(out);
-        if (!c->limited)
+        if (!c->limited && rc == LZMA_MEMLIMIT_ERROR)
+            h5ark_fail(c->err, H5ARK_SCHEMA_ERROR,
+                       "awkward0 schema: an lzma blob needs more than %llu MiB to decompress",
+                       (unsigned long long)(AK0_LZMA_MEMLIMIT >> 20));
+        else if (!c->limited)
             h5ark_fail(c->err, H5ARK_SCHEMA_ERROR,
                        "awkward0 schema: an lzma blob does not decompress (or is over 4 GiB)");
         return NULL;

@@ -1,6 +1,7 @@
 """Seed corpora for the fuzz targets: request headers the tests send, and small HDF5
 files in Arkouda's and ExeTera's layouts (plus the fixtures of both when ../shared is
 there)."""
+import base64
 import json
 import pathlib
 import shutil
@@ -165,6 +166,12 @@ forms += [
 for i, f in enumerate(forms):
     tail = bytes([3]) + bytes(range(0, 64, 1))
     (out / "form" / f"seed{i:02d}").write_bytes(json.dumps(f).encode() + b"\0" + tail)
+# found by fuzz_form: an .lzma header asking for a 2 GiB dictionary (refused, not allocated)
+(out / "form" / "lzma-dictionary").write_bytes(base64.b64decode(
+    "eyJhd2t3YXJkMCI6ICIwLjE1LjUiLCAic2NoZW1hIjogeyJjYWxsIjogWyJhd2t3YXJkMCIsICJudW1weSIsICJmcm9t"
+    "YnVmZmVyIl0sICJhcmdzIjogW3siY2FsbCI6IFsibHptYSIsICJkZWNvbXByZXNzIl0sICJhcmdzIjogW3sicmVhZCI6"
+    "ICIxIn1dfSAseyJkdHlwZSI6ICJ1aW50OCJ9LCB7Impzb24iOiAxfV19fQAAAAAAgAAAACAAAAAAAAAAAAAAAAAAAAAA"
+    "AAAAAAAAAAAAPT4/"))
 
 
 def write_seeds(target, seeds):
