@@ -74,6 +74,9 @@ static int send_envelope(void *sock, work *w) {
 /* Send [envelope, header, payload frames] on `sock`. On the handlers' socket a first frame
  * tells the router which endpoint the reply is for. */
 static void send_reply(void *sock, work *w, reply *r, bool tagged) {
+    /* the request ends for its user before its reply leaves: a client that sends its next
+     * request on this reply is not refused for this one (quota.requests) */
+    entry_done(&w->req);
     uint64_t payload = 0;
     for (size_t i = 0; i < r->nspans; i++)
         payload += r->spans[i].len;
