@@ -140,6 +140,8 @@ def parse(ak, objtype, create):
         return {"value": typed(ak, eles["value"], ("PDARRAY", "STRINGS", "CATEGORICAL")),
                 "index": parse(ak, "index", eles["index"])}
     if t == "bitvector":  # arkouda/client_dtypes.py: width as given, reverse as JSON text
+        # Arkouda's server gives both as strings ("64", "false")
+        assert isinstance(eles["width"], str) and eles["reverse"].lower() in ("true", "false")
         return {"values": pdarray_of(ak, eles["values"]), "width": int(eles["width"]),
                 "reverse": json.loads(eles["reverse"].lower())}
     raise AssertionError(f"attach answered an objType the client does not know: {objtype}")
@@ -276,15 +278,18 @@ def reg_bitvector(ak):  # client_dtypes.py BitVector.register (Fields registers 
 def reg_dataframe(ak):  # dataframe.py register: columns by name or as JSON of their parts
     p = cat_parts(ak, [0, 1, 0], ["a", "b", "N/A"], 2)
     sa = {"segments": arr(ak, [0, 2, 2]), "values": arr(ak, [1, 2, 3])}
+    bv = {"name": arr(ak, [1, 2, 4], np.uint64), "width": 3, "reverse": False}
     cols = [arr(ak, [1, 2, 3]), strs(ak, ["p", "q", "r"]), json.dumps(p), json.dumps(sa),
-            arr(ak, [1, 2, 3])]
-    return ({"objType": "DataFrame", "idx": arr(ak, [10, 20, 30]), "num_cols": 5,
-             "column_names": ["n", "s", "c", "sa", "when"], "columns": cols,
-             "col_objTypes": ["pdarray", "Strings", "Categorical", "SegArray", "Datetime"]},
+            arr(ak, [1, 2, 3]), json.dumps(bv)]
+    return ({"objType": "DataFrame", "idx": arr(ak, [10, 20, 30]), "num_cols": 6,
+             "column_names": ["n", "s", "c", "sa", "when", "flags"], "columns": cols,
+             "col_objTypes": ["pdarray", "Strings", "Categorical", "SegArray", "Datetime",
+                              "BitVector"]},
             "DATAFRAME",
             {"n": [1, 2, 3], "s": ["p", "q", "r"],
              "c": {"codes": [0, 1, 0], "categories": ["a", "b", "N/A"], "_akNAcode": [2]},
              "sa": {"segments": [0, 2, 2], "values": [1, 2, 3]}, "when": [1, 2, 3],
+             "flags": {"values": [1, 2, 4], "width": 3, "reverse": False},
              "Index": [10, 20, 30]})
 
 
@@ -357,6 +362,9 @@ def test_two_users(users, svc):
     assert typ == "DATAFRAME" and got == want
     reply = json.loads(json.loads(bob.ok("attach", {"name": "alice/frame"}))["create"])
     assert CREATED.match(reply["n"].split("+|+")[1]).group(1) == "alice/frame/n"
+    assert {k: v.split("+|+")[0] for k, v in reply.items()} == {
+        "n": "PDARRAY", "s": "STRINGS", "c": "CATEGORICAL", "sa": "SEGARRAY", "when": "DATETIME",
+        "flags": "BITVECTOR", "Index": "PDARRAY"}
     assert "no object named" in carol.error("attach", {"name": "alice/frame"})
     # read-only: bob can neither unregister nor delete alice's, nor see it in his registry
     assert "only the owner" in bob.error("unregister", {"name": "alice/frame"})
@@ -388,9 +396,9 @@ def test_register_errors(users):
         "register", {"name": "r", "objType": "GroupBy", "segments": arr(alice, [0, 1]),
                      "permutation": arr(alice, [0, 1, 2]), "uki": arr(alice, [0, 9]),
                      "num_keys": 1, "keys": [a], "key_objTypes": ["pdarray"]})
-    assert "BitVector" in alice.error(
+    assert "column 'b' is a BitVector: a JSON object" in alice.error(
         "register", {"name": "r", "objType": "DataFrame", "idx": a, "num_cols": 1,
-                     "column_names": ["b"], "columns": [json.dumps({"name": a, "width": 8,
+                     "column_names": ["b"], "columns": [json.dumps({"name": a, "width": 0,
                                                                     "reverse": False})],
                      "col_objTypes": ["BitVector"]})
     sa = {"objType": "SegArray", "segments": arr(alice, [0]), "values": s}

@@ -6,7 +6,8 @@
  * becomes of the client's temporaries; attach gives it back in Arkouda's forms, its parts
  * named by their component paths (`reg/codes`). Series and BitVector, which have no
  * objtype of their own, are kept as a native index whose last level's name says so (a
- * JSON object with the key "arkouda"). attach of `OWNER/NAME` follows the share rules as
+ * JSON object with the key "arkouda"), and a DataFrame's BitVector columns are noted so on
+ * its index. attach of `OWNER/NAME` follows the share rules as
  * every read does. */
 #include "front/arkouda/parts.h"
 
@@ -15,14 +16,27 @@
 #include <string.h>
 #include <strings.h>
 
-/* What a native index's last level name says of the Arkouda kind it keeps: NULL (a plain
- * index), "SERIES" or "BITVECTOR" (then its width and reverse). */
-static const char *kept_kind(const h5ark_value *d, int64_t *width, bool *reverse) {
+/* The mark a native index's last level name holds (a JSON object whose "arkouda" says
+ * what it keeps), and how many levels it has; NULL for none. */
+static json_t *mark_of(const h5ark_value *d, size_t *nlevels) {
     if (!ak_desc_is(d, "index") && !ak_desc_is(d, "multiindex")) return NULL;
     const h5ark_value *names = h5ark_value_get(d, "names");
     size_t n = h5ark_value_len(names);
     const h5ark_value *last = n ? h5ark_value_at(names, n - 1) : NULL;
     json_t *mark = last && last->kind == H5ARK_STR ? json_loads(last->as.s.ptr, 0, NULL) : NULL;
+    if (!json_is_string(json_object_get(mark, "arkouda"))) {
+        json_decref(mark);
+        return NULL;
+    }
+    if (nlevels) *nlevels = n;
+    return mark;
+}
+
+/* What a native index keeps: NULL (a plain index), "SERIES" or "BITVECTOR" (then its width
+ * and reverse). */
+static const char *kept_kind(const h5ark_value *d, int64_t *width, bool *reverse) {
+    size_t n = 0;
+    json_t *mark = mark_of(d, &n);
     const char *kind = json_string_value(json_object_get(mark, "arkouda")), *out = NULL;
     if (kind && strcmp(kind, "Series") == 0 && n >= 2) {
         out = "SERIES";
@@ -182,14 +196,53 @@ static char *array_as(ak_made *m, const char *name, const char *type, h5ark_erro
     return ak_make(m, "tag", ak_str_args("array", name, "tag", tag, NULL), err);
 }
 
+/* A DataFrame's BitVector column, JSON {"name", "width", "reverse"} (col): its values'
+ * name (malloc'd), its width and order noted in bits under its column name. */
+static char *bitvector_column(const char *column, json_t *col, json_t *bits, h5ark_error *err) {
+    json_t *spec = json_loads(json_string_value(col) ? json_string_value(col) : "", 0, NULL);
+    json_t *w = json_object_get(spec, "width"), *r = json_object_get(spec, "reverse");
+    const char *values = json_string_value(json_object_get(spec, "name"));
+    char *name = NULL;
+    if (!values || !json_is_integer(w) || !json_is_boolean(r) || json_integer_value(w) < 1 ||
+        json_integer_value(w) > 64)
+        h5ark_fail(err, H5ARK_BAD_REQUEST,
+                   "column '%.200s' is a BitVector: a JSON object {\"name\", \"width\" (1 to "
+                   "64), \"reverse\"}",
+                   column);
+    else if (json_object_set_new(bits, column, json_pack("[O,O]", w, r)) == 0)
+        name = ak_dup_name(values, err);
+    else
+        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    json_decref(spec);
+    return name;
+}
+
+/* The one-level index of `idx` whose name marks the DataFrame's BitVector columns. */
+static char *marked_index(ak_made *m, const char *idx, json_t *bits, h5ark_error *err) {
+    json_t *mark = json_pack("{s:s,s:O}", "arkouda", "DataFrame", "BitVector", bits);
+    char *text = mark ? json_dumps(mark, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(mark);
+    h5ark_value *levels = h5ark_value_array();
+    if (levels && h5ark_value_push(levels, h5ark_value_str(idx))) h5ark_value_destroy(&levels);
+    char *made = NULL;
+    if (!text || !levels) {
+        h5ark_value_destroy(&levels);
+        h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    } else {
+        made = index_of(m, levels, text, err);
+    }
+    free(text);
+    return made;
+}
+
 /* DataFrame {idx, num_cols, column_names, columns, col_objTypes}: its columns (names, or
  * JSON objects of a Categorical's or SegArray's parts) and its index. */
 static char *dataframe_of(ak_made *m, h5ark_error *err) {
     const char *idx;
-    json_t *cols = NULL, *types = NULL;
+    json_t *cols = NULL, *types = NULL, *bits = json_object();
     h5ark_value *args = h5ark_value_map(), *names = NULL, *parts = h5ark_value_array();
-    char *made = NULL, ot[32];
-    if (!args || !parts) {
+    char *made = NULL, *index = NULL, ot[32];
+    if (!args || !parts || !bits) {
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         goto out;
     }
@@ -217,14 +270,9 @@ static char *dataframe_of(ak_made *m, h5ark_error *err) {
     json_t *col;
     json_array_foreach(cols, i, col) {
         const char *type = json_string_value(json_array_get(types, i));
-        if (type && strcasecmp(type, "BitVector") == 0) {
-            h5ark_fail(err, H5ARK_BAD_REQUEST,
-                       "column '%.200s' is a BitVector, which this server does not register "
-                       "inside a DataFrame (register it on its own)",
-                       h5ark_value_at(names, i)->as.s.ptr);
-            goto out;
-        }
-        char *part = ak_part_of(m, col, err);
+        char *part = type && strcasecmp(type, "BitVector") == 0
+                         ? bitvector_column(h5ark_value_at(names, i)->as.s.ptr, col, bits, err)
+                         : ak_part_of(m, col, err);
         char *name = part && type ? array_as(m, part, type, err) : part;
         if (name != part) free(part);
         if (!name) goto out;
@@ -235,8 +283,10 @@ static char *dataframe_of(ak_made *m, h5ark_error *err) {
             goto out;
         }
     }
+    /* BitVector columns: their widths and orders ride on the index's name */
+    if (json_object_size(bits) && !(index = marked_index(m, idx, bits, err))) goto out;
     if (h5ark_value_set(args, "columns", parts) | h5ark_value_set(args, "column_names", names) ||
-        h5ark_value_set(args, "index", h5ark_value_str(idx))) {
+        h5ark_value_set(args, "index", h5ark_value_str(index ? index : idx))) {
         parts = names = NULL;
         h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         goto out;
@@ -250,6 +300,8 @@ out:
     h5ark_value_destroy(&parts);
     json_decref(cols);
     json_decref(types);
+    json_decref(bits);
+    free(index);
     return made;
 }
 
@@ -361,13 +413,9 @@ static char *series_form(ak_made *m, const h5ark_value *d, h5ark_error *err) {
 }
 
 /* BitVector: {"values": created text, "width", "reverse"}, as Arkouda's server gives them
- * (strings: "64", "false") */
-static char *bitvector_form(const h5ark_value *d, h5ark_error *err) {
-    int64_t width = 64;
-    bool reverse = false;
-    kept_kind(d, &width, &reverse);
-    const h5ark_value *levels = h5ark_value_get(d, "components");
-    char *values = ak_created_of(levels->as.m.vals[0], "info", err), w[24];
+ * (strings: "64", "false"), of its values described by d */
+static char *bitvector_form(const h5ark_value *d, int64_t width, bool reverse, h5ark_error *err) {
+    char *values = ak_created_of(d, "info", err), w[24];
     if (!values) return NULL;
     snprintf(w, sizeof w, "%lld", (long long)width);
     json_t *out = json_pack("{s:s,s:s,s:s}", "values", values, "width", w, "reverse",
@@ -376,11 +424,33 @@ static char *bitvector_form(const h5ark_value *d, h5ark_error *err) {
     return json_text(out, err);
 }
 
+/* A BitVector kept as a one-level index */
+static char *bitvector_of_index(const h5ark_value *d, h5ark_error *err) {
+    int64_t width = 64;
+    bool reverse = false;
+    kept_kind(d, &width, &reverse);
+    return bitvector_form(h5ark_value_get(d, "components")->as.m.vals[0], width, reverse, err);
+}
+
+/* A DataFrame's BitVector column: "BITVECTOR+|+<form>" */
+static json_t *bitvector_typed(const h5ark_value *d, json_t *spec, h5ark_error *err) {
+    char *form = bitvector_form(d, json_integer_value(json_array_get(spec, 0)),
+                                json_is_true(json_array_get(spec, 1)), err);
+    char *text = NULL;
+    json_t *s = form && asprintf(&text, "BITVECTOR+|+%s", form) >= 0 ? json_string(text) : NULL;
+    if (form && !s) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    free(form);
+    free(text);
+    return s;
+}
+
 /* DataFrame: {"<column>": typed form, ...} and "Index" when it is one array, which
  * Arkouda's client takes as the frame's index (its server leaves the index out) */
 static char *dataframe_form(ak_made *m, const h5ark_value *d, h5ark_error *err) {
     const h5ark_value *comps = h5ark_value_get(d, "components");
     json_t *out = json_object();
+    json_t *mark = mark_of(h5ark_value_get(comps, "Index"), NULL);
+    json_t *bits = json_object_get(mark, "BitVector");
     int rc = out ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     for (size_t i = 0; rc == 0 && i < h5ark_value_len(comps); i++) {
         const char *name = comps->as.m.keys[i];
@@ -390,9 +460,12 @@ static char *dataframe_form(ak_made *m, const h5ark_value *d, h5ark_error *err) 
             if (h5ark_value_len(levels) != 1 || !ak_is_leaf(levels->as.m.vals[0])) continue;
             part = levels->as.m.vals[0];
         }
-        json_t *t = ak_typed_form(m, part, err);
+        json_t *spec = strcmp(name, "Index") ? json_object_get(bits, name) : NULL;
+        json_t *t = spec && ak_is_leaf(part) ? bitvector_typed(part, spec, err)
+                                             : ak_typed_form(m, part, err);
         rc = t ? json_object_set_new(out, name, t) : -1;
     }
+    json_decref(mark);
     if (rc) {
         json_decref(out);
         return NULL;
@@ -419,7 +492,7 @@ static int cmd_attach(ak_ctx *ctx, h5ark_error *err) {
     else if (kept && strcmp(kept, "SERIES") == 0)
         form = series_form(&m, d, err);
     else if (kept)
-        form = bitvector_form(d, err);
+        form = bitvector_of_index(d, err);
     else if (ak_desc_is(d, "dataframe"))
         form = dataframe_form(&m, d, err);
     else
