@@ -331,7 +331,7 @@ def test_arkouda_namespaces_and_registry(svc):
         assert "not a registered" in alice.error("unregister", {"name": name})
         assert list(get_array(svc.as_["alice"], name, "int64")) == [0, 1, 2, 3, 4]
         assert "ObjType Not Supported" in alice.error(
-            "register", {"name": "df", "objType": "DataFrame", "array": name})
+            "register", {"name": "df", "objType": "ArrayView", "array": name})
     finally:
         for c in (alice, bob, carol):
             c.close()
