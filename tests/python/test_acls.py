@@ -153,6 +153,31 @@ def test_shared_folders_are_their_groups(svc, who):
         ["/shared/physics/run.h5"]
 
 
+def test_getacl_of_a_home_not_made_yet(tmp_path):
+    """A home is made on its user's first write; until then getacl answers the defaults it
+    will have (SERVICE.md §3), to whoever may read them, and makes nothing."""
+    d = users_daemon(tmp_path)
+    try:
+        who = {u: User(d, f"tok-{u}") for u in ("alice", "bob", "dave", "root")}
+        home = d.data_dir / "home" / "alice"
+        mine = [{"subject": "alice", **{p: True for p in EVERY}}]
+        for path in (".", "", "/home/alice", "/home/alice/"):
+            got = who["alice"].ok("getacl", path=path)
+            assert (got["path"], got["acl"], got["from"], got["default"]) == \
+                (path, mine, None, True)
+        assert who["root"].ok("getacl", path="/home/alice")["acl"] == mine
+        who["bob"].fails("getacl", "forbidden", "readACL", "'/home/alice'", path="/home/alice")
+        assert who["dave"].ok("getacl", path=".")["acl"] == \
+            [{"subject": "dave", **{p: True for p in EVERY}}]
+        who["root"].fails("getacl", "not_found", path="/home/nobody")  # no such user
+        assert not home.exists()  # asking makes nothing
+        assert who["alice"].write("a.h5", np.arange(2))["ok"]
+        assert who["alice"].ok("getacl", path=".")["acl"] == mine  # the same once made
+        assert_alive(d)
+    finally:
+        d.cleanup()
+
+
 def test_the_rest_is_read_for_all_and_written_by_admins(svc, who):
     assert who["root"].write("/top.h5", np.arange(3))["ok"]
     assert who["alice"].ok("readhdf", paths=["/top.h5"])["files"] == ["/top.h5"]
