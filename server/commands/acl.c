@@ -12,7 +12,6 @@
 #include "users.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -142,13 +141,7 @@ static int room_on_root(void *ctx, h5ark_error *err) {
     uint64_t given_back = set ? owners_bytes_among(r->fa->user, (const char *const *)set, nset)
                               : owners_bytes_among(r->fa->user, r->replaced, r->nreplaced);
     files_list_free(set, nset);
-    uint64_t after = usage - (given_back < usage ? given_back : usage) + r->need;
-    if (after <= (uint64_t)r->quota) return 0;
-    return h5ark_fail(err, H5ARK_RESOURCE_LIMIT,
-                      "quota.disk: %s's files hold %" PRIu64 " bytes; this write needs %" PRIu64
-                      " more (%" PRIu64 " replaced) and the quota is %" PRId64
-                      " bytes; nothing was written",
-                      r->fa->user, usage, r->need, given_back, r->quota);
+    return owners_quota_check(r->fa->user, r->quota, usage, r->need, given_back, err);
 }
 
 static int room(uint64_t need, const char *const *replaced, size_t nreplaced, const char *path,

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -202,4 +203,28 @@ uint64_t owners_bytes_among(const char *user, const char *const *abs, size_t n) 
 
 uint64_t files_disk_usage_of(const char *owner) {
     return owner ? owned_bytes(owner, NULL, 0) : 0;
+}
+
+int owners_quota_check(const char *user, int64_t quota, uint64_t usage, uint64_t need,
+                       uint64_t given_back, h5ark_error *err) {
+    if (quota < 0) return 0;
+    uint64_t after = usage - (given_back < usage ? given_back : usage);
+    if (need <= (uint64_t)quota && after <= (uint64_t)quota - need) return 0;
+    return h5ark_fail(err, H5ARK_RESOURCE_LIMIT,
+                      "quota.disk: %s's files hold %" PRIu64 " bytes; this write needs %" PRIu64
+                      " more (%" PRIu64 " replaced) and the quota is %" PRId64
+                      " bytes; nothing was written",
+                      user, usage, need, given_back, quota);
+}
+
+int owners_room(const file_access *fa, const char *abs, uint64_t size, h5ark_error *err) {
+    if (!file_access_on(fa) || fa->disk_quota < 0) return 0;
+    struct stat st;
+    bool fresh = lstat(abs, &st) != 0;
+    uint64_t mine = fresh ? 0 : owners_bytes_among(fa->user, &abs, 1);
+    char owner[128];
+    if (!fresh && !mine && !(owners_of(abs, owner, sizeof owner) && strcmp(owner, fa->user) == 0))
+        return 0; /* another's, or no one's: the user's usage does not move */
+    return owners_quota_check(fa->user, fa->disk_quota, files_disk_usage_of(fa->user), size, mine,
+                              err);
 }

@@ -12,6 +12,7 @@
 #define H5ARK_OWNERS_H
 
 #include "h5ark_wire.h"
+#include "storage/acl.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -26,5 +27,15 @@ int owners_deleted(const char *const *abs, size_t n, h5ark_error *err);
 int owners_of(const char *abs, char *user, size_t len);
 /* Bytes of those of abs[0..n) whose owner is `user`. */
 uint64_t owners_bytes_among(const char *user, const char *const *abs, size_t n);
+
+/* quota.disk (SERVICE.md §4): 0 when `user`'s files, holding `usage` bytes of which
+ * `given_back` are replaced, may take `need` more under `quota` (-1: none); else
+ * resource_limit naming the key, the usage, the need and the quota. */
+int owners_quota_check(const char *user, int64_t quota, uint64_t usage, uint64_t need,
+                       uint64_t given_back, h5ark_error *err);
+/* The file at abs (absolute) about to hold `size` bytes, put in place by fa's user: checked
+ * against fa->disk_quota when the file is new or already the user's (another's file counts
+ * for its owner, no one's for no one). Users off: 0. */
+int owners_room(const file_access *fa, const char *abs, uint64_t size, h5ark_error *err);
 
 #endif
