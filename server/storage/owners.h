@@ -1,13 +1,18 @@
 /* Who created which file through the daemon (SERVICE.md §4), for quota.disk.
  *
- * One small record, FILES_OWNERS at the data directory's root: a line "USER\tPATH" a file
- * (PATH relative to the data directory; neither holds a tab or a newline, as names and
- * paths hold no control character). It is replaced whole at each change (a temporary,
- * fsync, rename, fsync of the folder), so a crash leaves the old record or the new. A
+ * One small record, FILES_OWNERS at the data directory's root: a journal of changes, a
+ * line each, "USER\tPATH[\tPATH...]\n" (the files of one change, PATH relative to the data
+ * directory; "" for USER: no one's any more). Neither a name nor a path holds a tab or a
+ * newline, as names and paths hold no control character. A later line naming a path
+ * overrides the earlier ones. A change appends its line and fsyncs it, so it costs the
+ * change, not the files recorded; a line cut short by a crash or a failed write is a torn
+ * tail, which no reader takes and the next change cuts off: the record is the old one or
+ * the new. Past twice as many paths named as files owned, the journal is compacted (one
+ * line an owned file still there, written to a temporary, fsynced and renamed over it). A
  * record rather than an extended attribute: writes replace files by renaming a copy over
  * them, which would drop an attribute, and a record works on every file system. Files
  * present at start, or written while users are off, have no owner and count for no one;
- * an entry whose file is gone counts nothing and is dropped at the next change. */
+ * an entry whose file is gone counts nothing and is dropped at the next compaction. */
 #ifndef H5ARK_OWNERS_H
 #define H5ARK_OWNERS_H
 
@@ -25,6 +30,11 @@ int owners_deleted(const char *const *abs, size_t n, h5ark_error *err);
 /* Who created the file abs (absolute): its name in user (at most len - 1 bytes), 1; 0 (user
  * "") when the record names no one or cannot be read. */
 int owners_of(const char *abs, char *user, size_t len);
+/* The journal's text parsed: each(user, its length, path, its length, ctx) for every path
+ * of its whole lines in order (user "" : no one's); a nonzero answer stops it. Answers the
+ * bytes of the whole lines read (what follows is a torn tail, or where it stopped). */
+typedef int (*owners_each)(const char *user, size_t ulen, const char *path, size_t plen, void *ctx);
+size_t owners_parse(const char *text, size_t len, owners_each each, void *ctx);
 /* Bytes of those of abs[0..n) whose owner is `user`. */
 uint64_t owners_bytes_among(const char *user, const char *const *abs, size_t n);
 
