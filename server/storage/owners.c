@@ -166,9 +166,9 @@ static int load(h5ark_error *err) {
         return read_fail(err, e);
     }
     if (idx.known && idx.exists == (fd >= 0) &&
-        (fd < 0 || (st.st_dev == idx.dev && st.st_ino == idx.ino && st.st_size == idx.size &&
-                     st.st_mtim.tv_sec == idx.mtime.tv_sec &&
-                     st.st_mtim.tv_nsec == idx.mtime.tv_nsec))) {
+        (fd < 0 ||
+         (st.st_dev == idx.dev && st.st_ino == idx.ino && st.st_size == idx.size &&
+          st.st_mtim.tv_sec == idx.mtime.tv_sec && st.st_mtim.tv_nsec == idx.mtime.tv_nsec))) {
         if (fd >= 0) close(fd);
         return 0;
     }
