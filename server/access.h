@@ -12,7 +12,8 @@ static inline file_access access_of(const caller *who) {
     return (file_access){.user = who->user->name,
                          .groups = who->user->groups,
                          .ngroups = who->user->ngroups,
-                         .admin = who->role == ROLE_ADMIN};
+                         .admin = who->role == ROLE_ADMIN,
+                         .disk_quota = who->user->quota.disk};
 }
 
 /* The caller of the request this thread runs. */

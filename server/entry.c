@@ -191,7 +191,7 @@ static int forwarded_caller(entry_call *c, forwarded_user *f, h5ark_error *err) 
 }
 
 /* The request, once its caller is admitted (entry_run). */
-static int admitted(entry_call *c, h5ark_error *err) {
+static int admitted(entry_call *c, const users_table *users, h5ark_error *err) {
     if (c->check && c->check(c->door, err)) return -1;
     /* while a restore runs, only what says how it goes (its own parts are known) */
     if (!c->known && checkpoint_refuses(c->name, err)) return -1;
@@ -203,6 +203,7 @@ static int admitted(entry_call *c, h5ark_error *err) {
     const caller *outer = current;
     current = &c->who;
     registry_scope names = registry_enter(c->who.user, c->who.role == ROLE_ADMIN);
+    registry_enter_users(users);
     int rc = c->run(c->door, &c->who, err);
     registry_leave(names);
     current = outer;
@@ -237,7 +238,7 @@ int entry_run(entry_call *c, h5ark_error *err) {
         if (!k && user_begin(c->who.user, err)) goto out;
         counted = !k && c->who.user;
     }
-    rc = admitted(c, err);
+    rc = admitted(c, k ? k->table : table, err);
 out:
     if (counted) users_request_end(c->who.user);
     users_release(table);

@@ -159,13 +159,31 @@ int registry_check_name(const char *name, h5ark_error *err) {
 
 /* ---- namespaces ---------------------------------------------------------------------- */
 
+/* An object a scope replaced under a name: kept until the scope is left, so that a publish
+ * the other ranks refused can put it back. */
+typedef struct registry_undo {
+    object *obj, *old;           /* the new object and the one it replaced (references) */
+    registry_account *from, *to; /* arrays of obj alone moved from the caller to the owner */
+    struct registry_undo *next;
+} registry_undo;
+
 registry_scope registry_enter(const user *who, bool admin) {
     registry_scope previous = scope;
-    scope = (registry_scope){who, admin};
+    scope = (registry_scope){who, admin, previous.users, NULL};
     return previous;
 }
 
+void registry_enter_users(const users_table *t) {
+    if (t) scope.users = t;
+}
+
 void registry_leave(registry_scope previous) {
+    for (registry_undo *u = scope.undo, *next; u; u = next) {
+        next = u->next;
+        object_release(u->obj);
+        object_release(u->old);
+        free(u);
+    }
     scope = previous;
 }
 
@@ -336,39 +354,114 @@ static int not_theirs(const target *t, const char *name, const char *what, h5ark
 
 static void grow(void);
 
-int registry_publish(object *obj, const char *name, h5ark_error *err) {
-    char generated[48];
-    pthread_mutex_lock(&lock);
-    registry_account *owner = me();
-    target t = {0};
-    if (name && scope.who && strchr(name, '/')) {
-        t = resolve(name);
-        if (!t.ok || t.rest || t.owner != owner) {
-            int rc = t.rest ? h5ark_fail(err, H5ARK_BAD_REQUEST,
-                                         "object name '%.300s' contains '/'", name)
-                            : not_theirs(&t, name, "replace", err);
-            pthread_mutex_unlock(&lock);
-            return rc;
+/* Bytes of obj's arrays charged to `a` that obj alone holds (no other object shares the
+ * array or the component): what moves with obj to another owner. */
+static uint64_t alone_bytes(const object *obj, const registry_account *a) {
+    uint64_t n = 0;
+    const darray *arrays[] = {obj->values, obj->segments};
+    for (size_t i = 0; i < 2; i++)
+        if (arrays[i] && arrays[i]->account == a && atomic_load(&arrays[i]->refs) == 1)
+            n += arrays[i]->charged;
+    for (size_t i = 0; i < obj->ncomponents; i++)
+        if (atomic_load(&obj->components[i].obj->refs) == 1)
+            n += alone_bytes(obj->components[i].obj, a);
+    return n;
+}
+
+/* Move the charges of alone_bytes(obj, from) to `to` (under lock). */
+static void rehome(object *obj, registry_account *from, registry_account *to) {
+    darray *arrays[] = {obj->values, obj->segments};
+    for (size_t i = 0; i < 2; i++)
+        if (arrays[i] && arrays[i]->account == from && atomic_load(&arrays[i]->refs) == 1) {
+            atomic_fetch_sub(&from->memory, arrays[i]->charged);
+            atomic_fetch_add(&to->memory, arrays[i]->charged);
+            arrays[i]->account = to;
         }
-        name = t.name; /* the caller's own OWNER/NAME */
+    for (size_t i = 0; i < obj->ncomponents; i++)
+        if (atomic_load(&obj->components[i].obj->refs) == 1)
+            rehome(obj->components[i].obj, from, to);
+}
+
+/* An admin's object going to `owner` in place of `old`: refused past the owner's
+ * quota.memory (found in the scope's token table; where none is held, rank 0's decision
+ * holds once the ranks agree). */
+static int owner_room(const registry_account *owner, const object *obj, const object *old,
+                      h5ark_error *err) {
+    const user *u = scope.users ? users_find(scope.users, owner->name) : NULL;
+    int64_t quota = u ? u->quota.memory : -1;
+    if (quota < 0) return 0;
+    registry_account *caller = me();
+    uint64_t need = alone_bytes(obj, caller), used = atomic_load(&owner->memory);
+    uint64_t freed = old ? alone_bytes(old, (registry_account *)owner) : 0;
+    used -= freed < used ? freed : used;
+    if (need <= (uint64_t)quota && used <= (uint64_t)quota - need) return 0;
+    return h5ark_fail(err, H5ARK_RESOURCE_LIMIT,
+                      "quota.memory: '%s' uses %llu bytes and needs %llu more, the quota is "
+                      "%lld bytes",
+                      owner->name, (unsigned long long)used, (unsigned long long)need,
+                      (long long)quota);
+}
+
+/* Where a publish of `name` goes (under lock): the caller's namespace, or (an admin over
+ * another's existing name) that owner's, *over set. -1 with err when it may not. */
+static int publish_target(const char **name, target *t, registry_account **owner, bool *over,
+                          h5ark_error *err) {
+    *over = false;
+    if (!*name || !scope.who || !strchr(*name, '/')) return 0;
+    *t = resolve(*name);
+    if (t->rest)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "object name '%.300s' contains '/'", *name);
+    if (t->ok && t->owner != *owner) {
+        if (!scope.admin) return not_theirs(t, *name, "replace", err);
+        if (!*find(t->owner, t->name)) /* SERVICE.md §2: never created for another owner */
+            return h5ark_fail(err, H5ARK_NOT_FOUND,
+                              "no object named '%.300s': another user's name is replaced, never "
+                              "created",
+                              *name);
+        *owner = t->owner;
+        *over = true;
+    } else if (!t->ok) {
+        if (!scope.admin) return not_theirs(t, *name, "replace", err);
+        return h5ark_fail(err, H5ARK_NOT_FOUND,
+                          "no object named '%.300s': another user's name is replaced, never "
+                          "created",
+                          *name);
     }
-    if (name && registry_check_name(name, err)) {
-        pthread_mutex_unlock(&lock);
-        return -1;
-    }
-    if (scope.who && !owner) {
-        pthread_mutex_unlock(&lock);
+    *name = t->name; /* the caller's own OWNER/NAME, or the owner's NAME */
+    return 0;
+}
+
+/* Put obj in place of the object in *slot (under lock), kept to undo until the scope ends. */
+static int swap_in(entry *e, object *obj, registry_account *from, registry_account *to,
+                   h5ark_error *err) {
+    registry_undo *u = malloc(sizeof *u);
+    char *copy = strdup(e->obj->name);
+    if (!u || !copy) {
+        free(u);
+        free(copy);
         return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     }
-    int64_t quota = scope.who ? scope.who->quota.objects : -1;
-    if (quota >= 0 && owner->objects >= (uint64_t)quota) {
-        pthread_mutex_unlock(&lock);
-        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT,
-                          "quota.objects: '%s' holds %llu objects, the quota is %lld; delete "
-                          "some first",
-                          owner->name, (unsigned long long)owner->objects, (long long)quota);
-    }
-    if (!name) {
+    if (from && to && from != to) rehome(obj, from, to);
+    free(obj->name);
+    obj->name = copy;
+    obj->owner = e->owner ? e->owner->name : NULL;
+    *u = (registry_undo){object_ref(obj), e->obj, from, to, scope.undo};
+    scope.undo = u;
+    e->obj = object_ref(obj);
+    atomic_fetch_add(&changes, 1);
+    return 0;
+}
+
+static int publish_as(object *obj, const char *name, bool replace, h5ark_error *err) {
+    char generated[48];
+    pthread_mutex_lock(&lock);
+    registry_account *caller = me(), *owner = caller;
+    target t = {0};
+    bool over;
+    int rc = publish_target(&name, &t, &owner, &over, err);
+    if (rc == 0 && name) rc = registry_check_name(name, err);
+    if (rc == 0 && scope.who && !owner) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (rc == 0 && !name) {
         /* generated names start with "id_", which client names may also use: skip taken ones
          * (the layer makes them the same on every rank of a call) */
         do
@@ -376,18 +469,29 @@ int registry_publish(object *obj, const char *name, h5ark_error *err) {
         while (*find(owner, generated));
         name = generated;
     }
-    entry **slot = find(owner, name);
-    if (*slot) {
+    entry **slot = rc == 0 ? find(owner, name) : NULL;
+    if (rc == 0 && *slot && (replace || over)) {
+        rc = over ? owner_room(owner, obj, (*slot)->obj, err) : 0;
+        if (rc == 0) rc = swap_in(*slot, obj, caller, owner, err);
         pthread_mutex_unlock(&lock);
-        return h5ark_fail(err, H5ARK_ALREADY_EXISTS, "an object named '%s' already exists", name);
+        return rc;
     }
-    entry *e = malloc(sizeof *e);
-    char *copy = strdup(name);
-    if (!e || !copy) {
+    if (rc == 0 && *slot)
+        rc = h5ark_fail(err, H5ARK_ALREADY_EXISTS, "an object named '%s' already exists", name);
+    int64_t quota = scope.who ? scope.who->quota.objects : -1;
+    if (rc == 0 && quota >= 0 && owner->objects >= (uint64_t)quota)
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT,
+                        "quota.objects: '%s' holds %llu objects, the quota is %lld; delete some "
+                        "first",
+                        owner->name, (unsigned long long)owner->objects, (long long)quota);
+    entry *e = rc == 0 ? malloc(sizeof *e) : NULL;
+    char *copy = rc == 0 ? strdup(name) : NULL;
+    if (rc == 0 && (!e || !copy)) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (rc) {
         pthread_mutex_unlock(&lock);
         free(e);
         free(copy);
-        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        return -1;
     }
     free(obj->name);
     obj->name = copy;
@@ -401,6 +505,14 @@ int registry_publish(object *obj, const char *name, h5ark_error *err) {
     atomic_fetch_add(&changes, 1);
     pthread_mutex_unlock(&lock);
     return 0;
+}
+
+int registry_publish(object *obj, const char *name, h5ark_error *err) {
+    return publish_as(obj, name, false, err);
+}
+
+int registry_replace(object *obj, const char *name, h5ark_error *err) {
+    return publish_as(obj, name, true, err);
 }
 
 /* Unlink *slot (under lock); the caller releases the entry. */
@@ -435,6 +547,35 @@ static int remove_as(const char *name, bool admin_may, bool check_only, h5ark_er
     pthread_mutex_unlock(&lock);
     if (e) entry_free(e);
     return rc;
+}
+
+void registry_unpublish(object *obj) {
+    if (!obj->name) return;
+    object *drop = NULL;
+    entry *gone = NULL;
+    pthread_mutex_lock(&lock);
+    registry_account *owner = obj->owner ? account_of(obj->owner, false) : NULL;
+    entry **slot = find(owner, obj->name);
+    registry_undo **u = &scope.undo;
+    while (*u && (*u)->obj != obj)
+        u = &(*u)->next;
+    if (*slot && (*slot)->obj == obj) {
+        if (*u) { /* it replaced an object: that one is back */
+            registry_undo *x = *u;
+            *u = x->next;
+            drop = obj;
+            (*slot)->obj = x->old;
+            if (x->from && x->to && x->from != x->to) rehome(obj, x->to, x->from);
+            atomic_fetch_add(&changes, 1);
+            object_release(x->obj);
+            free(x);
+        } else {
+            gone = unlink_entry(slot);
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    object_release(drop);
+    if (gone) entry_free(gone);
 }
 
 int registry_remove(const char *name, h5ark_error *err) {

@@ -50,8 +50,17 @@ void registry_usage_of(const char *owner, uint64_t *memory, uint64_t *objects);
 typedef struct registry_scope {
     const user *who;
     bool admin;
+    /* The token table the request was admitted with, where another user's quotas are found
+     * (an admin publishing over their name); NULL where none is held (a rank > 0: rank 0's
+     * decision is agreed on after publishing). */
+    const users_table *users;
+    struct registry_undo *undo; /* objects this scope replaced, until it is left */
 } registry_scope;
-registry_scope registry_enter(const user *who, bool admin); /* answers the scope it replaced */
+/* Answers the scope it replaced; the new one keeps its token table. */
+registry_scope registry_enter(const user *who, bool admin);
+/* The token table of this scope (NULL: keep the one it has). */
+void registry_enter_users(const users_table *t);
+/* Leave the scope: the objects it replaced are released, and the previous scope is back. */
 void registry_leave(registry_scope previous);
 /* The user whose scope this thread is in; NULL: none (users off). */
 const char *registry_viewer(void);
@@ -85,8 +94,17 @@ int registry_restore(object *obj, const char *owner, const char *name, const cha
 int registry_check_name(const char *name, h5ark_error *err);
 /* Publish obj under `name` (NULL: a fresh unique name) in the caller's namespace (a name
  * `OWNER/NAME` only when OWNER is the caller). Takes a reference of its own; already_exists
- * if the name is taken, resource_limit past quota.objects. */
+ * if the name is taken, resource_limit past quota.objects. An admin's `OWNER/NAME` of
+ * another user replaces OWNER's existing NAME (as registry_replace; never creates one):
+ * owned by OWNER, its arrays charged to OWNER (checked against OWNER's quota.memory). */
 int registry_publish(object *obj, const char *name, h5ark_error *err);
+/* The same, where a name taken is replaced in one step: a reader sees the old object or
+ * the new, never none, and a failure leaves the old one. The old object is kept until the
+ * scope is left, so registry_unpublish can put it back. */
+int registry_replace(object *obj, const char *name, h5ark_error *err);
+/* Undo a publish of obj that the other ranks did not agree to: its name goes, or holds the
+ * object it replaced again. Nothing when obj is no longer published there. */
+void registry_unpublish(object *obj);
 /* A new reference to the object named `name`, or NULL with not_found. */
 object *registry_get(const char *name, h5ark_error *err);
 /* Unpublish the caller's own object; the memory goes when the last reference does.

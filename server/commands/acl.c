@@ -9,8 +9,9 @@
 #include "storage/acl.h"
 #include "storage/files.h"
 #include "storage/owners.h"
+#include "users.h"
 
-#include <inttypes.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,17 +32,49 @@ static int acl_folder(const file_access *fa, const char *given, file_perm perm, 
     return 0;
 }
 
+/* The home of a user of the token file that `given` names and that is not made yet (a
+ * home is made on its user's first write there): its folder, relative to the data
+ * directory, in rel; its ACL is then the defaults of a home (SERVICE.md §3). */
+static bool unmade_home(const file_access *fa, const char *given, char rel[PATH_MAX]) {
+    char abs[PATH_MAX];
+    struct stat st;
+    if (files_absolute(fa, given, abs, &(h5ark_error){0}) || lstat(abs, &st) == 0 ||
+        errno != ENOENT)
+        return false;
+    const char *r = files_folder_rel(abs);
+    if (strncmp(r, "home/", 5) != 0 || strchr(r + 5, '/')) return false;
+    users_table *t = users_acquire();
+    bool user = users_find(t, r + 5) != NULL;
+    users_release(t);
+    return user && snprintf(rel, PATH_MAX, "%s", r) < PATH_MAX;
+}
+
+/* rel (relative to the data directory) is the folder whose ACL `given` asks for, with
+ * readACL there. */
+static int read_acl_folder(const file_access *fa, const char *given, char rel[PATH_MAX],
+                           h5ark_error *err) {
+    char abs[PATH_MAX];
+    if (!unmade_home(fa, given, rel)) {
+        if (acl_folder(fa, given, PERM_READ_ACL, abs, err)) return -1;
+        snprintf(rel, PATH_MAX, "%s", files_folder_rel(abs));
+        return 0;
+    }
+    int may = acl_allows(fa, rel, PERM_READ_ACL, err);
+    if (may < 0) return -1;
+    return may ? 0 : h5ark_fail(err, H5ARK_FORBIDDEN, "no readACL permission on '%s'", given);
+}
+
 /* getacl {path}: {path, acl, from, default}: the ACL that governs the folder (or a file's
  * folder), the folder whose `.h5ark-acl` it is (as the caller names it; nil for the
  * defaults), and whether it is the defaults. Needs readACL. */
 static int cmd_getacl(command_ctx *ctx, h5ark_error *err) {
     file_access fa = access_here();
     const char *given = arg_str(ctx, "path", "");
-    char abs[PATH_MAX], from[PATH_MAX], shown[PATH_MAX + 1], fabs[PATH_MAX];
+    char rel[PATH_MAX], from[PATH_MAX], shown[PATH_MAX + 1], fabs[PATH_MAX];
     acl a;
     bool dflt;
-    if (need_users(&fa, "getacl", err) || acl_folder(&fa, given, PERM_READ_ACL, abs, err) ||
-        acl_of_folder(files_folder_rel(abs), &a, from, sizeof from, &dflt, err))
+    if (need_users(&fa, "getacl", err) || read_acl_folder(&fa, given, rel, err) ||
+        acl_of_folder(rel, &a, from, sizeof from, &dflt, err))
         return -1;
     h5ark_value *list = acl_to_value(&a);
     acl_free(&a);
@@ -108,13 +141,7 @@ static int room_on_root(void *ctx, h5ark_error *err) {
     uint64_t given_back = set ? owners_bytes_among(r->fa->user, (const char *const *)set, nset)
                               : owners_bytes_among(r->fa->user, r->replaced, r->nreplaced);
     files_list_free(set, nset);
-    uint64_t after = usage - (given_back < usage ? given_back : usage) + r->need;
-    if (after <= (uint64_t)r->quota) return 0;
-    return h5ark_fail(err, H5ARK_RESOURCE_LIMIT,
-                      "quota.disk: %s's files hold %" PRIu64 " bytes; this write needs %" PRIu64
-                      " more (%" PRIu64 " replaced) and the quota is %" PRId64
-                      " bytes; nothing was written",
-                      r->fa->user, usage, r->need, given_back, r->quota);
+    return owners_quota_check(r->fa->user, r->quota, usage, r->need, given_back, err);
 }
 
 static int room(uint64_t need, const char *const *replaced, size_t nreplaced, const char *path,

@@ -20,7 +20,7 @@
 int command_publish(command_ctx *ctx, object *obj, h5ark_error *err) {
     int rc = registry_publish(obj, arg_str(ctx, "name", NULL), err);
     int all = ranks_agree(rc, err); /* published on every rank or on none */
-    if (all != 0 && rc == 0) registry_remove(obj->name, NULL);
+    if (all != 0 && rc == 0) registry_unpublish(obj);
     if (all == 0) all = reply_set(ctx, "object", object_describe(obj), err);
     object_release(obj);
     return all;
@@ -35,7 +35,7 @@ int command_publish_all(command_ctx *ctx, object **objs, const char *const *keys
     if (rc) published--; /* the one that failed is not published */
     if ((rc = ranks_agree(rc, err))) {
         for (size_t i = 0; i < published; i++)
-            registry_remove(objs[i]->name, NULL);
+            registry_unpublish(objs[i]);
         return -1;
     }
     for (size_t i = 0; rc == 0 && keys && i < n; i++)

@@ -85,7 +85,7 @@ static void arange_locale(int b, void *arg) {
 static int publish_one(command_ctx *ctx, object *obj, h5ark_error *err) {
     int rc = registry_publish(obj, arg_str(ctx, "name", NULL), err);
     int all = ranks_agree(rc, err);
-    if (all != 0 && rc == 0) registry_remove(obj->name, NULL);
+    if (all != 0 && rc == 0) registry_unpublish(obj);
     if (all == 0) all = reply_set(ctx, "object", object_describe(obj), err);
     return all;
 }

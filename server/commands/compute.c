@@ -36,10 +36,9 @@ static object *numeric_arg(command_ctx *ctx, const char *cmd, const char *key, h
  * describe it in the result. */
 static int publish(command_ctx *ctx, object *obj, const char *name, bool replace,
                    h5ark_error *err) {
-    int rc = replace ? registry_remove(name, err) : 0;
-    if (rc == 0) rc = registry_publish(obj, name, err);
+    int rc = replace ? registry_replace(obj, name, err) : registry_publish(obj, name, err);
     int all = ranks_agree(rc, err);
-    if (all && rc == 0 && !replace) registry_remove(obj->name, NULL);
+    if (all && rc == 0) registry_unpublish(obj);
     if (all == 0) all = reply_set(ctx, "object", object_describe(obj), err);
     object_release(obj);
     return all;

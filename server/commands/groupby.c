@@ -14,7 +14,7 @@
 static int publish_and_describe(command_ctx *ctx, object *obj, h5ark_error *err) {
     int rc = registry_publish(obj, arg_str(ctx, "name", NULL), err);
     int all = ranks_agree(rc, err); /* published on every rank or on none */
-    if (all != 0 && rc == 0) registry_remove(obj->name, NULL);
+    if (all != 0 && rc == 0) registry_unpublish(obj);
     rc = all;
     if (rc == 0) rc = reply_set(ctx, "object", object_describe(obj), err);
     object_release(obj);
@@ -158,7 +158,7 @@ static int cmd_aggregate(command_ctx *ctx, h5ark_error *err) {
     result = groupby_aggregate(gb, op, values, err);
     int prc = result ? registry_publish(result, arg_str(ctx, "name", NULL), err) : -1;
     int all = ranks_agree(prc, err); /* published on every rank or on none */
-    if (all != 0 && prc == 0) registry_remove(result->name, NULL);
+    if (all != 0 && prc == 0) registry_unpublish(result);
     prc = all;
     if (prc) goto out;
     if (reply_set(ctx, "keys", keys, err)) {

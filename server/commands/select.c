@@ -21,7 +21,7 @@
 static int publish(command_ctx *ctx, object *obj, h5ark_error *err) {
     int rc = registry_publish(obj, arg_str(ctx, "name", NULL), err);
     int all = ranks_agree(rc, err);
-    if (all != 0 && rc == 0) registry_remove(obj->name, NULL);
+    if (all != 0 && rc == 0) registry_unpublish(obj);
     if (all == 0) all = reply_set(ctx, "object", object_describe(obj), err);
     return all;
 }
@@ -310,8 +310,9 @@ static int cmd_assign(command_ctx *ctx, h5ark_error *err) {
     }
     if (rc == 0) {
         out->tag = a->tag;
-        rc = registry_remove(name, err) || registry_publish(out, name, err) ? -1 : 0;
-        rc = ranks_agree(rc, err);
+        int mine = registry_replace(out, name, err);
+        rc = ranks_agree(mine, err);
+        if (rc && mine == 0) registry_unpublish(out);
     }
     if (rc == 0) rc = reply_set(ctx, "object", object_describe(out), err);
     object_release(out);

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Who asks for a file. user NULL: users are off, and every rule here is skipped. */
 typedef struct file_access {
@@ -18,6 +19,9 @@ typedef struct file_access {
     const char *const *groups;
     size_t ngroups;
     bool admin; /* the admin role: every permission everywhere */
+    /* The user's quota.disk (SERVICE.md §4), -1: none; for the writers that check it
+     * themselves (storage/owners.h: owners_room). */
+    int64_t disk_quota;
 } file_access;
 
 typedef enum file_perm {

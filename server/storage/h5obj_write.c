@@ -34,11 +34,13 @@ typedef struct {
     h5obj_file f;
     twin_change tc;
     bool twinned;
+    const file_access *fa; /* whose quota.disk the changed file must fit */
 } wfile;
 
 static int wopen(const h5obj_args *a, wfile *w, h5ark_error *err) {
     const char *domain = a->domain;
     w->twinned = false;
+    w->fa = a->fa;
     if (h5obj_locate(a, PERM_UPDATE, &w->f, err)) return -1;
     if (h5u_is_hdf5(w->f.abs) <= 0) {
         H5Eclear2(H5E_DEFAULT);
@@ -78,6 +80,10 @@ static int wclose(wfile *w, bool commit, h5ark_error *err) {
     w->f.fid = H5I_INVALID_HID;
     if (!w->twinned) return rc;
     w->twinned = false;
+    struct stat st; /* the changed file fits quota.disk, or the old one stays */
+    if (commit &&
+        (stat(w->tc.twin, &st) != 0 || owners_room(w->fa, w->f.abs, (uint64_t)st.st_size, err)))
+        rc = -1, commit = false;
     if (!commit) {
         twin_abort(&w->tc);
         return rc ? rc : -1;
@@ -136,6 +142,23 @@ static hid_t group_plist(bool order) {
     return gcpl;
 }
 
+/* The bytes an empty file made with fcpl takes, found by making it in memory. */
+static uint64_t empty_file_size(hid_t fcpl) {
+    hid_t fapl = H5Pcopy(h5u_fapl());
+    ssize_t size = 0;
+    if (fapl >= 0 && H5Pset_fapl_core(fapl, 4096, false) >= 0) {
+        hid_t fid = H5Fcreate("h5ark-empty-size", H5F_ACC_TRUNC, fcpl, fapl);
+        /* the image's size, not the memory the driver took for it */
+        if (fid >= 0 &&
+            (H5Fflush(fid, H5F_SCOPE_LOCAL) < 0 || (size = H5Fget_file_image(fid, NULL, 0)) < 0))
+            size = 0;
+        if (fid >= 0) H5Fclose(fid);
+    }
+    if (fapl >= 0) H5Pclose(fapl);
+    H5Eclear2(H5E_DEFAULT);
+    return (uint64_t)size;
+}
+
 /* A new empty file, written beside its name, synced and linked in (never over another). */
 static int put_domain(const h5obj_args *a, h5obj_answer *out, h5ark_error *err) {
     json_t *body = parse_body(a, false, err);
@@ -162,6 +185,10 @@ static int put_domain(const h5obj_args *a, h5obj_answer *out, h5ark_error *err) 
     if (fcpl >= 0 && order) {
         H5Pset_link_creation_order(fcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
         H5Pset_attr_creation_order(fcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
+    }
+    if (fcpl >= 0 && owners_room(a->fa, abs, empty_file_size(fcpl), err)) {
+        H5Pclose(fcpl);
+        return -1;
     }
     h5u_io_clear();
     hid_t fid = fcpl >= 0 ? H5Fcreate(tmp, H5F_ACC_EXCL, fcpl, h5u_fapl()) : -1;

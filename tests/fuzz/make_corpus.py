@@ -253,7 +253,7 @@ for i, seed in enumerate(hsds):
     (out / "hsds" / f"seed{i:02d}").write_bytes(seed)
 print(f"corpus in {out}")
 
-# ACL files (.h5ark-acl): good ones and near misses
+# ACL files (.h5ark-acl): good ones and near misses; and an owners record
 (out / "acl").mkdir(parents=True, exist_ok=True)
 acls = [
     b'[{"subject": "alice", "read": true, "create": true, "update": true, "delete": true, '
@@ -263,6 +263,9 @@ acls = [
     b'[{"subject": "b o b", "read": 1}]',
     b'{"subject": "alice"}',
     b'[]',
+    # the owners' record (fuzz_acl feeds it the same bytes): a change a line, a torn tail
+    b'alice\thome/alice/a.h5\nbob\tshared/p/r_LOCALE0000.h5\tshared/p/r_LOCALE0001.h5\n'
+    b'\thome/alice/a.h5\nbob\thome/b',
 ]
 for i, seed in enumerate(acls):
     (out / "acl" / f"seed{i:02d}").write_bytes(seed)

@@ -6,6 +6,12 @@ lsany and globExpansion), file owners and quota.disk; for several users and grou
 the native endpoint, the Arkouda endpoint and the HTTP gateway, and at two ranks for the
 commands that write files."""
 import json
+import os
+import random
+import signal
+import threading
+import time
+import types
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -151,6 +157,31 @@ def test_shared_folders_are_their_groups(svc, who):
     # a member deletes a member's file
     assert who["bob"].ok("rmhdf", path="/shared/physics/run.h5")["deleted"] == \
         ["/shared/physics/run.h5"]
+
+
+def test_getacl_of_a_home_not_made_yet(tmp_path):
+    """A home is made on its user's first write; until then getacl answers the defaults it
+    will have (SERVICE.md §3), to whoever may read them, and makes nothing."""
+    d = users_daemon(tmp_path)
+    try:
+        who = {u: User(d, f"tok-{u}") for u in ("alice", "bob", "dave", "root")}
+        home = d.data_dir / "home" / "alice"
+        mine = [{"subject": "alice", **{p: True for p in EVERY}}]
+        for path in (".", "", "/home/alice", "/home/alice/"):
+            got = who["alice"].ok("getacl", path=path)
+            assert (got["path"], got["acl"], got["from"], got["default"]) == \
+                (path, mine, None, True)
+        assert who["root"].ok("getacl", path="/home/alice")["acl"] == mine
+        who["bob"].fails("getacl", "forbidden", "readACL", "'/home/alice'", path="/home/alice")
+        assert who["dave"].ok("getacl", path=".")["acl"] == \
+            [{"subject": "dave", **{p: True for p in EVERY}}]
+        who["root"].fails("getacl", "not_found", path="/home/nobody")  # no such user
+        assert not home.exists()  # asking makes nothing
+        assert who["alice"].write("a.h5", np.arange(2))["ok"]
+        assert who["alice"].ok("getacl", path=".")["acl"] == mine  # the same once made
+        assert_alive(d)
+    finally:
+        d.cleanup()
 
 
 def test_the_rest_is_read_for_all_and_written_by_admins(svc, who):
@@ -392,9 +423,16 @@ def test_repack_and_exetera_writes_need_update(svc, who):
 
 
 def owners(d):
+    """The owners' record replayed: its whole lines in order, "USER\tPATH[\tPATH...]", a
+    later line overriding, USER "" for no one; a torn tail skipped."""
     p = d.data_dir / ".h5ark-owners"
-    return sorted(tuple(line.split("\t")) for line in p.read_text().splitlines()) \
-        if p.exists() else []
+    text = p.read_bytes().decode() if p.exists() else ""
+    held = {}
+    for line in text[:text.rfind("\n") + 1].splitlines():
+        user, *paths = line.split("\t")
+        for path in filter(None, paths):
+            held[path] = user
+    return sorted((user, path) for path, user in held.items() if user)
 
 
 def test_files_made_through_the_daemon_have_owners(svc, who):
@@ -506,6 +544,120 @@ def test_setacl_leaves_the_old_acl_or_the_new(tmp_path):
                     assert text == new_text, what
                 assert [p.name for p in path.parent.iterdir() if "h5ark-tmp" in p.name] == [], what
         assert_alive(d)
+    finally:
+        d.cleanup()
+
+
+def test_owners_record_is_old_or_new_under_faults(tmp_path):
+    """The owners' record (a journal a change appends to, compacted past twice the files it
+    owns) under the fault table: ENOSPC and EIO at each call of a tohdf that makes a file
+    and of the rmhdf that deletes it, with and without a compaction in the change: the record
+    says the files' owners as before or as after, never anything else, and no temporary stays."""
+    d = users_daemon(tmp_path, env={"H5ARK_FAULTS": "1"})
+    try:
+        alice = User(d, "tok-alice")
+        rec = d.data_dir / ".h5ark-owners"
+        assert alice.write("keep.h5", np.arange(3))["ok"]
+        before, after = [("alice", "home/alice/keep.h5")], \
+            [("alice", "home/alice/keep.h5"), ("alice", "home/alice/new.h5")]
+        dead = "".join(f"alice\thome/alice/gone{i}.h5\n\thome/alice/gone{i}.h5\n"
+                       for i in range(40))
+        name = alice.put(np.arange(4))
+
+        def state(made, compacting):
+            """new.h5 made (and recorded) or not, and a record that compacts at its next
+            change when `compacting`."""
+            if (d.data_dir / "home/alice/new.h5").exists():
+                alice.ok("rmhdf", path="new.h5")
+            if made:
+                assert alice.raw("tohdf", names=[name], datasets=["x"], path="new.h5",
+                                 file_type="single")["ok"]
+            rec.write_text("".join(f"{u}\t{p}\n" for u, p in (after if made else before)) +
+                           (dead if compacting else ""))
+
+        changes = {"tohdf": (False, dict(names=[name], datasets=["x"], path="new.h5",
+                                          file_type="single"), before, after),
+                   "rmhdf": (True, dict(path="new.h5"), after, before)}
+        for cmd, (made, args, old, new) in changes.items():
+            for compacting in (False, True):
+                state(made, compacting)
+                alice.ok("fault")
+                assert alice.raw(cmd, **args)["ok"]
+                calls = alice.ok("fault")["io_calls"]
+                assert owners(d) == new
+                if compacting:  # the change compacted the journal
+                    assert rec.read_text().count("\n") == len(new), rec.read_text()
+                for error in ["ENOSPC", "EIO"]:
+                    for k in range(1, len(calls) + 1):
+                        state(made, compacting)
+                        alice.ok("fault", **{"class": "io", "nth": k, "error": error})
+                        hdr = alice.raw(cmd, **args)
+                        report = alice.ok("fault")
+                        what = (cmd, compacting, error, k, calls[k - 1], report["fired"], hdr)
+                        assert report["fired"], what
+                        got = owners(d)
+                        assert got in (old, new), what
+                        if hdr["ok"]:
+                            assert got == new, what
+                        assert not [p for p in d.data_dir.iterdir() if "h5ark-tmp" in p.name], \
+                            what
+        assert_alive(d)
+    finally:
+        d.cleanup()
+
+
+def test_owners_record_survives_sigkill(tmp_path):
+    """tohdf of new files and rmhdf of some, while the daemon is killed at random moments:
+    the owners' record always says every answered creation and deletion, and a daemon
+    started on it counts the user's disk usage from it exactly."""
+    tokens = tmp_path / "tokens"
+    tokens.write_text(TOKENS)
+    data = tmp_path / "data"
+    data.mkdir()
+    rng = random.Random(11)
+    answered, n = {}, [0]
+    for trial in range(int(os.environ.get("H5ARK_CRASH_TRIALS", "5"))):
+        d = Daemon(locales=1, token="tok-root", token_file=tokens, data_dir=data)
+        try:
+            name = User(d, "tok-alice").put(np.arange(4))
+            stop = threading.Event()
+
+            def ask(cmd, **args):
+                hdr = {"v": 1, "id": 7, "cmd": cmd, "args": args, "token": "tok-alice"}
+                return request(d.endpoint, hdr, timeout_ms=int(1000 * TOOL_SLOWDOWN))[0]
+
+            def writer():
+                try:
+                    while not stop.is_set():
+                        n[0] += 1
+                        f = f"f{n[0]}.h5"
+                        if ask("tohdf", names=[name], datasets=["x"], path=f,
+                               file_type="single")["ok"]:
+                            answered[f] = True
+                        if n[0] % 3 == 0 and ask("rmhdf", path=f"f{n[0] - 1}.h5")["ok"]:
+                            answered[f"f{n[0] - 1}.h5"] = False
+                except TimeoutError:  # the daemon was killed
+                    return
+
+            t = threading.Thread(target=writer)
+            t.start()
+            time.sleep(rng.uniform(0.05, 0.5) * TOOL_SLOWDOWN)
+            os.kill(d.proc.pid, signal.SIGKILL)
+            d.proc.wait()
+            stop.set()
+            t.join()
+        finally:
+            d.cleanup()
+        held = dict((p, u) for u, p in owners(types.SimpleNamespace(data_dir=data)))
+        for f, made in answered.items():
+            assert held.get(f"home/alice/{f}") == ("alice" if made else None), (trial, f)
+    assert any(answered.values())
+    d = Daemon(locales=1, token="tok-root", token_file=tokens, data_dir=data)
+    try:
+        held = owners(d)
+        assert held and {u for u, _ in held} == {"alice"}
+        disk = sum((data / p).stat().st_size for _, p in held if (data / p).exists())
+        assert User(d, "tok-alice").ok("whoami")["usage"]["disk"] == disk
     finally:
         d.cleanup()
 

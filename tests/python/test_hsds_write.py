@@ -735,3 +735,61 @@ def test_owner_and_acl_routes(tmp_path):
         for e in (a, b, root):
             e.conn.close()
         d.cleanup()
+
+
+def test_quota_disk_checked_before_writing(tmp_path):
+    """quota.disk (SERVICE.md §4) holds for the endpoint's writes as for tohdf's: PUT / (and
+    the native h5put_domain) refuses a file that would pass it before making anything, and a
+    change that would grow the user's file past it is refused with the file as it was
+    (413, as resource_limit maps); the user's disk usage stays exact throughout."""
+    port = free_port()
+    tokens = tmp_path / "tokens"
+    tokens.write_text("tok-alice write user=alice quota.disk=2000\n"
+                      "tok-bob write user=bob\n"
+                      "tok-root admin user=root\n")
+    d = Daemon(locales=1, token="tok-root", token_file=tokens,
+               extra_args=["--hsds-endpoint", f"127.0.0.1:{port}"])
+    a, b = (Endpoint(port, auth=basic("anyone", f"tok-{u}")) for u in ("alice", "bob"))
+    home = d.data_dir / "home" / "alice"
+
+    def disk():
+        return ok(send(d, "whoami", token="tok-alice"))["usage"]["disk"]
+
+    try:
+        root = new_domain(a, "/home/alice/a.h5")
+        one = (home / "a.h5").stat().st_size
+        assert disk() == one and 2 * one <= 2000 < 3 * one
+        new_domain(a, "/home/alice/b.h5")
+        msg = call(a, "PUT", "/", "/home/alice/c.h5", status=413)["message"]
+        assert "quota.disk" in msg and str(2 * one) in msg and str(one) in msg, msg
+        assert "2000" in msg, msg
+        reply = send(d, "h5put_domain", {"domain": "/home/alice/c.h5"}, token="tok-alice")
+        assert reply[0]["error"]["code"] == "resource_limit", reply[0]
+        assert sorted(p.name for p in home.iterdir()) == ["a.h5", "b.h5"]  # nothing made
+        assert disk() == 2 * one
+        # growing a file of hers past it: refused, the file as it was
+        before = (home / "a.h5").read_bytes()
+        dset = call(a, "POST", "/datasets", "/home/alice/a.h5",
+                    {"type": "H5T_STD_I64LE", "shape": [1000],
+                     "link": {"id": root, "name": "big"}}, status=413)
+        assert "quota.disk" in dset["message"]
+        assert (home / "a.h5").read_bytes() == before
+        with h5py.File(home / "a.h5") as f:
+            assert list(f) == []
+        assert disk() == 2 * one
+        # deleting gives it back; a small change then fits
+        call(a, "DELETE", "/", "/home/alice/b.h5")
+        assert disk() == one
+        call(a, "POST", "/groups", "/home/alice/a.h5", {"link": {"id": root, "name": "g"}},
+             status=201)
+        assert disk() == (home / "a.h5").stat().st_size > one
+        # another user is not bound by it
+        new_domain(b, "/home/bob/big.h5")
+        call(b, "POST", "/datasets", "/home/bob/big.h5",
+             {"type": "H5T_STD_I64LE", "shape": [1000], "layout": {"class": "H5D_COMPACT"}},
+             status=201)
+        assert ok(send(d, "ping"))["pong"]
+    finally:
+        for e in (a, b):
+            e.conn.close()
+        d.cleanup()

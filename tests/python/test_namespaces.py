@@ -171,6 +171,68 @@ def test_delete_and_replace_only_by_owner_or_admin(svc):
     get_array(svc.as_["reader"], "cx", "int64")
 
 
+def test_admin_publishes_over_anothers_name(svc):
+    """SERVICE.md §2: an admin may publish over another's name; the object stays the owner's
+    (owner, grants, usage and quotas), and a refused one leaves the old object whole."""
+    a, b, root, q = (svc.as_[u] for u in ("alice", "bob", "root", "quota"))
+    put_array(a, np.arange(3), name="x")
+    ok(send(a, "share", {"names": ["x"], "with": ["bob"]}))
+    # put: replaces alice's x, hers still
+    res = ok(send(root, "put", {"objtype": "pdarray", "dtype": "int64", "shape": [5],
+                                "name": "alice/x"},
+                  [np.arange(10, 15, dtype="<i8").tobytes()],
+                  [{"name": "values", "nbytes": 40}]))
+    assert (res["object"]["name"], res["object"]["owner"]) == ("alice/x", "alice")
+    assert list(get_array(a, "x", "int64")) == [10, 11, 12, 13, 14]
+    assert list(get_array(b, "alice/x", "int64")) == [10, 11, 12, 13, 14]  # still shared
+    assert names_of(ok(send(a, "info"))) == [("x", "alice")]
+    assert usage(a) == (40, 1) and usage(root) == (0, 0)
+    # the replace paths: compute's output name, fill and assign in place
+    ok(send(root, "binop", {"op": "*", "a": "alice/x", "b": "alice/x", "name": "alice/x"}))
+    assert list(get_array(a, "x", "int64")) == [100, 121, 144, 169, 196]
+    ok(send(root, "fill", {"array": "alice/x", "value": 7}))
+    assert list(get_array(a, "x", "int64")) == [7] * 5
+    assert usage(a) == (40, 1) and usage(root) == (0, 0)
+    # the owner deletes it, and has its usage back
+    ok(send(a, "delete", {"names": ["x"]}))
+    assert usage(a) == (0, 0)
+    # never created for another owner; another user may still not
+    fails(send(root, "put", {"objtype": "pdarray", "dtype": "int64", "shape": [1],
+                             "name": "alice/x"}, [b"\0" * 8], [{"name": "values", "nbytes": 8}]),
+          "not_found", "alice/x")
+    put_array(b, np.arange(2), name="y")
+    ok(send(b, "share", {"names": ["y"], "with": ["alice"]}))
+    fails(send(a, "put", {"objtype": "pdarray", "dtype": "int64", "shape": [1],
+                          "name": "bob/y"}, [b"\0" * 8], [{"name": "values", "nbytes": 8}]),
+          "forbidden", "bob/y")
+    # the owner's quota.memory (4096) is the one checked, counting what the old one frees
+    put_array(q, np.arange(100), name="q")  # 800 bytes
+    msg = fails(send(root, "put", {"objtype": "pdarray", "dtype": "int64", "shape": [513],
+                                   "name": "quota/q"},
+                     [b"\1" * 4104], [{"name": "values", "nbytes": 4104}]), "resource_limit")
+    assert all(w in msg for w in ("quota.memory", "'quota'", "4104", "4096")), msg
+    assert list(get_array(q, "q", "int64")) == list(range(100))  # the old one, whole
+    assert usage(q) == (800, 1) and usage(root) == (0, 0)
+    ok(send(root, "put", {"objtype": "pdarray", "dtype": "int64", "shape": [512],
+                          "name": "quota/q"},
+            [np.arange(512, dtype="<i8").tobytes()], [{"name": "values", "nbytes": 4096}]))
+    assert usage(q) == (4096, 1)
+    assert list(get_array(q, "q", "int64")) == list(range(512))
+    # through the Arkouda endpoint: an admin's register over bob's name
+    ak = Ak(svc.ak_endpoint, token="tok-root", user="root")
+    try:
+        made = CREATED.match(ak.ok("arange<int64,1>", {"start": 0, "stop": 4, "step": 1}))
+        assert ak.ok("register", {"name": "bob/y", "objType": "pdarray",
+                                  "array": made.group(1)}) == "Registered PDARRAY"
+        assert "never created" in ak.error("register", {"name": "bob/nope", "objType": "pdarray",
+                                                        "array": made.group(1)})
+    finally:
+        ak.close()
+    assert list(get_array(b, "y", "int64")) == [0, 1, 2, 3]
+    assert list(get_array(a, "bob/y", "int64")) == [0, 1, 2, 3]
+    assert [(o["name"], o["owner"]) for o in ok(send(b, "info"))["objects"]] == [("y", "bob")]
+
+
 def test_clear_per_user_and_admin_all(svc):
     a, b, root = svc.as_["alice"], svc.as_["bob"], svc.as_["root"]
     for who in (a, b, root):
