@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -153,6 +154,44 @@ static void free_held(void *arg) {
     free(h);
 }
 
+/* A body sent from a file's pages: mapped, and copied by the kernel into the socket as it
+ * is sent, so that once the last byte went out nothing of it refers to the file any more
+ * (sendfile would leave the page cache's pages themselves queued on a loopback peer's
+ * socket, where a later change of the file would show). The kernel's copy reports a page
+ * the file no longer has as a failed send, never as a signal. */
+typedef struct {
+    void *map;
+    size_t maplen;
+    int fd;
+} mapped_body;
+
+static void unmap_body(void *arg) {
+    mapped_body *m = arg;
+    munmap(m->map, m->maplen);
+    close(m->fd);
+    free(m);
+}
+
+static struct MHD_Response *file_response(int fd, uint64_t offset, size_t len) {
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), skip = offset % page;
+    mapped_body *m = malloc(sizeof *m);
+    void *map = m && len ? mmap(NULL, skip + len, PROT_READ, MAP_SHARED | MAP_POPULATE, fd,
+                                (off_t)(offset - skip))
+                         : MAP_FAILED;
+    struct MHD_Response *r = NULL;
+    if (map != MAP_FAILED) {
+        *m = (mapped_body){map, skip + len, fd};
+        r = MHD_create_response_from_buffer_with_free_callback_cls(len, (char *)map + skip,
+                                                                   unmap_body, m);
+        if (!r) munmap(map, skip + len);
+    }
+    if (!r) {
+        free(m);
+        close(fd);
+    }
+    return r;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **state) {
@@ -194,7 +233,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
     struct MHD_Response *r = NULL;
     held_body *h = NULL;
-    if (!out.body) {
+    if (out.from_fd) {
+        r = file_response(out.fd, out.fd_offset, out.len);
+    } else if (!out.body) {
         r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
     } else if (!out.release && !out.free_body) {
         r = MHD_create_response_from_buffer(out.len, out.body, MHD_RESPMEM_MUST_FREE);

@@ -35,6 +35,12 @@ typedef struct {
     uint64_t held;
     /* How the body is freed once sent or dropped (given back for reuse, say); NULL: free. */
     void (*free_body)(char *body, size_t len);
+    /* With from_fd (and no body): the body is bytes [fd_offset, fd_offset + len) of the file
+     * open at fd, copied from its pages into the socket as it is sent (len > 0); the server
+     * closes fd once the last byte was sent, or the answer dropped. */
+    bool from_fd;
+    int fd;
+    uint64_t fd_offset;
     /* Further headers (CORS, WWW-Authenticate ...): names static, values copied in. */
     struct {
         const char *name;

@@ -66,6 +66,7 @@ typedef struct {
     const void *points;
     size_t points_len;
     bool json_values;   /* VALUE: as nested lists in `value` (else bytes) */
+    bool file_answer;   /* VALUE: the answer may be a range of the file (h5obj_answer) */
     uint64_t max_bytes; /* VALUE: an answer larger is resource_limit */
     /* The changes: the request's body, JSON (HSDS_API.md's), or for PUT_VALUE with
      * body_binary the elements' bytes (§8.2). */
@@ -80,11 +81,19 @@ typedef struct {
     h5ark_value *json; /* the answer's map */
     char *bytes;       /* VALUE without json_values: the elements (malloc'd) */
     size_t nbytes;
+    /* VALUE with file_answer: the elements are bytes [offset, offset + nbytes) of the file
+     * open at fd, which holds a shared flock on it (no change lands on those bytes while
+     * it is open); whoever sends them takes fd, else h5obj_answer_free closes it. */
+    bool from_file;
+    int fd;
+    uint64_t offset;
     bool created; /* a change made something new (HTTP's 201) */
 } h5obj_answer;
 
 /* The limit of a request's or an answer's bytes (GET /'s `limits`). */
 #define H5OBJ_MAX_REQUEST (UINT64_C(100) << 20)
+/* The least answer sent as a range of the file (smaller ones are read into memory). */
+#define H5OBJ_FILE_ANSWER_MIN (UINT64_C(256) << 10)
 
 /* Run one operation. Errors as shared/HSDS_API.md §12 lists them: bad_request (malformed
  * id, select, a file that is not HDF5), forbidden (a path out of the data directory),
