@@ -54,14 +54,23 @@ int h5obj_check_domain(const char *d, h5ark_error *err) {
     return 0;
 }
 
+/* A file's times: its birth time where the file system keeps one, never after its
+ * modification. */
+static void times_from(const struct statx *sx, double *created, double *modified) {
+    *modified = (double)sx->stx_mtime.tv_sec + sx->stx_mtime.tv_nsec * 1e-9;
+    *created = *modified;
+    double born = (double)sx->stx_btime.tv_sec + sx->stx_btime.tv_nsec * 1e-9;
+    if ((sx->stx_mask & STATX_BTIME) && born < *created) *created = born;
+}
+
 static void times_of(const char *abs, const struct stat *st, double *created, double *modified) {
+    struct statx sx;
+    if (statx(AT_FDCWD, abs, 0, STATX_BASIC_STATS | STATX_BTIME, &sx) == 0) {
+        times_from(&sx, created, modified);
+        return;
+    }
     *modified = (double)st->st_mtim.tv_sec + st->st_mtim.tv_nsec * 1e-9;
     *created = *modified;
-    struct statx sx;
-    if (statx(AT_FDCWD, abs, 0, STATX_BTIME, &sx) == 0 && (sx.stx_mask & STATX_BTIME)) {
-        double b = (double)sx.stx_btime.tv_sec + sx.stx_btime.tv_nsec * 1e-9;
-        if (b < *created) *created = b;
-    }
 }
 
 /* A folder: a directory inside the data directory. 1 when the domain names one, 0 when it
@@ -119,14 +128,15 @@ int h5obj_locate(const h5obj_args *a, file_perm perm, h5obj_file *f, h5ark_error
     if (folder < 0) return -1;
     if (folder) return h5ark_fail(err, H5ARK_BAD_REQUEST, "'%s' is a folder, not a domain", domain);
     if (h5obj_resolve(a, perm, false, f->abs, err)) return -1;
-    if (stat(f->abs, &st) != 0)
+    struct statx sx; /* its times at once, the birth time too */
+    if (statx(AT_FDCWD, f->abs, 0, STATX_BASIC_STATS | STATX_BTIME, &sx) != 0)
         return h5ark_fail(err, errno == ENOENT ? H5ARK_NOT_FOUND : H5ARK_IO_ERROR, "domain '%s' %s",
                           domain, errno == ENOENT ? "not found" : strerror(errno));
     uint8_t h[32];
     sha256(domain, strlen(domain), h);
     snprintf(f->prefix, sizeof f->prefix, "%02x%02x%02x%02x-%02x%02x%02x%02x", h[0], h[1], h[2],
              h[3], h[4], h[5], h[6], h[7]);
-    times_of(f->abs, &st, &f->created, &f->modified);
+    times_from(&sx, &f->created, &f->modified);
     /* a file that is not HDF5 is refused when opened (read_probe_open, HDF5's own check) */
     if (sandbox_check_file(f->abs, err)) {
         err->code = H5ARK_BAD_REQUEST;
@@ -317,7 +327,10 @@ hid_t h5obj_open_id(const h5obj_file *f, const char *id, h5obj_coll coll, h5ark_
         oom(err);
         return H5I_INVALID_HID;
     }
-    if (s.addr == root_of(f)) {
+    hid_t obj = f->kept && !alias ? h5obj_kept_object(f, s.addr) : H5I_INVALID_HID;
+    if (obj >= 0) {
+        /* kept open from an earlier request */
+    } else if (s.addr == root_of(f)) {
         snprintf(s.first, sizeof s.first, "/");
         if (alias) h5ark_value_push(s.paths, h5ark_value_str("/"));
     } else if (f->kept && h5obj_kept_links(f, s.addr, found_path, &s) == 0) {
@@ -325,7 +338,8 @@ hid_t h5obj_open_id(const h5obj_file *f, const char *id, h5obj_coll coll, h5ark_
     } else if (H5Lvisit(f->fid, H5_INDEX_NAME, H5_ITER_INC, find_link, &s) < 0) {
         H5Eclear2(H5E_DEFAULT);
     }
-    hid_t obj = s.first[0] ? H5Oopen(f->fid, s.first, H5P_DEFAULT) : H5I_INVALID_HID;
+    if (obj < 0 && s.first[0] && (obj = H5Oopen(f->fid, s.first, H5P_DEFAULT)) >= 0 && f->kept)
+        h5obj_kept_add_object(f, s.addr, obj);
     H5I_type_t t = obj >= 0 ? H5Iget_type(obj) : H5I_BADID;
     char kind = t == H5I_GROUP ? 'g' : t == H5I_DATASET ? 'd' : t == H5I_DATATYPE ? 't' : 0;
     if (kind != id[0]) {

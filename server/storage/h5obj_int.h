@@ -39,6 +39,10 @@ haddr_t h5obj_kept_root(const h5obj_file *f);
  * many links: the caller walks them). */
 int h5obj_kept_links(const h5obj_file *f, haddr_t addr, int (*fn)(void *arg, const char *name),
                      void *arg);
+/* The object at addr of a kept file, kept open from an earlier request (a reference of the
+ * caller's, to close), else H5I_INVALID_HID; and an object opened to be kept so. */
+hid_t h5obj_kept_object(const h5obj_file *f, haddr_t addr);
+void h5obj_kept_add_object(const h5obj_file *f, haddr_t addr, hid_t obj);
 
 /* Check and resolve a domain's file (not_found, bad_request for what is not HDF5, or a file
  * the sandbox's probe died on), and fill f but its fid. */

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #define KEPT_MAX        16         /* files kept open at once */
+#define KEPT_OBJECTS    32         /* objects kept open in each (the last opened) */
 #define INDEX_MAX_LINKS (1u << 20) /* a file with more hard links is walked per request */
 
 typedef struct {
@@ -50,6 +51,11 @@ struct h5obj_kept {
     int indexed; /* 0: not yet, 1: links sorted by address, -1: too many to index */
     link_at *links;
     size_t nlinks, cap;
+    struct {
+        haddr_t addr;
+        hid_t obj;
+    } objects[KEPT_OBJECTS]; /* under index_lock; a ring */
+    int nobjects, next_object;
 };
 
 static h5obj_kept *table[KEPT_MAX];
@@ -64,6 +70,8 @@ static bool same_file(const struct stat *a, const struct stat *b) {
 
 static void destroy(h5obj_kept *k) {
     if (!k) return;
+    for (int i = 0; i < k->nobjects; i++)
+        H5Oclose(k->objects[i].obj);
     H5Fclose(k->fid);
     H5Eclear2(H5E_DEFAULT);
     for (size_t i = 0; i < k->nlinks; i++)
@@ -249,4 +257,38 @@ int h5obj_kept_links(const h5obj_file *f, haddr_t addr, int (*fn)(void *arg, con
     for (size_t i = lo; i < k->nlinks && k->links[i].addr == addr; i++)
         if (fn(arg, k->links[i].name)) break;
     return 0;
+}
+
+/* ---- objects kept open ---- */
+
+hid_t h5obj_kept_object(const h5obj_file *f, haddr_t addr) {
+    h5obj_kept *k = f->kept;
+    hid_t obj = H5I_INVALID_HID;
+    pthread_mutex_lock(&k->index_lock);
+    for (int i = 0; i < k->nobjects && obj < 0; i++)
+        if (k->objects[i].addr == addr && H5Iinc_ref(k->objects[i].obj) >= 0)
+            obj = k->objects[i].obj;
+    pthread_mutex_unlock(&k->index_lock);
+    return obj;
+}
+
+void h5obj_kept_add_object(const h5obj_file *f, haddr_t addr, hid_t obj) {
+    h5obj_kept *k = f->kept;
+    bool known = false;
+    hid_t old = H5I_INVALID_HID;
+    pthread_mutex_lock(&k->index_lock);
+    for (int i = 0; i < k->nobjects && !known; i++)
+        known = k->objects[i].addr == addr; /* another request kept it meanwhile */
+    if (!known && H5Iinc_ref(obj) >= 0) {
+        int slot = k->next_object;
+        if (k->nobjects < KEPT_OBJECTS)
+            k->nobjects++;
+        else
+            old = k->objects[slot].obj;
+        k->next_object = (slot + 1) % KEPT_OBJECTS;
+        k->objects[slot].addr = addr;
+        k->objects[slot].obj = obj;
+    }
+    pthread_mutex_unlock(&k->index_lock);
+    if (old >= 0) H5Oclose(old);
 }

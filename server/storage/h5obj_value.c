@@ -336,11 +336,9 @@ static int file_run(hid_t dset, const h5obj_values *v, uint64_t *offset, uint64_
         k--;
     for (int i = 0; i < k; i++)
         if (n[i] != 1) return 0;
-    hid_t dcpl = H5Dget_create_plist(dset);
-    bool plain = dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CONTIGUOUS &&
-                 H5Pget_external_count(dcpl) == 0 && H5Pget_nfilters(dcpl) == 0;
-    if (dcpl >= 0) H5Pclose(dcpl);
-    haddr_t base = plain ? H5Dget_offset(dset) : HADDR_UNDEF;
+    /* defined for contiguous storage only, allocated and in the file itself (not external;
+     * filters are for chunks) */
+    haddr_t base = H5Dget_offset(dset);
     H5Eclear2(H5E_DEFAULT);
     if (base == HADDR_UNDEF) return 0;
     uint64_t first = 0; /* the run's first element, in C order */
