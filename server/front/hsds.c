@@ -416,14 +416,14 @@ static void serve(void *arg, const http_request *req, http_response *out) {
         answer_err(out, &err);
     } else if (c.answer.json) {
         answer_json(out, c.answer.created ? 201 : 200, c.answer.json);
-    } else if (c.answer.from_file) {
+    } else if (c.answer.run) {
         out->status = 200;
         out->content_type = "application/octet-stream";
-        out->from_fd = true;
-        out->fd = c.answer.fd; /* the server closes it once sent, letting its flock go */
-        out->fd_offset = c.answer.offset;
         out->len = c.answer.nbytes;
-        c.answer.from_file = false;
+        out->read = h5obj_run_read; /* read from the file as it is sent */
+        out->done = h5obj_run_done;
+        out->arg = c.answer.run;
+        c.answer.run = NULL;
     } else {
         gateway_body(out, 200, "application/octet-stream", c.answer.bytes, c.answer.nbytes);
         if (out->body == c.answer.bytes) out->free_body = h5obj_bytes_free; /* kept for reuse */
@@ -434,7 +434,7 @@ static void serve(void *arg, const http_request *req, http_response *out) {
                                                 : H5ARK_INTERNAL;
     h5ark_span sent = {out->body, out->len};
     entry_answered(&asked, outcome,
-                   &(reply){.spans = &sent, .nspans = out->body || out->from_fd ? 1 : 0});
+                   &(reply){.spans = &sent, .nspans = out->body || out->read ? 1 : 0});
     entry_done(&asked);
     h5ark_value_destroy(&header);
     h5obj_answer_free(&c.answer);

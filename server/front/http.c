@@ -11,12 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #define HTTP_DEFAULT_HOST "127.0.0.1"
-#define HTTP_IDLE_SECONDS 10u /* a client that stalls mid-request is cut off */
+#define HTTP_IDLE_SECONDS 10u          /* a client that stalls mid-request is cut off */
+#define HTTP_READ_BLOCK   (256u << 10) /* a read body's piece: fits the caches it is sent from */
 
 struct http_server {
     struct MHD_Daemon *daemon;
@@ -154,42 +154,23 @@ static void free_held(void *arg) {
     free(h);
 }
 
-/* A body sent from a file's pages: mapped, and copied by the kernel into the socket as it
- * is sent, so that once the last byte went out nothing of it refers to the file any more
- * (sendfile would leave the page cache's pages themselves queued on a loopback peer's
- * socket, where a later change of the file would show). The kernel's copy reports a page
- * the file no longer has as a failed send, never as a signal. */
+/* A body read as it is sent (http_response's read). */
 typedef struct {
-    void *map;
-    size_t maplen;
-    int fd;
-} mapped_body;
+    long (*read)(void *arg, uint64_t pos, char *buf, size_t max);
+    void (*done)(void *arg);
+    void *arg;
+} read_body;
 
-static void unmap_body(void *arg) {
-    mapped_body *m = arg;
-    munmap(m->map, m->maplen);
-    close(m->fd);
-    free(m);
+static ssize_t read_more(void *cls, uint64_t pos, char *buf, size_t max) {
+    read_body *b = cls;
+    long n = b->read(b->arg, pos, buf, max);
+    return n > 0 ? (ssize_t)n : MHD_CONTENT_READER_END_WITH_ERROR;
 }
 
-static struct MHD_Response *file_response(int fd, uint64_t offset, size_t len) {
-    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), skip = offset % page;
-    mapped_body *m = malloc(sizeof *m);
-    void *map = m && len ? mmap(NULL, skip + len, PROT_READ, MAP_SHARED | MAP_POPULATE, fd,
-                                (off_t)(offset - skip))
-                         : MAP_FAILED;
-    struct MHD_Response *r = NULL;
-    if (map != MAP_FAILED) {
-        *m = (mapped_body){map, skip + len, fd};
-        r = MHD_create_response_from_buffer_with_free_callback_cls(len, (char *)map + skip,
-                                                                   unmap_body, m);
-        if (!r) munmap(map, skip + len);
-    }
-    if (!r) {
-        free(m);
-        close(fd);
-    }
-    return r;
+static void read_done(void *cls) {
+    read_body *b = cls;
+    b->done(b->arg);
+    free(b);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -233,8 +214,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
     struct MHD_Response *r = NULL;
     held_body *h = NULL;
-    if (out.from_fd) {
-        r = file_response(out.fd, out.fd_offset, out.len);
+    if (out.read) {
+        read_body *b = malloc(sizeof *b);
+        if (b) {
+            *b = (read_body){out.read, out.done, out.arg};
+            r = MHD_create_response_from_callback(out.len, HTTP_READ_BLOCK, read_more, b,
+                                                  read_done);
+        }
+        if (!r) {
+            free(b);
+            out.done(out.arg);
+            return MHD_NO;
+        }
     } else if (!out.body) {
         r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
     } else if (!out.release && !out.free_body) {

@@ -35,12 +35,12 @@ typedef struct {
     uint64_t held;
     /* How the body is freed once sent or dropped (given back for reuse, say); NULL: free. */
     void (*free_body)(char *body, size_t len);
-    /* With from_fd (and no body): the body is bytes [fd_offset, fd_offset + len) of the file
-     * open at fd, copied from its pages into the socket as it is sent (len > 0); the server
-     * closes fd once the last byte was sent, or the answer dropped. */
-    bool from_fd;
-    int fd;
-    uint64_t fd_offset;
+    /* A body read as it is sent (body NULL, len its size): read(arg, pos, buf, max) puts
+     * the bytes from pos into buf (how many, at most max; -1 cuts the answer short), and
+     * done(arg) is called once the answer was sent or dropped. */
+    long (*read)(void *arg, uint64_t pos, char *buf, size_t max);
+    void (*done)(void *arg);
+    void *arg;
     /* Further headers (CORS, WWW-Authenticate ...): names static, values copied in. */
     struct {
         const char *name;

@@ -600,8 +600,8 @@ static int read_op(const h5obj_args *a, h5obj_answer *out, h5ark_error *err) {
 }
 
 void h5obj_answer_free(h5obj_answer *a) {
-    if (a->from_file && a->fd >= 0) close(a->fd);
     h5ark_value_destroy(&a->json);
+    if (a->run) h5obj_run_done(a->run);
     h5obj_bytes_free(a->bytes, a->nbytes);
     *a = (h5obj_answer){0};
 }

@@ -42,6 +42,10 @@ int h5obj_kept_links(const h5obj_file *f, haddr_t addr, int (*fn)(void *arg, con
 /* The object at addr of a kept file, kept open from an earlier request (a reference of the
  * caller's, to close), else H5I_INVALID_HID; and an object opened to be kept so. */
 hid_t h5obj_kept_object(const h5obj_file *f, haddr_t addr);
+/* An answer of len bytes of the kept file from offset, read as they are sent (h5obj_run_read):
+ * it takes the request's flock (f->lock_fd) and holds it until its last byte is read. NULL
+ * when out of memory. */
+void *h5obj_kept_run(h5obj_file *f, uint64_t offset, uint64_t len);
 void h5obj_kept_add_object(const h5obj_file *f, haddr_t addr, hid_t obj);
 
 /* Check and resolve a domain's file (not_found, bad_request for what is not HDF5, or a file

@@ -178,6 +178,14 @@ int h5obj_kept_open(h5obj_file *f) {
     return 0;
 }
 
+/* A request or an answer done with k. */
+static void let_go(h5obj_kept *k) {
+    pthread_mutex_lock(&lock);
+    bool last = --k->users == 0 && k->gone;
+    pthread_mutex_unlock(&lock);
+    if (last) destroy(k);
+}
+
 void h5obj_kept_close(h5obj_file *f) {
     if (f->lock_fd >= 0) close(f->lock_fd); /* the flock goes with it */
     f->lock_fd = -1;
@@ -185,14 +193,53 @@ void h5obj_kept_close(h5obj_file *f) {
     if (!k) return;
     f->kept = NULL;
     f->fid = H5I_INVALID_HID;
-    pthread_mutex_lock(&lock);
-    bool last = --k->users == 0 && k->gone;
-    pthread_mutex_unlock(&lock);
-    if (last) destroy(k);
+    let_go(k);
 }
 
 haddr_t h5obj_kept_root(const h5obj_file *f) {
     return f->kept->root;
+}
+
+/* ---- answers read from a kept file as they are sent ---- */
+
+typedef struct {
+    h5obj_kept *k; /* NULL once the last byte was read */
+    int lock_fd;
+    uint64_t offset, len;
+} run;
+
+void *h5obj_kept_run(h5obj_file *f, uint64_t offset, uint64_t len) {
+    run *r = malloc(sizeof *r);
+    if (!r) return NULL;
+    pthread_mutex_lock(&lock);
+    f->kept->users++;
+    pthread_mutex_unlock(&lock);
+    *r = (run){f->kept, f->lock_fd, offset, len};
+    f->lock_fd = -1;
+    return r;
+}
+
+/* The flock goes as soon as every byte is in the server's hands: the client, which has the
+ * last byte only after this, may then open the file for writing at once. */
+static void run_end(run *r) {
+    if (!r->k) return;
+    close(r->lock_fd);
+    let_go(r->k);
+    r->k = NULL;
+}
+
+long h5obj_run_read(void *arg, uint64_t pos, char *buf, size_t max) {
+    run *r = arg;
+    if (!r->k || pos >= r->len) return -1;
+    if (max > r->len - pos) max = (size_t)(r->len - pos);
+    ssize_t n = pread(r->lock_fd, buf, max, (off_t)(r->offset + pos));
+    if (n <= 0 || pos + (uint64_t)n == r->len) run_end(r); /* all read, or cut short */
+    return n > 0 ? (long)n : -1;
+}
+
+void h5obj_run_done(void *arg) {
+    run_end(arg);
+    free(arg);
 }
 
 /* ---- the index of hard links by address ---- */

@@ -351,8 +351,8 @@ static int file_run(hid_t dset, const h5obj_values *v, uint64_t *offset, uint64_
 }
 
 /* A selection read straight from the file's bytes (h5obj_file's lock_fd: the file as the
- * request found it, under its shared flock): large runs become the answer as a range of
- * the file, sent from it without a copy into memory; small ones one pread. 1 when so
+ * request found it, under its shared flock), without the library: large runs piece by
+ * piece as they are sent (no block of their size in memory), small ones with one pread. 1 when so
  * answered, 0 when the library must read it, -1 with err. */
 static int read_run(h5obj_file *f, hid_t dset, const h5obj_values *v, const h5obj_args *a,
                     h5obj_answer *out, h5ark_error *err) {
@@ -361,12 +361,9 @@ static int read_run(h5obj_file *f, hid_t dset, const h5obj_values *v, const h5ob
     if (f->lock_fd < 0 || a->json_values || !file_run(dset, v, &offset, &len) ||
         fstat(f->lock_fd, &st) != 0 || offset + len > (uint64_t)st.st_size)
         return 0;
-    if (a->file_answer && len >= H5OBJ_FILE_ANSWER_MIN) {
-        out->from_file = true;
-        out->fd = f->lock_fd; /* the answer holds the flock until it is sent */
-        f->lock_fd = -1;
-        out->offset = offset;
-        out->nbytes = len;
+    if (a->file_answer && len >= H5OBJ_FILE_ANSWER_MIN &&
+        (out->run = h5obj_kept_run(f, offset, len))) {
+        out->nbytes = len; /* read as sent, under the request's flock until the last byte */
         return 1;
     }
     char *bytes = h5obj_bytes_alloc(len);
