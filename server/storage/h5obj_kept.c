@@ -27,11 +27,13 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
-#define KEPT_MAX        16         /* files kept open at once */
-#define KEPT_OBJECTS    32         /* objects kept open in each (the last opened) */
-#define INDEX_MAX_LINKS (1u << 20) /* a file with more hard links is walked per request */
+#define KEPT_MAX          16         /* files kept open at once */
+#define KEPT_OBJECTS      32         /* objects kept open in each (the last opened) */
+#define KEPT_IDLE_SECONDS 10         /* a file not asked for this long is closed */
+#define INDEX_MAX_LINKS   (1u << 20) /* a file with more hard links is walked per request */
 
 typedef struct {
     haddr_t addr;
@@ -44,9 +46,10 @@ struct h5obj_kept {
     struct stat st; /* the file as it was opened */
     hid_t fid;
     haddr_t root;
-    int users;     /* requests using it now */
-    bool gone;     /* out of the table: closed when its last request is done */
-    uint64_t used; /* when last used, for evicting the oldest */
+    int users;       /* requests using it now */
+    bool gone;       /* out of the table: closed when its last request is done */
+    uint64_t used;   /* when last used, for evicting the oldest */
+    time_t last_use; /* CLOCK_MONOTONIC seconds */
     pthread_mutex_t index_lock;
     int indexed; /* 0: not yet, 1: links sorted by address, -1: too many to index */
     link_at *links;
@@ -131,6 +134,9 @@ static h5obj_kept *keep(const char *abs, const struct stat *st) {
     if (!twin && slot >= 0) {
         table[slot] = k;
         k->used = ++uses;
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        k->last_use = now.tv_sec;
     } else if (!twin) {
         k->gone = true; /* every slot in use: it serves this request only */
     }
@@ -153,20 +159,29 @@ int h5obj_kept_open(h5obj_file *f) {
         if (fd >= 0) close(fd);
         return 1;
     }
-    h5obj_kept *k = NULL, *old = NULL;
+    h5obj_kept *k = NULL, *old[KEPT_MAX];
+    int nold = 0;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
     pthread_mutex_lock(&lock);
-    for (int i = 0; i < KEPT_MAX && !k; i++) {
-        if (!table[i] || strcmp(table[i]->abs, f->abs) != 0) continue;
-        if (same_file(&table[i]->st, &st)) {
+    for (int i = 0; i < KEPT_MAX; i++) {
+        if (!table[i]) continue;
+        if (strcmp(table[i]->abs, f->abs) != 0) {
+            /* idle a while: a file replaced since is not held open (nor its space) for long */
+            if (table[i]->users == 0 && now.tv_sec - table[i]->last_use > KEPT_IDLE_SECONDS)
+                old[nold++] = take_out(i);
+        } else if (same_file(&table[i]->st, &st)) {
             k = table[i];
             k->users++;
             k->used = ++uses;
-        } else {
-            old = take_out(i); /* the file changed: its old state's handle goes */
+            k->last_use = now.tv_sec;
+        } else if ((old[nold] = take_out(i))) { /* the file changed: its old handle goes */
+            nold++;
         }
     }
     pthread_mutex_unlock(&lock);
-    destroy(old);
+    for (int i = 0; i < nold; i++)
+        destroy(old[i]);
     if (!k) k = keep(f->abs, &st);
     if (!k) {
         close(fd);
