@@ -352,8 +352,8 @@ static int file_run(hid_t dset, const h5obj_values *v, uint64_t *offset, uint64_
 
 /* A selection read straight from the file's bytes (h5obj_file's lock_fd: the file as the
  * request found it, under its shared flock), without the library: large runs piece by
- * piece as they are sent (no block of their size in memory), small ones with one pread. 1 when so
- * answered, 0 when the library must read it, -1 with err. */
+ * piece as they are sent (no block of their size in memory), small ones with one pread.
+ * 1 when so answered, 0 when the library must read it, -1 with err. */
 static int read_run(h5obj_file *f, hid_t dset, const h5obj_values *v, const h5obj_args *a,
                     h5obj_answer *out, h5ark_error *err) {
     uint64_t offset, len;
