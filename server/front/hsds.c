@@ -386,6 +386,7 @@ static void serve(void *arg, const http_request *req, http_response *out) {
     } else if (c.a.op == H5OBJ_VALUE) {
         const char *accept = http_header(req, "Accept");
         c.a.json_values = !accept || !strstr(accept, "application/octet-stream");
+        c.a.file_answer = true; /* large runs of a file are sent from it */
         if (strcmp(req->method, "POST") == 0) value_body(req, &c.a, &points, &select, &err);
         if (strcmp(req->method, "PUT") == 0) c.a.max_bytes = H5OBJ_MAX_REQUEST;
     }
@@ -415,6 +416,14 @@ static void serve(void *arg, const http_request *req, http_response *out) {
         answer_err(out, &err);
     } else if (c.answer.json) {
         answer_json(out, c.answer.created ? 201 : 200, c.answer.json);
+    } else if (c.answer.run) {
+        out->status = 200;
+        out->content_type = "application/octet-stream";
+        out->len = c.answer.nbytes;
+        out->read = h5obj_run_read; /* read from the file as it is sent */
+        out->done = h5obj_run_done;
+        out->arg = c.answer.run;
+        c.answer.run = NULL;
     } else {
         gateway_body(out, 200, "application/octet-stream", c.answer.bytes, c.answer.nbytes);
         if (out->body == c.answer.bytes) out->free_body = h5obj_bytes_free; /* kept for reuse */
@@ -424,7 +433,8 @@ static void serve(void *arg, const http_request *req, http_response *out) {
                          : err.code != H5ARK_OK ? err.code
                                                 : H5ARK_INTERNAL;
     h5ark_span sent = {out->body, out->len};
-    entry_answered(&asked, outcome, &(reply){.spans = &sent, .nspans = out->body ? 1 : 0});
+    entry_answered(&asked, outcome,
+                   &(reply){.spans = &sent, .nspans = out->body || out->read ? 1 : 0});
     entry_done(&asked);
     h5ark_value_destroy(&header);
     h5obj_answer_free(&c.answer);

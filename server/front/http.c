@@ -15,7 +15,8 @@
 #include <unistd.h>
 
 #define HTTP_DEFAULT_HOST "127.0.0.1"
-#define HTTP_IDLE_SECONDS 10u /* a client that stalls mid-request is cut off */
+#define HTTP_IDLE_SECONDS 10u          /* a client that stalls mid-request is cut off */
+#define HTTP_READ_BLOCK   (256u << 10) /* a read body's piece: fits the caches it is sent from */
 
 struct http_server {
     struct MHD_Daemon *daemon;
@@ -153,6 +154,25 @@ static void free_held(void *arg) {
     free(h);
 }
 
+/* A body read as it is sent (http_response's read). */
+typedef struct {
+    long (*read)(void *arg, uint64_t pos, char *buf, size_t max);
+    void (*done)(void *arg);
+    void *arg;
+} read_body;
+
+static ssize_t read_more(void *cls, uint64_t pos, char *buf, size_t max) {
+    read_body *b = cls;
+    long n = b->read(b->arg, pos, buf, max);
+    return n > 0 ? (ssize_t)n : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void read_done(void *cls) {
+    read_body *b = cls;
+    b->done(b->arg);
+    free(b);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **state) {
@@ -194,7 +214,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
     struct MHD_Response *r = NULL;
     held_body *h = NULL;
-    if (!out.body) {
+    if (out.read) {
+        read_body *b = malloc(sizeof *b);
+        if (b) {
+            *b = (read_body){out.read, out.done, out.arg};
+            r = MHD_create_response_from_callback(out.len, HTTP_READ_BLOCK, read_more, b,
+                                                  read_done);
+        }
+        if (!r) {
+            free(b);
+            out.done(out.arg);
+            return MHD_NO;
+        }
+    } else if (!out.body) {
         r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
     } else if (!out.release && !out.free_body) {
         r = MHD_create_response_from_buffer(out.len, out.body, MHD_RESPMEM_MUST_FREE);

@@ -35,6 +35,12 @@ typedef struct {
     uint64_t held;
     /* How the body is freed once sent or dropped (given back for reuse, say); NULL: free. */
     void (*free_body)(char *body, size_t len);
+    /* A body read as it is sent (body NULL, len its size): read(arg, pos, buf, max) puts
+     * the bytes from pos into buf (how many, at most max; -1 cuts the answer short), and
+     * done(arg) is called once the answer was sent or dropped. */
+    long (*read)(void *arg, uint64_t pos, char *buf, size_t max);
+    void (*done)(void *arg);
+    void *arg;
     /* Further headers (CORS, WWW-Authenticate ...): names static, values copied in. */
     struct {
         const char *name;

@@ -193,8 +193,14 @@ static int resolve_mapped(const file_access *fa, file_perm perm, const char *nor
     /* not knowing is not "missing": a write would take it for a new file */
     if (!there && errno != ENOENT)
         return h5ark_fail(err, H5ARK_IO_ERROR, "cannot look at '%s': %s", given, strerror(errno));
+    if (there && !S_ISLNK(st.st_mode)) {
+        /* the last component is no link: it resolves to itself in its resolved directory */
+        size_t n = strlen(real);
+        if (snprintf(real + n, PATH_MAX - n, "/%s", strrchr(abs, '/') + 1) >= (int)(PATH_MAX - n))
+            return h5ark_fail(err, H5ARK_BAD_REQUEST, "path '%s' is too long", given);
+    }
     if (there) {
-        if (!realpath(abs, real)) {
+        if (S_ISLNK(st.st_mode) && !realpath(abs, real)) {
             /* a dangling link: nothing inside to read, and writing through it is refused */
             return h5ark_fail(err, H5ARK_FORBIDDEN, "path '%s' is a link that leads nowhere",
                               given);

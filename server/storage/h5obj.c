@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define FOLLOW_MAX_GROUPS 100000 /* groups one follow_links answer lists */
 
@@ -53,14 +54,23 @@ int h5obj_check_domain(const char *d, h5ark_error *err) {
     return 0;
 }
 
+/* A file's times: its birth time where the file system keeps one, never after its
+ * modification. */
+static void times_from(const struct statx *sx, double *created, double *modified) {
+    *modified = (double)sx->stx_mtime.tv_sec + sx->stx_mtime.tv_nsec * 1e-9;
+    *created = *modified;
+    double born = (double)sx->stx_btime.tv_sec + sx->stx_btime.tv_nsec * 1e-9;
+    if ((sx->stx_mask & STATX_BTIME) && born < *created) *created = born;
+}
+
 static void times_of(const char *abs, const struct stat *st, double *created, double *modified) {
+    struct statx sx;
+    if (statx(AT_FDCWD, abs, 0, STATX_BASIC_STATS | STATX_BTIME, &sx) == 0) {
+        times_from(&sx, created, modified);
+        return;
+    }
     *modified = (double)st->st_mtim.tv_sec + st->st_mtim.tv_nsec * 1e-9;
     *created = *modified;
-    struct statx sx;
-    if (statx(AT_FDCWD, abs, 0, STATX_BTIME, &sx) == 0 && (sx.stx_mask & STATX_BTIME)) {
-        double b = (double)sx.stx_btime.tv_sec + sx.stx_btime.tv_nsec * 1e-9;
-        if (b < *created) *created = b;
-    }
 }
 
 /* A folder: a directory inside the data directory. 1 when the domain names one, 0 when it
@@ -111,21 +121,22 @@ int h5obj_resolve(const h5obj_args *a, file_perm perm, bool create_dirs, char ab
 
 int h5obj_locate(const h5obj_args *a, file_perm perm, h5obj_file *f, h5ark_error *err) {
     const char *domain = a->domain;
-    *f = (h5obj_file){.domain = domain, .fid = H5I_INVALID_HID};
+    *f = (h5obj_file){.domain = domain, .fid = H5I_INVALID_HID, .lock_fd = -1};
     if (h5obj_check_domain(domain, err)) return -1;
     struct stat st;
     int folder = folder_of(domain, f->abs, &st, err);
     if (folder < 0) return -1;
     if (folder) return h5ark_fail(err, H5ARK_BAD_REQUEST, "'%s' is a folder, not a domain", domain);
     if (h5obj_resolve(a, perm, false, f->abs, err)) return -1;
-    if (stat(f->abs, &st) != 0)
+    struct statx sx; /* its times at once, the birth time too */
+    if (statx(AT_FDCWD, f->abs, 0, STATX_BASIC_STATS | STATX_BTIME, &sx) != 0)
         return h5ark_fail(err, errno == ENOENT ? H5ARK_NOT_FOUND : H5ARK_IO_ERROR, "domain '%s' %s",
                           domain, errno == ENOENT ? "not found" : strerror(errno));
     uint8_t h[32];
     sha256(domain, strlen(domain), h);
     snprintf(f->prefix, sizeof f->prefix, "%02x%02x%02x%02x-%02x%02x%02x%02x", h[0], h[1], h[2],
              h[3], h[4], h[5], h[6], h[7]);
-    times_of(f->abs, &st, &f->created, &f->modified);
+    times_from(&sx, &f->created, &f->modified);
     /* a file that is not HDF5 is refused when opened (read_probe_open, HDF5's own check) */
     if (sandbox_check_file(f->abs, err)) {
         err->code = H5ARK_BAD_REQUEST;
@@ -138,6 +149,7 @@ int h5obj_locate(const h5obj_args *a, file_perm perm, h5obj_file *f, h5ark_error
 static int open_file(const h5obj_args *a, h5obj_file *f, h5ark_error *err) {
     const char *domain = a->domain;
     if (h5obj_locate(a, PERM_READ, f, err)) return -1;
+    if (h5obj_kept_open(f) == 0) return 0;
     uint64_t size;
     if (read_probe_open(f->abs, &f->fid, &size, err)) {
         f->fid = H5I_INVALID_HID;
@@ -148,6 +160,7 @@ static int open_file(const h5obj_args *a, h5obj_file *f, h5ark_error *err) {
 }
 
 static void close_file(h5obj_file *f) {
+    if (f->kept) h5obj_kept_close(f);
     if (f->fid >= 0) H5Fclose(f->fid);
     f->fid = H5I_INVALID_HID;
 }
@@ -160,6 +173,10 @@ int h5obj_times(h5ark_value *m, const h5obj_file *f) {
 static haddr_t addr_of(hid_t obj) {
     H5O_info_t oi;
     return H5Oget_info2(obj, &oi, H5O_INFO_BASIC) < 0 ? HADDR_UNDEF : oi.addr;
+}
+
+static haddr_t root_of(const h5obj_file *f) {
+    return f->kept ? h5obj_kept_root(f) : addr_of(f->fid);
 }
 
 /* ---- counts of a file (verbose=1) ---- */
@@ -232,7 +249,7 @@ int h5obj_get_domain(const h5obj_args *a, h5obj_answer *out, h5ark_error *err) {
     h5obj_file f;
     if (open_file(a, &f, err)) return -1;
     if (file_access_on(a->fa) && owners_of(f.abs, creator, sizeof creator)) owner = creator;
-    int rc = set(m, "root", h5obj_id_value(&f, 'g', addr_of(f.fid))) ||
+    int rc = set(m, "root", h5obj_id_value(&f, 'g', root_of(&f))) ||
              set(m, "class", h5ark_value_str("domain")) ||
              set(m, "owner", h5ark_value_str(owner)) || h5obj_times(m, &f) ||
              set(m, "limits", limits()) || set(m, "compressors", h5ark_value_array()) ||
@@ -254,10 +271,9 @@ typedef struct {
     char first[PATH_MAX];
 } find_state;
 
-static herr_t find_link(hid_t g, const char *name, const H5L_info_t *info, void *arg) {
-    (void)g;
+/* A hard link to the object: the first path found, and every path unless held. */
+static int found_path(void *arg, const char *name) {
     find_state *s = arg;
-    if (info->type != H5L_TYPE_HARD || info->u.address != s->addr) return 0;
     bool held = strncmp(name, H5OBJ_HOLD, strlen(H5OBJ_HOLD)) == 0;
     if (!s->first[0]) snprintf(s->first, sizeof s->first, "/%s", name);
     if (!s->all) return 1;
@@ -267,6 +283,13 @@ static herr_t find_link(hid_t g, const char *name, const H5L_info_t *info, void 
         h5ark_value_push(s->paths, h5ark_value_str(path));
     }
     return 0;
+}
+
+static herr_t find_link(hid_t g, const char *name, const H5L_info_t *info, void *arg) {
+    (void)g;
+    find_state *s = arg;
+    if (info->type != H5L_TYPE_HARD || info->u.address != s->addr) return 0;
+    return found_path(s, name);
 }
 
 /* Open the object an id names: its kind's prefix, its domain's hash, an object header at
@@ -304,13 +327,19 @@ hid_t h5obj_open_id(const h5obj_file *f, const char *id, h5obj_coll coll, h5ark_
         oom(err);
         return H5I_INVALID_HID;
     }
-    if (s.addr == addr_of(f->fid)) {
+    hid_t obj = f->kept && !alias ? h5obj_kept_object(f, s.addr) : H5I_INVALID_HID;
+    if (obj >= 0) {
+        /* kept open from an earlier request */
+    } else if (s.addr == root_of(f)) {
         snprintf(s.first, sizeof s.first, "/");
         if (alias) h5ark_value_push(s.paths, h5ark_value_str("/"));
+    } else if (f->kept && h5obj_kept_links(f, s.addr, found_path, &s) == 0) {
+        /* found by the kept file's index, without walking its links */
     } else if (H5Lvisit(f->fid, H5_INDEX_NAME, H5_ITER_INC, find_link, &s) < 0) {
         H5Eclear2(H5E_DEFAULT);
     }
-    hid_t obj = s.first[0] ? H5Oopen(f->fid, s.first, H5P_DEFAULT) : H5I_INVALID_HID;
+    if (obj < 0 && s.first[0] && (obj = H5Oopen(f->fid, s.first, H5P_DEFAULT)) >= 0 && f->kept)
+        h5obj_kept_add_object(f, s.addr, obj);
     H5I_type_t t = obj >= 0 ? H5Iget_type(obj) : H5I_BADID;
     char kind = t == H5I_GROUP ? 'g' : t == H5I_DATASET ? 'd' : t == H5I_DATATYPE ? 't' : 0;
     if (kind != id[0]) {
@@ -331,7 +360,7 @@ static unsigned attr_count(hid_t obj) {
 
 static int common(h5ark_value *m, const h5obj_file *f, const char *id, hid_t obj) {
     return set(m, "id", h5ark_value_str(id)) ||
-           set(m, "root", h5obj_id_value(f, 'g', addr_of(f->fid))) ||
+           set(m, "root", h5obj_id_value(f, 'g', root_of(f))) ||
            set(m, "domain", h5ark_value_str(f->domain)) || h5obj_times(m, f) ||
            set(m, "attributeCount", h5ark_value_uint(attr_count(obj)));
 }
@@ -339,7 +368,7 @@ static int common(h5ark_value *m, const h5obj_file *f, const char *id, hid_t obj
 static int group_json(h5ark_value *m, const h5obj_file *f, const char *id, hid_t g) {
     H5G_info_t gi;
     uint64_t links = H5Gget_info(g, &gi) < 0 ? 0 : gi.nlinks;
-    if (addr_of(g) == addr_of(f->fid) && H5Lexists(g, H5OBJ_HOLD, H5P_DEFAULT) > 0) links--;
+    if (addr_of(g) == root_of(f) && H5Lexists(g, H5OBJ_HOLD, H5P_DEFAULT) > 0) links--;
     h5ark_value *cp = h5ark_value_map();
     if (cp && h5obj_tracks_order(g) && set(cp, "CreateOrder", h5ark_value_int(1))) return -1;
     return common(m, f, id, g) || set(m, "linkCount", h5ark_value_uint(links)) ||
@@ -572,6 +601,7 @@ static int read_op(const h5obj_args *a, h5obj_answer *out, h5ark_error *err) {
 
 void h5obj_answer_free(h5obj_answer *a) {
     h5ark_value_destroy(&a->json);
+    if (a->run) h5obj_run_done(a->run);
     h5obj_bytes_free(a->bytes, a->nbytes);
     *a = (h5obj_answer){0};
 }

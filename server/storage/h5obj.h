@@ -66,6 +66,7 @@ typedef struct {
     const void *points;
     size_t points_len;
     bool json_values;   /* VALUE: as nested lists in `value` (else bytes) */
+    bool file_answer;   /* VALUE: the answer may be a range of the file (h5obj_answer) */
     uint64_t max_bytes; /* VALUE: an answer larger is resource_limit */
     /* The changes: the request's body, JSON (HSDS_API.md's), or for PUT_VALUE with
      * body_binary the elements' bytes (§8.2). */
@@ -80,11 +81,18 @@ typedef struct {
     h5ark_value *json; /* the answer's map */
     char *bytes;       /* VALUE without json_values: the elements (malloc'd) */
     size_t nbytes;
+    /* VALUE with file_answer: the elements are read from the file as they are sent
+     * (h5obj_run_read, nbytes of them), the file under the request's shared flock until the
+     * last is read, so that no change lands on them; h5obj_run_done once sent or dropped.
+     * Whoever sends them takes run; NULL otherwise. */
+    void *run;
     bool created; /* a change made something new (HTTP's 201) */
 } h5obj_answer;
 
 /* The limit of a request's or an answer's bytes (GET /'s `limits`). */
 #define H5OBJ_MAX_REQUEST (UINT64_C(100) << 20)
+/* The least answer read from the file as it is sent (smaller ones are read at once). */
+#define H5OBJ_FILE_ANSWER_MIN (UINT64_C(256) << 10)
 
 /* Run one operation. Errors as shared/HSDS_API.md §12 lists them: bad_request (malformed
  * id, select, a file that is not HDF5), forbidden (a path out of the data directory),
@@ -96,6 +104,8 @@ void h5obj_answer_free(h5obj_answer *a);
  * that the pages of a large answer need not be faulted in afresh for the next one. */
 char *h5obj_bytes_alloc(uint64_t n);
 void h5obj_bytes_free(char *bytes, size_t n);
+long h5obj_run_read(void *run, uint64_t pos, char *buf, size_t max);
+void h5obj_run_done(void *run);
 
 /* Check a domain as given (absolute, no `.`, `..`, empty or hidden components, no control
  * characters): bad_request or forbidden naming what is wrong. */

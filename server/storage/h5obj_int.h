@@ -11,6 +11,8 @@
 #define H5OBJ_ID_LEN 38
 #define H5OBJ_HOLD   ".h5ark-unlinked" /* the root's group of objects not linked yet */
 
+typedef struct h5obj_kept h5obj_kept;
+
 /* A domain opened for reading. */
 typedef struct {
     const char *domain;
@@ -18,7 +20,33 @@ typedef struct {
     char prefix[18]; /* the hash of the domain, "xxxxxxxx-xxxxxxxx" */
     double created, modified;
     hid_t fid;
+    h5obj_kept *kept; /* fid's handle, kept open between requests (h5obj_kept.c), or NULL */
+    int lock_fd;      /* with kept: this request's descriptor of the file, under a shared
+                         flock until closed (-1: none) */
 } h5obj_file;
+
+/* ---- read handles kept between requests (h5obj_kept.c) ---- */
+
+/* Open f->abs for a read from a handle kept open, as the file is now: 0 with f->fid,
+ * f->kept and f->lock_fd set; 1 when none can be used (the caller opens the file itself).
+ * h5obj_kept_close after either. */
+int h5obj_kept_open(h5obj_file *f);
+void h5obj_kept_close(h5obj_file *f);
+/* The root group's address of a kept file. */
+haddr_t h5obj_kept_root(const h5obj_file *f);
+/* The names of the hard links to addr in the kept file, in the order H5Lvisit meets them,
+ * each given to fn until it answers non-zero: 0, or -1 when the file has no index (too
+ * many links: the caller walks them). */
+int h5obj_kept_links(const h5obj_file *f, haddr_t addr, int (*fn)(void *arg, const char *name),
+                     void *arg);
+/* The object at addr of a kept file, kept open from an earlier request (a reference of the
+ * caller's, to close), else H5I_INVALID_HID; and an object opened to be kept so. */
+hid_t h5obj_kept_object(const h5obj_file *f, haddr_t addr);
+/* An answer of len bytes of the kept file from offset, read as they are sent (h5obj_run_read):
+ * it takes the request's flock (f->lock_fd) and holds it until its last byte is read. NULL
+ * when out of memory. */
+void *h5obj_kept_run(h5obj_file *f, uint64_t offset, uint64_t len);
+void h5obj_kept_add_object(const h5obj_file *f, haddr_t addr, hid_t obj);
 
 /* Check and resolve a domain's file (not_found, bad_request for what is not HDF5, or a file
  * the sandbox's probe died on), and fill f but its fid. */
@@ -112,7 +140,7 @@ int h5obj_values_begin(hid_t dset, const h5obj_args *a, uint64_t max_bytes, h5ob
                        h5ark_error *err);
 void h5obj_values_end(h5obj_values *v);
 /* A dataset's selected values into out (json or bytes). */
-int h5obj_read_value(const h5obj_file *f, hid_t dset, const h5obj_args *a, h5obj_answer *out,
+int h5obj_read_value(h5obj_file *f, hid_t dset, const h5obj_args *a, h5obj_answer *out,
                      h5ark_error *err);
 /* An attribute's value as JSON, by its shape. */
 h5ark_value *h5obj_attr_value(hid_t attr, h5ark_error *err);

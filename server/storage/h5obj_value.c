@@ -4,12 +4,14 @@
 
 #include "shardcache.h"
 #include "storage/hdf5_util.h"
+#include "storage/io.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define SELECT_MAX_LIST (UINT64_C(1) << 24) /* coordinates in one list */
 
@@ -266,8 +268,9 @@ int h5obj_select(hid_t space, const h5obj_args *a, hsize_t *rdims, int *rrank, u
     return rc;
 }
 
-int h5obj_values_begin(hid_t dset, const h5obj_args *a, uint64_t max_bytes, h5obj_values *v,
-                       h5ark_error *err) {
+/* h5obj_values_begin up to its buffer and memory space. */
+static int values_select(hid_t dset, const h5obj_args *a, uint64_t max_bytes, h5obj_values *v,
+                         h5ark_error *err) {
     *v = (h5obj_values){
         .ftype = H5Dget_type(dset), .space = H5Dget_space(dset), .wire = -1, .mspace = -1};
     if (v->ftype < 0 || v->space < 0)
@@ -286,6 +289,11 @@ int h5obj_values_begin(hid_t dset, const h5obj_args *a, uint64_t max_bytes, h5ob
         return h5ark_fail(err, H5ARK_RESOURCE_LIMIT,
                           "%llu bytes of values, over max_request_size (%llu)",
                           (unsigned long long)(v->n * size), (unsigned long long)max_bytes);
+    return 0;
+}
+
+static int values_buffer(h5obj_values *v, h5ark_error *err) {
+    size_t size = H5Tget_size(v->wire);
     /* every byte is read or written (pointers too), but a vlen buffer is reclaimed whole;
      * fixed-size elements in a block used before, whose pages need no faulting in */
     v->buf = v->vlen ? calloc(v->n ? v->n : 1, size) : h5obj_bytes_alloc(v->n * size);
@@ -293,6 +301,80 @@ int h5obj_values_begin(hid_t dset, const h5obj_args *a, uint64_t max_bytes, h5ob
     hsize_t m = v->n;
     v->mspace = v->cls == H5S_SCALAR ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &m, NULL);
     return v->mspace < 0 ? h5u_fail(err, H5ARK_INTERNAL, "cannot make a dataspace") : 0;
+}
+
+int h5obj_values_begin(hid_t dset, const h5obj_args *a, uint64_t max_bytes, h5obj_values *v,
+                       h5ark_error *err) {
+    int rc = values_select(dset, a, max_bytes, v, err);
+    return rc ? rc : values_buffer(v, err);
+}
+
+/* Where the selected values lie in the file as one run of the answer's bytes: a contiguous
+ * dataset stored in the wire type (no conversion, no filters, no external storage), and a
+ * selection of whole trailing rows (a block of C order). 1 with the run, else 0. */
+static int file_run(hid_t dset, const h5obj_values *v, uint64_t *offset, uint64_t *len) {
+    int rank = H5Sget_simple_extent_ndims(v->space);
+    hsize_t dims[H5S_MAX_RANK], start[H5S_MAX_RANK] = {0}, n[H5S_MAX_RANK];
+    hsize_t stride[H5S_MAX_RANK], count[H5S_MAX_RANK], block[H5S_MAX_RANK];
+    if (v->vlen || v->n == 0 || v->cls != H5S_SIMPLE || rank <= 0 ||
+        H5Sget_simple_extent_dims(v->space, dims, NULL) < 0 || H5Tequal(v->ftype, v->wire) <= 0)
+        return 0;
+    H5S_sel_type sel = H5Sget_select_type(v->space);
+    if (sel == H5S_SEL_ALL) {
+        memcpy(n, dims, sizeof *dims * (size_t)rank);
+    } else if (sel == H5S_SEL_HYPERSLABS && H5Sis_regular_hyperslab(v->space) > 0 &&
+               H5Sget_regular_hyperslab(v->space, start, stride, count, block) >= 0) {
+        for (int i = 0; i < rank; i++) {
+            if (count[i] > 1 && stride[i] != block[i]) return 0; /* gaps on this axis */
+            n[i] = count[i] * block[i];
+        }
+    } else {
+        return 0;
+    }
+    int k = rank - 1; /* the partial axis: those after it whole, those before it one index */
+    while (k > 0 && start[k] == 0 && n[k] == dims[k])
+        k--;
+    for (int i = 0; i < k; i++)
+        if (n[i] != 1) return 0;
+    /* defined for contiguous storage only, allocated and in the file itself (not external;
+     * filters are for chunks) */
+    haddr_t base = H5Dget_offset(dset);
+    H5Eclear2(H5E_DEFAULT);
+    if (base == HADDR_UNDEF) return 0;
+    uint64_t first = 0; /* the run's first element, in C order */
+    for (int i = 0; i < rank; i++)
+        first = first * dims[i] + start[i];
+    size_t size = H5Tget_size(v->wire);
+    *offset = base + first * size;
+    *len = v->n * size;
+    return 1;
+}
+
+/* A selection read straight from the file's bytes (h5obj_file's lock_fd: the file as the
+ * request found it, under its shared flock), without the library: large runs piece by
+ * piece as they are sent (no block of their size in memory), small ones with one pread.
+ * 1 when so answered, 0 when the library must read it, -1 with err. */
+static int read_run(h5obj_file *f, hid_t dset, const h5obj_values *v, const h5obj_args *a,
+                    h5obj_answer *out, h5ark_error *err) {
+    uint64_t offset, len;
+    struct stat st;
+    if (f->lock_fd < 0 || a->json_values || !file_run(dset, v, &offset, &len) ||
+        fstat(f->lock_fd, &st) != 0 || offset + len > (uint64_t)st.st_size)
+        return 0;
+    if (a->file_answer && len >= H5OBJ_FILE_ANSWER_MIN &&
+        (out->run = h5obj_kept_run(f, offset, len))) {
+        out->nbytes = len; /* read as sent, under the request's flock until the last byte */
+        return 1;
+    }
+    char *bytes = h5obj_bytes_alloc(len);
+    if (!bytes) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    if (io_pread_full(f->lock_fd, bytes, len, offset)) {
+        h5obj_bytes_free(bytes, len);
+        return 0; /* the library reads it, and says what failed */
+    }
+    out->bytes = bytes;
+    out->nbytes = len;
+    return 1;
 }
 
 void h5obj_values_end(h5obj_values *v) {
@@ -306,10 +388,16 @@ void h5obj_values_end(h5obj_values *v) {
     if (v->ftype >= 0) H5Tclose(v->ftype);
 }
 
-int h5obj_read_value(const h5obj_file *f, hid_t dset, const h5obj_args *a, h5obj_answer *out,
+int h5obj_read_value(h5obj_file *f, hid_t dset, const h5obj_args *a, h5obj_answer *out,
                      h5ark_error *err) {
     h5obj_values v;
-    int rc = h5obj_values_begin(dset, a, a->max_bytes, &v, err);
+    int rc = values_select(dset, a, a->max_bytes, &v, err);
+    int direct = rc == 0 ? read_run(f, dset, &v, a, out, err) : 0;
+    if (direct) {
+        h5obj_values_end(&v);
+        return direct < 0 ? -1 : 0;
+    }
+    if (rc == 0) rc = values_buffer(&v, err);
     if (rc == 1) { /* a null shape: nothing to read */
         out->json = h5ark_value_map();
         if (a->json_values) h5ark_value_set(out->json, "value", h5ark_value_nil());

@@ -30,6 +30,8 @@ typedef struct {
 
 static hid_t driver = H5I_INVALID_HID;
 static hid_t fapl = H5I_INVALID_HID;
+static hid_t kept_driver = H5I_INVALID_HID; /* the same driver under another class */
+static hid_t kept_fapl = H5I_INVALID_HID;
 static _Thread_local int last_errno;
 static _Thread_local bool closing;             /* in h5u_close_written */
 static _Thread_local bool copying;             /* in h5u_copy_object */
@@ -306,11 +308,25 @@ int h5u_vfd_init(void) {
      * follows what it holds (a repacked file of fewer rows is smaller, as Arkouda's tests
      * of update_hdf assert) */
     if (H5Pset_small_data_block_size(fapl, 0) < 0) return -1;
+    /* HDF5 shares one open file among the opens of one class: a read handle kept open
+     * between requests must not become the handle a change of that file is given */
+    static H5FD_class_t kept_class;
+    kept_class = vfd_class;
+    kept_class.name = "h5ark-sysio-kept";
+    kept_driver = H5FDregister(&kept_class);
+    kept_fapl = kept_driver >= 0 ? H5Pcopy(fapl) : H5I_INVALID_HID;
+    if (kept_fapl < 0 || H5Pset_driver(kept_fapl, kept_driver, NULL) < 0 ||
+        H5Pset_file_locking(kept_fapl, 0, 1) < 0)
+        return -1;
     return 0;
 }
 
 hid_t h5u_fapl(void) {
     return fapl;
+}
+
+hid_t h5u_fapl_kept(void) {
+    return kept_fapl;
 }
 
 int h5u_copy_object(hid_t src, const char *name, hid_t dst) {
@@ -333,10 +349,12 @@ int h5u_close_written(hid_t id) {
     return r < 0 || last_errno ? -1 : 0;
 }
 
-/* The driver's own record of a file opened through h5u_fapl, NULL for any other. */
+/* The driver's own record of a file opened through h5u_fapl or h5u_fapl_kept, NULL for any
+ * other. */
 static const vfd_file *our_file(hid_t file) {
     hid_t access = H5Fget_access_plist(file);
-    bool ours = access >= 0 && H5Pget_driver(access) == driver;
+    hid_t d = access >= 0 ? H5Pget_driver(access) : H5I_INVALID_HID;
+    bool ours = d >= 0 && (d == driver || d == kept_driver);
     if (access >= 0) H5Pclose(access);
     int *fd = NULL;
     if (!ours || H5Fget_vfd_handle(file, H5P_DEFAULT, (void **)&fd) < 0 || !fd) {

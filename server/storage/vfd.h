@@ -14,6 +14,10 @@
 /* The file-access property list every storage path opens and creates files with: h5ark's
  * file driver (vfd.c), whose system calls go through the sysio table. */
 hid_t h5u_fapl(void);
+/* The same driver for read handles kept open between requests: HDF5's file locking off (the
+ * keeper takes its own flock while it reads), and a class of its own, so that the library
+ * never hands such a handle to an open of the same file for writing. */
+hid_t h5u_fapl_kept(void);
 int h5u_vfd_init(void);
 /* Where raw data would have been read. While one is set on a thread (NULL: none), the file
  * driver reads no raw data on that thread: it counts the reads and keeps the first's place,
