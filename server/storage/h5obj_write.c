@@ -587,9 +587,9 @@ static int put_one_attr(hid_t obj, const char *name, const json_t *spec, bool re
     htri_t there = H5Aexists(obj, name);
     if (there > 0 && !replace)
         return h5ark_fail(err, H5ARK_ALREADY_EXISTS, "attribute '%s' exists", name);
-    int rank;
+    int rank = 0; /* a type refused leaves no shape to read */
     hsize_t dims[H5S_MAX_RANK], max[H5S_MAX_RANK];
-    bool null, vlen = false;
+    bool null = false, vlen = false;
     hid_t type = h5obj_make_type(json_object_get(spec, "type"), err), space = -1, attr = -1;
     hid_t wire = -1;
     char *buf = NULL;
