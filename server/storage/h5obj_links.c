@@ -314,13 +314,41 @@ static bool attrs_in_order(hid_t obj) {
     return (flags & H5P_CRT_ORDER_TRACKED) && (flags & H5P_CRT_ORDER_INDEXED);
 }
 
+/* POST .../attributes {"attr_names"}: those, in the order given; one missing is not_found. */
+static int attrs_by_name(const h5obj_file *f, hid_t obj, const h5obj_args *a, h5ark_value *list,
+                         h5ark_error *err) {
+    json_error_t je;
+    json_t *body = json_loadb(a->body, a->body_len, 0, &je);
+    const json_t *names = json_object_get(body, "attr_names");
+    int rc = json_is_array(names)
+                 ? 0
+                 : h5ark_fail(err, H5ARK_BAD_REQUEST, "the body is {\"attr_names\": [names]}");
+    for (size_t i = 0; rc == 0 && i < json_array_size(names); i++) {
+        const char *name = json_string_value(json_array_get(names, i));
+        if (check_name(name, "attribute", err))
+            rc = -1;
+        else if (H5Aexists(obj, name) <= 0)
+            rc = h5ark_fail(err, H5ARK_NOT_FOUND, "attribute '%s' not found", name);
+        h5ark_value *m = rc ? NULL : attr_json(f, obj, name, a->include_data, false, err);
+        if (rc == 0 && (!m || h5ark_value_push(list, m))) rc = err->code ? -1 : oom(err);
+    }
+    H5Eclear2(H5E_DEFAULT);
+    json_decref(body);
+    return rc;
+}
+
 int h5obj_attrs(const h5obj_file *f, hid_t obj, const h5obj_args *a, h5obj_answer *out,
                 h5ark_error *err) {
     attrs_state s = {.f = f, .a = a, .list = h5ark_value_array(), .err = err};
     if (!s.list) return oom(err);
     H5_index_t idx = a->create_order && attrs_in_order(obj) ? H5_INDEX_CRT_ORDER : H5_INDEX_NAME;
     hsize_t at = 0;
-    if (H5Aiterate2(obj, idx, H5_ITER_INC, &at, one_attr, &s) < 0) {
+    if (a->body && a->body_len) {
+        if (attrs_by_name(f, obj, a, s.list, err)) {
+            h5ark_value_destroy(&s.list);
+            return -1;
+        }
+    } else if (H5Aiterate2(obj, idx, H5_ITER_INC, &at, one_attr, &s) < 0) {
         H5Eclear2(H5E_DEFAULT);
         h5ark_value_destroy(&s.list);
         return err->code ? -1
