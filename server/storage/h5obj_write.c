@@ -298,9 +298,10 @@ static void guess_chunk(int rank, const hsize_t *dims, size_t typesize, hsize_t 
         chunk[i] = (hsize_t)c[i];
 }
 
-/* The dataset's creation properties from its creationProperties and shape. */
+/* The dataset's creation properties from its creationProperties and shape; maxdims given
+ * (even as the shape) makes it chunked, as h5py and HSDS make it. */
 static hid_t dataset_plist(const json_t *cp, hid_t type, int rank, const hsize_t *dims,
-                           const hsize_t *max, bool null, h5ark_error *err) {
+                           const hsize_t *max, bool maxdims, bool null, h5ark_error *err) {
     hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
     if (dcpl < 0) return h5u_fail(err, H5ARK_INTERNAL, "cannot make a property list"), -1;
     const json_t *layout = json_object_get(cp, "layout"), *filters = json_object_get(cp, "filters");
@@ -310,7 +311,8 @@ static hid_t dataset_plist(const json_t *cp, hid_t type, int rank, const hsize_t
         grows |= max[i] != dims[i];
     int rc = 0;
     hsize_t chunk[H5S_MAX_RANK];
-    bool chunked = json_array_size(cdims) || json_array_size(filters) || grows;
+    bool chunked =
+        json_array_size(cdims) || json_array_size(filters) || grows || (maxdims && rank > 0);
     if (chunked && (null || rank == 0))
         rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "a scalar or null dataset is not chunked");
     else if (json_array_size(cdims)) {
@@ -412,8 +414,9 @@ static int post_dataset(wfile *w, const h5obj_args *a, h5obj_answer *out, h5ark_
         space = null        ? H5Screate(H5S_NULL)
                 : rank == 0 ? H5Screate(H5S_SCALAR)
                             : H5Screate_simple(rank, dims, max);
+        const json_t *maxdims = json_object_get(body, "maxdims");
         dcpl = dataset_plist(json_object_get(body, "creationProperties"), type, rank, dims, max,
-                             null, err);
+                             maxdims && !json_is_null(maxdims), null, err);
         rc = space < 0 || dcpl < 0 ? -1 : 0;
         if (rc && !err->code) h5u_fail(err, H5ARK_BAD_REQUEST, "cannot make that shape");
     }
