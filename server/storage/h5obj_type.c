@@ -305,6 +305,20 @@ static hid_t wire_type(hid_t type, int depth, bool *vlen, h5ark_error *err) {
         if (base >= 0) H5Tclose(base);
         break;
     }
+    case H5T_VLEN: { /* a sequence of a fixed-size base, as hvl_t */
+        hid_t super = H5Tget_super(type);
+        bool inner = false;
+        hid_t base = super >= 0 ? wire_type(super, depth + 1, &inner, err) : -1;
+        if (super >= 0) H5Tclose(super);
+        if (base >= 0 && inner)
+            h5ark_fail(err, H5ARK_TYPE_ERROR,
+                       "values of sequences of variable-length elements are not served");
+        else if (base >= 0)
+            t = H5Tvlen_create(base);
+        if (base >= 0) H5Tclose(base);
+        *vlen = true;
+        break;
+    }
     case H5T_COMPOUND: {
         int n = H5Tget_nmembers(type);
         hid_t members[256];
@@ -339,7 +353,7 @@ static hid_t wire_type(hid_t type, int depth, bool *vlen, h5ark_error *err) {
     default:
         if (!err->code)
             h5ark_fail(err, H5ARK_TYPE_ERROR, "values of an HDF5 %s type are not served",
-                       cls == H5T_VLEN ? "variable-length sequence" : "reference or other");
+                       "reference or other");
         return H5I_INVALID_HID;
     }
     if (t < 0 && !err->code) h5ark_fail(err, H5ARK_TYPE_ERROR, "a type that cannot be read");
@@ -409,6 +423,18 @@ static h5ark_value *element_json(hid_t t, const unsigned char *p, int depth) {
             if (!v || h5ark_value_push(list, v)) h5ark_value_destroy(&list);
         }
         return list;
+    }
+    case H5T_VLEN: {
+        hvl_t s;
+        memcpy(&s, p, sizeof s);
+        hid_t super = H5Tget_super(t);
+        hsize_t len = s.len;
+        h5ark_error e = {0};
+        h5ark_value *v =
+            super >= 0 ? len ? h5obj_values_json(super, s.p, len, &len, 1, &e) : h5ark_value_array()
+                       : NULL;
+        if (super >= 0) H5Tclose(super);
+        return v;
     }
     case H5T_ARRAY: {
         hsize_t dims[H5S_MAX_RANK];

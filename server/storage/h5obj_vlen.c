@@ -60,6 +60,45 @@ static int walk(walker *w, hid_t t, char *p) {
         w->out += 4 + k;
         return 0;
     }
+    if (cls == H5T_VLEN) { /* the byte count of its elements, then their bytes */
+        hvl_t s;
+        memcpy(&s, p, sizeof s);
+        hid_t base = H5Tget_super(t);
+        size_t bsize = base >= 0 ? H5Tget_size(base) : 0;
+        if (base >= 0) H5Tclose(base);
+        if (!bsize) return h5ark_fail(w->err, H5ARK_TYPE_ERROR, "a sequence without a base");
+        if (w->op == WALK_FREE) {
+            free(s.p);
+            s = (hvl_t){0};
+            memcpy(p, &s, sizeof s);
+        } else if (w->op == WALK_DECODE) {
+            if (w->end - w->in < 4)
+                return h5ark_fail(w->err, H5ARK_BAD_REQUEST, "the body ends inside an element");
+            uint32_t k = (uint32_t)w->in[0] | (uint32_t)w->in[1] << 8 | (uint32_t)w->in[2] << 16 |
+                         (uint32_t)w->in[3] << 24;
+            if ((uint64_t)(w->end - w->in - 4) < k || k % bsize)
+                return h5ark_fail(w->err, H5ARK_BAD_REQUEST,
+                                  "a sequence's byte count (%u) is not whole elements of %zu "
+                                  "bytes within the body",
+                                  k, bsize);
+            s = (hvl_t){.len = k / bsize, .p = k ? malloc(k) : NULL};
+            if (k && !s.p) return h5ark_fail(w->err, H5ARK_RESOURCE_LIMIT, "out of memory");
+            if (k) memcpy(s.p, w->in + 4, k);
+            memcpy(p, &s, sizeof s);
+            w->in += 4 + k;
+        } else {
+            uint32_t k = (uint32_t)(s.len * bsize);
+            if (w->op == WALK_MEASURE) w->total += 4 + (uint64_t)k;
+            if (w->op == WALK_ENCODE) {
+                unsigned char le[4] = {(unsigned char)k, (unsigned char)(k >> 8),
+                                       (unsigned char)(k >> 16), (unsigned char)(k >> 24)};
+                memcpy(w->out, le, 4);
+                if (k) memcpy(w->out + 4, s.p, k);
+                w->out += 4 + k;
+            }
+        }
+        return 0;
+    }
     if (cls == H5T_COMPOUND || cls == H5T_ARRAY) {
         int n = cls == H5T_COMPOUND ? H5Tget_nmembers(t) : 1;
         hid_t base = cls == H5T_ARRAY ? H5Tget_super(t) : H5I_INVALID_HID;

@@ -395,3 +395,74 @@ def test_several_links_deleted_under_the_fault_table():
         assert call(ep, "GET", "/", dom)["root"] == root
     finally:
         d.cleanup()
+
+
+# ---- sequences (H5T_VLEN), as h5pyd's vlen_dtype sends them ------------------------------
+
+
+def test_variable_length_sequences(ep, hsds):
+    d = hsds[0]
+    dom = "/seq.h5"
+    root = new_domain(ep, dom)
+    seq = {"class": "H5T_VLEN", "size": "H5T_VARIABLE", "base": "H5T_STD_I32"}
+    oid = create_dataset(ep, dom, root, "s", {"type": seq, "shape": [3]})
+    # binary: each element's byte count, then its bytes (h5pyd's arrayToBytes)
+    rows = [np.arange(3, dtype="<i4"), np.arange(0, dtype="<i4"), np.array([7], "<i4")]
+    body = b"".join(struct.pack("<i", r.nbytes) + r.tobytes() for r in rows)
+    call(ep, "PUT", f"/datasets/{oid}/value", dom, body, headers=OCTETS)
+    status, _, got = ep.call("GET", f"/datasets/{oid}/value", {"domain": dom},
+                             headers={"Accept": "application/octet-stream"})
+    assert status == 200 and got == body
+    assert call(ep, "GET", f"/datasets/{oid}/value", dom)["value"] == [[0, 1, 2], [], [7]]
+    call(ep, "PUT", f"/datasets/{oid}/value", dom, {"value": [[5, 6]]}, select="[1:2]")
+    t = call(ep, "GET", f"/datasets/{oid}", dom)["type"]
+    assert t["class"] == "H5T_VLEN" and t["base"]["base"] == "H5T_STD_I32LE"
+    # a byte count that is not whole elements, or past the body: 400, nothing written
+    for bad in [struct.pack("<i", 3) + b"abc", struct.pack("<i", 8) + b"\0" * 4]:
+        call(ep, "PUT", f"/datasets/{oid}/value", dom, bad, headers=OCTETS, status=400,
+             select="[0:1]")
+    call(ep, "PUT", f"/groups/{root}/attributes/a", dom,
+         {"type": seq, "shape": [2], "value": [[1, 2, 3], [4]]}, status=201, replace=1)
+    with h5py.File(d.data_dir / "seq.h5", "r") as f:
+        assert h5py.check_vlen_dtype(f["s"].dtype) == np.dtype("int32")
+        assert [list(x) for x in f["s"][...]] == [[0, 1, 2], [5, 6], [7]]
+        assert [list(x) for x in f.attrs["a"]] == [[1, 2, 3], [4]]
+    # a file h5py wrote
+    with h5py.File(d.data_dir / "seqpy.h5", "w") as f:
+        v = f.create_dataset("v", (2,), dtype=h5py.vlen_dtype("f8"))
+        v[0], v[1] = [1.5, 2.5], [3.5]
+    vid = link_of(ep, "/seqpy.h5", call(ep, "GET", "/", "/seqpy.h5")["root"], "v")["link"]["id"]
+    assert call(ep, "GET", f"/datasets/{vid}/value", "/seqpy.h5")["value"] == [[1.5, 2.5], [3.5]]
+
+
+# ---- what h5pyd's own tests showed -------------------------------------------------------
+
+
+def test_follow_links_walks_every_group_a_pattern_leaves_out(ep, hsds):
+    """h5pyd's test_link_get_multi: g1.get(None, follow_links=True, pattern="link*") lists
+    g1, g2 and g3, though the links to g2 and g3 do not match the pattern."""
+    dom = "/follow.h5"
+    root = new_domain(ep, dom)
+    ids = [root]
+    for name in ["g1", "g2", "g3"]:
+        g = call(ep, "POST", "/groups", dom, {"link": {"id": ids[-1], "name": name}},
+                 status=201)["id"]
+        call(ep, "PUT", f"/groups/{g}/links", dom,
+             {"links": {f"link{i}": {"id": g} for i in range(3)}}, status=201)
+        ids.append(g)
+    got = call(ep, "GET", f"/groups/{ids[1]}/links", dom, follow_links=1, pattern="link*")
+    assert sorted(got["links"]) == sorted(ids[1:])
+    for g in ids[1:]:
+        assert sorted(x["title"] for x in got["links"][g]) == ["link0", "link1", "link2"]
+
+
+def test_maxdims_given_makes_a_chunked_dataset(ep, hsds):
+    """h5pyd's TestResize.test_create_1D: maxshape equal to the shape still chunks, as h5py
+    and HSDS do."""
+    dom = "/maxeq.h5"
+    root = new_domain(ep, dom)
+    oid = create_dataset(ep, dom, root, "x", {"type": I4, "shape": [20], "maxdims": [20]})
+    got = call(ep, "GET", f"/datasets/{oid}", dom)
+    assert got["layout"]["class"] == "H5D_CHUNKED"
+    with h5py.File(hsds[0].data_dir / "maxeq.h5", "r") as f:
+        assert f["x"].chunks is not None and f["x"].maxshape == (20,)
