@@ -14,7 +14,7 @@ import pytest
 from daemons import Daemon, free_port
 from test_hsds import Endpoint, basic
 from test_hsds_write import OCTETS, call, create_dataset, new_domain, temps
-from wire import send
+from wire import fails, ok, send
 
 WRITE, READ = "routes-w-secret", "routes-r-secret"
 I4 = {"class": "H5T_INTEGER", "base": "H5T_STD_I32LE"}
@@ -466,3 +466,41 @@ def test_maxdims_given_makes_a_chunked_dataset(ep, hsds):
     assert got["layout"]["class"] == "H5D_CHUNKED"
     with h5py.File(hsds[0].data_dir / "maxeq.h5", "r") as f:
         assert f["x"].chunks is not None and f["x"].maxshape == (20,)
+
+
+# ---- the same as native commands --------------------------------------------------------
+
+
+def test_native_commands_of_the_new_routes(hsds):
+    d = hsds[0]
+    dom = "/nat.h5"
+    root = ok(send(d, "h5put_domain", {"domain": dom}))["root"]
+    ok(send(d, "h5put_domain", {"domain": "/natdir", "body": json.dumps({"folder": 1})}))
+    names = [x["name"] for x in ok(send(d, "h5domains", {"domain": "/", "pattern": "nat*"}))[
+        "domains"]]
+    assert names == ["/nat.h5", "/natdir"]
+    ok(send(d, "h5put_link", {"domain": dom, "id": root, "body": json.dumps(
+        {"links": {"a": {"h5path": "/x"}, "b": {"h5path": "/y"}, "c": {"h5path": "/z"}}})}))
+    ok(send(d, "h5delete_link", {"domain": dom, "id": root, "names": "a,b", "separator": ","}))
+    fails(send(d, "h5delete_link", {"domain": dom, "id": root, "names": "c/zz"}), "not_found",
+          "zz")
+    t = {"class": "H5T_COMPOUND", "fields": [{"name": "n", "type": I4},
+                                             {"name": "v", "type": F8}]}
+    dset = ok(send(d, "h5post_dataset", {"domain": dom, "body": json.dumps(
+        {"type": t, "shape": [2], "link": {"id": root, "name": "t"}})}))["id"]
+    ok(send(d, "h5put_value", {"domain": dom, "id": dset, "fields": "v",
+                               "body": json.dumps({"value": [[1.5], [2.5]]})}))
+    got = ok(send(d, "h5value", {"domain": dom, "id": dset, "fields": "v", "json": True}))
+    assert got["value"] == [[1.5], [2.5]]
+    ok(send(d, "h5put_attr", {"domain": dom, "id": root, "body": json.dumps({"attributes": {
+        "p": {"type": I4, "shape": [], "value": 1},
+        "q": {"type": I4, "shape": [], "value": 2}}})}))
+    got = ok(send(d, "h5attrs", {"domain": dom, "id": root, "include_data": True,
+                                 "body": json.dumps({"attr_names": ["q"]})}))
+    assert [(a["name"], a["value"]) for a in got["attributes"]] == [("q", 2)]
+    ok(send(d, "h5delete_attr", {"domain": dom, "id": root, "names": "p/q"}))
+    ok(send(d, "h5delete_object", {"domain": dom, "id": dset}))
+    with h5py.File(d.data_dir / "nat.h5", "r") as f:
+        assert sorted(f) == ["c"] and len(f.attrs) == 0
+    ok(send(d, "h5delete_domain", {"domain": "/natdir"}))
+    assert not (d.data_dir / "natdir").exists()
