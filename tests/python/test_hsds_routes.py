@@ -11,36 +11,19 @@ import h5py
 import numpy as np
 import pytest
 
-from daemons import Daemon, free_port
 from test_hsds import Endpoint, basic
-from test_hsds_write import OCTETS, call, create_dataset, new_domain, temps
+from test_hsds_write import (OCTETS, READ, call, create_dataset, fault, fault_daemon,
+                             new_domain, temps)
+# test_hsds_write's fixtures (a daemon of this module's own, its write token's endpoint)
+from test_hsds_write import ep, hsds
+
+__all__ = ["ep", "hsds"]
 from wire import fails, ok, send
 
-WRITE, READ = "routes-w-secret", "routes-r-secret"
 I4 = {"class": "H5T_INTEGER", "base": "H5T_STD_I32LE"}
 F8 = {"class": "H5T_FLOAT", "base": "H5T_IEEE_F64LE"}
 VSTR = {"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8", "length": "H5T_VARIABLE",
         "strPad": "H5T_STR_NULLTERM"}
-
-
-@pytest.fixture(scope="module")
-def hsds(tmp_path_factory):
-    port = free_port()
-    tmp = tmp_path_factory.mktemp("hsdsr")
-    tokens = tmp / "tokens"
-    tokens.write_text(f"{WRITE} write\n{READ} read\n")
-    d = Daemon(locales=2, token=WRITE, token_file=tokens,
-               extra_args=["--hsds-endpoint", f"127.0.0.1:{port}"])
-    d.data_dir.mkdir(exist_ok=True)
-    yield d, port
-    d.cleanup()
-
-
-@pytest.fixture
-def ep(hsds):
-    e = Endpoint(hsds[1], auth=basic("alice", WRITE))
-    yield e
-    e.conn.close()
 
 
 def link_of(ep, dom, gid, name, status=200):
@@ -356,43 +339,34 @@ def test_a_dataset_of_vlen_compounds_made_through_the_endpoint(ep, hsds):
 def test_several_links_deleted_under_the_fault_table():
     """Each system call of a DELETE of several links fails in turn (ENOSPC): the file has
     all the links or none, no temporary is left and the daemon serves on."""
-    port = free_port()
-    d = Daemon(locales=1, env={"H5ARK_FAULTS": "1"},
-               extra_args=["--hsds-endpoint", f"127.0.0.1:{port}"])
+    d, client = fault_daemon()
     try:
-        d.data_dir.mkdir(exist_ok=True)
-        ep = Endpoint(port, auth=None)
         dom = "/faults.h5"
-        root = new_domain(ep, dom)
+        root = new_domain(client, dom)
         links = {f"l{i}": {"h5path": f"/t{i}"} for i in range(4)}
-        call(ep, "PUT", f"/groups/{root}/links", dom, {"links": links}, status=201)
+        call(client, "PUT", f"/groups/{root}/links", dom, {"links": links}, status=201)
         path = d.data_dir / "faults.h5"
         old = path.read_bytes()
 
-        def fault(**kw):
-            hdr, _ = send(d, "fault", kw)
-            assert hdr["ok"], hdr
-            return hdr["result"]
-
         def change():
-            return ep.call("DELETE", f"/groups/{root}/links",
-                           {"domain": dom, "titles": "l0/l1/l2/l3"})
+            return client.call("DELETE", f"/groups/{root}/links",
+                               {"domain": dom, "titles": "l0/l1/l2/l3"})
 
-        fault()
+        fault(d)
         assert change()[0] == 200
-        names = fault()["io_calls"]
+        names = fault(d)["io_calls"]
         step = max(1, len(names) // (8 if os.environ.get("H5ARKD_WRAPPER") else 30))
         for k in range(1, len(names) + 1, step):
             path.write_bytes(old)
-            fault(**{"class": "io", "nth": k, "error": "ENOSPC"})
+            fault(d, **{"class": "io", "nth": k, "error": "ENOSPC"})
             status, _, body = change()
-            fault()
+            fault(d)
             with h5py.File(path, "r") as f:
                 left = sorted(f)
             assert left in (["l0", "l1", "l2", "l3"], []), (k, status, body)
             assert (left == []) == (status == 200), (k, status, body)
             assert temps(d.data_dir) == [], k
-        assert call(ep, "GET", "/", dom)["root"] == root
+        assert call(client, "GET", "/", dom)["root"] == root
     finally:
         d.cleanup()
 
