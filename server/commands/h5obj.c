@@ -1,6 +1,6 @@
-/* The HSDS endpoint's operations as native commands (storage/h5obj.h): h5domain, h5get,
- * h5links, h5link, h5shape, h5attrs, h5attr, h5value. Answers are the HSDS JSON shapes as
- * result maps; h5value's bytes come as the binary `value`. */
+/* The HSDS endpoint's operations as native commands (storage/h5obj.h): h5domain, h5domains,
+ * h5get, h5links, h5link, h5shape, h5attrs, h5attr, h5value and the changes. Answers are the
+ * HSDS JSON shapes as result maps; h5value's bytes come as the binary `value`. */
 #include "commands/commands.h"
 #include "access.h"
 #include "entry.h"
@@ -25,6 +25,9 @@ static int run_op(command_ctx *ctx, h5obj_op op, h5ark_error *err) {
         .coll = coll_arg(ctx),
         .id = arg_str(ctx, "id", NULL),
         .name = arg_str(ctx, "name", NULL),
+        .names = arg_str(ctx, "names", NULL),
+        .sep = arg_str(ctx, "separator", NULL),
+        .fields = arg_str(ctx, "fields", NULL),
         .owner = who && who->user ? who->user->name : NULL,
         .verbose = arg_bool(ctx, "verbose", false),
         .getalias = arg_bool(ctx, "getalias", false),
@@ -91,6 +94,8 @@ OP_COMMAND(cmd_h5put_value, H5OBJ_PUT_VALUE)
 OP_COMMAND(cmd_h5put_shape, H5OBJ_PUT_SHAPE)
 OP_COMMAND(cmd_h5put_attr, H5OBJ_PUT_ATTR)
 OP_COMMAND(cmd_h5delete_attr, H5OBJ_DELETE_ATTR)
+OP_COMMAND(cmd_h5domains, H5OBJ_FOLDER)
+OP_COMMAND(cmd_h5delete_object, H5OBJ_DELETE_OBJECT)
 
 #define DOMAIN_ARG                                                                                 \
     { "domain", ARG_STR, true }
@@ -105,12 +110,26 @@ OP_COMMAND(cmd_h5delete_attr, H5OBJ_DELETE_ATTR)
 
 #define BODY_ARG                                                                                   \
     { "body", ARG_TEXT, false }
+/* several links or attributes: names joined by separator (default "/") */
+#define NAMES_ARGS                                                                                 \
+    {"name", ARG_STR, false}, {"names", ARG_STR, false}, {                                         \
+        "separator", ARG_STR, false                                                                \
+    }
 
-/* On rank 0, where the files are opened; the first eight only read. */
+/* On rank 0, where the files are opened; the first nine only read. */
 const command_def h5obj_commands[] = {
     {"h5domain",
      cmd_h5domain,
      {DOMAIN_ARG, {"verbose", ARG_BOOL, false}, {0}},
+     .read_only = true,
+     .ranks = RANKS_ZERO},
+    {"h5domains",
+     cmd_h5domains,
+     {DOMAIN_ARG,
+      {"pattern", ARG_STR, false},
+      {"marker", ARG_STR, false},
+      {"limit", ARG_INT, false},
+      {0}},
      .read_only = true,
      .ranks = RANKS_ZERO},
     {"h5get",
@@ -131,7 +150,7 @@ const command_def h5obj_commands[] = {
     {"h5shape", cmd_h5shape, {DOMAIN_ARG, ID_ARGS, {0}}, .read_only = true, .ranks = RANKS_ZERO},
     {"h5attrs",
      cmd_h5attrs,
-     {DOMAIN_ARG, ID_ARGS, LIST_ARGS, {"include_data", ARG_BOOL, false}, {0}},
+     {DOMAIN_ARG, ID_ARGS, LIST_ARGS, {"include_data", ARG_BOOL, false}, BODY_ARG, {0}},
      .read_only = true,
      .ranks = RANKS_ZERO},
     {"h5attr",
@@ -146,6 +165,7 @@ const command_def h5obj_commands[] = {
       {"select", ARG_STR, false},
       {"points", ARG_UINT_ARRAY, false},
       {"json", ARG_BOOL, false},
+      {"fields", ARG_STR, false},
       {0}},
      .read_only = true,
      .ranks = RANKS_ZERO},
@@ -155,11 +175,11 @@ const command_def h5obj_commands[] = {
     {"h5post_dataset", cmd_h5post_dataset, {DOMAIN_ARG, BODY_ARG, {0}}, .ranks = RANKS_ZERO},
     {"h5put_link",
      cmd_h5put_link,
-     {DOMAIN_ARG, ID_ARGS, {"name", ARG_STR, true}, BODY_ARG, {0}},
+     {DOMAIN_ARG, ID_ARGS, {"name", ARG_STR, false}, BODY_ARG, {0}},
      .ranks = RANKS_ZERO},
     {"h5delete_link",
      cmd_h5delete_link,
-     {DOMAIN_ARG, ID_ARGS, {"name", ARG_STR, true}, {0}},
+     {DOMAIN_ARG, ID_ARGS, NAMES_ARGS, {0}},
      .ranks = RANKS_ZERO},
     {"h5put_value",
      cmd_h5put_value,
@@ -167,6 +187,7 @@ const command_def h5obj_commands[] = {
       ID_ARGS,
       {"select", ARG_STR, false},
       {"element_count", ARG_BOOL, false},
+      {"fields", ARG_STR, false},
       BODY_ARG,
       {0}},
      .ranks = RANKS_ZERO},
@@ -177,6 +198,7 @@ const command_def h5obj_commands[] = {
      .ranks = RANKS_ZERO},
     {"h5delete_attr",
      cmd_h5delete_attr,
-     {DOMAIN_ARG, ID_ARGS, {"name", ARG_STR, true}, {0}},
+     {DOMAIN_ARG, ID_ARGS, NAMES_ARGS, {0}},
      .ranks = RANKS_ZERO},
+    {"h5delete_object", cmd_h5delete_object, {DOMAIN_ARG, ID_ARGS, {0}}, .ranks = RANKS_ZERO},
     {0}};

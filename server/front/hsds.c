@@ -122,7 +122,9 @@ const char *const hsds_route_names[] = {[H5OBJ_DOMAIN] = "hsds_domain",
                                         [H5OBJ_ACLS] = "hsds_acls",
                                         [H5OBJ_ACL] = "hsds_acl",
                                         [H5OBJ_PUT_ACL] = "hsds_put_acl",
-                                        [H5OBJ_PUT_ACL + 1] = NULL};
+                                        [H5OBJ_FOLDER] = "hsds_folder",
+                                        [H5OBJ_DELETE_OBJECT] = "hsds_delete_object",
+                                        [H5OBJ_DELETE_OBJECT + 1] = NULL};
 
 typedef struct {
     h5obj_args a;
@@ -250,29 +252,32 @@ static int route(const http_request *req, hsds_call *c, http_response *out) {
     bool shape = n == 3 && strcmp(what, "shape") == 0 && coll == H5OBJ_DATASETS;
     bool value = n == 3 && strcmp(what, "value") == 0 && coll == H5OBJ_DATASETS;
     bool acls = n > 0 && n < 3 && strcmp(parts[0], "acls") == 0;
-    if (n < 0 || (n > 0 && coll == H5OBJ_ANY && !acls) ||
+    bool domains = n == 1 && strcmp(parts[0], "domains") == 0;
+    if (n < 0 || (n > 0 && coll == H5OBJ_ANY && !acls && !domains) ||
         (n > 2 && !links && !attrs && !shape && !value)) {
         answer_error(out, 404, "no such path");
         return -1;
     }
     const char *allowed = acls                                ? (n == 1 ? "GET" : "GET, PUT")
+                          : domains                           ? "GET"
                           : n == 0                            ? "GET, PUT, DELETE"
                           : n == 1 && coll != H5OBJ_DATATYPES ? "POST"
-                          : n == 2                            ? "GET"
-                          : links || attrs                    ? (n == 4  ? "GET, PUT, DELETE"
-                                                                 : attrs ? "GET, PUT"
-                                                                         : "GET, POST")
-                          : shape                             ? "GET, PUT"
-                          : value                             ? "GET, POST, PUT"
-                                                              : "";
+                          : n == 2                            ? "GET, DELETE"
+                          : links || attrs
+                              ? (n == 4 ? "GET, PUT, DELETE" : "GET, POST, PUT, DELETE")
+                          : shape ? "GET, PUT"
+                          : value ? "GET, POST, PUT"
+                                  : "";
     char verb[16];
     snprintf(verb, sizeof verb, "%s", m);
     if (!strstr(allowed, verb) && !(get && strstr(allowed, "GET"))) {
         allow(out, allowed[0] ? allowed : "GET");
         return -1;
     }
-    c->changes = !get && !(post && (value || links)); /* POSTs that only read */
-    if (acls) {
+    c->changes = !get && !(post && (value || links || attrs)); /* POSTs that only read */
+    if (domains) {
+        a->op = H5OBJ_FOLDER;
+    } else if (acls) {
         a->op = n == 1 ? H5OBJ_ACLS : put ? H5OBJ_PUT_ACL : H5OBJ_ACL;
         if (n == 2) a->name = parts[1];
     } else if (n == 0) {
@@ -284,7 +289,7 @@ static int route(const http_request *req, hsds_call *c, http_response *out) {
         a->coll = coll;
         a->id = parts[1];
         if (n == 4) a->name = parts[3];
-        a->op = n == 2  ? H5OBJ_GET
+        a->op = n == 2  ? (del ? H5OBJ_DELETE_OBJECT : H5OBJ_GET)
                 : links ? (put      ? H5OBJ_PUT_LINK
                            : del    ? H5OBJ_DELETE_LINK
                            : n == 4 ? H5OBJ_LINK
@@ -304,6 +309,9 @@ static int route(const http_request *req, hsds_call *c, http_response *out) {
     a->replace = arg_true(req, "replace");
     const char *count = http_query(req, "element_count");
     a->element_count = count && strcmp(count, "1") == 0;
+    a->names = http_query(req, links ? "titles" : "attr_names");
+    a->sep = http_query(req, "separator");
+    a->fields = http_query(req, "fields");
     a->select = http_query(req, "select");
     a->pattern = http_query(req, "pattern");
     a->marker = http_query(req, "Marker");
@@ -380,6 +388,7 @@ static void serve(void *arg, const http_request *req, http_response *out) {
     h5ark_error err = {0};
     c.a.domain = http_query(req, "domain");
     if (!c.a.domain) c.a.domain = http_query(req, "host");
+    if (!c.a.domain && c.a.op == H5OBJ_FOLDER) c.a.domain = "/"; /* the top-level folder */
     c.a.owner = cred.user[0] ? cred.user : NULL;
     if (!c.a.domain) {
         h5ark_fail(&err, H5ARK_BAD_REQUEST, "the query parameter domain is missing");

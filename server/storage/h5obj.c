@@ -63,7 +63,7 @@ static void times_from(const struct statx *sx, double *created, double *modified
     if ((sx->stx_mask & STATX_BTIME) && born < *created) *created = born;
 }
 
-static void times_of(const char *abs, const struct stat *st, double *created, double *modified) {
+void h5obj_times_of(const char *abs, const struct stat *st, double *created, double *modified) {
     struct statx sx;
     if (statx(AT_FDCWD, abs, 0, STATX_BASIC_STATS | STATX_BTIME, &sx) == 0) {
         times_from(&sx, created, modified);
@@ -224,6 +224,11 @@ static int domain_counts(h5ark_value *m, const h5obj_file *f, uint64_t size) {
            set(m, "md5_sum", h5ark_value_str(""));
 }
 
+const char *h5obj_owner(const h5obj_args *a, const char *abs, char *buf, size_t len) {
+    if (file_access_on(a->fa) && abs && owners_of(abs, buf, len)) return buf;
+    return file_access_on(a->fa) ? a->fa->user : a->owner && a->owner[0] ? a->owner : "h5ark";
+}
+
 int h5obj_get_domain(const h5obj_args *a, h5obj_answer *out, h5ark_error *err) {
     if (h5obj_check_domain(a->domain, err)) return -1;
     char abs[PATH_MAX];
@@ -233,14 +238,11 @@ int h5obj_get_domain(const h5obj_args *a, h5obj_answer *out, h5ark_error *err) {
     h5ark_value *m = h5ark_value_map();
     if (!m) return oom(err);
     out->json = m;
-    /* with users: the file's creator (owners.h), else the caller; without: as given */
     char creator[128];
-    const char *owner = file_access_on(a->fa)     ? a->fa->user
-                        : a->owner && a->owner[0] ? a->owner
-                                                  : "h5ark";
+    const char *owner = h5obj_owner(a, NULL, creator, sizeof creator);
     if (folder) {
         h5obj_file dir = {0};
-        times_of(abs, &st, &dir.created, &dir.modified);
+        h5obj_times_of(abs, &st, &dir.created, &dir.modified);
         return set(m, "class", h5ark_value_str("folder")) ||
                        set(m, "owner", h5ark_value_str(owner)) || h5obj_times(m, &dir)
                    ? oom(err)
@@ -248,7 +250,7 @@ int h5obj_get_domain(const h5obj_args *a, h5obj_answer *out, h5ark_error *err) {
     }
     h5obj_file f;
     if (open_file(a, &f, err)) return -1;
-    if (file_access_on(a->fa) && owners_of(f.abs, creator, sizeof creator)) owner = creator;
+    owner = h5obj_owner(a, f.abs, creator, sizeof creator);
     int rc = set(m, "root", h5obj_id_value(&f, 'g', root_of(&f))) ||
              set(m, "class", h5ark_value_str("domain")) ||
              set(m, "owner", h5ark_value_str(owner)) || h5obj_times(m, &f) ||
@@ -536,6 +538,7 @@ int h5obj_run(const h5obj_args *a, h5obj_answer *out, h5ark_error *err) {
 
 static int read_op(const h5obj_args *a, h5obj_answer *out, h5ark_error *err) {
     if (a->op == H5OBJ_DOMAIN) return h5obj_get_domain(a, out, err);
+    if (a->op == H5OBJ_FOLDER) return h5obj_folder_list(a, out, err);
     h5obj_file f;
     if (open_file(a, &f, err)) return -1;
     h5ark_value *alias = NULL;

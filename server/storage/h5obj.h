@@ -22,23 +22,25 @@ typedef enum {
     H5OBJ_LINKS,  /* a group's links */
     H5OBJ_LINK,   /* one link of a group */
     H5OBJ_SHAPE,  /* a dataset's shape */
-    H5OBJ_ATTRS,  /* an object's attributes */
+    H5OBJ_ATTRS,  /* an object's attributes (body {"attr_names"}: those, in that order) */
     H5OBJ_ATTR,   /* one attribute */
     H5OBJ_VALUE,  /* a dataset's values: a selection or points */
     H5OBJ_ACLS,   /* the entries of the ACL that governs the domain (users only) */
     H5OBJ_ACL,    /* one user's rights on the domain (name: the user) */
+    H5OBJ_FOLDER, /* the domains and folders in a folder (GET /domains) */
     /* the changes, each atomic and durable */
-    H5OBJ_PUT_DOMAIN,    /* create the file (or, with flush, nothing) */
-    H5OBJ_DELETE_DOMAIN, /* remove the file */
+    H5OBJ_PUT_DOMAIN,    /* create the file, or a folder (or, with flush, nothing) */
+    H5OBJ_DELETE_DOMAIN, /* remove the file, or an empty folder */
     H5OBJ_POST_GROUP,    /* a new group, linked or anonymous */
-    H5OBJ_PUT_LINK,      /* a hard, soft or external link */
-    H5OBJ_DELETE_LINK,
-    H5OBJ_POST_DATASET, /* a new dataset, linked or anonymous */
-    H5OBJ_PUT_VALUE,    /* values into a selection */
-    H5OBJ_PUT_SHAPE,    /* resize */
-    H5OBJ_PUT_ATTR,     /* one attribute (name) or several (body {"attributes"}) */
-    H5OBJ_DELETE_ATTR,
-    H5OBJ_PUT_ACL /* one user's entry in the ACL of the domain's folder */
+    H5OBJ_PUT_LINK,      /* a hard, soft or external link (name), or several (body {"links"}) */
+    H5OBJ_DELETE_LINK,   /* one link (name), or several (names) */
+    H5OBJ_POST_DATASET,  /* a new dataset, linked or anonymous */
+    H5OBJ_PUT_VALUE,     /* values into a selection */
+    H5OBJ_PUT_SHAPE,     /* resize ({"shape"}), or grow one axis ({"extend", "extend_dim"}) */
+    H5OBJ_PUT_ATTR,      /* one attribute (name) or several (body {"attributes"}) */
+    H5OBJ_DELETE_ATTR,   /* one attribute (name), or several (names) */
+    H5OBJ_PUT_ACL,       /* one user's entry in the ACL of the domain's folder */
+    H5OBJ_DELETE_OBJECT  /* every hard link to a group, dataset or datatype */
 } h5obj_op;
 
 /* What the HSDS API calls a collection: the kind of object an id names. */
@@ -51,20 +53,23 @@ typedef struct {
     h5obj_coll coll;       /* the kind the id must name (ANY: as its prefix says) */
     const char *id;        /* g-/d-/t- and 32 hex digits */
     const char *name;      /* a link's or an attribute's; ACL, PUT_ACL: the user's */
+    const char *names;     /* DELETE_LINK, DELETE_ATTR without name: those, split at sep */
+    const char *sep;       /* names' separator (NULL or "": "/") */
     const char *owner;     /* DOMAIN, users off: shown as the owner (NULL: "h5ark") */
     bool verbose;          /* DOMAIN, GET: the counts of the file or the dataset's storage */
     bool getalias;         /* GET: the paths to the object */
     bool include_data;     /* ATTRS: each value too */
     bool create_order;     /* LINKS, ATTRS: creation order where the group tracks it */
     bool follow_links;     /* LINKS: every group below, by id */
-    const char *pattern;   /* LINKS, ATTRS: a shell pattern on names (NULL: all) */
-    const char *marker;    /* LINKS, ATTRS: those after this name */
-    int64_t limit;         /* LINKS, ATTRS: at most this many (<= 0: all) */
+    const char *pattern;   /* LINKS, ATTRS, FOLDER: a shell pattern on names (NULL: all) */
+    const char *marker;    /* LINKS, ATTRS, FOLDER: those after this name */
+    int64_t limit;         /* LINKS, ATTRS, FOLDER: at most this many (<= 0: all) */
     /* VALUE: the selection (§8.1; NULL: all) or the points (uint64 little-endian
      * coordinates, rank per point) */
     const char *select;
     const void *points;
     size_t points_len;
+    const char *fields; /* VALUE, PUT_VALUE: only these members of a compound, "a:b" */
     bool json_values;   /* VALUE: as nested lists in `value` (else bytes) */
     bool file_answer;   /* VALUE: the answer may be a range of the file (h5obj_answer) */
     uint64_t max_bytes; /* VALUE: an answer larger is resource_limit */

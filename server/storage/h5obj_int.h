@@ -7,6 +7,7 @@
 #include <hdf5.h>
 #include <jansson.h>
 #include <limits.h>
+#include <sys/stat.h>
 
 #define H5OBJ_ID_LEN 38
 #define H5OBJ_HOLD   ".h5ark-unlinked" /* the root's group of objects not linked yet */
@@ -63,6 +64,21 @@ hid_t h5obj_open_id(const h5obj_file *f, const char *id, h5obj_coll coll, h5ark_
 /* GET's answer of a group or a dataset. */
 int h5obj_describe(const h5obj_file *f, hid_t obj, h5ark_value **out, h5ark_error *err);
 int h5obj_get_domain(const h5obj_args *a, h5obj_answer *out, h5ark_error *err);
+/* A file's or a folder's times (created: its birth where the file system keeps one). */
+void h5obj_times_of(const char *abs, const struct stat *st, double *created, double *modified);
+/* Who a domain's owner is shown to be: with users the file's creator (owners.h; abs NULL or
+ * unrecorded: the caller), without them the name the caller gave, else "h5ark". */
+const char *h5obj_owner(const h5obj_args *a, const char *abs, char *buf, size_t len);
+
+/* ---- folders (h5obj_folder.c) ---- */
+
+/* FOLDER: the domains and folders in a folder, as GET /domains lists them. */
+int h5obj_folder_list(const h5obj_args *a, h5obj_answer *out, h5ark_error *err);
+/* PUT / {"folder": 1}: a new folder (parents made); DELETE / of a folder: it, when empty. */
+int h5obj_folder_put(const h5obj_args *a, h5obj_answer *out, h5ark_error *err);
+int h5obj_folder_delete(const h5obj_args *a, h5obj_answer *out, h5ark_error *err);
+/* Does the domain name a folder (ends with '/', or is a directory)? */
+bool h5obj_is_folder(const h5obj_args *a);
 /* The changes (h5obj_write.c). */
 int h5obj_write(const h5obj_args *a, h5obj_answer *out, h5ark_error *err);
 /* ACLS and ACL; PUT_ACL (h5obj_acl.c). */
@@ -98,15 +114,29 @@ h5ark_value *h5obj_type_json(hid_t type, h5ark_error *err);
 h5ark_value *h5obj_shape_json(hid_t space, h5ark_error *err);
 
 /* The memory type values are read as: the file type's little-endian form, compounds packed,
- * variable-length strings as char * (*vlen set: binary answers then carry a 4-byte length
- * before each element's bytes). type_error for what cannot be read. */
+ * variable-length strings as char * (*vlen set when there is one anywhere in it: binary
+ * answers then carry a 4-byte length before each string's bytes, h5obj_vlen.c). type_error
+ * for what cannot be read. */
 hid_t h5obj_wire_type(hid_t type, bool *vlen, h5ark_error *err);
 /* n elements read as `wire` at buf into nested lists by dims (rank 0: one value alone). */
 h5ark_value *h5obj_values_json(hid_t wire, const char *buf, size_t n, const hsize_t *dims, int rank,
                                h5ark_error *err);
-/* Binary answer of n variable-length strings (char * each): a 4-byte length, then bytes. */
-int h5obj_vlen_binary(const char *const *strs, size_t n, uint64_t max, char **out, size_t *len,
-                      h5ark_error *err);
+
+/* ---- elements with variable-length strings (h5obj_vlen.c) ---- */
+
+/* The binary form of n elements of `wire` at buf (each string a 4-byte length, then its
+ * bytes; the rest as it is): malloc'd into *out; resource_limit past max bytes. */
+int h5obj_vlen_binary(hid_t wire, const char *buf, uint64_t n, uint64_t max, char **out,
+                      size_t *len, h5ark_error *err);
+/* n elements of `wire` from their binary form (strings malloc'd): bad_request when the body
+ * ends early or holds more. */
+int h5obj_vlen_from_binary(hid_t wire, const void *body, size_t len, uint64_t n, char *buf,
+                           h5ark_error *err);
+/* Free the strings of n elements a client sent (NULL ones are skipped). */
+void h5obj_vlen_free(hid_t wire, char *buf, uint64_t n);
+/* A compound of the members of `wire` named in fields ("a:b"), packed in that order:
+ * bad_request naming one that is not there, or a type that is not a compound. */
+hid_t h5obj_wire_fields(hid_t wire, const char *fields, h5ark_error *err);
 
 /* ---- what clients send (h5obj_make.c) ---- */
 

@@ -46,12 +46,11 @@ static int listing_takes(const h5obj_args *a, bool *past_marker, const h5ark_val
 /* ---- links ------------------------------------------------------------------------- */
 
 static h5ark_value *link_json(const h5obj_file *f, hid_t g, const char *name,
-                              const H5L_info_t *info, haddr_t *group_addr) {
+                              const H5L_info_t *info) {
     h5ark_value *m = h5ark_value_map();
     if (!m) return NULL;
     int rc =
         set(m, "title", h5ark_value_str(name)) || set(m, "created", h5ark_value_float(f->created));
-    if (group_addr) *group_addr = HADDR_UNDEF;
     if (rc == 0 && info->type == H5L_TYPE_HARD) {
         H5O_info_t oi;
         if (H5Oget_info_by_name2(g, name, &oi, H5O_INFO_BASIC, H5P_DEFAULT) < 0) {
@@ -59,7 +58,6 @@ static h5ark_value *link_json(const h5obj_file *f, hid_t g, const char *name,
             oi.type = H5O_TYPE_UNKNOWN;
         }
         char kind = oi.type == H5O_TYPE_GROUP ? 'g' : oi.type == H5O_TYPE_DATASET ? 'd' : 't';
-        if (kind == 'g' && group_addr) *group_addr = info->u.address;
         rc = set(m, "class", h5ark_value_str("H5L_TYPE_HARD")) ||
              set(m, "id", h5obj_id_value(f, kind, info->u.address)) ||
              set(m, "collection",
@@ -103,6 +101,28 @@ typedef struct {
     int failed;
 } links_state;
 
+/* follow_links: a group reached by a hard link, to be listed once. */
+static int note_group(links_state *s, hid_t g, const char *name, const H5L_info_t *info) {
+    H5O_info_t oi;
+    if (info->type != H5L_TYPE_HARD ||
+        H5Oget_info_by_name2(g, name, &oi, H5O_INFO_BASIC, H5P_DEFAULT) < 0 ||
+        oi.type != H5O_TYPE_GROUP) {
+        H5Eclear2(H5E_DEFAULT);
+        return 0;
+    }
+    for (size_t i = 0; i < s->ngroups; i++)
+        if (s->groups[i] == info->u.address) return 0;
+    if (s->ngroups == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 16;
+        haddr_t *n = realloc(s->groups, cap * sizeof *n);
+        if (!n) return -1;
+        s->groups = n;
+        s->cap = cap;
+    }
+    s->groups[s->ngroups++] = info->u.address;
+    return 0;
+}
+
 static herr_t one_link(hid_t g, const char *name, const H5L_info_t *info, void *arg) {
     links_state *s = arg;
     if (s->root && strcmp(name, H5OBJ_HOLD) == 0) return 0;
@@ -111,28 +131,18 @@ static herr_t one_link(hid_t g, const char *name, const H5L_info_t *info, void *
         asked = json_is_string(json_array_get(s->titles, i)) &&
                 strcmp(json_string_value(json_array_get(s->titles, i)), name) == 0;
     if (!asked) return 0;
-    int takes = listing_takes(s->a, &s->past_marker, s->list, name);
-    if (takes <= 0) return takes < 0 ? 1 : 0;
-    haddr_t sub = HADDR_UNDEF;
-    h5ark_value *l = link_json(s->f, g, name, info, s->a->follow_links ? &sub : NULL);
-    if (!l || h5ark_value_push(s->list, l)) {
+    /* every group below is followed, its link listed or not (HSDS: a pattern picks the
+     * links listed, not the groups walked) */
+    if (s->a->follow_links && note_group(s, g, name, info)) {
         s->failed = 1;
         return -1;
     }
-    if (sub != HADDR_UNDEF) {
-        for (size_t i = 0; i < s->ngroups; i++)
-            if (s->groups[i] == sub) return 0;
-        if (s->ngroups == s->cap) {
-            size_t cap = s->cap ? s->cap * 2 : 16;
-            haddr_t *n = realloc(s->groups, cap * sizeof *n);
-            if (!n) {
-                s->failed = 1;
-                return -1;
-            }
-            s->groups = n;
-            s->cap = cap;
-        }
-        s->groups[s->ngroups++] = sub;
+    int takes = listing_takes(s->a, &s->past_marker, s->list, name);
+    if (takes <= 0) return takes < 0 ? 1 : 0;
+    h5ark_value *l = link_json(s->f, g, name, info);
+    if (!l || h5ark_value_push(s->list, l)) {
+        s->failed = 1;
+        return -1;
     }
     return 0;
 }
@@ -232,7 +242,7 @@ int h5obj_link(const h5obj_file *f, hid_t g, const h5obj_args *a, h5obj_answer *
         H5Eclear2(H5E_DEFAULT);
         return h5ark_fail(err, H5ARK_NOT_FOUND, "link '%s' not found", a->name);
     }
-    h5ark_value *l = link_json(f, g, a->name, &info, NULL);
+    h5ark_value *l = link_json(f, g, a->name, &info);
     out->json = h5ark_value_map();
     if (!l || !out->json || h5ark_value_set(out->json, "link", l) || h5obj_times(out->json, f)) {
         if (!out->json) h5ark_value_destroy(&l);
@@ -314,13 +324,41 @@ static bool attrs_in_order(hid_t obj) {
     return (flags & H5P_CRT_ORDER_TRACKED) && (flags & H5P_CRT_ORDER_INDEXED);
 }
 
+/* POST .../attributes {"attr_names"}: those, in the order given; one missing is not_found. */
+static int attrs_by_name(const h5obj_file *f, hid_t obj, const h5obj_args *a, h5ark_value *list,
+                         h5ark_error *err) {
+    json_error_t je;
+    json_t *body = json_loadb(a->body, a->body_len, 0, &je);
+    const json_t *names = json_object_get(body, "attr_names");
+    int rc = json_is_array(names)
+                 ? 0
+                 : h5ark_fail(err, H5ARK_BAD_REQUEST, "the body is {\"attr_names\": [names]}");
+    for (size_t i = 0; rc == 0 && i < json_array_size(names); i++) {
+        const char *name = json_string_value(json_array_get(names, i));
+        if (check_name(name, "attribute", err))
+            rc = -1;
+        else if (H5Aexists(obj, name) <= 0)
+            rc = h5ark_fail(err, H5ARK_NOT_FOUND, "attribute '%s' not found", name);
+        h5ark_value *m = rc ? NULL : attr_json(f, obj, name, a->include_data, false, err);
+        if (rc == 0 && (!m || h5ark_value_push(list, m))) rc = err->code ? -1 : oom(err);
+    }
+    H5Eclear2(H5E_DEFAULT);
+    json_decref(body);
+    return rc;
+}
+
 int h5obj_attrs(const h5obj_file *f, hid_t obj, const h5obj_args *a, h5obj_answer *out,
                 h5ark_error *err) {
     attrs_state s = {.f = f, .a = a, .list = h5ark_value_array(), .err = err};
     if (!s.list) return oom(err);
     H5_index_t idx = a->create_order && attrs_in_order(obj) ? H5_INDEX_CRT_ORDER : H5_INDEX_NAME;
     hsize_t at = 0;
-    if (H5Aiterate2(obj, idx, H5_ITER_INC, &at, one_attr, &s) < 0) {
+    if (a->body && a->body_len) {
+        if (attrs_by_name(f, obj, a, s.list, err)) {
+            h5ark_value_destroy(&s.list);
+            return -1;
+        }
+    } else if (H5Aiterate2(obj, idx, H5_ITER_INC, &at, one_attr, &s) < 0) {
         H5Eclear2(H5E_DEFAULT);
         h5ark_value_destroy(&s.list);
         return err->code ? -1

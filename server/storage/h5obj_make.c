@@ -34,6 +34,14 @@ static hid_t base_type(const char *s, h5ark_error *err) {
     H5open();
     for (size_t i = 0; i < sizeof std / sizeof std[0]; i++)
         if (strcmp(s, std[i].name) == 0) return H5Tcopy(*std[i].id);
+    /* without its order ("H5T_STD_I32", h5pyd's sequence bases): the machine's, as HSDS
+     * reads it with numpy */
+    size_t n = strlen(s);
+    if (n > 2 && n < 32 && strcmp(s + n - 2, "LE") != 0 && strcmp(s + n - 2, "BE") != 0) {
+        char le[40];
+        snprintf(le, sizeof le, "%sLE", s);
+        return base_type(le, err);
+    }
     if (strcmp(s, "H5T_IEEE_F16LE") == 0 || strcmp(s, "H5T_IEEE_F16BE") == 0) {
         /* as h5py makes float16 */
         hid_t t = H5Tcopy(H5T_IEEE_F32LE);
@@ -155,6 +163,12 @@ static hid_t make_type(const json_t *j, int depth, h5ark_error *err) {
     if (strcmp(cls, "H5T_ENUM") == 0) return make_enum(j, depth, err);
     if (strcmp(cls, "H5T_COMPOUND") == 0) return make_compound(j, depth, err);
     if (strcmp(cls, "H5T_ARRAY") == 0) return make_array(j, depth, err);
+    if (strcmp(cls, "H5T_VLEN") == 0) { /* a sequence of numbers, h5py's vlen_dtype */
+        hid_t base = make_type(json_object_get(j, "base"), depth + 1, err);
+        hid_t t = base >= 0 ? H5Tvlen_create(base) : H5I_INVALID_HID;
+        if (base >= 0) H5Tclose(base);
+        return t >= 0 || err->code ? t : fail_type(err, "cannot make that sequence type");
+    }
     h5ark_fail(err, H5ARK_BAD_REQUEST, "type: h5ark does not make %.40s types", cls);
     return H5I_INVALID_HID;
 }
@@ -252,6 +266,17 @@ static int put_element(hid_t t, const json_t *v, unsigned char *p, h5ark_error *
                      ? h5obj_values_from_json(super, v, p, dims, nd, err)
                      : h5ark_fail(err, H5ARK_BAD_REQUEST, "value: an array type without dims");
         H5Tclose(super);
+        return rc;
+    }
+    case H5T_VLEN: {
+        if (!json_is_array(v)) return h5ark_fail(err, H5ARK_BAD_REQUEST, "value: a list expected");
+        hid_t super = H5Tget_super(t);
+        hsize_t n = json_array_size(v);
+        hvl_t s = {.len = n, .p = n && super >= 0 ? calloc(n, H5Tget_size(super)) : NULL};
+        memcpy(p, &s, sizeof s); /* freed with the element, written whole or not */
+        int rc = super < 0 || (n && !s.p) ? h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory")
+                                          : h5obj_values_from_json(super, v, s.p, &n, 1, err);
+        if (super >= 0) H5Tclose(super);
         return rc;
     }
     default: return h5ark_fail(err, H5ARK_BAD_REQUEST, "value: a type that cannot be written");

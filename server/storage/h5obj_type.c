@@ -262,7 +262,7 @@ static hid_t wire_enum(hid_t type) {
     return t;
 }
 
-static hid_t wire_type(hid_t type, int depth, bool top, bool *vlen, h5ark_error *err) {
+static hid_t wire_type(hid_t type, int depth, bool *vlen, h5ark_error *err) {
     if (depth > TYPE_MAX_DEPTH) {
         h5ark_fail(err, H5ARK_TYPE_ERROR, "a type nested more than %d deep", TYPE_MAX_DEPTH);
         return H5I_INVALID_HID;
@@ -283,13 +283,7 @@ static hid_t wire_type(hid_t type, int depth, bool top, bool *vlen, h5ark_error 
     case H5T_OPAQUE: t = H5Tcopy(type); break;
     case H5T_STRING:
         if (H5Tis_variable_str(type) > 0) {
-            if (!top) {
-                h5ark_fail(err, H5ARK_TYPE_ERROR,
-                           "values of variable-length strings inside a compound or an array "
-                           "are not served yet");
-                return H5I_INVALID_HID;
-            }
-            *vlen = true;
+            *vlen = true; /* the elements have variable parts (h5obj_vlen.c) */
             t = H5Tcopy(H5T_C_S1);
             if (t >= 0 &&
                 (H5Tset_size(t, H5T_VARIABLE) < 0 || H5Tset_cset(t, H5Tget_cset(type)) < 0)) {
@@ -304,11 +298,25 @@ static hid_t wire_type(hid_t type, int depth, bool top, bool *vlen, h5ark_error 
         hsize_t dims[H5S_MAX_RANK];
         int nd = H5Tget_array_ndims(type);
         hid_t super = H5Tget_super(type);
-        hid_t base = super >= 0 ? wire_type(super, depth + 1, false, vlen, err) : -1;
+        hid_t base = super >= 0 ? wire_type(super, depth + 1, vlen, err) : -1;
         if (super >= 0) H5Tclose(super);
         if (base >= 0 && nd > 0 && nd <= H5S_MAX_RANK && H5Tget_array_dims2(type, dims) >= 0)
             t = H5Tarray_create2(base, (unsigned)nd, dims);
         if (base >= 0) H5Tclose(base);
+        break;
+    }
+    case H5T_VLEN: { /* a sequence of a fixed-size base, as hvl_t */
+        hid_t super = H5Tget_super(type);
+        bool inner = false;
+        hid_t base = super >= 0 ? wire_type(super, depth + 1, &inner, err) : -1;
+        if (super >= 0) H5Tclose(super);
+        if (base >= 0 && inner)
+            h5ark_fail(err, H5ARK_TYPE_ERROR,
+                       "values of sequences of variable-length elements are not served");
+        else if (base >= 0)
+            t = H5Tvlen_create(base);
+        if (base >= 0) H5Tclose(base);
+        *vlen = true;
         break;
     }
     case H5T_COMPOUND: {
@@ -322,7 +330,7 @@ static hid_t wire_type(hid_t type, int depth, bool top, bool *vlen, h5ark_error 
         }
         for (; made < n; made++) {
             hid_t mt = H5Tget_member_type(type, (unsigned)made);
-            members[made] = mt >= 0 ? wire_type(mt, depth + 1, false, vlen, err) : -1;
+            members[made] = mt >= 0 ? wire_type(mt, depth + 1, vlen, err) : -1;
             if (mt >= 0) H5Tclose(mt);
             if (members[made] < 0) break;
             size += H5Tget_size(members[made]);
@@ -345,7 +353,7 @@ static hid_t wire_type(hid_t type, int depth, bool top, bool *vlen, h5ark_error 
     default:
         if (!err->code)
             h5ark_fail(err, H5ARK_TYPE_ERROR, "values of an HDF5 %s type are not served",
-                       cls == H5T_VLEN ? "variable-length sequence" : "reference or other");
+                       "reference or other");
         return H5I_INVALID_HID;
     }
     if (t < 0 && !err->code) h5ark_fail(err, H5ARK_TYPE_ERROR, "a type that cannot be read");
@@ -354,7 +362,7 @@ static hid_t wire_type(hid_t type, int depth, bool top, bool *vlen, h5ark_error 
 
 hid_t h5obj_wire_type(hid_t type, bool *vlen, h5ark_error *err) {
     *vlen = false;
-    return wire_type(type, 0, true, vlen, err);
+    return wire_type(type, 0, vlen, err);
 }
 
 /* ---- values as JSON ---------------------------------------------------------------- */
@@ -416,6 +424,18 @@ static h5ark_value *element_json(hid_t t, const unsigned char *p, int depth) {
         }
         return list;
     }
+    case H5T_VLEN: {
+        hvl_t s;
+        memcpy(&s, p, sizeof s);
+        hid_t super = H5Tget_super(t);
+        hsize_t len = s.len;
+        h5ark_error e = {0};
+        h5ark_value *v =
+            super >= 0 ? len ? h5obj_values_json(super, s.p, len, &len, 1, &e) : h5ark_value_array()
+                       : NULL;
+        if (super >= 0) H5Tclose(super);
+        return v;
+    }
     case H5T_ARRAY: {
         hsize_t dims[H5S_MAX_RANK];
         int nd = H5Tget_array_ndims(t);
@@ -462,29 +482,4 @@ h5ark_value *h5obj_values_json(hid_t wire, const char *buf, size_t n, const hsiz
     h5ark_value *v = nest(wire, H5Tget_size(wire), &p, dims, rank);
     if (!v) h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     return v;
-}
-
-int h5obj_vlen_binary(const char *const *strs, size_t n, uint64_t max, char **out, size_t *len,
-                      h5ark_error *err) {
-    uint64_t total = 0;
-    for (size_t i = 0; i < n; i++)
-        total += 4 + (strs[i] ? strlen(strs[i]) : 0);
-    if (total > max)
-        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT,
-                          "the answer would be %llu bytes, over max_request_size (%llu)",
-                          (unsigned long long)total, (unsigned long long)max);
-    char *b = malloc(total ? total : 1);
-    if (!b) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    char *q = b;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t k = strs[i] ? (uint32_t)strlen(strs[i]) : 0;
-        unsigned char le[4] = {(unsigned char)k, (unsigned char)(k >> 8), (unsigned char)(k >> 16),
-                               (unsigned char)(k >> 24)};
-        memcpy(q, le, 4);
-        if (k) memcpy(q + 4, strs[i], k);
-        q += 4 + k;
-    }
-    *out = b;
-    *len = total;
-    return 0;
 }

@@ -284,6 +284,12 @@ static int values_select(hid_t dset, const h5obj_args *a, uint64_t max_bytes, h5
     else if (h5obj_select(v->space, a, v->rdims, &v->rrank, &v->n, err))
         return -1;
     if ((v->wire = h5obj_wire_type(v->ftype, &v->vlen, err)) < 0) return -1;
+    if (a->fields && a->fields[0]) { /* only these members of a compound */
+        hid_t sub = h5obj_wire_fields(v->wire, a->fields, err);
+        if (sub < 0) return -1;
+        H5Tclose(v->wire);
+        v->wire = sub; /* vlen stays as the whole type's: a buffer reclaimed whole */
+    }
     size_t size = H5Tget_size(v->wire);
     if (!v->vlen && v->n * size > max_bytes)
         return h5ark_fail(err, H5ARK_RESOURCE_LIMIT,
@@ -412,8 +418,8 @@ int h5obj_read_value(h5obj_file *f, hid_t dset, const h5obj_args *a, h5obj_answe
             if (!j || !out->json || h5ark_value_set(out->json, "value", j))
                 rc = err->code ? -1 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         } else if (v.vlen) {
-            rc = h5obj_vlen_binary((const char *const *)v.buf, v.n, a->max_bytes, &out->bytes,
-                                   &out->nbytes, err);
+            rc =
+                h5obj_vlen_binary(v.wire, v.buf, v.n, a->max_bytes, &out->bytes, &out->nbytes, err);
         } else {
             out->bytes = v.buf;
             out->nbytes = v.n * H5Tget_size(v.wire);

@@ -170,12 +170,18 @@ static int put_domain(const h5obj_args *a, h5obj_answer *out, h5ark_error *err) 
         return h5obj_locate(a, PERM_READ, &f, err) ? -1 : h5obj_get_domain(a, out, err);
     }
     bool order = wants_order(json_object_get(json_object_get(body, "group"), "creationProperties"));
+    json_t *folder = json_object_get(body, "folder");
+    bool is_folder =
+        json_is_true(folder) || (json_is_integer(folder) && json_integer_value(folder));
     json_decref(body);
+    if (is_folder) return h5obj_folder_put(a, out, err);
     char abs[PATH_MAX], tmp[PATH_MAX];
     struct stat st;
     if (h5obj_check_domain(a->domain, err)) return -1;
     if (a->domain[strlen(a->domain) - 1] == '/')
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "a domain names a file, not a folder");
+    if (h5obj_is_folder(a))
+        return h5ark_fail(err, H5ARK_ALREADY_EXISTS, "'%s' exists, a folder", a->domain);
     if (h5obj_resolve(a, PERM_CREATE, true, abs, err)) return -1;
     if (stat(abs, &st) == 0)
         return h5ark_fail(err, H5ARK_ALREADY_EXISTS, "domain '%s' exists", a->domain);
@@ -223,8 +229,9 @@ static int put_domain(const h5obj_args *a, h5obj_answer *out, h5ark_error *err) 
 static int delete_domain(const h5obj_args *a, h5obj_answer *out, h5ark_error *err) {
     char abs[PATH_MAX];
     struct stat st;
-    if (h5obj_check_domain(a->domain, err) || h5obj_resolve(a, PERM_DELETE, false, abs, err))
-        return -1;
+    if (h5obj_check_domain(a->domain, err)) return -1;
+    if (h5obj_is_folder(a)) return h5obj_folder_delete(a, out, err);
+    if (h5obj_resolve(a, PERM_DELETE, false, abs, err)) return -1;
     if (stat(abs, &st) != 0 || !S_ISREG(st.st_mode))
         return h5ark_fail(err, H5ARK_NOT_FOUND, "domain '%s' not found", a->domain);
     if (unlink(abs) != 0)
@@ -318,9 +325,10 @@ static void guess_chunk(int rank, const hsize_t *dims, size_t typesize, hsize_t 
         chunk[i] = (hsize_t)c[i];
 }
 
-/* The dataset's creation properties from its creationProperties and shape. */
+/* The dataset's creation properties from its creationProperties and shape; maxdims given
+ * (even as the shape) makes it chunked, as h5py and HSDS make it. */
 static hid_t dataset_plist(const json_t *cp, hid_t type, int rank, const hsize_t *dims,
-                           const hsize_t *max, bool null, h5ark_error *err) {
+                           const hsize_t *max, bool maxdims, bool null, h5ark_error *err) {
     hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
     if (dcpl < 0) return h5u_fail(err, H5ARK_INTERNAL, "cannot make a property list"), -1;
     const json_t *layout = json_object_get(cp, "layout"), *filters = json_object_get(cp, "filters");
@@ -330,7 +338,8 @@ static hid_t dataset_plist(const json_t *cp, hid_t type, int rank, const hsize_t
         grows |= max[i] != dims[i];
     int rc = 0;
     hsize_t chunk[H5S_MAX_RANK];
-    bool chunked = json_array_size(cdims) || json_array_size(filters) || grows;
+    bool chunked =
+        json_array_size(cdims) || json_array_size(filters) || grows || (maxdims && rank > 0);
     if (chunked && (null || rank == 0))
         rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "a scalar or null dataset is not chunked");
     else if (json_array_size(cdims)) {
@@ -432,8 +441,9 @@ static int post_dataset(wfile *w, const h5obj_args *a, h5obj_answer *out, h5ark_
         space = null        ? H5Screate(H5S_NULL)
                 : rank == 0 ? H5Screate(H5S_SCALAR)
                             : H5Screate_simple(rank, dims, max);
+        const json_t *maxdims = json_object_get(body, "maxdims");
         dcpl = dataset_plist(json_object_get(body, "creationProperties"), type, rank, dims, max,
-                             null, err);
+                             maxdims && !json_is_null(maxdims), null, err);
         rc = space < 0 || dcpl < 0 ? -1 : 0;
         if (rc && !err->code) h5u_fail(err, H5ARK_BAD_REQUEST, "cannot make that shape");
     }
@@ -456,22 +466,21 @@ static int post_dataset(wfile *w, const h5obj_args *a, h5obj_answer *out, h5ark_
 
 /* ---- links ---------------------------------------------------------------------------- */
 
-static int put_link(wfile *w, hid_t g, const h5obj_args *a, h5obj_answer *out, h5ark_error *err) {
-    if (check_name(a->name, err)) return -1;
-    json_t *body = parse_body(a, true, err);
-    if (!body) return -1;
+/* One link NAME of g by its JSON: {"id"}, {"h5path"} or {"h5path", "h5domain"}. */
+static int link_one(wfile *w, hid_t g, const char *name, const json_t *body, h5ark_error *err) {
+    if (check_name(name, err)) return -1;
     const char *id = json_string_value(json_object_get(body, "id"));
     const char *path = json_string_value(json_object_get(body, "h5path"));
     const char *file = json_string_value(json_object_get(body, "h5domain"));
     int rc = 0;
-    if (H5Lexists(g, a->name, H5P_DEFAULT) > 0)
-        rc = h5ark_fail(err, H5ARK_ALREADY_EXISTS, "link '%s' exists", a->name);
+    if (H5Lexists(g, name, H5P_DEFAULT) > 0)
+        rc = h5ark_fail(err, H5ARK_ALREADY_EXISTS, "link '%s' exists", name);
     else if (id) {
         if (strlen(id) == H5OBJ_ID_LEN && strncmp(id + 2, w->f.prefix, 17) != 0)
             rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "%s is an object of another domain", id);
         hid_t obj = rc ? -1 : h5obj_open_id(&w->f, id, H5OBJ_ANY, NULL, err);
-        if (obj < 0 || H5Lcreate_hard(obj, ".", g, a->name, H5P_DEFAULT, H5P_DEFAULT) < 0)
-            rc = err->code ? -1 : h5u_fail(err, H5ARK_IO_ERROR, "cannot link '%s'", a->name);
+        if (obj < 0 || H5Lcreate_hard(obj, ".", g, name, H5P_DEFAULT, H5P_DEFAULT) < 0)
+            rc = err->code ? -1 : h5u_fail(err, H5ARK_IO_ERROR, "cannot link '%s'", name);
         if (obj >= 0) H5Oclose(obj);
         char held[PATH_MAX];
         snprintf(held, sizeof held, "/%s/%s", H5OBJ_HOLD, id);
@@ -484,77 +493,123 @@ static int put_link(wfile *w, hid_t g, const h5obj_args *a, h5obj_answer *out, h
                 rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot release the held object");
         }
     } else if (path && file) {
-        if (H5Lcreate_external(file, path, g, a->name, H5P_DEFAULT, H5P_DEFAULT) < 0)
-            rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot link '%s'", a->name);
+        if (H5Lcreate_external(file, path, g, name, H5P_DEFAULT, H5P_DEFAULT) < 0)
+            rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot link '%s'", name);
     } else if (path) {
-        if (H5Lcreate_soft(path, g, a->name, H5P_DEFAULT, H5P_DEFAULT) < 0)
-            rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot link '%s'", a->name);
+        if (H5Lcreate_soft(path, g, name, H5P_DEFAULT, H5P_DEFAULT) < 0)
+            rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot link '%s'", name);
     } else {
-        rc = h5ark_fail(err, H5ARK_BAD_REQUEST,
-                        "a link is {\"id\"}, {\"h5path\"} or {\"h5path\", \"h5domain\"}");
+        rc =
+            h5ark_fail(err, H5ARK_BAD_REQUEST,
+                       "link '%.100s': {\"id\"}, {\"h5path\"} or {\"h5path\", \"h5domain\"}", name);
+    }
+    return rc;
+}
+
+/* PUT .../links/NAME, or PUT .../links {"links": {NAME: link, ...}}: all or none (a
+ * failure throws the whole change away). */
+static int put_link(wfile *w, hid_t g, const h5obj_args *a, h5obj_answer *out, h5ark_error *err) {
+    if (a->name && check_name(a->name, err)) return -1;
+    json_t *body = parse_body(a, true, err);
+    if (!body) return -1;
+    int rc = 0;
+    if (a->name) {
+        rc = link_one(w, g, a->name, body, err);
+    } else {
+        const json_t *all = json_object_get(body, "links");
+        const char *name;
+        json_t *spec;
+        if (!json_is_object(all) || json_object_size(all) == 0)
+            rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "the body is {\"links\": {NAME: link, ...}}");
+        json_object_foreach((json_t *)all, name, spec) {
+            if (rc == 0) rc = link_one(w, g, name, spec, err);
+        }
     }
     json_decref(body);
     out->created = true;
     return rc;
 }
 
-static int delete_link(hid_t g, const h5obj_args *a, h5ark_error *err) {
-    if (check_name(a->name, err)) return -1;
-    if (H5Lexists(g, a->name, H5P_DEFAULT) <= 0)
-        return h5ark_fail(err, H5ARK_NOT_FOUND, "link '%s' not found", a->name);
-    return H5Ldelete(g, a->name, H5P_DEFAULT) < 0
-               ? h5u_fail(err, H5ARK_IO_ERROR, "cannot remove link '%s'", a->name)
-               : 0;
+/* The names of a DELETE of several (a->names, split at a->sep), each checked; a list of
+ * pointers into *copy, both malloc'd. */
+static int split_names(const h5obj_args *a, char **copy, char ***names, size_t *n,
+                       h5ark_error *err) {
+    const char *sep = a->sep && a->sep[0] ? a->sep : "/";
+    size_t seplen = strlen(sep), cap = 1;
+    *names = NULL;
+    *n = 0;
+    if (!a->names || !a->names[0])
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "the names to delete are missing");
+    for (const char *p = strstr(a->names, sep); p; p = strstr(p + seplen, sep))
+        cap++;
+    if (!(*copy = strdup(a->names)) || !(*names = calloc(cap, sizeof **names))) return oom(err);
+    for (char *p = *copy;;) {
+        char *next = strstr(p, sep);
+        if (next) *next = '\0';
+        (*names)[(*n)++] = p;
+        if (check_name(p, err)) return -1;
+        if (!next) return 0;
+        p = next + seplen;
+    }
+}
+
+/* One link or attribute (name), or several (names): all or none, one missing is
+ * not_found. */
+static int delete_named(hid_t obj, const h5obj_args *a, bool attrs, h5ark_error *err) {
+    char *copy = NULL, **names = NULL, *one[1] = {(char *)a->name};
+    size_t n = 1;
+    int rc = a->name ? check_name(a->name, err) : split_names(a, &copy, &names, &n, err);
+    char **list = a->name ? one : names;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        const char *name = list[i];
+        if ((attrs ? H5Aexists(obj, name) : H5Lexists(obj, name, H5P_DEFAULT)) <= 0)
+            rc = h5ark_fail(err, H5ARK_NOT_FOUND, "%s '%s' not found", attrs ? "attribute" : "link",
+                            name);
+        else if ((attrs ? H5Adelete(obj, name) : H5Ldelete(obj, name, H5P_DEFAULT)) < 0)
+            rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot remove %s '%s'",
+                          attrs ? "attribute" : "link", name);
+    }
+    free(names);
+    free(copy);
+    return rc;
 }
 
 /* ---- values and shapes ------------------------------------------------------------- */
 
-/* The body's elements for n elements of `wire` (vlen: char * each, malloc'd strings). */
+/* The body's elements for n elements of `wire` (strings malloc'd, h5obj_vlen.c). */
 static int body_elements(const h5obj_args *a, hid_t wire, bool vlen, uint64_t n,
                          const hsize_t *rdims, int rrank, char *buf, h5ark_error *err) {
     size_t size = H5Tget_size(wire);
     uint64_t given = a->element_count ? 1 : n;
+    json_t *body = NULL, *v = NULL;
     if (!a->body_binary) {
-        json_t *body = parse_body(a, true, err), *v = body ? json_object_get(body, "value") : NULL;
-        int rc =
-            !v ? (body ? h5ark_fail(err, H5ARK_BAD_REQUEST, "the body has no value") : -1)
-               : h5obj_values_from_json(wire, v, buf, rdims, a->element_count ? 0 : rrank, err);
-        json_decref(body);
-        if (rc) return -1;
-    } else if (vlen) {
-        const unsigned char *p = (const unsigned char *)a->body, *end = p + a->body_len;
-        for (uint64_t i = 0; i < given; i++) {
-            uint32_t k = p + 4 <= end
-                             ? (uint32_t)(p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24)
-                             : UINT32_MAX;
-            if (k == UINT32_MAX || (size_t)(end - p - 4) < k)
-                return h5ark_fail(err, H5ARK_BAD_REQUEST, "the body ends inside element %llu",
-                                  (unsigned long long)i);
-            char *s = strndup((const char *)p + 4, k);
-            if (!s) return oom(err);
-            memcpy(buf + i * size, &s, sizeof s);
-            p += 4 + k;
+        body = parse_body(a, true, err);
+        v = body ? json_object_get(body, "value") : NULL;
+        if (!v) {
+            json_decref(body);
+            return body ? h5ark_fail(err, H5ARK_BAD_REQUEST, "the body has no value") : -1;
         }
-        if (p != end)
-            return h5ark_fail(err, H5ARK_BAD_REQUEST, "the body holds more than %llu elements",
-                              (unsigned long long)given);
-    } else {
-        if (a->body_len != given * size)
-            return h5ark_fail(err, H5ARK_BAD_REQUEST,
-                              "the body is %zu bytes; %llu elements of %zu bytes were expected",
-                              a->body_len, (unsigned long long)given, size);
-        memcpy(buf, a->body, a->body_len);
+    } else if (!vlen && a->body_len != given * size) {
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "the body is %zu bytes; %llu elements of %zu bytes were expected",
+                          a->body_len, (unsigned long long)given, size);
     }
-    for (uint64_t i = 1; a->element_count && i < n; i++) { /* one element everywhere */
+    /* one element everywhere: read from the body for each, so every string is its own */
+    uint64_t times = a->element_count && vlen ? n : 1;
+    int rc = 0;
+    for (uint64_t i = 0; rc == 0 && i < times; i++) {
+        char *at = buf + i * size;
+        if (v)
+            rc = h5obj_values_from_json(wire, v, at, rdims, a->element_count ? 0 : rrank, err);
+        else if (vlen)
+            rc = h5obj_vlen_from_binary(wire, a->body, a->body_len, given, at, err);
+        else
+            memcpy(at, a->body, a->body_len);
+    }
+    json_decref(body);
+    for (uint64_t i = 1; rc == 0 && a->element_count && !vlen && i < n; i++)
         memcpy(buf + i * size, buf, size);
-        if (vlen) {
-            char *s;
-            memcpy(&s, buf, sizeof s);
-            if (!(s = strdup(s))) return oom(err);
-            memcpy(buf + i * size, &s, sizeof s);
-        }
-    }
-    return 0;
+    return rc;
 }
 
 static int put_value(hid_t d, const h5obj_args *a, h5ark_error *err) {
@@ -564,11 +619,7 @@ static int put_value(hid_t d, const h5obj_args *a, h5ark_error *err) {
     if (rc == 0) rc = body_elements(a, v.wire, v.vlen, v.n, v.rdims, v.rrank, v.buf, err);
     if (rc == 0 && v.n && H5Dwrite(d, v.wire, v.mspace, v.space, H5P_DEFAULT, v.buf) < 0)
         rc = h5u_fail(err, H5ARK_BAD_REQUEST, "cannot write the values");
-    for (uint64_t i = 0; v.vlen && v.buf && i < v.n; i++) {
-        char *s;
-        memcpy(&s, v.buf + i * sizeof s, sizeof s);
-        free(s);
-    }
+    if (v.vlen) h5obj_vlen_free(v.wire, v.buf, v.n);
     h5obj_values_end(&v);
     return rc;
 }
@@ -579,15 +630,26 @@ static int put_shape(hid_t d, const h5obj_args *a, h5obj_answer *out, h5ark_erro
     hid_t space = H5Dget_space(d), dcpl = H5Dget_create_plist(d);
     hsize_t dims[H5S_MAX_RANK], max[H5S_MAX_RANK], want[H5S_MAX_RANK];
     int rank = space >= 0 ? H5Sget_simple_extent_dims(space, dims, max) : -1;
-    const json_t *shape = json_object_get(body, "shape");
+    const json_t *shape = json_object_get(body, "shape"), *extend = json_object_get(body, "extend");
+    const json_t *axis = json_object_get(body, "extend_dim");
+    json_int_t by = json_integer_value(extend), on = axis ? json_integer_value(axis) : 0;
     int rc = 0;
     if (dcpl < 0 || H5Pget_layout(dcpl) != H5D_CHUNKED)
         rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "only a chunked dataset can be resized");
-    else if (json_is_integer(shape) && rank == 1)
+    else if (shape && extend)
+        rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "the body has shape or extend, not both");
+    else if (extend && (!json_is_integer(extend) || by <= 0))
+        rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "extend: a positive integer");
+    else if (extend && ((axis && !json_is_integer(axis)) || on < 0 || on >= rank))
+        rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "extend_dim: an axis of the %d", rank);
+    else if (extend) {
+        memcpy(want, dims, sizeof *dims * (size_t)rank); /* one axis grows, the rest stay */
+        want[on] += (hsize_t)by;
+    } else if (json_is_integer(shape) && rank == 1)
         want[0] = (hsize_t)json_integer_value(shape);
     else if (!json_is_array(shape) || (int)json_array_size(shape) != rank)
         rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "shape: a list of %d extents", rank);
-    for (int i = 0; rc == 0 && json_is_array(shape) && i < rank; i++) {
+    for (int i = 0; rc == 0 && !extend && json_is_array(shape) && i < rank; i++) {
         json_int_t v = json_integer_value(json_array_get(shape, (size_t)i));
         if (!json_is_integer(json_array_get(shape, (size_t)i)) || v < 0)
             rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "shape: extents are integers >= 0");
@@ -599,6 +661,20 @@ static int put_shape(hid_t d, const h5obj_args *a, h5obj_answer *out, h5ark_erro
                             (unsigned long long)max[i]);
     if (rc == 0 && H5Dset_extent(d, want) < 0)
         rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot resize the dataset");
+    if (rc == 0 && extend) { /* the region added, as HSDS answers it: "[a:b,:,...]" */
+        char sel[32 * H5S_MAX_RANK] = "[";
+        for (int i = 0; i < rank; i++) {
+            size_t k = strlen(sel);
+            if (i == on)
+                snprintf(sel + k, sizeof sel - k, "%llu:%llu%s", (unsigned long long)dims[i],
+                         (unsigned long long)want[i], i + 1 < rank ? "," : "]");
+            else
+                snprintf(sel + k, sizeof sel - k, ":%s", i + 1 < rank ? "," : "]");
+        }
+        out->json = h5ark_value_map();
+        if (!out->json || h5ark_value_set(out->json, "selection", h5ark_value_str(sel)))
+            rc = oom(err);
+    }
     if (space >= 0) H5Sclose(space);
     if (dcpl >= 0) H5Pclose(dcpl);
     json_decref(body);
@@ -614,9 +690,9 @@ static int put_one_attr(hid_t obj, const char *name, const json_t *spec, bool re
     htri_t there = H5Aexists(obj, name);
     if (there > 0 && !replace)
         return h5ark_fail(err, H5ARK_ALREADY_EXISTS, "attribute '%s' exists", name);
-    int rank;
+    int rank = 0; /* a type refused leaves no shape to read */
     hsize_t dims[H5S_MAX_RANK], max[H5S_MAX_RANK];
-    bool null, vlen = false;
+    bool null = false, vlen = false;
     hid_t type = h5obj_make_type(json_object_get(spec, "type"), err), space = -1, attr = -1;
     hid_t wire = -1;
     char *buf = NULL;
@@ -647,11 +723,7 @@ static int put_one_attr(hid_t obj, const char *name, const json_t *spec, bool re
     }
     if (rc == 0 && buf && n && H5Awrite(attr, wire, buf) < 0)
         rc = h5u_fail(err, H5ARK_BAD_REQUEST, "cannot write attribute '%s'", name);
-    for (uint64_t i = 0; vlen && buf && i < n; i++) {
-        char *s;
-        memcpy(&s, buf + i * sizeof s, sizeof s);
-        free(s);
-    }
+    if (vlen) h5obj_vlen_free(wire, buf, n);
     free(buf);
     if (attr >= 0) H5Aclose(attr);
     if (space >= 0) H5Sclose(space);
@@ -681,13 +753,59 @@ static int put_attrs(hid_t obj, const h5obj_args *a, h5obj_answer *out, h5ark_er
     return rc;
 }
 
-static int delete_attr(hid_t obj, const h5obj_args *a, h5ark_error *err) {
-    if (check_name(a->name, err)) return -1;
-    if (H5Aexists(obj, a->name) <= 0)
-        return h5ark_fail(err, H5ARK_NOT_FOUND, "attribute '%s' not found", a->name);
-    return H5Adelete(obj, a->name) < 0
-               ? h5u_fail(err, H5ARK_IO_ERROR, "cannot remove attribute '%s'", a->name)
-               : 0;
+/* ---- objects deleted ---------------------------------------------------------------- */
+
+typedef struct {
+    haddr_t addr;
+    char **paths; /* every hard link to addr, "/g/name" */
+    size_t n, cap;
+    bool failed;
+} links_to;
+
+static herr_t link_to(hid_t g, const char *name, const H5L_info_t *info, void *arg) {
+    (void)g;
+    links_to *s = arg;
+    if (info->type != H5L_TYPE_HARD || info->u.address != s->addr) return 0;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 8;
+        char **p = realloc(s->paths, cap * sizeof *p);
+        if (!p) return s->failed = true, -1;
+        s->paths = p;
+        s->cap = cap;
+    }
+    size_t len = strlen(name) + 2;
+    if (!(s->paths[s->n] = malloc(len))) return s->failed = true, -1;
+    snprintf(s->paths[s->n++], len, "/%s", name);
+    return 0;
+}
+
+/* DELETE /groups/ID (datasets, datatypes): every hard link to it removed, the holding
+ * group's too (left empty, it goes); HDF5 then frees what no link reaches. */
+static int delete_object(wfile *w, hid_t obj, h5ark_error *err) {
+    H5O_info_t oi, root;
+    if (H5Oget_info2(obj, &oi, H5O_INFO_BASIC) < 0 ||
+        H5Oget_info2(w->f.fid, &root, H5O_INFO_BASIC) < 0)
+        return h5u_fail(err, H5ARK_IO_ERROR, "cannot read the object");
+    if (oi.addr == root.addr)
+        return h5ark_fail(err, H5ARK_FORBIDDEN,
+                          "the root group cannot be deleted: delete the domain");
+    links_to s = {.addr = oi.addr};
+    int rc = H5Lvisit(w->f.fid, H5_INDEX_NAME, H5_ITER_INC, link_to, &s) < 0 || s.failed
+                 ? (s.failed ? oom(err) : h5u_fail(err, H5ARK_IO_ERROR, "cannot find its links"))
+                 : 0;
+    /* the deepest first: a link inside a group the object is (a cycle) goes before the group */
+    for (size_t i = s.n; i-- > 0;) {
+        if (rc == 0 && H5Ldelete(w->f.fid, s.paths[i], H5P_DEFAULT) < 0)
+            rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot remove the link '%s'", s.paths[i]);
+        free(s.paths[i]);
+    }
+    free(s.paths);
+    H5G_info_t gi;
+    if (rc == 0 && H5Lexists(w->f.fid, H5OBJ_HOLD, H5P_DEFAULT) > 0 &&
+        H5Gget_info_by_name(w->f.fid, H5OBJ_HOLD, &gi, H5P_DEFAULT) >= 0 && gi.nlinks == 0 &&
+        H5Ldelete(w->f.fid, H5OBJ_HOLD, H5P_DEFAULT) < 0)
+        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot remove the holding group");
+    return rc;
 }
 
 /* ---- one change --------------------------------------------------------------------- */
@@ -714,7 +832,7 @@ static int change_file(const h5obj_args *a, h5obj_answer *out, h5ark_error *err)
             else if (a->op == H5OBJ_PUT_LINK)
                 rc = put_link(&w, obj, a, out, err);
             else
-                rc = delete_link(obj, a, err);
+                rc = delete_named(obj, a, false, err);
             break;
         case H5OBJ_PUT_VALUE:
         case H5OBJ_PUT_SHAPE:
@@ -726,7 +844,8 @@ static int change_file(const h5obj_args *a, h5obj_answer *out, h5ark_error *err)
                 rc = put_shape(obj, a, out, err);
             break;
         case H5OBJ_PUT_ATTR: rc = put_attrs(obj, a, out, err); break;
-        case H5OBJ_DELETE_ATTR: rc = delete_attr(obj, a, err); break;
+        case H5OBJ_DELETE_ATTR: rc = delete_named(obj, a, true, err); break;
+        case H5OBJ_DELETE_OBJECT: rc = delete_object(&w, obj, err); break;
         default: rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "unknown change"); break;
         }
     }

@@ -1,7 +1,8 @@
 /* libFuzzer target: the HSDS endpoint's request parser (storage/h5obj*.c, front/hsds_json.c)
  * on untrusted text. The first byte picks the part: a domain and Basic credentials; a
  * `select` over a dataspace whose shape the second byte gives; binary points over it; a
- * JSON body made into a type, a shape and a value of that type. Each must refuse or answer
+ * JSON body made into a type, a shape and a value of that type (its variable-length parts'
+ * binary form read back as it was written, its `fields` picked). Each must refuse or answer
  * within bounds, and never crash. */
 #include "config.h"
 #include "front/hsds.h"
@@ -32,6 +33,28 @@ static void selection(const char *text, const uint8_t *raw, size_t rawlen, uint8
     H5Sclose(space);
 }
 
+/* Elements with variable-length parts in binary, read back: the same bytes again; cut
+ * short: refused. */
+static void binary_again(hid_t wire, const char *buf, uint64_t n) {
+    h5ark_error err = {0};
+    char *bin = NULL, *again = NULL;
+    size_t len = 0, len2 = 0;
+    if (h5obj_vlen_binary(wire, buf, n, 1u << 24, &bin, &len, &err)) return;
+    char *copy = calloc(n ? n : 1, H5Tget_size(wire));
+    if (copy) {
+        if (h5obj_vlen_from_binary(wire, bin, len, n, copy, &err)) __builtin_trap();
+        if (h5obj_vlen_binary(wire, copy, n, 1u << 24, &again, &len2, &err) || len2 != len ||
+            memcmp(bin, again, len) != 0)
+            __builtin_trap();
+        h5obj_vlen_free(wire, copy, n);
+        if (len && h5obj_vlen_from_binary(wire, bin, len - 1, n, copy, &err) == 0) __builtin_trap();
+        h5obj_vlen_free(wire, copy, n); /* what was read before the end */
+    }
+    free(copy);
+    free(again);
+    free(bin);
+}
+
 static void body(const char *text, size_t len) {
     json_error_t je;
     json_t *j = json_loadb(text, len, 0, &je);
@@ -57,13 +80,13 @@ static void body(const char *text, size_t len) {
                 char *t = v ? hsds_json_text(v, &tl) : NULL;
                 free(t);
                 h5ark_value_destroy(&v);
+                if (vlen) binary_again(wire, buf, n);
             }
-            for (uint64_t i = 0; vlen && buf && i < n; i++) {
-                char *s;
-                memcpy(&s, buf + i * size, sizeof s);
-                free(s);
-            }
+            if (vlen) h5obj_vlen_free(wire, buf, n);
             free(buf);
+            const char *fields = json_string_value(json_object_get(j, "fields"));
+            hid_t sub = fields ? h5obj_wire_fields(wire, fields, &err) : -1;
+            if (sub >= 0) H5Tclose(sub);
         }
         if (wire >= 0) H5Tclose(wire);
     }

@@ -248,6 +248,11 @@ hsds = [
     b' "TRUE": 1}}, "shape": [], "value": true}',
     b'\3\0{"type": {"class": "H5T_ARRAY", "dims": [2], "base": "H5T_IEEE_F16LE"}, "shape": [1],'
     b' "value": [[1.5, 1e10]]}',
+    b'\3\0{"type": {"class": "H5T_COMPOUND", "fields": [{"name": "n", "type": "H5T_STD_I32LE"},'
+    b' {"name": "s", "type": {"class": "H5T_STRING", "length": "H5T_VARIABLE"}}]}, "shape": [2],'
+    b' "value": [[1, "ab"], [2, ""]], "fields": "s:n"}',
+    b'\3\0{"type": {"class": "H5T_VLEN", "base": "H5T_STD_I16"}, "shape": [3],'
+    b' "value": [[1, 2], [], [3]]}',
 ]
 for i, seed in enumerate(hsds):
     (out / "hsds" / f"seed{i:02d}").write_bytes(seed)

@@ -389,16 +389,29 @@ def test_native_changes(hsds):
 # ---- atomic and durable --------------------------------------------------------------------
 
 
+def fault_daemon():
+    """A daemon whose system calls and allocations fail when told to (the fault table), its
+    endpoint on a free port: (d, an Endpoint without credentials)."""
+    port = free_port()
+    d = Daemon(locales=1, env={"H5ARK_FAULTS": "1"},
+               extra_args=["--hsds-endpoint", f"127.0.0.1:{port}"])
+    d.data_dir.mkdir(exist_ok=True)
+    return d, Endpoint(port, auth=None)
+
+
+def fault(d, **kw):
+    """Arm the fault table (kw: class, nth, error), or with none read and reset it."""
+    hdr, _ = send(d, "fault", kw)
+    assert hdr["ok"], hdr
+    return hdr["result"]
+
+
 def test_changes_under_the_fault_table(tmp_path):
     """Each system call (ENOSPC, EIO) and allocation (ENOMEM) of one change fails in turn:
     the answer is an error or a success, the file is the old one or the new one, no
     temporary is left and the daemon serves on."""
-    port = free_port()
-    d = Daemon(locales=1, env={"H5ARK_FAULTS": "1"},
-               extra_args=["--hsds-endpoint", f"127.0.0.1:{port}"])
+    d, ep = fault_daemon()
     try:
-        d.data_dir.mkdir(exist_ok=True)
-        ep = Endpoint(port, auth=None)
         dom = "/faults.h5"
         root = new_domain(ep, dom)
         f8 = {"class": "H5T_FLOAT", "base": "H5T_IEEE_F64LE"}
@@ -412,19 +425,14 @@ def test_changes_under_the_fault_table(tmp_path):
             return ep.call("PUT", f"/datasets/{oid}/value", {"domain": dom},
                            body=new.tobytes(), headers=OCTETS)
 
-        def fault(**kw):
-            hdr, _ = send(d, "fault", kw)
-            assert hdr["ok"], hdr
-            return hdr["result"]
-
         def values():
             with h5py.File(path, "r") as f:
                 return f["x"][()]
 
         old = path.read_bytes()
-        fault()
+        fault(d)
         assert change()[0] == 200
-        counts = fault()
+        counts = fault(d)
         tried = 0
         for klass, errors in (("io", ["ENOSPC", "EIO"]), ("alloc", ["ENOMEM"])):
             names = counts[f"{klass}_calls"]
@@ -432,9 +440,9 @@ def test_changes_under_the_fault_table(tmp_path):
             for error in errors:
                 for k in range(1, len(names) + 1, step):
                     path.write_bytes(old)
-                    fault(**{"class": klass, "nth": k, "error": error})
+                    fault(d, **{"class": klass, "nth": k, "error": error})
                     status, _, body = change()
-                    report = fault()
+                    report = fault(d)
                     what = (klass, error, k, status, body)
                     got = values()
                     assert (got == 0).all() or (got == new).all(), what
