@@ -715,7 +715,8 @@ static int change_file(const h5obj_args *a, h5obj_answer *out, h5ark_error *err)
 
 int h5obj_write(const h5obj_args *a, h5obj_answer *out, h5ark_error *err) {
     pathlock_set held; /* the domain's file: serialised with its other writers (twin.h) */
-    const char *given = file_access_on(a->fa) || !a->domain[0] ? a->domain : a->domain + 1;
+    const char *given =
+        a->domain && a->domain[0] == '/' && !file_access_on(a->fa) ? a->domain + 1 : a->domain;
     if (twin_changes_lock_named(&held, a->fa, given, err)) return -1;
     int rc = a->op == H5OBJ_PUT_DOMAIN      ? put_domain(a, out, err)
              : a->op == H5OBJ_DELETE_DOMAIN ? delete_domain(a, out, err)

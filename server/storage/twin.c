@@ -63,7 +63,8 @@ int twin_changes_lock_named(pathlock_set *held, const file_access *fa, const cha
     char abs[PATH_MAX];
     h5ark_error ignored = {0};
     const char *one[] = {abs};
-    return twin_changes_lock(held, one, files_absolute(fa, given, abs, &ignored) == 0, err);
+    return twin_changes_lock(held, one, given && files_absolute(fa, given, abs, &ignored) == 0,
+                             err);
 }
 
 void twin_changes_unlock(pathlock_set *held) {
