@@ -52,19 +52,19 @@ def put_value(d, domain, oid, value):
 
 
 class HeldTohdf:
-    """A tohdf that the fault table holds for PAUSE_MS at the nth file call from now
-    (rank 0's), there once the constructor returns."""
+    """A tohdf (or another writer, `cmd`) that the fault table holds for PAUSE_MS at the nth
+    file call from now (rank 0's), there once the constructor returns."""
 
-    def __init__(self, d, args, nth=1):
+    def __init__(self, d, args, nth=1, cmd="tohdf"):
         self.d = d
         self.reply = []
         ok(send(d, "fault", {"nth": nth, "pause_ms": PAUSE_MS}))
         self.thread = threading.Thread(target=lambda: self.reply.append(
-            send(d, "tohdf", args, timeout_ms=120000 * TOOL_SLOWDOWN)))
+            send(d, cmd, args, timeout_ms=120000 * TOOL_SLOWDOWN)))
         self.thread.start()
         end = time.time() + 30 * TOOL_SLOWDOWN
-        while not any(r["cmd"] == "tohdf" for r in ok(send(d, "status"))["requests"]):
-            assert time.time() < end, "no tohdf in status"
+        while not any(r["cmd"] == cmd for r in ok(send(d, "status"))["requests"]):
+            assert time.time() < end, f"no {cmd} in status"
             time.sleep(0.02)
         # at the held call by now (at two ranks it lays out after a few collectives): a
         # request sent earlier could make that call itself and be held instead
@@ -92,13 +92,12 @@ def test_changes_to_different_files_overlap(d):
         assert f["x"][()].tolist() == list(range(N))
 
 
-def rename_call(d, args):
-    """Of the file calls a tohdf with `args` makes on rank 0, the number of its rename (its
-    commit), counted on a run of it. Its file was read once before, as the held one's is
-    (the sandbox's walk of a file it has seen is not made again)."""
-    dataset_id(d, "/" + args["path"])
+def rename_call(d, args, cmd="tohdf"):
+    """Of the file calls a tohdf (or `cmd`) with `args` makes on rank 0, the number of its
+    first rename (its commit), counted on a run of it. Its files were read once before, as
+    the held one's are (the sandbox's walk of a file it has seen is not made again)."""
     ok(send(d, "fault", {}))
-    ok(send(d, "tohdf", args))
+    ok(send(d, cmd, args))
     calls = ok(send(d, "fault", {}))["io_calls"]
     return calls.index("rename") + 1
 
@@ -108,6 +107,7 @@ def test_changes_to_one_file_wait_and_both_land(d):
     value write to b.h5 meanwhile waits for it, then lands on the new file: b.h5 holds both
     (without the lock the write would be lost under the tohdf's copy)."""
     make_file(d, "counted.h5")
+    dataset_id(d, "/counted.h5")
     make_file(d, "b.h5")
     oid = dataset_id(d, "/b.h5")
     obj = put_array(d, np.arange(N, dtype=np.int64))
@@ -148,3 +148,23 @@ def test_a_set_and_a_single_file_at_once(d):
         assert (f["x"][()] == -1).all()  # after the set was rewritten, not under it
     with h5py.File(d.data_dir / "s_LOCALE0000.h5", "r") as f:
         assert f["x"][()].tolist() == list(range(f["x"].shape[0]))
+
+
+def test_repack_locks_a_file_at_a_time(d):
+    """A repack of r1.h5 and r2.h5 held at r1's commit: a write to r2.h5 goes through meanwhile,
+    one to r1.h5 waits for r1's repack; both are in the files after (r2's repacked with
+    it, none put back stale)."""
+    ids = {}
+    for name in ("q1.h5", "q2.h5", "r1.h5", "r2.h5"):
+        make_file(d, name)
+        ids[name] = dataset_id(d, f"/{name}")
+    nth = rename_call(d, {"path": "q*.h5"}, cmd="repack")
+    held = HeldTohdf(d, {"path": "r*.h5"}, nth=nth, cmd="repack")
+    put_value(d, "/r2.h5", ids["r2.h5"], [2] * N)
+    assert not held.reply, "the write to r2.h5 waited for the repack of r1.h5"
+    waited = put_value(d, "/r1.h5", ids["r1.h5"], [1] * N)
+    assert held.join()["files"] == ["r1.h5", "r2.h5"]
+    assert waited > PAUSE_MS / 1000 / 3, f"the write to r1.h5 did not wait ({waited:.3f} s)"
+    for name, k in (("r1.h5", 1), ("r2.h5", 2)):
+        with h5py.File(d.data_dir / name, "r") as f:
+            assert (f["v"][()] == k).all(), name
