@@ -668,13 +668,15 @@ static int lock_files(const char *path, bool distributed, const storage_write_op
 }
 
 /* The files locked from laying them out until they are in place: the files read are the
- * ones changed, so no twin is levelled under a read and no twin_readers is needed. */
+ * ones changed, so no twin is levelled under a read and no twin_readers is needed. Every
+ * rank has its locks or none goes on (one failing alone would leave the others waiting). */
 int storage_write_ex(const storage_item *items, size_t nitems, const char *path, storage_mode mode,
                      storage_file_type file_type, const storage_write_options *opts,
                      h5ark_value *files, h5ark_value *warnings, h5ark_error *err) {
-    pathlock_set held;
-    if (lock_files(path, file_type == STORAGE_DISTRIBUTE, opts, &held, err)) return -1;
-    int rc = write_files(items, nitems, path, mode, file_type, opts, &held, files, warnings, err);
+    pathlock_set held = {0};
+    int rc = ranks_agree(lock_files(path, file_type == STORAGE_DISTRIBUTE, opts, &held, err), err);
+    if (rc == 0)
+        rc = write_files(items, nitems, path, mode, file_type, opts, &held, files, warnings, err);
     twin_changes_unlock(&held);
     return rc;
 }
