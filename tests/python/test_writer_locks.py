@@ -15,7 +15,7 @@ import pytest
 from daemons import Daemon, MPIRUN, mpi_build, TOOL_SLOWDOWN
 from wire import ok, put_array, send
 
-PAUSE_MS = 2000 * TOOL_SLOWDOWN
+PAUSE_MS = 1500 * TOOL_SLOWDOWN
 N = 128
 
 
@@ -68,7 +68,7 @@ class HeldTohdf:
             time.sleep(0.02)
         # at the held call by now (at two ranks it lays out after a few collectives): a
         # request sent earlier could make that call itself and be held instead
-        time.sleep(0.4 * TOOL_SLOWDOWN)
+        time.sleep(0.3 * TOOL_SLOWDOWN)
 
     def join(self):
         self.thread.join(120 * TOOL_SLOWDOWN)
