@@ -168,3 +168,30 @@ def test_repack_locks_a_file_at_a_time(d):
     for name, k in (("r1.h5", 1), ("r2.h5", 2)):
         with h5py.File(d.data_dir / name, "r") as f:
             assert (f["v"][()] == k).all(), name
+
+
+def test_twins_evicted_beside_changes(d):
+    """34 files changed one after another keep 32 twins (the least recently used goes, its
+    file's lock free); then four clients change them at once, evicting while others
+    change: every value lands."""
+    names = [f"t{i:02d}.h5" for i in range(34)]
+    ids = {}
+    for name in names:
+        make_file(d, name)
+        ids[name] = dataset_id(d, f"/{name}")
+    for name in names:
+        put_value(d, f"/{name}", ids[name], [1] * N)
+    assert len(list(d.data_dir.glob(".t*.h5.h5ark-twin"))) == 32
+
+    def client(k):
+        for name in names[k::4] * 2:
+            put_value(d, f"/{name}", ids[name], [int(name[1:3]) + 10] * N)
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120 * TOOL_SLOWDOWN)
+    for name in names:
+        with h5py.File(d.data_dir / name, "r") as f:
+            assert (f["v"][()] == int(name[1:3]) + 10).all(), name
