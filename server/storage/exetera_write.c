@@ -8,8 +8,8 @@
  * renamed over the file; writepart's and complete's go to the file's twin (twin.h), swapped
  * in whole. Either way a write that fails, or a daemon killed at any moment, leaves the
  * file as it was before the request or wholly after it (docs/DESIGN.md, "Writing ExeTera
- * fields in parts"). One lock serialises these writes, so two parts sent at once to one
- * file both land. */
+ * fields in parts"). Each write holds its file's lock (twin_changes_lock), so two parts sent
+ * at once to one file both land, and writes to different files go on at once. */
 #include "storage.h"
 
 #include "exetera_field.h"
@@ -27,14 +27,11 @@
 
 #include <errno.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static pthread_mutex_t exetera_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- files ---------------------------------------------------------------------------- */
 
@@ -233,8 +230,11 @@ int storage_exetera_write(const file_access *fa, const storage_item *items, size
         free(fields);
         return -1;
     }
-    twin_changes_lock(); /* before exetera_lock: the order every writer takes them in */
-    pthread_mutex_lock(&exetera_lock);
+    pathlock_set held; /* the file's: writes to others go on meanwhile */
+    if (twin_changes_lock_named(&held, fa, path, err)) {
+        free(fields);
+        return -1;
+    }
     ex_file file = {.h5 = H5I_INVALID_HID};
     hid_t df = H5I_INVALID_HID;
     bool fresh = mode == STORAGE_TRUNCATE;
@@ -272,8 +272,7 @@ int storage_exetera_write(const file_access *fa, const storage_item *items, size
     bool existed = file.exists;
     if (ex_close(&file, rc == 0, err) && rc == 0) rc = -1;
     rc = ex_owned(fa, &file, rc, err);
-    pthread_mutex_unlock(&exetera_lock);
-    twin_changes_unlock();
+    twin_changes_unlock(&held);
     char shown[PATH_MAX];
     files_shown(fa, file.final, shown, sizeof shown);
     if (rc == 0 && h5ark_value_push(files, h5ark_value_str(shown)))
@@ -311,8 +310,8 @@ int storage_exetera_part(const file_access *fa, const char *path, const char *fi
     if (split_field(field, group, name, err)) return -1;
     if (fieldtype && exetera_spec_parse(fieldtype, &want, err)) return -1;
     if (!fieldtype && exetera_spec_of(obj, label, &want, err)) return -1;
-    twin_changes_lock(); /* before exetera_lock: the order every writer takes them in */
-    pthread_mutex_lock(&exetera_lock);
+    pathlock_set held; /* the file's: writes to others go on meanwhile */
+    if (twin_changes_lock_named(&held, fa, path, err)) return -1;
     ex_file file = {.h5 = H5I_INVALID_HID};
     hid_t df = H5I_INVALID_HID;
     field_spec old;
@@ -343,8 +342,7 @@ int storage_exetera_part(const file_access *fa, const char *path, const char *fi
     if (df >= 0) H5Gclose(df);
     if (ex_close(&file, rc == 0, err) && rc == 0) rc = -1;
     rc = ex_owned(fa, &file, rc, err);
-    pthread_mutex_unlock(&exetera_lock);
-    twin_changes_unlock();
+    twin_changes_unlock(&held);
     return rc;
 }
 
@@ -354,8 +352,8 @@ int storage_exetera_complete(const file_access *fa, const char *path, const char
     h5u_io_clear();
     char group[1024], name[1024];
     if (split_field(field, group, name, err)) return -1;
-    twin_changes_lock(); /* before exetera_lock: the order every writer takes them in */
-    pthread_mutex_lock(&exetera_lock);
+    pathlock_set held; /* the file's: writes to others go on meanwhile */
+    if (twin_changes_lock_named(&held, fa, path, err)) return -1;
     ex_file file = {.h5 = H5I_INVALID_HID};
     hid_t df = H5I_INVALID_HID, g = H5I_INVALID_HID;
     field_spec s;
@@ -374,7 +372,6 @@ int storage_exetera_complete(const file_access *fa, const char *path, const char
     if (df >= 0) H5Gclose(df);
     if (ex_close(&file, rc == 0, err) && rc == 0) rc = -1;
     if (rc == 0) twin_drop(file.final); /* the stream is over */
-    pthread_mutex_unlock(&exetera_lock);
-    twin_changes_unlock();
+    twin_changes_unlock(&held);
     return rc;
 }

@@ -1,7 +1,7 @@
 /* The HSDS API's changes to files (HSDS_API.md §6-9, §11): each request atomic and durable
  * on its own. A change inside a file is made to its twin (twin.h), which keeps every object's
  * address, hence its id, and is swapped in whole; a new file is written beside its name and
- * linked in; changes are serialised with every writer of files (twin_changes_lock). Anonymous
+ * linked in; changes to a file are serialised with its every writer (twin_changes_lock). Anonymous
  * objects wait in the root's /.h5ark-unlinked until they are linked. */
 #include "storage/h5obj_int.h"
 
@@ -860,10 +860,13 @@ static int change_file(const h5obj_args *a, h5obj_answer *out, h5ark_error *err)
 }
 
 int h5obj_write(const h5obj_args *a, h5obj_answer *out, h5ark_error *err) {
-    twin_changes_lock(); /* serialised with every other writer of files (twin.h) */
+    pathlock_set held; /* the domain's file: serialised with its other writers (twin.h) */
+    const char *given =
+        a->domain && a->domain[0] == '/' && !file_access_on(a->fa) ? a->domain + 1 : a->domain;
+    if (twin_changes_lock_named(&held, a->fa, given, err)) return -1;
     int rc = a->op == H5OBJ_PUT_DOMAIN      ? put_domain(a, out, err)
              : a->op == H5OBJ_DELETE_DOMAIN ? delete_domain(a, out, err)
                                             : change_file(a, out, err);
-    twin_changes_unlock();
+    twin_changes_unlock(&held);
     return rc;
 }

@@ -117,62 +117,63 @@ static int copy_contents(hid_t src, hid_t dst, const char *shown, h5ark_error *e
     return job.rc ? h5ark_fail_context(err, "copying '%s'", shown) : 0;
 }
 
-static int repack_files(const file_access *fa, char *const *paths, size_t npaths,
-                        h5ark_value *files, uint64_t *before, uint64_t *after, h5ark_error *err) {
+/* One file, under its lock (twin.h): the file read is the one replaced, so no twin is
+ * levelled under the read and no twin_readers is needed. */
+static int repack_file(const file_access *fa, const char *path, h5ark_value *files,
+                       uint64_t *before, uint64_t *after, h5ark_error *err) {
+    char shown[PATH_MAX];
+    files_shown(fa, path, shown, sizeof shown);
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return h5ark_fail(err, errno == ENOENT ? H5ARK_NOT_FOUND : H5ARK_IO_ERROR,
+                          "repack: '%s': %s", shown, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "repack: '%s' is not a file", shown);
+    if (sandbox_check_file(path, err)) return h5ark_fail_context(err, "repack: '%s'", shown);
+    htri_t hdf5 = h5u_is_hdf5(path);
+    if (hdf5 <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "repack: '%s' is not an HDF5 file", shown);
+    }
+    char tmp[PATH_MAX];
+    if (files_temp_name(path, tmp, sizeof tmp))
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "repack: '%s': path too long", shown);
+    hid_t src = H5Fopen(path, H5F_ACC_RDONLY, h5u_fapl());
+    if (src < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "repack: '%s' cannot be opened", shown);
+    hid_t dst = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, h5u_fapl());
+    int rc = dst < 0
+                 ? h5u_fail(err, H5ARK_IO_ERROR, "repack: cannot create a file beside '%s'", shown)
+                 : copy_contents(src, dst, shown, err);
+    H5Fclose(src);
+    if (dst >= 0 && h5u_close_written(dst) && rc == 0)
+        rc = h5u_fail(err, H5ARK_IO_ERROR, "repack: cannot write the new '%s'", shown);
+    if (rc == 0) rc = commit_file(tmp, path, err);
+    if (rc) {
+        write_remove_temp(tmp);
+        return -1;
+    }
+    struct stat st2;
+    *before += (uint64_t)st.st_size;
+    *after += stat(path, &st2) == 0 ? (uint64_t)st2.st_size : 0;
+    if (write_list_add(files, "%s", shown, err)) return -1;
+    return 0;
+}
+
+/* A file at a time: changes to the others go on meanwhile. */
+int storage_repack(const file_access *fa, char *const *paths, size_t npaths, h5ark_value *files,
+                   uint64_t *before, uint64_t *after, h5ark_error *err) {
     h5u_quiet();
     *before = *after = 0;
     progress_sink *progress = progress_here();
     progress_start(progress, PROGRESS_FILES, npaths);
     for (size_t i = 0; i < npaths; i++) {
-        char shown[PATH_MAX];
-        files_shown(fa, paths[i], shown, sizeof shown);
-        struct stat st;
-        if (stat(paths[i], &st) != 0)
-            return h5ark_fail(err, errno == ENOENT ? H5ARK_NOT_FOUND : H5ARK_IO_ERROR,
-                              "repack: '%s': %s", shown, strerror(errno));
-        if (!S_ISREG(st.st_mode))
-            return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "repack: '%s' is not a file", shown);
-        if (sandbox_check_file(paths[i], err))
-            return h5ark_fail_context(err, "repack: '%s'", shown);
-        htri_t hdf5 = h5u_is_hdf5(paths[i]);
-        if (hdf5 <= 0) {
-            H5Eclear2(H5E_DEFAULT);
-            return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "repack: '%s' is not an HDF5 file", shown);
-        }
-        char tmp[PATH_MAX];
-        if (files_temp_name(paths[i], tmp, sizeof tmp))
-            return h5ark_fail(err, H5ARK_BAD_REQUEST, "repack: '%s': path too long", shown);
-        hid_t src = H5Fopen(paths[i], H5F_ACC_RDONLY, h5u_fapl());
-        if (src < 0)
-            return h5u_fail(err, H5ARK_SCHEMA_ERROR, "repack: '%s' cannot be opened", shown);
-        hid_t dst = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, h5u_fapl());
-        int rc = dst < 0 ? h5u_fail(err, H5ARK_IO_ERROR, "repack: cannot create a file beside '%s'",
-                                    shown)
-                         : copy_contents(src, dst, shown, err);
-        H5Fclose(src);
-        if (dst >= 0 && h5u_close_written(dst) && rc == 0)
-            rc = h5u_fail(err, H5ARK_IO_ERROR, "repack: cannot write the new '%s'", shown);
-        if (rc == 0) rc = commit_file(tmp, paths[i], err);
-        if (rc) {
-            write_remove_temp(tmp);
-            return -1;
-        }
-        struct stat st2;
-        *before += (uint64_t)st.st_size;
-        *after += stat(paths[i], &st2) == 0 ? (uint64_t)st2.st_size : 0;
-        if (write_list_add(files, "%s", shown, err)) return -1;
+        pathlock_set held;
+        const char *const one[] = {paths[i]};
+        if (twin_changes_lock(&held, one, 1, err)) return -1;
+        int rc = repack_file(fa, paths[i], files, before, after, err);
+        twin_changes_unlock(&held);
+        if (rc) return -1;
         progress_add(progress, 1);
     }
     return 0;
-}
-
-/* Files read while no part's change is being repeated on an old file (twin.h). */
-int storage_repack(const file_access *fa, char *const *paths, size_t npaths, h5ark_value *files,
-                   uint64_t *before, uint64_t *after, h5ark_error *err) {
-    twin_changes_lock(); /* no change in place meanwhile: this replaces files */
-    twin_readers_enter();
-    int rc = repack_files(fa, paths, npaths, files, before, after, err);
-    twin_readers_leave();
-    twin_changes_unlock();
-    return rc;
 }

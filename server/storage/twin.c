@@ -37,14 +37,38 @@ static void readers_init(void) {
     rwlock_init_writer_first(&readers);
 }
 
-static pthread_mutex_t changes = PTHREAD_MUTEX_INITIALIZER;
-
-void twin_changes_lock(void) {
-    pthread_mutex_lock(&changes);
+int twin_changes_lock(pathlock_set *held, const char *const *abs, size_t n, h5ark_error *err) {
+    char(*keys)[PATH_MAX] = n ? sysio.malloc(n * sizeof *keys) : NULL;
+    const char **ptrs = n ? sysio.malloc(n * sizeof *ptrs) : NULL;
+    int rc = 0;
+    if (n && (!keys || !ptrs)) {
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+        *held = (pathlock_set){0};
+    }
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        pathlock_key(abs[i], keys[i]);
+        ptrs[i] = keys[i];
+    }
+    if (rc == 0 && pathlock_take(held, ptrs, n) != 0)
+        rc = errno == EDEADLK
+                 ? h5ark_fail(err, H5ARK_INTERNAL, "a request took the locks of its files twice")
+                 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    free(keys);
+    free(ptrs);
+    return rc;
 }
 
-void twin_changes_unlock(void) {
-    pthread_mutex_unlock(&changes);
+int twin_changes_lock_named(pathlock_set *held, const file_access *fa, const char *given,
+                            h5ark_error *err) {
+    char abs[PATH_MAX];
+    h5ark_error ignored = {0};
+    const char *one[] = {abs};
+    return twin_changes_lock(held, one, given && files_absolute(fa, given, abs, &ignored) == 0,
+                             err);
+}
+
+void twin_changes_unlock(pathlock_set *held) {
+    pathlock_give(held);
 }
 
 void twin_readers_enter(void) {
@@ -75,6 +99,22 @@ static void forget(const char *final) {
     pthread_mutex_unlock(&known_lock);
 }
 
+/* An evicted twin goes unless its file is being changed right now (its twin may be in use:
+ * the change remembers it again, or drops it); never waits, for the caller holds its own
+ * file's lock (twin_changes_lock's order). A twin left is copied afresh at its next
+ * change, or removed at the next start. */
+static void drop_unless_changing(const char *final) {
+    char key[PATH_MAX];
+    pathlock_set held;
+    pathlock_key(final, key);
+    if (!pathlock_try(&held, key)) return;
+    pthread_mutex_lock(&known_lock);
+    bool again = find(final) != NULL; /* its change since remembered it anew */
+    pthread_mutex_unlock(&known_lock);
+    if (!again) twin_drop(final);
+    pathlock_give(&held);
+}
+
 /* Note that final and its twin are level, as they look now. */
 static void remember(const char *final, const char *twin) {
     struct stat f, t;
@@ -98,7 +138,7 @@ static void remember(const char *final, const char *twin) {
     k->twin = t;
     k->used = ++uses;
     pthread_mutex_unlock(&known_lock);
-    if (evicted[0]) twin_drop(evicted);
+    if (evicted[0]) drop_unless_changing(evicted);
 }
 
 static bool level(const char *final, const char *twin) {

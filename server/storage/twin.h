@@ -13,7 +13,9 @@
 #ifndef H5ARK_TWIN_H
 #define H5ARK_TWIN_H
 
+#include "acl.h"
 #include "h5ark_wire.h"
+#include "pathlock.h"
 #include "vfd.h"
 
 #include <limits.h>
@@ -37,13 +39,23 @@ void twin_abort(twin_change *c);
 /* A file done with parts, or replaced some other way: its twin goes. */
 void twin_drop(const char *final);
 
-/* One change to the data directory's files at a time in this process: whoever changes a
- * file in place (twin_begin ... twin_commit: writepart, the HSDS endpoint) or replaces whole
- * files (tohdf, repack) holds it from reading a file's old state until its new one is in
- * place, so that no change is made to a state another change is replacing. Taken before
- * twin_readers, never while holding it. */
-void twin_changes_lock(void);
-void twin_changes_unlock(void);
+/* Changes to files: one at a time to each file in this process, any number at once to
+ * different files. Whoever changes a file in place (twin_begin ... twin_commit: writepart,
+ * the HSDS endpoint) or replaces or removes files (tohdf, repack, the HSDS endpoint's
+ * domains) holds the lock of every file it changes from reading a file's old state until
+ * its new one is in place, so that no change is made to a state another change is
+ * replacing, and no twin is levelled while a writer of its file reads it. The names are
+ * resolved (pathlock_key), so two names of one file take one lock; a request takes all its
+ * locks at once (a file set's, sorted) and no other until it lets them go, and takes them
+ * before every other lock of the storage layer (commit's readers', twin_readers', the
+ * owners' record's). abs: absolute paths, of files that exist or not. -1 with err when
+ * out of memory (nothing held). */
+int twin_changes_lock(pathlock_set *held, const char *const *abs, size_t n, h5ark_error *err);
+/* The lock of the file a client's path names for fa (files_absolute's mapping); a path that
+ * names none locks nothing (the request fails on it before it touches a file). */
+int twin_changes_lock_named(pathlock_set *held, const file_access *fa, const char *given,
+                            h5ark_error *err);
+void twin_changes_unlock(pathlock_set *held);
 
 /* Readers of files in the daemon hold this, shared, while any file they opened is open:
  * repeating a change on the old file waits until nobody in the daemon can be reading it.

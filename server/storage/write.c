@@ -417,6 +417,7 @@ typedef struct {
     write_plan *plan;
     h5ark_value *files, *warnings;
     const file_access *fa;
+    const pathlock_set *held; /* the locks of the files (lock_files) */
 } write_state;
 
 /* Rank 0: every file resolved inside the data directory, the write mode's rules checked
@@ -487,10 +488,17 @@ static int lay_out(void *ctx, h5ark_error *err) {
     return 0;
 }
 
+/* Whether the write holds the lock of the file at abs. */
+static bool locked(const write_state *ws, const char *abs) {
+    char key[PATH_MAX];
+    pathlock_key(abs, key);
+    return pathlock_holds(ws->held, key);
+}
+
 /* Rank 0, once every rank has written its part: the files closed and put in place, as one;
  * with them go the files of an earlier write with more locales, which would otherwise be
- * read back as part of this set. The commit takes the readers' lock of file sets, which
- * comes before twin's: twin's is let go meanwhile (nothing is open now). */
+ * read back as part of this set: those locked with the set (lock_files), as one made since
+ * is a write that came after this one. */
 static int put_in_place(void *ctx, h5ark_error *err) {
     write_state *ws = ctx;
     out_file *of = ws->of;
@@ -505,7 +513,8 @@ static int put_in_place(void *ctx, h5ark_error *err) {
     }
     if (ws->distributed && ws->mode == STORAGE_TRUNCATE)
         for (size_t i = 0; i < ws->existing.n; i++)
-            if (ws->existing.numbers[i] >= nfiles) extra[nextra++] = ws->existing.paths[i];
+            if (ws->existing.numbers[i] >= nfiles && locked(ws, ws->existing.paths[i]))
+                extra[nextra++] = ws->existing.paths[i];
     int rc = 0;
     if (ws->base_dir) {
         for (int i = 0; i < nfiles && rc == 0; i++)
@@ -513,9 +522,7 @@ static int put_in_place(void *ctx, h5ark_error *err) {
         for (int i = 0; i < nfiles && rc; i++)
             write_remove_temp(tmps[i]); /* a renamed one is gone already */
     } else {
-        twin_readers_leave();
         rc = commit_set(tmps, finals, nfiles, extra, nextra, err);
-        twin_readers_enter();
         /* the files this write made are its writer's (owners.h) */
         const char *made[nfiles];
         int nmade = 0;
@@ -541,8 +548,8 @@ static int put_in_place(void *ctx, h5ark_error *err) {
 
 static int write_files(const storage_item *items, size_t nitems, const char *path,
                        storage_mode mode, storage_file_type file_type,
-                       const storage_write_options *opts, h5ark_value *files, h5ark_value *warnings,
-                       h5ark_error *err) {
+                       const storage_write_options *opts, const pathlock_set *held,
+                       h5ark_value *files, h5ark_value *warnings, h5ark_error *err) {
     h5u_quiet();
     h5u_io_clear();
     bool distributed = file_type == STORAGE_DISTRIBUTE;
@@ -587,7 +594,8 @@ static int write_files(const storage_item *items, size_t nitems, const char *pat
                       .plan = &plan,
                       .files = files,
                       .warnings = warnings,
-                      .fa = opts ? opts->access : NULL};
+                      .fa = opts ? opts->access : NULL,
+                      .held = held};
     rc = of ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     for (int i = 0; of && i < nfiles; i++)
         of[i].h5 = H5I_INVALID_HID;
@@ -625,14 +633,50 @@ int storage_write(const storage_item *items, size_t nitems, const char *path, st
     return storage_write_ex(items, nitems, path, mode, file_type, NULL, files, warnings, err);
 }
 
-/* Files read while no part's change is being repeated on an old file (twin.h). */
+/* The locks of every file the write may replace or remove (twin.h), on every rank: its
+ * files, named as lay_out resolves them, and of a distributed name the files of an earlier,
+ * larger set beside them. A name that maps to no file locks nothing: lay_out refuses it. */
+static int lock_files(const char *path, bool distributed, const storage_write_options *opts,
+                      pathlock_set *held, h5ark_error *err) {
+    int nfiles = distributed ? locales_count() : 1, n = 0;
+    const char *base_dir = opts ? opts->base_dir : NULL;
+    h5ark_error ignored = {0};
+    char(*abs)[PATH_MAX] = sysio.calloc((size_t)nfiles, sizeof *abs);
+    if (!abs) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    for (int i = 0; i < nfiles; i++) {
+        char rel[PATH_MAX];
+        if (distributed ? files_locale_name(path, i, rel, sizeof rel)
+                        : snprintf(rel, sizeof rel, "%s", path) >= (int)sizeof rel)
+            continue;
+        if (base_dir ? snprintf(abs[n], PATH_MAX, "%s/%s", base_dir, rel) < PATH_MAX
+                     : files_absolute(opts ? opts->access : NULL, rel, abs[n], &ignored) == 0)
+            n++;
+    }
+    locale_set earlier = {0};
+    if (distributed && !base_dir && n == nfiles) find_locale_set(path, abs[0], &earlier, &ignored);
+    const char **names = sysio.calloc((size_t)n + earlier.n + 1, sizeof *names);
+    int rc = names ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    for (int i = 0; names && i < n; i++)
+        names[i] = abs[i];
+    for (size_t i = 0; names && i < earlier.n; i++)
+        names[n + i] = earlier.paths[i];
+    if (rc == 0) rc = twin_changes_lock(held, names, (size_t)n + earlier.n, err);
+    free(names);
+    locale_set_free(&earlier);
+    free(abs);
+    return rc;
+}
+
+/* The files locked from laying them out until they are in place: the files read are the
+ * ones changed, so no twin is levelled under a read and no twin_readers is needed. Every
+ * rank has its locks or none goes on (one failing alone would leave the others waiting). */
 int storage_write_ex(const storage_item *items, size_t nitems, const char *path, storage_mode mode,
                      storage_file_type file_type, const storage_write_options *opts,
                      h5ark_value *files, h5ark_value *warnings, h5ark_error *err) {
-    twin_changes_lock(); /* no change in place meanwhile: this replaces files */
-    twin_readers_enter();
-    int rc = write_files(items, nitems, path, mode, file_type, opts, files, warnings, err);
-    twin_readers_leave();
-    twin_changes_unlock();
+    pathlock_set held = {0};
+    int rc = ranks_agree(lock_files(path, file_type == STORAGE_DISTRIBUTE, opts, &held, err), err);
+    if (rc == 0)
+        rc = write_files(items, nitems, path, mode, file_type, opts, &held, files, warnings, err);
+    twin_changes_unlock(&held);
     return rc;
 }
