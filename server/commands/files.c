@@ -8,6 +8,7 @@
 #include "storage/files.h"
 #include "storage/owners.h"
 #include "storage/storage.h"
+#include "storage/twin.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -127,6 +128,12 @@ static int cmd_rmhdf(command_ctx *ctx, h5ark_error *err) {
     size_t n = 0;
     file_access fa = access_here();
     if (files_expand(&fa, PERM_DELETE, patterns, 2, true, &files, &n, err)) return -1;
+    /* not while another request changes one of them; their twins go with them */
+    pathlock_set held;
+    if (twin_changes_lock(&held, (const char *const *)files, n, err)) {
+        files_list_free(files, n);
+        return -1;
+    }
     h5ark_value *deleted = h5ark_value_array();
     int rc = deleted ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     size_t gone = 0;
@@ -135,9 +142,12 @@ static int cmd_rmhdf(command_ctx *ctx, h5ark_error *err) {
         char shown[PATH_MAX];
         if (lstat(files[i], &st) != 0 || !S_ISREG(st.st_mode)) continue; /* kept as given */
         files_shown(&fa, files[i], shown, sizeof shown);
-        if (unlink(files[i]) != 0 && errno != ENOENT)
+        if (unlink(files[i]) != 0 && errno != ENOENT) {
             rc = h5ark_fail(err, H5ARK_IO_ERROR, "cannot delete %s: %s", shown, strerror(errno));
-        else if (h5ark_value_push(deleted, h5ark_value_str(shown)))
+            break;
+        }
+        twin_drop(files[i]); /* a change's copy of a file that is gone */
+        if (h5ark_value_push(deleted, h5ark_value_str(shown)))
             rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         else { /* the deleted ones first, for their owners */
             char *t = files[gone];
@@ -148,6 +158,7 @@ static int cmd_rmhdf(command_ctx *ctx, h5ark_error *err) {
     /* what is gone counts for no one any more, even when a later file failed */
     h5ark_error ignore;
     if (owners_deleted((const char *const *)files, gone, rc ? &ignore : err) && rc == 0) rc = -1;
+    twin_changes_unlock(&held);
     files_list_free(files, n);
     if (rc) {
         h5ark_value_destroy(&deleted);

@@ -195,3 +195,20 @@ def test_twins_evicted_beside_changes(d):
     for name in names:
         with h5py.File(d.data_dir / name, "r") as f:
             assert (f["v"][()] == int(name[1:3]) + 10).all(), name
+
+
+def test_rmhdf_waits_for_a_change_and_takes_the_twin(d):
+    """rmhdf of a file a tohdf is replacing waits for it (the file's lock), then removes the
+    file and the twin an HSDS change left beside it."""
+    make_file(d, "gone.h5")
+    put_value(d, "/gone.h5", dataset_id(d, "/gone.h5"), [3] * N)
+    assert (d.data_dir / ".gone.h5.h5ark-twin").exists()
+    name = put_array(d, np.arange(N, dtype=np.int64))
+    held = HeldTohdf(d, {"names": [name], "datasets": ["w"], "path": "gone.h5",
+                         "mode": "append", "file_type": "single"})
+    t = time.monotonic()
+    assert ok(send(d, "rmhdf", {"path": "gone.h5"}))["deleted"] == ["gone.h5"]
+    assert time.monotonic() - t > PAUSE_MS / 1000 / 2, "rmhdf did not wait for the tohdf"
+    held.join()
+    assert not (d.data_dir / "gone.h5").exists()
+    assert not list(d.data_dir.glob(".gone.h5*"))
