@@ -92,8 +92,9 @@ void inflate_pair_free(inflate_pair *p) {
     free(p);
 }
 
-/* The canonical code of lens[0..n) into h and a table of tb bits. -1 when over-subscribed;
- * an incomplete code is allowed, its missing codes E_BAD. */
+/* The canonical code of lens[0..n) into h and a table of tb bits. -1 when over-subscribed,
+ * or incomplete otherwise than as the reference decoders allow (then its missing codes are
+ * E_BAD). */
 static inline __attribute__((always_inline)) int build(const uint8_t *lens, unsigned n,
                                                        uint32_t (*meta)(unsigned), uint32_t *table,
                                                        unsigned tb, huff *h) {
@@ -113,6 +114,8 @@ static inline __attribute__((always_inline)) int build(const uint8_t *lens, unsi
         left = 2 * left - h->count[len];
         if (left < 0) return -1;
     }
+    /* incomplete only as zlib and libdeflate allow it: no code at all, or one of one bit */
+    if (left && left != 1 << 15 && !(h->count[1] == 1 && left == 1 << 14)) return -1;
     offs[1] = 0;
     for (unsigned len = 1; len < 15; len++)
         offs[len + 1] = (uint16_t)(offs[len] + h->count[len]);
