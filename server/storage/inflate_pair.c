@@ -518,8 +518,23 @@ static int fast_one(stream *a) {
     return 0;
 }
 
+/* One step of a stream the literal loop cannot take: a block's header, or a symbol near the
+ * output's end (a literal while there is room; anything else checked) or the input's. */
 static int step(stream *s) {
-    return s->state == HEADER ? block_header(s) : checked_symbol(s);
+    if (s->state == HEADER) return block_header(s);
+    if (s->end - s->in < SLACK || s->out == s->stop) return checked_symbol(s);
+    FAST_LOCALS(s, s);
+    REFILL(s);
+    uint32_t e = s->lit[sbb & ((1u << LB) - 1)];
+    if (!(e & E_LIT)) {
+        FAST_SAVE(s, s);
+        return odd_symbol(s);
+    }
+    *sout++ = (unsigned char)(e >> 16);
+    sbb >>= e & 31;
+    sbc -= e & 31;
+    FAST_SAVE(s, s);
+    return 0;
 }
 
 static int start(stream *s, const unsigned char *in, size_t n, unsigned char *out, size_t m) {
@@ -527,8 +542,14 @@ static int start(stream *s, const unsigned char *in, size_t n, unsigned char *ou
     if (n < 7 || (in[0] & 0x0f) != 8 || in[0] >> 4 > 7 || (in[1] & 0x20) ||
         ((unsigned)in[0] << 8 | in[1]) % 31)
         return -1;
-    *s = (stream){.in = in + 2, .end = in + n, .begin = out, .out = out, .stop = out + m};
+    s->in = in + 2; /* the fields, not the tables: those are built before they are read */
+    s->end = in + n;
+    s->begin = s->out = out;
+    s->stop = out + m;
+    s->bb = 0;
+    s->bc = 0;
     s->state = HEADER;
+    s->final = false;
     return 0;
 }
 
