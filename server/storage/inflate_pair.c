@@ -1,9 +1,9 @@
 /* Two zlib streams inflated at once (inflate_pair.h). DEFLATE (RFC 1951) in a zlib wrapper
  * (RFC 1950). Each stream's bits sit in a 64-bit buffer, least significant first; a symbol
  * is found in a table of LB (or DB) bits, its codes longer than that decoded canonically. The
- * fast loop, one symbol of each stream a turn, runs while both streams have 8 bytes of input
- * and room for a longest match left; the rest (block headers, stored blocks, the streams'
- * ends) goes one checked step at a time. */
+ * fast loop, the two streams' symbols in turn (up to four of each a turn), runs while both
+ * have input and output room for a turn; the rest (block headers, stored blocks, long codes,
+ * the streams' ends) goes a step at a time. */
 #include "inflate_pair.h"
 
 #include <libdeflate.h>
