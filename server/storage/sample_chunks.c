@@ -161,9 +161,11 @@ static bool whole_run(const entry *e, uint64_t k) {
     return e->dims[0] / e->chunk[0] > k;
 }
 
-/* Pairs of chunks this size or more are inflated together (inflate_pair.h); smaller ones,
- * a sample's scalars say, cost little either way. */
+/* Pairs of chunks of this size are inflated together (inflate_pair.h): smaller ones, a
+ * sample's scalars say, cost little either way, and larger ones would double the locale's
+ * memory for chunks for a gain that does not grow with them. */
 #define PAIR_MIN 1024
+#define PAIR_MAX (4u << 20)
 
 static int read_failed(h5ark_error *err, uint64_t at) {
     return h5ark_fail(err, H5ARK_IO_ERROR, "cannot read its chunk at byte %llu: %s",
@@ -239,26 +241,27 @@ int sample_chunks_read(int fd, const uint64_t *words, size_t nwords, uint64_t at
     }
     bool span = k == e.nchunks && e.nchunks > 1 && hi > lo && hi - lo <= sum + sum / 4 &&
                 hi - lo <= OHDR_CHUNK_BYTES_MAX;
-    /* two chunks' room: deflated chunks are inflated two at a time (inflate_pair.h) */
-    if (reserve(&b->stored, &b->stored_cap, span ? hi - lo : 2 * most) ||
-        reserve(&b->inflated, &b->inflated_cap, 2 * cbytes) ||
+    /* two chunks' room when deflated chunks are inflated two at a time (inflate_pair.h) */
+    unsigned slots = cbytes >= PAIR_MIN && cbytes <= PAIR_MAX && e.nchunks > 1 ? 2 : 1;
+    if (reserve(&b->stored, &b->stored_cap, span ? hi - lo : slots * most) ||
+        reserve(&b->inflated, &b->inflated_cap, slots * cbytes) ||
         reserve(&b->unshuffled, &b->unshuffled_cap, cbytes) ||
         (!b->inflater && !(b->inflater = libdeflate_alloc_decompressor())) ||
-        (!b->pair && !(b->pair = inflate_pair_new())))
+        (slots == 2 && !b->pair && !(b->pair = inflate_pair_new())))
         return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory to read chunks");
     if (span && io_pread_full(fd, b->stored, hi - lo, lo)) return read_failed(err, lo);
     for (k = 0; k < e.nchunks;) {
         chunk c[2];
         if (chunk_of(fd, &e, k, 0, itemsize, most, span ? lo : UINT64_MAX, dest, b, &c[0], err))
             return -1;
-        unsigned m = c[0].deflated && k + 1 < e.nchunks ? 2 : 1;
+        unsigned m = slots == 2 && c[0].deflated && k + 1 < e.nchunks ? 2 : 1;
         h5ark_error next = {0}; /* the second's error comes after anything wrong with the first */
         int late = m == 2 && chunk_of(fd, &e, k + 1, 1, itemsize, most, span ? lo : UINT64_MAX,
                                       dest, b, &c[1], &next);
         if (late) m = 1;
         /* two deflated chunks inflated at once; one alone, or a pair that fails, by libdeflate,
          * which then words the error */
-        bool done = m == 2 && c[1].deflated && cbytes >= PAIR_MIN &&
+        bool done = m == 2 && c[1].deflated &&
                     inflate_pair_run(b->pair, (const unsigned char *const[2]){c[0].in, c[1].in},
                                      (const size_t[2]){c[0].size, c[1].size},
                                      (unsigned char *const[2]){c[0].out, c[1].out},
