@@ -1,6 +1,7 @@
 /* pack's chunked sample fields (sample_chunks.h). */
 #include "sample_chunks.h"
 
+#include "inflate_pair.h"
 #include "io.h"
 #include "shuffle.h"
 #include "sysio.h"
@@ -160,6 +161,68 @@ static bool whole_run(const entry *e, uint64_t k) {
     return e->dims[0] / e->chunk[0] > k;
 }
 
+/* Pairs of chunks of this size are inflated together (inflate_pair.h): smaller ones, a
+ * sample's scalars say, cost little either way, and larger ones would double the locale's
+ * memory for chunks for a gain that does not grow with them. */
+#define PAIR_MIN 1024
+#define PAIR_MAX (4u << 20)
+
+static int read_failed(h5ark_error *err, uint64_t at) {
+    return h5ark_fail(err, H5ARK_IO_ERROR, "cannot read its chunk at byte %llu: %s",
+                      (unsigned long long)at,
+                      errno == ENODATA ? "the file ends early" : strerror(errno));
+}
+
+/* A chunk to decode: its stored bytes (in), where it inflates to (out), what was done to it. */
+typedef struct {
+    const unsigned char *in;
+    unsigned char *out;
+    uint64_t addr, size;
+    bool deflated, shuffled, direct;
+} chunk;
+
+/* Chunk k of e, its stored bytes in the span read from lo (UINT64_MAX: none) or else read
+ * into the slot'th of the two places for them; out, the slot'th inflated chunk or, when
+ * nothing else is left to do, its place in dest. */
+static int chunk_of(int fd, const entry *e, uint64_t k, unsigned slot, size_t itemsize,
+                    uint64_t most, uint64_t lo, unsigned char *dest, sample_chunk_buffers *b,
+                    chunk *c, h5ark_error *err) {
+    const uint64_t *w = e->chunks + CHUNK * k;
+    uint64_t cbytes = e->chunk_elems * itemsize;
+    *c = (chunk){.addr = w[0], .size = w[1]};
+    for (unsigned i = 0; i < e->nfilters; i++)
+        if (!(w[2] & (1u << i))) {
+            c->deflated |= e->filters[i] == OHDR_FILTER_DEFLATE;
+            c->shuffled |= e->filters[i] == OHDR_FILTER_SHUFFLE;
+        }
+    if (c->size == 0 || c->size > (c->deflated ? most : cbytes) ||
+        (!c->deflated && c->size != cbytes))
+        return h5ark_fail(err, H5ARK_INTERNAL, "a malformed chunk table from the file probe");
+    if (lo != UINT64_MAX) {
+        c->in = b->stored + (c->addr - lo);
+    } else {
+        unsigned char *buf = b->stored + slot * most;
+        int small = io_window_read(b->window, c->addr, buf, c->size);
+        if (small < 0 || (small && io_pread_full(fd, buf, c->size, c->addr)))
+            return read_failed(err, c->addr);
+        c->in = buf;
+    }
+    c->direct = c->deflated && !(c->shuffled && itemsize > 1) && whole_run(e, k);
+    c->out = c->direct ? dest + k * cbytes : b->inflated + slot * cbytes;
+    return 0;
+}
+
+static int inflate_one(const chunk *c, uint64_t cbytes, sample_chunk_buffers *b, h5ark_error *err) {
+    /* NULL for the size out: anything but exactly a whole chunk is not a success */
+    enum libdeflate_result r =
+        libdeflate_zlib_decompress(b->inflater, c->in, c->size, c->out, cbytes, NULL);
+    if (r == LIBDEFLATE_SUCCESS) return 0;
+    return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "the chunk at byte %llu of the file is damaged: %s",
+                      (unsigned long long)c->addr,
+                      r == LIBDEFLATE_BAD_DATA ? "not a valid deflate stream"
+                                               : "it does not inflate to a whole chunk");
+}
+
 int sample_chunks_read(int fd, const uint64_t *words, size_t nwords, uint64_t at, size_t itemsize,
                        uint64_t count, void *dest, sample_chunk_buffers *b, h5ark_error *err) {
     entry e;
@@ -178,50 +241,46 @@ int sample_chunks_read(int fd, const uint64_t *words, size_t nwords, uint64_t at
     }
     bool span = k == e.nchunks && e.nchunks > 1 && hi > lo && hi - lo <= sum + sum / 4 &&
                 hi - lo <= OHDR_CHUNK_BYTES_MAX;
-    if (reserve(&b->stored, &b->stored_cap, span ? hi - lo : most) ||
-        reserve(&b->inflated, &b->inflated_cap, cbytes) ||
+    /* two chunks' room when deflated chunks are inflated two at a time (inflate_pair.h) */
+    unsigned slots = cbytes >= PAIR_MIN && cbytes <= PAIR_MAX && e.nchunks > 1 ? 2 : 1;
+    if (reserve(&b->stored, &b->stored_cap, span ? hi - lo : slots * most) ||
+        reserve(&b->inflated, &b->inflated_cap, slots * cbytes) ||
         reserve(&b->unshuffled, &b->unshuffled_cap, cbytes) ||
-        (!b->inflater && !(b->inflater = libdeflate_alloc_decompressor())))
+        (!b->inflater && !(b->inflater = libdeflate_alloc_decompressor())) ||
+        (slots == 2 && !b->pair && !(b->pair = inflate_pair_new())))
         return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory to read chunks");
-    for (k = 0; k < e.nchunks; k++) {
-        const uint64_t *c = e.chunks + CHUNK * k;
-        uint64_t addr = c[0], size = c[1], mask = c[2];
-        bool deflated = false, shuffled = false;
-        for (unsigned i = 0; i < e.nfilters; i++)
-            if (!(mask & (1u << i))) {
-                deflated |= e.filters[i] == OHDR_FILTER_DEFLATE;
-                shuffled |= e.filters[i] == OHDR_FILTER_SHUFFLE;
+    if (span && io_pread_full(fd, b->stored, hi - lo, lo)) return read_failed(err, lo);
+    for (k = 0; k < e.nchunks;) {
+        chunk c[2];
+        if (chunk_of(fd, &e, k, 0, itemsize, most, span ? lo : UINT64_MAX, dest, b, &c[0], err))
+            return -1;
+        unsigned m = slots == 2 && c[0].deflated && k + 1 < e.nchunks ? 2 : 1;
+        h5ark_error next = {0}; /* the second's error comes after anything wrong with the first */
+        int late = m == 2 && chunk_of(fd, &e, k + 1, 1, itemsize, most, span ? lo : UINT64_MAX,
+                                      dest, b, &c[1], &next);
+        if (late) m = 1;
+        /* two deflated chunks inflated at once; one alone, or a pair that fails, by libdeflate,
+         * which then words the error */
+        bool done = m == 2 && c[1].deflated &&
+                    inflate_pair_run(b->pair, (const unsigned char *const[2]){c[0].in, c[1].in},
+                                     (const size_t[2]){c[0].size, c[1].size},
+                                     (unsigned char *const[2]){c[0].out, c[1].out},
+                                     (const size_t[2]){cbytes, cbytes}) == 0;
+        for (unsigned i = 0; i < m; i++) {
+            if (c[i].deflated && !done && inflate_one(&c[i], cbytes, b, err)) return -1;
+            if (c[i].direct) continue;
+            const unsigned char *in = c[i].deflated ? c[i].out : c[i].in;
+            if (c[i].shuffled && itemsize > 1) {
+                shuffle_undo(in, e.chunk_elems, itemsize, 0, e.chunk_elems, true, b->unshuffled);
+                in = b->unshuffled;
             }
-        if (size == 0 || size > (deflated ? most : cbytes) || (!deflated && size != cbytes))
-            return h5ark_fail(err, H5ARK_INTERNAL, "a malformed chunk table from the file probe");
-        int small = span ? 1 : io_window_read(b->window, addr, b->stored, size);
-        if (small < 0 || (span ? k == 0 && io_pread_full(fd, b->stored, hi - lo, lo)
-                               : small && io_pread_full(fd, b->stored, size, addr)))
-            return h5ark_fail(err, H5ARK_IO_ERROR, "cannot read its chunk at byte %llu: %s",
-                              (unsigned long long)(span ? lo : addr),
-                              errno == ENODATA ? "the file ends early" : strerror(errno));
-        const unsigned char *in = span ? b->stored + (addr - lo) : b->stored;
-        /* inflated straight into place when nothing else is left to do */
-        bool direct = deflated && !(shuffled && itemsize > 1) && whole_run(&e, k);
-        if (deflated) {
-            unsigned char *out = direct ? (unsigned char *)dest + k * cbytes : b->inflated;
-            /* NULL for the size out: anything but exactly a whole chunk is not a success */
-            enum libdeflate_result r =
-                libdeflate_zlib_decompress(b->inflater, in, size, out, cbytes, NULL);
-            if (r != LIBDEFLATE_SUCCESS)
-                return h5ark_fail(
-                    err, H5ARK_SCHEMA_ERROR, "the chunk at byte %llu of the file is damaged: %s",
-                    (unsigned long long)addr,
-                    r == LIBDEFLATE_BAD_DATA ? "not a valid deflate stream"
-                                             : "it does not inflate to a whole chunk");
-            if (direct) continue;
-            in = b->inflated;
+            place(&e, k + i, itemsize, in, dest);
         }
-        if (shuffled && itemsize > 1) {
-            shuffle_undo(in, e.chunk_elems, itemsize, 0, e.chunk_elems, true, b->unshuffled);
-            in = b->unshuffled;
+        if (late) {
+            *err = next;
+            return -1;
         }
-        place(&e, k, itemsize, in, dest);
+        k += m;
     }
     return 0;
 }
@@ -231,5 +290,6 @@ void sample_chunk_buffers_free(sample_chunk_buffers *b) {
     free(b->inflated);
     free(b->unshuffled);
     if (b->inflater) libdeflate_free_decompressor(b->inflater);
+    inflate_pair_free(b->pair);
     *b = (sample_chunk_buffers){0};
 }

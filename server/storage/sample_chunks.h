@@ -1,7 +1,8 @@
 /* The chunks of pack's chunked sample fields: the probe finds them in the file's chunk index
  * (ohdr.h) and lists them in its answer's chunk table; the locales then read and decode
- * them (deflate with libdeflate, shuffle) on their own threads, as they pread contiguous
- * fields, without the library. A table entry, in 64-bit words, for a field of rank r:
+ * them (deflate two chunks at a time, inflate_pair.h, or one with libdeflate; shuffle) on
+ * their own threads, as they pread contiguous fields, without the library. A table entry,
+ * in 64-bit words, for a field of rank r:
  *   r, filters (how many | first << 8 | second << 16), chunks, r dims, r chunk dims,
  *   then a chunk each: address, stored size, filter mask, place in the chunk grid    */
 #ifndef H5ARK_STORAGE_SAMPLE_CHUNKS_H
@@ -25,6 +26,7 @@ int sample_chunks_add(sample_chunk_table *t, const ohdr_dataset *d, const ohdr_c
                       uint64_t *at);
 
 struct libdeflate_decompressor;
+struct inflate_pair;
 
 /* A locale's working memory for chunks, grown as needed; small chunks are read through
  * `window` when one is given (the caller's, aimed at the file being read). */
@@ -32,6 +34,7 @@ typedef struct {
     unsigned char *stored, *inflated, *unshuffled;
     size_t stored_cap, inflated_cap, unshuffled_cap;
     struct libdeflate_decompressor *inflater;
+    struct inflate_pair *pair;
     io_window *window;
 } sample_chunk_buffers;
 
