@@ -7,6 +7,7 @@ import pathlib
 import shutil
 import struct
 import sys
+import zlib
 
 import h5py
 import msgpack
@@ -274,3 +275,14 @@ acls = [
 ]
 for i, seed in enumerate(acls):
     (out / "acl" / f"seed{i:02d}").write_bytes(seed)
+# pack's pair decoder (fuzz_inflate.c): a mode byte, two output sizes, then the streams'
+# bytes; odd modes have zlib make the streams of the payloads (level, strategy, a flip)
+pair_a, pair_b = bytes(range(256)) * 3, b"h5ark " * 120
+write_seeds("inflate", [
+    bytes([1, 0, 0, 0, 0]) + pair_a + pair_b,
+    bytes([1 | 9 << 1, 0, 0, 0, 0]) + pair_b + pair_b,
+    bytes([1 | 2 << 5, 0, 0, 0, 0]) + pair_a + pair_a,
+    bytes([7, 5, 0, 0, 0]) + pair_a + pair_b,
+    bytes([0, len(pair_b) & 255, len(pair_b) >> 8, len(pair_b) & 255, len(pair_b) >> 8])
+    + zlib.compress(pair_b, 6) * 2,  # two streams as they come, of equal lengths
+])
