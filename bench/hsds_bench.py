@@ -29,14 +29,21 @@ def rows(a):
     }
 
 
-def http_answer(sock):
-    """The body of one HTTP/1.1 answer with a Content-Length, read off a raw socket."""
+def http_head(sock):
+    """One HTTP/1.1 answer's head off a raw socket: (head, its Content-Length, the body's
+    bytes that came with it)."""
     data = b""
     while b"\r\n\r\n" not in data:
-        data += sock.recv(65536)
-    head, body = data.split(b"\r\n\r\n", 1)
+        data += sock.recv(4096)
+    head, rest = data.split(b"\r\n\r\n", 1)
     length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
                       if line.lower().startswith(b"content-length")))
+    return head, length, rest
+
+
+def http_answer(sock):
+    """The body of one HTTP/1.1 answer with a Content-Length, read off a raw socket."""
+    _, length, body = http_head(sock)
     while len(body) < length:
         body += sock.recv(65536)
     return body
@@ -45,12 +52,7 @@ def http_answer(sock):
 def http_answer_into(sock, out):
     """One HTTP/1.1 answer's body received straight into `out` (a writable buffer of its
     Content-Length), as a C client with a buffer of its own reads it: one copy."""
-    head = b""
-    while b"\r\n\r\n" not in head:
-        head += sock.recv(4096)
-    head, rest = head.split(b"\r\n\r\n", 1)
-    length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
-                      if line.lower().startswith(b"content-length")))
+    head, length, rest = http_head(sock)
     view = memoryview(out).cast("B")
     assert length == len(view), (length, len(view), head[:200])
     view[:len(rest)] = rest
