@@ -6,6 +6,7 @@
 
 #include "access.h"
 #include "storage/files.h"
+#include "storage/h5obj.h"
 #include "storage/owners.h"
 #include "storage/storage.h"
 #include "storage/twin.h"
@@ -146,7 +147,8 @@ static int cmd_rmhdf(command_ctx *ctx, h5ark_error *err) {
             rc = h5ark_fail(err, H5ARK_IO_ERROR, "cannot delete %s: %s", shown, strerror(errno));
             break;
         }
-        twin_drop(files[i]); /* a change's copy of a file that is gone */
+        twin_drop(files[i]);    /* a change's copy of a file that is gone */
+        h5obj_forget(files[i]); /* and the HSDS endpoint's handle, holding its space */
         if (h5ark_value_push(deleted, h5ark_value_str(shown)))
             rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         else { /* the deleted ones first, for their owners */

@@ -112,6 +112,11 @@ void h5obj_bytes_free(char *bytes, size_t n);
 long h5obj_run_read(void *run, uint64_t pos, char *buf, size_t max);
 void h5obj_run_done(void *run);
 
+/* The file at abs (absolute) was removed: the read handle kept for it between requests is
+ * closed now (once its last request is done), giving its space back, rather than when it
+ * is next found idle. */
+void h5obj_forget(const char *abs);
+
 /* Check a domain as given (absolute, no `.`, `..`, empty or hidden components, no control
  * characters): bad_request or forbidden naming what is wrong. */
 int h5obj_check_domain(const char *domain, h5ark_error *err);

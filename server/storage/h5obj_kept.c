@@ -211,6 +211,17 @@ void h5obj_kept_close(h5obj_file *f) {
     let_go(k);
 }
 
+void h5obj_forget(const char *abs) {
+    h5obj_kept *old[KEPT_MAX];
+    int nold = 0;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < KEPT_MAX; i++)
+        if (table[i] && strcmp(table[i]->abs, abs) == 0 && (old[nold] = take_out(i))) nold++;
+    pthread_mutex_unlock(&lock);
+    for (int i = 0; i < nold; i++)
+        destroy(old[i]);
+}
+
 haddr_t h5obj_kept_root(const h5obj_file *f) {
     return f->kept->root;
 }

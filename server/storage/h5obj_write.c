@@ -238,6 +238,7 @@ static int delete_domain(const h5obj_args *a, h5obj_answer *out, h5ark_error *er
         return h5ark_fail(err, errno == ENOENT ? H5ARK_NOT_FOUND : H5ARK_IO_ERROR,
                           "cannot remove '%s': %s", a->domain, strerror(errno));
     twin_drop(abs);
+    h5obj_forget(abs);
     sync_dir_of(abs);
     /* the record then names no one for it (an entry left behind counts nothing) */
     const char *gone[] = {abs};

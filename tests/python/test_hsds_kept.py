@@ -6,6 +6,7 @@ index; h5py opens a file for writing whenever no request runs on it; selections 
 the file's bytes match h5py's; and a slab sent from the file while the endpoint's own
 writes land on it is always one whole state, never torn."""
 import os
+import pathlib
 import socket
 import threading
 import time
@@ -16,6 +17,7 @@ import pytest
 
 from daemons import Daemon, free_port, TOOL_SLOWDOWN
 from test_hsds import Endpoint, ID
+from wire import ok, send
 
 OCTETS = {"Accept": "application/octet-stream"}
 SLOW = os.environ.get("H5ARKD_WRAPPER")  # under valgrind: fewer, smaller answers
@@ -249,3 +251,37 @@ def test_a_file_cut_short_while_its_answer_is_sent(hsds):
         f["x"] = np.arange(5.0)
     assert binary(ep, "/after.h5", walk(ep, "/after.h5", "x")).tolist() == [0, 1, 2, 3, 4]
     ep.conn.close()
+
+
+def held_open(d, name):
+    """The daemon's descriptors on a removed file `name` (its space not given back)."""
+    fds = pathlib.Path(f"/proc/{d.proc.pid}/fd")
+    held = []
+    for fd in fds.iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue  # closed meanwhile
+        if target.endswith(f"/{name} (deleted)"):
+            held.append(target)
+    return held
+
+
+@pytest.mark.parametrize("how", ["DELETE /", "rmhdf"])
+def test_a_removed_file_is_let_go_at_once(ep, hsds, how):
+    """A file read through the endpoint (its handle kept) and then removed by h5ark, with the
+    endpoint's DELETE / or rmhdf: no descriptor of the daemon's holds it (nor its space)
+    afterwards, though no other request has come to close idle handles."""
+    d = hsds[0]
+    name = f"removed_{how[0]}.h5"
+    with h5py.File(d.data_dir / name, "w") as f:
+        f["x"] = np.arange(50_000.0)
+    xid = walk(ep, f"/{name}", "x")
+    assert binary(ep, f"/{name}", xid)[7] == 7.0
+    if how == "rmhdf":
+        assert ok(send(d, "rmhdf", {"path": name}))["deleted"] == [name]
+    else:
+        status, _, body = ep.call("DELETE", "/", {"domain": f"/{name}"})
+        assert status == 200, body
+    assert not (d.data_dir / name).exists()
+    assert held_open(d, name) == []
