@@ -3,6 +3,7 @@ several ranks under mpirun, on a temporary endpoint and data directory; and the 
 clean-ups that go with them."""
 import contextlib
 import os
+import re
 import pathlib
 import shutil
 import signal
@@ -101,6 +102,17 @@ class Daemon:
     def read_log(self):
         self.log.flush()
         return (self.tmp / "daemon.log").read_text()
+
+    def wait_log(self, pattern, seconds=10):
+        """The log once `pattern` (a multi-line regex) is in it. A reply may reach the client
+        before its log line reaches the file: under mpirun, rank 0's output is forwarded."""
+        end = time.time() + seconds * TOOL_SLOWDOWN
+        while True:
+            log = self.read_log()
+            if re.search(pattern, log, re.M):
+                return log
+            assert time.time() < end, f"no line matching {pattern!r} in the log:\n{log[-3000:]}"
+            time.sleep(0.02)
 
     def alive(self):
         return self.proc.poll() is None

@@ -347,9 +347,8 @@ def test_log_lines_and_metrics_name_the_user(tmp_path, daemons):
     named = {k: v for k, v in got.items() if k not in ("other", "root")}
     assert len(named) == 99 and named["u000"] == 3 and named["u098"] == 1
     assert "u099" not in got and got["other"] == 4  # u099 .. u102
-    log = d.read_log()
+    log = d.wait_log(r"cmd=nosuch .*outcome=unknown_command user=u000$")
     assert re.search(r"cmd=whoami .*outcome=ok user=u000$", log, re.M), log
-    assert re.search(r"cmd=nosuch .*outcome=unknown_command user=u000$", log, re.M), log
     unauth = [ln for ln in log.splitlines() if "outcome=unauthorized" in ln]
     assert unauth and all("user=" not in ln for ln in unauth)
     assert "tok000" not in log
@@ -386,7 +385,7 @@ def test_arkouda_access_token_is_the_user(tmp_path, daemons, ranks):
     assert r["msgType"] == "ERROR" and "may only read" in r["msg"], r
     assert "not valid" in ak_request(d.ak_endpoint, "nobody", "getconfig")["msg"]
     assert metrics(port).get("bob") == 1
-    assert re.search(r"event=request .*outcome=ok user=bob$", d.read_log(), re.M)
+    d.wait_log(r"event=request .*outcome=ok user=bob$")
     # dave's quota.requests covers his Arkouda requests too
     held = Held(d, "dave-tok", 1500 * TOOL_SLOWDOWN)
     r = ak_request(d.ak_endpoint, "dave-tok", "getconfig")
@@ -424,9 +423,8 @@ def test_gateway_token_is_the_user(tmp_path, daemons):
     ok(held.join())
     assert http_get(base, "/files/", "dave-tok")[0] == 200
     # its log lines name the user, as the other doors' do; never a token
-    log = d.read_log()
+    log = d.wait_log(r"cmd=http_files .*outcome=busy user=dave$")
     assert re.search(r"cmd=http_files .*outcome=ok user=bob$", log, re.M), log
-    assert re.search(r"cmd=http_files .*outcome=busy user=dave$", log, re.M), log
     unauth = [ln for ln in log.splitlines() if "cmd=http_files" in ln and "unauthorized" in ln]
     assert unauth and all("user=" not in ln for ln in unauth), unauth
     assert "bob-tok" not in log and "dave-tok" not in log
