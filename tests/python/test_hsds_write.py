@@ -9,9 +9,7 @@ import json
 import os
 import random
 import re
-import signal
 import threading
-import time
 
 import h5py
 import numpy as np
@@ -481,9 +479,8 @@ def test_sigkill_never_tears_a_file(tmp_path):
             root = call(ep, "GET", "/", "/k.h5")["root"]
             oid = call(ep, "GET", f"/groups/{root}/links/x", "/k.h5")["link"]["id"]
             acked = [value]
-            stop = threading.Event()
 
-            def writer():
+            def writer(stop):
                 n = acked[-1]
                 e = Endpoint(port, auth=None)
                 while not stop.is_set():
@@ -497,13 +494,7 @@ def test_sigkill_never_tears_a_file(tmp_path):
                     if status == 200:
                         acked.append(n)
 
-            t = threading.Thread(target=writer)
-            t.start()
-            time.sleep(rng.uniform(0.05, 0.6) * TOOL_SLOWDOWN)
-            os.kill(d.proc.pid, signal.SIGKILL)
-            d.proc.wait()
-            stop.set()
-            t.join()
+            d.kill_during(writer, rng.uniform(0.05, 0.6) * TOOL_SLOWDOWN)
         finally:
             d.cleanup()
         with h5py.File(data / "k.h5", "r") as f:
