@@ -1,6 +1,25 @@
 """Two daemon builds, A (the reference) and B, timed in the same run, their runs alternating:
 what the *_ab.py benchmarks share."""
+import os
+import pathlib
 import statistics
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests" / "python"))
+from daemons import Daemon  # noqa: E402
+
+
+def ab_args():
+    """A's and B's h5arkd, runs (5) and ranks (1) from the command line: A B [runs] [ranks]."""
+    return (sys.argv[1], sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 5,
+            int(sys.argv[4]) if len(sys.argv) > 4 else 1)
+
+
+def ab_daemon(binary, ranks, **kwargs):
+    """A Daemon(**kwargs) of `binary`, 4 locales in all: one process, or `ranks` under
+    mpirun."""
+    os.environ["H5ARKD"] = binary
+    return Daemon(ranks=ranks if ranks > 1 else None, locales=4 // ranks, **kwargs)
 
 
 def alternate(daemons, once, runs, title):

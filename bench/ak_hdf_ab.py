@@ -10,20 +10,15 @@ readAllHdf of the GroupBy and of the Categorical (their parts published, then de
 info __AllSymbols__ and getconfig. ranks: 1 (default) or more (mpirun, locales 4 / ranks
 each)."""
 import json
-import os
 import pathlib
 import sys
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests" / "python"))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from ab import alternate  # noqa: E402
-from daemons import Daemon  # noqa: E402
+from ab import ab_args, ab_daemon, alternate  # noqa: E402
 from test_arkouda_wire import Ak, created_name, encode_ak_strings, put_strings  # noqa: E402
 
-A, B = sys.argv[1], sys.argv[2]
-RUNS = int(sys.argv[3]) if len(sys.argv) > 3 else 5
-RANKS = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+A, B, RUNS, RANKS = ab_args()
 N = 400_000
 WORDS = [f"k{i % 1000},{i}" for i in range(N)]
 UPLOAD = encode_ak_strings(WORDS)
@@ -34,8 +29,7 @@ def made(c, cmd, params):
 
 
 def start(binary):
-    os.environ["H5ARKD"] = binary
-    d = Daemon(ranks=RANKS if RANKS > 1 else None, locales=4 // RANKS, arkouda=True)
+    d = ab_daemon(binary, RANKS, arkouda=True)
     c = Ak(d.ak_endpoint)
     key = made(c, "randint<int64,1>", {"shape": str(N), "low": "0", "high": "1000", "seed": "3"})
     uniq = c.ok("unique", {"returnGroupStr": True, "assumeSortedStr": False, "nstr": 1,

@@ -9,28 +9,22 @@ return_segs), segmentedBinopvv and segmentedBinopvs (==, 400k), segmentedIndex
 (sliceIndex of every other string, pdarrayIndex of 100k positions), randomStrings (400k,
 seeded); and the bigint commands arange<bigint,1> (400k of two limbs),
 bigint_to_uint_list and big_int_creation of it. ranks: 1 (default) or more (mpirun, locales 4 / ranks each)."""
-import os
 import pathlib
 import sys
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests" / "python"))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from ab import alternate  # noqa: E402
-from daemons import Daemon  # noqa: E402
+from ab import ab_args, ab_daemon, alternate  # noqa: E402
 from test_arkouda_wire import Ak, created_name, put_strings  # noqa: E402
 
-A, B = sys.argv[1], sys.argv[2]
-RUNS = int(sys.argv[3]) if len(sys.argv) > 3 else 5
-RANKS = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+A, B, RUNS, RANKS = ab_args()
 N = 400_000
 WORDS = [f"k{i % 1000},{i},v{i % 7}" for i in range(N)]
 OTHER = [w if i % 3 else w + "x" for i, w in enumerate(WORDS)]
 
 
 def start(binary):
-    os.environ["H5ARKD"] = binary
-    d = Daemon(ranks=RANKS if RANKS > 1 else None, locales=4 // RANKS, arkouda=True)
+    d = ab_daemon(binary, RANKS, arkouda=True)
     c = Ak(d.ak_endpoint)
     whole, other = put_strings(c, WORDS), put_strings(c, OTHER)
     parts = [put_strings(c, WORDS[k * N // 4:(k + 1) * N // 4]) for k in range(4)]

@@ -12,6 +12,7 @@
  */
 #include "h5ark_frames.h"
 #include "h5ark_value.h"
+#include "measure.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,17 +29,6 @@
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static double quantile(double *v, size_t n, double q) {
     qsort(v, n, sizeof *v, cmp_double);

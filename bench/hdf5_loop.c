@@ -4,18 +4,14 @@
  * readhdf of many small files: what h5ark does per file on top of the library is the gap.
  *
  *   h5ark-hdf5-loop PROCESSES DATASET FILE...   prints the seconds the slowest took */
+#include "measure.h"
+
 #include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 /* Read files [lo, hi) whole, as a reader that knows the dataset's name does. */
 static int read_files(char **files, int lo, int hi, const char *dataset) {

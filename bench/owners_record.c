@@ -8,6 +8,7 @@
  *   build/bench/h5ark-owners-record [runs] [files] [folder]
  */
 #include "config.h"
+#include "measure.h"
 #include "storage/files.h"
 #include "storage/owners.h"
 
@@ -23,29 +24,8 @@
 
 config_t config; /* the daemon's is defined in main.c */
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static uint64_t written(void) {
-    FILE *f = fopen("/proc/self/io", "r");
-    char line[128];
-    uint64_t n = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "wchar: %" SCNu64, &n) == 1) break;
-    if (f) fclose(f);
-    return n;
-}
-
-static int by_value(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static void report(const char *what, double *ms, int runs, double ref, uint64_t bytes) {
-    qsort(ms, (size_t)runs, sizeof *ms, by_value);
+    qsort(ms, (size_t)runs, sizeof *ms, cmp_double);
     printf("%-34s %9.1f ms (%.1f, %.1f)  x%.2f of the reference  %" PRIu64 " bytes written\n", what,
            ms[runs / 2], ms[0], ms[runs - 1], ms[runs / 2] / ref, bytes);
 }
@@ -125,7 +105,7 @@ int main(int argc, char **argv) {
     if (system(cmd) != 0) return 1;
     double refs[runs];
     memcpy(refs, ref, sizeof refs);
-    qsort(refs, (size_t)runs, sizeof *refs, by_value);
+    qsort(refs, (size_t)runs, sizeof *refs, cmp_double);
     printf("owners of %d files, one write each, %d runs in %s:\n", n, runs, folder);
     report("appends with an fsync (reference)", ref, runs, refs[runs / 2], ref_bytes);
     report("owners_created", rec, runs, refs[runs / 2], rec_bytes);

@@ -9,22 +9,17 @@ Commands on an int64 array of `rows` (default 4M): take at as many random positi
 where a mask is true (30% of the rows, at random), take where the second half of the rows
 is true (at several ranks every position moves to another rank), and assign of a scalar
 where the 30% mask is true. ranks: 1 (default) or more (mpirun, 4 locales / ranks each)."""
-import os
 import pathlib
 import sys
 import time
 
 import numpy as np
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests" / "python"))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from ab import alternate  # noqa: E402
-from daemons import Daemon  # noqa: E402
+from ab import ab_args, ab_daemon, alternate  # noqa: E402
 from wire import LONG, ok, put_array, send  # noqa: E402
 
-A, B = sys.argv[1], sys.argv[2]
-RUNS = int(sys.argv[3]) if len(sys.argv) > 3 else 5
-RANKS = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+A, B, RUNS, RANKS = ab_args()
 N = int(sys.argv[5]) if len(sys.argv) > 5 else 4_000_000
 RNG = np.random.default_rng(11)
 VALUES = np.arange(N, dtype=np.int64)
@@ -44,8 +39,7 @@ class Client:
 
 
 def start(binary):
-    os.environ["H5ARKD"] = binary
-    d = Daemon(ranks=RANKS if RANKS > 1 else None, locales=4 // RANKS)
+    d = ab_daemon(binary, RANKS)
     a, pos, mask, half = (put_array(d, x) for x in (VALUES, POSITIONS, MASK, HALF))
     cmds = {
         "take positions": ("take", {"array": a, "index": pos}),

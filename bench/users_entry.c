@@ -8,6 +8,7 @@
  */
 #include "config.h"
 #include "entry.h"
+#include "measure.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,12 +21,6 @@ config_t config; /* the daemon's is defined in main.c */
 static int nothing(void *door, const caller *who, h5ark_error *err) {
     (void)door, (void)who, (void)err;
     return 0;
-}
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
 /* Nanoseconds a request, with the table t put in force (NULL: no token file). */

@@ -97,6 +97,9 @@ typedef struct {
 void progress_begin(progress_line *p, h5ark_client_t *cl, const char *label);
 /* The reply has come: the line is cleared before this returns. */
 void progress_end(progress_line *p);
+/* progress_end, then the warnings of the request on cl (once the line is gone, so that
+ * they are not drawn over). */
+void progress_done(progress_line *p, h5ark_client_t *cl);
 
 /* ---- the commands ---- */
 

@@ -80,8 +80,7 @@ int cmd_save(int argc, char **argv) {
     int rc = h5ark_client_tohdf_opts(cl, (const char *const *)argv + optind, n,
                                      datasets.count ? datasets.items : NULL, path, &topts, &result,
                                      &err);
-    progress_end(&line);
-    print_warnings(h5ark_client_warnings(cl));
+    progress_done(&line, cl);
     if (rc == 0) {
         const h5ark_value *files = h5ark_value_get(result, "files");
         for (size_t i = 0; i < h5ark_value_len(files); i++) {
@@ -228,8 +227,7 @@ int cmd_load(int argc, char **argv) {
     progress_begin(&line, cl, "load");
     int rc = h5ark_client_readhdf(cl, (const char *const *)argv + optind, n, datasets.items,
                                   datasets.count, &ropts, &result, &err);
-    progress_end(&line);
-    print_warnings(h5ark_client_warnings(cl));
+    progress_done(&line, cl);
     if (rc == 0) {
         const h5ark_value *errors = h5ark_value_get(result, "file_errors");
         for (size_t i = 0; i < h5ark_value_len(errors); i++) {
@@ -375,8 +373,7 @@ static int field_command(int argc, char **argv, bool part) {
     progress_begin(&line, cl, current_cmd);
     int rc = part ? h5ark_client_writepart(cl, path, field, argv[optind], fieldtype, &result, &err)
                   : h5ark_client_complete(cl, path, field, &result, &err);
-    progress_end(&line);
-    print_warnings(h5ark_client_warnings(cl));
+    progress_done(&line, cl);
     int64_t rows = 0;
     if (rc == 0 && h5ark_value_to_int64(h5ark_value_get(result, "rows"), &rows))
         printf("%s %lld%s\n", field, (long long)rows, part ? "" : " completed");

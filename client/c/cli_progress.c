@@ -135,3 +135,8 @@ void progress_end(progress_line *p) {
     pthread_mutex_destroy(&p->mu);
     p->running = false;
 }
+
+void progress_done(progress_line *p, h5ark_client_t *cl) {
+    progress_end(p);
+    print_warnings(h5ark_client_warnings(cl));
+}

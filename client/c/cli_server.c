@@ -130,8 +130,7 @@ static int checkpoint_command(int argc, char **argv, bool load) {
     progress_begin(&line, cl, current_cmd);
     int rc = load ? h5ark_client_load_checkpoint(cl, path, name, &result, &err)
                   : h5ark_client_checkpoint(cl, path, name, mode, &result, &err);
-    progress_end(&line);
-    print_warnings(h5ark_client_warnings(cl));
+    progress_done(&line, cl);
     if (rc == 0) {
         char *id = value_text(h5ark_value_get(result, "checkpoint"));
         uint64_t objects = 0, bytes = 0;

@@ -123,6 +123,14 @@ void sb_float(strbuf *b, double v, bool single) {
     sb_puts(b, tmp);
 }
 
+/* An array's or a map's element: a string quoted, the rest as sb_value prints them. */
+static void sb_item(strbuf *b, const h5ark_value *item) {
+    if (item && item->kind == H5ARK_STR)
+        sb_quote(b, item->as.s.ptr, item->as.s.len);
+    else
+        sb_value(b, item);
+}
+
 /* A value as compact JSON-like text (for configuration values and attributes). */
 void sb_value(strbuf *b, const h5ark_value *v) {
     if (!v) return sb_puts(b, "-");
@@ -138,11 +146,7 @@ void sb_value(strbuf *b, const h5ark_value *v) {
         sb_puts(b, "[");
         for (size_t i = 0; i < v->as.a.len; i++) {
             if (i) sb_puts(b, ", ");
-            const h5ark_value *item = v->as.a.items[i];
-            if (item && item->kind == H5ARK_STR)
-                sb_quote(b, item->as.s.ptr, item->as.s.len);
-            else
-                sb_value(b, item);
+            sb_item(b, v->as.a.items[i]);
         }
         sb_puts(b, "]");
         break;
@@ -152,11 +156,7 @@ void sb_value(strbuf *b, const h5ark_value *v) {
             if (i) sb_puts(b, ", ");
             sb_quote(b, v->as.m.keys[i], strlen(v->as.m.keys[i]));
             sb_puts(b, ": ");
-            const h5ark_value *item = v->as.m.vals[i];
-            if (item && item->kind == H5ARK_STR)
-                sb_quote(b, item->as.s.ptr, item->as.s.len);
-            else
-                sb_value(b, item);
+            sb_item(b, v->as.m.vals[i]);
         }
         sb_puts(b, "}");
         break;

@@ -129,44 +129,6 @@ static double f_op(op_kind op, double x, double y) {
     }
 }
 
-static int64_t i_op(op_kind op, int64_t x, int64_t y) {
-    uint64_t ux = (uint64_t)x, uy = (uint64_t)y;
-    switch (op) {
-    case OP_ADD: return (int64_t)(ux + uy); /* wrapping, as numpy */
-    case OP_SUB: return (int64_t)(ux - uy);
-    case OP_MUL: return (int64_t)(ux * uy);
-    case OP_FLOORDIV:
-        if (y == 0) return 0;
-        if (y == -1) return (int64_t)(0 - ux);
-        return x / y - ((x % y != 0) && ((x < 0) != (y < 0)));
-    case OP_MOD:
-        if (y == 0 || y == -1) return 0;
-        {
-            int64_t m = x % y;
-            return m != 0 && ((m < 0) != (y < 0)) ? m + y : m;
-        }
-    case OP_POW: {
-        if (y < 0) return 0;
-        uint64_t r = 1, b = ux;
-        for (uint64_t e = uy; e; e >>= 1, b *= b)
-            if (e & 1) r *= b;
-        return (int64_t)r;
-    }
-    case OP_EQ: return x == y;
-    case OP_NE: return x != y;
-    case OP_LT: return x < y;
-    case OP_LE: return x <= y;
-    case OP_GT: return x > y;
-    case OP_GE: return x >= y;
-    case OP_AND: return x & y;
-    case OP_OR: return x | y;
-    case OP_XOR: return x ^ y;
-    case OP_SHL: return y < 0 || y > 63 ? 0 : (int64_t)(ux << y);
-    case OP_SHR: return y < 0 || y > 63 ? (x < 0 ? -1 : 0) : x >> y;
-    default: return 0;
-    }
-}
-
 static uint64_t u_op(op_kind op, uint64_t x, uint64_t y) {
     switch (op) {
     case OP_ADD: return x + y;
@@ -193,6 +155,34 @@ static uint64_t u_op(op_kind op, uint64_t x, uint64_t y) {
     case OP_SHR: return y > 63 ? 0 : x >> y;
     default: return 0;
     }
+}
+
+/* The operators whose sign matters here; the others are the same on the two's-complement
+ * bits as on uint64 (+ - * ** wrap as numpy's, == != & | ^, and << where a negative count
+ * is past 63). */
+static int64_t i_op(op_kind op, int64_t x, int64_t y) {
+    switch (op) {
+    case OP_FLOORDIV:
+        if (y == 0) return 0;
+        if (y == -1) return (int64_t)(0 - (uint64_t)x);
+        return x / y - ((x % y != 0) && ((x < 0) != (y < 0)));
+    case OP_MOD:
+        if (y == 0 || y == -1) return 0;
+        {
+            int64_t m = x % y;
+            return m != 0 && ((m < 0) != (y < 0)) ? m + y : m;
+        }
+    case OP_POW:
+        if (y < 0) return 0;
+        break;
+    case OP_LT: return x < y;
+    case OP_LE: return x <= y;
+    case OP_GT: return x > y;
+    case OP_GE: return x >= y;
+    case OP_SHR: return y < 0 || y > 63 ? (x < 0 ? -1 : 0) : x >> y;
+    default: break;
+    }
+    return (int64_t)u_op(op, (uint64_t)x, (uint64_t)y);
 }
 
 /* o[i] = x[i] OP y[i], or with the scalar s on either side */

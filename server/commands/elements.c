@@ -69,48 +69,33 @@ void elem_store_i(void *b, h5ark_dtype t, uint64_t i, int64_t v) {
     }
 }
 
+/* Only the floats take a uint64 otherwise than an int64 of the same bits. */
 void elem_store_u(void *b, h5ark_dtype t, uint64_t i, uint64_t v) {
-    switch (t) {
-    case H5ARK_FLOAT32: ((float *)b)[i] = (float)v; break;
-    case H5ARK_INT8:
-    case H5ARK_INT16:
-    case H5ARK_INT32:
-    case H5ARK_UINT8:
-    case H5ARK_UINT16:
-    case H5ARK_UINT32: elem_store_i(b, t, i, (int64_t)v); break;
-    case H5ARK_INT64: ((int64_t *)b)[i] = (int64_t)v; break;
-    case H5ARK_UINT64: ((uint64_t *)b)[i] = v; break;
-    case H5ARK_FLOAT64: ((double *)b)[i] = (double)v; break;
-    case H5ARK_BOOLEAN: ((uint8_t *)b)[i] = v != 0; break;
-    default: break;
-    }
+    if (t == H5ARK_FLOAT32)
+        ((float *)b)[i] = (float)v;
+    else if (t == H5ARK_FLOAT64)
+        ((double *)b)[i] = (double)v;
+    else
+        elem_store_i(b, t, i, (int64_t)v);
 }
 
 void elem_store_f(void *b, h5ark_dtype t, uint64_t i, double v) {
+    bool in_int64 = v >= -9.2233720368547758e18 && v < 9.2233720368547758e18; /* NaN is not */
     switch (t) {
     case H5ARK_FLOAT32: ((float *)b)[i] = (float)v; break;
-    case H5ARK_INT8:
-    case H5ARK_INT16:
-    case H5ARK_INT32:
-    case H5ARK_UINT8:
-    case H5ARK_UINT16:
-    case H5ARK_UINT32: /* through int64, as numpy's astype of an in-range value */
-        elem_store_i(b, t, i,
-                     v >= -9.2233720368547758e18 && v < 9.2233720368547758e18 ? (int64_t)v : 0);
-        break;
+    case H5ARK_FLOAT64: ((double *)b)[i] = v; break;
+    case H5ARK_BOOLEAN: ((uint8_t *)b)[i] = v != 0; break;
     case H5ARK_INT64:
-        ((int64_t *)b)[i] = v >= -9.2233720368547758e18 && v < 9.2233720368547758e18
-                                ? (int64_t)v
-                                : INT64_MIN; /* numpy's value for NaN and overflow */
+        ((int64_t *)b)[i] = in_int64 ? (int64_t)v : INT64_MIN; /* numpy's for NaN and overflow */
         break;
     case H5ARK_UINT64:
         ((uint64_t *)b)[i] = v >= 0 && v < 1.8446744073709552e19   ? (uint64_t)v
                              : v < 0 && v > -9.2233720368547758e18 ? (uint64_t)(int64_t)v
                                                                    : UINT64_C(1) << 63;
         break;
-    case H5ARK_FLOAT64: ((double *)b)[i] = v; break;
-    case H5ARK_BOOLEAN: ((uint8_t *)b)[i] = v != 0; break;
-    default: break;
+    default: /* the narrower integers through int64, as numpy's astype of an in-range value */
+        elem_store_i(b, t, i, in_int64 ? (int64_t)v : 0);
+        break;
     }
 }
 

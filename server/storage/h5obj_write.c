@@ -283,6 +283,21 @@ static int name_held(wfile *w, hid_t parent, hid_t obj, h5ark_error *err) {
     return rc;
 }
 
+/* After a new object's creation (obj < 0 when it failed, rc saying why): the object held
+ * under its id when it has no link, described into the answer, and closed with its parent,
+ * their changes written ("cannot write the WHAT"). */
+static int finish_new(wfile *w, const json_t *link, hid_t parent, hid_t obj, int rc,
+                      const char *what, h5obj_answer *out, h5ark_error *err) {
+    if (rc == 0 && !link) rc = name_held(w, parent, obj, err);
+    if (rc == 0) rc = h5obj_describe(&w->f, obj, &out->json, err);
+    out->created = true;
+    if (obj >= 0 && h5u_close_written(obj) && rc == 0)
+        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot write the %s", what);
+    if (parent >= 0 && h5u_close_written(parent) && rc == 0)
+        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot write the %s", what);
+    return rc;
+}
+
 static int post_group(wfile *w, const h5obj_args *a, h5obj_answer *out, h5ark_error *err) {
     json_t *body = parse_body(a, false, err);
     if (!body) return -1;
@@ -293,13 +308,7 @@ static int post_group(wfile *w, const h5obj_args *a, h5obj_answer *out, h5ark_er
     int rc = place_new(w, link, &parent, &name, err);
     if (rc == 0 && (g = H5Gcreate2(parent, name, H5P_DEFAULT, gcpl, H5P_DEFAULT)) < 0)
         rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot create the group");
-    if (rc == 0 && !link) rc = name_held(w, parent, g, err);
-    if (rc == 0) rc = h5obj_describe(&w->f, g, &out->json, err);
-    out->created = true;
-    if (g >= 0 && h5u_close_written(g) && rc == 0)
-        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot write the group");
-    if (parent >= 0 && h5u_close_written(parent) && rc == 0)
-        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot write the group");
+    rc = finish_new(w, link, parent, g, rc, "group", out, err);
     if (gcpl >= 0) H5Pclose(gcpl);
     json_decref(body);
     return rc;
@@ -451,13 +460,7 @@ static int post_dataset(wfile *w, const h5obj_args *a, h5obj_answer *out, h5ark_
     if (rc == 0) rc = place_new(w, link, &parent, &name, err);
     if (rc == 0 && (d = H5Dcreate2(parent, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT)) < 0)
         rc = h5u_fail(err, H5ARK_BAD_REQUEST, "cannot create the dataset");
-    if (rc == 0 && !link) rc = name_held(w, parent, d, err);
-    if (rc == 0) rc = h5obj_describe(&w->f, d, &out->json, err);
-    out->created = true;
-    if (d >= 0 && h5u_close_written(d) && rc == 0)
-        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot write the dataset");
-    if (parent >= 0 && h5u_close_written(parent) && rc == 0)
-        rc = h5u_fail(err, H5ARK_IO_ERROR, "cannot write the dataset");
+    rc = finish_new(w, link, parent, d, rc, "dataset", out, err);
     if (dcpl >= 0) H5Pclose(dcpl);
     if (space >= 0) H5Sclose(space);
     if (type >= 0) H5Tclose(type);

@@ -121,6 +121,16 @@ int lister_push(lister *ls, h5ark_value *array, h5ark_value *item) {
 
 /* ---- types ----------------------------------------------------------------------------- */
 
+/* The name of the type a sequence or array type is of ("unknown" where unreadable). */
+static void base_type_name(hid_t type, char *buf, size_t len) {
+    hid_t base = H5Tget_super(type);
+    snprintf(buf, len, "unknown");
+    if (base >= 0) {
+        h5u_type_name(base, buf, len);
+        H5Tclose(base);
+    }
+}
+
 /* A sentence on types the dtype name says too little about. */
 void list_type_detail(hid_t type, char *buf, size_t len) {
     size_t size = H5Tget_size(type);
@@ -142,22 +152,14 @@ void list_type_detail(hid_t type, char *buf, size_t len) {
         break;
     }
     case H5T_VLEN: {
-        hid_t base = H5Tget_super(type);
-        char b[32] = "unknown";
-        if (base >= 0) {
-            h5u_type_name(base, b, sizeof b);
-            H5Tclose(base);
-        }
+        char b[32];
+        base_type_name(type, b, sizeof b);
         snprintf(buf, len, "variable-length sequence of %s", b);
         break;
     }
     case H5T_ARRAY: {
-        hid_t base = H5Tget_super(type);
-        char b[32] = "unknown";
-        if (base >= 0) {
-            h5u_type_name(base, b, sizeof b);
-            H5Tclose(base);
-        }
+        char b[32];
+        base_type_name(type, b, sizeof b);
         snprintf(buf, len, "array of %s, %zu bytes", b, size);
         break;
     }

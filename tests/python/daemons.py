@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 
 import pytest
@@ -143,6 +144,20 @@ class Daemon:
             else:
                 self.proc.kill()
             self.proc.wait()
+
+    def kill_during(self, work, seconds):
+        """SIGKILL the daemon `seconds` into work(stop), which runs on a thread of its own;
+        then set stop (a threading.Event) and wait for work to return (it must, once the
+        daemon is dead or stop is set)."""
+        stop = threading.Event()
+        t = threading.Thread(target=work, args=(stop,))
+        t.start()
+        try:
+            time.sleep(seconds)
+            self.kill()
+        finally:
+            stop.set()
+            t.join()
 
     def stop(self, sig=signal.SIGTERM, timeout=30):
         """Send `sig` and wait for the exit; its status."""

@@ -8,9 +8,6 @@ commands that write files."""
 import json
 import os
 import random
-import signal
-import threading
-import time
 import types
 import urllib.error
 import urllib.parse
@@ -620,13 +617,12 @@ def test_owners_record_survives_sigkill(tmp_path):
         d = Daemon(locales=1, token="tok-root", token_file=tokens, data_dir=data)
         try:
             name = User(d, "tok-alice").put(np.arange(4))
-            stop = threading.Event()
 
             def ask(cmd, **args):
                 hdr = {"v": 1, "id": 7, "cmd": cmd, "args": args, "token": "tok-alice"}
                 return request(d.endpoint, hdr, timeout_ms=int(1000 * TOOL_SLOWDOWN))[0]
 
-            def writer():
+            def writer(stop):
                 asked = None  # the file of the request in flight: unknown if unanswered
                 try:
                     while not stop.is_set():
@@ -641,13 +637,7 @@ def test_owners_record_survives_sigkill(tmp_path):
                 except TimeoutError:  # the daemon was killed, or is slow: either way unknown
                     answered.pop(asked, None)
 
-            t = threading.Thread(target=writer)
-            t.start()
-            time.sleep(rng.uniform(0.05, 0.5) * TOOL_SLOWDOWN)
-            os.kill(d.proc.pid, signal.SIGKILL)
-            d.proc.wait()
-            stop.set()
-            t.join()
+            d.kill_during(writer, rng.uniform(0.05, 0.5) * TOOL_SLOWDOWN)
         finally:
             d.cleanup()
         held = dict((p, u) for u, p in owners(types.SimpleNamespace(data_dir=data)))

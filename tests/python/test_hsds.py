@@ -66,6 +66,13 @@ class Endpoint:
         return message
 
 
+def hsds_daemon(extra_args=(), **kwargs):
+    """A Daemon(**kwargs) serving the HSDS endpoint on a free port, and that port."""
+    port = free_port()
+    return Daemon(extra_args=["--hsds-endpoint", f"127.0.0.1:{port}", *extra_args],
+                  **kwargs), port
+
+
 def known_crasher():
     """The bytes of a file the HDF5 library is known to crash on (test_hostile_files), or
     None when none can be made here."""
@@ -123,15 +130,13 @@ def make_files(data):
 @pytest.fixture(scope="module")
 def hsds(tmp_path_factory):
     """A daemon with a write and a read token and the endpoint on a free port."""
-    port = free_port()
     tmp = tmp_path_factory.mktemp("hsds")
     tokens = tmp / "tokens"
     tokens.write_text(f"{WRITE} write\n{READ} read\n")
     data = tmp / "data"
     data.mkdir()
     make_files(data)
-    d = Daemon(locales=2, token=WRITE, token_file=tokens, data_dir=data,
-               extra_args=["--hsds-endpoint", f"127.0.0.1:{port}"])
+    d, port = hsds_daemon(locales=2, token=WRITE, token_file=tokens, data_dir=data)
     yield d, port
     d.cleanup()
 
@@ -318,8 +323,7 @@ def test_ids_survive_a_restart(tmp_path):
         f.create_group("a/b").create_dataset("c", data=[1, 2])
     ids = []
     for _ in range(2):
-        port = free_port()
-        d = Daemon(locales=1, data_dir=data, extra_args=["--hsds-endpoint", f"127.0.0.1:{port}"])
+        d, port = hsds_daemon(locales=1, data_dir=data)
         try:
             e = Endpoint(port, auth=None)
             ids.append((root_of(e, "/f.h5"), walk(e, "/f.h5", "a/b"), walk(e, "/f.h5", "a/b/c")))
@@ -661,12 +665,13 @@ def test_requests_in_status_metrics_and_log(tmp_path):
     """The endpoint's requests go through the entry as the protocol's do: listed in
     `status` while they run under their route's name (hsds_value, ...), counted in the
     metrics by route and outcome, and logged with the user the token names."""
-    port, mport = free_port(), free_port()
+    mport = free_port()
     tokens = tmp_path / "tokens"
     tokens.write_text("tok-alice write user=alice\ntok-root admin user=root\n")
-    d = Daemon(locales=1, token="tok-root", token_file=tokens, env={"H5ARK_FAULTS": "1"},
-               extra_args=["--hsds-endpoint", f"127.0.0.1:{port}", "--log-level", "info",
-                           "--metrics-endpoint", f"127.0.0.1:{mport}"])
+    d, port = hsds_daemon(locales=1, token="tok-root", token_file=tokens,
+                          env={"H5ARK_FAULTS": "1"},
+                          extra_args=["--log-level", "info",
+                                      "--metrics-endpoint", f"127.0.0.1:{mport}"])
     e = Endpoint(port, auth=basic("anyone", "tok-alice"))
     try:
         (d.data_dir / "home" / "alice").mkdir(parents=True)

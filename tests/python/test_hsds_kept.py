@@ -15,8 +15,8 @@ import h5py
 import numpy as np
 import pytest
 
-from daemons import Daemon, free_port, TOOL_SLOWDOWN
-from test_hsds import Endpoint, ID
+from daemons import TOOL_SLOWDOWN
+from test_hsds import Endpoint, ID, hsds_daemon
 from wire import ok, send
 
 OCTETS = {"Accept": "application/octet-stream"}
@@ -25,9 +25,7 @@ SLOW = os.environ.get("H5ARKD_WRAPPER")  # under valgrind: fewer, smaller answer
 
 @pytest.fixture(scope="module")
 def hsds(tmp_path_factory):
-    port = free_port()
-    d = Daemon(locales=2, data_dir=tmp_path_factory.mktemp("kept") / "data",
-               extra_args=["--hsds-endpoint", f"127.0.0.1:{port}"])
+    d, port = hsds_daemon(locales=2, data_dir=tmp_path_factory.mktemp("kept") / "data")
     d.data_dir.mkdir(exist_ok=True)
     yield d, port
     d.cleanup()

@@ -9,16 +9,14 @@ import json
 import os
 import random
 import re
-import signal
 import threading
-import time
 
 import h5py
 import numpy as np
 import pytest
 
-from daemons import Daemon, MPIRUN, free_port, mpi_build, TOOL_SLOWDOWN
-from test_hsds import Endpoint, basic, ID
+from daemons import MPIRUN, mpi_build, TOOL_SLOWDOWN
+from test_hsds import Endpoint, basic, hsds_daemon, ID
 from wire import ok, put_array, send
 
 WRITE, READ = "hsds-w-secret", "hsds-r-secret"
@@ -28,12 +26,10 @@ OCTETS = {"Content-Type": "application/octet-stream"}
 
 @pytest.fixture(scope="module")
 def hsds(tmp_path_factory):
-    port = free_port()
     tmp = tmp_path_factory.mktemp("hsdsw")
     tokens = tmp / "tokens"
     tokens.write_text(f"{WRITE} write\n{READ} read\n")
-    d = Daemon(locales=2, token=WRITE, token_file=tokens,
-               extra_args=["--hsds-endpoint", f"127.0.0.1:{port}"])
+    d, port = hsds_daemon(locales=2, token=WRITE, token_file=tokens)
     d.data_dir.mkdir(exist_ok=True)
     yield d, port
     d.cleanup()
@@ -44,6 +40,13 @@ def ep(hsds):
     e = Endpoint(hsds[1], auth=basic("alice", WRITE))
     yield e
     e.conn.close()
+
+
+def users_daemon(tmp_path, tokens, locales=1):
+    """A daemon of users (`tokens`: the token file's text, whose tok-root is an admin's), its
+    HSDS endpoint on a free port: (the daemon, the port)."""
+    (tmp_path / "tokens").write_text(tokens)
+    return hsds_daemon(locales=locales, token="tok-root", token_file=tmp_path / "tokens")
 
 
 def call(ep, method, path, domain, body=None, status=200, headers=None, **params):
@@ -392,9 +395,7 @@ def test_native_changes(hsds):
 def fault_daemon():
     """A daemon whose system calls and allocations fail when told to (the fault table), its
     endpoint on a free port: (d, an Endpoint without credentials)."""
-    port = free_port()
-    d = Daemon(locales=1, env={"H5ARK_FAULTS": "1"},
-               extra_args=["--hsds-endpoint", f"127.0.0.1:{port}"])
+    d, port = hsds_daemon(locales=1, env={"H5ARK_FAULTS": "1"})
     d.data_dir.mkdir(exist_ok=True)
     return d, Endpoint(port, auth=None)
 
@@ -472,16 +473,14 @@ def test_sigkill_never_tears_a_file(tmp_path):
     trials = int(os.environ.get("H5ARK_CRASH_TRIALS", "12"))
     value = 0
     for trial in range(trials):
-        port = free_port()
-        d = Daemon(locales=1, data_dir=data, extra_args=["--hsds-endpoint", f"127.0.0.1:{port}"])
+        d, port = hsds_daemon(locales=1, data_dir=data)
         try:
             ep = Endpoint(port, auth=None)
             root = call(ep, "GET", "/", "/k.h5")["root"]
             oid = call(ep, "GET", f"/groups/{root}/links/x", "/k.h5")["link"]["id"]
             acked = [value]
-            stop = threading.Event()
 
-            def writer():
+            def writer(stop):
                 n = acked[-1]
                 e = Endpoint(port, auth=None)
                 while not stop.is_set():
@@ -495,13 +494,7 @@ def test_sigkill_never_tears_a_file(tmp_path):
                     if status == 200:
                         acked.append(n)
 
-            t = threading.Thread(target=writer)
-            t.start()
-            time.sleep(rng.uniform(0.05, 0.6) * TOOL_SLOWDOWN)
-            os.kill(d.proc.pid, signal.SIGKILL)
-            d.proc.wait()
-            stop.set()
-            t.join()
+            d.kill_during(writer, rng.uniform(0.05, 0.6) * TOOL_SLOWDOWN)
         finally:
             d.cleanup()
         with h5py.File(data / "k.h5", "r") as f:
@@ -558,8 +551,7 @@ def test_endpoint_at_two_ranks():
     """The endpoint is rank 0's: the same answers when the daemon is two ranks."""
     if MPIRUN is None or not mpi_build():
         pytest.skip("mpirun is not installed or h5arkd was built without MPI")
-    port = free_port()
-    d = Daemon(locales=1, ranks=2, extra_args=["--hsds-endpoint", f"127.0.0.1:{port}"])
+    d, port = hsds_daemon(locales=1, ranks=2)
     try:
         d.data_dir.mkdir(exist_ok=True)
         ep = Endpoint(port, auth=None)
@@ -579,8 +571,7 @@ def test_changes_serialised_with_tohdf():
     """tohdf (mode update, which copies the file and puts the copy in place) and HSDS value
     writes to another dataset of the same file, at the same time, round after round: after
     each round the file holds both rounds' values, none lost to the other's put in place."""
-    port = free_port()
-    d = Daemon(locales=2, extra_args=["--hsds-endpoint", f"127.0.0.1:{port}"])
+    d, port = hsds_daemon(locales=2)
     try:
         d.data_dir.mkdir(exist_ok=True)
         n = 1 << 16
@@ -633,14 +624,11 @@ def test_users_and_acls(tmp_path):
     may do: alice makes a file in her home and reads it; bob may neither read nor change
     it (403 naming the permission) and may not make a file there; a shared group folder
     takes its members' files; an admin reads everything."""
-    port = free_port()
-    tokens = tmp_path / "tokens"
-    tokens.write_text("tok-alice write user=alice groups=physics\n"
-                      "tok-bob write user=bob groups=physics\n"
-                      "tok-carol write user=carol\n"
-                      "tok-root admin user=root\n")
-    d = Daemon(locales=2, token="tok-root", token_file=tokens,
-               extra_args=["--hsds-endpoint", f"127.0.0.1:{port}"])
+    d, port = users_daemon(tmp_path, locales=2,
+                           tokens="tok-alice write user=alice groups=physics\n"
+                                  "tok-bob write user=bob groups=physics\n"
+                                  "tok-carol write user=carol\n"
+                                  "tok-root admin user=root\n")
     eps = {u: Endpoint(port, auth=basic("anyone", f"tok-{u}"))
            for u in ("alice", "bob", "carol", "root")}
     try:
@@ -676,13 +664,10 @@ def test_owner_and_acl_routes(tmp_path):
     counts it), else the caller; GET /acls/USER answers the caller's own rights as every
     request is allowed by them, another user's entry with readACL; GET /acls the governing
     ACL's entries; PUT /acls/USER changes one entry as setacl does (updateACL)."""
-    port = free_port()
-    tokens = tmp_path / "tokens"
-    tokens.write_text("tok-alice write user=alice groups=physics\n"
-                      "tok-bob write user=bob groups=physics\n"
-                      "tok-root admin user=root\n")
-    d = Daemon(locales=1, token="tok-root", token_file=tokens,
-               extra_args=["--hsds-endpoint", f"127.0.0.1:{port}"])
+    d, port = users_daemon(tmp_path, locales=1,
+                           tokens="tok-alice write user=alice groups=physics\n"
+                                  "tok-bob write user=bob groups=physics\n"
+                                  "tok-root admin user=root\n")
     a, b, root = (Endpoint(port, auth=basic("anyone", f"tok-{u}"))
                   for u in ("alice", "bob", "root"))
     names = ["read", "create", "update", "delete", "readACL", "updateACL"]
@@ -750,13 +735,10 @@ def test_quota_disk_checked_before_writing(tmp_path):
     the native h5put_domain) refuses a file that would pass it before making anything, and a
     change that would grow the user's file past it is refused with the file as it was
     (413, as resource_limit maps); the user's disk usage stays exact throughout."""
-    port = free_port()
-    tokens = tmp_path / "tokens"
-    tokens.write_text("tok-alice write user=alice quota.disk=2000\n"
-                      "tok-bob write user=bob\n"
-                      "tok-root admin user=root\n")
-    d = Daemon(locales=1, token="tok-root", token_file=tokens,
-               extra_args=["--hsds-endpoint", f"127.0.0.1:{port}"])
+    d, port = users_daemon(tmp_path, locales=1,
+                           tokens="tok-alice write user=alice quota.disk=2000\n"
+                                  "tok-bob write user=bob\n"
+                                  "tok-root admin user=root\n")
     a, b = (Endpoint(port, auth=basic("anyone", f"tok-{u}")) for u in ("alice", "bob"))
     home = d.data_dir / "home" / "alice"
 

@@ -384,6 +384,8 @@ def test_unsupported_types_are_described(daemon, call):
     assert ents["/null"]["shape"] is None
     assert "variable-length" in ents["/vlenstr"]["dtype_detail"]
     assert "fixed-length" in ents["/fixedstr"]["dtype_detail"]
+    assert ents["/vlenint"]["dtype_detail"] == "variable-length sequence of int32"
+    assert ents["/arr"]["dtype_detail"] == "array of int32, 12 bytes"
 
 
 def test_attribute_values(daemon, call):

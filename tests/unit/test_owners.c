@@ -3,6 +3,7 @@
  * O(N) bytes, not O(N^2)); a torn tail is skipped and cut off; compaction past twice the
  * files owned; a record of the earlier form (a line a file) read as before; the parser on
  * odd text. */
+#include "../../bench/measure.h"
 #include "check.h"
 #include "config.h"
 #include "storage/files.h"
@@ -19,17 +20,6 @@ config_t config; /* the daemon's is defined in main.c, which tests do not link *
 #define N 2000
 
 static char record[PATH_MAX];
-
-/* Bytes this process has written with write(2) and its kin (/proc/self/io's wchar). */
-static uint64_t written(void) {
-    FILE *f = fopen("/proc/self/io", "r");
-    char line[128];
-    uint64_t n = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "wchar: %" SCNu64, &n) == 1) break;
-    if (f) fclose(f);
-    return n;
-}
 
 static void make_file(const char *rel, size_t bytes, char abs[PATH_MAX]) {
     CHECK(snprintf(abs, PATH_MAX, "%s/%s", config.data_dir, rel) < PATH_MAX);
