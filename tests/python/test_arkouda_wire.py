@@ -1338,6 +1338,35 @@ def test_assign_scalar(ak):
                                                   "value": text})
 
 
+def test_assign_one_element(ak, akd):
+    """[int]=val<T,1>: arr[i] = v as the client's __setitem__ sends it (the index made
+    non-negative, the value in format_other's text, max_bits), answered with Arkouda's empty
+    success; nothing of the index it takes is left behind."""
+    before = json.loads(ak.ok("info", {"names": "__AllSymbols__"}))
+    for dtype, value, text in (("int64", 2, "2"), ("float64", 2.5, "2.5"), ("bool", True, "True"),
+                               ("uint64", 2**64 - 1, str(2**64 - 1))):
+        a = np.zeros(5, dtype=dtype)
+        name, _, _ = upload(ak, a)
+        assert ak.ok(f"[int]=val<{dtype},1>", {"array": name, "idx": 2, "value": text,
+                                               "max_bits": 0}) == ""
+        a[2] = value
+        np.testing.assert_array_equal(download(ak, name, dtype, 5), a)
+        ak.ok(f"[int]=val<{dtype},1>", {"array": name, "idx": -1, "value": text, "max_bits": 0})
+        a[-1] = value
+        np.testing.assert_array_equal(download(ak, name, dtype, 5), a)
+        assert "out of bounds" in ak.error(f"[int]=val<{dtype},1>", {
+            "array": name, "idx": 5, "value": text, "max_bits": 0})
+        assert "no object named 'nope'" in ak.error(f"[int]=val<{dtype},1>", {
+            "array": "nope", "idx": 0, "value": text, "max_bits": 0})
+        ak.ok("delete", {"name": name})
+    name, _, _ = upload(ak, np.zeros(2, dtype=np.int64))
+    assert "not a int64" in ak.error("[int]=val<int64,1>", {"array": name, "idx": 0,
+                                                                "value": "ten", "max_bits": 0})
+    ak.ok("delete", {"name": name})
+    assert json.loads(ak.ok("info", {"names": "__AllSymbols__"})) == before
+    assert native(akd, "ping")[0]["result"]["pong"]
+
+
 def test_strings_compute(ak):
     msg = ak.ok("randomStrings", {"size": "100", "dist": "uniform", "chars": "uppercase",
                                   "arg1": "1", "arg2": "16", "seed": "7"})
