@@ -571,12 +571,8 @@ static void leaves_of(const h5ark_value *d, json_t *out) {
  * each a JSON text, as Arkouda's server answers; Components are the client's names of the
  * parts it registered (pins.h) */
 static int cmd_list_registry(ak_ctx *ctx, h5ark_error *err) {
-    h5ark_value *args = h5ark_value_map();
-    if (!args) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     dispatch_result res;
-    int rc = ak_native(ctx, "info", args, NULL, &res, err);
-    h5ark_value_destroy(&args);
-    if (rc) return -1;
+    if (ak_list_objects(ctx, &res, err)) return -1;
     json_t *names = json_array(), *types = json_array(), *parts = json_array();
     const h5ark_value *list = h5ark_value_get(res.result, "objects");
     for (size_t i = 0; names && types && parts && i < h5ark_value_len(list); i++) {

@@ -155,12 +155,8 @@ static int cmd_delete(ak_ctx *ctx, h5ark_error *err) {
  * the caller stay. A name another request deletes meanwhile is no error. */
 static int cmd_clear(ak_ctx *ctx, h5ark_error *err) {
     for (int attempt = 0;; attempt++) {
-        h5ark_value *args = h5ark_value_map();
-        if (!args) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         dispatch_result res;
-        int rc = ak_native(ctx, "info", args, NULL, &res, err);
-        h5ark_value_destroy(&args);
-        if (rc) return -1;
+        if (ak_list_objects(ctx, &res, err)) return -1;
         const h5ark_value *objs = h5ark_value_get(res.result, "objects");
         h5ark_value *names = h5ark_value_array();
         for (size_t i = 0; names && i < h5ark_value_len(objs); i++) {
