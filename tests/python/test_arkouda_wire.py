@@ -191,6 +191,29 @@ def test_delete_and_info(ak, akd):
     assert not hdr["ok"]
 
 
+def test_clear():
+    """ak.clear() (its pdarrayclass.py: `clear`, no arguments): every object goes but the
+    registered names and the arrays they registered, as Arkouda's SymTab.clear; `success`."""
+    d = Daemon(locales=2, arkouda=True)
+    try:
+        ak = Ak(d.ak_endpoint)
+        a, b = (ak.created("arange<int64,1>", {"start": 0, "stop": n, "step": 1})[0]
+                for n in (3, 4))
+        hdr, _ = request(d.endpoint, {"v": 1, "cmd": "create", "args": {
+            "dtype": "int64", "size": 2, "fill": "zeros"}})
+        assert hdr["ok"], hdr
+        ak.ok("register", {"name": "kept", "objType": "pdarray", "array": a})
+        assert ak.ok("clear") == "success"  # b and the native one go
+        assert sorted(i["name"] for i in json.loads(ak.ok("info", {"names": "__AllSymbols__"}))) \
+            == sorted([a, "kept"]) and b != a
+        ak.ok("unregister", {"name": "kept"})
+        assert ak.ok("clear") == "success"
+        assert json.loads(ak.ok("info", {"names": "__AllSymbols__"})) == []
+        ak.close()
+    finally:
+        d.cleanup()
+
+
 def test_one_registry(ak, akd):
     """An object made through either endpoint is visible through both, by one name."""
     hdr, _ = native(akd, "create", dtype="int64", size=5, fill="arange", stop=5)
