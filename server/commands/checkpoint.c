@@ -255,7 +255,13 @@ static int write_finish(void *ctx, h5ark_error *err) {
         text = json_dumps(m, JSON_INDENT(1));
         if (!text) rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     }
-    char path[PATH_MAX + 32];
+    char path[PATH_MAX + 32], meta[160];
+    /* Arkouda's server metadata (its CheckpointMsg's serverMetadata): who wrote it on how
+     * many locales, for Arkouda's tools that look for it */
+    int nmeta = snprintf(meta, sizeof meta, "{\"serverid\":\"h5ark %s\",\"numLocales\":%d}\n",
+                         H5ARK_VERSION_STRING, locales_count());
+    snprintf(path, sizeof path, "%s/" CHECKPOINT_SERVER_META, w->tmp);
+    if (rc == 0) rc = write_file_synced(path, meta, (size_t)nmeta, err);
     snprintf(path, sizeof path, "%s/" CHECKPOINT_MANIFEST, w->tmp);
     if (rc == 0) rc = write_file_synced(path, text, strlen(text), err);
     free(text);
@@ -371,6 +377,16 @@ int checkpoint_read_manifest(const char *folder, json_t **manifest, h5ark_error 
     json_error_t je;
     snprintf(path, sizeof path, "%s/" CHECKPOINT_MANIFEST, folder);
     json_t *m = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    struct stat st;
+    char meta[PATH_MAX + 32];
+    snprintf(meta, sizeof meta, "%s/" CHECKPOINT_SERVER_META, folder);
+    if (!m && sysio.stat(path, &st) != 0 && sysio.stat(meta, &st) == 0)
+        return h5ark_fail(err, H5ARK_SCHEMA_ERROR,
+                          "checkpoint '%s' has no " CHECKPOINT_MANIFEST
+                          ": it was written by Arkouda's own server, whose format (one .md "
+                          "file per array) is not read here; only checkpoints written by "
+                          "h5ark are",
+                          folder);
     if (!m)
         return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "checkpoint '%s': manifest: %s", folder,
                           je.text);

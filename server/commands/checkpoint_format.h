@@ -18,6 +18,8 @@ extern const command_def checkpoint_commands[];
 #define CHECKPOINT_FORMAT   "h5ark-checkpoint"
 #define CHECKPOINT_VERSION  1
 #define CHECKPOINT_MANIFEST "manifest.json"
+/* Arkouda's server metadata, beside the manifest */
+#define CHECKPOINT_SERVER_META "server.md"
 
 typedef struct {
     char id[64];

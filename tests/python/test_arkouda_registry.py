@@ -300,41 +300,78 @@ CASES = [reg_pdarray, reg_bigint, reg_strings, reg_datetime, reg_timedelta, reg_
 
 @pytest.mark.parametrize("case", CASES, ids=[c.__name__[4:] for c in CASES])
 def test_register_attach_unregister(users, case):
-    """Each objType: registered from the client's temporaries, which then go; listed; attached
-    and parsed as the client parses it; unregistered."""
+    """Each objType: registered from the client's temporaries; listed, its Components the
+    client's names of the parts it sent (Arkouda's Registry.chpl registered_entries), which
+    delete then leaves; attached and parsed as the client parses it (an array as the
+    client's own); unregistered, after which the client's names go as any others."""
     alice = users["alice"]
     before = symbols(alice)
     args, objtype, want = case(alice)
     temporaries = [n for n in symbols(alice) if n not in before]
+    sent = [t for t in temporaries if t in json.dumps(args)]
     name = f"reg_{case.__name__}"
     said = alice.ok("register", {"name": name, **args})
     assert said.startswith("Registered ") and said[11:].upper() in (objtype, "INDEX")
-    # the client's temporaries go; the registered name keeps what they held
+    # the client's objects send delete when they go: the parts it registered stay
     for t in temporaries:
-        alice.ok("delete", {"name": t})
-    assert symbols(alice) == sorted(before + [name])
+        assert alice.ok("delete", {"name": t}) == (
+            f"registered symbol, {t}, not deleted" if t in sent else f"deleted {t}")
+    assert symbols(alice) == sorted(before + [name] + sent)
     objs, comps = registry(alice)
     assert (name, objtype) in objs
+    assert sorted(comps) == sorted(sent)
     got_type, got = attach(alice, name)
     assert got_type == objtype
     assert got == want
-    if objtype not in ("PDARRAY", "STRINGS", "DATETIME", "TIMEDELTA", "IPV4"):
-        # the parts attach names are the registered object's components
-        assert comps and all(c.startswith(name + "/") for c in comps)
-        # deleting them, as the client's objects do when they go, deletes nothing
-        for c in comps:
-            alice.ok("delete", {"name": c})
-        assert attach(alice, name)[1] == got
+    create = json.loads(alice.ok("attach", {"name": name}))["create"]
+    if objtype in ("PDARRAY", "STRINGS", "DATETIME", "TIMEDELTA", "IPV4"):
+        assert CREATED.match(create.split("+")[0]).group(1) == args["array"]
     else:
-        assert comps == []
+        # a composite's parts are named by their paths; deleting them, as the client's
+        # objects do when they go, deletes nothing
+        paths = set(re.findall(r"created (\S+) ", create)) - {"bytes.size"}
+        paths -= set(symbols(alice))
+        assert paths and all(p.startswith(name + "/") for p in paths)
+        for p in paths:
+            alice.ok("delete", {"name": p})
+        assert attach(alice, name)[1] == got
     assert alice.ok("unregister", {"name": name}) == f"Unregistered {objtype} {name}"
-    assert name not in [o for o, _ in registry(alice)[0]]
+    assert registry(alice) == ([], [])
     assert "no object named" in alice.error("attach", {"name": name})
-    # what attach made for the client (a Categorical's _akNAcode) is the client's to delete
+    # the parts it kept, and what attach made for the client (a Categorical's _akNAcode),
+    # are the client's to delete
     for n in symbols(alice):
         if n not in before:
-            alice.ok("delete", {"name": n})
+            assert alice.ok("delete", {"name": n}) == f"deleted {n}"
     assert symbols(alice) == before
+
+
+def test_registered_names_stay(users, svc):
+    """Arkouda's client's registration tests (tests/symbol_table_test.py test_clear,
+    test_attach_weak_binding) as it sends them: clear and delete leave a registered name and
+    the array it registered; attach gives that array back; once unregistered, its delete
+    deletes it."""
+    alice = users["alice"]
+    shared = [n for n in symbols(alice) if "/" in n]  # others' objects shared with alice
+    a, b = arr(alice, [1, 2, 3]), arr(alice, [4, 5])
+    assert alice.ok("register", {"name": "a_reg", "objType": "pdarray", "array": a}) == \
+        "Registered PDARRAY"
+    assert registry(alice) == ([("a_reg", "PDARRAY")], [a])
+    for n in (a, "a_reg"):
+        assert alice.ok("delete", {"name": n}) == f"registered symbol, {n}, not deleted"
+    assert alice.ok("clear") == "success"
+    assert symbols(alice) == sorted(["a_reg", a] + shared)
+    assert b not in symbols(alice)
+    assert CREATED.match(json.loads(alice.ok("attach", {"name": "a_reg"}))["create"]).group(1) == a
+    assert alice.ok("unregister", {"name": "a_reg"}) == "Unregistered PDARRAY a_reg"
+    assert alice.ok("delete", {"name": a}) == f"deleted {a}"
+    assert "no object named" in alice.error("[int]<int64,1>", {"array": a, "idx": 0})
+    # a registered name another door deleted keeps nothing any more
+    c = arr(alice, [7])
+    alice.ok("register", {"name": "c_reg", "objType": "pdarray", "array": c})
+    ok(send(native_caller(svc, "alice"), "delete", {"names": ["c_reg"]}))
+    assert alice.ok("delete", {"name": c}) == f"deleted {c}"
+    assert symbols(alice) == shared
 
 
 def native_caller(svc, user):

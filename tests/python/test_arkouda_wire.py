@@ -191,6 +191,29 @@ def test_delete_and_info(ak, akd):
     assert not hdr["ok"]
 
 
+def test_clear():
+    """ak.clear() (its pdarrayclass.py: `clear`, no arguments): every object goes but the
+    registered names and the arrays they registered, as Arkouda's SymTab.clear; `success`."""
+    d = Daemon(locales=2, arkouda=True)
+    try:
+        ak = Ak(d.ak_endpoint)
+        a, b = (ak.created("arange<int64,1>", {"start": 0, "stop": n, "step": 1})[0]
+                for n in (3, 4))
+        hdr, _ = request(d.endpoint, {"v": 1, "cmd": "create", "args": {
+            "dtype": "int64", "size": 2, "fill": "zeros"}})
+        assert hdr["ok"], hdr
+        ak.ok("register", {"name": "kept", "objType": "pdarray", "array": a})
+        assert ak.ok("clear") == "success"  # b and the native one go
+        assert sorted(i["name"] for i in json.loads(ak.ok("info", {"names": "__AllSymbols__"}))) \
+            == sorted([a, "kept"]) and b != a
+        ak.ok("unregister", {"name": "kept"})
+        assert ak.ok("clear") == "success"
+        assert json.loads(ak.ok("info", {"names": "__AllSymbols__"})) == []
+        ak.close()
+    finally:
+        d.cleanup()
+
+
 def test_one_registry(ak, akd):
     """An object made through either endpoint is visible through both, by one name."""
     hdr, _ = native(akd, "create", dtype="int64", size=5, fill="arange", stop=5)
@@ -1336,6 +1359,35 @@ def test_assign_scalar(ak):
     far, _, _ = upload(ak, np.array([9], dtype=np.int64))
     assert "bounds" in ak.error("[pdarray]=val", {"array": name, "idx": far, "dtype": dtype,
                                                   "value": text})
+
+
+def test_assign_one_element(ak, akd):
+    """[int]=val<T,1>: arr[i] = v as the client's __setitem__ sends it (the index made
+    non-negative, the value in format_other's text, max_bits), answered with Arkouda's empty
+    success; nothing of the index it takes is left behind."""
+    before = json.loads(ak.ok("info", {"names": "__AllSymbols__"}))
+    for dtype, value, text in (("int64", 2, "2"), ("float64", 2.5, "2.5"), ("bool", True, "True"),
+                               ("uint64", 2**64 - 1, str(2**64 - 1))):
+        a = np.zeros(5, dtype=dtype)
+        name, _, _ = upload(ak, a)
+        assert ak.ok(f"[int]=val<{dtype},1>", {"array": name, "idx": 2, "value": text,
+                                               "max_bits": 0}) == ""
+        a[2] = value
+        np.testing.assert_array_equal(download(ak, name, dtype, 5), a)
+        ak.ok(f"[int]=val<{dtype},1>", {"array": name, "idx": -1, "value": text, "max_bits": 0})
+        a[-1] = value
+        np.testing.assert_array_equal(download(ak, name, dtype, 5), a)
+        assert "out of bounds" in ak.error(f"[int]=val<{dtype},1>", {
+            "array": name, "idx": 5, "value": text, "max_bits": 0})
+        assert "no object named 'nope'" in ak.error(f"[int]=val<{dtype},1>", {
+            "array": "nope", "idx": 0, "value": text, "max_bits": 0})
+        ak.ok("delete", {"name": name})
+    name, _, _ = upload(ak, np.zeros(2, dtype=np.int64))
+    assert "not a int64" in ak.error("[int]=val<int64,1>", {"array": name, "idx": 0,
+                                                                "value": "ten", "max_bits": 0})
+    ak.ok("delete", {"name": name})
+    assert json.loads(ak.ok("info", {"names": "__AllSymbols__"})) == before
+    assert native(akd, "ping")[0]["result"]["pong"]
 
 
 def test_strings_compute(ak):

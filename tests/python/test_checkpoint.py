@@ -651,6 +651,39 @@ def test_arkouda_save_and_load_checkpoint(tmp_path):
         d.cleanup()
 
 
+def test_arkouda_client_checkpoint_test(tmp_path):
+    """Arkouda's client's tests/checkpoint_test.py as it sends them: arr[2] = v ([int]=val),
+    save_checkpoint with its defaults (name "", path ".akdata", mode "overwrite") leaves
+    <path>/<name>/server.md (Arkouda's server metadata), arr[3] = w, load_checkpoint gives
+    arr back as saved. A folder in Arkouda's own format is refused, saying so."""
+    from test_arkouda_wire import Ak, download, upload
+    d = Daemon(locales=2, arkouda=True)
+    try:
+        ak = Ak(d.ak_endpoint)
+        for dtype, v2, v3 in (("int64", "2", "3"), ("float64", "2.5", "3.5"),
+                              ("bool", "True", "False")):
+            name = upload(ak, np.zeros(10, dtype=dtype))[0]
+            ak.ok(f"[int]=val<{dtype},1>", {"array": name, "idx": 2, "value": v2, "max_bits": 0})
+            want = download(ak, name, dtype, 10).copy()
+            made = ak.ok("save_checkpoint", {"name": "", "path": ".akdata", "mode": "overwrite"})
+            meta = json.loads((d.data_dir / ".akdata" / made / "server.md").read_text())
+            assert meta["numLocales"] == 2 and meta["serverid"].startswith("h5ark ")
+            ak.ok(f"[int]=val<{dtype},1>", {"array": name, "idx": 3, "value": v3, "max_bits": 0})
+            assert ak.ok("load_checkpoint", {"name": made, "path": ".akdata"}) == made
+            np.testing.assert_array_equal(download(ak, name, dtype, 10), want)
+        # tests/checkpoint_test.py's create_fake_cp: Arkouda's server.md and an entry's .md
+        fake = d.data_dir / ".akdata" / "fake_cp"
+        fake.mkdir()
+        (fake / "server.md").write_text(json.dumps({"serverid": "id", "numLocales": 3}))
+        (fake / "dummy.md").write_text(json.dumps({"entryName": "dummy"}))
+        msg = ak.error("load_checkpoint", {"name": "fake_cp", "path": ".akdata"})
+        assert "no manifest.json: it was written by Arkouda's own server" in msg, msg
+        assert ak.ok("getconfig")
+        ak.close()
+    finally:
+        d.cleanup()
+
+
 def test_arkouda_checkpoint_at_an_absolute_path(tmp_path):
     """Arkouda's client sends the path it was given: an absolute one in the data directory
     (a folder not made yet, or the data directory itself) saves and loads there; with users

@@ -365,10 +365,10 @@ def test_arkouda_namespaces_and_registry(svc):
         reg = json.loads(alice.ok("list_registry"))
         assert json.loads(reg["Objects"]) == ["reg"]
         assert json.loads(reg["Object_Types"]) == ["PDARRAY"]
-        assert json.loads(reg["Components"]) == []
+        assert json.loads(reg["Components"]) == [name]  # the client's array it registered
         att = json.loads(alice.ok("attach", {"name": "reg"}))
         assert att["objType"] == "PDARRAY"
-        assert att["create"] == "created reg int64 5 1 [5] 8"
+        assert att["create"] == f"created {name} int64 5 1 [5] 8"
         # bob: not until shared, then read-only
         assert "no object named 'alice/reg'" in bob.error("attach", {"name": "alice/reg"})
         ok(send(svc.as_["alice"], "share", {"names": ["reg"], "with": ["bob"]}))

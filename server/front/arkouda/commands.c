@@ -134,6 +134,14 @@ int ak_describe(ak_ctx *ctx, const char *name, dispatch_result *res, h5ark_error
     return rc;
 }
 
+int ak_list_objects(ak_ctx *ctx, dispatch_result *res, h5ark_error *err) {
+    h5ark_value *none = h5ark_value_map();
+    if (!none) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    int rc = ak_native(ctx, "info", none, NULL, res, err);
+    h5ark_value_destroy(&none);
+    return rc;
+}
+
 h5ark_value *ak_names_arg(ak_ctx *ctx, const char *key, h5ark_error *err) {
     json_t *list = ak_arg_list(ctx->in, key, err);
     if (!list) return NULL;

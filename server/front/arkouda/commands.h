@@ -97,6 +97,9 @@ int ak_reply_made(ak_ctx *ctx, dispatch_result *res, const char *name, h5ark_err
 /* The native info of the object `name` (res->result's "objects" holds its one
  * descriptor). */
 int ak_describe(ak_ctx *ctx, const char *name, dispatch_result *res, h5ark_error *err);
+/* The native info of every object the caller sees (its own, then those shared with it):
+ * res->result's "objects". */
+int ak_list_objects(ak_ctx *ctx, dispatch_result *res, h5ark_error *err);
 /* A list argument (JSON text of a list of names) as a native array of strings; NULL with
  * err set. */
 h5ark_value *ak_names_arg(ak_ctx *ctx, const char *key, h5ark_error *err);

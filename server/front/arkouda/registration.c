@@ -3,13 +3,14 @@
  * registered name is a name of the caller's own. Arkouda's client registers a composite as
  * the names of its parts; the dialect makes the native composite they describe with the
  * native constructors (parts.h) and registers that, so the name holds the parts whatever
- * becomes of the client's temporaries; attach gives it back in Arkouda's forms, its parts
- * named by their component paths (`reg/codes`). Series and BitVector, which have no
- * objtype of their own, are kept as a native index whose last level's name says so (a
- * JSON object with the key "arkouda"), and a DataFrame's BitVector columns are noted so on
- * its index. attach of `OWNER/NAME` follows the share rules as
- * every read does. */
+ * becomes of the client's temporaries; the client's names of the parts are kept too, as
+ * Arkouda's registry keeps them (pins.h). attach gives it back in Arkouda's forms: an array
+ * as the client's array, a composite's parts named by their component paths (`reg/codes`). Series
+ * and BitVector, which have no objtype of their own, are kept as a native index whose last level's
+ * name says so (a JSON object with the key "arkouda"), and a DataFrame's BitVector columns are
+ * noted so on its index. attach of `OWNER/NAME` follows the share rules as every read does. */
 #include "front/arkouda/parts.h"
+#include "front/arkouda/pins.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -377,13 +378,24 @@ static int cmd_register(ak_ctx *ctx, h5ark_error *err) {
     if (ak_arg_str(ctx->in, "name", &name, err) || ak_arg_str(ctx->in, "objType", &type, err))
         return -1;
     ak_made m = {ctx, h5ark_value_array()};
-    if (!m.made) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    json_t *parts = ak_pins_of_request(ctx->in);
+    if (!m.made || !parts) {
+        h5ark_value_destroy(&m.made);
+        json_decref(parts);
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
     char *made = object_to_register(&m, type, &said, err);
     int rc = made ? native_named(ctx, "register", made, name, err) : -1;
     ak_unmake(&m);
     h5ark_value_destroy(&m.made);
     free(made);
-    return rc ? -1 : ak_reply(ctx, err, "Registered %s", said);
+    if (rc) {
+        json_decref(parts);
+        return -1;
+    }
+    /* the client's names of the parts: Components, kept from delete and clear */
+    if (ak_pins_set(name, parts)) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    return ak_reply(ctx, err, "Registered %s", said);
 }
 
 /* ---- attach: the registered object in Arkouda's forms ---- */
@@ -473,8 +485,31 @@ static char *dataframe_form(ak_made *m, const h5ark_value *d, h5ark_error *err) 
     return json_text(out, err);
 }
 
-/* attach {name}: {"objType", "create"} as Arkouda's server answers; a Categorical's
- * _akNAcode is a new one-element array (the client's, as every array it is told of) */
+/* The created text of the client's array the caller's registered array `name` (described
+ * by d) keeps, as Arkouda's attach names it; NULL when it keeps none (one restored from a
+ * checkpoint, another's) or that name holds another array now. */
+static char *kept_array(ak_ctx *ctx, const char *name, const h5ark_value *d) {
+    json_t *kept = strchr(name, '/') ? NULL : ak_pins_get(name);
+    const char *array =
+        json_array_size(kept) == 1 ? json_string_value(json_array_get(kept, 0)) : NULL;
+    dispatch_result res;
+    h5ark_error ignore = {0};
+    char *text = NULL;
+    if (array && ak_describe(ctx, array, &res, &ignore) == 0) {
+        const h5ark_value *a = h5ark_value_at(h5ark_value_get(res.result, "objects"), 0);
+        if (a && ak_is_leaf(a) && ak_desc_uint(a, "size") == ak_desc_uint(d, "size") &&
+            strcmp(ak_desc_str(a, "dtype"), ak_desc_str(d, "dtype")) == 0)
+            text = ak_created(a);
+        dispatch_result_free(&res);
+    }
+    json_decref(kept);
+    return text;
+}
+
+/* attach {name}: {"objType", "create"} as Arkouda's server answers; an array the client
+ * registered is its own array again; a composite's parts are named by their paths; a
+ * Categorical's _akNAcode is a new one-element array (the client's, as every array it is
+ * told of) */
 static int cmd_attach(ak_ctx *ctx, h5ark_error *err) {
     const char *name;
     dispatch_result res;
@@ -495,7 +530,7 @@ static int cmd_attach(ak_ctx *ctx, h5ark_error *err) {
         form = bitvector_of_index(d, err);
     else if (ak_desc_is(d, "dataframe"))
         form = dataframe_form(&m, d, err);
-    else
+    else if (!ak_is_leaf(d) || !(form = kept_array(ctx, name, d)))
         form = ak_form_of(&m, d, err);
     json_t *reply = form ? json_pack("{s:s,s:s}", "objType", type, "create", form) : NULL;
     free(form);
@@ -516,6 +551,7 @@ static int cmd_unregister(ak_ctx *ctx, h5ark_error *err) {
     snprintf(type, sizeof type, "%s", kind_of(d, buf));
     dispatch_result_free(&res);
     if (native_named(ctx, "unregister", name, NULL, err)) return -1;
+    ak_pins_drop(name);
     return ak_reply(ctx, err, "Unregistered %s %s", type, name);
 }
 
@@ -532,15 +568,11 @@ static void leaves_of(const h5ark_value *d, json_t *out) {
 }
 
 /* list_registry: the caller's registered names, {"Objects", "Object_Types", "Components"}
- * each a JSON text, as Arkouda's server answers; Components are the parts of registered
- * composites, by the names attach gives them */
+ * each a JSON text, as Arkouda's server answers; Components are the client's names of the
+ * parts it registered (pins.h) */
 static int cmd_list_registry(ak_ctx *ctx, h5ark_error *err) {
-    h5ark_value *args = h5ark_value_map();
-    if (!args) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     dispatch_result res;
-    int rc = ak_native(ctx, "info", args, NULL, &res, err);
-    h5ark_value_destroy(&args);
-    if (rc) return -1;
+    if (ak_list_objects(ctx, &res, err)) return -1;
     json_t *names = json_array(), *types = json_array(), *parts = json_array();
     const h5ark_value *list = h5ark_value_get(res.result, "objects");
     for (size_t i = 0; names && types && parts && i < h5ark_value_len(list); i++) {
@@ -551,7 +583,14 @@ static int cmd_list_registry(ak_ctx *ctx, h5ark_error *err) {
         char buf[32];
         json_array_append_new(names, json_string(n->as.s.ptr));
         json_array_append_new(types, json_string(kind_of(d, buf)));
-        if (!ak_is_leaf(d)) leaves_of(d, parts); /* (a bigint's limbs are no parts) */
+        /* the client's names of its parts; without them (a restored name), the paths
+         * attach names a composite's parts by (a bigint's limbs are no parts) */
+        json_t *kept = ak_pins_get(n->as.s.ptr);
+        if (kept)
+            json_array_extend(parts, kept);
+        else if (!ak_is_leaf(d))
+            leaves_of(d, parts);
+        json_decref(kept);
     }
     dispatch_result_free(&res);
     char *objects = names ? json_dumps(names, JSON_COMPACT) : NULL;

@@ -1,7 +1,7 @@
 /* Indexing commands of the Arkouda dialect: [int] [slice] [pdarray] [pdarray]=pdarray
- * [pdarray]=val and concatenate, translated to the native get, slice, take, assign and
- * concatenate. */
-#include "front/arkouda/commands.h"
+ * [pdarray]=val [int]=val and concatenate, translated to the native get, slice, take,
+ * assign and concatenate. */
+#include "front/arkouda/parts.h"
 #include "front/arkouda/values.h"
 
 #include <stdlib.h>
@@ -131,14 +131,17 @@ static int cmd_pdarray_index(ak_ctx *ctx, h5ark_error *err) {
 }
 
 /* Arkouda's text of a scalar as a native value: True/False (any case Arkouda writes) a
- * bool, else a number; bad_request naming the dtype the client gave when it is neither. */
+ * bool, else a number; bad_request naming the dtype the client gave (its argument, or the
+ * template's) when it is neither. */
 static h5ark_value *scalar_value(const ak_request *in, const char *text, h5ark_error *err) {
     if (strcmp(text, "True") == 0 || strcmp(text, "true") == 0) return h5ark_value_bool(true);
     if (strcmp(text, "False") == 0 || strcmp(text, "false") == 0) return h5ark_value_bool(false);
     h5ark_value *v = ak_number_value("value", text, err);
+    const char *dtype = ak_arg(in, "dtype") ? ak_arg(in, "dtype")
+                        : in->nparams       ? in->params[0]
+                                            : "number";
     if (!v && err->code == H5ARK_BAD_REQUEST)
-        h5ark_fail(err, H5ARK_BAD_REQUEST, "argument 'value' is not a %s: '%.60s'",
-                   ak_arg(in, "dtype") ? ak_arg(in, "dtype") : "number", text);
+        h5ark_fail(err, H5ARK_BAD_REQUEST, "argument 'value' is not a %s: '%.60s'", dtype, text);
     return v;
 }
 
@@ -172,6 +175,60 @@ static int cmd_pdarray_assign(ak_ctx *ctx, h5ark_error *err) {
     return ak_reply(ctx, err, "%s success", name);
 }
 
+/* The length of the array `name` (the native info). */
+static int size_of(ak_ctx *ctx, const char *name, uint64_t *size, h5ark_error *err) {
+    dispatch_result res;
+    if (ak_describe(ctx, name, &res, err)) return -1;
+    *size = ak_desc_uint(h5ark_value_at(h5ark_value_get(res.result, "objects"), 0), "size");
+    dispatch_result_free(&res);
+    return 0;
+}
+
+/* [int]=val<T,1> {array, idx, value, max_bits}: array[idx] = value, one element in
+ * Arkouda's place: the native assign at a one-element index array made for it (and
+ * deleted again); answered with Arkouda's empty success. */
+static int cmd_int_assign(ak_ctx *ctx, h5ark_error *err) {
+    const char *name, *text;
+    int64_t i;
+    uint64_t size;
+    if (ak_arg_str(ctx->in, "array", &name, err) || ak_arg_int(ctx->in, "idx", &i, err) ||
+        ak_arg_str(ctx->in, "value", &text, err) || size_of(ctx, name, &size, err))
+        return -1;
+    int64_t w = i < 0 ? i + (int64_t)size : i;
+    if (w < 0 || (uint64_t)w >= size)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "index %lld is out of bounds for %llu elements",
+                          (long long)i, (unsigned long long)size);
+    h5ark_value *value = scalar_value(ctx->in, text, err);
+    if (!value) return err->code ? -1 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    h5ark_value *args = ak_str_args("dtype", "int64", "fill", "full", NULL);
+    dispatch_result res;
+    if (!args || h5ark_value_set(args, "size", h5ark_value_uint(1)) ||
+        h5ark_value_set(args, "value", h5ark_value_int(w))) {
+        h5ark_value_destroy(&args);
+        h5ark_value_destroy(&value);
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    }
+    int rc = ak_native(ctx, "create", args, NULL, &res, err);
+    h5ark_value_destroy(&args);
+    if (rc) {
+        h5ark_value_destroy(&value);
+        return -1;
+    }
+    char *idx = strdup(ak_desc_str(h5ark_value_get(res.result, "object"), "name"));
+    dispatch_result_free(&res);
+    args = idx ? ak_str_args("array", name, "index", idx, NULL) : NULL;
+    if (!args || h5ark_value_set(args, "value", value)) {
+        if (!args) h5ark_value_destroy(&value);
+        rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    } else if ((rc = ak_native(ctx, "assign", args, NULL, &res, err)) == 0) {
+        dispatch_result_free(&res);
+    }
+    h5ark_value_destroy(&args);
+    if (idx) ak_delete_quietly(ctx, idx);
+    free(idx);
+    return rc ? -1 : ak_reply(ctx, err, "%s", "");
+}
+
 /* concatenate<T,1> {names, axis, offsets}: the native concatenate. */
 static int cmd_concatenate(ak_ctx *ctx, h5ark_error *err) {
     h5ark_value *names = ak_names_arg(ctx, "names", err);
@@ -190,6 +247,7 @@ const ak_command ak_select_commands[] = {
     {"[pdarray]", cmd_pdarray_index, 0, RANKS_ZERO},
     {"[pdarray]=pdarray", cmd_pdarray_assign, 0, RANKS_ZERO},
     {"[pdarray]=val", cmd_pdarray_assign, 0, RANKS_ZERO},
+    {"[int]=val", cmd_int_assign, 0, RANKS_ZERO},
     {"concatenate", cmd_concatenate, 0, RANKS_ZERO},
     {0},
 };

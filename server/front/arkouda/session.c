@@ -1,7 +1,8 @@
 /* Session commands of the Arkouda dialect: connect disconnect getconfig
- * getRegistrationConfig note delete info (protocol/PROTOCOL.md, "The Arkouda endpoint"). */
+ * getRegistrationConfig note delete clear info (protocol/PROTOCOL.md, "The Arkouda endpoint"). */
 #include "front/arkouda/commands.h"
 #include "front/arkouda/endpoint.h"
+#include "front/arkouda/pins.h"
 #include "config.h"
 
 #include <hdf5.h>
@@ -88,22 +89,89 @@ static int cmd_registration(ak_ctx *ctx, h5ark_error *err) {
     return ak_reply_value(ctx, c, err);
 }
 
-/* through the native delete, which runs on every rank */
-static int cmd_delete(ak_ctx *ctx, h5ark_error *err) {
-    const char *name;
-    if (ak_arg_str(ctx->in, "name", &name, err)) return -1;
-    h5ark_value *args = h5ark_value_map(), *names = h5ark_value_array();
-    if (names && h5ark_value_push(names, h5ark_value_str(name)) != 0) h5ark_value_destroy(&names);
-    if (!args || h5ark_value_set(args, "names", names) != 0) {
+/* The native delete of `names` (taken; none: nothing to do). */
+static int delete_names(ak_ctx *ctx, h5ark_value *names, h5ark_error *err) {
+    if (names && h5ark_value_len(names) == 0) {
+        h5ark_value_destroy(&names);
+        return 0;
+    }
+    h5ark_value *args = h5ark_value_map();
+    if (!names || !args || h5ark_value_set(args, "names", names) != 0) {
+        if (!args) h5ark_value_destroy(&names);
         h5ark_value_destroy(&args);
         return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     }
     dispatch_result res;
     int rc = ak_native(ctx, "delete", args, NULL, &res, err);
     h5ark_value_destroy(&args);
-    if (rc) return -1;
+    if (rc == 0) dispatch_result_free(&res);
+    return rc;
+}
+
+/* Whether the caller's registered name `reg` stands (the native info). */
+static bool registered(ak_ctx *ctx, const char *reg) {
+    dispatch_result res;
+    if (ak_describe(ctx, reg, &res, &(h5ark_error){0})) return false;
+    bool yes = h5ark_value_get(h5ark_value_at(h5ark_value_get(res.result, "objects"), 0),
+                               "registered") != NULL;
     dispatch_result_free(&res);
+    return yes;
+}
+
+/* Whether a registered name of the caller's that stands keeps `name` (pins.h); one that no
+ * longer does (deleted through another door) keeps nothing any more. */
+static bool kept(ak_ctx *ctx, const char *name) {
+    json_t *holders = ak_pins_holders(name), *reg;
+    size_t i;
+    bool yes = false;
+    json_array_foreach(holders, i, reg) {
+        if (yes) break;
+        yes = registered(ctx, json_string_value(reg));
+        if (!yes) ak_pins_drop(json_string_value(reg));
+    }
+    json_decref(holders);
+    return yes;
+}
+
+/* through the native delete, which runs on every rank; as Arkouda's, a registered name or
+ * a part one keeps is not deleted (the client's objects send delete when they go) */
+static int cmd_delete(ak_ctx *ctx, h5ark_error *err) {
+    const char *name;
+    dispatch_result res;
+    if (ak_arg_str(ctx->in, "name", &name, err) || ak_describe(ctx, name, &res, err)) return -1;
+    const h5ark_value *d = h5ark_value_at(h5ark_value_get(res.result, "objects"), 0);
+    bool own = !strchr(name, '/'), reg = own && h5ark_value_get(d, "registered");
+    dispatch_result_free(&res);
+    if (reg || (own && kept(ctx, name)))
+        return ak_reply(ctx, err, "registered symbol, %s, not deleted", name);
+    h5ark_value *names = h5ark_value_array();
+    if (names && h5ark_value_push(names, h5ark_value_str(name)) != 0) h5ark_value_destroy(&names);
+    if (delete_names(ctx, names, err)) return -1;
     return ak_reply(ctx, err, "deleted %s", name);
+}
+
+/* clear: the caller's objects go but registered names and the parts they keep, as
+ * Arkouda's clear (its SymTab.clear keeps registered entries); others' objects shared with
+ * the caller stay. A name another request deletes meanwhile is no error. */
+static int cmd_clear(ak_ctx *ctx, h5ark_error *err) {
+    for (int attempt = 0;; attempt++) {
+        dispatch_result res;
+        if (ak_list_objects(ctx, &res, err)) return -1;
+        const h5ark_value *objs = h5ark_value_get(res.result, "objects");
+        h5ark_value *names = h5ark_value_array();
+        for (size_t i = 0; names && i < h5ark_value_len(objs); i++) {
+            const h5ark_value *d = h5ark_value_at(objs, i);
+            const char *name = ak_desc_str(d, "name");
+            if (h5ark_value_get(d, "registered") || !*name || strchr(name, '/') || kept(ctx, name))
+                continue;
+            if (h5ark_value_push(names, h5ark_value_str(name))) h5ark_value_destroy(&names);
+        }
+        dispatch_result_free(&res);
+        if (delete_names(ctx, names, err) == 0) return ak_reply(ctx, err, "success");
+        /* not_found: one went meanwhile; the rest, listed again */
+        if (err->code != H5ARK_NOT_FOUND || attempt == 3) return -1;
+        *err = (h5ark_error){0};
+    }
 }
 
 /* Arkouda's entry for an object the native info described. */
@@ -163,6 +231,7 @@ const ak_command ak_session_commands[] = {
     {"getRegistrationConfig", cmd_registration, AK_READ_ONLY | AK_IMMEDIATE, RANKS_ZERO},
     {"note", cmd_note, AK_READ_ONLY | AK_IMMEDIATE, RANKS_ZERO},
     {"delete", cmd_delete, 0, RANKS_ZERO},
+    {"clear", cmd_clear, 0, RANKS_ZERO},
     {"info", cmd_info, AK_READ_ONLY, RANKS_ZERO},
     {0},
 };
