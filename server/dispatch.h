@@ -10,6 +10,7 @@
 #include "h5ark_value.h"
 #include "h5ark_wire.h"
 #include "objects/object.h"
+#include "request.h"
 
 #include <stdbool.h>
 
@@ -37,13 +38,6 @@ typedef struct command_ctx command_ctx;
 typedef int (*command_fn)(command_ctx *ctx, h5ark_error *err);
 
 #define COMMAND_MAX_ARGS 16
-
-/* Where a command runs when the daemon is several ranks (ranks.h). */
-typedef enum {
-    RANKS_NOT_YET = 0, /* not converted: refused at R > 1 with a clear error */
-    RANKS_ZERO,        /* on rank 0 alone (reads only what rank 0 holds: metadata, files) */
-    RANKS_EVERY        /* on every rank, each on its own shards (SPMD) */
-} ranks_mode;
 
 typedef struct {
     const char *name;
@@ -100,44 +94,6 @@ int reply_buffer_begin(command_ctx *ctx, const char *name, uint64_t nbytes, obje
 int reply_buffer_span(command_ctx *ctx, const void *ptr, uint64_t len, h5ark_error *err);
 /* Keep `owner` alive until the reply has been sent (spans point into it). */
 int reply_hold(command_ctx *ctx, object *owner, h5ark_error *err);
-
-/* A request as the router hands it over. */
-typedef struct request {
-    h5ark_value *header; /* decoded map, or NULL when the header could not be decoded */
-    const char *decode_error;
-    h5ark_payload payload;
-    uint64_t bytes;      /* header and payload frames as received, for metrics */
-    uint64_t arrived_ns; /* metrics_clock() when the router had it whole */
-    /* Ranks > 0: the request number rank 0 forwarded it under (token and payload were
-     * checked on rank 0; bulk bytes come through ranks.h). 0 on rank 0. */
-    uint64_t forwarded_seq;
-    /* Made by the daemon itself (a checkpoint's timer, its restore at start): run with
-     * every right and no token, as a forwarded one is; internal commands allowed. */
-    bool from_daemon;
-    /* Who sent it, for `status`: the client's routing identity, and its address when
-     * ZeroMQ gives one (tcp, ipc); NULL when unknown. Owned by the router. */
-    const unsigned char *identity;
-    size_t identity_len;
-    const char *peer;
-    /* A front end whose headers are not MessagePack (arkouda/): the first frame as it
-     * came, NUL-terminated, and header is NULL. Owned by the router. */
-    char *text;
-    size_t text_len;
-    struct entry_ticket *ticket; /* entry_accept's (entry.h); NULL: none */
-} request;
-
-/* A reply ready to send: the header's bytes and the payload spans (see h5ark_frames.h). */
-typedef struct reply {
-    char *header;
-    size_t header_len;
-    h5ark_span *spans;
-    size_t nspans;
-    h5ark_hold *hold; /* keeps the objects behind the spans alive; NULL when none */
-    bool shutdown;
-    /* The reply is spans[0] alone, sent as one frame with no header (Arkouda's binary
-     * replies, which its client reads as one bare frame). */
-    bool one_frame;
-} reply;
 
 /* True when the request can be answered on the router thread: an immediate command, or
  * a header so malformed that the answer is an error found without running anything. */
