@@ -6,6 +6,7 @@
 #include "entry.h"
 #include "front/http.h"
 #include "front/http_reply.h"
+#include "front/hsds_json.h"
 #include "metrics.h"
 #include "h5ark_version.h"
 #include "log.h"
