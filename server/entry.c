@@ -248,5 +248,13 @@ out:
 
 void entry_answered(const request *req, h5ark_code outcome, const reply *out) {
     const entry_ticket *k = req->ticket;
-    metrics_request_done(req, k && k->user ? k->user->name : NULL, outcome, out);
+    metrics_answer a = {.header = req->header,
+                        .arrived_ns = req->arrived_ns,
+                        .bytes_in = req->bytes,
+                        .bytes_out = out->header_len,
+                        .user = k && k->user ? k->user->name : NULL,
+                        .outcome = outcome};
+    for (size_t i = 0; i < out->nspans; i++)
+        a.bytes_out += out->spans[i].len;
+    metrics_request_done(&a);
 }

@@ -37,7 +37,7 @@
 #ifndef H5ARK_ENTRY_H
 #define H5ARK_ENTRY_H
 
-#include "dispatch.h"
+#include "request.h"
 #include "users.h"
 
 #include <stdbool.h>
@@ -69,7 +69,7 @@ typedef struct entry_call {
     const char *ranks_name;
     bool read_only;   /* creates and changes nothing: a caller that may only read may ask */
     bool admin_only;  /* with users (users.h), only a caller with the admin role may ask */
-    ranks_mode ranks; /* where it runs at several ranks (dispatch.h) */
+    ranks_mode ranks; /* where it runs at several ranks (request.h) */
     bool unlisted;    /* answered at once on the router thread: no in-flight entry */
 
     /* The caller's credentials as given (NULL: none), and how this door's clients give

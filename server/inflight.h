@@ -6,7 +6,7 @@
 #ifndef H5ARK_INFLIGHT_H
 #define H5ARK_INFLIGHT_H
 
-#include "dispatch.h"
+#include "request.h"
 
 /* At most one request per handler thread runs at once, and --handlers is at most this. */
 #define INFLIGHT_MAX 256

@@ -1,6 +1,7 @@
 /* h5arkd: command line, configuration, signals, start and stop. */
 #include "checkpoint.h"
 #include "config.h"
+#include "dispatch.h"
 #include "front/gateway.h"
 #include "front/hsds.h"
 #include "h5ark_version.h"
@@ -434,6 +435,21 @@ static void stop_signals_setup(void) {
     sigaction(SIGHUP, &sa, NULL);
 }
 
+/* What the metrics count requests under: the command table's names and the HTTP doors'
+ * routes, which are named as commands are. */
+static const char *const *request_names(void) {
+    static const char *names[METRICS_NAMES + 1];
+    size_t n = 0;
+    for (size_t i = 0; dispatch_command_name(i) && n < METRICS_NAMES; i++)
+        names[n++] = dispatch_command_name(i);
+    const char *const *const routes[] = {gateway_route_names, hsds_route_names};
+    for (size_t r = 0; r < sizeof routes / sizeof *routes; r++)
+        for (size_t i = 0; routes[r][i] && n < METRICS_NAMES; i++)
+            names[n++] = routes[r][i];
+    names[n] = NULL;
+    return names;
+}
+
 int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], SANDBOX_PROBE_ARG) == 0) {
         registry_init(SANDBOX_PROBE_MEMORY);
@@ -489,7 +505,7 @@ int main(int argc, char **argv) {
     h5ark_error err = {0};
     void *zctx = zmq_ctx_new();
     /* the metrics endpoint is rank 0's, as the request endpoint is */
-    int rc = ranks_self() == 0 ? metrics_start(config.metrics, &err) : 0;
+    int rc = ranks_self() == 0 ? metrics_start(config.metrics, request_names(), &err) : 0;
     if (rc != 0) {
         fprintf(stderr, "h5arkd: --metrics-endpoint: %s\n", err.message);
     } else if (ranks_self() == 0 && gateway_start(config.http, config.web_dir, &err) != 0) {

@@ -2,10 +2,7 @@
 #include "metrics.h"
 
 #include "config.h"
-#include "dispatch.h"
 #include "h5ark_version.h"
-#include "front/gateway.h"
-#include "front/hsds.h"
 #include "front/http.h"
 #include "locales.h"
 #include "log.h"
@@ -47,10 +44,10 @@ typedef struct {
     _Atomic uint64_t sum_ns, bytes_in, bytes_out;
 } slot_counters;
 
-/* Slots: the command table and the HTTP doors' routes in name order, then a name not among
- * them, then no readable name. Only those names become labels, so clients cannot add
- * series. */
-#define MAX_SLOTS 256
+/* Slots: the names metrics_start was given (the command table and the HTTP doors' routes)
+ * in name order, then a name not among them, then no readable name. Only those names
+ * become labels, so clients cannot add series. */
+#define MAX_SLOTS (METRICS_NAMES + 2)
 static const char *slot_names[MAX_SLOTS];
 static size_t ncommands, nslots;
 static slot_counters slots[MAX_SLOTS];
@@ -69,15 +66,10 @@ static int by_name(const void *a, const void *b) {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static void slots_init(void) {
+static void slots_init(const char *const *names) {
     if (nslots) return;
-    for (size_t i = 0; dispatch_command_name(i) && ncommands < MAX_SLOTS - 2; i++)
-        slot_names[ncommands++] = dispatch_command_name(i);
-    /* the HTTP doors' routes, named as commands are */
-    const char *const *const routes[] = {gateway_route_names, hsds_route_names};
-    for (size_t r = 0; r < sizeof routes / sizeof *routes; r++)
-        for (size_t i = 0; routes[r][i] && ncommands < MAX_SLOTS - 2; i++)
-            slot_names[ncommands++] = routes[r][i];
+    for (size_t i = 0; names && names[i] && ncommands < METRICS_NAMES; i++)
+        slot_names[ncommands++] = names[i];
     qsort(slot_names, ncommands, sizeof *slot_names, by_name);
     slot_names[ncommands] = "other";
     slot_names[ncommands + 1] = "none";
@@ -150,19 +142,17 @@ void metrics_user_request(int slot) {
         atomic_fetch_add_explicit(&user_requests[slot], 1, memory_order_relaxed);
 }
 
-void metrics_request_done(const request *req, const char *user, h5ark_code outcome,
-                          const reply *out) {
+void metrics_request_done(const metrics_answer *a) {
     bool logging = log_threshold >= LOG_INFO;
     if (!counting && !logging) return;
     uint64_t now = metrics_clock();
-    uint64_t ns = req->arrived_ns && now > req->arrived_ns ? now - req->arrived_ns : 0;
-    const h5ark_value *h = req->header && req->header->kind == H5ARK_MAP ? req->header : NULL;
+    uint64_t ns = a->arrived_ns && now > a->arrived_ns ? now - a->arrived_ns : 0;
+    const h5ark_value *h = a->header && a->header->kind == H5ARK_MAP ? a->header : NULL;
     const h5ark_value *cmd = h ? h5ark_value_get(h, "cmd") : NULL;
     if (cmd && cmd->kind != H5ARK_STR) cmd = NULL;
-    if ((unsigned)outcome >= H5ARK_CODE_COUNT) outcome = H5ARK_INTERNAL;
-    uint64_t bytes_out = out->header_len;
-    for (size_t i = 0; i < out->nspans; i++)
-        bytes_out += out->spans[i].len;
+    h5ark_code outcome = (unsigned)a->outcome < H5ARK_CODE_COUNT ? a->outcome : H5ARK_INTERNAL;
+    uint64_t bytes_out = a->bytes_out;
+    const char *user = a->user;
 
     if (counting) {
         slot_counters *c = &slots[slot_of(cmd ? cmd->as.s.ptr : NULL)];
@@ -172,7 +162,7 @@ void metrics_request_done(const request *req, const char *user, h5ark_code outco
         atomic_fetch_add_explicit(&c->outcomes[outcome], 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&c->buckets[b], 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&c->sum_ns, ns, memory_order_relaxed);
-        atomic_fetch_add_explicit(&c->bytes_in, req->bytes, memory_order_relaxed);
+        atomic_fetch_add_explicit(&c->bytes_in, a->bytes_in, memory_order_relaxed);
         atomic_fetch_add_explicit(&c->bytes_out, bytes_out, memory_order_relaxed);
     }
     if (logging) {
@@ -183,7 +173,7 @@ void metrics_request_done(const request *req, const char *user, h5ark_code outco
             snprintf(id, sizeof id, "%llu", (unsigned long long)u);
         /* user names are [A-Za-z0-9_.-]: a bare logfmt value */
         log_info("event=request cmd=%s id=%s ms=%.3f bytes_in=%llu bytes_out=%llu outcome=%s%s%s",
-                 name, id, (double)ns / 1e6, (unsigned long long)req->bytes,
+                 name, id, (double)ns / 1e6, (unsigned long long)a->bytes_in,
                  (unsigned long long)bytes_out, h5ark_code_name(outcome), user ? " user=" : "",
                  user ? user : "");
     }
@@ -372,8 +362,8 @@ static void serve(void *arg, const http_request *req, http_response *out) {
     out->len = t.len;
 }
 
-int metrics_start(const char *address, h5ark_error *err) {
-    slots_init();
+int metrics_start(const char *address, const char *const *names, h5ark_error *err) {
+    slots_init(names);
     started = time(NULL);
     if (!address) return 0;
     if (http_start(address, serve, NULL, &server, err)) return -1;

@@ -4,7 +4,7 @@
 #ifndef H5ARK_CHECKPOINT_FORMAT_H
 #define H5ARK_CHECKPOINT_FORMAT_H
 
-#include "dispatch.h"
+#include "command.h"
 #include "h5ark_value.h"
 #include "h5ark_wire.h"
 
@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* The commands (dispatch.c's table): checkpoint, and the restore the daemon asks itself. */
+/* The commands (a table of dispatch.c's): checkpoint, and the restore the daemon asks itself. */
 extern const command_def checkpoint_commands[];
 
 #define CHECKPOINT_FORMAT   "h5ark-checkpoint"

@@ -3,7 +3,7 @@
 #ifndef H5ARK_COMMANDS_H
 #define H5ARK_COMMANDS_H
 
-#include "dispatch.h"
+#include "command.h"
 
 extern const command_def admin_commands[];     /* ping getconfig info delete clear shutdown */
 extern const command_def array_commands[];     /* create put get */

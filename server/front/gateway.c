@@ -1,5 +1,5 @@
-/* The HTTP gateway (see gateway.h): its replies, /files/, the viewer page, and the routing
- * of every request through the entry (entry.h) to h5grove's routes (h5grove.h). */
+/* The HTTP gateway (see gateway.h): /files/, the viewer page, and the routing of every
+ * request through the entry (entry.h) to h5grove's routes (h5grove.h). */
 #include "front/gateway.h"
 
 #include "access.h"
@@ -7,9 +7,9 @@
 #include "entry.h"
 #include "front/h5grove.h"
 #include "front/http.h"
+#include "front/http_reply.h"
 #include "log.h"
 #include "metrics.h"
-#include "registry.h"
 #include "storage/files.h"
 
 #include <dirent.h>
@@ -30,76 +30,6 @@
 
 static http_server *server;
 static char web_dir[PATH_MAX]; /* empty: no viewer page */
-
-/* ---- replies ------------------------------------------------------------------------- */
-
-static int status_of(h5ark_code code) {
-    switch (code) {
-    case H5ARK_BAD_REQUEST: return 400;
-    case H5ARK_UNAUTHORIZED: return 401;
-    case H5ARK_FORBIDDEN: return 403;
-    case H5ARK_NOT_FOUND: return 404;
-    case H5ARK_RESOURCE_LIMIT: return 413;
-    case H5ARK_TYPE_ERROR:
-    case H5ARK_SCHEMA_ERROR: return 422;
-    case H5ARK_UNKNOWN_COMMAND: return 501; /* not at several ranks yet */
-    case H5ARK_BUSY: return 503;
-    default: return 500;
-    }
-}
-
-/* A JSON string from bytes a file or a client supplied: ill-formed UTF-8 becomes '?' (as
- * in every reply of the daemon) so that the JSON stays valid. */
-json_t *gateway_jstr(const char *s, size_t n) {
-    h5ark_value *v = h5ark_value_strn(s, n);
-    json_t *j = v ? json_stringn(v->as.s.ptr, v->as.s.len) : NULL;
-    h5ark_value_destroy(&v);
-    return j;
-}
-
-/* h5grove's error body: {"message": "..."}, with the status the error code maps to. Small:
- * the one body not counted against --max-memory. */
-void gateway_error(http_response *out, const h5ark_error *err) {
-    json_t *j = json_object();
-    if (j) json_object_set_new(j, "message", gateway_jstr(err->message, strlen(err->message)));
-    char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
-    json_decref(j);
-    out->status = status_of(err->code);
-    out->content_type = "application/json";
-    out->body = text;
-    out->len = text ? strlen(text) : 0;
-}
-
-/* The answer's body, whose `held` bytes are already counted against --max-memory; they stay
- * counted until the body is sent (http.h). Several connections are answered at once: the
- * answers waiting to go out are memory like any other. */
-void gateway_body_held(http_response *out, int status, const char *type, char *body, size_t len,
-                       uint64_t held) {
-    out->status = status;
-    out->content_type = type;
-    out->body = body;
-    out->len = len;
-    out->release = registry_unreserve;
-    out->held = held;
-}
-
-/* The same, counting the body now: resource_limit (413) when it would pass the limit. */
-void gateway_body(http_response *out, int status, const char *type, char *body, size_t len) {
-    h5ark_error err = {0};
-    if (registry_reserve(len, &err)) {
-        free(body);
-        gateway_error(out, &err);
-        return;
-    }
-    gateway_body_held(out, status, type, body, len, len);
-}
-
-/* Takes j. */
-void gateway_json(http_response *out, json_t *j) {
-    char *text = j ? json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
-    json_decref(j);
-    if (text) gateway_body(out, 200, "application/json", text, strlen(text));
-}
 
 /* ---- /files/: the data directory ---------------------------------------------------- */
 
@@ -130,7 +60,7 @@ static void walk(const file_access *fa, const char *dir, const char *rel, int de
             walk(fa, path, sub, depth + 1, list);
         else if (S_ISREG(st.st_mode) && readable) {
             files_shown(fa, path, shown, sizeof shown);
-            json_array_append_new(list, gateway_jstr(shown, strlen(shown)));
+            json_array_append_new(list, http_json_str(shown, strlen(shown)));
         }
     }
     closedir(d);
@@ -150,7 +80,7 @@ static void files(const file_access *fa, http_response *out) {
             json_array_append_new(list, items[i]);
         free(items);
     }
-    gateway_json(out, list);
+    http_reply_json(out, list);
 }
 
 /* ---- the viewer page ---------------------------------------------------------------- */
@@ -208,9 +138,9 @@ static void static_file(const char *url, http_response *out) {
         char *body = malloc(strlen(msg));
         if (body) memcpy(body, msg, strlen(msg));
         if (body)
-            gateway_body(out, root ? 200 : 404,
-                         root ? "text/html; charset=utf-8" : "text/plain; charset=utf-8", body,
-                         strlen(msg));
+            http_reply_body(out, root ? 200 : 404,
+                            root ? "text/html; charset=utf-8" : "text/plain; charset=utf-8", body,
+                            strlen(msg));
         return;
     }
     char *body = malloc(st.st_size ? (size_t)st.st_size : 1);
@@ -225,7 +155,7 @@ static void static_file(const char *url, http_response *out) {
         free(body);
         return; /* 500 */
     }
-    gateway_body(out, 200, content_type(rel), body, got);
+    http_reply_body(out, 200, content_type(rel), body, got);
 }
 
 /* ---- routing ------------------------------------------------------------------------- */
@@ -268,7 +198,7 @@ static void serve(void *arg, const http_request *req, http_response *out) {
         out->allow = "GET, HEAD";
         h5ark_fail(&err, H5ARK_BAD_REQUEST, "the gateway only reads: %s is not allowed",
                    req->method);
-        gateway_error(out, &err);
+        http_reply_error(out, &err);
         out->status = 405;
         return;
     }
@@ -307,7 +237,7 @@ static void serve(void *arg, const http_request *req, http_response *out) {
                        .door = &r};
     /* its caller kept with it from the start, as at every door: its log line names the user */
     if (entry_accept(&asked, token, call.token_len, &err) || entry_run(&call, &err))
-        gateway_error(out, &err);
+        http_reply_error(out, &err);
     h5ark_code outcome = out->status < 400      ? H5ARK_OK
                          : err.code != H5ARK_OK ? err.code
                                                 : H5ARK_INTERNAL;

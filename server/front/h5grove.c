@@ -196,7 +196,7 @@ static json_t *jvalue(const h5ark_value *v) {
                                     : json_real((double)v->as.u);
     case H5ARK_FLOAT: return isfinite(v->as.f) ? json_real(v->as.f) : json_null();
     case H5ARK_STR:
-    case H5ARK_BIN: return gateway_jstr(v->as.s.ptr, v->as.s.len);
+    case H5ARK_BIN: return http_json_str(v->as.s.ptr, v->as.s.len);
     case H5ARK_ARRAY: {
         json_t *a = json_array();
         for (size_t i = 0; a && i < v->as.a.len; i++)
@@ -239,7 +239,7 @@ static json_t *attributes_json(const h5ark_value *e) {
         const h5ark_value *first = array && v->as.a.len ? v->as.a.items[0] : NULL;
         json_t *a =
             json_pack("{s:o, s:o, s:o}", "name",
-                      gateway_jstr(attrs->as.m.keys[i], strlen(attrs->as.m.keys[i])), "shape",
+                      http_json_str(attrs->as.m.keys[i], strlen(attrs->as.m.keys[i])), "shape",
                       array ? json_pack("[I]", (json_int_t)v->as.a.len) : json_array(), "type",
                       value_type(array ? first : v));
         if (json_array_append_new(list, a)) {
@@ -298,7 +298,7 @@ static json_t *filters_json(const h5ark_value *e) {
         const char *number = strstr(name, "(filter ");
         if (id < 0 && number) id = atoi(number + 8);
         if (json_array_append_new(list, json_pack("{s:i, s:o}", "id", id, "name",
-                                                  gateway_jstr(name, strlen(name))))) {
+                                                  http_json_str(name, strlen(name))))) {
             json_decref(list);
             list = NULL;
         }
@@ -337,17 +337,17 @@ static json_t *entity_json(const tree *tr, const h5ark_value *e, const char *pat
     const char *target = str_is(kind, "link") ? link_target(e) : NULL;
     const h5ark_value *t = target && depth < LINK_MAX_HOPS ? find_entry(tr, target) : NULL;
     if (t && !hidden(tr, target)) return entity_json(tr, t, target, name, with_children, depth + 1);
-    json_t *jname = gateway_jstr(name, strlen(name));
+    json_t *jname = http_json_str(name, strlen(name));
     if (str_is(kind, "link")) {
         const char *tpath = listed_str(e, "target") ? listed_str(e, "target") : "";
         if (str_is(listed_str(e, "link_type"), "external")) {
             const char *file = listed_str(e, "file") ? listed_str(e, "file") : "";
             return json_pack("{s:o, s:s, s:o, s:o}", "name", jname, "kind", "external_link",
-                             "target_file", gateway_jstr(file, strlen(file)), "target_path",
-                             gateway_jstr(tpath, strlen(tpath)));
+                             "target_file", http_json_str(file, strlen(file)), "target_path",
+                             http_json_str(tpath, strlen(tpath)));
         }
         return json_pack("{s:o, s:s, s:o}", "name", jname, "kind", "soft_link", "target_path",
-                         gateway_jstr(tpath, strlen(tpath)));
+                         http_json_str(tpath, strlen(tpath)));
     }
     if (e && h5grove_shown_as_dataset(e)) {
         const h5ark_value *chunks = h5ark_value_get(e, "chunks");
@@ -494,7 +494,7 @@ void h5grove_meta(const http_request *req, http_response *out, h5ark_error *err)
     target t = {0};
     if (h5grove_open(req, &t, err)) {
         h5grove_tree_release(t.tree);
-        gateway_error(out, err);
+        http_reply_error(out, err);
         return;
     }
     /* named as asked (a link by its own name), without the trailing slashes */
@@ -503,7 +503,7 @@ void h5grove_meta(const http_request *req, http_response *out, h5ark_error *err)
     snprintf(asked, sizeof asked, "%s", path ? path : "/");
     for (size_t n = strlen(asked); n > 1 && asked[n - 1] == '/'; n--)
         asked[n - 1] = '\0';
-    gateway_json(out, entity_json(t.tree, t.entry, t.path, base_name(asked), true, 0));
+    http_reply_json(out, entity_json(t.tree, t.entry, t.path, base_name(asked), true, 0));
     h5grove_tree_release(t.tree);
 }
 
@@ -511,7 +511,7 @@ void h5grove_attr(const http_request *req, http_response *out, h5ark_error *err)
     target t = {0};
     if (h5grove_open(req, &t, err)) {
         h5grove_tree_release(t.tree);
-        gateway_error(out, err);
+        http_reply_error(out, err);
         return;
     }
     const h5ark_value *attrs = h5ark_value_get(t.entry, "attrs");
@@ -524,7 +524,7 @@ void h5grove_attr(const http_request *req, http_response *out, h5ark_error *err)
         json_decref(all);
         all = one;
     }
-    gateway_json(out, all);
+    http_reply_json(out, all);
     h5grove_tree_release(t.tree);
 }
 
@@ -532,12 +532,12 @@ void h5grove_paths(const http_request *req, http_response *out, h5ark_error *err
     target t = {0};
     if (h5grove_open(req, &t, err)) {
         h5grove_tree_release(t.tree);
-        gateway_error(out, err);
+        http_reply_error(out, err);
         return;
     }
     if (h5grove_shown_as_dataset(t.entry) || str_is(listed_str(t.entry, "kind"), "link")) {
         h5ark_fail(err, H5ARK_BAD_REQUEST, "'%s' is not a group", t.path);
-        gateway_error(out, err);
+        http_reply_error(out, err);
         h5grove_tree_release(t.tree);
         return;
     }
@@ -548,9 +548,9 @@ void h5grove_paths(const http_request *req, http_response *out, h5ark_error *err
         const char *p = listed_str(t.tree->sorted[i], "path");
         if (!p || strncmp(p, t.path, n) != 0 || p[n] != '/' || !p[n + 1] || hidden(t.tree, p))
             continue;
-        json_array_append_new(list, gateway_jstr(p, strlen(p)));
+        json_array_append_new(list, http_json_str(p, strlen(p)));
     }
-    gateway_json(out, list);
+    http_reply_json(out, list);
     h5grove_tree_release(t.tree);
 }
 

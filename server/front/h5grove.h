@@ -6,6 +6,7 @@
 #define H5ARK_H5GROVE_H
 
 #include "front/http.h"
+#include "front/http_reply.h"
 #include "h5ark_value.h"
 #include "h5ark_wire.h"
 
@@ -14,20 +15,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
-
-/* ---- the gateway's replies (gateway.c) ---- */
-
-/* A JSON string from bytes a file or a client supplied: ill-formed UTF-8 becomes '?'. */
-json_t *gateway_jstr(const char *s, size_t n);
-/* h5grove's error body, {"message": "..."}, with the status the error code maps to. */
-void gateway_error(http_response *out, const h5ark_error *err);
-/* A body whose `held` bytes are already counted against --max-memory (http.h). */
-void gateway_body_held(http_response *out, int status, const char *type, char *body, size_t len,
-                       uint64_t held);
-/* The same, counting it now: resource_limit (413) when it would pass the limit. */
-void gateway_body(http_response *out, int status, const char *type, char *body, size_t len);
-/* A JSON body (takes j). */
-void gateway_json(http_response *out, json_t *j);
 
 /* ---- a file's tree, as lshdf lists it (h5grove.c) ---- */
 

@@ -302,7 +302,7 @@ static void number_elem(buf *b, void *arg, uint64_t k) {
 
 /* A string of len bytes as JSON (a NUL in it as \u0000), ill-formed UTF-8 scrubbed. */
 static void put_string(buf *b, const char *s, uint64_t len) {
-    json_t *j = s ? gateway_jstr(s, (size_t)len) : json_null();
+    json_t *j = s ? http_json_str(s, (size_t)len) : json_null();
     char *text = j ? json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
     json_decref(j);
     if (!text) {
@@ -728,14 +728,14 @@ void h5grove_values(const http_request *req, http_response *out, h5ark_error *er
         goto fail;
     }
     /* (an empty answer has no buffer: an empty body) */
-    gateway_body_held(out, 200,
-                      strcmp(format, "json") == 0 ? "application/json" : "application/octet-stream",
-                      b.p, b.len, b.cap);
+    http_reply_held(out, 200,
+                    strcmp(format, "json") == 0 ? "application/json" : "application/octet-stream",
+                    b.p, b.len, b.cap);
     b.p = NULL;
     b.cap = 0;
     goto done;
 fail:
-    gateway_error(out, err);
+    http_reply_error(out, err);
 done:
     free(b.p);
     registry_unreserve(b.cap);

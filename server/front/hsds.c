@@ -4,8 +4,9 @@
 #include "access.h"
 #include "config.h"
 #include "entry.h"
-#include "front/h5grove.h"
 #include "front/http.h"
+#include "front/http_reply.h"
+#include "front/hsds_json.h"
 #include "metrics.h"
 #include "h5ark_version.h"
 #include "log.h"
@@ -44,7 +45,7 @@ static int status_of(h5ark_code code) {
 static void answer_json(http_response *out, int status, const h5ark_value *v) {
     size_t len = 0;
     char *text = hsds_json_text(v, &len);
-    if (text) gateway_body(out, status, "application/json", text, len);
+    if (text) http_reply_body(out, status, "application/json", text, len);
 }
 
 static void answer_error(http_response *out, int status, const char *message) {
@@ -434,7 +435,7 @@ static void serve(void *arg, const http_request *req, http_response *out) {
         out->arg = c.answer.run;
         c.answer.run = NULL;
     } else {
-        gateway_body(out, 200, "application/octet-stream", c.answer.bytes, c.answer.nbytes);
+        http_reply_body(out, 200, "application/octet-stream", c.answer.bytes, c.answer.nbytes);
         if (out->body == c.answer.bytes) out->free_body = h5obj_bytes_free; /* kept for reuse */
         c.answer.bytes = NULL;
     }

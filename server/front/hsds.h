@@ -21,13 +21,4 @@ const char *hsds_address(void);
  * "hsds_delete_attr"; NULL after the last. */
 extern const char *const hsds_route_names[];
 
-/* ---- its JSON (hsds_json.c) ---- */
-
-/* v as JSON text (malloc'd, *len its length): maps as objects, NaN and infinities as the
- * bare tokens NaN, Infinity, -Infinity. NULL when out of memory. */
-char *hsds_json_text(const h5ark_value *v, size_t *len);
-/* Decode standard base64 into out (at most outlen - 1 bytes, NUL-terminated): its length,
- * or -1 when malformed or too long. */
-long hsds_base64_decode(const char *in, char *out, size_t outlen);
-
 #endif

@@ -1,5 +1,5 @@
 /* JSON text of the HSDS endpoint's answers, and the base64 of Basic credentials. */
-#include "front/hsds.h"
+#include "front/hsds_json.h"
 
 #include <math.h>
 #include <stdbool.h>

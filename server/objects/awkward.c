@@ -52,7 +52,8 @@ static int elems(const darray *a, const uint64_t *idx, size_t n, int64_t *out, h
     return rc ? -1 : 0;
 }
 
-static int elem_at(const darray *a, uint64_t i, int64_t *out, h5ark_error *err) {
+/* Element i of a, as int64 (elems, for one). */
+static int one_elem(const darray *a, uint64_t i, int64_t *out, h5ark_error *err) {
     return elems(a, &i, 1, out, err);
 }
 
@@ -276,7 +277,7 @@ static int run_check(builder *bd, const ak_node *n, check_job *job, int64_t *max
     if (bad == UINT64_MAX) return 0;
     int64_t va = 0, vb = 0; /* the bad element(s), for the message (a bool's is its index) */
     if (job->kind != V_BOOL &&
-        (elem_at(job->a, bad, &va, bd->err) || (job->b && elem_at(job->b, bad, &vb, bd->err))))
+        (one_elem(job->a, bad, &va, bd->err) || (job->b && one_elem(job->b, bad, &vb, bd->err))))
         return -1;
     char msg[400];
     switch (job->kind) {

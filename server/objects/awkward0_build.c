@@ -79,12 +79,8 @@ static json_t *record_form(interp *c, const unsigned char *src, uint64_t n, uint
     return f;
 }
 
-val *ak0_frombuffer(interp *c, json_t *j, int depth) {
-    val *b = ak0_want(c, ak0_arg(c, j, 0, depth), V_BYTES, "frombuffer's buffer");
-    val *d = b ? ak0_want(c, ak0_arg(c, j, 1, depth), V_DTYPE, "frombuffer's dtype") : NULL;
-    val *n = d ? ak0_want(c, ak0_arg(c, j, 2, depth), V_JSON, "frombuffer's count") : NULL;
-    if (!n) return NULL;
-    int64_t count = ak0_json_int_or(n->json, -1);
+val *ak0_frombuffer(interp *c, val *b, val *d, json_t *n) {
+    int64_t count = ak0_json_int_or(n, -1);
     if (count < 0 || (uint64_t)count > AK0_MAX_BLOB) {
         h5ark_fail(c->err, H5ARK_SCHEMA_ERROR, "awkward0 schema: frombuffer count is not a size");
         return NULL;
@@ -138,9 +134,7 @@ static bool grow_blob(interp *c, unsigned char **out, uint64_t *cap) {
     return true;
 }
 
-val *ak0_inflate(interp *c, json_t *j, int depth) {
-    val *b = ak0_want(c, ak0_arg(c, j, 0, depth), V_BYTES, "decompress's buffer");
-    if (!b) return NULL;
+val *ak0_inflate(interp *c, val *b) {
     z_stream zs = {0};
     if (inflateInit(&zs) != Z_OK) {
         ak0_oom(c);
@@ -180,9 +174,7 @@ val *ak0_inflate(interp *c, json_t *j, int depth) {
 #define AK0_LZMA_MEMLIMIT (UINT64_C(128) << 20)
 
 /* lzma.decompress: .xz or .lzma, as Python's FORMAT_AUTO takes them */
-val *ak0_unxz(interp *c, json_t *j, int depth) {
-    val *b = ak0_want(c, ak0_arg(c, j, 0, depth), V_BYTES, "decompress's buffer");
-    if (!b) return NULL;
+val *ak0_unxz(interp *c, val *b) {
     lzma_stream zs = LZMA_STREAM_INIT;
     if (lzma_auto_decoder(&zs, AK0_LZMA_MEMLIMIT, 0) != LZMA_OK) {
         ak0_oom(c);
@@ -216,9 +208,7 @@ val *ak0_unxz(interp *c, json_t *j, int depth) {
 }
 
 /* lz4.block.decompress: the size (4 bytes, little-endian) then one LZ4 block */
-val *ak0_unlz4(interp *c, json_t *j, int depth) {
-    val *b = ak0_want(c, ak0_arg(c, j, 0, depth), V_BYTES, "decompress's buffer");
-    if (!b) return NULL;
+val *ak0_unlz4(interp *c, val *b) {
     uint32_t size = 0;
     if (b->nbytes >= 4)
         size = (uint32_t)b->bytes[0] | (uint32_t)b->bytes[1] << 8 | (uint32_t)b->bytes[2] << 16 |
@@ -504,15 +494,7 @@ static json_t *concat(interp *c, json_t **f, size_t n, int depth) {
     return out;
 }
 
-val *ak0_chunked(interp *c, json_t *j, int depth) {
-    val *cs = ak0_want(c, ak0_arg(c, j, 0, depth), V_LIST, "ChunkedArray's chunks");
-    if (!cs) return NULL;
-    json_t *counts = NULL;
-    if (json_array_size(json_object_get(j, "args")) > 1) {
-        val *cn = ak0_want(c, ak0_arg(c, j, 1, depth), V_JSON, "ChunkedArray's counts");
-        if (!cn) return NULL;
-        counts = cn->json;
-    }
+val *ak0_chunked(interp *c, val *cs, json_t *counts, int depth) {
     char key[32];
     if (cs->nitems == 0) { /* no chunks, no type: awkward 2's EmptyArray */
         ak0_next_key(c, key, sizeof key);

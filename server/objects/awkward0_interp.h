@@ -1,7 +1,8 @@
-/* The awkward0 schema interpreter's values and helpers, shared by its two files:
- * awkward0.c (values, evaluation, the calls by name) and awkward0_build.c (the arrays a
- * call makes: numpy buffers, decompressed blobs, lists, unions, joined chunks). Not for
- * use outside them; the interface is awkward0.h. */
+/* The awkward0 schema interpreter's values and helpers, shared by its files, from the
+ * bottom: awkward0_values.c (values and their memory), awkward0_build.c (the arrays a call
+ * makes from its evaluated arguments: numpy buffers, decompressed blobs, lists, unions,
+ * joined chunks) and awkward0.c (evaluation, the calls by name), each calling only those
+ * below it. Not for use outside them; the interface is awkward0.h. */
 #ifndef H5ARK_AWKWARD0_INTERP_H
 #define H5ARK_AWKWARD0_INTERP_H
 
@@ -75,7 +76,7 @@ typedef struct {
 /* The schema's JSON, checked to be an awkward0 schema (awkward0_allow.c). */
 json_t *ak0_load(const char *json, size_t len, h5ark_error *err);
 
-/* ---- awkward0.c: values and their memory ---- */
+/* ---- awkward0_values.c: values and their memory ---- */
 
 /* Count n bytes the schema makes against --max-memory. */
 int ak0_reserve(interp *c, uint64_t n);
@@ -93,8 +94,6 @@ void ak0_drop_buf(interp *c, int i);
 void ak0_next_key(interp *c, char *out, size_t size);
 /* numpy dtype text: "int64", "<i8", ">u2", "bool", "|u1", "float32", ... */
 bool ak0_parse_dtype(const char *s, val *d);
-/* Argument i of a call node, evaluated. */
-val *ak0_arg(interp *c, json_t *call, size_t i, int depth);
 /* An array for a parent: every use after the first gets a copy of its own. */
 val *ak0_take(interp *c, val *v);
 /* v when it is of `kind`, else type_error naming `what`; NULL when v is. */
@@ -112,21 +111,22 @@ int64_t ak0_json_int_or(json_t *j, int64_t def);
 
 /* int64 values as a new buffer "<key>-<attr>" (v taken). */
 int ak0_int64_buf(interp *c, const char *key, const char *attr, int64_t *v, uint64_t n);
-/* numpy.frombuffer / awkward0.util.frombuffer */
-val *ak0_frombuffer(interp *c, json_t *j, int depth);
-/* zlib.decompress */
-val *ak0_inflate(interp *c, json_t *j, int depth);
+/* numpy.frombuffer / awkward0.util.frombuffer of bytes b, dtype d and count n (JSON) */
+val *ak0_frombuffer(interp *c, val *b, val *d, json_t *n);
+/* zlib.decompress of bytes b */
+val *ak0_inflate(interp *c, val *b);
 /* lzma.decompress: .xz or .lzma, as Python's FORMAT_AUTO takes them */
-val *ak0_unxz(interp *c, json_t *j, int depth);
+val *ak0_unxz(interp *c, val *b);
 /* lz4.block.decompress: the size (4 bytes, little-endian) then one LZ4 block */
-val *ak0_unlz4(interp *c, json_t *j, int depth);
+val *ak0_unlz4(interp *c, val *b);
 /* A ListOffsetArray of content from counts (or offsets, given) with the form's parameters. */
 val *ak0_list_offsets(interp *c, val *counts, val *content, json_t *params, json_t *content_params,
                       bool given);
 /* A UnionArray of the arrays in cs with the tags and index the caller made (taken over:
  * freed on failure); rc is the caller's outcome so far. */
 val *ak0_union_val(interp *c, int rc, val *t, val *x, val *cs, int8_t *tags, int64_t *xv);
-/* ChunkedArray: its chunks joined into one array. */
-val *ak0_chunked(interp *c, json_t *j, int depth);
+/* ChunkedArray: its chunks (a list) joined into one array; counts (JSON, NULL: none) are
+ * checked against them; depth: the call's, for the joined forms' nesting. */
+val *ak0_chunked(interp *c, val *cs, json_t *counts, int depth);
 
 #endif

@@ -2,7 +2,7 @@
 #include "acl.h"
 
 #include "config.h"
-#include "files.h"
+#include "temp_names.h"
 #include "io.h"
 #include "sysio.h"
 
@@ -286,7 +286,7 @@ int acl_allows(const file_access *fa, const char *dir, file_perm p, h5ark_error 
 int acl_write(const char *abs_dir, const acl *a, const char *shown, h5ark_error *err) {
     char final[PATH_MAX], tmp[PATH_MAX];
     if (snprintf(final, sizeof final, "%s/" ACL_FILE, abs_dir) >= (int)sizeof final ||
-        files_temp_name(final, tmp, sizeof tmp))
+        temp_name_for(final, tmp, sizeof tmp))
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "path '%s' is too long", shown);
     char *text = acl_to_json(a);
     if (!text) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");

@@ -18,6 +18,7 @@
 #include "families.h"
 #include "commit.h"
 #include "files.h"
+#include "temp_names.h"
 #include "owners.h"
 #include "layout.h"
 #include "progress.h"
@@ -76,7 +77,7 @@ static int ex_open(const file_access *fa, ex_file *f, const char *rel, bool fres
         return h5ark_fail(err, H5ARK_NOT_FOUND, "'%s' does not exist", rel);
     if (f->exists && !S_ISREG(st.st_mode))
         return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "'%s' is not a file", rel);
-    if (files_temp_name(f->final, f->tmp, sizeof f->tmp))
+    if (temp_name_for(f->final, f->tmp, sizeof f->tmp))
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "path '%s' is too long", rel);
     if (f->exists && !fresh) {
         if (sandbox_check_file(f->final, err)) return h5ark_fail_context(err, "'%s'", rel);

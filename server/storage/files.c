@@ -5,13 +5,13 @@
 #include "config.h"
 #include "io.h"
 #include "sysio.h"
+#include "temp_names.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
 #include <stdint.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -517,38 +517,6 @@ void files_list_free(char **paths, size_t count) {
     free(paths);
 }
 
-int files_temp_name(const char *final, char *out, size_t outlen) {
-    static atomic_uint counter;
-    const char *slash = strrchr(final, '/');
-    int n = snprintf(out, outlen, "%.*s.%s.h5ark-tmp.%d.%u", (int)(slash - final + 1), final,
-                     slash + 1, (int)getpid(), atomic_fetch_add(&counter, 1));
-    return n < 0 || (size_t)n >= outlen ? -1 : 0;
-}
-
-#define TWIN_SUFFIX ".h5ark-twin"
-
-int files_twin_name(const char *final, char *out, size_t outlen) {
-    const char *slash = strrchr(final, '/');
-    int n =
-        snprintf(out, outlen, "%.*s.%s" TWIN_SUFFIX, (int)(slash - final + 1), final, slash + 1);
-    return n < 0 || (size_t)n >= outlen ? -1 : 0;
-}
-
-/* Temporaries are named ".<name>.h5ark-tmp.<pid>.<n>": anything of that form left in the
- * data directory was being written when an earlier daemon died. So were twins. */
-static bool is_stale_temp(const char *name) {
-    size_t len = strlen(name), tl = strlen(TWIN_SUFFIX);
-    if (name[0] == '.' && len > tl + 1 && strcmp(name + len - tl, TWIN_SUFFIX) == 0) return true;
-    const char *mark = strstr(name, ".h5ark-tmp.");
-    if (name[0] != '.' || !mark) return false;
-    const char *p = mark + strlen(".h5ark-tmp.");
-    char *end;
-    long pid = strtol(p, &end, 10);
-    if (end == p || *end != '.' || pid <= 0) return false;
-    strtoul(end + 1, &end, 10);
-    return *end == '\0';
-}
-
 static size_t remove_temps_in(const char *dir, int depth) {
     size_t removed = 0;
     DIR *d = opendir(dir);
@@ -562,7 +530,7 @@ static size_t remove_temps_in(const char *dir, int depth) {
         if (lstat(path, &st) != 0) continue;
         if (S_ISDIR(st.st_mode) && depth < 32)
             removed += remove_temps_in(path, depth + 1);
-        else if (S_ISREG(st.st_mode) && is_stale_temp(e->d_name) && unlink(path) == 0)
+        else if (S_ISREG(st.st_mode) && temp_name_is_left_over(e->d_name) && unlink(path) == 0)
             removed++;
     }
     closedir(d);

@@ -90,11 +90,6 @@ uint64_t files_disk_usage_of(const char *owner);
 /* The path as the client knows it: relative to the data directory. */
 const char *files_display(const char *abs);
 
-/* A fresh temporary name in the same directory as `final` (for write-then-rename). */
-int files_temp_name(const char *final, char *out, size_t outlen);
-/* The twin of a file written in parts (twin.h): ".<name>.h5ark-twin" beside it. Removed
- * with the temporaries at start, as no twin is known level then. */
-int files_twin_name(const char *final, char *out, size_t outlen);
 /* Copy src to a new file dst (O_EXCL; copy_file_range where the kernel can), for a
  * write that extends a copy and renames it over src. io_error names the file as `shown`. */
 int files_copy(const char *src, const char *dst, const char *shown, h5ark_error *err);

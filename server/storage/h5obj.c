@@ -1,5 +1,6 @@
-/* The HSDS API's reads of domains, folders, groups, links, datasets and attributes (see
- * h5obj.h). */
+/* The HSDS API's domains, their files and objects: resolving and opening them, ids, and
+ * the reads of a domain, a group, a dataset or a type (see h5obj.h). The files of the other
+ * operations build on these; h5obj_run.c hands each operation to its file. */
 #include "storage/h5obj_int.h"
 
 #include "config.h"
@@ -145,8 +146,7 @@ int h5obj_locate(const h5obj_args *a, file_perm perm, h5obj_file *f, h5ark_error
     return 0;
 }
 
-/* Open a domain's file for reading, after the sandbox has walked it. */
-static int open_file(const h5obj_args *a, h5obj_file *f, h5ark_error *err) {
+int h5obj_open_file(const h5obj_args *a, h5obj_file *f, h5ark_error *err) {
     const char *domain = a->domain;
     if (h5obj_locate(a, PERM_READ, f, err)) return -1;
     if (h5obj_kept_open(f) == 0) return 0;
@@ -159,7 +159,7 @@ static int open_file(const h5obj_args *a, h5obj_file *f, h5ark_error *err) {
     return 0;
 }
 
-static void close_file(h5obj_file *f) {
+void h5obj_close_file(h5obj_file *f) {
     if (f->kept) h5obj_kept_close(f);
     if (f->fid >= 0) H5Fclose(f->fid);
     f->fid = H5I_INVALID_HID;
@@ -249,7 +249,7 @@ int h5obj_get_domain(const h5obj_args *a, h5obj_answer *out, h5ark_error *err) {
                    : 0;
     }
     h5obj_file f;
-    if (open_file(a, &f, err)) return -1;
+    if (h5obj_open_file(a, &f, err)) return -1;
     owner = h5obj_owner(a, f.abs, creator, sizeof creator);
     int rc = set(m, "root", h5obj_id_value(&f, 'g', root_of(&f))) ||
              set(m, "class", h5ark_value_str("domain")) ||
@@ -260,7 +260,7 @@ int h5obj_get_domain(const h5obj_args *a, h5obj_answer *out, h5ark_error *err) {
     struct stat fst;
     if (rc == 0 && a->verbose)
         rc = domain_counts(m, &f, stat(f.abs, &fst) == 0 ? (uint64_t)fst.st_size : 0);
-    close_file(&f);
+    h5obj_close_file(&f);
     return rc ? oom(err) : 0;
 }
 
@@ -353,6 +353,16 @@ hid_t h5obj_open_id(const h5obj_file *f, const char *id, h5obj_coll coll, h5ark_
     }
     if (alias) *alias = s.paths;
     return obj;
+}
+
+bool h5obj_tracks_order(hid_t g) {
+    hid_t gcpl = H5Gget_create_plist(g);
+    unsigned flags = 0;
+    if (gcpl >= 0) {
+        H5Pget_link_creation_order(gcpl, &flags);
+        H5Pclose(gcpl);
+    }
+    return (flags & H5P_CRT_ORDER_TRACKED) && (flags & H5P_CRT_ORDER_INDEXED);
 }
 
 static unsigned attr_count(hid_t obj) {
@@ -513,92 +523,42 @@ int h5obj_describe(const h5obj_file *f, hid_t obj, h5ark_value **out, h5ark_erro
     return rc;
 }
 
-/* ---- one operation ------------------------------------------------------------------- */
+/* ---- the reads of one object ------------------------------------------------------- */
 
-static int read_op(const h5obj_args *a, h5obj_answer *out, h5ark_error *err);
-
-int h5obj_run(const h5obj_args *a, h5obj_answer *out, h5ark_error *err) {
-    *out = (h5obj_answer){0};
-    h5u_quiet();
-    int rc;
-    if (a->op == H5OBJ_ACLS || a->op == H5OBJ_ACL) {
-        rc = h5obj_acl_read(a, out, err);
-    } else if (a->op == H5OBJ_PUT_ACL) {
-        rc = h5obj_acl_write(a, out, err);
-    } else if (a->op >= H5OBJ_PUT_DOMAIN) {
-        rc = h5obj_write(a, out, err);
+int h5obj_get(const h5obj_file *f, hid_t obj, const h5obj_args *a, h5ark_value **alias,
+              h5obj_answer *out, h5ark_error *err) {
+    H5I_type_t kind = H5Iget_type(obj);
+    int rc = 0;
+    if (!(out->json = h5ark_value_map())) {
+        rc = oom(err);
+    } else if (kind == H5I_GROUP) {
+        rc = group_json(out->json, f, a->id, obj);
+        if (rc == 0 && *alias) {
+            rc = h5ark_value_set(out->json, "alias", *alias);
+            *alias = NULL;
+        }
+        if (rc) oom(err);
+    } else if (kind == H5I_DATASET) {
+        rc = dataset_json(out->json, f, a->id, obj, a->verbose, err);
+        if (rc == 0 && *alias) {
+            rc = h5ark_value_set(out->json, "alias", *alias) ? oom(err) : 0;
+            *alias = NULL;
+        }
     } else {
-        twin_readers_enter(); /* a change levels a file's twin once its readers are done */
-        rc = read_op(a, out, err);
-        twin_readers_leave();
+        h5ark_value *tj = h5obj_type_json(obj, err);
+        rc = !tj || common(out->json, f, a->id, obj) || set(out->json, "type", tj) ? -1 : 0;
+        if (rc && !err->code) oom(err);
     }
-    if (rc) h5obj_answer_free(out); /* a failure answers nothing */
     return rc;
 }
 
-static int read_op(const h5obj_args *a, h5obj_answer *out, h5ark_error *err) {
-    if (a->op == H5OBJ_DOMAIN) return h5obj_get_domain(a, out, err);
-    if (a->op == H5OBJ_FOLDER) return h5obj_folder_list(a, out, err);
-    h5obj_file f;
-    if (open_file(a, &f, err)) return -1;
-    h5ark_value *alias = NULL;
-    hid_t obj =
-        h5obj_open_id(&f, a->id, a->coll, a->op == H5OBJ_GET && a->getalias ? &alias : NULL, err);
-    int rc = obj < 0 ? -1 : 0;
-    H5I_type_t kind = obj >= 0 ? H5Iget_type(obj) : H5I_BADID;
-    if (rc == 0 && kind != H5I_GROUP && (a->op == H5OBJ_LINKS || a->op == H5OBJ_LINK))
-        rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "%s is not a group: it has no links", a->id);
-    if (rc == 0 && kind != H5I_DATASET && (a->op == H5OBJ_SHAPE || a->op == H5OBJ_VALUE))
-        rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "%s is not a dataset", a->id);
-    if (rc == 0) {
-        switch (a->op) {
-        case H5OBJ_GET:
-            if (!(out->json = h5ark_value_map())) {
-                rc = oom(err);
-            } else if (kind == H5I_GROUP) {
-                rc = group_json(out->json, &f, a->id, obj);
-                if (rc == 0 && alias) {
-                    rc = h5ark_value_set(out->json, "alias", alias);
-                    alias = NULL;
-                }
-                if (rc) oom(err);
-            } else if (kind == H5I_DATASET) {
-                rc = dataset_json(out->json, &f, a->id, obj, a->verbose, err);
-                if (rc == 0 && alias) {
-                    rc = h5ark_value_set(out->json, "alias", alias) ? oom(err) : 0;
-                    alias = NULL;
-                }
-            } else {
-                h5ark_value *tj = h5obj_type_json(obj, err);
-                rc =
-                    !tj || common(out->json, &f, a->id, obj) || set(out->json, "type", tj) ? -1 : 0;
-                if (rc && !err->code) oom(err);
-            }
-            break;
-        case H5OBJ_SHAPE: {
-            hid_t space = H5Dget_space(obj);
-            h5ark_value *s = space >= 0 ? h5obj_shape_json(space, err) : NULL;
-            if (space >= 0) H5Sclose(space);
-            out->json = h5ark_value_map();
-            rc = !s || !out->json || set(out->json, "shape", s) || h5obj_times(out->json, &f) ? -1
-                                                                                              : 0;
-            if (rc && !err->code) oom(err);
-            break;
-        }
-        case H5OBJ_LINKS: rc = h5obj_links(&f, obj, a, out, err); break;
-        case H5OBJ_LINK: rc = h5obj_link(&f, obj, a, out, err); break;
-        case H5OBJ_ATTRS: rc = h5obj_attrs(&f, obj, a, out, err); break;
-        case H5OBJ_ATTR: rc = h5obj_attr(&f, obj, a, out, err); break;
-        case H5OBJ_VALUE: rc = h5obj_read_value(&f, obj, a, out, err); break;
-        default: rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "unknown operation"); break;
-        }
-    }
-    h5ark_value_destroy(&alias);
-    if (obj >= 0) H5Oclose(obj);
-    H5Eclear2(H5E_DEFAULT);
-    if (rc) h5u_io_blame(f.fid, err); /* a file that could not be read is not to blame */
-    close_file(&f);
-    if (rc) h5obj_answer_free(out);
+int h5obj_shape(const h5obj_file *f, hid_t dset, h5obj_answer *out, h5ark_error *err) {
+    hid_t space = H5Dget_space(dset);
+    h5ark_value *s = space >= 0 ? h5obj_shape_json(space, err) : NULL;
+    if (space >= 0) H5Sclose(space);
+    out->json = h5ark_value_map();
+    int rc = !s || !out->json || set(out->json, "shape", s) || h5obj_times(out->json, f) ? -1 : 0;
+    if (rc && !err->code) oom(err);
     return rc;
 }
 

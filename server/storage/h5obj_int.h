@@ -1,4 +1,4 @@
-/* What h5obj.c, h5obj_type.c and h5obj_value.c share (internal to storage/). */
+/* What the h5obj*.c files share (internal to storage/). */
 #ifndef H5ARK_H5OBJ_INT_H
 #define H5ARK_H5OBJ_INT_H
 
@@ -49,6 +49,8 @@ hid_t h5obj_kept_object(const h5obj_file *f, haddr_t addr);
 void *h5obj_kept_run(h5obj_file *f, uint64_t offset, uint64_t len);
 void h5obj_kept_add_object(const h5obj_file *f, haddr_t addr, hid_t obj);
 
+/* ---- domains, their files and objects (h5obj.c) ---- */
+
 /* Check and resolve a domain's file (not_found, bad_request for what is not HDF5, or a file
  * the sandbox's probe died on), and fill f but its fid. */
 int h5obj_locate(const h5obj_args *a, file_perm perm, h5obj_file *f, h5ark_error *err);
@@ -61,6 +63,17 @@ int h5obj_resolve(const h5obj_args *a, file_perm perm, bool create_dirs, char ab
  * paths to it, when not NULL. */
 hid_t h5obj_open_id(const h5obj_file *f, const char *id, h5obj_coll coll, h5ark_value **alias,
                     h5ark_error *err);
+/* Open a domain's file for reading, after the sandbox has walked it; close it. */
+int h5obj_open_file(const h5obj_args *a, h5obj_file *f, h5ark_error *err);
+void h5obj_close_file(h5obj_file *f);
+/* GET of an object opened by id: a group's, a dataset's or a committed type's JSON, with
+ * *alias (taken, set NULL) for a group or a dataset. */
+int h5obj_get(const h5obj_file *f, hid_t obj, const h5obj_args *a, h5ark_value **alias,
+              h5obj_answer *out, h5ark_error *err);
+/* SHAPE of a dataset opened by id. */
+int h5obj_shape(const h5obj_file *f, hid_t dset, h5obj_answer *out, h5ark_error *err);
+/* Whether a group tracks the creation order of its links (and can be listed by it). */
+bool h5obj_tracks_order(hid_t g);
 /* GET's answer of a group or a dataset. */
 int h5obj_describe(const h5obj_file *f, hid_t obj, h5ark_value **out, h5ark_error *err);
 int h5obj_get_domain(const h5obj_args *a, h5obj_answer *out, h5ark_error *err);
@@ -70,7 +83,7 @@ void h5obj_times_of(const char *abs, const struct stat *st, double *created, dou
  * unrecorded: the caller), without them the name the caller gave, else "h5ark". */
 const char *h5obj_owner(const h5obj_args *a, const char *abs, char *buf, size_t len);
 
-/* ---- folders (h5obj_folder.c) ---- */
+/* ---- folders (h5obj_folder.c), the changes, ACLs; one operation (h5obj_run.c) ---- */
 
 /* FOLDER: the domains and folders in a folder, as GET /domains lists them. */
 int h5obj_folder_list(const h5obj_args *a, h5obj_answer *out, h5ark_error *err);
@@ -93,9 +106,6 @@ h5ark_value *h5obj_id_value(const h5obj_file *f, char kind, haddr_t addr);
 int h5obj_times(h5ark_value *m, const h5obj_file *f);
 
 /* ---- links and attributes (h5obj_links.c) ---- */
-
-/* Whether a group tracks the creation order of its links (and can be listed by it). */
-bool h5obj_tracks_order(hid_t g);
 
 int h5obj_links(const h5obj_file *f, hid_t g, const h5obj_args *a, h5obj_answer *out,
                 h5ark_error *err);

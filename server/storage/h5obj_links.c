@@ -147,16 +147,6 @@ static herr_t one_link(hid_t g, const char *name, const H5L_info_t *info, void *
     return 0;
 }
 
-bool h5obj_tracks_order(hid_t g) {
-    hid_t gcpl = H5Gget_create_plist(g);
-    unsigned flags = 0;
-    if (gcpl >= 0) {
-        H5Pget_link_creation_order(gcpl, &flags);
-        H5Pclose(gcpl);
-    }
-    return (flags & H5P_CRT_ORDER_TRACKED) && (flags & H5P_CRT_ORDER_INDEXED);
-}
-
 static h5ark_value *list_group(links_state *s, hid_t g, h5ark_error *err) {
     s->list = h5ark_value_array();
     s->root = is_root(s->f, g);

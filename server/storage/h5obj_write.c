@@ -6,6 +6,7 @@
 #include "storage/h5obj_int.h"
 
 #include "storage/files.h"
+#include "storage/temp_names.h"
 #include "storage/hdf5_util.h"
 #include "storage/owners.h"
 #include "storage/twin.h"
@@ -185,7 +186,7 @@ static int put_domain(const h5obj_args *a, h5obj_answer *out, h5ark_error *err) 
     if (h5obj_resolve(a, PERM_CREATE, true, abs, err)) return -1;
     if (stat(abs, &st) == 0)
         return h5ark_fail(err, H5ARK_ALREADY_EXISTS, "domain '%s' exists", a->domain);
-    if (files_temp_name(abs, tmp, sizeof tmp))
+    if (temp_name_for(abs, tmp, sizeof tmp))
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "the domain is too long");
     hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
     if (fcpl >= 0 && order) {

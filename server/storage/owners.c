@@ -3,6 +3,7 @@
 
 #include "config.h"
 #include "files.h"
+#include "temp_names.h"
 #include "io.h"
 #include "sysio.h"
 
@@ -256,7 +257,7 @@ static void compact(void) {
     }
     char final[PATH_MAX], tmp[PATH_MAX];
     record_path(final);
-    int fd = fclose(out) == 0 && files_temp_name(final, tmp, sizeof tmp) == 0
+    int fd = fclose(out) == 0 && temp_name_for(final, tmp, sizeof tmp) == 0
                  ? sysio.open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)
                  : -1;
     bool done = fd >= 0 && io_pwrite_full(fd, text, len, 0) == 0 && sysio.fsync(fd) == 0;

@@ -5,6 +5,7 @@
 
 #include "commit.h"
 #include "files.h"
+#include "temp_names.h"
 #include "progress.h"
 #include "sandbox.h"
 #include "twin.h"
@@ -136,7 +137,7 @@ static int repack_file(const file_access *fa, const char *path, h5ark_value *fil
         return h5ark_fail(err, H5ARK_SCHEMA_ERROR, "repack: '%s' is not an HDF5 file", shown);
     }
     char tmp[PATH_MAX];
-    if (files_temp_name(path, tmp, sizeof tmp))
+    if (temp_name_for(path, tmp, sizeof tmp))
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "repack: '%s': path too long", shown);
     hid_t src = H5Fopen(path, H5F_ACC_RDONLY, h5u_fapl());
     if (src < 0) return h5u_fail(err, H5ARK_SCHEMA_ERROR, "repack: '%s' cannot be opened", shown);

@@ -2,6 +2,7 @@
 #include "twin.h"
 
 #include "files.h"
+#include "temp_names.h"
 #include "io.h"
 #include "metrics.h"
 #include "rwlock.h"
@@ -155,14 +156,14 @@ static bool level(const char *final, const char *twin) {
 void twin_drop(const char *final) {
     char twin[PATH_MAX];
     forget(final);
-    if (files_twin_name(final, twin, sizeof twin) == 0) sysio.unlink(twin);
+    if (twin_name_for(final, twin, sizeof twin) == 0) sysio.unlink(twin);
 }
 
 int twin_begin(twin_change *c, const char *final, const char *shown, h5ark_error *err) {
     memset(&c->log, 0, sizeof c->log);
     c->shown = shown;
     snprintf(c->final, sizeof c->final, "%s", final);
-    if (files_twin_name(final, c->twin, sizeof c->twin))
+    if (twin_name_for(final, c->twin, sizeof c->twin))
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "path '%s' is too long", shown);
     if (!level(final, c->twin)) {
         forget(final);

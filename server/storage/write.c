@@ -13,6 +13,7 @@
 #include "owners.h"
 #include "families.h"
 #include "files.h"
+#include "temp_names.h"
 #include "io.h"
 #include "locales.h"
 #include "objects/strings.h"
@@ -210,7 +211,7 @@ static int unlink_replaced(hid_t file, const top_names *names, const char *shown
 static int build_file(out_file *f, int index, storage_mode mode, bool distributed,
                       const storage_item *items, size_t nitems, const top_names *names,
                       write_plan *plan, h5ark_error *err) {
-    if (files_temp_name(f->final, f->tmp, sizeof f->tmp))
+    if (temp_name_for(f->final, f->tmp, sizeof f->tmp))
         return h5ark_fail(err, H5ARK_BAD_REQUEST, "path '%s' is too long", f->rel);
     hid_t file;
     if ((mode == STORAGE_APPEND || mode == STORAGE_UPDATE) && f->exists) {

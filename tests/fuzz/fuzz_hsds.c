@@ -6,6 +6,7 @@
  * within bounds, and never crash. */
 #include "config.h"
 #include "front/hsds.h"
+#include "front/hsds_json.h"
 #include "storage/h5obj_int.h"
 
 #include <stdlib.h>

@@ -62,6 +62,21 @@ int ak_object_arg(ak_ctx *ctx, const char *key, h5ark_objtype want, ak_array *ou
     return rc;
 }
 
+int ak_check_rank(ak_ctx *ctx, h5ark_error *err) {
+    const ak_request *in = ctx->in;
+    if (in->nparams == 0 || strcmp(in->params[in->nparams - 1], "1") != 0)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "%s: only 1-dimensional arrays are served",
+                          in->cmd);
+    return 0;
+}
+
+int ak_array_arg(ak_ctx *ctx, const char *key, bool any_dtype, ak_array *out, h5ark_error *err) {
+    if (ak_object_arg(ctx, key, H5ARK_PDARRAY, out, err)) return -1;
+    if (!any_dtype && (out->dtype == H5ARK_BIGINT || out->dtype == H5ARK_STRING))
+        return h5ark_fail(err, H5ARK_TYPE_ERROR, "'%s' must be a numeric or bool array", key);
+    return 0;
+}
+
 int ak_native(ak_ctx *ctx, const char *name, const h5ark_value *args, const h5ark_value *buffers,
               dispatch_result *out, h5ark_error *err) {
     return dispatch_call(ctx->req, name, args, buffers, out, err);

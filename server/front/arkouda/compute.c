@@ -19,21 +19,6 @@ static int param_dtype(ak_ctx *ctx, int i, h5ark_dtype *out, h5ark_error *err) {
     return 0;
 }
 
-int ak_check_rank(ak_ctx *ctx, h5ark_error *err) {
-    const ak_request *in = ctx->in;
-    if (in->nparams == 0 || strcmp(in->params[in->nparams - 1], "1") != 0)
-        return h5ark_fail(err, H5ARK_BAD_REQUEST, "%s: only 1-dimensional arrays are served",
-                          in->cmd);
-    return 0;
-}
-
-int ak_array_arg(ak_ctx *ctx, const char *key, bool any_dtype, ak_array *out, h5ark_error *err) {
-    if (ak_object_arg(ctx, key, H5ARK_PDARRAY, out, err)) return -1;
-    if (!any_dtype && (out->dtype == H5ARK_BIGINT || out->dtype == H5ARK_STRING))
-        return h5ark_fail(err, H5ARK_TYPE_ERROR, "'%s' must be a numeric or bool array", key);
-    return 0;
-}
-
 static int check_dtype(const ak_array *a, h5ark_dtype want, h5ark_error *err) {
     if (a->dtype == want) return 0;
     return h5ark_fail(err, H5ARK_TYPE_ERROR, "%s is %s, not %s", a->name,
