@@ -106,13 +106,14 @@ class Daemon:
     def wait_log(self, pattern, seconds=10):
         """The log once `pattern` (a multi-line regex) is in it. A reply may reach the client
         before its log line reaches the file: under mpirun, rank 0's output is forwarded."""
-        end = time.time() + seconds * TOOL_SLOWDOWN
-        while True:
-            log = self.read_log()
-            if re.search(pattern, log, re.M):
-                return log
-            assert time.time() < end, f"no line matching {pattern!r} in the log:\n{log[-3000:]}"
-            time.sleep(0.02)
+        log = [""]
+
+        def found():
+            log[0] = self.read_log()
+            return re.search(pattern, log[0], re.M)
+        wait_for(found, lambda: f"line matching {pattern!r} in the log; its end:\n"
+                 f"{log[0][-3000:]}", seconds)
+        return log[0]
 
     def alive(self):
         return self.proc.poll() is None
@@ -203,6 +204,22 @@ class Daemon:
         shutil.rmtree(self.tmp, ignore_errors=True)
         if problems:
             raise AssertionError("daemon problems:\n" + "\n".join(problems) + "\n--- log ---\n" + log[-20000:])
+
+
+def wait_for(cond, what, seconds=10):
+    """cond()'s first true value, polled until `seconds` (scaled under a tool) have passed;
+    else fail naming `what` (a string, or a function giving one). An effect a reply does not
+    wait for (a log line forwarded by mpirun, memory freed once the last byte went out, a
+    request seen in `status`) is waited for so, then asserted."""
+    end = time.time() + seconds * TOOL_SLOWDOWN
+    while True:
+        got = cond()
+        if got:
+            return got
+        if time.time() >= end:
+            raise AssertionError(f"no {what() if callable(what) else what} within "
+                                 f"{seconds * TOOL_SLOWDOWN} s")
+        time.sleep(0.02)
 
 
 def wait_serving(proc, endpoint, seconds, read_log, what, token=None):
