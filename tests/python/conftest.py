@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import zmq
 
-from daemons import MPIRUN, REPO, Daemon, mpi_build
+from daemons import MPIRUN, REPO, TOOL_SLOWDOWN, Daemon, mpi_build
 from wire import Conn, assert_alive
 
 SHARED_FIXTURES = REPO.parent / "shared" / "fixtures" / "arkouda"
@@ -204,7 +204,7 @@ def start_daemon():
 def client(daemon):
     """The Python package's client on the module's daemon; clears the registry after."""
     import h5ark
-    c = h5ark.connect(daemon.endpoint, timeout=60)
+    c = h5ark.connect(daemon.endpoint, timeout=60 * TOOL_SLOWDOWN)
     yield c
     if not c.closed:
         c.clear()

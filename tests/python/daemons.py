@@ -18,9 +18,24 @@ import pytest
 from wire import request
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-# A daemon run under a tool (H5ARKD_WRAPPER, e.g. valgrind) is many times slower and runs
-# one thread at a time: waits that bound a reply scale by this.
-TOOL_SLOWDOWN = 12 if os.environ.get("H5ARKD_WRAPPER") else 1
+
+
+def tool_slowdown():
+    """How many times slower than the release build the daemon runs: under a tool
+    (H5ARKD_WRAPPER, e.g. valgrind, one thread at a time) 12; a sanitizer build (ASan +
+    UBSan, unoptimised: the build tree of H5ARKD says so) 3."""
+    if os.environ.get("H5ARKD_WRAPPER"):
+        return 12
+    binary = os.environ.get("H5ARKD", str(REPO / "build" / "server" / "h5arkd"))
+    cache = pathlib.Path(os.path.abspath(binary)).parents[1] / "CMakeCache.txt"
+    try:
+        return 3 if "H5ARK_SANITIZE:BOOL=ON" in cache.read_text() else 1
+    except OSError:
+        return 1
+
+
+# Waits that bound a reply, and windows that must outlast a few requests, scale by this.
+TOOL_SLOWDOWN = tool_slowdown()
 MPIRUN = shutil.which("mpirun")
 RANK_THREADS = 2  # locales per rank, unless a test says otherwise
 
@@ -107,13 +122,14 @@ class Daemon:
     def wait_log(self, pattern, seconds=10):
         """The log once `pattern` (a multi-line regex) is in it. A reply may reach the client
         before its log line reaches the file: under mpirun, rank 0's output is forwarded."""
-        end = time.time() + seconds * TOOL_SLOWDOWN
-        while True:
-            log = self.read_log()
-            if re.search(pattern, log, re.M):
-                return log
-            assert time.time() < end, f"no line matching {pattern!r} in the log:\n{log[-3000:]}"
-            time.sleep(0.02)
+        log = [""]
+
+        def found():
+            log[0] = self.read_log()
+            return re.search(pattern, log[0], re.M)
+        wait_for(found, lambda: f"line matching {pattern!r} in the log; its end:\n"
+                 f"{log[0][-3000:]}", seconds)
+        return log[0]
 
     def alive(self):
         return self.proc.poll() is None
@@ -159,7 +175,7 @@ class Daemon:
             stop.set()
             t.join()
 
-    def stop(self, sig=signal.SIGTERM, timeout=30):
+    def stop(self, sig=signal.SIGTERM, timeout=30 * TOOL_SLOWDOWN):
         """Send `sig` and wait for the exit; its status."""
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
@@ -171,7 +187,7 @@ class Daemon:
         self.log.close()
         return self.proc.returncode
 
-    def shutdown(self, timeout=60):
+    def shutdown(self, timeout=60 * TOOL_SLOWDOWN):
         """Stop with the `shutdown` command; the exit status (mpirun's with ranks)."""
         hdr, _ = request(self.endpoint, {"v": 1, "cmd": "shutdown", "token": self.token})
         assert hdr["ok"], hdr
@@ -202,13 +218,13 @@ class Daemon:
         if self.proc.poll() is None:
             try:
                 self.proc.send_signal(signal.SIGTERM)
-                self.proc.wait(60)
+                self.proc.wait(60 * TOOL_SLOWDOWN)  # a tool checks for leaks at exit
                 if self.proc.returncode != 0:
                     problems.append(f"h5arkd exited with {self.proc.returncode} on SIGTERM")
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-                problems.append("h5arkd did not stop within 60 s of SIGTERM")
+                problems.append(f"h5arkd did not stop within {60 * TOOL_SLOWDOWN} s of SIGTERM")
         elif self.proc.returncode not in (0, -signal.SIGKILL, -signal.SIGTERM):
             problems.append(f"h5arkd died with status {self.proc.returncode}")
         problems += self.sanitizer_reports()
@@ -218,6 +234,22 @@ class Daemon:
         shutil.rmtree(self.tmp, ignore_errors=True)
         if problems:
             raise AssertionError("daemon problems:\n" + "\n".join(problems) + "\n--- log ---\n" + log[-20000:])
+
+
+def wait_for(cond, what, seconds=10):
+    """cond()'s first true value, polled until `seconds` (scaled under a tool) have passed;
+    else fail naming `what` (a string, or a function giving one). An effect a reply does not
+    wait for (a log line forwarded by mpirun, memory freed once the last byte went out, a
+    request seen in `status`) is waited for so, then asserted."""
+    end = time.time() + seconds * TOOL_SLOWDOWN
+    while True:
+        got = cond()
+        if got:
+            return got
+        if time.time() >= end:
+            raise AssertionError(f"no {what() if callable(what) else what} within "
+                                 f"{seconds * TOOL_SLOWDOWN} s")
+        time.sleep(0.02)
 
 
 def wait_serving(proc, endpoint, seconds, read_log, what, token=None):

@@ -20,7 +20,7 @@ import pytest
 import zmq
 
 from conftest import edge_values
-from daemons import MPIRUN, TOOL_SLOWDOWN, Daemon, mpi_build
+from daemons import MPIRUN, TOOL_SLOWDOWN, Daemon, mpi_build, wait_for
 from test_faults import calls_to_try, fault
 from test_hdf_composites import Conn, build_all
 from wire import DTYPES
@@ -44,14 +44,11 @@ def temporaries(ck):
 
 def wait_restored(c, timeout=60):
     """getconfig once the restore at start has ended."""
-    deadline = time.time() + timeout * TOOL_SLOWDOWN
-    while time.time() < deadline:
+    def restored():
         hdr, _ = c.raw("getconfig")
         assert hdr["ok"], hdr
-        if not hdr["result"]["restoring"]:
-            return hdr["result"]
-        time.sleep(0.05)
-    raise AssertionError("the restore did not end")
+        return None if hdr["result"]["restoring"] else hdr["result"]
+    return wait_for(restored, "end of the restore", timeout)
 
 
 @contextlib.contextmanager
@@ -430,9 +427,7 @@ def test_keep_interval_and_exit(tmp_path):
         time.sleep(0.6)
         assert complete(ck) == []  # nothing to write yet: nothing changed
         c.put(np.arange(10, dtype="<i8"), name="a")
-        deadline = time.time() + 20 * TOOL_SLOWDOWN
-        while not complete(ck) and time.time() < deadline:
-            time.sleep(0.05)
+        wait_for(lambda: complete(ck), "a periodic checkpoint", 20)
         assert len(complete(ck)) == 1
         time.sleep(0.8)
         assert len(complete(ck)) == 1  # nothing changed since
@@ -817,10 +812,7 @@ def test_owners_and_grants_survive_a_restart(tmp_path):
 
     def daemon():
         d = Daemon(locales=2, token="tok-root", token_file=tokens, extra_args=ck_args(ck))
-        deadline = time.time() + 60 * TOOL_SLOWDOWN
-        while ok(send(d, "getconfig"))["restoring"]:
-            assert time.time() < deadline
-            time.sleep(0.05)
+        wait_for(lambda: not ok(send(d, "getconfig"))["restoring"], "end of the restore", 60)
         d.as_ = {u: type("who", (), {"endpoint": d.endpoint, "token": f"tok-{u}"})
                  for u in ("alice", "bob", "carol", "root")}
         return d
@@ -874,10 +866,7 @@ def test_usage_survives_a_restart(tmp_path, ranks):
     def daemon(r):
         d = Daemon(locales=2, ranks=r if r > 1 else None, token="tok-root", token_file=tokens,
                    extra_args=ck_args(ck))
-        deadline = time.time() + 60 * TOOL_SLOWDOWN
-        while ok(send(d, "getconfig"))["restoring"]:
-            assert time.time() < deadline
-            time.sleep(0.05)
+        wait_for(lambda: not ok(send(d, "getconfig"))["restoring"], "end of the restore", 60)
         d.as_ = {u: type("who", (), {"endpoint": d.endpoint, "token": f"tok-{u}"})
                  for u in users + ("root",)}
         return d

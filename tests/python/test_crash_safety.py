@@ -17,7 +17,7 @@ import msgpack
 import pytest
 import zmq
 
-from daemons import Daemon, daemon_binary, TOOL_SLOWDOWN
+from daemons import Daemon, daemon_binary, TOOL_SLOWDOWN, wait_for
 from wire import request
 
 TRIALS = int(os.environ.get("H5ARK_CRASH_TRIALS", "210"))
@@ -156,13 +156,15 @@ def test_sigterm_during_write(tmp_path, mode):
         s.send(msgpack.packb({"v": 1, "id": 5, "cmd": "tohdf", "args": {
             "names": ["big"], "datasets": ["second"], "path": "term.h5", "file_type": "single",
             "mode": mode}}))
-        time.sleep(0.05)
+        # the signal once the write runs (a fixed pause may end before it has even arrived)
+        wait_for(lambda: any(r["cmd"] == "tohdf" for r in call(d, "status")["requests"]),
+                 "the tohdf in status")
         d.proc.send_signal(signal.SIGTERM)
-        assert s.poll(120000), "no reply after SIGTERM"
+        assert s.poll(120000 * TOOL_SLOWDOWN), "no reply after SIGTERM"
         rep = msgpack.unpackb(s.recv_multipart()[0])
         s.close()
         assert rep["ok"] and rep["id"] == 5, rep
-        assert d.proc.wait(120) == 0
+        assert d.proc.wait(120 * TOOL_SLOWDOWN) == 0
         with h5py.File(data_dir / "term.h5", "r") as h:
             assert len(h["second"]) == big and int(h["second"][-1]) == big - 1
             assert ("first" in h) == (mode == "append")
@@ -343,15 +345,6 @@ def set_share(i, base, parts=3):
     return list(range(base + lo, base + hi))
 
 
-def wait_for(cond, what, timeout=20):
-    end = time.time() + timeout
-    while time.time() < end:
-        if cond():
-            return
-        time.sleep(0.005)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 @pytest.mark.parametrize("mode", ["truncate", "append", "update"])
 def test_kill_mid_commit_of_a_set(tmp_path, mode):
     """A distributed tohdf (3 locales) stopped by SIGKILL at chosen calls of its commit (the
@@ -430,7 +423,7 @@ def test_kill_mid_commit_of_a_set(tmp_path, mode):
             s.setsockopt(zmq.LINGER, 0)
             s.connect(d.endpoint)
             s.send(msgpack.packb({"v": 1, "id": 9, "cmd": "tohdf", "args": args}))
-            wait_for(reached, what)
+            wait_for(reached, what, 20)
             d.proc.send_signal(signal.SIGKILL)
             d.proc.wait()
             s.close()

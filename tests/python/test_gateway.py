@@ -17,7 +17,7 @@ import h5py
 import numpy as np
 import pytest
 
-from daemons import Daemon, free_port, TOOL_SLOWDOWN
+from daemons import Daemon, free_port, TOOL_SLOWDOWN, wait_for
 from wire import request
 
 TOKEN = "gateway-secret"
@@ -502,13 +502,11 @@ def test_big_array_is_read_in_slices_only(gw):
 def memory_used_settles(d, token=None):
     """memory_used once the answers sent are freed (the server frees each body just after
     its last byte went out)."""
-    deadline = time.monotonic() + 5 * TOOL_SLOWDOWN
-    while True:
+    def used():
         hdr, _ = request(d.endpoint, {"v": 1, "cmd": "getconfig", "token": token})
-        used = hdr["result"]["memory_used"]
-        if used == 0 or time.monotonic() > deadline:
-            return used
-        time.sleep(0.05)
+        return hdr["result"]["memory_used"]
+    wait_for(lambda: used() == 0, "memory_used 0 once the answers are freed", 5)
+    return used()
 
 
 @pytest.mark.parametrize("sel", ["0:10:9223372036854775807", "-9223372036854775808:",

@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pytest
 
-from daemons import daemon_binary
+from daemons import daemon_binary, wait_for
 from wire import Conn
 
 MiB = 1 << 20
@@ -35,12 +35,10 @@ def settled(c, used=0):
     """getconfig once memory_used is `used`: a get's reply holds its array until ZeroMQ has
     sent the last frame, which may be just after the client has it all, so a delete right
     after a get may free the memory a moment later."""
-    deadline = time.time() + 10
-    while True:
+    def cfg_once_settled():
         cfg = config(c)
-        if cfg["memory_used"] == used or time.time() > deadline:
-            return cfg
-        time.sleep(0.01)
+        return cfg if cfg["memory_used"] == used else None
+    return wait_for(cfg_once_settled, f"memory_used {used}")
 
 
 def values_of(dtype, n, seed):

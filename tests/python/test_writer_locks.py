@@ -12,7 +12,7 @@ import h5py
 import numpy as np
 import pytest
 
-from daemons import Daemon, MPIRUN, mpi_build, TOOL_SLOWDOWN
+from daemons import Daemon, MPIRUN, mpi_build, TOOL_SLOWDOWN, wait_for
 from wire import ok, put_array, send
 
 PAUSE_MS = 1500 * TOOL_SLOWDOWN
@@ -62,10 +62,8 @@ class HeldTohdf:
         self.thread = threading.Thread(target=lambda: self.reply.append(
             send(d, cmd, args, timeout_ms=120000 * TOOL_SLOWDOWN)))
         self.thread.start()
-        end = time.time() + 30 * TOOL_SLOWDOWN
-        while not any(r["cmd"] == cmd for r in ok(send(d, "status"))["requests"]):
-            assert time.time() < end, f"no {cmd} in status"
-            time.sleep(0.02)
+        wait_for(lambda: any(r["cmd"] == cmd for r in ok(send(d, "status"))["requests"]),
+                 f"{cmd} in status", 30)
         # at the held call by now (at two ranks it lays out after a few collectives): a
         # request sent earlier could make that call itself and be held instead
         time.sleep(0.3 * TOOL_SLOWDOWN)
