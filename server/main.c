@@ -515,7 +515,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "h5arkd: --hsds-endpoint: %s\n", err.message);
         rc = -1;
     } else {
-        rc = ranks_serve_start(zctx, &err);
+        rc = ranks_serve_start(zctx, dispatch_forwarded, &err);
         if (rc == 0 && ranks_count() > 1 && ranks_self() == 0)
             log_notice("%d ranks of %d locales each (%s)", ranks_count(), config.locales,
                        ranks_mpi_library());

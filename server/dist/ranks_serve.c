@@ -56,7 +56,8 @@ typedef struct {
 } rank0_info;
 
 static void *zctx;
-static int timeout_ms = 10000; /* H5ARK_RANK_TIMEOUT, seconds */
+static ranks_forwarded_fn run_forwarded; /* ranks_serve_start's `run` */
+static int timeout_ms = 10000;           /* H5ARK_RANK_TIMEOUT, seconds */
 static atomic_uint_fast64_t next_seq;
 
 /* rank 0 */
@@ -416,8 +417,9 @@ static int start_worker(const ifaces *all, h5ark_error *err) {
     return 0;
 }
 
-int ranks_serve_start(void *zmq_context, h5ark_error *err) {
+int ranks_serve_start(void *zmq_context, ranks_forwarded_fn run, h5ark_error *err) {
     zctx = zmq_context;
+    run_forwarded = run;
     const char *t = getenv("H5ARK_RANK_TIMEOUT");
     if (t && atoi(t) > 0) timeout_ms = atoi(t) * 1000;
     if (ranks_count() == 1) return 0;
@@ -485,7 +487,7 @@ static void *worker_handler(void *arg) {
         }
         pthread_mutex_unlock(&wq.lock);
         if (!f) return NULL;
-        dispatch_forwarded(f->seq, zmq_msg_data(&f->header), zmq_msg_size(&f->header));
+        run_forwarded(f->seq, zmq_msg_data(&f->header), zmq_msg_size(&f->header));
         bool shared = f->shared;
         zmq_msg_close(&f->header);
         free(f);
@@ -622,7 +624,7 @@ int ranks_worker_run(h5ark_error *err) {
     return rc;
 }
 
-/* ---- dispatch's hooks ---- */
+/* ---- the entry's hooks ---- */
 
 static void call_done(void) {
     pthread_mutex_lock(&calls.lock);

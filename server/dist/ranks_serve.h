@@ -11,11 +11,16 @@
 #ifndef H5ARK_RANKS_SERVE_H
 #define H5ARK_RANKS_SERVE_H
 
-#include "dispatch.h"
+#include "request.h"
+
+/* How a rank > 0 runs a request rank 0 forwarded: its number and its header's bytes (the
+ * dispatch's dispatch_forwarded, handed in at start so that this layer never calls up). */
+typedef void (*ranks_forwarded_fn)(uint64_t seq, const void *header, size_t len);
 
 /* With several ranks: connect the ranks' control plane (every rank calls it at start).
- * Rank 0 then serves with router_run, the others with ranks_worker_run. 0 with one rank. */
-int ranks_serve_start(void *zmq_context, h5ark_error *err);
+ * Rank 0 then serves with router_run, the others with ranks_worker_run, which runs each
+ * forwarded request with `run`. 0 with one rank. */
+int ranks_serve_start(void *zmq_context, ranks_forwarded_fn run, h5ark_error *err);
 /* Ranks > 0: run forwarded requests until rank 0 says stop (0) or the job breaks (-1). */
 int ranks_worker_run(h5ark_error *err);
 /* Rank 0, after the router has stopped: stop the other ranks and wait for them. */
