@@ -26,6 +26,9 @@ typedef struct {
     const char *http;      /* --http-endpoint "[HOST:]PORT", or NULL: no HTTP gateway */
     const char *hsds;      /* --hsds-endpoint "[HOST:]PORT", or NULL: no HSDS endpoint */
     const char *web_dir;   /* --web-dir, or NULL: looked for beside the program */
+    /* The addresses the metrics, HTTP and HSDS endpoints listen on, set by main.c once each
+     * has started (NULL: off), for getconfig to report without calling up into the doors. */
+    const char *metrics_bound, *http_bound, *hsds_bound;
     /* Seconds without requests (but ping and getconfig) after which freed memory goes
      * back to the kernel (memory.h); 0: only at `clear`. */
     double give_back_after;

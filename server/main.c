@@ -515,6 +515,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "h5arkd: --hsds-endpoint: %s\n", err.message);
         rc = -1;
     } else {
+        config.metrics_bound = metrics_address();
+        config.http_bound = gateway_address();
+        config.hsds_bound = hsds_address();
         rc = ranks_serve_start(zctx, dispatch_forwarded, &err);
         if (rc == 0 && ranks_count() > 1 && ranks_self() == 0)
             log_notice("%d ranks of %d locales each (%s)", ranks_count(), config.locales,

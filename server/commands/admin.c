@@ -7,9 +7,6 @@
 #include "inflight.h"
 #include "locales.h"
 #include "memory.h"
-#include "front/gateway.h"
-#include "front/hsds.h"
-#include "metrics.h"
 #include "dist/ranks.h"
 #include "dist/spmd.h"
 #include "registry.h"
@@ -22,6 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zmq.h>
+
+static h5ark_value *str_or_nil(const char *s) {
+    return s ? h5ark_value_str(s) : h5ark_value_nil();
+}
 
 static int cmd_ping(command_ctx *ctx, h5ark_error *err) {
     return reply_set(ctx, "pong", h5ark_value_bool(true), err);
@@ -49,14 +50,9 @@ static int cmd_getconfig(command_ctx *ctx, h5ark_error *err) {
         reply_set(ctx, "hdf5_version", h5ark_value_str(hdf5), err) ||
         reply_set(ctx, "zmq_version", h5ark_value_str(zmqv), err) ||
         reply_set(ctx, "data_dir", h5ark_value_str(config.data_dir), err) ||
-        reply_set(ctx, "metrics_endpoint",
-                  metrics_address() ? h5ark_value_str(metrics_address()) : h5ark_value_nil(),
-                  err) ||
-        reply_set(ctx, "http_endpoint",
-                  gateway_address() ? h5ark_value_str(gateway_address()) : h5ark_value_nil(),
-                  err) ||
-        reply_set(ctx, "hsds_endpoint",
-                  hsds_address() ? h5ark_value_str(hsds_address()) : h5ark_value_nil(), err))
+        reply_set(ctx, "metrics_endpoint", str_or_nil(config.metrics_bound), err) ||
+        reply_set(ctx, "http_endpoint", str_or_nil(config.http_bound), err) ||
+        reply_set(ctx, "hsds_endpoint", str_or_nil(config.hsds_bound), err))
         return -1;
     /* ranks: the processes of the daemon; hosts: each rank's host name, in rank order */
     h5ark_value *hosts = spmd_hosts();
