@@ -758,12 +758,16 @@ int sandbox_probe_samples(const char *abs_path, const char *const *groups, size_
     return rc;
 }
 
+/* Fault injection for the tests: a crash like the library's, on the files named. */
+static void crash_if_named(const char *path) {
+    const char *fault = getenv(SANDBOX_FAULT_ENV);
+    if (fault && *fault && strstr(path, fault)) raise(SIGSEGV);
+}
+
 static void probe_progress(size_t k, const char *path) {
     if (!my_progress) return;
     atomic_store(my_progress, (int64_t)k);
-    /* fault injection for the tests: a crash like the library's, on the files named */
-    const char *fault = getenv(SANDBOX_FAULT_ENV);
-    if (fault && *fault && strstr(path, fault)) raise(SIGSEGV);
+    crash_if_named(path);
 }
 
 /* The attribute look-ups a read makes (by name, unlike lshdf's iteration: the library
@@ -801,6 +805,7 @@ static herr_t touch_attrs(hid_t root, const char *name, const H5O_info_t *info, 
 }
 
 static void probe_read_path(const char *path) {
+    crash_if_named(path);
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, h5u_fapl());
     if (f < 0) return;
     attr_walk w = {.file = f};
