@@ -22,6 +22,23 @@ SHARED_FIXTURES = REPO.parent / "shared" / "fixtures" / "arkouda"
 sys.path.insert(0, str(REPO / "client" / "python"))
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "not_under_valgrind(reason): skipped when the daemon runs under valgrind "
+        "(H5ARKD_WRAPPER): a test of kills or timing, whose code paths the release and "
+        "ASan passes run, and which valgrind, running a daemon's threads one at a time, "
+        "only makes minutes longer")
+
+
+def pytest_collection_modifyitems(config, items):
+    if not os.environ.get("H5ARKD_WRAPPER"):
+        return
+    for item in items:
+        mark = item.get_closest_marker("not_under_valgrind")
+        if mark:
+            item.add_marker(pytest.mark.skip(reason=mark.args[0]))
+
+
 def project_version():
     """The version in project() of CMakeLists.txt, which every program and client reports."""
     text = (REPO / "CMakeLists.txt").read_text()

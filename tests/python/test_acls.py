@@ -603,6 +603,7 @@ def test_owners_record_is_old_or_new_under_faults(tmp_path):
         d.cleanup()
 
 
+@pytest.mark.not_under_valgrind("the SIGKILL harness: kills, not memory")
 def test_owners_record_survives_sigkill(tmp_path):
     """tohdf of new files and rmhdf of some, while the daemon is killed at random moments:
     the owners' record always says every answered creation and deletion, and a daemon

@@ -513,6 +513,7 @@ def test_faults_at_every_call(tmp_path):
     assert_restored(ck, want, locales=3)
 
 
+@pytest.mark.not_under_valgrind("the SIGKILL harness: kills, not memory")
 def test_sigkill_during_checkpoint(tmp_path):
     ck = tmp_path / "ck"
     rng = random.Random(26)

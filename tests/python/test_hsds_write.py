@@ -461,6 +461,7 @@ def test_changes_under_the_fault_table(tmp_path):
         d.cleanup()
 
 
+@pytest.mark.not_under_valgrind("the SIGKILL harness: kills, not memory")
 def test_sigkill_never_tears_a_file(tmp_path):
     """Writes of a whole dataset, each of one value everywhere, while the daemon is killed
     at random moments: the file always opens, holds one value everywhere, never older than
