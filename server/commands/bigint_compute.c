@@ -365,15 +365,6 @@ static object *bigint_of(object *const *limbs, size_t k, uint64_t n, int64_t max
     return NULL;
 }
 
-/* Publish obj under argument `name` (or a fresh one) on every rank or none; reply it. */
-static int publish_new(command_ctx *ctx, object *obj, h5ark_error *err) {
-    int rc = registry_publish(obj, arg_str(ctx, "name", NULL), err);
-    int all = ranks_agree(rc, err);
-    if (all != 0 && rc == 0) registry_unpublish(obj);
-    if (all == 0) all = reply_set(ctx, "object", object_describe(obj), err);
-    return all;
-}
-
 /* Limbs for max_bits bits (at least one). */
 static size_t limbs_for(int64_t max_bits) {
     return max_bits <= 64 ? 1 : (size_t)(max_bits + 63) / 64;
@@ -431,8 +422,10 @@ static int bin_run(command_ctx *ctx, bin_job *j, uint64_t n, h5ark_error *err) {
         if (!(out = bigint_of(made, k, n, j->max_bits, err))) rc = -1;
         rc = ranks_agree(rc, err);
     }
-    if (rc == 0) rc = publish_new(ctx, out, err);
-    object_release(out);
+    if (rc == 0)
+        rc = command_publish(ctx, out, err);
+    else
+        object_release(out);
     object_release(flags);
     for (size_t q = 0; q < MAX_W; q++)
         object_release(made[q]);
@@ -554,8 +547,10 @@ int bigint_cmd_full(command_ctx *ctx, h5ark_error *err) {
     if (rc == 0) locales_run(full_locale, &j);
     if (rc == 0 && !(big = bigint_of(limbs, j.k, n, max_bits, err))) rc = -1;
     rc = ranks_agree(rc, err);
-    if (rc == 0) rc = publish_new(ctx, big, err);
-    object_release(big);
+    if (rc == 0)
+        rc = command_publish(ctx, big, err);
+    else
+        object_release(big);
     for (size_t q = 0; q < j.k; q++)
         object_release(limbs[q]);
     return rc;
@@ -619,11 +614,8 @@ int bigint_cmd_assign(command_ctx *ctx, h5ark_error *err) {
     rc = ranks_agree(rc, err);
     if (rc == 0) {
         out->tag = a->tag;
-        int mine = registry_replace(out, name, err);
-        rc = ranks_agree(mine, err);
-        if (rc && mine == 0) registry_unpublish(out);
+        rc = command_replace(ctx, out, name, err);
     }
-    if (rc == 0) rc = reply_set(ctx, "object", object_describe(out), err);
     free(rows);
     free(vals);
     registry_unreserve(reserved);
