@@ -1,11 +1,11 @@
 /* bigint compute: bigint_binop (elementwise arithmetic, bitwise operators and comparisons
  * of bigint arrays with bigint, integer or bool arrays or one integer of any size),
- * bigint_full (an array of one value) and bigint_assign (one value at positions). A bigint
- * is unsigned limbs (objects/bigint.h); each element is computed here in two's complement
- * over enough limbs for its exact result, then cut to the array's max_bits (wrapping, as
- * Arkouda's server masks its GMP results) or, unbounded, refused when negative. One path
- * at any rank count: each locale computes its own rows, and objects are published on
- * every rank or none. */
+ * bigint_full and bigint_fill (an array of one value) and bigint_assign (one value at
+ * positions). A bigint is unsigned limbs (objects/bigint.h); each element is computed here
+ * in two's complement over enough limbs for its exact result, then cut to the array's
+ * max_bits (wrapping, as Arkouda's server masks its GMP results) or, unbounded, refused
+ * when negative. One path at any rank count: each locale computes its own rows, and
+ * objects are published on every rank or none. */
 #include "commands/bigint_compute.h"
 
 #include "commands.h"
@@ -522,21 +522,16 @@ static void full_locale(int b, void *arg) {
     }
 }
 
-/* bigint_full {size, value, max_bits, name}: `size` copies of value (an integer or a
- * decimal string; cut to max_bits, -1 unbounded). */
-int bigint_cmd_full(command_ctx *ctx, h5ark_error *err) {
-    int64_t max_bits = arg_int(ctx, "max_bits", -1);
-    uint64_t n = arg_uint(ctx, "size", 0);
-    if (max_bits < -1) return h5ark_fail(err, H5ARK_BAD_REQUEST, "max_bits must be -1 or more");
-    if (n > OBJECT_MAX_ELEMENTS)
-        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "bigint_full: %llu elements is too many",
-                          (unsigned long long)n);
+/* A new bigint of n copies of the argument `value` (0 when absent), cut to max_bits; NULL
+ * on every rank or none. */
+static object *full_of(command_ctx *ctx, const char *cmd, uint64_t n, int64_t max_bits,
+                       h5ark_error *err) {
     uint64_t s[MAX_W];
     full_job j = {.v = s};
     if (!arg_has(ctx, "value"))
         memset(s, 0, sizeof s), j.k = 1;
-    else if (value_for(ctx, "bigint_full", max_bits, s, &j.k, err))
-        return -1;
+    else if (value_for(ctx, cmd, max_bits, s, &j.k, err))
+        return NULL;
     object *limbs[MAX_W] = {0}, *big = NULL;
     int rc = 0;
     for (size_t q = 0; rc == 0 && q < j.k; q++) {
@@ -546,13 +541,46 @@ int bigint_cmd_full(command_ctx *ctx, h5ark_error *err) {
     }
     if (rc == 0) locales_run(full_locale, &j);
     if (rc == 0 && !(big = bigint_of(limbs, j.k, n, max_bits, err))) rc = -1;
-    rc = ranks_agree(rc, err);
-    if (rc == 0)
-        rc = command_publish(ctx, big, err);
-    else
+    if (ranks_agree(rc, err)) {
         object_release(big);
+        big = NULL;
+    }
     for (size_t q = 0; q < j.k; q++)
         object_release(limbs[q]);
+    return big;
+}
+
+/* bigint_full {size, value, max_bits, name}: `size` copies of value (an integer or a
+ * decimal string; cut to max_bits, -1 unbounded). */
+int bigint_cmd_full(command_ctx *ctx, h5ark_error *err) {
+    int64_t max_bits = arg_int(ctx, "max_bits", -1);
+    uint64_t n = arg_uint(ctx, "size", 0);
+    if (max_bits < -1) return h5ark_fail(err, H5ARK_BAD_REQUEST, "max_bits must be -1 or more");
+    if (n > OBJECT_MAX_ELEMENTS)
+        return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "bigint_full: %llu elements is too many",
+                          (unsigned long long)n);
+    object *big = full_of(ctx, "bigint_full", n, max_bits, err);
+    return big ? command_publish(ctx, big, err) : -1;
+}
+
+/* bigint_fill {array, value}: every element of a bigint set to value (cut to its max_bits),
+ * the filled copy replacing it under its name (as fill does). */
+int bigint_cmd_fill(command_ctx *ctx, h5ark_error *err) {
+    const char *name = arg_str(ctx, "array", "");
+    object *a = registry_get(name, err), *big = NULL;
+    if (!a) return h5ark_fail_context(err, "bigint_fill: argument 'array'");
+    int rc = 0;
+    if (a->objtype != H5ARK_PDARRAY || a->dtype != H5ARK_BIGINT)
+        rc = h5ark_fail(err, H5ARK_TYPE_ERROR, "bigint_fill: %s is %s %s, not a bigint pdarray",
+                        name, h5ark_objtype_name(a->objtype), h5ark_dtype_name(a->dtype));
+    else if (!(big = full_of(ctx, "bigint_fill", a->size, a->max_bits, err)))
+        rc = -1;
+    if (rc == 0) {
+        big->tag = a->tag;
+        rc = command_replace(ctx, big, name, err);
+    }
+    object_release(big);
+    object_release(a);
     return rc;
 }
 

@@ -733,6 +733,15 @@ def test_bigint_compute(ak):
                                                                "value": 1, "max_bits": -1})
     assert "negative" in ak.error("[int]=val<bigint,1>", {"array": zeros, "idx": 0,
                                                           "value": -1, "max_bits": -1})
+    # ak.full / ak.ones of bigint: create, then set<bigint,1>; ak.cast(ints, ak.bigint)
+    assert ak.ok("set<bigint,1>", {"array": zeros, "dtype": "bigint", "val": 2**100}) == (
+        f"set element in {zeros}")
+    assert bigint_values(ak, zeros, n)[0] == [2**100] * n
+    cast, dtype, _ = ak.created("cast<int64,bigint,1>", {"name": ints})
+    assert dtype == "bigint" and bigint_values(ak, cast, n)[0] == list(range(n))
+    again, _, _ = ak.created("cast<bigint,bigint,1>", {"name": rev})
+    assert bigint_values(ak, again, n)[0] == [2**200 - i for i in range(n)]
+    assert "bigint" in ak.error("cast<bigint,int64,1>", {"name": rev})
     # str and repr: numpy's text, three and three around "..." past printThresh
     assert ak.ok("str", {"array": rev, "printThresh": 100}) == (
         f"[{2**200} {2**200 - 1} {2**200 - 2} ... {2**200 - 297} {2**200 - 298} "

@@ -158,6 +158,13 @@ def test_full_and_assign(ranked_conn):
     assert limbs_of(ranked_conn, name)[0] == [3 if n % 7 == 0 else w for n, w in enumerate(want)]
     hdr, _ = ranked_conn.ok("bigint_full", size=5, value="-1", max_bits=100)
     assert limbs_of(ranked_conn, hdr["result"]["object"]["name"]) == ([2**100 - 1] * 5, 2)
+    # bigint_fill: every element, under the name, cut to the array's max_bits
+    hdr, _ = ranked_conn.ok("bigint_fill", array=name, value=str(2**300 + 1))
+    assert hdr["result"]["object"]["name"] == name
+    assert limbs_of(ranked_conn, name) == ([2**300 + 1] * 300, 5)
+    ranked_conn.ok("limitbits", array=name, max_bits=8)
+    ranked_conn.ok("bigint_fill", array=name, value=-2)
+    assert limbs_of(ranked_conn, name) == ([254] * 300, 1)
 
 
 def test_compute_refusals(ranked_conn):
@@ -176,6 +183,8 @@ def test_compute_refusals(ranked_conn):
     assert ranked_conn.fail("bigint_binop", op="+", a="nope", value=1)["code"] == "not_found"
     assert ranked_conn.fail("bigint_full", size=3, value="-2")["code"] == "type_error"
     assert ranked_conn.fail("bigint_assign", array=i, index=i, value=1)["code"] == "type_error"
+    assert ranked_conn.fail("bigint_fill", array=i, value=1)["code"] == "type_error"
+    assert ranked_conn.fail("bigint_fill", array=a, value="-1")["code"] == "type_error"
     assert ranked_conn.fail("bigint_assign", array=a, index=f, value=1)["code"] == "type_error"
     three = ranked_conn.put(np.array([3]))
     assert ranked_conn.fail("bigint_assign", array=a, index=three, value=1)["code"] == "bad_request"

@@ -1,7 +1,8 @@
 /* bigint compute of the Arkouda dialect, as Arkouda's client sends it: `ak.arange(n) +
  * 2**200` (binopvs<int64,bigint,1>), the binops of bigint arrays with bigint, integer or
- * bool arrays and scalars, and `ak.zeros(n, dtype=bigint)` (create<bigint,1>). They only
- * translate, to the native bigint_binop and bigint_full (commands/bigint_compute.c), whose
+ * bool arrays and scalars, `ak.zeros(n, dtype=bigint)` (create<bigint,1>), `ak.full` and
+ * `ak.ones` of bigint (set<bigint,1>), casts to bigint and str/repr. They only translate,
+ * to the native bigint_binop, bigint_full and bigint_fill (commands/bigint_compute.c), whose
  * results wrap at max_bits as Arkouda's server masks them; h5ark's bigints are unsigned,
  * so an unbounded negative result is refused. */
 #include "front/arkouda/bigint_ops.h"
@@ -74,6 +75,35 @@ int ak_bigint_binop(ak_ctx *ctx, h5ark_error *err) {
             h5ark_value_destroy(&args);
     }
     return ak_native_created(ctx, "bigint_binop", args, err);
+}
+
+/* set<bigint,1> {array, dtype, val}: every element val, the native bigint_fill. */
+int ak_bigint_set(ak_ctx *ctx, h5ark_error *err) {
+    const char *name, *val;
+    if (ak_check_rank(ctx, err) || ak_arg_str(ctx->in, "array", &name, err) ||
+        ak_arg_str(ctx->in, "val", &val, err))
+        return -1;
+    h5ark_value *args = ak_str_args("array", name, "value", val, NULL);
+    if (!args) return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
+    dispatch_result res;
+    int rc = ak_native(ctx, "bigint_fill", args, NULL, &res, err);
+    h5ark_value_destroy(&args);
+    if (rc) return -1;
+    dispatch_result_free(&res);
+    return ak_reply(ctx, err, "set element in %s", name);
+}
+
+/* cast<T,bigint,1> {name}: the values as a new bigint (bigint_binop's `+ 0`; a negative
+ * int64 is refused, bigints here being unsigned); a bigint to another dtype is not
+ * served. */
+int ak_bigint_cast(ak_ctx *ctx, h5ark_error *err) {
+    const char *name;
+    const ak_request *in = ctx->in;
+    if (in->nparams != 3 || strcmp(in->params[1], "bigint") != 0)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST, "%s: a bigint is cast to bigint only", in->cmd);
+    if (ak_check_rank(ctx, err) || ak_arg_str(in, "name", &name, err)) return -1;
+    return ak_native_created(ctx, "bigint_binop",
+                             ak_str_args("op", "+", "a", name, "value", "0", NULL), err);
 }
 
 int ak_bigint_create(ak_ctx *ctx, h5ark_error *err) {

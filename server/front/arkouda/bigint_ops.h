@@ -12,6 +12,10 @@ int ak_bigint_binop(ak_ctx *ctx, h5ark_error *err);
 /* create<bigint,1> {shape}: zeros, the native bigint_full. */
 int ak_bigint_create(ak_ctx *ctx, h5ark_error *err);
 
+/* set<bigint,1> {array, dtype, val}: the native bigint_fill. */
+int ak_bigint_set(ak_ctx *ctx, h5ark_error *err);
+/* cast<T,bigint,1> {name}: a new bigint of the values (refused to any other dtype). */
+int ak_bigint_cast(ak_ctx *ctx, h5ark_error *err);
 /* str / repr of a bigint array (compute.c's str hands it here). */
 int ak_bigint_str(ak_ctx *ctx, const ak_array *a, int64_t thresh, h5ark_error *err);
 /* A bigint element in decimal (malloc'd; NULL without memory) from its k limbs x, least

@@ -138,6 +138,7 @@ static int cmd_create(ak_ctx *ctx, h5ark_error *err) {
 static int cmd_set(ak_ctx *ctx, h5ark_error *err) {
     const char *text;
     ak_array a;
+    if (bigint_template(ctx->in)) return ak_bigint_set(ctx, err);
     if (ak_check_rank(ctx, err) || ak_arg_str(ctx->in, "val", &text, err) ||
         ak_array_arg(ctx, "array", false, &a, err))
         return -1;
@@ -159,6 +160,7 @@ static int cmd_set(ak_ctx *ctx, h5ark_error *err) {
 static int cmd_cast(ak_ctx *ctx, h5ark_error *err) {
     h5ark_dtype from, to;
     ak_array a;
+    if (ak_bigint_template(ctx->in)) return ak_bigint_cast(ctx, err);
     if (param_dtype(ctx, 0, &from, err) || param_dtype(ctx, 1, &to, err) ||
         ak_check_rank(ctx, err) || ak_array_arg(ctx, "name", false, &a, err) ||
         check_dtype(&a, from, err))
