@@ -854,6 +854,12 @@ int h5ark_client_bigint_full(h5ark_client_t *self, uint64_t size, const char *va
     return call(self, "bigint_full", args, NULL, 0, "object", object, err);
 }
 
+int h5ark_client_bigint_fill(h5ark_client_t *self, const char *array, const char *value,
+                             h5ark_value **object, h5ark_error *err) {
+    return call_named(self, "bigint_fill", str_args("array", array, "value", value), NULL, "object",
+                      object, err);
+}
+
 int h5ark_client_bigint_assign(h5ark_client_t *self, const char *array, const char *index,
                                const char *value, h5ark_value **object, h5ark_error *err) {
     const char *pairs[] = {"array", array, "index", index, "value", value};

@@ -1018,6 +1018,10 @@ static void test_bigint_compute(h5ark_client_t *c) {
     h5ark_value_destroy(&res);
     h5ark_value_destroy(&sum);
     h5ark_value_destroy(&obj);
+    CHECK_OK(h5ark_client_bigint_fill(c, big, "36893488147419103232", NULL, &err)); /* 2^65 */
+    CHECK_OK(h5ark_client_bigint_limbs(c, big, &res, &err));
+    CHECK(h5ark_value_len(h5ark_value_get(res, "limbs")) == 2, "2^65 in two limbs");
+    h5ark_value_destroy(&res);
 }
 
 static void test_select(h5ark_client_t *c) {

@@ -257,6 +257,7 @@ def test_bigint_compute_from_the_client(client):
     out = client.assign(zeros, idx, value=2**90)
     assert out.name == "z" and out.to_list() == [0, 2**90, 0, 0, 2**90]
     assert client.bigint_full(2, -1, max_bits=70).to_list() == [2**70 - 1] * 2
+    assert client.fill(out, 2**65).to_list() == [2**65] * 5
 
 
 def test_errors(client, wire, daemon):

@@ -466,7 +466,9 @@ class Client:
 
     def fill(self, array, value):
         """Every element of `array` set to `value`: the handle of the filled array, which
-        takes over the name (readers of the old one keep it)."""
+        takes over the name (readers of the old one keep it). For a bigint: bigint_fill."""
+        if _is_bigint(array) or _is_bigint(value):
+            return self.bigint_fill(array, value)
         if isinstance(value, np.generic):
             value = value.item()
         return self._object(self.request("fill", {"array": _name_of(array), "value": value}))
@@ -508,6 +510,12 @@ class Client:
         return self._object(self.request("bigint_full", {
             "size": int(size), "value": str(int(value)), "max_bits": int(max_bits),
             "name": name}))
+
+    def bigint_fill(self, array, value):
+        """Every element of the bigint `array` set to the Python int `value` (cut to its
+        max_bits): the handle of the filled array, which takes over the name."""
+        return self._object(self.request("bigint_fill", {"array": _name_of(array),
+                                                         "value": str(int(value))}))
 
     def bigint_assign(self, array, index, value):
         """array[index] = value (a Python int, cut to the array's max_bits) for a bigint
