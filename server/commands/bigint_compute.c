@@ -495,6 +495,10 @@ int bigint_cmd_binop(command_ctx *ctx, h5ark_error *err) {
 static int value_for(command_ctx *ctx, const char *cmd, int64_t max_bits, uint64_t *s, size_t *k,
                      h5ark_error *err) {
     if (scalar_arg(ctx, cmd, "value", s, k, err)) return -1;
+    if (is_neg(s, MAX_W) && max_bits > (MAX_W - 1) * 64)
+        return h5ark_fail(err, H5ARK_BAD_REQUEST,
+                          "%s: a negative value wraps at max_bits up to %d only", cmd,
+                          (MAX_W - 1) * 64);
     if (max_bits >= 0)
         cut(s, MAX_W, max_bits);
     else if (is_neg(s, MAX_W))
@@ -614,6 +618,9 @@ int bigint_cmd_assign(command_ctx *ctx, h5ark_error *err) {
     if (rc == 0 && (a->objtype != H5ARK_PDARRAY || a->dtype != H5ARK_BIGINT))
         rc = h5ark_fail(err, H5ARK_TYPE_ERROR, "bigint_assign: %s is %s %s, not a bigint pdarray",
                         name, h5ark_objtype_name(a->objtype), h5ark_dtype_name(a->dtype));
+    if (rc == 0 && a->ncomponents >= MAX_W)
+        rc = h5ark_fail(err, H5ARK_BAD_REQUEST, "bigint_assign: %s has more than %d limbs", name,
+                        MAX_W - 1);
     if (rc == 0) rc = value_for(ctx, "bigint_assign", a->max_bits, s, &kv, err);
     if (rc == 0 && !(idx = registry_get(arg_str(ctx, "index", ""), err)))
         rc = h5ark_fail_context(err, "bigint_assign: argument 'index'");

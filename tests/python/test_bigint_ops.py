@@ -189,3 +189,22 @@ def test_compute_refusals(ranked_conn):
     three = ranked_conn.put(np.array([3]))
     assert ranked_conn.fail("bigint_assign", array=a, index=three, value=1)["code"] == "bad_request"
     assert limbs_of(ranked_conn, a)[0] == [1, 2, 3]
+
+
+def test_empty_and_wide(ranked_conn):
+    """Empty arrays and an empty index are served; a bigint of more limbs than computing
+    takes, and a negative value past 16384 bits of max_bits, are refused."""
+    e = ranked_conn.put(np.zeros(0, dtype=np.int64))
+    hdr, _ = ranked_conn.ok("bigint_binop", op="+", a=e, value=str(2**70))
+    assert hdr["result"]["object"]["size"] == 0
+    hdr, _ = ranked_conn.ok("bigint_full", size=4, value=5)
+    name = hdr["result"]["object"]["name"]
+    ranked_conn.ok("bigint_assign", array=name, index=e, value=7)
+    assert limbs_of(ranked_conn, name)[0] == [5] * 4
+    one = ranked_conn.put(np.ones(2, dtype=np.uint64))
+    hdr, _ = ranked_conn.ok("bigint_from_limbs", arrays=[one] * 300)
+    wide = hdr["result"]["object"]["name"]
+    i = ranked_conn.put(np.array([0]))
+    assert ranked_conn.fail("bigint_binop", op="+", a=wide, value=1)["code"] == "bad_request"
+    assert ranked_conn.fail("bigint_assign", array=wide, index=i, value=1)["code"] == "bad_request"
+    assert ranked_conn.fail("bigint_full", size=1, value=-1, max_bits=20000)["code"] == "bad_request"
