@@ -244,6 +244,21 @@ int h5ark_client_bigint_limbs(h5ark_client_t *self, const char *array, h5ark_val
 int h5ark_client_bigint_from_limbs(h5ark_client_t *self, const char *const *arrays, size_t count,
                                    int64_t max_bits, const char *name, h5ark_value **object,
                                    h5ark_error *err);
+/* bigint_binop: a op b (b an array name) or a op value (reverse: value op a; value a
+ * decimal integer of any sign) as integers of any size, one side a bigint (+ - * // % & | ^
+ * and comparisons); bigint_full: `size` copies of the decimal `value` (NULL: 0), cut to
+ * max_bits; bigint_fill: every element of a bigint `value` (decimal), under its name;
+ * bigint_assign: array[index] = value (decimal), under the array's name. */
+int h5ark_client_bigint_binop(h5ark_client_t *self, const char *op, const char *a, const char *b,
+                              const char *value, bool reverse, const char *name,
+                              h5ark_value **object, h5ark_error *err);
+int h5ark_client_bigint_full(h5ark_client_t *self, uint64_t size, const char *value,
+                             int64_t max_bits, const char *name, h5ark_value **object,
+                             h5ark_error *err);
+int h5ark_client_bigint_fill(h5ark_client_t *self, const char *array, const char *value,
+                             h5ark_value **object, h5ark_error *err);
+int h5ark_client_bigint_assign(h5ark_client_t *self, const char *array, const char *index,
+                               const char *value, h5ark_value **object, h5ark_error *err);
 
 /* Elements [start, stop) of an object, as the daemon sent them. */
 typedef struct {

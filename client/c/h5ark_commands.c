@@ -831,6 +831,43 @@ int h5ark_client_bigint_from_limbs(h5ark_client_t *self, const char *const *arra
     return call(self, "bigint_from_limbs", args, NULL, 0, "object", object, err);
 }
 
+int h5ark_client_bigint_binop(h5ark_client_t *self, const char *op, const char *a, const char *b,
+                              const char *value, bool reverse, const char *name,
+                              h5ark_value **object, h5ark_error *err) {
+    const char *pairs[] = {"op", op, "a", a, "b", b, "value", value};
+    h5ark_value *args = name_args(pairs, 8, name);
+    if (args && value && h5ark_value_set(args, "reverse", h5ark_value_bool(reverse)))
+        h5ark_value_destroy(&args);
+    if (!args) return oom(err);
+    return call(self, "bigint_binop", args, NULL, 0, "object", object, err);
+}
+
+int h5ark_client_bigint_full(h5ark_client_t *self, uint64_t size, const char *value,
+                             int64_t max_bits, const char *name, h5ark_value **object,
+                             h5ark_error *err) {
+    const char *pairs[] = {"value", value};
+    h5ark_value *args = name_args(pairs, 2, name);
+    if (args && (h5ark_value_set(args, "size", h5ark_value_uint(size)) ||
+                 h5ark_value_set(args, "max_bits", h5ark_value_int(max_bits))))
+        h5ark_value_destroy(&args);
+    if (!args) return oom(err);
+    return call(self, "bigint_full", args, NULL, 0, "object", object, err);
+}
+
+int h5ark_client_bigint_fill(h5ark_client_t *self, const char *array, const char *value,
+                             h5ark_value **object, h5ark_error *err) {
+    return call_named(self, "bigint_fill", str_args("array", array, "value", value), NULL, "object",
+                      object, err);
+}
+
+int h5ark_client_bigint_assign(h5ark_client_t *self, const char *array, const char *index,
+                               const char *value, h5ark_value **object, h5ark_error *err) {
+    const char *pairs[] = {"array", array, "index", index, "value", value};
+    h5ark_value *args = name_args(pairs, 6, NULL);
+    if (!args) return oom(err);
+    return call(self, "bigint_assign", args, NULL, 0, "object", object, err);
+}
+
 int h5ark_client_compare(h5ark_client_t *self, const char *strings, const char *op,
                          const char *other, const char *text, size_t text_len, h5ark_value **object,
                          h5ark_error *err) {

@@ -26,6 +26,14 @@ int command_publish(command_ctx *ctx, object *obj, h5ark_error *err) {
     return all;
 }
 
+int command_replace(command_ctx *ctx, object *obj, const char *name, h5ark_error *err) {
+    int mine = registry_replace(obj, name, err);
+    int rc = ranks_agree(mine, err); /* replaced on every rank or on none */
+    if (rc && mine == 0) registry_unpublish(obj);
+    if (rc == 0) rc = reply_set(ctx, "object", object_describe(obj), err);
+    return rc;
+}
+
 int command_publish_all(command_ctx *ctx, object **objs, const char *const *keys, size_t n,
                         const char *first_name, h5ark_error *err) {
     size_t published = 0;

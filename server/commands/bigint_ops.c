@@ -5,6 +5,7 @@
  * objects are published on every rank or none. */
 #include "commands.h"
 
+#include "commands/bigint_compute.h"
 #include "elements.h"
 #include "locales.h"
 #include "dist/ranks.h"
@@ -274,6 +275,32 @@ const command_def bigint_commands[] = {
     {"bigint_from_limbs",
      cmd_bigint_from_limbs,
      {{"arrays", ARG_STR_ARRAY, true}, {"max_bits", ARG_INT, false}, {"name", ARG_STR, false}, {0}},
+     .ranks = RANKS_EVERY},
+    {"bigint_binop",
+     bigint_cmd_binop,
+     {{"op", ARG_STR, true},
+      {"a", ARG_STR, true},
+      {"b", ARG_STR, false},
+      {"value", ARG_ANY, false},
+      {"reverse", ARG_BOOL, false},
+      {"name", ARG_STR, false},
+      {0}},
+     .ranks = RANKS_EVERY},
+    {"bigint_full",
+     bigint_cmd_full,
+     {{"size", ARG_UINT, true},
+      {"value", ARG_ANY, false},
+      {"max_bits", ARG_INT, false},
+      {"name", ARG_STR, false},
+      {0}},
+     .ranks = RANKS_EVERY},
+    {"bigint_fill",
+     bigint_cmd_fill,
+     {{"array", ARG_STR, true}, {"value", ARG_ANY, true}, {0}},
+     .ranks = RANKS_EVERY},
+    {"bigint_assign",
+     bigint_cmd_assign,
+     {{"array", ARG_STR, true}, {"index", ARG_STR, true}, {"value", ARG_ANY, true}, {0}},
      .ranks = RANKS_EVERY},
     {0},
 };

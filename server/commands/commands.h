@@ -23,6 +23,9 @@ extern const command_def user_commands[];      /* whoami reload */
 /* Publish a freshly built object under args.name (or a generated name) and describe it in
  * the reply's `object`; published on every rank or on none. Takes obj's reference. */
 int command_publish(command_ctx *ctx, object *obj, h5ark_error *err);
+/* Publish obj under `name` in place of the object of that name, on every rank or on none,
+ * and describe it in the reply's `object`; the caller keeps its reference. */
+int command_replace(command_ctx *ctx, object *obj, const char *name, h5ark_error *err);
 /* Publish objs[0..n) on every rank or on none (the first under first_name when not NULL,
  * fresh names else) and reply each descriptor under keys[i] (keys NULL: none replied); the
  * caller keeps its references. */

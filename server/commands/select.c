@@ -310,11 +310,8 @@ static int cmd_assign(command_ctx *ctx, h5ark_error *err) {
     }
     if (rc == 0) {
         out->tag = a->tag;
-        int mine = registry_replace(out, name, err);
-        rc = ranks_agree(mine, err);
-        if (rc && mine == 0) registry_unpublish(out);
+        rc = command_replace(ctx, out, name, err);
     }
-    if (rc == 0) rc = reply_set(ctx, "object", object_describe(out), err);
     object_release(out);
     object_release(pos);
     object_release(v);

@@ -990,6 +990,38 @@ static void test_bigint_compute(h5ark_client_t *c) {
     h5ark_value_destroy(&res);
     h5ark_value_destroy(&obj);
     CHECK_ERR(h5ark_client_bigint_arange(c, "-1", "5", NULL, NULL, NULL, &err), H5ARK_BAD_REQUEST);
+    /* zeros, a[1] = 2^64 + 1, then a * 2 + 1 (bigint_full, bigint_assign, bigint_binop) */
+    const int64_t one[] = {1};
+    char at[128], big[128];
+    snprintf(at, sizeof at, "%s", uname("big_at"));
+    snprintf(big, sizeof big, "%s", uname("big_z"));
+    CHECK_OK(h5ark_client_put_array(c, H5ARK_INT64, 1, one, at, NULL, &err));
+    CHECK_OK(h5ark_client_bigint_full(c, 3, NULL, -1, big, NULL, &err));
+    CHECK_OK(h5ark_client_bigint_assign(c, big, at, "18446744073709551617", NULL, &err));
+    CHECK_OK(h5ark_client_bigint_binop(c, "*", big, NULL, "2", false, NULL, &obj, &err));
+    h5ark_value *sum = NULL;
+    CHECK_ERR(h5ark_client_bigint_binop(c, "-", desc_str(obj, "name"), NULL, "1", false, NULL, NULL,
+                                        &err),
+              H5ARK_TYPE_ERROR); /* 0 - 1: negative, and bigints here are unsigned */
+    CHECK_OK(h5ark_client_bigint_binop(c, "+", desc_str(obj, "name"), NULL, "1", false, NULL, &sum,
+                                       &err));
+    CHECK_OK(h5ark_client_bigint_limbs(c, desc_str(sum, "name"), &res, &err));
+    limbs = h5ark_value_get(res, "limbs");
+    CHECK(h5ark_value_len(limbs) == 2, "2 (2^64 + 1) + 1 has two limbs");
+    if (h5ark_value_len(limbs) == 2) { /* 2^65 + 3: limbs {3, 2} at row 1 */
+        h5ark_data d;
+        CHECK_OK(h5ark_client_get(c, desc_str(h5ark_value_at(limbs, 1), "name"), 0, H5ARK_END, &d,
+                                  &err));
+        CHECK(d.count == 3 && ((const uint64_t *)d.values)[1] == 2, "limb 1 of row 1");
+        h5ark_data_free(&d);
+    }
+    h5ark_value_destroy(&res);
+    h5ark_value_destroy(&sum);
+    h5ark_value_destroy(&obj);
+    CHECK_OK(h5ark_client_bigint_fill(c, big, "36893488147419103232", NULL, &err)); /* 2^65 */
+    CHECK_OK(h5ark_client_bigint_limbs(c, big, &res, &err));
+    CHECK(h5ark_value_len(h5ark_value_get(res, "limbs")) == 2, "2^65 in two limbs");
+    h5ark_value_destroy(&res);
 }
 
 static void test_select(h5ark_client_t *c) {

@@ -686,6 +686,73 @@ def test_bigint_read_fetch_write(ak, akd):
     assert "1-dimensional" in ak.error("bigint_to_uint_list<bigint,2>", {"array": name})
 
 
+def test_bigint_compute(ak):
+    """What the client sends to compute on bigints: `ak.arange(n) + 2**200`
+    (binopvs<int64,bigint,1>), the binops of bigint with bigint and int64 arrays and
+    scalars (vv, vs, sv; results wrap at max_bits as Arkouda's server masks them),
+    `ak.zeros(n, dtype=bigint)` (create<bigint,1>), `a[i] = v` ([int]=val<bigint,1>),
+    `a[mask] = v` ([pdarray]=val) and str/repr of a bigint."""
+    n = 300
+    ints, _, _ = upload(ak, np.arange(n, dtype=np.int64))
+    big, dtype, size = ak.created("binopvs<int64,bigint,1>",
+                                  {"op": "+", "a": ints, "value": 2**200})
+    assert (dtype, size) == ("bigint", n)
+    assert bigint_values(ak, big, n) == ([2**200 + i for i in range(n)], 4)
+    prod, _, _ = ak.created("binopvv<bigint,int64,1>", {"op": "*", "a": big, "b": ints})
+    assert bigint_values(ak, prod, n)[0] == [(2**200 + i) * i for i in range(n)]
+    rev, _, _ = ak.created("binopsv<bigint,bigint,1>", {"op": "-", "a": big, "value": 2**201})
+    assert bigint_values(ak, rev, n)[0] == [2**200 - i for i in range(n)]
+    less, dtype, _ = ak.created("binopvs<bigint,bigint,1>",
+                                {"op": "<", "a": big, "value": 2**200 + 7})
+    assert dtype == "bool"
+    assert download(ak, less, "bool", n).tolist() == [i < 7 for i in range(n)]
+    ak.ok("set_max_bits<bigint,1>", {"array": big, "max_bits": 64})
+    wrapped, _, _ = ak.created("binopvs<bigint,int64,1>", {"op": "-", "a": big, "value": 3})
+    assert ak.ok("get_max_bits<bigint,1>", {"array": wrapped}) == "64"
+    assert bigint_values(ak, wrapped, n)[0] == [(i - 3) % 2**64 for i in range(n)]
+    # unbounded, a negative result is refused (h5ark's bigints are unsigned)
+    assert "negative" in ak.error("binopvs<int64,bigint,1>", {"op": "-", "a": ints,
+                                                              "value": 2**200})
+    assert "operator" in ak.error("binopvv<bigint,bigint,1>", {"op": "/", "a": big, "b": big})
+    # ak.zeros(n, dtype=bigint), then the checkpoint test's a[i] = v of growing values
+    zeros, dtype, size = ak.created("create<bigint,1>", {"shape": n})
+    assert (dtype, size) == ("bigint", n)
+    want, cur = [0] * n, 37
+    for i in (0, 1, 150, n - 1):
+        cur *= 347**40
+        want[i] = cur
+        assert ak.ok("[int]=val<bigint,1>", {"array": zeros, "idx": i - n if i else 0,
+                                             "value": cur, "max_bits": -1}) == ""
+        assert ak.ok("[int]<bigint,1>", {"array": zeros, "idx": i}) == f"bigint {cur}"
+    assert bigint_values(ak, zeros, n)[0] == want
+    mask, _, _ = upload(ak, np.arange(n) % 100 == 1)
+    ak.ok("[pdarray]=val", {"array": zeros, "idx": mask, "dtype": "bigint", "value": 2**70})
+    want = [2**70 if i % 100 == 1 else w for i, w in enumerate(want)]
+    assert bigint_values(ak, zeros, n)[0] == want
+    assert "out of bounds" in ak.error("[int]=val<bigint,1>", {"array": zeros, "idx": n,
+                                                               "value": 1, "max_bits": -1})
+    assert "negative" in ak.error("[int]=val<bigint,1>", {"array": zeros, "idx": 0,
+                                                          "value": -1, "max_bits": -1})
+    # ak.full / ak.ones of bigint: create, then set<bigint,1>; ak.cast(ints, ak.bigint)
+    assert ak.ok("set<bigint,1>", {"array": zeros, "dtype": "bigint", "val": 2**100}) == (
+        f"set element in {zeros}")
+    assert bigint_values(ak, zeros, n)[0] == [2**100] * n
+    cast, dtype, _ = ak.created("cast<int64,bigint,1>", {"name": ints})
+    assert dtype == "bigint" and bigint_values(ak, cast, n)[0] == list(range(n))
+    again, _, _ = ak.created("cast<bigint,bigint,1>", {"name": rev})
+    assert bigint_values(ak, again, n)[0] == [2**200 - i for i in range(n)]
+    assert "bigint" in ak.error("cast<bigint,int64,1>", {"name": rev})
+    # str and repr: numpy's text, three and three around "..." past printThresh
+    assert ak.ok("str", {"array": rev, "printThresh": 100}) == (
+        f"[{2**200} {2**200 - 1} {2**200 - 2} ... {2**200 - 297} {2**200 - 298} "
+        f"{2**200 - 299}]")
+    small, _, _ = ak.created("binopvs<int64,bigint,1>", {"op": "+", "a": ints, "value": 2**64})
+    three, _, _ = ak.created("[pdarray]", {"array": small, "idx": upload(
+        ak, np.array([0, 1, 299]))[0]})
+    assert ak.ok("repr", {"array": three, "printThresh": 100}) == (
+        f"array([{2**64} {2**64 + 1} {2**64 + 299}])")
+
+
 def test_bigint_arange_and_max_bits(ak, akd):
     """What ak.arange(..., dtype=bigint) and ak.arange(..., max_bits=m) send: arange of
     bigint, then get_max_bits / set_max_bits (Arkouda's server cuts the values in place)."""

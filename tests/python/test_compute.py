@@ -239,6 +239,27 @@ def test_limitbits(client, wire):
     assert client.info(["big"])[0].to_list() == vals  # unchanged by the failures
 
 
+def test_bigint_compute_from_the_client(client):
+    """The Python client's bigint compute: binop and assign go to bigint_binop and
+    bigint_assign for a bigint handle or an int beyond 64 bits; bigint_full."""
+    from h5ark import ObjectTypeError
+    ints = client.array(np.arange(5))
+    big = client.binop(ints, "+", 2**200)
+    assert big.dtype == "bigint" and big.to_list() == [2**200 + i for i in range(5)]
+    assert client.binop(big, "*", big).to_list() == [(2**200 + i) ** 2 for i in range(5)]
+    assert client.binop(big, "-", 2**201, reverse=True).to_list() == [2**200 - i
+                                                                        for i in range(5)]
+    assert client.binop(big, ">=", 2**200 + 3).to_ndarray().tolist() == [False] * 3 + [True] * 2
+    with pytest.raises(ObjectTypeError, match="negative"):
+        client.binop(ints, "-", 2**200)
+    zeros = client.bigint_full(5, name="z")
+    idx = client.array(np.array([1, -1]))
+    out = client.assign(zeros, idx, value=2**90)
+    assert out.name == "z" and out.to_list() == [0, 2**90, 0, 0, 2**90]
+    assert client.bigint_full(2, -1, max_bits=70).to_list() == [2**70 - 1] * 2
+    assert client.fill(out, 2**65).to_list() == [2**65] * 5
+
+
 def test_errors(client, wire, daemon):
     """Every bad request gets a clear error, publishes nothing and leaves the daemon serving."""
     a = client.array(np.arange(5, dtype=np.int64))

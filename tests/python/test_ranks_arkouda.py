@@ -31,7 +31,7 @@ WIRE_TESTS = [
     "test_strings_compute", "test_segmented_split", "test_unique_and_broadcast",
     "test_strings_holding_nul",
     "test_unique_strings_in_arkouda_order", "test_segmented_reduction", "test_assign_scalar",
-    "test_bigint_arange_and_max_bits",
+    "test_bigint_arange_and_max_bits", "test_bigint_compute",
 ]
 # and its client fixture `ak`, which then connects to this module's `akd`
 globals().update({name: getattr(wire, name) for name in WIRE_TESTS + ["ak"]})

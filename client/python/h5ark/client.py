@@ -60,6 +60,13 @@ def _name_of(obj):
     raise TypeError(f"expected an h5ark object or an object name, got {type(obj).__name__}")
 
 
+def _is_bigint(x):
+    """A bigint handle, or a Python int that no 64-bit dtype holds."""
+    if isinstance(x, H5arkObject):
+        return x.dtype == "bigint"
+    return isinstance(x, int) and not isinstance(x, bool) and not -2**63 <= x < 2**64
+
+
 def _names_of(objs):
     """A name, an object, or any nesting of iterables of them -> flat list of names."""
     if isinstance(objs, (str, H5arkObject)) or not isinstance(objs, Iterable):
@@ -433,7 +440,10 @@ class Client:
         """`a op b` elementwise with numpy's result dtype (`+ - * / // % ** == != < <= > >=
         & | ^ << >>`): b is an array (a handle or a name) of a's size, or a scalar (a
         number, bool or numpy scalar, whose numpy dtype it keeps); reverse=True computes
-        `b op a` for a scalar b."""
+        `b op a` for a scalar b. With a bigint handle, or an int beyond 64 bits, it is
+        bigint_binop."""
+        if _is_bigint(a) or _is_bigint(b):
+            return self.bigint_binop(a, op, b, reverse=reverse, name=name)
         args = {"op": op, "a": _name_of(a), "name": name}
         if isinstance(b, (H5arkObject, str)):
             args["b"] = _name_of(b)
@@ -456,7 +466,9 @@ class Client:
 
     def fill(self, array, value):
         """Every element of `array` set to `value`: the handle of the filled array, which
-        takes over the name (readers of the old one keep it)."""
+        takes over the name (readers of the old one keep it). For a bigint: bigint_fill."""
+        if _is_bigint(array) or _is_bigint(value):
+            return self.bigint_fill(array, value)
         if isinstance(value, np.generic):
             value = value.item()
         return self._object(self.request("fill", {"array": _name_of(array), "value": value}))
@@ -479,6 +491,38 @@ class Client:
         max_bits set: the handle of the result, which takes over the name."""
         return self._object(self.request("limitbits", {"array": _name_of(array),
                                                        "max_bits": int(max_bits)}))
+
+    def bigint_binop(self, a, op, b, reverse=False, name=None):
+        """`a op b` as integers of any size (`+ - * // % & | ^ == != < <= > >=`): a and b
+        arrays (bigint, integer or bool; one a bigint), or b a Python int (reverse=True:
+        `b op a`). A bigint of the operands' largest max_bits, its values cut to it (they
+        wrap); unbounded, a negative result is refused. Comparisons give bool arrays."""
+        args = {"op": op, "a": _name_of(a), "name": name}
+        if isinstance(b, (H5arkObject, str)):
+            args["b"] = _name_of(b)
+        else:
+            args["value"], args["reverse"] = str(int(b)), bool(reverse)
+        return self._object(self.request("bigint_binop", args))
+
+    def bigint_full(self, size, value=0, max_bits=-1, name=None):
+        """A bigint pdarray of `size` copies of the Python int `value`, cut to max_bits
+        (-1: unbounded, then value must not be negative)."""
+        return self._object(self.request("bigint_full", {
+            "size": int(size), "value": str(int(value)), "max_bits": int(max_bits),
+            "name": name}))
+
+    def bigint_fill(self, array, value):
+        """Every element of the bigint `array` set to the Python int `value` (cut to its
+        max_bits): the handle of the filled array, which takes over the name."""
+        return self._object(self.request("bigint_fill", {"array": _name_of(array),
+                                                         "value": str(int(value))}))
+
+    def bigint_assign(self, array, index, value):
+        """array[index] = value (a Python int, cut to the array's max_bits) for a bigint
+        array, its limbs growing as the value needs; the changed array replaces `array`
+        under its name. Its new handle."""
+        return self._object(self.request("bigint_assign", {
+            "array": _name_of(array), "index": _name_of(index), "value": str(int(value))}))
 
     def bigint_arange(self, start, stop, step=1, name=None):
         """A bigint pdarray of range(start, stop, step) (non-negative Python ints of up to
@@ -616,6 +660,8 @@ class Client:
         the changed array replaces `array` under its name. Its new handle."""
         if (values is None) == (value is None):
             raise ValueError("assign takes values or value")
+        if values is None and (_is_bigint(array) or _is_bigint(value)):
+            return self.bigint_assign(array, index, value)
         if isinstance(value, np.generic):
             value = value.item()
         return self._object(self.request("assign", {

@@ -3,6 +3,7 @@
  * randint create set cast binopvv binopvs binopsv the reductions (allAll ... argmaxAll) cumSum str
  * repr. Each is translated onto native commands (create, info, fill, cast, binop, reduce,
  * cumsum, get) and their results into Arkouda's replies. */
+#include "front/arkouda/bigint_ops.h"
 #include "front/arkouda/commands.h"
 #include "front/arkouda/values.h"
 
@@ -110,6 +111,7 @@ static int cmd_randint(ak_ctx *ctx, h5ark_error *err) {
 static int cmd_create(ak_ctx *ctx, h5ark_error *err) {
     h5ark_dtype dtype;
     uint64_t size;
+    if (bigint_template(ctx->in)) return ak_bigint_create(ctx, err);
     if (param_dtype(ctx, 0, &dtype, err) || ak_check_rank(ctx, err) ||
         ak_arg_uint(ctx->in, "shape", &size, err))
         return -1;
@@ -121,6 +123,7 @@ static int cmd_create(ak_ctx *ctx, h5ark_error *err) {
 static int cmd_set(ak_ctx *ctx, h5ark_error *err) {
     const char *text;
     ak_array a;
+    if (bigint_template(ctx->in)) return ak_bigint_set(ctx, err);
     if (ak_check_rank(ctx, err) || ak_arg_str(ctx->in, "val", &text, err) ||
         ak_array_arg(ctx, "array", false, &a, err))
         return -1;
@@ -142,6 +145,7 @@ static int cmd_set(ak_ctx *ctx, h5ark_error *err) {
 static int cmd_cast(ak_ctx *ctx, h5ark_error *err) {
     h5ark_dtype from, to;
     ak_array a;
+    if (ak_bigint_template(ctx->in)) return ak_bigint_cast(ctx, err);
     if (param_dtype(ctx, 0, &from, err) || param_dtype(ctx, 1, &to, err) ||
         ak_check_rank(ctx, err) || ak_array_arg(ctx, "name", false, &a, err) ||
         check_dtype(&a, from, err))
@@ -156,6 +160,7 @@ static int cmd_cast(ak_ctx *ctx, h5ark_error *err) {
 static int cmd_binopvv(ak_ctx *ctx, h5ark_error *err) {
     const char *op;
     ak_array a, b;
+    if (ak_bigint_template(ctx->in)) return ak_bigint_binop(ctx, err);
     if (ak_check_rank(ctx, err) || ak_arg_str(ctx->in, "op", &op, err) ||
         ak_array_arg(ctx, "a", false, &a, err) || ak_array_arg(ctx, "b", false, &b, err))
         return -1;
@@ -192,6 +197,7 @@ static int binop_scalar(ak_ctx *ctx, bool scalar_left, h5ark_error *err) {
     h5ark_dtype st;
     ak_array a;
     h5ark_value *value = NULL;
+    if (ak_bigint_template(ctx->in)) return ak_bigint_binop(ctx, err);
     if (ak_check_rank(ctx, err) || param_dtype(ctx, scalar_left ? 0 : 1, &st, err) ||
         ak_arg_str(ctx->in, "op", &op, err) || ak_array_arg(ctx, "a", false, &a, err))
         return -1;
@@ -288,7 +294,8 @@ static int cmd_str(ak_ctx *ctx, h5ark_error *err) {
     ak_array a;
     if (ak_arg(ctx->in, "printThresh") && ak_arg_int(ctx->in, "printThresh", &thresh, err))
         return -1;
-    if (ak_array_arg(ctx, "array", false, &a, err)) return -1;
+    if (ak_array_arg(ctx, "array", true, &a, err)) return -1;
+    if (a.dtype == H5ARK_BIGINT) return ak_bigint_str(ctx, &a, thresh, err);
     bool repr = strcmp(ctx->in->base, "repr") == 0;
     bool cut = thresh >= 0 && a.size > (uint64_t)thresh && a.size > 6;
     h5ark_value *args = ak_str_args("name", a.name, NULL), *rows = h5ark_value_array();

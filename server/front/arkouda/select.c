@@ -1,51 +1,12 @@
 /* Indexing commands of the Arkouda dialect: [int] [slice] [pdarray] [pdarray]=pdarray
  * [pdarray]=val [int]=val and concatenate, translated to the native get, slice, take,
  * assign and concatenate. */
+#include "front/arkouda/bigint_ops.h"
 #include "front/arkouda/parts.h"
 #include "front/arkouda/values.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-/* Element w of a bigint in decimal (malloc'd; NULL when out of memory) from its k limbs x
- * (least significant first, changed here): divided by 10^19 from the top until nothing is
- * left. */
-static char *bigint_decimal(uint64_t *x, size_t k) {
-    char *text = malloc(20 * (k ? k : 1) + 2);
-    if (!text) return NULL;
-    char *end = text + 20 * (k ? k : 1) + 1, *at = end;
-    *end = '\0';
-    const uint64_t base = 10000000000000000000ULL;
-    for (size_t top = k;;) {
-        unsigned __int128 rem = 0;
-        for (size_t j = top; j-- > 0;) {
-            unsigned __int128 cur = rem << 64 | x[j];
-            x[j] = (uint64_t)(cur / base);
-            rem = cur % base;
-        }
-        while (top > 0 && x[top - 1] == 0)
-            top--;
-        uint64_t r = (uint64_t)rem;
-        for (int d = 0; d < 19 && (top > 0 || r || at == end); d++) { /* zeros only inside */
-            *--at = (char)('0' + r % 10);
-            r /= 10;
-        }
-        if (top == 0) break;
-    }
-    memmove(text, at, (size_t)(end - at) + 1);
-    return text;
-}
-
-/* The reply's bytes, every span end to end, into out (n bytes at most); how many. */
-static uint64_t result_bytes(const dispatch_result *res, void *out, uint64_t n) {
-    uint64_t got = 0;
-    for (size_t i = 0; i < res->nspans && got < n; i++) {
-        uint64_t take = res->spans[i].len < n - got ? res->spans[i].len : n - got;
-        memcpy((char *)out + got, res->spans[i].ptr, take);
-        got += take;
-    }
-    return got;
-}
 
 /* [int]<T,1> {array, idx}: one element, "<dtype> <value>" (a bigint's in decimal), through
  * the native info and get. */
@@ -84,7 +45,7 @@ static int cmd_int_index(ak_ctx *ctx, h5ark_error *err) {
     if (dtype == H5ARK_BIGINT) { /* its limbs, Limb_0 first, one uint64 each */
         limbs /= 8;
         uint64_t *x = calloc(limbs ? limbs : 1, sizeof *x);
-        char *text = x ? (result_bytes(&res, x, limbs * 8), bigint_decimal(x, limbs)) : NULL;
+        char *text = x ? (ak_result_bytes(&res, x, limbs * 8), ak_bigint_decimal(x, limbs)) : NULL;
         rc = text ? ak_reply(ctx, err, "bigint %s", text)
                   : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
         free(text);
@@ -92,7 +53,7 @@ static int cmd_int_index(ak_ctx *ctx, h5ark_error *err) {
     } else {
         uint64_t e[2] = {0};
         char text[96];
-        result_bytes(&res, e, sizeof e);
+        ak_result_bytes(&res, e, sizeof e);
         ak_scalar_text(dtype, e, 0, text, sizeof text);
         rc = ak_reply(ctx, err, "%s", text);
     }
@@ -130,10 +91,20 @@ static int cmd_pdarray_index(ak_ctx *ctx, h5ark_error *err) {
     return ak_native_created(ctx, "take", args, err);
 }
 
+/* Whether the array assigned to is a bigint (the dtype the client gives: its argument, or
+ * the template's). */
+static bool bigint_dtype(const ak_request *in) {
+    const char *dtype = ak_arg(in, "dtype") ? ak_arg(in, "dtype")
+                        : in->nparams       ? in->params[0]
+                                            : "";
+    return strcmp(dtype, "bigint") == 0;
+}
+
 /* Arkouda's text of a scalar as a native value: True/False (any case Arkouda writes) a
  * bool, else a number; bad_request naming the dtype the client gave (its argument, or the
  * template's) when it is neither. */
 static h5ark_value *scalar_value(const ak_request *in, const char *text, h5ark_error *err) {
+    if (bigint_dtype(in)) return h5ark_value_str(text); /* any size: bigint_assign reads it */
     if (strcmp(text, "True") == 0 || strcmp(text, "true") == 0) return h5ark_value_bool(true);
     if (strcmp(text, "False") == 0 || strcmp(text, "false") == 0) return h5ark_value_bool(false);
     h5ark_value *v = ak_number_value("value", text, err);
@@ -168,7 +139,8 @@ static int cmd_pdarray_assign(ak_ctx *ctx, h5ark_error *err) {
         return h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
     }
     dispatch_result res;
-    int rc = ak_native(ctx, "assign", args, NULL, &res, err);
+    int rc = ak_native(ctx, scalar && bigint_dtype(ctx->in) ? "bigint_assign" : "assign", args,
+                       NULL, &res, err);
     h5ark_value_destroy(&args);
     if (rc) return -1;
     dispatch_result_free(&res);
@@ -220,7 +192,8 @@ static int cmd_int_assign(ak_ctx *ctx, h5ark_error *err) {
     if (!args || h5ark_value_set(args, "value", value)) {
         if (!args) h5ark_value_destroy(&value);
         rc = h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
-    } else if ((rc = ak_native(ctx, "assign", args, NULL, &res, err)) == 0) {
+    } else if ((rc = ak_native(ctx, bigint_dtype(ctx->in) ? "bigint_assign" : "assign", args, NULL,
+                               &res, err)) == 0) {
         dispatch_result_free(&res);
     }
     h5ark_value_destroy(&args);
