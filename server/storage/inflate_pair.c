@@ -553,11 +553,12 @@ static int start(stream *s, const unsigned char *in, size_t n, unsigned char *ou
     return 0;
 }
 
-/* Whole, and the Adler-32 after the last block's last whole byte matching. */
+/* Whole, and the Adler-32 after the last block's last whole byte matching and ending the
+ * input: bytes after it are not this loop's to judge (libdeflate's verdict stands). */
 static int finish(const stream *s) {
     if (s->state != DONE || s->out != s->stop) return -1;
     const unsigned char *t = s->in - s->bc / 8;
-    if (s->end - t < 4) return -1;
+    if (s->end - t != 4) return -1;
     uint32_t want = (uint32_t)t[0] << 24 | (uint32_t)t[1] << 16 | (uint32_t)t[2] << 8 | t[3];
     return libdeflate_adler32(1, s->begin, (size_t)(s->stop - s->begin)) == want ? 0 : -1;
 }

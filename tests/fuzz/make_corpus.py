@@ -285,4 +285,6 @@ write_seeds("inflate", [
     bytes([7, 5, 0, 0, 0]) + pair_a + pair_b,
     bytes([0, len(pair_b) & 255, len(pair_b) >> 8, len(pair_b) & 255, len(pair_b) >> 8])
     + zlib.compress(pair_b, 6) * 2,  # two streams as they come, of equal lengths
+    bytes([0, len(pair_b) & 255, len(pair_b) >> 8, len(pair_b) & 255, len(pair_b) >> 8])
+    + (zlib.compress(pair_b, 6) + b"x\x9c") * 2,  # bytes after each stream's Adler-32
 ])

@@ -104,6 +104,9 @@ int main(void) {
         /* cut short */
         size_t cut[2] = {zn[0], 2 + next() % (zn[1] - 2)};
         CHECKF(pair(p, cut, n) == -1, "round %d: cut at %zu of %zu", round, cut[1], zn[1]);
+        /* a byte after the Adler-32: not a whole stream as zlib reads it */
+        size_t longer[2] = {zn[0], zn[1] + 1};
+        CHECKF(pair(p, longer, n) == -1, "round %d: a byte after the stream", round);
         /* damaged: a failure, or (a flip zlib also reads past) what zlib gives; short
          * streams, mostly their headers (code lengths), flipped many times */
         for (int flip = 0; flip < (zn[0] < 400 ? 40 : 1); flip++) {
