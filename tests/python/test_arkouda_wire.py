@@ -30,6 +30,8 @@ def ak_args(**params):
             val, dtype = ("True" if val else "False"), "bool"
         elif isinstance(val, int):
             val, dtype = str(val), "int64"
+        elif isinstance(val, float):
+            val, dtype = str(val), "float64"
         elif isinstance(val, (list, tuple)):
             val = json.dumps([str(v) for v in val])
         items.append(json.dumps({"key": key, "dtype": dtype, "val": val}))
@@ -1155,6 +1157,10 @@ def test_binops_mixed(ak):
         np.testing.assert_array_equal(download(ak, out, dtype, size), expect)
     out, dtype, _ = ak.created("binopsv<int64,int64,1>", {"op": "-", "a": ni, "value": 1})
     np.testing.assert_array_equal(download(ak, out, "int64", 4), 1 - i)
+    # 5.5 - i: the client names the array's dtype first and the scalar's second
+    out, dtype, _ = ak.created("binopsv<int64,float64,1>", {"op": "-", "a": ni, "value": 5.5})
+    assert dtype == "float64"
+    np.testing.assert_array_equal(download(ak, out, "float64", 4), 5.5 - i)
     out, dtype, _ = ak.created("binopvv<int64,float64,1>", {"op": "+", "a": ni, "b": nf})
     assert dtype == "float64"
     np.testing.assert_array_equal(download(ak, out, "float64", 4), i + f)

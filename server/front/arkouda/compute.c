@@ -190,15 +190,15 @@ static int scalar_arg(ak_ctx *ctx, h5ark_dtype t, h5ark_value **out, h5ark_error
     return *out ? 0 : h5ark_fail(err, H5ARK_RESOURCE_LIMIT, "out of memory");
 }
 
-/* binopvs<T,U,1> {op, a, value} and binopsv<U,T,1> {op, a, value}: the scalar's dtype is
- * the template's second (vs) or first (sv) parameter. */
+/* binopvs<T,U,1> {op, a, value} and binopsv<T,U,1> {op, a, value}: T is the array's dtype
+ * and U the scalar's in both (the client's pdarray.r_binop names them so for sv too). */
 static int binop_scalar(ak_ctx *ctx, bool scalar_left, h5ark_error *err) {
     const char *op;
     h5ark_dtype st;
     ak_array a;
     h5ark_value *value = NULL;
     if (ak_bigint_template(ctx->in)) return ak_bigint_binop(ctx, err);
-    if (ak_check_rank(ctx, err) || param_dtype(ctx, scalar_left ? 0 : 1, &st, err) ||
+    if (ak_check_rank(ctx, err) || param_dtype(ctx, 1, &st, err) ||
         ak_arg_str(ctx->in, "op", &op, err) || ak_array_arg(ctx, "a", false, &a, err))
         return -1;
     /* the scalar's kind, as the native value_dtype names it */
