@@ -240,6 +240,7 @@ static int filters(walk *w, const unsigned char *m, size_t n) {
     ohdr_dataset *o = w->out;
     if (nf < 1 || nf > OHDR_MAX_FILTERS) return -1;
     size_t at = version == 1 ? 8 : 2;
+    if (n < at) return -1; /* every `n - at` below counts on at <= n */
     for (unsigned i = 0; i < nf; i++) {
         if (n - at < 2) return -1;
         unsigned id = (unsigned)get_le(m + at, 2), namelen = 0;
